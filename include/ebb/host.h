@@ -1,0 +1,53 @@
+/* ebb — what ebbd lends a plugin: logging, time, timers, HTTP and a way to
+ * report events. Plugins own no event loop and read no clock: everything
+ * goes through this table so that the same plugin runs live and in a
+ * backtest under the virtual clock.
+ *
+ * Every function takes the host's `ctx` first. All calls happen on ebbd's
+ * loop thread; none may be made from another thread.
+ */
+#ifndef EBB_HOST_H
+#define EBB_HOST_H
+
+#include "common.h"
+#include "http.h"
+#include "types.h"
+
+#define EBB_HOST_ABI 1
+
+typedef void (*ebb_timer_fn)(void *arg);
+
+struct ebb_host {
+    uint32_t abi;          /* EBB_HOST_ABI */
+    uint32_t struct_size;  /* sizeof(struct ebb_host) of the core */
+    void *ctx;
+
+    /* Writes one log line tagged with the plugin's name. */
+    void (*log)(void *ctx, enum ebb_log_level level, const char *fmt, ...)
+        EBB_PRINTF(3, 4);
+
+    /* The current time of ebbd's clock (real or virtual). */
+    ebb_time_ms (*now)(void *ctx);
+
+    /* Runs `fn(arg)` once at `due` (clock time). Returns a positive id, or a
+     * negative EBB_E* code. Timers still pending when the plugin is
+     * destroyed are dropped without running. */
+    int64_t (*timer_start)(void *ctx, ebb_time_ms due, ebb_timer_fn fn, void *arg);
+    /* Cancels a pending timer; unknown or fired ids are ignored. */
+    void (*timer_stop)(void *ctx, int64_t id);
+
+    /* Starts an HTTP request; `cb` runs exactly once, also on error and on
+     * shutdown (error EBB_ECANCELED). Returns 0, or a negative code when the
+     * request could not be started (then `cb` does not run). */
+    int (*http)(void *ctx, const struct ebb_http_request *req, ebb_http_cb cb,
+                void *arg);
+
+    /* A provider reports what happened to one of its instances. */
+    void (*instance_event)(void *ctx, const struct ebb_instance_event *ev);
+
+    /* A provider says its prices or capacity changed without being polled
+     * (the sim market does this as its trace advances). */
+    void (*market_changed)(void *ctx);
+};
+
+#endif

@@ -1,0 +1,107 @@
+/* ebb — the policy plugin ABI.
+ *
+ * A policy is pure: decide() looks at one job and the market as ebbd sees
+ * them at `now` and returns a decision. It does no I/O and reads no clock,
+ * so the same code runs live, in tests and in `ebb backtest`, and the same
+ * input always gives the same decision.
+ *
+ * A policy plugin exports ebb_policy_entry() returning a static struct
+ * ebb_policy; ABI rules as for providers (see provider.h).
+ */
+#ifndef EBB_POLICY_H
+#define EBB_POLICY_H
+
+#include "common.h"
+#include "config.h"
+#include "host.h"
+
+#define EBB_POLICY_ABI 1
+
+/* One forecast step of an offer's price. */
+struct ebb_forecast_point {
+    ebb_time_ms at;
+    ebb_micros p10, p50, p90;
+};
+
+/* Something the job could run on now: one provider, place, type and market. */
+struct ebb_offer {
+    const char *provider;
+    const char *region;
+    const char *zone;
+    const char *instance_type;
+    enum ebb_market market;
+    ebb_micros price_per_hour;  /* in effect now, in the job's currency */
+    double speed;               /* work per wall hour, reference type = 1.0 */
+    int available;              /* 1 when a launch can succeed now */
+    double preemption_per_hour; /* estimated hazard; 0 when unknown */
+    /* Price forecast from now on, hourly; NULL/0 when none is known. */
+    const struct ebb_forecast_point *forecast;
+    size_t n_forecast;
+};
+
+struct ebb_market_view {
+    const struct ebb_offer *offers;
+    size_t n_offers;
+};
+
+enum ebb_job_market {
+    EBB_JOB_SPOT = 0,          /* spot only */
+    EBB_JOB_ON_DEMAND = 1,     /* on-demand only */
+    EBB_JOB_SPOT_FALLBACK = 2, /* spot, on-demand when needed to finish */
+};
+
+/* What a policy may know about a job. */
+struct ebb_job_view {
+    const char *id;
+    const char *name;
+    enum ebb_job_market market;
+    ebb_dur_ms work_total;       /* on the reference instance */
+    ebb_dur_ms work_done;        /* saved in a checkpoint or in progress */
+    ebb_time_ms submitted_at;
+    ebb_time_ms deadline;
+    ebb_dur_ms restart_overhead; /* lost at every (re)start */
+    ebb_dur_ms checkpoint_grace;
+    ebb_micros budget;           /* 0 = no cap */
+    ebb_micros spent;
+    unsigned preemptions;
+    /* The running instance, if any: index into the market view's offers
+     * (SIZE_MAX when not running) and when it started. */
+    size_t running_offer;
+    ebb_time_ms running_since;
+};
+
+enum ebb_decision_kind {
+    EBB_DECIDE_WAIT = 0,   /* do nothing until `until` (or a market change) */
+    EBB_DECIDE_LAUNCH = 1, /* start on `offer` (stopping the current one) */
+    EBB_DECIDE_KEEP = 2,   /* keep the running instance */
+    EBB_DECIDE_STOP = 3,   /* checkpoint and release the running instance */
+};
+
+struct ebb_decision {
+    enum ebb_decision_kind kind;
+    ebb_time_ms until;     /* WAIT, KEEP: when to ask again; 0 = on events */
+    size_t offer;          /* LAUNCH: index into the market view's offers */
+    char reason[160];      /* recorded in job_events, shown to users */
+};
+
+struct ebb_policy {
+    uint32_t abi;          /* EBB_POLICY_ABI */
+    uint32_t struct_size;  /* sizeof(struct ebb_policy) */
+    const char *name;      /* "uniform-progress" */
+    const char *description;
+
+    const struct ebb_cfg_key *config_keys; /* ends with EBB_CFG_END */
+    size_t config_size;
+
+    int (*create)(const struct ebb_host *host, const void *config, void **self);
+    void (*destroy)(void *self);
+
+    /* Pure: fills *out from the arguments alone. Returns 0 or EBB_E*. */
+    int (*decide)(void *self, const struct ebb_job_view *job,
+                  const struct ebb_market_view *market, ebb_time_ms now,
+                  struct ebb_decision *out);
+};
+
+typedef const struct ebb_policy *(*ebb_policy_entry_fn)(void);
+
+#endif

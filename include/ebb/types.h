@@ -1,0 +1,85 @@
+/* ebb — value types shared by the core and plugins: prices, instances,
+ * launches and the events a provider reports about its instances.
+ *
+ * "Instance" is deliberately abstract: a VM, a rented machine, a local
+ * process tree, later a Kubernetes pod or a Slurm allocation. A launch may
+ * ask for a gang of `count` members that start and stop as one unit.
+ */
+#ifndef EBB_TYPES_H
+#define EBB_TYPES_H
+
+#include "common.h"
+
+/* One observed price. Strings are borrowed for the duration of a callback. */
+struct ebb_price {
+    const char *region;        /* "us-east-1"; "" when the market has none */
+    const char *zone;          /* "us-east-1a"; "" when the market has none */
+    const char *instance_type; /* "p3.2xlarge", "H100_80GB" */
+    const char *product;       /* "Linux/UNIX", ... */
+    enum ebb_market market;
+    ebb_time_ms at;            /* when this price took effect */
+    ebb_micros price_per_hour; /* in `currency` micro-units */
+    const char *currency;      /* "USD" */
+};
+
+enum ebb_instance_state {
+    EBB_INSTANCE_PENDING = 0,  /* asked for, not yet running */
+    EBB_INSTANCE_RUNNING = 1,
+    EBB_INSTANCE_STOPPING = 2, /* terminate asked for, or notice given */
+    EBB_INSTANCE_TERMINATED = 3,
+};
+
+/* What a provider knows of one instance it runs for ebb. */
+struct ebb_instance {
+    const char *id;            /* the provider's id ("i-0abc...") */
+    const char *token;         /* ebb's idempotency token, from its tags */
+    const char *job_id;        /* ebb's job id, from its tags */
+    const char *region;
+    const char *zone;
+    const char *instance_type;
+    enum ebb_market market;
+    enum ebb_instance_state state;
+    ebb_time_ms launched_at;   /* 0 when unknown */
+    int preempted;             /* 1 when the provider took it away */
+};
+
+/* A request to start an instance. The token is written to the store before
+ * launch() is called and must be passed to the provider's idempotency
+ * mechanism (EC2 ClientToken, ...) and tags, so that a retried or repeated
+ * launch after a crash never starts a second instance. */
+struct ebb_launch {
+    const char *token;
+    const char *job_id;
+    const char *region;
+    const char *zone;          /* "" lets the provider choose */
+    const char *instance_type;
+    enum ebb_market market;
+    ebb_micros max_price_per_hour; /* spot bid or limit; 0 = provider default */
+    const char *currency;
+    unsigned count;            /* gang size; 1 for a single instance */
+    /* How the agent on the instance reaches ebbd, and its secret. */
+    const char *agent_url;
+    const char *agent_token;
+    /* The job's command, for providers that run it directly (local, sim). */
+    const char *const *argv;
+    size_t argc;
+};
+
+enum ebb_instance_event_kind {
+    EBB_EVENT_RUNNING = 0,     /* the instance is up */
+    EBB_EVENT_NOTICE = 1,      /* it will be taken away at `deadline` */
+    EBB_EVENT_LOST = 2,        /* it is gone (preempted or failed) */
+    EBB_EVENT_EXITED = 3,      /* its job ended on its own with `exit_status` */
+};
+
+struct ebb_instance_event {
+    enum ebb_instance_event_kind kind;
+    const char *instance_id;
+    const char *token;
+    ebb_time_ms at;
+    ebb_time_ms deadline;      /* NOTICE: when the instance goes */
+    int exit_status;           /* EXITED */
+    const char *reason;        /* human words, e.g. "spot capacity reclaimed" */
+};
+
+#endif
