@@ -1,0 +1,92 @@
+/* The HTTP client: libcurl's multi socket API driven by a libuv loop.
+ *
+ * This is the only module that talks to libcurl. It is a handle in libuv's
+ * sense: init -> requests -> close(cb), and its memory is gone once the
+ * close callback has run. Every request is a one-shot with exactly one
+ * completion callback, also on error and on shutdown (EBB_ECANCELED).
+ *
+ * Requests are retried with exponential backoff and full jitter after
+ * connect or resolve errors, timeouts, HTTP 5xx and HTTP 429; a Retry-After
+ * header is honoured (capped at 5 minutes). TLS peers are always verified,
+ * redirects are not followed, responses are capped in size.
+ *
+ * Single-threaded: all calls must be made on the loop's thread.
+ */
+#ifndef EBB_SRC_HTTP_H
+#define EBB_SRC_HTTP_H
+
+#include <stddef.h>
+
+#include <uv.h>
+
+#include <ebb/common.h>
+#include <ebb/http.h>
+
+struct ebb__http;
+
+/* Defaults; each one can be changed per client (see the setters below). */
+#define EBB__HTTP_TIMEOUT_MS INT64_C(30000)          /* per attempt */
+#define EBB__HTTP_CONNECT_TIMEOUT_MS INT64_C(10000)  /* capped at the above */
+#define EBB__HTTP_MAX_ATTEMPTS 4
+#define EBB__HTTP_BACKOFF_BASE_MS INT64_C(500)
+#define EBB__HTTP_BACKOFF_CAP_MS INT64_C(30000)
+#define EBB__HTTP_RETRY_AFTER_CAP_MS INT64_C(300000)  /* 5 minutes */
+#define EBB__HTTP_MAX_RESPONSE ((size_t)64 << 20)     /* 64 MiB */
+
+/* Creates a client on `loop` and stores it in `*out`.
+ *
+ * The first call also runs curl_global_init(), guarded by a static flag.
+ * That guard is not thread-safe; ebb is single-threaded and creates its
+ * clients on the loop thread. Returns 0, EBB_ENOMEM, or EBB_EIO when
+ * libcurl cannot be initialised. The client must be released with
+ * ebb__http_close(). */
+int ebb__http_init(struct ebb__http **out, uv_loop_t *loop);
+
+/* Starts closing the client. Every request still in flight or waiting for a
+ * retry completes now, with error EBB_ECANCELED (its callback runs exactly
+ * once, before this returns); new requests are refused with EBB_ESHUTDOWN.
+ * Once all of the client's libuv handles are closed the client is freed and
+ * `closed(arg)` runs on the loop; `closed` may be NULL. Calling it twice is
+ * a no-op. After `closed` the client leaves no handle on the loop, so
+ * uv_loop_close() can succeed. */
+void ebb__http_close(struct ebb__http *h, void (*closed)(void *arg), void *arg);
+
+/* Starts a request. Everything in `req` is copied before this returns.
+ * Returns 0, after which `cb(res, arg)` runs exactly once on the loop (never
+ * from inside this call); or a negative code, after which `cb` never runs:
+ * EBB_EINVAL (no method or URL), EBB_ENOMEM, EBB_ESHUTDOWN (the client is
+ * closing). Errors met while performing the request (timeouts, refused
+ * connections, a malformed URL, an oversized response) reach `cb` in
+ * `res->error`. */
+int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
+                      ebb_http_cb cb, void *arg);
+
+/* Sets the backoff between attempts: attempt n waits a uniformly random
+ * time in [0, min(cap, base * 2^(n-1))] ("full jitter"), or longer when the
+ * server asked for it with Retry-After. Defaults: 500 ms and 30 s. Tests
+ * shorten them. Values below 0 are treated as 0. */
+void ebb__http_set_backoff(struct ebb__http *h, ebb_dur_ms base, ebb_dur_ms cap);
+
+/* Sets the connect timeout for later requests (default 10 s; never longer
+ * than a request's own timeout). A value <= 0 restores the default. */
+void ebb__http_set_connect_timeout(struct ebb__http *h, ebb_dur_ms timeout);
+
+/* Verifies TLS peers against the CA bundle at `path` instead of the system
+ * default; NULL restores the default. The path is copied. Verification
+ * itself cannot be turned off. Returns 0 or EBB_ENOMEM. */
+int ebb__http_set_ca_file(struct ebb__http *h, const char *path);
+
+/* Sets the largest response (header block plus body) a request accepts,
+ * for later requests; larger ones fail with EBB_EIO. 0 restores the
+ * default, 64 MiB. */
+void ebb__http_set_max_response(struct ebb__http *h, size_t bytes);
+
+/* Reads the Retry-After header from a raw response header block (as found
+ * in ebb_http_response.headers). It may be delta-seconds or an HTTP-date;
+ * a date is taken relative to the same response's Date header, so neither
+ * the local clock nor clock skew matters. The result is capped at
+ * EBB__HTTP_RETRY_AFTER_CAP_MS. Returns 0 and sets `*out` (milliseconds),
+ * or EBB_ENOTFOUND when there is no usable Retry-After. */
+int ebb__http_parse_retry_after(const char *headers, ebb_dur_ms *out);
+
+#endif

@@ -1,0 +1,482 @@
+/* The HTTP client against the loopback test server, on one uv loop.
+ *
+ * Every test gets its own loop, server and client, and ends by closing
+ * both and checking that uv_loop_close() succeeds, so a handle leaked by
+ * either shows up as a failure. A watchdog timer bounds each test.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ebb_build_config.h"
+#include "http.h"
+#include "test_httpd.h"
+
+#define WATCHDOG_MS 8000
+#define N_CONCURRENT 200
+
+struct fx {
+    uv_loop_t loop;
+    uv_timer_t watchdog;
+    bool watchdog_fired;
+    struct ebb__test_httpd *srv;
+    struct ebb__http *http;
+    int http_closed;
+    int srv_closed;
+    int completed;
+    char base[64];
+    /* What the server saw. */
+    int flaky_hits;
+    int ratelimit_hits;
+    uint64_t ratelimit_at[4];
+    char seen_method[16];
+    char seen_ua[64];
+    char seen_x_test[16];
+    char seen_body[64];
+};
+
+struct result {
+    struct fx *f;
+    int calls;
+    int status;
+    int error;
+    int attempts;
+    size_t body_len;
+    char body[128];
+    char headers[512];
+    char message[256];
+    bool close_client; /* close the client from inside the callback */
+};
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src ? src : "");
+}
+
+static void handler(const struct ebb__test_httpd_request *req,
+                    struct ebb__test_httpd_response *res, void *arg)
+{
+    struct fx *f = arg;
+    if (strcmp(req->path, "/echo") == 0) {
+        copy_str(f->seen_method, sizeof(f->seen_method), req->method);
+        copy_str(f->seen_ua, sizeof(f->seen_ua),
+                 ebb__test_httpd_header(req, "user-agent"));
+        copy_str(f->seen_x_test, sizeof(f->seen_x_test),
+                 ebb__test_httpd_header(req, "X-TEST"));
+        copy_str(f->seen_body, sizeof(f->seen_body), req->body);
+        ebb__test_httpd_add_header(res, "X-Reply", "yes");
+        ebb__test_httpd_set_bodyf(res, "echo:%s", req->query);
+    } else if (strcmp(req->path, "/slow") == 0) {
+        res->delay_ms = 3000;
+        ebb__test_httpd_set_bodyf(res, "late");
+    } else if (strcmp(req->path, "/flaky") == 0) {
+        bool first = f->flaky_hits++ == 0;
+        res->status = first ? 503 : 200;
+        ebb__test_httpd_set_bodyf(res, "%s", first ? "busy" : "ok");
+    } else if (strcmp(req->path, "/ratelimit") == 0) {
+        if (f->ratelimit_hits < 4)
+            f->ratelimit_at[f->ratelimit_hits] = uv_hrtime();
+        bool first = f->ratelimit_hits++ == 0;
+        res->status = first ? 429 : 200;
+        if (first)
+            ebb__test_httpd_add_header(res, "Retry-After", "1");
+        ebb__test_httpd_set_bodyf(res, "%s", first ? "slow down" : "ok");
+    } else if (strcmp(req->path, "/down") == 0) {
+        res->status = 503;
+        ebb__test_httpd_set_bodyf(res, "down %llu", (unsigned long long)req->seq);
+    } else if (strcmp(req->path, "/drop") == 0) {
+        res->drop = true;
+    } else if (strcmp(req->path, "/big") == 0) {
+        char big[4096];
+        memset(big, 'x', sizeof(big));
+        ebb__test_httpd_set_body(res, big, sizeof(big));
+    } else {
+        res->status = 404;
+        ebb__test_httpd_set_bodyf(res, "no such path: %s", req->path);
+    }
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+    struct fx *f = t->data;
+    f->watchdog_fired = true;
+}
+
+static void on_closed(void *arg)
+{
+    int *count = arg;
+    (*count)++;
+}
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    uv_timer_init(&f->loop, &f->watchdog);
+    f->watchdog.data = f;
+    uv_timer_start(&f->watchdog, on_watchdog, WATCHDOG_MS, 0);
+    assert_int_equal(ebb__test_httpd_start(&f->srv, &f->loop, handler, f), 0);
+    assert_int_equal(ebb__http_init(&f->http, &f->loop), 0);
+    /* Short backoff keeps retry tests fast; Retry-After still applies. */
+    ebb__http_set_backoff(f->http, 1, 10);
+    copy_str(f->base, sizeof(f->base), ebb__test_httpd_url(f->srv));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    if (f->http != NULL)
+        ebb__http_close(f->http, on_closed, &f->http_closed);
+    ebb__test_httpd_close(f->srv, on_closed, &f->srv_closed);
+    uv_close((uv_handle_t *)&f->watchdog, NULL);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(f->http_closed, 1);
+    assert_int_equal(f->srv_closed, 1);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    free(f);
+    return 0;
+}
+
+/* Runs the loop until `*count` reaches `target`; fails on the watchdog. */
+static void run_until(struct fx *f, const int *count, int target)
+{
+    while (*count < target && !f->watchdog_fired)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_false(f->watchdog_fired);
+}
+
+static void on_result(const struct ebb_http_response *res, void *arg)
+{
+    struct result *r = arg;
+    r->calls++;
+    r->status = res->status;
+    r->error = res->error;
+    r->attempts = res->attempts;
+    r->body_len = res->body_len;
+    assert_non_null(res->body);
+    assert_int_equal(res->body[res->body_len], '\0');
+    copy_str(r->body, sizeof(r->body), res->body);
+    copy_str(r->headers, sizeof(r->headers), res->headers);
+    copy_str(r->message, sizeof(r->message), res->error_message);
+    r->f->completed++;
+    if (r->close_client) {
+        ebb__http_close(r->f->http, on_closed, &r->f->http_closed);
+        r->f->http = NULL;
+    }
+}
+
+static void get(struct fx *f, const char *path, int max_attempts, ebb_dur_ms timeout,
+                struct result *r)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "%s%s", f->base, path);
+    struct ebb_http_request req = {
+        .method = "GET", .url = url, .timeout = timeout, .max_attempts = max_attempts};
+    r->f = f;
+    assert_int_equal(ebb__http_request(f->http, &req, on_result, r), 0);
+}
+
+static void many_concurrent(void **state)
+{
+    struct fx *f = *state;
+    static struct result r[N_CONCURRENT];
+    memset(r, 0, sizeof(r));
+    for (int i = 0; i < N_CONCURRENT; i++) {
+        char path[32];
+        snprintf(path, sizeof(path), "/echo?%d", i);
+        get(f, path, 0, 0, &r[i]);
+    }
+    run_until(f, &f->completed, N_CONCURRENT);
+    for (int i = 0; i < N_CONCURRENT; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "echo:%d", i);
+        assert_int_equal(r[i].calls, 1);
+        assert_int_equal(r[i].error, 0);
+        assert_int_equal(r[i].status, 200);
+        assert_int_equal(r[i].attempts, 1);
+        assert_string_equal(r[i].body, want);
+    }
+    assert_int_equal(ebb__test_httpd_requests(f->srv), N_CONCURRENT);
+}
+
+static void post_roundtrip(void **state)
+{
+    struct fx *f = *state;
+    char url[128];
+    snprintf(url, sizeof(url), "%s/echo?posted", f->base);
+    const char *headers[] = {"X-Test: 42", "Content-Type: text/plain"};
+    char body[] = "payload";
+    struct ebb_http_request req = {.method = "POST", .url = url, .headers = headers,
+                                   .n_headers = 2, .body = body,
+                                   .body_len = strlen(body)};
+    struct result r = {.f = f};
+    assert_int_equal(ebb__http_request(f->http, &req, on_result, &r), 0);
+    body[0] = 'X'; /* the client copied it */
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "echo:posted");
+    assert_non_null(strstr(r.headers, "X-Reply: yes"));
+    assert_string_equal(f->seen_method, "POST");
+    assert_string_equal(f->seen_ua, "ebb/" EBB_VERSION);
+    assert_string_equal(f->seen_x_test, "42");
+    assert_string_equal(f->seen_body, "payload");
+}
+
+static void timeout_fires(void **state)
+{
+    struct fx *f = *state;
+    struct result r = {0};
+    uint64_t start = uv_hrtime();
+    get(f, "/slow", 1, 200, &r);
+    run_until(f, &r.calls, 1);
+    uint64_t took_ms = (uv_hrtime() - start) / 1000000;
+    assert_int_equal(r.error, EBB_ETIMEDOUT);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.attempts, 1);
+    assert_true(r.message[0] != '\0');
+    assert_true(took_ms >= 150 && took_ms < 2000);
+}
+
+static void retry_then_success(void **state)
+{
+    struct fx *f = *state;
+    struct result r = {0};
+    get(f, "/flaky", 0, 0, &r);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.error, 0);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "ok");
+    assert_int_equal(r.attempts, 2);
+    assert_int_equal(ebb__test_httpd_requests(f->srv), 2);
+}
+
+static void retry_after_is_honoured(void **state)
+{
+    struct fx *f = *state;
+    struct result r = {0};
+    get(f, "/ratelimit", 0, 0, &r);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.attempts, 2);
+    assert_int_equal(f->ratelimit_hits, 2);
+    uint64_t waited_ms = (f->ratelimit_at[1] - f->ratelimit_at[0]) / 1000000;
+    assert_true(waited_ms >= 950);
+}
+
+static void retries_stop_at_max_attempts(void **state)
+{
+    struct fx *f = *state;
+    struct result r = {0};
+    get(f, "/down", 3, 0, &r);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.error, 0);
+    assert_int_equal(r.status, 503);
+    assert_string_equal(r.body, "down 3");
+    assert_int_equal(r.attempts, 3);
+    assert_non_null(strstr(r.headers, "503"));
+    assert_int_equal(ebb__test_httpd_requests(f->srv), 3);
+
+    /* max_attempts 1 means no retry at all. */
+    struct result once = {0};
+    get(f, "/down", 1, 0, &once);
+    run_until(f, &once.calls, 1);
+    assert_int_equal(once.attempts, 1);
+    assert_int_equal(ebb__test_httpd_requests(f->srv), 4);
+}
+
+static void client_errors_not_retried(void **state)
+{
+    struct fx *f = *state;
+    struct result r = {0};
+    get(f, "/missing", 0, 0, &r);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.error, 0);
+    assert_int_equal(r.status, 404);
+    assert_int_equal(r.attempts, 1);
+    assert_string_equal(r.body, "no such path: /missing");
+}
+
+static void connection_refused(void **state)
+{
+    struct fx *f = *state;
+    uint16_t port;
+    assert_int_equal(ebb__test_httpd_unused_port(&port), 0);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", (unsigned)port);
+    struct ebb_http_request req = {.method = "GET", .url = url, .max_attempts = 3};
+    struct result r = {.f = f};
+    assert_int_equal(ebb__http_request(f->http, &req, on_result, &r), 0);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.error, EBB_EIO);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.attempts, 3);
+    assert_true(r.message[0] != '\0');
+}
+
+static void dropped_connection(void **state)
+{
+    struct fx *f = *state;
+    struct result r = {0};
+    get(f, "/drop", 0, 0, &r);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.error, EBB_EPROTO);
+    assert_int_equal(r.attempts, 1);
+    assert_int_equal(ebb__test_httpd_requests(f->srv), 1);
+}
+
+static void response_size_capped(void **state)
+{
+    struct fx *f = *state;
+    ebb__http_set_max_response(f->http, 1024);
+    struct result r = {0};
+    get(f, "/big", 0, 0, &r);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.error, EBB_EIO);
+    assert_int_equal(r.attempts, 1);
+    assert_non_null(strstr(r.message, "limit"));
+}
+
+static void bad_requests_refused(void **state)
+{
+    struct fx *f = *state;
+    struct result r = {.f = f};
+    struct ebb_http_request no_url = {.method = "GET"};
+    assert_int_equal(ebb__http_request(f->http, &no_url, on_result, &r), EBB_EINVAL);
+    char url[128];
+    snprintf(url, sizeof(url), "%s/echo", f->base);
+    const char *evil[] = {"X-A: 1\r\nX-Injected: 1"};
+    struct ebb_http_request inject = {.method = "GET", .url = url, .headers = evil,
+                                      .n_headers = 1};
+    assert_int_equal(ebb__http_request(f->http, &inject, on_result, &r), EBB_EINVAL);
+    assert_int_equal(r.calls, 0);
+
+    /* Only http and https are spoken. */
+    struct ebb_http_request file = {.method = "GET", .url = "file:///etc/passwd"};
+    assert_int_equal(ebb__http_request(f->http, &file, on_result, &r), 0);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.error, EBB_EINVAL);
+    assert_int_equal(r.attempts, 1);
+}
+
+static void close_cancels_in_flight(void **state)
+{
+    struct fx *f = *state;
+    enum { N = 20 };
+    struct result slow[N] = {0};
+    struct result backing_off = {0};
+    ebb__http_set_backoff(f->http, 5000, 5000);
+    for (int i = 0; i < N; i++)
+        get(f, "/slow", 0, 0, &slow[i]);
+    get(f, "/down", 0, 0, &backing_off); /* will wait in its backoff timer */
+    while (ebb__test_httpd_requests(f->srv) < N + 1 && !f->watchdog_fired)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_false(f->watchdog_fired);
+
+    struct ebb__http *h = f->http;
+    f->http = NULL;
+    ebb__http_close(h, on_closed, &f->http_closed);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(slow[i].calls, 1);
+        assert_int_equal(slow[i].error, EBB_ECANCELED);
+        assert_int_equal(slow[i].status, 0);
+    }
+    assert_int_equal(backing_off.calls, 1);
+    assert_int_equal(backing_off.error, EBB_ECANCELED);
+    assert_int_equal(backing_off.attempts, 1);
+
+    /* Closing has started: new requests are refused. */
+    struct result late = {.f = f};
+    struct ebb_http_request req = {.method = "GET", .url = f->base};
+    assert_int_equal(ebb__http_request(h, &req, on_result, &late), EBB_ESHUTDOWN);
+    ebb__http_close(h, on_closed, &f->http_closed); /* a second close is a no-op */
+    run_until(f, &f->http_closed, 1);
+    assert_int_equal(late.calls, 0);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(slow[i].calls, 1);
+}
+
+static void close_from_callback(void **state)
+{
+    struct fx *f = *state;
+    enum { N = 5 };
+    struct result fast = {.close_client = true};
+    struct result slow[N] = {0};
+    for (int i = 0; i < N; i++)
+        get(f, "/slow", 0, 0, &slow[i]);
+    get(f, "/echo?first", 0, 0, &fast);
+    run_until(f, &f->http_closed, 1);
+    assert_int_equal(fast.calls, 1);
+    assert_int_equal(fast.status, 200);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(slow[i].calls, 1);
+        assert_int_equal(slow[i].error, EBB_ECANCELED);
+    }
+    assert_int_equal(f->completed, N + 1);
+}
+
+static void parse_retry_after(void **state)
+{
+    (void)state;
+    ebb_dur_ms ms = -1;
+    assert_int_equal(ebb__http_parse_retry_after("HTTP/1.1 429 x\r\nretry-after: 7\r\n\r\n", &ms), 0);
+    assert_int_equal(ms, 7000);
+    assert_int_equal(ebb__http_parse_retry_after("HTTP/1.1 503 x\r\nRetry-After: 0\r\n\r\n", &ms), 0);
+    assert_int_equal(ms, 0);
+    /* Capped at 5 minutes, also for absurd values. */
+    assert_int_equal(ebb__http_parse_retry_after(
+                         "Retry-After: 99999999999999999999999\r\n", &ms), 0);
+    assert_int_equal(ms, EBB__HTTP_RETRY_AFTER_CAP_MS);
+    /* An HTTP-date counts from the response's own Date. */
+    assert_int_equal(ebb__http_parse_retry_after(
+                         "HTTP/1.1 503 x\r\n"
+                         "Date: Wed, 21 Oct 2015 07:28:00 GMT\r\n"
+                         "Retry-After: Wed, 21 Oct 2015 07:28:42 GMT\r\n\r\n",
+                         &ms),
+                     0);
+    assert_int_equal(ms, 42000);
+    assert_int_equal(ebb__http_parse_retry_after(
+                         "Date: Wed, 21 Oct 2015 07:28:00 GMT\r\n"
+                         "Retry-After: Wed, 21 Oct 2015 07:27:00 GMT\r\n",
+                         &ms),
+                     0);
+    assert_int_equal(ms, 0);
+    /* No Date to measure from, garbage, or nothing at all. */
+    assert_int_equal(ebb__http_parse_retry_after(
+                         "Retry-After: Wed, 21 Oct 2015 07:28:42 GMT\r\n", &ms),
+                     EBB_ENOTFOUND);
+    assert_int_equal(ebb__http_parse_retry_after("Retry-After: 5s\r\n", &ms),
+                     EBB_ENOTFOUND);
+    assert_int_equal(ebb__http_parse_retry_after("X-Retry-After: 5\r\n", &ms),
+                     EBB_ENOTFOUND);
+    assert_int_equal(ebb__http_parse_retry_after("", &ms), EBB_ENOTFOUND);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(parse_retry_after),
+        cmocka_unit_test_setup_teardown(many_concurrent, setup, teardown),
+        cmocka_unit_test_setup_teardown(post_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(timeout_fires, setup, teardown),
+        cmocka_unit_test_setup_teardown(retry_then_success, setup, teardown),
+        cmocka_unit_test_setup_teardown(retry_after_is_honoured, setup, teardown),
+        cmocka_unit_test_setup_teardown(retries_stop_at_max_attempts, setup, teardown),
+        cmocka_unit_test_setup_teardown(client_errors_not_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(connection_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(dropped_connection, setup, teardown),
+        cmocka_unit_test_setup_teardown(response_size_capped, setup, teardown),
+        cmocka_unit_test_setup_teardown(bad_requests_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(close_cancels_in_flight, setup, teardown),
+        cmocka_unit_test_setup_teardown(close_from_callback, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
