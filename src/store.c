@@ -1,0 +1,539 @@
+/* The store: the handle, its statement cache, transactions, and the
+ * queries over prices and jobs. Opening the file is in store_open.c, the
+ * schema and its migrations in store_schema.c. */
+#include "store.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+/* Every cached statement. Add a value here and its SQL in sql_text[]. */
+enum stmt {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_USER_VERSION,
+    ST_PUT_PRICE,
+    ST_LAST_PRICE_AT,
+    /* Eight variants, one per combination of filter fields, so that each
+     * uses the primary key or an index for the fields it has instead of
+     * one "(? IS NULL OR col = ?)" statement that can use none.
+     * Bit 0: provider, bit 1: instance type, bit 2: zone. */
+    ST_LATEST_PRICES,
+    ST_LATEST_PRICES_END = ST_LATEST_PRICES + 7,
+    ST_JOB_COUNTS,
+    ST__COUNT
+};
+
+#define LATEST_PROVIDER 1
+#define LATEST_TYPE 2
+#define LATEST_ZONE 4
+
+/* max(observed_at) with bare columns: SQLite takes the other columns of a
+ * group from the row holding the maximum, which is exactly "the newest
+ * observation of the series". Rows come out in primary key order, so the
+ * GROUP BY and ORDER BY need no sort. */
+#define LATEST(where)                                                       \
+    "SELECT provider, region, zone, instance_type, product, market,"        \
+    " max(observed_at), price_micros, currency FROM prices " where          \
+    " GROUP BY provider, region, zone, instance_type, product, market"      \
+    " ORDER BY provider, region, zone, instance_type, product, market"
+
+static const char *const sql_text[ST__COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_USER_VERSION] = "PRAGMA user_version",
+    /* ON CONFLICT DO NOTHING rather than INSERT OR IGNORE: OR IGNORE would
+     * also silently drop a row that breaks a CHECK or NOT NULL, which must
+     * be an error, not "already present". */
+    [ST_PUT_PRICE] =
+        "INSERT INTO prices (provider, region, zone, instance_type, product,"
+        " market, observed_at, price_micros, currency)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        " ON CONFLICT DO NOTHING",
+    [ST_LAST_PRICE_AT] = "SELECT max(observed_at) FROM prices"
+                         " WHERE provider = ?1 AND region = ?2",
+    [ST_LATEST_PRICES + 0] = LATEST(""),
+    [ST_LATEST_PRICES + 1] = LATEST("WHERE provider = :provider"),
+    [ST_LATEST_PRICES + 2] = LATEST("WHERE instance_type = :type"),
+    [ST_LATEST_PRICES + 3] =
+        LATEST("WHERE provider = :provider AND instance_type = :type"),
+    [ST_LATEST_PRICES + 4] = LATEST("WHERE zone = :zone"),
+    [ST_LATEST_PRICES + 5] =
+        LATEST("WHERE provider = :provider AND zone = :zone"),
+    [ST_LATEST_PRICES + 6] =
+        LATEST("WHERE instance_type = :type AND zone = :zone"),
+    [ST_LATEST_PRICES + 7] = LATEST("WHERE provider = :provider"
+                                    " AND instance_type = :type"
+                                    " AND zone = :zone"),
+    [ST_JOB_COUNTS] =
+        "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state",
+};
+
+struct ebb__store {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[ST__COUNT];
+    char errmsg[512];
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+static int code_of(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return EBB_EBUSY;
+    case SQLITE_NOMEM:
+        return EBB_ENOMEM;
+    default:
+        return EBB_EDB;
+    }
+}
+
+static void setf(char *buf, size_t len, const char *fmt, ...) EBB_PRINTF(3, 4);
+
+static void setf(char *buf, size_t len, const char *fmt, ...)
+{
+    if (buf == NULL || len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* Keeps SQLite's words for the failure `rc` and maps it to an EBB_E* code.
+ * The words are copied now because the next call on the connection (the
+ * reset that follows) may replace them. */
+static int fail(struct ebb__store *s, int rc)
+{
+    setf(s->errmsg, sizeof(s->errmsg), "%s", sqlite3_errmsg(s->db));
+    return code_of(rc);
+}
+
+static int invalid(struct ebb__store *s, const char *what)
+{
+    setf(s->errmsg, sizeof(s->errmsg), "%s", what);
+    return EBB_EINVAL;
+}
+
+const char *ebb__store_errmsg(const struct ebb__store *s)
+{
+    return s != NULL ? s->errmsg : "no store";
+}
+
+/* ---- statements -------------------------------------------------------- */
+
+/* The cached statement `id`, prepared on first use, reset and unbound.
+ * NULL on failure, with the message kept. */
+static sqlite3_stmt *stmt(struct ebb__store *s, enum stmt id)
+{
+    sqlite3_stmt *st = s->stmt[id];
+    if (st == NULL) {
+        int rc = sqlite3_prepare_v3(s->db, sql_text[id], -1,
+                                    SQLITE_PREPARE_PERSISTENT, &st, NULL);
+        if (rc != SQLITE_OK) {
+            fail(s, rc);
+            sqlite3_finalize(st);
+            return NULL;
+        }
+        s->stmt[id] = st;
+    }
+    return st;
+}
+
+/* Runs a statement that returns no rows to its end and resets it. */
+static int run(struct ebb__store *s, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : fail(s, rc);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return r;
+}
+
+/* Ends a row-returning statement after its loop: `rc` is the last step's
+ * result. */
+static int finish(struct ebb__store *s, sqlite3_stmt *st, int rc)
+{
+    int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : fail(s, rc);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return r;
+}
+
+static int bind_text(struct ebb__store *s, sqlite3_stmt *st, int i,
+                     const char *v)
+{
+    int rc = sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+    return rc == SQLITE_OK ? 0 : fail(s, rc);
+}
+
+static int bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i, int64_t v)
+{
+    int rc = sqlite3_bind_int64(st, i, v);
+    return rc == SQLITE_OK ? 0 : fail(s, rc);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t != NULL ? (const char *)t : "";
+}
+
+struct sqlite3 *ebb__store_sqlite(struct ebb__store *s)
+{
+    return s->db;
+}
+
+/* ---- open and close ---------------------------------------------------- */
+/* ---- open and close ---------------------------------------------------- */
+
+int ebb__store_open_at_version(const char *path, int version,
+                               struct ebb__store **out, char *err,
+                               size_t errlen)
+{
+    if (out != NULL)
+        *out = NULL;
+    setf(err, errlen, "%s", "");
+    if (path == NULL || out == NULL || version < 0 ||
+        version > EBB__STORE_SCHEMA_LATEST) {
+        setf(err, errlen, "%s", "ebb__store_open: invalid arguments");
+        return EBB_EINVAL;
+    }
+    struct ebb__store *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        setf(err, errlen, "%s", "out of memory");
+        return EBB_ENOMEM;
+    }
+    int r = ebb__store_connect(path, version, &s->db, err, errlen);
+    if (r < 0) {
+        free(s);
+        return r;
+    }
+    *out = s;
+    return 0;
+}
+
+int ebb__store_open(const char *path, struct ebb__store **out, char *err,
+                    size_t errlen)
+{
+    return ebb__store_open_at_version(path, EBB__STORE_SCHEMA_LATEST, out,
+                                      err, errlen);
+}
+
+void ebb__store_close(struct ebb__store *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < ST__COUNT; i++)
+        sqlite3_finalize(s->stmt[i]);
+    if (!sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    /* Keeps the query planner's statistics fresh; cheap when nothing
+     * changed (SQLite's advice is to run it before closing). */
+    sqlite3_exec(s->db, "PRAGMA optimize", NULL, NULL, NULL);
+    sqlite3_close(s->db);
+    free(s);
+}
+
+int ebb__store_schema_version(struct ebb__store *s, int *out)
+{
+    sqlite3_stmt *st = stmt(s, ST_USER_VERSION);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *out = sqlite3_column_int(st, 0);
+    return finish(s, st, rc);
+}
+
+int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
+{
+    setf(err, errlen, "%s", "");
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check(20)", -1, &st,
+                                NULL);
+    if (rc != SQLITE_OK) {
+        int r = fail(s, rc);
+        setf(err, errlen, "%s", s->errmsg);
+        return r;
+    }
+    int ok = 0, rows = 0;
+    size_t used = 0;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        const char *line = col_text(st, 0);
+        if (rows++ == 0 && strcmp(line, "ok") == 0) {
+            ok = 1;
+            continue;
+        }
+        ok = 0;
+        if (err != NULL && used + 1 < errlen) {
+            int n = snprintf(err + used, errlen - used, "%s%s",
+                             used > 0 ? "; " : "", line);
+            if (n > 0)
+                used += (size_t)n;
+        }
+    }
+    int r = rc == SQLITE_DONE ? 0 : fail(s, rc);
+    sqlite3_finalize(st);
+    if (r < 0) {
+        setf(err, errlen, "%s", s->errmsg);
+        return r;
+    }
+    if (!ok) {
+        setf(s->errmsg, sizeof(s->errmsg), "integrity check failed: %s",
+             err != NULL ? err : "");
+        return EBB_EDB;
+    }
+    return 0;
+}
+
+/* ---- transactions ------------------------------------------------------ */
+
+static int exec_cached(struct ebb__store *s, enum stmt id)
+{
+    sqlite3_stmt *st = stmt(s, id);
+    return st != NULL ? run(s, st) : EBB_EDB;
+}
+
+int ebb__store_begin(struct ebb__store *s)
+{
+    return exec_cached(s, ST_BEGIN);
+}
+
+int ebb__store_commit(struct ebb__store *s)
+{
+    return exec_cached(s, ST_COMMIT);
+}
+
+int ebb__store_rollback(struct ebb__store *s)
+{
+    if (sqlite3_get_autocommit(s->db))
+        return 0;
+    return exec_cached(s, ST_ROLLBACK);
+}
+
+int ebb__store_in_transaction(struct ebb__store *s)
+{
+    return !sqlite3_get_autocommit(s->db);
+}
+
+/* ---- prices ------------------------------------------------------------ */
+
+static const char *market_name(enum ebb_market m)
+{
+    return m == EBB_MARKET_ON_DEMAND ? "on-demand" : "spot";
+}
+
+static int put_one(struct ebb__store *s, sqlite3_stmt *st,
+                   const char *provider, const struct ebb_price *p)
+{
+    if (p == NULL || p->instance_type == NULL || p->instance_type[0] == '\0')
+        return invalid(s, "price without an instance type");
+    if (p->price_per_hour < 0)
+        return invalid(s, "negative price");
+    if (p->market != EBB_MARKET_SPOT && p->market != EBB_MARKET_ON_DEMAND)
+        return invalid(s, "unknown market");
+    const char *cur = p->currency != NULL ? p->currency : "USD";
+    if (strlen(cur) != 3)
+        return invalid(s, "currency is not a three-letter code");
+
+    int r = bind_text(s, st, 1, provider);
+    if (r == 0)
+        r = bind_text(s, st, 2, p->region != NULL ? p->region : "");
+    if (r == 0)
+        r = bind_text(s, st, 3, p->zone != NULL ? p->zone : "");
+    if (r == 0)
+        r = bind_text(s, st, 4, p->instance_type);
+    if (r == 0)
+        r = bind_text(s, st, 5, p->product != NULL ? p->product : "");
+    if (r == 0)
+        r = bind_text(s, st, 6, market_name(p->market));
+    if (r == 0)
+        r = bind_i64(s, st, 7, p->at);
+    if (r == 0)
+        r = bind_i64(s, st, 8, p->price_per_hour);
+    if (r == 0)
+        r = bind_text(s, st, 9, cur);
+    if (r == 0)
+        r = run(s, st);
+    else
+        sqlite3_clear_bindings(st);
+    if (r < 0)
+        return r;
+    return sqlite3_changes(s->db) > 0 ? 1 : 0;
+}
+
+int ebb__store_put_price(struct ebb__store *s, const char *provider,
+                         const struct ebb_price *p)
+{
+    if (provider == NULL || provider[0] == '\0')
+        return invalid(s, "price without a provider");
+    sqlite3_stmt *st = stmt(s, ST_PUT_PRICE);
+    if (st == NULL)
+        return EBB_EDB;
+    return put_one(s, st, provider, p);
+}
+
+int ebb__store_put_prices(struct ebb__store *s, const char *provider,
+                          const struct ebb_price *p, size_t n,
+                          size_t *inserted)
+{
+    if (inserted != NULL)
+        *inserted = 0;
+    if (provider == NULL || provider[0] == '\0')
+        return invalid(s, "price without a provider");
+    if (n == 0)
+        return 0;
+    if (p == NULL)
+        return invalid(s, "no prices");
+    sqlite3_stmt *st = stmt(s, ST_PUT_PRICE);
+    if (st == NULL)
+        return EBB_EDB;
+
+    int own = !ebb__store_in_transaction(s);
+    int r = own ? ebb__store_begin(s) : 0;
+    size_t count = 0;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        int one = put_one(s, st, provider, &p[i]);
+        if (one < 0)
+            r = one;
+        else
+            count += (size_t)one;
+    }
+    if (own) {
+        if (r == 0)
+            r = ebb__store_commit(s);
+        if (r < 0) {
+            /* Keep the first failure's words, not the rollback's. */
+            char why[sizeof(s->errmsg)];
+            memcpy(why, s->errmsg, sizeof(why));
+            ebb__store_rollback(s);
+            memcpy(s->errmsg, why, sizeof(why));
+        }
+    }
+    if (r == 0 && inserted != NULL)
+        *inserted = count;
+    return r;
+}
+
+int ebb__store_last_price_at(struct ebb__store *s, const char *provider,
+                             const char *region, ebb_time_ms *out)
+{
+    *out = 0;
+    if (provider == NULL)
+        return invalid(s, "no provider");
+    sqlite3_stmt *st = stmt(s, ST_LAST_PRICE_AT);
+    if (st == NULL)
+        return EBB_EDB;
+    int r = bind_text(s, st, 1, provider);
+    if (r == 0)
+        r = bind_text(s, st, 2, region != NULL ? region : "");
+    if (r < 0) {
+        sqlite3_clear_bindings(st);
+        return r;
+    }
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *out = sqlite3_column_int64(st, 0);
+    return finish(s, st, rc);
+}
+
+/* Binds `v` to the named parameter if this variant has it. */
+static int bind_named(struct ebb__store *s, sqlite3_stmt *st,
+                      const char *name, const char *v)
+{
+    int i = sqlite3_bind_parameter_index(st, name);
+    return i > 0 ? bind_text(s, st, i, v) : 0;
+}
+
+int ebb__store_latest_prices(struct ebb__store *s,
+                             const struct ebb__price_filter *f,
+                             ebb__price_row_cb cb, void *arg)
+{
+    if (cb == NULL)
+        return invalid(s, "no callback");
+    int variant = 0;
+    if (f != NULL && f->provider != NULL)
+        variant |= LATEST_PROVIDER;
+    if (f != NULL && f->instance_type != NULL)
+        variant |= LATEST_TYPE;
+    if (f != NULL && f->zone != NULL)
+        variant |= LATEST_ZONE;
+    sqlite3_stmt *st = stmt(s, (enum stmt)(ST_LATEST_PRICES + variant));
+    if (st == NULL)
+        return EBB_EDB;
+    int r = 0;
+    if (f != NULL) {
+        r = bind_named(s, st, ":provider", f->provider);
+        if (r == 0)
+            r = bind_named(s, st, ":type", f->instance_type);
+        if (r == 0)
+            r = bind_named(s, st, ":zone", f->zone);
+    }
+    if (r < 0) {
+        sqlite3_clear_bindings(st);
+        return r;
+    }
+
+    int rc;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        struct ebb__price_row row = {
+            .provider = col_text(st, 0),
+            .price =
+                {
+                    .region = col_text(st, 1),
+                    .zone = col_text(st, 2),
+                    .instance_type = col_text(st, 3),
+                    .product = col_text(st, 4),
+                    .market = strcmp(col_text(st, 5), "on-demand") == 0
+                                  ? EBB_MARKET_ON_DEMAND
+                                  : EBB_MARKET_SPOT,
+                    .at = sqlite3_column_int64(st, 6),
+                    .price_per_hour = sqlite3_column_int64(st, 7),
+                    .currency = col_text(st, 8),
+                },
+        };
+        int stop = cb(arg, &row);
+        if (stop != 0) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            return stop;
+        }
+    }
+    return finish(s, st, rc);
+}
+
+/* ---- jobs -------------------------------------------------------------- */
+
+int ebb__store_job_counts(struct ebb__store *s,
+                          void (*cb)(void *arg, const char *state,
+                                     int64_t count),
+                          void *arg)
+{
+    if (cb == NULL)
+        return invalid(s, "no callback");
+    sqlite3_stmt *st = stmt(s, ST_JOB_COUNTS);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        cb(arg, col_text(st, 0), sqlite3_column_int64(st, 1));
+    }
+    return finish(s, st, rc);
+}

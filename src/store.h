@@ -1,0 +1,188 @@
+/* The store: ebbd's durable state in one SQLite file (ebb.db).
+ *
+ * Prices, the instance catalog, jobs and their event history, instances
+ * (with the idempotency token committed before any launch), checkpoints,
+ * the money ledger, schedules and budgets. Times are int64 ms since the
+ * epoch (UTC); money is int64 micro-units with a currency next to it.
+ *
+ * The file is opened in WAL mode with synchronous=FULL (a committed ledger
+ * row survives a power cut, not only a crash), foreign keys on and a 5 s
+ * busy timeout, so the CLI may read while ebbd writes. The schema is
+ * migrated forward on open, one transaction per version (PRAGMA
+ * user_version); a file newer than this build is refused, never touched.
+ *
+ * A store handle belongs to one thread at a time (ebbd's loop thread; work
+ * queued off the loop opens its own handle). Writes are short
+ * transactions. Statements are prepared once, on first use, and cached in
+ * the handle.
+ *
+ * Errors: functions return 0 (or a documented count) or a negative EBB_E*
+ * code: EBB_EBUSY when the database stayed locked past the busy timeout,
+ * EBB_EDB for other SQLite failures, EBB_EINVAL for bad arguments. The
+ * words of the last failure are kept: ebb__store_errmsg().
+ *
+ * Files: store.c (handle, statement cache, transactions, queries),
+ * store_open.c (opening and checking the file), store_schema.c (schema
+ * history). Adding a query: add an enum value and its SQL to the statement
+ * table in store.c, then a function here.
+ */
+#ifndef EBB_STORE_H
+#define EBB_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ebb/common.h>
+#include <ebb/types.h>
+
+struct ebb__store;
+struct sqlite3;
+
+/* The newest schema version this build knows. Bumped by every migration
+ * added to store_schema.c (a static assertion there keeps them in step). */
+#define EBB__STORE_SCHEMA_LATEST 2
+
+/* PRAGMA application_id of an ebb database ("ebb!"), set by migration 1 so
+ * that another program's SQLite file is never mistaken for ours. */
+#define EBB__STORE_APPLICATION_ID 0x65626221
+
+/* Opens (creating it with mode 0600 if missing) the database at `path`,
+ * configures it and migrates it to EBB__STORE_SCHEMA_LATEST.
+ * `path`: a file name (borrowed); ":memory:" gives a private in-memory
+ * database (no WAL). On success *out is a new handle for
+ * ebb__store_close(). On failure *out is NULL and `err` (may be NULL,
+ * `errlen` bytes) says what went wrong and what to do, e.g. "ebb.db has
+ * schema version 7; this ebb knows up to 2: upgrade ebb".
+ * Returns 0, EBB_EINVAL, EBB_EIO (cannot create the file), EBB_EBUSY,
+ * EBB_EDB (not a database, not ours, too new, migration failed) or
+ * EBB_ENOMEM. */
+int ebb__store_open(const char *path, struct ebb__store **out, char *err,
+                    size_t errlen);
+
+/* For tests of migrations only: like ebb__store_open() but migrates no
+ * further than `version` (0 .. EBB__STORE_SCHEMA_LATEST; 0 leaves a new
+ * file empty). A file already at or past `version` (and not past
+ * EBB__STORE_SCHEMA_LATEST) is opened as it is. The daemon and the CLI
+ * always use ebb__store_open(). */
+int ebb__store_open_at_version(const char *path, int version,
+                               struct ebb__store **out, char *err,
+                               size_t errlen);
+
+/* Finalizes every cached statement and closes the database. A transaction
+ * still open is rolled back. NULL is ignored. */
+void ebb__store_close(struct ebb__store *s);
+
+/* The words of the last failure on this handle ("" when none). The string
+ * belongs to the handle and is overwritten by the next failure. */
+const char *ebb__store_errmsg(const struct ebb__store *s);
+
+/* Stores the file's schema version (PRAGMA user_version) in *out.
+ * Returns 0 or an EBB_E* code. */
+int ebb__store_schema_version(struct ebb__store *s, int *out);
+
+/* Runs PRAGMA integrity_check. Returns 0 when SQLite answers "ok";
+ * otherwise EBB_EDB with its first complaints in `err` (may be NULL). */
+int ebb__store_integrity_check(struct ebb__store *s, char *err,
+                               size_t errlen);
+
+/* Transactions. begin() takes the write lock at once (BEGIN IMMEDIATE) so
+ * that a busy database fails at the start (after the busy timeout) rather
+ * than half way through. Transactions do not nest: begin() inside one
+ * fails with EBB_EDB. rollback() outside a transaction does nothing and
+ * returns 0 (SQLite may already have rolled back after an error). */
+int ebb__store_begin(struct ebb__store *s);
+int ebb__store_commit(struct ebb__store *s);
+int ebb__store_rollback(struct ebb__store *s);
+
+/* 1 while a transaction is open on this handle, else 0. */
+int ebb__store_in_transaction(struct ebb__store *s);
+
+/* ---- prices ------------------------------------------------------------ */
+
+/* Records one observed price of `provider` (borrowed, e.g. "aws").
+ * NULL region, zone or product are stored as "" and a NULL currency as
+ * "USD". Observations are keyed by provider, region, zone, instance type,
+ * product, market and time, so storing the same one again changes nothing.
+ * Returns 1 when inserted, 0 when it was already present, or a negative
+ * EBB_E* code (EBB_EINVAL for a missing type, a negative price or a
+ * currency that is not three letters). */
+int ebb__store_put_price(struct ebb__store *s, const char *provider,
+                         const struct ebb_price *p);
+
+/* Records `n` prices as ebb__store_put_price() does, in one transaction
+ * (much faster than one each) unless the caller already holds one, in
+ * which case they join it. On failure nothing of the batch is kept when
+ * this call opened the transaction; inside the caller's transaction the
+ * caller should roll back. `inserted` (may be NULL) receives how many were
+ * new. Returns 0 or a negative EBB_E* code. */
+int ebb__store_put_prices(struct ebb__store *s, const char *provider,
+                          const struct ebb_price *p, size_t n,
+                          size_t *inserted);
+
+/* Stores in *out the newest observation time of any price of `provider`
+ * in `region` ("" for markets without regions), or 0 when there is none.
+ * Returns 0 or a negative EBB_E* code. */
+int ebb__store_last_price_at(struct ebb__store *s, const char *provider,
+                             const char *region, ebb_time_ms *out);
+
+/* Which series ebb__store_latest_prices() reports; a NULL field matches
+ * anything. */
+struct ebb__price_filter {
+    const char *provider;
+    const char *instance_type;
+    const char *zone;
+};
+
+/* One price as stored, with its provider. Strings are valid during the
+ * callback only. */
+struct ebb__price_row {
+    const char *provider;
+    struct ebb_price price;
+};
+
+/* Called once per row; return 0 to go on, anything else to stop (that
+ * value is then returned by the function that called it). */
+typedef int (*ebb__price_row_cb)(void *arg, const struct ebb__price_row *row);
+
+/* Calls `cb` with the newest observation of every series (provider,
+ * region, zone, instance type, product, market) matching `f` (NULL: all),
+ * ordered by provider, region, zone, instance type, product, market.
+ * `cb` may call other store functions but not this one.
+ * Returns 0, the callback's non-zero value, or a negative EBB_E* code. */
+int ebb__store_latest_prices(struct ebb__store *s,
+                             const struct ebb__price_filter *f,
+                             ebb__price_row_cb cb, void *arg);
+
+/* ---- jobs -------------------------------------------------------------- */
+
+/* Calls `cb` once per job state present, in state name order, with the
+ * number of jobs in it. `state` is valid during the call only.
+ * Returns 0 or a negative EBB_E* code. */
+int ebb__store_job_counts(struct ebb__store *s,
+                          void (*cb)(void *arg, const char *state,
+                                     int64_t count),
+                          void *arg);
+
+/* ---- for store_*.c and tests ----------------------------------------- */
+
+/* The SQLite connection under the handle, for tests that inspect the file
+ * and for store_*.c. Other code adds a function here instead of writing
+ * SQL of its own. The handle keeps ownership. */
+struct sqlite3 *ebb__store_sqlite(struct ebb__store *s);
+
+/* Implemented in store_open.c: opens the file at `path` (creating it with
+ * mode 0600), refuses a file that is not an ebb database or is newer than
+ * this build, configures the connection (WAL, synchronous=FULL, foreign
+ * keys, busy timeout) and migrates it up to `version`. On success *out is
+ * the connection, owned by the caller (sqlite3_close). On failure *out is
+ * NULL and `err` says why. Returns 0 or a negative EBB_E* code. */
+int ebb__store_connect(const char *path, int version, struct sqlite3 **out,
+                       char *err, size_t errlen);
+
+/* Implemented in store_schema.c: moves the open database `db` forward from
+ * its current user_version to `target`, one transaction per version.
+ * Returns 0, or EBB_EBUSY / EBB_EDB with a message in `err`. */
+int ebb__store_migrate(struct sqlite3 *db, int target, char *err,
+                       size_t errlen);
+
+#endif

@@ -1,0 +1,744 @@
+/* Unit tests of the store (src/store.c, src/store_schema.c): opening,
+ * migrations, refusing files it must not touch, prices, the append-only
+ * event history, and crash safety under SIGKILL. Each test runs in its own
+ * temporary directory, removed at the end. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct fixture {
+    char dir[PATH_MAX - 256]; /* room for a file name after it */
+    char db[PATH_MAX];
+};
+
+static int setup(void **state)
+{
+    struct fixture *fx = calloc(1, sizeof(*fx));
+    if (fx == NULL)
+        return -1;
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || tmp[0] == '\0')
+        tmp = "/tmp";
+    snprintf(fx->dir, sizeof(fx->dir), "%s/ebb-store-XXXXXX", tmp);
+    if (mkdtemp(fx->dir) == NULL) {
+        free(fx);
+        return -1;
+    }
+    snprintf(fx->db, sizeof(fx->db), "%s/ebb.db", fx->dir);
+    *state = fx;
+    return 0;
+}
+
+static int remove_one(const char *path, const struct stat *sb, int flag,
+                      struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    struct fixture *fx = *state;
+    int r = nftw(fx->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    free(fx);
+    return r;
+}
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static struct ebb__store *open_ok(const char *path)
+{
+    struct ebb__store *s = NULL;
+    char err[512];
+    int r = ebb__store_open(path, &s, err, sizeof(err));
+    if (r != 0)
+        fail_msg("open %s: %d %s", path, r, err);
+    assert_non_null(s);
+    return s;
+}
+
+static int64_t query_i64(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW)
+        fail_msg("%s: no row (%s)", sql, sqlite3_errmsg(db));
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+static void query_text(sqlite3 *db, const char *sql, char *out, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    snprintf(out, len, "%s", t != NULL ? (const char *)t : "");
+    sqlite3_finalize(st);
+}
+
+static int has_table(sqlite3 *db, const char *name)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM sqlite_master WHERE name = '%s'", name);
+    return (int)query_i64(db, sql);
+}
+
+static void exec_ok(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        char copy[512];
+        snprintf(copy, sizeof(copy), "%s", msg != NULL ? msg : "?");
+        sqlite3_free(msg);
+        fail_msg("%s: %s", sql, copy);
+    }
+}
+
+static struct ebb_price price(const char *region, const char *zone,
+                              const char *type, enum ebb_market market,
+                              ebb_time_ms at, ebb_micros micros)
+{
+    struct ebb_price p = {
+        .region = region,
+        .zone = zone,
+        .instance_type = type,
+        .product = "Linux/UNIX",
+        .market = market,
+        .at = at,
+        .price_per_hour = micros,
+        .currency = "USD",
+    };
+    return p;
+}
+
+/* Collects latest_prices() rows as "provider/region/zone/type/market@at=price". */
+struct rows {
+    char line[16][128];
+    int n;
+};
+
+static int collect(void *arg, const struct ebb__price_row *row)
+{
+    struct rows *r = arg;
+    if (r->n >= 16)
+        return 99;
+    snprintf(r->line[r->n++], sizeof(r->line[0]), "%s/%s/%s/%s/%s@%lld=%lld",
+             row->provider, row->price.region, row->price.zone,
+             row->price.instance_type,
+             row->price.market == EBB_MARKET_SPOT ? "spot" : "od",
+             (long long)row->price.at, (long long)row->price.price_per_hour);
+    return 0;
+}
+
+/* ---- opening and migrations ------------------------------------------- */
+
+static void fresh_open_is_latest_and_wal(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    int v = -1;
+    assert_int_equal(ebb__store_schema_version(s, &v), 0);
+    assert_int_equal(v, EBB__STORE_SCHEMA_LATEST);
+
+    sqlite3 *db = ebb__store_sqlite(s);
+    char mode[16];
+    query_text(db, "PRAGMA journal_mode", mode, sizeof(mode));
+    assert_string_equal(mode, "wal");
+    assert_int_equal(query_i64(db, "PRAGMA synchronous"), 2); /* FULL */
+    assert_int_equal(query_i64(db, "PRAGMA foreign_keys"), 1);
+    assert_int_equal(query_i64(db, "PRAGMA application_id"),
+                     EBB__STORE_APPLICATION_ID);
+    int64_t cookie = query_i64(db, "PRAGMA schema_version");
+    ebb__store_close(s);
+
+    struct stat sb;
+    assert_int_equal(stat(fx->db, &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+
+    /* Reopening migrates nothing: the schema cookie, bumped by any schema
+     * change, stays the same. */
+    s = open_ok(fx->db);
+    assert_int_equal(ebb__store_schema_version(s, &v), 0);
+    assert_int_equal(v, EBB__STORE_SCHEMA_LATEST);
+    assert_int_equal(query_i64(ebb__store_sqlite(s), "PRAGMA schema_version"),
+                     cookie);
+    char err[256];
+    assert_int_equal(ebb__store_integrity_check(s, err, sizeof(err)), 0);
+    ebb__store_close(s);
+}
+
+static void version_1_file_migrates_keeping_rows(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = NULL;
+    char err[512];
+    assert_int_equal(ebb__store_open_at_version(fx->db, 1, &s, err,
+                                                sizeof(err)),
+                     0);
+    int v = -1;
+    assert_int_equal(ebb__store_schema_version(s, &v), 0);
+    assert_int_equal(v, 1);
+    assert_int_equal(has_table(ebb__store_sqlite(s), "schedules"), 0);
+    struct ebb_price p = price("us-east-1", "us-east-1a", "p3.2xlarge",
+                               EBB_MARKET_SPOT, 1700000000000, 918000);
+    assert_int_equal(ebb__store_put_price(s, "aws", &p), 1);
+    ebb__store_close(s);
+
+    s = open_ok(fx->db);
+    assert_int_equal(ebb__store_schema_version(s, &v), 0);
+    assert_int_equal(v, EBB__STORE_SCHEMA_LATEST);
+    sqlite3 *db = ebb__store_sqlite(s);
+    assert_int_equal(has_table(db, "schedules"), 1);
+    assert_int_equal(has_table(db, "budgets"), 1);
+    assert_int_equal(has_table(db, "jobs_by_state"), 1);
+    assert_int_equal(has_table(db, "prices_by_region_time"), 1);
+
+    struct rows r = {0};
+    assert_int_equal(ebb__store_latest_prices(s, NULL, collect, &r), 0);
+    assert_int_equal(r.n, 1);
+    assert_string_equal(r.line[0], "aws/us-east-1/us-east-1a/p3.2xlarge/"
+                                   "spot@1700000000000=918000");
+    /* The new tables take rows and enforce their checks. */
+    exec_ok(db, "INSERT INTO budgets (team, period, cap_micros, currency)"
+                " VALUES ('ml', '2026-11', 5000000000, 'USD')");
+    assert_int_not_equal(sqlite3_exec(db,
+                                      "INSERT INTO budgets (team, period,"
+                                      " cap_micros) VALUES ('ml', 'Nov',"
+                                      " 1)",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+    ebb__store_close(s);
+}
+
+static void too_new_file_is_refused_untouched(void **state)
+{
+    struct fixture *fx = *state;
+    ebb__store_close(open_ok(fx->db));
+
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(fx->db, &raw), SQLITE_OK);
+    exec_ok(raw, "PRAGMA user_version = 7");
+    sqlite3_close(raw);
+
+    struct ebb__store *s = (struct ebb__store *)&s; /* must become NULL */
+    char err[512];
+    assert_int_equal(ebb__store_open(fx->db, &s, err, sizeof(err)),
+                     EBB_EDB);
+    assert_null(s);
+    assert_non_null(strstr(err, "has schema version 7; this ebb knows up "
+                                "to 2: upgrade ebb"));
+
+    assert_int_equal(sqlite3_open(fx->db, &raw), SQLITE_OK);
+    assert_int_equal(query_i64(raw, "PRAGMA user_version"), 7);
+    sqlite3_close(raw);
+}
+
+static void garbage_and_foreign_files_are_refused(void **state)
+{
+    struct fixture *fx = *state;
+    static const char junk[] = "this is a job spec, not a database\n"
+                               "name: resnet\nbudget: 40 USD\n";
+    FILE *f = fopen(fx->db, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(junk, 1, sizeof(junk) - 1, f), sizeof(junk) - 1);
+    fclose(f);
+
+    struct ebb__store *s = NULL;
+    char err[512];
+    assert_int_equal(ebb__store_open(fx->db, &s, err, sizeof(err)),
+                     EBB_EDB);
+    assert_null(s);
+    assert_non_null(strstr(err, "is not a SQLite database"));
+    assert_non_null(strstr(err, "move it aside"));
+
+    /* Left exactly as it was. */
+    char back[256] = {0};
+    f = fopen(fx->db, "r");
+    assert_non_null(f);
+    size_t n = fread(back, 1, sizeof(back) - 1, f);
+    fclose(f);
+    assert_int_equal(n, sizeof(junk) - 1);
+    assert_memory_equal(back, junk, n);
+
+    /* Another program's SQLite file is not adopted. */
+    char other[PATH_MAX];
+    snprintf(other, sizeof(other), "%s/other.db", fx->dir);
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(other, &raw), SQLITE_OK);
+    exec_ok(raw, "CREATE TABLE photos (id INTEGER PRIMARY KEY)");
+    sqlite3_close(raw);
+    assert_int_equal(ebb__store_open(other, &s, err, sizeof(err)), EBB_EDB);
+    assert_null(s);
+    assert_non_null(strstr(err, "another program"));
+}
+
+/* ---- prices ------------------------------------------------------------ */
+
+static void put_price_twice_is_a_no_op(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    struct ebb_price p = price("us-east-1", "us-east-1a", "p3.2xlarge",
+                               EBB_MARKET_SPOT, 1000, 918000);
+    assert_int_equal(ebb__store_put_price(s, "aws", &p), 1);
+    assert_int_equal(ebb__store_put_price(s, "aws", &p), 0);
+    /* The same observation with another price is still the same key: the
+     * first one observed stays. */
+    p.price_per_hour = 1;
+    assert_int_equal(ebb__store_put_price(s, "aws", &p), 0);
+    p.at = 2000;
+    assert_int_equal(ebb__store_put_price(s, "aws", &p), 1);
+
+    struct ebb_price batch[3] = {
+        price("us-east-1", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT,
+              2000, 5), /* already there */
+        price("us-east-1", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT,
+              3000, 920000),
+        price("us-west-2", "us-west-2b", "g5.xlarge", EBB_MARKET_ON_DEMAND,
+              500, 1006000),
+    };
+    size_t inserted = 99;
+    assert_int_equal(ebb__store_put_prices(s, "aws", batch, 3, &inserted), 0);
+    assert_int_equal(inserted, 2);
+    assert_int_equal(ebb__store_in_transaction(s), 0);
+
+    /* A bad row in a batch keeps none of it. */
+    struct ebb_price bad[2] = {
+        price("eu-west-1", "eu-west-1a", "m5.large", EBB_MARKET_SPOT, 10, 1),
+        price("eu-west-1", "eu-west-1a", "m5.large", EBB_MARKET_SPOT, 20, -1),
+    };
+    assert_int_equal(ebb__store_put_prices(s, "aws", bad, 2, &inserted),
+                     EBB_EINVAL);
+    assert_non_null(strstr(ebb__store_errmsg(s), "negative"));
+    ebb_time_ms at = -1;
+    assert_int_equal(ebb__store_last_price_at(s, "aws", "eu-west-1", &at), 0);
+    assert_int_equal(at, 0);
+
+    assert_int_equal(ebb__store_last_price_at(s, "aws", "us-east-1", &at), 0);
+    assert_int_equal(at, 3000);
+    assert_int_equal(ebb__store_last_price_at(s, "aws", "us-west-2", &at), 0);
+    assert_int_equal(at, 500);
+    assert_int_equal(ebb__store_last_price_at(s, "gcp", "us-east-1", &at), 0);
+    assert_int_equal(at, 0);
+
+    p.currency = "DOLLARS";
+    assert_int_equal(ebb__store_put_price(s, "aws", &p), EBB_EINVAL);
+    assert_int_equal(ebb__store_put_price(s, "", &p), EBB_EINVAL);
+    ebb__store_close(s);
+}
+
+static void latest_prices_newest_per_series_with_filter(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    struct ebb_price v[] = {
+        price("us-east-1", "us-east-1b", "p3.2xlarge", EBB_MARKET_SPOT, 100,
+              11),
+        price("us-east-1", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT, 300,
+              13),
+        price("us-east-1", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT, 100,
+              12),
+        price("us-east-1", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT, 200,
+              14),
+        price("us-east-1", "us-east-1a", "g5.xlarge", EBB_MARKET_ON_DEMAND,
+              50, 15),
+        price("us-east-1", "us-east-1a", "g5.xlarge", EBB_MARKET_SPOT, 60,
+              16),
+    };
+    assert_int_equal(ebb__store_put_prices(s, "aws", v, 6, NULL), 0);
+    struct ebb_price h100[] = {
+        price("", "", "H100_80GB", EBB_MARKET_SPOT, 400, 2100000),
+        price("", "", "H100_80GB", EBB_MARKET_SPOT, 500, 1900000),
+    };
+    assert_int_equal(ebb__store_put_prices(s, "vastai", h100, 2, NULL), 0);
+
+    struct rows r = {0};
+    assert_int_equal(ebb__store_latest_prices(s, NULL, collect, &r), 0);
+    assert_int_equal(r.n, 5);
+    assert_string_equal(r.line[0], "aws/us-east-1/us-east-1a/g5.xlarge/od@50=15");
+    assert_string_equal(r.line[1],
+                        "aws/us-east-1/us-east-1a/g5.xlarge/spot@60=16");
+    assert_string_equal(r.line[2],
+                        "aws/us-east-1/us-east-1a/p3.2xlarge/spot@300=13");
+    assert_string_equal(r.line[3],
+                        "aws/us-east-1/us-east-1b/p3.2xlarge/spot@100=11");
+    assert_string_equal(r.line[4], "vastai///H100_80GB/spot@500=1900000");
+
+    struct ebb__price_filter f = {.provider = "vastai"};
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(ebb__store_latest_prices(s, &f, collect, &r), 0);
+    assert_int_equal(r.n, 1);
+    assert_string_equal(r.line[0], "vastai///H100_80GB/spot@500=1900000");
+
+    f = (struct ebb__price_filter){.instance_type = "p3.2xlarge"};
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(ebb__store_latest_prices(s, &f, collect, &r), 0);
+    assert_int_equal(r.n, 2);
+    assert_string_equal(r.line[0],
+                        "aws/us-east-1/us-east-1a/p3.2xlarge/spot@300=13");
+
+    f = (struct ebb__price_filter){.provider = "aws", .zone = "us-east-1a",
+                                   .instance_type = "p3.2xlarge"};
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(ebb__store_latest_prices(s, &f, collect, &r), 0);
+    assert_int_equal(r.n, 1);
+
+    f = (struct ebb__price_filter){.zone = "us-east-1a"};
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(ebb__store_latest_prices(s, &f, collect, &r), 0);
+    assert_int_equal(r.n, 3);
+
+    f = (struct ebb__price_filter){.provider = "gcp"};
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(ebb__store_latest_prices(s, &f, collect, &r), 0);
+    assert_int_equal(r.n, 0);
+
+    /* A callback's non-zero answer stops the walk and is returned; the
+     * statement is reset, so the next call starts afresh. */
+    r.n = 16;
+    assert_int_equal(ebb__store_latest_prices(s, NULL, collect, &r), 99);
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(ebb__store_latest_prices(s, NULL, collect, &r), 0);
+    assert_int_equal(r.n, 5);
+    ebb__store_close(s);
+}
+
+/* ---- jobs, events, transactions --------------------------------------- */
+
+static const char insert_job[] =
+    "INSERT INTO jobs (id, owner_uid, spec_yaml, spec_json, state,"
+    " submitted_at, updated_at) VALUES ('%s', 1000, 'x', '{}', '%s', 1, 1)";
+
+static void add_job(sqlite3 *db, const char *id, const char *state)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql), insert_job, id, state);
+    exec_ok(db, sql);
+}
+
+struct counts {
+    char text[256];
+};
+
+static void count_cb(void *arg, const char *state, int64_t n)
+{
+    struct counts *c = arg;
+    size_t used = strlen(c->text);
+    snprintf(c->text + used, sizeof(c->text) - used, "%s=%lld;", state,
+             (long long)n);
+}
+
+static void job_events_are_append_only(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    sqlite3 *db = ebb__store_sqlite(s);
+    add_job(db, "j1", "running");
+    add_job(db, "j2", "pending");
+    add_job(db, "j3", "running");
+    exec_ok(db, "INSERT INTO job_events (job_id, at, from_state, to_state,"
+                " reason) VALUES ('j1', 5, NULL, 'pending', 'submitted')");
+
+    char *msg = NULL;
+    assert_int_not_equal(sqlite3_exec(db,
+                                      "UPDATE job_events SET reason = 'x'",
+                                      NULL, NULL, &msg),
+                         SQLITE_OK);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "append-only"));
+    sqlite3_free(msg);
+    msg = NULL;
+    assert_int_not_equal(sqlite3_exec(db, "DELETE FROM job_events", NULL,
+                                      NULL, &msg),
+                         SQLITE_OK);
+    assert_non_null(msg);
+    assert_non_null(strstr(msg, "append-only"));
+    sqlite3_free(msg);
+    assert_int_equal(query_i64(db, "SELECT count(*) FROM job_events"), 1);
+
+    /* Foreign keys are on: no event for a job that does not exist. */
+    assert_int_not_equal(sqlite3_exec(db,
+                                      "INSERT INTO job_events (job_id, at,"
+                                      " to_state, reason) VALUES ('nope',"
+                                      " 1, 'x', 'y')",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+
+    struct counts c = {{0}};
+    assert_int_equal(ebb__store_job_counts(s, count_cb, &c), 0);
+    assert_string_equal(c.text, "pending=1;running=2;");
+    ebb__store_close(s);
+}
+
+static void transactions_commit_and_roll_back(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    struct ebb_price p = price("r", "z", "t", EBB_MARKET_SPOT, 1, 1);
+
+    assert_int_equal(ebb__store_begin(s), 0);
+    assert_int_equal(ebb__store_in_transaction(s), 1);
+    assert_int_equal(ebb__store_put_price(s, "x", &p), 1);
+    assert_int_equal(ebb__store_begin(s), EBB_EDB); /* no nesting */
+    assert_non_null(strstr(ebb__store_errmsg(s), "within a transaction"));
+    assert_int_equal(ebb__store_rollback(s), 0);
+    assert_int_equal(ebb__store_rollback(s), 0); /* nothing open: no-op */
+    ebb_time_ms at = -1;
+    assert_int_equal(ebb__store_last_price_at(s, "x", "r", &at), 0);
+    assert_int_equal(at, 0);
+
+    assert_int_equal(ebb__store_begin(s), 0);
+    /* put_prices joins the caller's transaction. */
+    assert_int_equal(ebb__store_put_prices(s, "x", &p, 1, NULL), 0);
+    assert_int_equal(ebb__store_in_transaction(s), 1);
+    assert_int_equal(ebb__store_commit(s), 0);
+    assert_int_equal(ebb__store_last_price_at(s, "x", "r", &at), 0);
+    assert_int_equal(at, 1);
+
+    /* A second writer waits, then gets EBB_EBUSY, not a hang. The busy
+     * timeout is shortened here to keep the test fast. */
+    sqlite3 *other = NULL;
+    assert_int_equal(sqlite3_open(fx->db, &other), SQLITE_OK);
+    exec_ok(other, "BEGIN IMMEDIATE");
+    sqlite3_busy_timeout(ebb__store_sqlite(s), 50);
+    assert_int_equal(ebb__store_begin(s), EBB_EBUSY);
+    exec_ok(other, "ROLLBACK");
+    sqlite3_close(other);
+    ebb__store_close(s);
+}
+
+/* ---- crash safety ------------------------------------------------------ */
+
+/* The child: writes prices, a job, its event and its ledger row in one
+ * short transaction after another until it is killed, and after each
+ * commit tells the parent the ledger row's id through `wfd`. */
+static void crash_child(const char *path, int wfd)
+{
+    struct ebb__store *s = NULL;
+    if (ebb__store_open(path, &s, NULL, 0) != 0)
+        _exit(2);
+    sqlite3 *db = ebb__store_sqlite(s);
+    sqlite3_stmt *job = NULL, *ev = NULL, *led = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO jobs (id, owner_uid, team, spec_yaml,"
+                           " spec_json, state, submitted_at, spent_micros,"
+                           " updated_at) VALUES (?1, 1000, 'crash', 'x',"
+                           " '{}', 'running', ?2, ?3, ?2)",
+                           -1, &job, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "INSERT INTO job_events (job_id, at, from_state,"
+                           " to_state, reason) VALUES (?1, ?2, 'launching',"
+                           " 'running', 'instance up')",
+                           -1, &ev, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "INSERT INTO ledger (job_id, team, provider, kind,"
+                           " start_at, end_at, rate_micros, amount_micros,"
+                           " currency, note) VALUES (?1, 'crash', 'sim',"
+                           " 'compute', ?2, ?3, ?4, ?5, 'USD', ?1)",
+                           -1, &led, NULL) != SQLITE_OK)
+        _exit(3);
+
+    int64_t base = (int64_t)getpid() * 1000000;
+    for (int64_t i = 0;; i++) {
+        char id[64];
+        snprintf(id, sizeof(id), "job-%d-%lld", (int)getpid(), (long long)i);
+        int64_t start = base + i * 1000;
+        int64_t end = start + 1000 * (i % 3600 + 1);
+        int64_t rate = 1000000 + i * 7;
+        int64_t amount = rate * (end - start) / EBB_MS_PER_HOUR;
+
+        if (ebb__store_begin(s) != 0)
+            _exit(4);
+        struct ebb_price p = price("r1", "z1", "t", EBB_MARKET_SPOT,
+                                   start, rate);
+        if (ebb__store_put_price(s, "crash", &p) < 0)
+            _exit(5);
+        /* Now and then a bigger transaction, so that kills also land in
+         * the middle of longer writes. */
+        if (i % 8 == 0) {
+            struct ebb_price batch[64];
+            for (int k = 0; k < 64; k++)
+                batch[k] = price("r2", "z2", "u", EBB_MARKET_ON_DEMAND,
+                                 start + k, rate + k);
+            if (ebb__store_put_prices(s, "crash", batch, 64, NULL) != 0)
+                _exit(6);
+        }
+        sqlite3_bind_text(job, 1, id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(job, 2, start);
+        sqlite3_bind_int64(job, 3, amount);
+        sqlite3_bind_text(ev, 1, id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(ev, 2, start);
+        sqlite3_bind_text(led, 1, id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(led, 2, start);
+        sqlite3_bind_int64(led, 3, end);
+        sqlite3_bind_int64(led, 4, rate);
+        sqlite3_bind_int64(led, 5, amount);
+        if (sqlite3_step(job) != SQLITE_DONE || sqlite3_step(ev) != SQLITE_DONE
+            || sqlite3_step(led) != SQLITE_DONE)
+            _exit(7);
+        int64_t row = sqlite3_last_insert_rowid(db);
+        sqlite3_reset(job);
+        sqlite3_reset(ev);
+        sqlite3_reset(led);
+        if (ebb__store_commit(s) != 0)
+            _exit(8);
+        if (write(wfd, &row, sizeof(row)) != (ssize_t)sizeof(row))
+            _exit(9);
+    }
+}
+
+/* Every ledger row is whole and came with its job and event (the three
+ * were one transaction), and every row the child saw committed is there. */
+static void check_after_crash(const char *path, const int64_t *ids, size_t n)
+{
+    struct ebb__store *s = open_ok(path);
+    char err[512];
+    int r = ebb__store_integrity_check(s, err, sizeof(err));
+    if (r != 0)
+        fail_msg("integrity check: %s", err);
+    sqlite3 *db = ebb__store_sqlite(s);
+    assert_int_equal(
+        query_i64(db,
+                  "SELECT count(*) FROM ledger l WHERE NOT ("
+                  " l.kind = 'compute' AND l.currency = 'USD'"
+                  " AND l.team = 'crash' AND l.note = l.job_id"
+                  " AND l.amount_micros ="
+                  "  l.rate_micros * (l.end_at - l.start_at) / 3600000"
+                  " AND (SELECT spent_micros FROM jobs j WHERE j.id = l.job_id)"
+                  "  = l.amount_micros"
+                  " AND (SELECT count(*) FROM job_events e"
+                  "  WHERE e.job_id = l.job_id) = 1"
+                  " AND (SELECT count(*) FROM prices p WHERE p.provider ="
+                  "  'crash' AND p.zone = 'z1' AND p.observed_at = l.start_at"
+                  "  AND p.price_micros = l.rate_micros) = 1)"),
+        0);
+    assert_int_equal(query_i64(db, "SELECT count(*) FROM jobs WHERE id NOT IN"
+                                   " (SELECT job_id FROM ledger)"),
+                     0);
+    assert_int_equal(query_i64(db, "SELECT count(*) FROM job_events WHERE"
+                                   " job_id NOT IN (SELECT job_id FROM ledger)"),
+                     0);
+
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT count(*) FROM ledger"
+                                        " WHERE id = ?1",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_bind_int64(st, 1, ids[i]);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        if (sqlite3_column_int64(st, 0) != 1)
+            fail_msg("committed ledger row %lld is missing",
+                     (long long)ids[i]);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    ebb__store_close(s);
+}
+
+static void survives_sigkill_at_random_moments(void **state)
+{
+    struct fixture *fx = *state;
+    ebb__store_close(open_ok(fx->db));
+
+    unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+    const char *env = getenv("EBB_TEST_SEED");
+    if (env != NULL && env[0] != '\0')
+        seed = (unsigned)strtoul(env, NULL, 10);
+    print_message("crash test seed %u (EBB_TEST_SEED reproduces it)\n", seed);
+
+    enum { ROUNDS = 24, MAX_IDS = 65536 / sizeof(int64_t) + 16 };
+    static int64_t ids[MAX_IDS];
+    size_t total = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(fds[0]);
+            crash_child(fx->db, fds[1]);
+            _exit(1);
+        }
+        close(fds[1]);
+
+        size_t n = 0;
+        /* Half the rounds wait for a first commit, so that kills land
+         * mid-stream; the others may kill the child while it opens. */
+        if (round % 2 == 0) {
+            ssize_t got = read(fds[0], &ids[n], sizeof(ids[0]));
+            if (got != (ssize_t)sizeof(ids[0]))
+                fail_msg("child committed nothing (read %zd)", got);
+            n++;
+        }
+        usleep((useconds_t)(rand_r(&seed) % 25000));
+        assert_int_equal(kill(pid, SIGKILL), 0);
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (!WIFSIGNALED(status))
+            fail_msg("child exited with %d before the kill",
+                     WEXITSTATUS(status));
+
+        for (;;) {
+            ssize_t got = read(fds[0], &ids[n], sizeof(ids[0]));
+            if (got <= 0)
+                break;
+            assert_int_equal(got, sizeof(ids[0]));
+            n++;
+            assert_true(n < MAX_IDS);
+        }
+        close(fds[0]);
+        check_after_crash(fx->db, ids, n);
+        total += n;
+    }
+    assert_true(total > 0);
+    print_message("%zu transactions committed across %d kills\n", total,
+                  ROUNDS);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(fresh_open_is_latest_and_wal),
+        T(version_1_file_migrates_keeping_rows),
+        T(too_new_file_is_refused_untouched),
+        T(garbage_and_foreign_files_are_refused),
+        T(put_price_twice_is_a_no_op),
+        T(latest_prices_newest_per_series_with_filter),
+        T(job_events_are_append_only),
+        T(transactions_commit_and_roll_back),
+        T(survives_sigkill_at_random_moments),
+    };
+#undef T
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
