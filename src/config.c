@@ -1,0 +1,649 @@
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfg_table.h"
+#include "log.h"
+
+/* The configuration used when there is no ebb.yaml. examples/ebb.yaml
+ * shows the same values; keep the two in step. */
+static const char default_text[] =
+    "# ebb built-in configuration (used when there is no ebb.yaml)\n"
+    "log_level: info\n"
+    "default_policy: uniform-progress\n"
+    "providers: {}\n";
+
+#define DEFAULT_NAME "<built-in configuration>"
+
+/* Sub-sections with fixed keys go through the same table code as plugin
+ * sections, so they get the same defaults and messages. */
+struct api_cfg {
+    char *socket_mode;
+    char *socket_group;
+};
+static const struct ebb_cfg_key api_keys[] = {
+    {"socket_mode", EBB_CFG_STRING, "0600", offsetof(struct api_cfg, socket_mode),
+     "permissions of the CLI socket, octal"},
+    {"socket_group", EBB_CFG_STRING, NULL, offsetof(struct api_cfg, socket_group),
+     "group that owns the CLI socket"},
+    EBB_CFG_END,
+};
+
+struct agent_api_cfg {
+    char *listen;
+};
+static const struct ebb_cfg_key agent_api_keys[] = {
+    {"listen", EBB_CFG_STRING, "127.0.0.1:7311",
+     offsetof(struct agent_api_cfg, listen), "host:port agents connect to"},
+    EBB_CFG_END,
+};
+
+struct team_cfg {
+    struct ebb_string_list members;
+    struct ebb_money budget;
+};
+static const struct ebb_cfg_key team_keys[] = {
+    {"members", EBB_CFG_STRING_LIST, "[]", offsetof(struct team_cfg, members),
+     "user names in the team"},
+    {"budget", EBB_CFG_MONEY, NULL, offsetof(struct team_cfg, budget),
+     "spending cap per calendar month"},
+    EBB_CFG_END,
+};
+
+static int nomem(struct ebb__diag *d)
+{
+    ebb__diag_set(d, NULL, 0, "out of memory");
+    return EBB_ENOMEM;
+}
+
+static int set_string(char **dst, const char *value, struct ebb__diag *d)
+{
+    char *copy = strdup(value);
+    if (copy == NULL)
+        return nomem(d);
+    free(*dst);
+    *dst = copy;
+    return 0;
+}
+
+static const char *quote(const struct ebb__ynode *n, char *buf, size_t size)
+{
+    return ebb__diag_quote(n->value, n->len, buf, size);
+}
+
+static int expect_scalar(const struct ebb__ynode *n, const char *what,
+                         const char *expected, struct ebb__diag *d)
+{
+    if (n->kind == EBB__YSCALAR && strlen(n->value) == n->len)
+        return 0;
+    if (n->kind == EBB__YSCALAR)
+        ebb__diag_set(d, n->file, n->line, "%s: contains a NUL character",
+                      what);
+    else
+        ebb__diag_set(d, n->file, n->line, "%s: expected %s, not %s", what,
+                      expected, ebb__ykind_name(n->kind));
+    return EBB_ECONFIG;
+}
+
+/* ---- top-level keys ----------------------------------------------------- */
+
+static int do_log_level(struct ebb__config *cfg, const struct ebb__ynode *n,
+                        struct ebb__diag *d)
+{
+    static const char levels[] = "error, warn, info, debug";
+    int rc = expect_scalar(n, "log_level", "one of error, warn, info, debug",
+                           d);
+    if (rc != 0)
+        return rc;
+    if (ebb__log_parse_level(n->value, &cfg->log_level) != 0) {
+        char q[EBB__DIAG_QUOTE_SIZE];
+        ebb__diag_set(d, n->file, n->line, "log_level: %s is not one of %s",
+                      quote(n, q, sizeof(q)), levels);
+        return EBB_ECONFIG;
+    }
+    return 0;
+}
+
+static int do_plugin_dirs(struct ebb__config *cfg, const struct ebb__ynode *n,
+                          struct ebb__diag *d)
+{
+    return ebb__cfg_parse_value(EBB_CFG_STRING_LIST, n, "plugin_dirs",
+                                &cfg->plugin_dirs, d);
+}
+
+static int parse_mode(const char *s, unsigned *out)
+{
+    if (strncmp(s, "0o", 2) == 0)
+        s += 2;
+    if (*s == '\0' || strlen(s) > 4)
+        return EBB_EINVAL;
+    unsigned v = 0;
+    for (; *s != '\0'; s++) {
+        if (*s < '0' || *s > '7')
+            return EBB_EINVAL;
+        v = v * 8 + (unsigned)(*s - '0');
+    }
+    if (v > 0777)
+        return EBB_EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int do_api(struct ebb__config *cfg, const struct ebb__ynode *n,
+                  struct ebb__diag *d)
+{
+    void *raw;
+    int rc = ebb__cfg_apply(api_keys, sizeof(struct api_cfg), n, "api", &raw,
+                            d);
+    if (rc != 0)
+        return rc;
+    struct api_cfg *api = raw;
+    /* A mode is always read as octal, as chmod reads it: YAML 1.1 would
+     * read a plain 0600 as octal and YAML 1.2 as decimal 600, and neither
+     * is what people mean by "600". */
+    if (parse_mode(api->socket_mode, &cfg->api_socket_mode) != 0) {
+        const struct ebb__ynode *m = ebb__ymap_get(n, "socket_mode");
+        char q[EBB__DIAG_QUOTE_SIZE];
+        ebb__diag_quote(api->socket_mode, strlen(api->socket_mode), q,
+                        sizeof(q));
+        ebb__diag_set(d, m != NULL ? m->file : cfg->file,
+                      m != NULL ? m->line : 0,
+                      "api.socket_mode: %s is not a file mode (octal, at most "
+                      "0777; example: 0660)", q);
+        rc = EBB_ECONFIG;
+    } else {
+        free(cfg->api_socket_group);
+        cfg->api_socket_group = api->socket_group;
+        api->socket_group = NULL;
+    }
+    ebb__cfg_free(api_keys, api);
+    return rc;
+}
+
+/* Accepts "host:port" and "[v6addr]:port" with a port from 1 to 65535;
+ * whether the address can be bound is found out when ebbd binds it. */
+static int valid_listen(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    if (colon == NULL || colon == s)
+        return 0;
+    if (s[0] == '[' && colon[-1] != ']')
+        return 0;
+    const char *p = colon + 1;
+    if (*p == '\0' || strlen(p) > 5)
+        return 0;
+    long port = 0;
+    for (; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        port = port * 10 + (*p - '0');
+    }
+    return port >= 1 && port <= 65535;
+}
+
+static int do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,
+                        struct ebb__diag *d)
+{
+    void *raw;
+    int rc = ebb__cfg_apply(agent_api_keys, sizeof(struct agent_api_cfg), n,
+                            "agent_api", &raw, d);
+    if (rc != 0)
+        return rc;
+    struct agent_api_cfg *agent = raw;
+    if (!valid_listen(agent->listen)) {
+        const struct ebb__ynode *m = ebb__ymap_get(n, "listen");
+        char q[EBB__DIAG_QUOTE_SIZE];
+        ebb__diag_quote(agent->listen, strlen(agent->listen), q, sizeof(q));
+        ebb__diag_set(d, m != NULL ? m->file : cfg->file,
+                      m != NULL ? m->line : 0,
+                      "agent_api.listen: %s is not an address and port "
+                      "(example: 0.0.0.0:7311 or [::]:7311)", q);
+        rc = EBB_ECONFIG;
+    } else {
+        free(cfg->agent_listen);
+        cfg->agent_listen = agent->listen;
+        agent->listen = NULL;
+    }
+    ebb__cfg_free(agent_api_keys, agent);
+    return rc;
+}
+
+static int do_default_policy(struct ebb__config *cfg,
+                             const struct ebb__ynode *n, struct ebb__diag *d)
+{
+    int rc = expect_scalar(n, "default_policy", "a policy name", d);
+    if (rc != 0)
+        return rc;
+    if (n->len == 0) {
+        ebb__diag_set(d, n->file, n->line,
+                      "default_policy: empty (example: uniform-progress)");
+        return EBB_ECONFIG;
+    }
+    return set_string(&cfg->default_policy, n->value, d);
+}
+
+/* Names become plugin and team identifiers in the store, file names and
+ * CLI arguments, so keep them plain. */
+static int check_name(const struct ebb__ynode *key, const char *what,
+                      struct ebb__diag *d)
+{
+    int ok = key->len > 0 && key->len <= 64;
+    for (size_t i = 0; ok && i < key->len; i++) {
+        char c = key->value[i];
+        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+             (c >= '0' && c <= '9') || c == '-' || c == '_';
+    }
+    if (ok)
+        return 0;
+    char q[EBB__DIAG_QUOTE_SIZE];
+    ebb__diag_set(d, key->file, key->line,
+                  "%s: %s is not a valid name (1 to 64 letters, digits, - "
+                  "and _)", what, quote(key, q, sizeof(q)));
+    return EBB_ECONFIG;
+}
+
+static int expect_map(const struct ebb__ynode *n, const char *what,
+                      struct ebb__diag *d)
+{
+    if (n->kind == EBB__YMAP)
+        return 0;
+    ebb__diag_set(d, n->file, n->line, "%s: expected a mapping, not %s",
+                  what, ebb__ykind_name(n->kind));
+    return EBB_ECONFIG;
+}
+
+static int do_sections(const struct ebb__ynode *n, const char *what,
+                       struct ebb__config_section **out, size_t *n_out,
+                       struct ebb__diag *d)
+{
+    int rc = expect_map(n, what, d);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < n->n; i++) {
+        rc = check_name(n->keys[i], what, d);
+        if (rc != 0)
+            return rc;
+        const struct ebb__ynode *v = n->items[i];
+        if (!ebb__ynode_is_null(v) && v->kind != EBB__YMAP) {
+            ebb__diag_set(d, v->file, v->line,
+                          "%s.%s: expected a mapping of keys, not %s", what,
+                          n->keys[i]->value, ebb__ykind_name(v->kind));
+            return EBB_ECONFIG;
+        }
+    }
+    if (n->n == 0)
+        return 0;
+    struct ebb__config_section *s = calloc(n->n, sizeof(*s));
+    if (s == NULL)
+        return nomem(d);
+    *out = s;
+    for (size_t i = 0; i < n->n; i++) {
+        s[i].name = strdup(n->keys[i]->value);
+        if (s[i].name == NULL)
+            return nomem(d);
+        s[i].line = n->keys[i]->line;
+        s[i].node = n->items[i];
+        *n_out = i + 1;
+    }
+    return 0;
+}
+
+static int do_providers(struct ebb__config *cfg, const struct ebb__ynode *n,
+                        struct ebb__diag *d)
+{
+    return do_sections(n, "providers", &cfg->providers, &cfg->n_providers, d);
+}
+
+static int do_policies(struct ebb__config *cfg, const struct ebb__ynode *n,
+                       struct ebb__diag *d)
+{
+    return do_sections(n, "policies", &cfg->policies, &cfg->n_policies, d);
+}
+
+static int do_teams(struct ebb__config *cfg, const struct ebb__ynode *n,
+                    struct ebb__diag *d)
+{
+    int rc = expect_map(n, "teams", d);
+    if (rc != 0 || n->n == 0)
+        return rc;
+    cfg->teams = calloc(n->n, sizeof(*cfg->teams));
+    if (cfg->teams == NULL)
+        return nomem(d);
+    for (size_t i = 0; i < n->n; i++) {
+        const struct ebb__ynode *key = n->keys[i];
+        rc = check_name(key, "teams", d);
+        if (rc != 0)
+            return rc;
+        char what[128];
+        snprintf(what, sizeof(what), "teams.%s", key->value);
+        void *raw;
+        rc = ebb__cfg_apply(team_keys, sizeof(struct team_cfg), n->items[i],
+                            what, &raw, d);
+        if (rc != 0)
+            return rc;
+        struct team_cfg *tc = raw;
+        struct ebb__team *t = &cfg->teams[cfg->n_teams++];
+        t->line = key->line;
+        t->members = tc->members;
+        tc->members.n = 0;
+        tc->members.items = NULL;
+        t->budget = tc->budget;
+        t->has_budget = tc->budget.currency[0] != '\0';
+        ebb__cfg_free(team_keys, tc);
+        t->name = strdup(key->value);
+        if (t->name == NULL)
+            return nomem(d);
+    }
+    return 0;
+}
+
+static int do_admins(struct ebb__config *cfg, const struct ebb__ynode *n,
+                     struct ebb__diag *d)
+{
+    return ebb__cfg_parse_value(EBB_CFG_STRING_LIST, n, "admins",
+                                &cfg->admins, d);
+}
+
+/* A rate is a plain decimal with up to 9 decimals, kept exact as an
+ * integer count of billionths of a dollar. */
+static int parse_rate(const char *s, int64_t *out)
+{
+    int64_t whole = 0, frac = 0;
+    int digits = 0, fdigits = 0;
+    for (; *s >= '0' && *s <= '9'; s++, digits++) {
+        if (whole > 1000000)
+            return EBB_EINVAL;
+        whole = whole * 10 + (*s - '0');
+    }
+    if (*s == '.') {
+        s++;
+        for (; *s >= '0' && *s <= '9'; s++, fdigits++) {
+            if (fdigits >= 9)
+                return EBB_EINVAL;
+            frac = frac * 10 + (*s - '0');
+        }
+        if (fdigits == 0)
+            return EBB_EINVAL;
+    }
+    if (digits == 0 || *s != '\0')
+        return EBB_EINVAL;
+    for (int i = fdigits; i < 9; i++)
+        frac *= 10;
+    int64_t v = whole * 1000000000 + frac;
+    if (v <= 0)
+        return EBB_EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int do_currency_rates(struct ebb__config *cfg,
+                             const struct ebb__ynode *n, struct ebb__diag *d)
+{
+    int rc = expect_map(n, "currency_rates", d);
+    if (rc != 0 || n->n == 0)
+        return rc;
+    cfg->rates = calloc(n->n, sizeof(*cfg->rates));
+    if (cfg->rates == NULL)
+        return nomem(d);
+    for (size_t i = 0; i < n->n; i++) {
+        const struct ebb__ynode *key = n->keys[i];
+        const struct ebb__ynode *v = n->items[i];
+        char q[EBB__DIAG_QUOTE_SIZE];
+        int code = key->len == 3;
+        for (size_t j = 0; code && j < 3; j++)
+            code = key->value[j] >= 'A' && key->value[j] <= 'Z';
+        if (!code) {
+            ebb__diag_set(d, key->file, key->line,
+                          "currency_rates: %s is not a currency code (3 "
+                          "upper-case letters; example: CNY)",
+                          quote(key, q, sizeof(q)));
+            return EBB_ECONFIG;
+        }
+        if (strcmp(key->value, "USD") == 0) {
+            ebb__diag_set(d, key->file, key->line,
+                          "currency_rates.USD: rates are in USD already; "
+                          "remove this line");
+            return EBB_ECONFIG;
+        }
+        char what[32];
+        snprintf(what, sizeof(what), "currency_rates.%s", key->value);
+        rc = expect_scalar(v, what, "a rate", d);
+        if (rc != 0)
+            return rc;
+        struct ebb__currency_rate *r = &cfg->rates[cfg->n_rates];
+        if (parse_rate(v->value, &r->usd_e9) != 0) {
+            ebb__diag_set(d, v->file, v->line,
+                          "%s: %s is not a rate (USD for 1 %s, a positive "
+                          "decimal with at most 9 decimals; example: 0.14)",
+                          what, quote(v, q, sizeof(q)), key->value);
+            return EBB_ECONFIG;
+        }
+        memcpy(r->currency, key->value, 4);
+        r->line = key->line;
+        cfg->n_rates++;
+    }
+    return 0;
+}
+
+static const struct {
+    const char *key;
+    int (*apply)(struct ebb__config *, const struct ebb__ynode *,
+                 struct ebb__diag *);
+} top_keys[] = {
+    {"log_level", do_log_level},
+    {"plugin_dirs", do_plugin_dirs},
+    {"api", do_api},
+    {"agent_api", do_agent_api},
+    {"default_policy", do_default_policy},
+    {"providers", do_providers},
+    {"policies", do_policies},
+    {"teams", do_teams},
+    {"admins", do_admins},
+    {"currency_rates", do_currency_rates},
+};
+#define N_TOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
+
+static int find_top(const struct ebb__ynode *key)
+{
+    for (size_t i = 0; i < N_TOP_KEYS; i++) {
+        if (strlen(top_keys[i].key) == key->len &&
+            memcmp(top_keys[i].key, key->value, key->len) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+static int unknown_top(const struct ebb__ynode *key, struct ebb__diag *d)
+{
+    char known[300];
+    size_t at = 0;
+    known[0] = '\0';
+    for (size_t i = 0; i < N_TOP_KEYS; i++) {
+        int n = snprintf(known + at, sizeof(known) - at, "%s%s",
+                         i > 0 ? ", " : "", top_keys[i].key);
+        if (n < 0 || (size_t)n >= sizeof(known) - at)
+            break;
+        at += (size_t)n;
+    }
+    char q[EBB__DIAG_QUOTE_SIZE];
+    ebb__diag_set(d, key->file, key->line, "unknown key %s (known: %s)",
+                  quote(key, q, sizeof(q)), known);
+    return EBB_ECONFIG;
+}
+
+static int build(struct ebb__config *cfg, struct ebb__diag *d)
+{
+    const struct ebb__ynode *root = ebb__ydoc_root(cfg->doc);
+    cfg->log_level = EBB_LOG_INFO;
+    if (ebb__ynode_is_null(root)) {
+        root = NULL;
+    } else if (root->kind != EBB__YMAP) {
+        ebb__diag_set(d, root->file, root->line,
+                      "expected a mapping of settings (key: value), not %s",
+                      ebb__ykind_name(root->kind));
+        return EBB_ECONFIG;
+    }
+    for (size_t i = 0; root != NULL && i < root->n; i++) {
+        if (find_top(root->keys[i]) < 0)
+            return unknown_top(root->keys[i], d);
+    }
+    /* api and agent_api run even when absent, so their tables supply the
+     * defaults; other keys are skipped when absent or null. */
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < N_TOP_KEYS; i++) {
+        const struct ebb__ynode *v = ebb__ymap_get(root, top_keys[i].key);
+        int sub = top_keys[i].apply == do_api ||
+                  top_keys[i].apply == do_agent_api;
+        if (ebb__ynode_is_null(v) && !sub)
+            continue;
+        rc = top_keys[i].apply(cfg, ebb__ynode_is_null(v) ? NULL : v, d);
+    }
+    if (rc == 0 && cfg->default_policy == NULL)
+        rc = set_string(&cfg->default_policy, "uniform-progress", d);
+    return rc;
+}
+
+static int finish_load(struct ebb__ydoc *doc, struct ebb__config **out,
+                       struct ebb__diag *d)
+{
+    struct ebb__config *cfg = calloc(1, sizeof(*cfg));
+    if (cfg == NULL) {
+        ebb__ydoc_free(doc);
+        return nomem(d);
+    }
+    cfg->doc = doc;
+    cfg->file = ebb__ydoc_name(doc);
+    int rc = build(cfg, d);
+    if (rc != 0) {
+        ebb__config_free(cfg);
+        return rc;
+    }
+    *out = cfg;
+    return 0;
+}
+
+int ebb__config_load_buffer(const char *name, const char *buf, size_t len,
+                            struct ebb__config **out, struct ebb__diag *d)
+{
+    *out = NULL;
+    struct ebb__ydoc *doc;
+    int rc = ebb__ydoc_load_buffer(name, buf, len, &doc, d);
+    if (rc != 0)
+        return rc;
+    return finish_load(doc, out, d);
+}
+
+int ebb__config_load_file(const char *path, struct ebb__config **out,
+                          struct ebb__diag *d)
+{
+    *out = NULL;
+    struct ebb__ydoc *doc;
+    int rc = ebb__ydoc_load_file(path, &doc, d);
+    if (rc != 0)
+        return rc;
+    return finish_load(doc, out, d);
+}
+
+int ebb__config_load_default(struct ebb__config **out, struct ebb__diag *d)
+{
+    return ebb__config_load_buffer(DEFAULT_NAME, default_text,
+                                   sizeof(default_text) - 1, out, d);
+}
+
+const char *ebb__config_default_text(void)
+{
+    return default_text;
+}
+
+static void free_sections(struct ebb__config_section *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(s[i].name);
+    free(s);
+}
+
+void ebb__config_free(struct ebb__config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    ebb__string_list_free(&cfg->plugin_dirs);
+    free(cfg->api_socket_group);
+    free(cfg->agent_listen);
+    free(cfg->default_policy);
+    free_sections(cfg->providers, cfg->n_providers);
+    free_sections(cfg->policies, cfg->n_policies);
+    for (size_t i = 0; i < cfg->n_teams; i++) {
+        free(cfg->teams[i].name);
+        ebb__string_list_free(&cfg->teams[i].members);
+    }
+    free(cfg->teams);
+    ebb__string_list_free(&cfg->admins);
+    free(cfg->rates);
+    ebb__ydoc_free(cfg->doc);
+    free(cfg);
+}
+
+static const struct ebb__config_section *
+find_section(const struct ebb__config_section *s, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(s[i].name, name) == 0)
+            return &s[i];
+    }
+    return NULL;
+}
+
+const struct ebb__config_section *
+ebb__config_provider(const struct ebb__config *cfg, const char *name)
+{
+    return find_section(cfg->providers, cfg->n_providers, name);
+}
+
+const struct ebb__config_section *
+ebb__config_policy(const struct ebb__config *cfg, const char *name)
+{
+    return find_section(cfg->policies, cfg->n_policies, name);
+}
+
+const struct ebb__team *ebb__config_team(const struct ebb__config *cfg,
+                                         const char *name)
+{
+    for (size_t i = 0; i < cfg->n_teams; i++) {
+        if (strcmp(cfg->teams[i].name, name) == 0)
+            return &cfg->teams[i];
+    }
+    return NULL;
+}
+
+int ebb__config_to_usd(const struct ebb__config *cfg,
+                       const struct ebb_money *m, ebb_micros *usd)
+{
+    if (strcmp(m->currency, "USD") == 0) {
+        *usd = m->amount;
+        return 0;
+    }
+    const struct ebb__currency_rate *r = NULL;
+    for (size_t i = 0; i < cfg->n_rates; i++) {
+        if (strcmp(cfg->rates[i].currency, m->currency) == 0)
+            r = &cfg->rates[i];
+    }
+    if (r == NULL)
+        return EBB_ENOTFOUND;
+    /* amount * rate / 1e9 without a 128-bit type: split the rate into its
+     * whole and fractional parts and the amount into billions and the
+     * rest, so that no partial product exceeds int64. */
+    const int64_t e9 = 1000000000;
+    int64_t rw = r->usd_e9 / e9, rf = r->usd_e9 % e9;
+    int64_t a = m->amount;
+    if (rw != 0 && (a > INT64_MAX / rw || a < INT64_MIN / rw))
+        return EBB_EINVAL;
+    int64_t whole = a * rw;
+    int64_t part = (a / e9) * rf + (a % e9) * rf / e9;
+    if ((part > 0 && whole > INT64_MAX - part) ||
+        (part < 0 && whole < INT64_MIN - part))
+        return EBB_EINVAL;
+    *usd = whole + part;
+    return 0;
+}

@@ -1,0 +1,755 @@
+/* ebb.yaml loading, the YAML tree and plugin configuration tables. Every
+ * error case asserts the exact "file:line: message" a user would see. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cfg_table.h"
+#include "config.h"
+#include "yaml_doc.h"
+
+static int load(const char *text, struct ebb__config **cfg,
+                struct ebb__diag *d)
+{
+    ebb__diag_clear(d);
+    return ebb__config_load_buffer("ebb.yaml", text, strlen(text), cfg, d);
+}
+
+/* Loads `text`, expects EBB_ECONFIG and exactly `msg`. */
+static void expect_error(const char *text, const char *msg)
+{
+    struct ebb__config *cfg = (struct ebb__config *)&cfg;
+    struct ebb__diag d;
+    int rc = load(text, &cfg, &d);
+    if (rc != EBB_ECONFIG)
+        fail_msg("rc %d for:\n%s", rc, text);
+    assert_null(cfg);
+    assert_string_equal(d.msg, msg);
+}
+
+/* ---- diag --------------------------------------------------------------- */
+
+static void diag_formats(void **state)
+{
+    (void)state;
+    struct ebb__diag d;
+    ebb__diag_set(&d, "ebb.yaml", 3, "%s: bad", "log_level");
+    assert_string_equal(d.msg, "ebb.yaml:3: log_level: bad");
+    ebb__diag_set(&d, "ebb.yaml", 0, "cannot open");
+    assert_string_equal(d.msg, "ebb.yaml: cannot open");
+    ebb__diag_set(&d, NULL, 7, "plain");
+    assert_string_equal(d.msg, "plain");
+    ebb__diag_set(NULL, "x", 1, "ignored");
+
+    char q[EBB__DIAG_QUOTE_SIZE];
+    assert_string_equal(ebb__diag_quote("a\"b\\c\n\t\x01", 8, q, sizeof(q)),
+                        "\"a\\\"b\\\\c\\n\\t\\x01\"");
+    char nul[3] = {'a', '\0', 'b'};
+    assert_string_equal(ebb__diag_quote(nul, 3, q, sizeof(q)),
+                        "\"a\\x00b\"");
+    char longer[100];
+    memset(longer, 'x', sizeof(longer));
+    ebb__diag_quote(longer, sizeof(longer), q, sizeof(q));
+    assert_int_equal(strlen(q), 1 + 60 + 1 + 3);
+    assert_string_equal(q + 62, "...");
+    char tiny[10];
+    ebb__diag_quote(longer, sizeof(longer), tiny, sizeof(tiny));
+    assert_true(strlen(tiny) < sizeof(tiny));
+
+    /* Long messages are cut, not overflowed. */
+    char big[3000];
+    memset(big, 'y', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    ebb__diag_set(&d, "f", 1, "%s", big);
+    assert_int_equal(strlen(d.msg), sizeof(d.msg) - 1);
+}
+
+/* ---- the YAML tree ------------------------------------------------------ */
+
+static void yaml_tree(void **state)
+{
+    (void)state;
+    static const char text[] = "# comment\n"
+                               "b: plain\n"
+                               "a: 'quoted'\n"
+                               "list:\n"
+                               "  - 1\n"
+                               "  - {x: y}\n"
+                               "empty:\n"
+                               "tilde: ~\n"
+                               "qnull: \"null\"\n"
+                               "block: |\n"
+                               "  two\n"
+                               "  lines\n";
+    struct ebb__ydoc *doc;
+    struct ebb__diag d;
+    assert_int_equal(ebb__ydoc_load_buffer("t.yaml", text, strlen(text), &doc,
+                                           &d),
+                     0);
+    assert_string_equal(ebb__ydoc_name(doc), "t.yaml");
+    const struct ebb__ynode *root = ebb__ydoc_root(doc);
+    assert_int_equal(root->kind, EBB__YMAP);
+    assert_int_equal(root->line, 2);
+    assert_int_equal(root->n, 7);
+    /* Key order is kept. */
+    assert_string_equal(root->keys[0]->value, "b");
+    assert_string_equal(root->keys[1]->value, "a");
+    assert_string_equal(root->keys[6]->value, "block");
+
+    const struct ebb__ynode *b = ebb__ymap_get(root, "b");
+    assert_string_equal(b->value, "plain");
+    assert_int_equal(b->quoted, 0);
+    assert_int_equal(b->line, 2);
+    assert_string_equal(b->file, "t.yaml");
+    const struct ebb__ynode *a = ebb__ymap_get(root, "a");
+    assert_string_equal(a->value, "quoted");
+    assert_int_equal(a->quoted, 1);
+    assert_int_equal(a->line, 3);
+
+    const struct ebb__ynode *list = ebb__ymap_get(root, "list");
+    assert_int_equal(list->kind, EBB__YSEQ);
+    assert_int_equal(list->n, 2);
+    assert_int_equal(list->items[0]->line, 5);
+    assert_int_equal(list->items[1]->kind, EBB__YMAP);
+    assert_int_equal(list->items[1]->line, 6);
+    assert_string_equal(ebb__ymap_get(list->items[1], "x")->value, "y");
+
+    assert_true(ebb__ynode_is_null(ebb__ymap_get(root, "empty")));
+    assert_true(ebb__ynode_is_null(ebb__ymap_get(root, "tilde")));
+    assert_false(ebb__ynode_is_null(ebb__ymap_get(root, "qnull")));
+    assert_true(ebb__ynode_is_null(ebb__ymap_get(root, "missing")));
+    assert_null(ebb__ymap_get(root, "missing"));
+    assert_null(ebb__ymap_get(list, "x"));
+    assert_null(ebb__ymap_get(NULL, "x"));
+
+    const struct ebb__ynode *block = ebb__ymap_get(root, "block");
+    assert_string_equal(block->value, "two\nlines\n");
+    assert_int_equal(block->quoted, 1);
+    assert_string_equal(ebb__ykind_name(EBB__YSEQ), "a list");
+    ebb__ydoc_free(doc);
+
+    /* An empty stream has no root; a lone "---" has a null one. */
+    assert_int_equal(ebb__ydoc_load_buffer("e", "# nothing\n", 10, &doc, &d),
+                     0);
+    assert_null(ebb__ydoc_root(doc));
+    ebb__ydoc_free(doc);
+    assert_int_equal(ebb__ydoc_load_buffer("e", "---\n", 4, &doc, &d), 0);
+    assert_true(ebb__ynode_is_null(ebb__ydoc_root(doc)));
+    ebb__ydoc_free(doc);
+    ebb__ydoc_free(NULL);
+}
+
+static void yaml_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *msg;
+    } cases[] = {
+        {"a: 1\nb: [1, 2\n",
+         "t.yaml:3: did not find expected ',' or ']'"},
+        {"a: b: c\n", "t.yaml:1: mapping values are not allowed in this "
+                      "context"},
+        {"a: 1\nb: 2\na: 3\n", "t.yaml:3: duplicate key \"a\" (first at line "
+                               "1)"},
+        {"x:\n  k: 1\n  k: 2\n", "t.yaml:3: duplicate key \"k\" (first at "
+                                 "line 2)"},
+        {"a: &anchor 1\nb: *anchor\n",
+         "t.yaml:1: anchors and aliases (&name, *name) are not supported; "
+         "write the value out"},
+        {"a: 1\n---\nb: 2\n",
+         "t.yaml:2: a second YAML document; ebb reads one document per file "
+         "(remove the extra '---')"},
+        {"a: !custom 1\n", "t.yaml:1: unsupported tag \"!custom\""},
+        {"? [a]\n: 1\n", "t.yaml:1: a mapping key must be a single value, "
+                         "not a list"},
+        {"a: 1\nb: \"\x01\"\n", "t.yaml:2: control characters are not "
+                                "allowed"},
+        {"a:\n\t- 1\n", "t.yaml:2: found character that cannot start any "
+                        "token"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct ebb__ydoc *doc = (struct ebb__ydoc *)&doc;
+        struct ebb__diag d;
+        int rc = ebb__ydoc_load_buffer("t.yaml", cases[i].text,
+                                       strlen(cases[i].text), &doc, &d);
+        if (rc != EBB_ECONFIG)
+            fail_msg("case %zu: rc %d", i, rc);
+        assert_null(doc);
+        assert_string_equal(d.msg, cases[i].msg);
+    }
+
+    /* Nesting is capped, and a tag from the core schema is fine. */
+    char deep[300];
+    memset(deep, '[', 200);
+    memset(deep + 200, ']', 99);
+    deep[299] = '\0';
+    struct ebb__ydoc *doc;
+    struct ebb__diag d;
+    assert_int_equal(ebb__ydoc_load_buffer("t.yaml", deep, strlen(deep), &doc,
+                                           &d),
+                     EBB_ECONFIG);
+    assert_string_equal(d.msg, "t.yaml:1: nested deeper than 64 levels");
+    assert_int_equal(ebb__ydoc_load_buffer("t.yaml", "a: !!str 5\n", 11, &doc,
+                                           &d),
+                     0);
+    assert_string_equal(ebb__ymap_get(ebb__ydoc_root(doc), "a")->value, "5");
+    ebb__ydoc_free(doc);
+}
+
+/* ---- ebb.yaml ----------------------------------------------------------- */
+
+static const char full_config[] =
+    "log_level: debug\n"
+    "plugin_dirs: [/opt/ebb/plugins, /usr/lib/ebb]\n"
+    "api:\n"
+    "  socket_mode: 0660\n"
+    "  socket_group: ebb\n"
+    "agent_api:\n"
+    "  listen: 0.0.0.0:7400\n"
+    "default_policy: trough\n"
+    "providers:\n"
+    "  aws:\n"
+    "    regions: [us-east-1, eu-west-1]\n"
+    "    poll_interval: 5m\n"
+    "  sim:\n"
+    "policies:\n"
+    "  trough:\n"
+    "    lookahead: 12h\n"
+    "teams:\n"
+    "  ml:\n"
+    "    members: [alice, bob]\n"
+    "    budget: 2000 USD\n"
+    "  interns:\n"
+    "    members: [carol]\n"
+    "admins: [root, alice]\n"
+    "currency_rates:\n"
+    "  CNY: 0.14\n"
+    "  EUR: \"1.08\"\n";
+
+static void config_full(void **state)
+{
+    (void)state;
+    struct ebb__config *cfg;
+    struct ebb__diag d;
+    assert_int_equal(load(full_config, &cfg, &d), 0);
+    assert_string_equal(cfg->file, "ebb.yaml");
+    assert_int_equal(cfg->log_level, EBB_LOG_DEBUG);
+    assert_int_equal(cfg->plugin_dirs.n, 2);
+    assert_string_equal(cfg->plugin_dirs.items[1], "/usr/lib/ebb");
+    assert_int_equal(cfg->api_socket_mode, 0660);
+    assert_string_equal(cfg->api_socket_group, "ebb");
+    assert_string_equal(cfg->agent_listen, "0.0.0.0:7400");
+    assert_string_equal(cfg->default_policy, "trough");
+
+    assert_int_equal(cfg->n_providers, 2);
+    const struct ebb__config_section *aws = ebb__config_provider(cfg, "aws");
+    assert_non_null(aws);
+    assert_int_equal(aws->line, 10);
+    assert_int_equal(aws->node->kind, EBB__YMAP);
+    assert_string_equal(ebb__ymap_get(aws->node, "poll_interval")->value,
+                        "5m");
+    const struct ebb__config_section *sim = ebb__config_provider(cfg, "sim");
+    assert_true(ebb__ynode_is_null(sim->node));
+    assert_null(ebb__config_provider(cfg, "vastai"));
+    assert_non_null(ebb__config_policy(cfg, "trough"));
+
+    assert_int_equal(cfg->n_teams, 2);
+    const struct ebb__team *ml = ebb__config_team(cfg, "ml");
+    assert_int_equal(ml->members.n, 2);
+    assert_string_equal(ml->members.items[0], "alice");
+    assert_true(ml->has_budget);
+    assert_int_equal(ml->budget.amount, 2000000000);
+    assert_string_equal(ml->budget.currency, "USD");
+    assert_int_equal(ml->line, 18);
+    const struct ebb__team *interns = ebb__config_team(cfg, "interns");
+    assert_false(interns->has_budget);
+    assert_null(ebb__config_team(cfg, "nobody"));
+
+    assert_int_equal(cfg->admins.n, 2);
+    assert_int_equal(cfg->n_rates, 2);
+    assert_string_equal(cfg->rates[0].currency, "CNY");
+    assert_int_equal(cfg->rates[0].usd_e9, 140000000);
+    assert_int_equal(cfg->rates[1].usd_e9, 1080000000);
+
+    ebb_micros usd;
+    struct ebb_money m = {100000000, "CNY"};
+    assert_int_equal(ebb__config_to_usd(cfg, &m, &usd), 0);
+    assert_int_equal(usd, 14000000);
+    struct ebb_money eur = {INT64_MAX / 2, "EUR"};
+    assert_int_equal(ebb__config_to_usd(cfg, &eur, &usd), 0);
+    assert_int_equal(usd, INT64_C(4980620899901578935)); /* exact, truncated */
+    struct ebb_money big = {INT64_MAX, "EUR"};
+    assert_int_equal(ebb__config_to_usd(cfg, &big, &usd), EBB_EINVAL);
+    struct ebb_money dollars = {5, "USD"};
+    assert_int_equal(ebb__config_to_usd(cfg, &dollars, &usd), 0);
+    assert_int_equal(usd, 5);
+    struct ebb_money yen = {5, "JPY"};
+    assert_int_equal(ebb__config_to_usd(cfg, &yen, &usd), EBB_ENOTFOUND);
+    ebb__config_free(cfg);
+}
+
+static void check_defaults(const struct ebb__config *cfg)
+{
+    assert_int_equal(cfg->log_level, EBB_LOG_INFO);
+    assert_int_equal(cfg->plugin_dirs.n, 0);
+    assert_int_equal(cfg->api_socket_mode, 0600);
+    assert_null(cfg->api_socket_group);
+    assert_string_equal(cfg->agent_listen, "127.0.0.1:7311");
+    assert_string_equal(cfg->default_policy, "uniform-progress");
+    assert_int_equal(cfg->n_providers, 0);
+    assert_int_equal(cfg->n_policies, 0);
+    assert_int_equal(cfg->n_teams, 0);
+    assert_int_equal(cfg->admins.n, 0);
+    assert_int_equal(cfg->n_rates, 0);
+}
+
+static void config_defaults(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "", "# only a comment\n", "---\n", "~\n",
+        "log_level:\napi:\nagent_api:\nproviders:\nteams:\n",
+        "api: {}\nagent_api: {}\nproviders: {}\npolicies: {}\n",
+    };
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        struct ebb__config *cfg;
+        struct ebb__diag d;
+        if (load(texts[i], &cfg, &d) != 0)
+            fail_msg("%s", d.msg);
+        check_defaults(cfg);
+        ebb__config_free(cfg);
+    }
+
+    struct ebb__config *cfg;
+    struct ebb__diag d;
+    assert_int_equal(ebb__config_load_default(&cfg, &d), 0);
+    check_defaults(cfg);
+    assert_string_equal(cfg->file, "<built-in configuration>");
+    assert_non_null(strstr(ebb__config_default_text(), "providers: {}"));
+    ebb__config_free(cfg);
+    ebb__config_free(NULL);
+}
+
+static void config_errors(void **state)
+{
+    (void)state;
+    /* Malformed YAML. */
+    expect_error("log_level: info\nproviders: [aws\n",
+                 "ebb.yaml:3: did not find expected ',' or ']'");
+    /* Unknown top-level key. */
+    expect_error("log_level: info\n\nprovders: {}\n",
+                 "ebb.yaml:3: unknown key \"provders\" (known: log_level, "
+                 "plugin_dirs, api, agent_api, default_policy, providers, "
+                 "policies, teams, admins, currency_rates)");
+    /* Duplicate key. */
+    expect_error("log_level: info\nadmins: [a]\nlog_level: debug\n",
+                 "ebb.yaml:3: duplicate key \"log_level\" (first at line 1)");
+    /* Values of the wrong kind or form. */
+    expect_error("admins: [a]\nlog_level: loud\n",
+                 "ebb.yaml:2: log_level: \"loud\" is not one of error, warn, "
+                 "info, debug");
+    expect_error("log_level: [info]\n",
+                 "ebb.yaml:1: log_level: expected one of error, warn, info, "
+                 "debug, not a list");
+    expect_error("- a\n- b\n",
+                 "ebb.yaml:1: expected a mapping of settings (key: value), "
+                 "not a list");
+    expect_error("plugin_dirs: /opt/ebb\n",
+                 "ebb.yaml:1: plugin_dirs: expected a string list, not a "
+                 "single value (example: [a, b])");
+    expect_error("plugin_dirs:\n  - /opt\n  - {a: b}\n",
+                 "ebb.yaml:3: plugin_dirs[1]: expected a string, not a "
+                 "mapping (example: \"some text\")");
+    expect_error("admins: [root, ~]\n",
+                 "ebb.yaml:1: admins[1]: \"~\" is not a string (null; "
+                 "example: \"some text\")");
+    expect_error("api:\n  socket_mode: 0999\n",
+                 "ebb.yaml:2: api.socket_mode: \"0999\" is not a file mode "
+                 "(octal, at most 0777; example: 0660)");
+    expect_error("api:\n  socket_mod: 0600\n",
+                 "ebb.yaml:2: api: unknown key \"socket_mod\" (known: "
+                 "socket_mode, socket_group)");
+    expect_error("api: 0600\n",
+                 "ebb.yaml:1: api: expected a mapping of keys, not a single "
+                 "value");
+    expect_error("agent_api:\n  listen: localhost\n",
+                 "ebb.yaml:2: agent_api.listen: \"localhost\" is not an "
+                 "address and port (example: 0.0.0.0:7311 or [::]:7311)");
+    expect_error("agent_api:\n  listen: 1.2.3.4:70000\n",
+                 "ebb.yaml:2: agent_api.listen: \"1.2.3.4:70000\" is not an "
+                 "address and port (example: 0.0.0.0:7311 or [::]:7311)");
+    expect_error("default_policy: ''\n",
+                 "ebb.yaml:1: default_policy: empty (example: "
+                 "uniform-progress)");
+    expect_error("providers:\n  aws: [us-east-1]\n",
+                 "ebb.yaml:2: providers.aws: expected a mapping of keys, not "
+                 "a list");
+    expect_error("providers:\n  ../evil: {}\n",
+                 "ebb.yaml:2: providers: \"../evil\" is not a valid name (1 "
+                 "to 64 letters, digits, - and _)");
+    expect_error("policies: [greedy]\n",
+                 "ebb.yaml:1: policies: expected a mapping, not a list");
+    /* Bad amount inside a team. */
+    expect_error("teams:\n  ml:\n    members: [alice]\n    budget: forty\n",
+                 "ebb.yaml:4: teams.ml.budget: \"forty\" is not an amount "
+                 "(example: 40 USD)");
+    expect_error("teams:\n  ml:\n    budget: 40 dollars\n",
+                 "ebb.yaml:3: teams.ml.budget: \"40 dollars\" is not an "
+                 "amount (the currency must be a 3-letter upper-case code "
+                 "such as USD; example: 40 USD)");
+    expect_error("teams:\n  ml:\n    budget: 40\n",
+                 "ebb.yaml:3: teams.ml.budget: \"40\" is not an amount (no "
+                 "currency; add a code such as USD; example: 40 USD)");
+    expect_error("teams:\n  ml:\n    memebrs: [a]\n",
+                 "ebb.yaml:3: teams.ml: unknown key \"memebrs\" (known: "
+                 "members, budget)");
+    expect_error("currency_rates:\n  CNY: cheap\n",
+                 "ebb.yaml:2: currency_rates.CNY: \"cheap\" is not a rate "
+                 "(USD for 1 CNY, a positive decimal with at most 9 "
+                 "decimals; example: 0.14)");
+    expect_error("currency_rates:\n  CNY: 0\n",
+                 "ebb.yaml:2: currency_rates.CNY: \"0\" is not a rate (USD "
+                 "for 1 CNY, a positive decimal with at most 9 decimals; "
+                 "example: 0.14)");
+    expect_error("currency_rates:\n  yuan: 0.14\n",
+                 "ebb.yaml:2: currency_rates: \"yuan\" is not a currency code "
+                 "(3 upper-case letters; example: CNY)");
+    expect_error("currency_rates:\n  USD: 1\n",
+                 "ebb.yaml:2: currency_rates.USD: rates are in USD already; "
+                 "remove this line");
+    expect_error("default_policy: \"a\\0b\"\n",
+                 "ebb.yaml:1: default_policy: contains a NUL character");
+}
+
+static void config_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ebb-test-config-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof(path), "%s/ebb.yaml", dir);
+
+    struct ebb__config *cfg;
+    struct ebb__diag d;
+    assert_int_equal(ebb__config_load_file(path, &cfg, &d), EBB_ENOTFOUND);
+    assert_null(cfg);
+    assert_non_null(strstr(d.msg, "ebb.yaml: cannot open: "));
+
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(full_config, f);
+    fclose(f);
+    assert_int_equal(ebb__config_load_file(path, &cfg, &d), 0);
+    assert_string_equal(cfg->file, path);
+    assert_int_equal(cfg->n_teams, 2);
+    ebb__config_free(cfg);
+
+    f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("log_level: info\nbudget: 5\n", f);
+    fclose(f);
+    assert_int_equal(ebb__config_load_file(path, &cfg, &d), EBB_ECONFIG);
+    char want[400];
+    snprintf(want, sizeof(want),
+             "%s:2: unknown key \"budget\" (known: log_level, plugin_dirs, "
+             "api, agent_api, default_policy, providers, policies, teams, "
+             "admins, currency_rates)",
+             path);
+    assert_string_equal(d.msg, want);
+
+    /* The shipped example must load and say what it documents. */
+    const char *root = getenv("EBB_SOURCE_ROOT");
+    if (root != NULL) {
+        snprintf(path, sizeof(path), "%s/examples/ebb.yaml", root);
+        if (ebb__config_load_file(path, &cfg, &d) != 0)
+            fail_msg("%s", d.msg);
+        assert_string_equal(cfg->default_policy, "uniform-progress");
+        assert_int_equal(cfg->log_level, EBB_LOG_INFO);
+        ebb__config_free(cfg);
+    }
+
+    snprintf(path, sizeof(path), "%s/ebb.yaml", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ---- plugin configuration tables ---------------------------------------- */
+
+struct sample_cfg {
+    char *endpoint;
+    int64_t max_instances;
+    double spot_fraction;
+    int use_spot;
+    ebb_dur_ms poll_interval;
+    struct ebb_money budget;
+    struct ebb_string_list regions;
+    char *profile;
+    char *empty;
+};
+
+static const struct ebb_cfg_key sample_keys[] = {
+    {"endpoint", EBB_CFG_STRING, "https://ec2.amazonaws.com",
+     offsetof(struct sample_cfg, endpoint), "API endpoint"},
+    {"max_instances", EBB_CFG_INT, "8",
+     offsetof(struct sample_cfg, max_instances), "cap"},
+    {"spot_fraction", EBB_CFG_DOUBLE, "0.75",
+     offsetof(struct sample_cfg, spot_fraction), "share"},
+    {"use_spot", EBB_CFG_BOOL, "yes", offsetof(struct sample_cfg, use_spot),
+     "buy spot"},
+    {"poll_interval", EBB_CFG_DURATION, "5m",
+     offsetof(struct sample_cfg, poll_interval), "how often"},
+    {"budget", EBB_CFG_MONEY, "100 USD", offsetof(struct sample_cfg, budget),
+     "cap"},
+    {"regions", EBB_CFG_STRING_LIST, "[us-east-1, us-west-2]",
+     offsetof(struct sample_cfg, regions), "regions to use"},
+    {"profile", EBB_CFG_STRING, NULL, offsetof(struct sample_cfg, profile),
+     "credentials profile"},
+    {"empty", EBB_CFG_STRING, "", offsetof(struct sample_cfg, empty),
+     "empty by default"},
+    EBB_CFG_END,
+};
+
+/* Applies sample_keys to `text` as the section providers.aws. */
+static int apply(const char *text, struct sample_cfg **out,
+                 struct ebb__diag *d)
+{
+    struct ebb__ydoc *doc;
+    int rc = ebb__ydoc_load_buffer("ebb.yaml", text, strlen(text), &doc, d);
+    if (rc != 0)
+        return rc;
+    const struct ebb__ynode *providers =
+        ebb__ymap_get(ebb__ydoc_root(doc), "providers");
+    void *raw = (void *)&raw;
+    rc = ebb__cfg_apply(sample_keys, sizeof(struct sample_cfg),
+                        ebb__ymap_get(providers, "aws"), "providers.aws", &raw,
+                        d);
+    if (rc != 0)
+        assert_null(raw);
+    *out = raw;
+    ebb__ydoc_free(doc); /* the result must not point into the document */
+    return rc;
+}
+
+static void table_defaults(void **state)
+{
+    (void)state;
+    void *raw;
+    struct ebb__diag d;
+    assert_int_equal(ebb__cfg_apply(sample_keys, sizeof(struct sample_cfg),
+                                    NULL, "providers.aws", &raw, &d),
+                     0);
+    struct sample_cfg *c = raw;
+    assert_string_equal(c->endpoint, "https://ec2.amazonaws.com");
+    assert_int_equal(c->max_instances, 8);
+    assert_true(c->spot_fraction == 0.75);
+    assert_int_equal(c->use_spot, 1);
+    assert_int_equal(c->poll_interval, 300000);
+    assert_int_equal(c->budget.amount, 100000000);
+    assert_string_equal(c->budget.currency, "USD");
+    assert_int_equal(c->regions.n, 2);
+    assert_string_equal(c->regions.items[0], "us-east-1");
+    assert_string_equal(c->regions.items[1], "us-west-2");
+    assert_null(c->profile);
+    assert_string_equal(c->empty, "");
+    ebb__cfg_free(sample_keys, c);
+
+    /* A section written as "aws:" (null) is all defaults too. */
+    struct sample_cfg *s;
+    assert_int_equal(apply("providers:\n  aws:\n", &s, &d), 0);
+    assert_int_equal(s->max_instances, 8);
+    ebb__cfg_free(sample_keys, s);
+    ebb__cfg_free(sample_keys, NULL);
+}
+
+static void table_values(void **state)
+{
+    (void)state;
+    struct sample_cfg *c;
+    struct ebb__diag d;
+    static const char text[] = "providers:\n"
+                               "  aws:\n"
+                               "    endpoint: http://127.0.0.1:9000\n"
+                               "    max_instances: -0x10\n"
+                               "    spot_fraction: 1e-1\n"
+                               "    use_spot: off\n"
+                               "    poll_interval: 1h30m\n"
+                               "    budget: 40.5 CNY\n"
+                               "    regions: [eu-west-1]\n"
+                               "    profile: ''\n"
+                               "    empty: x\n";
+    if (apply(text, &c, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_string_equal(c->endpoint, "http://127.0.0.1:9000");
+    assert_int_equal(c->max_instances, -16);
+    assert_true(c->spot_fraction == 0.1);
+    assert_int_equal(c->use_spot, 0);
+    assert_int_equal(c->poll_interval, 5400000);
+    assert_int_equal(c->budget.amount, 40500000);
+    assert_string_equal(c->budget.currency, "CNY");
+    assert_int_equal(c->regions.n, 1);
+    assert_string_equal(c->regions.items[0], "eu-west-1");
+    assert_string_equal(c->profile, "");
+    assert_string_equal(c->empty, "x");
+    ebb__cfg_free(sample_keys, c);
+
+    /* An empty list replaces the default list; a null value keeps it. */
+    assert_int_equal(apply("providers:\n  aws:\n    regions: []\n"
+                           "    endpoint: ~\n",
+                           &c, &d),
+                     0);
+    assert_int_equal(c->regions.n, 0);
+    assert_null(c->regions.items);
+    assert_string_equal(c->endpoint, "https://ec2.amazonaws.com");
+    ebb__cfg_free(sample_keys, c);
+}
+
+static void table_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *msg;
+    } cases[] = {
+        {"providers:\n  aws:\n    regoins: [a]\n",
+         "ebb.yaml:3: providers.aws: unknown key \"regoins\" (known: "
+         "endpoint, max_instances, spot_fraction, use_spot, poll_interval, "
+         "budget, regions, profile, empty)"},
+        {"providers:\n  aws:\n    budget: forty\n",
+         "ebb.yaml:3: providers.aws.budget: \"forty\" is not an amount "
+         "(example: 40 USD)"},
+        {"providers:\n  aws:\n    poll_interval: 8\n",
+         "ebb.yaml:3: providers.aws.poll_interval: \"8\" is not a duration "
+         "(no unit; use d, h, m, s or ms; example: 90s, 5m, 1h30m)"},
+        {"providers:\n  aws:\n    poll_interval: -5m\n",
+         "ebb.yaml:3: providers.aws.poll_interval: \"-5m\" is not a duration "
+         "(negative; example: 90s, 5m, 1h30m)"},
+        {"providers:\n  aws:\n    poll_interval: 5 parsecs\n",
+         "ebb.yaml:3: providers.aws.poll_interval: \"5 parsecs\" is not a "
+         "duration (unknown unit; use d, h, m, s or ms; example: 90s, 5m, "
+         "1h30m)"},
+        {"providers:\n  aws:\n    max_instances: many\n",
+         "ebb.yaml:3: providers.aws.max_instances: \"many\" is not an integer "
+         "(example: 42)"},
+        {"providers:\n  aws:\n    max_instances: 9223372036854775808\n",
+         "ebb.yaml:3: providers.aws.max_instances: \"9223372036854775808\" "
+         "is not an integer (out of range; example: 42)"},
+        {"providers:\n  aws:\n    max_instances: 1.5\n",
+         "ebb.yaml:3: providers.aws.max_instances: \"1.5\" is not an integer "
+         "(example: 42)"},
+        {"providers:\n  aws:\n    spot_fraction: half\n",
+         "ebb.yaml:3: providers.aws.spot_fraction: \"half\" is not a number "
+         "(example: 0.5)"},
+        {"providers:\n  aws:\n    spot_fraction: 1e999\n",
+         "ebb.yaml:3: providers.aws.spot_fraction: \"1e999\" is not a number "
+         "(out of range; example: 0.5)"},
+        {"providers:\n  aws:\n    use_spot: maybe\n",
+         "ebb.yaml:3: providers.aws.use_spot: \"maybe\" is not a boolean "
+         "(example: true or false)"},
+        {"providers:\n  aws:\n    regions: us-east-1\n",
+         "ebb.yaml:3: providers.aws.regions: expected a string list, not a "
+         "single value (example: [a, b])"},
+        {"providers:\n  aws:\n    regions:\n      - a\n      - [b]\n",
+         "ebb.yaml:5: providers.aws.regions[1]: expected a string, not a "
+         "list (example: \"some text\")"},
+        {"providers:\n  aws:\n    endpoint: {url: x}\n",
+         "ebb.yaml:3: providers.aws.endpoint: expected a string, not a "
+         "mapping (example: \"some text\")"},
+        {"providers:\n  aws:\n    budget: [40 USD]\n",
+         "ebb.yaml:3: providers.aws.budget: expected an amount, not a list "
+         "(example: 40 USD)"},
+        {"providers:\n  aws: [a]\n",
+         "ebb.yaml:2: providers.aws: expected a mapping of keys, not a list"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct sample_cfg *c = (struct sample_cfg *)&c;
+        struct ebb__diag d;
+        int rc = apply(cases[i].text, &c, &d);
+        if (rc != EBB_ECONFIG)
+            fail_msg("case %zu: rc %d", i, rc);
+        assert_null(c);
+        assert_string_equal(d.msg, cases[i].msg);
+    }
+}
+
+static void table_bad_tables(void **state)
+{
+    (void)state;
+    struct bad {
+        ebb_dur_ms every;
+    };
+    static const struct ebb_cfg_key bad_default[] = {
+        {"every", EBB_CFG_DURATION, "often", offsetof(struct bad, every), ""},
+        EBB_CFG_END,
+    };
+    static const struct ebb_cfg_key bad_offset[] = {
+        {"every", EBB_CFG_DURATION, "5m", 4, ""},
+        EBB_CFG_END,
+    };
+    static const struct ebb_cfg_key bad_type[] = {
+        {"every", (enum ebb_cfg_type)99, NULL, 0, ""},
+        EBB_CFG_END,
+    };
+    void *raw = &raw;
+    struct ebb__diag d;
+    assert_int_equal(ebb__cfg_apply(bad_default, sizeof(struct bad), NULL,
+                                    "policies.x", &raw, &d),
+                     EBB_ECONFIG);
+    assert_null(raw);
+    assert_string_equal(d.msg, "built-in default:1: policies.x.every: "
+                               "\"often\" is not a duration (example: 90s, "
+                               "5m, 1h30m)");
+    assert_int_equal(ebb__cfg_apply(bad_offset, sizeof(struct bad), NULL,
+                                    "policies.x", &raw, &d),
+                     EBB_ECONFIG);
+    assert_string_equal(d.msg, "policies.x.every: bad configuration table "
+                               "entry (type 4 at offset 4 of 8 bytes)");
+    assert_int_equal(ebb__cfg_apply(bad_type, sizeof(struct bad), NULL, NULL,
+                                    &raw, &d),
+                     EBB_ECONFIG);
+
+    /* A table without keys still yields a config to free. */
+    static const struct ebb_cfg_key none[] = {EBB_CFG_END};
+    assert_int_equal(ebb__cfg_apply(none, 0, NULL, NULL, &raw, &d), 0);
+    assert_non_null(raw);
+    ebb__cfg_free(none, raw);
+}
+
+static void table_names(void **state)
+{
+    (void)state;
+    assert_string_equal(ebb__cfg_type_name(EBB_CFG_DURATION), "duration");
+    assert_string_equal(ebb__cfg_type_name(EBB_CFG_MONEY), "amount");
+    assert_string_equal(ebb__cfg_type_name(EBB_CFG_STRING_LIST),
+                        "string list");
+    assert_string_equal(ebb__cfg_type_name(EBB_CFG_BOOL), "boolean");
+    assert_string_equal(ebb__cfg_type_name((enum ebb_cfg_type)99),
+                        "unknown type");
+    assert_string_equal(ebb__cfg_type_example(EBB_CFG_MONEY), "40 USD");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(diag_formats),
+        cmocka_unit_test(yaml_tree),
+        cmocka_unit_test(yaml_errors),
+        cmocka_unit_test(config_full),
+        cmocka_unit_test(config_defaults),
+        cmocka_unit_test(config_errors),
+        cmocka_unit_test(config_file),
+        cmocka_unit_test(table_defaults),
+        cmocka_unit_test(table_values),
+        cmocka_unit_test(table_errors),
+        cmocka_unit_test(table_bad_tables),
+        cmocka_unit_test(table_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
