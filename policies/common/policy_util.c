@@ -1,0 +1,348 @@
+/* policy_util — see policy_util.h. Pure arithmetic: no I/O, no clock. */
+#include "policy_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
+             const struct ebb_market_view *market, ebb_time_ms now,
+             struct ebb_decision *out)
+{
+    if (out != NULL) {
+        memset(out, 0, sizeof(*out));
+        out->offer = PU_NONE;
+    }
+    if (c == NULL || job == NULL || market == NULL || out == NULL)
+        return EBB_EINVAL;
+    memset(c, 0, sizeof(*c));
+    c->job = job;
+    /* An offer table the engine forgot to fill is treated as empty rather
+     * than dereferenced. */
+    c->offers = market->n_offers > 0 ? market->offers : NULL;
+    c->n = c->offers != NULL ? market->n_offers : 0;
+    c->now = now;
+    double left = (double)job->work_total - (double)job->work_done;
+    c->remaining = left > 0 ? left : 0;
+    c->running = job->running_offer < c->n ? job->running_offer : PU_NONE;
+    return 0;
+}
+
+static int usable(const struct ebb_offer *o)
+{
+    return isfinite(o->speed) && o->speed > 0 && o->price_per_hour >= 0;
+}
+
+int pu_ready(const struct pu_ctx *c, size_t k)
+{
+    if (k >= c->n || !usable(&c->offers[k]))
+        return 0;
+    return c->offers[k].available != 0 || k == c->running;
+}
+
+int pu_allowed(const struct pu_ctx *c, size_t k)
+{
+    if (k >= c->n)
+        return 0;
+    switch (c->job->market) {
+    case EBB_JOB_SPOT:
+        return c->offers[k].market == EBB_MARKET_SPOT;
+    case EBB_JOB_ON_DEMAND:
+        return c->offers[k].market == EBB_MARKET_ON_DEMAND;
+    case EBB_JOB_SPOT_FALLBACK:
+    default:
+        return 1;
+    }
+}
+
+double pu_wall_ms(const struct pu_ctx *c, size_t k)
+{
+    if (k >= c->n || !usable(&c->offers[k]))
+        return INFINITY;
+    return c->remaining / c->offers[k].speed;
+}
+
+int pu_has_deadline(const struct pu_ctx *c)
+{
+    return c->job->deadline > 0;
+}
+
+static double restart_ms(const struct pu_ctx *c)
+{
+    return c->job->restart_overhead > 0 ? (double)c->job->restart_overhead : 0;
+}
+
+double pu_slack_fresh(const struct pu_ctx *c, size_t k)
+{
+    if (!pu_has_deadline(c))
+        return INFINITY;
+    return (double)c->job->deadline - (double)c->now - pu_wall_ms(c, k) -
+           restart_ms(c);
+}
+
+double pu_slack(const struct pu_ctx *c, size_t k)
+{
+    if (!pu_has_deadline(c))
+        return INFINITY;
+    double start = k == c->running ? 0 : restart_ms(c);
+    return (double)c->job->deadline - (double)c->now - pu_wall_ms(c, k) - start;
+}
+
+/* Price per unit of work compared without dividing: a/sa < b/sb. */
+static int cheaper(const struct ebb_offer *a, const struct ebb_offer *b)
+{
+    double lhs = (double)a->price_per_hour * b->speed;
+    double rhs = (double)b->price_per_hour * a->speed;
+    if (lhs != rhs)
+        return lhs < rhs;
+    return a->speed > b->speed;
+}
+
+size_t pu_cheapest_spot(const struct pu_ctx *c)
+{
+    size_t best = PU_NONE;
+    for (size_t k = 0; k < c->n; k++) {
+        if (c->offers[k].market != EBB_MARKET_SPOT || !pu_ready(c, k))
+            continue;
+        if (best == PU_NONE || cheaper(&c->offers[k], &c->offers[best]))
+            best = k;
+    }
+    return best;
+}
+
+size_t pu_od_choice(const struct pu_ctx *c)
+{
+    size_t best = PU_NONE, fastest = PU_NONE;
+    for (size_t k = 0; k < c->n; k++) {
+        if (c->offers[k].market != EBB_MARKET_ON_DEMAND || !pu_ready(c, k))
+            continue;
+        const struct ebb_offer *o = &c->offers[k];
+        if (fastest == PU_NONE || o->speed > c->offers[fastest].speed ||
+            (o->speed == c->offers[fastest].speed &&
+             cheaper(o, &c->offers[fastest])))
+            fastest = k;
+        if (pu_slack(c, k) < 0)
+            continue;
+        if (best == PU_NONE || cheaper(o, &c->offers[best]))
+            best = k;
+    }
+    return best != PU_NONE ? best : fastest;
+}
+
+ebb_time_ms pu_after(ebb_time_ms now, double delta_ms)
+{
+    if (!isfinite(delta_ms))
+        return 0;
+    double d = ceil(delta_ms);
+    if (d < 1)
+        d = 1;
+    /* 2^62 ms is about 146 million years: anything beyond means "never". */
+    if (d > 4611686018427387904.0 || now > INT64_MAX - (ebb_time_ms)d)
+        return 0;
+    return now + (ebb_time_ms)d;
+}
+
+static void set_reason(struct ebb_decision *out, const char *fmt, va_list ap)
+    EBB_PRINTF(2, 0);
+
+static void set_reason(struct ebb_decision *out, const char *fmt, va_list ap)
+{
+    int n = vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+    if (n < 0)
+        snprintf(out->reason, sizeof(out->reason), "(no reason)");
+}
+
+void pu_wait(struct ebb_decision *out, ebb_time_ms until, const char *fmt, ...)
+{
+    va_list ap;
+    out->kind = EBB_DECIDE_WAIT;
+    out->until = until;
+    out->offer = PU_NONE;
+    va_start(ap, fmt);
+    set_reason(out, fmt, ap);
+    va_end(ap);
+}
+
+void pu_keep(struct ebb_decision *out, ebb_time_ms until, const char *fmt, ...)
+{
+    va_list ap;
+    out->kind = EBB_DECIDE_KEEP;
+    out->until = until;
+    out->offer = PU_NONE;
+    va_start(ap, fmt);
+    set_reason(out, fmt, ap);
+    va_end(ap);
+}
+
+void pu_launch(struct ebb_decision *out, size_t offer, const char *fmt, ...)
+{
+    va_list ap;
+    out->kind = EBB_DECIDE_LAUNCH;
+    out->until = 0;
+    out->offer = offer;
+    va_start(ap, fmt);
+    set_reason(out, fmt, ap);
+    va_end(ap);
+}
+
+void pu_stop(struct ebb_decision *out, const char *fmt, ...)
+{
+    va_list ap;
+    out->kind = EBB_DECIDE_STOP;
+    out->until = 0;
+    out->offer = PU_NONE;
+    va_start(ap, fmt);
+    set_reason(out, fmt, ap);
+    va_end(ap);
+}
+
+static double money(ebb_micros m)
+{
+    return (double)m / (double)EBB_MICROS_PER_UNIT;
+}
+
+const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT])
+{
+    if (isnan(ms) || isinf(ms)) {
+        snprintf(buf, PU_DUR_TEXT, "%s", ms < 0 ? "-unlimited" : "unlimited");
+        return buf;
+    }
+    const char *sign = ms < 0 ? "-" : "";
+    double a = fabs(ms) / 1000.0;
+    if (a >= 1e15) {
+        snprintf(buf, PU_DUR_TEXT, "%sunlimited", sign);
+        return buf;
+    }
+    long long s = (long long)a;
+    long long h = s / 3600, m = s / 60 % 60, sec = s % 60;
+    if (h > 0 && m > 0)
+        snprintf(buf, PU_DUR_TEXT, "%s%lldh%02lldm", sign, h, m);
+    else if (h > 0)
+        snprintf(buf, PU_DUR_TEXT, "%s%lldh", sign, h);
+    else if (m > 0 && sec > 0)
+        snprintf(buf, PU_DUR_TEXT, "%s%lldm%02llds", sign, m, sec);
+    else if (m > 0)
+        snprintf(buf, PU_DUR_TEXT, "%s%lldm", sign, m);
+    else
+        snprintf(buf, PU_DUR_TEXT, "%s%llds", sign, sec);
+    return buf;
+}
+
+static const char *text(const char *s)
+{
+    return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+const char *pu_offer_text(const struct pu_ctx *c, size_t k,
+                          char buf[PU_OFFER_TEXT])
+{
+    if (k >= c->n) {
+        snprintf(buf, PU_OFFER_TEXT, "no offer");
+        return buf;
+    }
+    const struct ebb_offer *o = &c->offers[k];
+    const char *type = text(o->instance_type);
+    const char *where = text(o->zone);
+    if (where == NULL)
+        where = text(o->region);
+    if (where == NULL)
+        where = text(o->provider);
+    char speed[24] = "";
+    if (o->speed != 1.0)
+        snprintf(speed, sizeof(speed), " speed %.2f", o->speed);
+    snprintf(buf, PU_OFFER_TEXT, "%s %s%s%s at %.3f/h%s",
+             o->market == EBB_MARKET_SPOT ? "spot" : "on-demand",
+             type != NULL ? type : "instance", where != NULL ? " " : "",
+             where != NULL ? where : "", money(o->price_per_hour), speed);
+    return buf;
+}
+
+void pu_budget_note(const struct pu_ctx *c, size_t k, struct ebb_decision *out)
+{
+    const struct ebb_job_view *job = c->job;
+    if (job->budget <= 0 || k >= c->n)
+        return;
+    double hours = (pu_wall_ms(c, k) + (k == c->running ? 0 : restart_ms(c))) /
+                   (double)EBB_MS_PER_HOUR;
+    double need = hours * money(c->offers[k].price_per_hour);
+    double left = money(job->budget) - money(job->spent);
+    if (!(need > left))
+        return;
+    /* Appended only when it fits whole: a cut-off note would mislead. */
+    char note[80];
+    int n = snprintf(note, sizeof(note), " (budget left %.2f, about %.2f "
+                     "needed)", left, need);
+    size_t len = strlen(out->reason);
+    if (n > 0 && (size_t)n < sizeof(note) &&
+        len + (size_t)n < sizeof(out->reason))
+        memcpy(out->reason + len, note, (size_t)n + 1);
+}
+
+int pu_settled(const struct pu_ctx *c, struct ebb_decision *out)
+{
+    const struct ebb_job_view *job = c->job;
+    int running = c->running != PU_NONE;
+    if (job->budget > 0 && job->spent >= job->budget) {
+        if (running)
+            pu_stop(out, "budget of %.2f is spent (%.2f): releasing the "
+                    "instance", money(job->budget), money(job->spent));
+        else
+            pu_wait(out, 0, "budget of %.2f is spent (%.2f): not starting "
+                    "again", money(job->budget), money(job->spent));
+        return 1;
+    }
+    if (c->remaining <= 0) {
+        if (running)
+            pu_keep(out, 0, "all work is done; keeping the instance while "
+                    "the job exits");
+        else
+            pu_wait(out, 0, "all work is done; nothing to run");
+        return 1;
+    }
+    for (size_t k = 0; k < c->n; k++) {
+        if (pu_allowed(c, k) && usable(&c->offers[k]))
+            return 0;
+    }
+    if (running)
+        pu_keep(out, 0, "no usable offer in the market view; keeping the "
+                "running instance");
+    else
+        pu_wait(out, 0, "no usable %s offer in the market view; waiting for "
+                "one", job->market == EBB_JOB_SPOT        ? "spot"
+                       : job->market == EBB_JOB_ON_DEMAND ? "on-demand"
+                                                          : "spot or on-demand");
+    return 1;
+}
+
+void pu_run_market(const struct pu_ctx *c, enum ebb_market market,
+                   struct ebb_decision *out)
+{
+    char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT];
+    const char *word = market == EBB_MARKET_SPOT ? "spot" : "on-demand";
+    if (c->running != PU_NONE && c->offers[c->running].market == market) {
+        pu_keep(out, 0, "running on %s; keeping it",
+                pu_offer_text(c, c->running, what));
+        return;
+    }
+    size_t k = market == EBB_MARKET_SPOT ? pu_cheapest_spot(c)
+                                         : pu_od_choice(c);
+    if (k == PU_NONE) {
+        if (c->running != PU_NONE)
+            pu_stop(out, "the job may not run on %s and no %s offer is "
+                    "available: releasing it",
+                    pu_offer_text(c, c->running, what), word);
+        else
+            pu_wait(out, 0, "no %s offer is available; waiting for one",
+                    word);
+        return;
+    }
+    double slack = pu_slack(c, k);
+    if (slack < 0)
+        pu_launch(out, k, "%s is the best %s offer, but the deadline will be "
+                  "missed by %s", pu_offer_text(c, k, what), word,
+                  pu_dur_text(-slack, dur));
+    else
+        pu_launch(out, k, "%s is the cheapest per unit of work",
+                  pu_offer_text(c, k, what));
+    pu_budget_note(c, k, out);
+}
