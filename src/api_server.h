@@ -1,0 +1,74 @@
+/* The API server: ebbd's unix socket for the ebb CLI.
+ *
+ * Framing (docs/api.md): every message is one JSON object on one line,
+ * terminated by "\n" (JSON escapes newlines inside strings, so a raw newline
+ * only ever ends a message). A request is
+ *     {"id": 1, "method": "status", "params": {...}}
+ * and its answer, in order on the same connection, is either
+ *     {"id": 1, "result": {...}}
+ * or  {"id": 1, "error": {"code": "not_found", "message": "..."}}.
+ * Messages larger than EBB__API_MAX_MESSAGE are refused and the connection
+ * closed.
+ *
+ * Each request becomes a call that is answered exactly once, with
+ * ebb__api_reply() or ebb__api_fail(), now or later.
+ */
+#ifndef EBB_API_SERVER_H
+#define EBB_API_SERVER_H
+
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include <ebb/common.h>
+
+#define EBB__API_MAX_MESSAGE (16u * 1024u * 1024u)
+
+struct ebb__api_server;
+struct ebb__api_conn;
+
+struct ebb__api_call {
+    struct ebb__api_conn *conn;
+    json_t *id;          /* echoed back; owned by the call */
+    const char *method;
+    json_t *params;      /* an object, never NULL; owned by the call */
+    /* The caller's identity from SO_PEERCRED. */
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+};
+
+typedef void (*ebb__api_handler)(void *ctx, struct ebb__api_call *call);
+
+struct ebb__api_method {
+    const char *name;
+    ebb__api_handler fn;
+};
+
+/* Binds `socket_path` (a stale file left by a crash is replaced: the caller
+ * holds the state lock, so no live daemon owns it), sets its mode and,
+ * when `group` is non-NULL, its group, and starts accepting. `methods` ends
+ * with a NULL name and must outlive the server. Returns 0 or a negative
+ * code with a message in err. */
+int ebb__api_server_start(struct ebb__api_server **out, uv_loop_t *loop,
+                          const char *socket_path, int mode, const char *group,
+                          const struct ebb__api_method *methods, void *ctx,
+                          char *err, size_t errlen);
+
+/* Stops accepting at once. Calls in flight still get their answers written;
+ * each connection is shut down once its writes have finished; then the
+ * socket file is removed and `cb(arg)` runs. */
+void ebb__api_server_close(struct ebb__api_server *server,
+                           void (*cb)(void *arg), void *arg);
+
+/* Answers a call with `result` (reference taken; NULL means {}) and frees
+ * the call. */
+void ebb__api_reply(struct ebb__api_call *call, json_t *result);
+
+/* Answers a call with an error and frees it. `code` is a short stable word
+ * ("bad_request", "not_found", "permission_denied", "internal"). */
+void ebb__api_fail(struct ebb__api_call *call, const char *code,
+                   const char *fmt, ...) EBB_PRINTF(3, 4);
+
+#endif

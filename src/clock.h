@@ -1,0 +1,89 @@
+/* ebb_clock: the only source of time in ebb.
+ *
+ * A clock owns a heap of timers. In real mode it reads the wall clock and
+ * arms one uv_timer_t for the earliest timer; libuv wakes the loop. In
+ * virtual mode nothing sleeps: ebb__clock_run_until() pops the earliest
+ * timer, sets `now` to its due time and runs it, so a backtest replays
+ * months of events as fast as the CPU allows. Handlers cannot tell which
+ * mode drives them.
+ *
+ * Timers that fall due at the same instant run in the order they were
+ * started, so a virtual run is deterministic.
+ */
+#ifndef EBB_CLOCK_H
+#define EBB_CLOCK_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <ebb/common.h>
+
+struct ebb__clock;
+struct ebb__timer;
+
+typedef void (*ebb__timer_cb)(struct ebb__timer *timer);
+
+/* A timer is embedded by its owner and initialised once; it may be started
+ * and stopped any number of times. */
+struct ebb__timer {
+    ebb__timer_cb cb;
+    void *data;          /* for the owner */
+    ebb_time_ms due;
+    uint64_t seq;        /* start order, breaks ties between equal dues */
+    size_t heap_index;   /* SIZE_MAX when not pending */
+};
+
+struct ebb__clock {
+    int is_virtual;
+    ebb_time_ms virtual_now;
+    uv_loop_t *loop;     /* real mode only */
+    uv_timer_t uv_timer; /* real mode only */
+    struct ebb__timer **heap;
+    size_t n_heap;
+    size_t cap_heap;
+    uint64_t next_seq;
+    int closing;
+    void (*close_cb)(struct ebb__clock *clock);
+};
+
+/* Real mode on `loop`. Returns 0 or a negative EBB_E* code. */
+int ebb__clock_init_real(struct ebb__clock *clock, uv_loop_t *loop);
+
+/* Virtual mode starting at `start`. Never fails. */
+void ebb__clock_init_virtual(struct ebb__clock *clock, ebb_time_ms start);
+
+/* Real mode: closes the uv timer and calls `cb` from its close callback.
+ * Virtual mode: calls `cb` at once. Pending timers are dropped; the heap is
+ * freed before `cb` runs. `cb` may be NULL. */
+void ebb__clock_close(struct ebb__clock *clock,
+                      void (*cb)(struct ebb__clock *clock));
+
+/* The current time: wall clock (real) or the time of the event being
+ * handled (virtual). */
+ebb_time_ms ebb__clock_now(const struct ebb__clock *clock);
+
+void ebb__timer_init(struct ebb__timer *timer, ebb__timer_cb cb, void *data);
+
+/* Runs `timer->cb` once at `due` (clock time; a due in the past runs on the
+ * next turn). Restarts a pending timer. Returns 0 or EBB_ENOMEM/ESHUTDOWN. */
+int ebb__timer_start(struct ebb__clock *clock, struct ebb__timer *timer,
+                     ebb_time_ms due);
+
+/* Stops a pending timer; a timer that is not pending is left alone. */
+void ebb__timer_stop(struct ebb__clock *clock, struct ebb__timer *timer);
+
+static inline int ebb__timer_pending(const struct ebb__timer *timer)
+{
+    return timer->heap_index != SIZE_MAX;
+}
+
+/* Virtual mode: runs timers in due order while the earliest is due at or
+ * before `until`, then sets now = max(now, until) unless until is INT64_MAX.
+ * Returns how many timers ran. */
+uint64_t ebb__clock_run_until(struct ebb__clock *clock, ebb_time_ms until);
+
+/* Due time of the earliest pending timer, or INT64_MAX. */
+ebb_time_ms ebb__clock_next_due(const struct ebb__clock *clock);
+
+#endif

@@ -1,0 +1,228 @@
+#include "daemon.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ebb_build_config.h"
+#include "log.h"
+#include "paths.h"
+#include "str.h"
+
+static int load_config(const struct ebb__daemon_options *opts,
+                       struct ebb__daemon *d)
+{
+    struct ebb__diag diag = {{0}};
+    int rc = opts->config_path != NULL
+                 ? ebb__config_load_file(opts->config_path, &d->config, &diag)
+                 : ebb__config_load_default(&d->config, &diag);
+    if (rc != 0) {
+        ebb__error("%s", diag.msg);
+        return 2;
+    }
+    d->config_name = strdup(opts->config_path ? opts->config_path : "(built-in)");
+    ebb__log_set_level(opts->log_level_set ? opts->log_level
+                                           : d->config->log_level);
+    rc = ebb__registry_load(&d->registry, d->config, &diag);
+    if (rc != 0) {
+        ebb__error("%s", diag.msg);
+        return 2;
+    }
+    return 0;
+}
+
+static int open_state(const struct ebb__daemon_options *opts,
+                      struct ebb__daemon *d)
+{
+    char err[512] = "";
+    d->state_dir = ebb__state_dir_resolve(opts->state_dir);
+    if (d->state_dir == NULL) {
+        ebb__error("no state directory: pass --state-dir or set EBB_STATE_DIR");
+        return 1;
+    }
+    if (ebb__mkdir_p(d->state_dir, err, sizeof(err)) != 0) {
+        ebb__error("%s", err);
+        return 1;
+    }
+    long holder = 0;
+    int rc = ebb__state_lock(d->state_dir, &d->lock_fd, &holder, err, sizeof(err));
+    if (rc == EBB_EBUSY) {
+        ebb__error("another ebbd (pid %ld) is already running with state "
+                   "directory %s; stop it first, or use another --state-dir",
+                   holder, d->state_dir);
+        return 1;
+    }
+    if (rc != 0) {
+        ebb__error("%s", err);
+        return 1;
+    }
+    char *db = ebb__path_join(d->state_dir, "ebb.db");
+    rc = db ? ebb__store_open(db, &d->store, err, sizeof(err)) : EBB_ENOMEM;
+    free(db);
+    if (rc != 0) {
+        ebb__error("%s", err[0] ? err : ebb_strerror(rc));
+        return 1;
+    }
+    return 0;
+}
+
+static void on_market_changed(void *sink, const char *provider)
+{
+    (void)sink;
+    ebb__debug("market changed: %s", provider);
+}
+
+static void on_instance_event(void *sink, const char *provider,
+                              const struct ebb_instance_event *ev)
+{
+    (void)sink;
+    ebb__info("%s: instance %s event %d: %s", provider,
+              ev->instance_id ? ev->instance_id : "?", (int)ev->kind,
+              ev->reason ? ev->reason : "");
+}
+
+static void on_signal(uv_signal_t *handle, int signum);
+
+static int start_services(struct ebb__daemon *d)
+{
+    char err[512] = "";
+    if (ebb__clock_init_real(&d->clock, &d->loop) != 0) {
+        ebb__error("cannot initialise the clock");
+        return 1;
+    }
+    d->started_at = ebb__clock_now(&d->clock);
+    uv_signal_init(&d->loop, &d->sigterm);
+    uv_signal_init(&d->loop, &d->sigint);
+    d->sigterm.data = d->sigint.data = d;
+    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&d->sigint, on_signal, SIGINT);
+
+    if (ebb__http_init(&d->http, &d->loop) != 0) {
+        ebb__error("cannot initialise HTTP (libcurl)");
+        return 1;
+    }
+    d->host_env = (struct ebb__host_env){
+        .clock = &d->clock,
+        .http = d->http,
+        .sink = d,
+        .instance_event = on_instance_event,
+        .market_changed = on_market_changed,
+    };
+    struct ebb__diag diag = {{0}};
+    if (ebb__registry_start(&d->registry, &d->host_env, &diag) != 0) {
+        ebb__error("%s", diag.msg);
+        return 1;
+    }
+    char *sock = ebb__path_join(d->state_dir, "ebb.sock");
+    int rc = sock ? ebb__api_server_start(&d->api, &d->loop, sock,
+                                          (int)d->config->api_socket_mode,
+                                          d->config->api_socket_group,
+                                          ebb__daemon_methods, d, err, sizeof(err))
+                  : EBB_ENOMEM;
+    free(sock);
+    if (rc != 0) {
+        ebb__error("%s", err[0] ? err : ebb_strerror(rc));
+        return rc == EBB_ECONFIG ? 2 : 1;
+    }
+    return 0;
+}
+
+/* Shutdown runs as a chain of close callbacks: API server (answers what is
+ * in flight), then HTTP (in-flight requests complete with EBB_ECANCELED
+ * while their plugins still exist), then plugins, clock and signals. When
+ * the last handle is closed uv_run() returns. */
+static void on_http_closed(void *arg)
+{
+    struct ebb__daemon *d = arg;
+    d->http = NULL;
+    ebb__registry_free(&d->registry);
+    ebb__clock_close(&d->clock, NULL);
+    uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sigint, NULL);
+}
+
+static void on_api_closed(void *arg)
+{
+    struct ebb__daemon *d = arg;
+    d->api = NULL;
+    if (d->http != NULL)
+        ebb__http_close(d->http, on_http_closed, d);
+    else
+        on_http_closed(d);
+}
+
+static void begin_shutdown(struct ebb__daemon *d)
+{
+    if (d->shutting_down)
+        return;
+    d->shutting_down = 1;
+    if (d->api != NULL)
+        ebb__api_server_close(d->api, on_api_closed, d);
+    else
+        on_api_closed(d);
+}
+
+static void on_signal(uv_signal_t *handle, int signum)
+{
+    struct ebb__daemon *d = handle->data;
+    ebb__info("received %s; shutting down", strsignal(signum));
+    begin_shutdown(d);
+}
+
+static void release_state(struct ebb__daemon *d)
+{
+    ebb__store_close(d->store);
+    d->store = NULL;
+    if (d->lock_fd >= 0)
+        close(d->lock_fd);
+    d->lock_fd = -1;
+    free(d->state_dir);
+    free(d->config_name);
+    ebb__config_free(d->config);
+}
+
+int ebb__daemon_run(const struct ebb__daemon_options *opts)
+{
+    struct ebb__daemon *d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return 1;
+    d->lock_fd = -1;
+    int code = load_config(opts, d);
+    if (code == 0)
+        code = open_state(opts, d);
+    if (code == 0 && uv_loop_init(&d->loop) != 0) {
+        ebb__error("cannot initialise the event loop");
+        code = 1;
+    }
+    if (code != 0) {
+        ebb__registry_free(&d->registry);
+        release_state(d);
+        free(d);
+        return code;
+    }
+    code = start_services(d);
+    if (code == 0) {
+        ebb__info("ebbd %s started: state %s, config %s, %zu providers, %zu "
+                  "policies, pid %ld", EBB_VERSION, d->state_dir,
+                  d->config_name, d->registry.n_providers,
+                  d->registry.n_policies, (long)getpid());
+    } else {
+        d->exit_code = code;
+    }
+    if (code != 0)
+        begin_shutdown(d);
+    uv_run(&d->loop, UV_RUN_DEFAULT);
+    code = d->exit_code;
+    int rc = uv_loop_close(&d->loop);
+    if (rc != 0) {
+        /* A handle left open is a bug that leak checkers would hide. */
+        ebb__error("event loop did not close cleanly: %s", uv_strerror(rc));
+        code = code ? code : 3;
+    } else if (code == 0) {
+        ebb__info("stopped cleanly");
+    }
+    release_state(d);
+    free(d);
+    return code;
+}

@@ -1,0 +1,59 @@
+/* ebbd: the daemon's life from start to a clean exit.
+ *
+ * Start-up validates everything that comes from the user (ebb.yaml, the
+ * plugins it names and their sections) before it touches the state
+ * directory, so a bad configuration exits with code 2 and changes nothing.
+ * Then it takes the state lock, opens the store, starts the plugins and the
+ * API socket, and runs one libuv loop on one thread until SIGTERM/SIGINT.
+ * Shutdown stops accepting requests, answers those in flight, cancels HTTP,
+ * destroys the plugins and closes every handle, so that uv_loop_close()
+ * succeeds and leak checkers mean something.
+ */
+#ifndef EBB_DAEMON_H
+#define EBB_DAEMON_H
+
+#include <uv.h>
+
+#include "api_server.h"
+#include "clock.h"
+#include "config.h"
+#include "http.h"
+#include "registry.h"
+#include "store.h"
+
+struct ebb__daemon_options {
+    const char *config_path; /* NULL: the built-in default configuration */
+    const char *state_dir;   /* NULL: EBB_STATE_DIR or the default */
+    int log_level_set;
+    enum ebb_log_level log_level;
+};
+
+struct ebb__daemon {
+    uv_loop_t loop;
+    struct ebb__clock clock;
+    struct ebb__config *config;
+    char *config_name;       /* what status reports: a path or "(built-in)" */
+    struct ebb__registry registry;
+    struct ebb__host_env host_env;
+    char *state_dir;
+    int lock_fd;
+    struct ebb__store *store;
+    struct ebb__http *http;
+    struct ebb__api_server *api;
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+    ebb_time_ms started_at;
+    int shutting_down;
+    int exit_code;
+};
+
+/* Runs ebbd until it is told to stop. Returns the process exit code:
+ * 0 after a clean shutdown, 1 for a runtime failure (state directory, lock
+ * held by another ebbd, database), 2 for bad configuration. Messages go to
+ * the log (stderr). */
+int ebb__daemon_run(const struct ebb__daemon_options *opts);
+
+/* The API methods ebbd serves (daemon_api.c); ends with a NULL name. */
+extern const struct ebb__api_method ebb__daemon_methods[];
+
+#endif

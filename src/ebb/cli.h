@@ -1,0 +1,55 @@
+/* What the ebb CLI's subcommands share: finding and calling ebbd, option
+ * parsing, and aligned tables. */
+#ifndef EBB_CLI_H
+#define EBB_CLI_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+/* Exit codes every subcommand uses. */
+enum {
+    CLI_OK = 0,
+    CLI_FAIL = 1,  /* the operation failed, or ebbd is not running */
+    CLI_USAGE = 2, /* bad usage or bad input */
+};
+
+struct cli {
+    const char *state_dir_option; /* --state-dir, or NULL */
+    const char *prog;             /* "ebb" */
+};
+
+struct cli_command {
+    const char *name;
+    int (*run)(struct cli *cli, int argc, char **argv);
+    const char *summary;
+};
+
+/* Calls `method` on ebbd. On success returns CLI_OK with *result (caller
+ * decrefs). Otherwise prints one line saying what went wrong and how to fix
+ * it (e.g. how to start ebbd) and returns CLI_FAIL. */
+int cli_call(struct cli *cli, const char *method, json_t *params,
+             json_t **result);
+
+/* Prints `value` as indented JSON followed by a newline. */
+void cli_print_json(json_t *value);
+
+/* True when argv holds --help or -h; prints `usage` to stdout then. */
+int cli_wants_help(int argc, char **argv, const char *usage);
+
+/* An aligned text table. Cells are copied. */
+struct cli_table;
+struct cli_table *cli_table_new(size_t ncols, const char *const *headers);
+/* Marks a column as numeric: right-aligned. */
+void cli_table_right(struct cli_table *t, size_t col);
+void cli_table_add(struct cli_table *t, const char *const *cells);
+/* Prints and frees. An empty table prints `empty` instead (may be NULL). */
+void cli_table_print(struct cli_table *t, FILE *out, const char *empty);
+
+/* Subcommands (cmd_*.c). */
+int cmd_status(struct cli *cli, int argc, char **argv);
+int cmd_providers(struct cli *cli, int argc, char **argv);
+int cmd_policies(struct cli *cli, int argc, char **argv);
+int cmd_prices(struct cli *cli, int argc, char **argv);
+
+#endif

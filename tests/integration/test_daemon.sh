@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# ebbd and the ebb CLI as real processes: start-up, the API socket, the
+# state lock, bad configuration, and clean shutdown.
+. "$(dirname "$0")/lib.sh"
+
+for prog in "$EBBD" "$EBB" "$EBB_AGENT"; do
+    expect_exit 0 "$(basename "$prog") --version" "$prog" --version
+    check "$(basename "$prog") --version prints the version" contains "$OUT" "0.1.0"
+    expect_exit 0 "$(basename "$prog") --help" "$prog" --help
+done
+for cmd in status providers policies prices; do
+    expect_exit 0 "ebb $cmd --help" "$EBB" "$cmd" --help
+    check "ebb $cmd --help shows usage" contains "$OUT" "Usage: ebb $cmd"
+done
+expect_exit 2 "unknown command" "$EBB" frobnicate
+check "unknown command is named" contains "$ERR" 'unknown command "frobnicate"'
+
+# Without a daemon: one line saying so and how to start it, exit 1.
+S="$TMP/state"
+expect_exit 1 "status without ebbd" "$EBB" --state-dir "$S" status
+check "says ebbd is not running" contains "$ERR" "ebbd is not running"
+check "says how to start it" contains "$ERR" "ebbd --state-dir $S"
+check "one line only" test "$(printf '%s\n' "$ERR" | wc -l)" -eq 1
+
+# Bad configuration: exit 2 with file:line, nothing written.
+printf 'log_level: info\nbudget_cap: 3\n' >"$TMP/bad.yaml"
+expect_exit 2 "bad config refused" "$EBBD" --state-dir "$TMP/never" --config "$TMP/bad.yaml"
+check "bad config names file and line" contains "$ERR" "bad.yaml:2:"
+check "bad config created no state" test ! -e "$TMP/never"
+printf 'providers:\n  fake:\n    limit: forty\n' >"$TMP/bad2.yaml"
+expect_exit 2 "bad amount refused" "$EBBD" --state-dir "$TMP/never" --config "$TMP/bad2.yaml"
+check "bad amount explained" contains "$ERR" 'bad2.yaml:3: providers.fake.limit: "forty" is not an amount'
+check "bad amount created no state" test ! -e "$TMP/never"
+
+# Start on the built-in default configuration.
+check "ebbd starts" start_daemon "$S"
+FIRST_PID=$DAEMON_PID
+expect_exit 0 "ebb status" "$EBB" --state-dir "$S" status
+check "status shows the state dir" contains "$OUT" "$S"
+check "status lists policies" contains "$OUT" "uniform-progress"
+expect_exit 0 "ebb status --json" "$EBB" --state-dir "$S" status --json
+check "json: version" test "$(json_get "$OUT" 'd["version"]')" = "0.1.0"
+check "json: state_dir" test "$(json_get "$OUT" 'd["state_dir"]')" = "$S"
+check "json: pid" test "$(json_get "$OUT" 'd["pid"]')" = "$FIRST_PID"
+check "json: no jobs yet" test "$(json_get "$OUT" 'len(d["jobs"])')" = "0"
+expect_exit 0 "EBB_STATE_DIR finds the daemon" env EBB_STATE_DIR="$S" "$EBB" status --json
+check "socket is owner-only" test "$(stat -c %a "$S/ebb.sock")" = "600"
+check "state dir is owner-only" test "$(stat -c %a "$S")" = "700"
+check "database exists" test -s "$S/ebb.db"
+expect_exit 0 "ebb prices" "$EBB" --state-dir "$S" prices
+check "no prices yet" contains "$OUT" "no prices yet"
+expect_exit 0 "ebb prices --json" "$EBB" --state-dir "$S" prices --json --provider aws
+check "json prices empty" test "$(json_get "$OUT" 'len(d["prices"])')" = "0"
+
+# A second ebbd on the same directory exits and changes nothing.
+before=$(stat -c '%i %Y %s' "$S/ebb.sock" "$S/ebb.db" "$S/ebbd.lock"; cat "$S/ebbd.lock")
+expect_exit 1 "second ebbd refused" "$EBBD" --state-dir "$S"
+check "second ebbd says why" contains "$ERR" "another ebbd (pid $FIRST_PID) is already running"
+after=$(stat -c '%i %Y %s' "$S/ebb.sock" "$S/ebb.db" "$S/ebbd.lock"; cat "$S/ebbd.lock")
+check "second ebbd changed nothing" test "$before" = "$after"
+expect_exit 0 "first ebbd still answers" "$EBB" --state-dir "$S" status --json
+
+# SIGTERM: clean exit 0, socket removed.
+stop_daemon TERM
+check "SIGTERM exits 0" test "$DAEMON_EXIT" -eq 0
+check "loop closed cleanly" grep -q "stopped cleanly" "$S.log"
+check "socket removed" test ! -e "$S/ebb.sock"
+
+# SIGKILL leaves a stale socket: the CLI says ebbd is not running, and a
+# new ebbd takes over the directory.
+check "ebbd restarts" start_daemon "$S"
+kill -KILL "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null
+check "stale socket left behind" test -S "$S/ebb.sock"
+expect_exit 1 "status with a stale socket" "$EBB" --state-dir "$S" status
+check "stale socket: not running" contains "$ERR" "ebbd is not running"
+check "ebbd starts over a stale socket" start_daemon "$S" --log-level debug
+stop_daemon INT
+check "SIGINT exits 0" test "$DAEMON_EXIT" -eq 0
+
+# Providers from a configuration, and describe without a daemon.
+cat >"$TMP/ebb.yaml" <<'YAML'
+log_level: debug
+providers:
+  fake:
+    greeting: bonjour
+YAML
+S2="$TMP/state2"
+check "ebbd starts with a provider" start_daemon "$S2" --config "$TMP/ebb.yaml"
+check "provider created with its configuration" grep -q "bonjour from the fake provider" "$S2.log"
+expect_exit 0 "ebb providers" "$EBB" --state-dir "$S2" providers
+check "providers table has a header" contains "$OUT" "NAME"
+check "providers lists fake" contains "$OUT" "fake provider"
+expect_exit 0 "ebb providers --json" "$EBB" --state-dir "$S2" providers --json
+check "json providers" test "$(json_get "$OUT" 'd["providers"][0]["name"]')" = "fake"
+stop_daemon TERM
+check "SIGTERM with a provider exits 0" test "$DAEMON_EXIT" -eq 0
+
+expect_exit 0 "describe without a daemon" "$EBB" --state-dir "$TMP/none" providers describe fake
+check "describe lists keys" contains "$OUT" "greeting"
+check "describe shows defaults" contains "$OUT" "2.5 USD"
+expect_exit 0 "describe --json" "$EBB" providers describe fake --json
+check "describe json types" test "$(json_get "$OUT" '[k["type"] for k in d["config"] if k["key"]=="interval"][0]')" = "duration"
+expect_exit 2 "describe unknown" "$EBB" providers describe nope
+check "describe unknown explained" contains "$ERR" 'no provider plugin named "nope"'
+expect_exit 0 "policies describe" "$EBB" policies describe uniform-progress
+
+finish
