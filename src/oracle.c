@@ -54,6 +54,24 @@ struct vec {
     size_t n, cap;
 };
 
+/* The fractional lower bound (see lp_build). Segments of every step's
+ * lower hull, sorted by cost per work; Fenwick trees over that order hold
+ * the work and cost of the segments of the steps not yet passed. */
+struct seg {
+    double w, slope;
+    int64_t c;
+    int32_t step;
+};
+
+struct bound {
+    struct seg *seg;  /* m segments, sorted by slope */
+    int32_t *order;   /* by step: the sorted positions of each step's segs */
+    int32_t *first;   /* n + 1 offsets into order */
+    double *fw;       /* Fenwick, 1-based: work */
+    int64_t *fc;      /* Fenwick, 1-based: cost */
+    size_t m, top;    /* top: highest power of two <= m */
+};
+
 struct solver {
     const struct ebb__oracle_offer *offers;
     size_t k_n;
@@ -64,7 +82,7 @@ struct solver {
     int64_t *pc;         /* k_n * (n + 1) prefix sums of step costs */
     int32_t *bad;        /* k_n * (n + 1) prefix counts of unusable steps */
     double *smax;        /* n + 1: best work obtainable from b on */
-    double *umin;        /* n + 1: least cost per work unit from b on */
+    struct bound lp;     /* lower bound of the cost of the rest */
     double wgoal, wdone; /* W and the completion threshold */
     int want_runs;
     struct node *nodes;
@@ -136,6 +154,39 @@ struct src {
     int32_t end;  /* >= 0: the states' runs stop here (they enter F) */
 };
 
+/* The least cost of `need` more work from the steps still in the trees,
+ * taking the cheapest segments first and the last one in part. */
+static double lp_query(const struct bound *lp, double need)
+{
+    size_t pos = 0;
+    double w = 0;
+    int64_t c = 0;
+    for (size_t bit = lp->top; bit; bit >>= 1) {
+        if (pos + bit <= lp->m && w + lp->fw[pos + bit] < need) {
+            pos += bit;
+            w += lp->fw[pos];
+            c += lp->fc[pos];
+        }
+    }
+    if (pos >= lp->m)
+        return (double)c;
+    return (double)c + (need - w) * lp->seg[pos].slope;
+}
+
+/* Takes step j's segments out of the trees once the sweep passes it. */
+static void lp_remove(struct bound *lp, int32_t j)
+{
+    for (int32_t x = lp->first[j]; x < lp->first[j + 1]; x++) {
+        size_t r = (size_t)lp->order[x];
+        double w = lp->seg[r].w;
+        int64_t c = lp->seg[r].c;
+        for (size_t i = r + 1; i <= lp->m; i += i & (~i + 1)) {
+            lp->fw[i] -= w;
+            lp->fc[i] -= c;
+        }
+    }
+}
+
 /* True when (w, c) at boundary b cannot lead to an answer below best. */
 static int hopeless(const struct solver *s, int32_t b, double w, int64_t c)
 {
@@ -145,7 +196,7 @@ static int hopeless(const struct solver *s, int32_t b, double w, int64_t c)
     if (w + s->smax[b] * (1.0 + 1e-12) < s->wdone)
         return 1;
     /* Margins keep the bound below the true rest despite rounding. */
-    double lb = need * s->umin[b] * (1.0 - 1e-9) - 1.0;
+    double lb = lp_query(&s->lp, need) * (1.0 - 1e-9) - 1.0;
     return lb > 0 && lb >= (double)(s->best - c);
 }
 
@@ -297,6 +348,118 @@ static double run_work(const struct solver *s, size_t k, int32_t a, int32_t b)
     return d > 0 ? (double)d * s->offers[k].speed : 0.0;
 }
 
+struct by_speed {
+    double speed;
+    size_t k;
+};
+
+static int cmp_speed(const void *x, const void *y)
+{
+    double a = ((const struct by_speed *)x)->speed;
+    double b = ((const struct by_speed *)y)->speed;
+    return (a > b) - (a < b);
+}
+
+static int cmp_slope(const void *x, const void *y)
+{
+    double a = ((const struct seg *)x)->slope;
+    double b = ((const struct seg *)y)->slope;
+    return (a > b) - (a < b);
+}
+
+/* The lower bound of the rest relaxes a schedule to: each later step gives
+ * any work up to its best offer's, at a cost no less than the lower convex
+ * hull of its offers' (work, cost) points and the origin; overheads are
+ * ignored. The cheapest mix is fractional knapsack over the hull segments:
+ * take them by increasing cost per work. All steps' segments are sorted
+ * once; the sweep removes a step's segments when it passes it, and a query
+ * walks the Fenwick trees in O(log m). */
+static int lp_build(struct solver *s)
+{
+    struct bound *lp = &s->lp;
+    size_t cap = (size_t)s->n * s->k_n + 1;
+    struct by_speed *sp = malloc(s->k_n * sizeof(*sp));
+    double *hw = malloc((s->k_n + 1) * sizeof(*hw));
+    int64_t *hc = malloc((s->k_n + 1) * sizeof(*hc));
+    lp->seg = malloc(cap * sizeof(*lp->seg));
+    int rc = EBB_ENOMEM;
+    if (!sp || !hw || !hc || !lp->seg)
+        goto out;
+    for (size_t k = 0; k < s->k_n; k++)
+        sp[k] = (struct by_speed){s->offers[k].speed, k};
+    qsort(sp, s->k_n, sizeof(*sp), cmp_speed);
+    size_t m = 0;
+    for (int32_t j = 0; j < s->n; j++) {
+        double len = (double)(s->t[j + 1] - s->t[j]);
+        size_t h = 1;
+        hw[0] = 0;
+        hc[0] = 0;
+        for (size_t i = 0; i < s->k_n; i++) {
+            size_t k = sp[i].k;
+            if (!usable(s, k, j, j + 1))
+                continue;
+            double w = len * sp[i].speed;
+            int64_t c = step_cost(s, k, j);
+            if (hw[h - 1] == w) {
+                if (c >= hc[h - 1])
+                    continue;
+                h--;
+            }
+            while (h >= 2 && (hw[h - 1] - hw[h - 2]) * (double)(c - hc[h - 2]) -
+                                     (double)(hc[h - 1] - hc[h - 2]) *
+                                         (w - hw[h - 2]) <= 0)
+                h--;
+            hw[h] = w;
+            hc[h] = c;
+            h++;
+        }
+        for (size_t i = 1; i < h; i++) {
+            double dw = hw[i] - hw[i - 1];
+            int64_t dc = hc[i] - hc[i - 1];
+            lp->seg[m++] = (struct seg){dw, (double)dc / dw, dc, j};
+        }
+    }
+    qsort(lp->seg, m, sizeof(*lp->seg), cmp_slope);
+    lp->m = m;
+    lp->order = malloc((m + 1) * sizeof(*lp->order));
+    lp->first = calloc((size_t)s->n + 2, sizeof(*lp->first));
+    lp->fw = calloc(m + 1, sizeof(*lp->fw));
+    lp->fc = calloc(m + 1, sizeof(*lp->fc));
+    if (!lp->order || !lp->first || !lp->fw || !lp->fc)
+        goto out;
+    for (size_t r = 0; r < m; r++)
+        lp->first[lp->seg[r].step + 1]++;
+    for (int32_t j = 0; j < s->n; j++)
+        lp->first[j + 1] += lp->first[j];
+    for (size_t r = 0; r < m; r++) {
+        /* first[] doubles as a cursor here and is restored below. */
+        lp->order[lp->first[lp->seg[r].step]++] = (int32_t)r;
+    }
+    for (int32_t j = s->n; j > 0; j--)
+        lp->first[j] = lp->first[j - 1];
+    lp->first[0] = 0;
+    for (size_t i = 1; i <= m; i++) {
+        lp->fw[i] += lp->seg[i - 1].w;
+        lp->fc[i] += lp->seg[i - 1].c;
+        size_t up = i + (i & (~i + 1));
+        if (up <= m) {
+            lp->fw[up] += lp->fw[i];
+            lp->fc[up] += lp->fc[i];
+        }
+    }
+    lp->top = 1;
+    while (lp->top * 2 <= m)
+        lp->top *= 2;
+    if (m == 0)
+        lp->top = 0;
+    rc = 0;
+out:
+    free(sp);
+    free(hw);
+    free(hc);
+    return rc;
+}
+
 /* Grid, step costs, bounds; then the best single run as a first answer. */
 static int prepare(struct solver *s, const struct ebb__oracle_job *job)
 {
@@ -308,8 +471,7 @@ static int prepare(struct solver *s, const struct ebb__oracle_job *job)
     s->pc = malloc(s->k_n * n1 * sizeof(*s->pc));
     s->bad = malloc(s->k_n * n1 * sizeof(*s->bad));
     s->smax = malloc(n1 * sizeof(*s->smax));
-    s->umin = malloc(n1 * sizeof(*s->umin));
-    if (!s->t || !s->pc || !s->bad || !s->smax || !s->umin)
+    if (!s->t || !s->pc || !s->bad || !s->smax)
         return EBB_ENOMEM;
     for (int32_t j = 0; j < s->n; j++)
         s->t[j] = job->release + (ebb_time_ms)j * job->step;
@@ -318,23 +480,17 @@ static int prepare(struct solver *s, const struct ebb__oracle_job *job)
         fill_offer(s, k);
 
     s->smax[s->n] = 0;
-    s->umin[s->n] = INFINITY;
     for (int32_t j = s->n - 1; j >= 0; j--) {
         double len = (double)(s->t[j + 1] - s->t[j]), wbest = 0;
-        double u = s->umin[j + 1];
         for (size_t k = 0; k < s->k_n; k++) {
-            if (!usable(s, k, j, j + 1))
-                continue;
             double w = len * s->offers[k].speed;
-            if (w > wbest)
+            if (usable(s, k, j, j + 1) && w > wbest)
                 wbest = w;
-            double uk = (double)step_cost(s, k, j) / w;
-            if (uk < u)
-                u = uk;
         }
         s->smax[j] = s->smax[j + 1] + wbest;
-        s->umin[j] = u;
     }
+    if (lp_build(s))
+        return EBB_ENOMEM;
 
     /* Best single run: on each offer the shortest productive length is the
      * same from every start (full steps), so one pass per offer. */
@@ -383,6 +539,7 @@ static int sweep(struct solver *s)
         const struct vec *fstart = &hist[b % ring];
         int32_t a = b - s->q - 1;
         double len = (double)(s->t[b] - s->t[b - 1]);
+        lp_remove(&s->lp, b - 1);
         for (size_t k = 0; k < s->k_n; k++) {
             struct src cont = {pk[k].v, pk[k].n, len * s->offers[k].speed,
                                0, -1, 0, -1};
@@ -507,7 +664,11 @@ int ebb__oracle_solve(const struct ebb__oracle_job *job,
     free(s.pc);
     free(s.bad);
     free(s.smax);
-    free(s.umin);
+    free(s.lp.seg);
+    free(s.lp.order);
+    free(s.lp.first);
+    free(s.lp.fw);
+    free(s.lp.fc);
     free(s.nodes);
     return rc;
 }

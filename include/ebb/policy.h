@@ -58,7 +58,7 @@ struct ebb_job_view {
     ebb_dur_ms work_total;       /* on the reference instance */
     ebb_dur_ms work_done;        /* saved in a checkpoint or in progress */
     ebb_time_ms submitted_at;
-    ebb_time_ms deadline;
+    ebb_time_ms deadline;        /* <= 0: no deadline */
     ebb_dur_ms restart_overhead; /* lost at every (re)start */
     ebb_dur_ms checkpoint_grace;
     ebb_micros budget;           /* 0 = no cap */
@@ -68,6 +68,8 @@ struct ebb_job_view {
      * (SIZE_MAX when not running) and when it started. */
     size_t running_offer;
     ebb_time_ms running_since;
+    ebb_dur_ms work_saved;       /* in the latest complete checkpoint */
+    const char *currency;        /* of budget, spent and offer prices */
 };
 
 enum ebb_decision_kind {

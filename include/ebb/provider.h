@@ -51,6 +51,14 @@ struct ebb_provider {
     int (*terminate)(void *self, const char *instance_id, ebb_done_cb cb,
                      void *arg);
     int (*list_instances)(void *self, ebb_list_cb cb, void *arg);
+
+    /* Optional (NULL for providers whose jobs run under ebb-agent, which
+     * ebbd reaches itself). For providers that run or simulate the job
+     * themselves: ask the job on `instance_id` to checkpoint within `grace`
+     * and exit; the provider reports CHECKPOINT and EXITED events with
+     * EBB_EXIT_STOPPED. `cb` runs once the request is delivered. */
+    int (*stop_job)(void *self, const char *instance_id, ebb_dur_ms grace,
+                    ebb_done_cb cb, void *arg);
 };
 
 typedef const struct ebb_provider *(*ebb_provider_entry_fn)(void);

@@ -20,6 +20,9 @@ struct ebb_price {
     ebb_time_ms at;            /* when this price took effect */
     ebb_micros price_per_hour; /* in `currency` micro-units */
     const char *currency;      /* "USD" */
+    /* Spot capacity in instances from `at` on, when the provider knows it
+     * (the sim market does): 0 = none; -1 = unknown or unlimited. */
+    int32_t capacity;
 };
 
 enum ebb_instance_state {
@@ -27,6 +30,16 @@ enum ebb_instance_state {
     EBB_INSTANCE_RUNNING = 1,
     EBB_INSTANCE_STOPPING = 2, /* terminate asked for, or notice given */
     EBB_INSTANCE_TERMINATED = 3,
+};
+
+/* How a provider bills an instance's running time. */
+enum ebb_billing {
+    /* Per second at the price in effect during each second (the sim's
+     * default; GPU marketplaces). */
+    EBB_BILLING_PER_SECOND = 0,
+    /* AWS spot: the price in effect at the start of each instance-hour
+     * applies to that hour, billed per second. */
+    EBB_BILLING_HOURLY_START_PRICE = 1,
 };
 
 /* What a provider knows of one instance it runs for ebb. */
@@ -41,6 +54,7 @@ struct ebb_instance {
     enum ebb_instance_state state;
     ebb_time_ms launched_at;   /* 0 when unknown */
     int preempted;             /* 1 when the provider took it away */
+    enum ebb_billing billing;
 };
 
 /* A request to start an instance. The token is written to the store before
@@ -60,17 +74,32 @@ struct ebb_launch {
     /* How the agent on the instance reaches ebbd, and its secret. */
     const char *agent_url;
     const char *agent_token;
-    /* The job's command, for providers that run it directly (local, sim). */
+    /* The job's command, for providers that run it directly (local). */
     const char *const *argv;
     size_t argc;
+    /* The job as a model, for providers that simulate it (sim): how much
+     * reference work is left since the checkpoint it resumes from, the
+     * instance's speed (reference work per wall time), the time lost at
+     * start, and its checkpoint settings. Real providers ignore these. */
+    ebb_dur_ms work_remaining;
+    double speed;
+    ebb_dur_ms restart_overhead;
+    ebb_dur_ms checkpoint_every; /* 0: no periodic checkpoints */
+    ebb_dur_ms checkpoint_grace;
 };
 
 enum ebb_instance_event_kind {
-    EBB_EVENT_RUNNING = 0,     /* the instance is up */
+    EBB_EVENT_RUNNING = 0,     /* the instance is up; its overhead begins */
     EBB_EVENT_NOTICE = 1,      /* it will be taken away at `deadline` */
     EBB_EVENT_LOST = 2,        /* it is gone (preempted or failed) */
-    EBB_EVENT_EXITED = 3,      /* its job ended on its own with `exit_status` */
+    EBB_EVENT_EXITED = 3,      /* its job ended with `exit_status` */
+    EBB_EVENT_PROGRESS = 4,    /* the job has done `work_done` here so far */
+    EBB_EVENT_CHECKPOINT = 5,  /* a checkpoint holding `work_done` is complete */
 };
+
+/* exit_status of a job that exited because it was asked to stop, after
+ * writing its checkpoint. */
+#define EBB_EXIT_STOPPED (-1)
 
 struct ebb_instance_event {
     enum ebb_instance_event_kind kind;
@@ -78,7 +107,10 @@ struct ebb_instance_event {
     const char *token;
     ebb_time_ms at;
     ebb_time_ms deadline;      /* NOTICE: when the instance goes */
-    int exit_status;           /* EXITED */
+    int exit_status;           /* EXITED: the job's status or EBB_EXIT_STOPPED */
+    /* PROGRESS, CHECKPOINT: reference work done on this instance since it
+     * started (not counting the checkpoint it resumed from). */
+    ebb_dur_ms work_done;
     const char *reason;        /* human words, e.g. "spot capacity reclaimed" */
 };
 
