@@ -25,7 +25,7 @@
  *   gives that bound from the start.
  * Back-pointers (one node per surviving run start) rebuild the schedule.
  */
-#include "oracle.h"
+#include "oracle_impl.h"
 
 #include <limits.h>
 #include <math.h>
@@ -42,67 +42,10 @@ struct ent {
     int32_t end;   /* F only: where the last run ended (grid index) */
 };
 
-struct node {
-    int32_t parent;      /* node of the previous run, -1 none */
-    int32_t parent_end;  /* grid index where the previous run ended */
-    int32_t start;       /* grid index where this run starts */
-    int32_t offer;
-};
-
 struct vec {
     struct ent *v;
     size_t n, cap;
 };
-
-/* The fractional lower bound (see lp_build). Segments of every step's
- * lower hull, sorted by cost per work; Fenwick trees over that order hold
- * the work and cost of the segments of the steps not yet passed. */
-struct seg {
-    double w, slope;
-    int64_t c;
-    int32_t step;
-};
-
-struct bound {
-    struct seg *seg;  /* m segments, sorted by slope */
-    int32_t *order;   /* by step: the sorted positions of each step's segs */
-    int32_t *first;   /* n + 1 offsets into order */
-    double *fw;       /* Fenwick, 1-based: work */
-    int64_t *fc;      /* Fenwick, 1-based: cost */
-    size_t m, top;    /* top: highest power of two <= m */
-};
-
-struct solver {
-    const struct ebb__oracle_offer *offers;
-    size_t k_n;
-    int32_t n;           /* steps; boundaries 0..n */
-    int32_t q;           /* full steps inside the overhead */
-    ebb_dur_ms overhead;
-    ebb_time_ms *t;      /* n + 1 boundaries */
-    int64_t *pc;         /* k_n * (n + 1) prefix sums of step costs */
-    int32_t *bad;        /* k_n * (n + 1) prefix counts of unusable steps */
-    double *smax;        /* n + 1: best work obtainable from b on */
-    struct bound lp;     /* lower bound of the cost of the rest */
-    double wgoal, wdone; /* W and the completion threshold */
-    int want_runs;
-    struct node *nodes;
-    size_t n_nodes, cap_nodes;
-    int64_t best;
-    int32_t best_node, best_end;
-    int nomem;
-};
-
-static int64_t step_cost(const struct solver *s, size_t k, int32_t j)
-{
-    const int64_t *p = s->pc + k * (size_t)(s->n + 1);
-    return p[j + 1] - p[j];
-}
-
-static int usable(const struct solver *s, size_t k, int32_t a, int32_t b)
-{
-    const int32_t *p = s->bad + k * (size_t)(s->n + 1);
-    return p[b] == p[a];
-}
 
 static int vec_reserve(struct vec *v, size_t n)
 {
@@ -119,28 +62,6 @@ static int vec_reserve(struct vec *v, size_t n)
     return 0;
 }
 
-static int32_t new_node(struct solver *s, int32_t parent, int32_t parent_end,
-                        int32_t start, size_t offer)
-{
-    if (!s->want_runs)
-        return -1;
-    if (s->n_nodes == s->cap_nodes) {
-        size_t cap = s->cap_nodes ? 2 * s->cap_nodes : 1024;
-        struct node *nn = NULL;
-        if (cap < (size_t)INT32_MAX)
-            nn = realloc(s->nodes, cap * sizeof(*nn));
-        if (!nn) {
-            s->nomem = 1;
-            return -1;
-        }
-        s->nodes = nn;
-        s->cap_nodes = cap;
-    }
-    s->nodes[s->n_nodes] = (struct node){parent, parent_end, start,
-                                         (int32_t)offer};
-    return (int32_t)s->n_nodes++;
-}
-
 /* One input of a merge: a frontier (work descending) shifted by (dw, dc).
  * When `start_offer` >= 0 its states begin a run at `start`, and a survivor
  * gets a fresh node whose parent is the state's own (node, end). */
@@ -154,57 +75,28 @@ struct src {
     int32_t end;  /* >= 0: the states' runs stop here (they enter F) */
 };
 
-/* The least cost of `need` more work from the steps still in the trees,
- * taking the cheapest segments first and the last one in part. */
-static double lp_query(const struct bound *lp, double need)
-{
-    size_t pos = 0;
-    double w = 0;
-    int64_t c = 0;
-    for (size_t bit = lp->top; bit; bit >>= 1) {
-        if (pos + bit <= lp->m && w + lp->fw[pos + bit] < need) {
-            pos += bit;
-            w += lp->fw[pos];
-            c += lp->fc[pos];
-        }
-    }
-    if (pos >= lp->m)
-        return (double)c;
-    return (double)c + (need - w) * lp->seg[pos].slope;
-}
-
-/* Takes step j's segments out of the trees once the sweep passes it. */
-static void lp_remove(struct bound *lp, int32_t j)
-{
-    for (int32_t x = lp->first[j]; x < lp->first[j + 1]; x++) {
-        size_t r = (size_t)lp->order[x];
-        double w = lp->seg[r].w;
-        int64_t c = lp->seg[r].c;
-        for (size_t i = r + 1; i <= lp->m; i += i & (~i + 1)) {
-            lp->fw[i] -= w;
-            lp->fc[i] -= c;
-        }
-    }
-}
-
 /* True when (w, c) at boundary b cannot lead to an answer below best. */
-static int hopeless(const struct solver *s, int32_t b, double w, int64_t c)
+static int hopeless(const struct ebb__oracle_solver *s, int32_t b,
+                    ptrdiff_t kind, double w, int64_t c)
 {
     if (c >= s->best)
         return 1;
     double need = s->wdone - w;
     if (w + s->smax[b] * (1.0 + 1e-12) < s->wdone)
         return 1;
-    /* Margins keep the bound below the true rest despite rounding. */
-    double lb = lp_query(&s->lp, need) * (1.0 - 1e-9) - 1.0;
-    return lb > 0 && lb >= (double)(s->best - c);
+    double room = (double)(s->best - c);
+    /* Both bounds carry margins that keep them below the true rest. */
+    if (ebb__oracle_lag_bound(s, b, kind, need) >= room)
+        return 1;
+    double lb = ebb__oracle_lp_query(&s->lp, need) * (1.0 - 1e-9) - 1.0;
+    return lb > 0 && lb >= room;
 }
 
 /* Merges x and y (each work-descending) into out, dropping dominated,
  * finished and hopeless states. Finished states update the best answer with
  * their run ending at b. */
-static int merge(struct solver *s, int32_t b, const struct src *x,
-                 const struct src *y, struct vec *out)
+static int merge(struct ebb__oracle_solver *s, int32_t b, ptrdiff_t kind,
+                 const struct src *x, const struct src *y, struct vec *out)
 {
     if (vec_reserve(out, x->n + y->n))
         return EBB_ENOMEM;
@@ -233,7 +125,7 @@ static int merge(struct solver *s, int32_t b, const struct src *x,
             if (c < s->best) {
                 int32_t nd = e->node;
                 if (from->start_offer >= 0)
-                    nd = new_node(s, e->node, e->end, from->start,
+                    nd = ebb__oracle_new_node(s, e->node, e->end, from->start,
                                   (size_t)from->start_offer);
                 s->best = c;
                 s->best_node = nd;
@@ -245,12 +137,12 @@ static int merge(struct solver *s, int32_t b, const struct src *x,
             continue;
         if (w + s->smax[b] * (1.0 + 1e-12) < s->wdone)
             break; /* everything after has less work */
-        if (hopeless(s, b, w, c))
+        if (hopeless(s, b, kind, w, c))
             continue;
         cmin = c;
         struct ent ne = {w, c, e->node, from->end >= 0 ? from->end : e->end};
         if (from->start_offer >= 0)
-            ne.node = new_node(s, e->node, e->end, from->start,
+            ne.node = ebb__oracle_new_node(s, e->node, e->end, from->start,
                                (size_t)from->start_offer);
         out->v[m++] = ne;
     }
@@ -260,7 +152,7 @@ static int merge(struct solver *s, int32_t b, const struct src *x,
 
 /* Fills step costs and usability of offer k over the grid. Price pieces
  * and availability changes are walked once, in step with the grid. */
-static void fill_offer(struct solver *s, size_t k)
+static void fill_offer(struct ebb__oracle_solver *s, size_t k)
 {
     const struct ebb__oracle_offer *o = &s->offers[k];
     int64_t *pc = s->pc + k * (size_t)(s->n + 1);
@@ -341,127 +233,8 @@ static int check_input(const struct ebb__oracle_job *job,
     return 0;
 }
 
-/* Work of a run [a, b) on offer k, 0 when it never passes its overhead. */
-static double run_work(const struct solver *s, size_t k, int32_t a, int32_t b)
-{
-    ebb_dur_ms d = s->t[b] - s->t[a] - s->overhead;
-    return d > 0 ? (double)d * s->offers[k].speed : 0.0;
-}
-
-struct by_speed {
-    double speed;
-    size_t k;
-};
-
-static int cmp_speed(const void *x, const void *y)
-{
-    double a = ((const struct by_speed *)x)->speed;
-    double b = ((const struct by_speed *)y)->speed;
-    return (a > b) - (a < b);
-}
-
-static int cmp_slope(const void *x, const void *y)
-{
-    double a = ((const struct seg *)x)->slope;
-    double b = ((const struct seg *)y)->slope;
-    return (a > b) - (a < b);
-}
-
-/* The lower bound of the rest relaxes a schedule to: each later step gives
- * any work up to its best offer's, at a cost no less than the lower convex
- * hull of its offers' (work, cost) points and the origin; overheads are
- * ignored. The cheapest mix is fractional knapsack over the hull segments:
- * take them by increasing cost per work. All steps' segments are sorted
- * once; the sweep removes a step's segments when it passes it, and a query
- * walks the Fenwick trees in O(log m). */
-static int lp_build(struct solver *s)
-{
-    struct bound *lp = &s->lp;
-    size_t cap = (size_t)s->n * s->k_n + 1;
-    struct by_speed *sp = malloc(s->k_n * sizeof(*sp));
-    double *hw = malloc((s->k_n + 1) * sizeof(*hw));
-    int64_t *hc = malloc((s->k_n + 1) * sizeof(*hc));
-    lp->seg = malloc(cap * sizeof(*lp->seg));
-    int rc = EBB_ENOMEM;
-    if (!sp || !hw || !hc || !lp->seg)
-        goto out;
-    for (size_t k = 0; k < s->k_n; k++)
-        sp[k] = (struct by_speed){s->offers[k].speed, k};
-    qsort(sp, s->k_n, sizeof(*sp), cmp_speed);
-    size_t m = 0;
-    for (int32_t j = 0; j < s->n; j++) {
-        double len = (double)(s->t[j + 1] - s->t[j]);
-        size_t h = 1;
-        hw[0] = 0;
-        hc[0] = 0;
-        for (size_t i = 0; i < s->k_n; i++) {
-            size_t k = sp[i].k;
-            if (!usable(s, k, j, j + 1))
-                continue;
-            double w = len * sp[i].speed;
-            int64_t c = step_cost(s, k, j);
-            if (hw[h - 1] == w) {
-                if (c >= hc[h - 1])
-                    continue;
-                h--;
-            }
-            while (h >= 2 && (hw[h - 1] - hw[h - 2]) * (double)(c - hc[h - 2]) -
-                                     (double)(hc[h - 1] - hc[h - 2]) *
-                                         (w - hw[h - 2]) <= 0)
-                h--;
-            hw[h] = w;
-            hc[h] = c;
-            h++;
-        }
-        for (size_t i = 1; i < h; i++) {
-            double dw = hw[i] - hw[i - 1];
-            int64_t dc = hc[i] - hc[i - 1];
-            lp->seg[m++] = (struct seg){dw, (double)dc / dw, dc, j};
-        }
-    }
-    qsort(lp->seg, m, sizeof(*lp->seg), cmp_slope);
-    lp->m = m;
-    lp->order = malloc((m + 1) * sizeof(*lp->order));
-    lp->first = calloc((size_t)s->n + 2, sizeof(*lp->first));
-    lp->fw = calloc(m + 1, sizeof(*lp->fw));
-    lp->fc = calloc(m + 1, sizeof(*lp->fc));
-    if (!lp->order || !lp->first || !lp->fw || !lp->fc)
-        goto out;
-    for (size_t r = 0; r < m; r++)
-        lp->first[lp->seg[r].step + 1]++;
-    for (int32_t j = 0; j < s->n; j++)
-        lp->first[j + 1] += lp->first[j];
-    for (size_t r = 0; r < m; r++) {
-        /* first[] doubles as a cursor here and is restored below. */
-        lp->order[lp->first[lp->seg[r].step]++] = (int32_t)r;
-    }
-    for (int32_t j = s->n; j > 0; j--)
-        lp->first[j] = lp->first[j - 1];
-    lp->first[0] = 0;
-    for (size_t i = 1; i <= m; i++) {
-        lp->fw[i] += lp->seg[i - 1].w;
-        lp->fc[i] += lp->seg[i - 1].c;
-        size_t up = i + (i & (~i + 1));
-        if (up <= m) {
-            lp->fw[up] += lp->fw[i];
-            lp->fc[up] += lp->fc[i];
-        }
-    }
-    lp->top = 1;
-    while (lp->top * 2 <= m)
-        lp->top *= 2;
-    if (m == 0)
-        lp->top = 0;
-    rc = 0;
-out:
-    free(sp);
-    free(hw);
-    free(hc);
-    return rc;
-}
-
 /* Grid, step costs, bounds; then the best single run as a first answer. */
-static int prepare(struct solver *s, const struct ebb__oracle_job *job)
+static int prepare(struct ebb__oracle_solver *s, const struct ebb__oracle_job *job)
 {
     ebb_dur_ms window = job->deadline - job->release;
     s->n = (int32_t)((window + job->step - 1) / job->step);
@@ -484,44 +257,21 @@ static int prepare(struct solver *s, const struct ebb__oracle_job *job)
         double len = (double)(s->t[j + 1] - s->t[j]), wbest = 0;
         for (size_t k = 0; k < s->k_n; k++) {
             double w = len * s->offers[k].speed;
-            if (usable(s, k, j, j + 1) && w > wbest)
+            if (ebb__oracle_usable(s, k, j, j + 1) && w > wbest)
                 wbest = w;
         }
         s->smax[j] = s->smax[j + 1] + wbest;
     }
-    if (lp_build(s))
+    if (ebb__oracle_lp_build(s))
         return EBB_ENOMEM;
 
-    /* Best single run: on each offer the shortest productive length is the
-     * same from every start (full steps), so one pass per offer. */
-    for (size_t k = 0; k < s->k_n; k++) {
-        double need = (double)job->overhead +
-                      s->wdone / s->offers[k].speed;
-        int64_t len = (int64_t)ceil(need / (double)job->step);
-        for (int32_t a = 0; a < s->n; a++) {
-            int32_t b = len < s->n - a ? a + (int32_t)len : s->n;
-            if (run_work(s, k, a, b) < s->wdone && b < s->n)
-                b++;
-            if (run_work(s, k, a, b) < s->wdone)
-                break;
-            if (!usable(s, k, a, b))
-                continue;
-            int64_t *p = s->pc + k * n1;
-            int64_t c = p[b] - p[a];
-            if (c < s->best) {
-                s->best = c;
-                s->best_node = new_node(s, -1, 0, a, k);
-                s->best_end = b;
-                if (s->nomem)
-                    return EBB_ENOMEM;
-            }
-        }
-    }
+    if (ebb__oracle_single_run(s) || ebb__oracle_lag_build(s))
+        return EBB_ENOMEM;
     return 0;
 }
 
 /* The forward pass over boundaries 1..n. */
-static int sweep(struct solver *s)
+static int sweep(struct ebb__oracle_solver *s)
 {
     int32_t ring = s->q + 1;
     int rc = EBB_ENOMEM;
@@ -539,24 +289,24 @@ static int sweep(struct solver *s)
         const struct vec *fstart = &hist[b % ring];
         int32_t a = b - s->q - 1;
         double len = (double)(s->t[b] - s->t[b - 1]);
-        lp_remove(&s->lp, b - 1);
+        ebb__oracle_lp_remove(&s->lp, b - 1);
         for (size_t k = 0; k < s->k_n; k++) {
             struct src cont = {pk[k].v, pk[k].n, len * s->offers[k].speed,
                                0, -1, 0, -1};
             struct src start = {NULL, 0, 0.0, 0, (int32_t)k, a, -1};
-            if (usable(s, k, b - 1, b))
-                cont.dc = step_cost(s, k, b - 1);
+            if (ebb__oracle_usable(s, k, b - 1, b))
+                cont.dc = ebb__oracle_step_cost(s, k, b - 1);
             else
                 cont.n = 0;
-            if (a >= 0 && usable(s, k, a, b) &&
+            if (a >= 0 && ebb__oracle_usable(s, k, a, b) &&
                 s->t[b] - s->t[a] > s->overhead) {
                 const int64_t *p = s->pc + k * (size_t)(s->n + 1);
                 start.v = fstart->v;
                 start.n = fstart->n;
-                start.dw = run_work(s, k, a, b);
+                start.dw = ebb__oracle_run_work(s, k, a, b);
                 start.dc = p[b] - p[a];
             }
-            if (merge(s, b, &cont, &start, &pn[k]))
+            if (merge(s, b, (ptrdiff_t)k, &cont, &start, &pn[k]))
                 goto out;
             struct vec tmp = pk[k];
             pk[k] = pn[k];
@@ -566,14 +316,14 @@ static int sweep(struct solver *s)
          * stopping at b. */
         struct src idle = {fprev->v, fprev->n, 0.0, 0, -1, 0, -1};
         struct src none = {NULL, 0, 0.0, 0, -1, 0, -1};
-        if (merge(s, b, &idle, &none, &fa))
+        if (merge(s, b, -1, &idle, &none, &fa))
             goto out;
         for (size_t k = 0; k < s->k_n; k++) {
             if (!pk[k].n)
                 continue;
             struct src cur = {fa.v, fa.n, 0.0, 0, -1, 0, -1};
             struct src run = {pk[k].v, pk[k].n, 0.0, 0, -1, 0, b};
-            if (merge(s, b, &cur, &run, &fb))
+            if (merge(s, b, -1, &cur, &run, &fb))
                 goto out;
             struct vec tmp = fa;
             fa = fb;
@@ -601,7 +351,7 @@ out:
     return rc;
 }
 
-static void emit_runs(const struct solver *s, struct ebb__oracle_run *runs,
+static void emit_runs(const struct ebb__oracle_solver *s, struct ebb__oracle_run *runs,
                       size_t max_runs, size_t *n_runs)
 {
     size_t count = 0;
@@ -611,7 +361,7 @@ static void emit_runs(const struct solver *s, struct ebb__oracle_run *runs,
     size_t i = count;
     int32_t end = s->best_end;
     for (int32_t nd = s->best_node; nd >= 0; nd = s->nodes[nd].parent) {
-        const struct node *x = &s->nodes[nd];
+        const struct ebb__oracle_node *x = &s->nodes[nd];
         i--;
         if (i < max_runs)
             runs[i] = (struct ebb__oracle_run){(size_t)x->offer,
@@ -639,12 +389,11 @@ int ebb__oracle_solve(const struct ebb__oracle_job *job,
     if (job->deadline == job->release || n_offers == 0)
         return EBB_ENOTFOUND;
 
-    struct solver s = {0};
+    struct ebb__oracle_solver s = {0};
     s.offers = offers;
     s.k_n = n_offers;
     s.overhead = job->overhead;
-    s.wgoal = (double)job->work;
-    s.wdone = s.wgoal * (1.0 - EPS_REL);
+    s.wdone = (double)job->work * (1.0 - EPS_REL);
     s.want_runs = runs != NULL;
     s.best = INT64_MAX;
     s.best_node = -1;
@@ -669,6 +418,8 @@ int ebb__oracle_solve(const struct ebb__oracle_job *job,
     free(s.lp.first);
     free(s.lp.fw);
     free(s.lp.fc);
+    free(s.lag.v);
+    free(s.lag.u);
     free(s.nodes);
     return rc;
 }

@@ -2,6 +2,7 @@
  * queries over prices and jobs. Opening the file is in store_open.c, the
  * schema and its migrations in store_schema.c. */
 #include "store.h"
+#include "store_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@ enum stmt {
     ST_JOB_COUNTS,
     ST__COUNT
 };
+_Static_assert(ST__COUNT <= EBB__STORE_JOB_SLOTS,
+               "store.c's statements overlap store_jobs.c's slots");
 
 #define LATEST_PROVIDER 1
 #define LATEST_TYPE 2
@@ -74,11 +77,6 @@ static const char *const sql_text[ST__COUNT] = {
         "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state",
 };
 
-struct ebb__store {
-    sqlite3 *db;
-    sqlite3_stmt *stmt[ST__COUNT];
-    char errmsg[512];
-};
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -110,7 +108,7 @@ static void setf(char *buf, size_t len, const char *fmt, ...)
 /* Keeps SQLite's words for the failure `rc` and maps it to an EBB_E* code.
  * The words are copied now because the next call on the connection (the
  * reset that follows) may replace them. */
-static int fail(struct ebb__store *s, int rc)
+int ebb__store_fail(struct ebb__store *s, int rc)
 {
     setf(s->errmsg, sizeof(s->errmsg), "%s", sqlite3_errmsg(s->db));
     return code_of(rc);
@@ -129,29 +127,32 @@ const char *ebb__store_errmsg(const struct ebb__store *s)
 
 /* ---- statements -------------------------------------------------------- */
 
-/* The cached statement `id`, prepared on first use, reset and unbound.
- * NULL on failure, with the message kept. */
-static sqlite3_stmt *stmt(struct ebb__store *s, enum stmt id)
+sqlite3_stmt *ebb__store_stmt(struct ebb__store *s, int slot, const char *sql)
 {
-    sqlite3_stmt *st = s->stmt[id];
+    sqlite3_stmt *st = s->stmt[slot];
     if (st == NULL) {
-        int rc = sqlite3_prepare_v3(s->db, sql_text[id], -1,
-                                    SQLITE_PREPARE_PERSISTENT, &st, NULL);
+        int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                    &st, NULL);
         if (rc != SQLITE_OK) {
-            fail(s, rc);
+            ebb__store_fail(s, rc);
             sqlite3_finalize(st);
             return NULL;
         }
-        s->stmt[id] = st;
+        s->stmt[slot] = st;
     }
     return st;
 }
 
+static sqlite3_stmt *stmt(struct ebb__store *s, enum stmt id)
+{
+    return ebb__store_stmt(s, (int)id, sql_text[id]);
+}
+
 /* Runs a statement that returns no rows to its end and resets it. */
-static int run(struct ebb__store *s, sqlite3_stmt *st)
+int ebb__store_run(struct ebb__store *s, sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
-    int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : fail(s, rc);
+    int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : ebb__store_fail(s, rc);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return r;
@@ -159,28 +160,28 @@ static int run(struct ebb__store *s, sqlite3_stmt *st)
 
 /* Ends a row-returning statement after its loop: `rc` is the last step's
  * result. */
-static int finish(struct ebb__store *s, sqlite3_stmt *st, int rc)
+int ebb__store_finish(struct ebb__store *s, sqlite3_stmt *st, int rc)
 {
-    int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : fail(s, rc);
+    int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : ebb__store_fail(s, rc);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return r;
 }
 
-static int bind_text(struct ebb__store *s, sqlite3_stmt *st, int i,
+int ebb__store_bind_text(struct ebb__store *s, sqlite3_stmt *st, int i,
                      const char *v)
 {
     int rc = sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
-    return rc == SQLITE_OK ? 0 : fail(s, rc);
+    return rc == SQLITE_OK ? 0 : ebb__store_fail(s, rc);
 }
 
-static int bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i, int64_t v)
+int ebb__store_bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i, int64_t v)
 {
     int rc = sqlite3_bind_int64(st, i, v);
-    return rc == SQLITE_OK ? 0 : fail(s, rc);
+    return rc == SQLITE_OK ? 0 : ebb__store_fail(s, rc);
 }
 
-static const char *col_text(sqlite3_stmt *st, int i)
+const char * ebb__store_col_text(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
     return t != NULL ? (const char *)t : "";
@@ -231,7 +232,7 @@ void ebb__store_close(struct ebb__store *s)
 {
     if (s == NULL)
         return;
-    for (size_t i = 0; i < ST__COUNT; i++)
+    for (size_t i = 0; i < EBB__STORE_SLOTS; i++)
         sqlite3_finalize(s->stmt[i]);
     if (!sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -250,7 +251,7 @@ int ebb__store_schema_version(struct ebb__store *s, int *out)
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW)
         *out = sqlite3_column_int(st, 0);
-    return finish(s, st, rc);
+    return ebb__store_finish(s, st, rc);
 }
 
 int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
@@ -260,7 +261,7 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
     int rc = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check(20)", -1, &st,
                                 NULL);
     if (rc != SQLITE_OK) {
-        int r = fail(s, rc);
+        int r = ebb__store_fail(s, rc);
         setf(err, errlen, "%s", s->errmsg);
         return r;
     }
@@ -270,7 +271,7 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
         rc = sqlite3_step(st);
         if (rc != SQLITE_ROW)
             break;
-        const char *line = col_text(st, 0);
+        const char *line = ebb__store_col_text(st, 0);
         if (rows++ == 0 && strcmp(line, "ok") == 0) {
             ok = 1;
             continue;
@@ -283,7 +284,7 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
                 used += (size_t)n;
         }
     }
-    int r = rc == SQLITE_DONE ? 0 : fail(s, rc);
+    int r = rc == SQLITE_DONE ? 0 : ebb__store_fail(s, rc);
     sqlite3_finalize(st);
     if (r < 0) {
         setf(err, errlen, "%s", s->errmsg);
@@ -302,7 +303,7 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
 static int exec_cached(struct ebb__store *s, enum stmt id)
 {
     sqlite3_stmt *st = stmt(s, id);
-    return st != NULL ? run(s, st) : EBB_EDB;
+    return st != NULL ? ebb__store_run(s, st) : EBB_EDB;
 }
 
 int ebb__store_begin(struct ebb__store *s)
@@ -347,25 +348,25 @@ static int put_one(struct ebb__store *s, sqlite3_stmt *st,
     if (strlen(cur) != 3)
         return invalid(s, "currency is not a three-letter code");
 
-    int r = bind_text(s, st, 1, provider);
+    int r = ebb__store_bind_text(s, st, 1, provider);
     if (r == 0)
-        r = bind_text(s, st, 2, p->region != NULL ? p->region : "");
+        r = ebb__store_bind_text(s, st, 2, p->region != NULL ? p->region : "");
     if (r == 0)
-        r = bind_text(s, st, 3, p->zone != NULL ? p->zone : "");
+        r = ebb__store_bind_text(s, st, 3, p->zone != NULL ? p->zone : "");
     if (r == 0)
-        r = bind_text(s, st, 4, p->instance_type);
+        r = ebb__store_bind_text(s, st, 4, p->instance_type);
     if (r == 0)
-        r = bind_text(s, st, 5, p->product != NULL ? p->product : "");
+        r = ebb__store_bind_text(s, st, 5, p->product != NULL ? p->product : "");
     if (r == 0)
-        r = bind_text(s, st, 6, market_name(p->market));
+        r = ebb__store_bind_text(s, st, 6, market_name(p->market));
     if (r == 0)
-        r = bind_i64(s, st, 7, p->at);
+        r = ebb__store_bind_i64(s, st, 7, p->at);
     if (r == 0)
-        r = bind_i64(s, st, 8, p->price_per_hour);
+        r = ebb__store_bind_i64(s, st, 8, p->price_per_hour);
     if (r == 0)
-        r = bind_text(s, st, 9, cur);
+        r = ebb__store_bind_text(s, st, 9, cur);
     if (r == 0)
-        r = run(s, st);
+        r = ebb__store_run(s, st);
     else
         sqlite3_clear_bindings(st);
     if (r < 0)
@@ -435,9 +436,9 @@ int ebb__store_last_price_at(struct ebb__store *s, const char *provider,
     sqlite3_stmt *st = stmt(s, ST_LAST_PRICE_AT);
     if (st == NULL)
         return EBB_EDB;
-    int r = bind_text(s, st, 1, provider);
+    int r = ebb__store_bind_text(s, st, 1, provider);
     if (r == 0)
-        r = bind_text(s, st, 2, region != NULL ? region : "");
+        r = ebb__store_bind_text(s, st, 2, region != NULL ? region : "");
     if (r < 0) {
         sqlite3_clear_bindings(st);
         return r;
@@ -445,7 +446,7 @@ int ebb__store_last_price_at(struct ebb__store *s, const char *provider,
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
         *out = sqlite3_column_int64(st, 0);
-    return finish(s, st, rc);
+    return ebb__store_finish(s, st, rc);
 }
 
 /* Binds `v` to the named parameter if this variant has it. */
@@ -453,7 +454,7 @@ static int bind_named(struct ebb__store *s, sqlite3_stmt *st,
                       const char *name, const char *v)
 {
     int i = sqlite3_bind_parameter_index(st, name);
-    return i > 0 ? bind_text(s, st, i, v) : 0;
+    return i > 0 ? ebb__store_bind_text(s, st, i, v) : 0;
 }
 
 int ebb__store_latest_prices(struct ebb__store *s,
@@ -491,19 +492,19 @@ int ebb__store_latest_prices(struct ebb__store *s,
         if (rc != SQLITE_ROW)
             break;
         struct ebb__price_row row = {
-            .provider = col_text(st, 0),
+            .provider = ebb__store_col_text(st, 0),
             .price =
                 {
-                    .region = col_text(st, 1),
-                    .zone = col_text(st, 2),
-                    .instance_type = col_text(st, 3),
-                    .product = col_text(st, 4),
-                    .market = strcmp(col_text(st, 5), "on-demand") == 0
+                    .region = ebb__store_col_text(st, 1),
+                    .zone = ebb__store_col_text(st, 2),
+                    .instance_type = ebb__store_col_text(st, 3),
+                    .product = ebb__store_col_text(st, 4),
+                    .market = strcmp(ebb__store_col_text(st, 5), "on-demand") == 0
                                   ? EBB_MARKET_ON_DEMAND
                                   : EBB_MARKET_SPOT,
                     .at = sqlite3_column_int64(st, 6),
                     .price_per_hour = sqlite3_column_int64(st, 7),
-                    .currency = col_text(st, 8),
+                    .currency = ebb__store_col_text(st, 8),
                 },
         };
         int stop = cb(arg, &row);
@@ -513,7 +514,7 @@ int ebb__store_latest_prices(struct ebb__store *s,
             return stop;
         }
     }
-    return finish(s, st, rc);
+    return ebb__store_finish(s, st, rc);
 }
 
 /* ---- jobs -------------------------------------------------------------- */
@@ -533,7 +534,7 @@ int ebb__store_job_counts(struct ebb__store *s,
         rc = sqlite3_step(st);
         if (rc != SQLITE_ROW)
             break;
-        cb(arg, col_text(st, 0), sqlite3_column_int64(st, 1));
+        cb(arg, ebb__store_col_text(st, 0), sqlite3_column_int64(st, 1));
     }
-    return finish(s, st, rc);
+    return ebb__store_finish(s, st, rc);
 }

@@ -163,6 +163,72 @@ int ebb__store_job_counts(struct ebb__store *s,
                                      int64_t count),
                           void *arg);
 
+/* ---- jobs, instances, checkpoints, ledger (store_jobs.c) ---------------
+ * Each call is one statement; group related writes with begin/commit. */
+
+/* A job as stored. Strings borrowed. deadline 0 and budget < 0 mean none. */
+struct ebb__job_row {
+    const char *id, *name, *team, *spec_yaml, *spec_json, *state, *policy;
+    int64_t owner_uid;
+    ebb_time_ms submitted_at, deadline, updated_at;
+    ebb_dur_ms work_ms, work_done_ms;
+    ebb_micros budget, spent;
+    const char *currency;
+    int retries, preemptions;
+};
+
+int ebb__store_job_insert(struct ebb__store *s, const struct ebb__job_row *r);
+
+/* Updates what changes as a job runs. */
+int ebb__store_job_update(struct ebb__store *s, const char *id,
+                          const char *state, ebb_dur_ms work_done_ms,
+                          ebb_micros spent, int retries, int preemptions,
+                          ebb_time_ms updated_at);
+
+/* Appends to job_events; `from_state` is NULL for a job's first event. */
+int ebb__store_job_event(struct ebb__store *s, const char *job_id,
+                         ebb_time_ms at, const char *from_state,
+                         const char *to_state, const char *reason);
+
+/* An instance row, written in state "intent" before the launch call. */
+struct ebb__instance_row {
+    const char *token, *job_id, *provider, *region, *zone, *instance_type;
+    enum ebb_market market;
+    ebb_time_ms requested_at;
+    ebb_micros price;
+    const char *currency;
+};
+
+int ebb__store_instance_insert(struct ebb__store *s,
+                               const struct ebb__instance_row *r);
+
+/* Moves an instance to `state` ("launching", "running", "terminating",
+ * "terminated", "failed"); NULL strings and 0 times leave fields as they
+ * are. */
+int ebb__store_instance_update(struct ebb__store *s, const char *token,
+                               const char *state,
+                               const char *provider_instance_id,
+                               ebb_time_ms started_at, ebb_time_ms ended_at,
+                               const char *end_reason);
+
+int ebb__store_checkpoint_add(struct ebb__store *s, const char *job_id,
+                              const char *instance_token, ebb_time_ms at,
+                              const char *path, ebb_dur_ms work_done_ms,
+                              int complete);
+
+struct ebb__ledger_row {
+    const char *job_id, *instance_token, *team, *provider, *kind, *currency,
+        *note;
+    ebb_time_ms start_at, end_at;
+    ebb_micros rate, amount;
+};
+
+int ebb__store_ledger_add(struct ebb__store *s, const struct ebb__ledger_row *r);
+
+/* Sum of a job's ledger amounts (micro-units of its currency). */
+int ebb__store_ledger_job_total(struct ebb__store *s, const char *job_id,
+                                ebb_micros *total);
+
 /* ---- for store_*.c and tests ----------------------------------------- */
 
 /* The SQLite connection under the handle, for tests that inspect the file

@@ -12,6 +12,9 @@
 
 /* One observed price. Strings are borrowed for the duration of a callback. */
 struct ebb_price {
+    /* Whose market this is: NULL means the plugin's own name. A plugin that
+     * replays or aggregates other markets (sim) names them ("aws"). */
+    const char *provider;
     const char *region;        /* "us-east-1"; "" when the market has none */
     const char *zone;          /* "us-east-1a"; "" when the market has none */
     const char *instance_type; /* "p3.2xlarge", "H100_80GB" */
@@ -64,6 +67,7 @@ struct ebb_instance {
 struct ebb_launch {
     const char *token;
     const char *job_id;
+    const char *provider;      /* the market, as in ebb_price.provider */
     const char *region;
     const char *zone;          /* "" lets the provider choose */
     const char *instance_type;

@@ -51,5 +51,6 @@ int cmd_status(struct cli *cli, int argc, char **argv);
 int cmd_providers(struct cli *cli, int argc, char **argv);
 int cmd_policies(struct cli *cli, int argc, char **argv);
 int cmd_prices(struct cli *cli, int argc, char **argv);
+int cmd_backtest(struct cli *cli, int argc, char **argv);
 
 #endif

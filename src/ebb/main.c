@@ -10,6 +10,7 @@ static const struct cli_command commands[] = {
     {"providers", cmd_providers, "list providers, or describe one's configuration"},
     {"policies", cmd_policies, "list policies, or describe one's configuration"},
     {"prices", cmd_prices, "show the latest price of every series"},
+    {"backtest", cmd_backtest, "replay a workload against price traces"},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,186 @@
+/* The sim provider's internals: a spot market replayed from recorded price
+ * and availability traces, and instances that run a modelled job on it.
+ *
+ * sim.c holds the ABI glue, the configuration and the queue of callbacks
+ * still to run; sim_market.c replays prices and capacity; sim_instance.c
+ * runs instances, their jobs and their preemptions; sim_rng.c draws the
+ * random lifetimes of the hazard model. Everything happens on host timers,
+ * so the provider runs the same under the real and the virtual clock, and
+ * nothing depends on anything but the configuration, the seed and the
+ * calls made: the same inputs give the same events in the same order.
+ * docs/sim.md describes the model for users.
+ */
+#ifndef EBB_SIM_H
+#define EBB_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ebb/provider.h>
+
+#include "trace.h"
+
+/* ---- configuration (sim.c) ---- */
+
+struct sim_cfg {
+    char *prices;
+    char *availability;
+    ebb_dur_ms notice_lead;
+    double preemption_hazard;
+    int64_t seed;
+    char *billing;
+    ebb_dur_ms checkpoint_time;
+    ebb_dur_ms launch_latency;
+};
+
+/* ---- random numbers (sim_rng.c) ---- */
+
+struct sim_rng {
+    uint64_t state;
+};
+
+void sim_rng_seed(struct sim_rng *r, uint64_t seed);
+/* The next 64 random bits (splitmix64). */
+uint64_t sim_rng_next(struct sim_rng *r);
+/* A uniform double in [0, 1) with 53 random bits. */
+double sim_rng_uniform(struct sim_rng *r);
+/* An exponential lifetime in ms for `rate_per_hour` (> 0) events per hour:
+ * -ln(1 - u) / rate, rounded to the millisecond, at most INT64_MAX / 4. */
+ebb_dur_ms sim_rng_exponential_ms(struct sim_rng *r, double rate_per_hour);
+
+/* ---- the market (sim_market.c) ---- */
+
+/* One spot offer: a series of the price trace. */
+struct sim_offer {
+    const struct ebb__price_series *ps; /* borrowed from the trace */
+    ssize_t avail;      /* its availability series, or -1: unlimited */
+    size_t *chg;        /* rows whose price differs from the previous row */
+    size_t n_chg;
+};
+
+struct sim_market {
+    const struct ebb_host *host;
+    struct ebb__price_trace *prices;
+    struct ebb__avail_trace *avail; /* NULL without an availability trace */
+    struct sim_offer *offers;
+    size_t n_offers;
+    /* Availability from another period, moved onto the price period: row
+     * time r is replayed at start + k * period + (r - orig_first) for cycle
+     * k = 0, 1, ... up to `end`, after which capacity holds still. */
+    int shifted;
+    ebb_time_ms start, orig_first, period, end;
+    ebb_time_ms delivered; /* observations up to here have been polled */
+    int64_t timer;      /* the one market_changed timer, 0 when none */
+};
+
+/* Loads the traces named in `cfg`. Logs the reader's "file:line: message"
+ * through the host and returns EBB_ECONFIG (or EBB_ENOMEM) on failure. */
+int sim_market_init(struct sim_market *m, const struct ebb_host *host,
+                    const struct sim_cfg *cfg);
+void sim_market_fini(struct sim_market *m);
+
+/* Arms the market_changed timer for the first real change after now. */
+void sim_market_arm(struct sim_market *m);
+
+/* Capacity of availability series `a` at `t`: -1 for unlimited or unknown
+ * (a < 0, before the trace starts). */
+int32_t sim_market_capacity(const struct sim_market *m, ssize_t a,
+                            ebb_time_ms t);
+
+/* The first time after `t` at which series `a`'s capacity really changes,
+ * or INT64_MAX. */
+ebb_time_ms sim_market_next_capacity_change(const struct sim_market *m,
+                                            ssize_t a, ebb_time_ms t);
+
+/* Every observation not delivered before with at <= now, in (time, offer)
+ * order, into a new array *out (free() it) of *n entries. */
+int sim_market_collect(struct sim_market *m, ebb_time_ms now,
+                       struct ebb_price **out, size_t *n);
+
+/* The price of offer `o` at `t` (t must not precede its first row). */
+ebb_micros sim_market_price(const struct sim_offer *o, ebb_time_ms t);
+
+/* ---- instances and the job model (sim_instance.c) ---- */
+
+enum sim_phase {
+    SIM_BOOT,     /* launched; RUNNING comes at run_at */
+    SIM_OVERHEAD, /* running, restoring: no progress until phase_end */
+    SIM_WORK,     /* progressing at `speed` from work_base at phase_start */
+    SIM_CKPT,     /* writing a checkpoint of ckpt_work until phase_end */
+    SIM_STOPPING, /* asked to stop: exits at phase_end (after a checkpoint
+                   * when stop_ckpt) */
+    SIM_IDLE,     /* the job has exited; the instance lives on */
+};
+
+struct sim;
+
+struct sim_instance {
+    struct sim *sim;
+    unsigned long long n;   /* "sim-<n>"; later launches have larger n */
+    char *id, *token, *job_id, *provider, *region, *zone, *instance_type;
+    enum ebb_market market;
+    ssize_t avail;          /* capacity series (spot), or -1 */
+    ebb_time_ms launched_at, run_at, ended_at;
+    int dead;               /* terminated or lost: no more events */
+    int preempted;
+
+    /* The job model. */
+    enum sim_phase phase;
+    ebb_time_ms phase_start, phase_end;
+    double work_base;       /* work done when the phase started */
+    ebb_dur_ms work_total;  /* req->work_remaining */
+    double speed;
+    ebb_dur_ms overhead, every;
+    ebb_dur_ms ckpt_work;   /* SIM_CKPT / stop checkpoint: work it holds */
+    int stop_ckpt;
+
+    /* Preemption: hazard_at is drawn at launch (INT64_MAX without the
+     * hazard model); doom_at/notice_at are planned from the capacity
+     * trace and the hazard, and fixed once the notice has been given. */
+    ebb_time_ms hazard_at, doom_at, notice_at;
+    const char *doom_reason;
+    int noticed;
+
+    int64_t timer;
+    int dispatching;
+};
+
+/* Creates instance `n` for `req` (spot: on offer `o`, else o == NULL). */
+struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *req,
+                                      const struct sim_offer *o);
+void sim_instance_free(struct sim *s, struct sim_instance *in);
+/* Starts its life: draws the hazard, plans preemptions, arms the timer. */
+void sim_instance_start(struct sim *s, struct sim_instance *in);
+/* The public view; strings borrowed from `in`. */
+void sim_instance_view(const struct sim *s, const struct sim_instance *in,
+                       struct ebb_instance *out);
+/* Live spot instances on availability series `a` not due to go by now. */
+size_t sim_instance_count(const struct sim *s, ssize_t a);
+/* Ends the instance now (terminate): no more events; replans its group. */
+void sim_instance_end(struct sim *s, struct sim_instance *in);
+/* Asks its job to checkpoint within `grace` and exit (stop_job). */
+void sim_instance_stop_job(struct sim *s, struct sim_instance *in,
+                           ebb_dur_ms grace);
+/* Stops the instance's timer (destroy). */
+void sim_instance_disarm(struct sim *s, struct sim_instance *in);
+
+/* ---- the provider (sim.c) ---- */
+
+struct sim_req;
+
+struct sim {
+    const struct ebb_host *host;
+    const struct sim_cfg *cfg;
+    enum ebb_billing billing;
+    struct sim_market market;
+    struct sim_rng rng;
+    struct sim_instance **inst; /* every instance ever launched, in order */
+    size_t n_inst, cap_inst;
+    struct sim_req *req_head, *req_tail; /* callbacks still to run */
+    int destroying;
+};
+
+ebb_time_ms sim_now(const struct sim *s);
+
+#endif

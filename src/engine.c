@@ -1,0 +1,348 @@
+/* The engine's life, jobs' submission and states, price polling and the
+ * planning pass. Decisions are in engine_plan.c, their execution and the
+ * instance events in engine_exec.c. */
+#include "engine.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "units.h"
+
+struct ebb__engine_poll {
+    struct ebb__engine *engine;
+    struct ebb__plugin_slot *slot;
+    int in_flight;
+    int again; /* a change was announced while a poll was in flight */
+};
+
+static const char *const state_names[] = {
+#define EBB__JOB_STATE_NAME(name, text) text,
+    EBB__JOB_STATES(EBB__JOB_STATE_NAME)
+#undef EBB__JOB_STATE_NAME
+};
+
+const char *ebb__job_state_name(enum ebb__job_state s)
+{
+    return (size_t)s < sizeof(state_names) / sizeof(state_names[0])
+               ? state_names[s]
+               : "?";
+}
+
+int ebb__job_state_terminal(enum ebb__job_state s)
+{
+    return s == EBB__JOB_SUCCEEDED || s == EBB__JOB_FAILED ||
+           s == EBB__JOB_CANCELLED || s == EBB__JOB_BUDGET_EXHAUSTED ||
+           s == EBB__JOB_DEADLINE_MISSED;
+}
+
+/* ---- planning pass ----------------------------------------------------- */
+
+static void on_plan_timer(struct ebb__timer *t)
+{
+    struct ebb__engine *e = t->data;
+    /* Jobs marked dirty while this pass runs get the next pass, at the same
+     * instant: the timer is restarted by ebb__engine_mark_dirty. */
+    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
+        if (!job->dirty)
+            continue;
+        job->dirty = 0;
+        if (!ebb__job_state_terminal(job->state))
+            ebb__engine_plan_job(job);
+    }
+}
+
+void ebb__engine_mark_dirty(struct ebb__job *job)
+{
+    struct ebb__engine *e = job->engine;
+    job->dirty = 1;
+    if (!ebb__timer_pending(&e->plan_timer))
+        ebb__timer_start(e->opt.clock, &e->plan_timer, ebb__clock_now(e->opt.clock));
+}
+
+static void on_job_wake(struct ebb__timer *t)
+{
+    ebb__engine_mark_dirty(t->data);
+}
+
+/* ---- states ------------------------------------------------------------ */
+
+void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
+                           const char *fmt, ...)
+{
+    struct ebb__engine *e = job->engine;
+    char reason[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+    enum ebb__job_state from = job->state;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    job->state = to;
+    if (ebb__job_state_terminal(to) && !ebb__job_state_terminal(from)) {
+        e->n_active--;
+        job->finished_at = now;
+        ebb__timer_stop(e->opt.clock, &job->wake);
+    }
+    /* The state and its event commit together, so job_events always
+     * explains the state a job is in. */
+    struct ebb__store *s = e->opt.store;
+    int rc = ebb__store_begin(s);
+    if (rc == 0)
+        rc = ebb__store_job_event(s, job->id, now, ebb__job_state_name(from),
+                                  ebb__job_state_name(to), reason);
+    if (rc == 0)
+        rc = ebb__store_job_update(s, job->id, ebb__job_state_name(to),
+                                   job->work_saved, job->spent,
+                                   (int)job->retries, (int)job->preemptions, now);
+    if (rc == 0)
+        rc = ebb__store_commit(s);
+    if (rc != 0) {
+        ebb__store_rollback(s);
+        ebb__error("job %s: cannot record %s -> %s: %s", job->id,
+                   ebb__job_state_name(from), ebb__job_state_name(to),
+                   ebb__store_errmsg(s));
+    }
+    ebb__debug("job %s: %s -> %s: %s", job->id, ebb__job_state_name(from),
+               ebb__job_state_name(to), reason);
+}
+
+ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)
+{
+    const struct ebb__attempt *a = job->current;
+    if (a == NULL || a->running_at == 0)
+        return job->work_saved;
+    const struct ebb__offer *o = &job->engine->market.offers[a->offer];
+    ebb_time_ms productive_from = a->running_at + job->spec.restart_overhead;
+    ebb_dur_ms done = a->reported_work;
+    ebb_time_ms since = a->reported_at > productive_from ? a->reported_at
+                                                         : productive_from;
+    if (now > since)
+        done += (ebb_dur_ms)((double)(now - since) * o->speed);
+    ebb_dur_ms total = a->work_base + done;
+    if (total < job->work_saved)
+        total = job->work_saved;
+    return total < job->work_total ? total : job->work_total;
+}
+
+/* ---- prices ------------------------------------------------------------ */
+
+static void wake_all(struct ebb__engine *e)
+{
+    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next)
+        if (!ebb__job_state_terminal(job->state))
+            ebb__engine_mark_dirty(job);
+}
+
+static void poll_one(struct ebb__engine_poll *p);
+
+static void on_prices(void *arg, int status, const struct ebb_price *prices,
+                      size_t n)
+{
+    struct ebb__engine_poll *p = arg;
+    struct ebb__engine *e = p->engine;
+    p->in_flight = 0;
+    if (status == EBB_ECANCELED)
+        return;
+    if (status != 0) {
+        ebb__warn("%s: price poll failed: %s", p->slot->plugin->name,
+                  ebb_strerror(status));
+    }
+    int changed = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t offer;
+        if (ebb__market_observe(&e->market, p->slot->plugin->name, &prices[i],
+                                &offer) != 0) {
+            ebb__error("out of memory recording prices");
+            break;
+        }
+        changed |= offer != SIZE_MAX;
+    }
+    if (e->opt.store_prices && n > 0) {
+        size_t inserted = 0;
+        if (ebb__store_put_prices(e->opt.store, p->slot->plugin->name, prices, n,
+                                  &inserted) != 0)
+            ebb__error("cannot store prices: %s", ebb__store_errmsg(e->opt.store));
+    }
+    if (changed)
+        wake_all(e);
+    if (p->again) {
+        p->again = 0;
+        poll_one(p);
+    }
+}
+
+static void poll_one(struct ebb__engine_poll *p)
+{
+    if (p->in_flight) {
+        p->again = 1;
+        return;
+    }
+    const struct ebb_provider *prov = p->slot->plugin->provider;
+    p->in_flight = 1;
+    int rc = prov->poll_prices(p->slot->self, on_prices, p);
+    if (rc != 0) {
+        p->in_flight = 0;
+        ebb__warn("%s: cannot poll prices: %s", p->slot->plugin->name,
+                  ebb_strerror(rc));
+    }
+}
+
+void ebb__engine_poll_prices(struct ebb__engine *e)
+{
+    for (size_t i = 0; i < e->opt.registry->n_providers; i++)
+        poll_one(&e->polls[i]);
+}
+
+static void on_market_changed(void *sink, const char *provider)
+{
+    struct ebb__engine *e = sink;
+    for (size_t i = 0; i < e->opt.registry->n_providers; i++)
+        if (strcmp(e->polls[i].slot->plugin->name, provider) == 0)
+            poll_one(&e->polls[i]);
+}
+
+void ebb__engine_host_env(struct ebb__engine *e, struct ebb__host_env *env)
+{
+    env->sink = e;
+    env->instance_event = ebb__engine_instance_event;
+    env->market_changed = on_market_changed;
+}
+
+/* ---- life -------------------------------------------------------------- */
+
+int ebb__engine_init(struct ebb__engine *e, const struct ebb__engine_options *o)
+{
+    *e = (struct ebb__engine){.opt = *o};
+    e->jobs_tail = &e->jobs;
+    ebb__market_init(&e->market, o->catalog);
+    ebb__timer_init(&e->plan_timer, on_plan_timer, e);
+    size_t n = o->registry->n_providers;
+    e->polls = calloc(n ? n : 1, sizeof(*e->polls));
+    if (e->polls == NULL)
+        return EBB_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        e->polls[i] = (struct ebb__engine_poll){e, &o->registry->providers[i], 0, 0};
+    return 0;
+}
+
+void ebb__engine_fini(struct ebb__engine *e)
+{
+    ebb__timer_stop(e->opt.clock, &e->plan_timer);
+    struct ebb__job *job = e->jobs;
+    while (job != NULL) {
+        struct ebb__job *next = job->next;
+        ebb__timer_stop(e->opt.clock, &job->wake);
+        if (job->current != NULL) {
+            free(job->current->instance_id);
+            free(job->current);
+        }
+        ebb__jobspec_free(&job->spec);
+        free(job);
+        job = next;
+    }
+    free(e->polls);
+    free(e->view_offers);
+    free(e->view_map);
+    ebb__market_free(&e->market);
+    *e = (struct ebb__engine){0};
+}
+
+/* ---- submission -------------------------------------------------------- */
+
+/* Job ids are short, stable and unique within the store: a hash of the
+ * name, the submission time and a sequence number, so the same backtest
+ * always names its jobs the same way. */
+static void make_id(struct ebb__engine *e, const char *name, ebb_time_ms at,
+                    char *out, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    h ^= (uint64_t)at * 0x9E3779B97F4A7C15ULL;
+    h ^= ++e->id_seq * 0xC2B2AE3D27D4EB4FULL;
+    h ^= h >> 29;
+    snprintf(out, len, "j-%08llx", (unsigned long long)(h & 0xffffffffULL));
+}
+
+int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
+                       const char *spec_yaml, int64_t owner_uid,
+                       struct ebb__job **out, struct ebb__diag *d)
+{
+    const char *policy_name = spec->policy ? spec->policy : e->opt.default_policy;
+    struct ebb__plugin_slot *policy =
+        policy_name ? ebb__registry_policy(e->opt.registry, policy_name) : NULL;
+    if (policy == NULL) {
+        ebb__diag_set(d, spec->file, spec->line, "%s: no policy named \"%s\" is "
+                      "installed (see ebb policies)", spec->name,
+                      policy_name ? policy_name : "(none)");
+        return EBB_EINVAL;
+    }
+    struct ebb__job *job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return EBB_ENOMEM;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    job->engine = e;
+    job->spec = *spec;
+    *spec = (struct ebb__job_spec){0};
+    job->policy = policy;
+    job->submitted_at = now;
+    job->deadline = ebb__jobspec_deadline(&job->spec, now);
+    job->work_total = job->spec.work;
+    job->budget = job->spec.has_budget ? job->spec.budget.amount : -1;
+    snprintf(job->currency, sizeof(job->currency), "%s",
+             job->spec.has_budget ? job->spec.budget.currency : "USD");
+    job->launch_next = SIZE_MAX;
+    job->state = EBB__JOB_PENDING;
+    ebb__timer_init(&job->wake, on_job_wake, job);
+    make_id(e, job->spec.name, now, job->id, sizeof(job->id));
+
+    json_t *j = ebb__jobspec_to_json(&job->spec);
+    char *spec_json = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    json_decref(j);
+    struct ebb__job_row row = {
+        .id = job->id,
+        .name = job->spec.name,
+        .team = job->spec.team,
+        .spec_yaml = spec_yaml ? spec_yaml : "",
+        .spec_json = spec_json ? spec_json : "{}",
+        .state = ebb__job_state_name(EBB__JOB_PENDING),
+        .policy = policy->plugin->name,
+        .owner_uid = owner_uid,
+        .submitted_at = now,
+        .deadline = job->deadline,
+        .updated_at = now,
+        .work_ms = job->work_total,
+        .budget = job->budget,
+        .currency = job->currency,
+    };
+    struct ebb__store *s = e->opt.store;
+    int rc = ebb__store_begin(s);
+    if (rc == 0)
+        rc = ebb__store_job_insert(s, &row);
+    if (rc == 0)
+        rc = ebb__store_job_event(s, job->id, now, NULL, "pending", "submitted");
+    if (rc == 0)
+        rc = ebb__store_commit(s);
+    free(spec_json);
+    if (rc != 0) {
+        ebb__store_rollback(s);
+        ebb__diag_set(d, NULL, 0, "cannot store job %s: %s", job->spec.name,
+                      ebb__store_errmsg(s));
+        ebb__jobspec_free(&job->spec);
+        free(job);
+        return rc;
+    }
+    *e->jobs_tail = job;
+    e->jobs_tail = &job->next;
+    e->n_jobs++;
+    e->n_active++;
+    ebb__engine_set_state(job, EBB__JOB_WAITING, "policy %s will decide when "
+                          "and where to run", policy->plugin->name);
+    ebb__engine_mark_dirty(job);
+    if (out != NULL)
+        *out = job;
+    return 0;
+}

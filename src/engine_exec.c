@@ -1,0 +1,415 @@
+/* The executor: launches and releases instances through provider plugins,
+ * follows what providers report about them, and bills each instance into
+ * the ledger when it is gone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "billing.h"
+#include "engine.h"
+#include "log.h"
+#include "units.h"
+
+static const char *market_word(enum ebb_market m)
+{
+    return m == EBB_MARKET_SPOT ? "spot" : "on-demand";
+}
+
+static void describe_offer(const struct ebb__offer *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %s %s %s", market_word(o->market), o->instance_type,
+             o->zone[0] ? o->zone : o->region, o->provider);
+}
+
+/* ---- ledger ------------------------------------------------------------ */
+
+struct bill_ctx {
+    struct ebb__job *job;
+    const struct ebb__attempt *a;
+    const struct ebb__offer *o;
+    int rc;
+};
+
+static int write_charge(void *arg, const struct ebb__charge *c)
+{
+    struct bill_ctx *b = arg;
+    /* The first restart_overhead of every instance buys no progress:
+     * reports count it apart from compute. */
+    ebb_time_ms productive = b->a->launched_at + b->job->spec.restart_overhead;
+    const char *kind = c->end <= productive ? "overhead" : "compute";
+    struct ebb__ledger_row row = {
+        .job_id = b->job->id,
+        .instance_token = b->a->token,
+        .team = b->job->spec.team,
+        .provider = b->o->provider,
+        .kind = kind,
+        .currency = b->o->currency,
+        .note = b->o->instance_type,
+        .start_at = c->start,
+        .end_at = c->end,
+        .rate = c->rate,
+        .amount = c->amount,
+    };
+    b->rc = ebb__store_ledger_add(b->job->engine->opt.store, &row);
+    return b->rc;
+}
+
+/* Bills the attempt up to `end`, records the instance as ended and drops
+ * it from the job. */
+static void finish_attempt(struct ebb__job *job, ebb_time_ms end,
+                           const char *state, const char *why)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    const struct ebb__offer *o = &e->market.offers[a->offer];
+    struct ebb__store *s = e->opt.store;
+    struct bill_ctx b = {job, a, o, 0};
+    int rc = ebb__store_begin(s);
+    ebb_micros total = 0;
+    if (rc == 0 && a->launched)
+        total = ebb__bill(o, a->billing, a->launched_at, end, write_charge, &b);
+    if (rc == 0)
+        rc = b.rc;
+    if (rc == 0)
+        rc = ebb__store_instance_update(s, a->token, state, NULL, 0, end, why);
+    if (rc == 0)
+        rc = ebb__store_commit(s);
+    if (rc != 0) {
+        ebb__store_rollback(s);
+        ebb__error("job %s: cannot record the end of %s: %s", job->id, a->token,
+                   ebb__store_errmsg(s));
+    }
+    job->spent += total;
+    free(a->instance_id);
+    free(a);
+    job->current = NULL;
+}
+
+/* After an instance is gone: go where the release said, or re-plan. */
+static void after_instance(struct ebb__job *job)
+{
+    enum ebb__job_state next = job->after_release;
+    size_t launch = job->launch_next;
+    job->after_release = EBB__JOB_WAITING;
+    job->launch_next = SIZE_MAX;
+    if (ebb__job_state_terminal(job->state))
+        return;
+    if (launch != SIZE_MAX) {
+        ebb__engine_launch(job, launch, job->after_reason);
+        return;
+    }
+    if (next != EBB__JOB_WAITING) {
+        ebb__engine_set_state(job, next, "%s", job->after_reason);
+        if (ebb__job_state_terminal(next))
+            return;
+    }
+    ebb__engine_set_state(job, EBB__JOB_WAITING, "instance released; "
+                          "waiting for the policy");
+    ebb__engine_mark_dirty(job);
+}
+
+/* ---- launch ------------------------------------------------------------ */
+
+static void on_launched(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct ebb__job *job = arg;
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    if (status == EBB_ECANCELED || a == NULL)
+        return;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    if (status != 0) {
+        char what[160];
+        describe_offer(&e->market.offers[a->offer], what, sizeof(what));
+        if (ebb__store_instance_update(e->opt.store, a->token, "failed", NULL, 0,
+                                       now, ebb_strerror(status)) != 0)
+            ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+        free(a);
+        job->current = NULL;
+        ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
+                              what, ebb_strerror(status));
+        /* Ask again after the market moves, or in a while at the latest, so a
+         * provider that keeps refusing does not spin the planner. */
+        ebb__timer_start(e->opt.clock, &job->wake, now + 10 * EBB_MS_PER_MINUTE);
+        return;
+    }
+    a->launched = 1;
+    a->instance_id = strdup(inst->id ? inst->id : "");
+    a->billing = inst->billing;
+    a->launched_at = inst->launched_at > 0 ? inst->launched_at : now;
+    if (ebb__store_instance_update(e->opt.store, a->token, "launching",
+                                   a->instance_id, a->launched_at, 0, NULL) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+}
+
+void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
+{
+    struct ebb__engine *e = job->engine;
+    const struct ebb__offer *o = &e->market.offers[offer];
+    struct ebb__plugin_slot *slot = ebb__registry_provider(e->opt.registry, o->plugin);
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    if (slot == NULL || slot->self == NULL) {
+        ebb__engine_set_state(job, EBB__JOB_WAITING, "provider %s is not loaded",
+                              o->plugin);
+        return;
+    }
+    struct ebb__attempt *a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return;
+    job->attempts++;
+    snprintf(a->token, sizeof(a->token), "%s-a%u", job->id, job->attempts);
+    a->offer = offer;
+    a->provider = slot;
+    a->requested_at = now;
+    a->work_base = job->work_saved;
+    job->current = a;
+
+    /* Intent first: the row with its token is committed before the
+     * provider hears of the launch, so a crash in between is reconciled
+     * by token instead of launching twice. */
+    const struct ebb__market_step *step = ebb__offer_at(o, now);
+    struct ebb__instance_row row = {
+        .token = a->token,
+        .job_id = job->id,
+        .provider = o->plugin,
+        .region = o->region,
+        .zone = o->zone,
+        .instance_type = o->instance_type,
+        .market = o->market,
+        .requested_at = now,
+        .price = step ? step->price : 0,
+        .currency = o->currency,
+    };
+    if (ebb__store_instance_insert(e->opt.store, &row) != 0) {
+        ebb__error("job %s: cannot record launch intent: %s", job->id,
+                   ebb__store_errmsg(e->opt.store));
+        free(a);
+        job->current = NULL;
+        return;
+    }
+    char what[160];
+    describe_offer(o, what, sizeof(what));
+    ebb__engine_set_state(job, EBB__JOB_LAUNCHING, "%s (launching %s)",
+                          reason && reason[0] ? reason : "policy decision", what);
+
+    struct ebb_launch req = {
+        .token = a->token,
+        .job_id = job->id,
+        .provider = o->provider,
+        .region = o->region,
+        .zone = o->zone,
+        .instance_type = o->instance_type,
+        .market = o->market,
+        .currency = o->currency,
+        .count = 1,
+        .argv = (const char *const *)job->spec.argv,
+        .argc = job->spec.argc,
+        .work_remaining = job->work_total - job->work_saved,
+        .speed = o->speed,
+        .restart_overhead = job->spec.restart_overhead,
+        .checkpoint_every = job->spec.checkpoint.every,
+        .checkpoint_grace = job->spec.checkpoint.grace,
+    };
+    int rc = slot->plugin->provider->launch(slot->self, &req, on_launched, job);
+    if (rc != 0)
+        on_launched(job, rc, NULL);
+}
+
+/* ---- release ----------------------------------------------------------- */
+
+static void on_terminated(void *arg, int status)
+{
+    struct ebb__job *job = arg;
+    struct ebb__engine *e = job->engine;
+    if (status == EBB_ECANCELED || job->current == NULL)
+        return;
+    if (status != 0 && status != EBB_ENOTFOUND)
+        ebb__warn("job %s: terminate %s: %s", job->id,
+                  job->current->instance_id, ebb_strerror(status));
+    finish_attempt(job, ebb__clock_now(e->opt.clock), "terminated", "released");
+    after_instance(job);
+}
+
+static void terminate(struct ebb__job *job)
+{
+    struct ebb__attempt *a = job->current;
+    if (a->terminating)
+        return;
+    a->terminating = 1;
+    struct ebb__store *s = job->engine->opt.store;
+    if (ebb__store_instance_update(s, a->token, "terminating", NULL, 0, 0, NULL) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
+    if (!a->launched) {
+        on_terminated(job, 0);
+        return;
+    }
+    const struct ebb_provider *p = a->provider->plugin->provider;
+    int rc = p->terminate(a->provider->self, a->instance_id, on_terminated, job);
+    if (rc != 0)
+        on_terminated(job, rc);
+}
+
+static void on_stop_delivered(void *arg, int status)
+{
+    struct ebb__job *job = arg;
+    if (status == EBB_ECANCELED || job->current == NULL)
+        return;
+    if (status != 0) {
+        ebb__warn("job %s: could not ask the job to checkpoint (%s); "
+                  "releasing its instance", job->id, ebb_strerror(status));
+        terminate(job);
+    }
+}
+
+void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
+                         size_t launch_next, const char *reason)
+{
+    struct ebb__attempt *a = job->current;
+    job->after_release = after;
+    job->launch_next = launch_next;
+    snprintf(job->after_reason, sizeof(job->after_reason), "%s",
+             reason && reason[0] ? reason : "policy decision");
+    if (a->stop_sent)
+        return;
+    a->stop_sent = 1;
+    ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "%s: checkpointing "
+                          "before the instance is released", job->after_reason);
+    const struct ebb_provider *p = a->provider->plugin->provider;
+    if (p->stop_job != NULL && a->launched) {
+        int rc = p->stop_job(a->provider->self, a->instance_id,
+                             job->spec.checkpoint.grace, on_stop_delivered, job);
+        if (rc == 0)
+            return;
+        ebb__warn("job %s: stop_job: %s", job->id, ebb_strerror(rc));
+    }
+    /* Providers whose jobs run under ebb-agent get the stop through the
+     * agent channel; until an agent is attached, the instance is released
+     * and the job resumes from its last periodic checkpoint. */
+    terminate(job);
+}
+
+/* ---- instance events --------------------------------------------------- */
+
+static struct ebb__job *job_of_token(struct ebb__engine *e, const char *token)
+{
+    if (token == NULL)
+        return NULL;
+    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next)
+        if (job->current != NULL && strcmp(job->current->token, token) == 0)
+            return job;
+    return NULL;
+}
+
+static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    struct ebb__engine *e = job->engine;
+    a->running_at = ev->at;
+    if (job->attempts > 1)
+        job->restarts++;
+    if (ebb__store_instance_update(e->opt.store, a->token, "running", NULL,
+                                   0, 0, NULL) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+    if (job->state == EBB__JOB_LAUNCHING) {
+        const struct ebb__offer *o = &e->market.offers[a->offer];
+        const struct ebb__market_step *st = ebb__offer_at(o, ev->at);
+        char what[160], price[48];
+        describe_offer(o, what, sizeof(what));
+        ebb__format_money(st ? st->price : 0, o->currency, price, sizeof(price));
+        ebb__engine_set_state(job, EBB__JOB_RUNNING, "running on %s (%s) at %s/h",
+                              what, a->instance_id, price);
+    }
+    ebb__engine_mark_dirty(job);
+}
+
+static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    ebb_dur_ms saved = a->work_base + ev->work_done;
+    if (saved > job->work_total)
+        saved = job->work_total;
+    if (saved > job->work_saved)
+        job->work_saved = saved;
+    struct ebb__store *s = job->engine->opt.store;
+    if (ebb__store_checkpoint_add(s, job->id, a->token, ev->at,
+                                  job->spec.checkpoint.dir, saved, 1) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
+}
+
+static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    const char *why = ev->reason ? ev->reason : "instance lost";
+    job->preemptions++;
+    finish_attempt(job, ev->at, "terminated", why);
+    char saved[32];
+    ebb__format_duration(job->work_saved, saved, sizeof(saved));
+    ebb__engine_set_state(job, EBB__JOB_PREEMPTED, "%s; resuming from the "
+                          "checkpoint at %s of work", why, saved);
+    after_instance(job);
+}
+
+static void on_exited(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    if (ev->exit_status == 0) {
+        job->work_saved = job->work_total;
+        job->after_release = EBB__JOB_SUCCEEDED;
+        job->launch_next = SIZE_MAX;
+        snprintf(job->after_reason, sizeof(job->after_reason),
+                 "the job exited with status 0");
+    } else if (ev->exit_status != EBB_EXIT_STOPPED) {
+        if (job->retries < (unsigned)job->spec.max_retries) {
+            job->retries++;
+            job->after_release = EBB__JOB_WAITING;
+            snprintf(job->after_reason, sizeof(job->after_reason),
+                     "the job exited with status %d; retry %u of %d",
+                     ev->exit_status, job->retries, job->spec.max_retries);
+        } else {
+            job->after_release = EBB__JOB_FAILED;
+            snprintf(job->after_reason, sizeof(job->after_reason),
+                     "the job exited with status %d after %u retries",
+                     ev->exit_status, job->retries);
+        }
+        job->launch_next = SIZE_MAX;
+    }
+    terminate(job);
+}
+
+void ebb__engine_instance_event(void *sink, const char *provider,
+                                const struct ebb_instance_event *ev)
+{
+    struct ebb__engine *e = sink;
+    struct ebb__job *job = job_of_token(e, ev->token);
+    if (job == NULL) {
+        ebb__debug("%s: event %d for unknown instance %s", provider,
+                   (int)ev->kind, ev->instance_id ? ev->instance_id : "?");
+        return;
+    }
+    struct ebb__attempt *a = job->current;
+    switch (ev->kind) {
+    case EBB_EVENT_RUNNING:
+        on_running(job, ev);
+        break;
+    case EBB_EVENT_PROGRESS:
+        a->reported_work = ev->work_done;
+        a->reported_at = ev->at;
+        break;
+    case EBB_EVENT_CHECKPOINT:
+        on_checkpoint(job, ev);
+        break;
+    case EBB_EVENT_NOTICE:
+        a->notice = 1;
+        if (!a->stop_sent) {
+            char when[40];
+            ebb__format_time(ev->deadline, when, sizeof(when));
+            ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "preemption "
+                                  "notice: the instance goes at %s", when);
+        }
+        break;
+    case EBB_EVENT_LOST:
+        on_lost(job, ev);
+        break;
+    case EBB_EVENT_EXITED:
+        on_exited(job, ev);
+        break;
+    }
+}

@@ -1,0 +1,172 @@
+#include "market.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+void ebb__market_init(struct ebb__market *m, const struct ebb__catalog *catalog)
+{
+    *m = (struct ebb__market){.catalog = catalog};
+}
+
+void ebb__market_free(struct ebb__market *m)
+{
+    for (size_t i = 0; i < m->n_offers; i++) {
+        struct ebb__offer *o = &m->offers[i];
+        free(o->plugin);
+        free(o->provider);
+        free(o->region);
+        free(o->zone);
+        free(o->instance_type);
+        free(o->steps);
+    }
+    free(m->offers);
+    *m = (struct ebb__market){0};
+}
+
+size_t ebb__market_find(const struct ebb__market *m, const char *plugin,
+                        const char *provider, const char *region,
+                        const char *zone, const char *instance_type,
+                        enum ebb_market market)
+{
+    for (size_t i = 0; i < m->n_offers; i++) {
+        const struct ebb__offer *o = &m->offers[i];
+        if (o->market == market && strcmp(o->instance_type, instance_type) == 0 &&
+            strcmp(o->zone, zone) == 0 && strcmp(o->region, region) == 0 &&
+            strcmp(o->provider, provider) == 0 && strcmp(o->plugin, plugin) == 0)
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+static int push_step(struct ebb__offer *o, ebb_time_ms at, ebb_micros price,
+                     int32_t capacity)
+{
+    if (o->n_steps == o->cap_steps) {
+        size_t cap = o->cap_steps ? o->cap_steps * 2 : 16;
+        struct ebb__market_step *steps = realloc(o->steps, cap * sizeof(*steps));
+        if (steps == NULL)
+            return EBB_ENOMEM;
+        o->steps = steps;
+        o->cap_steps = cap;
+    }
+    o->steps[o->n_steps++] = (struct ebb__market_step){at, price, capacity};
+    return 0;
+}
+
+static size_t add_offer(struct ebb__market *m, const char *plugin,
+                        const char *provider, const char *region,
+                        const char *zone, const char *instance_type,
+                        enum ebb_market market, const char *currency)
+{
+    if (m->n_offers == m->cap_offers) {
+        size_t cap = m->cap_offers ? m->cap_offers * 2 : 32;
+        struct ebb__offer *offers = realloc(m->offers, cap * sizeof(*offers));
+        if (offers == NULL)
+            return SIZE_MAX;
+        m->offers = offers;
+        m->cap_offers = cap;
+    }
+    struct ebb__offer *o = &m->offers[m->n_offers];
+    *o = (struct ebb__offer){
+        .plugin = strdup(plugin),
+        .provider = strdup(provider),
+        .region = strdup(region),
+        .zone = strdup(zone),
+        .instance_type = strdup(instance_type),
+        .market = market,
+        .speed = 1.0,
+    };
+    snprintf(o->currency, sizeof(o->currency), "%s", currency);
+    if (!o->plugin || !o->provider || !o->region || !o->zone || !o->instance_type) {
+        free(o->plugin);
+        free(o->provider);
+        free(o->region);
+        free(o->zone);
+        free(o->instance_type);
+        return SIZE_MAX;
+    }
+    if (m->catalog != NULL) {
+        o->catalog = ebb__catalog_find(m->catalog, provider, region, instance_type);
+        if (o->catalog != NULL)
+            o->speed = o->catalog->speed;
+    }
+    return m->n_offers++;
+}
+
+/* The on-demand sibling of a new spot series: listed at the catalog's
+ * price from the first observation on, with unlimited capacity. */
+static int add_on_demand(struct ebb__market *m, const struct ebb__offer *spot,
+                         ebb_time_ms at)
+{
+    if (spot->catalog == NULL)
+        return 0;
+    if (ebb__market_find(m, spot->plugin, spot->provider, spot->region, "",
+                         spot->instance_type, EBB_MARKET_ON_DEMAND) != SIZE_MAX)
+        return 0;
+    ebb_micros price = spot->catalog->on_demand;
+    size_t i = add_offer(m, spot->plugin, spot->provider, spot->region, "",
+                         spot->instance_type, EBB_MARKET_ON_DEMAND, "USD");
+    if (i == SIZE_MAX)
+        return EBB_ENOMEM;
+    return push_step(&m->offers[i], at, price, -1);
+}
+
+int ebb__market_observe(struct ebb__market *m, const char *plugin,
+                        const struct ebb_price *p, size_t *changed)
+{
+    *changed = SIZE_MAX;
+    const char *provider = p->provider != NULL ? p->provider : plugin;
+    const char *zone = p->market == EBB_MARKET_ON_DEMAND ? "" : or_empty(p->zone);
+    size_t i = ebb__market_find(m, plugin, provider, or_empty(p->region), zone,
+                                p->instance_type, p->market);
+    if (i == SIZE_MAX) {
+        i = add_offer(m, plugin, provider, or_empty(p->region), zone,
+                      p->instance_type, p->market,
+                      p->currency ? p->currency : "USD");
+        if (i == SIZE_MAX)
+            return EBB_ENOMEM;
+        int rc = push_step(&m->offers[i], p->at, p->price_per_hour, p->capacity);
+        if (rc == 0 && p->market == EBB_MARKET_SPOT) {
+            /* add_on_demand may move the offers array: copy what it reads. */
+            struct ebb__offer spot = m->offers[i];
+            rc = add_on_demand(m, &spot, p->at);
+        }
+        *changed = i;
+        return rc;
+    }
+    struct ebb__offer *o = &m->offers[i];
+    const struct ebb__market_step *last = &o->steps[o->n_steps - 1];
+    if (p->at < last->at)
+        return 0;
+    if (last->price == p->price_per_hour && last->capacity == p->capacity)
+        return 0;
+    if (p->at == last->at) {
+        /* A correction at the same instant replaces the step. */
+        o->steps[o->n_steps - 1].price = p->price_per_hour;
+        o->steps[o->n_steps - 1].capacity = p->capacity;
+    } else if (push_step(o, p->at, p->price_per_hour, p->capacity) != 0) {
+        return EBB_ENOMEM;
+    }
+    *changed = i;
+    return 0;
+}
+
+const struct ebb__market_step *ebb__offer_at(const struct ebb__offer *o,
+                                             ebb_time_ms t)
+{
+    size_t lo = 0, hi = o->n_steps;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->steps[mid].at <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo == 0 ? NULL : &o->steps[lo - 1];
+}

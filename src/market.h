@@ -1,0 +1,72 @@
+/* The market as the engine sees it: every offer a job could run on (one
+ * provider plugin, market provider, region, zone, instance type and
+ * market), its current price and spot capacity, and the history of both.
+ *
+ * Spot offers appear as their prices are observed. Each spot series also
+ * brings an on-demand offer for its (provider, region, instance type) when
+ * the catalog lists an on-demand price for it: on-demand prices come from
+ * the catalog (public list prices), and on-demand capacity is unlimited.
+ * The history is what billing and the hindsight oracle read.
+ */
+#ifndef EBB_MARKET_H
+#define EBB_MARKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ebb/types.h>
+
+#include "catalog.h"
+
+/* One step of an offer's history: from `at` until the next step. */
+struct ebb__market_step {
+    ebb_time_ms at;
+    ebb_micros price;
+    int32_t capacity; /* -1: unlimited or unknown */
+};
+
+struct ebb__offer {
+    char *plugin;        /* the provider plugin that launches it ("sim") */
+    char *provider;      /* whose market ("aws") */
+    char *region;
+    char *zone;          /* "" for on-demand offers */
+    char *instance_type;
+    enum ebb_market market;
+    char currency[4];
+    double speed;        /* from the catalog; 1.0 when not listed */
+    const struct ebb__catalog_entry *catalog; /* NULL when not listed */
+    struct ebb__market_step *steps; /* sorted by time */
+    size_t n_steps;
+    size_t cap_steps;
+};
+
+struct ebb__market {
+    const struct ebb__catalog *catalog; /* borrowed; may be NULL */
+    struct ebb__offer *offers;
+    size_t n_offers;
+    size_t cap_offers;
+};
+
+void ebb__market_init(struct ebb__market *m, const struct ebb__catalog *catalog);
+void ebb__market_free(struct ebb__market *m);
+
+/* Records an observation reported by provider plugin `plugin`. Adds the
+ * offer (and its on-demand sibling) when new. Observations older than the
+ * offer's latest step are ignored (a re-delivered history); one equal in
+ * price and capacity to the step in effect adds nothing. Sets *changed to
+ * the offer's index when its price or capacity changed, else SIZE_MAX.
+ * Returns 0 or EBB_ENOMEM. */
+int ebb__market_observe(struct ebb__market *m, const char *plugin,
+                        const struct ebb_price *p, size_t *changed);
+
+/* Index of the offer with this identity, or SIZE_MAX. */
+size_t ebb__market_find(const struct ebb__market *m, const char *plugin,
+                        const char *provider, const char *region,
+                        const char *zone, const char *instance_type,
+                        enum ebb_market market);
+
+/* The step in effect at `t` (NULL before the first one). */
+const struct ebb__market_step *ebb__offer_at(const struct ebb__offer *o,
+                                             ebb_time_ms t);
+
+#endif

@@ -1,0 +1,41 @@
+/* Shared by the store_*.c files only: the handle and the statement cache.
+ * Each file owns a range of cache slots and its own SQL. */
+#ifndef EBB_STORE_INTERNAL_H
+#define EBB_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+/* store.c uses slots [0, EBB__STORE_JOB_SLOTS), store_jobs.c the rest. */
+#define EBB__STORE_JOB_SLOTS 32
+#define EBB__STORE_SLOTS 64
+
+struct ebb__store {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[EBB__STORE_SLOTS];
+    char errmsg[512];
+};
+
+/* The statement in `slot`, prepared from `sql` on first use (the same slot
+ * must always get the same SQL). NULL on failure, with the message kept. */
+sqlite3_stmt *ebb__store_stmt(struct ebb__store *s, int slot, const char *sql);
+
+/* Keeps SQLite's message for `rc` and maps it to an EBB_E* code. */
+int ebb__store_fail(struct ebb__store *s, int rc);
+
+/* Runs a statement that returns no rows, then resets and unbinds it. */
+int ebb__store_run(struct ebb__store *s, sqlite3_stmt *st);
+
+/* Ends a row-returning statement after its loop; `rc` is the last step's
+ * result. */
+int ebb__store_finish(struct ebb__store *s, sqlite3_stmt *st, int rc);
+
+int ebb__store_bind_text(struct ebb__store *s, sqlite3_stmt *st, int i,
+                         const char *v);
+int ebb__store_bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i,
+                        int64_t v);
+/* Column text, "" for NULL. */
+const char *ebb__store_col_text(sqlite3_stmt *st, int i);
+
+#endif
