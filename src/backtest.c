@@ -74,6 +74,11 @@ static int load_config(struct backtest *bt)
     }
     ebb__buf_printf(&b, "\n    seed: %lld\n    preemption_hazard: %.17g\n",
                     o->seed, o->preemption_hazard);
+    if (o->billing != NULL) {
+        ebb__buf_puts(&b, "    billing: ");
+        yaml_quote(&b, o->billing);
+        ebb__buf_puts(&b, "\n");
+    }
     if (o->policy != NULL) {
         ebb__buf_puts(&b, "default_policy: ");
         yaml_quote(&b, o->policy);
@@ -383,10 +388,20 @@ static json_t *results(struct backtest *bt)
         if (bt->jobs[i] != NULL)
             json_array_append_new(jobs, job_result(bt, bt->jobs[i], totals,
                                                    &oracle_complete));
-    const char *policy = bt->opt->policy ? bt->opt->policy
-                                         : bt->config->default_policy;
+    /* The policy every job ran with, or "mixed" when the workload's jobs
+     * chose different ones. */
+    const char *policy = NULL;
+    for (size_t i = 0; i < bt->workload->n; i++) {
+        const struct ebb__job *job = bt->jobs[i];
+        if (job == NULL)
+            continue;
+        if (policy == NULL)
+            policy = job->policy->plugin->name;
+        else if (strcmp(policy, job->policy->plugin->name) != 0)
+            policy = "mixed";
+    }
     return json_pack("{s:s,s:o,s:f,s:f,s:o,s:I,s:I}",
-        "policy", bt->opt->policy ? policy : "(per job)",
+        "policy", policy ? policy : bt->config->default_policy,
         "jobs", jobs,
         "total_cost_usd", usd(totals[0]),
         "total_on_demand_cost_usd", usd(totals[1]),

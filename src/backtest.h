@@ -24,6 +24,7 @@ struct ebb__backtest_options {
     const char *policy;        /* NULL: each job's own, else the default */
     long long seed;            /* for the sim's random preemptions */
     double preemption_hazard;  /* sim: preemptions per spot instance-hour */
+    const char *billing;       /* sim: "per-second" (NULL) or "aws-hourly" */
     FILE *progress;            /* NULL: quiet */
 };
 

@@ -67,26 +67,14 @@ static int open_state(const struct ebb__daemon_options *opts,
     return 0;
 }
 
-static void on_market_changed(void *sink, const char *provider)
-{
-    (void)sink;
-    ebb__debug("market changed: %s", provider);
-}
-
-static void on_instance_event(void *sink, const char *provider,
-                              const struct ebb_instance_event *ev)
-{
-    (void)sink;
-    ebb__info("%s: instance %s event %d: %s", provider,
-              ev->instance_id ? ev->instance_id : "?", (int)ev->kind,
-              ev->reason ? ev->reason : "");
-}
-
 static void on_signal(uv_signal_t *handle, int signum);
 
-static int start_services(struct ebb__daemon *d)
+/* The loop, the clock, HTTP and the plugins. Plugins are created before
+ * the state directory is touched: their create() is where they check what
+ * the configuration tables cannot (a sim trace that does not load), and a
+ * bad configuration must change nothing on disk. */
+static int start_plugins(struct ebb__daemon *d)
 {
-    char err[512] = "";
     if (ebb__clock_init_real(&d->clock, &d->loop) != 0) {
         ebb__error("cannot initialise the clock");
         return 1;
@@ -102,18 +90,54 @@ static int start_services(struct ebb__daemon *d)
         ebb__error("cannot initialise HTTP (libcurl)");
         return 1;
     }
-    d->host_env = (struct ebb__host_env){
-        .clock = &d->clock,
-        .http = d->http,
-        .sink = d,
-        .instance_event = on_instance_event,
-        .market_changed = on_market_changed,
-    };
+    /* The engine becomes the hosts' sink once the store is open; nothing
+     * reaches a sink before the loop runs. */
+    d->host_env = (struct ebb__host_env){.clock = &d->clock, .http = d->http};
     struct ebb__diag diag = {{0}};
-    if (ebb__registry_start(&d->registry, &d->host_env, &diag) != 0) {
+    int rc = ebb__registry_start(&d->registry, &d->host_env, &diag);
+    if (rc != 0) {
         ebb__error("%s", diag.msg);
+        return rc == EBB_ECONFIG ? 2 : 1;
+    }
+    return 0;
+}
+
+/* The catalog of on-demand prices and instance facts: `catalog:` is not a
+ * configuration key yet, so the shipped one is used when it is installed. */
+static void load_catalog(struct ebb__daemon *d)
+{
+    char *path = ebb__path_join(EBB_DATA_DIR, "catalog.csv");
+    struct ebb__diag diag = {{0}};
+    if (path != NULL && access(path, R_OK) == 0 &&
+        ebb__catalog_load(path, &d->catalog, &diag) != 0)
+        ebb__warn("%s", diag.msg);
+    free(path);
+}
+
+static int start_engine(struct ebb__daemon *d)
+{
+    load_catalog(d);
+    struct ebb__engine_options eo = {
+        .clock = &d->clock,
+        .store = d->store,
+        .registry = &d->registry,
+        .catalog = d->catalog,
+        .default_policy = d->config->default_policy,
+        .store_prices = 1,
+    };
+    if (ebb__engine_init(&d->engine, &eo) != 0) {
+        ebb__error("out of memory starting the engine");
         return 1;
     }
+    d->engine_ready = 1;
+    ebb__engine_host_env(&d->engine, &d->host_env);
+    ebb__engine_poll_prices(&d->engine);
+    return 0;
+}
+
+static int start_api(struct ebb__daemon *d)
+{
+    char err[512] = "";
     char *sock = ebb__path_join(d->state_dir, "ebb.sock");
     int rc = sock ? ebb__api_server_start(&d->api, &d->loop, sock,
                                           (int)d->config->api_socket_mode,
@@ -136,7 +160,11 @@ static void on_http_closed(void *arg)
 {
     struct ebb__daemon *d = arg;
     d->http = NULL;
+    /* Providers cancel their pending calls into the engine: it goes last. */
     ebb__registry_free(&d->registry);
+    if (d->engine_ready)
+        ebb__engine_fini(&d->engine);
+    d->engine_ready = 0;
     ebb__clock_close(&d->clock, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sigint, NULL);
@@ -177,6 +205,8 @@ static void release_state(struct ebb__daemon *d)
     if (d->lock_fd >= 0)
         close(d->lock_fd);
     d->lock_fd = -1;
+    ebb__catalog_free(d->catalog);
+    d->catalog = NULL;
     free(d->state_dir);
     free(d->config_name);
     ebb__config_free(d->config);
@@ -189,19 +219,26 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
         return 1;
     d->lock_fd = -1;
     int code = load_config(opts, d);
-    if (code == 0)
-        code = open_state(opts, d);
-    if (code == 0 && uv_loop_init(&d->loop) != 0) {
-        ebb__error("cannot initialise the event loop");
-        code = 1;
-    }
     if (code != 0) {
         ebb__registry_free(&d->registry);
         release_state(d);
         free(d);
         return code;
     }
-    code = start_services(d);
+    if (uv_loop_init(&d->loop) != 0) {
+        ebb__error("cannot initialise the event loop");
+        ebb__registry_free(&d->registry);
+        release_state(d);
+        free(d);
+        return 1;
+    }
+    code = start_plugins(d);
+    if (code == 0)
+        code = open_state(opts, d);
+    if (code == 0)
+        code = start_engine(d);
+    if (code == 0)
+        code = start_api(d);
     if (code == 0) {
         ebb__info("ebbd %s started: state %s, config %s, %zu providers, %zu "
                   "policies, pid %ld", EBB_VERSION, d->state_dir,
@@ -209,9 +246,8 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
                   d->registry.n_policies, (long)getpid());
     } else {
         d->exit_code = code;
-    }
-    if (code != 0)
         begin_shutdown(d);
+    }
     uv_run(&d->loop, UV_RUN_DEFAULT);
     code = d->exit_code;
     int rc = uv_loop_close(&d->loop);

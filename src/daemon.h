@@ -17,6 +17,7 @@
 #include "api_server.h"
 #include "clock.h"
 #include "config.h"
+#include "engine.h"
 #include "http.h"
 #include "registry.h"
 #include "store.h"
@@ -38,6 +39,9 @@ struct ebb__daemon {
     char *state_dir;
     int lock_fd;
     struct ebb__store *store;
+    struct ebb__catalog *catalog;
+    struct ebb__engine engine;
+    int engine_ready;
     struct ebb__http *http;
     struct ebb__api_server *api;
     uv_signal_t sigterm;

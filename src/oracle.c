@@ -265,7 +265,8 @@ static int prepare(struct ebb__oracle_solver *s, const struct ebb__oracle_job *j
     if (ebb__oracle_lp_build(s))
         return EBB_ENOMEM;
 
-    if (ebb__oracle_single_run(s) || ebb__oracle_lag_build(s))
+    ebb__oracle_single_run(s);
+    if (ebb__oracle_lag_build(s))
         return EBB_ENOMEM;
     return 0;
 }
@@ -351,6 +352,38 @@ out:
     return rc;
 }
 
+/* Runs the sweep with growing cost limits: first just above the lower
+ * bound, where pruning leaves almost nothing, then wider, last just above
+ * the heuristic schedule's cost (or with no limit). A sweep under limit L
+ * drops only states whose every completion costs >= L, so the first one
+ * that finds any schedule has found the optimum. */
+static int search(struct ebb__oracle_solver *s)
+{
+    static const double widen[] = {1.002, 1.01, 1.05};
+    double lb = ebb__oracle_lag_bound(s, 0, -1, s->wdone);
+    double lp = ebb__oracle_lp_query(&s->lp, s->wdone) * (1.0 - 1e-9) - 1.0;
+    if (lp > lb)
+        lb = lp;
+    int64_t last = s->ub == INT64_MAX ? INT64_MAX : s->ub + 1;
+    for (size_t i = 0; i <= sizeof(widen) / sizeof(widen[0]); i++) {
+        int64_t limit = last;
+        if (i < sizeof(widen) / sizeof(widen[0]) && lb * widen[i] < (double)last)
+            limit = (int64_t)(lb * widen[i]) + 1;
+        else
+            i = sizeof(widen) / sizeof(widen[0]);
+        s->best = limit;
+        s->best_node = -1;
+        s->n_nodes = 0;
+        ebb__oracle_lp_reset(&s->lp);
+        int rc = sweep(s);
+        if (rc)
+            return rc;
+        if (s->best < limit)
+            return 0;
+    }
+    return EBB_ENOTFOUND;
+}
+
 static void emit_runs(const struct ebb__oracle_solver *s, struct ebb__oracle_run *runs,
                       size_t max_runs, size_t *n_runs)
 {
@@ -395,15 +428,12 @@ int ebb__oracle_solve(const struct ebb__oracle_job *job,
     s.overhead = job->overhead;
     s.wdone = (double)job->work * (1.0 - EPS_REL);
     s.want_runs = runs != NULL;
-    s.best = INT64_MAX;
-    s.best_node = -1;
+    s.ub = INT64_MAX;
     rc = prepare(&s, job);
     if (!rc && s.smax[0] < s.wdone)
         rc = EBB_ENOTFOUND;
     if (!rc)
-        rc = sweep(&s);
-    if (!rc && s.best == INT64_MAX)
-        rc = EBB_ENOTFOUND;
+        rc = search(&s);
     if (!rc) {
         *cost = s.best / 3600;
         if (runs)
@@ -418,6 +448,8 @@ int ebb__oracle_solve(const struct ebb__oracle_job *job,
     free(s.lp.first);
     free(s.lp.fw);
     free(s.lp.fc);
+    free(s.lp.fw0);
+    free(s.lp.fc0);
     free(s.lag.v);
     free(s.lag.u);
     free(s.nodes);

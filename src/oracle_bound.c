@@ -50,6 +50,12 @@ double ebb__oracle_lp_query(const struct ebb__oracle_lp *lp, double need)
     return (double)c + (need - w) * lp->seg[pos].slope;
 }
 
+void ebb__oracle_lp_reset(struct ebb__oracle_lp *lp)
+{
+    memcpy(lp->fw, lp->fw0, (lp->m + 1) * sizeof(*lp->fw));
+    memcpy(lp->fc, lp->fc0, (lp->m + 1) * sizeof(*lp->fc));
+}
+
 /* Takes step j's segments out of the trees once the sweep passes it. */
 void ebb__oracle_lp_remove(struct ebb__oracle_lp *lp, int32_t j)
 {
@@ -163,6 +169,12 @@ int ebb__oracle_lp_build(struct ebb__oracle_solver *s)
             lp->fc[up] += lp->fc[i];
         }
     }
+    lp->fw0 = malloc((m + 1) * sizeof(*lp->fw0));
+    lp->fc0 = malloc((m + 1) * sizeof(*lp->fc0));
+    if (!lp->fw0 || !lp->fc0)
+        goto out;
+    memcpy(lp->fw0, lp->fw, (m + 1) * sizeof(*lp->fw0));
+    memcpy(lp->fc0, lp->fc, (m + 1) * sizeof(*lp->fc0));
     lp->top = 1;
     while (lp->top * 2 <= m)
         lp->top *= 2;
@@ -179,7 +191,7 @@ out:
 
 /* The best single run: from every start the shortest productive length on
  * an offer is the same (all steps but the last are full), so one pass. */
-int ebb__oracle_single_run(struct ebb__oracle_solver *s)
+void ebb__oracle_single_run(struct ebb__oracle_solver *s)
 {
     ebb_dur_ms step = s->t[1] - s->t[0];
     for (size_t k = 0; k < s->k_n; k++) {
@@ -194,16 +206,10 @@ int ebb__oracle_single_run(struct ebb__oracle_solver *s)
             if (!ebb__oracle_usable(s, k, a, b))
                 continue;
             int64_t c = ebb__oracle_run_cost(s, k, a, b);
-            if (c < s->best) {
-                s->best = c;
-                s->best_node = ebb__oracle_new_node(s, -1, 0, a, k);
-                s->best_end = b;
-                if (s->nomem)
-                    return EBB_ENOMEM;
-            }
+            if (c < s->ub)
+                s->ub = c;
         }
     }
-    return 0;
 }
 
 /* Scratch for one multiplier: values and the work of the minimiser. */
@@ -268,16 +274,16 @@ static void lag_eval(const struct ebb__oracle_solver *s, double lam,
 }
 
 /* Follows the minimiser of lag_eval forward from boundary 0, stopping the
- * run in progress as soon as the work is done, and records the schedule
- * when it finishes and beats the best so far. Any path it follows is a
- * valid schedule, so rounding can only cost quality, not correctness. */
+ * run in progress as soon as the work is done, and lowers s->ub to its cost
+ * when it finishes. Any path it follows is a valid schedule, so rounding
+ * can only cost quality, not correctness. */
 static void lag_primal(struct ebb__oracle_solver *s, double lam,
                        const struct lagtab *x)
 {
     size_t n1 = (size_t)s->n + 1;
     double w = 0;
     int64_t c = 0;
-    int32_t b = 0, node = -1, end = 0;
+    int32_t b = 0;
     while (b < s->n && w < s->wdone) {
         double best = x->v[b + 1];
         ptrdiff_t pick = -1;
@@ -300,7 +306,6 @@ static void lag_primal(struct ebb__oracle_solver *s, double lam,
             continue;
         }
         size_t k = (size_t)pick;
-        int32_t start = b;
         w += ebb__oracle_run_work(s, k, b, e);
         c += ebb__oracle_run_cost(s, k, b, e);
         b = e;
@@ -314,14 +319,9 @@ static void lag_primal(struct ebb__oracle_solver *s, double lam,
             c += ebb__oracle_step_cost(s, k, b);
             b++;
         }
-        node = ebb__oracle_new_node(s, node, end, start, k);
-        end = b;
     }
-    if (w >= s->wdone && c < s->best && !s->nomem) {
-        s->best = c;
-        s->best_node = node;
-        s->best_end = end;
-    }
+    if (w >= s->wdone && c < s->ub)
+        s->ub = c;
 }
 
 /* Evaluates lam into x; returns the dual value at boundary 0 and the

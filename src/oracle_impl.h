@@ -32,6 +32,8 @@ struct ebb__oracle_lp {
     int32_t *first;  /* n + 2 offsets into order */
     double *fw;      /* Fenwick, 1-based: work */
     int64_t *fc;     /* Fenwick, 1-based: cost */
+    double *fw0;     /* the trees with every step, for lp_reset */
+    int64_t *fc0;
     size_t m, top;   /* top: highest power of two <= m, 0 when m == 0 */
 };
 
@@ -62,7 +64,8 @@ struct ebb__oracle_solver {
     int want_runs;
     struct ebb__oracle_node *nodes;
     size_t n_nodes, cap_nodes;
-    int64_t best;        /* best answer so far, price-seconds */
+    int64_t ub;          /* cost of a schedule found by a heuristic */
+    int64_t best;        /* best answer of this pass, or its limit */
     int32_t best_node, best_end;
     int nomem;
 };
@@ -108,21 +111,22 @@ int32_t ebb__oracle_new_node(struct ebb__oracle_solver *s, int32_t parent,
 int ebb__oracle_lp_build(struct ebb__oracle_solver *s);
 /* Least cost of `need` more work from the steps still in the trees. */
 double ebb__oracle_lp_query(const struct ebb__oracle_lp *lp, double need);
+/* Puts every step back into the trees, for another sweep. */
+void ebb__oracle_lp_reset(struct ebb__oracle_lp *lp);
 /* Takes step j out of the trees once the sweep has passed it. */
 void ebb__oracle_lp_remove(struct ebb__oracle_lp *lp, int32_t j);
 
 /* Searches the Lagrangian dual for good multipliers, keeps their value
- * tables for ebb__oracle_lag_bound, and records the best schedule found on
- * the way (its primal solutions, cut at the work goal) in s->best. 0 or
- * EBB_ENOMEM. */
+ * tables for ebb__oracle_lag_bound, and lowers s->ub to the cost of the
+ * best schedule met on the way (its primal solutions, cut at the work
+ * goal). 0 or EBB_ENOMEM. */
 int ebb__oracle_lag_build(struct ebb__oracle_solver *s);
 /* A lower bound of the cost still to pay for `need` more work from
  * boundary b, idle (k < 0) or running on offer k past its overhead. */
 double ebb__oracle_lag_bound(const struct ebb__oracle_solver *s, int32_t b,
                              ptrdiff_t k, double need);
 
-/* Records the cheapest single run that does the whole job in s->best.
- * 0 or EBB_ENOMEM. */
-int ebb__oracle_single_run(struct ebb__oracle_solver *s);
+/* Lowers s->ub to the cost of the cheapest single run doing the job. */
+void ebb__oracle_single_run(struct ebb__oracle_solver *s);
 
 #endif

@@ -348,7 +348,10 @@ static int put_one(struct ebb__store *s, sqlite3_stmt *st,
     if (strlen(cur) != 3)
         return invalid(s, "currency is not a three-letter code");
 
-    int r = ebb__store_bind_text(s, st, 1, provider);
+    /* A price that names its market (the sim replaying "aws") is stored
+     * under that name; otherwise under the reporting plugin's. */
+    int r = ebb__store_bind_text(s, st, 1, p->provider != NULL ? p->provider
+                                                               : provider);
     if (r == 0)
         r = ebb__store_bind_text(s, st, 2, p->region != NULL ? p->region : "");
     if (r == 0)

@@ -99,7 +99,8 @@ int ebb__store_in_transaction(struct ebb__store *s);
 
 /* ---- prices ------------------------------------------------------------ */
 
-/* Records one observed price of `provider` (borrowed, e.g. "aws").
+/* Records one observed price of `provider` (borrowed, e.g. "aws"), or of
+ * p->provider when the price names its market itself.
  * NULL region, zone or product are stored as "" and a NULL currency as
  * "USD". Observations are keyed by provider, region, zone, instance type,
  * product, market and time, so storing the same one again changes nothing.

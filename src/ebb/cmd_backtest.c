@@ -8,12 +8,11 @@
 
 #include "backtest.h"
 #include "cli.h"
-#include "units.h"
 
 static const char usage[] =
     "Usage: ebb backtest --prices P.csv [--availability A.csv] --catalog C.csv\n"
     "                    --workload W.yaml [--policy NAME] [--seed N]\n"
-    "                    [--preemption-hazard X] [--json]\n"
+    "                    [--preemption-hazard X] [--billing RULE] [--json]\n"
     "\n"
     "Runs the workload W.yaml (jobs: a list of job specs, each with submit:)\n"
     "through ebb's engine against the sim market replaying the price trace\n"
@@ -32,18 +31,22 @@ static const char usage[] =
     "  --seed N                 seed of the random preemption model (default 1)\n"
     "  --preemption-hazard X    random preemptions per spot instance-hour\n"
     "                           (default 0: only the availability trace preempts)\n"
+    "  --billing RULE           per-second (default: the price in effect, per\n"
+    "                           second) or aws-hourly (the price at the start of\n"
+    "                           each instance-hour, billed per second)\n"
     "  --json                   print one JSON object\n"
     "\n"
     "Exit codes: 0 done, 1 failure, 2 bad input (the message names file:line).\n";
 
+/* Costs in tables: cents are what people compare; --json keeps the exact
+ * micro-unit figures. */
 static const char *money(double usd, char *buf, size_t len)
 {
-    if (usd < 0) {
+    if (usd < 0)
         snprintf(buf, len, "-");
-        return buf;
-    }
-    ebb_micros m = (ebb_micros)(usd * (double)EBB_MICROS_PER_UNIT + 0.5);
-    return ebb__format_money(m, "USD", buf, len);
+    else
+        snprintf(buf, len, "%.2f USD", usd);
+    return buf;
 }
 
 static double num(json_t *o, const char *key)
@@ -115,6 +118,7 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
         {"policy", required_argument, NULL, 'P'},
         {"seed", required_argument, NULL, 's'},
         {"preemption-hazard", required_argument, NULL, 'H'},
+        {"billing", required_argument, NULL, 'b'},
         {"json", no_argument, NULL, 'j'},
         {NULL, 0, NULL, 0},
     };
@@ -133,6 +137,14 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
         case 'w': o.workload = optarg; break;
         case 'P': o.policy = optarg; break;
         case 'j': json = 1; break;
+        case 'b':
+            if (strcmp(optarg, "per-second") != 0 && strcmp(optarg, "aws-hourly") != 0) {
+                fprintf(stderr, "ebb backtest: --billing: \"%s\" is not per-second "
+                        "or aws-hourly\n", optarg);
+                return CLI_USAGE;
+            }
+            o.billing = optarg;
+            break;
         case 's':
             o.seed = strtoll(optarg, &end, 10);
             if (end == optarg || *end != '\0') {

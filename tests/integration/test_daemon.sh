@@ -104,4 +104,23 @@ expect_exit 2 "describe unknown" "$EBB" providers describe nope
 check "describe unknown explained" contains "$ERR" 'no provider plugin named "nope"'
 expect_exit 0 "policies describe" "$EBB" policies describe uniform-progress
 
+# The sim market in ebbd: a bad setting is refused before any state is
+# written; a good one stores the trace's prices, which ebb prices shows.
+TRACE="$EBB_SOURCE_ROOT/data/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv"
+printf 'providers:\n  sim:\n    prices: %s\n    billing: hourly\n' "$TRACE" >"$TMP/badsim.yaml"
+expect_exit 2 "bad sim setting refused" "$EBBD" --state-dir "$TMP/never" --config "$TMP/badsim.yaml"
+check "bad sim setting explained" contains "$ERR" 'billing: "hourly" is not a billing rule'
+check "bad sim setting created no state" test ! -e "$TMP/never"
+printf 'providers:\n  sim:\n    prices: %s\n' "$TRACE" >"$TMP/sim.yaml"
+S3="$TMP/state3"
+check "ebbd starts with the sim market" start_daemon "$S3" --config "$TMP/sim.yaml"
+expect_exit 0 "ebb prices --json with sim" "$EBB" --state-dir "$S3" prices --json
+check "one latest price per series (98 in the AWS trace)" test "$(json_get "$OUT" 'len(d["prices"])')" = "98"
+check "prices keep the trace's provider" test "$(json_get "$OUT" 'sorted(set(p["provider"] for p in d["prices"]))')" = "['aws']"
+expect_exit 0 "ebb prices filtered" "$EBB" --state-dir "$S3" prices --type p3.2xlarge --zone us-east-1b
+check "filtered table shows the series" contains "$OUT" "p3.2xlarge"
+check "filter keeps one row" test "$(printf '%s\n' "$OUT" | wc -l)" -eq 2
+stop_daemon TERM
+check "SIGTERM with the sim market exits 0" test "$DAEMON_EXIT" -eq 0
+
 finish
