@@ -295,6 +295,7 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
     snprintf(job->currency, sizeof(job->currency), "%s",
              job->spec.has_budget ? job->spec.budget.currency : "USD");
     job->launch_next = SIZE_MAX;
+    job->after_release = EBB__JOB_WAITING;
     job->state = EBB__JOB_PENDING;
     ebb__timer_init(&job->wake, on_job_wake, job);
     make_id(e, job->spec.name, now, job->id, sizeof(job->id));

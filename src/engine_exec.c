@@ -80,9 +80,16 @@ static void finish_attempt(struct ebb__job *job, ebb_time_ms end,
                    ebb__store_errmsg(s));
     }
     job->spent += total;
+    int was_spot = o->market == EBB_MARKET_SPOT;
     free(a->instance_id);
     free(a);
     job->current = NULL;
+    /* Spot capacity this instance held is free again: jobs waiting for it
+     * ("ask again on the next market event") must hear of it. */
+    if (was_spot)
+        for (struct ebb__job *j = e->jobs; j != NULL; j = j->next)
+            if (j != job && !ebb__job_state_terminal(j->state))
+                ebb__engine_mark_dirty(j);
 }
 
 /* After an instance is gone: go where the release said, or re-plan. */

@@ -19,10 +19,20 @@
  *   prices are not negative, so it becomes a candidate answer and leaves;
  * - a state that cannot finish even if every later step ran the fastest
  *   usable offer is dropped (suffix sums of the best work per step);
- * - a state whose cost plus a lower bound of the rest (remaining work times
- *   the cheapest later price per unit of work) reaches the best answer so
- *   far is dropped. The best single run, found in O(steps * offers) first,
- *   gives that bound from the start.
+ * - a state whose cost plus a Lagrangian lower bound of the rest reaches
+ *   the limit of the pass is dropped (oracle_bound.c: for a few multipliers
+ *   lam, the least cost - lam * work of any continuation from each (b, idle
+ *   or running on k), a shortest path without a work dimension; the bound
+ *   pays restart overheads, so it is usually within 0.01-3 % of the truth);
+ *   whole offers are skipped as starts when even the best idle state fails;
+ * - a running state that an idle one shadows (at least overhead * speed more
+ *   work for no more cost: restarting the same offer matches it) is dropped.
+ * search() runs the sweep with a cost limit just above the Lagrangian bound
+ * and widens it geometrically (x2.5) until a schedule turns up, the last
+ * limit being one above a heuristic schedule (the dual's primal solutions
+ * cut at the goal, or the best single run). A sweep under limit L only
+ * drops states whose every completion costs >= L, so the first schedule
+ * found is optimal.
  * Back-pointers (one node per surviving run start) rebuild the schedule.
  */
 #include "oracle_impl.h"
@@ -62,6 +72,30 @@ static int vec_reserve(struct vec *v, size_t n)
     return 0;
 }
 
+/* Appends a back-pointer node; -1 when runs are not wanted, or on ENOMEM
+ * (then s->nomem is set). */
+static int32_t new_node(struct ebb__oracle_solver *s, int32_t parent,
+                        int32_t parent_end, int32_t start, size_t offer)
+{
+    if (!s->want_runs)
+        return -1;
+    if (s->n_nodes == s->cap_nodes) {
+        size_t cap = s->cap_nodes ? 2 * s->cap_nodes : 1024;
+        struct ebb__oracle_node *nn = NULL;
+        if (cap < (size_t)INT32_MAX)
+            nn = realloc(s->nodes, cap * sizeof(*nn));
+        if (!nn) {
+            s->nomem = 1;
+            return -1;
+        }
+        s->nodes = nn;
+        s->cap_nodes = cap;
+    }
+    s->nodes[s->n_nodes] =
+        (struct ebb__oracle_node){parent, parent_end, start, (int32_t)offer};
+    return (int32_t)s->n_nodes++;
+}
+
 /* One input of a merge: a frontier (work descending) shifted by (dw, dc).
  * When `start_offer` >= 0 its states begin a run at `start`, and a survivor
  * gets a fresh node whose parent is the state's own (node, end). */
@@ -73,6 +107,7 @@ struct src {
     int32_t start_offer;
     int32_t start;
     int32_t end;  /* >= 0: the states' runs stop here (they enter F) */
+    int checked;  /* states already passed hopeless() at this boundary */
 };
 
 /* True when (w, c) at boundary b cannot lead to an answer below best. */
@@ -85,11 +120,8 @@ static int hopeless(const struct ebb__oracle_solver *s, int32_t b,
     if (w + s->smax[b] * (1.0 + 1e-12) < s->wdone)
         return 1;
     double room = (double)(s->best - c);
-    /* Both bounds carry margins that keep them below the true rest. */
-    if (ebb__oracle_lag_bound(s, b, kind, need) >= room)
-        return 1;
-    double lb = ebb__oracle_lp_query(&s->lp, need) * (1.0 - 1e-9) - 1.0;
-    return lb > 0 && lb >= room;
+    /* The bound carries margins that keep it below the true rest. */
+    return ebb__oracle_lag_prunes(s, b, kind, need, room);
 }
 
 /* Merges x and y (each work-descending) into out, dropping dominated,
@@ -125,7 +157,7 @@ static int merge(struct ebb__oracle_solver *s, int32_t b, ptrdiff_t kind,
             if (c < s->best) {
                 int32_t nd = e->node;
                 if (from->start_offer >= 0)
-                    nd = ebb__oracle_new_node(s, e->node, e->end, from->start,
+                    nd = new_node(s, e->node, e->end, from->start,
                                   (size_t)from->start_offer);
                 s->best = c;
                 s->best_node = nd;
@@ -137,12 +169,12 @@ static int merge(struct ebb__oracle_solver *s, int32_t b, ptrdiff_t kind,
             continue;
         if (w + s->smax[b] * (1.0 + 1e-12) < s->wdone)
             break; /* everything after has less work */
-        if (hopeless(s, b, kind, w, c))
+        if (!from->checked && hopeless(s, b, kind, w, c))
             continue;
         cmin = c;
         struct ent ne = {w, c, e->node, from->end >= 0 ? from->end : e->end};
         if (from->start_offer >= 0)
-            ne.node = ebb__oracle_new_node(s, e->node, e->end, from->start,
+            ne.node = new_node(s, e->node, e->end, from->start,
                                (size_t)from->start_offer);
         out->v[m++] = ne;
     }
@@ -155,9 +187,9 @@ static int merge(struct ebb__oracle_solver *s, int32_t b, ptrdiff_t kind,
 static void fill_offer(struct ebb__oracle_solver *s, size_t k)
 {
     const struct ebb__oracle_offer *o = &s->offers[k];
-    int64_t *pc = s->pc + k * (size_t)(s->n + 1);
-    int32_t *bad = s->bad + k * (size_t)(s->n + 1);
-    size_t pi = 0, ai = 0;
+    size_t kn = s->k_n, pi = 0, ai = 0;
+    int64_t *pc = s->pc + k;
+    int32_t *bad = s->bad + k;
     pc[0] = 0;
     bad[0] = 0;
     for (int32_t j = 0; j < s->n; j++) {
@@ -191,8 +223,8 @@ static void fill_offer(struct ebb__oracle_solver *s, size_t k)
                 lo = hi;
             }
         }
-        pc[j + 1] = pc[j] + cost;
-        bad[j + 1] = bad[j] + !ok;
+        pc[(size_t)(j + 1) * kn] = pc[(size_t)j * kn] + cost;
+        bad[(size_t)(j + 1) * kn] = bad[(size_t)j * kn] + !ok;
     }
 }
 
@@ -234,7 +266,8 @@ static int check_input(const struct ebb__oracle_job *job,
 }
 
 /* Grid, step costs, bounds; then the best single run as a first answer. */
-static int prepare(struct ebb__oracle_solver *s, const struct ebb__oracle_job *job)
+static int prepare(struct ebb__oracle_solver *s,
+                   const struct ebb__oracle_job *job)
 {
     ebb_dur_ms window = job->deadline - job->release;
     s->n = (int32_t)((window + job->step - 1) / job->step);
@@ -262,8 +295,6 @@ static int prepare(struct ebb__oracle_solver *s, const struct ebb__oracle_job *j
         }
         s->smax[j] = s->smax[j + 1] + wbest;
     }
-    if (ebb__oracle_lp_build(s))
-        return EBB_ENOMEM;
 
     ebb__oracle_single_run(s);
     if (ebb__oracle_lag_build(s))
@@ -272,6 +303,95 @@ static int prepare(struct ebb__oracle_solver *s, const struct ebb__oracle_job *j
 }
 
 /* The forward pass over boundaries 1..n. */
+/* F(b) = the idle states in *f merged with every running state stopping
+ * at b, pairwise in rounds (log K merges per state, not K). All inputs
+ * passed hopeless() already. The result replaces *f. */
+static int build_f(struct ebb__oracle_solver *s, int32_t b,
+                   const struct vec *pk, struct vec *pool, struct src *srcs,
+                   struct vec *f)
+{
+    static const struct src none = {NULL, 0, 0.0, 0, -1, 0, -1, 1};
+    size_t nl = 0, half = 0, width = s->k_n + 1;
+    srcs[nl++] = (struct src){f->v, f->n, 0.0, 0, -1, 0, -1, 1};
+    for (size_t k = 0; k < s->k_n; k++)
+        if (pk[k].n)
+            srcs[nl++] = (struct src){pk[k].v, pk[k].n, 0.0, 0, -1, 0, b, 1};
+    if (nl == 1)
+        return 0;
+    struct vec *last = pool;
+    while (nl > 1) {
+        size_t m = 0;
+        for (size_t i = 0; i < nl; i += 2) {
+            last = &pool[half * width + m];
+            const struct src *y = i + 1 < nl ? &srcs[i + 1] : &none;
+            if (merge(s, b, -1, &srcs[i], y, last))
+                return EBB_ENOMEM;
+            srcs[m++] = (struct src){last->v, last->n, 0.0, 0, -1, 0, -1, 1};
+        }
+        nl = m;
+        half ^= 1;
+    }
+    struct vec tmp = *f;
+    *f = *last;
+    *last = tmp;
+    return 0;
+}
+
+/* Drops the running states of p that an idle state of f shadows: one with
+ * at least lead = overhead * speed more work and no more cost. Restarting
+ * the same offer at once, it is never behind in work and pays the same
+ * from then on, so the running state cannot beat it. */
+static void shadow(const struct vec *f, double lead, struct vec *p)
+{
+    size_t i = 0, m = 0;
+    for (size_t j = 0; j < p->n; j++) {
+        double want = p->v[j].w + lead;
+        /* f and p are work-descending; i ends at the last f with enough
+         * work, which is the cheapest of those. */
+        while (i + 1 < f->n && f->v[i + 1].w >= want)
+            i++;
+        if (i < f->n && f->v[i].w >= want && f->v[i].c <= p->v[j].c)
+            continue;
+        p->v[m++] = p->v[j];
+    }
+    p->n = m;
+}
+
+/* key[i]: the least c + lam_i * (work still needed) over the idle states
+ * f, for start_hopeless. */
+static void start_keys(const struct ebb__oracle_solver *s,
+                       const struct vec *f, double *key)
+{
+    for (size_t i = 0; i < s->lag.nl; i++) {
+        double lam = s->lag.lam[i], m = INFINITY;
+        for (size_t j = 0; j < f->n; j++) {
+            double v = (double)f->v[j].c + lam * (s->wdone - f->v[j].w);
+            if (v < m)
+                m = v;
+        }
+        key[i] = m;
+    }
+}
+
+/* True when no idle state can usefully start a run on k that becomes
+ * productive at b with warm-up work dw and cost dc: for some multiplier
+ * even the best state's Lagrangian bound reaches the limit. Checking a
+ * whole offer at once skips most starts (those on offers dear just then)
+ * without touching the frontier. */
+static int start_hopeless(const struct ebb__oracle_solver *s, int32_t b,
+                          size_t k, const double *key, double dw, int64_t dc)
+{
+    const struct ebb__oracle_lag *g = &s->lag;
+    size_t n1 = (size_t)s->n + 1;
+    for (size_t i = 0; i < g->nl; i++) {
+        double u = g->u[(i * n1 + (size_t)b) * s->k_n + k];
+        double lb = key[i] + (double)dc - g->lam[i] * dw + u - g->err[i];
+        if (lb >= (double)s->best)
+            return 1;
+    }
+    return 0;
+}
+
 static int sweep(struct ebb__oracle_solver *s)
 {
     int32_t ring = s->q + 1;
@@ -280,7 +400,10 @@ static int sweep(struct ebb__oracle_solver *s)
     struct vec *pk = calloc(s->k_n, sizeof(*pk));
     struct vec *pn = calloc(s->k_n, sizeof(*pn));
     struct vec fa = {0}, fb = {0};
-    if (!hist || !pk || !pn || vec_reserve(&hist[0], 1))
+    double key[EBB__ORACLE_NLAM];
+    struct vec *pool = calloc(2 * (s->k_n + 1), sizeof(*pool));
+    struct src *srcs = calloc(s->k_n + 1, sizeof(*srcs));
+    if (!pool || !srcs || !hist || !pk || !pn || vec_reserve(&hist[0], 1))
         goto out;
     hist[0].v[0] = (struct ent){0.0, 0, -1, 0};
     hist[0].n = 1;
@@ -290,22 +413,24 @@ static int sweep(struct ebb__oracle_solver *s)
         const struct vec *fstart = &hist[b % ring];
         int32_t a = b - s->q - 1;
         double len = (double)(s->t[b] - s->t[b - 1]);
-        ebb__oracle_lp_remove(&s->lp, b - 1);
+        if (a >= 0)
+            start_keys(s, fstart, key);
         for (size_t k = 0; k < s->k_n; k++) {
             struct src cont = {pk[k].v, pk[k].n, len * s->offers[k].speed,
-                               0, -1, 0, -1};
-            struct src start = {NULL, 0, 0.0, 0, (int32_t)k, a, -1};
+                               0, -1, 0, -1, 0};
+            struct src start = {NULL, 0, 0.0, 0, (int32_t)k, a, -1, 0};
             if (ebb__oracle_usable(s, k, b - 1, b))
                 cont.dc = ebb__oracle_step_cost(s, k, b - 1);
             else
                 cont.n = 0;
-            if (a >= 0 && ebb__oracle_usable(s, k, a, b) &&
+            if (a >= 0 && fstart->n && ebb__oracle_usable(s, k, a, b) &&
                 s->t[b] - s->t[a] > s->overhead) {
-                const int64_t *p = s->pc + k * (size_t)(s->n + 1);
-                start.v = fstart->v;
-                start.n = fstart->n;
                 start.dw = ebb__oracle_run_work(s, k, a, b);
-                start.dc = p[b] - p[a];
+                start.dc = ebb__oracle_run_cost(s, k, a, b);
+                if (!start_hopeless(s, b, k, key, start.dw, start.dc)) {
+                    start.v = fstart->v;
+                    start.n = fstart->n;
+                }
             }
             if (merge(s, b, (ptrdiff_t)k, &cont, &start, &pn[k]))
                 goto out;
@@ -315,21 +440,15 @@ static int sweep(struct ebb__oracle_solver *s)
         }
         /* F(b): idle states carried from b-1, then every running state
          * stopping at b. */
-        struct src idle = {fprev->v, fprev->n, 0.0, 0, -1, 0, -1};
-        struct src none = {NULL, 0, 0.0, 0, -1, 0, -1};
+        struct src idle = {fprev->v, fprev->n, 0.0, 0, -1, 0, -1, 0};
+        struct src none = {NULL, 0, 0.0, 0, -1, 0, -1, 1};
         if (merge(s, b, -1, &idle, &none, &fa))
             goto out;
-        for (size_t k = 0; k < s->k_n; k++) {
-            if (!pk[k].n)
-                continue;
-            struct src cur = {fa.v, fa.n, 0.0, 0, -1, 0, -1};
-            struct src run = {pk[k].v, pk[k].n, 0.0, 0, -1, 0, b};
-            if (merge(s, b, -1, &cur, &run, &fb))
-                goto out;
-            struct vec tmp = fa;
-            fa = fb;
-            fb = tmp;
-        }
+        if (build_f(s, b, pk, pool, srcs, &fa))
+            goto out;
+        for (size_t k = 0; s->overhead > 0 && k < s->k_n; k++)
+            if (pk[k].n)
+                shadow(&fa, s->overhead * s->offers[k].speed, &pk[k]);
         struct vec tmp = hist[b % ring];
         hist[b % ring] = fa;
         fa = tmp;
@@ -344,6 +463,10 @@ out:
         if (pn)
             free(pn[k].v);
     }
+    for (size_t i = 0; pool && i < 2 * (s->k_n + 1); i++)
+        free(pool[i].v);
+    free(pool);
+    free(srcs);
     free(hist);
     free(pk);
     free(pn);
@@ -359,32 +482,26 @@ out:
  * that finds any schedule has found the optimum. */
 static int search(struct ebb__oracle_solver *s)
 {
-    static const double widen[] = {1.002, 1.01, 1.05};
     double lb = ebb__oracle_lag_bound(s, 0, -1, s->wdone);
-    double lp = ebb__oracle_lp_query(&s->lp, s->wdone) * (1.0 - 1e-9) - 1.0;
-    if (lp > lb)
-        lb = lp;
     int64_t last = s->ub == INT64_MAX ? INT64_MAX : s->ub + 1;
-    for (size_t i = 0; i <= sizeof(widen) / sizeof(widen[0]); i++) {
-        int64_t limit = last;
-        if (i < sizeof(widen) / sizeof(widen[0]) && lb * widen[i] < (double)last)
-            limit = (int64_t)(lb * widen[i]) + 1;
-        else
-            i = sizeof(widen) / sizeof(widen[0]);
+    for (double slack = 1e-4;; slack *= 2.5) {
+        double want = lb * (1.0 + slack) + 1.0;
+        int64_t limit = want < (double)last ? (int64_t)want : last;
         s->best = limit;
         s->best_node = -1;
         s->n_nodes = 0;
-        ebb__oracle_lp_reset(&s->lp);
         int rc = sweep(s);
         if (rc)
             return rc;
         if (s->best < limit)
             return 0;
+        if (limit == last)
+            return EBB_ENOTFOUND;
     }
-    return EBB_ENOTFOUND;
 }
 
-static void emit_runs(const struct ebb__oracle_solver *s, struct ebb__oracle_run *runs,
+static void emit_runs(const struct ebb__oracle_solver *s,
+                      struct ebb__oracle_run *runs,
                       size_t max_runs, size_t *n_runs)
 {
     size_t count = 0;
@@ -443,13 +560,6 @@ int ebb__oracle_solve(const struct ebb__oracle_job *job,
     free(s.pc);
     free(s.bad);
     free(s.smax);
-    free(s.lp.seg);
-    free(s.lp.order);
-    free(s.lp.first);
-    free(s.lp.fw);
-    free(s.lp.fc);
-    free(s.lp.fw0);
-    free(s.lp.fc0);
     free(s.lag.v);
     free(s.lag.u);
     free(s.nodes);

@@ -17,26 +17,6 @@ struct ebb__oracle_node {
     int32_t offer;
 };
 
-/* A segment of one step's lower hull of (work, cost) over its offers. */
-struct ebb__oracle_seg {
-    double w, slope;
-    int64_t c;
-    int32_t step;
-};
-
-/* The fractional bound: segments sorted by cost per work, and Fenwick trees
- * over that order with the segments of the steps not yet passed. */
-struct ebb__oracle_lp {
-    struct ebb__oracle_seg *seg;
-    int32_t *order;  /* by step: sorted positions of each step's segments */
-    int32_t *first;  /* n + 2 offsets into order */
-    double *fw;      /* Fenwick, 1-based: work */
-    int64_t *fc;     /* Fenwick, 1-based: cost */
-    double *fw0;     /* the trees with every step, for lp_reset */
-    int64_t *fc0;
-    size_t m, top;   /* top: highest power of two <= m, 0 when m == 0 */
-};
-
 /* Lagrangian bounds: for multipliers lam[i], the least value of
  * cost - lam * work over all continuations from each state. */
 #define EBB__ORACLE_NLAM 6
@@ -44,8 +24,8 @@ struct ebb__oracle_lag {
     size_t nl;
     double lam[EBB__ORACLE_NLAM];
     double err[EBB__ORACLE_NLAM];  /* rounding margin of each table */
-    double *v;  /* nl * (n + 1): idle at b */
-    double *u;  /* nl * k_n * (n + 1): running on k past the overhead */
+    double *v;  /* [i * (n + 1) + b]: idle at b */
+    double *u;  /* [(i * (n + 1) + b) * k_n + k]: running on k, productive */
 };
 
 struct ebb__oracle_solver {
@@ -55,10 +35,9 @@ struct ebb__oracle_solver {
     int32_t q;           /* whole steps inside the overhead */
     ebb_dur_ms overhead;
     ebb_time_ms *t;      /* n + 1 boundaries */
-    int64_t *pc;         /* k_n * (n + 1) prefix sums of step costs */
-    int32_t *bad;        /* k_n * (n + 1) prefix counts of unusable steps */
+    int64_t *pc;         /* [b * k_n + k]: prefix sums of step costs */
+    int32_t *bad;        /* [b * k_n + k]: prefix counts of unusable steps */
     double *smax;        /* n + 1: most work obtainable from b on */
-    struct ebb__oracle_lp lp;
     struct ebb__oracle_lag lag;
     double wdone;        /* the completion threshold */
     int want_runs;
@@ -74,24 +53,24 @@ struct ebb__oracle_solver {
 static inline int64_t ebb__oracle_step_cost(
     const struct ebb__oracle_solver *s, size_t k, int32_t j)
 {
-    const int64_t *p = s->pc + k * (size_t)(s->n + 1);
-    return p[j + 1] - p[j];
+    const int64_t *p = s->pc + k;
+    return p[(size_t)(j + 1) * s->k_n] - p[(size_t)j * s->k_n];
 }
 
 /* Cost of the run [a, b) on offer k, price-seconds. */
 static inline int64_t ebb__oracle_run_cost(
     const struct ebb__oracle_solver *s, size_t k, int32_t a, int32_t b)
 {
-    const int64_t *p = s->pc + k * (size_t)(s->n + 1);
-    return p[b] - p[a];
+    const int64_t *p = s->pc + k;
+    return p[(size_t)b * s->k_n] - p[(size_t)a * s->k_n];
 }
 
 /* True when offer k is usable throughout steps a..b-1. */
 static inline int ebb__oracle_usable(const struct ebb__oracle_solver *s,
                                      size_t k, int32_t a, int32_t b)
 {
-    const int32_t *p = s->bad + k * (size_t)(s->n + 1);
-    return p[b] == p[a];
+    const int32_t *p = s->bad + k;
+    return p[(size_t)b * s->k_n] == p[(size_t)a * s->k_n];
 }
 
 /* Work of a run [a, b) on offer k; 0 when it never passes its overhead. */
@@ -102,20 +81,6 @@ static inline double ebb__oracle_run_work(const struct ebb__oracle_solver *s,
     return d > 0 ? (double)d * s->offers[k].speed : 0.0;
 }
 
-/* Appends a back-pointer node; -1 when runs are not wanted, or on ENOMEM
- * (then s->nomem is set). */
-int32_t ebb__oracle_new_node(struct ebb__oracle_solver *s, int32_t parent,
-                             int32_t parent_end, int32_t start, size_t offer);
-
-/* Builds the fractional bound over all steps. 0 or EBB_ENOMEM. */
-int ebb__oracle_lp_build(struct ebb__oracle_solver *s);
-/* Least cost of `need` more work from the steps still in the trees. */
-double ebb__oracle_lp_query(const struct ebb__oracle_lp *lp, double need);
-/* Puts every step back into the trees, for another sweep. */
-void ebb__oracle_lp_reset(struct ebb__oracle_lp *lp);
-/* Takes step j out of the trees once the sweep has passed it. */
-void ebb__oracle_lp_remove(struct ebb__oracle_lp *lp, int32_t j);
-
 /* Searches the Lagrangian dual for good multipliers, keeps their value
  * tables for ebb__oracle_lag_bound, and lowers s->ub to the cost of the
  * best schedule met on the way (its primal solutions, cut at the work
@@ -125,6 +90,24 @@ int ebb__oracle_lag_build(struct ebb__oracle_solver *s);
  * boundary b, idle (k < 0) or running on offer k past its overhead. */
 double ebb__oracle_lag_bound(const struct ebb__oracle_solver *s, int32_t b,
                              ptrdiff_t k, double need);
+
+/* True when, for some multiplier, the Lagrangian bound of the cost still
+ * to pay from (b, k) for `need` more work reaches `room`. Cheaper than
+ * ebb__oracle_lag_bound: it stops at the first multiplier that does. */
+static inline int ebb__oracle_lag_prunes(const struct ebb__oracle_solver *s,
+                                         int32_t b, ptrdiff_t k, double need,
+                                         double room)
+{
+    const struct ebb__oracle_lag *g = &s->lag;
+    size_t n1 = (size_t)s->n + 1;
+    for (size_t i = 0; i < g->nl; i++) {
+        double val = k < 0 ? g->v[i * n1 + (size_t)b]
+                           : g->u[(i * n1 + (size_t)b) * s->k_n + (size_t)k];
+        if (val + g->lam[i] * need - g->err[i] >= room)
+            return 1;
+    }
+    return 0;
+}
 
 /* Lowers s->ub to the cost of the cheapest single run doing the job. */
 void ebb__oracle_single_run(struct ebb__oracle_solver *s);

@@ -80,7 +80,7 @@ static const char *const sql_text[ST__COUNT] = {
 
 /* ---- errors ------------------------------------------------------------ */
 
-static int code_of(int rc)
+int ebb__store_code_of(int rc)
 {
     switch (rc & 0xff) {
     case SQLITE_BUSY:
@@ -93,9 +93,7 @@ static int code_of(int rc)
     }
 }
 
-static void setf(char *buf, size_t len, const char *fmt, ...) EBB_PRINTF(3, 4);
-
-static void setf(char *buf, size_t len, const char *fmt, ...)
+void ebb__store_setf(char *buf, size_t len, const char *fmt, ...)
 {
     if (buf == NULL || len == 0)
         return;
@@ -110,13 +108,13 @@ static void setf(char *buf, size_t len, const char *fmt, ...)
  * reset that follows) may replace them. */
 int ebb__store_fail(struct ebb__store *s, int rc)
 {
-    setf(s->errmsg, sizeof(s->errmsg), "%s", sqlite3_errmsg(s->db));
-    return code_of(rc);
+    ebb__store_setf(s->errmsg, sizeof(s->errmsg), "%s", sqlite3_errmsg(s->db));
+    return ebb__store_code_of(rc);
 }
 
 static int invalid(struct ebb__store *s, const char *what)
 {
-    setf(s->errmsg, sizeof(s->errmsg), "%s", what);
+    ebb__store_setf(s->errmsg, sizeof(s->errmsg), "%s", what);
     return EBB_EINVAL;
 }
 
@@ -201,15 +199,15 @@ int ebb__store_open_at_version(const char *path, int version,
 {
     if (out != NULL)
         *out = NULL;
-    setf(err, errlen, "%s", "");
+    ebb__store_setf(err, errlen, "%s", "");
     if (path == NULL || out == NULL || version < 0 ||
         version > EBB__STORE_SCHEMA_LATEST) {
-        setf(err, errlen, "%s", "ebb__store_open: invalid arguments");
+        ebb__store_setf(err, errlen, "%s", "ebb__store_open: invalid arguments");
         return EBB_EINVAL;
     }
     struct ebb__store *s = calloc(1, sizeof(*s));
     if (s == NULL) {
-        setf(err, errlen, "%s", "out of memory");
+        ebb__store_setf(err, errlen, "%s", "out of memory");
         return EBB_ENOMEM;
     }
     int r = ebb__store_connect(path, version, &s->db, err, errlen);
@@ -256,13 +254,13 @@ int ebb__store_schema_version(struct ebb__store *s, int *out)
 
 int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
 {
-    setf(err, errlen, "%s", "");
+    ebb__store_setf(err, errlen, "%s", "");
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check(20)", -1, &st,
                                 NULL);
     if (rc != SQLITE_OK) {
         int r = ebb__store_fail(s, rc);
-        setf(err, errlen, "%s", s->errmsg);
+        ebb__store_setf(err, errlen, "%s", s->errmsg);
         return r;
     }
     int ok = 0, rows = 0;
@@ -287,11 +285,11 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
     int r = rc == SQLITE_DONE ? 0 : ebb__store_fail(s, rc);
     sqlite3_finalize(st);
     if (r < 0) {
-        setf(err, errlen, "%s", s->errmsg);
+        ebb__store_setf(err, errlen, "%s", s->errmsg);
         return r;
     }
     if (!ok) {
-        setf(s->errmsg, sizeof(s->errmsg), "integrity check failed: %s",
+        ebb__store_setf(s->errmsg, sizeof(s->errmsg), "integrity check failed: %s",
              err != NULL ? err : "");
         return EBB_EDB;
     }

@@ -21,6 +21,13 @@ struct ebb__store {
  * must always get the same SQL). NULL on failure, with the message kept. */
 sqlite3_stmt *ebb__store_stmt(struct ebb__store *s, int slot, const char *sql);
 
+/* The EBB_E* code for an SQLite result code (busy and locked: EBB_EBUSY). */
+int ebb__store_code_of(int rc);
+
+/* snprintf into buf when buf is not NULL. */
+void ebb__store_setf(char *buf, size_t len, const char *fmt, ...)
+    EBB_PRINTF(3, 4);
+
 /* Keeps SQLite's message for `rc` and maps it to an EBB_E* code. */
 int ebb__store_fail(struct ebb__store *s, int rc);
 

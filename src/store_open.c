@@ -3,6 +3,7 @@
  * connection, and migrating it. Nothing is written to a file before it
  * passes the identity checks, so a refused file is left as it was. */
 #include "store.h"
+#include "store_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,36 +20,6 @@
  * writer does, briefly. */
 #define BUSY_TIMEOUT_MS 5000
 
-static int code_of(int rc)
-{
-    switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        return EBB_EBUSY;
-    case SQLITE_NOMEM:
-        return EBB_ENOMEM;
-    default:
-        return EBB_EDB;
-    }
-}
-
-static void setf(char *buf, size_t len, const char *fmt, ...) EBB_PRINTF(3, 4);
-
-static void setf(char *buf, size_t len, const char *fmt, ...)
-{
-    if (buf == NULL || len == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-}
-
-static const char *col_text(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t != NULL ? (const char *)t : "";
-}
 
 /* Runs a PRAGMA that answers with one value; copies it as text into `out`. */
 static int pragma_text(sqlite3 *db, const char *sql, char *out, size_t len)
@@ -58,7 +29,7 @@ static int pragma_text(sqlite3 *db, const char *sql, char *out, size_t len)
     if (rc == SQLITE_OK) {
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW) {
-            snprintf(out, len, "%s", col_text(st, 0));
+            snprintf(out, len, "%s", ebb__store_col_text(st, 0));
             rc = SQLITE_OK;
         } else if (rc == SQLITE_DONE) {
             snprintf(out, len, "%s", "");
@@ -88,30 +59,30 @@ static int check_identity(sqlite3 *db, const char *path, char *err,
         rc = pragma_text(db, "SELECT count(*) FROM sqlite_master", tables,
                          sizeof(tables));
     if ((rc & 0xff) == SQLITE_NOTADB) {
-        setf(err, errlen,
+        ebb__store_setf(err, errlen,
              "%s is not a SQLite database (%s): move it aside or point ebb "
              "at another file",
              path, sqlite3_errmsg(db));
         return EBB_EDB;
     }
     if (rc != SQLITE_OK) {
-        setf(err, errlen, "%s: cannot read the database header: %s", path,
+        ebb__store_setf(err, errlen, "%s: cannot read the database header: %s", path,
              sqlite3_errmsg(db));
-        return code_of(rc);
+        return ebb__store_code_of(rc);
     }
     long app_id = strtol(app, NULL, 10);
     long version = strtol(ver, NULL, 10);
     long n_tables = strtol(tables, NULL, 10);
     if (app_id != EBB__STORE_APPLICATION_ID &&
         (app_id != 0 || version != 0 || n_tables != 0)) {
-        setf(err, errlen,
+        ebb__store_setf(err, errlen,
              "%s is a SQLite database of another program (application id "
              "%ld, schema version %ld), not ebb's: point ebb at another file",
              path, app_id, version);
         return EBB_EDB;
     }
     if (version > EBB__STORE_SCHEMA_LATEST) {
-        setf(err, errlen,
+        ebb__store_setf(err, errlen,
              "%s has schema version %ld; this ebb knows up to %d: upgrade ebb",
              path, version, EBB__STORE_SCHEMA_LATEST);
         return EBB_EDB;
@@ -128,15 +99,15 @@ static int configure(sqlite3 *db, const char *path, char *err, size_t errlen)
     char mode[32];
     int rc = pragma_text(db, "PRAGMA journal_mode = WAL", mode, sizeof(mode));
     if (rc != SQLITE_OK) {
-        setf(err, errlen, "%s: cannot switch to WAL mode: %s", path,
+        ebb__store_setf(err, errlen, "%s: cannot switch to WAL mode: %s", path,
              sqlite3_errmsg(db));
-        return code_of(rc);
+        return ebb__store_code_of(rc);
     }
     /* An in-memory database answers "memory"; a file on a filesystem
      * without shared memory support keeps its old mode, and then readers
      * would block ebbd. */
     if (strcmp(mode, "wal") != 0 && is_file_path(path)) {
-        setf(err, errlen,
+        ebb__store_setf(err, errlen,
              "%s: the database stays in journal mode \"%s\", not WAL (is it "
              "on a network filesystem?): put it on a local disk",
              path, mode);
@@ -147,9 +118,9 @@ static int configure(sqlite3 *db, const char *path, char *err, size_t errlen)
                       "PRAGMA foreign_keys = ON;",
                       NULL, NULL, NULL);
     if (rc != SQLITE_OK) {
-        setf(err, errlen, "%s: cannot configure the database: %s", path,
+        ebb__store_setf(err, errlen, "%s: cannot configure the database: %s", path,
              sqlite3_errmsg(db));
-        return code_of(rc);
+        return ebb__store_code_of(rc);
     }
     return 0;
 }
@@ -165,7 +136,7 @@ int ebb__store_connect(const char *path, int version, struct sqlite3 **out,
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (fd < 0) {
             int e = errno;
-            setf(err, errlen, "cannot open %s: %s", path, strerror(e));
+            ebb__store_setf(err, errlen, "cannot open %s: %s", path, strerror(e));
             return e == ENOMEM                ? EBB_ENOMEM
                    : e == EACCES || e == EPERM ? EBB_EPERM
                                                : EBB_EIO;
@@ -179,10 +150,10 @@ int ebb__store_connect(const char *path, int version, struct sqlite3 **out,
                                  SQLITE_OPEN_URI,
                              NULL);
     if (rc != SQLITE_OK) {
-        setf(err, errlen, "cannot open %s: %s", path,
+        ebb__store_setf(err, errlen, "cannot open %s: %s", path,
              db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
         sqlite3_close(db);
-        return code_of(rc);
+        return ebb__store_code_of(rc);
     }
     sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
@@ -199,7 +170,7 @@ int ebb__store_connect(const char *path, int version, struct sqlite3 **out,
         why[0] = '\0';
         r = ebb__store_migrate(db, version, why, sizeof(why));
         if (r < 0)
-            setf(err, errlen, "%s: %s", path, why);
+            ebb__store_setf(err, errlen, "%s: %s", path, why);
     }
     if (r < 0) {
         sqlite3_close(db);

@@ -15,7 +15,7 @@
  *    still finishes by the deadline. When it cannot (a slower spot type)
  *    and the slack is under `safety_margin`, move to on-demand if that
  *    finishes sooner. A lost spot instance makes the engine ask again.
- * 4. Idle and slack < `safety_margin`: LAUNCH on-demand (even if spot is
+ * 4. Idle and slack <= `safety_margin`: LAUNCH on-demand (even if spot is
  *    available: a spot start with no slack left would miss the deadline on
  *    the first preemption).
  * 5. Idle: LAUNCH the available spot offer cheapest per unit of work.
@@ -148,7 +148,7 @@ static void greedy_fallback(const struct greedy *g, const struct pu_ctx *c,
     }
     double margin = (double)g->cfg.safety_margin;
     double slack = pu_slack(c, od);
-    if (slack < margin) {
+    if (slack <= margin) {
         pu_launch(out, od, "slack %s after a restart is under the %s safety "
                   "margin: switching to %s", pu_dur_text(slack, dur),
                   pu_dur_text(margin, mdur), pu_offer_text(c, od, what));

@@ -181,7 +181,9 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
     int rc = ebb__backtest_run(&o, &r, &d);
     if (rc != 0) {
         fprintf(stderr, "ebb backtest: %s\n", d.msg[0] ? d.msg : ebb_strerror(rc));
-        return rc == EBB_ENOMEM || rc == EBB_EIO ? CLI_FAIL : CLI_USAGE;
+        /* Everything a backtest reads is input the user gave: a file that
+         * cannot be read is bad input like one that cannot be parsed. */
+        return rc == EBB_ENOMEM ? CLI_FAIL : CLI_USAGE;
     }
     if (json) {
         char *text = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER |

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cmocka.h>
 
@@ -461,6 +462,131 @@ static void random_vs_brute_force(void **state)
     assert_true(multi > 100);
 }
 
+/* A plain DP over (step, work units, idle | running k with r steps behind
+ * it), exact when speeds are whole numbers and the overhead a whole number
+ * of steps: then every productive step adds `speed` units of `step` work.
+ * Cases of 40-90 steps exercise the solver's bounds, which the tiny brute
+ * force cases hardly do. Returns price-seconds or -1. */
+static int64_t unit_dp(const struct ebb__oracle_job *j,
+                       const struct ebb__oracle_offer *o, size_t k)
+{
+    int64_t n = (j->deadline - j->release) / j->step;
+    int64_t q = j->overhead / j->step;
+    int64_t goal = (j->work + j->step - 1) / j->step;
+    size_t ns = 1 + k * (size_t)(q + 1), cells = (size_t)goal * ns;
+    int64_t *v = malloc(cells * sizeof(*v)), *nv = malloc(cells * sizeof(*nv));
+    int64_t best = INT64_MAX;
+    assert_non_null(v);
+    assert_non_null(nv);
+    for (size_t i = 0; i < cells; i++)
+        v[i] = INT64_MAX;
+    v[0] = 0;
+    for (int64_t t = 0; t < n; t++) {
+        ebb_time_ms a = j->release + t * j->step, b = a + j->step;
+        for (size_t i = 0; i < cells; i++)
+            nv[i] = INT64_MAX;
+        for (int64_t w = 0; w < goal; w++) {
+            const int64_t *row = v + (size_t)w * ns;
+            int64_t m = INT64_MAX;
+            for (size_t x = 0; x < ns; x++)
+                m = row[x] < m ? row[x] : m;
+            if (m == INT64_MAX)
+                continue;
+            if (m < nv[(size_t)w * ns])
+                nv[(size_t)w * ns] = m;
+            for (size_t x = 0; x < k; x++) {
+                if (!ref_avail(&o[x], a, b))
+                    continue;
+                int64_t c = ref_cost(&o[x], a, b), gain = (int64_t)o[x].speed;
+                for (int64_t r = -1; r <= q; r++) {
+                    /* r = -1: start now; else continue with r + 1 steps
+                     * behind (capped at q + 1). */
+                    int64_t from = r < 0 ? m
+                                         : row[1 + x * (size_t)(q + 1) +
+                                               (size_t)r];
+                    if (from == INT64_MAX)
+                        continue;
+                    int64_t done = r + 1;
+                    int64_t nw = w + (done >= q ? gain : 0);
+                    if (nw >= goal) {
+                        best = from + c < best ? from + c : best;
+                        continue;
+                    }
+                    int64_t rr = done < q ? done : q;
+                    int64_t *dst = &nv[(size_t)nw * ns + 1 +
+                                       x * (size_t)(q + 1) + (size_t)rr];
+                    if (from + c < *dst)
+                        *dst = from + c;
+                }
+            }
+        }
+        int64_t *tmp = v;
+        v = nv;
+        nv = tmp;
+    }
+    free(v);
+    free(nv);
+    return best == INT64_MAX ? -1 : best;
+}
+
+static void medium_vs_unit_dp(void **state)
+{
+    (void)state;
+    int feasible = 0;
+    for (uint64_t seed = 1; seed <= 150; seed++) {
+        rng_state = seed * 7919;
+        size_t k = (size_t)rnd_in(1, 4);
+        int64_t n = rnd_in(40, 90);
+        ebb_time_ms at[4][16];
+        ebb_micros pr[4][16];
+        ebb_time_ms aat[4][8];
+        int32_t av[4][8];
+        struct ebb__oracle_offer o[4];
+        struct ebb__oracle_job j = {rnd_in(0, 100000), 0, 0, 0, MIN};
+        j.deadline = j.release + n * MIN;
+        j.overhead = rnd_in(0, 3) * MIN;
+        j.work = rnd_in(n / 4, n * 2) * MIN;
+        for (size_t x = 0; x < k; x++) {
+            ebb_time_ms t = j.release - rnd_in(0, 5000);
+            for (size_t p = 0; p < 16; p++) {
+                at[x][p] = t;
+                pr[x][p] = rnd_in(100000, 3000000);
+                t += rnd_in(1000, n * MIN / 6);
+            }
+            o[x] = (struct ebb__oracle_offer){(double)rnd_in(1, 3), at[x],
+                                              pr[x], 16, NULL, NULL, 0};
+            if (rnd() % 2) {
+                t = j.release + rnd_in(0, n * MIN / 3);
+                for (size_t p = 0; p < 8; p++) {
+                    aat[x][p] = t;
+                    av[x][p] = p % 2;
+                    t += rnd_in(1000, n * MIN / 4);
+                }
+                o[x].avail_at = aat[x];
+                o[x].avail = av[x];
+                o[x].n_avail = 8;
+            }
+        }
+        int64_t want = unit_dp(&j, o, k);
+        struct ebb__oracle_run runs[64];
+        size_t nr = 0;
+        ebb_micros cost = -1;
+        int got = solve_checked(&j, o, k, &cost, runs, &nr);
+        if (want < 0) {
+            assert_int_equal(got, EBB_ENOTFOUND);
+            continue;
+        }
+        if (got != 0 || cost != want / 3600)
+            fprintf(stderr, "seed %llu: rc %d cost %lld, dp %lld\n",
+                    (unsigned long long)seed, got, (long long)cost,
+                    (long long)(want / 3600));
+        assert_int_equal(got, 0);
+        assert_int_equal(cost, want / 3600);
+        feasible++;
+    }
+    assert_true(feasible > 50);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -474,6 +600,7 @@ int main(void)
         cmocka_unit_test(rounding_and_edges),
         cmocka_unit_test(invalid_input),
         cmocka_unit_test(random_vs_brute_force),
+        cmocka_unit_test(medium_vs_unit_dp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# `ebb backtest` as a real process on the shipped data: the JSON it prints,
+# determinism, costs against on-demand and the oracle, the table, and bad
+# input (exit 2 with file:line).
+. "$(dirname "$0")/lib.sh"
+
+ROOT=${EBB_SOURCE_ROOT:?EBB_SOURCE_ROOT is set by meson}
+PRICES=$ROOT/data/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv
+AVAIL=$ROOT/data/availability_aws_2020-03.csv
+CATALOG=$ROOT/data/catalog.csv
+WORKLOAD=$ROOT/examples/jobs/workload-small.yaml
+BAD=$ROOT/tests/data/engine
+
+bt() { "$EBB" backtest --prices "$PRICES" --availability "$AVAIL" \
+        --catalog "$CATALOG" --workload "$WORKLOAD" "$@"; }
+
+# Each run takes about a second: run them all at once, then check.
+declare -A RUNS=(
+    [od1]="--policy on-demand --json"
+    [od2]="--policy on-demand --json"
+    [gr1]="--policy greedy --json"
+    [gr2]="--policy greedy --json"
+    [up1]="--policy uniform-progress --json"
+    [up2]="--policy uniform-progress --json"
+    [hz1]="--policy greedy --json --preemption-hazard 0.05 --seed 7"
+    [hz2]="--policy greedy --json --preemption-hazard 0.05 --seed 7"
+    [hz8]="--policy greedy --json --preemption-hazard 0.05 --seed 8"
+    [table]="--policy greedy"
+)
+pids=""
+for k in "${!RUNS[@]}"; do
+    # shellcheck disable=SC2086
+    { bt ${RUNS[$k]} >"$TMP/$k.out" 2>"$TMP/$k.err"; echo $? >"$TMP/$k.rc"; } &
+    pids="$pids $!"
+done
+# shellcheck disable=SC2086
+wait $pids
+for k in $(printf '%s\n' "${!RUNS[@]}" | sort); do
+    check "backtest ${RUNS[$k]} exits 0" test "$(cat "$TMP/$k.rc")" = 0
+done
+
+# pycheck NAME FILE PYTHON: passes when PYTHON (with d = the JSON in FILE)
+# prints nothing; what it prints is the diagnostic.
+pycheck() {
+    local name=$1 file=$2 code=$3 msg
+    msg=$(python3 - "$file" <<EOF 2>&1
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+jobs = d["jobs"]
+$code
+EOF
+)
+    if [ -z "$msg" ]; then ok "$name"; else not_ok "$name" "$msg"; fi
+}
+
+for k in od1 gr1 up1 hz1; do
+    pycheck "$k: every required field, with the right types" "$TMP/$k.out" '
+iso = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$")
+for key, t in [("policy", str), ("jobs", list), ("total_cost_usd", float),
+               ("total_on_demand_cost_usd", float), ("total_oracle_cost_usd", float)]:
+    if not isinstance(d.get(key), t): print("top-level", key, repr(d.get(key)))
+if len(jobs) != 10: print("jobs:", len(jobs))
+for j in jobs:
+    for key, t in [("name", str), ("policy", str), ("cost_usd", float),
+                   ("on_demand_cost_usd", float), ("oracle_cost_usd", float),
+                   ("deadline_met", bool), ("finished_at", str),
+                   ("preemptions", int), ("restarts", int)]:
+        v = j.get(key)
+        if not isinstance(v, t) or (t is int and isinstance(v, bool)):
+            print(j.get("name"), key, repr(v))
+    if isinstance(j.get("finished_at"), str) and not iso.match(j["finished_at"]):
+        print(j["name"], "finished_at not ISO-8601 UTC:", j["finished_at"])
+    if j.get("state") != "succeeded" or not j.get("deadline_met"):
+        print(j["name"], j.get("state"), j.get("deadline_met"))'
+    pycheck "$k: costs at least the oracle, totals add up" "$TMP/$k.out" '
+for j in jobs:
+    if j["cost_usd"] < j["oracle_cost_usd"] - 0.01:
+        print(j["name"], "cost", j["cost_usd"], "< oracle", j["oracle_cost_usd"])
+    if j["oracle_cost_usd"] <= 0 or j["oracle_cost_usd"] > j["on_demand_cost_usd"] + 0.01:
+        print(j["name"], "oracle", j["oracle_cost_usd"], "on-demand", j["on_demand_cost_usd"])
+for tot, key in [("total_cost_usd", "cost_usd"),
+                 ("total_on_demand_cost_usd", "on_demand_cost_usd"),
+                 ("total_oracle_cost_usd", "oracle_cost_usd")]:
+    s = sum(j[key] for j in jobs)
+    if abs(d[tot] - s) > 1e-5: print(tot, d[tot], "!= sum", s)'
+done
+check "policy is named" test "$(json_get "$(cat "$TMP/gr1.out")" 'd["policy"]')" = greedy
+check "jobs run with it" test "$(json_get "$(cat "$TMP/up1.out")" \
+    'set(j["policy"] for j in d["jobs"])')" = "{'uniform-progress'}"
+
+# The on-demand policy pays what on-demand costs, plus checkpoint stalls
+# (30 s per checkpoint, at most 2% here); its two spot-only jobs
+# (eval-nightly-fra, hpo-trial-17) stay on spot and cost far less.
+pycheck "on-demand policy costs within 3% of on_demand_cost_usd" "$TMP/od1.out" '
+for j in jobs:
+    r = j["cost_usd"] / j["on_demand_cost_usd"]
+    spot_only = j["name"] in ("eval-nightly-fra", "hpo-trial-17")
+    if spot_only and r > 0.5: print(j["name"], "spot-only job at", r)
+    if not spot_only and not (1.0 <= r <= 1.03): print(j["name"], r)'
+pycheck "greedy saves against on-demand" "$TMP/gr1.out" '
+if not d["total_cost_usd"] < 0.5 * d["total_on_demand_cost_usd"]: print(d["total_cost_usd"])'
+
+# Determinism: byte for byte, for every policy, also with random
+# preemptions; another seed changes the run.
+for p in od gr up hz; do
+    check "$p: two runs give identical output" cmp -s "$TMP/${p}1.out" "$TMP/${p}2.out"
+done
+check "another seed gives another run" test "$(cat "$TMP/hz1.out")" != "$(cat "$TMP/hz8.out")"
+pycheck "the hazard preempts someone" "$TMP/hz1.out" '
+if sum(j["preemptions"] for j in jobs) == 0: print("no preemptions")
+if d["seed"] != 7: print("seed", d["seed"])'
+
+# The table: a header row, one row per job, a summary line.
+T=$(cat "$TMP/table.out")
+HEAD=$(printf '%s\n' "$T" | head -n 1)
+check "table header" contains "$HEAD" "JOB"
+for col in POLICY COST ON-DEMAND ORACLE SAVED DEADLINE PREEMPT RESTARTS FINISHED; do
+    check "table header has $col" contains "$HEAD" "$col"
+done
+check "table has a row per job" test "$(printf '%s\n' "$T" | grep -c ' greedy ')" -eq 10
+LAST=$(printf '%s\n' "$T" | tail -n 1)
+check "summary mentions saved" contains "$LAST" "saved"
+check "summary mentions oracle" contains "$LAST" "oracle"
+check "summary starts with the policy" contains "$LAST" "greedy: "
+
+# Bad input: exit 2, and the message names the file (and line) at fault.
+expect_exit 2 "price CSV with a missing column" "$EBB" backtest \
+    --prices "$BAD/prices_missing_column.csv" --catalog "$CATALOG" --workload "$WORKLOAD"
+check "missing column: file:line" contains "$ERR" "prices_missing_column.csv:1: header has 6 columns"
+expect_exit 2 "unsorted price CSV" "$EBB" backtest \
+    --prices "$BAD/prices_unsorted.csv" --catalog "$CATALOG" --workload "$WORKLOAD"
+check "unsorted: file:line" contains "$ERR" "prices_unsorted.csv:4: row is earlier"
+expect_exit 2 "unknown instance type" bt --workload "$BAD/workload_unknown_type.yaml"
+check "unknown type: file:line" contains "$ERR" "workload_unknown_type.yaml:8: job typo-job: unknown instance type \"p3.2xlarg\""
+expect_exit 2 "a job that can never finish" bt --workload "$BAD/workload_never.yaml"
+check "never finishes: file:line" contains "$ERR" "workload_never.yaml:5: job slow-k80 can never finish"
+expect_exit 2 "missing --workload" "$EBB" backtest --prices "$PRICES" --catalog "$CATALOG"
+check "missing --workload is named" contains "$ERR" "--workload is required"
+check "nothing on stdout for bad input" test -z "$OUT"
+for what in prices catalog workload availability; do
+    expect_exit 2 "nonexistent --$what file" bt "--$what" "$TMP/no-such-$what.csv"
+    check "nonexistent --$what file is named" contains "$ERR" "$TMP/no-such-$what.csv"
+done
+
+finish

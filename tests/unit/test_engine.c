@@ -1,0 +1,544 @@
+/* The engine (src/engine*.c) driven as `ebb backtest` drives it: virtual
+ * clock, ":memory:" store, a registry loaded from an ebb.yaml buffer with
+ * the real sim provider and the real policies (found through
+ * EBB_PLUGIN_PATH), ebb__engine_init, the providers started with
+ * ebb__engine_host_env, jobs submitted from YAML at the clock's time.
+ *
+ * Traces (tests/data/engine/, all on 2020-01-01 UTC, repeated unchanged on
+ * 01-03 so the trace spans two days):
+ *   prices_flat.csv  us-east-1a p3.2xlarge 0.90 USD/h, p3.8xlarge 3.60.
+ *   avail_drop.csv   p3.2xlarge capacity 1, 0 from 02:00, 1 from 03:00.
+ *   avail_none.csv   no spot capacity for either type.
+ *   avail_one.csv    p3.2xlarge capacity 1 throughout.
+ *   catalog.csv      on demand p3.2xlarge 3.06 (speed 1), p3.8xlarge 12.24
+ *                    (speed 2).
+ * The sim's defaults apply (docs/sim.md): no launch latency, 30 s per
+ * checkpoint, notices 120 s ahead, per-second billing. 0.90 USD/h is 250
+ * micro-USD a second, 3.06 USD/h 850, 3.60 USD/h 1000.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "backtest.h"
+#include "catalog.h"
+#include "clock.h"
+#include "config.h"
+#include "engine.h"
+#include "jobspec.h"
+#include "registry.h"
+#include "store.h"
+#include "str.h"
+#include "units.h"
+
+#define S EBB_MS_PER_SECOND
+#define MINUTE EBB_MS_PER_MINUTE
+#define H EBB_MS_PER_HOUR
+
+static ebb_time_ms T0; /* 2020-01-01T00:00:00Z */
+
+static const char *data_path(const char *name, char *buf, size_t len)
+{
+    const char *root = getenv("EBB_SOURCE_ROOT");
+    snprintf(buf, len, "%s/tests/data/engine/%s", root ? root : ".", name);
+    return buf;
+}
+
+/* ---- the fixture: what backtest.c's setup() builds ----------------------- */
+
+struct fx {
+    struct ebb__catalog *catalog;
+    struct ebb__config *config;
+    struct ebb__registry registry;
+    struct ebb__clock clock;
+    struct ebb__store *store;
+    struct ebb__engine engine;
+    struct ebb__host_env env;
+};
+
+/* The fixture running now, so that a test that fails half way still
+ * closes it (teardown), and leak checks stay meaningful. */
+static struct fx *live;
+static struct fx fx_mem; /* not on a stack a failed test unwinds */
+
+static void fx_start(struct fx *f, const char *avail, const char *policy)
+{
+    char path[1024];
+    struct ebb__diag d = {{0}};
+    memset(f, 0, sizeof(*f));
+    if (ebb__catalog_load(data_path("catalog.csv", path, sizeof(path)),
+                          &f->catalog, &d) != 0)
+        fail_msg("%s", d.msg);
+    struct ebb__buf b = {0};
+    ebb__buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n",
+                    data_path("prices_flat.csv", path, sizeof(path)));
+    if (avail != NULL)
+        ebb__buf_printf(&b, "    availability: \"%s\"\n",
+                        data_path(avail, path, sizeof(path)));
+    ebb__buf_printf(&b, "default_policy: %s\n", policy);
+    char *text = ebb__buf_take(&b);
+    assert_non_null(text);
+    int rc = ebb__config_load_buffer("(test)", text, strlen(text), &f->config, &d);
+    free(text);
+    if (rc == 0)
+        rc = ebb__registry_load(&f->registry, f->config, &d);
+    if (rc != 0)
+        fail_msg("%s", d.msg);
+    ebb__clock_init_virtual(&f->clock, T0);
+    char err[256] = "";
+    if (ebb__store_open(":memory:", &f->store, err, sizeof(err)) != 0)
+        fail_msg("%s", err);
+    struct ebb__engine_options eo = {
+        .clock = &f->clock,
+        .store = f->store,
+        .registry = &f->registry,
+        .catalog = f->catalog,
+        .default_policy = f->config->default_policy,
+    };
+    assert_int_equal(ebb__engine_init(&f->engine, &eo), 0);
+    f->env = (struct ebb__host_env){.clock = &f->clock};
+    ebb__engine_host_env(&f->engine, &f->env);
+    if (ebb__registry_start(&f->registry, &f->env, &d) != 0)
+        fail_msg("%s", d.msg);
+    ebb__engine_poll_prices(&f->engine);
+    ebb__clock_run_until(&f->clock, T0);
+    live = f;
+    assert_true(f->engine.market.n_offers > 0);
+}
+
+static void fx_stop(struct fx *f)
+{
+    /* As backtest.c: providers first, then the engine, clock and store. */
+    ebb__registry_free(&f->registry);
+    ebb__engine_fini(&f->engine);
+    ebb__clock_close(&f->clock, NULL);
+    ebb__store_close(f->store);
+    ebb__config_free(f->config);
+    ebb__catalog_free(f->catalog);
+    live = NULL;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (live != NULL)
+        fx_stop(live);
+    return 0;
+}
+
+static void run_to(struct fx *f, ebb_time_ms t)
+{
+    ebb__clock_run_until(&f->clock, t);
+}
+
+/* Submits a job spec (YAML) at the clock's time. */
+static struct ebb__job *submit(struct fx *f, const char *yaml)
+{
+    struct ebb__job_spec spec;
+    struct ebb__diag d = {{0}};
+    if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
+        fail_msg("%s", d.msg);
+    struct ebb__job *job = NULL;
+    if (ebb__engine_submit(&f->engine, &spec, yaml, 0, &job, &d) != 0) {
+        ebb__jobspec_free(&spec);
+        fail_msg("%s", d.msg);
+    }
+    return job;
+}
+
+/* ---- reading the store ------------------------------------------------- */
+
+/* Runs `sql` with `job_id` bound to ?1 and returns the rows as text, one
+ * line per row, columns separated by '|' (NULL as "NULL"). Free it. */
+static char *query(struct fx *f, const char *sql, const char *job_id)
+{
+    sqlite3 *db = ebb__store_sqlite(f->store);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    if (job_id != NULL)
+        sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
+    struct ebb__buf b = {0};
+    ebb__buf_puts(&b, "");
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        for (int c = 0; c < sqlite3_column_count(st); c++) {
+            const unsigned char *v = sqlite3_column_text(st, c);
+            ebb__buf_printf(&b, "%s%s", c ? "|" : "", v ? (const char *)v : "NULL");
+        }
+        ebb__buf_puts(&b, "\n");
+    }
+    sqlite3_finalize(st);
+    char *out = ebb__buf_take(&b);
+    assert_non_null(out);
+    return out;
+}
+
+static int64_t query_int(struct fx *f, const char *sql, const char *job_id)
+{
+    char *s = query(f, sql, job_id);
+    int64_t v = strtoll(s, NULL, 10);
+    free(s);
+    return v;
+}
+
+/* The job's states in order ("pending waiting ..."), after checking that
+ * every event has a reason, chains from the previous state, and starts
+ * from nothing. */
+static char *states(struct fx *f, const char *job_id)
+{
+    char *rows = query(f, "SELECT ifnull(from_state, ''), to_state, reason FROM "
+                       "job_events WHERE job_id = ?1 ORDER BY seq", job_id);
+    if (getenv("EBB_TEST_DUMP"))
+        fprintf(stderr, "%s", rows);
+    struct ebb__buf b = {0};
+    char prev[32] = "";
+    ebb__buf_puts(&b, "");
+    for (char *line = rows; *line != '\0';) {
+        char *nl = strchr(line, '\n');
+        *nl = '\0';
+        char *bar1 = strchr(line, '|');
+        assert_non_null(bar1);
+        char *bar2 = strchr(bar1 + 1, '|');
+        assert_non_null(bar2);
+        *bar1 = *bar2 = '\0';
+        assert_string_equal(line, prev); /* from = the previous to */
+        if (bar2[1] == '\0')
+            fail_msg("%s -> %s has no reason", line, bar1 + 1);
+        snprintf(prev, sizeof(prev), "%s", bar1 + 1);
+        ebb__buf_printf(&b, "%s%s", b.len ? " " : "", bar1 + 1);
+        line = nl + 1;
+    }
+    free(rows);
+    char *out = ebb__buf_take(&b);
+    assert_non_null(out);
+    return out;
+}
+
+static void assert_states(struct fx *f, const struct ebb__job *job,
+                          const char *want)
+{
+    char *got = states(f, job->id);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+/* The ledger adds up to what the job says it spent, and the stored job
+ * agrees. */
+static void assert_ledger(struct fx *f, const struct ebb__job *job)
+{
+    ebb_micros total = -1;
+    assert_int_equal(ebb__store_ledger_job_total(f->store, job->id, &total), 0);
+    assert_int_equal(total, job->spent);
+    assert_int_equal(query_int(f, "SELECT spent_micros FROM jobs WHERE id = ?1",
+                               job->id), job->spent);
+    /* Every instance is over and billed. */
+    assert_int_equal(query_int(f, "SELECT count(*) FROM instances WHERE job_id = "
+                               "?1 AND state <> 'terminated'", job->id), 0);
+}
+
+#define JOB_YAML(name, extra)                                               \
+    "name: " name "\nrun: [python, train.py]\nrestart_overhead: 5m\n"       \
+    "checkpoint:\n  every: 30m\n" extra
+
+/* ---- scenarios --------------------------------------------------------- */
+
+/* Constant spot price, unlimited capacity. */
+static void one_job_on_a_flat_market(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, NULL, "greedy");
+    run_to(f, T0 + H);
+    /* 2h of work on the reference type: 5m overhead, 3 checkpoints of 30s
+     * (at 30m, 1h and 1h30m of work), done at 03:06:30. */
+    struct ebb__job *a = submit(f, JOB_YAML("flat-ref", "work: 2h\n"
+        "deadline: 6h\nmarket: spot-fallback\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    /* The same work on p3.8xlarge (speed 2): 1h of wall time. */
+    struct ebb__job *b = submit(f, JOB_YAML("flat-fast", "work: 2h\n"
+        "deadline: 6h\nmarket: spot\n"
+        "resources:\n  instance_types: [p3.8xlarge]\n"));
+    run_to(f, T0 + 12 * H);
+
+    assert_int_equal(a->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(a->finished_at, T0 + 3 * H + 6 * MINUTE + 30 * S);
+    assert_int_equal(a->spent, 7590 * 250); /* 1.8975 USD */
+    assert_int_equal(a->work_saved, 2 * H);
+    assert_int_equal(a->preemptions, 0);
+    assert_int_equal(a->restarts, 0);
+    assert_states(f, a, "pending waiting launching running succeeded");
+    assert_ledger(f, a);
+    char *inst = query(f, "SELECT market, zone, instance_type, state, started_at "
+                       "- requested_at, ended_at - started_at FROM instances "
+                       "WHERE job_id = ?1", a->id);
+    assert_string_equal(inst, "spot|us-east-1a|p3.2xlarge|terminated|0|7590000\n");
+    free(inst);
+    char *ck = query(f, "SELECT work_done_ms / 60000 FROM checkpoints WHERE "
+                     "job_id = ?1 ORDER BY at", a->id);
+    assert_string_equal(ck, "30\n60\n90\n");
+    free(ck);
+
+    assert_int_equal(b->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(b->finished_at, T0 + 2 * H + 6 * MINUTE + 30 * S);
+    assert_int_equal(b->spent, 3990 * 1000);
+    assert_states(f, b, "pending waiting launching running succeeded");
+    assert_ledger(f, b);
+    fx_stop(f);
+}
+
+/* Spot capacity 1 drops to 0 at 02:00 and returns at 03:00. The notice
+ * comes at 01:58; the job checkpoints what it has (1h22m of work) by
+ * 01:58:30, is lost at 02:00, waits, and resumes at 03:00 from 1h22m. */
+static struct ebb__job *drop_scenario(struct fx *f)
+{
+    fx_start(f, "avail_drop.csv", "greedy");
+    run_to(f, T0 + 30 * MINUTE);
+    struct ebb__job *job = submit(f, JOB_YAML("through-the-drop", "work: 3h\n"
+        "deadline: 12h\nmarket: spot\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 24 * H);
+    return job;
+}
+
+static void preempted_job_resumes_from_its_checkpoint(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    struct ebb__job *job = drop_scenario(f);
+    assert_int_equal(job->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(job->preemptions, 1);
+    assert_int_equal(job->restarts, 1);
+    assert_int_equal(job->attempts, 2);
+    assert_states(f, job, "pending waiting launching running checkpointing "
+                  "preempted waiting launching running succeeded");
+    /* The notice checkpoint, then the second instance's own, counted from
+     * the 1h22m it resumed from (not from zero). */
+    char *ck = query(f, "SELECT at - (SELECT submitted_at FROM jobs WHERE id = "
+                     "?1), work_done_ms / 60000 FROM checkpoints WHERE job_id = "
+                     "?1 ORDER BY at", job->id);
+    assert_string_equal(ck, "2130000|30\n3960000|60\n5310000|82\n"
+                        "11130000|112\n12960000|142\n14790000|172\n");
+    free(ck);
+    /* Work lost: 1h23m30s done at the loss, 1h22m saved; under the notice
+     * lead (120 s), as the model promises with a notice checkpoint. */
+    char *inst = query(f, "SELECT started_at, ended_at, end_reason FROM "
+                       "instances WHERE job_id = ?1 ORDER BY requested_at",
+                       job->id);
+    char want[512];
+    snprintf(want, sizeof(want), "%lld|%lld|spot capacity reclaimed\n"
+             "%lld|%lld|released\n",
+             (long long)(T0 + 30 * MINUTE), (long long)(T0 + 2 * H),
+             (long long)(T0 + 3 * H), (long long)(T0 + 4 * H + 44 * MINUTE + 30 * S));
+    assert_string_equal(inst, want);
+    free(inst);
+    /* 3h of work: 1h38m left after the drop, 5m overhead, 3 checkpoints. */
+    assert_int_equal(job->finished_at, T0 + 4 * H + 44 * MINUTE + 30 * S);
+    /* 00:30-02:00 (5400 s) and 03:00-04:44:30 (6270 s) at 250 per s. */
+    assert_int_equal(job->spent, (5400 + 6270) * 250);
+    assert_ledger(f, job);
+    fx_stop(f);
+}
+
+/* No spot capacity at all: greedy waits while slack lasts, then goes on
+ * demand in time for the deadline. */
+static void fallback_goes_on_demand_in_time(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, "avail_none.csv", "greedy");
+    run_to(f, T0 + H);
+    struct ebb__job *job = submit(f, JOB_YAML("no-spot", "work: 2h\n"
+        "deadline: 3h\nmarket: spot-fallback\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 24 * H);
+    assert_int_equal(job->state, EBB__JOB_SUCCEEDED);
+    assert_true(job->finished_at <= job->deadline);
+    char *inst = query(f, "SELECT market, instance_type FROM instances WHERE "
+                       "job_id = ?1", job->id);
+    assert_string_equal(inst, "on-demand|p3.2xlarge\n");
+    free(inst);
+    /* Slack at 01:00 is 3h - 2h - 5m = 55m; greedy's margin is 10m, so it
+     * launches at 01:45 (greedy asks again 1 ms later, when the slack is
+     * below the margin rather than equal to it) and finishes 2h6m30s
+     * later. */
+    int64_t started = query_int(f, "SELECT started_at FROM instances WHERE "
+                                "job_id = ?1", job->id);
+    assert_true(started >= T0 + H + 45 * MINUTE && started < T0 + H + 45 * MINUTE + S);
+    assert_int_equal(job->finished_at, started + 2 * H + 6 * MINUTE + 30 * S);
+    assert_int_equal(job->spent, 7590 * 850);
+    assert_ledger(f, job);
+    fx_stop(f);
+}
+
+/* The on-demand policy keeps a spot-fallback job off spot even when spot
+ * is cheap and plentiful; no policy puts a spot-only job on demand. */
+static void markets_are_respected(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, NULL, "on-demand");
+    run_to(f, T0 + H);
+    struct ebb__job *job = submit(f, JOB_YAML("od-policy", "work: 2h\n"
+        "deadline: 6h\nmarket: spot-fallback\n"
+        "resources:\n  instance_types: [p3.2xlarge, p3.8xlarge]\n"));
+    run_to(f, T0 + 24 * H);
+    assert_int_equal(job->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(query_int(f, "SELECT count(*) FROM instances WHERE job_id = "
+                               "?1 AND market = 'spot'", job->id), 0);
+    assert_int_equal(query_int(f, "SELECT count(*) FROM instances WHERE job_id = "
+                               "?1 AND market = 'on-demand'", job->id), 1);
+    assert_ledger(f, job);
+    fx_stop(f);
+
+    static const char *const policies[] = {"greedy", "on-demand",
+                                           "uniform-progress"};
+    for (size_t i = 0; i < 3; i++) {
+        fx_start(f, "avail_none.csv", policies[i]);
+        job = submit(f, JOB_YAML("spot-only", "work: 1h\ndeadline: 4h\n"
+                                  "market: spot\n"));
+        run_to(f, T0 + 24 * H);
+        assert_int_equal(query_int(f, "SELECT count(*) FROM instances WHERE "
+                                   "job_id = ?1", job->id), 0);
+        assert_int_equal(job->spent, 0);
+        assert_false(job->state == EBB__JOB_SUCCEEDED);
+        fx_stop(f);
+    }
+}
+
+/* The same inputs give the same history, event for event. */
+static void runs_are_deterministic(void **state)
+{
+    (void)state;
+    const char *sql = "SELECT job_id, at, ifnull(from_state, ''), to_state, "
+                      "reason FROM job_events ORDER BY seq";
+    const char *sql2 = "SELECT * FROM ledger ORDER BY id";
+    struct fx *f = &fx_mem;
+    drop_scenario(f);
+    char *events1 = query(f, sql, NULL);
+    char *ledger1 = query(f, sql2, NULL);
+    fx_stop(f);
+    drop_scenario(f);
+    char *events2 = query(f, sql, NULL);
+    char *ledger2 = query(f, sql2, NULL);
+    fx_stop(f);
+    assert_true(strlen(events1) > 200);
+    assert_string_equal(events1, events2);
+    assert_string_equal(ledger1, ledger2);
+    free(events1);
+    free(events2);
+    free(ledger1);
+    free(ledger2);
+}
+
+/* Capacity 1, two spot jobs: never two spot instances there at once, and
+ * the second runs once the first has released the capacity. */
+static void two_jobs_share_capacity_one(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, "avail_one.csv", "greedy");
+    run_to(f, T0 + H);
+    const char *spec = "work: 1h\ndeadline: 8h\nmarket: spot\n"
+                       "resources:\n  instance_types: [p3.2xlarge]\n";
+    struct ebb__buf b1 = {0}, b2 = {0};
+    ebb__buf_printf(&b1, JOB_YAML("first", "%s"), spec);
+    ebb__buf_printf(&b2, JOB_YAML("second", "%s"), spec);
+    char *y1 = ebb__buf_take(&b1), *y2 = ebb__buf_take(&b2);
+    struct ebb__job *a = submit(f, y1);
+    struct ebb__job *b = submit(f, y2);
+    free(y1);
+    free(y2);
+    run_to(f, T0 + 24 * H);
+
+    /* No two spot instances in us-east-1a overlap in time. */
+    assert_int_equal(query_int(f, "SELECT count(*) FROM instances x JOIN "
+        "instances y ON x.token < y.token WHERE x.market = 'spot' AND y.market "
+        "= 'spot' AND x.zone = y.zone AND x.started_at IS NOT NULL AND "
+        "y.started_at IS NOT NULL AND x.started_at < ifnull(y.ended_at, "
+        "9e18) AND y.started_at < ifnull(x.ended_at, 9e18)", NULL), 0);
+    assert_int_equal(a->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(a->finished_at, T0 + 2 * H + 5 * MINUTE + 30 * S);
+    /* The second job waited: it never ran before the first was done, and
+     * it did run once the capacity was free again. */
+    int64_t b_start = query_int(f, "SELECT ifnull(min(started_at), 0) FROM "
+                                "instances WHERE job_id = ?1", b->id);
+    assert_true(b_start == 0 || b_start >= a->finished_at);
+    assert_int_equal(b->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(b_start, a->finished_at);
+    assert_ledger(f, a);
+    assert_ledger(f, b);
+    fx_stop(f);
+}
+
+/* ---- against the oracle, through ebb__backtest_run --------------------- */
+
+static void backtest_costs_at_least_the_oracle(void **state)
+{
+    (void)state;
+    char prices[1024], avail[1024], catalog[1024], workload[1024];
+    static const char *const policies[] = {"greedy", "on-demand",
+                                           "uniform-progress"};
+    for (size_t i = 0; i < 3; i++) {
+        struct ebb__backtest_options o = {
+            .prices = data_path("prices_flat.csv", prices, sizeof(prices)),
+            .availability = data_path("avail_drop.csv", avail, sizeof(avail)),
+            .catalog = data_path("catalog.csv", catalog, sizeof(catalog)),
+            .workload = data_path("workload.yaml", workload, sizeof(workload)),
+            .policy = policies[i],
+            .seed = 1,
+        };
+        json_t *r = NULL;
+        struct ebb__diag d = {{0}};
+        if (ebb__backtest_run(&o, &r, &d) != 0)
+            fail_msg("%s: %s", policies[i], d.msg);
+        json_t *jobs = json_object_get(r, "jobs");
+        assert_int_equal(json_array_size(jobs), 4);
+        size_t k;
+        json_t *j;
+        double sum = 0;
+        json_array_foreach(jobs, k, j) {
+            const char *name = json_string_value(json_object_get(j, "name"));
+            const char *st = json_string_value(json_object_get(j, "state"));
+            double cost = json_number_value(json_object_get(j, "cost_usd"));
+            json_t *oracle = json_object_get(j, "oracle_cost_usd");
+            sum += cost;
+            if (!json_is_number(oracle))
+                fail_msg("%s %s: no oracle cost", policies[i], name);
+            if (strcmp(st, "succeeded") == 0 &&
+                cost < json_number_value(oracle) - 1e-6)
+                fail_msg("%s %s: cost %.6f below the oracle %.6f", policies[i],
+                         name, cost, json_number_value(oracle));
+            if (strcmp(st, "succeeded") == 0)
+                assert_true(cost > 0);
+        }
+        double total = json_number_value(json_object_get(r, "total_cost_usd"));
+        assert_true(total > sum - 1e-6 && total < sum + 1e-6);
+        json_decref(r);
+    }
+}
+
+int main(void)
+{
+    assert_int_equal(ebb__parse_time("2020-01-01T00:00:00Z", &T0), 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(one_job_on_a_flat_market, teardown),
+        cmocka_unit_test_teardown(preempted_job_resumes_from_its_checkpoint,
+                                  teardown),
+        cmocka_unit_test_teardown(fallback_goes_on_demand_in_time, teardown),
+        cmocka_unit_test_teardown(markets_are_respected, teardown),
+        cmocka_unit_test_teardown(runs_are_deterministic, teardown),
+        cmocka_unit_test_teardown(two_jobs_share_capacity_one, teardown),
+        cmocka_unit_test_teardown(backtest_costs_at_least_the_oracle, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
