@@ -23,15 +23,6 @@ struct layout {
     int speed, source;
 };
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p != NULL)
-        memcpy(p, s, n);
-    return p;
-}
-
 static int check_header(struct ebb__csv *c, struct layout *lay,
                         struct ebb__diag *d)
 {
@@ -158,11 +149,11 @@ static int read_row(struct ebb__csv *c, const struct layout *lay,
                        "must be greater than 0 (1.0 = one V100)");
     }
     e->line = c->line;
-    e->provider = dup_str(f[0]);
-    e->region = dup_str(f[1]);
-    e->instance_type = dup_str(f[2]);
-    e->gpu_model = dup_str(f[5]);
-    e->source = dup_str(lay->source >= 0 ? f[lay->source] : "");
+    e->provider = strdup(f[0]);
+    e->region = strdup(f[1]);
+    e->instance_type = strdup(f[2]);
+    e->gpu_model = strdup(f[5]);
+    e->source = strdup(lay->source >= 0 ? f[lay->source] : "");
     if (e->provider == NULL || e->region == NULL ||
         e->instance_type == NULL || e->gpu_model == NULL ||
         e->source == NULL) {
@@ -240,7 +231,7 @@ int ebb__catalog_load(const char *path, struct ebb__catalog **out,
         ebb__csv_close(&c);
         return EBB_ENOMEM;
     }
-    cat->path = dup_str(path);
+    cat->path = strdup(path);
     rc = cat->path == NULL ? EBB_ENOMEM : read_all(&c, cat, d);
     if (rc == 0 && cat->n_entry > 0) {
         qsort(cat->entry, cat->n_entry, sizeof(*cat->entry), cmp_entry);

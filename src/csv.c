@@ -5,15 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p != NULL)
-        memcpy(p, s, n);
-    return p;
-}
-
 /* Takes ownership of `data` (size bytes plus a NUL) and checks it once for
  * NUL bytes, which would silently cut fields short later. */
 static int init(struct ebb__csv *c, const char *name, char *data, size_t size,
@@ -30,7 +21,7 @@ static int init(struct ebb__csv *c, const char *name, char *data, size_t size,
         free(data);
         return EBB_EINVAL;
     }
-    c->name = dup_str(name);
+    c->name = strdup(name);
     if (c->name == NULL) {
         free(data);
         return EBB_ENOMEM;

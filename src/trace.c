@@ -157,15 +157,6 @@ static const struct format avail_format = {
     .value_hint = "instances, a whole number >= 0",
 };
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p != NULL)
-        memcpy(p, s, n);
-    return p;
-}
-
 /* FNV-1a over the key fields, with a separator byte that CSV text of our
  * files never holds so that ("ab", "c") and ("a", "bc") differ. */
 static uint64_t hash_key(char *const *key, size_t n)
@@ -249,7 +240,7 @@ static struct bseries *intern(struct builder *b, char *const *key)
     memset(s, 0, sizeof(*s));
     s->hash = h;
     for (size_t k = 0; k < n_key; k++) {
-        s->key[k] = dup_str(key[k]);
+        s->key[k] = strdup(key[k]);
         if (s->key[k] == NULL) {
             for (size_t i = 0; i < k; i++)
                 free(s->key[i]);
@@ -466,7 +457,7 @@ int ebb__price_trace_load(const char *path, struct ebb__price_trace **out,
     struct ebb__price_trace *t = calloc(1, sizeof(*t));
     if (t == NULL)
         goto nomem;
-    t->path = dup_str(path);
+    t->path = strdup(path);
     t->series = calloc(b.n_series, sizeof(*t->series));
     if (t->path == NULL || t->series == NULL)
         goto nomem;
@@ -579,7 +570,7 @@ int ebb__avail_trace_load(const char *path, struct ebb__avail_trace **out,
     struct ebb__avail_trace *t = calloc(1, sizeof(*t));
     if (t == NULL)
         goto nomem;
-    t->path = dup_str(path);
+    t->path = strdup(path);
     t->series = calloc(b.n_series, sizeof(*t->series));
     if (t->path == NULL || t->series == NULL)
         goto nomem;

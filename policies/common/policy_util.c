@@ -346,3 +346,30 @@ void pu_run_market(const struct pu_ctx *c, enum ebb_market market,
                   pu_offer_text(c, k, what));
     pu_budget_note(c, k, out);
 }
+
+int pu_decide(const void *self, const struct ebb_job_view *job,
+              const struct ebb_market_view *market, ebb_time_ms now,
+              struct ebb_decision *out, pu_fallback_fn fallback)
+{
+    struct pu_ctx c;
+    int rc = pu_begin(&c, job, market, now, out);
+    if (rc != 0)
+        return rc;
+    if (self == NULL)
+        return EBB_EINVAL;
+    if (pu_settled(&c, out))
+        return 0;
+    switch (job->market) {
+    case EBB_JOB_SPOT:
+        pu_run_market(&c, EBB_MARKET_SPOT, out);
+        break;
+    case EBB_JOB_ON_DEMAND:
+        pu_run_market(&c, EBB_MARKET_ON_DEMAND, out);
+        break;
+    case EBB_JOB_SPOT_FALLBACK:
+    default:
+        fallback(self, &c, out);
+        break;
+    }
+    return 0;
+}

@@ -50,6 +50,18 @@ int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
  * usable offer exists (WAIT). Returns 1 when *out was written, else 0. */
 int pu_settled(const struct pu_ctx *c, struct ebb_decision *out);
 
+/* How a policy runs a spot-fallback job once the shared cases are
+ * settled; `self` is the policy's instance. */
+typedef void (*pu_fallback_fn)(const void *self, const struct pu_ctx *c,
+                               struct ebb_decision *out);
+
+/* The decide() every policy shares: checks the arguments, settles the
+ * shared cases, runs spot-only and on-demand-only jobs on their market, and
+ * hands spot-fallback jobs to `fallback`. */
+int pu_decide(const void *self, const struct ebb_job_view *job,
+              const struct ebb_market_view *market, ebb_time_ms now,
+              struct ebb_decision *out, pu_fallback_fn fallback);
+
 /* 1 when the job may run on offer k's market (job->market). */
 int pu_allowed(const struct pu_ctx *c, size_t k);
 

@@ -130,9 +130,10 @@ static void greedy_on_spot(const struct greedy *g, const struct pu_ctx *c,
             pu_offer_text(c, c->running, what), pu_dur_text(slack, dur));
 }
 
-static void greedy_fallback(const struct greedy *g, const struct pu_ctx *c,
+static void greedy_fallback(const void *self, const struct pu_ctx *c,
                             struct ebb_decision *out)
 {
+    const struct greedy *g = self;
     char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT], mdur[PU_DUR_TEXT];
     size_t od = pu_od_choice(c);
     if (od == PU_NONE || !pu_has_deadline(c)) {
@@ -169,30 +170,10 @@ static void greedy_fallback(const struct greedy *g, const struct pu_ctx *c,
 }
 
 static int greedy_decide(void *self, const struct ebb_job_view *job,
-                         const struct ebb_market_view *market, ebb_time_ms now,
-                         struct ebb_decision *out)
+                     const struct ebb_market_view *market, ebb_time_ms now,
+                     struct ebb_decision *out)
 {
-    struct pu_ctx c;
-    int rc = pu_begin(&c, job, market, now, out);
-    if (rc != 0)
-        return rc;
-    if (self == NULL)
-        return EBB_EINVAL;
-    if (pu_settled(&c, out))
-        return 0;
-    switch (job->market) {
-    case EBB_JOB_SPOT:
-        pu_run_market(&c, EBB_MARKET_SPOT, out);
-        break;
-    case EBB_JOB_ON_DEMAND:
-        pu_run_market(&c, EBB_MARKET_ON_DEMAND, out);
-        break;
-    case EBB_JOB_SPOT_FALLBACK:
-    default:
-        greedy_fallback(self, &c, out);
-        break;
-    }
-    return 0;
+    return pu_decide(self, job, market, now, out, greedy_fallback);
 }
 
 static const struct ebb_policy greedy_policy = {

@@ -224,9 +224,10 @@ static void up_on_spot(const struct up_state *u, size_t od,
             up_pct(c, u->cp), up_pct(c, up_line(c, (double)c->now)));
 }
 
-static void up_fallback(const struct up *p, const struct pu_ctx *c,
+static void up_fallback(const void *self, const struct pu_ctx *c,
                         struct ebb_decision *out)
 {
+    const struct up *p = self;
     char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT], tdur[PU_DUR_TEXT];
     size_t od = pu_od_choice(c);
     if (od == PU_NONE || !pu_has_deadline(c)) {
@@ -288,27 +289,7 @@ static int up_decide(void *self, const struct ebb_job_view *job,
                      const struct ebb_market_view *market, ebb_time_ms now,
                      struct ebb_decision *out)
 {
-    struct pu_ctx c;
-    int rc = pu_begin(&c, job, market, now, out);
-    if (rc != 0)
-        return rc;
-    if (self == NULL)
-        return EBB_EINVAL;
-    if (pu_settled(&c, out))
-        return 0;
-    switch (job->market) {
-    case EBB_JOB_SPOT:
-        pu_run_market(&c, EBB_MARKET_SPOT, out);
-        break;
-    case EBB_JOB_ON_DEMAND:
-        pu_run_market(&c, EBB_MARKET_ON_DEMAND, out);
-        break;
-    case EBB_JOB_SPOT_FALLBACK:
-    default:
-        up_fallback(self, &c, out);
-        break;
-    }
-    return 0;
+    return pu_decide(self, job, market, now, out, up_fallback);
 }
 
 static const struct ebb_policy up_policy = {
