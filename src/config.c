@@ -6,6 +6,7 @@
 
 #include "cfg_table.h"
 #include "log.h"
+#include "yaml_read.h"
 
 /* The configuration used when there is no ebb.yaml. examples/ebb.yaml
  * shows the same values; keep the two in step. */
@@ -52,39 +53,14 @@ static const struct ebb_cfg_key team_keys[] = {
     EBB_CFG_END,
 };
 
-static int nomem(struct ebb__diag *d)
-{
-    ebb__diag_set(d, NULL, 0, "out of memory");
-    return EBB_ENOMEM;
-}
-
 static int set_string(char **dst, const char *value, struct ebb__diag *d)
 {
     char *copy = strdup(value);
     if (copy == NULL)
-        return nomem(d);
+        return ebb__yread_nomem(d);
     free(*dst);
     *dst = copy;
     return 0;
-}
-
-static const char *quote(const struct ebb__ynode *n, char *buf, size_t size)
-{
-    return ebb__diag_quote(n->value, n->len, buf, size);
-}
-
-static int expect_scalar(const struct ebb__ynode *n, const char *what,
-                         const char *expected, struct ebb__diag *d)
-{
-    if (n->kind == EBB__YSCALAR && strlen(n->value) == n->len)
-        return 0;
-    if (n->kind == EBB__YSCALAR)
-        ebb__diag_set(d, n->file, n->line, "%s: contains a NUL character",
-                      what);
-    else
-        ebb__diag_set(d, n->file, n->line, "%s: expected %s, not %s", what,
-                      expected, ebb__ykind_name(n->kind));
-    return EBB_ECONFIG;
 }
 
 /* ---- top-level keys ----------------------------------------------------- */
@@ -93,14 +69,14 @@ static int do_log_level(struct ebb__config *cfg, const struct ebb__ynode *n,
                         struct ebb__diag *d)
 {
     static const char levels[] = "error, warn, info, debug";
-    int rc = expect_scalar(n, "log_level", "one of error, warn, info, debug",
-                           d);
+    int rc = ebb__yread_scalar(n, "log_level",
+                               "one of error, warn, info, debug", d);
     if (rc != 0)
         return rc;
     if (ebb__log_parse_level(n->value, &cfg->log_level) != 0) {
         char q[EBB__DIAG_QUOTE_SIZE];
         ebb__diag_set(d, n->file, n->line, "log_level: %s is not one of %s",
-                      quote(n, q, sizeof(q)), levels);
+                      ebb__yread_quote(n, q, sizeof(q)), levels);
         return EBB_ECONFIG;
     }
     return 0;
@@ -213,7 +189,7 @@ static int do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,
 static int do_default_policy(struct ebb__config *cfg,
                              const struct ebb__ynode *n, struct ebb__diag *d)
 {
-    int rc = expect_scalar(n, "default_policy", "a policy name", d);
+    int rc = ebb__yread_scalar(n, "default_policy", "a policy name", d);
     if (rc != 0)
         return rc;
     if (n->len == 0) {
@@ -224,33 +200,15 @@ static int do_default_policy(struct ebb__config *cfg,
     return set_string(&cfg->default_policy, n->value, d);
 }
 
-/* Names become plugin and team identifiers in the store, file names and
- * CLI arguments, so keep them plain. */
 static int check_name(const struct ebb__ynode *key, const char *what,
                       struct ebb__diag *d)
 {
-    int ok = key->len > 0 && key->len <= 64;
-    for (size_t i = 0; ok && i < key->len; i++) {
-        char c = key->value[i];
-        ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-             (c >= '0' && c <= '9') || c == '-' || c == '_';
-    }
-    if (ok)
+    if (ebb__yread_name_valid(key->value, key->len))
         return 0;
     char q[EBB__DIAG_QUOTE_SIZE];
     ebb__diag_set(d, key->file, key->line,
                   "%s: %s is not a valid name (1 to 64 letters, digits, - "
-                  "and _)", what, quote(key, q, sizeof(q)));
-    return EBB_ECONFIG;
-}
-
-static int expect_map(const struct ebb__ynode *n, const char *what,
-                      struct ebb__diag *d)
-{
-    if (n->kind == EBB__YMAP)
-        return 0;
-    ebb__diag_set(d, n->file, n->line, "%s: expected a mapping, not %s",
-                  what, ebb__ykind_name(n->kind));
+                  "and _)", what, ebb__yread_quote(key, q, sizeof(q)));
     return EBB_ECONFIG;
 }
 
@@ -258,7 +216,7 @@ static int do_sections(const struct ebb__ynode *n, const char *what,
                        struct ebb__config_section **out, size_t *n_out,
                        struct ebb__diag *d)
 {
-    int rc = expect_map(n, what, d);
+    int rc = ebb__yread_expect_map(n, what, d);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < n->n; i++) {
@@ -277,12 +235,12 @@ static int do_sections(const struct ebb__ynode *n, const char *what,
         return 0;
     struct ebb__config_section *s = calloc(n->n, sizeof(*s));
     if (s == NULL)
-        return nomem(d);
+        return ebb__yread_nomem(d);
     *out = s;
     for (size_t i = 0; i < n->n; i++) {
         s[i].name = strdup(n->keys[i]->value);
         if (s[i].name == NULL)
-            return nomem(d);
+            return ebb__yread_nomem(d);
         s[i].line = n->keys[i]->line;
         s[i].node = n->items[i];
         *n_out = i + 1;
@@ -305,12 +263,12 @@ static int do_policies(struct ebb__config *cfg, const struct ebb__ynode *n,
 static int do_teams(struct ebb__config *cfg, const struct ebb__ynode *n,
                     struct ebb__diag *d)
 {
-    int rc = expect_map(n, "teams", d);
+    int rc = ebb__yread_expect_map(n, "teams", d);
     if (rc != 0 || n->n == 0)
         return rc;
     cfg->teams = calloc(n->n, sizeof(*cfg->teams));
     if (cfg->teams == NULL)
-        return nomem(d);
+        return ebb__yread_nomem(d);
     for (size_t i = 0; i < n->n; i++) {
         const struct ebb__ynode *key = n->keys[i];
         rc = check_name(key, "teams", d);
@@ -334,7 +292,7 @@ static int do_teams(struct ebb__config *cfg, const struct ebb__ynode *n,
         ebb__cfg_free(team_keys, tc);
         t->name = strdup(key->value);
         if (t->name == NULL)
-            return nomem(d);
+            return ebb__yread_nomem(d);
     }
     return 0;
 }
@@ -381,12 +339,12 @@ static int parse_rate(const char *s, int64_t *out)
 static int do_currency_rates(struct ebb__config *cfg,
                              const struct ebb__ynode *n, struct ebb__diag *d)
 {
-    int rc = expect_map(n, "currency_rates", d);
+    int rc = ebb__yread_expect_map(n, "currency_rates", d);
     if (rc != 0 || n->n == 0)
         return rc;
     cfg->rates = calloc(n->n, sizeof(*cfg->rates));
     if (cfg->rates == NULL)
-        return nomem(d);
+        return ebb__yread_nomem(d);
     for (size_t i = 0; i < n->n; i++) {
         const struct ebb__ynode *key = n->keys[i];
         const struct ebb__ynode *v = n->items[i];
@@ -398,7 +356,7 @@ static int do_currency_rates(struct ebb__config *cfg,
             ebb__diag_set(d, key->file, key->line,
                           "currency_rates: %s is not a currency code (3 "
                           "upper-case letters; example: CNY)",
-                          quote(key, q, sizeof(q)));
+                          ebb__yread_quote(key, q, sizeof(q)));
             return EBB_ECONFIG;
         }
         if (strcmp(key->value, "USD") == 0) {
@@ -409,7 +367,7 @@ static int do_currency_rates(struct ebb__config *cfg,
         }
         char what[32];
         snprintf(what, sizeof(what), "currency_rates.%s", key->value);
-        rc = expect_scalar(v, what, "a rate", d);
+        rc = ebb__yread_scalar(v, what, "a rate", d);
         if (rc != 0)
             return rc;
         struct ebb__currency_rate *r = &cfg->rates[cfg->n_rates];
@@ -417,7 +375,7 @@ static int do_currency_rates(struct ebb__config *cfg,
             ebb__diag_set(d, v->file, v->line,
                           "%s: %s is not a rate (USD for 1 %s, a positive "
                           "decimal with at most 9 decimals; example: 0.14)",
-                          what, quote(v, q, sizeof(q)), key->value);
+                          what, ebb__yread_quote(v, q, sizeof(q)), key->value);
             return EBB_ECONFIG;
         }
         memcpy(r->currency, key->value, 4);
@@ -445,34 +403,6 @@ static const struct {
 };
 #define N_TOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
-static int find_top(const struct ebb__ynode *key)
-{
-    for (size_t i = 0; i < N_TOP_KEYS; i++) {
-        if (strlen(top_keys[i].key) == key->len &&
-            memcmp(top_keys[i].key, key->value, key->len) == 0)
-            return (int)i;
-    }
-    return -1;
-}
-
-static int unknown_top(const struct ebb__ynode *key, struct ebb__diag *d)
-{
-    char known[300];
-    size_t at = 0;
-    known[0] = '\0';
-    for (size_t i = 0; i < N_TOP_KEYS; i++) {
-        int n = snprintf(known + at, sizeof(known) - at, "%s%s",
-                         i > 0 ? ", " : "", top_keys[i].key);
-        if (n < 0 || (size_t)n >= sizeof(known) - at)
-            break;
-        at += (size_t)n;
-    }
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_set(d, key->file, key->line, "unknown key %s (known: %s)",
-                  quote(key, q, sizeof(q)), known);
-    return EBB_ECONFIG;
-}
-
 static int build(struct ebb__config *cfg, struct ebb__diag *d)
 {
     const struct ebb__ynode *root = ebb__ydoc_root(cfg->doc);
@@ -485,13 +415,15 @@ static int build(struct ebb__config *cfg, struct ebb__diag *d)
                       ebb__ykind_name(root->kind));
         return EBB_ECONFIG;
     }
-    for (size_t i = 0; root != NULL && i < root->n; i++) {
-        if (find_top(root->keys[i]) < 0)
-            return unknown_top(root->keys[i], d);
-    }
+    const char *known[N_TOP_KEYS + 1];
+    for (size_t i = 0; i < N_TOP_KEYS; i++)
+        known[i] = top_keys[i].key;
+    known[N_TOP_KEYS] = NULL;
+    int rc = ebb__yread_check_keys(root, known, NULL, d);
+    if (rc != 0)
+        return rc;
     /* api and agent_api run even when absent, so their tables supply the
      * defaults; other keys are skipped when absent or null. */
-    int rc = 0;
     for (size_t i = 0; rc == 0 && i < N_TOP_KEYS; i++) {
         const struct ebb__ynode *v = ebb__ymap_get(root, top_keys[i].key);
         int sub = top_keys[i].apply == do_api ||
@@ -511,7 +443,7 @@ static int finish_load(struct ebb__ydoc *doc, struct ebb__config **out,
     struct ebb__config *cfg = calloc(1, sizeof(*cfg));
     if (cfg == NULL) {
         ebb__ydoc_free(doc);
-        return nomem(d);
+        return ebb__yread_nomem(d);
     }
     cfg->doc = doc;
     cfg->file = ebb__ydoc_name(doc);

@@ -89,9 +89,9 @@ static int do_run(struct ctx *c, const struct ebb__jy_layer *l)
         }
         s->argv = calloc(2, sizeof(*s->argv));
         if (s->argv == NULL)
-            return ebb__jy_nomem(c->d);
-        int rc = ebb__jy_text(n, "run", "\"python train.py | tee log\"",
-                              &s->argv[0], c->d);
+            return ebb__yread_nomem(c->d);
+        int rc = ebb__yread_text(n, "run", "\"python train.py | tee log\"",
+                                 &s->argv[0], c->d);
         if (rc == 0)
             s->argc = 1;
         return rc;
@@ -121,7 +121,7 @@ static int do_run(struct ctx *c, const struct ebb__jy_layer *l)
     char **argv = realloc(list.items, (list.n + 1) * sizeof(*argv));
     if (argv == NULL) {
         ebb__string_list_free(&list);
-        return ebb__jy_nomem(c->d);
+        return ebb__yread_nomem(c->d);
     }
     argv[list.n] = NULL;
     s->argv = argv;
@@ -148,7 +148,7 @@ static int do_deadline(struct ctx *c, const struct ebb__jy_layer *l)
     if (n == NULL)
         return 0;
     c->where.deadline = n->line;
-    int rc = ebb__jy_scalar(n, "deadline", "a time or a duration", c->d);
+    int rc = ebb__yread_scalar(n, "deadline", "a time or a duration", c->d);
     if (rc != 0)
         return rc;
     const char *v = n->value;
@@ -167,12 +167,12 @@ static int do_deadline(struct ctx *c, const struct ebb__jy_layer *l)
         looks_like_date = v[i] >= '0' && v[i] <= '9';
     if (looks_like_date) {
         ebb__parse_time_why(v, &s->deadline_at, &why);
-        return ebb__jy_not_a(n, "deadline", "a time", why,
-                             "2026-12-01T06:00:00Z", c->d);
+        return ebb__yread_not_a(n, "deadline", "a time", why,
+                                "2026-12-01T06:00:00Z", c->d);
     }
     ebb__parse_duration_why(v, &s->deadline_in, &why);
-    return ebb__jy_not_a(n, "deadline", "a time or a duration", why,
-                         "2026-12-01T06:00:00Z or 36h", c->d);
+    return ebb__yread_not_a(n, "deadline", "a time or a duration", why,
+                            "2026-12-01T06:00:00Z or 36h", c->d);
 }
 
 static int do_budget(struct ctx *c, const struct ebb__jy_layer *l)
@@ -215,12 +215,12 @@ static int do_gpu(struct ctx *c, const struct ebb__jy_layer *res)
     r->gpu_count = 1;
     const struct ebb__ynode *n = ebb__jy_get(&l, "model");
     if (n != NULL)
-        rc =
-            ebb__jy_text(n, "resources.gpu.model", "V100", &r->gpu_model, c->d);
+        rc = ebb__yread_text(n, "resources.gpu.model", "V100", &r->gpu_model,
+                             c->d);
     n = ebb__jy_get(&l, "count");
     if (rc == 0 && n != NULL)
-        rc = ebb__jy_int(n, "resources.gpu.count", 1, EBB__JOB_GPU_COUNT_MAX,
-                         &r->gpu_count, c->d);
+        rc = ebb__yread_int(n, "resources.gpu.count", 1,
+                            EBB__JOB_GPU_COUNT_MAX, &r->gpu_count, c->d);
     n = ebb__jy_get(&l, "memory_gb");
     if (rc == 0 && n != NULL) {
         rc = ebb__cfg_parse_value(EBB_CFG_DOUBLE, n, "resources.gpu.memory_gb",
@@ -253,7 +253,7 @@ static int do_resources(struct ctx *c, const struct ebb__jy_layer *l)
     for (size_t i = 0; rc == 0 && i < sizeof(keys) / sizeof(keys[0]); i++) {
         const struct ebb__ynode *n = ebb__jy_get(&res, keys[i]);
         if (n != NULL)
-            rc = ebb__jy_list(n, whats[i], dst[i], c->d);
+            rc = ebb__yread_list(n, whats[i], dst[i], c->d);
     }
     return rc != 0 ? rc : do_gpu(c, &res);
 }
@@ -264,8 +264,8 @@ static int do_market(struct ctx *c, const struct ebb__jy_layer *l)
     c->spec->market = EBB_JOB_SPOT_FALLBACK;
     if (n == NULL)
         return 0;
-    int rc = ebb__jy_scalar(n, "market",
-                            "one of spot, on-demand, spot-fallback", c->d);
+    int rc = ebb__yread_scalar(n, "market",
+                               "one of spot, on-demand, spot-fallback", c->d);
     if (rc == 0 && ebb__job_market_parse(n->value, &c->spec->market) != 0) {
         char q[EBB__DIAG_QUOTE_SIZE];
         ebb__diag_set(c->d, n->file, n->line,
@@ -289,11 +289,11 @@ static int do_checkpoint(struct ctx *c, const struct ebb__jy_layer *l)
         return rc;
     const struct ebb__ynode *n = ebb__jy_get(&ck, "dir");
     if (n != NULL)
-        rc = ebb__jy_text(n, "checkpoint.dir", "/data/ckpt/resnet", &cp->dir,
-                          c->d);
+        rc = ebb__yread_text(n, "checkpoint.dir", "/data/ckpt/resnet",
+                             &cp->dir, c->d);
     n = ebb__jy_get(&ck, "signal");
     if (rc == 0 && n != NULL) {
-        rc = ebb__jy_scalar(n, "checkpoint.signal", "a signal name", c->d);
+        rc = ebb__yread_scalar(n, "checkpoint.signal", "a signal name", c->d);
         if (rc == 0 && ebb__job_signal_parse(n->value, &cp->signal,
                                              cp->signal_name) != 0) {
             char q[EBB__DIAG_QUOTE_SIZE];
@@ -333,8 +333,8 @@ static int do_small(struct ctx *c, const struct ebb__jy_layer *l)
     s->max_retries = EBB__JOB_MAX_RETRIES_DEFAULT;
     n = ebb__jy_get(l, "max_retries");
     if (rc == 0 && n != NULL)
-        rc = ebb__jy_int(n, "max_retries", 0, EBB__JOB_MAX_RETRIES_MAX,
-                         &s->max_retries, c->d);
+        rc = ebb__yread_int(n, "max_retries", 0, EBB__JOB_MAX_RETRIES_MAX,
+                            &s->max_retries, c->d);
     return rc;
 }
 
@@ -371,7 +371,7 @@ static int env_add(struct ctx *c, const struct ebb__ynode *key,
     char *kv = ebb__strfmt("%s=%s", key->value, value);
     free(value);
     if (kv == NULL)
-        return ebb__jy_nomem(c->d);
+        return ebb__yread_nomem(c->d);
     s->env[s->n_env++] = kv;
     return 0;
 }
@@ -390,7 +390,7 @@ static int do_env(struct ctx *c, const struct ebb__jy_layer *l)
         return 0;
     c->spec->env = calloc(n + 1, sizeof(*c->spec->env));
     if (c->spec->env == NULL)
-        return ebb__jy_nomem(c->d);
+        return ebb__yread_nomem(c->d);
     for (size_t i = 0; rc == 0 && env.dflt != NULL && i < env.dflt->n; i++) {
         const struct ebb__ynode *key = env.dflt->keys[i];
         int overridden = 0;
@@ -431,12 +431,13 @@ static int build(struct ctx *c, const struct ebb__ynode *defaults,
                  int want_submit)
 {
     struct ebb__jy_layer l = {c->job, defaults};
-    int rc = ebb__jy_check_keys(c->job, ebb__jobspec_keys, "job", c->d);
+    int rc = ebb__yread_check_keys(c->job, ebb__jobspec_keys, "job", c->d);
     if (rc == 0 && defaults != NULL) {
-        rc = ebb__jy_check_keys(defaults, ebb__jobspec_keys, "defaults", c->d);
+        rc = ebb__yread_check_keys(defaults, ebb__jobspec_keys, "defaults",
+                                   c->d);
         const struct ebb__ynode *nm = NULL;
         for (size_t i = 0; rc == 0 && i < defaults->n; i++) {
-            if (ebb__jy_is_key(defaults->keys[i], "name"))
+            if (ebb__yread_is_key(defaults->keys[i], "name"))
                 nm = defaults->keys[i];
         }
         if (rc == 0 && nm != NULL) {
@@ -448,7 +449,7 @@ static int build(struct ctx *c, const struct ebb__ynode *defaults,
     }
     c->spec->file = strdup(c->job->file);
     if (rc == 0 && c->spec->file == NULL)
-        rc = ebb__jy_nomem(c->d);
+        rc = ebb__yread_nomem(c->d);
     c->spec->line = c->job->line;
     if (rc == 0)
         rc = do_name(c);
@@ -485,9 +486,9 @@ int ebb__jobspec_from_node_defaults(const struct ebb__ynode *node,
                                     struct ebb__diag *d)
 {
     memset(out, 0, sizeof(*out));
-    int rc = ebb__jy_expect_map(node, "job", d);
+    int rc = ebb__yread_expect_map(node, "job", d);
     if (rc == 0 && defaults != NULL)
-        rc = ebb__jy_expect_map(defaults, "defaults", d);
+        rc = ebb__yread_expect_map(defaults, "defaults", d);
     if (rc != 0)
         return rc;
     struct ctx c = {.spec = out, .d = d, .job = node};

@@ -30,6 +30,7 @@
 
 #include "diag.h"
 #include "yaml_doc.h"
+#include "yaml_read.h"
 
 /* Defaults and limits of a spec's values. */
 #define EBB__JOB_RESTART_OVERHEAD_DEFAULT (5 * EBB_MS_PER_MINUTE)
@@ -210,27 +211,13 @@ struct ebb__jy_layer {
 
 /* Each of these checks one node and, on a problem, sets d to
  * "file:line: what: ..." at that node and returns EBB_ECONFIG (EBB_ENOMEM
- * when out of memory). Strings and lists they store are newly allocated. */
-
-/* Sets d to "out of memory"; returns EBB_ENOMEM. */
-int ebb__jy_nomem(struct ebb__diag *d);
+ * when out of memory); the readers that know nothing of jobs are
+ * yaml_read.h's ebb__yread_*. Strings they store are newly allocated. */
 
 /* The value of `key`: the job's own unless absent or null, else the
  * default's unless absent or null, else NULL. Borrowed. */
 const struct ebb__ynode *ebb__jy_get(const struct ebb__jy_layer *l,
                                      const char *key);
-
-/* 1 when the scalar `key` is exactly `name`. */
-int ebb__jy_is_key(const struct ebb__ynode *key, const char *name);
-
-/* Rejects the first key of `map` (may be NULL) that is not in `keys`
- * (NULL-terminated): "where: unknown key "x" (known: a, b)". */
-int ebb__jy_check_keys(const struct ebb__ynode *map, const char *const *keys,
-                       const char *where, struct ebb__diag *d);
-
-/* Requires a mapping: "what: expected a mapping, not a list". */
-int ebb__jy_expect_map(const struct ebb__ynode *n, const char *what,
-                       struct ebb__diag *d);
 
 /* The layer of the mappings under `key` in both of l's mappings (a null
  * value counts as absent), each required to be a mapping and, unless
@@ -238,28 +225,6 @@ int ebb__jy_expect_map(const struct ebb__ynode *n, const char *what,
 int ebb__jy_sub(const struct ebb__jy_layer *l, const char *key,
                 const char *const *keys, const char *what,
                 struct ebb__jy_layer *out, struct ebb__diag *d);
-
-/* Reports "what: "x" is not <a_what> (<why>; example: <example>)"; `why`
- * may be NULL. Always returns EBB_ECONFIG. */
-int ebb__jy_not_a(const struct ebb__ynode *n, const char *what,
-                  const char *a_what, const char *why, const char *example,
-                  struct ebb__diag *d);
-
-/* Requires a scalar without NUL bytes ("expected <expected>, not ..."). */
-int ebb__jy_scalar(const struct ebb__ynode *n, const char *what,
-                   const char *expected, struct ebb__diag *d);
-
-/* A non-empty string into *out. */
-int ebb__jy_text(const struct ebb__ynode *n, const char *what,
-                 const char *example, char **out, struct ebb__diag *d);
-
-/* A list of non-empty strings into *out (left empty on failure). */
-int ebb__jy_list(const struct ebb__ynode *n, const char *what,
-                 struct ebb_string_list *out, struct ebb__diag *d);
-
-/* An integer from lo to hi into *out. */
-int ebb__jy_int(const struct ebb__ynode *n, const char *what, int64_t lo,
-                int64_t hi, int *out, struct ebb__diag *d);
 
 /* A policy or team name (see ebb__job_ident_valid()) into *out. */
 int ebb__jy_ident(const struct ebb__ynode *n, const char *what,

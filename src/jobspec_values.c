@@ -121,14 +121,7 @@ static int ident_char(char c)
 
 int ebb__job_ident_valid(const char *s)
 {
-    size_t len = strlen(s);
-    if (len == 0 || len > 64)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        if (!ident_char(s[i]))
-            return 0;
-    }
-    return 1;
+    return ebb__yread_name_valid(s, strlen(s));
 }
 
 int ebb__job_env_name_valid(const char *s, size_t len)

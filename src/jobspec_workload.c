@@ -41,7 +41,7 @@ static int check_unique(const struct ebb__workload *w,
 {
     struct name_at *v = calloc(w->n, sizeof(*v));
     if (v == NULL)
-        return ebb__jy_nomem(d);
+        return ebb__yread_nomem(d);
     for (size_t i = 0; i < w->n; i++) {
         v[i].name = w->jobs[i].name;
         v[i].line = ebb__ymap_get(jobs->items[i], "name")->line;
@@ -81,7 +81,7 @@ static int build(const struct ebb__ydoc *doc, struct ebb__workload *w,
     const struct ebb__ynode *root = ebb__ydoc_root(doc);
     w->file = strdup(ebb__ydoc_name(doc));
     if (w->file == NULL)
-        return ebb__jy_nomem(d);
+        return ebb__yread_nomem(d);
     if (ebb__ynode_is_null(root)) {
         ebb__diag_set(d, w->file, 0,
                       "empty; a workload is a mapping with jobs: (a list of "
@@ -94,7 +94,7 @@ static int build(const struct ebb__ydoc *doc, struct ebb__workload *w,
                       ebb__ykind_name(root->kind));
         return EBB_ECONFIG;
     }
-    int rc = ebb__jy_check_keys(root, workload_keys, "workload", d);
+    int rc = ebb__yread_check_keys(root, workload_keys, "workload", d);
     if (rc != 0)
         return rc;
     const struct ebb__ynode *defaults = ebb__ymap_get(root, "defaults");
@@ -126,7 +126,7 @@ static int build(const struct ebb__ydoc *doc, struct ebb__workload *w,
     }
     w->jobs = calloc(jobs->n, sizeof(*w->jobs));
     if (w->jobs == NULL)
-        return ebb__jy_nomem(d);
+        return ebb__yread_nomem(d);
     for (size_t i = 0; i < jobs->n; i++) {
         const struct ebb__ynode *item = jobs->items[i];
         if (item->kind != EBB__YMAP) {
@@ -148,7 +148,7 @@ static int from_doc(struct ebb__ydoc *doc, struct ebb__workload **out,
                     struct ebb__diag *d)
 {
     struct ebb__workload *w = calloc(1, sizeof(*w));
-    int rc = w == NULL ? ebb__jy_nomem(d) : build(doc, w, d);
+    int rc = w == NULL ? ebb__yread_nomem(d) : build(doc, w, d);
     ebb__ydoc_free(doc);
     if (rc != 0) {
         ebb__workload_free(w);

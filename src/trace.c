@@ -1,6 +1,7 @@
 #include "trace.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,26 @@ struct format {
     /* Parses the last column; returns 0 or EBB_EINVAL with *why. */
     int (*parse_value)(const char *s, int64_t *out, const char **why);
     const char *value_hint;    /* e.g. "a price in USD per hour, like 0.918" */
+    /* Where this kind's public structs (struct ebb__price_trace and
+     * ebb__price_series, or their availability twins) keep each thing, so
+     * that one loader, one free and one find serve both kinds. */
+    size_t trace_size, t_path, t_series, t_n_series, t_first_at, t_last_at;
+    size_t series_size, s_key[MAX_KEY], s_n, s_at, s_val;
+    bool val32;                /* values are int32_t, not int64_t */
 };
+
+/* The field at byte offset `off` of `base`, as an lvalue of `type`. */
+#define FIELD(base, off, type) (*(type *)(void *)((char *)(base) + (off)))
+
+/* The offsets that both kinds name alike. */
+#define LAYOUT(T, S)                                                     \
+    .trace_size = sizeof(struct T), .t_path = offsetof(struct T, path),  \
+    .t_series = offsetof(struct T, series),                              \
+    .t_n_series = offsetof(struct T, n_series),                          \
+    .t_first_at = offsetof(struct T, first_at),                          \
+    .t_last_at = offsetof(struct T, last_at),                            \
+    .series_size = sizeof(struct S), .s_n = offsetof(struct S, n),       \
+    .s_at = offsetof(struct S, at)
 
 struct bseries {
     char *key[MAX_KEY];
@@ -54,33 +74,32 @@ static const char *const avail_columns[] = {
     "timestamp_utc", "provider", "zone", "instance_type", "available",
 };
 
+/* Sets *why to `reason` ("is negative"); returns EBB_EINVAL. */
+static int invalid(const char **why, const char *reason)
+{
+    *why = reason;
+    return EBB_EINVAL;
+}
+
 int ebb__parse_decimal_micros(const char *s, ebb_micros *out, const char **why)
 {
     const char *p = s;
-    if (*p == '-') {
-        *why = "is negative";
-        return EBB_EINVAL;
-    }
-    if (*p < '0' || *p > '9') {
-        *why = "is not a number";
-        return EBB_EINVAL;
-    }
+    if (*p == '-')
+        return invalid(why, "is negative");
+    if (*p < '0' || *p > '9')
+        return invalid(why, "is not a number");
     int64_t whole = 0;
     const int64_t max_whole = INT64_MAX / EBB_MICROS_PER_UNIT;
     for (; *p >= '0' && *p <= '9'; p++) {
         whole = whole * 10 + (*p - '0');
-        if (whole > max_whole) {
-            *why = "is too large";
-            return EBB_EINVAL;
-        }
+        if (whole > max_whole)
+            return invalid(why, "is too large");
     }
     int64_t frac = 0;
     if (*p == '.') {
         p++;
-        if (*p < '0' || *p > '9') {
-            *why = "is not a number";
-            return EBB_EINVAL;
-        }
+        if (*p < '0' || *p > '9')
+            return invalid(why, "is not a number");
         int digits = 0;
         bool round_up = false;
         for (; *p >= '0' && *p <= '9'; p++, digits++) {
@@ -94,42 +113,27 @@ int ebb__parse_decimal_micros(const char *s, ebb_micros *out, const char **why)
         if (round_up)
             frac++;
     }
-    if (*p != '\0') {
-        *why = "is not a number";
-        return EBB_EINVAL;
-    }
-    if (whole == max_whole && frac > INT64_MAX % EBB_MICROS_PER_UNIT) {
-        *why = "is too large";
-        return EBB_EINVAL;
-    }
+    if (*p != '\0')
+        return invalid(why, "is not a number");
+    if (whole == max_whole && frac > INT64_MAX % EBB_MICROS_PER_UNIT)
+        return invalid(why, "is too large");
     *out = whole * EBB_MICROS_PER_UNIT + frac;
     return 0;
 }
 
-static int parse_price(const char *s, int64_t *out, const char **why)
-{
-    return ebb__parse_decimal_micros(s, out, why);
-}
-
 static int parse_count(const char *s, int64_t *out, const char **why)
 {
-    if (*s == '-') {
-        *why = "is negative";
-        return EBB_EINVAL;
-    }
+    if (*s == '-')
+        return invalid(why, "is negative");
     int64_t v = 0;
     const char *p = s;
     for (; *p >= '0' && *p <= '9'; p++) {
         v = v * 10 + (*p - '0');
-        if (v > INT32_MAX) {
-            *why = "is too large";
-            return EBB_EINVAL;
-        }
+        if (v > INT32_MAX)
+            return invalid(why, "is too large");
     }
-    if (p == s || *p != '\0') {
-        *why = "is not a whole number";
-        return EBB_EINVAL;
-    }
+    if (p == s || *p != '\0')
+        return invalid(why, "is not a whole number");
     *out = v;
     return 0;
 }
@@ -142,8 +146,13 @@ static const struct format price_format = {
     .n_column = 7,
     .n_key = 5,
     .required = 1u << 0 | 1u << 3, /* provider, instance_type */
-    .parse_value = parse_price,
+    .parse_value = ebb__parse_decimal_micros,
     .value_hint = "USD per hour, like 0.918",
+    LAYOUT(ebb__price_trace, ebb__price_series),
+#define P(f) offsetof(struct ebb__price_series, f)
+    .s_key = {P(provider), P(region), P(zone), P(instance_type), P(product)},
+    .s_val = P(price),
+#undef P
 };
 
 static const struct format avail_format = {
@@ -155,6 +164,12 @@ static const struct format avail_format = {
     .required = 1u << 0 | 1u << 2, /* provider, instance_type */
     .parse_value = parse_count,
     .value_hint = "instances, a whole number >= 0",
+    LAYOUT(ebb__avail_trace, ebb__avail_series),
+#define A(f) offsetof(struct ebb__avail_series, f)
+    .s_key = {A(provider), A(zone), A(instance_type)},
+    .s_val = A(available),
+    .val32 = true,
+#undef A
 };
 
 /* FNV-1a over the key fields, with a separator byte that CSV text of our
@@ -443,80 +458,154 @@ static void span(const ebb_time_ms *at, size_t n, ebb_time_ms *first,
         *last = at[n - 1];
 }
 
-/* ---- prices ---- */
+/* ---- both kinds, through the format's layout ---- */
 
-int ebb__price_trace_load(const char *path, struct ebb__price_trace **out,
-                          struct ebb__diag *d)
+static char *series_at(const struct format *fmt, const void *t, size_t i)
 {
-    struct builder b = {.fmt = &price_format};
-    int rc = load(&b, path, d);
-    if (rc != 0) {
-        builder_free(&b);
-        return rc;
-    }
-    struct ebb__price_trace *t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        goto nomem;
-    t->path = strdup(path);
-    t->series = calloc(b.n_series, sizeof(*t->series));
-    if (t->path == NULL || t->series == NULL)
-        goto nomem;
-    t->first_at = INT64_MAX;
-    t->last_at = INT64_MIN;
-    for (size_t i = 0; i < b.n_series; i++) {
-        struct bseries *s = &b.series[i];
-        struct ebb__price_series *p = &t->series[i];
-        p->provider = s->key[0];
-        p->region = s->key[1];
-        p->zone = s->key[2];
-        p->instance_type = s->key[3];
-        p->product = s->key[4];
-        p->n = s->n;
-        p->at = s->at;
-        p->price = s->val;
-        memset(s, 0, sizeof(*s));
-        t->n_series++;
-        span(p->at, p->n, &t->first_at, &t->last_at);
-    }
-    builder_free(&b);
-    *out = t;
-    return 0;
-nomem:
-    ebb__price_trace_free(t);
-    builder_free(&b);
-    return EBB_ENOMEM;
+    return FIELD(t, fmt->t_series, char *) + i * fmt->series_size;
 }
 
-void ebb__price_trace_free(struct ebb__price_trace *t)
+static void trace_free(const struct format *fmt, void *t)
 {
     if (t == NULL)
         return;
-    for (size_t i = 0; i < t->n_series; i++) {
-        struct ebb__price_series *s = &t->series[i];
-        free(s->provider);
-        free(s->region);
-        free(s->zone);
-        free(s->instance_type);
-        free(s->product);
-        free(s->at);
-        free(s->price);
+    for (size_t i = 0; i < FIELD(t, fmt->t_n_series, size_t); i++) {
+        char *s = series_at(fmt, t, i);
+        for (size_t k = 0; k < fmt->n_key; k++)
+            free(FIELD(s, fmt->s_key[k], char *));
+        free(FIELD(s, fmt->s_at, ebb_time_ms *));
+        if (fmt->val32)
+            free(FIELD(s, fmt->s_val, int32_t *));
+        else
+            free(FIELD(s, fmt->s_val, int64_t *));
     }
-    free(t->series);
-    free(t->path);
+    free(FIELD(t, fmt->t_series, char *));
+    free(FIELD(t, fmt->t_path, char *));
     free(t);
 }
 
-static int cmp_price_key(const struct ebb__price_series *s,
-                         const char *const *key, size_t n)
+/* Moves the builder's series `s` into the public series `dst`, narrowing
+ * the values when the kind keeps int32_t (parse_value has checked the
+ * range). On failure `s` is left as it was. */
+static int publish(const struct format *fmt, struct bseries *s, char *dst)
 {
-    const char *mine[5] = {s->provider, s->region, s->zone, s->instance_type,
-                           s->product};
+    if (fmt->val32) {
+        int32_t *v = malloc(s->n * sizeof(*v));
+        if (v == NULL)
+            return EBB_ENOMEM;
+        for (size_t j = 0; j < s->n; j++)
+            v[j] = (int32_t)s->val[j];
+        free(s->val);
+        FIELD(dst, fmt->s_val, int32_t *) = v;
+    } else {
+        FIELD(dst, fmt->s_val, int64_t *) = s->val;
+    }
+    for (size_t k = 0; k < fmt->n_key; k++)
+        FIELD(dst, fmt->s_key[k], char *) = s->key[k];
+    FIELD(dst, fmt->s_n, size_t) = s->n;
+    FIELD(dst, fmt->s_at, ebb_time_ms *) = s->at;
+    memset(s, 0, sizeof(*s));
+    return 0;
+}
+
+static int trace_load(const struct format *fmt, const char *path, void **out,
+                      struct ebb__diag *d)
+{
+    struct builder b = {.fmt = fmt};
+    int rc = load(&b, path, d);
+    void *t = rc == 0 ? calloc(1, fmt->trace_size) : NULL;
+    if (t != NULL) {
+        FIELD(t, fmt->t_path, char *) = strdup(path);
+        FIELD(t, fmt->t_series, char *) = calloc(b.n_series, fmt->series_size);
+        FIELD(t, fmt->t_first_at, ebb_time_ms) = INT64_MAX;
+        FIELD(t, fmt->t_last_at, ebb_time_ms) = INT64_MIN;
+    }
+    if (rc == 0 && (t == NULL || FIELD(t, fmt->t_path, char *) == NULL ||
+                    FIELD(t, fmt->t_series, char *) == NULL))
+        rc = EBB_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < b.n_series; i++) {
+        struct bseries *s = &b.series[i];
+        span(s->at, s->n, &FIELD(t, fmt->t_first_at, ebb_time_ms),
+             &FIELD(t, fmt->t_last_at, ebb_time_ms));
+        rc = publish(fmt, s, series_at(fmt, t, i));
+        if (rc == 0)
+            FIELD(t, fmt->t_n_series, size_t)++;
+    }
+    builder_free(&b);
+    if (rc != 0) {
+        trace_free(fmt, t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+static int cmp_key(const struct format *fmt, const char *s,
+                   const char *const *key, size_t n)
+{
     for (size_t k = 0; k < n; k++) {
-        int c = strcmp(mine[k], key[k]);
+        int c = strcmp(FIELD(s, fmt->s_key[k], char *), key[k]);
         if (c != 0)
             return c;
     }
     return 0;
+}
+
+/* The index of the series whose first n key strings are `key` (the first
+ * such in key order), or EBB_ENOTFOUND. */
+static ssize_t trace_find(const struct format *fmt, const void *t,
+                          const char *const *key, size_t n)
+{
+    size_t lo = 0, n_series = FIELD(t, fmt->t_n_series, size_t);
+    size_t hi = n_series;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_key(fmt, series_at(fmt, t, mid), key, n) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < n_series && cmp_key(fmt, series_at(fmt, t, lo), key, n) == 0)
+        return (ssize_t)lo;
+    return EBB_ENOTFOUND;
+}
+
+static ebb_time_ms next_change(const ebb_time_ms *at, size_t n, ebb_time_ms t)
+{
+    size_t i = rows_upto(at, n, t);
+    return i < n ? at[i] : INT64_MAX;
+}
+
+/* ---- the public functions, price then availability ---- */
+
+int ebb__price_trace_load(const char *path, struct ebb__price_trace **out,
+                          struct ebb__diag *d)
+{
+    void *t;
+    int rc = trace_load(&price_format, path, &t, d);
+    if (rc == 0)
+        *out = t;
+    return rc;
+}
+
+int ebb__avail_trace_load(const char *path, struct ebb__avail_trace **out,
+                          struct ebb__diag *d)
+{
+    void *t;
+    int rc = trace_load(&avail_format, path, &t, d);
+    if (rc == 0)
+        *out = t;
+    return rc;
+}
+
+void ebb__price_trace_free(struct ebb__price_trace *t)
+{
+    trace_free(&price_format, t);
+}
+
+void ebb__avail_trace_free(struct ebb__avail_trace *t)
+{
+    trace_free(&avail_format, t);
 }
 
 ssize_t ebb__price_trace_find(const struct ebb__price_trace *t,
@@ -525,18 +614,15 @@ ssize_t ebb__price_trace_find(const struct ebb__price_trace *t,
                               const char *product)
 {
     const char *key[5] = {provider, region, zone, instance_type, product};
-    size_t n = product != NULL ? 5 : 4;
-    size_t lo = 0, hi = t->n_series;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cmp_price_key(&t->series[mid], key, n) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < t->n_series && cmp_price_key(&t->series[lo], key, n) == 0)
-        return (ssize_t)lo;
-    return EBB_ENOTFOUND;
+    return trace_find(&price_format, t, key, product != NULL ? 5 : 4);
+}
+
+ssize_t ebb__avail_trace_find(const struct ebb__avail_trace *t,
+                              const char *provider, const char *zone,
+                              const char *instance_type)
+{
+    const char *key[3] = {provider, zone, instance_type};
+    return trace_find(&avail_format, t, key, 3);
 }
 
 int ebb__price_series_at(const struct ebb__price_series *s, ebb_time_ms t,
@@ -549,108 +635,6 @@ int ebb__price_series_at(const struct ebb__price_series *s, ebb_time_ms t,
     return 0;
 }
 
-ebb_time_ms ebb__price_series_next_change(const struct ebb__price_series *s,
-                                          ebb_time_ms t)
-{
-    size_t i = rows_upto(s->at, s->n, t);
-    return i < s->n ? s->at[i] : INT64_MAX;
-}
-
-/* ---- availability ---- */
-
-int ebb__avail_trace_load(const char *path, struct ebb__avail_trace **out,
-                          struct ebb__diag *d)
-{
-    struct builder b = {.fmt = &avail_format};
-    int rc = load(&b, path, d);
-    if (rc != 0) {
-        builder_free(&b);
-        return rc;
-    }
-    struct ebb__avail_trace *t = calloc(1, sizeof(*t));
-    if (t == NULL)
-        goto nomem;
-    t->path = strdup(path);
-    t->series = calloc(b.n_series, sizeof(*t->series));
-    if (t->path == NULL || t->series == NULL)
-        goto nomem;
-    t->first_at = INT64_MAX;
-    t->last_at = INT64_MIN;
-    for (size_t i = 0; i < b.n_series; i++) {
-        struct bseries *s = &b.series[i];
-        struct ebb__avail_series *a = &t->series[i];
-        int32_t *avail = malloc(s->n * sizeof(*avail));
-        if (avail == NULL)
-            goto nomem;
-        for (size_t j = 0; j < s->n; j++)
-            avail[j] = (int32_t)s->val[j];
-        a->provider = s->key[0];
-        a->zone = s->key[1];
-        a->instance_type = s->key[2];
-        a->n = s->n;
-        a->at = s->at;
-        a->available = avail;
-        free(s->val);
-        memset(s, 0, sizeof(*s));
-        t->n_series++;
-        span(a->at, a->n, &t->first_at, &t->last_at);
-    }
-    builder_free(&b);
-    *out = t;
-    return 0;
-nomem:
-    ebb__avail_trace_free(t);
-    builder_free(&b);
-    return EBB_ENOMEM;
-}
-
-void ebb__avail_trace_free(struct ebb__avail_trace *t)
-{
-    if (t == NULL)
-        return;
-    for (size_t i = 0; i < t->n_series; i++) {
-        struct ebb__avail_series *s = &t->series[i];
-        free(s->provider);
-        free(s->zone);
-        free(s->instance_type);
-        free(s->at);
-        free(s->available);
-    }
-    free(t->series);
-    free(t->path);
-    free(t);
-}
-
-static int cmp_avail_key(const struct ebb__avail_series *s,
-                         const char *const *key)
-{
-    const char *mine[3] = {s->provider, s->zone, s->instance_type};
-    for (size_t k = 0; k < 3; k++) {
-        int c = strcmp(mine[k], key[k]);
-        if (c != 0)
-            return c;
-    }
-    return 0;
-}
-
-ssize_t ebb__avail_trace_find(const struct ebb__avail_trace *t,
-                              const char *provider, const char *zone,
-                              const char *instance_type)
-{
-    const char *key[3] = {provider, zone, instance_type};
-    size_t lo = 0, hi = t->n_series;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cmp_avail_key(&t->series[mid], key) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < t->n_series && cmp_avail_key(&t->series[lo], key) == 0)
-        return (ssize_t)lo;
-    return EBB_ENOTFOUND;
-}
-
 int ebb__avail_series_at(const struct ebb__avail_series *s, ebb_time_ms t,
                          int32_t *available)
 {
@@ -661,9 +645,14 @@ int ebb__avail_series_at(const struct ebb__avail_series *s, ebb_time_ms t,
     return 0;
 }
 
+ebb_time_ms ebb__price_series_next_change(const struct ebb__price_series *s,
+                                          ebb_time_ms t)
+{
+    return next_change(s->at, s->n, t);
+}
+
 ebb_time_ms ebb__avail_series_next_change(const struct ebb__avail_series *s,
                                           ebb_time_ms t)
 {
-    size_t i = rows_upto(s->at, s->n, t);
-    return i < s->n ? s->at[i] : INT64_MAX;
+    return next_change(s->at, s->n, t);
 }

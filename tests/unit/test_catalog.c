@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,23 +21,17 @@
 static char tmpdir[PATH_MAX];
 static char olddir[PATH_MAX];
 
-static const char *src_path(const char *rel, char *buf, size_t size)
-{
-    const char *root = getenv("EBB_SOURCE_ROOT");
-    snprintf(buf, size, "%s/%s", root ? root : ".", rel);
-    return buf;
-}
-
+/* errors() writes catalog.csv into a fresh temporary directory, the
+ * working directory while the tests run, so that messages name it as
+ * "catalog.csv". */
 static int setup(void **state)
 {
     (void)state;
     const char *base = getenv("TMPDIR");
     snprintf(tmpdir, sizeof(tmpdir), "%s/ebb-test-catalog-XXXXXX",
              base ? base : "/tmp");
-    if (mkdtemp(tmpdir) == NULL || getcwd(olddir, sizeof(olddir)) == NULL ||
-        chdir(tmpdir) != 0)
-        return -1;
-    return 0;
+    bool ok = getcwd(olddir, sizeof(olddir)) != NULL && mkdtemp(tmpdir) != NULL;
+    return ok && chdir(tmpdir) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -46,6 +41,13 @@ static int teardown(void **state)
     if (chdir(olddir) != 0)
         return -1;
     return rmdir(tmpdir);
+}
+
+static const char *src_path(const char *rel, char *buf, size_t size)
+{
+    const char *root = getenv("EBB_SOURCE_ROOT");
+    snprintf(buf, size, "%s/%s", root ? root : ".", rel);
+    return buf;
 }
 
 static struct ebb__catalog *load_ok(const char *rel)

@@ -104,6 +104,10 @@ static struct ebb_offer offer(enum ebb_market m, const char *type,
 #define SPOT(type, usd, speed, avail)                                       \
     offer(EBB_MARKET_SPOT, type, "us-east-1a", usd, speed, avail)
 #define OD(type, usd, speed) offer(EBB_MARKET_ON_DEMAND, type, "", usd, speed, 1)
+/* The usual market: p3.2xlarge on spot at 0.918/h (`avail` instances)
+ * and on demand at 3.06/h, both at speed 1. */
+#define SPOT_OD(avail)                                                       \
+    SPOT("p3.2xlarge", 0.918, 1.0, avail), OD("p3.2xlarge", 3.06, 1.0)
 
 /* A 10 h job submitted at T0 with a deadline at T0 + 20 h and a 6 min
  * restart overhead, spot with on-demand fallback, not running. */
@@ -165,6 +169,23 @@ static void expect(const struct ebb_decision *d, enum ebb_decision_kind kind,
     if (d->kind != kind || (kind == EBB_DECIDE_LAUNCH && d->offer != offer))
         fail_msg("got kind %d offer %zu (%s), want kind %d offer %zu",
                  (int)d->kind, d->offer, d->reason, (int)kind, offer);
+}
+
+#define WAIT EBB_DECIDE_WAIT
+#define LAUNCH EBB_DECIDE_LAUNCH
+#define KEEP EBB_DECIDE_KEEP
+#define STOP EBB_DECIDE_STOP
+
+/* decide_ok(), then expect(). */
+static struct ebb_decision decide_is(const struct pol *pol,
+                                     const struct ebb_job_view *job,
+                                     const struct ebb_offer *offers, size_t n,
+                                     ebb_time_ms now,
+                                     enum ebb_decision_kind kind, size_t offer)
+{
+    struct ebb_decision d = decide_ok(pol, job, offers, n, now);
+    expect(&d, kind, offer);
+    return d;
 }
 
 static void reason_has(const struct ebb_decision *d, const char *what)
@@ -237,25 +258,21 @@ static void on_demand_cheapest_per_work(void **state)
     struct ebb_job_view job = job10();
     /* 3.06/h at speed 1 vs 10.00/h at speed 4 (2.50 per unit of work). */
     struct ebb_offer offers[] = {
-        SPOT("p3.2xlarge", 0.918, 1.0, 1),
-        OD("p3.2xlarge", 3.06, 1.0),
+        SPOT_OD(1),
         OD("p3.8xlarge", 10.0, 4.0),
         OD("g5.xlarge", 1.2, 0.0), /* unusable: speed 0 */
     };
-    struct ebb_decision d = decide_ok(&pol, &job, offers, 4, T0);
-    expect(&d, EBB_DECIDE_LAUNCH, 2);
+    struct ebb_decision d = decide_is(&pol, &job, offers, 4, T0, LAUNCH, 2);
     reason_has(&d, "on-demand p3.8xlarge");
 
     /* Running on on-demand: kept, even on the pricier one. */
     job.running_offer = 1;
     job.running_since = T0;
-    d = decide_ok(&pol, &job, offers, 4, T0 + H);
-    expect(&d, EBB_DECIDE_KEEP, 0);
+    decide_is(&pol, &job, offers, 4, T0 + H, KEEP, 0);
 
     /* Running on spot: moved to on-demand. */
     job.running_offer = 0;
-    d = decide_ok(&pol, &job, offers, 4, T0 + H);
-    expect(&d, EBB_DECIDE_LAUNCH, 2);
+    decide_is(&pol, &job, offers, 4, T0 + H, LAUNCH, 2);
 
     /* The cheapest per work cannot finish by the deadline: the next
      * cheapest that can wins. */
@@ -266,22 +283,18 @@ static void on_demand_cheapest_per_work(void **state)
         OD("fast", 3.0, 2.0),
         OD("faster", 9.0, 4.0),
     };
-    d = decide_ok(&pol, &job, tight, 3, T0);
-    expect(&d, EBB_DECIDE_LAUNCH, 1);
+    decide_is(&pol, &job, tight, 3, T0, LAUNCH, 1);
     /* None can: the fastest, and the reason says the deadline is lost. */
     job.deadline = T0 + 2 * H;
-    d = decide_ok(&pol, &job, tight, 3, T0);
-    expect(&d, EBB_DECIDE_LAUNCH, 2);
+    d = decide_is(&pol, &job, tight, 3, T0, LAUNCH, 2);
     reason_has(&d, "missed");
 
     /* A spot-only job is never given on-demand. */
     job = job10();
     job.market = EBB_JOB_SPOT;
-    d = decide_ok(&pol, &job, offers, 4, T0);
-    expect(&d, EBB_DECIDE_LAUNCH, 0);
+    decide_is(&pol, &job, offers, 4, T0, LAUNCH, 0);
     offers[0].available = 0;
-    d = decide_ok(&pol, &job, offers, 4, T0);
-    expect(&d, EBB_DECIDE_WAIT, 0);
+    decide_is(&pol, &job, offers, 4, T0, WAIT, 0);
     unload(&pol);
 }
 
@@ -298,16 +311,14 @@ static void greedy_takes_spot(void **state)
         SPOT("p3.8xlarge", 3.2, 4.0, 1), /* 0.80 per work: cheapest */
         OD("p3.2xlarge", 3.06, 1.0),
     };
-    struct ebb_decision d = decide_ok(&pol, &job, offers, 4, T0);
-    expect(&d, EBB_DECIDE_LAUNCH, 2);
+    struct ebb_decision d = decide_is(&pol, &job, offers, 4, T0, LAUNCH, 2);
     reason_has(&d, "spot p3.8xlarge us-east-1a at 3.200/h");
     reason_has(&d, "available");
 
     /* On spot, kept. */
     job.running_offer = 2;
     job.running_since = T0;
-    d = decide_ok(&pol, &job, offers, 4, T0 + H);
-    expect(&d, EBB_DECIDE_KEEP, 0);
+    decide_is(&pol, &job, offers, 4, T0 + H, KEEP, 0);
     unload(&pol);
 }
 
@@ -316,41 +327,32 @@ static void greedy_waits_then_on_demand(void **state)
     (void)state;
     struct pol pol = load("greedy", NULL);
     struct ebb_job_view job = job10();
-    struct ebb_offer offers[] = {
-        SPOT("p3.2xlarge", 0.918, 1.0, 0),
-        OD("p3.2xlarge", 3.06, 1.0),
-    };
+    struct ebb_offer offers[] = {SPOT_OD(0)};
     /* Slack = 20h - 10h - 6m = 9h54m; asks again when 10 min are left. */
-    struct ebb_decision d = decide_ok(&pol, &job, offers, 2, T0);
-    expect(&d, EBB_DECIDE_WAIT, 0);
+    struct ebb_decision d = decide_is(&pol, &job, offers, 2, T0, WAIT, 0);
     assert_int_equal(d.until, T0 + 9 * H + 44 * MIN);
     reason_has(&d, "slack 9h54m");
 
     /* At that time: on-demand. */
-    d = decide_ok(&pol, &job, offers, 2, T0 + 9 * H + 44 * MIN + 1);
-    expect(&d, EBB_DECIDE_LAUNCH, 1);
+    d = decide_is(&pol, &job, offers, 2, T0 + 9 * H + 44 * MIN + 1, LAUNCH, 1);
     reason_has(&d, "switching to on-demand");
 
     /* Slack gone: on-demand even though spot is back, because a spot start
      * with no slack would miss the deadline on the first preemption. */
     offers[0].available = 1;
-    d = decide_ok(&pol, &job, offers, 2, T0 + 9 * H + 50 * MIN);
-    expect(&d, EBB_DECIDE_LAUNCH, 1);
+    decide_is(&pol, &job, offers, 2, T0 + 9 * H + 50 * MIN, LAUNCH, 1);
 
     /* On spot when the slack runs out: kept, progress is being made. */
     job.running_offer = 0;
     job.running_since = T0 + 9 * H;
-    d = decide_ok(&pol, &job, offers, 2, T0 + 9 * H + 55 * MIN);
-    expect(&d, EBB_DECIDE_KEEP, 0);
+    decide_is(&pol, &job, offers, 2, T0 + 9 * H + 55 * MIN, KEEP, 0);
 
     /* On on-demand with spot back and little slack: stays. */
     job.running_offer = 1;
-    d = decide_ok(&pol, &job, offers, 2, T0 + 9 * H + 55 * MIN);
-    expect(&d, EBB_DECIDE_KEEP, 0);
+    decide_is(&pol, &job, offers, 2, T0 + 9 * H + 55 * MIN, KEEP, 0);
     /* ... unless the slack comfortably allows (here the deadline moved). */
     job.deadline = T0 + 40 * H;
-    d = decide_ok(&pol, &job, offers, 2, T0 + 9 * H + 55 * MIN);
-    expect(&d, EBB_DECIDE_LAUNCH, 0);
+    decide_is(&pol, &job, offers, 2, T0 + 9 * H + 55 * MIN, LAUNCH, 0);
     unload(&pol);
 }
 
@@ -368,11 +370,9 @@ static void greedy_slow_spot_yields(void **state)
     job.work_done = 2 * H;
     /* 8 h left: 16 h on this spot, 8 h on on-demand; 9h57m to go. */
     ebb_time_ms now = T0 + 10 * H + 3 * MIN;
-    struct ebb_decision d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_KEEP, 0);
+    struct ebb_decision d = decide_is(&pol, &job, offers, 2, now, KEEP, 0);
     assert_int_equal(d.until, now + 1 * H + 41 * MIN);
-    d = decide_ok(&pol, &job, offers, 2, now + 1 * H + 45 * MIN);
-    expect(&d, EBB_DECIDE_LAUNCH, 1);
+    d = decide_is(&pol, &job, offers, 2, now + 1 * H + 45 * MIN, LAUNCH, 1);
     reason_has(&d, "cannot finish");
     unload(&pol);
 }
@@ -384,35 +384,28 @@ static void up_ahead_waits_behind_runs(void **state)
     (void)state;
     struct pol pol = load("uniform-progress", NULL);
     struct ebb_job_view job = job10();
-    struct ebb_offer offers[] = {
-        SPOT("p3.2xlarge", 0.918, 1.0, 0),
-        OD("p3.2xlarge", 3.06, 1.0),
-    };
+    struct ebb_offer offers[] = {SPOT_OD(0)};
     /* 10 h after submission the line is at 5 h; 6 h done: ahead. */
     job.work_done = 6 * H;
     ebb_time_ms now = T0 + 10 * H;
-    struct ebb_decision d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_WAIT, 0);
+    struct ebb_decision d = decide_is(&pol, &job, offers, 2, now, WAIT, 0);
     /* The line reaches 6 h at T0 + 12 h. */
     assert_int_equal(d.until, T0 + 12 * H);
     reason_has(&d, "ahead");
 
     /* 4 h done: behind, no spot: on-demand. */
     job.work_done = 4 * H;
-    d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_LAUNCH, 1);
+    d = decide_is(&pol, &job, offers, 2, now, LAUNCH, 1);
     reason_has(&d, "behind");
 
     /* Behind but spot is there: spot (exploitation). */
     offers[0].available = 1;
-    d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_LAUNCH, 0);
+    decide_is(&pol, &job, offers, 2, now, LAUNCH, 0);
 
     /* On spot while behind: kept until preempted. */
     job.running_offer = 0;
     job.running_since = now;
-    d = decide_ok(&pol, &job, offers, 2, now + H);
-    expect(&d, EBB_DECIDE_KEEP, 0);
+    decide_is(&pol, &job, offers, 2, now + H, KEEP, 0);
     unload(&pol);
 }
 
@@ -421,18 +414,14 @@ static void up_hysteresis(void **state)
     (void)state;
     struct pol pol = load("uniform-progress", NULL);
     struct ebb_job_view job = job10();
-    struct ebb_offer offers[] = {
-        SPOT("p3.2xlarge", 0.918, 1.0, 1),
-        OD("p3.2xlarge", 3.06, 1.0),
-    };
+    struct ebb_offer offers[] = {SPOT_OD(1)};
     job.running_offer = 1;
     job.running_since = T0 + 8 * H;
     ebb_time_ms now = T0 + 10 * H; /* line at 5h; slope 1/2 */
     /* Just ahead of the line now, but not of where it will be in 2d = 12m
      * (5h06m): on-demand is kept although spot is available. */
     job.work_done = 5 * H + 3 * MIN;
-    struct ebb_decision d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_KEEP, 0);
+    struct ebb_decision d = decide_is(&pol, &job, offers, 2, now, KEEP, 0);
     reason_has(&d, "hysteresis");
     /* On-demand gains 1/2 per minute on the line: ahead by the margin in
      * 6 min. */
@@ -440,21 +429,17 @@ static void up_hysteresis(void **state)
 
     /* Ahead of the line 12 min out: spot. */
     job.work_done = 5 * H + 7 * MIN;
-    d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_LAUNCH, 0);
+    decide_is(&pol, &job, offers, 2, now, LAUNCH, 0);
     /* ... or, with no spot, release on-demand. */
     offers[0].available = 0;
-    d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_STOP, 0);
+    decide_is(&pol, &job, offers, 2, now, STOP, 0);
 
     /* Idle just ahead of the line: waits; just behind: on-demand. */
     job.running_offer = SIZE_MAX;
     job.work_done = 5 * H + 1;
-    d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_WAIT, 0);
+    decide_is(&pol, &job, offers, 2, now, WAIT, 0);
     job.work_done = 5 * H - 1;
-    d = decide_ok(&pol, &job, offers, 2, now);
-    expect(&d, EBB_DECIDE_LAUNCH, 1);
+    decide_is(&pol, &job, offers, 2, now, LAUNCH, 1);
     unload(&pol);
 }
 
@@ -463,10 +448,7 @@ static void up_safety_net(void **state)
     (void)state;
     struct pol pol = load("uniform-progress", NULL);
     struct ebb_job_view job = job10();
-    struct ebb_offer offers[] = {
-        SPOT("p3.2xlarge", 0.918, 1.0, 1),
-        OD("p3.2xlarge", 3.06, 1.0),
-    };
+    struct ebb_offer offers[] = {SPOT_OD(1)};
     /* Behind the line with spot available (which rule 2 would take), but
      * 10h + 6m + 5m to go with 10 h of work: slack 5m < d = 6m: the safety
      * net goes on-demand regardless. */
@@ -474,13 +456,11 @@ static void up_safety_net(void **state)
     job.submitted_at = T0 - 100 * H;
     job.deadline = T0 + 10 * H + 11 * MIN;
     job.work_total = 10 * H;
-    struct ebb_decision d = decide_ok(&pol, &job, offers, 2, T0);
-    expect(&d, EBB_DECIDE_LAUNCH, 1);
+    struct ebb_decision d = decide_is(&pol, &job, offers, 2, T0, LAUNCH, 1);
     reason_has(&d, "safety net");
 
     /* With 7 min of slack it would take spot. */
-    d = decide_ok(&pol, &job, offers, 2, T0 - 2 * MIN);
-    expect(&d, EBB_DECIDE_LAUNCH, 0);
+    decide_is(&pol, &job, offers, 2, T0 - 2 * MIN, LAUNCH, 0);
     unload(&pol);
 
     /* On on-demand and far ahead of the line, but leaving would trip a
@@ -490,8 +470,7 @@ static void up_safety_net(void **state)
     job.running_offer = 1;
     job.running_since = T0;
     job.work_done = 9 * H + 45 * MIN; /* line at 19h12m: 9h36m */
-    d = decide_ok(&pol, &job, offers, 2, T0 + 19 * H);
-    expect(&d, EBB_DECIDE_KEEP, 0);
+    d = decide_is(&pol, &job, offers, 2, T0 + 19 * H, KEEP, 0);
     reason_has(&d, "safety net");
     unload(&pol);
 }
@@ -513,26 +492,21 @@ static void spot_only_never_on_demand(void **state)
         job.market = EBB_JOB_SPOT;
         /* Behind, out of slack, deadline passed: still no on-demand. */
         ebb_time_ms times[] = {T0, T0 + 15 * H, T0 + 25 * H};
-        for (size_t t = 0; t < 3; t++) {
-            struct ebb_decision d = decide_ok(&pol, &job, offers, 3, times[t]);
-            expect(&d, EBB_DECIDE_WAIT, 0);
-        }
+        for (size_t t = 0; t < 3; t++)
+            decide_is(&pol, &job, offers, 3, times[t], WAIT, 0);
         offers[1].available = 1;
-        struct ebb_decision d = decide_ok(&pol, &job, offers, 3, T0 + 15 * H);
-        expect(&d, EBB_DECIDE_LAUNCH, 1);
+        decide_is(&pol, &job, offers, 3, T0 + 15 * H, LAUNCH, 1);
         offers[1].available = 0;
         /* Found on on-demand somehow: released. */
         job.running_offer = 0;
         job.running_since = T0;
-        d = decide_ok(&pol, &job, offers, 3, T0 + 15 * H);
-        expect(&d, EBB_DECIDE_STOP, 0);
+        decide_is(&pol, &job, offers, 3, T0 + 15 * H, STOP, 0);
 
         /* On-demand-only jobs never get spot. */
         job = job10();
         job.market = EBB_JOB_ON_DEMAND;
         offers[1].available = 1;
-        d = decide_ok(&pol, &job, offers, 3, T0);
-        expect(&d, EBB_DECIDE_LAUNCH, 2);
+        decide_is(&pol, &job, offers, 3, T0, LAUNCH, 2);
         offers[1].available = 0;
         unload(&pol);
     }
@@ -544,10 +518,7 @@ static void deterministic_bytes(void **state)
 {
     (void)state;
     const char *names[] = {"on-demand", "greedy", "uniform-progress"};
-    struct ebb_offer offers[] = {
-        SPOT("p3.2xlarge", 0.918, 1.0, 1),
-        OD("p3.2xlarge", 3.06, 1.0),
-    };
+    struct ebb_offer offers[] = {SPOT_OD(1)};
     for (size_t i = 0; i < 3; i++) {
         /* Two instances of the same policy agree too (no hidden state). */
         struct pol a = load(names[i], NULL);
@@ -569,8 +540,7 @@ static void degenerate_inputs(void **state)
     (void)state;
     const char *names[] = {"on-demand", "greedy", "uniform-progress"};
     struct ebb_offer offers[] = {
-        SPOT("p3.2xlarge", 0.918, 1.0, 1),
-        OD("p3.2xlarge", 3.06, 1.0),
+        SPOT_OD(1),
         OD("p3.8xlarge", 12.24, 4.0),
     };
     struct ebb_offer broken[] = {
@@ -584,8 +554,7 @@ static void degenerate_inputs(void **state)
         struct ebb_decision d;
 
         /* No offers at all, or a NULL table. */
-        d = decide_ok(&pol, &job, NULL, 0, T0);
-        expect(&d, EBB_DECIDE_WAIT, 0);
+        d = decide_is(&pol, &job, NULL, 0, T0, WAIT, 0);
         {
             struct ebb_market_view m = {.offers = NULL, .n_offers = 3};
             assert_int_equal(pol.p->decide(pol.self, &job, &m, T0, &d), 0);
@@ -593,30 +562,24 @@ static void degenerate_inputs(void **state)
             assert_true(d.reason[0] != '\0');
         }
         /* Only unusable offers (NaN / negative speed, negative price). */
-        d = decide_ok(&pol, &job, broken, 3, T0);
-        expect(&d, EBB_DECIDE_WAIT, 0);
+        decide_is(&pol, &job, broken, 3, T0, WAIT, 0);
 
         /* Deadline passed: the fastest on-demand, the safest way out. */
-        d = decide_ok(&pol, &job, offers, 3, T0 + 30 * H);
-        expect(&d, EBB_DECIDE_LAUNCH, 2);
+        decide_is(&pol, &job, offers, 3, T0 + 30 * H, LAUNCH, 2);
         /* ... and an instance already running there is kept. */
         job.running_offer = 2;
         job.running_since = T0 + 29 * H;
-        d = decide_ok(&pol, &job, offers, 3, T0 + 30 * H);
-        expect(&d, EBB_DECIDE_KEEP, 0);
+        decide_is(&pol, &job, offers, 3, T0 + 30 * H, KEEP, 0);
 
         /* Work done: nothing to launch; a running job is let exit. */
         job = job10();
         job.work_done = job.work_total;
-        d = decide_ok(&pol, &job, offers, 3, T0);
-        expect(&d, EBB_DECIDE_WAIT, 0);
+        decide_is(&pol, &job, offers, 3, T0, WAIT, 0);
         job.running_offer = 0;
-        d = decide_ok(&pol, &job, offers, 3, T0);
-        expect(&d, EBB_DECIDE_KEEP, 0);
+        decide_is(&pol, &job, offers, 3, T0, KEEP, 0);
         job.work_total = 0;
         job.work_done = 0;
-        d = decide_ok(&pol, &job, offers, 3, T0);
-        expect(&d, EBB_DECIDE_KEEP, 0);
+        decide_is(&pol, &job, offers, 3, T0, KEEP, 0);
 
         /* A running index outside the view counts as not running. */
         job = job10();
@@ -654,12 +617,10 @@ static void degenerate_inputs(void **state)
         job = job10();
         job.budget = USD(40);
         job.spent = USD(40);
-        d = decide_ok(&pol, &job, offers, 3, T0);
-        expect(&d, EBB_DECIDE_WAIT, 0);
+        d = decide_is(&pol, &job, offers, 3, T0, WAIT, 0);
         reason_has(&d, "budget");
         job.running_offer = 1;
-        d = decide_ok(&pol, &job, offers, 3, T0);
-        expect(&d, EBB_DECIDE_STOP, 0);
+        decide_is(&pol, &job, offers, 3, T0, STOP, 0);
         /* Budget too small to finish: still decides, and says so. */
         job = job10();
         job.market = EBB_JOB_ON_DEMAND;
@@ -686,10 +647,7 @@ static struct sim_result simulate(const struct pol *pol,
                                   struct ebb_job_view job,
                                   int (*spot_up)(long minute))
 {
-    struct ebb_offer offers[] = {
-        SPOT("p3.2xlarge", 0.918, 1.0, 0),
-        OD("p3.2xlarge", 3.06, 1.0),
-    };
+    struct ebb_offer offers[] = {SPOT_OD(0)};
     struct sim_result r = {0};
     double done = (double)job.work_done;
     for (long m = 0; m < 40 * 60; m++) {

@@ -317,6 +317,19 @@ static struct ebb_launch job(const char *token, const char *zone, const char *ty
     };
 }
 
+/* A spot launch of `work` at speed 1 on offer C (us-east-1c p2.xlarge, no
+ * availability series: capacity unlimited) or on offer A (us-east-1a
+ * p3.2xlarge). */
+static struct ebb_launch on_c(const char *token, ebb_dur_ms work)
+{
+    return job(token, "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT, work, 1.0);
+}
+
+static struct ebb_launch on_a(const char *token, ebb_dur_ms work)
+{
+    return job(token, "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT, work, 1.0);
+}
+
 /* Launches and runs the clock to the callback (at now). */
 static void launch(struct fx *f, const struct ebb_launch *req, struct launch_res *r)
 {
@@ -325,6 +338,20 @@ static void launch(struct fx *f, const struct ebb_launch *req, struct launch_res
     assert_int_equal(r->calls, 0);
     run_to(f, ebb__clock_now(&f->clock));
     assert_int_equal(r->calls, 1);
+}
+
+/* Launches spot instances "x" and then "y" on offer A, 100 h of work
+ * each; y once the clock has run to `y_at` (at once when that is not
+ * later than now). */
+static void launch_x_y(struct fx *f, ebb_time_ms y_at, struct launch_res *x,
+                       struct launch_res *y)
+{
+    struct ebb_launch req = on_a("x", 100 * H);
+    launch(f, &req, x);
+    if (y_at > ebb__clock_now(&f->clock))
+        run_to(f, y_at);
+    req.token = "y";
+    launch(f, &req, y);
 }
 
 /* The events of instance `id`, in order. */
@@ -500,7 +527,7 @@ static void launches_check_capacity_and_on_demand_always_works(void **state)
     assert_string_equal(r.zone, "us-east-1a");
     assert_string_equal(r.token, "t-a1");
     assert_string_equal(r.job, "job-1");
-    req = job("t-a2", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT, H, 1.0);
+    req = on_a("t-a2", H);
     launch(&f, &req, &r);
     assert_int_equal(r.status, EBB_ENOCAPACITY);
 
@@ -517,8 +544,7 @@ static void a_launch_is_idempotent_by_token(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res a, b;
-    struct ebb_launch req = job("tok", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
-                                H, 1.0);
+    struct ebb_launch req = on_c("tok", H);
     memset(&a, 0, sizeof(a));
     memset(&b, 0, sizeof(b));
     /* Also when the retry comes before the first answer. */
@@ -573,8 +599,7 @@ static void job_timeline_runs_exactly(void **state)
     run_to(&f, INT64_MAX);
 
     struct rec e[16];
-    size_t n = events_of(&f, r.id, e, 16);
-    assert_int_equal(n, 9);
+    assert_int_equal(events_of(&f, r.id, e, 16), 9);
     expect(&e[0], EBB_EVENT_RUNNING, T0 + 10 * S, -1);
     expect(&e[1], EBB_EVENT_PROGRESS, T0 + 70 * S, 0);
     expect(&e[2], EBB_EVENT_CHECKPOINT, T0 + 250 * S, 300 * S);
@@ -596,8 +621,7 @@ static void exited_instance_lives_until_terminated(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res r;
-    struct ebb_launch req = job("t", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
-                                60 * S, 1.0);
+    struct ebb_launch req = on_c("t", 60 * S);
     launch(&f, &req, &r);
     run_to(&f, T0 + H);
     assert_int_equal(f.ev[f.n_ev - 1].kind, EBB_EVENT_EXITED);
@@ -626,19 +650,13 @@ static void capacity_drop_preempts_the_newest_with_notice_and_checkpoint(void **
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res x, y;
-    struct ebb_launch req = job("x", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT,
-                                100 * H, 1.0);
-    launch(&f, &req, &x);
-    run_to(&f, T0 + 10 * MINUTE);
-    req.token = "y";
-    launch(&f, &req, &y);
+    launch_x_y(&f, T0 + 10 * MINUTE, &x, &y);
     assert_int_equal(y.status, 0);
     run_to(&f, T0 + 3 * H);
 
     /* 01:30: A drops from 2 to 1, so y (the newer) goes. */
     struct rec e[16];
-    size_t n = events_of(&f, y.id, e, 16);
-    assert_int_equal(n, 6);
+    assert_int_equal(events_of(&f, y.id, e, 16), 6);
     expect(&e[0], EBB_EVENT_RUNNING, T0 + 10 * MINUTE, -1);
     expect(&e[1], EBB_EVENT_PROGRESS, T0 + 10 * MINUTE, 0);
     expect(&e[2], EBB_EVENT_NOTICE, T0 + 88 * MINUTE, -1);
@@ -659,8 +677,7 @@ static void capacity_drop_preempts_the_newest_with_notice_and_checkpoint(void **
 
     /* 05:00: A drops to 0 and x goes too. */
     run_to(&f, INT64_MAX);
-    n = events_of(&f, x.id, e, 16);
-    assert_int_equal(n, 6);
+    assert_int_equal(events_of(&f, x.id, e, 16), 6);
     expect(&e[2], EBB_EVENT_NOTICE, T0 + 5 * H - 2 * MINUTE, -1);
     expect(&e[5], EBB_EVENT_LOST, T0 + 5 * H, -1);
     assert_int_equal(events_of(&f, y.id, e, 16), 6);
@@ -677,16 +694,10 @@ static void a_short_notice_gives_no_checkpoint(void **state)
                                      "checkpoint_time: 30s\n"),
                      0);
     struct launch_res x, y;
-    struct ebb_launch req = job("x", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT,
-                                100 * H, 1.0);
-    launch(&f, &req, &x);
-    req.token = "y";
-    run_to(&f, T0 + MINUTE);
-    launch(&f, &req, &y);
+    launch_x_y(&f, T0 + MINUTE, &x, &y);
     run_to(&f, T0 + 2 * H);
     struct rec e[16];
-    size_t n = events_of(&f, y.id, e, 16);
-    assert_int_equal(n, 4);
+    assert_int_equal(events_of(&f, y.id, e, 16), 4);
     expect(&e[2], EBB_EVENT_NOTICE, T0 + 90 * MINUTE - 20 * S, -1);
     expect(&e[3], EBB_EVENT_LOST, T0 + 90 * MINUTE, -1);
     fx_close(&f);
@@ -700,15 +711,10 @@ static void a_late_launch_hears_its_notice_at_once(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0 + 89 * MINUTE, base_yaml), 0);
     struct launch_res x, y;
-    struct ebb_launch req = job("x", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT,
-                                100 * H, 1.0);
-    launch(&f, &req, &x);
-    req.token = "y";
-    launch(&f, &req, &y);
+    launch_x_y(&f, 0, &x, &y);
     run_to(&f, T0 + 2 * H);
     struct rec e[16];
-    size_t n = events_of(&f, y.id, e, 16);
-    assert_int_equal(n, 6);
+    assert_int_equal(events_of(&f, y.id, e, 16), 6);
     expect(&e[2], EBB_EVENT_NOTICE, T0 + 89 * MINUTE, -1);
     expect(&e[3], EBB_EVENT_CHECKPOINT, T0 + 89 * MINUTE + 30 * S, 0);
     expect(&e[5], EBB_EVENT_LOST, T0 + 90 * MINUTE, -1);
@@ -725,11 +731,7 @@ static void terminating_the_newest_spares_the_rest(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res x, y;
-    struct ebb_launch req = job("x", "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT,
-                                100 * H, 1.0);
-    launch(&f, &req, &x);
-    req.token = "y";
-    launch(&f, &req, &y);
+    launch_x_y(&f, 0, &x, &y);
     run_to(&f, T0 + H);
     struct done_res d = {0};
     assert_int_equal(f.p->terminate(f.self, y.id, on_done, &d), 0);
@@ -754,8 +756,7 @@ static void hazard_lifetimes(int64_t seed, double rate, size_t n, ebb_dur_ms *ou
     for (size_t i = 0; i < n; i++) {
         char tok[32];
         snprintf(tok, sizeof(tok), "h%zu", i);
-        struct ebb_launch req = job(tok, "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
-                                    10000 * H, 1.0);
+        struct ebb_launch req = on_c(tok, 10000 * H);
         struct launch_res r;
         launch(&f, &req, &r);
         assert_int_equal(r.status, 0);
@@ -812,8 +813,7 @@ static void a_hazard_preemption_gives_notice_and_checkpoint(void **state)
                                      "preemption_hazard: 0.2\n"),
                      0);
     struct launch_res r;
-    struct ebb_launch req = job("t", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
-                                10000 * H, 1.0);
+    struct ebb_launch req = on_c("t", 10000 * H);
     launch(&f, &req, &r);
     /* On-demand instances are never preempted. */
     struct launch_res od;
@@ -821,8 +821,7 @@ static void a_hazard_preemption_gives_notice_and_checkpoint(void **state)
     launch(&f, &req, &od);
     run_to(&f, T0 + 1000 * H);
     struct rec e[16];
-    size_t n = events_of(&f, r.id, e, 16);
-    assert_int_equal(n, 6);
+    assert_int_equal(events_of(&f, r.id, e, 16), 6);
     ebb_time_ms lost = e[5].at;
     assert_int_equal(e[5].kind, EBB_EVENT_LOST);
     assert_true(lost > T0 + 2 * MINUTE);
@@ -840,8 +839,7 @@ static void stop_job_checkpoints_then_exits_stopped(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res a, b;
-    struct ebb_launch req = job("a", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
-                                100 * H, 1.0);
+    struct ebb_launch req = on_c("a", 100 * H);
     launch(&f, &req, &a);
     req.token = "b";
     launch(&f, &req, &b);
@@ -860,13 +858,11 @@ static void stop_job_checkpoints_then_exits_stopped(void **state)
     run_to(&f, T0 + H);
 
     struct rec e[16];
-    size_t n = events_of(&f, a.id, e, 16);
-    assert_int_equal(n, 4);
+    assert_int_equal(events_of(&f, a.id, e, 16), 4);
     expect(&e[2], EBB_EVENT_CHECKPOINT, T0 + 130 * S, 100 * S);
     expect(&e[3], EBB_EVENT_EXITED, T0 + 130 * S, -1);
     assert_int_equal(e[3].exit_status, EBB_EXIT_STOPPED);
-    n = events_of(&f, b.id, e, 16);
-    assert_int_equal(n, 3);
+    assert_int_equal(events_of(&f, b.id, e, 16), 3);
     expect(&e[2], EBB_EVENT_EXITED, T0 + 110 * S, -1);
     assert_int_equal(e[2].exit_status, EBB_EXIT_STOPPED);
     fx_close(&f);
@@ -880,8 +876,7 @@ static void terminate_cancels_pending_events(void **state)
                                      "launch_latency: 1m\n"),
                      0);
     struct launch_res r;
-    struct ebb_launch req = job("t", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
-                                H, 1.0);
+    struct ebb_launch req = on_c("t", H);
     req.checkpoint_every = 10 * MINUTE;
     launch(&f, &req, &r);
     run_to(&f, T0 + 5 * MINUTE);
@@ -922,8 +917,7 @@ static void terminate_from_an_event_handler(void **state)
     reentrant_fx = &f;
     f.env.instance_event = terminate_on_exit;
     struct launch_res r;
-    struct ebb_launch req = job("t", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
-                                MINUTE, 1.0);
+    struct ebb_launch req = on_c("t", MINUTE);
     launch(&f, &req, &r);
     run_to(&f, INT64_MAX);
     assert_int_equal(f.n_ev, 3);
@@ -940,8 +934,7 @@ static void destroy_cancels_pending_callbacks(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res r;
-    struct ebb_launch req = job("t", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
-                                H, 1.0);
+    struct ebb_launch req = on_c("t", H);
     launch(&f, &req, &r);
     struct poll_res p = {0};
     struct launch_res l2 = {0};

@@ -50,6 +50,49 @@ static void write_file(const char *name, const char *text, size_t len)
     assert_int_equal(fclose(f), 0);
 }
 
+/* Writes `len` bytes of `text` to `name` and checks that loading it fails
+ * with exactly `msg`: as an availability trace when `name` is
+ * "avail.csv", else as a price trace. */
+static void load_fails(const char *name, const char *text, size_t len,
+                       const char *msg)
+{
+    write_file(name, text, len);
+    struct ebb__diag d = {{0}};
+    if (strcmp(name, "avail.csv") == 0) {
+        struct ebb__avail_trace *t = NULL;
+        assert_int_equal(ebb__avail_trace_load(name, &t, &d), EBB_EINVAL);
+        assert_null(t);
+    } else {
+        struct ebb__price_trace *t = NULL;
+        assert_int_equal(ebb__price_trace_load(name, &t, &d), EBB_EINVAL);
+        assert_null(t);
+    }
+    assert_string_equal(d.msg, msg);
+}
+
+/* The value of series `s` at time `when` is `want`. */
+static void price_at_is(const struct ebb__price_series *s, const char *when,
+                        ebb_micros want)
+{
+    ebb_micros p = -1;
+    assert_int_equal(ebb__price_series_at(s, T(when), &p), 0);
+    assert_int_equal(p, want);
+}
+
+static void avail_at_is(const struct ebb__avail_series *s, const char *when,
+                        int32_t want)
+{
+    int32_t n = -1;
+    assert_int_equal(ebb__avail_series_at(s, T(when), &n), 0);
+    assert_int_equal(n, want);
+}
+
+/* An input and the exact message it is rejected with. */
+struct bad_input {
+    const char *text;
+    const char *msg;
+};
+
 static int setup(void **state)
 {
     (void)state;
@@ -114,10 +157,7 @@ static void csv_quotes_crlf_and_blank_lines(void **state)
 static void csv_errors(void **state)
 {
     (void)state;
-    static const struct {
-        const char *text;
-        const char *msg;
-    } cases[] = {
+    static const struct bad_input cases[] = {
         {"a,b\n\"open,c\n\n", "t.csv:2: quoted field is not closed (a field "
                               "that starts with \" must end with \")"},
         {"a,b\nx,\"q\"y\n", "t.csv:2: text after the closing quote of field "
@@ -235,18 +275,12 @@ static void check_good_prices(const char *rel)
     assert_int_equal(ebb__price_series_at(s, T("2019-12-31T23:59:59.999Z"), &p),
                      EBB_ENOTFOUND);
     assert_int_equal(p, -1);
-    assert_int_equal(ebb__price_series_at(s, T("2020-01-01T00:00:00Z"), &p), 0);
-    assert_int_equal(p, 918000);
-    assert_int_equal(ebb__price_series_at(s, T("2020-01-01T13:00:00Z"), &p), 0);
-    assert_int_equal(p, 918000);
-    assert_int_equal(ebb__price_series_at(s, T("2020-01-02T00:00:00Z"), &p), 0);
-    assert_int_equal(p, 950000);
-    assert_int_equal(ebb__price_series_at(s, T("2020-01-03T23:59:59Z"), &p), 0);
-    assert_int_equal(p, 950000);
-    assert_int_equal(ebb__price_series_at(s, T("2020-01-04T00:00:00Z"), &p), 0);
-    assert_int_equal(p, 3060000);
-    assert_int_equal(ebb__price_series_at(s, T("2030-01-01T00:00:00Z"), &p), 0);
-    assert_int_equal(p, 3060000);
+    price_at_is(s, "2020-01-01T00:00:00Z", 918000);
+    price_at_is(s, "2020-01-01T13:00:00Z", 918000);
+    price_at_is(s, "2020-01-02T00:00:00Z", 950000);
+    price_at_is(s, "2020-01-03T23:59:59Z", 950000);
+    price_at_is(s, "2020-01-04T00:00:00Z", 3060000);
+    price_at_is(s, "2030-01-01T00:00:00Z", 3060000);
 
     assert_int_equal(ebb__price_series_next_change(s, T("2019-01-01")),
                      T("2020-01-01T00:00:00Z"));
@@ -287,10 +321,7 @@ static void prices_crlf(void **state)
 static void prices_errors(void **state)
 {
     (void)state;
-    static const struct {
-        const char *text;
-        const char *msg;
-    } cases[] = {
+    static const struct bad_input cases[] = {
         {"", "prices.csv: file is empty; a price trace starts with the line "
              PH},
         {"\n\n", "prices.csv: file is empty; a price trace starts with the "
@@ -336,13 +367,7 @@ static void prices_errors(void **state)
         size_t len = strlen(cases[i].text);
         if (strstr(cases[i].msg, "NUL") != NULL)
             len += 2; /* the NUL and the newline after it */
-        write_file("prices.csv", cases[i].text, len);
-        struct ebb__price_trace *t = NULL;
-        struct ebb__diag d = {{0}};
-        assert_int_equal(ebb__price_trace_load("prices.csv", &t, &d),
-                         EBB_EINVAL);
-        assert_null(t);
-        assert_string_equal(d.msg, cases[i].msg);
+        load_fails("prices.csv", cases[i].text, len, cases[i].msg);
     }
 }
 
@@ -365,17 +390,12 @@ static void prices_backwards(void **state)
                             "p3.2xlarge,Linux/UNIX,1.0\n"
                             "2020-01-03T00:00:00Z,aws,us-east-1,us-east-1a,"
                             "p3.2xlarge,Linux/UNIX,1.1\n");
-    write_file("prices.csv", text, len);
-    free(text);
-    struct ebb__price_trace *t = NULL;
-    struct ebb__diag d = {{0}};
-    assert_int_equal(ebb__price_trace_load("prices.csv", &t, &d), EBB_EINVAL);
-    assert_null(t);
-    assert_string_equal(
-        d.msg, "prices.csv:812: row is earlier than the previous row of "
+    load_fails("prices.csv", text, len,
+               "prices.csv:812: row is earlier than the previous row of "
                "series aws/us-east-1/us-east-1a/p3.2xlarge "
                "(2020-01-03T00:00:00Z < 2020-01-04T00:00:00Z); sort rows by "
                "series, then time");
+    free(text);
 }
 
 static void prices_missing_file(void **state)
@@ -418,22 +438,17 @@ static void avail_good(void **state)
     int32_t n = -1;
     assert_int_equal(ebb__avail_series_at(s, T("2020-03-15T09:59:59Z"), &n),
                      EBB_ENOTFOUND);
-    assert_int_equal(ebb__avail_series_at(s, T("2020-03-15T10:00:00Z"), &n), 0);
-    assert_int_equal(n, 1);
-    assert_int_equal(ebb__avail_series_at(s, T("2020-03-15T10:30:00Z"), &n), 0);
-    assert_int_equal(n, 1);
-    assert_int_equal(ebb__avail_series_at(s, T("2020-03-15T11:00:00Z"), &n), 0);
-    assert_int_equal(n, 0);
-    assert_int_equal(ebb__avail_series_at(s, T("2021-01-01"), &n), 0);
-    assert_int_equal(n, 0);
+    avail_at_is(s, "2020-03-15T10:00:00Z", 1);
+    avail_at_is(s, "2020-03-15T10:30:00Z", 1);
+    avail_at_is(s, "2020-03-15T11:00:00Z", 0);
+    avail_at_is(s, "2021-01-01", 0);
     assert_int_equal(ebb__avail_series_next_change(s, T("2020-03-15T10:30:00Z")),
                      T("2020-03-15T11:00:00Z"));
     assert_int_equal(ebb__avail_series_next_change(s, T("2020-03-15T11:00:00Z")),
                      INT64_MAX);
     s = &t->series[c]; /* two rows at 12:00: the later (2) wins */
     assert_int_equal(s->n, 2);
-    assert_int_equal(ebb__avail_series_at(s, T("2020-03-15T12:00:00Z"), &n), 0);
-    assert_int_equal(n, 2);
+    avail_at_is(s, "2020-03-15T12:00:00Z", 2);
     ebb__avail_trace_free(t);
 }
 
@@ -443,10 +458,7 @@ static void avail_good(void **state)
 static void avail_errors(void **state)
 {
     (void)state;
-    static const struct {
-        const char *text;
-        const char *msg;
-    } cases[] = {
+    static const struct bad_input cases[] = {
         {PH "\n", "avail.csv:1: header has 7 columns, expected 5; an "
                   "availability trace starts with the line " AH},
         {"timestamp_utc,provider,zone,instance_type,capacity\n",
@@ -466,15 +478,9 @@ static void avail_errors(void **state)
          "2020-03-15T10:00:00Z); sort rows by series, then time"},
         {AH "\n" AROW "1,2\n", "avail.csv:2: 6 fields, expected 5 (" AH ")"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        write_file("avail.csv", cases[i].text, strlen(cases[i].text));
-        struct ebb__avail_trace *t = NULL;
-        struct ebb__diag d = {{0}};
-        assert_int_equal(ebb__avail_trace_load("avail.csv", &t, &d),
-                         EBB_EINVAL);
-        assert_null(t);
-        assert_string_equal(d.msg, cases[i].msg);
-    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        load_fails("avail.csv", cases[i].text, strlen(cases[i].text),
+                   cases[i].msg);
 }
 
 /* ---- shipped data ---- */
@@ -547,14 +553,11 @@ static void shipped_price_traces(void **state)
     ebb_micros p;
     assert_int_equal(ebb__price_series_at(s, T("2020-01-03T18:11:16Z"), &p),
                      EBB_ENOTFOUND);
-    assert_int_equal(ebb__price_series_at(s, T("2020-01-03T18:11:17Z"), &p), 0);
-    assert_int_equal(p, 448000);
-    assert_int_equal(ebb__price_series_at(s, T("2020-01-03T23:00:00Z"), &p), 0);
-    assert_int_equal(p, 448000);
+    price_at_is(s, "2020-01-03T18:11:17Z", 448000);
+    price_at_is(s, "2020-01-03T23:00:00Z", 448000);
     assert_int_equal(ebb__price_series_next_change(s, T("2020-01-03T18:11:17Z")),
                      T("2020-01-03T23:21:20Z"));
-    assert_int_equal(ebb__price_series_at(s, T("2020-03-01"), &p), 0);
-    assert_int_equal(p, 377500);
+    price_at_is(s, "2020-03-01", 377500);
     assert_int_equal(t->first_at, T("2019-12-20T06:39:10Z"));
     assert_int_equal(t->last_at, T("2020-02-29T23:47:11Z"));
     ebb__price_trace_free(t);
@@ -580,18 +583,11 @@ static void shipped_avail_trace(void **state)
     /* The V100 slot in us-east-1b ran for the whole two days. */
     ssize_t i = ebb__avail_trace_find(t, "aws", "us-east-1b", "p3.2xlarge");
     assert_true(i >= 0);
-    int32_t n = -1;
-    assert_int_equal(ebb__avail_series_at(&t->series[i],
-                                          T("2020-03-16T12:00:00Z"), &n),
-                     0);
-    assert_int_equal(n, 1);
+    avail_at_is(&t->series[i], "2020-03-16T12:00:00Z", 1);
     /* us-east-1c p2.8xlarge: no capacity at first, granted at 12:08:47. */
     i = ebb__avail_trace_find(t, "aws", "us-east-1c", "p2.8xlarge");
     assert_true(i >= 0);
-    assert_int_equal(ebb__avail_series_at(&t->series[i],
-                                          T("2020-03-15T12:00:00Z"), &n),
-                     0);
-    assert_int_equal(n, 0);
+    avail_at_is(&t->series[i], "2020-03-15T12:00:00Z", 0);
     assert_int_equal(ebb__avail_series_next_change(&t->series[i],
                                                    T("2020-03-15T12:00:00Z")),
                      T("2020-03-15T12:08:47Z"));
