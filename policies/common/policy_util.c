@@ -142,11 +142,18 @@ ebb_time_ms pu_after(ebb_time_ms now, double delta_ms)
     return now + (ebb_time_ms)d;
 }
 
-static void set_reason(struct ebb_decision *out, const char *fmt, va_list ap)
-    EBB_PRINTF(2, 0);
+/* Fills a whole decision; every pu_* decision maker goes through here. */
+static void decide_v(struct ebb_decision *out, enum ebb_decision_kind kind,
+                     ebb_time_ms until, size_t offer, const char *fmt,
+                     va_list ap) EBB_PRINTF(5, 0);
 
-static void set_reason(struct ebb_decision *out, const char *fmt, va_list ap)
+static void decide_v(struct ebb_decision *out, enum ebb_decision_kind kind,
+                     ebb_time_ms until, size_t offer, const char *fmt,
+                     va_list ap)
 {
+    out->kind = kind;
+    out->until = until;
+    out->offer = offer;
     int n = vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
     if (n < 0)
         snprintf(out->reason, sizeof(out->reason), "(no reason)");
@@ -155,44 +162,32 @@ static void set_reason(struct ebb_decision *out, const char *fmt, va_list ap)
 void pu_wait(struct ebb_decision *out, ebb_time_ms until, const char *fmt, ...)
 {
     va_list ap;
-    out->kind = EBB_DECIDE_WAIT;
-    out->until = until;
-    out->offer = PU_NONE;
     va_start(ap, fmt);
-    set_reason(out, fmt, ap);
+    decide_v(out, EBB_DECIDE_WAIT, until, PU_NONE, fmt, ap);
     va_end(ap);
 }
 
 void pu_keep(struct ebb_decision *out, ebb_time_ms until, const char *fmt, ...)
 {
     va_list ap;
-    out->kind = EBB_DECIDE_KEEP;
-    out->until = until;
-    out->offer = PU_NONE;
     va_start(ap, fmt);
-    set_reason(out, fmt, ap);
+    decide_v(out, EBB_DECIDE_KEEP, until, PU_NONE, fmt, ap);
     va_end(ap);
 }
 
 void pu_launch(struct ebb_decision *out, size_t offer, const char *fmt, ...)
 {
     va_list ap;
-    out->kind = EBB_DECIDE_LAUNCH;
-    out->until = 0;
-    out->offer = offer;
     va_start(ap, fmt);
-    set_reason(out, fmt, ap);
+    decide_v(out, EBB_DECIDE_LAUNCH, 0, offer, fmt, ap);
     va_end(ap);
 }
 
 void pu_stop(struct ebb_decision *out, const char *fmt, ...)
 {
     va_list ap;
-    out->kind = EBB_DECIDE_STOP;
-    out->until = 0;
-    out->offer = PU_NONE;
     va_start(ap, fmt);
-    set_reason(out, fmt, ap);
+    decide_v(out, EBB_DECIDE_STOP, 0, PU_NONE, fmt, ap);
     va_end(ap);
 }
 
