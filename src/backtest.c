@@ -373,12 +373,13 @@ static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
         totals[2] += oracle;
     else
         *oracle_complete = 0;
-    return json_pack("{s:s,s:s,s:s,s:s,s:f,s:o,s:o,s:b,s:o,s:o,s:o,s:i,s:i,s:f}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:f,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:i,s:i,s:f}",
         "name", job->spec.name,
         "id", job->id,
         "policy", job->policy->plugin->name,
         "state", ebb__job_state_name(job->state),
         "cost_usd", usd(job->spent),
+        "budget_usd", job->budget >= 0 ? json_real(usd(job->budget)) : json_null(),
         "on_demand_cost_usd", od >= 0 ? json_real(usd(od)) : json_null(),
         "oracle_cost_usd", orc == 0 ? json_real(usd(oracle)) : json_null(),
         "deadline_met", met,

@@ -1,9 +1,13 @@
 /* The API methods ebbd answers on its unix socket. Each handler reads its
  * params, asks the store or the registry, and answers exactly once. */
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "daemon.h"
 #include "ebb_build_config.h"
+#include "forecast_report.h"
+#include "paths.h"
 #include "units.h"
 
 static json_t *plugin_json(const struct ebb__plugin_slot *slot)
@@ -99,9 +103,190 @@ static void api_prices(void *ctx, struct ebb__api_call *call)
     ebb__api_reply(call, json_pack("{s:o}", "prices", prices));
 }
 
+/* ---- forecast ---------------------------------------------------------- */
+
+/* How far back a forecast reads each series: four weeks show the daily
+ * and weekly patterns that spot prices have. */
+#define FORECAST_LOOKBACK (28 * EBB_MS_PER_DAY)
+
+/* What one answer may hold, so that it stays well inside one API message
+ * (a point is about 70 bytes of JSON). */
+#define FORECAST_MAX_TOTAL_POINTS 100000
+
+/* A forecast reads weeks of history of every series and runs the
+ * forecaster on each: too much for the loop thread. It runs on libuv's
+ * thread pool with its own store handle (a handle belongs to one thread)
+ * and answers from the loop when done. */
+struct forecast_work {
+    uv_work_t req;
+    struct ebb__api_call *call;
+    char *db_path;
+    char *provider, *instance_type, *zone;
+    struct ebb__forecast_opts opts;
+    json_t *result;
+    const char *code; /* error code when result is NULL */
+    struct ebb__diag diag;
+};
+
+struct history_ctx {
+    struct ebb__forecast_acc *acc;
+    struct ebb__diag *diag;
+};
+
+static int add_history_row(void *arg, const struct ebb__price_row *row)
+{
+    struct history_ctx *h = arg;
+    return ebb__forecast_acc_add(h->acc, row, h->diag);
+}
+
+/* Off the loop: nothing here may touch the daemon. */
+static void forecast_run(uv_work_t *req)
+{
+    struct forecast_work *w = req->data;
+    w->code = "internal";
+    char err[256];
+    struct ebb__store *store = NULL;
+    if (ebb__store_open(w->db_path, &store, err, sizeof(err)) != 0) {
+        ebb__diag_set(&w->diag, NULL, 0, "cannot open the store: %s", err);
+        return;
+    }
+    struct history_ctx h = {ebb__forecast_acc_new(&w->opts), &w->diag};
+    struct ebb__price_filter f = {w->provider, w->instance_type, w->zone};
+    ebb_time_ms since = w->opts.origin > FORECAST_LOOKBACK
+                            ? w->opts.origin - FORECAST_LOOKBACK : 0;
+    int rc = h.acc != NULL ? 0 : EBB_ENOMEM;
+    if (rc == 0) {
+        rc = ebb__store_price_history(store, &f, since, w->opts.origin,
+                                      add_history_row, &h);
+        if (rc < 0 && w->diag.msg[0] == '\0')
+            ebb__diag_set(&w->diag, NULL, 0, "cannot read prices: %s",
+                          ebb__store_errmsg(store));
+    }
+    if (rc == 0)
+        rc = ebb__forecast_acc_finish(h.acc, &w->result, &w->diag);
+    if (rc == EBB_EINVAL)
+        w->code = "bad_request";
+    else if (rc == EBB_ENOMEM && w->diag.msg[0] == '\0')
+        ebb__diag_set(&w->diag, NULL, 0, "out of memory");
+    ebb__forecast_acc_free(h.acc);
+    ebb__store_close(store);
+}
+
+static void forecast_work_free(struct forecast_work *w)
+{
+    free(w->db_path);
+    free(w->provider);
+    free(w->instance_type);
+    free(w->zone);
+    free(w);
+}
+
+static void forecast_done(uv_work_t *req, int status)
+{
+    struct forecast_work *w = req->data;
+    if (w->result != NULL)
+        ebb__api_reply(w->call, w->result);
+    else if (status == UV_ECANCELED)
+        ebb__api_fail(w->call, "internal", "ebbd is shutting down");
+    else
+        ebb__api_fail(w->call, w->code, "%s", w->diag.msg);
+    forecast_work_free(w);
+}
+
+/* A time param: ms since the epoch, or an ISO-8601 string. */
+static int param_time(struct ebb__api_call *call, const char *key,
+                      ebb_time_ms *out)
+{
+    json_t *v = json_object_get(call->params, key);
+    const char *why = NULL;
+    if (v == NULL)
+        return 0;
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v) && ebb__parse_time_why(json_string_value(v), out, &why) == 0)
+        return 0;
+    ebb__api_fail(call, "bad_request", "%s: not a time (ms since the epoch or "
+                  "ISO-8601, e.g. 2020-01-01T00:00:00Z)%s%s", key,
+                  why != NULL ? ": " : "", why != NULL ? why : "");
+    return EBB_EINVAL;
+}
+
+/* A duration param: ms, or a string such as "24h". */
+static int param_duration(struct ebb__api_call *call, const char *key,
+                          ebb_dur_ms *out)
+{
+    json_t *v = json_object_get(call->params, key);
+    const char *why = NULL;
+    if (v == NULL)
+        return 0;
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v) &&
+        ebb__parse_duration_why(json_string_value(v), out, &why) == 0)
+        return 0;
+    ebb__api_fail(call, "bad_request", "%s: not a duration (ms or e.g. 1h)%s%s",
+                  key, why != NULL ? ": " : "", why != NULL ? why : "");
+    return EBB_EINVAL;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s != NULL ? strdup(s) : NULL;
+}
+
+static void api_forecast(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    ebb_time_ms at = ebb__clock_now(&d->clock);
+    ebb_dur_ms horizon = 24 * EBB_MS_PER_HOUR, step = EBB_MS_PER_HOUR;
+    if (param_time(call, "at", &at) != 0 ||
+        param_duration(call, "horizon", &horizon) != 0 ||
+        param_duration(call, "step", &step) != 0)
+        return;
+    size_t n_steps = 0;
+    const char *why = NULL;
+    if (ebb__forecast_count_steps(horizon, step, &n_steps, &why) != 0) {
+        ebb__api_fail(call, "bad_request", "horizon and step: %s", why);
+        return;
+    }
+    struct forecast_work *w = calloc(1, sizeof(*w));
+    if (w != NULL) {
+        w->db_path = ebb__path_join(d->state_dir, "ebb.db");
+        w->provider = dup_or_null(param_string(call, "provider"));
+        w->instance_type = dup_or_null(param_string(call, "instance_type"));
+        w->zone = dup_or_null(param_string(call, "zone"));
+    }
+    if (w == NULL || w->db_path == NULL ||
+        (param_string(call, "provider") != NULL && w->provider == NULL) ||
+        (param_string(call, "instance_type") != NULL && w->instance_type == NULL) ||
+        (param_string(call, "zone") != NULL && w->zone == NULL)) {
+        if (w != NULL)
+            forecast_work_free(w);
+        ebb__api_fail(call, "internal", "out of memory");
+        return;
+    }
+    w->call = call;
+    w->opts = (struct ebb__forecast_opts){
+        .origin = at, .step = step, .n_steps = n_steps,
+        .max_total_points = FORECAST_MAX_TOTAL_POINTS,
+    };
+    w->req.data = w;
+    int rc = uv_queue_work(&d->loop, &w->req, forecast_run, forecast_done);
+    if (rc != 0) {
+        forecast_work_free(w);
+        ebb__api_fail(call, "internal", "cannot start the forecast: %s",
+                      uv_strerror(rc));
+    }
+}
+
 const struct ebb__api_method ebb__daemon_methods[] = {
     {"status", api_status},
     {"providers", api_providers},
     {"prices", api_prices},
+    {"forecast", api_forecast},
     {NULL, NULL},
 };

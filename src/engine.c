@@ -129,11 +129,51 @@ ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)
 
 /* ---- prices ------------------------------------------------------------ */
 
-static void wake_all(struct ebb__engine *e)
+int ebb__engine_update_allowed(struct ebb__job *job)
 {
-    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next)
-        if (!ebb__job_state_terminal(job->state))
+    struct ebb__engine *e = job->engine;
+    for (; job->offers_examined < e->market.n_offers; job->offers_examined++) {
+        size_t k = job->offers_examined;
+        if (!ebb__engine_offer_allowed(e, job, k))
+            continue;
+        if (job->n_allowed == job->cap_allowed) {
+            size_t cap = job->cap_allowed ? job->cap_allowed * 2 : 16;
+            size_t *allowed = realloc(job->allowed, cap * sizeof(*allowed));
+            if (allowed == NULL)
+                return EBB_ENOMEM;
+            job->allowed = allowed;
+            job->cap_allowed = cap;
+        }
+        job->allowed[job->n_allowed++] = k;
+    }
+    return 0;
+}
+
+static int allows(const struct ebb__job *job, size_t k)
+{
+    size_t lo = 0, hi = job->n_allowed;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (job->allowed[mid] == k)
+            return 1;
+        if (job->allowed[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+void ebb__engine_wake_offer(struct ebb__engine *e, size_t offer,
+                            const struct ebb__job *except)
+{
+    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
+        if (job == except || ebb__job_state_terminal(job->state))
+            continue;
+        if (ebb__engine_update_allowed(job) != 0 || offer == SIZE_MAX ||
+            allows(job, offer))
             ebb__engine_mark_dirty(job);
+    }
 }
 
 static void poll_one(struct ebb__engine_poll *p);
@@ -150,7 +190,10 @@ static void on_prices(void *arg, int status, const struct ebb_price *prices,
         ebb__warn("%s: price poll failed: %s", p->slot->plugin->name,
                   ebb_strerror(status));
     }
-    int changed = 0;
+    /* Wake only the jobs that may use an offer that changed. A batch that
+     * changes many offers (a first poll's history) wakes everyone once. */
+    size_t n_offers_before = e->market.n_offers;
+    size_t changed = SIZE_MAX, n_changed = 0;
     for (size_t i = 0; i < n; i++) {
         size_t offer;
         if (ebb__market_observe(&e->market, p->slot->plugin->name, &prices[i],
@@ -158,7 +201,10 @@ static void on_prices(void *arg, int status, const struct ebb_price *prices,
             ebb__error("out of memory recording prices");
             break;
         }
-        changed |= offer != SIZE_MAX;
+        if (offer != SIZE_MAX && offer != changed) {
+            changed = offer;
+            n_changed++;
+        }
     }
     if (e->opt.store_prices && n > 0) {
         size_t inserted = 0;
@@ -166,8 +212,10 @@ static void on_prices(void *arg, int status, const struct ebb_price *prices,
                                   &inserted) != 0)
             ebb__error("cannot store prices: %s", ebb__store_errmsg(e->opt.store));
     }
-    if (changed)
-        wake_all(e);
+    if (n_changed == 1 && e->market.n_offers == n_offers_before)
+        ebb__engine_wake_offer(e, changed, NULL);
+    else if (n_changed > 0)
+        ebb__engine_wake_offer(e, SIZE_MAX, NULL);
     if (p->again) {
         p->again = 0;
         poll_one(p);
@@ -240,6 +288,7 @@ void ebb__engine_fini(struct ebb__engine *e)
             free(job->current);
         }
         ebb__jobspec_free(&job->spec);
+        free(job->allowed);
         free(job);
         job = next;
     }

@@ -88,6 +88,10 @@ struct ebb__job {
     char after_reason[192];
     struct ebb__timer wake;
     int dirty;
+    /* Market offers this job may use, ascending; offers examined so far
+     * (the market only ever appends). */
+    size_t *allowed;
+    size_t n_allowed, cap_allowed, offers_examined;
 };
 
 struct ebb__engine_options {
@@ -150,8 +154,14 @@ int ebb__engine_offer_allowed(const struct ebb__engine *e,
  * progress extrapolated from its last report. */
 ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now);
 
-/* Internal to engine*.c: planner (engine_plan.c) and executor
- * (engine_exec.c). */
+/* Internal to engine*.c: planner (engine_plan.c), executor
+ * (engine_exec.c) and offers' outlook (engine_outlook.c). */
+void ebb__engine_outlook(struct ebb__engine *e, size_t offer, ebb_time_ms now);
+/* Brings job->allowed up to date with the market. Returns 0 or ENOMEM. */
+int ebb__engine_update_allowed(struct ebb__job *job);
+/* Marks dirty every unfinished job that may use `offer` (SIZE_MAX: all). */
+void ebb__engine_wake_offer(struct ebb__engine *e, size_t offer,
+                            const struct ebb__job *except);
 void ebb__engine_mark_dirty(struct ebb__job *job);
 void ebb__engine_plan_job(struct ebb__job *job);
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,

@@ -80,16 +80,18 @@ static void finish_attempt(struct ebb__job *job, ebb_time_ms end,
                    ebb__store_errmsg(s));
     }
     job->spent += total;
-    int was_spot = o->market == EBB_MARKET_SPOT;
+    struct ebb__offer *held = &e->market.offers[a->offer];
+    held->n_running--;
+    if (a->launched && end > a->launched_at)
+        held->instance_hours += (double)(end - a->launched_at) / EBB_MS_PER_HOUR;
+    size_t offer = a->offer;
     free(a->instance_id);
     free(a);
     job->current = NULL;
     /* Spot capacity this instance held is free again: jobs waiting for it
      * ("ask again on the next market event") must hear of it. */
-    if (was_spot)
-        for (struct ebb__job *j = e->jobs; j != NULL; j = j->next)
-            if (j != job && !ebb__job_state_terminal(j->state))
-                ebb__engine_mark_dirty(j);
+    if (held->market == EBB_MARKET_SPOT)
+        ebb__engine_wake_offer(e, offer, job);
 }
 
 /* After an instance is gone: go where the release said, or re-plan. */
@@ -131,6 +133,7 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
         if (ebb__store_instance_update(e->opt.store, a->token, "failed", NULL, 0,
                                        now, ebb_strerror(status)) != 0)
             ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+        e->market.offers[a->offer].n_running--;
         free(a);
         job->current = NULL;
         ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
@@ -170,6 +173,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     a->requested_at = now;
     a->work_base = job->work_saved;
     job->current = a;
+    e->market.offers[offer].n_running++;
 
     /* Intent first: the row with its token is committed before the
      * provider hears of the launch, so a crash in between is reconciled
@@ -190,6 +194,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     if (ebb__store_instance_insert(e->opt.store, &row) != 0) {
         ebb__error("job %s: cannot record launch intent: %s", job->id,
                    ebb__store_errmsg(e->opt.store));
+        e->market.offers[offer].n_running--;
         free(a);
         job->current = NULL;
         return;
@@ -341,12 +346,17 @@ static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event 
     if (ebb__store_checkpoint_add(s, job->id, a->token, ev->at,
                                   job->spec.checkpoint.dir, saved, 1) != 0)
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
+    /* The budget check bounds spend until the next checkpoint: a capped job
+     * is checked again at each one. */
+    if (job->budget >= 0)
+        ebb__engine_mark_dirty(job);
 }
 
 static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
 {
     const char *why = ev->reason ? ev->reason : "instance lost";
     job->preemptions++;
+    job->engine->market.offers[job->current->offer].losses++;
     finish_attempt(job, ev->at, "terminated", why);
     char saved[32];
     ebb__format_duration(job->work_saved, saved, sizeof(saved));

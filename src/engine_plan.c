@@ -1,10 +1,13 @@
 /* The planner: builds what a policy may see of one job and the market,
  * asks the job's policy, and turns its decision into actions. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "billing.h"
 #include "engine.h"
+#include "units.h"
 #include "log.h"
 
 static int list_has(const struct ebb_string_list *l, const char *s)
@@ -63,13 +66,12 @@ int ebb__engine_offer_allowed(const struct ebb__engine *e,
 }
 
 /* Spot instances ebb runs on offer `k` now, other than `job`'s own. */
-static int32_t running_on(const struct ebb__engine *e, size_t k,
-                          const struct ebb__job *job)
+static uint32_t running_on(const struct ebb__engine *e, size_t k,
+                           const struct ebb__job *job)
 {
-    int32_t n = 0;
-    for (const struct ebb__job *j = e->jobs; j != NULL; j = j->next)
-        if (j != job && j->current != NULL && j->current->offer == k)
-            n++;
+    uint32_t n = e->market.offers[k].n_running;
+    if (job->current != NULL && job->current->offer == k && n > 0)
+        n--;
     return n;
 }
 
@@ -91,20 +93,22 @@ static int grow_view(struct ebb__engine *e, size_t n)
 
 /* Fills the engine's view buffers with the offers the job may use that
  * have a price now. Returns how many. */
-static size_t build_market_view(struct ebb__engine *e, const struct ebb__job *job,
+static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
                                 ebb_time_ms now)
 {
-    if (grow_view(e, e->market.n_offers) != 0)
+    if (ebb__engine_update_allowed(job) != 0 || grow_view(e, job->n_allowed) != 0)
         return 0;
     size_t n = 0;
-    for (size_t k = 0; k < e->market.n_offers; k++) {
-        const struct ebb__offer *o = &e->market.offers[k];
+    for (size_t i = 0; i < job->n_allowed; i++) {
+        size_t k = job->allowed[i];
+        struct ebb__offer *o = &e->market.offers[k];
         const struct ebb__market_step *step = ebb__offer_at(o, now);
-        if (step == NULL || !ebb__engine_offer_allowed(e, job, k))
+        if (step == NULL)
             continue;
         int available = 1;
         if (o->market == EBB_MARKET_SPOT && step->capacity >= 0)
-            available = step->capacity > running_on(e, k, job);
+            available = (uint32_t)step->capacity > running_on(e, k, job);
+        ebb__engine_outlook(e, k, now);
         e->view_offers[n] = (struct ebb_offer){
             .provider = o->provider,
             .region = o->region,
@@ -114,6 +118,9 @@ static size_t build_market_view(struct ebb__engine *e, const struct ebb__job *jo
             .price_per_hour = step->price,
             .speed = o->speed,
             .available = available,
+            .preemption_per_hour = o->hazard,
+            .forecast = o->fc,
+            .n_forecast = o->n_fc,
         };
         e->view_map[n] = k;
         n++;
@@ -159,12 +166,87 @@ static void wake_at(struct ebb__job *job, ebb_time_ms until, ebb_time_ms now)
         ebb__timer_stop(e->opt.clock, &job->wake);
 }
 
+/* The highest price the offer may charge over the next `span`: the
+ * current price and the forecast's p90 over that span. */
+static ebb_micros worst_price(const struct ebb_offer *o, ebb_time_ms now,
+                              ebb_dur_ms span)
+{
+    ebb_micros worst = o->price_per_hour;
+    for (size_t i = 0; i < o->n_forecast; i++) {
+        if (o->forecast[i].at > now + span + EBB_MS_PER_HOUR)
+            break;
+        if (o->forecast[i].p90 > worst)
+            worst = o->forecast[i].p90;
+    }
+    return worst;
+}
+
+/* The budget cap, whatever the policy: a launch, or staying on an
+ * instance, is refused when its worst-case spend until the job's next
+ * checkpoint (plus the grace to write it) could pass what is left of the
+ * budget. The job is then paused, with its checkpoint, and the reason is
+ * recorded. Returns 1 when it refused the decision. */
+static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
+                          size_t n_view, ebb_time_ms now)
+{
+    struct ebb__engine *e = job->engine;
+    if (job->budget < 0)
+        return 0;
+    int running = job->current != NULL && job->state == EBB__JOB_RUNNING;
+    size_t view_k = SIZE_MAX;
+    if (d->kind == EBB_DECIDE_LAUNCH && d->offer < n_view)
+        view_k = d->offer;
+    else if (running)
+        for (size_t i = 0; i < n_view; i++)
+            if (e->view_map[i] == job->current->offer)
+                view_k = i;
+    if (view_k == SIZE_MAX || d->kind == EBB_DECIDE_STOP)
+        return 0;
+    const struct ebb_offer *o = &e->view_offers[view_k];
+    int moving = !running || e->view_map[view_k] != job->current->offer;
+    ebb_dur_ms left = job->work_total - ebb__job_work_done(job, now);
+    ebb_dur_ms to_finish = (ebb_dur_ms)((double)left / (o->speed > 0 ? o->speed : 1));
+    ebb_dur_ms every = job->spec.checkpoint.every > 0
+                           ? (ebb_dur_ms)((double)job->spec.checkpoint.every /
+                                          (o->speed > 0 ? o->speed : 1))
+                           : to_finish;
+    ebb_dur_ms span = (every < to_finish ? every : to_finish) +
+                      job->spec.checkpoint.grace +
+                      (moving ? job->spec.restart_overhead : 0);
+    ebb_micros worst = ebb__cost_of(worst_price(o, now, span), span);
+    ebb_micros spent = job->spent;
+    if (running) {
+        const struct ebb__attempt *a = job->current;
+        spent += ebb__bill(&e->market.offers[a->offer], a->billing,
+                           a->launched_at, now, NULL, NULL);
+    }
+    ebb_micros remaining = job->budget - spent;
+    if (worst <= remaining)
+        return 0;
+    char w[48], r[48];
+    ebb__format_money(worst, job->currency, w, sizeof(w));
+    ebb__format_money(remaining > 0 ? remaining : 0, job->currency, r, sizeof(r));
+    if (running) {
+        char reason[256];
+        snprintf(reason, sizeof(reason), "budget: up to %s until the next "
+                 "checkpoint, but only %s of the budget is left", w, r);
+        ebb__engine_release(job, EBB__JOB_PAUSED, SIZE_MAX, reason);
+    } else if (job->state != EBB__JOB_PAUSED) {
+        ebb__engine_set_state(job, EBB__JOB_PAUSED, "budget: %s on %s %s could "
+                              "cost up to %s before its next checkpoint, but "
+                              "only %s is left", d->kind == EBB_DECIDE_LAUNCH
+                              ? "launching" : "running", o->instance_type,
+                              o->zone[0] ? o->zone : o->region, w, r);
+    }
+    return 1;
+}
+
 void ebb__engine_plan_job(struct ebb__job *job)
 {
     struct ebb__engine *e = job->engine;
     int running = job->state == EBB__JOB_RUNNING && job->current != NULL &&
                   !job->current->stop_sent && !job->current->notice;
-    if (!running && job->state != EBB__JOB_WAITING)
+    if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED)
         return; /* launching, checkpointing: the next event will re-plan */
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     size_t n_view = build_market_view(e, job, now);
@@ -189,6 +271,8 @@ void ebb__engine_plan_job(struct ebb__job *job)
                    job->policy->plugin->name, d.offer, n_view);
         return;
     }
+    if (budget_refuses(job, &d, n_view, now))
+        return;
     switch (d.kind) {
     case EBB_DECIDE_LAUNCH: {
         size_t offer = e->view_map[d.offer];

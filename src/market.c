@@ -24,6 +24,7 @@ void ebb__market_free(struct ebb__market *m)
         free(o->zone);
         free(o->instance_type);
         free(o->steps);
+        free(o->fc);
     }
     free(m->offers);
     *m = (struct ebb__market){0};

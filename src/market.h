@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <ebb/policy.h>
 #include <ebb/types.h>
 
 #include "catalog.h"
@@ -38,6 +39,17 @@ struct ebb__offer {
     struct ebb__market_step *steps; /* sorted by time */
     size_t n_steps;
     size_t cap_steps;
+    /* Kept by the engine: */
+    uint32_t n_running;      /* ebb instances on this offer now */
+    unsigned losses;         /* preemptions ebb saw here */
+    double instance_hours;   /* hours ebb ran here */
+    /* The forecast and hazard policies see, computed at fc_origin for the
+     * steps known then; recomputed when the hour or the history moves. */
+    struct ebb_forecast_point *fc;
+    size_t n_fc;
+    ebb_time_ms fc_origin;
+    size_t fc_steps_seen;
+    double hazard;
 };
 
 struct ebb__market {

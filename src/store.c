@@ -25,6 +25,9 @@ enum stmt {
      * Bit 0: provider, bit 1: instance type, bit 2: zone. */
     ST_LATEST_PRICES,
     ST_LATEST_PRICES_END = ST_LATEST_PRICES + 7,
+    /* The same eight variants for the price history of each series. */
+    ST_PRICE_HISTORY,
+    ST_PRICE_HISTORY_END = ST_PRICE_HISTORY + 7,
     ST_JOB_COUNTS,
     ST__COUNT
 };
@@ -44,6 +47,15 @@ _Static_assert(ST__COUNT <= EBB__STORE_JOB_SLOTS,
     " max(observed_at), price_micros, currency FROM prices " where          \
     " GROUP BY provider, region, zone, instance_type, product, market"      \
     " ORDER BY provider, region, zone, instance_type, product, market"
+
+/* Every observation in [:since, :until), series by series, oldest first:
+ * the primary key's order, so no sort. */
+#define HISTORY(where)                                                      \
+    "SELECT provider, region, zone, instance_type, product, market,"        \
+    " observed_at, price_micros, currency FROM prices"                      \
+    " WHERE observed_at >= :since AND observed_at < :until" where           \
+    " ORDER BY provider, region, zone, instance_type, product, market,"     \
+    " observed_at"
 
 static const char *const sql_text[ST__COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -73,6 +85,18 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_LATEST_PRICES + 7] = LATEST("WHERE provider = :provider"
                                     " AND instance_type = :type"
                                     " AND zone = :zone"),
+    [ST_PRICE_HISTORY + 0] = HISTORY(""),
+    [ST_PRICE_HISTORY + 1] = HISTORY(" AND provider = :provider"),
+    [ST_PRICE_HISTORY + 2] = HISTORY(" AND instance_type = :type"),
+    [ST_PRICE_HISTORY + 3] =
+        HISTORY(" AND provider = :provider AND instance_type = :type"),
+    [ST_PRICE_HISTORY + 4] = HISTORY(" AND zone = :zone"),
+    [ST_PRICE_HISTORY + 5] =
+        HISTORY(" AND provider = :provider AND zone = :zone"),
+    [ST_PRICE_HISTORY + 6] =
+        HISTORY(" AND instance_type = :type AND zone = :zone"),
+    [ST_PRICE_HISTORY + 7] = HISTORY(" AND provider = :provider"
+                                     " AND instance_type = :type AND zone = :zone"),
     [ST_JOB_COUNTS] =
         "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state",
 };
@@ -458,12 +482,12 @@ static int bind_named(struct ebb__store *s, sqlite3_stmt *st,
     return i > 0 ? ebb__store_bind_text(s, st, i, v) : 0;
 }
 
-int ebb__store_latest_prices(struct ebb__store *s,
-                             const struct ebb__price_filter *f,
-                             ebb__price_row_cb cb, void *arg)
+/* Prepares the variant of `base` (ST_LATEST_PRICES or ST_PRICE_HISTORY)
+ * for the fields `f` has and binds them. NULL on failure, with the
+ * bindings cleared. */
+static sqlite3_stmt *filtered_stmt(struct ebb__store *s, enum stmt base,
+                                   const struct ebb__price_filter *f)
 {
-    if (cb == NULL)
-        return invalid(s, "no callback");
     int variant = 0;
     if (f != NULL && f->provider != NULL)
         variant |= LATEST_PROVIDER;
@@ -471,9 +495,9 @@ int ebb__store_latest_prices(struct ebb__store *s,
         variant |= LATEST_TYPE;
     if (f != NULL && f->zone != NULL)
         variant |= LATEST_ZONE;
-    sqlite3_stmt *st = stmt(s, (enum stmt)(ST_LATEST_PRICES + variant));
+    sqlite3_stmt *st = stmt(s, (enum stmt)(base + variant));
     if (st == NULL)
-        return EBB_EDB;
+        return NULL;
     int r = 0;
     if (f != NULL) {
         r = bind_named(s, st, ":provider", f->provider);
@@ -484,9 +508,16 @@ int ebb__store_latest_prices(struct ebb__store *s,
     }
     if (r < 0) {
         sqlite3_clear_bindings(st);
-        return r;
+        return NULL;
     }
+    return st;
+}
 
+/* Steps a statement whose columns are provider, region, zone, instance
+ * type, product, market, time, price, currency, calling `cb` per row. */
+static int price_rows(struct ebb__store *s, sqlite3_stmt *st,
+                      ebb__price_row_cb cb, void *arg)
+{
     int rc;
     for (;;) {
         rc = sqlite3_step(st);
@@ -516,6 +547,40 @@ int ebb__store_latest_prices(struct ebb__store *s,
         }
     }
     return ebb__store_finish(s, st, rc);
+}
+
+int ebb__store_latest_prices(struct ebb__store *s,
+                             const struct ebb__price_filter *f,
+                             ebb__price_row_cb cb, void *arg)
+{
+    if (cb == NULL)
+        return invalid(s, "no callback");
+    sqlite3_stmt *st = filtered_stmt(s, ST_LATEST_PRICES, f);
+    if (st == NULL)
+        return EBB_EDB;
+    return price_rows(s, st, cb, arg);
+}
+
+int ebb__store_price_history(struct ebb__store *s,
+                             const struct ebb__price_filter *f,
+                             ebb_time_ms since, ebb_time_ms until,
+                             ebb__price_row_cb cb, void *arg)
+{
+    if (cb == NULL)
+        return invalid(s, "no callback");
+    if (since > until)
+        return invalid(s, "price history window ends before it starts");
+    sqlite3_stmt *st = filtered_stmt(s, ST_PRICE_HISTORY, f);
+    if (st == NULL)
+        return EBB_EDB;
+    int r = ebb__store_bind_i64(s, st, sqlite3_bind_parameter_index(st, ":since"), since);
+    if (r == 0)
+        r = ebb__store_bind_i64(s, st, sqlite3_bind_parameter_index(st, ":until"), until);
+    if (r < 0) {
+        sqlite3_clear_bindings(st);
+        return r;
+    }
+    return price_rows(s, st, cb, arg);
 }
 
 /* ---- jobs -------------------------------------------------------------- */

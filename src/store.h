@@ -154,6 +154,19 @@ int ebb__store_latest_prices(struct ebb__store *s,
                              const struct ebb__price_filter *f,
                              ebb__price_row_cb cb, void *arg);
 
+/* Calls `cb` with every observation of every series matching `f` (NULL:
+ * all) observed in [since, until), ordered by provider, region, zone,
+ * instance type, product, market and then time: the rows of one series
+ * come together, oldest first. The price history forecasts read; a series
+ * with no row in the window is not reported (pass a window that the
+ * providers' usual observation interval fills). `cb` may call other store
+ * functions but not this one. Returns 0, the callback's non-zero value, or
+ * a negative EBB_E* code (EBB_EINVAL for since > until or no callback). */
+int ebb__store_price_history(struct ebb__store *s,
+                             const struct ebb__price_filter *f,
+                             ebb_time_ms since, ebb_time_ms until,
+                             ebb__price_row_cb cb, void *arg);
+
 /* ---- jobs -------------------------------------------------------------- */
 
 /* Calls `cb` once per job state present, in state name order, with the

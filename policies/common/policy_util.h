@@ -128,4 +128,125 @@ const char *pu_offer_text(const struct pu_ctx *c, size_t k,
 /* "1h12m", "7m30s", "45s", "-5m"; "unlimited" for infinity. */
 const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT]);
 
+/* ---- Expected cost, risk and safety (used by trough and deadline) -------
+ *
+ * The risk model. A policy cannot see how often the job checkpoints, so it
+ * assumes `checkpoint_ms` of reference work between checkpoints. A
+ * preemption on offer k then costs, in wall time, the restart overhead
+ * plus half a checkpoint interval of rework on k; with the offer's hazard
+ * of lambda_k preemptions per hour, finishing on k is expected to take
+ *   h_k = h0_k * (1 + lambda_k * loss_k)   (hours; loss_k in hours)
+ * where h0_k is the wall time of the remaining work on k plus a restart
+ * unless the job runs there. Prices come from the offer's forecast (p50
+ * for expected cost, p90 for worst cases) where it has points, and from
+ * the price in effect now before the first point; past the last point the
+ * last point holds. */
+struct pu_model {
+    double checkpoint_ms; /* assumed reference work between checkpoints */
+    double margin_ms;     /* fixed safety margin */
+    double margin_frac;   /* plus this fraction of the fallback's wall time
+                             (periodic checkpoint pauses, launch latency) */
+    int lose_unsaved;     /* 1: a preemption loses the work since the last
+                             checkpoint; 0: the notice is long enough to
+                             checkpoint, only the restart overhead is lost */
+};
+
+/* Reference work done since the latest complete checkpoint (>= 0): what a
+ * preemption without notice would lose. */
+double pu_unsaved(const struct pu_ctx *c);
+
+/* Wall ms one preemption costs on offer k: restart overhead, plus half a
+ * checkpoint interval of rework when m->lose_unsaved. INFINITY for an
+ * unusable offer. */
+double pu_loss_ms(const struct pu_ctx *c, size_t k, const struct pu_model *m);
+
+/* Expected wall hours to finish on offer k starting at once, rework from
+ * preemptions included (see above). INFINITY for an unusable offer. */
+double pu_expected_hours(const struct pu_ctx *c, size_t k,
+                         const struct pu_model *m);
+
+/* Offer k's price (micros per hour) in effect at absolute time t (ms):
+ * band 10, 50 or 90 picks the forecast's p10/p50/p90. */
+double pu_price_at(const struct pu_ctx *c, size_t k, double t, int band);
+
+/* Money (micros) that offer k costs from absolute time `start` for
+ * `hours` wall hours, integrating the forecast's `band`. */
+double pu_cost_span(const struct pu_ctx *c, size_t k, double start,
+                    double hours, int band);
+
+/* Expected money (micros) to finish the remaining work on offer k when
+ * starting `delay_ms` from now (a restart counted unless delay is 0 and
+ * the job runs on k). INFINITY for an unusable offer. */
+double pu_expected_cost(const struct pu_ctx *c, size_t k, double delay_ms,
+                        const struct pu_model *m);
+
+/* The offer to launch now with the lowest expected cost (per unit of work,
+ * since the work is the same for all), among those allowed, ready and
+ * (when `market_filter` is EBB_MARKET_SPOT or EBB_MARKET_ON_DEMAND) of
+ * that market; pass -1 for both markets. `skip` is an offer to leave out
+ * (PU_NONE for none). Ties: the lower index. PU_NONE when none. *cost
+ * (may be NULL) gets its expected cost. */
+size_t pu_best_expected(const struct pu_ctx *c, int market_filter, size_t skip,
+                        const struct pu_model *m, double *cost);
+
+/* The slack the job must keep on its fallback offer `fb` to be sure to
+ * finish there: the margin, margin_frac of fb's wall time and, when
+ * m->lose_unsaved, the work a preemption would lose now (pu_unsaved)
+ * redone on fb. INFINITY for an unusable offer. */
+double pu_floor_ms(const struct pu_ctx *c, size_t fb, const struct pu_model *m);
+
+/* Budget. Worst-case spend on offer k until the job's next checkpoint:
+ * price p90 (the price now when no forecast) times (restart overhead unless
+ * running on k + checkpoint grace + wall time to the next checkpoint, at
+ * most the remaining work). Returns 1 when the job has no budget or that
+ * fits in budget - spent, else 0; *need and *left (may be NULL) get the two
+ * amounts in micros. */
+int pu_budget_fits(const struct pu_ctx *c, size_t k, const struct pu_model *m,
+                   double *need, double *left);
+
+
+/* The deadline guard of a spot-fallback job with a deadline and an
+ * on-demand offer to fall back on. Its slack q is pu_slack_fresh() on that
+ * offer (a restart counted even when running there), its floor the
+ * pu_floor_ms() of it. The job finishes on on-demand as long as q >= floor;
+ * q never grows (it stays put while running at the fallback's speed and
+ * falls while idle or restarting), so a spot start is safe only when
+ * q - restart overhead >= floor: a preemption right after it still leaves
+ * the fallback. */
+struct pu_guard {
+    int on;       /* 1 when the guard applies */
+    size_t od;    /* the fallback (pu_od_choice), or PU_NONE */
+    double q;     /* ms; +INFINITY when off */
+    double floor; /* ms; 0 when off */
+    double d;     /* restart overhead, ms (>= 0) */
+};
+void pu_guard_init(const struct pu_ctx *c, const struct pu_model *m,
+                   struct pu_guard *g);
+
+/* 1 when the policy may run the job on offer k at all: allowed by
+ * job->market, and for a spot-fallback job without the guard (no deadline
+ * or no on-demand offer) spot only, as the other policies do. */
+int pu_guard_market_ok(const struct pu_ctx *c, const struct pu_guard *g,
+                       size_t k);
+
+/* 1 when launching (or keeping) offer k now leaves the guard intact: always
+ * for on-demand or when the guard is off; for spot, q - (restart unless
+ * running on k) >= floor + extra_ms. */
+int pu_guard_spot_ok(const struct pu_ctx *c, const struct pu_guard *g,
+                     size_t k, double extra_ms);
+
+/* The offer with the lowest expected cost to launch now among those that
+ * pass pu_guard_market_ok, are ready, pass pu_guard_spot_ok(extra 0) and
+ * fit the budget (pu_budget_fits); `market_filter` as in
+ * pu_best_expected; `skip` left out. *cost may be NULL. *budget_blocked
+ * (may be NULL) is set to 1 when some otherwise eligible offer was left
+ * out only for the budget. */
+size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
+                   const struct pu_model *m, int market_filter, size_t skip,
+                   double *cost, int *budget_blocked);
+
+/* "12.34" for a sum in micros, into buf. */
+#define PU_MONEY_TEXT 32
+const char *pu_money_text(double micros, char buf[PU_MONEY_TEXT]);
+
 #endif

@@ -11,6 +11,7 @@ static const struct cli_command commands[] = {
     {"policies", cmd_policies, "list policies, or describe one's configuration"},
     {"prices", cmd_prices, "show the latest price of every series"},
     {"backtest", cmd_backtest, "replay a workload against price traces"},
+    {"forecast", cmd_forecast, "forecast spot prices (p10/p50/p90) of every series"},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,254 @@
+/* bench-forecast: rolling-origin evaluation of ebb's price forecast on the
+ * shipped traces, against three baselines run in the same process (last
+ * value, seasonal naive with a 24 h season, additive Holt-Winters with a
+ * 24 h season), and the time to forecast 10,000 series over 168 hours.
+ *
+ * Origins are every day at 00:00 UTC from the third midnight after a
+ * series' first row to the last day whose next 24 hours the series
+ * still covers; each origin is scored at 1 h steps over 24 h against
+ * the price in effect at each step. Every method sees only rows before
+ * the origin. Prints a table; never passes or fails on a number.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "forecast.h"
+#include "trace.h"
+
+#ifndef EBB_FC_SOURCE_ROOT
+#define EBB_FC_SOURCE_ROOT "."
+#endif
+
+#define HOUR EBB_MS_PER_HOUR
+#define DAY EBB_MS_PER_DAY
+#define HORIZON 24
+#define HW_WINDOW (28 * 24)
+
+/* Holt-Winters smoothing constants, fixed before looking at results:
+ * prices are persistent, so the level follows new data quickly (alpha);
+ * trends are rare, so a spike should not become one (beta); the profile
+ * adapts over about five days (gamma). */
+#define HW_ALPHA 0.5
+#define HW_BETA 0.01
+#define HW_GAMMA 0.2
+
+enum { M_EBB, M_LAST, M_SNAIVE, M_HW, N_METHOD };
+static const char *const method_name[N_METHOD] = {"ebb", "last", "snaive24",
+                                                  "holt-winters"};
+
+enum { F_AWS, F_AZURE, F_MKT_AGG, F_MKT_PROV, N_FAMILY };
+static const char *const family_name[N_FAMILY] = {
+    "aws spot", "azure low-pri", "market aggregate", "market provider"};
+
+struct tally {
+    double abs_err[N_METHOD];
+    double sum_actual;
+    size_t points, origins, series, inside;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The price in effect at t using only rows before `origin`. */
+static double before(const struct ebb__price_series *s, ebb_time_ms t,
+                     ebb_time_ms origin)
+{
+    ebb_micros p = 0;
+    ebb_time_ms q = t < origin ? t : origin - 1;
+    if (ebb__price_series_at(s, q, &p) != 0)
+        return 0.0;
+    return (double)p;
+}
+
+/* Additive Holt-Winters on the hourly grid of the last 28 days before the
+ * origin (the same grid ebb sees), forecasting 1..HORIZON hours. */
+static void holt_winters(const struct ebb__price_series *s, ebb_time_ms origin,
+                         double out[HORIZON])
+{
+    static double x[HW_WINDOW];
+    ebb_time_ms t_last = origin - 1;
+    int64_t span = (t_last - s->at[0]) / HOUR + 1;
+    int n = span < HW_WINDOW ? (int)span : HW_WINDOW;
+    for (int i = 0; i < n; i++)
+        x[i] = before(s, t_last - (ebb_time_ms)(n - 1 - i) * HOUR, origin);
+    if (n < 48) {
+        for (int k = 0; k < HORIZON; k++)
+            out[k] = x[n - 1];
+        return;
+    }
+    double level = 0.0, trend = 0.0, season[24];
+    for (int i = 0; i < 24; i++)
+        level += x[i];
+    level /= 24.0;
+    for (int i = 0; i < 24; i++)
+        season[i] = x[i] - level;
+    for (int i = 24; i < n; i++) {
+        double prev = level;
+        level = HW_ALPHA * (x[i] - season[i % 24]) +
+                (1.0 - HW_ALPHA) * (level + trend);
+        trend = HW_BETA * (level - prev) + (1.0 - HW_BETA) * trend;
+        season[i % 24] = HW_GAMMA * (x[i] - level) +
+                         (1.0 - HW_GAMMA) * season[i % 24];
+    }
+    for (int k = 0; k < HORIZON; k++) {
+        double f = level + (k + 1) * trend + season[(n - 1 + k + 1) % 24];
+        out[k] = f < 0.0 ? 0.0 : f;
+    }
+}
+
+static int family_of(const struct ebb__price_series *s)
+{
+    if (strcmp(s->provider, "aws") == 0)
+        return F_AWS;
+    if (strcmp(s->provider, "azure") == 0)
+        return F_AZURE;
+    if (strcmp(s->provider, "primeintellect-aggregate") == 0)
+        return F_MKT_AGG;
+    return F_MKT_PROV;
+}
+
+static void evaluate(const struct ebb__price_series *s, struct tally *t)
+{
+    struct ebb__price_history h = {s->at, s->price, s->n};
+    ebb_time_ms first = (s->at[0] / DAY + 2) * DAY + DAY;
+    ebb_time_ms last = s->at[s->n - 1];
+    int any = 0;
+    for (ebb_time_ms o = first; o + HORIZON * HOUR <= last; o += DAY) {
+        struct ebb_forecast_point fc[HORIZON];
+        double hw[HORIZON];
+        if (ebb__forecast_prices(&h, o, HOUR, HORIZON, fc) != 0)
+            continue;
+        holt_winters(s, o, hw);
+        double lastv = before(s, o - 1, o);
+        for (int k = 0; k < HORIZON; k++) {
+            ebb_time_ms at = o + (ebb_time_ms)(k + 1) * HOUR;
+            ebb_micros a = 0;
+            ebb__price_series_at(s, at, &a);
+            double actual = (double)a;
+            double pred[N_METHOD] = {
+                (double)fc[k].p50, lastv, before(s, at - DAY, o), hw[k]};
+            for (int m = 0; m < N_METHOD; m++)
+                t->abs_err[m] += fabs(actual - pred[m]);
+            t->sum_actual += actual;
+            t->points++;
+            if (a >= fc[k].p10 && a <= fc[k].p90)
+                t->inside++;
+        }
+        t->origins++;
+        any = 1;
+    }
+    t->series += (size_t)any;
+}
+
+static void print_table(const struct tally *tal)
+{
+    printf("rolling origin: daily at 00:00 UTC, 1 h steps over 24 h; MAE in "
+           "USD/h (and %% of the mean actual price)\n\n");
+    printf("%-18s %6s %7s %7s", "family", "series", "origins", "points");
+    for (int m = 0; m < N_METHOD; m++)
+        printf(" %20s", method_name[m]);
+    printf(" %10s %9s\n", "ebb/best", "p10..p90");
+    for (int f = 0; f < N_FAMILY; f++) {
+        const struct tally *t = &tal[f];
+        if (!t->points)
+            continue;
+        printf("%-18s %6zu %7zu %7zu", family_name[f], t->series, t->origins,
+               t->points);
+        double best = INFINITY;
+        for (int m = 0; m < N_METHOD; m++) {
+            double mae = t->abs_err[m] / (double)t->points / 1e6;
+            double rel = 100.0 * t->abs_err[m] / t->sum_actual;
+            printf("   %9.6f (%5.2f%%)", mae, rel);
+            if (m != M_EBB && t->abs_err[m] < best)
+                best = t->abs_err[m];
+        }
+        double ratio = best > 0 ? t->abs_err[M_EBB] / best
+                                : (t->abs_err[M_EBB] > 0 ? INFINITY : 1.0);
+        printf(" %10.3f %8.1f%%\n", ratio,
+               100.0 * (double)t->inside / (double)t->points);
+    }
+    printf("\nebb/best: ebb's MAE over the best baseline's (<= 1 means no "
+           "worse); p10..p90: share of actual prices inside ebb's band "
+           "(inclusive)\n");
+}
+
+static void speed(struct ebb__price_trace *const *traces, size_t n_traces)
+{
+    enum { N_SERIES = 10000, STEPS = 168 };
+    const struct ebb__price_series *pool[1024];
+    size_t n_pool = 0;
+    for (size_t i = 0; i < n_traces; i++)
+        for (size_t j = 0; j < traces[i]->n_series && n_pool < 1024; j++)
+            pool[n_pool++] = &traces[i]->series[j];
+    static struct ebb_forecast_point out[STEPS];
+    double hw[HORIZON];
+    uint64_t check = 0;
+    double t0 = now_s();
+    for (size_t i = 0; i < N_SERIES; i++) {
+        const struct ebb__price_series *s = pool[i % n_pool];
+        struct ebb__price_history h = {s->at, s->price, s->n};
+        ebb_time_ms origin = s->at[s->n - 1] + HOUR;
+        if (ebb__forecast_prices(&h, origin, HOUR, STEPS, out) == 0)
+            check += (uint64_t)out[STEPS - 1].p90;
+    }
+    double t_ebb = now_s() - t0;
+    t0 = now_s();
+    for (size_t i = 0; i < N_SERIES; i++) {
+        const struct ebb__price_series *s = pool[i % n_pool];
+        holt_winters(s, s->at[s->n - 1] + HOUR, hw);
+        check += (uint64_t)hw[0];
+    }
+    double t_hw = now_s() - t0;
+    printf("\nspeed: %d series (the %zu shipped series, repeated), %d h "
+           "horizon, up to 28 days of history each\n",
+           N_SERIES, n_pool, STEPS);
+    printf("  ebb            %8.3f s  %8.1f us/series\n", t_ebb,
+           t_ebb * 1e6 / N_SERIES);
+    printf("  holt-winters   %8.3f s  %8.1f us/series (fit only, %d h)\n",
+           t_hw, t_hw * 1e6 / N_SERIES, HORIZON);
+    printf("  ebb / holt-winters: %.2f  (checksum %llu)\n", t_ebb / t_hw,
+           (unsigned long long)(check % 1000));
+}
+
+int main(void)
+{
+    static const char *const files[] = {
+        "data/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv",
+        "data/traces/azure_lowpri_gpu_3regions_2020-02_2020-03.csv",
+        "data/traces/gpu_marketplace_primeintellect_2025-10-19_2025-11-08.csv",
+    };
+    enum { N_FILES = sizeof files / sizeof files[0] };
+    struct ebb__price_trace *traces[N_FILES] = {0};
+    struct tally tal[N_FAMILY];
+    memset(tal, 0, sizeof tal);
+    int rc = 0;
+    for (size_t i = 0; i < N_FILES; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", EBB_FC_SOURCE_ROOT, files[i]);
+        struct ebb__diag d;
+        memset(&d, 0, sizeof d);
+        if (ebb__price_trace_load(path, &traces[i], &d) != 0) {
+            fprintf(stderr, "bench-forecast: cannot load %s\n", path);
+            rc = 1;
+            goto done;
+        }
+        for (size_t j = 0; j < traces[i]->n_series; j++) {
+            const struct ebb__price_series *s = &traces[i]->series[j];
+            evaluate(s, &tal[family_of(s)]);
+        }
+    }
+    print_table(tal);
+    speed(traces, N_FILES);
+done:
+    for (size_t i = 0; i < N_FILES; i++)
+        ebb__price_trace_free(traces[i]);
+    return rc;
+}

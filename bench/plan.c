@@ -1,0 +1,150 @@
+/* bench-plan: how long one planning pass takes with many active jobs.
+ *
+ * Builds the engine as `ebb backtest` does (sim market over the shipped AWS
+ * trace, the real policies, an in-memory store), submits N jobs (default
+ * 10,000) that may use every offer, lets them launch, then wakes every job
+ * at once, as a price change on an offer they all may use would, and times
+ * the planning pass that follows. Baseline: the same pass with 1/10 of the
+ * jobs, to show how it scales. Prints figures; never passes or fails.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "clock.h"
+#include "config.h"
+#include "engine.h"
+#include "jobspec.h"
+#include "registry.h"
+#include "store.h"
+#include "units.h"
+
+static double cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct rig {
+    struct ebb__catalog *catalog;
+    struct ebb__config *config;
+    struct ebb__registry registry;
+    struct ebb__clock clock;
+    struct ebb__store *store;
+    struct ebb__engine engine;
+    struct ebb__host_env env;
+};
+
+static int rig_open(struct rig *r, const char *policy, ebb_time_ms start)
+{
+    struct ebb__diag d = {{0}};
+    char err[256];
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml),
+             "providers:\n  sim:\n    prices: \"%s/data/traces/"
+             "aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv\"\n"
+             "default_policy: %s\n", EBB_BENCH_SOURCE_ROOT, policy);
+    if (ebb__catalog_load(EBB_BENCH_SOURCE_ROOT "/data/catalog.csv", &r->catalog, &d) ||
+        ebb__config_load_buffer("(bench)", yaml, strlen(yaml), &r->config, &d) ||
+        ebb__registry_load(&r->registry, r->config, &d)) {
+        fprintf(stderr, "bench-plan: %s\n", d.msg);
+        return 1;
+    }
+    ebb__clock_init_virtual(&r->clock, start);
+    if (ebb__store_open(":memory:", &r->store, err, sizeof(err)) != 0) {
+        fprintf(stderr, "bench-plan: %s\n", err);
+        return 1;
+    }
+    struct ebb__engine_options eo = {
+        .clock = &r->clock, .store = r->store, .registry = &r->registry,
+        .catalog = r->catalog, .default_policy = policy,
+    };
+    ebb__engine_init(&r->engine, &eo);
+    r->env = (struct ebb__host_env){.clock = &r->clock};
+    ebb__engine_host_env(&r->engine, &r->env);
+    if (ebb__registry_start(&r->registry, &r->env, &d) != 0) {
+        fprintf(stderr, "bench-plan: %s\n", d.msg);
+        return 1;
+    }
+    ebb__engine_poll_prices(&r->engine);
+    ebb__clock_run_until(&r->clock, start);
+    return 0;
+}
+
+static void rig_close(struct rig *r)
+{
+    ebb__registry_free(&r->registry);
+    ebb__engine_fini(&r->engine);
+    ebb__clock_close(&r->clock, NULL);
+    ebb__store_close(r->store);
+    ebb__config_free(r->config);
+    ebb__catalog_free(r->catalog);
+}
+
+/* One run: submit, launch, then time a pass where every job re-plans. */
+static int run(const char *policy, size_t n_jobs, double *submit_s,
+               double *pass_s, uint64_t *decisions)
+{
+    ebb_time_ms start;
+    ebb__parse_time("2020-01-15T00:00:00Z", &start);
+    struct rig r = {0};
+    if (rig_open(&r, policy, start) != 0)
+        return 1;
+    static const char spec_text[] =
+        "name: job\nrun: [train]\nwork: 20h\ndeadline: 60h\n"
+        "restart_overhead: 6m\ncheckpoint: {every: 30m}\n";
+    double t0 = cpu_seconds();
+    for (size_t i = 0; i < n_jobs; i++) {
+        struct ebb__job_spec spec;
+        struct ebb__diag d = {{0}};
+        if (ebb__jobspec_load_buffer("(bench)", spec_text, sizeof(spec_text) - 1,
+                                     &spec, &d) != 0 ||
+            ebb__engine_submit(&r.engine, &spec, "", 0, NULL, &d) != 0) {
+            fprintf(stderr, "bench-plan: %s\n", d.msg);
+            rig_close(&r);
+            return 1;
+        }
+    }
+    ebb__clock_run_until(&r.clock, start); /* plans and launches */
+    ebb__clock_run_until(&r.clock, start + 60000); /* instances running */
+    *submit_s = cpu_seconds() - t0;
+
+    uint64_t before = r.engine.decisions;
+    ebb_time_ms now = ebb__clock_now(&r.clock);
+    t0 = cpu_seconds();
+    ebb__engine_wake_offer(&r.engine, SIZE_MAX, NULL);
+    ebb__clock_run_until(&r.clock, now);
+    *pass_s = cpu_seconds() - t0;
+    *decisions = r.engine.decisions - before;
+    rig_close(&r);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 10000;
+    if (getenv("EBB_PLUGIN_PATH") == NULL)
+        setenv("EBB_PLUGIN_PATH", EBB_BENCH_BUILD_ROOT, 1);
+    static const char *const policies[] = {"greedy", "uniform-progress", "on-demand"};
+    printf("bench-plan: one planning pass in which every active job re-plans,\n"
+           "as after a price change on an offer all of them may use; CPU time\n\n");
+    printf("%-18s %8s %12s %12s %12s %10s\n", "POLICY", "JOBS", "SUBMIT s",
+           "PASS ms", "us/DECISION", "xBASE");
+    for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
+        double base_submit, base_pass, submit, pass;
+        uint64_t base_dec, dec;
+        if (run(policies[p], n / 10, &base_submit, &base_pass, &base_dec) != 0 ||
+            run(policies[p], n, &submit, &pass, &dec) != 0)
+            return 1;
+        printf("%-18s %8zu %12.3f %12.2f %12.2f %10s\n", policies[p], n / 10,
+               base_submit, base_pass * 1e3,
+               base_dec ? base_pass * 1e6 / (double)base_dec : 0.0, "1.0");
+        printf("%-18s %8zu %12.3f %12.2f %12.2f %9.1fx\n", policies[p], n,
+               submit, pass * 1e3, dec ? pass * 1e6 / (double)dec : 0.0,
+               base_pass > 0 ? pass / base_pass : 0.0);
+    }
+    return 0;
+}

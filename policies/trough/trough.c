@@ -1,0 +1,298 @@
+/* trough — waits for a forecast price trough when the deadline and the
+ * budget leave room, otherwise runs now; provider, zone and instance type
+ * are chosen by expected cost per unit of work.
+ *
+ * Expected cost of finishing on offer k when starting `w` from now
+ * (pu_expected_cost in policy_util.h): the forecast p50 price integrated
+ * over the hours needed, (remaining work / speed_k + restart overhead) *
+ * (1 + hazard_k * loss_k), loss_k being the restart overhead (plus half a
+ * checkpoint interval with lose_unsaved). A faster, pricier instance wins
+ * when its price per unit of work is lower; a risky offer loses by its
+ * expected rework. Without forecasts the price now holds for ever.
+ *
+ * Rules, in order:
+ * 1. Shared cases (pu_settled): budget spent, work done, nothing to run on.
+ * 2. Forced changes of a running job (dl_rules.h): a market the job may not
+ *    use, a budget that does not reach the next checkpoint (STOP), a
+ *    spot-fallback job whose slack on on-demand would not survive one more
+ *    preemption (LAUNCH on-demand).
+ * 3. The trough: among the offers that can be run now (available, allowed,
+ *    within the budget) and each forecast hour up to `max_wait` ahead, the
+ *    start (k, w) with the lowest expected cost such that waiting still
+ *    leaves the deadline safe: for a spot-fallback job the slack on its
+ *    on-demand fallback after waiting w and one restart, less the expected
+ *    preemption delays on k, stays above the floor (safety_margin +
+ *    margin_fraction of the fallback's run time); for other jobs the same
+ *    on k itself. If it beats the best start now (for a running job:
+ *    keeping it, or moving) by `min_saving` and, for a running job, by
+ *    more than move_factor restart overheads' worth: WAIT until then
+ *    (STOP a running job first).
+ * 4. Otherwise the deadline policy's rules (dl_rules.c): keep a running
+ *    job unless a move clearly pays; start an idle one on the lowest
+ *    expected cost per unit of work, spot first; with no spot, wait for it
+ *    while the slack is above a reserve, then on-demand.
+ * Without forecasts (n_forecast == 0) rule 3 never fires: the job runs now
+ * on the cheapest expected cost per work; it waits only for spot capacity,
+ * as the deadline policy does, never for nothing.
+ */
+#include <ebb/policy.h>
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "dl_rules.h"
+#include "policy_util.h"
+
+struct trough_cfg {
+    ebb_dur_ms safety_margin;
+    double margin_fraction;
+    double min_saving;
+    ebb_dur_ms max_wait;
+    double hysteresis_overheads;
+    double reserve_overheads;
+    double move_factor;
+    double move_fraction;
+    ebb_dur_ms checkpoint_every;
+    int lose_unsaved;
+};
+
+struct trough {
+    const struct ebb_host *host;
+    struct trough_cfg cfg;
+};
+
+static const struct ebb_cfg_key trough_keys[] = {
+    {"safety_margin", EBB_CFG_DURATION, "10m",
+     offsetof(struct trough_cfg, safety_margin),
+     "Slack kept before the deadline after a wait and a restart (launch "
+     "latency, a late decision)."},
+    {"margin_fraction", EBB_CFG_DOUBLE, "0.02",
+     offsetof(struct trough_cfg, margin_fraction),
+     "Plus this fraction of the remaining run time on the fallback "
+     "(periodic checkpoint pauses slow a run down)."},
+    {"min_saving", EBB_CFG_DOUBLE, "0.05",
+     offsetof(struct trough_cfg, min_saving),
+     "Wait for a trough only when it is expected to save this fraction of "
+     "the best cost now."},
+    {"max_wait", EBB_CFG_DURATION, "24h",
+     offsetof(struct trough_cfg, max_wait),
+     "Look this far ahead in the forecast for a cheaper start."},
+    {"hysteresis_overheads", EBB_CFG_DOUBLE, "1",
+     offsetof(struct trough_cfg, hysteresis_overheads),
+     "Leave on-demand for spot only with this many restart overheads of "
+     "slack to spare beyond the floor."},
+    {"reserve_overheads", EBB_CFG_DOUBLE, "1",
+     offsetof(struct trough_cfg, reserve_overheads),
+     "With no spot available, wait idle until the slack is down to the "
+     "floor plus this many overheads more than a return to spot needs."},
+    {"move_factor", EBB_CFG_DOUBLE, "2",
+     offsetof(struct trough_cfg, move_factor),
+     "Move or pause a running job only when the expected saving exceeds "
+     "this many restart overheads at the new price."},
+    {"move_fraction", EBB_CFG_DOUBLE, "0.05",
+     offsetof(struct trough_cfg, move_fraction),
+     "... and this fraction of the expected cost of staying."},
+    {"checkpoint_every", EBB_CFG_DURATION, "1h",
+     offsetof(struct trough_cfg, checkpoint_every),
+     "Reference work between the job's checkpoints, as the policy assumes "
+     "it (for budget checks and preemption rework)."},
+    {"lose_unsaved", EBB_CFG_BOOL, "false",
+     offsetof(struct trough_cfg, lose_unsaved),
+     "Count the work since the last checkpoint as lost on a preemption "
+     "(false: the notice leaves time to checkpoint, as on AWS)."},
+    EBB_CFG_END,
+};
+
+static int trough_create(const struct ebb_host *host, const void *config,
+                         void **self)
+{
+    struct trough *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return EBB_ENOMEM;
+    p->host = host;
+    p->cfg = (struct trough_cfg){
+        .safety_margin = 10 * EBB_MS_PER_MINUTE,
+        .margin_fraction = 0.02,
+        .min_saving = 0.05,
+        .max_wait = 24 * EBB_MS_PER_HOUR,
+        .hysteresis_overheads = 1,
+        .reserve_overheads = 1,
+        .move_factor = 2,
+        .move_fraction = 0.05,
+        .checkpoint_every = EBB_MS_PER_HOUR,
+    };
+    if (config != NULL)
+        p->cfg = *(const struct trough_cfg *)config;
+    const struct trough_cfg *k = &p->cfg;
+    if (k->safety_margin < 0 || k->checkpoint_every < 0 || k->max_wait < 0 ||
+        !(k->margin_fraction >= 0 && k->margin_fraction < 1) ||
+        !(k->min_saving >= 0 && k->min_saving < 1) ||
+        !(isfinite(k->hysteresis_overheads) && k->hysteresis_overheads >= 0) ||
+        !(isfinite(k->reserve_overheads) && k->reserve_overheads >= 0) ||
+        !(isfinite(k->move_factor) && k->move_factor >= 0) ||
+        !(k->move_fraction >= 0 && k->move_fraction < 1)) {
+        if (host != NULL && host->log != NULL)
+            host->log(host->ctx, EBB_LOG_ERROR, "trough: margins, waits, "
+                      "overheads and factors must be >= 0 and fractions "
+                      "below 1 (try min_saving: 0.05, max_wait: 24h)");
+        free(p);
+        return EBB_ECONFIG;
+    }
+    *self = p;
+    return 0;
+}
+
+static void trough_destroy(void *self)
+{
+    free(self);
+}
+
+/* A later start: offer k, `wait` ms from now, expected cost `cost`. */
+struct later {
+    size_t k;
+    double wait;
+    double cost;
+};
+
+/* 1 when starting on k after waiting `w` keeps the deadline safe. */
+static int wait_is_safe(const struct dlr_state *s, size_t k, double w)
+{
+    const struct pu_ctx *c = s->c;
+    if (!pu_has_deadline(c))
+        return 1;
+    double h0 = pu_wall_ms(c, k) + s->g.d;
+    double lambda = c->offers[k].preemption_per_hour;
+    if (!(isfinite(lambda) && lambda > 0))
+        lambda = 0;
+    /* Preemptions expected while running on k, each costing its loss. */
+    double delays = lambda * h0 / (double)EBB_MS_PER_HOUR *
+                    pu_loss_ms(c, k, &s->m);
+    if (s->g.on) {
+        double start = c->offers[k].market == EBB_MARKET_SPOT ? s->g.d : 0;
+        return s->g.q - w - start - delays >= s->g.floor;
+    }
+    double floor = s->m.margin_ms + s->m.margin_frac * pu_wall_ms(c, k);
+    return pu_slack_fresh(c, k) - w - delays >= floor;
+}
+
+/* The cheapest safe start after some wait: offers that can be run now
+ * (a trough is waited for where the job can go now, not on a hope of
+ * capacity), each forecast point within max_wait. */
+static struct later best_later(const struct dlr_state *s, double max_wait)
+{
+    const struct pu_ctx *c = s->c;
+    struct later best = {PU_NONE, 0, INFINITY};
+    for (size_t k = 0; k < c->n; k++) {
+        const struct ebb_offer *o = &c->offers[k];
+        if (o->forecast == NULL || o->n_forecast == 0 ||
+            !pu_guard_market_ok(c, &s->g, k) || !pu_ready(c, k) ||
+            !pu_budget_fits(c, k, &s->m, NULL, NULL))
+            continue;
+        for (size_t i = 0; i < o->n_forecast; i++) {
+            double w = (double)o->forecast[i].at - (double)c->now;
+            if (!(w > 0))
+                continue;
+            if (w > max_wait)
+                break;
+            if (!wait_is_safe(s, k, w))
+                break; /* later points are later still */
+            double e = pu_expected_cost(c, k, w, &s->m);
+            if (e < best.cost) {
+                best = (struct later){k, w, e};
+            }
+        }
+    }
+    return best;
+}
+
+static int trough_decide(void *self, const struct ebb_job_view *job,
+                         const struct ebb_market_view *market, ebb_time_ms now,
+                         struct ebb_decision *out)
+{
+    struct pu_ctx c;
+    int rc = pu_begin(&c, job, market, now, out);
+    if (rc != 0)
+        return rc;
+    if (self == NULL)
+        return EBB_EINVAL;
+    if (pu_settled(&c, out))
+        return 0;
+    const struct trough *p = self;
+    struct pu_model m = {
+        .checkpoint_ms = (double)p->cfg.checkpoint_every,
+        .margin_ms = (double)p->cfg.safety_margin,
+        .margin_frac = p->cfg.margin_fraction,
+        .lose_unsaved = p->cfg.lose_unsaved,
+    };
+    struct dlr_params rp = {
+        .hysteresis_overheads = p->cfg.hysteresis_overheads,
+        .reserve_overheads = p->cfg.reserve_overheads,
+        .move_factor = p->cfg.move_factor,
+        .move_fraction = p->cfg.move_fraction,
+    };
+    struct dlr_state s;
+    dlr_begin(&s, &rp, &c, &m);
+    if (c.running != PU_NONE && dlr_running_forced(&s, out))
+        return 0;
+
+    /* The best start now: keeping the running instance, or the cheapest
+     * expected launch the rules allow. */
+    double now_cost = INFINITY;
+    if (c.running != PU_NONE)
+        now_cost = pu_expected_cost(&c, c.running, 0, &m);
+    double launch_cost = INFINITY;
+    size_t launch = pu_best_fit(&c, &s.g, &m, -1, c.running, &launch_cost,
+                                NULL);
+    if (launch != PU_NONE && launch_cost < now_cost)
+        now_cost = launch_cost;
+
+    struct later l = best_later(&s, (double)p->cfg.max_wait);
+    int worth = l.k != PU_NONE &&
+                l.cost < now_cost * (1.0 - p->cfg.min_saving);
+    if (worth && c.running != PU_NONE)
+        worth = dlr_move_pays(&s, l.k, pu_expected_cost(&c, c.running, 0, &m),
+                              l.cost);
+    if (worth) {
+        char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT];
+        char m1[PU_MONEY_TEXT], m2[PU_MONEY_TEXT];
+        if (c.running != PU_NONE)
+            pu_stop(out, "forecast trough in %s on %s: expected %s to "
+                    "finish vs %s now; pausing until then",
+                    pu_dur_text(l.wait, dur), pu_offer_text(&c, l.k, what),
+                    pu_money_text(l.cost, m1), pu_money_text(now_cost, m2));
+        else
+            pu_wait(out, pu_after(now, l.wait), "forecast trough in %s on "
+                    "%s: expected %s to finish vs %s now",
+                    pu_dur_text(l.wait, dur), pu_offer_text(&c, l.k, what),
+                    pu_money_text(l.cost, m1), pu_money_text(now_cost, m2));
+        return 0;
+    }
+    if (c.running != PU_NONE)
+        dlr_running(&s, out);
+    else
+        dlr_idle(&s, out);
+    return 0;
+}
+
+static const struct ebb_policy trough_policy = {
+    .abi = EBB_POLICY_ABI,
+    .struct_size = sizeof(struct ebb_policy),
+    .name = "trough",
+    .description = "Waits for a forecast price trough when deadline and "
+                   "budget allow, else runs now on the offer with the lowest "
+                   "expected cost per unit of work (price, forecast, "
+                   "preemption risk, restarts, speed).",
+    .config_keys = trough_keys,
+    .config_size = sizeof(struct trough_cfg),
+    .create = trough_create,
+    .destroy = trough_destroy,
+    .decide = trough_decide,
+};
+
+EBB_EXTERN const struct ebb_policy *ebb_policy_entry(void);
+
+const struct ebb_policy *ebb_policy_entry(void)
+{
+    return &trough_policy;
+}

@@ -1,0 +1,57 @@
+/* Forecasting spot prices and spot availability. Pure functions: no I/O,
+ * no clock, no globals; the same history always gives the same forecast.
+ *
+ * Prices are step functions: a series is its change times and the price
+ * in effect from each until the next. A forecast looks only at rows before
+ * its origin and describes the price in effect at each future step with a
+ * median and a p10..p90 band.
+ */
+#ifndef EBB_FORECAST_H
+#define EBB_FORECAST_H
+
+#include <stddef.h>
+
+#include <ebb/common.h>
+#include <ebb/policy.h> /* struct ebb_forecast_point */
+
+/* A price history, borrowed: n rows sorted by time, at[i] < at[i+1]. */
+struct ebb__price_history {
+    const ebb_time_ms *at;
+    const ebb_micros *price;
+    size_t n;
+};
+
+/* Forecasts the price in effect at origin + k*step for k = 1..n_steps,
+ * using only rows with at < origin, into out[0..n_steps). Each point has
+ * p10 <= p50 <= p90. Returns 0; EBB_ENOTFOUND when no row is before the
+ * origin; EBB_EINVAL for step <= 0 or n_steps == 0; EBB_ENOMEM. */
+int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
+                         ebb_dur_ms step, size_t n_steps,
+                         struct ebb_forecast_point *out);
+
+/* A spot capacity history, borrowed: n rows sorted by time, capacity in
+ * effect from at[i] (-1 unknown or unlimited, 0 none, else instances). */
+struct ebb__capacity_history {
+    const ebb_time_ms *at;
+    const int32_t *capacity;
+    size_t n;
+};
+
+/* Estimated preemption hazard (expected losses per instance-hour) for
+ * spot instances of one offer, from its capacity history before `origin`
+ * and from preemptions ebb observed there itself (`observed_losses` over
+ * `observed_hours` instance-hours; pass 0 and 0 when none). Returns a
+ * non-negative rate; 0 when nothing suggests a risk. */
+double ebb__preemption_hazard(const struct ebb__capacity_history *h,
+                              ebb_time_ms origin, unsigned observed_losses,
+                              double observed_hours);
+
+/* The same hazard by hour of day (UTC): out[k] is the expected losses per
+ * instance-hour for hours starting at k:00, from drops in the capacity
+ * history before `origin` at that hour, shrunk toward the flat rate where
+ * an hour has little exposure (see forecast.c). With no drop at all every
+ * entry is 0. Returns 0, or EBB_EINVAL when out is NULL. */
+int ebb__preemption_hazard_by_hour(const struct ebb__capacity_history *h,
+                                   ebb_time_ms origin, double out[24]);
+
+#endif

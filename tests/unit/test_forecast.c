@@ -1,0 +1,323 @@
+/* Price forecasts and preemption hazard (src/forecast.c) on small
+ * hand-made histories whose right answer is known. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "forecast.h"
+
+#define HOUR EBB_MS_PER_HOUR
+#define DAY EBB_MS_PER_DAY
+#define USD EBB_MICROS_PER_UNIT
+/* 2024-01-01T00:00:00Z, a Monday. */
+#define T0 INT64_C(1704067200000)
+#define MAXROWS 4096
+
+struct series {
+    ebb_time_ms at[MAXROWS];
+    ebb_micros price[MAXROWS];
+    size_t n;
+};
+
+static void add(struct series *s, ebb_time_ms at, ebb_micros price)
+{
+    assert_true(s->n < MAXROWS);
+    s->at[s->n] = at;
+    s->price[s->n] = price;
+    s->n++;
+}
+
+static struct ebb__price_history hist(const struct series *s)
+{
+    struct ebb__price_history h = {s->at, s->price, s->n};
+    return h;
+}
+
+static void check_order(const struct ebb_forecast_point *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        assert_true(p[i].p10 <= p[i].p50);
+        assert_true(p[i].p50 <= p[i].p90);
+        assert_true(p[i].p10 >= 0);
+    }
+}
+
+/* Daily rows at a constant price for 40 days. */
+static void test_flat(void **state)
+{
+    (void)state;
+    static struct series s;
+    memset(&s, 0, sizeof s);
+    for (int d = 0; d < 40; d++)
+        add(&s, T0 + d * DAY + 13 * HOUR, 918000);
+    struct ebb__price_history h = hist(&s);
+    struct ebb_forecast_point out[168];
+    ebb_time_ms origin = T0 + 40 * DAY;
+    assert_int_equal(ebb__forecast_prices(&h, origin, HOUR, 168, out), 0);
+    for (size_t k = 0; k < 168; k++) {
+        assert_int_equal(out[k].at, origin + (ebb_time_ms)(k + 1) * HOUR);
+        assert_int_equal(out[k].p50, 918000);
+        assert_int_equal(out[k].p10, 918000);
+        assert_int_equal(out[k].p90, 918000);
+    }
+}
+
+/* Flat for weeks with small noise-free steps, then a shift two days ago:
+ * the level is the new one. */
+static void test_regime_shift(void **state)
+{
+    (void)state;
+    static struct series s;
+    memset(&s, 0, sizeof s);
+    for (int d = 0; d < 26; d++)
+        add(&s, T0 + d * DAY, 2 * USD);
+    for (int d = 26; d < 28; d++)
+        add(&s, T0 + d * DAY + 5 * HOUR, 3 * USD);
+    struct ebb__price_history h = hist(&s);
+    struct ebb_forecast_point out[48];
+    assert_int_equal(ebb__forecast_prices(&h, T0 + 28 * DAY, HOUR, 48, out),
+                     0);
+    check_order(out, 48);
+    for (size_t k = 0; k < 48; k++)
+        assert_int_equal(out[k].p50, 3 * USD);
+    /* The history holds one jump: the band admits some movement. */
+    assert_true(out[47].p10 < 3 * USD || out[47].p90 > 3 * USD);
+}
+
+/* A half-hourly price with a clean daily cycle: low (1.00) from 02:00 to
+ * 06:00 UTC, high (2.00) otherwise. The forecast finds the trough. */
+static void test_daily_cycle(void **state)
+{
+    (void)state;
+    static struct series s;
+    memset(&s, 0, sizeof s);
+    for (int i = 0; i < 21 * 48; i++) {
+        ebb_time_ms t = T0 + (ebb_time_ms)i * 30 * 60 * 1000;
+        int hod = (int)((t / HOUR) % 24);
+        add(&s, t, (hod >= 2 && hod < 6) ? 1 * USD : 2 * USD);
+    }
+    struct ebb__price_history h = hist(&s);
+    struct ebb_forecast_point out[48];
+    ebb_time_ms origin = T0 + 21 * DAY + 12 * HOUR;
+    assert_int_equal(ebb__forecast_prices(&h, origin, HOUR, 48, out), 0);
+    check_order(out, 48);
+    for (size_t k = 0; k < 48; k++) {
+        int hod = (int)((out[k].at / HOUR) % 24);
+        ebb_micros want = (hod >= 2 && hod < 6) ? 1 * USD : 2 * USD;
+        assert_true(llabs(out[k].p50 - want) < USD / 10);
+    }
+    /* The last value alone would say 2.00 throughout; the trough hour is
+     * forecast cheaper than the hour before it. */
+    size_t trough = 0;
+    for (size_t k = 1; k < 48; k++)
+        if (out[k].p50 < out[trough].p50)
+            trough = k;
+    int hod = (int)((out[trough].at / HOUR) % 24);
+    assert_true(hod >= 2 && hod < 6);
+}
+
+/* Noisy prices with a random-walk flavour: the band is ordered everywhere
+ * and not degenerate. */
+static void test_ordered_band(void **state)
+{
+    (void)state;
+    static struct series s;
+    memset(&s, 0, sizeof s);
+    uint64_t x = 12345;
+    ebb_micros p = 2 * USD;
+    for (int i = 0; i < 30 * 24; i++) {
+        x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        p += (ebb_micros)((x >> 33) % 20001) - 10000;
+        if (p < USD / 2)
+            p = USD / 2;
+        add(&s, T0 + (ebb_time_ms)i * HOUR, p);
+    }
+    struct ebb__price_history h = hist(&s);
+    struct ebb_forecast_point out[200];
+    assert_int_equal(ebb__forecast_prices(&h, T0 + 30 * DAY, HOUR, 200, out),
+                     0);
+    check_order(out, 200);
+    assert_true(out[0].p90 > out[0].p10);
+    /* The band widens (or at least never narrows) with the horizon. */
+    assert_true(out[199].p90 - out[199].p10 >= out[0].p90 - out[0].p10);
+    /* Odd steps work too. */
+    assert_int_equal(
+        ebb__forecast_prices(&h, T0 + 30 * DAY + 17, 7 * 60 * 1000, 50, out),
+        0);
+    check_order(out, 50);
+}
+
+/* Rows at or after the origin change nothing. */
+static void test_ignores_future(void **state)
+{
+    (void)state;
+    static struct series a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    ebb_time_ms origin = T0 + 10 * DAY;
+    for (int i = 0; i < 10 * 24; i++) {
+        ebb_micros p = USD + (i % 7) * 1000 + (i % 24 < 6 ? 50000 : 0);
+        add(&a, T0 + (ebb_time_ms)i * HOUR, p);
+        add(&b, T0 + (ebb_time_ms)i * HOUR, p);
+    }
+    add(&b, origin, 9 * USD);
+    add(&b, origin + HOUR, 7 * USD);
+    struct ebb__price_history ha = hist(&a), hb = hist(&b);
+    struct ebb_forecast_point oa[24], ob[24];
+    assert_int_equal(ebb__forecast_prices(&ha, origin, HOUR, 24, oa), 0);
+    assert_int_equal(ebb__forecast_prices(&hb, origin, HOUR, 24, ob), 0);
+    assert_memory_equal(oa, ob, sizeof oa);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    ebb_time_ms at[2] = {T0, T0 + HOUR};
+    ebb_micros price[2] = {USD, USD};
+    struct ebb__price_history h = {at, price, 2};
+    struct ebb_forecast_point out[4];
+    assert_int_equal(ebb__forecast_prices(&h, T0, HOUR, 4, out),
+                     EBB_ENOTFOUND);
+    assert_int_equal(ebb__forecast_prices(&h, T0 - DAY, HOUR, 4, out),
+                     EBB_ENOTFOUND);
+    assert_int_equal(ebb__forecast_prices(&h, T0 + DAY, 0, 4, out),
+                     EBB_EINVAL);
+    assert_int_equal(ebb__forecast_prices(&h, T0 + DAY, -HOUR, 4, out),
+                     EBB_EINVAL);
+    assert_int_equal(ebb__forecast_prices(&h, T0 + DAY, HOUR, 0, out),
+                     EBB_EINVAL);
+    struct ebb__price_history empty = {at, price, 0};
+    assert_int_equal(ebb__forecast_prices(&empty, T0 + DAY, HOUR, 4, out),
+                     EBB_ENOTFOUND);
+    /* One row just before the origin is enough: it holds. */
+    assert_int_equal(ebb__forecast_prices(&h, T0 + 1, HOUR, 4, out), 0);
+    assert_int_equal(out[3].p50, USD);
+    /* A huge step count with a huge step must not overflow. */
+    struct ebb_forecast_point one[1];
+    assert_int_equal(ebb__forecast_prices(&h, T0 + DAY, INT64_MAX / 4, 1,
+                                          one),
+                     0);
+    assert_int_equal(one[0].p50, USD);
+}
+
+static void test_deterministic(void **state)
+{
+    (void)state;
+    static struct series s;
+    memset(&s, 0, sizeof s);
+    for (int i = 0; i < 25 * 24; i++)
+        add(&s, T0 + (ebb_time_ms)i * HOUR + 17,
+            USD + ((i * 7919) % 13) * 3000 + (i % 24 > 18 ? 20000 : 0));
+    struct ebb__price_history h = hist(&s);
+    struct ebb_forecast_point a[168], b[168];
+    assert_int_equal(ebb__forecast_prices(&h, T0 + 25 * DAY, HOUR, 168, a), 0);
+    assert_int_equal(ebb__forecast_prices(&h, T0 + 25 * DAY, HOUR, 168, b), 0);
+    assert_memory_equal(a, b, sizeof a);
+    check_order(a, 168);
+}
+
+/* Capacity histories. */
+
+static void test_hazard_none(void **state)
+{
+    (void)state;
+    ebb_time_ms at[3] = {T0, T0 + DAY, T0 + 2 * DAY};
+    int32_t cap[3] = {1, 3, 1};
+    struct ebb__capacity_history h = {at, cap, 3};
+    assert_true(ebb__preemption_hazard(&h, T0 + 5 * DAY, 0, 0) == 0.0);
+    double by[24];
+    assert_int_equal(ebb__preemption_hazard_by_hour(&h, T0 + 5 * DAY, by), 0);
+    for (int k = 0; k < 24; k++)
+        assert_true(by[k] == 0.0);
+    assert_true(ebb__preemption_hazard(NULL, T0, 0, 0) == 0.0);
+    assert_int_equal(ebb__preemption_hazard_by_hour(&h, T0, NULL),
+                     EBB_EINVAL);
+}
+
+/* Available for 9 hours, gone for 1, repeated 100 times: one loss per 9
+ * available hours. */
+static void test_hazard_regular(void **state)
+{
+    (void)state;
+    static ebb_time_ms at[200];
+    static int32_t cap[200];
+    for (int i = 0; i < 100; i++) {
+        at[2 * i] = T0 + (ebb_time_ms)i * 10 * HOUR;
+        cap[2 * i] = 1;
+        at[2 * i + 1] = at[2 * i] + 9 * HOUR;
+        cap[2 * i + 1] = 0;
+    }
+    struct ebb__capacity_history h = {at, cap, 200};
+    ebb_time_ms origin = T0 + 1000 * HOUR;
+    double r = ebb__preemption_hazard(&h, origin, 0, 0);
+    assert_true(fabs(r - 1.0 / 9.0) < 0.01);
+    /* Rows at or after the origin do not count. */
+    double early = ebb__preemption_hazard(&h, T0 + 500 * HOUR, 0, 0);
+    assert_true(fabs(early - 1.0 / 9.0) < 0.01);
+    /* Losses ebb saw itself at a higher rate raise the estimate. */
+    double more = ebb__preemption_hazard(&h, origin, 50, 100.0);
+    assert_true(more > r);
+    assert_true(fabs(more - (100.0 + 50.0) / (900.0 + 100.0)) < 1e-9);
+    /* Observed losses alone give a rate too. */
+    assert_true(ebb__preemption_hazard(NULL, origin, 2, 10.0) > 0.19);
+    /* Unknown (-1) capacity is neither exposure nor a drop. */
+    int32_t unk[2] = {-1, 0};
+    struct ebb__capacity_history hu = {at, unk, 2};
+    assert_true(ebb__preemption_hazard(&hu, origin, 0, 0) == 0.0);
+}
+
+/* Losses only at 03:00 UTC, every day for 28 days: that hour carries the
+ * risk. */
+static void test_hazard_by_hour(void **state)
+{
+    (void)state;
+    static ebb_time_ms at[64];
+    static int32_t cap[64];
+    size_t n = 0;
+    for (int d = 0; d < 28; d++) {
+        at[n] = T0 + d * DAY + 3 * HOUR + 10 * 60 * 1000;
+        cap[n++] = 0;
+        at[n] = T0 + d * DAY + 3 * HOUR + 40 * 60 * 1000;
+        cap[n++] = 2;
+    }
+    struct ebb__capacity_history h = {at, cap, n};
+    double by[24];
+    ebb_time_ms origin = T0 + 28 * DAY;
+    assert_int_equal(ebb__preemption_hazard_by_hour(&h, origin, by), 0);
+    double flat = ebb__preemption_hazard(&h, origin, 0, 0);
+    for (int k = 0; k < 24; k++) {
+        if (k == 3)
+            assert_true(by[k] > 5 * flat);
+        else
+            assert_true(by[k] < flat);
+        assert_true(by[k] > 0.0);
+    }
+    /* Same answer twice. */
+    double again[24];
+    assert_int_equal(ebb__preemption_hazard_by_hour(&h, origin, again), 0);
+    assert_memory_equal(by, again, sizeof by);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_flat),
+        cmocka_unit_test(test_regime_shift),
+        cmocka_unit_test(test_daily_cycle),
+        cmocka_unit_test(test_ordered_band),
+        cmocka_unit_test(test_ignores_future),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_hazard_none),
+        cmocka_unit_test(test_hazard_regular),
+        cmocka_unit_test(test_hazard_by_hour),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
