@@ -120,6 +120,14 @@ struct ebb__engine {
     struct ebb_offer *view_offers;
     size_t *view_map;
     size_t view_cap;
+    /* The view is reused by the next job that may use the same offers at
+     * the same instant, as long as the market did not change in between:
+     * the offers it was built from, and when. */
+    size_t *view_allowed;
+    size_t view_n, view_n_allowed;
+    ebb_time_ms view_now;
+    uint64_t view_version;
+    int view_valid;
 };
 
 /* Prepares the engine; the registry's providers must already be started

@@ -82,6 +82,7 @@ static void finish_attempt(struct ebb__job *job, ebb_time_ms end,
     job->spent += total;
     struct ebb__offer *held = &e->market.offers[a->offer];
     held->n_running--;
+    e->market.version++;
     if (a->launched && end > a->launched_at)
         held->instance_hours += (double)(end - a->launched_at) / EBB_MS_PER_HOUR;
     size_t offer = a->offer;
@@ -134,6 +135,7 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
                                        now, ebb_strerror(status)) != 0)
             ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
         e->market.offers[a->offer].n_running--;
+        e->market.version++;
         free(a);
         job->current = NULL;
         ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
@@ -174,6 +176,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     a->work_base = job->work_saved;
     job->current = a;
     e->market.offers[offer].n_running++;
+    e->market.version++;
 
     /* Intent first: the row with its token is committed before the
      * provider hears of the launch, so a crash in between is reconciled
@@ -195,6 +198,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
         ebb__error("job %s: cannot record launch intent: %s", job->id,
                    ebb__store_errmsg(e->opt.store));
         e->market.offers[offer].n_running--;
+        e->market.version++;
         free(a);
         job->current = NULL;
         return;

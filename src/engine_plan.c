@@ -87,17 +87,37 @@ static int grow_view(struct ebb__engine *e, size_t n)
     if (map == NULL)
         return EBB_ENOMEM;
     e->view_map = map;
+    size_t *allowed = realloc(e->view_allowed, n * sizeof(*allowed));
+    if (allowed == NULL)
+        return EBB_ENOMEM;
+    e->view_allowed = allowed;
     e->view_cap = n;
     return 0;
 }
 
+static int view_reusable(const struct ebb__engine *e, const struct ebb__job *job,
+                         ebb_time_ms now)
+{
+    return e->view_valid && e->view_now == now &&
+           e->view_version == e->market.version &&
+           e->view_n_allowed == job->n_allowed &&
+           memcmp(e->view_allowed, job->allowed,
+                  job->n_allowed * sizeof(*job->allowed)) == 0;
+}
+
 /* Fills the engine's view buffers with the offers the job may use that
- * have a price now. Returns how many. */
+ * have a price now, counting every ebb instance against spot capacity
+ * (see own_offer_available for the job's own). Jobs planned at the same
+ * instant with the same offers share the view: with thousands of jobs
+ * most of a planning pass would otherwise copy the same offers. Returns
+ * how many offers the view has. */
 static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
                                 ebb_time_ms now)
 {
     if (ebb__engine_update_allowed(job) != 0 || grow_view(e, job->n_allowed) != 0)
         return 0;
+    if (view_reusable(e, job, now))
+        return e->view_n;
     size_t n = 0;
     for (size_t i = 0; i < job->n_allowed; i++) {
         size_t k = job->allowed[i];
@@ -107,7 +127,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             continue;
         int available = 1;
         if (o->market == EBB_MARKET_SPOT && step->capacity >= 0)
-            available = (uint32_t)step->capacity > running_on(e, k, job);
+            available = (uint32_t)step->capacity > o->n_running;
         ebb__engine_outlook(e, k, now);
         e->view_offers[n] = (struct ebb_offer){
             .provider = o->provider,
@@ -125,7 +145,35 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         e->view_map[n] = k;
         n++;
     }
+    memcpy(e->view_allowed, job->allowed, job->n_allowed * sizeof(*job->allowed));
+    e->view_n_allowed = job->n_allowed;
+    e->view_n = n;
+    e->view_now = now;
+    e->view_version = e->market.version;
+    e->view_valid = 1;
     return n;
+}
+
+/* The job's own instance does not take capacity from itself: whether its
+ * offer is available to it counts the other instances only. Returns the
+ * view index patched (SIZE_MAX for none) and the value to restore. */
+static size_t own_offer_available(struct ebb__engine *e, const struct ebb__job *job,
+                                  size_t n_view, ebb_time_ms now, int *saved)
+{
+    if (job->current == NULL)
+        return SIZE_MAX;
+    for (size_t i = 0; i < n_view; i++) {
+        if (e->view_map[i] != job->current->offer)
+            continue;
+        const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
+        const struct ebb__market_step *step = ebb__offer_at(o, now);
+        *saved = e->view_offers[i].available;
+        if (o->market == EBB_MARKET_SPOT && step != NULL && step->capacity >= 0)
+            e->view_offers[i].available =
+                (uint32_t)step->capacity > running_on(e, e->view_map[i], job);
+        return i;
+    }
+    return SIZE_MAX;
 }
 
 static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
@@ -259,7 +307,11 @@ void ebb__engine_plan_job(struct ebb__job *job)
     struct ebb_decision d = {0};
     const struct ebb_policy *policy = job->policy->plugin->policy;
     e->decisions++;
+    int saved = 0;
+    size_t patched = own_offer_available(e, job, n_view, now, &saved);
     int rc = policy->decide(job->policy->self, &view, &market, now, &d);
+    if (patched != SIZE_MAX)
+        e->view_offers[patched].available = saved;
     d.reason[sizeof(d.reason) - 1] = '\0';
     if (rc != 0) {
         ebb__error("job %s: policy %s failed: %s", job->id,

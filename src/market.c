@@ -23,6 +23,7 @@ void ebb__market_free(struct ebb__market *m)
         free(o->region);
         free(o->zone);
         free(o->instance_type);
+        free(o->product);
         free(o->steps);
         free(o->fc);
     }
@@ -30,16 +31,17 @@ void ebb__market_free(struct ebb__market *m)
     *m = (struct ebb__market){0};
 }
 
-size_t ebb__market_find(const struct ebb__market *m, const char *plugin,
-                        const char *provider, const char *region,
-                        const char *zone, const char *instance_type,
-                        enum ebb_market market)
+size_t ebb__market_find(const struct ebb__market *m,
+                        const struct ebb__offer_key *key)
 {
     for (size_t i = 0; i < m->n_offers; i++) {
         const struct ebb__offer *o = &m->offers[i];
-        if (o->market == market && strcmp(o->instance_type, instance_type) == 0 &&
-            strcmp(o->zone, zone) == 0 && strcmp(o->region, region) == 0 &&
-            strcmp(o->provider, provider) == 0 && strcmp(o->plugin, plugin) == 0)
+        if (o->market == key->market &&
+            strcmp(o->instance_type, key->instance_type) == 0 &&
+            strcmp(o->zone, key->zone) == 0 && strcmp(o->region, key->region) == 0 &&
+            strcmp(o->product, key->product) == 0 &&
+            strcmp(o->provider, key->provider) == 0 &&
+            strcmp(o->plugin, key->plugin) == 0)
             return i;
     }
     return SIZE_MAX;
@@ -60,10 +62,8 @@ static int push_step(struct ebb__offer *o, ebb_time_ms at, ebb_micros price,
     return 0;
 }
 
-static size_t add_offer(struct ebb__market *m, const char *plugin,
-                        const char *provider, const char *region,
-                        const char *zone, const char *instance_type,
-                        enum ebb_market market, const char *currency)
+static size_t add_offer(struct ebb__market *m, const struct ebb__offer_key *key,
+                        const char *currency)
 {
     if (m->n_offers == m->cap_offers) {
         size_t cap = m->cap_offers ? m->cap_offers * 2 : 32;
@@ -75,25 +75,29 @@ static size_t add_offer(struct ebb__market *m, const char *plugin,
     }
     struct ebb__offer *o = &m->offers[m->n_offers];
     *o = (struct ebb__offer){
-        .plugin = strdup(plugin),
-        .provider = strdup(provider),
-        .region = strdup(region),
-        .zone = strdup(zone),
-        .instance_type = strdup(instance_type),
-        .market = market,
+        .plugin = strdup(key->plugin),
+        .provider = strdup(key->provider),
+        .region = strdup(key->region),
+        .zone = strdup(key->zone),
+        .instance_type = strdup(key->instance_type),
+        .product = strdup(key->product),
+        .market = key->market,
         .speed = 1.0,
     };
     snprintf(o->currency, sizeof(o->currency), "%s", currency);
-    if (!o->plugin || !o->provider || !o->region || !o->zone || !o->instance_type) {
+    if (!o->plugin || !o->provider || !o->region || !o->zone ||
+        !o->instance_type || !o->product) {
         free(o->plugin);
         free(o->provider);
         free(o->region);
         free(o->zone);
         free(o->instance_type);
+        free(o->product);
         return SIZE_MAX;
     }
     if (m->catalog != NULL) {
-        o->catalog = ebb__catalog_find(m->catalog, provider, region, instance_type);
+        o->catalog = ebb__catalog_find(m->catalog, key->provider, key->region,
+                                       key->instance_type);
         if (o->catalog != NULL)
             o->speed = o->catalog->speed;
     }
@@ -107,12 +111,14 @@ static int add_on_demand(struct ebb__market *m, const struct ebb__offer *spot,
 {
     if (spot->catalog == NULL)
         return 0;
-    if (ebb__market_find(m, spot->plugin, spot->provider, spot->region, "",
-                         spot->instance_type, EBB_MARKET_ON_DEMAND) != SIZE_MAX)
+    struct ebb__offer_key key = {
+        spot->plugin, spot->provider, spot->region, "", spot->instance_type,
+        spot->product, EBB_MARKET_ON_DEMAND,
+    };
+    if (ebb__market_find(m, &key) != SIZE_MAX)
         return 0;
     ebb_micros price = spot->catalog->on_demand;
-    size_t i = add_offer(m, spot->plugin, spot->provider, spot->region, "",
-                         spot->instance_type, EBB_MARKET_ON_DEMAND, "USD");
+    size_t i = add_offer(m, &key, "USD");
     if (i == SIZE_MAX)
         return EBB_ENOMEM;
     return push_step(&m->offers[i], at, price, -1);
@@ -122,14 +128,18 @@ int ebb__market_observe(struct ebb__market *m, const char *plugin,
                         const struct ebb_price *p, size_t *changed)
 {
     *changed = SIZE_MAX;
-    const char *provider = p->provider != NULL ? p->provider : plugin;
-    const char *zone = p->market == EBB_MARKET_ON_DEMAND ? "" : or_empty(p->zone);
-    size_t i = ebb__market_find(m, plugin, provider, or_empty(p->region), zone,
-                                p->instance_type, p->market);
+    struct ebb__offer_key key = {
+        .plugin = plugin,
+        .provider = p->provider != NULL ? p->provider : plugin,
+        .region = or_empty(p->region),
+        .zone = p->market == EBB_MARKET_ON_DEMAND ? "" : or_empty(p->zone),
+        .instance_type = p->instance_type,
+        .product = or_empty(p->product),
+        .market = p->market,
+    };
+    size_t i = ebb__market_find(m, &key);
     if (i == SIZE_MAX) {
-        i = add_offer(m, plugin, provider, or_empty(p->region), zone,
-                      p->instance_type, p->market,
-                      p->currency ? p->currency : "USD");
+        i = add_offer(m, &key, p->currency ? p->currency : "USD");
         if (i == SIZE_MAX)
             return EBB_ENOMEM;
         int rc = push_step(&m->offers[i], p->at, p->price_per_hour, p->capacity);
@@ -139,6 +149,7 @@ int ebb__market_observe(struct ebb__market *m, const char *plugin,
             rc = add_on_demand(m, &spot, p->at);
         }
         *changed = i;
+        m->version++;
         return rc;
     }
     struct ebb__offer *o = &m->offers[i];
@@ -155,6 +166,7 @@ int ebb__market_observe(struct ebb__market *m, const char *plugin,
         return EBB_ENOMEM;
     }
     *changed = i;
+    m->version++;
     return 0;
 }
 

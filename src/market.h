@@ -32,6 +32,7 @@ struct ebb__offer {
     char *region;
     char *zone;          /* "" for on-demand offers */
     char *instance_type;
+    char *product;       /* "Linux/UNIX"; "" when the market has none */
     enum ebb_market market;
     char currency[4];
     double speed;        /* from the catalog; 1.0 when not listed */
@@ -54,6 +55,7 @@ struct ebb__offer {
 
 struct ebb__market {
     const struct ebb__catalog *catalog; /* borrowed; may be NULL */
+    uint64_t version; /* bumped by every change to prices, capacity or use */
     struct ebb__offer *offers;
     size_t n_offers;
     size_t cap_offers;
@@ -71,11 +73,15 @@ void ebb__market_free(struct ebb__market *m);
 int ebb__market_observe(struct ebb__market *m, const char *plugin,
                         const struct ebb_price *p, size_t *changed);
 
+/* What identifies an offer. */
+struct ebb__offer_key {
+    const char *plugin, *provider, *region, *zone, *instance_type, *product;
+    enum ebb_market market;
+};
+
 /* Index of the offer with this identity, or SIZE_MAX. */
-size_t ebb__market_find(const struct ebb__market *m, const char *plugin,
-                        const char *provider, const char *region,
-                        const char *zone, const char *instance_type,
-                        enum ebb_market market);
+size_t ebb__market_find(const struct ebb__market *m,
+                        const struct ebb__offer_key *key);
 
 /* The step in effect at `t` (NULL before the first one). */
 const struct ebb__market_step *ebb__offer_at(const struct ebb__offer *o,

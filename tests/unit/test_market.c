@@ -80,7 +80,8 @@ static const struct ebb__offer *find(const struct ebb__market *m,
                                      const char *zone, const char *type,
                                      enum ebb_market market)
 {
-    size_t i = ebb__market_find(m, "sim", "aws", "us-east-1", zone, type, market);
+    size_t i = ebb__market_find(m, &(struct ebb__offer_key){
+        "sim", "aws", "us-east-1", zone, type, "Linux/UNIX", market});
     return i == SIZE_MAX ? NULL : &m->offers[i];
 }
 
@@ -143,9 +144,9 @@ static void spot_brings_its_on_demand_sibling(void **state)
     assert_int_equal(m.n_offers, 3);
     assert_string_equal(m.offers[i].zone, "us-east-1b");
     assert_ptr_equal(find(&m, "", "p3.2xlarge", EBB_MARKET_ON_DEMAND),
-                     &m.offers[ebb__market_find(&m, "sim", "aws", "us-east-1", "",
-                                                "p3.2xlarge",
-                                                EBB_MARKET_ON_DEMAND)]);
+                     &m.offers[ebb__market_find(&m, &(struct ebb__offer_key){
+                         "sim", "aws", "us-east-1", "", "p3.2xlarge",
+                         "Linux/UNIX", EBB_MARKET_ON_DEMAND})]);
     assert_int_equal(get(&m, "", "p3.2xlarge", EBB_MARKET_ON_DEMAND)->n_steps, 1);
 
     /* The same series under another plugin name is another offer. */
@@ -172,8 +173,9 @@ static void speed_and_siblings_follow_the_catalog(void **state)
     p = spot("eu-west-1a", "p3.16xlarge", 0, 7000000, -1);
     p.region = "eu-west-1";
     observe(&m, &p);
-    size_t k = ebb__market_find(&m, "sim", "aws", "eu-west-1", "", "p3.16xlarge",
-                                EBB_MARKET_ON_DEMAND);
+    size_t k = ebb__market_find(&m, &(struct ebb__offer_key){
+        "sim", "aws", "eu-west-1", "", "p3.16xlarge", "Linux/UNIX",
+        EBB_MARKET_ON_DEMAND});
     assert_int_not_equal(k, SIZE_MAX);
     assert_int_equal(m.offers[k].steps[0].price, 24480000);
     assert_true(m.offers[k].speed == 7.44);
@@ -303,8 +305,9 @@ static void on_demand_observations_land_on_the_regional_offer(void **state)
     assert_string_equal(m.offers[i].region, "");
     assert_string_equal(m.offers[i].zone, "");
     assert_string_equal(m.offers[i].currency, "USD");
-    assert_int_equal(ebb__market_find(&m, "sim", "sim", "", "", "H100_80GB",
-                                      EBB_MARKET_SPOT), i);
+    assert_int_equal(ebb__market_find(&m, &(struct ebb__offer_key){
+                         "sim", "sim", "", "", "H100_80GB", "", EBB_MARKET_SPOT}),
+                     i);
     ebb__market_free(&m);
 }
 
