@@ -128,7 +128,8 @@ int main(int argc, char **argv)
     size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 10000;
     if (getenv("EBB_PLUGIN_PATH") == NULL)
         setenv("EBB_PLUGIN_PATH", EBB_BENCH_BUILD_ROOT, 1);
-    static const char *const policies[] = {"greedy", "uniform-progress", "on-demand"};
+    static const char *const policies[] = {"greedy", "uniform-progress", "on-demand",
+                                           "deadline", "trough"};
     printf("bench-plan: one planning pass in which every active job re-plans,\n"
            "as after a price change on an offer all of them may use; CPU time\n\n");
     printf("%-18s %8s %12s %12s %12s %10s\n", "POLICY", "JOBS", "SUBMIT s",

@@ -13,7 +13,7 @@
 static const char default_text[] =
     "# ebb built-in configuration (used when there is no ebb.yaml)\n"
     "log_level: info\n"
-    "default_policy: uniform-progress\n"
+    "default_policy: deadline\n"
     "providers: {}\n";
 
 #define DEFAULT_NAME "<built-in configuration>"
@@ -433,7 +433,7 @@ static int build(struct ebb__config *cfg, struct ebb__diag *d)
         rc = top_keys[i].apply(cfg, ebb__ynode_is_null(v) ? NULL : v, d);
     }
     if (rc == 0 && cfg->default_policy == NULL)
-        rc = set_string(&cfg->default_policy, "uniform-progress", d);
+        rc = set_string(&cfg->default_policy, "deadline", d);
     return rc;
 }
 

@@ -27,7 +27,7 @@ static const char usage[] =
     "  --catalog C.csv          on-demand prices and instance facts\n"
     "  --workload W.yaml        the jobs to run\n"
     "  --policy NAME            run every job with this policy (default: each\n"
-    "                           job's policy:, else uniform-progress)\n"
+    "                           job's policy:, else deadline)\n"
     "  --seed N                 seed of the random preemption model (default 1)\n"
     "  --preemption-hazard X    random preemptions per spot instance-hour\n"
     "                           (default 0: only the availability trace preempts)\n"
@@ -102,6 +102,12 @@ static void print_table(json_t *r)
     if (oracle > 0)
         printf(", oracle %s (gap %+.1f%%)", money(oracle, c, sizeof(c)),
                100.0 * (total - oracle) / oracle);
+    size_t unfinished = 0, n_jobs = json_array_size(json_object_get(r, "jobs"));
+    json_array_foreach(json_object_get(r, "jobs"), i, j)
+        if (strcmp(json_string_value(json_object_get(j, "state")), "succeeded") != 0)
+            unfinished++;
+    if (unfinished > 0)
+        printf("; %zu of %zu jobs unfinished", unfinished, n_jobs);
     printf("\n");
 }
 

@@ -303,7 +303,7 @@ static void check_defaults(const struct ebb__config *cfg)
     assert_int_equal(cfg->api_socket_mode, 0600);
     assert_null(cfg->api_socket_group);
     assert_string_equal(cfg->agent_listen, "127.0.0.1:7311");
-    assert_string_equal(cfg->default_policy, "uniform-progress");
+    assert_string_equal(cfg->default_policy, "deadline");
     assert_int_equal(cfg->n_providers, 0);
     assert_int_equal(cfg->n_policies, 0);
     assert_int_equal(cfg->n_teams, 0);
@@ -471,7 +471,7 @@ static void config_file(void **state)
         snprintf(path, sizeof(path), "%s/examples/ebb.yaml", root);
         if (ebb__config_load_file(path, &cfg, &d) != 0)
             fail_msg("%s", d.msg);
-        assert_string_equal(cfg->default_policy, "uniform-progress");
+        assert_string_equal(cfg->default_policy, "deadline");
         assert_int_equal(cfg->log_level, EBB_LOG_INFO);
         ebb__config_free(cfg);
     }
