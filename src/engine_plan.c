@@ -196,6 +196,7 @@ static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
         .running_offer = SIZE_MAX,
         .work_saved = job->work_saved,
         .currency = job->currency,
+        .checkpoint_every = job->spec.checkpoint.every,
     };
     if (job->current != NULL && job->state == EBB__JOB_RUNNING) {
         for (size_t i = 0; i < n_view; i++)

@@ -70,6 +70,8 @@ struct ebb_job_view {
     ebb_time_ms running_since;
     ebb_dur_ms work_saved;       /* in the latest complete checkpoint */
     const char *currency;        /* of budget, spent and offer prices */
+    ebb_dur_ms checkpoint_every; /* reference work between periodic
+                                    checkpoints; 0: none */
 };
 
 enum ebb_decision_kind {
