@@ -527,6 +527,47 @@ static void backtest_costs_at_least_the_oracle(void **state)
     }
 }
 
+/* The budget cap holds whatever the policy says: a launch whose worst case
+ * until the first checkpoint does not fit is refused, and a running job is
+ * stopped at a checkpoint once the next stretch could pass the cap. */
+static void budget_caps_launches_and_running_jobs(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, NULL, "on-demand");
+    /* On demand at 3.06 USD/h: 5m overhead + 30m of work + 90s of grace
+     * could cost 1.86 USD before the first checkpoint. */
+    struct ebb__job *tight = submit(f, JOB_YAML("tight", "work: 2h\n"
+        "deadline: 12h\nmarket: on-demand\nbudget: 0.50 USD\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    struct ebb__job *some = submit(f, JOB_YAML("some", "work: 2h\n"
+        "deadline: 12h\nmarket: on-demand\nbudget: 2 USD\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 12 * H);
+
+    assert_int_equal(tight->state, EBB__JOB_PAUSED);
+    assert_int_equal(tight->spent, 0);
+    assert_int_equal(tight->attempts, 0);
+    char *why = query(f, "SELECT reason FROM job_events WHERE job_id = ?1 AND "
+                      "to_state = 'paused'", tight->id);
+    assert_non_null(strstr(why, "budget"));
+    free(why);
+
+    /* It ran to its first checkpoint, then the next 30 minutes could have
+     * passed the cap: it was stopped with its checkpoint, under budget. */
+    assert_int_not_equal(some->state, EBB__JOB_SUCCEEDED);
+    assert_true(some->spent > 0);
+    assert_true(some->spent <= 2 * EBB_MICROS_PER_UNIT);
+    assert_int_equal(some->work_saved, 30 * MINUTE);
+    assert_int_equal(some->attempts, 1);
+    assert_ledger(f, some);
+    char *ev = query(f, "SELECT count(*) FROM job_events WHERE job_id = ?1 AND "
+                     "reason LIKE 'budget:%'", some->id);
+    assert_string_not_equal(ev, "0\n");
+    free(ev);
+    fx_stop(f);
+}
+
 int main(void)
 {
     assert_int_equal(ebb__parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -539,6 +580,7 @@ int main(void)
         cmocka_unit_test_teardown(runs_are_deterministic, teardown),
         cmocka_unit_test_teardown(two_jobs_share_capacity_one, teardown),
         cmocka_unit_test_teardown(backtest_costs_at_least_the_oracle, teardown),
+        cmocka_unit_test_teardown(budget_caps_launches_and_running_jobs, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
