@@ -7,7 +7,9 @@
  * series' first row to the last day whose next 24 hours the series
  * still covers; each origin is scored at 1 h steps over 24 h against
  * the price in effect at each step. Every method sees only rows before
- * the origin. Prints a table; never passes or fails on a number.
+ * the origin. Coverage of ebb's p10..p90 band is counted by the randomised
+ * PIT (see pit_shares()), because step prices put an atom at zero error.
+ * Prints a table; never passes or fails on a number.
  */
 #include <math.h>
 #include <stdint.h>
@@ -47,7 +49,11 @@ static const char *const family_name[N_FAMILY] = {
 struct tally {
     double abs_err[N_METHOD];
     double sum_actual;
-    size_t points, origins, series, inside;
+    size_t points, origins, series;
+    /* Where actuals fall against the band: strictly below p10, equal to
+     * p10 (p10 < p90), strictly inside, equal to p90 (p10 < p90), strictly
+     * above p90, and equal to a band that is a single point. */
+    size_t below, at_lo, inside, at_hi, above, at_point;
 };
 
 static double now_s(void)
@@ -139,13 +145,47 @@ static void evaluate(const struct ebb__price_series *s, struct tally *t)
                 t->abs_err[m] += fabs(actual - pred[m]);
             t->sum_actual += actual;
             t->points++;
-            if (a >= fc[k].p10 && a <= fc[k].p90)
+            if (a < fc[k].p10)
+                t->below++;
+            else if (a > fc[k].p90)
+                t->above++;
+            else if (fc[k].p10 == fc[k].p90)
+                t->at_point++;
+            else if (a == fc[k].p10)
+                t->at_lo++;
+            else if (a == fc[k].p90)
+                t->at_hi++;
+            else
                 t->inside++;
         }
         t->origins++;
         any = 1;
     }
     t->series += (size_t)any;
+}
+
+/* Shares of actuals below, inside and above ebb's p10..p90 band under the
+ * randomised probability integral transform (PIT) of Czado, Gneiting and
+ * Held (2009), the standard calibration check for predictive
+ * distributions with atoms: an actual y falls at PIT U, uniform on
+ * [F(y-), F(y)], and a calibrated forecast has U uniform on [0, 1], so
+ * 10% / 80% / 10% whatever the distribution. From quantiles alone:
+ * y < p10 is below, y > p90 above, p10 < y < p90 inside; y on one edge of
+ * a band of positive width straddles 0.1 (or 0.9) by an unknown split and
+ * counts half each way (the mid-distribution convention); y equal to a
+ * one-point band counts 0.1 / 0.8 / 0.1, because ebb gives a one-point
+ * band only when every replayed error was exactly 0 and the price never
+ * moved in the window, that is, when its predictive distribution is a
+ * point mass (F(y-) = 0, F(y) = 1). */
+static void pit_shares(const struct tally *t, double out[3])
+{
+    double P = (double)t->points / 100.0;
+    out[0] = ((double)t->below + 0.5 * (double)t->at_lo +
+              0.1 * (double)t->at_point) / P;
+    out[1] = ((double)t->inside + 0.5 * (double)(t->at_lo + t->at_hi) +
+              0.8 * (double)t->at_point) / P;
+    out[2] = ((double)t->above + 0.5 * (double)t->at_hi +
+              0.1 * (double)t->at_point) / P;
 }
 
 static void print_table(const struct tally *tal)
@@ -155,7 +195,8 @@ static void print_table(const struct tally *tal)
     printf("%-18s %6s %7s %7s", "family", "series", "origins", "points");
     for (int m = 0; m < N_METHOD; m++)
         printf(" %20s", method_name[m]);
-    printf(" %10s %9s\n", "ebb/best", "p10..p90");
+    printf(" %9s %6s %9s %6s %7s\n", "ebb/best", "<p10", "p10..p90", ">p90",
+           "incl.");
     for (int f = 0; f < N_FAMILY; f++) {
         const struct tally *t = &tal[f];
         if (!t->points)
@@ -172,12 +213,33 @@ static void print_table(const struct tally *tal)
         }
         double ratio = best > 0 ? t->abs_err[M_EBB] / best
                                 : (t->abs_err[M_EBB] > 0 ? INFINITY : 1.0);
-        printf(" %10.3f %8.1f%%\n", ratio,
-               100.0 * (double)t->inside / (double)t->points);
+        double pit[3];
+        pit_shares(t, pit);
+        size_t incl = t->points - t->below - t->above;
+        printf(" %9.4f %5.1f%% %8.1f%% %5.1f%% %6.1f%%\n", ratio, pit[0],
+               pit[1], pit[2], 100.0 * (double)incl / (double)t->points);
+    }
+    printf("\nwhere actuals fall against ebb's band (raw counts behind the "
+           "shares above):\n");
+    printf("%-18s %7s %7s %7s %7s %7s %7s\n", "family", "<p10", "=p10",
+           "inside", "=p90", ">p90", "=point");
+    for (int f = 0; f < N_FAMILY; f++) {
+        const struct tally *t = &tal[f];
+        if (!t->points)
+            continue;
+        double P = (double)t->points / 100.0;
+        printf("%-18s %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%% %6.1f%%\n",
+               family_name[f], (double)t->below / P, (double)t->at_lo / P,
+               (double)t->inside / P, (double)t->at_hi / P,
+               (double)t->above / P, (double)t->at_point / P);
     }
     printf("\nebb/best: ebb's MAE over the best baseline's (<= 1 means no "
-           "worse); p10..p90: share of actual prices inside ebb's band "
-           "(inclusive)\n");
+           "worse).\n<p10, p10..p90, >p90: shares of actuals below, inside "
+           "and above ebb's band by the\nrandomised PIT (ties at a band edge "
+           "split half and half, a hit on a one-point band\ncounts 10/80/10, "
+           "see pit_shares()); calibrated is 10/80/10. incl.: share with\n"
+           "p10 <= actual <= p90, which counts every tie as inside and so "
+           "reads high on step prices.\n");
 }
 
 static void speed(struct ebb__price_trace *const *traces, size_t n_traces)

@@ -6,9 +6,9 @@
  *   1. Resample the step function onto an hourly grid ending just before
  *      the origin, over at most the last 28 days (bounded work).
  *   2. Replay a few simple candidate models on earlier origins inside that
- *      window (one per day, at the same hour of day as the real origin),
- *      keep the candidate with the lowest holdout error, preferring the
- *      simplest unless another is clearly better.
+ *      window (one per day, at the same hour of day as the real origin);
+ *      keep the last value unless another candidate beats it on those
+ *      origins by more than a sign-flip test allows for chance.
  *   3. The band is the empirical p10/p90 of the chosen candidate's replay
  *      errors, per horizon bucket, blended with a random-walk band when few
  *      origins support it (short history gives a wider, not a tighter,
@@ -35,8 +35,9 @@
 
 enum { C_LAST, C_MEDIAN, C_DAILY, C_WEEKLY, N_CAND };
 
-/* Model choice: see step 2 of ebb__forecast_prices(). */
-#define SELECT_T 2.0
+/* Model choice: see step 2 of ebb__forecast_prices(). SELECT_Z is the
+ * one-sided normal quantile of the sign-flip test (about 97.7%). */
+#define SELECT_Z 2.0
 #define MIN_ORIGINS 5
 /* The random-walk band counts as this many replayed origins of evidence. */
 #define PRIOR_ORIGINS 4.0
@@ -210,7 +211,14 @@ static int season_profile(const struct season *s, size_t c, double *prof)
     return 0;
 }
 
-/* Median of x[c - 24 .. c) (or of what there is), for the robust level. */
+/* Median of x[c - 24 .. c) (or of what there is), for the robust level.
+ * With an even count every value between the two middle order statistics
+ * minimises the absolute deviation equally; of those we take the one
+ * nearest the last value. The usual midpoint would be a price that was
+ * never in effect (a step price flickering between 2.39 and 2.40 has
+ * "median" 2.395) and would disagree with the last value without any
+ * evidence for doing so: that disagreement used to win replays by chance
+ * (see docs/forecast.md). */
 static double recent_median(const double *x, size_t c)
 {
     double tmp[24];
@@ -226,7 +234,12 @@ static double recent_median(const double *x, size_t c)
         }
         tmp[j] = v;
     }
-    return (m % 2) ? tmp[m / 2] : 0.5 * (tmp[m / 2 - 1] + tmp[m / 2]);
+    if (m % 2)
+        return tmp[m / 2];
+    double last = x[c - 1], lo = tmp[m / 2 - 1], hi = tmp[m / 2];
+    if (last < lo)
+        return lo;
+    return last > hi ? hi : last;
 }
 
 /* What one candidate needs at one origin. */
@@ -398,22 +411,33 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
         n_orig++;
     }
     /* A candidate replaces the last value only when its gain is clearly
-     * more than noise: the mean per-origin gain must exceed SELECT_T
-     * standard errors (a one-sided paired t-test at about 97.5%). Origins
-     * whose horizons overlap are not independent, so this is, if
-     * anything, lenient; hence the extra demand of MIN_ORIGINS. Of the
-     * candidates that pass, the largest gain wins. */
+     * more than noise. The test is the sign-flip (randomisation) test of
+     * the paired per-origin gains d_j in its normal form: under "no
+     * difference" each d_j is as likely to be -d_j, so sum(d) has mean 0
+     * and variance sum(d^2), and we ask sum(d) > SELECT_Z * sqrt(sum(d^2))
+     * (one-sided, about 97.7%).
+     *
+     * This replaced a paired t-test (mean > 2 standard errors, the error
+     * estimated around the sample mean). On step prices most origins tie
+     * exactly (both candidates err by the same amount, often 0), and then
+     * the t-test's standard error collapses: four wins among eleven
+     * origins gave t = 2.3 and a pick, though four coin flips all landing
+     * heads happen one time in sixteen. The sign-flip statistic estimates
+     * the spread under the hypothesis being tested, ignores ties by
+     * construction, cannot exceed sqrt(number of untied origins) (so it
+     * needs at least five untied origins before it can pass), and agrees
+     * with the t-test when few origins tie. Origins whose horizons overlap
+     * are not independent, so the test is, if anything, lenient; hence
+     * also MIN_ORIGINS. Of the candidates that pass, the largest gain
+     * wins. */
     int best = C_LAST;
     if (n_orig >= MIN_ORIGINS) {
         double best_gain = 0.0;
         for (int k = 1; k < N_CAND; k++) {
-            double mean = sum_d[k] / (double)n_orig;
-            double var = (sumsq_d[k] - (double)n_orig * mean * mean) /
-                         (double)(n_orig - 1);
-            double se = sqrt(var > 0.0 ? var : 0.0) / sqrt((double)n_orig);
-            if (mean > best_gain && mean > SELECT_T * se) {
+            if (sum_d[k] > best_gain &&
+                sum_d[k] > SELECT_Z * sqrt(sumsq_d[k])) {
                 best = k;
-                best_gain = mean;
+                best_gain = sum_d[k];
             }
         }
     }

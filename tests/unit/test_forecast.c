@@ -223,6 +223,37 @@ static void test_deterministic(void **state)
     check_order(a, 168);
 }
 
+/* Hourly prices that flicker around a level: 2.40 half the time, 2.39 or
+ * 2.41 a quarter each, independently every hour, for four weeks; the last
+ * hour before the origin is 2.41. The level (the median), not the last
+ * flick, is the forecast, and it is a price that was in effect. */
+static void test_flicker(void **state)
+{
+    (void)state;
+    static struct series s;
+    memset(&s, 0, sizeof s);
+    uint64_t x = 777;
+    int n = 28 * 24;
+    for (int i = 0; i < n; i++) {
+        x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        unsigned r = (unsigned)(x >> 62);
+        ebb_micros p = r == 0 ? 2390000 : (r == 1 ? 2410000 : 2400000);
+        if (i == n - 1)
+            p = 2410000;
+        add(&s, T0 + (ebb_time_ms)i * HOUR, p);
+    }
+    struct ebb__price_history h = hist(&s);
+    struct ebb_forecast_point out[24];
+    assert_int_equal(ebb__forecast_prices(&h, T0 + 28 * DAY, HOUR, 24, out),
+                     0);
+    check_order(out, 24);
+    for (size_t k = 0; k < 24; k++) {
+        assert_int_equal(out[k].p50, 2400000);
+        assert_true(out[k].p10 <= 2390000);
+        assert_true(out[k].p90 >= 2410000);
+    }
+}
+
 /* Capacity histories. */
 
 static void test_hazard_none(void **state)
@@ -315,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_ignores_future),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_flicker),
         cmocka_unit_test(test_hazard_none),
         cmocka_unit_test(test_hazard_regular),
         cmocka_unit_test(test_hazard_by_hour),
