@@ -28,14 +28,14 @@ int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
     return 0;
 }
 
-static int usable(const struct ebb_offer *o)
+int pu_usable(const struct ebb_offer *o)
 {
     return isfinite(o->speed) && o->speed > 0 && o->price_per_hour >= 0;
 }
 
 int pu_ready(const struct pu_ctx *c, size_t k)
 {
-    if (k >= c->n || !usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(&c->offers[k]))
         return 0;
     return c->offers[k].available != 0 || k == c->running;
 }
@@ -57,7 +57,7 @@ int pu_allowed(const struct pu_ctx *c, size_t k)
 
 double pu_wall_ms(const struct pu_ctx *c, size_t k)
 {
-    if (k >= c->n || !usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(&c->offers[k]))
         return INFINITY;
     return c->remaining / c->offers[k].speed;
 }
@@ -67,7 +67,7 @@ int pu_has_deadline(const struct pu_ctx *c)
     return c->job->deadline > 0;
 }
 
-static double restart_ms(const struct pu_ctx *c)
+double pu_restart_ms(const struct pu_ctx *c)
 {
     return c->job->restart_overhead > 0 ? (double)c->job->restart_overhead : 0;
 }
@@ -77,14 +77,14 @@ double pu_slack_fresh(const struct pu_ctx *c, size_t k)
     if (!pu_has_deadline(c))
         return INFINITY;
     return (double)c->job->deadline - (double)c->now - pu_wall_ms(c, k) -
-           restart_ms(c);
+           pu_restart_ms(c);
 }
 
 double pu_slack(const struct pu_ctx *c, size_t k)
 {
     if (!pu_has_deadline(c))
         return INFINITY;
-    double start = k == c->running ? 0 : restart_ms(c);
+    double start = k == c->running ? 0 : pu_restart_ms(c);
     return (double)c->job->deadline - (double)c->now - pu_wall_ms(c, k) - start;
 }
 
@@ -257,7 +257,7 @@ void pu_budget_note(const struct pu_ctx *c, size_t k, struct ebb_decision *out)
     const struct ebb_job_view *job = c->job;
     if (job->budget <= 0 || k >= c->n)
         return;
-    double hours = (pu_wall_ms(c, k) + (k == c->running ? 0 : restart_ms(c))) /
+    double hours = (pu_wall_ms(c, k) + (k == c->running ? 0 : pu_restart_ms(c))) /
                    (double)EBB_MS_PER_HOUR;
     double need = hours * money(c->offers[k].price_per_hour);
     double left = money(job->budget) - money(job->spent);
@@ -295,7 +295,7 @@ int pu_settled(const struct pu_ctx *c, struct ebb_decision *out)
         return 1;
     }
     for (size_t k = 0; k < c->n; k++) {
-        if (pu_allowed(c, k) && usable(&c->offers[k]))
+        if (pu_allowed(c, k) && pu_usable(&c->offers[k]))
             return 0;
     }
     if (running)
@@ -367,266 +367,4 @@ int pu_decide(const void *self, const struct ebb_job_view *job,
         break;
     }
     return 0;
-}
-
-/* ---- expected cost, risk and safety ------------------------------------- */
-
-double pu_unsaved(const struct pu_ctx *c)
-{
-    double u = (double)c->job->work_done - (double)c->job->work_saved;
-    return u > 0 && isfinite(u) ? u : 0;
-}
-
-static double hazard(const struct ebb_offer *o)
-{
-    double l = o->preemption_per_hour;
-    return isfinite(l) && l > 0 ? l : 0;
-}
-
-double pu_loss_ms(const struct pu_ctx *c, size_t k, const struct pu_model *m)
-{
-    if (k >= c->n || !usable(&c->offers[k]))
-        return INFINITY;
-    double loss = restart_ms(c);
-    if (m->lose_unsaved && m->checkpoint_ms > 0)
-        loss += m->checkpoint_ms / (2.0 * c->offers[k].speed);
-    return loss;
-}
-
-/* Expected wall ms on k; `restart` says whether a start is counted. */
-static double expected_ms(const struct pu_ctx *c, size_t k, int restart,
-                          const struct pu_model *m)
-{
-    double h0 = pu_wall_ms(c, k) + (restart ? restart_ms(c) : 0);
-    double rework = hazard(&c->offers[k]) * pu_loss_ms(c, k, m) /
-                    (double)EBB_MS_PER_HOUR;
-    return h0 * (1.0 + rework);
-}
-
-double pu_expected_hours(const struct pu_ctx *c, size_t k,
-                         const struct pu_model *m)
-{
-    if (k >= c->n || !usable(&c->offers[k]))
-        return INFINITY;
-    return expected_ms(c, k, k != c->running, m) / (double)EBB_MS_PER_HOUR;
-}
-
-/* A forecast the engine left without points is no forecast. */
-static size_t n_points(const struct ebb_offer *o)
-{
-    return o->forecast != NULL ? o->n_forecast : 0;
-}
-
-static double point_price(const struct ebb_forecast_point *p, int band)
-{
-    ebb_micros v = band <= 10 ? p->p10 : band >= 90 ? p->p90 : p->p50;
-    return v > 0 ? (double)v : 0;
-}
-
-double pu_price_at(const struct pu_ctx *c, size_t k, double t, int band)
-{
-    if (k >= c->n)
-        return INFINITY;
-    const struct ebb_offer *o = &c->offers[k];
-    double price = o->price_per_hour > 0 ? (double)o->price_per_hour : 0;
-    /* Points are in time order; the last one at or before t holds. The
-     * price now is known, so points at or before now do not replace it. An
-     * out-of-order point ends the scan, so bad input stays deterministic. */
-    for (size_t i = 0; i < n_points(o); i++) {
-        if (o->forecast[i].at <= c->now)
-            continue;
-        if ((double)o->forecast[i].at > t)
-            break;
-        price = point_price(&o->forecast[i], band);
-    }
-    return price;
-}
-
-double pu_cost_span(const struct pu_ctx *c, size_t k, double start,
-                    double hours, int band)
-{
-    if (k >= c->n || !(hours >= 0) || !isfinite(hours) || !isfinite(start))
-        return INFINITY;
-    const struct ebb_offer *o = &c->offers[k];
-    double end = start + hours * (double)EBB_MS_PER_HOUR;
-    double t = start, price = pu_price_at(c, k, start, band), sum = 0;
-    for (size_t i = 0; i < n_points(o); i++) {
-        double at = (double)o->forecast[i].at;
-        if (o->forecast[i].at <= c->now || at <= t)
-            continue;
-        if (at >= end)
-            break;
-        sum += price * (at - t);
-        t = at;
-        price = point_price(&o->forecast[i], band);
-    }
-    sum += price * (end - t);
-    return sum / (double)EBB_MS_PER_HOUR;
-}
-
-double pu_expected_cost(const struct pu_ctx *c, size_t k, double delay_ms,
-                        const struct pu_model *m)
-{
-    if (k >= c->n || !usable(&c->offers[k]) || !(delay_ms >= 0))
-        return INFINITY;
-    int restart = !(delay_ms == 0 && k == c->running);
-    double ms = expected_ms(c, k, restart, m);
-    return pu_cost_span(c, k, (double)c->now + delay_ms,
-                        ms / (double)EBB_MS_PER_HOUR, 50);
-}
-
-size_t pu_best_expected(const struct pu_ctx *c, int market_filter, size_t skip,
-                        const struct pu_model *m, double *cost)
-{
-    size_t best = PU_NONE;
-    double best_cost = INFINITY;
-    for (size_t k = 0; k < c->n; k++) {
-        if (k == skip || !pu_allowed(c, k) || !pu_ready(c, k))
-            continue;
-        if (market_filter >= 0 && (int)c->offers[k].market != market_filter)
-            continue;
-        double e = pu_expected_cost(c, k, 0, m);
-        if (!isfinite(e))
-            continue;
-        if (best == PU_NONE || e < best_cost) {
-            best = k;
-            best_cost = e;
-        }
-    }
-    if (cost != NULL)
-        *cost = best_cost;
-    return best;
-}
-
-double pu_floor_ms(const struct pu_ctx *c, size_t fb, const struct pu_model *m)
-{
-    if (fb >= c->n || !usable(&c->offers[fb]))
-        return INFINITY;
-    double f = m->margin_ms + m->margin_frac * pu_wall_ms(c, fb);
-    if (m->lose_unsaved)
-        f += pu_unsaved(c) / c->offers[fb].speed;
-    return f;
-}
-
-int pu_budget_fits(const struct pu_ctx *c, size_t k, const struct pu_model *m,
-                   double *need, double *left)
-{
-    const struct ebb_job_view *job = c->job;
-    double have = (double)job->budget - (double)job->spent;
-    if (left != NULL)
-        *left = have;
-    if (need != NULL)
-        *need = 0;
-    if (job->budget <= 0)
-        return 1;
-    if (k >= c->n || !usable(&c->offers[k]))
-        return 0;
-    double s = c->offers[k].speed;
-    double ckpt = m->checkpoint_ms > 0 ? m->checkpoint_ms : c->remaining;
-    /* Work to the next checkpoint: from the latest one when running on k,
-     * a whole interval after a (re)start. */
-    double work = ckpt;
-    if (k == c->running) {
-        work = (double)job->work_saved + ckpt - (double)job->work_done;
-        if (!(work > 0))
-            work = ckpt;
-    }
-    if (work > c->remaining)
-        work = c->remaining;
-    double ms = work / s + (k == c->running ? 0 : restart_ms(c)) +
-                (job->checkpoint_grace > 0 ? (double)job->checkpoint_grace : 0);
-    /* The worst price over that span: now, or any p90 point inside it. */
-    const struct ebb_offer *o = &c->offers[k];
-    double worst = pu_price_at(c, k, (double)c->now, 90);
-    double now_price = o->price_per_hour > 0 ? (double)o->price_per_hour : 0;
-    if (now_price > worst)
-        worst = now_price;
-    for (size_t i = 0; i < n_points(o); i++) {
-        double at = (double)o->forecast[i].at;
-        if (at > (double)c->now + ms)
-            break;
-        if (point_price(&o->forecast[i], 90) > worst)
-            worst = point_price(&o->forecast[i], 90);
-    }
-    double cost = worst * ms / (double)EBB_MS_PER_HOUR;
-    if (need != NULL)
-        *need = cost;
-    return cost <= have;
-}
-
-const char *pu_money_text(double micros, char buf[PU_MONEY_TEXT])
-{
-    if (!isfinite(micros))
-        snprintf(buf, PU_MONEY_TEXT, "%s", micros < 0 ? "-inf" : "inf");
-    else
-        snprintf(buf, PU_MONEY_TEXT, "%.2f", micros / 1e6);
-    return buf;
-}
-
-void pu_guard_init(const struct pu_ctx *c, const struct pu_model *m,
-                   struct pu_guard *g)
-{
-    memset(g, 0, sizeof(*g));
-    g->od = PU_NONE;
-    g->q = INFINITY;
-    g->d = restart_ms(c);
-    if (c->job->market != EBB_JOB_SPOT_FALLBACK || !pu_has_deadline(c))
-        return;
-    g->od = pu_od_choice(c);
-    if (g->od == PU_NONE)
-        return;
-    g->on = 1;
-    g->q = pu_slack_fresh(c, g->od);
-    g->floor = pu_floor_ms(c, g->od, m);
-}
-
-int pu_guard_market_ok(const struct pu_ctx *c, const struct pu_guard *g,
-                       size_t k)
-{
-    if (!pu_allowed(c, k))
-        return 0;
-    if (c->job->market == EBB_JOB_SPOT_FALLBACK && !g->on)
-        return c->offers[k].market == EBB_MARKET_SPOT;
-    return 1;
-}
-
-int pu_guard_spot_ok(const struct pu_ctx *c, const struct pu_guard *g,
-                     size_t k, double extra_ms)
-{
-    if (!g->on || k >= c->n || c->offers[k].market != EBB_MARKET_SPOT)
-        return 1;
-    double start = k == c->running ? 0 : g->d;
-    return g->q - start >= g->floor + extra_ms;
-}
-
-size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
-                   const struct pu_model *m, int market_filter, size_t skip,
-                   double *cost, int *budget_blocked)
-{
-    size_t best = PU_NONE;
-    double best_cost = INFINITY;
-    if (budget_blocked != NULL)
-        *budget_blocked = 0;
-    for (size_t k = 0; k < c->n; k++) {
-        if (k == skip || !pu_guard_market_ok(c, g, k) || !pu_ready(c, k) ||
-            !pu_guard_spot_ok(c, g, k, 0))
-            continue;
-        if (market_filter >= 0 && (int)c->offers[k].market != market_filter)
-            continue;
-        double e = pu_expected_cost(c, k, 0, m);
-        if (!isfinite(e))
-            continue;
-        if (!pu_budget_fits(c, k, m, NULL, NULL)) {
-            if (budget_blocked != NULL)
-                *budget_blocked = 1;
-            continue;
-        }
-        if (best == PU_NONE || e < best_cost) {
-            best = k;
-            best_cost = e;
-        }
-    }
-    if (cost != NULL)
-        *cost = best_cost;
-    return best;
 }

@@ -28,6 +28,8 @@
 
 #define PU_NONE SIZE_MAX
 
+struct pu_cost_cache;
+
 /* The facts of one decide() call, derived once by pu_begin(). */
 struct pu_ctx {
     const struct ebb_job_view *job;
@@ -37,6 +39,7 @@ struct pu_ctx {
     double remaining;  /* work left in reference ms, >= 0 */
     size_t running;    /* the running offer, or PU_NONE (also when the
                           engine's index lies outside the view) */
+    struct pu_cost_cache *cache; /* NULL, or see pu_cache_attach() */
 };
 
 /* Checks the arguments, clears *out (so equal inputs give equal bytes) and
@@ -68,6 +71,13 @@ int pu_allowed(const struct pu_ctx *c, size_t k);
 /* 1 when offer k is usable and can be run now: available, or the one the
  * job already runs on. */
 int pu_ready(const struct pu_ctx *c, size_t k);
+
+/* 1 when an offer's speed and price make sense (finite, positive speed;
+ * non-negative price). */
+int pu_usable(const struct ebb_offer *o);
+
+/* The job's restart overhead in ms (0 when unset or negative). */
+double pu_restart_ms(const struct pu_ctx *c);
 
 /* Wall milliseconds to finish the remaining work on offer k. */
 double pu_wall_ms(const struct pu_ctx *c, size_t k);
@@ -130,8 +140,9 @@ const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT]);
 
 /* ---- Expected cost, risk and safety (used by trough and deadline) -------
  *
- * The risk model. A policy cannot see how often the job checkpoints, so it
- * assumes `checkpoint_ms` of reference work between checkpoints. A
+ * The risk model. The job checkpoints every `checkpoint_ms` of reference
+ * work (pu_checkpoint_ms: the job's periodic interval, or a policy's
+ * assumption when the job has none). A
  * preemption on offer k then costs, in wall time, the restart overhead
  * plus half a checkpoint interval of rework on k; with the offer's hazard
  * of lambda_k preemptions per hour, finishing on k is expected to take
@@ -142,7 +153,7 @@ const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT]);
  * the price in effect now before the first point; past the last point the
  * last point holds. */
 struct pu_model {
-    double checkpoint_ms; /* assumed reference work between checkpoints */
+    double checkpoint_ms; /* reference work between checkpoints */
     double margin_ms;     /* fixed safety margin */
     double margin_frac;   /* plus this fraction of the fallback's wall time
                              (periodic checkpoint pauses, launch latency) */
@@ -150,6 +161,12 @@ struct pu_model {
                              checkpoint; 0: the notice is long enough to
                              checkpoint, only the restart overhead is lost */
 };
+
+/* The checkpoint interval for struct pu_model's checkpoint_ms: the job's
+ * own periodic interval (job->checkpoint_every) when it has one, else
+ * `fallback` (the policy's checkpoint_every setting), as reference work in
+ * ms; 0 when both are 0 or less. */
+double pu_checkpoint_ms(const struct ebb_job_view *job, ebb_dur_ms fallback);
 
 /* Reference work done since the latest complete checkpoint (>= 0): what a
  * preemption without notice would lose. */
@@ -176,9 +193,40 @@ double pu_cost_span(const struct pu_ctx *c, size_t k, double start,
 
 /* Expected money (micros) to finish the remaining work on offer k when
  * starting `delay_ms` from now (a restart counted unless delay is 0 and
- * the job runs on k). INFINITY for an unusable offer. */
+ * the job runs on k). INFINITY for an unusable offer. With a cache
+ * attached for the same model (pu_cache_attach), a start now is computed
+ * once per offer and decision. */
 double pu_expected_cost(const struct pu_ctx *c, size_t k, double delay_ms,
                         const struct pu_model *m);
+
+/* Memo of pu_expected_cost(c, k, 0, m) for one decide() call: the rules
+ * ask for the same offer's cost several times (the best spot offer, the
+ * best of any market, staying), and each answer integrates a forecast.
+ * It lives on the caller's stack; offers past PU_CACHE_OFFERS are computed
+ * every time. The answers are the same with or without it. */
+#define PU_CACHE_OFFERS 256
+struct pu_cost_cache {
+    struct pu_model m;             /* the model the costs are for */
+    size_t n;                      /* offers covered */
+    double cost[PU_CACHE_OFFERS];  /* NAN: not computed yet */
+    double above[PU_CACHE_OFFERS]; /* the cost is known to exceed this */
+};
+
+/* Attaches *cache, emptied, to *c for costs under model *m (copied). */
+void pu_cache_attach(struct pu_ctx *c, struct pu_cost_cache *cache,
+                     const struct pu_model *m);
+
+/* The cheapest later start on offer k: among its forecast points with an
+ * index below `end_index` that lie after now, the point i whose start
+ * (waiting at_i - now) has the lowest pu_expected_cost(c, k, at_i - now,
+ * m); the first of equals. Returns i, or PU_NONE when no such start has a
+ * finite cost; *cost and *wait_ms (may be NULL) get its cost and wait
+ * (INFINITY and 0 when none). Same answers as calling pu_expected_cost at
+ * every point, in one pass over the forecast (a sliding window of exact
+ * integer sums) when the points are in order and the sums fit. */
+size_t pu_cheapest_later(const struct pu_ctx *c, size_t k, size_t end_index,
+                         const struct pu_model *m, double *cost,
+                         double *wait_ms);
 
 /* The offer to launch now with the lowest expected cost (per unit of work,
  * since the work is the same for all), among those allowed, ready and

@@ -83,8 +83,9 @@ static const struct ebb_cfg_key dl_keys[] = {
      "... and this fraction of the expected cost of staying."},
     {"checkpoint_every", EBB_CFG_DURATION, "1h",
      offsetof(struct dl_cfg, checkpoint_every),
-     "Reference work between the job's checkpoints, as the policy assumes "
-     "it (for budget checks and preemption rework)."},
+     "Reference work between checkpoints for jobs without periodic "
+     "checkpoints (checkpoint: {every: ...}); a job's own interval wins. "
+     "Used for budget checks and preemption rework."},
     {"lose_unsaved", EBB_CFG_BOOL, "false",
      offsetof(struct dl_cfg, lose_unsaved),
      "Count the work since the last checkpoint as lost on a preemption "
@@ -148,7 +149,7 @@ static int dl_decide(void *self, const struct ebb_job_view *job,
         return 0;
     const struct dl *p = self;
     struct pu_model m = {
-        .checkpoint_ms = (double)p->cfg.checkpoint_every,
+        .checkpoint_ms = pu_checkpoint_ms(job, p->cfg.checkpoint_every),
         .margin_ms = (double)p->cfg.safety_margin,
         .margin_frac = p->cfg.margin_fraction,
         .lose_unsaved = p->cfg.lose_unsaved,
@@ -161,6 +162,8 @@ static int dl_decide(void *self, const struct ebb_job_view *job,
     };
     struct dlr_state s;
     dlr_begin(&s, &rp, &c, &m);
+    struct pu_cost_cache cache;
+    pu_cache_attach(&c, &cache, &m);
     if (c.running != PU_NONE)
         dlr_running(&s, out);
     else

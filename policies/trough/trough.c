@@ -95,8 +95,9 @@ static const struct ebb_cfg_key trough_keys[] = {
      "... and this fraction of the expected cost of staying."},
     {"checkpoint_every", EBB_CFG_DURATION, "1h",
      offsetof(struct trough_cfg, checkpoint_every),
-     "Reference work between the job's checkpoints, as the policy assumes "
-     "it (for budget checks and preemption rework)."},
+     "Reference work between checkpoints for jobs without periodic "
+     "checkpoints (checkpoint: {every: ...}); a job's own interval wins. "
+     "Used for budget checks and preemption rework."},
     {"lose_unsaved", EBB_CFG_BOOL, "false",
      offsetof(struct trough_cfg, lose_unsaved),
      "Count the work since the last checkpoint as lost on a preemption "
@@ -155,30 +156,54 @@ struct later {
     double cost;
 };
 
-/* 1 when starting on k after waiting `w` keeps the deadline safe. */
-static int wait_is_safe(const struct dlr_state *s, size_t k, double w)
+/* When starting on offer k after a wait keeps the deadline safe: the
+ * slack left after the wait, less a restart and the preemption delays
+ * expected on k, stays at or above the floor. The parts that do not depend
+ * on the wait are worked out once per offer. */
+struct safety {
+    int always;   /* no deadline */
+    double slack; /* the guard's q, or the slack on k itself */
+    double start; /* the restart counted on top of the wait (guard) */
+    double delays;
+    double floor;
+};
+
+static void safety_init(const struct dlr_state *s, size_t k, struct safety *f)
 {
     const struct pu_ctx *c = s->c;
-    if (!pu_has_deadline(c))
-        return 1;
+    *f = (struct safety){.always = !pu_has_deadline(c)};
+    if (f->always)
+        return;
     double h0 = pu_wall_ms(c, k) + s->g.d;
     double lambda = c->offers[k].preemption_per_hour;
     if (!(isfinite(lambda) && lambda > 0))
         lambda = 0;
     /* Preemptions expected while running on k, each costing its loss. */
-    double delays = lambda * h0 / (double)EBB_MS_PER_HOUR *
-                    pu_loss_ms(c, k, &s->m);
+    f->delays = lambda * h0 / (double)EBB_MS_PER_HOUR *
+                pu_loss_ms(c, k, &s->m);
     if (s->g.on) {
-        double start = c->offers[k].market == EBB_MARKET_SPOT ? s->g.d : 0;
-        return s->g.q - w - start - delays >= s->g.floor;
+        f->slack = s->g.q;
+        f->start = c->offers[k].market == EBB_MARKET_SPOT ? s->g.d : 0;
+        f->floor = s->g.floor;
+    } else {
+        f->slack = pu_slack_fresh(c, k);
+        f->floor = s->m.margin_ms + s->m.margin_frac * pu_wall_ms(c, k);
     }
-    double floor = s->m.margin_ms + s->m.margin_frac * pu_wall_ms(c, k);
-    return pu_slack_fresh(c, k) - w - delays >= floor;
+}
+
+/* 1 when a start after waiting `w` ms passes. */
+static int safe_after(const struct safety *f, double w)
+{
+    if (f->always)
+        return 1;
+    return f->slack - w - f->start - f->delays >= f->floor;
 }
 
 /* The cheapest safe start after some wait: offers that can be run now
  * (a trough is waited for where the job can go now, not on a hope of
- * capacity), each forecast point within max_wait. */
+ * capacity), each forecast point within max_wait, up to the first point
+ * where the wait would no longer be safe (later points are later still).
+ * pu_cheapest_later() integrates each offer's forecast in one pass. */
 static struct later best_later(const struct dlr_state *s, double max_wait)
 {
     const struct pu_ctx *c = s->c;
@@ -189,19 +214,20 @@ static struct later best_later(const struct dlr_state *s, double max_wait)
             !pu_guard_market_ok(c, &s->g, k) || !pu_ready(c, k) ||
             !pu_budget_fits(c, k, &s->m, NULL, NULL))
             continue;
-        for (size_t i = 0; i < o->n_forecast; i++) {
-            double w = (double)o->forecast[i].at - (double)c->now;
+        struct safety f;
+        safety_init(s, k, &f);
+        size_t end = 0;
+        for (; end < o->n_forecast; end++) {
+            double w = (double)o->forecast[end].at - (double)c->now;
             if (!(w > 0))
                 continue;
-            if (w > max_wait)
+            if (w > max_wait || !safe_after(&f, w))
                 break;
-            if (!wait_is_safe(s, k, w))
-                break; /* later points are later still */
-            double e = pu_expected_cost(c, k, w, &s->m);
-            if (e < best.cost) {
-                best = (struct later){k, w, e};
-            }
         }
+        double e, w;
+        if (pu_cheapest_later(c, k, end, &s->m, &e, &w) != PU_NONE &&
+            e < best.cost)
+            best = (struct later){k, w, e};
     }
     return best;
 }
@@ -220,7 +246,7 @@ static int trough_decide(void *self, const struct ebb_job_view *job,
         return 0;
     const struct trough *p = self;
     struct pu_model m = {
-        .checkpoint_ms = (double)p->cfg.checkpoint_every,
+        .checkpoint_ms = pu_checkpoint_ms(job, p->cfg.checkpoint_every),
         .margin_ms = (double)p->cfg.safety_margin,
         .margin_frac = p->cfg.margin_fraction,
         .lose_unsaved = p->cfg.lose_unsaved,
@@ -233,6 +259,8 @@ static int trough_decide(void *self, const struct ebb_job_view *job,
     };
     struct dlr_state s;
     dlr_begin(&s, &rp, &c, &m);
+    struct pu_cost_cache cache;
+    pu_cache_attach(&c, &cache, &m);
     if (c.running != PU_NONE && dlr_running_forced(&s, out))
         return 0;
 

@@ -488,6 +488,80 @@ static void budget_stops_a_launch(void **state)
     }
 }
 
+/* The job's own checkpoint interval replaces the checkpoint_every setting
+ * in the budget's worst case; the setting remains for jobs without one. */
+static void job_checkpoint_interval_counts(void **state)
+{
+    (void)state;
+    struct ebb_offer offers[] = {SPOT_OD(1)};
+    for (size_t i = 0; i < N_NAMES; i++) {
+        struct pol pol = load(names[i], NULL);
+        struct ebb_job_view job = job10();
+        job.budget = USD(10);
+        job.spent = USD(9);
+        /* No periodic checkpoints: the 1 h setting, 0.918 * (6m + 2m +
+         * 1h) = 1.04 > 1.00 left: waits. */
+        decide_is(&pol, &job, offers, 2, T0, WAIT, 0);
+        /* Every 20 min: 0.918 * (6m + 2m + 20m) = 0.43: launches. */
+        job.checkpoint_every = 20 * MIN;
+        decide_is(&pol, &job, offers, 2, T0, LAUNCH, 0);
+        /* Every 2 h: 0.918 * (6m + 2m + 2h) = 1.96 > 1.00: waits, although
+         * the setting alone would not reach that far either. */
+        job.checkpoint_every = 2 * H;
+        job.spent = USD(8.5);
+        decide_is(&pol, &job, offers, 2, T0, WAIT, 0);
+        unload(&pol);
+        /* The setting still rules jobs without an interval of their own. */
+        pol = load(names[i], "checkpoint_every: 20m\n");
+        job.checkpoint_every = 0;
+        job.spent = USD(9);
+        decide_is(&pol, &job, offers, 2, T0, LAUNCH, 0);
+        job.checkpoint_every = 2 * H;
+        decide_is(&pol, &job, offers, 2, T0, WAIT, 0);
+        unload(&pol);
+    }
+}
+
+/* The cheapest offer is found whatever the order of the offers and however
+ * the prices now differ from the forecast: offers costed early must not
+ * hide a later one that the forecast makes cheaper, and equal costs go to
+ * the first offer. */
+static void cheapest_offer_found_in_any_order(void **state)
+{
+    (void)state;
+    struct ebb_forecast_point fc[24];
+    double usd[24];
+    for (size_t i = 0; i < 24; i++)
+        usd[i] = 0.5;
+    hourly(fc, T0, usd, 24);
+    for (size_t i = 0; i < 24; i++) /* from a minute on: nothing to wait for */
+        fc[i].at -= H - MIN;
+    for (size_t i = 0; i < N_NAMES; i++) {
+        struct pol pol = load(names[i], NULL);
+        struct ebb_job_view job = job10();
+        /* Offer 1 looks cheaper now (0.90 against 1.00) but offer 0's
+         * forecast halves in a minute: 0 wins. */
+        struct ebb_offer offers[] = {
+            SPOT("p3.2xlarge", 1.0, 1.0, 1), SPOT("p3.2xlarge", 0.9, 1.0, 1),
+            OD("p3.2xlarge", 3.06, 1.0)};
+        offers[0].zone = "us-east-1b";
+        offers[0].forecast = fc;
+        offers[0].n_forecast = 24;
+        decide_is(&pol, &job, offers, 3, T0, LAUNCH, 0);
+        /* The same with the offers the other way round. */
+        struct ebb_offer swapped[] = {offers[1], offers[0], offers[2]};
+        decide_is(&pol, &job, swapped, 3, T0, LAUNCH, 1);
+        /* Two offers alike: the first; the same behind a dearer one. */
+        struct ebb_offer same[] = {
+            SPOT("p3.2xlarge", 2.0, 1.0, 1), SPOT("p3.2xlarge", 0.9, 1.0, 1),
+            SPOT("p3.2xlarge", 0.9, 1.0, 1), OD("p3.2xlarge", 3.06, 1.0)};
+        decide_is(&pol, &job, same, 4, T0, LAUNCH, 1);
+        same[0].price_per_hour = USD(0.9);
+        decide_is(&pol, &job, same, 4, T0, LAUNCH, 0);
+        unload(&pol);
+    }
+}
+
 static void markets_are_respected(void **state)
 {
     (void)state;
@@ -735,6 +809,8 @@ int main(void)
         cmocka_unit_test(faster_pricier_offer_wins),
         cmocka_unit_test(preemption_risk_steers_away),
         cmocka_unit_test(budget_stops_a_launch),
+        cmocka_unit_test(job_checkpoint_interval_counts),
+        cmocka_unit_test(cheapest_offer_found_in_any_order),
         cmocka_unit_test(markets_are_respected),
         cmocka_unit_test(deterministic_bytes),
         cmocka_unit_test(degenerate_inputs),
