@@ -41,16 +41,6 @@
 #include "dl_rules.h"
 #include "policy_util.h"
 
-struct dl_cfg {
-    ebb_dur_ms safety_margin;
-    double margin_fraction;
-    double hysteresis_overheads;
-    double reserve_overheads;
-    double move_factor;
-    double move_fraction;
-    ebb_dur_ms checkpoint_every;
-    int lose_unsaved;
-};
 
 struct dl {
     const struct ebb_host *host;
@@ -58,38 +48,7 @@ struct dl {
 };
 
 static const struct ebb_cfg_key dl_keys[] = {
-    {"safety_margin", EBB_CFG_DURATION, "10m",
-     offsetof(struct dl_cfg, safety_margin),
-     "Slack kept on the on-demand fallback on top of one restart (launch "
-     "latency, a late decision)."},
-    {"margin_fraction", EBB_CFG_DOUBLE, "0.02",
-     offsetof(struct dl_cfg, margin_fraction),
-     "Plus this fraction of the remaining on-demand run time (periodic "
-     "checkpoint pauses slow a run down)."},
-    {"hysteresis_overheads", EBB_CFG_DOUBLE, "1",
-     offsetof(struct dl_cfg, hysteresis_overheads),
-     "Leave on-demand for spot only with this many restart overheads of "
-     "slack to spare beyond the floor (no flapping)."},
-    {"reserve_overheads", EBB_CFG_DOUBLE, "1",
-     offsetof(struct dl_cfg, reserve_overheads),
-     "With no spot available, wait idle until the slack is down to the "
-     "floor plus this many overheads more than a return to spot needs."},
-    {"move_factor", EBB_CFG_DOUBLE, "2",
-     offsetof(struct dl_cfg, move_factor),
-     "Move a running job to a cheaper offer only when the expected saving "
-     "exceeds this many restart overheads at the new price."},
-    {"move_fraction", EBB_CFG_DOUBLE, "0.05",
-     offsetof(struct dl_cfg, move_fraction),
-     "... and this fraction of the expected cost of staying."},
-    {"checkpoint_every", EBB_CFG_DURATION, "1h",
-     offsetof(struct dl_cfg, checkpoint_every),
-     "Reference work between checkpoints for jobs without periodic "
-     "checkpoints (checkpoint: {every: ...}); a job's own interval wins. "
-     "Used for budget checks and preemption rework."},
-    {"lose_unsaved", EBB_CFG_BOOL, "false",
-     offsetof(struct dl_cfg, lose_unsaved),
-     "Count the work since the last checkpoint as lost on a preemption "
-     "(false: the notice leaves time to checkpoint, as on AWS)."},
+    DL_CFG_KEYS(struct dl_cfg, )
     EBB_CFG_END,
 };
 
@@ -100,29 +59,8 @@ static int dl_create(const struct ebb_host *host, const void *config,
     if (p == NULL)
         return EBB_ENOMEM;
     p->host = host;
-    p->cfg = (struct dl_cfg){
-        .safety_margin = 10 * EBB_MS_PER_MINUTE,
-        .margin_fraction = 0.02,
-        .hysteresis_overheads = 1,
-        .reserve_overheads = 1,
-        .move_factor = 2,
-        .move_fraction = 0.05,
-        .checkpoint_every = EBB_MS_PER_HOUR,
-    };
-    if (config != NULL)
-        p->cfg = *(const struct dl_cfg *)config;
-    const struct dl_cfg *k = &p->cfg;
-    if (k->safety_margin < 0 || k->checkpoint_every < 0 ||
-        !(k->margin_fraction >= 0 && k->margin_fraction < 1) ||
-        !(isfinite(k->hysteresis_overheads) && k->hysteresis_overheads >= 0) ||
-        !(isfinite(k->reserve_overheads) && k->reserve_overheads >= 0) ||
-        !(isfinite(k->move_factor) && k->move_factor >= 0) ||
-        !(k->move_fraction >= 0 && k->move_fraction < 1)) {
-        if (host != NULL && host->log != NULL)
-            host->log(host->ctx, EBB_LOG_ERROR, "deadline: margins, "
-                      "overheads and factors must be >= 0 and fractions "
-                      "below 1 (try safety_margin: 10m, margin_fraction: "
-                      "0.02)");
+    p->cfg = config != NULL ? *(const struct dl_cfg *)config : dl_cfg_defaults();
+    if (dl_cfg_check(&p->cfg, host, "deadline") != 0) {
         free(p);
         return EBB_ECONFIG;
     }
@@ -148,18 +86,9 @@ static int dl_decide(void *self, const struct ebb_job_view *job,
     if (pu_settled(&c, out))
         return 0;
     const struct dl *p = self;
-    struct pu_model m = {
-        .checkpoint_ms = pu_checkpoint_ms(job, p->cfg.checkpoint_every),
-        .margin_ms = (double)p->cfg.safety_margin,
-        .margin_frac = p->cfg.margin_fraction,
-        .lose_unsaved = p->cfg.lose_unsaved,
-    };
-    struct dlr_params rp = {
-        .hysteresis_overheads = p->cfg.hysteresis_overheads,
-        .reserve_overheads = p->cfg.reserve_overheads,
-        .move_factor = p->cfg.move_factor,
-        .move_fraction = p->cfg.move_fraction,
-    };
+    struct pu_model m;
+    struct dlr_params rp;
+    dl_cfg_apply(&p->cfg, job, &m, &rp);
     struct dlr_state s;
     dlr_begin(&s, &rp, &c, &m);
     struct pu_cost_cache cache;

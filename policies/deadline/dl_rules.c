@@ -171,3 +171,51 @@ void dlr_idle(const struct dlr_state *s, struct ebb_decision *out)
               "reserve %s: %s", pu_dur_text(g->q, dur),
               pu_dur_text(reserve, fdur), pu_offer_text(c, any, what));
 }
+
+struct dl_cfg dl_cfg_defaults(void)
+{
+    return (struct dl_cfg){
+        .safety_margin = 10 * EBB_MS_PER_MINUTE,
+        .margin_fraction = 0.02,
+        .hysteresis_overheads = 1,
+        .reserve_overheads = 1,
+        .move_factor = 2,
+        .move_fraction = 0.05,
+        .checkpoint_every = EBB_MS_PER_HOUR,
+    };
+}
+
+int dl_cfg_check(const struct dl_cfg *k, const struct ebb_host *host,
+                 const char *name)
+{
+    if (k->safety_margin < 0 || k->checkpoint_every < 0 ||
+        !(k->margin_fraction >= 0 && k->margin_fraction < 1) ||
+        !(isfinite(k->hysteresis_overheads) && k->hysteresis_overheads >= 0) ||
+        !(isfinite(k->reserve_overheads) && k->reserve_overheads >= 0) ||
+        !(isfinite(k->move_factor) && k->move_factor >= 0) ||
+        !(k->move_fraction >= 0 && k->move_fraction < 1)) {
+        if (host != NULL && host->log != NULL)
+            host->log(host->ctx, EBB_LOG_ERROR, "%s: margins, overheads and "
+                      "factors must be >= 0 and fractions below 1 (try "
+                      "safety_margin: 10m, margin_fraction: 0.02)", name);
+        return EBB_ECONFIG;
+    }
+    return 0;
+}
+
+void dl_cfg_apply(const struct dl_cfg *k, const struct ebb_job_view *job,
+                  struct pu_model *m, struct dlr_params *rp)
+{
+    *m = (struct pu_model){
+        .checkpoint_ms = pu_checkpoint_ms(job, k->checkpoint_every),
+        .margin_ms = (double)k->safety_margin,
+        .margin_frac = k->margin_fraction,
+        .lose_unsaved = k->lose_unsaved,
+    };
+    *rp = (struct dlr_params){
+        .hysteresis_overheads = k->hysteresis_overheads,
+        .reserve_overheads = k->reserve_overheads,
+        .move_factor = k->move_factor,
+        .move_fraction = k->move_fraction,
+    };
+}

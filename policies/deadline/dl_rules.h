@@ -5,7 +5,77 @@
 #ifndef EBB_DL_RULES_H
 #define EBB_DL_RULES_H
 
+#include <stddef.h>
+
+#include <ebb/config.h>
+#include <ebb/host.h>
+
 #include "policy_util.h"
+
+struct dlr_params;
+
+/* The rules' configuration. deadline's configuration is exactly this;
+ * trough's starts with it. */
+struct dl_cfg {
+    ebb_dur_ms safety_margin;
+    double margin_fraction;
+    double hysteresis_overheads;
+    double reserve_overheads;
+    double move_factor;
+    double move_fraction;
+    ebb_dur_ms checkpoint_every;
+    int lose_unsaved;
+};
+
+/* The configuration table entries for a struct dl_cfg found at member
+ * path `m` (empty, or "dl.") inside `type`: one table text for both
+ * policies. */
+#define DL_CFG_KEYS(type, m)                                                  \
+    {"safety_margin", EBB_CFG_DURATION, "10m",                                \
+     offsetof(type, m safety_margin),                                         \
+     "Slack kept on the on-demand fallback on top of one restart (launch "    \
+     "latency, a late decision)."},                                           \
+    {"margin_fraction", EBB_CFG_DOUBLE, "0.02",                               \
+     offsetof(type, m margin_fraction),                                       \
+     "Plus this fraction of the remaining on-demand run time (periodic "      \
+     "checkpoint pauses slow a run down)."},                                  \
+    {"hysteresis_overheads", EBB_CFG_DOUBLE, "1",                             \
+     offsetof(type, m hysteresis_overheads),                                  \
+     "Leave on-demand for spot only with this many restart overheads of "     \
+     "slack to spare beyond the floor (no flapping)."},                       \
+    {"reserve_overheads", EBB_CFG_DOUBLE, "1",                                \
+     offsetof(type, m reserve_overheads),                                     \
+     "With no spot available, wait idle until the slack is down to the "      \
+     "floor plus this many overheads more than a return to spot needs."},     \
+    {"move_factor", EBB_CFG_DOUBLE, "2",                                      \
+     offsetof(type, m move_factor),                                           \
+     "Move a running job to a cheaper offer only when the expected saving "   \
+     "exceeds this many restart overheads at the new price."},                \
+    {"move_fraction", EBB_CFG_DOUBLE, "0.05",                                 \
+     offsetof(type, m move_fraction),                                         \
+     "... and this fraction of the expected cost of staying."},               \
+    {"checkpoint_every", EBB_CFG_DURATION, "1h",                              \
+     offsetof(type, m checkpoint_every),                                      \
+     "Reference work between checkpoints for jobs without periodic "          \
+     "checkpoints (checkpoint: {every: ...}); a job's own interval wins. "    \
+     "Used for budget checks and preemption rework."},                        \
+    {"lose_unsaved", EBB_CFG_BOOL, "false",                                   \
+     offsetof(type, m lose_unsaved),                                          \
+     "Count the work since the last checkpoint as lost on a preemption "      \
+     "(false: the notice leaves time to checkpoint, as on AWS)."},
+
+/* The defaults the table's entries give, for a policy created without a
+ * configuration. */
+struct dl_cfg dl_cfg_defaults(void);
+
+/* Checks a configuration; on a bad one logs why through `host` (may be
+ * NULL) for policy `name` and returns EBB_ECONFIG, else 0. */
+int dl_cfg_check(const struct dl_cfg *k, const struct ebb_host *host,
+                 const char *name);
+
+/* The cost model and rule parameters for one decision of `job`. */
+void dl_cfg_apply(const struct dl_cfg *k, const struct ebb_job_view *job,
+                  struct pu_model *m, struct dlr_params *rp);
 
 /* The knobs the rules read; each policy fills them from its config. */
 struct dlr_params {

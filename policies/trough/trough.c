@@ -45,16 +45,9 @@
 #include "policy_util.h"
 
 struct trough_cfg {
-    ebb_dur_ms safety_margin;
-    double margin_fraction;
+    struct dl_cfg dl; /* the deadline rules' knobs, first */
     double min_saving;
     ebb_dur_ms max_wait;
-    double hysteresis_overheads;
-    double reserve_overheads;
-    double move_factor;
-    double move_fraction;
-    ebb_dur_ms checkpoint_every;
-    int lose_unsaved;
 };
 
 struct trough {
@@ -63,14 +56,7 @@ struct trough {
 };
 
 static const struct ebb_cfg_key trough_keys[] = {
-    {"safety_margin", EBB_CFG_DURATION, "10m",
-     offsetof(struct trough_cfg, safety_margin),
-     "Slack kept before the deadline after a wait and a restart (launch "
-     "latency, a late decision)."},
-    {"margin_fraction", EBB_CFG_DOUBLE, "0.02",
-     offsetof(struct trough_cfg, margin_fraction),
-     "Plus this fraction of the remaining run time on the fallback "
-     "(periodic checkpoint pauses slow a run down)."},
+    DL_CFG_KEYS(struct trough_cfg, dl.)
     {"min_saving", EBB_CFG_DOUBLE, "0.05",
      offsetof(struct trough_cfg, min_saving),
      "Wait for a trough only when it is expected to save this fraction of "
@@ -78,30 +64,6 @@ static const struct ebb_cfg_key trough_keys[] = {
     {"max_wait", EBB_CFG_DURATION, "24h",
      offsetof(struct trough_cfg, max_wait),
      "Look this far ahead in the forecast for a cheaper start."},
-    {"hysteresis_overheads", EBB_CFG_DOUBLE, "1",
-     offsetof(struct trough_cfg, hysteresis_overheads),
-     "Leave on-demand for spot only with this many restart overheads of "
-     "slack to spare beyond the floor."},
-    {"reserve_overheads", EBB_CFG_DOUBLE, "1",
-     offsetof(struct trough_cfg, reserve_overheads),
-     "With no spot available, wait idle until the slack is down to the "
-     "floor plus this many overheads more than a return to spot needs."},
-    {"move_factor", EBB_CFG_DOUBLE, "2",
-     offsetof(struct trough_cfg, move_factor),
-     "Move or pause a running job only when the expected saving exceeds "
-     "this many restart overheads at the new price."},
-    {"move_fraction", EBB_CFG_DOUBLE, "0.05",
-     offsetof(struct trough_cfg, move_fraction),
-     "... and this fraction of the expected cost of staying."},
-    {"checkpoint_every", EBB_CFG_DURATION, "1h",
-     offsetof(struct trough_cfg, checkpoint_every),
-     "Reference work between checkpoints for jobs without periodic "
-     "checkpoints (checkpoint: {every: ...}); a job's own interval wins. "
-     "Used for budget checks and preemption rework."},
-    {"lose_unsaved", EBB_CFG_BOOL, "false",
-     offsetof(struct trough_cfg, lose_unsaved),
-     "Count the work since the last checkpoint as lost on a preemption "
-     "(false: the notice leaves time to checkpoint, as on AWS)."},
     EBB_CFG_END,
 };
 
@@ -112,33 +74,22 @@ static int trough_create(const struct ebb_host *host, const void *config,
     if (p == NULL)
         return EBB_ENOMEM;
     p->host = host;
-    p->cfg = (struct trough_cfg){
-        .safety_margin = 10 * EBB_MS_PER_MINUTE,
-        .margin_fraction = 0.02,
-        .min_saving = 0.05,
-        .max_wait = 24 * EBB_MS_PER_HOUR,
-        .hysteresis_overheads = 1,
-        .reserve_overheads = 1,
-        .move_factor = 2,
-        .move_fraction = 0.05,
-        .checkpoint_every = EBB_MS_PER_HOUR,
-    };
     if (config != NULL)
         p->cfg = *(const struct trough_cfg *)config;
+    else
+        p->cfg = (struct trough_cfg){dl_cfg_defaults(), 0.05, 24 * EBB_MS_PER_HOUR};
     const struct trough_cfg *k = &p->cfg;
-    if (k->safety_margin < 0 || k->checkpoint_every < 0 || k->max_wait < 0 ||
-        !(k->margin_fraction >= 0 && k->margin_fraction < 1) ||
-        !(k->min_saving >= 0 && k->min_saving < 1) ||
-        !(isfinite(k->hysteresis_overheads) && k->hysteresis_overheads >= 0) ||
-        !(isfinite(k->reserve_overheads) && k->reserve_overheads >= 0) ||
-        !(isfinite(k->move_factor) && k->move_factor >= 0) ||
-        !(k->move_fraction >= 0 && k->move_fraction < 1)) {
+    int rc = dl_cfg_check(&k->dl, host, "trough");
+    if (rc == 0 && (k->max_wait < 0 || !(k->min_saving >= 0 && k->min_saving < 1))) {
         if (host != NULL && host->log != NULL)
-            host->log(host->ctx, EBB_LOG_ERROR, "trough: margins, waits, "
-                      "overheads and factors must be >= 0 and fractions "
-                      "below 1 (try min_saving: 0.05, max_wait: 24h)");
+            host->log(host->ctx, EBB_LOG_ERROR, "trough: max_wait must be >= 0 "
+                      "and min_saving in [0, 1) (try min_saving: 0.05, "
+                      "max_wait: 24h)");
+        rc = EBB_ECONFIG;
+    }
+    if (rc != 0) {
         free(p);
-        return EBB_ECONFIG;
+        return rc;
     }
     *self = p;
     return 0;
@@ -245,18 +196,9 @@ static int trough_decide(void *self, const struct ebb_job_view *job,
     if (pu_settled(&c, out))
         return 0;
     const struct trough *p = self;
-    struct pu_model m = {
-        .checkpoint_ms = pu_checkpoint_ms(job, p->cfg.checkpoint_every),
-        .margin_ms = (double)p->cfg.safety_margin,
-        .margin_frac = p->cfg.margin_fraction,
-        .lose_unsaved = p->cfg.lose_unsaved,
-    };
-    struct dlr_params rp = {
-        .hysteresis_overheads = p->cfg.hysteresis_overheads,
-        .reserve_overheads = p->cfg.reserve_overheads,
-        .move_factor = p->cfg.move_factor,
-        .move_fraction = p->cfg.move_fraction,
-    };
+    struct pu_model m;
+    struct dlr_params rp;
+    dl_cfg_apply(&p->cfg.dl, job, &m, &rp);
     struct dlr_state s;
     dlr_begin(&s, &rp, &c, &m);
     struct pu_cost_cache cache;
