@@ -77,26 +77,12 @@ static int dl_decide(void *self, const struct ebb_job_view *job,
                      const struct ebb_market_view *market, ebb_time_ms now,
                      struct ebb_decision *out)
 {
-    struct pu_ctx c;
-    int rc = pu_begin(&c, job, market, now, out);
-    if (rc != 0)
-        return rc;
-    if (self == NULL)
-        return EBB_EINVAL;
-    if (pu_settled(&c, out))
-        return 0;
     const struct dl *p = self;
-    struct pu_model m;
-    struct dlr_params rp;
-    dl_cfg_apply(&p->cfg, job, &m, &rp);
-    struct dlr_state s;
-    dlr_begin(&s, &rp, &c, &m);
-    struct pu_cost_cache cache;
-    pu_cache_attach(&c, &cache, &m);
-    if (c.running != PU_NONE)
-        dlr_running(&s, out);
-    else
-        dlr_idle(&s, out);
+    struct dl_decision d;
+    int rc;
+    if (dl_prepare(&d, p != NULL ? &p->cfg : NULL, job, market, now, out, &rc))
+        return rc;
+    dl_decide_rules(&d, out);
     return 0;
 }
 

@@ -219,3 +219,27 @@ void dl_cfg_apply(const struct dl_cfg *k, const struct ebb_job_view *job,
         .move_fraction = k->move_fraction,
     };
 }
+
+int dl_prepare(struct dl_decision *d, const struct dl_cfg *k,
+               const struct ebb_job_view *job,
+               const struct ebb_market_view *market, ebb_time_ms now,
+               struct ebb_decision *out, int *rc)
+{
+    *rc = pu_begin(&d->c, job, market, now, out);
+    if (*rc == 0 && k == NULL)
+        *rc = EBB_EINVAL;
+    if (*rc != 0 || pu_settled(&d->c, out))
+        return 1;
+    dl_cfg_apply(k, job, &d->m, &d->rp);
+    dlr_begin(&d->s, &d->rp, &d->c, &d->m);
+    pu_cache_attach(&d->c, &d->cache, &d->m);
+    return 0;
+}
+
+void dl_decide_rules(const struct dl_decision *d, struct ebb_decision *out)
+{
+    if (d->c.running != PU_NONE)
+        dlr_running(&d->s, out);
+    else
+        dlr_idle(&d->s, out);
+}

@@ -116,6 +116,29 @@ int dlr_running_forced(const struct dlr_state *s, struct ebb_decision *out);
 void dlr_running(const struct dlr_state *s, struct ebb_decision *out);
 void dlr_idle(const struct dlr_state *s, struct ebb_decision *out);
 
+/* Everything one decision under the deadline rules works with. Filled by
+ * dl_prepare(); it must stay where it is (its parts point at each other). */
+struct dl_decision {
+    struct pu_ctx c;
+    struct pu_model m;
+    struct dlr_params rp;
+    struct dlr_state s;
+    struct pu_cost_cache cache;
+};
+
+/* Checks the arguments and settles what every policy decides alike (as
+ * pu_decide does), then prepares *d for the job under configuration `k`
+ * (NULL: the policy has no instance, EBB_EINVAL). Returns 1 when the
+ * decision is made (return *rc from decide()), 0 to go on. */
+int dl_prepare(struct dl_decision *d, const struct dl_cfg *k,
+               const struct ebb_job_view *job,
+               const struct ebb_market_view *market, ebb_time_ms now,
+               struct ebb_decision *out, int *rc);
+
+/* The deadline rules' decision for a prepared job: dlr_running() or
+ * dlr_idle(). */
+void dl_decide_rules(const struct dl_decision *d, struct ebb_decision *out);
+
 /* The slack under which a guarded idle job without spot takes on-demand:
  * floor + (2 + hysteresis_overheads + reserve_overheads) overheads. */
 double dlr_reserve(const struct dlr_state *s);

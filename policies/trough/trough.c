@@ -187,61 +187,49 @@ static int trough_decide(void *self, const struct ebb_job_view *job,
                          const struct ebb_market_view *market, ebb_time_ms now,
                          struct ebb_decision *out)
 {
-    struct pu_ctx c;
-    int rc = pu_begin(&c, job, market, now, out);
-    if (rc != 0)
-        return rc;
-    if (self == NULL)
-        return EBB_EINVAL;
-    if (pu_settled(&c, out))
-        return 0;
     const struct trough *p = self;
-    struct pu_model m;
-    struct dlr_params rp;
-    dl_cfg_apply(&p->cfg.dl, job, &m, &rp);
-    struct dlr_state s;
-    dlr_begin(&s, &rp, &c, &m);
-    struct pu_cost_cache cache;
-    pu_cache_attach(&c, &cache, &m);
-    if (c.running != PU_NONE && dlr_running_forced(&s, out))
+    struct dl_decision d;
+    int rc;
+    if (dl_prepare(&d, p != NULL ? &p->cfg.dl : NULL, job, market, now, out,
+                   &rc))
+        return rc;
+    if (d.c.running != PU_NONE && dlr_running_forced(&d.s, out))
         return 0;
 
     /* The best start now: keeping the running instance, or the cheapest
      * expected launch the rules allow. */
     double now_cost = INFINITY;
-    if (c.running != PU_NONE)
-        now_cost = pu_expected_cost(&c, c.running, 0, &m);
+    if (d.c.running != PU_NONE)
+        now_cost = pu_expected_cost(&d.c, d.c.running, 0, &d.m);
     double launch_cost = INFINITY;
-    size_t launch = pu_best_fit(&c, &s.g, &m, -1, c.running, &launch_cost,
-                                NULL);
+    size_t launch = pu_best_fit(&d.c, &d.s.g, &d.m, -1, d.c.running,
+                                &launch_cost, NULL);
     if (launch != PU_NONE && launch_cost < now_cost)
         now_cost = launch_cost;
 
-    struct later l = best_later(&s, (double)p->cfg.max_wait);
+    struct later l = best_later(&d.s, (double)p->cfg.max_wait);
     int worth = l.k != PU_NONE &&
                 l.cost < now_cost * (1.0 - p->cfg.min_saving);
-    if (worth && c.running != PU_NONE)
-        worth = dlr_move_pays(&s, l.k, pu_expected_cost(&c, c.running, 0, &m),
+    if (worth && d.c.running != PU_NONE)
+        worth = dlr_move_pays(&d.s, l.k,
+                              pu_expected_cost(&d.c, d.c.running, 0, &d.m),
                               l.cost);
     if (worth) {
         char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT];
         char m1[PU_MONEY_TEXT], m2[PU_MONEY_TEXT];
-        if (c.running != PU_NONE)
+        if (d.c.running != PU_NONE)
             pu_stop(out, "forecast trough in %s on %s: expected %s to "
                     "finish vs %s now; pausing until then",
-                    pu_dur_text(l.wait, dur), pu_offer_text(&c, l.k, what),
+                    pu_dur_text(l.wait, dur), pu_offer_text(&d.c, l.k, what),
                     pu_money_text(l.cost, m1), pu_money_text(now_cost, m2));
         else
             pu_wait(out, pu_after(now, l.wait), "forecast trough in %s on "
                     "%s: expected %s to finish vs %s now",
-                    pu_dur_text(l.wait, dur), pu_offer_text(&c, l.k, what),
+                    pu_dur_text(l.wait, dur), pu_offer_text(&d.c, l.k, what),
                     pu_money_text(l.cost, m1), pu_money_text(now_cost, m2));
         return 0;
     }
-    if (c.running != PU_NONE)
-        dlr_running(&s, out);
-    else
-        dlr_idle(&s, out);
+    dl_decide_rules(&d, out);
     return 0;
 }
 
