@@ -134,7 +134,10 @@ int main(int argc, char **argv)
            "as after a price change on an offer all of them may use; CPU time\n\n");
     printf("%-18s %8s %12s %12s %12s %10s\n", "POLICY", "JOBS", "SUBMIT s",
            "PASS ms", "us/DECISION", "xBASE");
+    const char *only = argc > 2 ? argv[2] : NULL;
     for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
+        if (only != NULL && strcmp(only, policies[p]) != 0)
+            continue;
         double base_submit, base_pass, submit, pass;
         uint64_t base_dec, dec;
         if (run(policies[p], n / 10, &base_submit, &base_pass, &base_dec) != 0 ||
