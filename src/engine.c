@@ -293,11 +293,60 @@ void ebb__engine_fini(struct ebb__engine *e)
         job = next;
     }
     free(e->polls);
+    free(e->by_id);
     free(e->view_offers);
     free(e->view_map);
     free(e->view_allowed);
     ebb__market_free(&e->market);
     *e = (struct ebb__engine){0};
+}
+
+/* ---- jobs by id --------------------------------------------------------- */
+
+static size_t id_hash(const char *id, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len && id[i] != '\0'; i++)
+        h = (h ^ (unsigned char)id[i]) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+static void by_id_put(struct ebb__job **table, size_t cap, struct ebb__job *job)
+{
+    size_t i = id_hash(job->id, sizeof(job->id)) & (cap - 1);
+    while (table[i] != NULL)
+        i = (i + 1) & (cap - 1);
+    table[i] = job;
+}
+
+static int by_id_add(struct ebb__engine *e, struct ebb__job *job)
+{
+    if ((e->n_jobs + 1) * 2 > e->by_id_cap) {
+        size_t cap = e->by_id_cap ? e->by_id_cap * 2 : 64;
+        struct ebb__job **table = calloc(cap, sizeof(*table));
+        if (table == NULL)
+            return EBB_ENOMEM;
+        for (size_t i = 0; i < e->by_id_cap; i++)
+            if (e->by_id[i] != NULL)
+                by_id_put(table, cap, e->by_id[i]);
+        free(e->by_id);
+        e->by_id = table;
+        e->by_id_cap = cap;
+    }
+    by_id_put(e->by_id, e->by_id_cap, job);
+    return 0;
+}
+
+struct ebb__job *ebb__engine_job(const struct ebb__engine *e, const char *id)
+{
+    if (e->by_id_cap == 0 || id == NULL)
+        return NULL;
+    size_t len = strlen(id);
+    for (size_t i = id_hash(id, len) & (e->by_id_cap - 1); e->by_id[i] != NULL;
+         i = (i + 1) & (e->by_id_cap - 1))
+        if (strcmp(e->by_id[i]->id, id) == 0)
+            return e->by_id[i];
+    return NULL;
 }
 
 /* ---- submission -------------------------------------------------------- */
@@ -385,6 +434,12 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
         ebb__jobspec_free(&job->spec);
         free(job);
         return rc;
+    }
+    if (by_id_add(e, job) != 0) {
+        ebb__diag_set(d, NULL, 0, "out of memory");
+        ebb__jobspec_free(&job->spec);
+        free(job);
+        return EBB_ENOMEM;
     }
     *e->jobs_tail = job;
     e->jobs_tail = &job->next;

@@ -110,6 +110,9 @@ struct ebb__engine {
     struct ebb__market market;
     struct ebb__job *jobs;
     struct ebb__job **jobs_tail;
+    /* Jobs by id: open addressing, a power-of-two size, at most half full. */
+    struct ebb__job **by_id;
+    size_t by_id_cap;
     size_t n_jobs;
     size_t n_active;                 /* jobs not in a terminal state */
     struct ebb__timer plan_timer;
@@ -152,6 +155,9 @@ void ebb__engine_poll_prices(struct ebb__engine *e);
 int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
                        const char *spec_yaml, int64_t owner_uid,
                        struct ebb__job **out, struct ebb__diag *d);
+
+/* The job with this id, or NULL. */
+struct ebb__job *ebb__engine_job(const struct ebb__engine *e, const char *id);
 
 /* Whether offer `o` of the market is allowed by the job's resources and
  * market. */

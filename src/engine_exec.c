@@ -306,14 +306,21 @@ void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
 
 /* ---- instance events --------------------------------------------------- */
 
+/* Tokens are "<job id>-a<attempt>" (ebb__engine_launch), so the job is
+ * found by its id; the token must still be its current attempt's. */
 static struct ebb__job *job_of_token(struct ebb__engine *e, const char *token)
 {
-    if (token == NULL)
+    const char *cut = token != NULL ? strrchr(token, '-') : NULL;
+    char id[sizeof(((struct ebb__job *)0)->id)];
+    if (cut == NULL || (size_t)(cut - token) >= sizeof(id))
         return NULL;
-    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next)
-        if (job->current != NULL && strcmp(job->current->token, token) == 0)
-            return job;
-    return NULL;
+    memcpy(id, token, (size_t)(cut - token));
+    id[cut - token] = '\0';
+    struct ebb__job *job = ebb__engine_job(e, id);
+    if (job == NULL || job->current == NULL ||
+        strcmp(job->current->token, token) != 0)
+        return NULL;
+    return job;
 }
 
 static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev)

@@ -36,6 +36,60 @@ static ebb_time_ms host_now(void *ctx)
     return ebb__clock_now(from_ctx(ctx)->env->clock);
 }
 
+/* A deleted slot: probing goes on past it; inserting may reuse it. */
+static struct ebb__host_timer slot_deleted;
+
+static size_t slot_of(int64_t id, size_t n)
+{
+    return (size_t)((uint64_t)id * 0x9E3779B97F4A7C15ULL) & (n - 1);
+}
+
+static int slots_grow(struct ebb__host *h)
+{
+    size_t n = h->n_slots ? h->n_slots * 2 : 64;
+    struct ebb__host_timer **slots = calloc(n, sizeof(*slots));
+    if (slots == NULL)
+        return EBB_ENOMEM;
+    for (struct ebb__host_timer *t = h->timers; t != NULL; t = t->next) {
+        size_t i = slot_of(t->id, n);
+        while (slots[i] != NULL)
+            i = (i + 1) & (n - 1);
+        slots[i] = t;
+    }
+    free(h->slots);
+    h->slots = slots;
+    h->n_slots = n;
+    h->used_slots = 0;
+    for (struct ebb__host_timer *t = h->timers; t != NULL; t = t->next)
+        h->used_slots++;
+    return 0;
+}
+
+static int slots_add(struct ebb__host *h, struct ebb__host_timer *t)
+{
+    if ((h->used_slots + 1) * 2 > h->n_slots && slots_grow(h) != 0)
+        return EBB_ENOMEM;
+    size_t i = slot_of(t->id, h->n_slots);
+    while (h->slots[i] != NULL && h->slots[i] != &slot_deleted)
+        i = (i + 1) & (h->n_slots - 1);
+    if (h->slots[i] == NULL)
+        h->used_slots++;
+    h->slots[i] = t;
+    return 0;
+}
+
+/* The slot holding timer `id`, or NULL. */
+static struct ebb__host_timer **slots_find(struct ebb__host *h, int64_t id)
+{
+    if (h->n_slots == 0)
+        return NULL;
+    for (size_t i = slot_of(id, h->n_slots); h->slots[i] != NULL;
+         i = (i + 1) & (h->n_slots - 1))
+        if (h->slots[i] != &slot_deleted && h->slots[i]->id == id)
+            return &h->slots[i];
+    return NULL;
+}
+
 static void timer_unlink(struct ebb__host_timer *t)
 {
     struct ebb__host *h = t->owner;
@@ -45,6 +99,9 @@ static void timer_unlink(struct ebb__host_timer *t)
         h->timers = t->next;
     if (t->next != NULL)
         t->next->prev = t->prev;
+    struct ebb__host_timer **slot = slots_find(h, t->id);
+    if (slot != NULL)
+        *slot = &slot_deleted;
 }
 
 static void on_timer(struct ebb__timer *timer)
@@ -76,6 +133,11 @@ static int64_t host_timer_start(void *ctx, ebb_time_ms due, ebb_timer_fn fn,
         free(t);
         return rc;
     }
+    if (slots_add(h, t) != 0) {
+        ebb__timer_stop(h->env->clock, &t->timer);
+        free(t);
+        return EBB_ENOMEM;
+    }
     t->next = h->timers;
     if (h->timers != NULL)
         h->timers->prev = t;
@@ -86,14 +148,13 @@ static int64_t host_timer_start(void *ctx, ebb_time_ms due, ebb_timer_fn fn,
 static void host_timer_stop(void *ctx, int64_t id)
 {
     struct ebb__host *h = from_ctx(ctx);
-    for (struct ebb__host_timer *t = h->timers; t != NULL; t = t->next) {
-        if (t->id == id) {
-            ebb__timer_stop(h->env->clock, &t->timer);
-            timer_unlink(t);
-            free(t);
-            return;
-        }
-    }
+    struct ebb__host_timer **slot = slots_find(h, id);
+    if (slot == NULL)
+        return;
+    struct ebb__host_timer *t = *slot;
+    ebb__timer_stop(h->env->clock, &t->timer);
+    timer_unlink(t);
+    free(t);
 }
 
 static int host_http(void *ctx, const struct ebb_http_request *req,
@@ -149,6 +210,9 @@ void ebb__host_fini(struct ebb__host *h)
         timer_unlink(t);
         free(t);
     }
+    free(h->slots);
+    h->slots = NULL;
+    h->n_slots = h->used_slots = 0;
     free(h->name);
     h->name = NULL;
 }

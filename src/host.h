@@ -29,7 +29,11 @@ struct ebb__host {
     struct ebb_host host; /* lent to the plugin; host.ctx points back here */
     const struct ebb__host_env *env;
     char *name;
-    struct ebb__host_timer *timers;
+    struct ebb__host_timer *timers;  /* pending, a list for destroy */
+    /* Pending timers by id, so stopping one is O(1): open addressing,
+     * a power-of-two size, deleted slots marked (see host.c). */
+    struct ebb__host_timer **slots;
+    size_t n_slots, used_slots;
     int64_t next_timer_id;
 };
 
