@@ -66,6 +66,15 @@ static void flat_outlook(struct ebb__offer *o, ebb_micros price, ebb_time_ms now
     o->n_fc = OUTLOOK_STEPS;
 }
 
+static ebb_micros lowest_p50(const struct ebb__offer *o)
+{
+    ebb_micros low = o->n_fc > 0 ? o->fc[0].p50 : 0;
+    for (size_t i = 1; i < o->n_fc; i++)
+        if (o->fc[i].p50 < low)
+            low = o->fc[i].p50;
+    return low > 0 ? low : 0;
+}
+
 void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
 {
     struct ebb__offer *o = &e->market.offers[k];
@@ -80,12 +89,14 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
     o->fc_origin = now;
     o->fc_steps_seen = o->n_steps;
     o->n_fc = 0;
+    o->fc_p50_low = 0;
     o->hazard = 0;
     const struct ebb__market_step *cur = ebb__offer_at(o, now);
     if (cur == NULL)
         return;
     if (o->market == EBB_MARKET_ON_DEMAND) {
         flat_outlook(o, cur->price, now);
+        o->fc_p50_low = cur->price;
         return;
     }
     static struct scratch s; /* the engine is single-threaded */
@@ -99,6 +110,7 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
         o->n_fc = OUTLOOK_STEPS;
     else
         flat_outlook(o, cur->price, now);
+    o->fc_p50_low = lowest_p50(o);
     struct ebb__capacity_history ch = {s.at, s.capacity, n};
     o->hazard = ebb__preemption_hazard(&ch, now + 1, o->losses, o->instance_hours);
 }

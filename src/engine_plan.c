@@ -141,6 +141,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             .preemption_per_hour = o->hazard,
             .forecast = o->fc,
             .n_forecast = o->n_fc,
+            .forecast_p50_low = o->fc_p50_low,
         };
         e->view_map[n] = k;
         n++;

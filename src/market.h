@@ -48,6 +48,7 @@ struct ebb__offer {
      * steps known then; recomputed when the hour or the history moves. */
     struct ebb_forecast_point *fc;
     size_t n_fc;
+    ebb_micros fc_p50_low;   /* the lowest p50 in fc */
     ebb_time_ms fc_origin;
     size_t fc_steps_seen;
     double hazard;

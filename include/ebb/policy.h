@@ -37,6 +37,10 @@ struct ebb_offer {
     /* Price forecast from now on, hourly; NULL/0 when none is known. */
     const struct ebb_forecast_point *forecast;
     size_t n_forecast;
+    /* No p50 in `forecast` is below this (0 when unknown): with the price
+     * now it bounds what any span can cost, so a policy can pass over
+     * offers that cannot win without integrating their forecasts. */
+    ebb_micros forecast_p50_low;
 };
 
 struct ebb_market_view {

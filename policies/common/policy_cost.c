@@ -546,6 +546,25 @@ static int fit_ok(const struct pu_ctx *c, const struct pu_guard *g,
     return market_filter < 0 || (int)c->offers[k].market == market_filter;
 }
 
+/* 1 when offer k's expected cost surely exceeds `bound`: no price over
+ * its span is below the lower of its price now and its forecast's lowest
+ * p50, so that price times the expected time bounds the cost from below.
+ * The margin keeps rounding from deciding a near tie. */
+static int cannot_beat(const struct pu_ctx *c, size_t k,
+                       const struct pu_model *m, double bound)
+{
+    const struct ebb_offer *o = &c->offers[k];
+    if (o->forecast_p50_low <= 0 || !isfinite(bound))
+        return 0;
+    ebb_micros low = o->price_per_hour < o->forecast_p50_low ? o->price_per_hour
+                                                             : o->forecast_p50_low;
+    double ms = expected_ms(c, k, k != c->running, m);
+    if (!(ms >= 0) || !isfinite(ms))
+        return 0;
+    double floor_cost = (double)low * ms / (double)EBB_MS_PER_HOUR;
+    return floor_cost > bound * (1.0 + 1e-9) + 1e-6;
+}
+
 size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
                    const struct pu_model *m, int market_filter, size_t skip,
                    double *cost, int *budget_blocked)
@@ -566,6 +585,8 @@ size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
                 *budget_blocked = 1;
             continue;
         }
+        if (best != PU_NONE && cannot_beat(c, k, m, best_cost))
+            continue;
         double e;
         if (!cost_upto(c, k, m, best_cost, &e) || !isfinite(e))
             continue;

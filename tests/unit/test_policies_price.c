@@ -567,6 +567,59 @@ static void simulated_jobs_meet_deadlines(void **state)
     }
 }
 
+/* The forecast's lowest p50 only lets a policy skip work: on random
+ * markets with forecasts, giving it or leaving it out (0) must produce the
+ * same decision, byte for byte. */
+static void forecast_low_changes_no_decision(void **state)
+{
+    (void)state;
+    enum { N_OFFERS = 12, N_POINTS = 48 };
+    static struct ebb_forecast_point fc[N_OFFERS][N_POINTS];
+    uint64_t x = 88172645463325252ULL;
+    const char *pruning[] = {"deadline", "trough"};
+    for (size_t p = 0; p < 2; p++) {
+        struct ph_pol pol = ph_load(pruning[p], NULL);
+        for (int round = 0; round < 300; round++) {
+            struct ebb_offer offers[N_OFFERS];
+            for (size_t k = 0; k < N_OFFERS; k++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                int spot = k % 3 != 0;
+                double price = 0.3 + (double)(x % 4000) / 1000.0;
+                offers[k] = ph_offer(spot ? EBB_MARKET_SPOT : EBB_MARKET_ON_DEMAND,
+                                     "p3.2xlarge", spot ? "us-east-1a" : "",
+                                     price, 0.5 + (double)(x >> 20 & 7) / 4.0,
+                                     (int)(x >> 30 & 1) || !spot);
+                offers[k].preemption_per_hour = spot ? (double)(x >> 40 & 7) / 50 : 0;
+                ebb_micros low = offers[k].price_per_hour;
+                for (size_t i = 0; i < N_POINTS; i++) {
+                    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                    ebb_micros p50 = (ebb_micros)((double)offers[k].price_per_hour *
+                                                  (0.5 + (double)(x % 1000) / 1000.0));
+                    fc[k][i] = (struct ebb_forecast_point){
+                        T0 + (ebb_time_ms)(i + 1) * H, p50 * 9 / 10, p50, p50 * 11 / 10};
+                    if (p50 < low)
+                        low = p50;
+                }
+                offers[k].forecast = fc[k];
+                offers[k].n_forecast = N_POINTS;
+                offers[k].forecast_p50_low = low;
+            }
+            struct ebb_job_view job = ph_job10();
+            job.deadline = T0 + (ebb_time_ms)(12 + round % 30) * H;
+            if (round % 4 == 1) {
+                job.running_offer = (size_t)round % N_OFFERS;
+                job.running_since = T0 - H;
+            }
+            struct ebb_decision with = ph_decide_ok(&pol, &job, offers, N_OFFERS, T0);
+            for (size_t k = 0; k < N_OFFERS; k++)
+                offers[k].forecast_p50_low = 0;
+            struct ebb_decision without = ph_decide_ok(&pol, &job, offers, N_OFFERS, T0);
+            assert_memory_equal(&with, &without, sizeof(with));
+        }
+        ph_unload(&pol);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -583,6 +636,7 @@ int main(void)
         cmocka_unit_test(cheapest_offer_found_in_any_order),
         cmocka_unit_test(markets_are_respected),
         cmocka_unit_test(deterministic_bytes),
+        cmocka_unit_test(forecast_low_changes_no_decision),
         cmocka_unit_test(degenerate_inputs),
         cmocka_unit_test(simulated_jobs_meet_deadlines),
     };
