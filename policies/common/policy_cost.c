@@ -546,12 +546,9 @@ static int fit_ok(const struct pu_ctx *c, const struct pu_guard *g,
     return market_filter < 0 || (int)c->offers[k].market == market_filter;
 }
 
-/* 1 when offer k's expected cost surely exceeds `bound`: no price over
- * its span is below the lower of its price now and its forecast's lowest
- * p50, so that price times the expected time bounds the cost from below.
- * The margin keeps rounding from deciding a near tie. */
-static int cannot_beat(const struct pu_ctx *c, size_t k,
-                       const struct pu_model *m, double bound)
+/* The margin keeps rounding from deciding a near tie. */
+int pu_cannot_beat(const struct pu_ctx *c, size_t k, const struct pu_model *m,
+                   double bound)
 {
     const struct ebb_offer *o = &c->offers[k];
     if (o->forecast_p50_low <= 0 || !isfinite(bound))
@@ -585,7 +582,7 @@ size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
                 *budget_blocked = 1;
             continue;
         }
-        if (best != PU_NONE && cannot_beat(c, k, m, best_cost))
+        if (best != PU_NONE && pu_cannot_beat(c, k, m, best_cost))
             continue;
         double e;
         if (!cost_upto(c, k, m, best_cost, &e) || !isfinite(e))

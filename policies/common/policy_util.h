@@ -283,6 +283,13 @@ int pu_guard_market_ok(const struct pu_ctx *c, const struct pu_guard *g,
 int pu_guard_spot_ok(const struct pu_ctx *c, const struct pu_guard *g,
                      size_t k, double extra_ms);
 
+/* 1 when offer k's expected cost, started now or later, surely exceeds
+ * `bound`: no price over any span is below the lower of its price now and
+ * its forecast's lowest p50 (forecast_p50_low; 0 disables the test), so
+ * that price times the expected time bounds the cost from below. */
+int pu_cannot_beat(const struct pu_ctx *c, size_t k, const struct pu_model *m,
+                   double bound);
+
 /* The offer with the lowest expected cost to launch now among those that
  * pass pu_guard_market_ok, are ready, pass pu_guard_spot_ok(extra 0) and
  * fit the budget (pu_budget_fits); `market_filter` as in

@@ -165,6 +165,8 @@ static struct later best_later(const struct dlr_state *s, double max_wait)
             !pu_guard_market_ok(c, &s->g, k) || !pu_ready(c, k) ||
             !pu_budget_fits(c, k, &s->m, NULL, NULL))
             continue;
+        if (best.k != PU_NONE && pu_cannot_beat(c, k, &s->m, best.cost))
+            continue;
         struct safety f;
         safety_init(s, k, &f);
         size_t end = 0;
