@@ -155,4 +155,22 @@ for what in prices catalog workload availability; do
     check "nonexistent --$what file is named" contains "$ERR" "$TMP/no-such-$what.csv"
 done
 
+# A predictable daily cycle (synthetic trace): the forecaster learns it and
+# trough waits for the cheap night hours; deadline, which does not time
+# prices, pays the day rate. Every deadline is met either way.
+for pol in trough deadline; do
+    expect_exit 0 "daily cycle: backtest --policy $pol" "$EBB" backtest \
+        --prices "$BAD/prices_daily_cycle.csv" --catalog "$CATALOG" \
+        --workload "$BAD/workload_daily_cycle.yaml" --policy "$pol" --json
+    printf '%s\n' "$OUT" >"$TMP/daily-$pol.out"
+done
+pycheck "daily cycle: trough waits for the trough and meets every deadline" "$TMP/daily-trough.out" '
+dl = json.load(open(sys.argv[1].replace("daily-trough", "daily-deadline")))
+for j in jobs:
+    if not j["deadline_met"]: print(j["name"], "missed its deadline")
+if not d["total_cost_usd"] < 0.5 * dl["total_cost_usd"]:
+    print("trough", d["total_cost_usd"], "vs deadline", dl["total_cost_usd"])
+if not d["total_cost_usd"] <= 1.05 * d["total_oracle_cost_usd"]:
+    print("trough", d["total_cost_usd"], "vs oracle", d["total_oracle_cost_usd"])'
+
 finish
