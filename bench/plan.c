@@ -13,13 +13,10 @@
 #include <time.h>
 
 #include "catalog.h"
-#include "clock.h"
-#include "config.h"
 #include "engine.h"
 #include "jobspec.h"
-#include "registry.h"
-#include "store.h"
 #include "units.h"
+#include "vengine.h"
 
 static double cpu_seconds(void)
 {
@@ -30,57 +27,29 @@ static double cpu_seconds(void)
 
 struct rig {
     struct ebb__catalog *catalog;
-    struct ebb__config *config;
-    struct ebb__registry registry;
-    struct ebb__clock clock;
-    struct ebb__store *store;
-    struct ebb__engine engine;
-    struct ebb__host_env env;
+    struct ebb__vengine v;
 };
 
 static int rig_open(struct rig *r, const char *policy, ebb_time_ms start)
 {
     struct ebb__diag d = {{0}};
-    char err[256];
     char yaml[1024];
     snprintf(yaml, sizeof(yaml),
              "providers:\n  sim:\n    prices: \"%s/data/traces/"
              "aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv\"\n"
              "default_policy: %s\n", EBB_BENCH_SOURCE_ROOT, policy);
     if (ebb__catalog_load(EBB_BENCH_SOURCE_ROOT "/data/catalog.csv", &r->catalog, &d) ||
-        ebb__config_load_buffer("(bench)", yaml, strlen(yaml), &r->config, &d) ||
-        ebb__registry_load(&r->registry, r->config, &d)) {
+        ebb__vengine_open(&r->v, "(bench)", yaml, r->catalog, start, &d)) {
         fprintf(stderr, "bench-plan: %s\n", d.msg);
         return 1;
     }
-    ebb__clock_init_virtual(&r->clock, start);
-    if (ebb__store_open(":memory:", &r->store, err, sizeof(err)) != 0) {
-        fprintf(stderr, "bench-plan: %s\n", err);
-        return 1;
-    }
-    struct ebb__engine_options eo = {
-        .clock = &r->clock, .store = r->store, .registry = &r->registry,
-        .catalog = r->catalog, .default_policy = policy,
-    };
-    ebb__engine_init(&r->engine, &eo);
-    r->env = (struct ebb__host_env){.clock = &r->clock};
-    ebb__engine_host_env(&r->engine, &r->env);
-    if (ebb__registry_start(&r->registry, &r->env, &d) != 0) {
-        fprintf(stderr, "bench-plan: %s\n", d.msg);
-        return 1;
-    }
-    ebb__engine_poll_prices(&r->engine);
-    ebb__clock_run_until(&r->clock, start);
+    ebb__clock_run_until(&r->v.clock, start);
     return 0;
 }
 
 static void rig_close(struct rig *r)
 {
-    ebb__registry_free(&r->registry);
-    ebb__engine_fini(&r->engine);
-    ebb__clock_close(&r->clock, NULL);
-    ebb__store_close(r->store);
-    ebb__config_free(r->config);
+    ebb__vengine_close(&r->v);
     ebb__catalog_free(r->catalog);
 }
 
@@ -91,8 +60,10 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
     ebb_time_ms start;
     ebb__parse_time("2020-01-15T00:00:00Z", &start);
     struct rig r = {0};
-    if (rig_open(&r, policy, start) != 0)
+    if (rig_open(&r, policy, start) != 0) {
+        rig_close(&r);
         return 1;
+    }
     static const char spec_text[] =
         "name: job\nrun: [train]\nwork: 20h\ndeadline: 60h\n"
         "restart_overhead: 6m\ncheckpoint: {every: 30m}\n";
@@ -102,23 +73,23 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
         struct ebb__diag d = {{0}};
         if (ebb__jobspec_load_buffer("(bench)", spec_text, sizeof(spec_text) - 1,
                                      &spec, &d) != 0 ||
-            ebb__engine_submit(&r.engine, &spec, "", 0, NULL, &d) != 0) {
+            ebb__engine_submit(&r.v.engine, &spec, "", 0, NULL, &d) != 0) {
             fprintf(stderr, "bench-plan: %s\n", d.msg);
             rig_close(&r);
             return 1;
         }
     }
-    ebb__clock_run_until(&r.clock, start); /* plans and launches */
-    ebb__clock_run_until(&r.clock, start + 60000); /* instances running */
+    ebb__clock_run_until(&r.v.clock, start); /* plans and launches */
+    ebb__clock_run_until(&r.v.clock, start + 60000); /* instances running */
     *submit_s = cpu_seconds() - t0;
 
-    uint64_t before = r.engine.decisions;
-    ebb_time_ms now = ebb__clock_now(&r.clock);
+    uint64_t before = r.v.engine.decisions;
+    ebb_time_ms now = ebb__clock_now(&r.v.clock);
     t0 = cpu_seconds();
-    ebb__engine_wake_offer(&r.engine, SIZE_MAX, NULL);
-    ebb__clock_run_until(&r.clock, now);
+    ebb__engine_wake_offer(&r.v.engine, SIZE_MAX, NULL);
+    ebb__clock_run_until(&r.v.clock, now);
     *pass_s = cpu_seconds() - t0;
-    *decisions = r.engine.decisions - before;
+    *decisions = r.v.engine.decisions - before;
     rig_close(&r);
     return 0;
 }

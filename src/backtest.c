@@ -5,17 +5,14 @@
 
 #include "billing.h"
 #include "catalog.h"
-#include "clock.h"
-#include "config.h"
 #include "engine.h"
 #include "jobspec.h"
 #include "log.h"
 #include "oracle.h"
-#include "registry.h"
-#include "store.h"
 #include "str.h"
 #include "trace.h"
 #include "units.h"
+#include "vengine.h"
 
 /* The oracle's grid: whole minutes, at most ORACLE_MAX_STEPS of them over
  * a job's window (1 minute up to 6 hours, 5 minutes for 30 hours). The
@@ -39,14 +36,7 @@ struct backtest {
     const struct ebb__backtest_options *opt;
     struct ebb__catalog *catalog;
     struct ebb__workload *workload;
-    struct ebb__config *config;
-    struct ebb__registry registry;
-    int registry_loaded;
-    struct ebb__clock clock;
-    struct ebb__store *store;
-    struct ebb__engine engine;
-    int engine_ready;
-    struct ebb__host_env env;
+    struct ebb__vengine v;      /* the engine, its plugins and clock */
     struct ebb__timer *submits;
     struct ebb__job **jobs;     /* by workload index */
     struct ebb__diag *d;
@@ -71,8 +61,8 @@ static void yaml_quote(struct ebb__buf *b, const char *s)
 
 /* The backtest's ebb.yaml: the sim market over the given traces. Built as
  * text and read by the ordinary loader so the sim is configured exactly as
- * a user's ebb.yaml would configure it. */
-static int load_config(struct backtest *bt)
+ * a user's ebb.yaml would configure it. NULL when out of memory. */
+static char *config_text(const struct backtest *bt)
 {
     const struct ebb__backtest_options *o = bt->opt;
     struct ebb__buf b = {0};
@@ -94,17 +84,7 @@ static int load_config(struct backtest *bt)
         yaml_quote(&b, o->policy);
         ebb__buf_puts(&b, "\n");
     }
-    char *text = ebb__buf_take(&b);
-    if (text == NULL)
-        return EBB_ENOMEM;
-    int rc = ebb__config_load_buffer("(backtest)", text, strlen(text),
-                                     &bt->config, bt->d);
-    free(text);
-    if (rc != 0)
-        return rc;
-    rc = ebb__registry_load(&bt->registry, bt->config, bt->d);
-    bt->registry_loaded = rc == 0;
-    return rc;
+    return ebb__buf_take(&b);
 }
 
 static int known_type(const struct ebb__price_trace *t,
@@ -190,7 +170,7 @@ static void on_submit(struct ebb__timer *t)
         spec.policy = strdup(bt->opt->policy);
     }
     struct ebb__diag d = {{0}};
-    int rc = ebb__engine_submit(&bt->engine, &spec, "", 0, &bt->jobs[i], &d);
+    int rc = ebb__engine_submit(&bt->v.engine, &spec, "", 0, &bt->jobs[i], &d);
     if (rc != 0) {
         ebb__jobspec_free(&spec);
         if (!bt->failed)
@@ -202,47 +182,46 @@ static void on_submit(struct ebb__timer *t)
 static void on_progress(struct ebb__timer *t)
 {
     struct backtest *bt = t->data;
-    ebb_time_ms now = ebb__clock_now(&bt->clock);
+    ebb_time_ms now = ebb__clock_now(&bt->v.clock);
     char when[40];
     ebb__format_time(now, when, sizeof(when));
-    size_t done = bt->engine.n_jobs - bt->engine.n_active;
+    size_t done = bt->v.engine.n_jobs - bt->v.engine.n_active;
     double pct = bt->end > bt->start ? 100.0 * (double)(now - bt->start) /
                                            (double)(bt->end - bt->start)
                                      : 100.0;
     fprintf(bt->opt->progress, "\rbacktest: %.10s %5.1f%%  %zu/%zu jobs ended ",
             when, pct, done, bt->workload->n);
     fflush(bt->opt->progress);
-    ebb__timer_start(&bt->clock, t, now + 6 * EBB_MS_PER_HOUR);
+    ebb__timer_start(&bt->v.clock, t, now + 6 * EBB_MS_PER_HOUR);
 }
 
 static int all_ended(const struct backtest *bt)
 {
-    return bt->engine.n_jobs == bt->workload->n && bt->engine.n_active == 0;
+    return bt->v.engine.n_jobs == bt->workload->n && bt->v.engine.n_active == 0;
 }
 
 static void run(struct backtest *bt)
 {
-    ebb__engine_poll_prices(&bt->engine);
     for (size_t i = 0; i < bt->workload->n; i++) {
         ebb__timer_init(&bt->submits[i], on_submit, bt);
-        ebb__timer_start(&bt->clock, &bt->submits[i], bt->workload->jobs[i].submit);
+        ebb__timer_start(&bt->v.clock, &bt->submits[i], bt->workload->jobs[i].submit);
     }
     if (bt->opt->progress != NULL) {
         ebb__timer_init(&bt->progress, on_progress, bt);
-        ebb__timer_start(&bt->clock, &bt->progress, bt->start);
+        ebb__timer_start(&bt->v.clock, &bt->progress, bt->start);
     }
     /* Run day by day so the loop can stop as soon as every job has ended
      * instead of replaying the rest of the traces. */
     for (ebb_time_ms t = bt->start; t < bt->end && !bt->failed;) {
         t += EBB_MS_PER_DAY;
-        ebb__clock_run_until(&bt->clock, t < bt->end ? t : bt->end);
+        ebb__clock_run_until(&bt->v.clock, t < bt->end ? t : bt->end);
         if (all_ended(bt))
             break;
-        if (ebb__clock_next_due(&bt->clock) == INT64_MAX && !bt->opt->progress)
+        if (ebb__clock_next_due(&bt->v.clock) == INT64_MAX && !bt->opt->progress)
             break;
     }
     if (bt->opt->progress != NULL) {
-        ebb__timer_stop(&bt->clock, &bt->progress);
+        ebb__timer_stop(&bt->v.clock, &bt->progress);
         fprintf(bt->opt->progress, "\n");
     }
 }
@@ -261,9 +240,9 @@ static ebb_micros on_demand_cost(struct backtest *bt, const struct ebb__job *job
     struct ebb__job as_on_demand = *job;
     as_on_demand.spec.market = EBB_JOB_ON_DEMAND;
     ebb_micros best = -1;
-    const struct ebb__market *m = &bt->engine.market;
+    const struct ebb__market *m = &bt->v.engine.market;
     for (size_t k = 0; k < m->n_offers; k++) {
-        if (!ebb__engine_offer_allowed(&bt->engine, &as_on_demand, k))
+        if (!ebb__engine_offer_allowed(&bt->v.engine, &as_on_demand, k))
             continue;
         const struct ebb__offer *o = &m->offers[k];
         const struct ebb__market_step *s = ebb__offer_at(o, job->submitted_at);
@@ -288,14 +267,14 @@ struct oracle_arrays {
 static int oracle_cost(struct backtest *bt, const struct ebb__job *job,
                        ebb_micros *cost)
 {
-    const struct ebb__market *m = &bt->engine.market;
+    const struct ebb__market *m = &bt->v.engine.market;
     struct ebb__oracle_offer *offers = calloc(m->n_offers + 1, sizeof(*offers));
     struct oracle_arrays *arr = calloc(m->n_offers + 1, sizeof(*arr));
     size_t n = 0;
     int rc = offers && arr ? 0 : EBB_ENOMEM;
     for (size_t k = 0; k < m->n_offers && rc == 0; k++) {
         const struct ebb__offer *o = &m->offers[k];
-        if (o->n_steps == 0 || !ebb__engine_offer_allowed(&bt->engine, job, k))
+        if (o->n_steps == 0 || !ebb__engine_offer_allowed(&bt->v.engine, job, k))
             continue;
         struct oracle_arrays *a = &arr[n];
         a->price_at = malloc(o->n_steps * sizeof(*a->price_at));
@@ -413,14 +392,14 @@ static json_t *results(struct backtest *bt)
             policy = "mixed";
     }
     return json_pack("{s:s,s:o,s:f,s:f,s:o,s:I,s:I}",
-        "policy", policy ? policy : bt->config->default_policy,
+        "policy", policy ? policy : bt->v.config->default_policy,
         "jobs", jobs,
         "total_cost_usd", usd(totals[0]),
         "total_on_demand_cost_usd", usd(totals[1]),
         "total_oracle_cost_usd", oracle_complete ? json_real(usd(totals[2]))
                                                  : json_null(),
         "seed", (json_int_t)bt->opt->seed,
-        "decisions", (json_int_t)bt->engine.decisions);
+        "decisions", (json_int_t)bt->v.engine.decisions);
 }
 
 /* ---- driver ------------------------------------------------------------ */
@@ -452,31 +431,14 @@ static int setup(struct backtest *bt)
     }
     if (rc == 0)
         rc = validate(bt);
-    if (rc == 0)
-        rc = load_config(bt);
     if (rc != 0)
         return rc;
     span(bt);
-    ebb__clock_init_virtual(&bt->clock, bt->start);
-    char err[256] = "";
-    rc = ebb__store_open(":memory:", &bt->store, err, sizeof(err));
-    if (rc != 0) {
-        ebb__diag_set(bt->d, NULL, 0, "%s", err);
-        return rc;
-    }
-    struct ebb__engine_options eo = {
-        .clock = &bt->clock,
-        .store = bt->store,
-        .registry = &bt->registry,
-        .catalog = bt->catalog,
-        .default_policy = bt->config->default_policy,
-    };
-    rc = ebb__engine_init(&bt->engine, &eo);
-    bt->engine_ready = 1;
-    bt->env = (struct ebb__host_env){.clock = &bt->clock};
-    ebb__engine_host_env(&bt->engine, &bt->env);
-    if (rc == 0)
-        rc = ebb__registry_start(&bt->registry, &bt->env, bt->d);
+    char *text = config_text(bt);
+    rc = text != NULL ? ebb__vengine_open(&bt->v, "(backtest)", text,
+                                          bt->catalog, bt->start, bt->d)
+                      : EBB_ENOMEM;
+    free(text);
     bt->submits = calloc(bt->workload->n, sizeof(*bt->submits));
     bt->jobs = calloc(bt->workload->n, sizeof(*bt->jobs));
     if (rc == 0 && (bt->submits == NULL || bt->jobs == NULL))
@@ -486,16 +448,7 @@ static int setup(struct backtest *bt)
 
 static void teardown(struct backtest *bt)
 {
-    /* Providers first: they cancel what is pending while the engine that
-     * receives the cancellations still exists. */
-    if (bt->registry_loaded)
-        ebb__registry_free(&bt->registry);
-    if (bt->engine_ready)
-        ebb__engine_fini(&bt->engine);
-    if (bt->submits != NULL)
-        ebb__clock_close(&bt->clock, NULL);
-    ebb__store_close(bt->store);
-    ebb__config_free(bt->config);
+    ebb__vengine_close(&bt->v);
     ebb__workload_free(bt->workload);
     ebb__catalog_free(bt->catalog);
     free(bt->submits);

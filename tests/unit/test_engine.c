@@ -32,14 +32,12 @@
 
 #include "backtest.h"
 #include "catalog.h"
-#include "clock.h"
-#include "config.h"
 #include "engine.h"
 #include "jobspec.h"
-#include "registry.h"
 #include "store.h"
 #include "str.h"
 #include "units.h"
+#include "vengine.h"
 
 #define S EBB_MS_PER_SECOND
 #define MINUTE EBB_MS_PER_MINUTE
@@ -56,20 +54,25 @@ static const char *data_path(const char *name, char *buf, size_t len)
 
 /* ---- the fixture: what backtest.c's setup() builds ----------------------- */
 
+/* The engine under test, built as `ebb backtest` builds it, with the
+ * catalog its on-demand offers are priced from. */
 struct fx {
     struct ebb__catalog *catalog;
-    struct ebb__config *config;
-    struct ebb__registry registry;
-    struct ebb__clock clock;
-    struct ebb__store *store;
-    struct ebb__engine engine;
-    struct ebb__host_env env;
+    struct ebb__vengine v;
 };
 
 /* The fixture running now, so that a test that fails half way still
  * closes it (teardown), and leak checks stay meaningful. */
 static struct fx *live;
 static struct fx fx_mem; /* not on a stack a failed test unwinds */
+
+static void fx_stop(struct fx *f)
+{
+    ebb__vengine_close(&f->v);
+    ebb__catalog_free(f->catalog);
+    f->catalog = NULL;
+    live = NULL;
+}
 
 static void fx_start(struct fx *f, const char *avail, const char *policy)
 {
@@ -79,6 +82,7 @@ static void fx_start(struct fx *f, const char *avail, const char *policy)
     if (ebb__catalog_load(data_path("catalog.csv", path, sizeof(path)),
                           &f->catalog, &d) != 0)
         fail_msg("%s", d.msg);
+    live = f;
     struct ebb__buf b = {0};
     ebb__buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n",
                     data_path("prices_flat.csv", path, sizeof(path)));
@@ -88,44 +92,12 @@ static void fx_start(struct fx *f, const char *avail, const char *policy)
     ebb__buf_printf(&b, "default_policy: %s\n", policy);
     char *text = ebb__buf_take(&b);
     assert_non_null(text);
-    int rc = ebb__config_load_buffer("(test)", text, strlen(text), &f->config, &d);
+    int rc = ebb__vengine_open(&f->v, "(test)", text, f->catalog, T0, &d);
     free(text);
-    if (rc == 0)
-        rc = ebb__registry_load(&f->registry, f->config, &d);
     if (rc != 0)
         fail_msg("%s", d.msg);
-    ebb__clock_init_virtual(&f->clock, T0);
-    char err[256] = "";
-    if (ebb__store_open(":memory:", &f->store, err, sizeof(err)) != 0)
-        fail_msg("%s", err);
-    struct ebb__engine_options eo = {
-        .clock = &f->clock,
-        .store = f->store,
-        .registry = &f->registry,
-        .catalog = f->catalog,
-        .default_policy = f->config->default_policy,
-    };
-    assert_int_equal(ebb__engine_init(&f->engine, &eo), 0);
-    f->env = (struct ebb__host_env){.clock = &f->clock};
-    ebb__engine_host_env(&f->engine, &f->env);
-    if (ebb__registry_start(&f->registry, &f->env, &d) != 0)
-        fail_msg("%s", d.msg);
-    ebb__engine_poll_prices(&f->engine);
-    ebb__clock_run_until(&f->clock, T0);
-    live = f;
-    assert_true(f->engine.market.n_offers > 0);
-}
-
-static void fx_stop(struct fx *f)
-{
-    /* As backtest.c: providers first, then the engine, clock and store. */
-    ebb__registry_free(&f->registry);
-    ebb__engine_fini(&f->engine);
-    ebb__clock_close(&f->clock, NULL);
-    ebb__store_close(f->store);
-    ebb__config_free(f->config);
-    ebb__catalog_free(f->catalog);
-    live = NULL;
+    ebb__clock_run_until(&f->v.clock, T0);
+    assert_true(f->v.engine.market.n_offers > 0);
 }
 
 static int teardown(void **state)
@@ -138,7 +110,7 @@ static int teardown(void **state)
 
 static void run_to(struct fx *f, ebb_time_ms t)
 {
-    ebb__clock_run_until(&f->clock, t);
+    ebb__clock_run_until(&f->v.clock, t);
 }
 
 /* Submits a job spec (YAML) at the clock's time. */
@@ -149,7 +121,7 @@ static struct ebb__job *submit(struct fx *f, const char *yaml)
     if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
         fail_msg("%s", d.msg);
     struct ebb__job *job = NULL;
-    if (ebb__engine_submit(&f->engine, &spec, yaml, 0, &job, &d) != 0) {
+    if (ebb__engine_submit(&f->v.engine, &spec, yaml, 0, &job, &d) != 0) {
         ebb__jobspec_free(&spec);
         fail_msg("%s", d.msg);
     }
@@ -162,7 +134,7 @@ static struct ebb__job *submit(struct fx *f, const char *yaml)
  * line per row, columns separated by '|' (NULL as "NULL"). Free it. */
 static char *query(struct fx *f, const char *sql, const char *job_id)
 {
-    sqlite3 *db = ebb__store_sqlite(f->store);
+    sqlite3 *db = ebb__store_sqlite(f->v.store);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         fail_msg("%s: %s", sql, sqlite3_errmsg(db));
@@ -237,7 +209,7 @@ static void assert_states(struct fx *f, const struct ebb__job *job,
 static void assert_ledger(struct fx *f, const struct ebb__job *job)
 {
     ebb_micros total = -1;
-    assert_int_equal(ebb__store_ledger_job_total(f->store, job->id, &total), 0);
+    assert_int_equal(ebb__store_ledger_job_total(f->v.store, job->id, &total), 0);
     assert_int_equal(total, job->spent);
     assert_int_equal(query_int(f, "SELECT spent_micros FROM jobs WHERE id = ?1",
                                job->id), job->spent);
