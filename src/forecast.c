@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "forecast.h"
+#include "forecast_impl.h"
 
 #define HOUR EBB_MS_PER_HOUR
 
@@ -56,7 +57,7 @@ static int bucket_of(int h)
     return b;
 }
 
-static int64_t floor_div(int64_t a, int64_t m)
+int64_t ebb__fc_floor_div(int64_t a, int64_t m)
 {
     int64_t q = a / m;
     if ((a % m != 0) && ((a < 0) != (m < 0)))
@@ -64,17 +65,16 @@ static int64_t floor_div(int64_t a, int64_t m)
     return q;
 }
 
-static int cls_of(ebb_time_ms t, int period)
+int ebb__fc_hour_class(ebb_time_ms t, int period)
 {
-    int64_t hours = floor_div(t, HOUR);
+    int64_t hours = ebb__fc_floor_div(t, HOUR);
     int64_t r = hours % period;
     if (r < 0)
         r += period;
     return (int)r;
 }
 
-/* First index with at[i] >= t. */
-static size_t lower_bound(const ebb_time_ms *at, size_t n, ebb_time_ms t)
+size_t ebb__fc_first_at(const ebb_time_ms *at, size_t n, ebb_time_ms t)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -325,7 +325,7 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
 {
     if (!h || !out || step <= 0 || n_steps == 0)
         return EBB_EINVAL;
-    size_t n_rows = lower_bound(h->at, h->n, origin);
+    size_t n_rows = ebb__fc_first_at(h->at, h->n, origin);
     if (n_rows == 0)
         return EBB_ENOTFOUND;
 
@@ -363,7 +363,7 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
     rc = 0;
 
     /* 1. Resample. */
-    size_t r = lower_bound(h->at, n_rows, t0 + 1); /* first row > t0 */
+    size_t r = ebb__fc_first_at(h->at, n_rows, t0 + 1); /* first row > t0 */
     r = r > 0 ? r - 1 : 0;
     w.prefix[0] = 0.0;
     double sq_diff = 0.0;
@@ -379,9 +379,9 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
     /* One-hour volatility for the random-walk prior band. */
     double sigma1 = N > 1 ? sqrt(sq_diff / (double)(N - 1)) : 0.0;
 
-    int64_t hour0 = floor_div(t0, HOUR);
-    struct season daily = {24, cls_of(t0, 24), w.dcsum};
-    struct season weekly = {168, cls_of(t0, 168), w.wcsum};
+    int64_t hour0 = ebb__fc_floor_div(t0, HOUR);
+    struct season daily = {24, ebb__fc_hour_class(t0, 24), w.dcsum};
+    struct season weekly = {168, ebb__fc_hour_class(t0, 168), w.wcsum};
     season_build(&daily, w.x, w.prefix, N);
     season_build(&weekly, w.x, w.prefix, N);
 
@@ -528,7 +528,7 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
         ebb_time_ms t = origin + (ebb_time_ms)(k + 1) * step;
         ebb_dur_ms ahead = t - origin;
         int64_t hh = ahead / HOUR + (ahead % HOUR != 0);
-        double p50 = cand_predict(&cs, floor_div(t, HOUR));
+        double p50 = cand_predict(&cs, ebb__fc_floor_div(t, HOUR));
         double lo, hi;
         if (hh <= MAX_H) {
             int b = bucket_of(hh < 1 ? 1 : (int)hh);

@@ -4,36 +4,9 @@
 #include <string.h>
 
 #include "forecast.h"
+#include "forecast_impl.h"
 
 #define HOUR EBB_MS_PER_HOUR
-
-static int64_t floor_div(int64_t a, int64_t m)
-{
-    int64_t q = a / m;
-    if ((a % m != 0) && ((a < 0) != (m < 0)))
-        q--;
-    return q;
-}
-
-static int hour_of_day(ebb_time_ms t)
-{
-    int64_t r = floor_div(t, HOUR) % 24;
-    return (int)(r < 0 ? r + 24 : r);
-}
-
-/* First index with at[i] >= t. */
-static size_t lower_bound(const ebb_time_ms *at, size_t n, ebb_time_ms t)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (at[mid] < t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 /* Preemption hazard.
  *
@@ -59,9 +32,9 @@ static void add_exposure(struct drops *d, ebb_time_ms from, ebb_time_ms to,
     if (!by_hour)
         return;
     while (from < to) {
-        ebb_time_ms hour_end = (floor_div(from, HOUR) + 1) * HOUR;
+        ebb_time_ms hour_end = (ebb__fc_floor_div(from, HOUR) + 1) * HOUR;
         ebb_time_ms end = hour_end < to ? hour_end : to;
-        d->by_hour_hours[hour_of_day(from)] += (double)(end - from) /
+        d->by_hour_hours[ebb__fc_hour_class(from, 24)] += (double)(end - from) /
                                                (double)HOUR;
         from = end;
     }
@@ -73,14 +46,14 @@ static void count_drops(const struct ebb__capacity_history *h,
     memset(d, 0, sizeof *d);
     if (!h || !h->at || !h->capacity)
         return;
-    size_t n = lower_bound(h->at, h->n, origin);
+    size_t n = ebb__fc_first_at(h->at, h->n, origin);
     for (size_t i = 0; i < n; i++) {
         ebb_time_ms end = i + 1 < n ? h->at[i + 1] : origin;
         if (h->capacity[i] > 0)
             add_exposure(d, h->at[i], end, by_hour);
         if (i > 0 && h->capacity[i] == 0 && h->capacity[i - 1] > 0) {
             d->n++;
-            d->by_hour_n[hour_of_day(h->at[i])]++;
+            d->by_hour_n[ebb__fc_hour_class(h->at[i], 24)]++;
         }
     }
 }
