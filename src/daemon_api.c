@@ -84,23 +84,114 @@ static const char *param_string(struct ebb__api_call *call, const char *key)
     return json_string_value(json_object_get(call->params, key));
 }
 
-static void api_prices(void *ctx, struct ebb__api_call *call)
+/* ---- reads off the loop ------------------------------------------------ */
+
+/* Reads of the store that can take long (every series, weeks of history)
+ * run on libuv's thread pool, each with its own store handle (a handle
+ * belongs to one thread), and answer from the loop when done. */
+struct store_read {
+    uv_work_t req;
+    struct ebb__api_call *call;
+    char *db_path;
+    struct ebb__price_filter filter; /* strings owned here */
+    /* Off the loop: fills result, or code and diag. Touches no daemon. */
+    void (*run)(struct store_read *r, struct ebb__store *store);
+    struct ebb__forecast_opts opts; /* forecast only */
+    json_t *result;
+    const char *code; /* error code when result is NULL */
+    struct ebb__diag diag;
+};
+
+static void store_read_run(uv_work_t *req)
 {
-    struct ebb__daemon *d = ctx;
-    struct ebb__price_filter f = {
-        .provider = param_string(call, "provider"),
-        .instance_type = param_string(call, "instance_type"),
-        .zone = param_string(call, "zone"),
-    };
-    json_t *prices = json_array();
-    int rc = ebb__store_latest_prices(d->store, &f, add_price, prices);
-    if (rc != 0) {
-        json_decref(prices);
-        ebb__api_fail(call, "internal", "cannot read prices: %s",
-                      ebb__store_errmsg(d->store));
+    struct store_read *r = req->data;
+    r->code = "internal";
+    char err[256];
+    struct ebb__store *store = NULL;
+    if (ebb__store_open(r->db_path, &store, err, sizeof(err)) != 0) {
+        ebb__diag_set(&r->diag, NULL, 0, "cannot open the store: %s", err);
         return;
     }
-    ebb__api_reply(call, json_pack("{s:o}", "prices", prices));
+    r->run(r, store);
+    ebb__store_close(store);
+}
+
+static void store_read_free(struct store_read *r)
+{
+    free(r->db_path);
+    free((char *)r->filter.provider);
+    free((char *)r->filter.instance_type);
+    free((char *)r->filter.zone);
+    free(r);
+}
+
+static void store_read_done(uv_work_t *req, int status)
+{
+    struct store_read *r = req->data;
+    if (r->result != NULL)
+        ebb__api_reply(r->call, r->result);
+    else if (status == UV_ECANCELED)
+        ebb__api_fail(r->call, "internal", "ebbd is shutting down");
+    else
+        ebb__api_fail(r->call, r->code, "%s", r->diag.msg);
+    store_read_free(r);
+}
+
+static int dup_param(struct ebb__api_call *call, const char *key,
+                     const char **out)
+{
+    const char *v = param_string(call, key);
+    *out = v != NULL ? strdup(v) : NULL;
+    return v == NULL || *out != NULL;
+}
+
+/* Starts `run` off the loop for `call`, with the provider, instance_type
+ * and zone params as the filter; the call is answered when it is done. */
+static void store_read_start(struct ebb__daemon *d, struct ebb__api_call *call,
+                             void (*run)(struct store_read *, struct ebb__store *),
+                             const struct ebb__forecast_opts *opts)
+{
+    struct store_read *r = calloc(1, sizeof(*r));
+    int ok = r != NULL;
+    if (ok) {
+        r->call = call;
+        r->run = run;
+        r->opts = opts != NULL ? *opts : (struct ebb__forecast_opts){0};
+        r->req.data = r;
+        r->db_path = ebb__path_join(d->state_dir, "ebb.db");
+        ok = r->db_path != NULL &&
+             dup_param(call, "provider", &r->filter.provider) &&
+             dup_param(call, "instance_type", &r->filter.instance_type) &&
+             dup_param(call, "zone", &r->filter.zone);
+    }
+    int rc = ok ? uv_queue_work(&d->loop, &r->req, store_read_run,
+                                store_read_done)
+                : UV_ENOMEM;
+    if (rc != 0) {
+        if (r != NULL)
+            store_read_free(r);
+        ebb__api_fail(call, "internal", "cannot read the store: %s",
+                      uv_strerror(rc));
+    }
+}
+
+/* ---- prices ------------------------------------------------------------ */
+
+static void prices_run(struct store_read *r, struct ebb__store *store)
+{
+    json_t *prices = json_array();
+    if (ebb__store_latest_prices(store, &r->filter, add_price, prices) != 0) {
+        json_decref(prices);
+        ebb__diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
+                      ebb__store_errmsg(store));
+        return;
+    }
+    r->result = json_pack("{s:o}", "prices", prices);
+}
+
+static void api_prices(void *ctx, struct ebb__api_call *call)
+{
+    store_read_start(ctx, call, prices_run, NULL);
 }
 
 /* ---- forecast ---------------------------------------------------------- */
@@ -113,21 +204,6 @@ static void api_prices(void *ctx, struct ebb__api_call *call)
  * (a point is about 70 bytes of JSON). */
 #define FORECAST_MAX_TOTAL_POINTS 100000
 
-/* A forecast reads weeks of history of every series and runs the
- * forecaster on each: too much for the loop thread. It runs on libuv's
- * thread pool with its own store handle (a handle belongs to one thread)
- * and answers from the loop when done. */
-struct forecast_work {
-    uv_work_t req;
-    struct ebb__api_call *call;
-    char *db_path;
-    char *provider, *instance_type, *zone;
-    struct ebb__forecast_opts opts;
-    json_t *result;
-    const char *code; /* error code when result is NULL */
-    struct ebb__diag diag;
-};
-
 struct history_ctx {
     struct ebb__forecast_acc *acc;
     struct ebb__diag *diag;
@@ -139,58 +215,26 @@ static int add_history_row(void *arg, const struct ebb__price_row *row)
     return ebb__forecast_acc_add(h->acc, row, h->diag);
 }
 
-/* Off the loop: nothing here may touch the daemon. */
-static void forecast_run(uv_work_t *req)
+static void forecast_run(struct store_read *r, struct ebb__store *store)
 {
-    struct forecast_work *w = req->data;
-    w->code = "internal";
-    char err[256];
-    struct ebb__store *store = NULL;
-    if (ebb__store_open(w->db_path, &store, err, sizeof(err)) != 0) {
-        ebb__diag_set(&w->diag, NULL, 0, "cannot open the store: %s", err);
-        return;
-    }
-    struct history_ctx h = {ebb__forecast_acc_new(&w->opts), &w->diag};
-    struct ebb__price_filter f = {w->provider, w->instance_type, w->zone};
-    ebb_time_ms since = w->opts.origin > FORECAST_LOOKBACK
-                            ? w->opts.origin - FORECAST_LOOKBACK : 0;
+    struct history_ctx h = {ebb__forecast_acc_new(&r->opts), &r->diag};
+    ebb_time_ms since = r->opts.origin > FORECAST_LOOKBACK
+                            ? r->opts.origin - FORECAST_LOOKBACK : 0;
     int rc = h.acc != NULL ? 0 : EBB_ENOMEM;
     if (rc == 0) {
-        rc = ebb__store_price_history(store, &f, since, w->opts.origin,
+        rc = ebb__store_price_history(store, &r->filter, since, r->opts.origin,
                                       add_history_row, &h);
-        if (rc < 0 && w->diag.msg[0] == '\0')
-            ebb__diag_set(&w->diag, NULL, 0, "cannot read prices: %s",
+        if (rc < 0 && r->diag.msg[0] == '\0')
+            ebb__diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
                           ebb__store_errmsg(store));
     }
     if (rc == 0)
-        rc = ebb__forecast_acc_finish(h.acc, &w->result, &w->diag);
+        rc = ebb__forecast_acc_finish(h.acc, &r->result, &r->diag);
     if (rc == EBB_EINVAL)
-        w->code = "bad_request";
-    else if (rc == EBB_ENOMEM && w->diag.msg[0] == '\0')
-        ebb__diag_set(&w->diag, NULL, 0, "out of memory");
+        r->code = "bad_request";
+    else if (rc == EBB_ENOMEM && r->diag.msg[0] == '\0')
+        ebb__diag_set(&r->diag, NULL, 0, "out of memory");
     ebb__forecast_acc_free(h.acc);
-    ebb__store_close(store);
-}
-
-static void forecast_work_free(struct forecast_work *w)
-{
-    free(w->db_path);
-    free(w->provider);
-    free(w->instance_type);
-    free(w->zone);
-    free(w);
-}
-
-static void forecast_done(uv_work_t *req, int status)
-{
-    struct forecast_work *w = req->data;
-    if (w->result != NULL)
-        ebb__api_reply(w->call, w->result);
-    else if (status == UV_ECANCELED)
-        ebb__api_fail(w->call, "internal", "ebbd is shutting down");
-    else
-        ebb__api_fail(w->call, w->code, "%s", w->diag.msg);
-    forecast_work_free(w);
 }
 
 /* A time param: ms since the epoch, or an ISO-8601 string. */
@@ -233,11 +277,6 @@ static int param_duration(struct ebb__api_call *call, const char *key,
     return EBB_EINVAL;
 }
 
-static char *dup_or_null(const char *s)
-{
-    return s != NULL ? strdup(s) : NULL;
-}
-
 static void api_forecast(void *ctx, struct ebb__api_call *call)
 {
     struct ebb__daemon *d = ctx;
@@ -253,34 +292,11 @@ static void api_forecast(void *ctx, struct ebb__api_call *call)
         ebb__api_fail(call, "bad_request", "horizon and step: %s", why);
         return;
     }
-    struct forecast_work *w = calloc(1, sizeof(*w));
-    if (w != NULL) {
-        w->db_path = ebb__path_join(d->state_dir, "ebb.db");
-        w->provider = dup_or_null(param_string(call, "provider"));
-        w->instance_type = dup_or_null(param_string(call, "instance_type"));
-        w->zone = dup_or_null(param_string(call, "zone"));
-    }
-    if (w == NULL || w->db_path == NULL ||
-        (param_string(call, "provider") != NULL && w->provider == NULL) ||
-        (param_string(call, "instance_type") != NULL && w->instance_type == NULL) ||
-        (param_string(call, "zone") != NULL && w->zone == NULL)) {
-        if (w != NULL)
-            forecast_work_free(w);
-        ebb__api_fail(call, "internal", "out of memory");
-        return;
-    }
-    w->call = call;
-    w->opts = (struct ebb__forecast_opts){
+    struct ebb__forecast_opts opts = {
         .origin = at, .step = step, .n_steps = n_steps,
         .max_total_points = FORECAST_MAX_TOTAL_POINTS,
     };
-    w->req.data = w;
-    int rc = uv_queue_work(&d->loop, &w->req, forecast_run, forecast_done);
-    if (rc != 0) {
-        forecast_work_free(w);
-        ebb__api_fail(call, "internal", "cannot start the forecast: %s",
-                      uv_strerror(rc));
-    }
+    store_read_start(d, call, forecast_run, &opts);
 }
 
 const struct ebb__api_method ebb__daemon_methods[] = {
