@@ -252,11 +252,23 @@ static void on_market_changed(void *sink, const char *provider)
             poll_one(&e->polls[i]);
 }
 
+static ebb_time_ms last_price_at(void *sink, const char *provider,
+                                 const char *region)
+{
+    struct ebb__engine *e = sink;
+    ebb_time_ms at = 0;
+    if (e->opt.store_prices &&
+        ebb__store_last_price_at(e->opt.store, provider, region, &at) != 0)
+        ebb__error("%s: %s", provider, ebb__store_errmsg(e->opt.store));
+    return at;
+}
+
 void ebb__engine_host_env(struct ebb__engine *e, struct ebb__host_env *env)
 {
     env->sink = e;
     env->instance_event = ebb__engine_instance_event;
     env->market_changed = on_market_changed;
+    env->last_price_at = last_price_at;
 }
 
 /* ---- life -------------------------------------------------------------- */

@@ -180,6 +180,14 @@ static void host_market_changed(void *ctx)
         h->env->market_changed(h->env->sink, h->name);
 }
 
+static ebb_time_ms host_last_price_at(void *ctx, const char *region)
+{
+    struct ebb__host *h = from_ctx(ctx);
+    if (h->env->last_price_at == NULL)
+        return 0;
+    return h->env->last_price_at(h->env->sink, h->name, region ? region : "");
+}
+
 int ebb__host_init(struct ebb__host *h, const struct ebb__host_env *env,
                    const char *name)
 {
@@ -195,6 +203,7 @@ int ebb__host_init(struct ebb__host *h, const struct ebb__host_env *env,
             .http = host_http,
             .instance_event = host_instance_event,
             .market_changed = host_market_changed,
+            .last_price_at = host_last_price_at,
         },
         .env = env,
         .name = strdup(name),

@@ -21,6 +21,8 @@ struct ebb__host_env {
     void (*instance_event)(void *sink, const char *provider,
                            const struct ebb_instance_event *ev);
     void (*market_changed)(void *sink, const char *provider);
+    ebb_time_ms (*last_price_at)(void *sink, const char *provider,
+                                 const char *region);
 };
 
 struct ebb__host_timer;

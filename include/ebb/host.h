@@ -48,6 +48,11 @@ struct ebb_host {
     /* A provider says its prices or capacity changed without being polled
      * (the sim market does this as its trace advances). */
     void (*market_changed)(void *ctx);
+
+    /* The newest stored observation time of this plugin's prices in
+     * `region` ("" for markets without regions), or 0 when none is stored,
+     * so that a poll resumes where the last one ended, across restarts. */
+    ebb_time_ms (*last_price_at)(void *ctx, const char *region);
 };
 
 #endif

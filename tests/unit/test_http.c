@@ -17,7 +17,7 @@
 
 #include "ebb_build_config.h"
 #include "http.h"
-#include "test_httpd.h"
+#include "httpd.h"
 
 #define WATCHDOG_MS 8000
 #define N_CONCURRENT 200
@@ -26,7 +26,7 @@ struct fx {
     uv_loop_t loop;
     uv_timer_t watchdog;
     bool watchdog_fired;
-    struct ebb__test_httpd *srv;
+    struct ebb__httpd *srv;
     struct ebb__http *http;
     int http_closed;
     int srv_closed;
@@ -60,46 +60,46 @@ static void copy_str(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src ? src : "");
 }
 
-static void handler(const struct ebb__test_httpd_request *req,
-                    struct ebb__test_httpd_response *res, void *arg)
+static void handler(const struct ebb__httpd_request *req,
+                    struct ebb__httpd_response *res, void *arg)
 {
     struct fx *f = arg;
     if (strcmp(req->path, "/echo") == 0) {
         copy_str(f->seen_method, sizeof(f->seen_method), req->method);
         copy_str(f->seen_ua, sizeof(f->seen_ua),
-                 ebb__test_httpd_header(req, "user-agent"));
+                 ebb__httpd_header(req, "user-agent"));
         copy_str(f->seen_x_test, sizeof(f->seen_x_test),
-                 ebb__test_httpd_header(req, "X-TEST"));
+                 ebb__httpd_header(req, "X-TEST"));
         copy_str(f->seen_body, sizeof(f->seen_body), req->body);
-        ebb__test_httpd_add_header(res, "X-Reply", "yes");
-        ebb__test_httpd_set_bodyf(res, "echo:%s", req->query);
+        ebb__httpd_add_header(res, "X-Reply", "yes");
+        ebb__httpd_set_bodyf(res, "echo:%s", req->query);
     } else if (strcmp(req->path, "/slow") == 0) {
         res->delay_ms = 3000;
-        ebb__test_httpd_set_bodyf(res, "late");
+        ebb__httpd_set_bodyf(res, "late");
     } else if (strcmp(req->path, "/flaky") == 0) {
         bool first = f->flaky_hits++ == 0;
         res->status = first ? 503 : 200;
-        ebb__test_httpd_set_bodyf(res, "%s", first ? "busy" : "ok");
+        ebb__httpd_set_bodyf(res, "%s", first ? "busy" : "ok");
     } else if (strcmp(req->path, "/ratelimit") == 0) {
         if (f->ratelimit_hits < 4)
             f->ratelimit_at[f->ratelimit_hits] = uv_hrtime();
         bool first = f->ratelimit_hits++ == 0;
         res->status = first ? 429 : 200;
         if (first)
-            ebb__test_httpd_add_header(res, "Retry-After", "1");
-        ebb__test_httpd_set_bodyf(res, "%s", first ? "slow down" : "ok");
+            ebb__httpd_add_header(res, "Retry-After", "1");
+        ebb__httpd_set_bodyf(res, "%s", first ? "slow down" : "ok");
     } else if (strcmp(req->path, "/down") == 0) {
         res->status = 503;
-        ebb__test_httpd_set_bodyf(res, "down %llu", (unsigned long long)req->seq);
+        ebb__httpd_set_bodyf(res, "down %llu", (unsigned long long)req->seq);
     } else if (strcmp(req->path, "/drop") == 0) {
         res->drop = true;
     } else if (strcmp(req->path, "/big") == 0) {
         char big[4096];
         memset(big, 'x', sizeof(big));
-        ebb__test_httpd_set_body(res, big, sizeof(big));
+        ebb__httpd_set_body(res, big, sizeof(big));
     } else {
         res->status = 404;
-        ebb__test_httpd_set_bodyf(res, "no such path: %s", req->path);
+        ebb__httpd_set_bodyf(res, "no such path: %s", req->path);
     }
 }
 
@@ -123,11 +123,11 @@ static int setup(void **state)
     uv_timer_init(&f->loop, &f->watchdog);
     f->watchdog.data = f;
     uv_timer_start(&f->watchdog, on_watchdog, WATCHDOG_MS, 0);
-    assert_int_equal(ebb__test_httpd_start(&f->srv, &f->loop, handler, f), 0);
+    assert_int_equal(ebb__httpd_start(&f->srv, &f->loop, handler, f), 0);
     assert_int_equal(ebb__http_init(&f->http, &f->loop), 0);
     /* Short backoff keeps retry tests fast; Retry-After still applies. */
     ebb__http_set_backoff(f->http, 1, 10);
-    copy_str(f->base, sizeof(f->base), ebb__test_httpd_url(f->srv));
+    copy_str(f->base, sizeof(f->base), ebb__httpd_url(f->srv));
     *state = f;
     return 0;
 }
@@ -137,7 +137,7 @@ static int teardown(void **state)
     struct fx *f = *state;
     if (f->http != NULL)
         ebb__http_close(f->http, on_closed, &f->http_closed);
-    ebb__test_httpd_close(f->srv, on_closed, &f->srv_closed);
+    ebb__httpd_close(f->srv, on_closed, &f->srv_closed);
     uv_close((uv_handle_t *)&f->watchdog, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);
     assert_int_equal(f->http_closed, 1);
@@ -228,7 +228,7 @@ static void many_concurrent(void **state)
         expect_result(&r[i], 0, 200, 1);
         assert_string_equal(r[i].body, want);
     }
-    assert_int_equal(ebb__test_httpd_requests(f->srv), N_CONCURRENT);
+    assert_int_equal(ebb__httpd_requests(f->srv), N_CONCURRENT);
 }
 
 static void post_roundtrip(void **state)
@@ -273,7 +273,7 @@ static void retry_then_success(void **state)
     fetch(f, "/flaky", 0, 0, &r);
     expect_result(&r, 0, 200, 2);
     assert_string_equal(r.body, "ok");
-    assert_int_equal(ebb__test_httpd_requests(f->srv), 2);
+    assert_int_equal(ebb__httpd_requests(f->srv), 2);
 }
 
 static void retry_after_is_honoured(void **state)
@@ -295,13 +295,13 @@ static void retries_stop_at_max_attempts(void **state)
     expect_result(&r, 0, 503, 3);
     assert_string_equal(r.body, "down 3");
     assert_non_null(strstr(r.headers, "503"));
-    assert_int_equal(ebb__test_httpd_requests(f->srv), 3);
+    assert_int_equal(ebb__httpd_requests(f->srv), 3);
 
     /* max_attempts 1 means no retry at all. */
     struct result once = {0};
     fetch(f, "/down", 1, 0, &once);
     assert_int_equal(once.attempts, 1);
-    assert_int_equal(ebb__test_httpd_requests(f->srv), 4);
+    assert_int_equal(ebb__httpd_requests(f->srv), 4);
 }
 
 static void client_errors_not_retried(void **state)
@@ -317,7 +317,7 @@ static void connection_refused(void **state)
 {
     struct fx *f = *state;
     uint16_t port;
-    assert_int_equal(ebb__test_httpd_unused_port(&port), 0);
+    assert_int_equal(ebb__httpd_unused_port(&port), 0);
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/x", (unsigned)port);
     struct ebb_http_request req = {.method = "GET", .url = url, .max_attempts = 3};
@@ -334,7 +334,7 @@ static void dropped_connection(void **state)
     struct result r = {0};
     fetch(f, "/drop", 0, 0, &r);
     expect_result(&r, EBB_EPROTO, ANY, 1);
-    assert_int_equal(ebb__test_httpd_requests(f->srv), 1);
+    assert_int_equal(ebb__httpd_requests(f->srv), 1);
 }
 
 static void response_size_capped(void **state)
@@ -378,7 +378,7 @@ static void close_cancels_in_flight(void **state)
     for (int i = 0; i < N; i++)
         get(f, "/slow", 0, 0, &slow[i]);
     get(f, "/down", 0, 0, &backing_off); /* will wait in its backoff timer */
-    while (ebb__test_httpd_requests(f->srv) < N + 1 && !f->watchdog_fired)
+    while (ebb__httpd_requests(f->srv) < N + 1 && !f->watchdog_fired)
         uv_run(&f->loop, UV_RUN_ONCE);
     assert_false(f->watchdog_fired);
 

@@ -1,4 +1,4 @@
-/* A small HTTP/1.1 test server on libuv; see test_httpd.h.
+/* A small HTTP/1.1 server on libuv; see httpd.h.
  *
  * Each connection buffers what it reads and parses one request at a time.
  * While an answer is delayed or being written the connection keeps reading
@@ -6,7 +6,7 @@
  * more. A connection owns two handles, its TCP stream and its delay timer,
  * and is freed when both are closed.
  */
-#include "test_httpd.h"
+#include "httpd.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,12 +20,12 @@
 
 #define MAX_HEAD (64 * 1024)
 #define MAX_HEADERS 100
-#define MAX_BODY ((size_t)256 << 20)
+#define MAX_BODY ((size_t)16 << 20)
 
 struct conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
-    struct ebb__test_httpd *s;
+    struct ebb__httpd *s;
     struct conn *prev, *next;
     char *in;
     size_t in_len, in_cap;
@@ -44,12 +44,12 @@ struct write_req {
     bool close_after;
 };
 
-struct ebb__test_httpd {
+struct ebb__httpd {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uint16_t port;
     char url[40];
-    ebb__test_httpd_handler handler;
+    ebb__httpd_handler handler;
     void *arg;
     uint64_t requests;
     struct conn *conns;
@@ -61,7 +61,7 @@ struct ebb__test_httpd {
 
 static void process(struct conn *c);
 
-static void server_handle_closed(struct ebb__test_httpd *s)
+static void server_handle_closed(struct ebb__httpd *s)
 {
     if (--s->handles > 0)
         return;
@@ -77,7 +77,7 @@ static void conn_handle_closed(uv_handle_t *handle)
     struct conn *c = handle->data;
     if (--c->open_handles > 0)
         return;
-    struct ebb__test_httpd *s = c->s;
+    struct ebb__httpd *s = c->s;
     free(c->in);
     free(c->pending);
     free(c);
@@ -89,7 +89,7 @@ static void conn_close(struct conn *c)
     if (c->closing)
         return;
     c->closing = true;
-    struct ebb__test_httpd *s = c->s;
+    struct ebb__httpd *s = c->s;
     if (c->prev != NULL)
         c->prev->next = c->next;
     else
@@ -169,7 +169,7 @@ static const char *reason(int status)
 }
 
 /* Serialises a response; NULL when out of memory. */
-static char *render(const struct ebb__test_httpd_response *res, bool head_only,
+static char *render(const struct ebb__httpd_response *res, bool head_only,
                     bool close, size_t *len)
 {
     char top[160];
@@ -195,7 +195,7 @@ static char *render(const struct ebb__test_httpd_response *res, bool head_only,
 
 static void answer_error(struct conn *c, int status)
 {
-    struct ebb__test_httpd_response res = {.status = status};
+    struct ebb__httpd_response res = {.status = status};
     size_t len;
     char *data = render(&res, false, true, &len);
     if (data == NULL) {
@@ -232,7 +232,7 @@ static bool handle_one(struct conn *c)
     memcpy(head, c->in, head_len);
     head[head_len] = '\0';
 
-    struct ebb__test_httpd_request req = {.header_names = names,
+    struct ebb__httpd_request req = {.header_names = names,
                                           .header_values = values};
     char *line_end = strstr(head, "\r\n");
     *line_end = '\0';
@@ -272,7 +272,7 @@ static bool handle_one(struct conn *c)
     }
 
     size_t body_len = 0;
-    const char *cl = ebb__test_httpd_header(&req, "Content-Length");
+    const char *cl = ebb__httpd_header(&req, "Content-Length");
     if (cl != NULL) {
         char *cl_end;
         unsigned long long v = strtoull(cl, &cl_end, 10);
@@ -283,7 +283,7 @@ static bool handle_one(struct conn *c)
         }
         body_len = (size_t)v;
     }
-    if (ebb__test_httpd_header(&req, "Transfer-Encoding") != NULL) {
+    if (ebb__httpd_header(&req, "Transfer-Encoding") != NULL) {
         free(head);
         answer_error(c, 501);
         return false;
@@ -314,13 +314,13 @@ static bool handle_one(struct conn *c)
     }
     req.path = path;
 
-    const char *conn_hdr = ebb__test_httpd_header(&req, "Connection");
+    const char *conn_hdr = ebb__httpd_header(&req, "Connection");
     bool keep_alive = strcmp(req.version, "HTTP/1.1") == 0
                           ? !(conn_hdr && strcasecmp(conn_hdr, "close") == 0)
                           : (conn_hdr && strcasecmp(conn_hdr, "keep-alive") == 0);
 
     req.seq = ++c->s->requests;
-    struct ebb__test_httpd_response res = {.status = 200};
+    struct ebb__httpd_response res = {.status = 200};
     c->s->handler(&req, &res, c->s->arg);
 
     /* The request is consumed whatever the handler said. */
@@ -401,7 +401,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 static void on_connection(uv_stream_t *listener, int status)
 {
-    struct ebb__test_httpd *s = listener->data;
+    struct ebb__httpd *s = listener->data;
     if (status < 0 || s->closing)
         return;
     struct conn *c = calloc(1, sizeof(*c));
@@ -428,10 +428,19 @@ static void listener_closed(uv_handle_t *handle)
     server_handle_closed(handle->data);
 }
 
-int ebb__test_httpd_start(struct ebb__test_httpd **out, uv_loop_t *loop,
-                          ebb__test_httpd_handler handler, void *arg)
+int ebb__httpd_start(struct ebb__httpd **out, uv_loop_t *loop,
+                     ebb__httpd_handler handler, void *arg)
 {
-    struct ebb__test_httpd *s = calloc(1, sizeof(*s));
+    return ebb__httpd_listen(out, loop, "127.0.0.1", 0, handler, arg);
+}
+
+int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
+                      uint16_t port, ebb__httpd_handler handler, void *arg)
+{
+    struct sockaddr_in addr;
+    if (uv_ip4_addr(ip, port, &addr) != 0)
+        return EBB_EINVAL;
+    struct ebb__httpd *s = calloc(1, sizeof(*s));
     if (s == NULL)
         return EBB_ENOMEM;
     s->loop = loop;
@@ -441,10 +450,8 @@ int ebb__test_httpd_start(struct ebb__test_httpd **out, uv_loop_t *loop,
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
 
-    struct sockaddr_in addr;
     struct sockaddr_storage bound;
     int bound_len = sizeof(bound);
-    uv_ip4_addr("127.0.0.1", 0, &addr);
     if (uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0) != 0 ||
         uv_listen((uv_stream_t *)&s->listener, 511, on_connection) != 0 ||
         uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &bound_len) != 0) {
@@ -453,27 +460,46 @@ int ebb__test_httpd_start(struct ebb__test_httpd **out, uv_loop_t *loop,
         return EBB_EIO;
     }
     s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-    snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%u", (unsigned)s->port);
+    snprintf(s->url, sizeof(s->url), "http://%s:%u", ip, (unsigned)s->port);
     *out = s;
     return 0;
 }
 
-uint16_t ebb__test_httpd_port(const struct ebb__test_httpd *s)
+int ebb__httpd_parse_address(const char *address, char *ip, size_t ip_size,
+                             uint16_t *port)
+{
+    const char *colon = strrchr(address, ':');
+    if (colon == NULL || colon == address || (size_t)(colon - address) >= ip_size)
+        return EBB_EINVAL;
+    char *end = NULL;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || p > 65535)
+        return EBB_EINVAL;
+    memcpy(ip, address, (size_t)(colon - address));
+    ip[colon - address] = '\0';
+    struct sockaddr_in probe;
+    if (uv_ip4_addr(ip, 0, &probe) != 0)
+        return EBB_EINVAL;
+    *port = (uint16_t)p;
+    return 0;
+}
+
+uint16_t ebb__httpd_port(const struct ebb__httpd *s)
 {
     return s->port;
 }
 
-const char *ebb__test_httpd_url(const struct ebb__test_httpd *s)
+const char *ebb__httpd_url(const struct ebb__httpd *s)
 {
     return s->url;
 }
 
-uint64_t ebb__test_httpd_requests(const struct ebb__test_httpd *s)
+uint64_t ebb__httpd_requests(const struct ebb__httpd *s)
 {
     return s->requests;
 }
 
-void ebb__test_httpd_close(struct ebb__test_httpd *s, void (*closed)(void *arg),
+void ebb__httpd_close(struct ebb__httpd *s, void (*closed)(void *arg),
                            void *arg)
 {
     if (s->closing)
@@ -486,7 +512,7 @@ void ebb__test_httpd_close(struct ebb__test_httpd *s, void (*closed)(void *arg),
     uv_close((uv_handle_t *)&s->listener, listener_closed);
 }
 
-const char *ebb__test_httpd_header(const struct ebb__test_httpd_request *req,
+const char *ebb__httpd_header(const struct ebb__httpd_request *req,
                                    const char *name)
 {
     for (size_t i = 0; i < req->n_headers; i++) {
@@ -496,7 +522,7 @@ const char *ebb__test_httpd_header(const struct ebb__test_httpd_request *req,
     return NULL;
 }
 
-void ebb__test_httpd_set_body(struct ebb__test_httpd_response *res,
+void ebb__httpd_set_body(struct ebb__httpd_response *res,
                               const void *body, size_t len)
 {
     char *copy = malloc(len + 1);
@@ -512,7 +538,7 @@ void ebb__test_httpd_set_body(struct ebb__test_httpd_response *res,
     res->body_len_ = len;
 }
 
-void ebb__test_httpd_set_bodyf(struct ebb__test_httpd_response *res,
+void ebb__httpd_set_bodyf(struct ebb__httpd_response *res,
                                const char *fmt, ...)
 {
     va_list ap;
@@ -532,7 +558,7 @@ void ebb__test_httpd_set_bodyf(struct ebb__test_httpd_response *res,
     res->body_len_ = (size_t)n;
 }
 
-void ebb__test_httpd_add_header(struct ebb__test_httpd_response *res,
+void ebb__httpd_add_header(struct ebb__httpd_response *res,
                                 const char *name, const char *value)
 {
     size_t add = strlen(name) + 2 + strlen(value) + 2;
@@ -546,7 +572,7 @@ void ebb__test_httpd_add_header(struct ebb__test_httpd_response *res,
     res->headers_len_ += add;
 }
 
-int ebb__test_httpd_unused_port(uint16_t *port)
+int ebb__httpd_unused_port(uint16_t *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
