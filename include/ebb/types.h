@@ -10,6 +10,18 @@
 
 #include "common.h"
 
+/* What one instance of an offer is: the common shape every provider's
+ * offer is normalised to, so policies compare an AWS p3.2xlarge with a
+ * vast.ai V100 machine by cost per unit of work. */
+struct ebb_shape {
+    const char *gpu_model;   /* normalised: "V100", "A100_80GB", "RTX_4090"; "" */
+    uint32_t gpu_count;      /* 0 without GPUs */
+    double gpu_memory_gb;    /* per GPU; 0 when unknown */
+    uint32_t vcpus;          /* 0 when unknown */
+    double memory_gb;        /* 0 when unknown */
+    const char *machine_id;  /* the provider's machine (vast.ai); "" otherwise */
+};
+
 /* One observed price. Strings are borrowed for the duration of a callback. */
 struct ebb_price {
     /* Whose market this is: NULL means the plugin's own name. A plugin that
@@ -26,6 +38,8 @@ struct ebb_price {
     /* Spot capacity in instances from `at` on, when the provider knows it
      * (the sim market does): 0 = none; -1 = unknown or unlimited. */
     int32_t capacity;
+    /* What the offer is; NULL: the shipped catalog's entry for the type. */
+    const struct ebb_shape *shape;
 };
 
 enum ebb_instance_state {
