@@ -70,6 +70,16 @@ static ebb_time_ms wall_now(void)
     return (ebb_time_ms)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Real mode: the clock's time, which runs `speed` times as fast as the
+ * wall clock from `origin` on (speed 1 and origin 0: the wall clock). */
+static ebb_time_ms real_now(const struct ebb__clock *c)
+{
+    ebb_time_ms wall = wall_now();
+    if (c->speed == 1.0 && c->origin == 0)
+        return wall;
+    return c->origin + (ebb_time_ms)((double)(wall - c->wall_origin) * c->speed);
+}
+
 static void arm_uv_timer(struct ebb__clock *c);
 
 static void run_due(struct ebb__clock *c, ebb_time_ms now)
@@ -84,7 +94,7 @@ static void run_due(struct ebb__clock *c, ebb_time_ms now)
 static void on_uv_timer(uv_timer_t *handle)
 {
     struct ebb__clock *c = handle->data;
-    run_due(c, wall_now());
+    run_due(c, real_now(c));
     arm_uv_timer(c);
 }
 
@@ -97,7 +107,7 @@ static void arm_uv_timer(struct ebb__clock *c)
         uv_timer_stop(&c->uv_timer);
         return;
     }
-    ebb_time_ms wait = c->heap[0]->due - wall_now();
+    ebb_time_ms wait = ebb__clock_real_ms(c, c->heap[0]->due - real_now(c));
     if (wait < 0)
         wait = 0;
     uv_timer_start(&c->uv_timer, on_uv_timer, (uint64_t)wait, 0);
@@ -105,7 +115,18 @@ static void arm_uv_timer(struct ebb__clock *c)
 
 int ebb__clock_init_real(struct ebb__clock *clock, uv_loop_t *loop)
 {
-    *clock = (struct ebb__clock){.loop = loop};
+    return ebb__clock_init_real_at(clock, loop, 0, 1.0);
+}
+
+int ebb__clock_init_real_at(struct ebb__clock *clock, uv_loop_t *loop,
+                            ebb_time_ms start, double speed)
+{
+    if (!(speed > 0))
+        return EBB_EINVAL;
+    *clock = (struct ebb__clock){.loop = loop, .speed = speed, .origin = start,
+                                 .wall_origin = wall_now()};
+    if (start == 0)
+        clock->origin = speed == 1.0 ? 0 : clock->wall_origin;
     if (uv_timer_init(loop, &clock->uv_timer) != 0)
         return EBB_EIO;
     clock->uv_timer.data = clock;
@@ -114,7 +135,8 @@ int ebb__clock_init_real(struct ebb__clock *clock, uv_loop_t *loop)
 
 void ebb__clock_init_virtual(struct ebb__clock *clock, ebb_time_ms start)
 {
-    *clock = (struct ebb__clock){.is_virtual = 1, .virtual_now = start};
+    *clock = (struct ebb__clock){.is_virtual = 1, .virtual_now = start,
+                                 .speed = 1.0};
 }
 
 static void on_uv_timer_closed(uv_handle_t *handle)
@@ -144,7 +166,21 @@ void ebb__clock_close(struct ebb__clock *clock,
 
 ebb_time_ms ebb__clock_now(const struct ebb__clock *clock)
 {
-    return clock->is_virtual ? clock->virtual_now : wall_now();
+    return clock->is_virtual ? clock->virtual_now : real_now(clock);
+}
+
+ebb_dur_ms ebb__clock_real_ms(const struct ebb__clock *clock, ebb_dur_ms d)
+{
+    if (clock->is_virtual || clock->speed == 1.0)
+        return d;
+    return (ebb_dur_ms)((double)d / clock->speed);
+}
+
+ebb_dur_ms ebb__clock_from_real_ms(const struct ebb__clock *clock, ebb_dur_ms d)
+{
+    if (clock->is_virtual || clock->speed == 1.0)
+        return d;
+    return (ebb_dur_ms)((double)d * clock->speed);
 }
 
 void ebb__timer_init(struct ebb__timer *timer, ebb__timer_cb cb, void *data)

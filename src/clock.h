@@ -37,6 +37,10 @@ struct ebb__timer {
 struct ebb__clock {
     int is_virtual;
     ebb_time_ms virtual_now;
+    /* Real mode: an accelerated clock (demos) reads origin + speed x the
+     * wall time since wall_origin. */
+    double speed;
+    ebb_time_ms origin, wall_origin;
     uv_loop_t *loop;     /* real mode only */
     uv_timer_t uv_timer; /* real mode only */
     struct ebb__timer **heap;
@@ -49,6 +53,18 @@ struct ebb__clock {
 
 /* Real mode on `loop`. Returns 0 or a negative EBB_E* code. */
 int ebb__clock_init_real(struct ebb__clock *clock, uv_loop_t *loop);
+
+/* Real mode on `loop` that reads `start` now (0: the wall clock's time)
+ * and runs `speed` times as fast as the wall clock (> 0; 1440 shows a day
+ * in a minute). Returns 0, EBB_EINVAL for a bad speed, or EBB_EIO. */
+int ebb__clock_init_real_at(struct ebb__clock *clock, uv_loop_t *loop,
+                            ebb_time_ms start, double speed);
+
+/* Converts a clock duration into wall-clock time and back (identities
+ * unless the clock is accelerated). Things outside ebbd (an agent's grace
+ * period, heartbeats) run on the wall clock. */
+ebb_dur_ms ebb__clock_real_ms(const struct ebb__clock *clock, ebb_dur_ms d);
+ebb_dur_ms ebb__clock_from_real_ms(const struct ebb__clock *clock, ebb_dur_ms d);
 
 /* Virtual mode starting at `start`. Never fails. */
 void ebb__clock_init_virtual(struct ebb__clock *clock, ebb_time_ms start);

@@ -6,6 +6,8 @@
 
 #include "cfg_table.h"
 #include "log.h"
+#include "str.h"
+#include "units.h"
 #include "yaml_read.h"
 
 /* The configuration used when there is no ebb.yaml. examples/ebb.yaml
@@ -34,10 +36,32 @@ static const struct ebb_cfg_key api_keys[] = {
 
 struct agent_api_cfg {
     char *listen;
+    char *url;
+    ebb_dur_ms heartbeat;
+    ebb_dur_ms heartbeat_timeout;
 };
 static const struct ebb_cfg_key agent_api_keys[] = {
     {"listen", EBB_CFG_STRING, "127.0.0.1:7311",
      offsetof(struct agent_api_cfg, listen), "host:port agents connect to"},
+    {"url", EBB_CFG_STRING, "", offsetof(struct agent_api_cfg, url),
+     "URL agents are given (default: http:// and listen)"},
+    {"heartbeat", EBB_CFG_DURATION, "5s",
+     offsetof(struct agent_api_cfg, heartbeat), "how often agents report"},
+    {"heartbeat_timeout", EBB_CFG_DURATION, "60s",
+     offsetof(struct agent_api_cfg, heartbeat_timeout),
+     "silence after which ebbd asks the provider whether an instance is gone"},
+    EBB_CFG_END,
+};
+
+struct clock_cfg {
+    char *start;
+    double speed;
+};
+static const struct ebb_cfg_key clock_keys[] = {
+    {"start", EBB_CFG_STRING, "", offsetof(struct clock_cfg, start),
+     "time the clock reads when ebbd starts (ISO 8601; default: now)"},
+    {"speed", EBB_CFG_DOUBLE, "1", offsetof(struct clock_cfg, speed),
+     "how many times faster than the wall clock time runs"},
     EBB_CFG_END,
 };
 
@@ -181,9 +205,79 @@ static int do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,
         free(cfg->agent_listen);
         cfg->agent_listen = agent->listen;
         agent->listen = NULL;
+        free(cfg->agent_url);
+        cfg->agent_url = agent->url[0] != '\0'
+                             ? strdup(agent->url)
+                             : ebb__strfmt("http://%s", cfg->agent_listen);
+        cfg->agent_heartbeat = agent->heartbeat;
+        cfg->agent_heartbeat_timeout = agent->heartbeat_timeout;
+        if (cfg->agent_url == NULL)
+            rc = ebb__yread_nomem(d);
     }
     ebb__cfg_free(agent_api_keys, agent);
     return rc;
+}
+
+static int do_clock(struct ebb__config *cfg, const struct ebb__ynode *n,
+                    struct ebb__diag *d)
+{
+    void *raw;
+    int rc = ebb__cfg_apply(clock_keys, sizeof(struct clock_cfg), n, "clock",
+                            &raw, d);
+    if (rc != 0)
+        return rc;
+    struct clock_cfg *c = raw;
+    const char *why = NULL;
+    if (c->start[0] != '\0' &&
+        ebb__parse_time_why(c->start, &cfg->clock_start, &why) != 0) {
+        const struct ebb__ynode *m = ebb__ymap_get(n, "start");
+        ebb__diag_set(d, m->file, m->line,
+                      "clock.start: %s (example: 2020-01-06T00:00:00Z)", why);
+        rc = EBB_ECONFIG;
+    } else if (!(c->speed > 0 && c->speed <= 1e6)) {
+        const struct ebb__ynode *m = ebb__ymap_get(n, "speed");
+        ebb__diag_set(d, m->file, m->line,
+                      "clock.speed: must be above 0 and at most 1000000");
+        rc = EBB_ECONFIG;
+    } else {
+        cfg->clock_speed = c->speed;
+    }
+    ebb__cfg_free(clock_keys, c);
+    return rc;
+}
+
+/* run_on: {MARKET: RUNNER}: instances of MARKET's offers run on RUNNER. */
+static int do_run_on(struct ebb__config *cfg, const struct ebb__ynode *n,
+                     struct ebb__diag *d)
+{
+    if (n->kind != EBB__YMAP) {
+        ebb__diag_set(d, n->file, n->line,
+                      "run_on: expected a mapping of market: runner "
+                      "(example: run_on: {sim: local})");
+        return EBB_ECONFIG;
+    }
+    for (size_t i = 0; i < n->n; i++) {
+        const struct ebb__ynode *key = n->keys[i], *v = n->items[i];
+        int rc = ebb__yread_scalar(v, "run_on", "a provider name", d);
+        if (rc != 0)
+            return rc;
+        struct ebb__run_on *grown =
+            realloc(cfg->run_on, (cfg->n_run_on + 1) * sizeof(*grown));
+        if (grown == NULL)
+            return ebb__yread_nomem(d);
+        cfg->run_on = grown;
+        struct ebb__run_on *r = &cfg->run_on[cfg->n_run_on];
+        r->market = strdup(key->value);
+        r->runner = strdup(v->value);
+        r->line = key->line;
+        if (r->market == NULL || r->runner == NULL) {
+            free(r->market);
+            free(r->runner);
+            return ebb__yread_nomem(d);
+        }
+        cfg->n_run_on++;
+    }
+    return 0;
 }
 
 static int do_default_policy(struct ebb__config *cfg,
@@ -400,6 +494,8 @@ static const struct {
     {"teams", do_teams},
     {"admins", do_admins},
     {"currency_rates", do_currency_rates},
+    {"clock", do_clock},
+    {"run_on", do_run_on},
 };
 #define N_TOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
@@ -407,6 +503,7 @@ static int build(struct ebb__config *cfg, struct ebb__diag *d)
 {
     const struct ebb__ynode *root = ebb__ydoc_root(cfg->doc);
     cfg->log_level = EBB_LOG_INFO;
+    cfg->clock_speed = 1.0;
     if (ebb__ynode_is_null(root)) {
         root = NULL;
     } else if (root->kind != EBB__YMAP) {
@@ -503,6 +600,12 @@ void ebb__config_free(struct ebb__config *cfg)
     ebb__string_list_free(&cfg->plugin_dirs);
     free(cfg->api_socket_group);
     free(cfg->agent_listen);
+    free(cfg->agent_url);
+    for (size_t i = 0; i < cfg->n_run_on; i++) {
+        free(cfg->run_on[i].market);
+        free(cfg->run_on[i].runner);
+    }
+    free(cfg->run_on);
     free(cfg->default_policy);
     free_sections(cfg->providers, cfg->n_providers);
     free_sections(cfg->policies, cfg->n_policies);

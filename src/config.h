@@ -42,6 +42,12 @@ struct ebb__currency_rate {
     int64_t usd_e9;
 };
 
+/* Instances of market `market`'s offers run on provider `runner`. */
+struct ebb__run_on {
+    char *market, *runner;
+    int line;
+};
+
 struct ebb__config {
     struct ebb__ydoc *doc; /* owned; sections point into it */
     const char *file;      /* display name of the file, owned by doc */
@@ -52,6 +58,13 @@ struct ebb__config {
     unsigned api_socket_mode;  /* default 0600 */
     char *api_socket_group;    /* default NULL: the daemon's own group */
     char *agent_listen;        /* default "127.0.0.1:7311" */
+    char *agent_url;           /* default "http://" + agent_listen */
+    ebb_dur_ms agent_heartbeat;         /* default 5 s */
+    ebb_dur_ms agent_heartbeat_timeout; /* default 60 s */
+    ebb_time_ms clock_start;   /* 0: the wall clock's time */
+    double clock_speed;        /* 1: real time */
+    size_t n_run_on;
+    struct ebb__run_on *run_on;
     char *default_policy;      /* default "uniform-progress" */
 
     size_t n_providers;

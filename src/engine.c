@@ -295,10 +295,9 @@ void ebb__engine_fini(struct ebb__engine *e)
     while (job != NULL) {
         struct ebb__job *next = job->next;
         ebb__timer_stop(e->opt.clock, &job->wake);
-        if (job->current != NULL) {
-            free(job->current->instance_id);
-            free(job->current);
-        }
+        if (job->current != NULL)
+            ebb__engine_attempt_free(e, job->current);
+        free(job->workdir);
         ebb__jobspec_free(&job->spec);
         free(job->allowed);
         free(job);

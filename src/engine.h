@@ -66,6 +66,21 @@ struct ebb__attempt {
     int stop_sent;           /* asked to checkpoint and exit */
     int notice;              /* a preemption notice arrived */
     int terminating;         /* terminate called */
+    /* When the market's offers run on another provider (run_on: sim ->
+     * local), the market plugin models the instance's availability, its
+     * notices and losses, as a shadow instance with the same token; the
+     * job runs on `provider`. */
+    struct ebb__plugin_slot *market; /* NULL: the runner is the market */
+    char *shadow_id;         /* the market's instance, once launched */
+    int shadow_lost;         /* the market took the instance away */
+    /* The agent channel (docs/agent-protocol.md): the agent's bearer token
+     * is "<token>.<agent_secret>". */
+    char agent_secret[65];
+    ebb_time_ms agent_seen;  /* its latest report; 0: none yet */
+    ebb_time_ms notice_deadline; /* what the metadata endpoint says; 0: none */
+    int agent_exited;        /* it reported the job's end */
+    /* Releases the instance if the agent does not finish in time. */
+    struct ebb__timer backstop;
 };
 
 struct ebb__job {
@@ -86,6 +101,8 @@ struct ebb__job {
     enum ebb__job_state after_release;
     size_t launch_next;      /* offer to launch then, or SIZE_MAX */
     char after_reason[192];
+    char *workdir;           /* where a local job runs; NULL: the agent's */
+    int64_t owner_uid;       /* who submitted it; -1: unknown */
     struct ebb__timer wake;
     int dirty;
     /* Market offers this job may use, ascending; offers examined so far
@@ -101,6 +118,15 @@ struct ebb__engine_options {
     const struct ebb__catalog *catalog; /* may be NULL */
     const char *default_policy;
     int store_prices;                /* write observed prices to the store */
+    /* Where agents reach ebbd; NULL without an agent API (backtests). */
+    const char *agent_url;
+    ebb_dur_ms agent_heartbeat;       /* wall time between agent reports */
+    ebb_dur_ms agent_heartbeat_timeout; /* wall time of silence before ebbd
+                                         * asks the provider */
+    const char *checkpoint_root;     /* default checkpoint dirs: ROOT/<job> */
+    /* run_on: market plugin -> runner plugin. */
+    const struct ebb__run_on *run_on;
+    size_t n_run_on;
 };
 
 struct ebb__engine_poll;
@@ -185,5 +211,25 @@ void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
                          size_t launch_next, const char *reason);
 void ebb__engine_instance_event(void *sink, const char *provider,
                                 const struct ebb_instance_event *ev);
+/* The job whose current attempt has this token, or NULL. */
+struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token);
+/* Frees an attempt (its strings and timer). */
+void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a);
+
+/* ---- agents (engine_agent.c) ---- */
+
+/* The shortest grace period an agent gets under an accelerated clock. */
+#define EBB__AGENT_MIN_GRACE (10 * EBB_MS_PER_SECOND)
+
+/* The job's checkpoint grace period in wall time, as its agent gets it. */
+ebb_dur_ms ebb__engine_agent_grace(const struct ebb__job *job);
+
+/* The job of the agent holding `bearer` ("<token>.<secret>"), or NULL
+ * when no live instance holds it (compared in constant time). */
+struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer);
+
+/* Cancels a job: checkpoints and releases its instance if it has one.
+ * Returns 0, or EBB_EINVAL when it has already ended. */
+int ebb__engine_cancel(struct ebb__job *job, const char *why);
 
 #endif

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/rand.h>
+
 #include "billing.h"
 #include "engine.h"
 #include "log.h"
@@ -19,6 +21,41 @@ static void describe_offer(const struct ebb__offer *o, char *buf, size_t len)
 {
     snprintf(buf, len, "%s %s %s %s", market_word(o->market), o->instance_type,
              o->zone[0] ? o->zone : o->region, o->provider);
+}
+
+void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a)
+{
+    ebb__timer_stop(e->opt.clock, &a->backstop);
+    free(a->instance_id);
+    free(a->shadow_id);
+    free(a);
+}
+
+static void on_released_aside(void *arg, int status)
+{
+    const char *what = arg;
+    if (status != 0 && status != EBB_ECANCELED && status != EBB_ENOTFOUND)
+        ebb__warn("terminating %s: %s", what, ebb_strerror(status));
+}
+
+/* Terminates an instance nothing waits for any more (a shadow, or a runner
+ * whose machine the market took away). */
+static void release_aside(struct ebb__plugin_slot *slot, const char *id)
+{
+    const struct ebb_provider *p = slot->plugin->provider;
+    int rc = p->terminate(slot->self, id, on_released_aside, "an instance");
+    if (rc != 0)
+        on_released_aside("an instance", rc);
+}
+
+/* The market's shadow of the attempt ends with it. */
+static void release_shadow(struct ebb__job *job)
+{
+    struct ebb__attempt *a = job->current;
+    if (a->market != NULL && a->shadow_id != NULL && !a->shadow_lost) {
+        a->shadow_lost = 1;
+        release_aside(a->market, a->shadow_id);
+    }
 }
 
 /* ---- ledger ------------------------------------------------------------ */
@@ -86,8 +123,8 @@ static void finish_attempt(struct ebb__job *job, ebb_time_ms end,
     if (a->launched && end > a->launched_at)
         held->instance_hours += (double)(end - a->launched_at) / EBB_MS_PER_HOUR;
     size_t offer = a->offer;
-    free(a->instance_id);
-    free(a);
+    release_shadow(job);
+    ebb__engine_attempt_free(e, a);
     job->current = NULL;
     /* Spot capacity this instance held is free again: jobs waiting for it
      * ("ask again on the next market event") must hear of it. */
@@ -120,6 +157,8 @@ static void after_instance(struct ebb__job *job)
 
 /* ---- launch ------------------------------------------------------------ */
 
+static void on_backstop(struct ebb__timer *t);
+
 static void on_launched(void *arg, int status, const struct ebb_instance *inst)
 {
     struct ebb__job *job = arg;
@@ -136,7 +175,8 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
             ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
         e->market.offers[a->offer].n_running--;
         e->market.version++;
-        free(a);
+        release_shadow(job);
+        ebb__engine_attempt_free(e, a);
         job->current = NULL;
         ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
                               what, ebb_strerror(status));
@@ -154,26 +194,118 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
 }
 
+/* The provider that runs the market `market`'s instances (run_on), or
+ * NULL when the market runs its own. *missing is set when one is
+ * configured but not loaded. */
+static struct ebb__plugin_slot *runner_for(struct ebb__engine *e,
+                                           const char *market,
+                                           const char **missing)
+{
+    *missing = NULL;
+    for (size_t i = 0; i < e->opt.n_run_on; i++) {
+        if (strcmp(e->opt.run_on[i].market, market) != 0)
+            continue;
+        struct ebb__plugin_slot *s =
+            ebb__registry_provider(e->opt.registry, e->opt.run_on[i].runner);
+        if (s == NULL || s->self == NULL)
+            *missing = e->opt.run_on[i].runner;
+        return s;
+    }
+    return NULL;
+}
+
+/* Asks `slot` to launch the job's current attempt. A shadow launch asks
+ * the market for the instance's availability only: a job that never ends
+ * and never checkpoints, and no agent. */
+static int launch_on(struct ebb__job *job, struct ebb__plugin_slot *slot,
+                     int shadow, ebb_launch_cb cb)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    const struct ebb__offer *o = &e->market.offers[a->offer];
+    char bearer[sizeof(a->token) + sizeof(a->agent_secret) + 1];
+    snprintf(bearer, sizeof(bearer), "%s.%s", a->token, a->agent_secret);
+    struct ebb_launch req = {
+        .token = a->token,
+        .job_id = job->id,
+        .provider = o->provider,
+        .region = o->region,
+        .zone = o->zone,
+        .instance_type = o->instance_type,
+        .market = o->market,
+        .currency = o->currency,
+        .count = 1,
+        .agent_url = shadow ? NULL : e->opt.agent_url,
+        .agent_token = shadow || e->opt.agent_url == NULL ? NULL : bearer,
+        .argv = shadow ? NULL : (const char *const *)job->spec.argv,
+        .argc = shadow ? 0 : job->spec.argc,
+        .work_remaining = shadow ? INT64_MAX / 4 : job->work_total - job->work_saved,
+        .speed = o->speed,
+        .restart_overhead = job->spec.restart_overhead,
+        .checkpoint_every = shadow ? 0 : job->spec.checkpoint.every,
+        .checkpoint_grace = job->spec.checkpoint.grace,
+    };
+    return slot->plugin->provider->launch(slot->self, &req, cb, job);
+}
+
+static void on_shadow_launched(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct ebb__job *job = arg;
+    struct ebb__attempt *a = job->current;
+    if (status == EBB_ECANCELED || a == NULL)
+        return;
+    if (status == 0) {
+        a->shadow_id = strdup(inst->id ? inst->id : "");
+        if (a->shadow_id == NULL)
+            status = EBB_ENOMEM;
+    }
+    if (status == 0)
+        status = launch_on(job, a->provider, 0, on_launched);
+    if (status != 0)
+        on_launched(job, status, NULL);
+}
+
+static int new_agent_secret(char *hex, size_t size)
+{
+    unsigned char raw[32];
+    if (size < 2 * sizeof(raw) + 1 || RAND_bytes(raw, sizeof(raw)) != 1)
+        return EBB_EIO;
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    return 0;
+}
+
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
 {
     struct ebb__engine *e = job->engine;
     const struct ebb__offer *o = &e->market.offers[offer];
     struct ebb__plugin_slot *slot = ebb__registry_provider(e->opt.registry, o->plugin);
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
-    if (slot == NULL || slot->self == NULL) {
+    const char *missing = NULL;
+    struct ebb__plugin_slot *runner =
+        slot != NULL ? runner_for(e, o->plugin, &missing) : NULL;
+    if (slot == NULL || slot->self == NULL || missing != NULL) {
         ebb__engine_set_state(job, EBB__JOB_WAITING, "provider %s is not loaded",
-                              o->plugin);
+                              missing ? missing : o->plugin);
         return;
     }
     struct ebb__attempt *a = calloc(1, sizeof(*a));
     if (a == NULL)
         return;
+    if (new_agent_secret(a->agent_secret, sizeof(a->agent_secret)) != 0) {
+        free(a);
+        ebb__engine_set_state(job, EBB__JOB_WAITING, "cannot draw random bytes "
+                              "for the agent's token");
+        return;
+    }
     job->attempts++;
     snprintf(a->token, sizeof(a->token), "%s-a%u", job->id, job->attempts);
     a->offer = offer;
-    a->provider = slot;
+    a->provider = runner != NULL ? runner : slot;
+    a->market = runner != NULL ? slot : NULL;
     a->requested_at = now;
     a->work_base = job->work_saved;
+    ebb__timer_init(&a->backstop, on_backstop, job);
     job->current = a;
     e->market.offers[offer].n_running++;
     e->market.version++;
@@ -185,7 +317,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     struct ebb__instance_row row = {
         .token = a->token,
         .job_id = job->id,
-        .provider = o->plugin,
+        .provider = a->provider->plugin->name,
         .region = o->region,
         .zone = o->zone,
         .instance_type = o->instance_type,
@@ -199,7 +331,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
                    ebb__store_errmsg(e->opt.store));
         e->market.offers[offer].n_running--;
         e->market.version++;
-        free(a);
+        ebb__engine_attempt_free(e, a);
         job->current = NULL;
         return;
     }
@@ -207,26 +339,8 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     describe_offer(o, what, sizeof(what));
     ebb__engine_set_state(job, EBB__JOB_LAUNCHING, "%s (launching %s)",
                           reason && reason[0] ? reason : "policy decision", what);
-
-    struct ebb_launch req = {
-        .token = a->token,
-        .job_id = job->id,
-        .provider = o->provider,
-        .region = o->region,
-        .zone = o->zone,
-        .instance_type = o->instance_type,
-        .market = o->market,
-        .currency = o->currency,
-        .count = 1,
-        .argv = (const char *const *)job->spec.argv,
-        .argc = job->spec.argc,
-        .work_remaining = job->work_total - job->work_saved,
-        .speed = o->speed,
-        .restart_overhead = job->spec.restart_overhead,
-        .checkpoint_every = job->spec.checkpoint.every,
-        .checkpoint_grace = job->spec.checkpoint.grace,
-    };
-    int rc = slot->plugin->provider->launch(slot->self, &req, on_launched, job);
+    int rc = a->market != NULL ? launch_on(job, a->market, 1, on_shadow_launched)
+                               : launch_on(job, a->provider, 0, on_launched);
     if (rc != 0)
         on_launched(job, rc, NULL);
 }
@@ -277,6 +391,21 @@ static void on_stop_delivered(void *arg, int status)
     }
 }
 
+static void arm_backstop(struct ebb__job *job);
+
+/* The instance is being taken away: once it is released the job resumes
+ * elsewhere from its checkpoint, counted as a preemption. */
+static void mark_preempted(struct ebb__job *job, const char *why)
+{
+    struct ebb__attempt *a = job->current;
+    job->preemptions++;
+    job->engine->market.offers[a->offer].losses++;
+    job->after_release = EBB__JOB_PREEMPTED;
+    job->launch_next = SIZE_MAX;
+    snprintf(job->after_reason, sizeof(job->after_reason),
+             "%s; resuming from the latest checkpoint", why);
+}
+
 void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
                          size_t launch_next, const char *reason)
 {
@@ -298,9 +427,55 @@ void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
             return;
         ebb__warn("job %s: stop_job: %s", job->id, ebb_strerror(rc));
     }
-    /* Providers whose jobs run under ebb-agent get the stop through the
-     * agent channel; until an agent is attached, the instance is released
-     * and the job resumes from its last periodic checkpoint. */
+    /* Providers whose jobs run under ebb-agent get the stop as the answer
+     * to the agent's next report; until an agent is attached, the instance
+     * is released and the job resumes from its last periodic checkpoint. */
+    if (a->agent_seen != 0 && !a->agent_exited) {
+        arm_backstop(job);
+        return;
+    }
+    terminate(job);
+}
+
+ebb_dur_ms ebb__engine_agent_grace(const struct ebb__job *job)
+{
+    const struct ebb__clock *c = job->engine->opt.clock;
+    ebb_dur_ms grace = ebb__clock_real_ms(c, job->spec.checkpoint.grace);
+    /* An accelerated clock shrinks the grace period, but writing a
+     * checkpoint takes the wall time it takes. */
+    if (c->speed > 1.0 && grace < EBB__AGENT_MIN_GRACE)
+        grace = EBB__AGENT_MIN_GRACE;
+    return grace;
+}
+
+/* The agent was told to stop (or got a notice): if the job has not ended
+ * when its grace period and one more report have passed, release the
+ * instance anyway. */
+static void arm_backstop(struct ebb__job *job)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    if (ebb__timer_pending(&a->backstop))
+        return;
+    ebb_dur_ms wall = ebb__engine_agent_grace(job) + 2 * e->opt.agent_heartbeat +
+                      5 * EBB_MS_PER_SECOND;
+    ebb__timer_start(e->opt.clock, &a->backstop,
+                     ebb__clock_now(e->opt.clock) +
+                         ebb__clock_from_real_ms(e->opt.clock, wall));
+}
+
+static void on_backstop(struct ebb__timer *t)
+{
+    struct ebb__job *job = t->data;
+    struct ebb__attempt *a = job->current;
+    if (a == NULL || a->terminating)
+        return;
+    if (a->shadow_lost) {
+        mark_preempted(job, "the instance was taken away");
+    } else {
+        ebb__warn("job %s: the agent did not end the job within its grace "
+                  "period; releasing %s", job->id, a->instance_id);
+    }
     terminate(job);
 }
 
@@ -308,7 +483,7 @@ void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
 
 /* Tokens are "<job id>-a<attempt>" (ebb__engine_launch), so the job is
  * found by its id; the token must still be its current attempt's. */
-static struct ebb__job *job_of_token(struct ebb__engine *e, const char *token)
+struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token)
 {
     const char *cut = token != NULL ? strrchr(token, '-') : NULL;
     char id[sizeof(((struct ebb__job *)0)->id)];
@@ -327,6 +502,8 @@ static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev
 {
     struct ebb__attempt *a = job->current;
     struct ebb__engine *e = job->engine;
+    if (a->running_at != 0) /* the provider and the agent both say so */
+        return;
     a->running_at = ev->at;
     if (job->attempts > 1)
         job->restarts++;
@@ -366,6 +543,10 @@ static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event 
 static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
 {
     const char *why = ev->reason ? ev->reason : "instance lost";
+    struct ebb__attempt *a = job->current;
+    /* A runner whose market took the machine away: its processes go too. */
+    if (a->market != NULL && a->launched && !a->terminating)
+        release_aside(a->provider, a->instance_id);
     job->preemptions++;
     job->engine->market.offers[job->current->offer].losses++;
     finish_attempt(job, ev->at, "terminated", why);
@@ -378,6 +559,12 @@ static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
 
 static void on_exited(struct ebb__job *job, const struct ebb_instance_event *ev)
 {
+    struct ebb__attempt *a = job->current;
+    a->agent_exited = 1;
+    if (ev->exit_status == EBB_EXIT_STOPPED && (a->notice || a->shadow_lost) &&
+        job->after_release == EBB__JOB_WAITING && job->launch_next == SIZE_MAX)
+        mark_preempted(job, a->shadow_lost ? "the instance was taken away"
+                                           : "preemption notice");
     if (ev->exit_status == 0) {
         job->work_saved = job->work_total;
         job->after_release = EBB__JOB_SUCCEEDED;
@@ -402,17 +589,59 @@ static void on_exited(struct ebb__job *job, const struct ebb_instance_event *ev)
     terminate(job);
 }
 
+static void on_notice(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    a->notice = 1;
+    if (a->notice_deadline == 0 || ev->deadline < a->notice_deadline)
+        a->notice_deadline = ev->deadline;
+    if (!a->stop_sent) {
+        char when[40];
+        ebb__format_time(ev->deadline, when, sizeof(when));
+        ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "preemption "
+                              "notice: the instance goes at %s", when);
+    }
+    if (a->agent_seen != 0 && !a->agent_exited)
+        arm_backstop(job);
+}
+
+/* What the market says of a runner's machine: its notice reaches the agent
+ * through the metadata endpoint; its loss takes the runner's processes,
+ * after the agent had its grace period when the clock is accelerated. */
+static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    if (ev->kind == EBB_EVENT_NOTICE) {
+        on_notice(job, ev);
+        return;
+    }
+    if (ev->kind != EBB_EVENT_LOST || a->shadow_lost)
+        return;
+    a->shadow_lost = 1;
+    if (a->agent_exited || a->terminating)
+        return;
+    if (a->notice && a->agent_seen != 0 && job->engine->opt.clock->speed > 1.0) {
+        arm_backstop(job);
+        return;
+    }
+    on_lost(job, ev);
+}
+
 void ebb__engine_instance_event(void *sink, const char *provider,
                                 const struct ebb_instance_event *ev)
 {
     struct ebb__engine *e = sink;
-    struct ebb__job *job = job_of_token(e, ev->token);
+    struct ebb__job *job = ebb__engine_job_of_token(e, ev->token);
     if (job == NULL) {
         ebb__debug("%s: event %d for unknown instance %s", provider,
                    (int)ev->kind, ev->instance_id ? ev->instance_id : "?");
         return;
     }
     struct ebb__attempt *a = job->current;
+    if (a->market != NULL && strcmp(provider, a->market->plugin->name) == 0) {
+        on_shadow_event(job, ev);
+        return;
+    }
     switch (ev->kind) {
     case EBB_EVENT_RUNNING:
         on_running(job, ev);
@@ -425,13 +654,7 @@ void ebb__engine_instance_event(void *sink, const char *provider,
         on_checkpoint(job, ev);
         break;
     case EBB_EVENT_NOTICE:
-        a->notice = 1;
-        if (!a->stop_sent) {
-            char when[40];
-            ebb__format_time(ev->deadline, when, sizeof(when));
-            ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "preemption "
-                                  "notice: the instance goes at %s", when);
-        }
+        on_notice(job, ev);
         break;
     case EBB_EVENT_LOST:
         on_lost(job, ev);

@@ -338,6 +338,43 @@ static void config_defaults(void **state)
     ebb__config_free(NULL);
 }
 
+/* The live-demo keys: an accelerated clock, markets run elsewhere, and
+ * the agent API's timing. */
+static void config_clock_run_on_agent(void **state)
+{
+    (void)state;
+    struct ebb__config *cfg;
+    struct ebb__diag d;
+    assert_int_equal(load("clock:\n  start: 2020-01-06T00:00:00Z\n  speed: 720\n"
+                          "run_on: {sim: local}\n"
+                          "agent_api: {listen: 127.0.0.1:7400, heartbeat: 2s}\n",
+                          &cfg, &d), 0);
+    assert_int_equal(cfg->clock_start, INT64_C(1578268800000));
+    assert_true(cfg->clock_speed == 720.0);
+    assert_int_equal(cfg->n_run_on, 1);
+    assert_string_equal(cfg->run_on[0].market, "sim");
+    assert_string_equal(cfg->run_on[0].runner, "local");
+    assert_string_equal(cfg->agent_url, "http://127.0.0.1:7400");
+    assert_int_equal(cfg->agent_heartbeat, 2000);
+    assert_int_equal(cfg->agent_heartbeat_timeout, 60000);
+    ebb__config_free(cfg);
+
+    assert_int_equal(load("", &cfg, &d), 0);
+    assert_int_equal(cfg->clock_start, 0);
+    assert_true(cfg->clock_speed == 1.0);
+    assert_int_equal(cfg->n_run_on, 0);
+    ebb__config_free(cfg);
+
+    expect_error("clock: {speed: 0}\n",
+                 "ebb.yaml:1: clock.speed: must be above 0 and at most 1000000");
+    expect_error("clock:\n  start: yesterday\n",
+                 "ebb.yaml:2: clock.start: expected YYYY-MM-DD or "
+                 "YYYY-MM-DDTHH:MM:SSZ (example: 2020-01-06T00:00:00Z)");
+    expect_error("run_on: [sim]\n",
+                 "ebb.yaml:1: run_on: expected a mapping of market: runner "
+                 "(example: run_on: {sim: local})");
+}
+
 static void config_errors(void **state)
 {
     (void)state;
@@ -348,7 +385,7 @@ static void config_errors(void **state)
     expect_error("log_level: info\n\nprovders: {}\n",
                  "ebb.yaml:3: unknown key \"provders\" (known: log_level, "
                  "plugin_dirs, api, agent_api, default_policy, providers, "
-                 "policies, teams, admins, currency_rates)");
+                 "policies, teams, admins, currency_rates, clock, run_on)");
     /* Duplicate key. */
     expect_error("log_level: info\nadmins: [a]\nlog_level: debug\n",
                  "ebb.yaml:3: duplicate key \"log_level\" (first at line 1)");
@@ -457,11 +494,11 @@ static void config_file(void **state)
     fputs("log_level: info\nbudget: 5\n", f);
     fclose(f);
     assert_int_equal(ebb__config_load_file(path, &cfg, &d), EBB_ECONFIG);
-    char want[400];
+    char want[600];
     snprintf(want, sizeof(want),
              "%s:2: unknown key \"budget\" (known: log_level, plugin_dirs, "
              "api, agent_api, default_policy, providers, policies, teams, "
-             "admins, currency_rates)",
+             "admins, currency_rates, clock, run_on)",
              path);
     assert_string_equal(d.msg, want);
 
@@ -744,6 +781,7 @@ int main(void)
         cmocka_unit_test(config_full),
         cmocka_unit_test(config_defaults),
         cmocka_unit_test(config_errors),
+        cmocka_unit_test(config_clock_run_on_agent),
         cmocka_unit_test(config_file),
         cmocka_unit_test(table_defaults),
         cmocka_unit_test(table_values),
