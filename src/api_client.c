@@ -124,9 +124,12 @@ int ebb__api_call(const char *socket_path, const char *method,
     json_t *error = json_object_get(answer, "error");
     if (error != NULL) {
         const char *msg = json_string_value(json_object_get(error, "message"));
+        const char *code = json_string_value(json_object_get(error, "code"));
+        int bad_input = code != NULL && (strcmp(code, "invalid") == 0 ||
+                                         strcmp(code, "bad_request") == 0);
         snprintf(err, errlen, "%s", msg ? msg : "ebbd reported an error");
         json_decref(answer);
-        return 1;
+        return bad_input ? 2 : 1;
     }
     *result = json_incref(json_object_get(answer, "result"));
     json_decref(answer);

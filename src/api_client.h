@@ -13,7 +13,8 @@
 /* Connects to `socket_path`, sends {"id":1,"method":method,"params":params}
  * (params borrowed; NULL sends {}), waits up to `timeout_ms` for the answer.
  * On success returns 0 and *result (caller decrefs). On an error answer
- * returns 1 and fills err with the daemon's message.
+ * returns 1 and fills err with the daemon's message; 2 when the error says
+ * the request's input was bad (codes "invalid" and "bad_request").
  * When the daemon is not running returns EBB_ENOTFOUND (no socket file) or
  * EBB_EIO (refused: a stale socket); other failures EBB_EIO/ETIMEDOUT; err
  * always says what happened. */

@@ -75,7 +75,8 @@ static void on_signal(uv_signal_t *handle, int signum);
  * bad configuration must change nothing on disk. */
 static int start_plugins(struct ebb__daemon *d)
 {
-    if (ebb__clock_init_real(&d->clock, &d->loop) != 0) {
+    if (ebb__clock_init_real_at(&d->clock, &d->loop, d->config->clock_start,
+                                d->config->clock_speed) != 0) {
         ebb__error("cannot initialise the clock");
         return 1;
     }
@@ -114,9 +115,47 @@ static void load_catalog(struct ebb__daemon *d)
     free(path);
 }
 
+/* run_on names providers that must be configured. */
+static int check_run_on(struct ebb__daemon *d)
+{
+    for (size_t i = 0; i < d->config->n_run_on; i++) {
+        const struct ebb__run_on *r = &d->config->run_on[i];
+        const char *name = ebb__registry_provider(&d->registry, r->market) == NULL
+                               ? r->market
+                           : ebb__registry_provider(&d->registry, r->runner) == NULL
+                               ? r->runner
+                               : NULL;
+        if (name != NULL) {
+            ebb__error("%s:%d: run_on: %s is not a configured provider (see "
+                       "providers: in the same file)", d->config->file, r->line, name);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int make_state_subdirs(struct ebb__daemon *d)
+{
+    char err[512] = "";
+    d->logs_dir = ebb__path_join(d->state_dir, "logs");
+    d->checkpoints_dir = ebb__path_join(d->state_dir, "checkpoints");
+    d->plugins_dir = ebb__path_join(d->state_dir, "plugins");
+    if (d->logs_dir == NULL || d->checkpoints_dir == NULL || d->plugins_dir == NULL ||
+        ebb__mkdir_p(d->logs_dir, err, sizeof(err)) != 0 ||
+        ebb__mkdir_p(d->checkpoints_dir, err, sizeof(err)) != 0 ||
+        ebb__mkdir_p(d->plugins_dir, err, sizeof(err)) != 0) {
+        ebb__error("%s", err[0] ? err : "out of memory");
+        return 1;
+    }
+    d->host_env.plugins_dir = d->plugins_dir;
+    return 0;
+}
+
 static int start_engine(struct ebb__daemon *d)
 {
     load_catalog(d);
+    if (make_state_subdirs(d) != 0)
+        return 1;
     struct ebb__engine_options eo = {
         .clock = &d->clock,
         .store = d->store,
@@ -124,6 +163,12 @@ static int start_engine(struct ebb__daemon *d)
         .catalog = d->catalog,
         .default_policy = d->config->default_policy,
         .store_prices = 1,
+        .agent_url = d->config->agent_url,
+        .agent_heartbeat = d->config->agent_heartbeat,
+        .agent_heartbeat_timeout = d->config->agent_heartbeat_timeout,
+        .checkpoint_root = d->checkpoints_dir,
+        .run_on = d->config->run_on,
+        .n_run_on = d->config->n_run_on,
     };
     if (ebb__engine_init(&d->engine, &eo) != 0) {
         ebb__error("out of memory starting the engine");
@@ -149,6 +194,13 @@ static int start_api(struct ebb__daemon *d)
         ebb__error("%s", err[0] ? err : ebb_strerror(rc));
         return rc == EBB_ECONFIG ? 2 : 1;
     }
+    rc = ebb__agent_api_start(&d->agent_api, &d->loop, &d->engine,
+                              d->config->agent_listen, d->logs_dir, err,
+                              sizeof(err));
+    if (rc != 0) {
+        ebb__error("%s", err[0] ? err : ebb_strerror(rc));
+        return rc == EBB_EINVAL ? 2 : 1;
+    }
     return 0;
 }
 
@@ -170,6 +222,18 @@ static void on_http_closed(void *arg)
     uv_close((uv_handle_t *)&d->sigint, NULL);
 }
 
+static void on_api_closed(void *arg);
+
+static void on_agent_api_closed(void *arg)
+{
+    struct ebb__daemon *d = arg;
+    d->agent_api = NULL;
+    if (d->api != NULL)
+        ebb__api_server_close(d->api, on_api_closed, d);
+    else
+        on_api_closed(d);
+}
+
 static void on_api_closed(void *arg)
 {
     struct ebb__daemon *d = arg;
@@ -185,10 +249,10 @@ static void begin_shutdown(struct ebb__daemon *d)
     if (d->shutting_down)
         return;
     d->shutting_down = 1;
-    if (d->api != NULL)
-        ebb__api_server_close(d->api, on_api_closed, d);
+    if (d->agent_api != NULL)
+        ebb__agent_api_close(d->agent_api, on_agent_api_closed, d);
     else
-        on_api_closed(d);
+        on_agent_api_closed(d);
 }
 
 static void on_signal(uv_signal_t *handle, int signum)
@@ -208,6 +272,9 @@ static void release_state(struct ebb__daemon *d)
     ebb__catalog_free(d->catalog);
     d->catalog = NULL;
     free(d->state_dir);
+    free(d->logs_dir);
+    free(d->checkpoints_dir);
+    free(d->plugins_dir);
     free(d->config_name);
     ebb__config_free(d->config);
 }
@@ -233,6 +300,8 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
         return 1;
     }
     code = start_plugins(d);
+    if (code == 0)
+        code = check_run_on(d);
     if (code == 0)
         code = open_state(opts, d);
     if (code == 0)

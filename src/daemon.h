@@ -14,6 +14,7 @@
 
 #include <uv.h>
 
+#include "agent_api.h"
 #include "api_server.h"
 #include "clock.h"
 #include "config.h"
@@ -44,6 +45,10 @@ struct ebb__daemon {
     int engine_ready;
     struct ebb__http *http;
     struct ebb__api_server *api;
+    struct ebb__agent_api *agent_api;
+    char *logs_dir;          /* STATE/logs: jobs' output */
+    char *checkpoints_dir;   /* STATE/checkpoints: default checkpoint dirs */
+    char *plugins_dir;       /* STATE/plugins: one directory per plugin */
     uv_signal_t sigterm;
     uv_signal_t sigint;
     ebb_time_ms started_at;
@@ -56,6 +61,13 @@ struct ebb__daemon {
  * held by another ebbd, database), 2 for bad configuration. Messages go to
  * the log (stderr). */
 int ebb__daemon_run(const struct ebb__daemon_options *opts);
+
+/* The job methods (daemon_jobs.c). */
+void ebb__api_submit(void *ctx, struct ebb__api_call *call);
+void ebb__api_jobs(void *ctx, struct ebb__api_call *call);
+void ebb__api_job(void *ctx, struct ebb__api_call *call);
+void ebb__api_cancel(void *ctx, struct ebb__api_call *call);
+void ebb__api_logs(void *ctx, struct ebb__api_call *call);
 
 /* The API methods ebbd serves (daemon_api.c); ends with a NULL name. */
 extern const struct ebb__api_method ebb__daemon_methods[];

@@ -304,5 +304,10 @@ const struct ebb__api_method ebb__daemon_methods[] = {
     {"providers", api_providers},
     {"prices", api_prices},
     {"forecast", api_forecast},
+    {"submit", ebb__api_submit},
+    {"jobs", ebb__api_jobs},
+    {"job", ebb__api_job},
+    {"cancel", ebb__api_cancel},
+    {"logs", ebb__api_logs},
     {NULL, NULL},
 };

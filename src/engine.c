@@ -398,6 +398,7 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
     job->spec = *spec;
     *spec = (struct ebb__job_spec){0};
     job->policy = policy;
+    job->owner_uid = owner_uid;
     job->submitted_at = now;
     job->deadline = ebb__jobspec_deadline(&job->spec, now);
     job->work_total = job->spec.work;

@@ -79,6 +79,7 @@ struct ebb__attempt {
     ebb_time_ms agent_seen;  /* its latest report; 0: none yet */
     ebb_time_ms notice_deadline; /* what the metadata endpoint says; 0: none */
     int agent_exited;        /* it reported the job's end */
+    char imds_token[33];     /* the metadata endpoint's session token */
     /* Releases the instance if the agent does not finish in time. */
     struct ebb__timer backstop;
 };
@@ -223,6 +224,40 @@ void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a);
 
 /* The job's checkpoint grace period in wall time, as its agent gets it. */
 ebb_dur_ms ebb__engine_agent_grace(const struct ebb__job *job);
+
+/* What an agent reports (docs/agent-protocol.md, POST /v1/agent/events). */
+enum ebb__agent_kind {
+    EBB__AGENT_HOST,
+    EBB__AGENT_STARTED,
+    EBB__AGENT_HEARTBEAT,
+    EBB__AGENT_PROGRESS,
+    EBB__AGENT_CHECKPOINT,
+    EBB__AGENT_NOTICE,
+    EBB__AGENT_EXITED,
+};
+
+struct ebb__agent_report {
+    enum ebb__agent_kind kind;
+    double fraction;        /* PROGRESS, CHECKPOINT; < 0: not given */
+    const char *path;       /* CHECKPOINT */
+    ebb_time_ms deadline;   /* NOTICE */
+    const char *reason;     /* NOTICE: where it came from */
+    int status, signal, stopped; /* EXITED */
+};
+
+enum ebb__agent_command { EBB__AGENT_NONE, EBB__AGENT_STOP };
+
+struct ebb__agent_reply {
+    enum ebb__agent_command command;
+    ebb_dur_ms grace;        /* STOP: wall time the job has */
+    char reason[192];
+};
+
+/* Records an agent's report on `job` (whose agent it is) and says what
+ * the agent should do next. */
+void ebb__engine_agent_report(struct ebb__job *job,
+                              const struct ebb__agent_report *r,
+                              struct ebb__agent_reply *reply);
 
 /* The job of the agent holding `bearer` ("<token>.<secret>"), or NULL
  * when no live instance holds it (compared in constant time). */

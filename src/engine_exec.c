@@ -531,8 +531,9 @@ static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event 
     if (saved > job->work_saved)
         job->work_saved = saved;
     struct ebb__store *s = job->engine->opt.store;
-    if (ebb__store_checkpoint_add(s, job->id, a->token, ev->at,
-                                  job->spec.checkpoint.dir, saved, 1) != 0)
+    const char *path = ev->checkpoint_path ? ev->checkpoint_path
+                                           : job->spec.checkpoint.dir;
+    if (ebb__store_checkpoint_add(s, job->id, a->token, ev->at, path, saved, 1) != 0)
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
     /* The budget check bounds spend until the next checkpoint: a capped job
      * is checked again at each one. */

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "log.h"
+#include "paths.h"
+#include "str.h"
 
 struct ebb__host_timer {
     struct ebb__timer timer;
@@ -188,6 +190,24 @@ static ebb_time_ms host_last_price_at(void *ctx, const char *region)
     return h->env->last_price_at(h->env->sink, h->name, region ? region : "");
 }
 
+static const char *host_plugin_dir(void *ctx)
+{
+    struct ebb__host *h = from_ctx(ctx);
+    if (h->env->plugins_dir == NULL)
+        return NULL;
+    if (h->dir == NULL) {
+        char err[256];
+        char *dir = ebb__strfmt("%s/%s", h->env->plugins_dir, h->name);
+        if (dir == NULL || ebb__mkdir_p(dir, err, sizeof(err)) != 0) {
+            ebb__error("%s: %s", h->name, dir ? err : "out of memory");
+            free(dir);
+            return NULL;
+        }
+        h->dir = dir;
+    }
+    return h->dir;
+}
+
 int ebb__host_init(struct ebb__host *h, const struct ebb__host_env *env,
                    const char *name)
 {
@@ -204,6 +224,7 @@ int ebb__host_init(struct ebb__host *h, const struct ebb__host_env *env,
             .instance_event = host_instance_event,
             .market_changed = host_market_changed,
             .last_price_at = host_last_price_at,
+            .plugin_dir = host_plugin_dir,
         },
         .env = env,
         .name = strdup(name),
@@ -224,4 +245,6 @@ void ebb__host_fini(struct ebb__host *h)
     h->n_slots = h->used_slots = 0;
     free(h->name);
     h->name = NULL;
+    free(h->dir);
+    h->dir = NULL;
 }

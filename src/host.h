@@ -17,6 +17,7 @@
 struct ebb__host_env {
     struct ebb__clock *clock;
     struct ebb__http *http; /* NULL: plugins get EBB_EUNSUPPORTED (backtests) */
+    const char *plugins_dir; /* NULL: plugins keep no files (backtests) */
     void *sink;
     void (*instance_event)(void *sink, const char *provider,
                            const struct ebb_instance_event *ev);
@@ -31,6 +32,7 @@ struct ebb__host {
     struct ebb_host host; /* lent to the plugin; host.ctx points back here */
     const struct ebb__host_env *env;
     char *name;
+    char *dir;                       /* plugin_dir(), once asked for */
     struct ebb__host_timer *timers;  /* pending, a list for destroy */
     /* Pending timers by id, so stopping one is O(1): open addressing,
      * a power-of-two size, deleted slots marked (see host.c). */

@@ -53,6 +53,11 @@ struct ebb_host {
      * `region` ("" for markets without regions), or 0 when none is stored,
      * so that a poll resumes where the last one ended, across restarts. */
     ebb_time_ms (*last_price_at)(void *ctx, const char *region);
+
+    /* A directory this plugin may keep files in across restarts
+     * (STATE/plugins/NAME, created on first use), or NULL where plugins
+     * keep none (backtests). Valid while the plugin lives. */
+    const char *(*plugin_dir)(void *ctx);
 };
 
 #endif

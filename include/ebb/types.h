@@ -130,6 +130,7 @@ struct ebb_instance_event {
      * started (not counting the checkpoint it resumed from). */
     ebb_dur_ms work_done;
     const char *reason;        /* human words, e.g. "spot capacity reclaimed" */
+    const char *checkpoint_path; /* CHECKPOINT: where it is; NULL: unknown */
 };
 
 #endif

@@ -37,7 +37,7 @@ int cli_call(struct cli *cli, const char *method, json_t *params,
         code = CLI_FAIL;
     } else if (rc != 0) {
         fprintf(stderr, "%s: %s\n", cli->prog, err[0] ? err : ebb_strerror(rc));
-        code = CLI_FAIL;
+        code = rc == 2 ? CLI_USAGE : CLI_FAIL;
     }
     free(sock);
     free(dir);

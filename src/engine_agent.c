@@ -1,0 +1,96 @@
+/* The engine's side of the agent channel: finding the job an agent speaks
+ * for, turning its reports into instance events, and what to tell it. The
+ * HTTP and JSON around it are agent_api.c's. */
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "engine.h"
+
+struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer)
+{
+    const char *dot = bearer != NULL ? strrchr(bearer, '.') : NULL;
+    char token[sizeof(((struct ebb__attempt *)0)->token)];
+    if (dot == NULL || (size_t)(dot - bearer) >= sizeof(token))
+        return NULL;
+    memcpy(token, bearer, (size_t)(dot - bearer));
+    token[dot - bearer] = '\0';
+    struct ebb__job *job = ebb__engine_job_of_token(e, token);
+    if (job == NULL)
+        return NULL;
+    const char *secret = job->current->agent_secret;
+    size_t len = strlen(secret);
+    if (strlen(dot + 1) != len || CRYPTO_memcmp(dot + 1, secret, len) != 0)
+        return NULL;
+    return job;
+}
+
+void ebb__engine_agent_report(struct ebb__job *job,
+                              const struct ebb__agent_report *r,
+                              struct ebb__agent_reply *reply)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    a->agent_seen = now;
+    struct ebb_instance_event ev = {
+        .instance_id = a->instance_id,
+        .token = a->token,
+        .at = now,
+        .exit_status = 0,
+    };
+    int deliver = 1;
+    switch (r->kind) {
+    case EBB__AGENT_STARTED:
+        ev.kind = EBB_EVENT_RUNNING;
+        break;
+    case EBB__AGENT_PROGRESS:
+    case EBB__AGENT_CHECKPOINT: {
+        double f = r->fraction < 0 ? 0 : r->fraction > 1 ? 1 : r->fraction;
+        ebb_dur_ms done = (ebb_dur_ms)(f * (double)job->work_total) - a->work_base;
+        if (r->fraction < 0) /* a checkpoint without a fraction: the latest */
+            done = a->reported_work;
+        ev.kind = r->kind == EBB__AGENT_PROGRESS ? EBB_EVENT_PROGRESS
+                                                 : EBB_EVENT_CHECKPOINT;
+        ev.work_done = done > 0 ? done : 0;
+        ev.checkpoint_path = r->path;
+        break;
+    }
+    case EBB__AGENT_NOTICE:
+        ev.kind = EBB_EVENT_NOTICE;
+        ev.deadline = r->deadline > 0 ? r->deadline : now;
+        ev.reason = r->reason;
+        break;
+    case EBB__AGENT_EXITED:
+        ev.kind = EBB_EVENT_EXITED;
+        ev.exit_status = r->stopped ? EBB_EXIT_STOPPED
+                         : r->signal > 0 ? 128 + r->signal
+                                         : r->status;
+        break;
+    default:
+        deliver = 0; /* a heartbeat or host report: seen is all */
+        break;
+    }
+    /* What to say is decided before the event, which may end the attempt. */
+    *reply = (struct ebb__agent_reply){.command = EBB__AGENT_NONE};
+    if (a->stop_sent && !a->agent_exited && r->kind != EBB__AGENT_EXITED) {
+        reply->command = EBB__AGENT_STOP;
+        reply->grace = ebb__engine_agent_grace(job);
+        snprintf(reply->reason, sizeof(reply->reason), "%s", job->after_reason);
+    }
+    if (deliver)
+        ebb__engine_instance_event(e, a->provider->plugin->name, &ev);
+}
+
+int ebb__engine_cancel(struct ebb__job *job, const char *why)
+{
+    if (ebb__job_state_terminal(job->state))
+        return EBB_EINVAL;
+    if (job->current != NULL) {
+        ebb__engine_release(job, EBB__JOB_CANCELLED, SIZE_MAX, why);
+        return 0;
+    }
+    ebb__engine_set_state(job, EBB__JOB_CANCELLED, "%s", why);
+    return 0;
+}
