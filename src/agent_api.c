@@ -372,6 +372,11 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
     return 0;
 }
 
+const char *ebb__agent_api_url(const struct ebb__agent_api *api)
+{
+    return ebb__httpd_url(api->httpd);
+}
+
 static void on_httpd_closed(void *arg)
 {
     struct ebb__agent_api *api = arg;

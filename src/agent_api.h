@@ -22,6 +22,9 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
                          struct ebb__engine *engine, const char *address,
                          const char *logs_dir, char *err, size_t errlen);
 
+/* The URL agents reach it at: "http://IP:PORT" with the port it got. */
+const char *ebb__agent_api_url(const struct ebb__agent_api *api);
+
 /* Closes the listener and its connections; `cb(arg)` runs once every
  * handle is closed. */
 void ebb__agent_api_close(struct ebb__agent_api *api, void (*cb)(void *arg),

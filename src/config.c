@@ -6,17 +6,30 @@
 
 #include "cfg_table.h"
 #include "log.h"
+#include "paths.h"
 #include "str.h"
 #include "units.h"
 #include "yaml_read.h"
 
 /* The configuration used when there is no ebb.yaml. examples/ebb.yaml
  * shows the same values; keep the two in step. */
+/* The embedded default: the sim market replaying the shipped AWS spot
+ * trace (from its first week on, in real time unless --clock-speed says
+ * otherwise), with its instances run as local processes. @DATA@ is
+ * ebb__data_dir(). */
 static const char default_text[] =
     "# ebb built-in configuration (used when there is no ebb.yaml)\n"
     "log_level: info\n"
     "default_policy: deadline\n"
-    "providers: {}\n";
+    "providers:\n"
+    "  sim:\n"
+    "    prices: @DATA@/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv\n"
+    "    availability: @DATA@/availability_aws_2020-03.csv\n"
+    "  local: {}\n"
+    "run_on:\n"
+    "  sim: local\n"
+    "clock:\n"
+    "  start: 2020-01-06T00:00:00Z\n";
 
 #define DEFAULT_NAME "<built-in configuration>"
 
@@ -206,13 +219,13 @@ static int do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,
         cfg->agent_listen = agent->listen;
         agent->listen = NULL;
         free(cfg->agent_url);
-        cfg->agent_url = agent->url[0] != '\0'
-                             ? strdup(agent->url)
-                             : ebb__strfmt("http://%s", cfg->agent_listen);
+        cfg->agent_url = NULL;
+        if (agent->url[0] != '\0') {
+            cfg->agent_url = agent->url;
+            agent->url = NULL;
+        }
         cfg->agent_heartbeat = agent->heartbeat;
         cfg->agent_heartbeat_timeout = agent->heartbeat_timeout;
-        if (cfg->agent_url == NULL)
-            rc = ebb__yread_nomem(d);
     }
     ebb__cfg_free(agent_api_keys, agent);
     return rc;
@@ -577,8 +590,22 @@ int ebb__config_load_file(const char *path, struct ebb__config **out,
 
 int ebb__config_load_default(struct ebb__config **out, struct ebb__diag *d)
 {
-    return ebb__config_load_buffer(DEFAULT_NAME, default_text,
-                                   sizeof(default_text) - 1, out, d);
+    char *data = ebb__data_dir();
+    struct ebb__buf text = {0};
+    const char *s = default_text;
+    for (const char *at = strstr(s, "@DATA@"); data != NULL && at != NULL;
+         at = strstr(s, "@DATA@")) {
+        ebb__buf_append(&text, s, (size_t)(at - s));
+        ebb__buf_puts(&text, data);
+        s = at + strlen("@DATA@");
+    }
+    ebb__buf_puts(&text, s);
+    free(data);
+    int rc = data == NULL || text.failed
+                 ? ebb__yread_nomem(d)
+                 : ebb__config_load_buffer(DEFAULT_NAME, text.data, text.len, out, d);
+    ebb__buf_free(&text);
+    return rc;
 }
 
 const char *ebb__config_default_text(void)

@@ -58,7 +58,7 @@ struct ebb__config {
     unsigned api_socket_mode;  /* default 0600 */
     char *api_socket_group;    /* default NULL: the daemon's own group */
     char *agent_listen;        /* default "127.0.0.1:7311" */
-    char *agent_url;           /* default "http://" + agent_listen */
+    char *agent_url;           /* NULL: "http://" + the address listened on */
     ebb_dur_ms agent_heartbeat;         /* default 5 s */
     ebb_dur_ms agent_heartbeat_timeout; /* default 60 s */
     ebb_time_ms clock_start;   /* 0: the wall clock's time */

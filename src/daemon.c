@@ -22,6 +22,7 @@ static int load_config(const struct ebb__daemon_options *opts,
         return 2;
     }
     d->config_name = strdup(opts->config_path ? opts->config_path : "(built-in)");
+    d->clock_speed = opts->clock_speed > 0 ? opts->clock_speed : d->config->clock_speed;
     ebb__log_set_level(opts->log_level_set ? opts->log_level
                                            : d->config->log_level);
     rc = ebb__registry_load(&d->registry, d->config, &diag);
@@ -76,7 +77,7 @@ static void on_signal(uv_signal_t *handle, int signum);
 static int start_plugins(struct ebb__daemon *d)
 {
     if (ebb__clock_init_real_at(&d->clock, &d->loop, d->config->clock_start,
-                                d->config->clock_speed) != 0) {
+                                d->clock_speed) != 0) {
         ebb__error("cannot initialise the clock");
         return 1;
     }
@@ -107,7 +108,9 @@ static int start_plugins(struct ebb__daemon *d)
  * configuration key yet, so the shipped one is used when it is installed. */
 static void load_catalog(struct ebb__daemon *d)
 {
-    char *path = ebb__path_join(EBB_DATA_DIR, "catalog.csv");
+    char *data = ebb__data_dir();
+    char *path = data ? ebb__path_join(data, "catalog.csv") : NULL;
+    free(data);
     struct ebb__diag diag = {{0}};
     if (path != NULL && access(path, R_OK) == 0 &&
         ebb__catalog_load(path, &d->catalog, &diag) != 0)
@@ -163,7 +166,6 @@ static int start_engine(struct ebb__daemon *d)
         .catalog = d->catalog,
         .default_policy = d->config->default_policy,
         .store_prices = 1,
-        .agent_url = d->config->agent_url,
         .agent_heartbeat = d->config->agent_heartbeat,
         .agent_heartbeat_timeout = d->config->agent_heartbeat_timeout,
         .checkpoint_root = d->checkpoints_dir,
@@ -176,6 +178,7 @@ static int start_engine(struct ebb__daemon *d)
     }
     d->engine_ready = 1;
     ebb__engine_host_env(&d->engine, &d->host_env);
+    ebb__engine_agent_sweep_start(&d->engine);
     ebb__engine_poll_prices(&d->engine);
     return 0;
 }
@@ -201,6 +204,12 @@ static int start_api(struct ebb__daemon *d)
         ebb__error("%s", err[0] ? err : ebb_strerror(rc));
         return rc == EBB_EINVAL ? 2 : 1;
     }
+    /* Agents are told the configured URL, or where ebbd really listens
+     * (the port the OS picked for port 0). */
+    d->engine.opt.agent_url = d->config->agent_url
+                                  ? d->config->agent_url
+                                  : ebb__agent_api_url(d->agent_api);
+    ebb__info("agents reach ebbd at %s", d->engine.opt.agent_url);
     return 0;
 }
 

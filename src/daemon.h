@@ -28,6 +28,7 @@ struct ebb__daemon_options {
     const char *state_dir;   /* NULL: EBB_STATE_DIR or the default */
     int log_level_set;
     enum ebb_log_level log_level;
+    double clock_speed;      /* 0: the configuration's clock.speed */
 };
 
 struct ebb__daemon {
@@ -51,6 +52,7 @@ struct ebb__daemon {
     char *plugins_dir;       /* STATE/plugins: one directory per plugin */
     uv_signal_t sigterm;
     uv_signal_t sigint;
+    double clock_speed;
     ebb_time_ms started_at;
     int shutting_down;
     int exit_code;

@@ -279,6 +279,7 @@ int ebb__engine_init(struct ebb__engine *e, const struct ebb__engine_options *o)
     e->jobs_tail = &e->jobs;
     ebb__market_init(&e->market, o->catalog);
     ebb__timer_init(&e->plan_timer, on_plan_timer, e);
+    ebb__timer_init(&e->agent_sweep, NULL, e);
     size_t n = o->registry->n_providers;
     e->polls = calloc(n ? n : 1, sizeof(*e->polls));
     if (e->polls == NULL)
@@ -291,6 +292,7 @@ int ebb__engine_init(struct ebb__engine *e, const struct ebb__engine_options *o)
 void ebb__engine_fini(struct ebb__engine *e)
 {
     ebb__timer_stop(e->opt.clock, &e->plan_timer);
+    ebb__timer_stop(e->opt.clock, &e->agent_sweep);
     struct ebb__job *job = e->jobs;
     while (job != NULL) {
         struct ebb__job *next = job->next;

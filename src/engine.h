@@ -80,6 +80,7 @@ struct ebb__attempt {
     ebb_time_ms notice_deadline; /* what the metadata endpoint says; 0: none */
     int agent_exited;        /* it reported the job's end */
     char imds_token[33];     /* the metadata endpoint's session token */
+    int confirming;          /* asking the provider whether it still runs */
     /* Releases the instance if the agent does not finish in time. */
     struct ebb__timer backstop;
 };
@@ -143,6 +144,7 @@ struct ebb__engine {
     size_t n_jobs;
     size_t n_active;                 /* jobs not in a terminal state */
     struct ebb__timer plan_timer;
+    struct ebb__timer agent_sweep;   /* looks for silent agents */
     struct ebb__engine_poll *polls;  /* one per provider */
     uint64_t id_seq;
     uint64_t decisions;              /* policy calls, for benchmarks */
@@ -262,6 +264,10 @@ void ebb__engine_agent_report(struct ebb__job *job,
 /* The job of the agent holding `bearer` ("<token>.<secret>"), or NULL
  * when no live instance holds it (compared in constant time). */
 struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer);
+
+/* Starts the periodic look for agents that went silent (live engines with
+ * an agent API only). */
+void ebb__engine_agent_sweep_start(struct ebb__engine *e);
 
 /* Cancels a job: checkpoints and releases its instance if it has one.
  * Returns 0, or EBB_EINVAL when it has already ended. */

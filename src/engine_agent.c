@@ -2,11 +2,13 @@
  * for, turning its reports into instance events, and what to tell it. The
  * HTTP and JSON around it are agent_api.c's. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
 
 #include "engine.h"
+#include "log.h"
 
 struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer)
 {
@@ -93,4 +95,89 @@ int ebb__engine_cancel(struct ebb__job *job, const char *why)
     }
     ebb__engine_set_state(job, EBB__JOB_CANCELLED, "%s", why);
     return 0;
+}
+
+/* ---- agents that go silent ----------------------------------------------- */
+
+/* Instances may vanish without notice (marketplaces; a host that dies). A
+ * silent agent is only a suspicion: the provider is asked, and the
+ * instance counts as lost only when the provider no longer runs it. */
+struct confirm {
+    struct ebb__engine *e;
+    char token[sizeof(((struct ebb__attempt *)0)->token)];
+};
+
+static void on_confirm_list(void *arg, int status, const struct ebb_instance *list,
+                            size_t n)
+{
+    struct confirm *c = arg;
+    struct ebb__job *job = status == EBB_ECANCELED
+                               ? NULL
+                               : ebb__engine_job_of_token(c->e, c->token);
+    if (job == NULL || job->current->agent_exited) {
+        free(c);
+        return;
+    }
+    struct ebb__attempt *a = job->current;
+    ebb_time_ms now = ebb__clock_now(c->e->opt.clock);
+    a->confirming = 0;
+    int listed = 0;
+    for (size_t i = 0; status == 0 && i < n; i++)
+        if (list[i].id != NULL && a->instance_id != NULL &&
+            strcmp(list[i].id, a->instance_id) == 0)
+            listed = list[i].state != EBB_INSTANCE_TERMINATED && !list[i].preempted;
+    if (status != 0 || listed) {
+        ebb__warn("job %s: no report from the agent on %s for a while, but %s; "
+                  "waiting", job->id, a->instance_id,
+                  status != 0 ? "its provider cannot be asked"
+                              : "its provider says it still runs");
+        a->agent_seen = now; /* ask again after another timeout */
+        free(c);
+        return;
+    }
+    struct ebb_instance_event ev = {
+        .kind = EBB_EVENT_LOST, .instance_id = a->instance_id, .token = a->token,
+        .at = now, .reason = "the agent went silent and the provider no longer "
+                             "runs the instance",
+    };
+    ebb__engine_instance_event(c->e, a->provider->plugin->name, &ev);
+    free(c);
+}
+
+static void confirm_silent(struct ebb__job *job)
+{
+    struct ebb__attempt *a = job->current;
+    struct confirm *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return;
+    c->e = job->engine;
+    snprintf(c->token, sizeof(c->token), "%s", a->token);
+    a->confirming = 1;
+    const struct ebb_provider *p = a->provider->plugin->provider;
+    int rc = p->list_instances(a->provider->self, on_confirm_list, c);
+    if (rc != 0)
+        on_confirm_list(c, rc, NULL, 0);
+}
+
+static void on_sweep(struct ebb__timer *t)
+{
+    struct ebb__engine *e = t->data;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    ebb_dur_ms silence = ebb__clock_from_real_ms(e->opt.clock,
+                                                 e->opt.agent_heartbeat_timeout);
+    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
+        struct ebb__attempt *a = job->current;
+        if (a != NULL && a->launched && a->agent_seen != 0 && !a->agent_exited &&
+            !a->confirming && !a->terminating && now - a->agent_seen > silence)
+            confirm_silent(job);
+    }
+    ebb__engine_agent_sweep_start(e);
+}
+
+void ebb__engine_agent_sweep_start(struct ebb__engine *e)
+{
+    ebb_dur_ms every = ebb__clock_from_real_ms(e->opt.clock,
+                                               e->opt.agent_heartbeat_timeout / 4 + 1);
+    e->agent_sweep.cb = on_sweep;
+    ebb__timer_start(e->opt.clock, &e->agent_sweep, ebb__clock_now(e->opt.clock) + every);
 }

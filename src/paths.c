@@ -11,6 +11,7 @@
 
 #include <ebb/common.h>
 
+#include "ebb_build_config.h"
 #include "str.h"
 
 char *ebb__state_dir_resolve(const char *explicit_dir)
@@ -110,4 +111,10 @@ int ebb__state_lock(const char *dir, int *fd_out, long *holder_pid,
     }
     *fd_out = fd;
     return 0;
+}
+
+char *ebb__data_dir(void)
+{
+    const char *env = getenv("EBB_DATA_DIR");
+    return strdup(env != NULL && env[0] != '\0' ? env : EBB_DATA_DIR);
 }

@@ -14,6 +14,11 @@
  * string (caller frees), or NULL when no home directory is known. */
 char *ebb__state_dir_resolve(const char *explicit_dir);
 
+/* Where ebb's shipped data (traces, catalog) lives: $EBB_DATA_DIR, else
+ * the directory it was installed to. Caller frees; NULL when out of
+ * memory. */
+char *ebb__data_dir(void);
+
 /* Creates `dir` and missing parents with mode 0700 for the last element.
  * Returns 0 or EBB_EIO/EBB_EPERM with a message in err. */
 int ebb__mkdir_p(const char *dir, char *err, size_t errlen);

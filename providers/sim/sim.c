@@ -35,6 +35,10 @@ static const struct ebb_cfg_key sim_keys[] = {
     {"launch_latency", EBB_CFG_DURATION, "0s",
      offsetof(struct sim_cfg, launch_latency),
      "time from a launch to the instance running"},
+    {"preempt_after", EBB_CFG_DURATION, "0s",
+     offsetof(struct sim_cfg, preempt_after),
+     "preempt every spot instance this long after its launch, at the latest "
+     "(0: never; for demos and tests)"},
     EBB_CFG_END,
 };
 

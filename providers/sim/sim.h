@@ -32,6 +32,7 @@ struct sim_cfg {
     char *billing;
     ebb_dur_ms checkpoint_time;
     ebb_dur_ms launch_latency;
+    ebb_dur_ms preempt_after;
 };
 
 /* ---- random numbers (sim_rng.c) ---- */

@@ -413,6 +413,10 @@ void sim_instance_start(struct sim *s, struct sim_instance *in)
         ebb_dur_ms life = sim_rng_exponential_ms(&s->rng, s->cfg->preemption_hazard);
         in->hazard_at = in->launched_at + life;
     }
+    /* A fixed lifetime (demos, end-to-end tests): preempted for certain. */
+    if (in->market == EBB_MARKET_SPOT && s->cfg->preempt_after > 0 &&
+        in->launched_at + s->cfg->preempt_after < in->hazard_at)
+        in->hazard_at = in->launched_at + s->cfg->preempt_after;
     if (in->market == EBB_MARKET_SPOT && in->avail >= 0) {
         replan(s, in->avail);
         return;

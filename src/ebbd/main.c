@@ -11,6 +11,7 @@
 static void usage(FILE *out)
 {
     fputs("Usage: ebbd [--config FILE] [--state-dir DIR] [--log-level LEVEL]\n"
+          "            [--clock-speed N]\n"
           "\n"
           "The ebb scheduler daemon: watches spot prices, runs jobs on the\n"
           "cheapest capacity, checkpoints and resumes them on preemption.\n"
@@ -23,6 +24,9 @@ static void usage(FILE *out)
           "                     else $XDG_STATE_HOME/ebb or ~/.local/state/ebb)\n"
           "  --log-level LEVEL  error, warn, info (default) or debug; overrides\n"
           "                     log_level in the configuration\n"
+          "  --clock-speed N    run the clock N times as fast as the wall clock\n"
+          "                     (demos on the sim market: 1440 = a day a minute);\n"
+          "                     overrides clock.speed in the configuration\n"
           "  --version          print the version and exit\n"
           "  --help             print this help and exit\n"
           "\n"
@@ -37,6 +41,7 @@ int main(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"state-dir", required_argument, NULL, 's'},
         {"log-level", required_argument, NULL, 'l'},
+        {"clock-speed", required_argument, NULL, 'k'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -61,6 +66,17 @@ int main(int argc, char **argv)
             }
             opts.log_level_set = 1;
             break;
+        case 'k': {
+            char *end = NULL;
+            opts.clock_speed = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(opts.clock_speed > 0 &&
+                                                   opts.clock_speed <= 1e6)) {
+                fprintf(stderr, "ebbd: --clock-speed: \"%s\" is not a number above "
+                        "0 and at most 1000000\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'V':
             printf("ebbd %s\n", EBB_VERSION);
             return 0;

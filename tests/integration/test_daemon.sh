@@ -47,10 +47,14 @@ expect_exit 0 "EBB_STATE_DIR finds the daemon" env EBB_STATE_DIR="$S" "$EBB" sta
 check "socket is owner-only" test "$(stat -c %a "$S/ebb.sock")" = "600"
 check "state dir is owner-only" test "$(stat -c %a "$S")" = "700"
 check "database exists" test -s "$S/ebb.db"
+# The built-in configuration replays the shipped AWS trace on the sim
+# market from 2020-01-06, run on local processes.
 expect_exit 0 "ebb prices" "$EBB" --state-dir "$S" prices
-check "no prices yet" contains "$OUT" "no prices yet"
+check "built-in sim market has prices" contains "$OUT" "p3.2xlarge"
 expect_exit 0 "ebb prices --json" "$EBB" --state-dir "$S" prices --json --provider aws
-check "json prices empty" test "$(json_get "$OUT" 'len(d["prices"])')" = "0"
+check "json prices are the trace's" test "$(json_get "$OUT" 'len(d["prices"]) > 10')" = "True"
+check "prices observed before the clock's start" test \
+    "$(json_get "$OUT" 'max(p["observed_at"] for p in d["prices"]) <= "2020-01-06T00:00:01Z"')" = "True"
 
 # A second ebbd on the same directory exits and changes nothing.
 before=$(stat -c '%i %Y %s' "$S/ebb.sock" "$S/ebb.db" "$S/ebbd.lock"; cat "$S/ebbd.lock")

@@ -330,10 +330,23 @@ static void config_defaults(void **state)
 
     struct ebb__config *cfg;
     struct ebb__diag d;
+    /* The built-in configuration: the sim market from the shipped data,
+     * run on local processes. */
+    setenv("EBB_DATA_DIR", "/opt/ebb-data", 1);
     assert_int_equal(ebb__config_load_default(&cfg, &d), 0);
-    check_defaults(cfg);
+    unsetenv("EBB_DATA_DIR");
     assert_string_equal(cfg->file, "<built-in configuration>");
-    assert_non_null(strstr(ebb__config_default_text(), "providers: {}"));
+    assert_string_equal(cfg->default_policy, "deadline");
+    assert_int_equal(cfg->n_providers, 2);
+    const struct ebb__config_section *sim = ebb__config_provider(cfg, "sim");
+    assert_non_null(sim);
+    assert_string_equal(ebb__ymap_get(sim->node, "availability")->value,
+                        "/opt/ebb-data/availability_aws_2020-03.csv");
+    assert_non_null(ebb__config_provider(cfg, "local"));
+    assert_int_equal(cfg->n_run_on, 1);
+    assert_string_equal(cfg->run_on[0].runner, "local");
+    assert_int_equal(cfg->clock_start, INT64_C(1578268800000));
+    assert_non_null(strstr(ebb__config_default_text(), "run_on:"));
     ebb__config_free(cfg);
     ebb__config_free(NULL);
 }
@@ -354,7 +367,7 @@ static void config_clock_run_on_agent(void **state)
     assert_int_equal(cfg->n_run_on, 1);
     assert_string_equal(cfg->run_on[0].market, "sim");
     assert_string_equal(cfg->run_on[0].runner, "local");
-    assert_string_equal(cfg->agent_url, "http://127.0.0.1:7400");
+    assert_null(cfg->agent_url);
     assert_int_equal(cfg->agent_heartbeat, 2000);
     assert_int_equal(cfg->agent_heartbeat_timeout, 60000);
     ebb__config_free(cfg);

@@ -1,0 +1,350 @@
+/* The local provider's ABI glue: configuration, the provider calls (each
+ * completes from a host timer due now, never inside the call), and a watch
+ * timer that notices instances whose processes are gone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ebb_build_config.h"
+#include "local.h"
+
+static const struct ebb_cfg_key local_keys[] = {
+    {"agent", EBB_CFG_STRING, EBB_BIN_DIR "/ebb-agent",
+     offsetof(struct local_cfg, agent), "path of the ebb-agent program"},
+    {"slots", EBB_CFG_INT, "4", offsetof(struct local_cfg, slots),
+     "how many instances may run at once"},
+    {"watch_interval", EBB_CFG_DURATION, "1s",
+     offsetof(struct local_cfg, watch_interval),
+     "how often to check that instances' processes still run"},
+    {"price", EBB_CFG_MONEY, "0 USD", offsetof(struct local_cfg, price),
+     "what an hour of this machine costs, for its own offer"},
+    EBB_CFG_END,
+};
+
+/* ---- deferred callbacks ---- */
+
+enum call_kind { CALL_PRICES, CALL_LAUNCH, CALL_DONE, CALL_LIST };
+
+union local_cb {
+    ebb_prices_cb prices;
+    ebb_launch_cb launch;
+    ebb_done_cb done;
+    ebb_list_cb list;
+};
+
+struct local_call {
+    struct local_call *next;
+    struct local *l;
+    enum call_kind kind;
+    int status;
+    union local_cb cb;
+    void *arg;
+    struct local_inst *inst; /* CALL_LAUNCH */
+    int64_t timer;
+};
+
+static void unlink_call(struct local *l, struct local_call *c)
+{
+    struct local_call **p = &l->calls;
+    while (*p != c)
+        p = &(*p)->next;
+    *p = c->next;
+}
+
+static struct ebb_instance inst_view(const struct local_inst *i, int alive)
+{
+    return (struct ebb_instance){
+        .id = i->id,
+        .token = i->token,
+        .job_id = i->job_id,
+        .region = "",
+        .zone = "",
+        .instance_type = "local",
+        .market = EBB_MARKET_ON_DEMAND,
+        .state = alive ? EBB_INSTANCE_RUNNING : EBB_INSTANCE_TERMINATED,
+        .launched_at = i->launched_at,
+        .billing = EBB_BILLING_PER_SECOND,
+    };
+}
+
+static void complete(struct local_call *c, int status)
+{
+    struct local *l = c->l;
+    switch (c->kind) {
+    case CALL_PRICES: {
+        struct ebb_price p = {
+            .provider = NULL, .region = "", .zone = "", .instance_type = "local",
+            .product = "", .market = EBB_MARKET_ON_DEMAND,
+            .at = l->host->now(l->host->ctx), .price_per_hour = l->cfg->price.amount,
+            .currency = l->cfg->price.currency, .capacity = (int32_t)l->cfg->slots,
+        };
+        c->cb.prices(c->arg, status, status == 0 ? &p : NULL, status == 0);
+        break;
+    }
+    case CALL_LAUNCH: {
+        struct ebb_instance v = status == 0 ? inst_view(c->inst, 1)
+                                            : (struct ebb_instance){0};
+        c->cb.launch(c->arg, status, status == 0 ? &v : NULL);
+        break;
+    }
+    case CALL_DONE:
+        c->cb.done(c->arg, status);
+        break;
+    case CALL_LIST: {
+        size_t n = 0;
+        for (struct local_inst *i = l->insts; i != NULL; i = i->next)
+            n++;
+        struct ebb_instance *list = calloc(n ? n : 1, sizeof(*list));
+        size_t k = 0;
+        for (struct local_inst *i = l->insts; list != NULL && i != NULL; i = i->next)
+            list[k++] = inst_view(i, local_alive(i));
+        c->cb.list(c->arg, list ? status : EBB_ENOMEM, list, list ? k : 0);
+        free(list);
+        break;
+    }
+    }
+}
+
+static void on_call_timer(void *arg)
+{
+    struct local_call *c = arg;
+    unlink_call(c->l, c);
+    complete(c, c->status);
+    free(c);
+}
+
+static int defer(struct local *l, enum call_kind kind, int status,
+                 union local_cb cb, void *arg, struct local_inst *inst)
+{
+    struct local_call *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return EBB_ENOMEM;
+    *c = (struct local_call){.l = l, .kind = kind, .status = status, .cb = cb,
+                             .arg = arg, .inst = inst};
+    c->timer = l->host->timer_start(l->host->ctx, l->host->now(l->host->ctx),
+                                    on_call_timer, c);
+    if (c->timer < 0) {
+        int rc = (int)c->timer;
+        free(c);
+        return rc;
+    }
+    struct local_call **tail = &l->calls;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = c;
+    return 0;
+}
+
+/* ---- instances ---- */
+
+static int ensure_dir(struct local *l)
+{
+    if (l->dir == NULL)
+        l->dir = l->host->plugin_dir ? l->host->plugin_dir(l->host->ctx) : NULL;
+    if (l->dir == NULL)
+        return EBB_EUNSUPPORTED;
+    local_state_load(l);
+    return 0;
+}
+
+static struct local_inst *find(struct local *l, const char *token_or_id, int by_id)
+{
+    for (struct local_inst *i = l->insts; i != NULL; i = i->next)
+        if (strcmp(by_id ? i->id : i->token, token_or_id) == 0)
+            return i;
+    return NULL;
+}
+
+static size_t running(struct local *l)
+{
+    size_t n = 0;
+    for (struct local_inst *i = l->insts; i != NULL; i = i->next)
+        n += local_alive(i);
+    return n;
+}
+
+static void drop(struct local *l, struct local_inst *inst)
+{
+    struct local_inst **p = &l->insts;
+    while (*p != inst)
+        p = &(*p)->next;
+    *p = inst->next;
+    local_state_remove(l, inst);
+    free(inst);
+}
+
+/* Instances whose processes died without being terminated are lost: each
+ * is forgotten before its event goes out, since the engine may answer the
+ * event with calls that change the list. */
+static void on_watch(void *arg)
+{
+    struct local *l = arg;
+    l->watch_timer = 0;
+    struct local_inst *dead = l->insts;
+    while (dead != NULL) {
+        if (local_alive(dead)) {
+            dead = dead->next;
+            continue;
+        }
+        struct local_inst **p = &l->insts;
+        while (*p != dead)
+            p = &(*p)->next;
+        *p = dead->next;
+        local_kill(dead); /* whatever of its tree is left */
+        local_state_remove(l, dead);
+        struct ebb_instance_event ev = {
+            .kind = EBB_EVENT_LOST, .instance_id = dead->id, .token = dead->token,
+            .at = l->host->now(l->host->ctx),
+            .reason = "the local instance's processes exited",
+        };
+        l->host->instance_event(l->host->ctx, &ev);
+        free(dead);
+        dead = l->insts;
+    }
+    l->watch_timer = l->host->timer_start(
+        l->host->ctx, l->host->now(l->host->ctx) + l->cfg->watch_interval, on_watch, l);
+}
+
+static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
+                        void *arg)
+{
+    struct local *l = self;
+    int rc = ensure_dir(l);
+    if (rc != 0)
+        return rc;
+    if (req->count > 1)
+        return EBB_EUNSUPPORTED;
+    if (req->agent_url == NULL || req->agent_token == NULL)
+        return EBB_EINVAL;
+    struct local_inst *inst = find(l, req->token, 0);
+    if (inst != NULL) /* the same token: the same instance, as ClientToken */
+        return defer(l, CALL_LAUNCH, 0, (union local_cb){.launch = cb}, arg, inst);
+    if (running(l) >= (size_t)l->cfg->slots)
+        return defer(l, CALL_LAUNCH, EBB_ENOCAPACITY, (union local_cb){.launch = cb}, arg, NULL);
+    inst = calloc(1, sizeof(*inst));
+    if (inst == NULL)
+        return EBB_ENOMEM;
+    snprintf(inst->token, sizeof(inst->token), "%s", req->token);
+    snprintf(inst->id, sizeof(inst->id), "local-%s", req->token);
+    snprintf(inst->job_id, sizeof(inst->job_id), "%s", req->job_id);
+    inst->launched_at = l->host->now(l->host->ctx);
+    rc = local_spawn(l, inst, req->agent_url, req->agent_token);
+    if (rc == 0)
+        rc = local_state_save(l, inst);
+    if (rc != 0) {
+        if (inst->pid > 0)
+            local_kill(inst);
+        free(inst);
+        return defer(l, CALL_LAUNCH, rc, (union local_cb){.launch = cb}, arg, NULL);
+    }
+    inst->next = l->insts;
+    l->insts = inst;
+    struct ebb_instance_event ev = {
+        .kind = EBB_EVENT_RUNNING, .instance_id = inst->id, .token = inst->token,
+        .at = inst->launched_at,
+    };
+    rc = defer(l, CALL_LAUNCH, 0, (union local_cb){.launch = cb}, arg, inst);
+    if (rc == 0)
+        l->host->instance_event(l->host->ctx, &ev);
+    return rc;
+}
+
+static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
+                           void *arg)
+{
+    struct local *l = self;
+    int rc = ensure_dir(l);
+    if (rc != 0)
+        return rc;
+    struct local_inst *inst = find(l, instance_id, 1);
+    if (inst == NULL)
+        return defer(l, CALL_DONE, EBB_ENOTFOUND, (union local_cb){.done = cb}, arg, NULL);
+    local_kill(inst);
+    local_alive(inst); /* reaps our child */
+    for (struct local_call *c = l->calls; c != NULL; c = c->next) {
+        if (c->inst == inst) {
+            c->inst = NULL;
+            c->status = EBB_EIO; /* terminated before its launch answered */
+        }
+    }
+    drop(l, inst);
+    return defer(l, CALL_DONE, 0, (union local_cb){.done = cb}, arg, NULL);
+}
+
+static int local_list(void *self, ebb_list_cb cb, void *arg)
+{
+    struct local *l = self;
+    int rc = ensure_dir(l);
+    return rc != 0 ? rc : defer(l, CALL_LIST, 0, (union local_cb){.list = cb}, arg, NULL);
+}
+
+static int local_poll_prices(void *self, ebb_prices_cb cb, void *arg)
+{
+    return defer(self, CALL_PRICES, 0, (union local_cb){.prices = cb}, arg, NULL);
+}
+
+static int local_create(const struct ebb_host *host, const void *config, void **self)
+{
+    const struct local_cfg *cfg = config;
+    if (cfg->slots < 1) {
+        host->log(host->ctx, EBB_LOG_ERROR, "slots must be at least 1");
+        return EBB_ECONFIG;
+    }
+    if (cfg->watch_interval < 100) {
+        host->log(host->ctx, EBB_LOG_ERROR, "watch_interval must be at least 100ms");
+        return EBB_ECONFIG;
+    }
+    struct local *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return EBB_ENOMEM;
+    l->host = host;
+    l->cfg = cfg;
+    l->watch_timer = host->timer_start(host->ctx, host->now(host->ctx) +
+                                       cfg->watch_interval, on_watch, l);
+    *self = l;
+    return 0;
+}
+
+static void local_destroy(void *self)
+{
+    struct local *l = self;
+    if (l->watch_timer > 0)
+        l->host->timer_stop(l->host->ctx, l->watch_timer);
+    while (l->calls != NULL) {
+        struct local_call *c = l->calls;
+        l->calls = c->next;
+        l->host->timer_stop(l->host->ctx, c->timer);
+        complete(c, EBB_ECANCELED);
+        free(c);
+    }
+    /* Instances outlive ebbd: the next one reconciles them. */
+    while (l->insts != NULL) {
+        struct local_inst *i = l->insts;
+        l->insts = i->next;
+        free(i);
+    }
+    free(l);
+}
+
+static const struct ebb_provider local_provider = {
+    .abi = EBB_PROVIDER_ABI,
+    .struct_size = sizeof(struct ebb_provider),
+    .name = "local",
+    .description = "runs each instance as ebb-agent and its job in a process "
+                   "tree on this machine",
+    .config_keys = local_keys,
+    .config_size = sizeof(struct local_cfg),
+    .create = local_create,
+    .destroy = local_destroy,
+    .poll_prices = local_poll_prices,
+    .launch = local_launch,
+    .terminate = local_terminate,
+    .list_instances = local_list,
+};
+
+EBB_EXTERN const struct ebb_provider *ebb_provider_entry(void);
+
+const struct ebb_provider *ebb_provider_entry(void)
+{
+    return &local_provider;
+}

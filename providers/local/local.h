@@ -1,0 +1,69 @@
+/* The `local` provider: each "instance" is a process tree on this machine,
+ * ebb-agent and the job it runs, in its own session, started and stopped
+ * through the provider ABI with the same idempotency tokens as a cloud.
+ *
+ * Each instance has a state file PLUGIN_DIR/<token>.json (pid, process
+ * start time, job id), written before launch() answers, so an ebbd started
+ * again finds, lists and terminates instances it launched before it died;
+ * the process start time guards against a recycled pid.
+ */
+#ifndef EBB_PROVIDER_LOCAL_H
+#define EBB_PROVIDER_LOCAL_H
+
+#include <sys/types.h>
+
+#include <ebb/provider.h>
+
+struct local_cfg {
+    char *agent;             /* path of ebb-agent */
+    int64_t slots;           /* instances at once */
+    ebb_dur_ms watch_interval;
+    struct ebb_money price;  /* what an hour of this machine is worth */
+};
+
+/* One instance, as its state file says. */
+struct local_inst {
+    char token[96];
+    char id[112];            /* "local-" + token */
+    char job_id[64];
+    pid_t pid;               /* the agent; leader of its session and group */
+    unsigned long long start_ticks; /* its start time, /proc/PID/stat field 22 */
+    ebb_time_ms launched_at;
+    int ours;                /* a child of this ebbd: reap with waitpid */
+    int gone;                /* its processes are no more */
+    struct local_inst *next;
+};
+
+struct local_call;
+
+struct local {
+    const struct ebb_host *host;
+    const struct local_cfg *cfg;
+    const char *dir;         /* plugin_dir(), NULL until first needed */
+    struct local_inst *insts;
+    struct local_call *calls; /* pending callbacks, oldest first */
+    int64_t watch_timer;
+    int loaded;              /* state files read */
+};
+
+/* local_proc.c */
+/* Starts ebb-agent for `inst` in a new session. Returns 0 or EBB_EIO with
+ * the reason logged. */
+int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
+                const char *agent_token);
+/* Whether inst's agent still runs (reaping it when it is our child). */
+int local_alive(struct local_inst *inst);
+/* Kills the instance's whole process tree: the agent's group and every
+ * process that carries its EBB_LOCAL_INSTANCE mark (the job, in a group of
+ * its own). */
+void local_kill(const struct local_inst *inst);
+/* The start time of process `pid` in clock ticks since boot; 0 if none. */
+unsigned long long local_start_ticks(pid_t pid);
+
+/* local_state.c */
+int local_state_save(struct local *l, const struct local_inst *inst);
+void local_state_remove(struct local *l, const struct local_inst *inst);
+/* Reads every state file of PLUGIN_DIR into l->insts (once). */
+void local_state_load(struct local *l);
+
+#endif

@@ -1,0 +1,177 @@
+/* Processes of local instances: start, watch, kill. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "local.h"
+
+#define MARK "EBB_LOCAL_INSTANCE="
+
+unsigned long long local_start_ticks(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* Field 2 is "(comm)" and may hold spaces: count from its ')'. */
+    char *p = strrchr(buf, ')');
+    if (p == NULL)
+        return 0;
+    char state = p[2];
+    if (state == 'Z' || state == 'X')
+        return 0;
+    int field = 2;
+    for (p++; *p != '\0' && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    return field == 22 ? strtoull(p, NULL, 10) : 0;
+}
+
+/* The environment the agent gets: only what it needs, never ebbd's own
+ * (which may hold cloud credentials). */
+static char **agent_env(const struct local_inst *inst, const char *agent_token)
+{
+    static const char *const keep[] = {"PATH", "HOME", "LANG", "TZ", "USER",
+                                       "TMPDIR"};
+    size_t n = 0;
+    char **env = calloc(sizeof(keep) / sizeof(keep[0]) + 3, sizeof(*env));
+    if (env == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+        const char *v = getenv(keep[i]);
+        if (v != NULL && asprintf(&env[n], "%s=%s", keep[i], v) >= 0)
+            n++;
+    }
+    if (asprintf(&env[n], "EBB_AGENT_TOKEN=%s", agent_token) >= 0)
+        n++;
+    if (asprintf(&env[n], MARK "%s", inst->id) >= 0)
+        n++;
+    return env;
+}
+
+static void free_env(char **env)
+{
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+        free(env[i]);
+    free(env);
+}
+
+int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
+                const char *agent_token)
+{
+    char *metadata = NULL, *log = NULL;
+    char **env = agent_env(inst, agent_token);
+    if (asprintf(&metadata, "%s/imds/%s", agent_url, inst->token) < 0)
+        metadata = NULL;
+    if (asprintf(&log, "%s/%s.agent.log", l->dir, inst->token) < 0)
+        log = NULL;
+    char *const argv[] = {l->cfg->agent, "--ebbd", (char *)agent_url,
+                          "--metadata", metadata, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    int rc = EBB_EIO;
+    if (env != NULL && metadata != NULL && log != NULL) {
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0640);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        /* A session of its own: ebbd's signals and terminal never reach it,
+         * and its group is the instance's to kill. */
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+        pid_t pid;
+        int err = posix_spawn(&pid, l->cfg->agent, &fa, &attr, argv, env);
+        if (err == 0) {
+            inst->pid = pid;
+            inst->ours = 1;
+            inst->start_ticks = local_start_ticks(pid);
+            rc = 0;
+        } else {
+            l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot start %s: %s",
+                         l->cfg->agent, strerror(err));
+        }
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    free_env(env);
+    free(metadata);
+    free(log);
+    return rc;
+}
+
+int local_alive(struct local_inst *inst)
+{
+    if (inst->gone)
+        return 0;
+    if (inst->ours) {
+        int status;
+        pid_t r = waitpid(inst->pid, &status, WNOHANG);
+        if (r == inst->pid || (r < 0 && errno == ECHILD))
+            inst->ours = 0; /* reaped (or not ours after all) */
+    }
+    unsigned long long ticks = local_start_ticks(inst->pid);
+    if (ticks == 0 || (inst->start_ticks != 0 && ticks != inst->start_ticks))
+        inst->gone = 1;
+    return !inst->gone;
+}
+
+/* Whether process `pid`'s environment carries `mark` ("NAME=value"). */
+static int has_mark(pid_t pid, const char *mark, size_t mark_len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%ld/environ", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[1 << 16];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1) {
+        if (strncmp(buf + i, mark, mark_len) == 0 && buf[i + (ssize_t)mark_len] == '\0')
+            return 1;
+    }
+    return 0;
+}
+
+void local_kill(const struct local_inst *inst)
+{
+    if (local_start_ticks(inst->pid) == inst->start_ticks && inst->start_ticks != 0)
+        kill(-inst->pid, SIGKILL);
+    char mark[160];
+    int len = snprintf(mark, sizeof(mark), MARK "%s", inst->id);
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    for (;;) {
+        de = proc != NULL ? readdir(proc) : NULL;
+        if (de == NULL)
+            break;
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end != '\0' || pid <= 1 || pid == (long)getpid())
+            continue;
+        if (has_mark((pid_t)pid, mark, (size_t)len)) {
+            pid_t group = getpgid((pid_t)pid);
+            if (group > 1 && group != getpgid(0))
+                kill(-group, SIGKILL);
+            kill((pid_t)pid, SIGKILL);
+        }
+    }
+    if (proc != NULL)
+        closedir(proc);
+}
