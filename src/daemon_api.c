@@ -17,6 +17,35 @@ static json_t *plugin_json(const struct ebb__plugin_slot *slot)
                      "path", slot->plugin->path);
 }
 
+/* A provider with how its price polls fare. */
+static json_t *provider_json(const struct ebb__daemon *d,
+                             const struct ebb__plugin_slot *slot)
+{
+    json_t *o = plugin_json(slot);
+    const struct ebb__provider_health *h =
+        d->engine_ready ? ebb__engine_provider_health(&d->engine, slot->plugin->name)
+                        : NULL;
+    if (h == NULL)
+        return o;
+    char status[160], at[40] = "";
+    if (h->stopped)
+        snprintf(status, sizeof(status), "stopped: %s (fix the credentials, "
+                 "then restart ebbd)", ebb_strerror(h->last_status));
+    else if (h->polls == 0)
+        snprintf(status, sizeof(status), "not polled yet");
+    else if (h->last_status != 0)
+        snprintf(status, sizeof(status), "error: %s", ebb_strerror(h->last_status));
+    else
+        snprintf(status, sizeof(status), "ok");
+    if (h->last_at > 0)
+        ebb__format_time(h->last_at, at, sizeof(at));
+    json_object_set_new(o, "status", json_string(status));
+    json_object_set_new(o, "polls", json_integer((json_int_t)h->polls));
+    json_object_set_new(o, "poll_errors", json_integer((json_int_t)h->errors));
+    json_object_set_new(o, "last_poll", h->last_at > 0 ? json_string(at) : json_null());
+    return o;
+}
+
 static void count_job(void *arg, const char *state, int64_t count)
 {
     json_object_set_new(arg, state, json_integer(count));
@@ -34,7 +63,7 @@ static void api_status(void *ctx, struct ebb__api_call *call)
     }
     json_t *providers = json_array();
     for (size_t i = 0; i < d->registry.n_providers; i++)
-        json_array_append_new(providers, plugin_json(&d->registry.providers[i]));
+        json_array_append_new(providers, provider_json(d, &d->registry.providers[i]));
     json_t *policies = json_array();
     for (size_t i = 0; i < d->registry.n_policies; i++)
         json_array_append_new(policies, plugin_json(&d->registry.policies[i]));
@@ -60,7 +89,7 @@ static void api_providers(void *ctx, struct ebb__api_call *call)
     struct ebb__daemon *d = ctx;
     json_t *providers = json_array();
     for (size_t i = 0; i < d->registry.n_providers; i++)
-        json_array_append_new(providers, plugin_json(&d->registry.providers[i]));
+        json_array_append_new(providers, provider_json(d, &d->registry.providers[i]));
     ebb__api_reply(call, json_pack("{s:o}", "providers", providers));
 }
 

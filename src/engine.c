@@ -16,6 +16,7 @@ struct ebb__engine_poll {
     struct ebb__plugin_slot *slot;
     int in_flight;
     int again; /* a change was announced while a poll was in flight */
+    struct ebb__provider_health health;
 };
 
 static const char *const state_names[] = {
@@ -186,9 +187,19 @@ static void on_prices(void *arg, int status, const struct ebb_price *prices,
     p->in_flight = 0;
     if (status == EBB_ECANCELED)
         return;
+    p->health.polls++;
+    p->health.last_status = status;
+    p->health.last_at = ebb__clock_now(e->opt.clock);
     if (status != 0) {
+        p->health.errors++;
         ebb__warn("%s: price poll failed: %s", p->slot->plugin->name,
                   ebb_strerror(status));
+    }
+    /* Bad credentials do not heal by retrying: one error, no retry storm. */
+    if (status == EBB_EAUTH || status == EBB_EPERM) {
+        p->health.stopped = 1;
+        ebb__error("%s: %s; price polling stopped until ebbd restarts (fix the "
+                   "credentials first)", p->slot->plugin->name, ebb_strerror(status));
     }
     /* Wake only the jobs that may use an offer that changed. A batch that
      * changes many offers (a first poll's history) wakes everyone once. */
@@ -224,6 +235,8 @@ static void on_prices(void *arg, int status, const struct ebb_price *prices,
 
 static void poll_one(struct ebb__engine_poll *p)
 {
+    if (p->health.stopped)
+        return;
     if (p->in_flight) {
         p->again = 1;
         return;
@@ -236,6 +249,15 @@ static void poll_one(struct ebb__engine_poll *p)
         ebb__warn("%s: cannot poll prices: %s", p->slot->plugin->name,
                   ebb_strerror(rc));
     }
+}
+
+const struct ebb__provider_health *
+ebb__engine_provider_health(const struct ebb__engine *e, const char *provider)
+{
+    for (size_t i = 0; i < e->opt.registry->n_providers; i++)
+        if (strcmp(e->polls[i].slot->plugin->name, provider) == 0)
+            return &e->polls[i].health;
+    return NULL;
 }
 
 void ebb__engine_poll_prices(struct ebb__engine *e)
@@ -285,7 +307,8 @@ int ebb__engine_init(struct ebb__engine *e, const struct ebb__engine_options *o)
     if (e->polls == NULL)
         return EBB_ENOMEM;
     for (size_t i = 0; i < n; i++)
-        e->polls[i] = (struct ebb__engine_poll){e, &o->registry->providers[i], 0, 0};
+        e->polls[i] = (struct ebb__engine_poll){.engine = e,
+                                                .slot = &o->registry->providers[i]};
     return 0;
 }
 

@@ -133,6 +133,14 @@ struct ebb__engine_options {
 
 struct ebb__engine_poll;
 
+/* How a provider's price polls fare, for `ebb providers` and metrics. */
+struct ebb__provider_health {
+    uint64_t polls, errors;
+    int last_status;         /* of the latest poll: 0 or an EBB_E* code */
+    ebb_time_ms last_at;     /* 0: never polled */
+    int stopped;             /* polling stopped (authentication failed) */
+};
+
 struct ebb__engine {
     struct ebb__engine_options opt;
     struct ebb__market market;
@@ -173,6 +181,10 @@ void ebb__engine_fini(struct ebb__engine *e);
 
 /* Fills the sink part of a host env so provider events reach `e`. */
 void ebb__engine_host_env(struct ebb__engine *e, struct ebb__host_env *env);
+
+/* The poll health of provider `provider`, or NULL if none is loaded. */
+const struct ebb__provider_health *
+ebb__engine_provider_health(const struct ebb__engine *e, const char *provider);
 
 /* Asks every provider for prices now. */
 void ebb__engine_poll_prices(struct ebb__engine *e);
@@ -218,6 +230,9 @@ void ebb__engine_instance_event(void *sink, const char *provider,
 struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token);
 /* Frees an attempt (its strings and timer). */
 void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a);
+
+/* How long an offer whose provider reported no capacity stays unavailable. */
+#define EBB__NO_CAPACITY_PAUSE (15 * EBB_MS_PER_MINUTE)
 
 /* ---- agents (engine_agent.c) ---- */
 

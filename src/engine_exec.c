@@ -175,14 +175,24 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
             ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
         e->market.offers[a->offer].n_running--;
         e->market.version++;
+        /* A pool without capacity stays out of the policy's choice for a
+         * while, so it picks another zone or type instead of asking again. */
+        if (status == EBB_ENOCAPACITY)
+            e->market.offers[a->offer].unavailable_until =
+                now + EBB__NO_CAPACITY_PAUSE;
         release_shadow(job);
         ebb__engine_attempt_free(e, a);
         job->current = NULL;
         ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
                               what, ebb_strerror(status));
-        /* Ask again after the market moves, or in a while at the latest, so a
-         * provider that keeps refusing does not spin the planner. */
-        ebb__timer_start(e->opt.clock, &job->wake, now + 10 * EBB_MS_PER_MINUTE);
+        /* Without capacity, choose again now among the other offers. Other
+         * failures: ask again after the market moves, or in a while at the
+         * latest, so a provider that keeps refusing does not spin the
+         * planner. */
+        if (status == EBB_ENOCAPACITY)
+            ebb__engine_mark_dirty(job);
+        else
+            ebb__timer_start(e->opt.clock, &job->wake, now + 10 * EBB_MS_PER_MINUTE);
         return;
     }
     a->launched = 1;

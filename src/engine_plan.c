@@ -128,6 +128,8 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         int available = 1;
         if (o->market == EBB_MARKET_SPOT && step->capacity >= 0)
             available = (uint32_t)step->capacity > o->n_running;
+        if (now < o->unavailable_until)
+            available = 0;
         ebb__engine_outlook(e, k, now);
         e->view_offers[n] = (struct ebb_offer){
             .provider = o->provider,

@@ -44,6 +44,9 @@ struct ebb__offer {
     uint32_t n_running;      /* ebb instances on this offer now */
     unsigned losses;         /* preemptions ebb saw here */
     double instance_hours;   /* hours ebb ran here */
+    /* The provider said it has no capacity here (EBB_ENOCAPACITY): the
+     * offer counts as unavailable until then. */
+    ebb_time_ms unavailable_until;
     /* The forecast and hazard policies see, computed at fc_origin for the
      * steps known then; recomputed when the hour or the history moves. */
     struct ebb_forecast_point *fc;

@@ -29,17 +29,21 @@ static const char policies_usage[] =
     "\n"
     "  --json  print JSON instead of a table\n";
 
-static void print_plugins(json_t *plugins, const char *none)
+/* Providers also show how their price polls fare. */
+static void print_plugins(json_t *plugins, int with_status, const char *none)
 {
     static const char *const headers[] = {"NAME", "DESCRIPTION", "PATH"};
-    struct cli_table *t = cli_table_new(3, headers);
+    static const char *const status_headers[] = {"NAME", "STATUS", "DESCRIPTION"};
+    struct cli_table *t = cli_table_new(3, with_status ? status_headers : headers);
     size_t i;
     json_t *p;
     json_array_foreach(plugins, i, p) {
+        const char *status = json_string_value(json_object_get(p, "status"));
         const char *row[] = {
             json_string_value(json_object_get(p, "name")),
-            json_string_value(json_object_get(p, "description")),
-            json_string_value(json_object_get(p, "path")),
+            with_status ? (status ? status : "-")
+                        : json_string_value(json_object_get(p, "description")),
+            json_string_value(json_object_get(p, with_status ? "description" : "path")),
         };
         cli_table_add(t, row);
     }
@@ -122,10 +126,11 @@ static int run(struct cli *cli, int argc, char **argv, enum ebb__plugin_kind kin
         cli_print_json(o);
         json_decref(o);
     } else {
-        print_plugins(list, kind == EBB__PLUGIN_PROVIDER
-                                ? "no providers configured (add one under "
-                                  "providers: in ebb.yaml)"
-                                : "no policies installed");
+        print_plugins(list, kind == EBB__PLUGIN_PROVIDER,
+                      kind == EBB__PLUGIN_PROVIDER
+                          ? "no providers configured (add one under "
+                            "providers: in ebb.yaml)"
+                          : "no policies installed");
     }
     json_decref(r);
     return CLI_OK;
