@@ -5,12 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ebb_build_config.h"
 #include "local.h"
 
 static const struct ebb_cfg_key local_keys[] = {
-    {"agent", EBB_CFG_STRING, EBB_BIN_DIR "/ebb-agent",
-     offsetof(struct local_cfg, agent), "path of the ebb-agent program"},
+    {"agent", EBB_CFG_STRING, "", offsetof(struct local_cfg, agent),
+     "path of the ebb-agent program (default: the one beside ebbd)"},
     {"slots", EBB_CFG_INT, "4", offsetof(struct local_cfg, slots),
      "how many instances may run at once"},
     {"watch_interval", EBB_CFG_DURATION, "1s",
@@ -299,6 +298,10 @@ static int local_create(const struct ebb_host *host, const void *config, void **
         return EBB_ENOMEM;
     l->host = host;
     l->cfg = cfg;
+    if (local_find_agent(l) != 0) {
+        free(l);
+        return EBB_ECONFIG;
+    }
     l->watch_timer = host->timer_start(host->ctx, host->now(host->ctx) +
                                        cfg->watch_interval, on_watch, l);
     *self = l;
@@ -308,6 +311,7 @@ static int local_create(const struct ebb_host *host, const void *config, void **
 static void local_destroy(void *self)
 {
     struct local *l = self;
+    free(l->agent);
     if (l->watch_timer > 0)
         l->host->timer_stop(l->host->ctx, l->watch_timer);
     while (l->calls != NULL) {

@@ -40,6 +40,7 @@ struct local {
     const struct ebb_host *host;
     const struct local_cfg *cfg;
     const char *dir;         /* plugin_dir(), NULL until first needed */
+    char *agent;             /* the ebb-agent to run */
     struct local_inst *insts;
     struct local_call *calls; /* pending callbacks, oldest first */
     int64_t watch_timer;
@@ -47,6 +48,9 @@ struct local {
 };
 
 /* local_proc.c */
+/* Sets l->agent: the configured path, or ebb-agent beside the running
+ * program; it must be executable. Returns 0, or EBB_ECONFIG (logged). */
+int local_find_agent(struct local *l);
 /* Starts ebb-agent for `inst` in a new session. Returns 0 or EBB_EIO with
  * the reason logged. */
 int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,

@@ -14,6 +14,34 @@
 
 #define MARK "EBB_LOCAL_INSTANCE="
 
+int local_find_agent(struct local *l)
+{
+    if (l->cfg->agent[0] != '\0') {
+        l->agent = strdup(l->cfg->agent);
+    } else {
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        char *slash = NULL;
+        if (n > 0) {
+            self[n] = '\0';
+            slash = strrchr(self, '/');
+        }
+        if (slash != NULL)
+            *slash = '\0';
+        if (slash == NULL || asprintf(&l->agent, "%s/ebb-agent", self) < 0)
+            l->agent = NULL;
+    }
+    if (l->agent == NULL || access(l->agent, X_OK) != 0) {
+        l->host->log(l->host->ctx, EBB_LOG_ERROR, "agent: %s is not an executable "
+                     "ebb-agent (set providers.local.agent)",
+                     l->agent ? l->agent : "(none beside this program)");
+        free(l->agent);
+        l->agent = NULL;
+        return EBB_ECONFIG;
+    }
+    return 0;
+}
+
 unsigned long long local_start_ticks(pid_t pid)
 {
     char path[64], buf[1024];
@@ -78,7 +106,7 @@ int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
         metadata = NULL;
     if (asprintf(&log, "%s/%s.agent.log", l->dir, inst->token) < 0)
         log = NULL;
-    char *const argv[] = {l->cfg->agent, "--ebbd", (char *)agent_url,
+    char *const argv[] = {l->agent, "--ebbd", (char *)agent_url,
                           "--metadata", metadata, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -93,7 +121,7 @@ int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
          * and its group is the instance's to kill. */
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
         pid_t pid;
-        int err = posix_spawn(&pid, l->cfg->agent, &fa, &attr, argv, env);
+        int err = posix_spawn(&pid, l->agent, &fa, &attr, argv, env);
         if (err == 0) {
             inst->pid = pid;
             inst->ours = 1;
@@ -101,7 +129,7 @@ int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
             rc = 0;
         } else {
             l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot start %s: %s",
-                         l->cfg->agent, strerror(err));
+                         l->agent, strerror(err));
         }
     }
     posix_spawn_file_actions_destroy(&fa);
