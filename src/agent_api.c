@@ -350,8 +350,8 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
     char ip[64];
     uint16_t port;
     if (ebb__httpd_parse_address(address, ip, sizeof(ip), &port) != 0) {
-        snprintf(err, errlen, "agent_api.listen: %s is not an IPv4 address "
-                 "and port (example: 127.0.0.1:7311)", address);
+        snprintf(err, errlen, "agent_api.listen: %s is not an address and "
+                 "port (example: 127.0.0.1:7311 or [::1]:7311)", address);
         return EBB_EINVAL;
     }
     struct ebb__agent_api *api = calloc(1, sizeof(*api));

@@ -107,7 +107,14 @@ static void arm_uv_timer(struct ebb__clock *c)
         uv_timer_stop(&c->uv_timer);
         return;
     }
-    ebb_time_ms wait = ebb__clock_real_ms(c, c->heap[0]->due - real_now(c));
+    ebb_time_ms ahead = c->heap[0]->due - real_now(c);
+    ebb_time_ms wait = ebb__clock_real_ms(c, ahead);
+    /* A timer not yet due waits at least a millisecond: an accelerated
+     * clock's next due may be less than one wall millisecond away, and a
+     * libuv timer re-armed at 0 from its own callback runs again at once,
+     * forever, since libuv does not update its time in between. */
+    if (ahead > 0 && wait < 1)
+        wait = 1;
     if (wait < 0)
         wait = 0;
     uv_timer_start(&c->uv_timer, on_uv_timer, (uint64_t)wait, 0);

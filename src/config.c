@@ -193,7 +193,7 @@ static int valid_listen(const char *s)
             return 0;
         port = port * 10 + (*p - '0');
     }
-    return port >= 1 && port <= 65535;
+    return port <= 65535; /* 0: the OS picks a free port */
 }
 
 static int do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,

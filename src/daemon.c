@@ -1,5 +1,6 @@
 #include "daemon.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,15 @@ static int open_state(const struct ebb__daemon_options *opts,
         ebb__error("%s", err);
         return 1;
     }
+    /* Absolute from here on: agents and jobs run in other directories and
+     * are given paths inside it. */
+    char *absolute = realpath(d->state_dir, NULL);
+    if (absolute == NULL) {
+        ebb__error("%s: %s", d->state_dir, strerror(errno));
+        return 1;
+    }
+    free(d->state_dir);
+    d->state_dir = absolute;
     long holder = 0;
     int rc = ebb__state_lock(d->state_dir, &d->lock_fd, &holder, err, sizeof(err));
     if (rc == EBB_EBUSY) {

@@ -1,6 +1,7 @@
 /* The engine's side of the agent channel: finding the job an agent speaks
  * for, turning its reports into instance events, and what to tell it. The
  * HTTP and JSON around it are agent_api.c's. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,7 @@ void ebb__engine_agent_report(struct ebb__job *job,
     case EBB__AGENT_PROGRESS:
     case EBB__AGENT_CHECKPOINT: {
         double f = r->fraction < 0 ? 0 : r->fraction > 1 ? 1 : r->fraction;
-        ebb_dur_ms done = (ebb_dur_ms)(f * (double)job->work_total) - a->work_base;
+        ebb_dur_ms done = (ebb_dur_ms)llround(f * (double)job->work_total) - a->work_base;
         if (r->fraction < 0) /* a checkpoint without a fraction: the latest */
             done = a->reported_work;
         ev.kind = r->kind == EBB__AGENT_PROGRESS ? EBB_EVENT_PROGRESS

@@ -603,10 +603,11 @@ static void on_exited(struct ebb__job *job, const struct ebb_instance_event *ev)
 static void on_notice(struct ebb__job *job, const struct ebb_instance_event *ev)
 {
     struct ebb__attempt *a = job->current;
+    int first = !a->notice;
     a->notice = 1;
     if (a->notice_deadline == 0 || ev->deadline < a->notice_deadline)
         a->notice_deadline = ev->deadline;
-    if (!a->stop_sent) {
+    if (first && !a->stop_sent) {
         char when[40];
         ebb__format_time(ev->deadline, when, sizeof(when));
         ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "preemption "

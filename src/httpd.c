@@ -48,7 +48,7 @@ struct ebb__httpd {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uint16_t port;
-    char url[40];
+    char url[72];
     ebb__httpd_handler handler;
     void *arg;
     uint64_t requests;
@@ -437,8 +437,10 @@ int ebb__httpd_start(struct ebb__httpd **out, uv_loop_t *loop,
 int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
                       uint16_t port, ebb__httpd_handler handler, void *arg)
 {
-    struct sockaddr_in addr;
-    if (uv_ip4_addr(ip, port, &addr) != 0)
+    struct sockaddr_storage addr;
+    int v6 = strchr(ip, ':') != NULL;
+    if (v6 ? uv_ip6_addr(ip, port, (struct sockaddr_in6 *)&addr) != 0
+           : uv_ip4_addr(ip, port, (struct sockaddr_in *)&addr) != 0)
         return EBB_EINVAL;
     struct ebb__httpd *s = calloc(1, sizeof(*s));
     if (s == NULL)
@@ -459,8 +461,10 @@ int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
         uv_close((uv_handle_t *)&s->listener, listener_closed);
         return EBB_EIO;
     }
-    s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
-    snprintf(s->url, sizeof(s->url), "http://%s:%u", ip, (unsigned)s->port);
+    s->port = ntohs(v6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                       : ((struct sockaddr_in *)&bound)->sin_port);
+    snprintf(s->url, sizeof(s->url), v6 ? "http://[%s]:%u" : "http://%s:%u", ip,
+             (unsigned)s->port);
     *out = s;
     return 0;
 }
@@ -471,14 +475,18 @@ int ebb__httpd_parse_address(const char *address, char *ip, size_t ip_size,
     const char *colon = strrchr(address, ':');
     if (colon == NULL || colon == address || (size_t)(colon - address) >= ip_size)
         return EBB_EINVAL;
+    /* "[::1]:80": the brackets are not part of the address. */
+    int bracketed = address[0] == '[' && colon[-1] == ']';
     char *end = NULL;
     unsigned long p = strtoul(colon + 1, &end, 10);
     if (colon[1] == '\0' || *end != '\0' || p > 65535)
         return EBB_EINVAL;
-    memcpy(ip, address, (size_t)(colon - address));
-    ip[colon - address] = '\0';
+    size_t len = (size_t)(colon - address) - (bracketed ? 2 : 0);
+    memcpy(ip, address + bracketed, len);
+    ip[len] = '\0';
     struct sockaddr_in probe;
-    if (uv_ip4_addr(ip, 0, &probe) != 0)
+    struct sockaddr_in6 probe6;
+    if (bracketed ? uv_ip6_addr(ip, 0, &probe6) != 0 : uv_ip4_addr(ip, 0, &probe) != 0)
         return EBB_EINVAL;
     *port = (uint16_t)p;
     return 0;

@@ -67,13 +67,14 @@ typedef void (*ebb__httpd_handler)(const struct ebb__httpd_request *req,
 int ebb__httpd_start(struct ebb__httpd **out, uv_loop_t *loop,
                      ebb__httpd_handler handler, void *arg);
 
-/* The same on `ip` (IPv4 dotted quad) and `port` (0: the OS picks).
- * Returns EBB_EINVAL for an address that is not an IPv4 address, EBB_EIO
- * when it cannot listen there (in use, not ours). */
+/* The same on `ip` (IPv4 dotted quad, or IPv6 without brackets) and `port`
+ * (0: the OS picks). Returns EBB_EINVAL for an address that is neither,
+ * EBB_EIO when it cannot listen there (in use, not ours). */
 int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
                       uint16_t port, ebb__httpd_handler handler, void *arg);
 
-/* Splits "HOST:PORT" (IPv4 host) into its parts. Returns 0 or EBB_EINVAL. */
+/* Splits "IPV4:PORT" or "[IPV6]:PORT" into the address (without brackets)
+ * and the port. Returns 0 or EBB_EINVAL. */
 int ebb__httpd_parse_address(const char *address, char *ip, size_t ip_size,
                              uint16_t *port);
 

@@ -84,6 +84,15 @@ static void complete(struct local_call *c, int status)
         struct ebb_instance v = status == 0 ? inst_view(c->inst, 1)
                                             : (struct ebb_instance){0};
         c->cb.launch(c->arg, status, status == 0 ? &v : NULL);
+        /* A new instance runs from the start: its processes are up. */
+        if (status == 0 && c->inst->announce) {
+            c->inst->announce = 0;
+            struct ebb_instance_event ev = {
+                .kind = EBB_EVENT_RUNNING, .instance_id = c->inst->id,
+                .token = c->inst->token, .at = c->inst->launched_at,
+            };
+            l->host->instance_event(l->host->ctx, &ev);
+        }
         break;
     }
     case CALL_DONE:
@@ -238,14 +247,8 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     }
     inst->next = l->insts;
     l->insts = inst;
-    struct ebb_instance_event ev = {
-        .kind = EBB_EVENT_RUNNING, .instance_id = inst->id, .token = inst->token,
-        .at = inst->launched_at,
-    };
-    rc = defer(l, CALL_LAUNCH, 0, (union local_cb){.launch = cb}, arg, inst);
-    if (rc == 0)
-        l->host->instance_event(l->host->ctx, &ev);
-    return rc;
+    inst->announce = 1;
+    return defer(l, CALL_LAUNCH, 0, (union local_cb){.launch = cb}, arg, inst);
 }
 
 static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,

@@ -31,6 +31,7 @@ struct local_inst {
     ebb_time_ms launched_at;
     int ours;                /* a child of this ebbd: reap with waitpid */
     int gone;                /* its processes are no more */
+    int announce;            /* new: say RUNNING once its launch answered */
     struct local_inst *next;
 };
 

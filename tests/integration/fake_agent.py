@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""A stand-in for ebb-agent that speaks docs/agent-protocol.md, for testing
+ebbd's side of it (the real agent has its own tests in tests/agent).
+
+The "job" is simulated here: it advances its progress by 10% every 0.2 s,
+checkpoints into EBB_CHECKPOINT_DIR (a file holding the fraction), resumes
+from the newest checkpoint, and stops with a checkpoint on an IMDS notice
+or ebbd's stop. It first makes one request with a wrong token, which ebbd
+must refuse (the test checks ebbd's log)."""
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+
+args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+EBBD = args["--ebbd"]
+META = args.get("--metadata", "")
+TOKEN = os.environ["EBB_AGENT_TOKEN"]
+
+
+def call(method, path, body=None, token=TOKEN, base=EBBD, headers=None):
+    data = None if body is None else (body if isinstance(body, bytes)
+                                      else json.dumps(body).encode())
+    req = urllib.request.Request(base + path, data=data, method=method)
+    if token is not None:
+        req.add_header("Authorization", "Bearer " + token)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def event(kind, **fields):
+    fields["kind"] = kind
+    status, body = call("POST", "/v1/agent/events", fields)
+    if status != 200:
+        sys.exit("event %s refused: %d %s" % (kind, status, body))
+    return json.loads(body)
+
+
+call("GET", "/v1/agent/job", token=TOKEN + "x")  # refused: wrong token
+status, body = call("GET", "/v1/agent/job")
+if status != 200:
+    sys.exit("job document refused: %d" % status)
+job = json.loads(body)
+ckdir = job["checkpoint"]["dir"]
+os.makedirs(ckdir, exist_ok=True)
+done = [f for f in sorted(os.listdir(ckdir)) if not f.startswith(".")]
+fraction = float(open(os.path.join(ckdir, done[-1])).read()) if done else 0.0
+imds_token = None
+if META:
+    s, t = call("PUT", "/latest/api/token", token=None, base=META,
+                headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
+    imds_token = t.decode() if s == 200 else None
+
+event("started", pid=os.getpid(), resume_from=done[-1] if done else "")
+call("POST", "/v1/agent/log?stream=stdout",
+     ("fake job %s resumes at %.1f\n" % (job["job_id"], fraction)).encode())
+
+
+def checkpoint():
+    name = "ckpt-%03d" % round(fraction * 100)
+    tmp = os.path.join(ckdir, ".tmp-" + name)
+    with open(tmp, "w") as f:
+        f.write("%.2f" % fraction)
+    os.rename(tmp, os.path.join(ckdir, name))
+    event("checkpoint", path=os.path.join(ckdir, name), fraction=fraction,
+          periodic=False, duration_ms=1)
+
+
+while fraction < 0.999:
+    time.sleep(0.2)
+    fraction = min(1.0, fraction + 0.1)
+    reply = event("progress", fraction=fraction)
+    notice = False
+    if imds_token:
+        s, _ = call("GET", "/latest/meta-data/spot/instance-action", token=None,
+                    base=META, headers={"X-aws-ec2-metadata-token": imds_token})
+        notice = s == 200
+    if notice or reply.get("command") == "stop":
+        checkpoint()
+        if notice:
+            event("notice", deadline_ms=0, source="aws-imds")
+        event("exited", status=0, signal=0, stopped=True, checkpointed=True)
+        sys.exit(0)
+call("POST", "/v1/agent/log?stream=stdout", b"fake job finished\n")
+event("exited", status=0, signal=0, stopped=False, checkpointed=False)

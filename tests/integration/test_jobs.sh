@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# ebbd running real jobs on the live sim market, instances as local
+# processes: submit, jobs, job show, logs, cancel, preemption notices served
+# at the metadata endpoint, checkpoints and resumption. The agent is
+# fake_agent.py (ebbd's side of docs/agent-protocol.md); tests/e2e runs the
+# real ebb-agent and a real training script.
+. "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "$0")" && pwd)
+
+S="$TMP/state"
+cat >"$TMP/ebb.yaml" <<YAML
+providers:
+  sim:
+    prices: $EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv
+    preempt_after: 1h
+    notice_lead: 2m
+  local:
+    agent: $here/fake_agent.py
+run_on: {sim: local}
+clock: {start: 2020-01-01T06:00:00Z, speed: 3600}
+agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}
+YAML
+cat >"$TMP/job.yaml" <<YAML
+name: fake-train
+run: [python3, train.py]
+work: 2h
+resources: {instance_types: [p3.2xlarge]}
+market: spot
+checkpoint: {grace: 30s}
+YAML
+check "ebbd starts" start_daemon "$S" --config "$TMP/ebb.yaml"
+
+# A bad spec is refused with file:line and nothing is stored.
+printf 'name: bad\nrun: [x]\nwork: forever\n' >"$TMP/bad.yaml"
+expect_exit 2 "bad spec refused" "$EBB" --state-dir "$S" submit "$TMP/bad.yaml"
+check "bad spec names file and line" contains "$ERR" "bad.yaml:3:"
+expect_exit 0 "jobs --all" "$EBB" --state-dir "$S" jobs --all --json
+check "bad spec stored nothing" test "$(json_get "$OUT" 'len(d["jobs"])')" = "0"
+expect_exit 2 "missing file refused" "$EBB" --state-dir "$S" submit "$TMP/nope.yaml"
+
+expect_exit 0 "submit" "$EBB" --state-dir "$S" submit "$TMP/job.yaml"
+ID=$OUT
+check "submit prints the id" test "${ID#j-}" != "$ID"
+expect_exit 0 "jobs" "$EBB" --state-dir "$S" jobs
+check "jobs lists it" contains "$OUT" "$ID"
+
+state=""
+for _ in $(seq 1 300); do
+    state=$("$EBB" --state-dir "$S" job show "$ID" --json 2>/dev/null |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+    [ "$state" = succeeded ] && break
+    sleep 0.1
+done
+check "the job succeeds" test "$state" = succeeded
+expect_exit 0 "job show" "$EBB" --state-dir "$S" job show "$ID" --json
+J=$OUT
+check "preempted at least twice" test "$(json_get "$J" 'd["preemptions"] >= 2')" = True
+check "resumed from checkpoints" test "$(json_get "$J" 'len(d["checkpoints"]) >= 2')" = True
+check "a notice was recorded" contains "$J" "preemption notice"
+check "instances ran on local" test "$(json_get "$J" 'set(i["provider"] for i in d["instances"])')" = "{'local'}"
+check "every instance ended" test "$(json_get "$J" 'all(i["state"] == "terminated" for i in d["instances"])')" = True
+check "spend was billed" test "$(json_get "$J" 'd["spent_micros"] > 0')" = True
+check "all work saved" test "$(json_get "$J" 'd["work_done_ms"] == d["work_ms"]')" = True
+expect_exit 0 "job show (text)" "$EBB" --state-dir "$S" job show "$ID"
+check "text shows the state" contains "$OUT" "state:       succeeded"
+check "text shows checkpoints" contains "$OUT" "ckpt-"
+expect_exit 0 "logs" "$EBB" --state-dir "$S" logs "$ID"
+check "logs hold the job's output" contains "$OUT" "fake job finished"
+check "logs span every instance" test "$(printf '%s\n' "$OUT" | grep -c resumes)" -ge 3
+check "a wrong agent token was refused" grep -q "agent API: refused GET /v1/agent/job" "$S.log"
+check "no agent process is left" test -z "$(pgrep -f "$here/fake_agent.py" || true)"
+
+# The metadata endpoint needs its own token.
+URL=$(sed -n 's/.*agents reach ebbd at \(http[^ ]*\).*/\1/p' "$S.log" | head -n 1)
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/imds/$ID-a1/latest/meta-data/spot/instance-action")
+check "metadata without a live instance is 404" test "$code" = 404
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope.nope' "$URL/v1/agent/job")
+check "agent API refuses unknown tokens" test "$code" = 401
+
+# Cancel: a running job checkpoints, then its instance is released.
+expect_exit 0 "submit a second job" "$EBB" --state-dir "$S" submit "$TMP/job.yaml"
+ID2=$OUT
+for _ in $(seq 1 100); do
+    "$EBB" --state-dir "$S" job show "$ID2" | grep -q "state:       running" && break
+    sleep 0.05
+done
+expect_exit 0 "cancel" "$EBB" --state-dir "$S" cancel "$ID2"
+for _ in $(seq 1 100); do
+    state=$("$EBB" --state-dir "$S" job show "$ID2" --json |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+    [ "$state" = cancelled ] && break
+    sleep 0.05
+done
+check "cancelled" test "$state" = cancelled
+expect_exit 1 "cancel twice" "$EBB" --state-dir "$S" cancel "$ID2"
+check "says it has ended" contains "$ERR" "already ended"
+expect_exit 1 "cancel unknown" "$EBB" --state-dir "$S" cancel nosuchjob
+check "says no such job" contains "$ERR" "no job nosuchjob"
+
+stop_daemon TERM
+check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
+finish
