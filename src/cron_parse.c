@@ -203,18 +203,21 @@ static int is_space(char c)
     return c == ' ' || c == '\t';
 }
 
+/* Splits the fields first, so that a wrong count (often a seconds field
+ * from another cron dialect) is what gets reported, not a value that only
+ * looks wrong because the fields are shifted. */
 static int parse_fields(const char *expr, const char *text, size_t base,
                         unsigned flags, struct ebb__cron *out,
                         struct ebb__cron_error *err)
 {
     struct fctx f = {.expr = expr, .err = err};
-    const char *p = text;
-    uint64_t bits[5];
-    int star[5], exact[5];
+    size_t at[6], len[6];
     int n = 0;
-    while (is_space(*p))
-        p++;
-    while (*p != '\0') {
+    for (const char *p = text;;) {
+        while (is_space(*p))
+            p++;
+        if (*p == '\0')
+            break;
         const char *s = p;
         while (*p != '\0' && !is_space(*p))
             p++;
@@ -223,29 +226,31 @@ static int parse_fields(const char *expr, const char *text, size_t base,
             f.len = strlen(s);
             while (f.len > 0 && is_space(s[f.len - 1]))
                 f.len--;
-            f.field = 0;
             return fail(&f, "more than 5 fields (minute hour day-of-month "
                             "month day-of-week; ebb has no seconds field)");
         }
-        f.at = base + (size_t)(s - text);
-        f.len = (size_t)(p - s);
-        f.field = n + 1;
-        int rc = field(&f, s, f.len, &bits[n]);
-        if (rc != 0)
-            return rc;
-        star[n] = s[0] == '*';
-        exact[n] = f.len == 1 && s[0] == '*';
+        at[n] = (size_t)(s - text);
+        len[n] = (size_t)(p - s);
         n++;
-        while (is_space(*p))
-            p++;
     }
     if (n < 5) {
-        f.field = 0;
-        f.at = 0;
         f.len = strlen(expr);
         return fail(&f, "%d field%s, expected 5: minute hour day-of-month "
                         "month day-of-week (example: 30 2 * * *)",
                     n, n == 1 ? "" : "s");
+    }
+    uint64_t bits[5];
+    int star[5], exact[5];
+    for (int i = 0; i < 5; i++) {
+        const char *s = text + at[i];
+        f.at = base + at[i];
+        f.len = len[i];
+        f.field = i + 1;
+        int rc = field(&f, s, len[i], &bits[i]);
+        if (rc != 0)
+            return rc;
+        star[i] = s[0] == '*';
+        exact[i] = len[i] == 1 && s[0] == '*';
     }
     memset(out, 0, sizeof(*out));
     out->minute = bits[0];
