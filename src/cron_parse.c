@@ -106,6 +106,8 @@ static int value(const struct fctx *f, const struct field_def *def,
         *out = v;
         return 0;
     }
+    if (s < end && *s == '?')
+        return fail(f, "\"?\" is not cron syntax here; write *");
     size_t n = 0;
     while (s + n < end && ((upper(s[n]) >= 'A' && upper(s[n]) <= 'Z')))
         n++;
@@ -271,6 +273,13 @@ int ebb__cron_parse(const char *expr, unsigned flags, struct ebb__cron *out,
     const char *p = expr;
     while (is_space(*p))
         p++;
+    if (strncmp(p, "TZ=", 3) == 0 || strncmp(p, "CRON_TZ=", 8) == 0) {
+        size_t n = strcspn(p, " \t");
+        struct fctx f = {expr, (size_t)(p - expr), n, 0, err};
+        return fail(&f, "a time zone is not part of the expression; give it "
+                        "separately (timezone: in a schedule, --tz for ebb "
+                        "cron next)");
+    }
     if (*p != '@')
         return parse_fields(expr, expr, 0, flags, out, err);
     size_t n = 0;
