@@ -111,10 +111,11 @@ static int value(const struct fctx *f, const struct field_def *def,
     size_t n = 0;
     while (s + n < end && ((upper(s[n]) >= 'A' && upper(s[n]) <= 'Z')))
         n++;
+    if (n == 0 && s == end)
+        return fail(f, "a number is missing");
     if (n == 0)
-        return fail(f, "expected a number%s, found \"%.*s\"",
-                    def->names != NULL ? " or a name" : "",
-                    (int)(end - s > 0 ? 1 : 0), s);
+        return fail(f, "expected a number%s, found \"%c\"",
+                    def->names != NULL ? " or a name" : "", *s);
     for (size_t i = 0; def->names != NULL && n == 3 && def->names[i]; i++) {
         if (upper(s[0]) == def->names[i][0] && upper(s[1]) == def->names[i][1] &&
             upper(s[2]) == def->names[i][2]) {

@@ -563,6 +563,8 @@ static void rejects_with_field(void **state)
         {"CRON_TZ=UTC 0 0 * * *", 0, 0, 11, "a time zone is not part of"},
         {"@every 1h", 0, 0, 6, "unknown macro \"@every\""},
         {"1-2-3 * * * *", 1, 0, 5, "unexpected \"-\""},
+        {"5- * * * *", 1, 0, 2, "a number is missing"},
+        {"0 0 * * -1", 5, 8, 2, "expected a number or a name, found \"-\""},
         {"0 0 * * * *", 0, 10, 1, "more than 5 fields"},
         {"0 0 * *", 0, 0, 7, "4 fields, expected 5"},
         {"", 0, 0, 0, "0 fields, expected 5"},
