@@ -17,6 +17,7 @@ static const struct cli_command commands[] = {
     {"logs", cmd_logs, "print a job's output (-f follows it)"},
     {"backtest", cmd_backtest, "replay a workload against price traces"},
     {"forecast", cmd_forecast, "forecast spot prices (p10/p50/p90) of every series"},
+    {"cron", cmd_cron, "print the next fire times of a cron expression"},
     {NULL, NULL, NULL},
 };
 
