@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 
 #include "alibaba.h"
+#include "shquote.h"
 #include "str.h"
 #include "units.h"
 
@@ -33,7 +34,8 @@ struct inst {
 enum kind { LAUNCH, TERMINATE, LIST };
 
 struct inst_op {
-    struct ali_op op;
+    struct ebb__op op;
+    struct ali *a;
     enum kind kind;
     union {
         ebb_launch_cb launch;
@@ -81,7 +83,7 @@ static void view(const struct inst *i, struct ebb_instance *v)
 
 static void op_free(struct inst_op *o)
 {
-    ali_op_remove(&o->op);
+    ebb__op_remove(&o->op);
     inst_free(&o->launched);
     for (size_t i = 0; i < o->n_found; i++)
         inst_free(&o->found[i]);
@@ -123,7 +125,7 @@ static void complete(struct inst_op *o, int status)
     op_free(o);
 }
 
-static void op_cancel(struct ali_op *op)
+static void op_cancel(struct ebb__op *op)
 {
     struct inst_op *o = (struct inst_op *)op;
     if (o->rpc != NULL)
@@ -139,24 +141,12 @@ static struct inst_op *op_new(struct ali *a, enum kind kind, void *arg)
         return NULL;
     o->kind = kind;
     o->arg = arg;
-    ali_op_add(a, &o->op, op_cancel);
+    o->a = a;
+    ebb__op_add(&a->ops, &o->op, op_cancel);
     return o;
 }
 
 /* ---- launch ---- */
-
-/* Appends `s` single-quoted for /bin/sh. */
-static void sh_quote(struct ebb__buf *b, const char *s)
-{
-    ebb__buf_puts(b, "'");
-    for (; *s != '\0'; s++) {
-        if (*s == '\'')
-            ebb__buf_puts(b, "'\\''");
-        else
-            ebb__buf_append(b, s, 1);
-    }
-    ebb__buf_puts(b, "'");
-}
 
 /* The boot script, base64 as UserData wants it: it writes the agent's
  * token to a file only root reads and starts the agent. */
@@ -164,10 +154,10 @@ static char *user_data(const struct ali *a, const struct ebb_launch *req)
 {
     struct ebb__buf s = {0};
     ebb__buf_puts(&s, "#!/bin/sh\numask 077\nmkdir -p /run/ebb\nprintf '%s' ");
-    sh_quote(&s, req->agent_token ? req->agent_token : "");
+    ebb__buf_sh_quote(&s, req->agent_token ? req->agent_token : "");
     ebb__buf_printf(&s, " > /run/ebb/agent-token\nexec %s --ebbd ",
                     a->cfg->agent_command);
-    sh_quote(&s, req->agent_url ? req->agent_url : "");
+    ebb__buf_sh_quote(&s, req->agent_url ? req->agent_url : "");
     ebb__buf_puts(&s, " --token-file /run/ebb/agent-token --metadata-kind alibaba\n");
     if (s.failed) {
         ebb__buf_free(&s);
@@ -203,7 +193,7 @@ static int pick_vswitch(const struct ali *a, const char *zone, char *zone_out,
 static void on_launched(void *arg, int status, json_t *body, const char *code)
 {
     struct inst_op *o = arg;
-    struct ali *a = o->op.a;
+    struct ali *a = o->a;
     o->rpc = NULL;
     (void)code;
     if (status == 0) {
@@ -395,7 +385,7 @@ static void delete_found(struct inst_op *o, const char *region);
 static void on_described(void *arg, int status, json_t *body, const char *code)
 {
     struct inst_op *o = arg;
-    struct ali *a = o->op.a;
+    struct ali *a = o->a;
     const char *region = a->cfg->regions.items[o->region];
     o->rpc = NULL;
     (void)code;
@@ -444,7 +434,7 @@ static void on_described(void *arg, int status, json_t *body, const char *code)
 
 static int describe_page(struct inst_op *o)
 {
-    struct ali *a = o->op.a;
+    struct ali *a = o->a;
     struct ali_params q = {0};
     if (o->kind == TERMINATE) {
         ali_params_addf(&q, "InstanceIds", "[\"%s\"]", o->id);
@@ -487,7 +477,7 @@ static int delete_in(struct inst_op *o, const char *region)
     struct ali_params q = {0};
     ali_params_add(&q, "InstanceId", o->id);
     ali_params_add(&q, "Force", "true");
-    o->rpc = ali_rpc_start(o->op.a, region, "DeleteInstance", &q, on_deleted, o);
+    o->rpc = ali_rpc_start(o->a, region, "DeleteInstance", &q, on_deleted, o);
     return o->rpc != NULL ? 0 : EBB_ENOMEM;
 }
 

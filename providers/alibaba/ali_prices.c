@@ -33,7 +33,8 @@ struct row {
 };
 
 struct ali_poll {
-    struct ali_op op;
+    struct ebb__op op;
+    struct ali *a;
     ebb_prices_cb cb;
     void *arg;
     size_t region, type;
@@ -48,12 +49,12 @@ struct ali_poll {
 
 static void poll_free(struct ali_poll *p)
 {
-    ali_op_remove(&p->op);
+    ebb__op_remove(&p->op);
     free(p->rows);
     free(p);
 }
 
-static void poll_cancel(struct ali_op *op)
+static void poll_cancel(struct ebb__op *op)
 {
     struct ali_poll *p = (struct ali_poll *)op;
     if (p->rpc != NULL)
@@ -66,7 +67,7 @@ static void poll_cancel(struct ali_op *op)
 
 static void deliver(struct ali_poll *p, int status)
 {
-    struct ali *a = p->op.a;
+    struct ali *a = p->a;
     const struct ali_cfg *cfg = a->cfg;
     struct ebb_price *v = calloc(2 * p->n_rows + 1, sizeof(*v));
     struct ebb_shape *shapes = calloc(cfg->instance_types.n, sizeof(*shapes));
@@ -101,7 +102,7 @@ static void deliver(struct ali_poll *p, int status)
     }
     /* Off the list first (the callback may destroy the plugin); the rows
      * the prices point into live until the callback returns. */
-    ali_op_remove(&p->op);
+    ebb__op_remove(&p->op);
     p->cb(p->arg, status, status == EBB_ENOMEM ? NULL : v,
           status == EBB_ENOMEM ? 0 : n);
     free(v);
@@ -120,7 +121,7 @@ static ebb_time_ms window_end(const struct ali_poll *p)
 /* Where the current region's reading starts. */
 static void start_region(struct ali_poll *p)
 {
-    struct ali *a = p->op.a;
+    struct ali *a = p->a;
     const char *region = a->cfg->regions.items[p->region];
     ebb_time_ms oldest = p->now - a->cfg->history;
     ebb_time_ms last = a->host->last_price_at(a->host->ctx, region);
@@ -142,7 +143,7 @@ static void continue_with(struct ali_poll *p)
 /* Moves to the next window, type or region; delivers when all are done. */
 static void advance(struct ali_poll *p)
 {
-    struct ali *a = p->op.a;
+    struct ali *a = p->a;
     p->offset = 0;
     p->pages = 0;
     if (window_end(p) < p->now) {
@@ -198,7 +199,7 @@ static void currency_of(json_t *body, const char *region, char out[4])
 static void on_page(void *arg, int status, json_t *body, const char *code)
 {
     struct ali_poll *p = arg;
-    struct ali *a = p->op.a;
+    struct ali *a = p->a;
     p->rpc = NULL;
     if (status == EBB_EAUTH) {
         a->auth_failed = 1;
@@ -251,7 +252,7 @@ static void on_page(void *arg, int status, json_t *body, const char *code)
 
 static int request_page(struct ali_poll *p)
 {
-    struct ali *a = p->op.a;
+    struct ali *a = p->a;
     const char *region = a->cfg->regions.items[p->region];
     char from[EBB__TIME_BUFSZ], to[EBB__TIME_BUFSZ];
     ebb__format_time(p->window_start, from, sizeof(from));
@@ -282,7 +283,8 @@ int ali_poll_prices(struct ali *a, ebb_prices_cb cb, void *arg)
     p->cb = cb;
     p->arg = arg;
     p->now = ali_now(a) / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND;
-    ali_op_add(a, &p->op, poll_cancel);
+    p->a = a;
+    ebb__op_add(&a->ops, &p->op, poll_cancel);
     if (a->auth_failed) {
         /* Completes on the next turn, as every call does. */
         p->op.timer = a->host->timer_start(a->host->ctx, ali_now(a), on_refused, p);

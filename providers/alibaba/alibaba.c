@@ -58,32 +58,6 @@ ebb_time_ms ali_now(const struct ali *a)
     return a->host->now(a->host->ctx);
 }
 
-void ali_op_add(struct ali *a, struct ali_op *op,
-                void (*cancel)(struct ali_op *op))
-{
-    op->a = a;
-    op->cancel = cancel;
-    op->prev = NULL;
-    op->next = a->ops;
-    if (a->ops != NULL)
-        a->ops->prev = op;
-    a->ops = op;
-}
-
-void ali_op_remove(struct ali_op *op)
-{
-    struct ali *a = op->a;
-    if (op->prev != NULL)
-        op->prev->next = op->next;
-    else
-        a->ops = op->next;
-    if (op->next != NULL)
-        op->next->prev = op->prev;
-    if (op->timer != 0)
-        a->host->timer_stop(a->host->ctx, op->timer);
-    op->timer = 0;
-}
-
 void ali_remember_place(struct ali *a, const char *id, const char *region)
 {
     if (ali_place_of(a, id) != NULL)
@@ -165,6 +139,7 @@ static int ali_create(const struct ebb_host *host, const void *config, void **se
         return EBB_ENOMEM;
     a->host = host;
     a->cfg = cfg;
+    a->ops.host = host;
     a->key_id = strdup(id);
     a->secret = strdup(secret);
     if (a->key_id == NULL || a->secret == NULL) {
@@ -195,8 +170,7 @@ static void ali_destroy(void *self)
     struct ali *a = self;
     if (a->poll_timer != 0)
         a->host->timer_stop(a->host->ctx, a->poll_timer);
-    while (a->ops != NULL)
-        a->ops->cancel(a->ops);
+    ebb__ops_cancel_all(&a->ops);
     ebb__calls_detach(&a->calls);
     for (size_t i = 0; i < a->n_places; i++) {
         free(a->places[i].id);

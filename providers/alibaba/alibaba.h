@@ -16,7 +16,7 @@
 
 #include <ebb/provider.h>
 
-#include "plugin_calls.h"
+#include "plugin_ops.h"
 
 /* Tag keys ebb puts on its instances. */
 #define ALI_TAG_JOB "ebb-job-id"
@@ -38,15 +38,13 @@ struct ali_cfg {
     ebb_dur_ms retry_backoff;
 };
 
-struct ali_op;
-
 struct ali {
     const struct ebb_host *host;
     const struct ali_cfg *cfg;
     char *key_id;
     char *secret;
     struct ebb__calls calls;
-    struct ali_op *ops;   /* every operation not yet completed */
+    struct ebb__ops ops; /* every provider call not yet completed */
     int64_t poll_timer;   /* 0 when none is armed */
     int auth_failed;      /* credentials refused: polls stop */
     /* Where each instance we know of lives (DeleteInstance goes to its
@@ -60,21 +58,6 @@ struct ali {
 ebb_time_ms ali_now(const struct ali *a);
 void ali_remember_place(struct ali *a, const char *id, const char *region);
 const char *ali_place_of(const struct ali *a, const char *id);
-
-/* ---- operations: what a provider call is doing until it completes ---- */
-
-/* Every provider call is an operation, listed in a->ops until it
- * completes, so destroy() can complete each one with EBB_ECANCELED. */
-struct ali_op {
-    struct ali_op *prev, *next;
-    struct ali *a;
-    void (*cancel)(struct ali_op *op); /* completes with EBB_ECANCELED, frees */
-    int64_t timer;                     /* a pending host timer, or 0 */
-};
-
-void ali_op_add(struct ali *a, struct ali_op *op,
-                void (*cancel)(struct ali_op *op));
-void ali_op_remove(struct ali_op *op);
 
 /* ---- signatures (ali_sign.c) ---- */
 

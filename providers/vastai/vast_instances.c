@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shquote.h"
 #include "str.h"
 #include "vastai.h"
 
@@ -177,7 +178,8 @@ void vast_report_lost(struct vast *v, json_t *body)
 enum kind { LAUNCH, TERMINATE, LIST };
 
 struct inst_op {
-    struct vast_op op;
+    struct ebb__op op;
+    struct vast *v;
     enum kind kind;
     union {
         ebb_launch_cb launch;
@@ -195,7 +197,7 @@ struct inst_op {
 
 static void op_free(struct inst_op *o)
 {
-    vast_op_remove(&o->op);
+    ebb__op_remove(&o->op);
     free(o->agent_url);
     free(o->agent_token);
     free(o);
@@ -213,14 +215,14 @@ static void complete_launch(struct inst_op *o, int status)
 {
     struct ebb_instance one;
     view(&o->want, &one);
-    vast_op_remove(&o->op);
+    ebb__op_remove(&o->op);
     o->cb.launch(o->arg, status, status == 0 ? &one : NULL);
     free(o->agent_url);
     free(o->agent_token);
     free(o);
 }
 
-static void op_cancel(struct vast_op *op)
+static void op_cancel(struct ebb__op *op)
 {
     struct inst_op *o = (struct inst_op *)op;
     if (o->call != NULL)
@@ -244,7 +246,8 @@ static struct inst_op *op_new(struct vast *v, enum kind kind, void *arg)
         return NULL;
     o->kind = kind;
     o->arg = arg;
-    vast_op_add(v, &o->op, op_cancel);
+    o->v = v;
+    ebb__op_add(&v->ops, &o->op, op_cancel);
     return o;
 }
 
@@ -257,7 +260,7 @@ static void on_listed(void *arg, int status, json_t *body)
     struct row *rows = NULL;
     size_t n = 0;
     if (status == EBB_EAUTH)
-        vast_auth_failed(o->op.v);
+        vast_auth_failed(o->v);
     if (status == 0)
         status = parse_list(body, &rows, &n);
     struct ebb_instance *views = calloc(n + 1, sizeof(*views));
@@ -333,19 +336,6 @@ static const struct vast_offer *find_offer(const struct vast *v, const char *zon
     return NULL;
 }
 
-/* Appends `s` single-quoted for /bin/sh. */
-static void sh_quote(struct ebb__buf *b, const char *s)
-{
-    ebb__buf_puts(b, "'");
-    for (; *s != '\0'; s++) {
-        if (*s == '\'')
-            ebb__buf_puts(b, "'\\''");
-        else
-            ebb__buf_append(b, s, 1);
-    }
-    ebb__buf_puts(b, "'");
-}
-
 static void on_retry(void *arg)
 {
     struct inst_op *o = arg;
@@ -356,7 +346,7 @@ static void on_retry(void *arg)
 static void on_rented(void *arg, int status, json_t *body)
 {
     struct inst_op *o = arg;
-    struct vast *v = o->op.v;
+    struct vast *v = o->v;
     o->call = NULL;
     json_t *id = json_object_get(body, "new_contract");
     if (status == 0 && !json_is_integer(id))
@@ -392,7 +382,7 @@ static void on_rented(void *arg, int status, json_t *body)
 
 static int rent(struct inst_op *o)
 {
-    struct vast *v = o->op.v;
+    struct vast *v = o->v;
     const struct vast_offer *offer = find_offer(v, o->want.zone, o->want.type);
     if (offer == NULL) {
         v->host->log(v->host->ctx, EBB_LOG_INFO,
@@ -410,7 +400,7 @@ static int rent(struct inst_op *o)
     snprintf(o->want.zone, sizeof(o->want.zone), "%s", offer->machine);
     struct ebb__buf onstart = {0};
     ebb__buf_printf(&onstart, "%s --ebbd ", v->cfg->agent_command);
-    sh_quote(&onstart, o->agent_url);
+    ebb__buf_sh_quote(&onstart, o->agent_url);
     ebb__buf_puts(&onstart, " --metadata-kind none");
     char *label = ebb__strfmt(VAST_LABEL_PREFIX "%s:%s", o->want.job_id, o->want.token);
     json_t *body = onstart.failed || label == NULL
@@ -454,7 +444,7 @@ static void on_checked(void *arg, int status, json_t *body)
     }
     free(rows);
     if (status == EBB_EAUTH)
-        vast_auth_failed(o->op.v);
+        vast_auth_failed(o->v);
     if (status == 0)
         status = rent(o);
     if (status != 0)
@@ -463,7 +453,7 @@ static void on_checked(void *arg, int status, json_t *body)
 
 static void check_existing(struct inst_op *o)
 {
-    o->call = vast_api(o->op.v, "GET", "/api/v0/instances/?owner=me", NULL, 0,
+    o->call = vast_api(o->v, "GET", "/api/v0/instances/?owner=me", NULL, 0,
                        on_checked, o);
     if (o->call == NULL)
         complete_launch(o, EBB_ENOMEM);

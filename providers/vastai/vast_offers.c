@@ -92,7 +92,8 @@ void vast_place(json_t *row, char *region, size_t rsize, char *zone, size_t zsiz
 /* ---- the poll ---- */
 
 struct vast_poll {
-    struct vast_op op;
+    struct ebb__op op;
+    struct vast *v;
     ebb_prices_cb cb;
     void *arg;
     struct vast_call *call;
@@ -115,7 +116,7 @@ static ebb_micros dollars(json_t *row, const char *key, int *ok)
 
 static void poll_finish(struct vast_poll *p, int status)
 {
-    struct vast *v = p->op.v;
+    struct vast *v = p->v;
     size_t n_offers = json_array_size(p->offers);
     struct offer_view *views = calloc(n_offers + 1, sizeof(*views));
     struct ebb_price *prices = calloc(2 * n_offers + 1, sizeof(*prices));
@@ -179,7 +180,7 @@ static void poll_finish(struct vast_poll *p, int status)
         v->n_offers = n_memo;
         memo = NULL;
     }
-    vast_op_remove(&p->op);
+    ebb__op_remove(&p->op);
     p->cb(p->arg, status, status == EBB_ENOMEM ? NULL : prices,
           status == EBB_ENOMEM ? 0 : n);
     free(memo);
@@ -194,16 +195,16 @@ static void on_instances(void *arg, int status, json_t *body)
     struct vast_poll *p = arg;
     p->call = NULL;
     if (status == EBB_EAUTH)
-        vast_auth_failed(p->op.v);
+        vast_auth_failed(p->v);
     else if (status == 0)
-        vast_report_lost(p->op.v, body);
+        vast_report_lost(p->v, body);
     poll_finish(p, p->status);
 }
 
 static void on_offers(void *arg, int status, json_t *body)
 {
     struct vast_poll *p = arg;
-    struct vast *v = p->op.v;
+    struct vast *v = p->v;
     p->call = NULL;
     json_t *offers = json_object_get(body, "offers");
     if (status == 0 && !json_is_array(offers))
@@ -222,12 +223,12 @@ static void on_offers(void *arg, int status, json_t *body)
         poll_finish(p, 0);
 }
 
-static void poll_cancel(struct vast_op *op)
+static void poll_cancel(struct ebb__op *op)
 {
     struct vast_poll *p = (struct vast_poll *)op;
     if (p->call != NULL)
         vast_api_cancel(p->call);
-    vast_op_remove(op);
+    ebb__op_remove(op);
     p->cb(p->arg, EBB_ECANCELED, NULL, 0);
     json_decref(p->offers);
     free(p);
@@ -247,7 +248,8 @@ int vast_poll_prices(struct vast *v, ebb_prices_cb cb, void *arg)
         return EBB_ENOMEM;
     p->cb = cb;
     p->arg = arg;
-    vast_op_add(v, &p->op, poll_cancel);
+    p->v = v;
+    ebb__op_add(&v->ops, &p->op, poll_cancel);
     if (v->auth_failed) {
         /* Completes on the next turn, as every call does. */
         p->op.timer = v->host->timer_start(v->host->ctx, vast_now(v), on_refused, p);
@@ -262,7 +264,7 @@ int vast_poll_prices(struct vast *v, ebb_prices_cb cb, void *arg)
         if (p->call != NULL)
             return 0;
     }
-    vast_op_remove(&p->op);
+    ebb__op_remove(&p->op);
     free(p);
     return EBB_ENOMEM;
 }

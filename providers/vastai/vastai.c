@@ -53,32 +53,6 @@ ebb_time_ms vast_now(const struct vast *v)
     return v->host->now(v->host->ctx);
 }
 
-void vast_op_add(struct vast *v, struct vast_op *op,
-                 void (*cancel)(struct vast_op *op))
-{
-    op->v = v;
-    op->cancel = cancel;
-    op->prev = NULL;
-    op->next = v->ops;
-    if (v->ops != NULL)
-        v->ops->prev = op;
-    v->ops = op;
-}
-
-void vast_op_remove(struct vast_op *op)
-{
-    struct vast *v = op->v;
-    if (op->prev != NULL)
-        op->prev->next = op->next;
-    else
-        v->ops = op->next;
-    if (op->next != NULL)
-        op->next->prev = op->prev;
-    if (op->timer != 0)
-        v->host->timer_stop(v->host->ctx, op->timer);
-    op->timer = 0;
-}
-
 void vast_auth_failed(struct vast *v)
 {
     if (!v->auth_failed)
@@ -134,8 +108,7 @@ static void vast_destroy(void *self)
     struct vast *v = self;
     if (v->poll_timer != 0)
         v->host->timer_stop(v->host->ctx, v->poll_timer);
-    while (v->ops != NULL)
-        v->ops->cancel(v->ops);
+    ebb__ops_cancel_all(&v->ops);
     ebb__calls_detach(&v->calls);
     for (size_t i = 0; i < v->n_lost; i++)
         free(v->lost[i]);
@@ -163,6 +136,7 @@ static int vast_create(const struct ebb_host *host, const void *config, void **s
         return EBB_ENOMEM;
     v->host = host;
     v->cfg = cfg;
+    v->ops.host = host;
     v->api_key = strdup(key);
     v->auth_header = ebb__strfmt("Authorization: Bearer %s", key);
     v->poll_timer = host->timer_start(host->ctx, vast_now(v) + cfg->poll_interval,

@@ -22,7 +22,7 @@
 
 #include <ebb/provider.h>
 
-#include "plugin_calls.h"
+#include "plugin_ops.h"
 
 /* Labels of ebb's instances: "ebb:<job id>:<token>". */
 #define VAST_LABEL_PREFIX "ebb:"
@@ -52,15 +52,13 @@ struct vast_offer {
     ebb_micros min_bid;
 };
 
-struct vast_op;
-
 struct vast {
     const struct ebb_host *host;
     const struct vast_cfg *cfg;
     char *auth_header; /* "Authorization: Bearer <key>" */
     char *api_key;
     struct ebb__calls calls;
-    struct vast_op *ops;
+    struct ebb__ops ops; /* every provider call not yet completed */
     int64_t poll_timer;
     int auth_failed;
     struct vast_offer *offers;
@@ -74,19 +72,6 @@ ebb_time_ms vast_now(const struct vast *v);
 /* Logs once and stops polling for good: nothing works until ebbd
  * restarts with another key. */
 void vast_auth_failed(struct vast *v);
-
-/* ---- operations (as in the alibaba provider) ---- */
-
-struct vast_op {
-    struct vast_op *prev, *next;
-    struct vast *v;
-    void (*cancel)(struct vast_op *op); /* completes with EBB_ECANCELED, frees */
-    int64_t timer;
-};
-
-void vast_op_add(struct vast *v, struct vast_op *op,
-                 void (*cancel)(struct vast_op *op));
-void vast_op_remove(struct vast_op *op);
 
 /* ---- one API call (vast_api.c) ---- */
 

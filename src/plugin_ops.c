@@ -1,6 +1,39 @@
-#include "plugin_calls.h"
+#include "plugin_ops.h"
 
 #include <stdlib.h>
+
+void ebb__op_add(struct ebb__ops *set, struct ebb__op *op,
+                 void (*cancel)(struct ebb__op *op))
+{
+    op->set = set;
+    op->cancel = cancel;
+    op->prev = NULL;
+    op->next = set->head;
+    if (set->head != NULL)
+        set->head->prev = op;
+    set->head = op;
+}
+
+void ebb__op_remove(struct ebb__op *op)
+{
+    struct ebb__ops *set = op->set;
+    if (op->prev != NULL)
+        op->prev->next = op->next;
+    else
+        set->head = op->next;
+    if (op->next != NULL)
+        op->next->prev = op->prev;
+    op->prev = op->next = NULL;
+    if (op->timer != 0)
+        set->host->timer_stop(set->host->ctx, op->timer);
+    op->timer = 0;
+}
+
+void ebb__ops_cancel_all(struct ebb__ops *set)
+{
+    while (set->head != NULL)
+        set->head->cancel(set->head);
+}
 
 struct ebb__call {
     struct ebb__call *prev, *next;
