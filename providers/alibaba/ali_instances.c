@@ -227,6 +227,21 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
                      "cannot launch: set image_id (an image with ebb-agent)");
         return EBB_ECONFIG;
     }
+    /* A limit is in the region's currency; refuse one written in another
+     * rather than bid 7 times what was meant. */
+    for (size_t i = 0; req->max_price_per_hour > 0 && req->currency != NULL &&
+                       i < a->cfg->regions.n;
+         i++) {
+        const char *known = a->currency[i];
+        if (strcmp(a->cfg->regions.items[i], req->region) == 0 && known[0] != '\0' &&
+            strcmp(known, req->currency) != 0) {
+            a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                         "cannot launch in %s: the price limit is in %s but %s "
+                         "prices are in %s",
+                         req->region, req->currency, req->region, known);
+            return EBB_EINVAL;
+        }
+    }
     char zone[64];
     const char *vsw;
     if (pick_vswitch(a, req->zone ? req->zone : "", zone, sizeof(zone), &vsw) != 0) {

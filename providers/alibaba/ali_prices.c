@@ -126,6 +126,8 @@ static void start_region(struct ali_poll *p)
     ebb_time_ms oldest = p->now - a->cfg->history;
     ebb_time_ms last = a->host->last_price_at(a->host->ctx, region);
     p->start = last > oldest ? last : oldest;
+    if (p->start > p->now)
+        p->start = p->now; /* a clock that went back: read nothing */
     /* ECS takes whole seconds. */
     p->start = p->start / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND;
 }
@@ -221,6 +223,7 @@ static void on_page(void *arg, int status, json_t *body, const char *code)
     }
     char currency[4];
     currency_of(body, a->cfg->regions.items[p->region], currency);
+    memcpy(a->currency[p->region], currency, 4);
     size_t i;
     json_t *item;
     json_array_foreach(items, i, item)

@@ -227,8 +227,9 @@ static void on_answer(void *arg, const struct ebb_http_response *res)
         }
     }
     if (res->error != 0) {
-        a->host->log(a->host->ctx, EBB_LOG_WARN, "%s in %s: %s (%s)", r->action,
-                     r->region, ebb_strerror(res->error), res->error_message);
+        if (res->error != EBB_ECANCELED)
+            a->host->log(a->host->ctx, EBB_LOG_WARN, "%s in %s: %s (%s)", r->action,
+                         r->region, ebb_strerror(res->error), res->error_message);
         finish(r, status, NULL, "");
         return;
     }

@@ -142,7 +142,8 @@ static int ali_create(const struct ebb_host *host, const void *config, void **se
     a->ops.host = host;
     a->key_id = strdup(id);
     a->secret = strdup(secret);
-    if (a->key_id == NULL || a->secret == NULL) {
+    a->currency = calloc(cfg->regions.n, sizeof(*a->currency));
+    if (a->key_id == NULL || a->secret == NULL || a->currency == NULL) {
         ali_destroy(a);
         return EBB_ENOMEM;
     }
@@ -177,6 +178,7 @@ static void ali_destroy(void *self)
         free(a->places[i].region);
     }
     free(a->places);
+    free(a->currency);
     wipe(a->key_id);
     wipe(a->secret);
     free(a);

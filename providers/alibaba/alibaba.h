@@ -47,6 +47,9 @@ struct ali {
     struct ebb__ops ops; /* every provider call not yet completed */
     int64_t poll_timer;   /* 0 when none is armed */
     int auth_failed;      /* credentials refused: polls stop */
+    /* The currency each configured region's prices came in ("" until a
+     * poll has read one), so a launch's limit is not read in another. */
+    char (*currency)[4];
     /* Where each instance we know of lives (DeleteInstance goes to its
      * region's endpoint). */
     struct ali_place {

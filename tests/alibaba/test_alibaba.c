@@ -363,6 +363,22 @@ static void launch_strategies(void **state)
     assert_string_equal(fake_ecs_run_param(&t->e, "Amount"), "2");
     assert_string_equal(fake_ecs_run_param(&t->e, "MinAmount"), "2");
 
+    /* Once prices showed the region's currency, a limit in another one
+     * is refused. */
+    pfx_poll(&t->f, &t->r);
+    req.token = "tok-usd";
+    req.max_price_per_hour = 2000000;
+    req.currency = "USD";
+    assert_int_equal(t->f.p->launch(t->f.self, &req, pfx_on_launch, &t->r),
+                     EBB_EINVAL);
+    assert_non_null(strstr(t->f.log.data, "the price limit is in USD but "
+                                          "cn-hangzhou prices are in CNY"));
+    req.currency = "CNY";
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_string_equal(fake_ecs_run_param(&t->e, "SpotPriceLimit"), "2.000");
+    req.max_price_per_hour = 0;
+
     /* A zone without a configured vSwitch cannot be launched in. */
     req.token = "tok-z";
     req.zone = "cn-hangzhou-k";
