@@ -14,6 +14,15 @@ static void fail(struct ebb__httpd_response *res, int status, const char *error,
                          error, msg);
 }
 
+/* Answers with `doc` (taken). */
+static void send_json(struct ebb__httpd_response *res, json_t *doc)
+{
+    char *text = json_dumps(doc, 0);
+    ebb__httpd_set_body(res, text, strlen(text));
+    free(text);
+    json_decref(doc);
+}
+
 static void offers(struct fake_vast *f, const struct ebb__httpd_request *req,
                    struct ebb__httpd_response *res)
 {
@@ -39,9 +48,7 @@ static void offers(struct fake_vast *f, const struct ebb__httpd_request *req,
                             "cpu_cores_effective", o->cpu_cores,
                             "reliability2", 0.995, "rentable", 1, "is_bid", 0));
     }
-    char *text = json_dumps(json_pack("{s:o}", "offers", list), 0);
-    ebb__httpd_set_body(res, text, strlen(text));
-    free(text);
+    send_json(res, json_pack("{s:o}", "offers", list));
 }
 
 struct fake_vm *fake_vast_add(struct fake_vast *f, const char *label, int is_bid)
@@ -146,9 +153,7 @@ static void list(struct fake_vast *f, struct ebb__httpd_response *res)
                          vm->actual, "intended_status", vm->intended, "cur_state",
                          vm->cur, "start_date", 1796040000.5, "status_msg", ""));
     }
-    char *text = json_dumps(json_pack("{s:o}", "instances", a), 0);
-    ebb__httpd_set_body(res, text, strlen(text));
-    free(text);
+    send_json(res, json_pack("{s:o}", "instances", a));
 }
 
 /* The id in "<prefix><id>/", the trailing slash required. */
