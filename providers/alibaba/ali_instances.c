@@ -12,6 +12,7 @@
  * region by region first. Deleting an instance that no longer exists
  * succeeds: it is gone either way.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -359,6 +360,22 @@ static enum ebb_instance_state state_of(const char *status)
     return EBB_INSTANCE_STOPPING;
 }
 
+/* CreationTime comes to the minute ("2026-11-30T10:04Z"). */
+static ebb_time_ms creation_time(const char *s)
+{
+    ebb_time_ms t;
+    char full[32];
+    size_t n = strlen(s);
+    if (ebb__parse_time(s, &t) == 0)
+        return t;
+    if (n == 17 && s[16] == 'Z') {
+        snprintf(full, sizeof(full), "%.16s:00Z", s);
+        if (ebb__parse_time(full, &t) == 0)
+            return t;
+    }
+    return 0;
+}
+
 static int add_found(struct inst_op *o, json_t *j, const char *region)
 {
     struct inst *v = realloc(o->found, (o->n_found + 1) * sizeof(*v));
@@ -382,8 +399,7 @@ static int add_found(struct inst_op *o, json_t *j, const char *region)
         .state = state_of(ali_json_str(j, "Status")),
         .preempted = recycling(j),
     };
-    if (ebb__parse_time(ali_json_str(j, "CreationTime"), &i->launched_at) != 0)
-        i->launched_at = 0;
+    i->launched_at = creation_time(ali_json_str(j, "CreationTime"));
     if (!i->id || !i->token || !i->job_id || !i->region || !i->zone || !i->type) {
         inst_free(i);
         return EBB_ENOMEM;

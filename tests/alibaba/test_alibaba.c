@@ -459,6 +459,9 @@ static void list_finds_ours_by_tag_in_every_region(void **state)
             assert_int_equal(v->state, EBB_INSTANCE_RUNNING);
             assert_int_equal(v->preempted, 0);
             assert_int_equal(v->market, EBB_MARKET_SPOT);
+            ebb_time_ms created;
+            assert_int_equal(ebb__parse_time("2026-11-30T10:00:00Z", &created), 0);
+            assert_int_equal(v->launched_at, created);
         } else if (strcmp(v->token, "tok-b") == 0) {
             seen |= 2;
             assert_int_equal(v->preempted, 1);
