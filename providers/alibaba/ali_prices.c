@@ -12,8 +12,9 @@
  *
  * A failing series is logged and skipped, the rest still polled, and the
  * poll completes with the first error alongside what it did read;
- * refused credentials end the poll at once with EBB_EAUTH and stop the
- * poll timer, since nothing will work until ebbd restarts with others.
+ * refused credentials end the poll at once with EBB_EAUTH (ali_rpc.c has
+ * stopped the poll timer), and later polls complete with EBB_EAUTH without
+ * a request.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -204,10 +205,6 @@ static void on_page(void *arg, int status, json_t *body, const char *code)
     struct ali *a = p->a;
     p->rpc = NULL;
     if (status == EBB_EAUTH) {
-        a->auth_failed = 1;
-        if (a->poll_timer != 0)
-            a->host->timer_stop(a->host->ctx, a->poll_timer);
-        a->poll_timer = 0;
         deliver(p, EBB_EAUTH);
         return;
     }

@@ -83,6 +83,14 @@ const char *ali_place_of(const struct ali *a, const char *id)
     return NULL;
 }
 
+void ali_auth_failed(struct ali *a)
+{
+    a->auth_failed = 1;
+    if (a->poll_timer != 0)
+        a->host->timer_stop(a->host->ctx, a->poll_timer);
+    a->poll_timer = 0;
+}
+
 static void on_poll_timer(void *arg)
 {
     struct ali *a = arg;

@@ -59,6 +59,9 @@ struct ali {
 };
 
 ebb_time_ms ali_now(const struct ali *a);
+/* Credentials were refused (by any call): polling stops for good, since
+ * nothing will work until ebbd restarts with others. */
+void ali_auth_failed(struct ali *a);
 void ali_remember_place(struct ali *a, const char *id, const char *region);
 const char *ali_place_of(const struct ali *a, const char *id);
 
