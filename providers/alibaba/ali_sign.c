@@ -1,0 +1,275 @@
+/* Alibaba Cloud request signatures.
+ *
+ * V1 (RPC style): the sorted, percent-encoded parameters are joined into a
+ * canonical query; "METHOD&%2F&" + enc(canonical query) is signed with
+ * HMAC-SHA1 keyed by secret + "&" and sent base64 as the Signature
+ * parameter. ACS3-HMAC-SHA256 (V3): a canonical request of method, path,
+ * query, the signed headers and the payload hash is hashed with SHA-256,
+ * and "ACS3-HMAC-SHA256\n" + that hash is signed with HMAC-SHA256 keyed by
+ * the raw secret. Both use RFC 3986 encoding (space %20, '*' %2A, '~'
+ * kept), which src/urlenc.c provides. Known-answer vectors are in
+ * tests/alibaba/test_alibaba_sign.c.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "alibaba.h"
+#include "str.h"
+#include "urlenc.h"
+
+void ali_params_add(struct ali_params *p, const char *key, const char *value)
+{
+    if (p->failed)
+        return;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        struct ali_param *v = realloc(p->v, cap * sizeof(*v));
+        if (v == NULL) {
+            p->failed = 1;
+            return;
+        }
+        p->v = v;
+        p->cap = cap;
+    }
+    char *k = strdup(key), *val = strdup(value ? value : "");
+    if (k == NULL || val == NULL) {
+        free(k);
+        free(val);
+        p->failed = 1;
+        return;
+    }
+    p->v[p->n++] = (struct ali_param){k, val};
+}
+
+void ali_params_addf(struct ali_params *p, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *v = ebb__vstrfmt(fmt, ap);
+    va_end(ap);
+    if (v == NULL)
+        p->failed = 1;
+    else
+        ali_params_add(p, key, v);
+    free(v);
+}
+
+void ali_params_free(struct ali_params *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->v[i].key);
+        free(p->v[i].value);
+    }
+    free(p->v);
+    *p = (struct ali_params){0};
+}
+
+static int by_key(const void *a, const void *b)
+{
+    const struct ali_param *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c != 0 ? c : strcmp(x->value, y->value);
+}
+
+char *ali_canonical_query(struct ali_params *p)
+{
+    if (p->failed)
+        return NULL;
+    if (p->n > 1)
+        qsort(p->v, p->n, sizeof(*p->v), by_key);
+    struct ebb__buf b = {0};
+    ebb__buf_puts(&b, "");
+    for (size_t i = 0; i < p->n; i++) {
+        if (i > 0)
+            ebb__buf_puts(&b, "&");
+        ebb__pct_encode(&b, p->v[i].key, strlen(p->v[i].key), 0);
+        ebb__buf_puts(&b, "=");
+        ebb__pct_encode(&b, p->v[i].value, strlen(p->v[i].value), 0);
+    }
+    if (b.failed) {
+        ebb__buf_free(&b);
+        return NULL;
+    }
+    return ebb__buf_take(&b);
+}
+
+int ali_sign_v1(const char *method, struct ali_params *p, const char *secret,
+                char out[ALI_SIG_V1_LEN])
+{
+    char *query = ali_canonical_query(p);
+    if (query == NULL)
+        return EBB_ENOMEM;
+    struct ebb__buf sts = {0};
+    ebb__buf_printf(&sts, "%s&%%2F&", method);
+    ebb__pct_encode(&sts, query, strlen(query), 0);
+    free(query);
+    char *key = ebb__strfmt("%s&", secret);
+    if (sts.failed || key == NULL) {
+        ebb__buf_free(&sts);
+        free(key);
+        return EBB_ENOMEM;
+    }
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int mac_len = 0;
+    const unsigned char *ok =
+        HMAC(EVP_sha1(), key, (int)strlen(key), (const unsigned char *)sts.data,
+             sts.len, mac, &mac_len);
+    OPENSSL_cleanse(key, strlen(key));
+    free(key);
+    ebb__buf_free(&sts);
+    if (ok == NULL || mac_len != 20)
+        return EBB_ENOMEM;
+    EVP_EncodeBlock((unsigned char *)out, mac, (int)mac_len);
+    return 0;
+}
+
+static void to_hex(const unsigned char *v, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[v[i] >> 4];
+        out[2 * i + 1] = hex[v[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+void ali_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[32];
+    unsigned int md_len = 0;
+    EVP_Digest(data, len, md, &md_len, EVP_sha256(), NULL);
+    to_hex(md, 32, out);
+}
+
+/* One signed header: its lower-case name and its values, merged. */
+struct v3_header {
+    char name[64];
+    const char *values[8];
+    size_t value_len[8];
+    size_t n;
+};
+
+static int by_value(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct v3_header *)a)->name,
+                  ((const struct v3_header *)b)->name);
+}
+
+/* Only host, content-type and x-acs-* headers are signed. */
+static int signed_header(const char *name)
+{
+    return strcmp(name, "host") == 0 || strcmp(name, "content-type") == 0 ||
+           strncmp(name, "x-acs-", 6) == 0;
+}
+
+/* Collects the signed headers from "Name: value" strings. Values point
+ * into `copies`, NUL-terminated and trimmed. Returns the count, or -1 when
+ * there are too many or a name is too long. */
+static int collect_headers(const char *const *headers, size_t n_headers,
+                           char **copies, struct v3_header *h, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < n_headers; i++) {
+        const char *colon = strchr(headers[i], ':');
+        if (colon == NULL || (size_t)(colon - headers[i]) >= sizeof(h->name))
+            return -1;
+        char name[64];
+        size_t nl = (size_t)(colon - headers[i]);
+        for (size_t k = 0; k < nl; k++)
+            name[k] = (char)tolower((unsigned char)headers[i][k]);
+        name[nl] = '\0';
+        if (!signed_header(name))
+            continue;
+        const char *v = colon + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        copies[i] = strdup(v);
+        if (copies[i] == NULL)
+            return -1;
+        size_t vl = strlen(copies[i]);
+        while (vl > 0 && (copies[i][vl - 1] == ' ' || copies[i][vl - 1] == '\t'))
+            copies[i][--vl] = '\0';
+        size_t j = 0;
+        while (j < n && strcmp(h[j].name, name) != 0)
+            j++;
+        if (j == n) {
+            if (n == max)
+                return -1;
+            memset(&h[n], 0, sizeof(h[n]));
+            memcpy(h[n].name, name, nl + 1);
+            n++;
+        }
+        if (h[j].n == sizeof(h[j].values) / sizeof(h[j].values[0]))
+            return -1;
+        h[j].values[h[j].n++] = copies[i];
+    }
+    qsort(h, n, sizeof(*h), by_name);
+    for (size_t j = 0; j < n; j++)
+        qsort(h[j].values, h[j].n, sizeof(h[j].values[0]), by_value);
+    return (int)n;
+}
+
+char *ali_sign_v3(const char *method, const char *path, struct ali_params *query,
+                  const char *const *headers, size_t n_headers,
+                  const char *payload_hash, const char *key_id,
+                  const char *secret)
+{
+    struct v3_header h[16];
+    char **copies = calloc(n_headers ? n_headers : 1, sizeof(*copies));
+    char *canon_query = ali_canonical_query(query);
+    int n = copies && canon_query
+                ? collect_headers(headers, n_headers, copies, h, 16)
+                : -1;
+    struct ebb__buf creq = {0}, names = {0};
+    ebb__buf_puts(&names, "");
+    if (n >= 0) {
+        ebb__buf_printf(&creq, "%s\n", method);
+        ebb__pct_encode(&creq, path[0] ? path : "/", strlen(path[0] ? path : "/"), 1);
+        ebb__buf_printf(&creq, "\n%s\n", canon_query);
+        for (int j = 0; j < n; j++) {
+            ebb__buf_printf(&creq, "%s:", h[j].name);
+            for (size_t k = 0; k < h[j].n; k++)
+                ebb__buf_printf(&creq, "%s%s", k ? "," : "", h[j].values[k]);
+            ebb__buf_puts(&creq, "\n");
+            ebb__buf_printf(&names, "%s%s", j ? ";" : "", h[j].name);
+        }
+        ebb__buf_printf(&creq, "\n%s\n%s", names.data ? names.data : "",
+                        payload_hash);
+    }
+    for (size_t i = 0; copies != NULL && i < n_headers; i++)
+        free(copies[i]);
+    free(copies);
+    free(canon_query);
+    char *auth = NULL;
+    if (n >= 0 && !creq.failed && !names.failed) {
+        char hashed[65];
+        ali_sha256_hex(creq.data, creq.len, hashed);
+        char *sts = ebb__strfmt("ACS3-HMAC-SHA256\n%s", hashed);
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        unsigned int mac_len = 0;
+        if (sts != NULL &&
+            HMAC(EVP_sha256(), secret, (int)strlen(secret),
+                 (const unsigned char *)sts, strlen(sts), mac, &mac_len) != NULL) {
+            char sig[65];
+            to_hex(mac, mac_len < 32 ? mac_len : 32, sig);
+            auth = ebb__strfmt("ACS3-HMAC-SHA256 Credential=%s,SignedHeaders=%s,"
+                               "Signature=%s",
+                               key_id, names.data ? names.data : "", sig);
+        }
+        free(sts);
+    }
+    ebb__buf_free(&creq);
+    ebb__buf_free(&names);
+    return auth;
+}

@@ -1,0 +1,71 @@
+/* What a plugin has in flight, tracked so that destroy() can end it all.
+ *
+ * Operations: every provider call (a poll, a launch ...) is an operation
+ * from the call until its callback; destroy() cancels each one, which
+ * completes it with EBB_ECANCELED as the provider ABI demands.
+ *
+ * HTTP calls: the host runs every HTTP callback exactly once, possibly
+ * after the plugin's destroy() (the host's client outlives it). Calls
+ * started here are detached by destroy(): a detached call's answer is
+ * dropped and its record freed, so no plugin callback runs on freed
+ * memory. Plugins link this through libebb_pic.
+ */
+#ifndef EBB_PLUGIN_OPS_H
+#define EBB_PLUGIN_OPS_H
+
+#include <ebb/host.h>
+
+/* ---- operations ---- */
+
+struct ebb__op;
+
+/* A plugin's operations; zero-initialise, then set `host`. */
+struct ebb__ops {
+    struct ebb__op *head;
+    const struct ebb_host *host;
+};
+
+/* Embedded first in each operation's own struct. */
+struct ebb__op {
+    struct ebb__op *prev, *next;
+    struct ebb__ops *set;
+    /* Completes the operation with EBB_ECANCELED and frees it (after
+     * taking it off the list with ebb__op_remove). */
+    void (*cancel)(struct ebb__op *op);
+    int64_t timer; /* a pending host timer of the operation, or 0 */
+};
+
+void ebb__op_add(struct ebb__ops *set, struct ebb__op *op,
+                 void (*cancel)(struct ebb__op *op));
+/* Takes `op` off its list and stops its timer, if any. */
+void ebb__op_remove(struct ebb__op *op);
+/* Cancels every operation (for destroy()). */
+void ebb__ops_cancel_all(struct ebb__ops *set);
+
+/* ---- HTTP calls ---- */
+
+struct ebb__call;
+
+/* The calls in flight of one plugin instance; zero-initialise it. */
+struct ebb__calls {
+    struct ebb__call *head;
+};
+
+typedef void (*ebb__call_cb)(void *arg, const struct ebb_http_response *res);
+
+/* Starts `req` through `host`; `cb(arg, res)` runs once with the answer
+ * unless the call or its set is detached first. Returns the call, or NULL
+ * when the host refused it or memory ran out (then `cb` never runs; *err,
+ * when not NULL, says why). */
+struct ebb__call *ebb__call_start(struct ebb__calls *set,
+                                  const struct ebb_host *host,
+                                  const struct ebb_http_request *req,
+                                  ebb__call_cb cb, void *arg, int *err);
+
+/* Detaches one call in flight: its callback will not run. */
+void ebb__call_detach(struct ebb__call *call);
+
+/* Detaches every call in flight: none of their callbacks will run. */
+void ebb__calls_detach(struct ebb__calls *set);
+
+#endif

@@ -1,0 +1,87 @@
+/* A fake Alibaba Cloud ECS endpoint for the provider tests, served by
+ * src/httpd.c on 127.0.0.1.
+ *
+ * It checks every request as ECS would: a POST form whose V1 signature it
+ * recomputes with its own code (its own encoder, OpenSSL's HMAC-SHA1),
+ * known credentials, unused nonces, the common parameters; and it keeps a
+ * small world: spot price rows per region and type (answered in pages),
+ * instances with their ClientToken and tags. Tests inject throttling,
+ * errors, lost answers and sold-out zones.
+ */
+#ifndef EBB_TEST_FAKE_ECS_H
+#define EBB_TEST_FAKE_ECS_H
+
+#include <stddef.h>
+
+#include <ebb/common.h>
+
+#include "httpd.h"
+
+struct fake_price {
+    const char *region, *zone, *type;
+    ebb_time_ms at;
+    double spot, origin;
+};
+
+struct fake_instance {
+    char id[32], region[32], zone[32], type[48], token[80], job_id[64];
+    char status[16];
+    char strategy[24];
+    int ebb_tagged;
+    int recycling;
+};
+
+/* One request the fake accepted (signature good), for assertions. */
+struct fake_call {
+    char action[40], region[32];
+    char start[32], end[32];
+    long offset;
+};
+
+struct fake_ecs {
+    const char *key_id, *secret;
+    const struct fake_price *prices;
+    size_t n_prices;
+    size_t page_size;      /* price rows per page */
+    size_t list_page;      /* instances per DescribeInstances page */
+    /* Injected faults, each consumed as it fires. */
+    int throttle_next;     /* answer this many requests 400 Throttling.User */
+    int lose_next_run;     /* create, then answer 503 (the client retries) */
+    int no_stock;          /* RunInstances: 403 OperationDenied.NoStock */
+    int delay_ms;          /* delay every answer */
+    /* What it saw. */
+    int requests, throttled, bad_signatures;
+    struct fake_call calls[256];
+    size_t n_calls;
+    struct fake_instance inst[32];
+    size_t n_inst;
+    int next_id;
+    char last_run[4096]; /* RunInstances' decoded form, "k=v\n" sorted */
+    char nonces[256][40];
+    size_t n_nonces;
+};
+
+/* The ebb__httpd handler; arg is a struct fake_ecs. */
+void fake_ecs_handle(const struct ebb__httpd_request *req,
+                     struct ebb__httpd_response *res, void *arg);
+
+/* The fake's own V1 signature of decoded parameters (keys[i]=values[i],
+ * Signature not among them), base64 into out[29]. */
+void fake_ecs_v1_signature(const char *method, const char *const *keys,
+                           const char *const *values, size_t n,
+                           const char *secret, char out[29]);
+
+/* Adds an instance straight into the fake's world (as if launched
+ * earlier, or by someone else when not ebb_tagged). */
+struct fake_instance *fake_ecs_add_instance(struct fake_ecs *e, const char *region,
+                                            const char *zone, const char *token,
+                                            const char *job_id);
+
+/* How many calls of `action` it accepted. */
+int fake_ecs_count(const struct fake_ecs *e, const char *action);
+
+/* The value of `key` in the last RunInstances form, or NULL. Static
+ * storage, overwritten by the next call. */
+const char *fake_ecs_run_param(const struct fake_ecs *e, const char *key);
+
+#endif

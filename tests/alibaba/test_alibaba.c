@@ -1,0 +1,524 @@
+/* The alibaba provider, opened by the real loader and configured from
+ * YAML, against the fake ECS endpoint (fake_ecs.c) on 127.0.0.1 through
+ * the real HTTP client, clock and host.
+ *
+ * The fake recomputes every V1 signature with its own code and refuses
+ * reused nonces, so each passing call below was signed correctly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "fake_ecs.h"
+#include "provider_fixture.h"
+#include "units.h"
+
+#define KEY_ID "LTAIfakekey0123"
+#define SECRET "fakeSecretValue0123456789"
+#define TYPE "ecs.gn6v-c8g1.2xlarge"
+#define DAY EBB_MS_PER_DAY
+#define HOUR EBB_MS_PER_HOUR
+
+static const char base_yaml[] =
+    "regions: [cn-hangzhou, ap-southeast-1]\n"
+    "instance_types: [" TYPE "]\n"
+    "endpoint: \"@URL@/\"\n"
+    "history: 45d\n"
+    "image_id: m-ebb-agent\n"
+    "security_group_id: sg-ebb\n"
+    "vswitches: [cn-hangzhou-h=vsw-h, cn-hangzhou-i=vsw-i]\n"
+    "retry_backoff: 5ms\n"
+    "retries: 3\n";
+
+struct t {
+    struct pfx f;
+    struct fake_ecs e;
+    ebb_time_ms now; /* whole seconds */
+    struct fake_price prices[8];
+    struct pfx_result r;
+};
+
+/* Starts the fake (prices relative to now), then the plugin with
+ * `extra` YAML after the base configuration. */
+static struct t *open_ecs(const char *extra)
+{
+    struct t *t = calloc(1, sizeof(*t));
+    assert_non_null(t);
+    setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", KEY_ID, 1);
+    setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", SECRET, 1);
+    t->e.key_id = KEY_ID;
+    t->e.secret = SECRET;
+    t->e.page_size = 2;
+    pfx_init(&t->f, fake_ecs_handle, &t->e);
+    t->now = ebb__clock_now(&t->f.clock) / 1000 * 1000;
+    const struct fake_price rows[] = {
+        {"cn-hangzhou", "cn-hangzhou-h", TYPE, t->now - 40 * DAY, 1.234, 10.5},
+        {"cn-hangzhou", "cn-hangzhou-i", TYPE, t->now - 35 * DAY, 1.5, 10.5},
+        {"cn-hangzhou", "cn-hangzhou-h", TYPE, t->now - 20 * DAY, 1.1, 10.5},
+        {"cn-hangzhou", "cn-hangzhou-h", TYPE, t->now - 10 * DAY, 1.3, 10.5},
+        {"cn-hangzhou", "cn-hangzhou-i", TYPE, t->now - HOUR, 2.25, 10.5},
+        {"ap-southeast-1", "ap-southeast-1a", TYPE, t->now - 5 * DAY, 0.75, 3.2},
+        {"ap-southeast-1", "ap-southeast-1b", TYPE, t->now - 2 * DAY, 0.8, 3.2},
+        {"ap-southeast-1", "ap-southeast-1a", "ecs.other", t->now - DAY, 9, 9},
+    };
+    memcpy(t->prices, rows, sizeof(rows));
+    t->e.prices = t->prices;
+    t->e.n_prices = 8;
+    char yaml[2048];
+    snprintf(yaml, sizeof(yaml), "%s%s", base_yaml, extra ? extra : "");
+    pfx_create(&t->f, "alibaba", yaml);
+    return t;
+}
+
+static void close_ecs(struct t *t)
+{
+    /* Whatever happened, the credentials never reached a log line. */
+    pfx_assert_not_logged(&t->f, KEY_ID);
+    pfx_assert_not_logged(&t->f, SECRET);
+    pfx_result_free(&t->r);
+    pfx_close(&t->f);
+    free(t);
+}
+
+/* ---- prices ---- */
+
+static void full_poll_across_windows_and_pages(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    assert_int_equal(t->f.create_status, 0);
+    pfx_poll(&t->f, &t->r);
+    assert_int_equal(t->r.status, 0);
+    /* Seven rows of the polled type, each a spot and an on-demand price. */
+    assert_int_equal(t->r.n_prices, 14);
+    const struct pfx_price *p =
+        pfx_find_price(&t->r, "cn-hangzhou-h", EBB_MARKET_SPOT, t->now - 40 * DAY);
+    assert_non_null(p);
+    assert_int_equal(p->price, 1234000);
+    assert_string_equal(p->currency, "CNY");
+    assert_string_equal(p->region, "cn-hangzhou");
+    assert_string_equal(p->type, TYPE);
+    assert_true(p->has_shape);
+    assert_string_equal(p->gpu_model, "V100");
+    assert_int_equal(p->gpu_count, 1);
+    p = pfx_find_price(&t->r, "cn-hangzhou-h", EBB_MARKET_ON_DEMAND,
+                       t->now - 40 * DAY);
+    assert_non_null(p);
+    assert_int_equal(p->price, 10500000);
+    p = pfx_find_price(&t->r, "cn-hangzhou-i", EBB_MARKET_SPOT, t->now - HOUR);
+    assert_non_null(p);
+    assert_int_equal(p->price, 2250000);
+    p = pfx_find_price(&t->r, "ap-southeast-1b", EBB_MARKET_SPOT, t->now - 2 * DAY);
+    assert_non_null(p);
+    assert_string_equal(p->currency, "USD");
+    assert_int_equal(p->price, 800000);
+
+    /* 45 days in two windows of at most 30 days, contiguous, each read
+     * page by page until an empty page: cn-hangzhou 3 + 2 pages,
+     * ap-southeast-1 1 + 2. */
+    assert_int_equal(fake_ecs_count(&t->e, "DescribeSpotPriceHistory"), 8);
+    ebb_time_ms prev_end = 0;
+    for (size_t i = 0; i < t->e.n_calls; i++) {
+        const struct fake_call *c = &t->e.calls[i];
+        ebb_time_ms s, e;
+        assert_int_equal(ebb__parse_time(c->start, &s), 0);
+        assert_int_equal(ebb__parse_time(c->end, &e), 0);
+        assert_true(e - s <= 30 * DAY);
+        if (c->offset == 0 && prev_end != 0 && s != prev_end)
+            assert_true(s <= t->now - 44 * DAY); /* a new region starts over */
+        if (c->offset == 0 && i == 0)
+            assert_true(llabs(s - (t->now - 45 * DAY)) <= 5000);
+        prev_end = e;
+    }
+    assert_int_equal(t->e.calls[1].offset, 2);
+    assert_int_equal(t->e.calls[2].offset, 3);
+    close_ecs(t);
+}
+
+static void poll_resumes_where_the_store_ends(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    pfx_set_last_price_at(&t->f, "cn-hangzhou", t->now - 2 * HOUR);
+    /* Older than `history`: clamped to 45 days back. */
+    pfx_set_last_price_at(&t->f, "ap-southeast-1", t->now - 100 * DAY);
+    pfx_poll(&t->f, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_non_null(pfx_find_price(&t->r, NULL, EBB_MARKET_SPOT, t->now - HOUR));
+    assert_null(pfx_find_price(&t->r, NULL, EBB_MARKET_SPOT, t->now - 10 * DAY));
+    assert_non_null(pfx_find_price(&t->r, NULL, EBB_MARKET_SPOT, t->now - 5 * DAY));
+    char from[48];
+    ebb__format_time(t->now - 2 * HOUR, from, sizeof(from));
+    assert_string_equal(t->e.calls[0].region, "cn-hangzhou");
+    assert_string_equal(t->e.calls[0].start, from);
+    ebb_time_ms s;
+    size_t ap = 0;
+    while (strcmp(t->e.calls[ap].region, "ap-southeast-1") != 0)
+        ap++;
+    assert_int_equal(ebb__parse_time(t->e.calls[ap].start, &s), 0);
+    assert_true(llabs(s - (t->now - 45 * DAY)) <= 5000);
+    close_ecs(t);
+}
+
+static void poll_timer_asks_the_core_to_poll(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs("poll_interval: 20ms\n");
+    pfx_run_until(&t->f, &t->f.market_changes, 3);
+    assert_int_equal(t->e.requests, 0); /* the core polls, not the timer */
+    close_ecs(t);
+}
+
+static void throttling_backs_off_and_succeeds(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    t->e.throttle_next = 2;
+    pfx_poll(&t->f, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->e.throttled, 2);
+    assert_int_equal(t->r.n_prices, 14);
+    assert_non_null(strstr(t->f.log.data, "throttled"));
+    close_ecs(t);
+}
+
+static void throttling_is_bounded(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    t->e.throttle_next = 100;
+    struct ebb_launch req = {.token = "tok-t", .job_id = "j-t", .region = "cn-hangzhou",
+                             .zone = "", .instance_type = TYPE, .count = 1};
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, EBB_ETHROTTLED);
+    assert_int_equal(t->e.throttled, 4); /* the first try and 3 retries */
+    close_ecs(t);
+}
+
+static void bad_signature_is_an_auth_failure_that_stops_polling(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs("poll_interval: 20ms\n");
+    t->e.secret = "the-server-knows-another-secret";
+    pfx_poll(&t->f, &t->r);
+    assert_int_equal(t->r.status, EBB_EAUTH);
+    assert_int_equal(t->e.requests, 1);
+    assert_int_equal(t->e.bad_signatures, 1);
+    /* One clear line, without the key id the server echoed. */
+    const char *log = t->f.log.data;
+    const char *line = strstr(log, "SignatureDoesNotMatch");
+    assert_non_null(line);
+    assert_null(strstr(line + 1, "SignatureDoesNotMatch"));
+    assert_non_null(strstr(log, "ALIBABA_CLOUD_ACCESS_KEY_SECRET"));
+    assert_non_null(strstr(log, "<credential>"));
+    /* Polling stopped: no more market changes, and a poll asked for
+     * anyway completes at once without a request. */
+    pfx_run_for(&t->f, 100);
+    assert_int_equal(t->f.market_changes, 0);
+    pfx_poll(&t->f, &t->r);
+    assert_int_equal(t->r.status, EBB_EAUTH);
+    assert_int_equal(t->e.requests, 1);
+    close_ecs(t);
+}
+
+static void unknown_key_is_an_auth_failure(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    t->e.key_id = "LTAIsomeoneelse";
+    pfx_poll(&t->f, &t->r);
+    assert_int_equal(t->r.status, EBB_EAUTH);
+    assert_non_null(strstr(t->f.log.data, "InvalidAccessKeyId.NotFound"));
+    close_ecs(t);
+}
+
+static void missing_credentials_refuse_to_start(void **state)
+{
+    (void)state;
+    struct t *t = calloc(1, sizeof(*t));
+    unsetenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET");
+    setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", KEY_ID, 1);
+    pfx_init(&t->f, fake_ecs_handle, &t->e);
+    assert_int_equal(pfx_create(&t->f, "alibaba", "regions: [cn-hangzhou]\n"
+                                                  "instance_types: [" TYPE "]\n"),
+                     EBB_ECONFIG);
+    assert_non_null(strstr(t->f.log.data, "ALIBABA_CLOUD_ACCESS_KEY_SECRET"));
+    close_ecs(t);
+}
+
+static void missing_regions_refuse_to_start(void **state)
+{
+    (void)state;
+    struct t *t = calloc(1, sizeof(*t));
+    setenv("ALIBABA_CLOUD_ACCESS_KEY_ID", KEY_ID, 1);
+    setenv("ALIBABA_CLOUD_ACCESS_KEY_SECRET", SECRET, 1);
+    pfx_init(&t->f, fake_ecs_handle, &t->e);
+    assert_int_equal(pfx_create(&t->f, "alibaba", "instance_types: [" TYPE "]\n"),
+                     EBB_ECONFIG);
+    assert_non_null(strstr(t->f.log.data, "regions: name at least one region"));
+    close_ecs(t);
+}
+
+/* ---- instances ---- */
+
+static char *base64_decode(const char *s)
+{
+    size_t n = strlen(s);
+    unsigned char *out = calloc(1, n + 1);
+    int len = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
+    assert_true(len >= 0);
+    return (char *)out;
+}
+
+static void launch_is_idempotent_by_client_token(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    /* The first answer is lost after the instance was created: the
+     * client's retry carries the same ClientToken. */
+    t->e.lose_next_run = 1;
+    struct ebb_launch req = {
+        .token = "tok-1",
+        .job_id = "j-20261130-0001",
+        .provider = "alibaba",
+        .region = "cn-hangzhou",
+        .zone = "cn-hangzhou-i",
+        .instance_type = TYPE,
+        .market = EBB_MARKET_SPOT,
+        .max_price_per_hour = 1234567,
+        .currency = "CNY",
+        .count = 1,
+        .agent_url = "http://10.0.0.1:7427",
+        .agent_token = "agent-token-it's",
+    };
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->e.n_inst, 1);
+    assert_int_equal(fake_ecs_count(&t->e, "RunInstances"), 2);
+    char first_id[64];
+    snprintf(first_id, sizeof(first_id), "%s", t->r.inst[0].id);
+    assert_string_equal(first_id, t->e.inst[0].id);
+    assert_string_equal(t->r.inst[0].token, "tok-1");
+    assert_string_equal(t->r.inst[0].job_id, "j-20261130-0001");
+    assert_string_equal(t->r.inst[0].zone, "cn-hangzhou-i");
+    assert_int_equal(t->r.inst[0].state, EBB_INSTANCE_PENDING);
+    assert_int_equal(t->r.inst[0].market, EBB_MARKET_SPOT);
+
+    assert_string_equal(fake_ecs_run_param(&t->e, "InstanceChargeType"), "PostPaid");
+    assert_string_equal(fake_ecs_run_param(&t->e, "SpotStrategy"), "SpotWithPriceLimit");
+    assert_string_equal(fake_ecs_run_param(&t->e, "SpotPriceLimit"), "1.234");
+    assert_string_equal(fake_ecs_run_param(&t->e, "ClientToken"), "tok-1");
+    assert_string_equal(fake_ecs_run_param(&t->e, "ZoneId"), "cn-hangzhou-i");
+    assert_string_equal(fake_ecs_run_param(&t->e, "VSwitchId"), "vsw-i");
+    assert_string_equal(fake_ecs_run_param(&t->e, "ImageId"), "m-ebb-agent");
+    assert_string_equal(fake_ecs_run_param(&t->e, "Tag.1.Key"), "ebb-job-id");
+    assert_string_equal(fake_ecs_run_param(&t->e, "Tag.1.Value"), "j-20261130-0001");
+    assert_string_equal(fake_ecs_run_param(&t->e, "Tag.2.Key"), "ebb-token");
+    assert_string_equal(fake_ecs_run_param(&t->e, "Tag.2.Value"), "tok-1");
+    char *script = base64_decode(fake_ecs_run_param(&t->e, "UserData"));
+    assert_non_null(strstr(script, "printf '%s' 'agent-token-it'\\''s' > "
+                                   "/run/ebb/agent-token"));
+    assert_non_null(strstr(script, "exec ebb-agent --ebbd 'http://10.0.0.1:7427' "
+                                   "--token-file /run/ebb/agent-token "
+                                   "--metadata-kind alibaba"));
+    free(script);
+
+    /* The same launch again (after a crash, say): the same instance. */
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_string_equal(t->r.inst[0].id, first_id);
+    assert_int_equal(t->e.n_inst, 1);
+    close_ecs(t);
+}
+
+static void launch_strategies(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    struct ebb_launch req = {.token = "tok-od", .job_id = "j-2", .region = "cn-hangzhou",
+                             .zone = "", .instance_type = TYPE,
+                             .market = EBB_MARKET_ON_DEMAND, .count = 1};
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_string_equal(fake_ecs_run_param(&t->e, "SpotStrategy"), "NoSpot");
+    /* No zone asked for: the first configured vSwitch and its zone. */
+    assert_string_equal(fake_ecs_run_param(&t->e, "ZoneId"), "cn-hangzhou-h");
+    assert_string_equal(fake_ecs_run_param(&t->e, "VSwitchId"), "vsw-h");
+    assert_null(fake_ecs_run_param(&t->e, "SpotPriceLimit"));
+
+    req.token = "tok-go";
+    req.market = EBB_MARKET_SPOT;
+    req.count = 2;
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_string_equal(fake_ecs_run_param(&t->e, "SpotStrategy"), "SpotAsPriceGo");
+    assert_string_equal(fake_ecs_run_param(&t->e, "Amount"), "2");
+    assert_string_equal(fake_ecs_run_param(&t->e, "MinAmount"), "2");
+
+    /* Once prices showed the region's currency, a limit in another one
+     * is refused. */
+    pfx_poll(&t->f, &t->r);
+    req.token = "tok-usd";
+    req.max_price_per_hour = 2000000;
+    req.currency = "USD";
+    assert_int_equal(t->f.p->launch(t->f.self, &req, pfx_on_launch, &t->r),
+                     EBB_EINVAL);
+    assert_non_null(strstr(t->f.log.data, "the price limit is in USD but "
+                                          "cn-hangzhou prices are in CNY"));
+    req.currency = "CNY";
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_string_equal(fake_ecs_run_param(&t->e, "SpotPriceLimit"), "2.000");
+    req.max_price_per_hour = 0;
+
+    /* A zone without a configured vSwitch cannot be launched in. */
+    req.token = "tok-z";
+    req.zone = "cn-hangzhou-k";
+    assert_int_equal(t->f.p->launch(t->f.self, &req, pfx_on_launch, &t->r),
+                     EBB_ECONFIG);
+    assert_non_null(strstr(t->f.log.data, "no vSwitch for that zone"));
+    close_ecs(t);
+}
+
+static void no_stock_is_no_capacity(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    t->e.no_stock = 1;
+    struct ebb_launch req = {.token = "tok-ns", .job_id = "j-3", .region = "cn-hangzhou",
+                             .zone = "cn-hangzhou-h", .instance_type = TYPE,
+                             .count = 1};
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, EBB_ENOCAPACITY);
+    assert_int_equal(t->e.n_inst, 0);
+    close_ecs(t);
+}
+
+static void terminate_known_unknown_and_gone(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    struct ebb_launch req = {.token = "tok-d", .job_id = "j-4", .region = "cn-hangzhou",
+                             .zone = "", .instance_type = TYPE, .count = 1};
+    pfx_launch(&t->f, &req, &t->r);
+    char id[64];
+    snprintf(id, sizeof(id), "%s", t->r.inst[0].id);
+    pfx_terminate(&t->f, id, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->e.n_inst, 0);
+    assert_int_equal(fake_ecs_count(&t->e, "DescribeInstances"), 0);
+
+    /* An instance this process never saw (launched before a restart) is
+     * found region by region, then deleted in its region. */
+    struct fake_instance *x =
+        fake_ecs_add_instance(&t->e, "ap-southeast-1", "ap-southeast-1a", "tok-x", "j-x");
+    snprintf(id, sizeof(id), "%s", x->id);
+    pfx_terminate(&t->f, id, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->e.n_inst, 0);
+    assert_int_equal(fake_ecs_count(&t->e, "DescribeInstances"), 2);
+    assert_string_equal(t->e.calls[t->e.n_calls - 1].action, "DeleteInstance");
+    assert_string_equal(t->e.calls[t->e.n_calls - 1].region, "ap-southeast-1");
+
+    /* Gone already: nothing to release, and that is success. */
+    pfx_terminate(&t->f, id, &t->r);
+    assert_int_equal(t->r.status, 0);
+    close_ecs(t);
+}
+
+static void list_finds_ours_by_tag_in_every_region(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    t->e.list_page = 1;
+    fake_ecs_add_instance(&t->e, "cn-hangzhou", "cn-hangzhou-h", "tok-a", "j-a");
+    struct fake_instance *b =
+        fake_ecs_add_instance(&t->e, "cn-hangzhou", "cn-hangzhou-i", "tok-b", "j-b");
+    b->recycling = 1;
+    fake_ecs_add_instance(&t->e, "cn-hangzhou", "cn-hangzhou-h", NULL, NULL);
+    fake_ecs_add_instance(&t->e, "ap-southeast-1", "ap-southeast-1a", "tok-c", "j-c");
+    pfx_list(&t->f, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->r.n_inst, 3);
+    assert_int_equal(fake_ecs_count(&t->e, "DescribeInstances"), 3); /* 2 pages + 1 */
+    int seen = 0;
+    for (size_t i = 0; i < t->r.n_inst; i++) {
+        const struct pfx_inst *v = &t->r.inst[i];
+        if (strcmp(v->token, "tok-a") == 0) {
+            seen |= 1;
+            assert_string_equal(v->job_id, "j-a");
+            assert_string_equal(v->region, "cn-hangzhou");
+            assert_int_equal(v->state, EBB_INSTANCE_RUNNING);
+            assert_int_equal(v->preempted, 0);
+            assert_int_equal(v->market, EBB_MARKET_SPOT);
+            ebb_time_ms created;
+            assert_int_equal(ebb__parse_time("2026-11-30T10:00:00Z", &created), 0);
+            assert_int_equal(v->launched_at, created);
+        } else if (strcmp(v->token, "tok-b") == 0) {
+            seen |= 2;
+            assert_int_equal(v->preempted, 1);
+            assert_int_equal(v->state, EBB_INSTANCE_STOPPING);
+        } else if (strcmp(v->token, "tok-c") == 0) {
+            seen |= 4;
+            assert_string_equal(v->region, "ap-southeast-1");
+            assert_string_equal(v->zone, "ap-southeast-1a");
+        }
+    }
+    assert_int_equal(seen, 7);
+    /* What was listed can be deleted without a lookup. */
+    pfx_terminate(&t->f, t->e.inst[3].id, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(fake_ecs_count(&t->e, "DescribeInstances"), 3);
+    close_ecs(t);
+}
+
+static void destroy_cancels_what_is_in_flight(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    t->e.delay_ms = 5000;
+    struct pfx_result poll = {0}, list = {0};
+    assert_int_equal(t->f.p->poll_prices(t->f.self, pfx_on_prices, &poll), 0);
+    assert_int_equal(t->f.p->list_instances(t->f.self, pfx_on_list, &list), 0);
+    pfx_run_for(&t->f, 50);
+    assert_int_equal(poll.calls + list.calls, 0);
+    t->f.p->destroy(t->f.self);
+    t->f.self = NULL;
+    assert_int_equal(poll.calls, 1);
+    assert_int_equal(poll.status, EBB_ECANCELED);
+    assert_int_equal(list.calls, 1);
+    assert_int_equal(list.status, EBB_ECANCELED);
+    pfx_result_free(&poll);
+    pfx_result_free(&list);
+    close_ecs(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(full_poll_across_windows_and_pages),
+        cmocka_unit_test(poll_resumes_where_the_store_ends),
+        cmocka_unit_test(poll_timer_asks_the_core_to_poll),
+        cmocka_unit_test(throttling_backs_off_and_succeeds),
+        cmocka_unit_test(throttling_is_bounded),
+        cmocka_unit_test(bad_signature_is_an_auth_failure_that_stops_polling),
+        cmocka_unit_test(unknown_key_is_an_auth_failure),
+        cmocka_unit_test(missing_credentials_refuse_to_start),
+        cmocka_unit_test(missing_regions_refuse_to_start),
+        cmocka_unit_test(launch_is_idempotent_by_client_token),
+        cmocka_unit_test(launch_strategies),
+        cmocka_unit_test(no_stock_is_no_capacity),
+        cmocka_unit_test(terminate_known_unknown_and_gone),
+        cmocka_unit_test(list_finds_ours_by_tag_in_every_region),
+        cmocka_unit_test(destroy_cancels_what_is_in_flight),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
