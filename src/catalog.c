@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "csv.h"
 #include "trace.h"
@@ -299,4 +300,49 @@ ebb__catalog_find(const struct ebb__catalog *c, const char *provider,
             return e;
     }
     return find_exact(c, provider, "", instance_type);
+}
+
+/* Speed of one GPU of `model`: from the first catalog entry with it. */
+static double speed_per_gpu(const struct ebb__catalog *c, const char *model)
+{
+    for (size_t i = 0; c != NULL && model[0] != '\0' && i < c->n_entry; i++) {
+        const struct ebb__catalog_entry *e = &c->entry[i];
+        if (e->gpus > 0 && strcasecmp(e->gpu_model, model) == 0)
+            return e->speed / e->gpus;
+    }
+    return 1.0;
+}
+
+struct ebb__catalog_entry *
+ebb__catalog_entry_from_shape(const struct ebb__catalog *c, const char *provider,
+                              const char *region, const char *instance_type,
+                              const struct ebb_shape *shape)
+{
+    struct ebb__catalog_entry *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return NULL;
+    const char *model = shape->gpu_model ? shape->gpu_model : "";
+    e->provider = strdup(provider);
+    e->region = strdup(region ? region : "");
+    e->instance_type = strdup(instance_type);
+    e->gpu_model = strdup(model);
+    e->source = strdup("offer");
+    e->gpus = (int32_t)shape->gpu_count;
+    e->vcpus = (int32_t)shape->vcpus;
+    e->memory_gb = shape->memory_gb;
+    e->gpu_memory_gb = shape->gpu_memory_gb;
+    e->speed = shape->gpu_count > 0 ? speed_per_gpu(c, model) * shape->gpu_count : 1.0;
+    if (!e->provider || !e->region || !e->instance_type || !e->gpu_model || !e->source) {
+        ebb__catalog_entry_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void ebb__catalog_entry_free(struct ebb__catalog_entry *e)
+{
+    if (e == NULL)
+        return;
+    entry_free(e);
+    free(e);
 }

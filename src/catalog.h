@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <ebb/common.h>
+#include <ebb/types.h>
 
 #include "diag.h"
 
@@ -29,6 +30,7 @@ struct ebb__catalog_entry {
     char *gpu_model;       /* "V100", "K80"; "" without GPUs */
     int32_t vcpus;         /* 0: unknown */
     double memory_gb;      /* 0: unknown */
+    double gpu_memory_gb;  /* per GPU; 0: unknown */
     double speed;          /* > 0; 1.0 = one V100 (p3.2xlarge) */
     char *source;          /* where the price came from; "" when absent */
     int line;              /* line in the file, for messages */
@@ -57,5 +59,16 @@ void ebb__catalog_free(struct ebb__catalog *c);
 const struct ebb__catalog_entry *
 ebb__catalog_find(const struct ebb__catalog *c, const char *provider,
                   const char *region, const char *instance_type);
+
+/* An entry for an offer that describes itself (a marketplace machine: see
+ * struct ebb_shape), owned by the caller (ebb__catalog_entry_free). Its
+ * speed is the catalog's speed per GPU of the same GPU model times the
+ * count; 1.0 per GPU for a model the catalog does not list (`c` may be
+ * NULL). No on-demand price. NULL when out of memory. */
+struct ebb__catalog_entry *
+ebb__catalog_entry_from_shape(const struct ebb__catalog *c, const char *provider,
+                              const char *region, const char *instance_type,
+                              const struct ebb_shape *shape);
+void ebb__catalog_entry_free(struct ebb__catalog_entry *e);
 
 #endif

@@ -555,8 +555,10 @@ static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
 {
     const char *why = ev->reason ? ev->reason : "instance lost";
     struct ebb__attempt *a = job->current;
-    /* A runner whose market took the machine away: its processes go too. */
-    if (a->market != NULL && a->launched && !a->terminating)
+    /* Whatever is left of it is released: a runner whose market took the
+     * machine away still has processes; an outbid marketplace machine
+     * still bills its storage and restarts if the bid wins again. */
+    if (a->launched && !a->terminating)
         release_aside(a->provider, a->instance_id);
     job->preemptions++;
     job->engine->market.offers[job->current->offer].losses++;

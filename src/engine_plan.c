@@ -61,6 +61,9 @@ int ebb__engine_offer_allowed(const struct ebb__engine *e,
             return 0;
         if (r->gpu_count > 0 && c->gpus != r->gpu_count)
             return 0;
+        if (r->gpu_memory_gb > 0 && c->gpu_memory_gb > 0 &&
+            c->gpu_memory_gb < r->gpu_memory_gb)
+            return 0;
     }
     return 1;
 }

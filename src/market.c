@@ -26,6 +26,7 @@ void ebb__market_free(struct ebb__market *m)
         free(o->product);
         free(o->steps);
         free(o->fc);
+        ebb__catalog_entry_free(o->own_entry);
     }
     free(m->offers);
     *m = (struct ebb__market){0};
@@ -63,7 +64,7 @@ static int push_step(struct ebb__offer *o, ebb_time_ms at, ebb_micros price,
 }
 
 static size_t add_offer(struct ebb__market *m, const struct ebb__offer_key *key,
-                        const char *currency)
+                        const char *currency, const struct ebb_shape *shape)
 {
     if (m->n_offers == m->cap_offers) {
         size_t cap = m->cap_offers ? m->cap_offers * 2 : 32;
@@ -95,12 +96,17 @@ static size_t add_offer(struct ebb__market *m, const struct ebb__offer_key *key,
         free(o->product);
         return SIZE_MAX;
     }
-    if (m->catalog != NULL) {
+    if (shape != NULL) {
+        o->own_entry = ebb__catalog_entry_from_shape(m->catalog, key->provider,
+                                                     key->region, key->instance_type,
+                                                     shape);
+        o->catalog = o->own_entry;
+    } else if (m->catalog != NULL) {
         o->catalog = ebb__catalog_find(m->catalog, key->provider, key->region,
                                        key->instance_type);
-        if (o->catalog != NULL)
-            o->speed = o->catalog->speed;
     }
+    if (o->catalog != NULL)
+        o->speed = o->catalog->speed;
     return m->n_offers++;
 }
 
@@ -117,8 +123,10 @@ static int add_on_demand(struct ebb__market *m, const struct ebb__offer *spot,
     };
     if (ebb__market_find(m, &key) != SIZE_MAX)
         return 0;
+    if (spot->catalog->on_demand <= 0) /* a self-described machine */
+        return 0;
     ebb_micros price = spot->catalog->on_demand;
-    size_t i = add_offer(m, &key, "USD");
+    size_t i = add_offer(m, &key, "USD", NULL);
     if (i == SIZE_MAX)
         return EBB_ENOMEM;
     return push_step(&m->offers[i], at, price, -1);
@@ -139,7 +147,7 @@ int ebb__market_observe(struct ebb__market *m, const char *plugin,
     };
     size_t i = ebb__market_find(m, &key);
     if (i == SIZE_MAX) {
-        i = add_offer(m, &key, p->currency ? p->currency : "USD");
+        i = add_offer(m, &key, p->currency ? p->currency : "USD", p->shape);
         if (i == SIZE_MAX)
             return EBB_ENOMEM;
         int rc = push_step(&m->offers[i], p->at, p->price_per_hour, p->capacity);

@@ -37,6 +37,7 @@ struct ebb__offer {
     char currency[4];
     double speed;        /* from the catalog; 1.0 when not listed */
     const struct ebb__catalog_entry *catalog; /* NULL when not listed */
+    struct ebb__catalog_entry *own_entry; /* the offer's own shape, if any */
     struct ebb__market_step *steps; /* sorted by time */
     size_t n_steps;
     size_t cap_steps;

@@ -17,7 +17,7 @@ providers:
   local:
     agent: $here/fake_agent.py
 run_on: {sim: local}
-clock: {start: 2020-01-01T06:00:00Z, speed: 3600}
+clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}
 YAML
 cat >"$TMP/job.yaml" <<YAML
@@ -45,7 +45,7 @@ expect_exit 0 "jobs" "$EBB" --state-dir "$S" jobs
 check "jobs lists it" contains "$OUT" "$ID"
 
 state=""
-for _ in $(seq 1 300); do
+for _ in $(seq 1 600); do
     state=$("$EBB" --state-dir "$S" job show "$ID" --json 2>/dev/null |
             python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
     [ "$state" = succeeded ] && break
