@@ -1,0 +1,111 @@
+#include "aws_xml.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <expat.h>
+
+#include <ebb/common.h>
+
+#include "str.h"
+
+struct state {
+    XML_Parser parser;
+    const struct aws_xml_handler *h;
+    void *ud;
+    struct aws_xml_path path;
+    char *names[AWS_XML_MAX_DEPTH];
+    struct ebb__buf text;
+    int rc;
+};
+
+const char *aws_xml_up(const struct aws_xml_path *p, int up)
+{
+    int i = p->depth - 1 - up;
+    return i >= 0 ? p->name[i] : "";
+}
+
+static void stop(struct state *s, int rc)
+{
+    if (s->rc == 0)
+        s->rc = rc;
+    XML_StopParser(s->parser, XML_FALSE);
+}
+
+static void on_start(void *arg, const XML_Char *name, const XML_Char **attrs)
+{
+    (void)attrs;
+    struct state *s = arg;
+    if (s->rc != 0)
+        return;
+    if (s->path.depth == AWS_XML_MAX_DEPTH) {
+        stop(s, EBB_EPROTO);
+        return;
+    }
+    char *copy = strdup(name);
+    if (copy == NULL) {
+        stop(s, EBB_ENOMEM);
+        return;
+    }
+    s->names[s->path.depth] = copy;
+    s->path.name[s->path.depth] = copy;
+    s->path.depth++;
+    s->text.len = 0;
+    if (s->text.data != NULL)
+        s->text.data[0] = '\0';
+    if (s->h->start != NULL)
+        s->h->start(s->ud, &s->path);
+    if (*s->h->failed != 0)
+        stop(s, *s->h->failed);
+}
+
+static void on_end(void *arg, const XML_Char *name)
+{
+    (void)name;
+    struct state *s = arg;
+    if (s->rc != 0)
+        return;
+    ebb__buf_append(&s->text, "", 0);
+    if (s->text.failed) {
+        stop(s, EBB_ENOMEM);
+        return;
+    }
+    s->h->end(s->ud, &s->path, s->text.data, s->text.len);
+    /* Text belongs to leaf elements only: a parent's closing tag must not
+     * see its children's text. */
+    s->text.len = 0;
+    s->text.data[0] = '\0';
+    s->path.depth--;
+    free(s->names[s->path.depth]);
+    s->names[s->path.depth] = NULL;
+    if (*s->h->failed != 0)
+        stop(s, *s->h->failed);
+}
+
+static void on_text(void *arg, const XML_Char *t, int len)
+{
+    struct state *s = arg;
+    if (s->rc == 0)
+        ebb__buf_append(&s->text, t, (size_t)len);
+}
+
+int aws_xml_parse(const char *xml, size_t len, const struct aws_xml_handler *h,
+                  void *ud)
+{
+    struct state s = {.h = h, .ud = ud};
+    s.parser = XML_ParserCreate("UTF-8");
+    if (s.parser == NULL)
+        return EBB_ENOMEM;
+    XML_SetUserData(s.parser, &s);
+    XML_SetElementHandler(s.parser, on_start, on_end);
+    XML_SetCharacterDataHandler(s.parser, on_text);
+    int ok = XML_Parse(s.parser, xml, (int)len, XML_TRUE) == XML_STATUS_OK;
+    int rc = s.rc;
+    if (rc == 0 && !ok)
+        rc = EBB_EPROTO;
+    XML_ParserFree(s.parser);
+    for (int i = 0; i < s.path.depth; i++)
+        free(s.names[i]);
+    ebb__buf_free(&s.text);
+    return rc;
+}
