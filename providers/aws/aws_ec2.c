@@ -119,6 +119,10 @@ struct price_parse {
     char field[N_FIELDS][96];
     int seen[N_FIELDS];
     size_t items;
+    /* EC2 lists every series' price at one time together: the last
+     * timestamp parsed is usually the next one too. */
+    char last_time_text[96];
+    ebb_time_ms last_time;
     char *why;
     size_t why_size;
     int failed;
@@ -160,7 +164,12 @@ static void price_item_done(struct price_parse *pp)
         price_fail(pp, "spotPrice", pp->field[F_PRICE]);
         return;
     }
-    if (ebb__parse_time(pp->field[F_TIME], &pr.at) != 0) {
+    if (strcmp(pp->field[F_TIME], pp->last_time_text) == 0) {
+        pr.at = pp->last_time;
+    } else if (ebb__parse_time(pp->field[F_TIME], &pr.at) == 0) {
+        memcpy(pp->last_time_text, pp->field[F_TIME], sizeof(pp->last_time_text));
+        pp->last_time = pr.at;
+    } else {
         price_fail(pp, "timestamp", pp->field[F_TIME]);
         return;
     }
