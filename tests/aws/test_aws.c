@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "aws_fixture.h"
+#include "store.h"
 #include "units.h"
 
 #define MINUTE EBB_MS_PER_MINUTE
@@ -712,6 +713,52 @@ static void assert_no_secret(const char *what, const char *text)
             fail_msg("%s contains a secret (%s)", what, secrets[i]);
 }
 
+struct store_res {
+    int done, status;
+    struct ebb__store *store;
+    size_t inserted;
+};
+
+static void on_prices_store(void *arg, int status, const struct ebb_price *p,
+                            size_t n)
+{
+    struct store_res *r = arg;
+    r->done = 1;
+    r->status = status;
+    if (status == 0)
+        r->status = ebb__store_put_prices(r->store, "aws", p, n, &r->inserted);
+}
+
+/* The bytes of a file, NUL-terminated (binary: search with memmem). */
+static char *file_bytes(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) {
+        *len = 0;
+        return NULL;
+    }
+    fseek(fp, 0, SEEK_END);
+    *len = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *b = malloc(*len + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, *len, fp), *len);
+    b[*len] = '\0';
+    fclose(fp);
+    return b;
+}
+
+static void assert_file_has_no_secret(const char *path)
+{
+    static const char *const secrets[] = {FX_SECRET, FX_TOKEN};
+    size_t len;
+    char *b = file_bytes(path, &len);
+    for (size_t i = 0; b != NULL && i < 2; i++)
+        if (memmem(b, len, secrets[i], strlen(secrets[i])) != NULL)
+            fail_msg("%s contains a secret", path);
+    free(b);
+}
+
 /* Every log line of a session that polls, launches, lists, terminates and
  * meets auth, throttling, capacity and malformed-answer errors holds no
  * secret, nor do the error strings, nor `ebb providers describe aws`. */
@@ -722,8 +769,28 @@ static void test_secrets_never_shown(void **state)
     struct aws_fx f;
     assert_int_equal(aws_fx_open(&f, FX_SECRET, FX_TOKEN, base_yaml), 0);
     recent_prices(&f, 2000);
+    /* The poll's prices go to a database, whose file is searched too. */
+    char dir[] = "/tmp/ebb-aws-db-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], wal[300];
+    snprintf(db, sizeof(db), "%s/ebb.db", dir);
+    snprintf(wal, sizeof(wal), "%s-wal", db);
+    struct store_res sr = {0};
+    char err[256];
+    assert_int_equal(ebb__store_open(db, &sr.store, err, sizeof(err)), 0);
+    assert_int_equal(f.p->poll_prices(f.self, on_prices_store, &sr), 0);
+    assert_true(aws_fx_run(&f, &sr.done, 60000));
+    assert_int_equal(sr.status, 0);
+    assert_int_equal(sr.inserted, 4000);
+    ebb__store_close(sr.store);
+    assert_file_has_no_secret(db);
+    assert_file_has_no_secret(wal);
+    unlink(wal);
+    unlink(db);
+    snprintf(wal, sizeof(wal), "%s-shm", db);
+    unlink(wal);
+    rmdir(dir);
     struct poll_res r;
-    poll_once(&f, &r);
     fake_ec2_malform_page(f.ec2, 1);
     poll_once(&f, &r);
     fake_ec2_fail(f.ec2, NULL, 4, 503, "RequestLimitExceeded");
