@@ -70,6 +70,21 @@ static void collapse(struct ebb__buf *b, const char *v)
     }
 }
 
+/* Cuts `s` at each `sep` in place; returns how many parts (at most max). */
+static size_t split(char *s, char sep, char **out, size_t max)
+{
+    size_t n = 0;
+    while (n < max) {
+        out[n++] = s;
+        char *next = strchr(s, sep);
+        if (next == NULL)
+            break;
+        *next = '\0';
+        s = next + 1;
+    }
+    return n;
+}
+
 static int pair_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -80,10 +95,7 @@ static void canonical_query(struct ebb__buf *b, const char *query)
 {
     char *copy = strdup(query);
     char *pairs[256];
-    size_t n = 0;
-    for (char *save = NULL, *tok = strtok_r(copy, "&", &save);
-         tok != NULL && n < 256; tok = strtok_r(NULL, "&", &save))
-        pairs[n++] = tok;
+    size_t n = copy[0] != '\0' ? split(copy, '&', pairs, 256) : 0;
     qsort(pairs, n, sizeof(*pairs), pair_cmp);
     for (size_t i = 0; i < n; i++)
         ebb__buf_printf(b, "%s%s%s", i ? "&" : "", pairs[i],
@@ -110,11 +122,8 @@ int fake_sigv4_verify(const struct ebb__httpd_request *req, const char *akid,
         return -1;
     }
     /* Credential = AKID/yyyymmdd/region/ec2/aws4_request */
-    char *parts[5];
-    size_t n = 0;
-    for (char *save = NULL, *tok = strtok_r(cred, "/", &save); tok != NULL && n < 5;
-         tok = strtok_r(NULL, "/", &save))
-        parts[n++] = tok;
+    char *parts[6];
+    size_t n = split(cred, '/', parts, 6);
     if (n != 5 || strcmp(parts[0], akid) != 0 || strncmp(parts[1], date, 8) != 0 ||
         strcmp(parts[3], "ec2") != 0 || strcmp(parts[4], "aws4_request") != 0) {
         snprintf(why, why_size, "credential scope or access key not recognised");
@@ -139,8 +148,15 @@ int fake_sigv4_verify(const struct ebb__httpd_request *req, const char *akid,
     ebb__buf_puts(&creq, "\n");
     char names[512];
     snprintf(names, sizeof(names), "%s", signed_headers);
-    for (char *save = NULL, *h = strtok_r(names, ";", &save); h != NULL;
-         h = strtok_r(NULL, ";", &save)) {
+    char *hdrs[32];
+    size_t n_hdrs = split(names, ';', hdrs, 32);
+    for (size_t i = 0; i < n_hdrs; i++) {
+        const char *h = hdrs[i];
+        if (i > 0 && strcmp(hdrs[i - 1], h) >= 0) {
+            snprintf(why, why_size, "signed headers are not sorted");
+            ebb__buf_free(&creq);
+            return -1;
+        }
         const char *v = ebb__httpd_header(req, h);
         if (v == NULL) {
             snprintf(why, why_size, "signed header %s is missing", h);
