@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -672,8 +673,38 @@ static void test_profile_credentials(void **state)
     aws_fx_close(&f);
     unlink(path);
     free(path);
+
+    /* Without AWS_SHARED_CREDENTIALS_FILE: ~/.aws/credentials, profile
+     * "default" when AWS_PROFILE is unset. */
     unsetenv("AWS_SHARED_CREDENTIALS_FILE");
     unsetenv("AWS_PROFILE");
+    char home[] = "/tmp/ebb-aws-home-XXXXXX", aws_dir[64], file[96];
+    assert_non_null(mkdtemp(home));
+    snprintf(aws_dir, sizeof(aws_dir), "%s/.aws", home);
+    snprintf(file, sizeof(file), "%s/credentials", aws_dir);
+    assert_int_equal(mkdir(aws_dir, 0700), 0);
+    FILE *fp = fopen(file, "w");
+    assert_non_null(fp);
+    fprintf(fp, "[default]\naws_access_key_id=%s\naws_secret_access_key=%s\n",
+            FX_AKID, FX_SECRET);
+    fclose(fp);
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", home, 1);
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    char want[128];
+    snprintf(want, sizeof(want), "profile \"default\" in %s", file);
+    assert_non_null(strstr(f.log, want));
+    recent_prices(&f, 10);
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.n, 20);
+    aws_fx_close(&f);
+    if (old_home != NULL)
+        setenv("HOME", old_home, 1);
+    free(old_home);
+    unlink(file);
+    rmdir(aws_dir);
+    rmdir(home);
 }
 
 /* Environment credentials with a session token: the token is sent and
