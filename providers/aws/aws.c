@@ -126,6 +126,8 @@ static int check_config(const struct ebb_host *host, const struct aws *a)
     const char *bad = NULL;
     if (c->regions.n == 0)
         bad = "regions: list at least one region (e.g. [us-east-1])";
+    else if (c->instance_types.n == 0)
+        bad = "instance_types: list at least one type (e.g. [g5.xlarge])";
     else if (c->endpoint == NULL || strstr(c->endpoint, "://") == NULL)
         bad = "endpoint: needs a scheme (e.g. https://ec2.{region}.amazonaws.com)";
     else if (c->poll_interval <= 0)

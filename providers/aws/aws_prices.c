@@ -75,11 +75,9 @@ static void schedule_next(struct aws *a, int status)
 static void finish(struct aws_poll *p, int status)
 {
     struct aws *a = p->a;
-    if (a != NULL) {
-        a->poll = NULL;
-        if (status != EBB_ECANCELED)
-            schedule_next(a, status);
-    }
+    a->poll = NULL;
+    if (status != EBB_ECANCELED)
+        schedule_next(a, status);
     if (status == 0)
         p->cb(p->arg, 0, p->set.v, p->set.n);
     else
@@ -175,8 +173,6 @@ int aws_poll_prices(void *self, ebb_prices_cb cb, void *arg)
     /* The credentials were refused once; they cannot have changed. */
     if (a->auth_failed || !a->have_creds)
         return EBB_EAUTH;
-    if (a->cfg->regions.n == 0 || a->cfg->instance_types.n == 0)
-        return EBB_ECONFIG;
     struct aws_poll *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return EBB_ENOMEM;
