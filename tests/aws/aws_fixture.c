@@ -78,14 +78,45 @@ static char *expand(const char *yaml, const char *url)
     return ebb__buf_take(&b);
 }
 
-int aws_fx_open(struct aws_fx *f, const char *secret, const char *token,
-                const char *yaml)
+static void on_fake_stop_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+/* Runs on the fake's thread: closes the fake and this handle, which ends
+ * the fake's loop. */
+static void on_fake_stop(uv_async_t *a)
+{
+    struct aws_fx *f = a->data;
+    fake_ec2_close(f->ec2, NULL, NULL);
+    uv_close((uv_handle_t *)&f->fake_stop, on_fake_stop_closed);
+}
+
+static void fake_thread_main(void *arg)
+{
+    struct aws_fx *f = arg;
+    uv_run(&f->fake_loop, UV_RUN_DEFAULT);
+}
+
+void aws_fx_start_fake_thread(struct aws_fx *f)
+{
+    if (uv_thread_create(&f->fake_thread, fake_thread_main, f) != 0)
+        abort();
+    f->fake_running = 1;
+}
+
+static int open_fx(struct aws_fx *f, const char *secret, const char *token,
+                   const char *yaml, int threaded)
 {
     memset(f, 0, sizeof(*f));
+    f->fake_threaded = threaded;
+    uv_loop_t *fake_loop = threaded ? &f->fake_loop : &f->loop;
     if (uv_loop_init(&f->loop) != 0 ||
+        (threaded && (uv_loop_init(&f->fake_loop) != 0 ||
+                      uv_async_init(&f->fake_loop, &f->fake_stop, on_fake_stop) != 0)) ||
         ebb__clock_init_real(&f->clock, &f->loop) != 0 ||
         ebb__http_init(&f->http, &f->loop) != 0 ||
-        fake_ec2_start(&f->ec2, &f->loop, FX_AKID, secret, token) != 0) {
+        fake_ec2_start(&f->ec2, fake_loop, FX_AKID, secret, token) != 0) {
         fprintf(stderr, "cannot start the loop, client or fake EC2\n");
         abort();
     }
@@ -124,7 +155,20 @@ int aws_fx_open(struct aws_fx *f, const char *secret, const char *token,
     ebb__host_init(&f->host, &f->env, "aws");
     f->lent = f->host.host;
     f->lent.log = fx_log;
+    f->fake_stop.data = f;
     return f->p->create(&f->lent, f->cfg, &f->self);
+}
+
+int aws_fx_open(struct aws_fx *f, const char *secret, const char *token,
+                const char *yaml)
+{
+    return open_fx(f, secret, token, yaml, 0);
+}
+
+int aws_fx_open_threaded(struct aws_fx *f, const char *secret, const char *token,
+                         const char *yaml)
+{
+    return open_fx(f, secret, token, yaml, 1);
 }
 
 static void on_closed(void *arg)
@@ -146,10 +190,23 @@ void aws_fx_close(struct aws_fx *f)
     /* The client cancels what the provider left in flight (their
      * callbacks only free) before the module is unloaded. */
     ebb__http_close(f->http, on_closed, &closed);
-    fake_ec2_close(f->ec2, on_closed, &closed);
+    if (!f->fake_threaded) {
+        fake_ec2_close(f->ec2, on_closed, &closed);
+    } else if (f->fake_running) {
+        uv_async_send(&f->fake_stop);
+        uv_thread_join(&f->fake_thread);
+    } else {
+        on_fake_stop(&f->fake_stop);
+        uv_run(&f->fake_loop, UV_RUN_DEFAULT);
+    }
+    if (f->fake_threaded && uv_loop_close(&f->fake_loop) != 0) {
+        fprintf(stderr, "a handle was left open on the fake's loop\n");
+        abort();
+    }
     ebb__host_fini(&f->host);
     ebb__clock_close(&f->clock, on_clock_closed);
-    while (closed < 2 && uv_run(&f->loop, UV_RUN_ONCE) != 0) {
+    int handles = f->fake_threaded ? 1 : 2;
+    while (closed < handles && uv_run(&f->loop, UV_RUN_ONCE) != 0) {
     }
     uv_run(&f->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&f->loop) != 0) {

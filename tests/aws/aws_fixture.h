@@ -24,6 +24,12 @@
 
 struct aws_fx {
     uv_loop_t loop;
+    /* With aws_fx_open_threaded(): fake EC2 runs on its own loop and
+     * thread, as a cloud would, so its work is not ebb's. */
+    int fake_threaded, fake_running;
+    uv_loop_t fake_loop;
+    uv_async_t fake_stop;
+    uv_thread_t fake_thread;
     struct ebb__clock clock;
     struct ebb__http *http;
     struct fake_ec2 *ec2;
@@ -49,6 +55,13 @@ struct aws_fx {
  * create()'s status; close with aws_fx_close() either way. */
 int aws_fx_open(struct aws_fx *f, const char *secret, const char *token,
                 const char *yaml);
+
+/* The same with fake EC2 on a loop of its own, which
+ * aws_fx_start_fake_thread() starts on a thread once the test has set it
+ * up (fake_ec2_set_prices() ...). */
+int aws_fx_open_threaded(struct aws_fx *f, const char *secret, const char *token,
+                         const char *yaml);
+void aws_fx_start_fake_thread(struct aws_fx *f);
 
 /* Destroys the provider and closes everything, running the loop until
  * every handle is closed. */
