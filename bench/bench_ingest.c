@@ -3,11 +3,11 @@
  * of its own as the cloud would, paged like EC2 (1,000 a page, two
  * regions), and the engine's path stores them with
  * ebb__store_put_prices(). Prints wall and CPU time and points/s for the
- * poll (HTTP, SigV4, expat), the store, and end to end, then the rate of a plain SQLite
- * insert loop of the same rows (one prepared INSERT, one transaction, a
- * WAL file like the store's) into a table with the store's primary key and
- * into one without a key, and the ratios. Figures only; nothing passes or
- * fails. */
+ * poll (HTTP, SigV4, expat), the store, and end to end, then for a plain
+ * SQLite insert loop of the same rows (one prepared INSERT, one
+ * transaction, a WAL file like the store's) into a table with the store's
+ * primary key and into one without a key, and the ratios. Figures only;
+ * nothing passes or fails. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
