@@ -395,9 +395,13 @@ static void test_poll_timer(void **state)
     poll_once(&f, &r);
     assert_int_equal(r.status, 0);
     assert_int_equal(f.market_changes, 0);
+    ebb_time_ms polled = f.lent.now(f.lent.ctx);
+    assert_true(aws_fx_run(&f, &f.market_changes, 30000));
+    assert_true(f.lent.now(f.lent.ctx) - polled >= 200);
+    /* Once: the timer is re-armed by the next poll, not by itself. */
     int never = 0;
-    aws_fx_run(&f, &never, 600);
-    assert_int_equal(f.market_changes, 1); /* once: re-armed by the next poll */
+    aws_fx_run(&f, &never, 500);
+    assert_int_equal(f.market_changes, 1);
     aws_fx_close(&f);
 }
 
@@ -492,7 +496,7 @@ static void test_launch_retry_after_timeout(void **state)
     assert_int_equal(r.status, 0);
     struct fake_ec2_stats st;
     fake_ec2_stats(f.ec2, &st);
-    assert_int_equal(st.run_instances, 2);
+    assert_true(st.run_instances >= 2); /* more if the machine is slow */
     assert_int_equal(st.instances, 1);
     char first_id[32];
     snprintf(first_id, sizeof(first_id), "%s", r.id);
