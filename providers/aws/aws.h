@@ -1,0 +1,125 @@
+/* The aws provider's shared state and the calls its files make of each
+ * other. aws.c: configuration, create/destroy; aws_call.c: one signed EC2
+ * call; aws_prices.c: price polls; aws_instances.c: launch, terminate,
+ * list; aws_query.c: form parameters; aws_ec2.c: the XML answers.
+ */
+#ifndef AWS_H
+#define AWS_H
+
+#include <stddef.h>
+
+#include <ebb/provider.h>
+
+#include "aws_creds.h"
+#include "str.h"
+
+#define AWS_API_VERSION "2016-11-15"
+
+struct aws_cfg {
+    struct ebb_string_list regions;
+    struct ebb_string_list instance_types;
+    char *endpoint;          /* "{region}" is replaced by the region */
+    ebb_dur_ms poll_interval;
+    ebb_dur_ms history;      /* how far back a first poll reaches */
+    char *product;           /* ProductDescription.1 */
+    ebb_dur_ms request_timeout;
+    int64_t max_attempts;
+    /* Per-region launch settings: "REGION=VALUE" items, or "VALUE" for
+     * every region. */
+    struct ebb_string_list ami, key_name, subnet_id, security_group_ids;
+    char *agent_setup;       /* shell run before the agent starts */
+    char *agent_command;     /* the agent's path on the image */
+};
+
+struct aws_call;
+struct aws_poll;
+
+struct aws {
+    const struct ebb_host *host;
+    const struct aws_cfg *cfg;
+    struct aws_creds creds;
+    int have_creds;
+    char creds_error[512];
+    int auth_failed;         /* polls stay stopped after an auth failure */
+
+    struct aws_call *calls;  /* in flight, for destroy */
+    struct aws_poll *poll;   /* the poll in flight, or NULL */
+    int64_t poll_timer;      /* 0 when none is armed */
+    ebb_dur_ms poll_backoff; /* 0 after a good poll */
+
+    /* Which region each instance we know of lives in (terminate() gets an
+     * id only), and which preemptions were already reported. */
+    struct aws_known {
+        char id[32];
+        char region[32];
+        int lost_reported;
+    } *known;
+    size_t n_known, cap_known;
+};
+
+/* ---- aws_call.c ---- */
+
+/* The outcome of one EC2 call. `status` is 0 for an HTTP 200, else an
+ * EBB_E* code: EBB_EAUTH, EBB_ETHROTTLED, EBB_ENOCAPACITY, EBB_ENOTFOUND
+ * (InvalidInstanceID.NotFound), EBB_EHTTP (other EC2 errors), or the
+ * transport's (EBB_ETIMEDOUT, EBB_EIO, EBB_ECANCELED). `code` and
+ * `message` are EC2's error, or "" when there was none. */
+struct aws_reply {
+    int status;
+    int http_status;
+    const char *code;
+    const char *message;
+    const char *body;
+    size_t body_len;
+};
+
+typedef void (*aws_call_cb)(void *arg, const struct aws_reply *r);
+
+/* Sends Action=`action` with `params` (encoded "&Name=value" pairs from
+ * aws_param()) to the region's endpoint, signed. `cb` runs exactly once,
+ * later, on the loop; with EBB_ECANCELED when the provider is destroyed.
+ * Returns 0, or an error (then `cb` never runs). */
+int aws_call(struct aws *a, const char *region, const char *action,
+             const char *params, aws_call_cb cb, void *arg);
+
+/* Completes every call in flight with EBB_ECANCELED (destroy). */
+void aws_call_cancel_all(struct aws *a);
+
+/* The EBB_E* code for EC2 error `code` at HTTP `http_status`. */
+int aws_error_status(const char *code, int http_status);
+
+/* ---- aws_query.c ---- */
+
+/* Appends "&name=value", both percent-encoded. */
+void aws_param(struct ebb__buf *b, const char *name, const char *value);
+/* The same with a formatted name ("InstanceType.%zu"). */
+void aws_paramf(struct ebb__buf *b, const char *value, const char *name_fmt, ...)
+    EBB_PRINTF(3, 4);
+
+/* ---- aws.c ---- */
+
+/* The values of a per-region setting for `region`, in order: the
+ * "REGION=VALUE" items for that region and the plain "VALUE" items. Fills
+ * at most `max` pointers into `out` (borrowed from the config, pointing
+ * past "REGION=") and returns how many there are. */
+size_t aws_region_values(const struct ebb_string_list *list, const char *region,
+                         const char **out, size_t max);
+
+/* Whether providers.aws.regions lists `region`. */
+int aws_region_configured(const struct aws *a, const char *region);
+
+/* Remembers that instance `id` lives in `region`; returns its entry or NULL
+ * when out of memory. */
+struct aws_known *aws_known_add(struct aws *a, const char *id, const char *region);
+struct aws_known *aws_known_find(struct aws *a, const char *id);
+
+/* ---- aws_prices.c / aws_instances.c: the provider calls ---- */
+
+int aws_poll_prices(void *self, ebb_prices_cb cb, void *arg);
+void aws_poll_cancel(struct aws *a);
+int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
+               void *arg);
+int aws_terminate(void *self, const char *instance_id, ebb_done_cb cb, void *arg);
+int aws_list_instances(void *self, ebb_list_cb cb, void *arg);
+
+#endif

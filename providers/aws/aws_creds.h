@@ -1,0 +1,29 @@
+/* Where the aws provider finds its credentials, in the order the AWS CLI
+ * uses: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN)
+ * from the environment, else the profile AWS_PROFILE ("default") in the
+ * shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else
+ * ~/.aws/credentials).
+ *
+ * Secrets are kept here only; messages name the variable, file and
+ * profile, never a key.
+ */
+#ifndef AWS_CREDS_H
+#define AWS_CREDS_H
+
+#include <stddef.h>
+
+struct aws_creds {
+    char *access_key_id;
+    char *secret_access_key;
+    char *session_token; /* NULL without temporary credentials */
+    char source[256];    /* "environment" or "profile default in /home/u/.aws/credentials" */
+};
+
+/* Loads credentials. Returns 0, EBB_EAUTH with a message in `err` (what
+ * is missing and how to provide it), or EBB_ENOMEM. */
+int aws_creds_load(struct aws_creds *c, char *err, size_t err_size);
+
+/* Wipes and frees the strings. */
+void aws_creds_free(struct aws_creds *c);
+
+#endif

@@ -1,0 +1,26 @@
+/* EC2 Query API parameters: a form body of percent-encoded name=value
+ * pairs (lists flattened as Name.1, Name.2, ...). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "aws.h"
+#include "urlenc.h"
+
+void aws_param(struct ebb__buf *b, const char *name, const char *value)
+{
+    ebb__buf_puts(b, "&");
+    ebb__pct_encode(b, name, strlen(name), 0);
+    ebb__buf_puts(b, "=");
+    ebb__pct_encode(b, value, strlen(value), 0);
+}
+
+void aws_paramf(struct ebb__buf *b, const char *value, const char *name_fmt, ...)
+{
+    char name[256];
+    va_list ap;
+    va_start(ap, name_fmt);
+    vsnprintf(name, sizeof(name), name_fmt, ap);
+    va_end(ap);
+    aws_param(b, name, value);
+}

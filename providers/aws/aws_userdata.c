@@ -1,0 +1,58 @@
+/* The instance's user data: a shell script that cloud-init runs at first
+ * boot to start ebb-agent with its token. The token goes to a file on
+ * /run (memory, mode 0600), never onto the agent's command line, as
+ * docs/agent-protocol.md requires. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "aws_userdata.h"
+#include "str.h"
+
+/* Appends `s` as one single-quoted shell word. */
+static void shell_quote(struct ebb__buf *b, const char *s)
+{
+    ebb__buf_puts(b, "'");
+    for (; *s != '\0'; s++) {
+        if (*s == '\'')
+            ebb__buf_puts(b, "'\\''");
+        else
+            ebb__buf_append(b, s, 1);
+    }
+    ebb__buf_puts(b, "'");
+}
+
+char *aws_userdata_script(const char *agent_command, const char *agent_setup,
+                          const char *agent_url, const char *agent_token)
+{
+    struct ebb__buf b = {0};
+    ebb__buf_puts(&b, "#!/bin/sh\n"
+                      "# Written by ebb: starts ebb-agent with its token.\n"
+                      "set -e\n"
+                      "umask 077\n"
+                      "mkdir -p /run/ebb\n"
+                      "printf '%s' ");
+    shell_quote(&b, agent_token);
+    ebb__buf_puts(&b, " > /run/ebb/agent-token\n");
+    if (agent_setup != NULL && agent_setup[0] != '\0') {
+        ebb__buf_puts(&b, agent_setup);
+        ebb__buf_puts(&b, "\n");
+    }
+    ebb__buf_puts(&b, "nohup ");
+    shell_quote(&b, agent_command);
+    ebb__buf_puts(&b, " --ebbd ");
+    shell_quote(&b, agent_url);
+    ebb__buf_puts(&b, " --token-file /run/ebb/agent-token --metadata-kind aws"
+                      " >>/var/log/ebb-agent.log 2>&1 &\n");
+    return ebb__buf_take(&b);
+}
+
+char *aws_base64(const char *s)
+{
+    size_t len = strlen(s);
+    char *out = malloc(4 * ((len + 2) / 3) + 1);
+    if (out != NULL)
+        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)len);
+    return out;
+}

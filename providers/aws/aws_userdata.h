@@ -1,0 +1,16 @@
+/* User data for the instances the aws provider launches. */
+#ifndef AWS_USERDATA_H
+#define AWS_USERDATA_H
+
+/* The boot script that writes `agent_token` to /run/ebb/agent-token, runs
+ * `agent_setup` (shell, may be "" or NULL) and starts `agent_command`
+ * against `agent_url`. Every value is shell-quoted. Returns a new string
+ * or NULL when out of memory. */
+char *aws_userdata_script(const char *agent_command, const char *agent_setup,
+                          const char *agent_url, const char *agent_token);
+
+/* Standard base64 of the string `s` (EC2 wants UserData so); NULL when out
+ * of memory. */
+char *aws_base64(const char *s);
+
+#endif

@@ -1,0 +1,72 @@
+/* A fake EC2 Query API endpoint on 127.0.0.1 for the aws provider's tests
+ * and bench-ingest, built on src/httpd.h. It checks what EC2 checks: the
+ * SigV4 signature, recomputed with its own canonical-request code (wrong:
+ * 403 AuthFailure), the API version, the parameters. It serves spot price
+ * history generated on the fly with real pagination (MaxResults,
+ * NextToken), keeps instances across calls, honours ClientToken, and can be
+ * told to fail, throttle, hang or send a malformed page.
+ *
+ * The region of a call is the one its signature's credential scope names,
+ * so one fake serves every region.
+ */
+#ifndef FAKE_EC2_H
+#define FAKE_EC2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <ebb/common.h>
+
+struct fake_ec2;
+
+/* Starts the fake on `loop` with credentials `akid`/`secret` (and
+ * `session_token`, which every request must then carry, or NULL). */
+int fake_ec2_start(struct fake_ec2 **out, uv_loop_t *loop, const char *akid,
+                   const char *secret, const char *session_token);
+/* Closes the server; `closed(arg)` runs once its handles are closed. */
+void fake_ec2_close(struct fake_ec2 *f, void (*closed)(void *arg), void *arg);
+const char *fake_ec2_url(const struct fake_ec2 *f);
+
+/* Price history: `per_region` points for each region asked, over 3 zones
+ * (REGIONa..c) and the instance types asked, from `first` every `step`,
+ * newest last. Points before a request's StartTime are left out. */
+void fake_ec2_set_prices(struct fake_ec2 *f, size_t per_region,
+                         ebb_time_ms first, ebb_dur_ms step);
+
+/* The next `count` calls of `action` (NULL: any action) answer HTTP
+ * `status` with EC2 error `code` (e.g. 503 "RequestLimitExceeded"). */
+void fake_ec2_fail(struct fake_ec2 *f, const char *action, int count,
+                   int status, const char *code);
+/* The next `count` calls of `action` are carried out but answered only
+ * after `delay_ms` (clients time out first). */
+void fake_ec2_hang(struct fake_ec2 *f, const char *action, int count,
+                   int64_t delay_ms);
+/* The `nth` (1-based) DescribeSpotPriceHistory answer from now on is cut
+ * off in the middle of an item. */
+void fake_ec2_malform_page(struct fake_ec2 *f, int nth);
+
+/* EC2 reclaims spot instance `id`: shutting-down, reason
+ * Server.SpotInstanceTermination. Returns 0 or EBB_ENOTFOUND. */
+int fake_ec2_reclaim(struct fake_ec2 *f, const char *id);
+
+struct fake_ec2_stats {
+    uint64_t calls;          /* authenticated, well-formed calls */
+    uint64_t auth_failures;  /* refused signatures or credentials */
+    uint64_t price_pages;    /* DescribeSpotPriceHistory answers */
+    uint64_t run_instances;  /* RunInstances calls (retries included) */
+    uint64_t instances;      /* instances ever created */
+    uint64_t faults;         /* injected failures and hangs served */
+};
+void fake_ec2_stats(const struct fake_ec2 *f, struct fake_ec2_stats *out);
+
+/* A parameter of the last call of `action`, or NULL (valid until the next
+ * call of that action). */
+const char *fake_ec2_last_param(const struct fake_ec2 *f, const char *action,
+                                const char *name);
+
+/* The state name of instance `id`, or NULL. */
+const char *fake_ec2_instance_state(const struct fake_ec2 *f, const char *id);
+
+#endif

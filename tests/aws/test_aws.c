@@ -1,0 +1,944 @@
+/* The aws provider against fake EC2 (fake_ec2.c) through the real loader,
+ * host and HTTP client (aws_fixture.c): price polls over many pages,
+ * launches (and one retried after a timeout), spot reclaims seen in
+ * DescribeInstances, terminations, every error the provider maps, both
+ * credential sources, and that no secret ever reaches a log line, an
+ * error string or `ebb providers describe`. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "aws_fixture.h"
+#include "store.h"
+#include "units.h"
+
+#define MINUTE EBB_MS_PER_MINUTE
+#define DAY EBB_MS_PER_DAY
+
+static const char *const base_yaml =
+    "regions: [us-east-1, us-west-2]\n"
+    "instance_types: [p3.2xlarge, g5.xlarge]\n"
+    "endpoint: @URL\n"
+    "request_timeout: 2s\n"
+    "ami: [us-east-1=ami-0east, us-west-2=ami-0west]\n"
+    "key_name: [ebb-key]\n"
+    "subnet_id: [us-east-1=subnet-0e]\n"
+    "security_group_ids: [us-east-1=sg-1, us-east-1=sg-2]\n";
+
+static void env_creds(const char *token)
+{
+    setenv("AWS_ACCESS_KEY_ID", FX_AKID, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", FX_SECRET, 1);
+    if (token != NULL)
+        setenv("AWS_SESSION_TOKEN", token, 1);
+    else
+        unsetenv("AWS_SESSION_TOKEN");
+    unsetenv("AWS_PROFILE");
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+}
+
+/* `per_region` points a minute apart, starting 10 days ago: all within a
+ * first poll's 90 days. */
+static void recent_prices(struct aws_fx *f, size_t per_region)
+{
+    fake_ec2_set_prices(f->ec2, per_region, f->lent.now(f->lent.ctx) - 10 * DAY,
+                        MINUTE);
+}
+
+/* ---- callbacks ---- */
+
+struct poll_res {
+    int done, status;
+    size_t n;
+    struct ebb_price first, last;
+    char first_zone[32], first_type[32], first_region[32], first_product[32];
+    int all_spot_usd;
+    ebb_time_ms min_at;
+};
+
+static void on_prices(void *arg, int status, const struct ebb_price *p, size_t n)
+{
+    struct poll_res *r = arg;
+    r->done++;
+    r->status = status;
+    r->n = n;
+    r->all_spot_usd = 1;
+    r->min_at = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].market != EBB_MARKET_SPOT || strcmp(p[i].currency, "USD") != 0 ||
+            p[i].capacity != -1 || p[i].provider != NULL || p[i].shape != NULL)
+            r->all_spot_usd = 0;
+        if (p[i].at < r->min_at)
+            r->min_at = p[i].at;
+    }
+    if (n > 0) {
+        r->first = p[0];
+        r->last = p[n - 1];
+        snprintf(r->first_zone, sizeof(r->first_zone), "%s", p[0].zone);
+        snprintf(r->first_type, sizeof(r->first_type), "%s", p[0].instance_type);
+        snprintf(r->first_region, sizeof(r->first_region), "%s", p[0].region);
+        snprintf(r->first_product, sizeof(r->first_product), "%s", p[0].product);
+    }
+}
+
+static void poll_once(struct aws_fx *f, struct poll_res *r)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(f->p->poll_prices(f->self, on_prices, r), 0);
+    assert_int_equal(r->done, 0); /* never inside the call */
+    assert_true(aws_fx_run(f, &r->done, 60000));
+    assert_int_equal(r->done, 1);
+}
+
+struct launch_res {
+    int done, status;
+    struct ebb_instance in;
+    char id[32], token[80], job[80], zone[32];
+};
+
+static void on_launch(void *arg, int status, const struct ebb_instance *in)
+{
+    struct launch_res *r = arg;
+    r->done++;
+    r->status = status;
+    if (in != NULL) {
+        r->in = *in;
+        snprintf(r->id, sizeof(r->id), "%s", in->id);
+        snprintf(r->token, sizeof(r->token), "%s", in->token);
+        snprintf(r->job, sizeof(r->job), "%s", in->job_id);
+        snprintf(r->zone, sizeof(r->zone), "%s", in->zone);
+    }
+}
+
+static struct ebb_launch launch_req(const char *token, enum ebb_market market)
+{
+    return (struct ebb_launch){
+        .token = token,
+        .job_id = "j-20261130-0001",
+        .region = "us-east-1",
+        .zone = "us-east-1b",
+        .instance_type = "p3.2xlarge",
+        .market = market,
+        .max_price_per_hour = 1250000,
+        .currency = "USD",
+        .count = 1,
+        .agent_url = "https://ebbd.example:7427",
+        .agent_token = "agent-secret-token-42",
+    };
+}
+
+static void launch(struct aws_fx *f, const struct ebb_launch *req,
+                   struct launch_res *r)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(f->p->launch(f->self, req, on_launch, r), 0);
+    assert_true(aws_fx_run(f, &r->done, 30000));
+}
+
+struct list_res {
+    int done, status;
+    size_t n;
+    int preempted;
+    char id[32];
+    enum ebb_instance_state state;
+    char token[80], job[80];
+};
+
+static void on_list(void *arg, int status, const struct ebb_instance *v, size_t n)
+{
+    struct list_res *r = arg;
+    r->done++;
+    r->status = status;
+    r->n = n;
+    if (n > 0) {
+        r->preempted = v[0].preempted;
+        r->state = v[0].state;
+        snprintf(r->id, sizeof(r->id), "%s", v[0].id);
+        snprintf(r->token, sizeof(r->token), "%s", v[0].token);
+        snprintf(r->job, sizeof(r->job), "%s", v[0].job_id);
+    }
+}
+
+static void list(struct aws_fx *f, struct list_res *r)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(f->p->list_instances(f->self, on_list, r), 0);
+    assert_true(aws_fx_run(f, &r->done, 30000));
+}
+
+struct done_res {
+    int done, status;
+};
+
+static void on_done(void *arg, int status)
+{
+    struct done_res *r = arg;
+    r->done++;
+    r->status = status;
+}
+
+/* ---- prices ---- */
+
+/* 2 regions x 6,000 points, 1,000 per page: 12 pages, every point
+ * delivered once in one callback, with the fields EC2 sent. */
+static void test_poll_pages(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    ebb_time_ms first;
+    assert_int_equal(ebb__parse_time("2026-10-01T00:00:00Z", &first), 0);
+    fake_ec2_set_prices(f.ec2, 6000, first, MINUTE);
+    f.last_price_at = first; /* resume from the first point */
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.n, 12000);
+    assert_true(r.all_spot_usd);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.price_pages, 12);
+    assert_int_equal(st.auth_failures, 0);
+    /* The first point as fake_ec2 generates it: index 0. */
+    assert_string_equal(r.first_region, "us-east-1");
+    assert_string_equal(r.first_zone, "us-east-1a");
+    assert_string_equal(r.first_type, "p3.2xlarge");
+    assert_string_equal(r.first_product, "Linux/UNIX");
+    assert_int_equal(r.first.price_per_hour, 100000);
+    assert_int_equal(r.first.at, first);
+    /* The last: us-west-2, index 5999: 1000 minutes on, zone c, g5. */
+    assert_int_equal(r.last.at, first + 999 * MINUTE);
+    assert_int_equal(r.last.price_per_hour,
+                     (5999 % 3) * 1000000 + 100000 + 5999 % 997 * 13);
+    /* What was asked of EC2. */
+    assert_string_equal(fake_ec2_last_param(f.ec2, "DescribeSpotPriceHistory",
+                                            "ProductDescription.1"), "Linux/UNIX");
+    assert_string_equal(fake_ec2_last_param(f.ec2, "DescribeSpotPriceHistory",
+                                            "InstanceType.2"), "g5.xlarge");
+    assert_string_equal(fake_ec2_last_param(f.ec2, "DescribeSpotPriceHistory",
+                                            "StartTime"), "2026-10-01T00:00:00Z");
+    aws_fx_close(&f);
+}
+
+/* A poll resumes at the newest stored time; a first one reaches 90 days
+ * back. */
+static void test_poll_start_time(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    ebb_time_ms first;
+    assert_int_equal(ebb__parse_time("2026-10-01T00:00:00Z", &first), 0);
+    fake_ec2_set_prices(f.ec2, 1200, first, MINUTE);
+    f.last_price_at = first + 100 * MINUTE;
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    /* 6 points a minute (3 zones x 2 types); minutes 100..199 per region. */
+    assert_int_equal(r.n, 2 * (1200 - 600));
+    assert_int_equal(r.min_at, first + 100 * MINUTE);
+
+    f.last_price_at = 0;
+    ebb_time_ms before = f.lent.now(f.lent.ctx);
+    poll_once(&f, &r);
+    ebb_time_ms start;
+    assert_int_equal(ebb__parse_time(fake_ec2_last_param(f.ec2, "DescribeSpotPriceHistory",
+                                                         "StartTime"), &start), 0);
+    assert_true(start <= before - 90 * DAY + 1000);
+    assert_true(start >= before - 90 * DAY - 5000);
+    aws_fx_close(&f);
+}
+
+/* A page cut off in the middle fails the whole poll; nothing is
+ * delivered, the log says why, and the next poll works. */
+static void test_poll_malformed_page(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    recent_prices(&f, 3000);
+    fake_ec2_malform_page(f.ec2, 3);
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_EPROTO);
+    assert_int_equal(r.n, 0);
+    assert_non_null(strstr(f.log, "page 3 is malformed"));
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.n, 6000);
+    aws_fx_close(&f);
+}
+
+/* RequestLimitExceeded (503) is retried with backoff by the host client:
+ * two throttled answers, then the poll completes. Throttled past every
+ * attempt, the poll fails with EBB_ETHROTTLED; a 500 with EBB_EHTTP. */
+static void test_poll_throttled(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    recent_prices(&f, 500);
+    fake_ec2_fail(f.ec2, "DescribeSpotPriceHistory", 2, 503, "RequestLimitExceeded");
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.n, 1000);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.faults, 2);
+
+    fake_ec2_fail(f.ec2, "DescribeSpotPriceHistory", 4, 503, "RequestLimitExceeded");
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_ETHROTTLED);
+    assert_int_equal(r.n, 0);
+    fake_ec2_fail(f.ec2, NULL, 4, 500, "InternalError");
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_EHTTP);
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.faults, 2 + 4 + 4);
+    aws_fx_close(&f);
+}
+
+/* A hanging endpoint: each attempt times out, the poll fails with
+ * EBB_ETIMEDOUT after max_attempts. */
+static void test_poll_timeout(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml), "%s%s", base_yaml, "max_attempts: 2\n");
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, yaml), 0);
+    recent_prices(&f, 100);
+    fake_ec2_hang(f.ec2, "DescribeSpotPriceHistory", 2, 10000);
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_ETIMEDOUT);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.faults, 2);
+    aws_fx_close(&f);
+}
+
+/* A wrong secret: fake EC2 recomputes the signature, answers 403
+ * AuthFailure; the poll completes with EBB_EAUTH after one request (no
+ * retry), one clear error is logged, and polling stops: no timer is
+ * armed and the next poll is refused without a request. */
+static void test_poll_auth_failure(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml), "%s%s", base_yaml, "poll_interval: 50ms\n");
+    assert_int_equal(aws_fx_open(&f, "another-secret", NULL, yaml), 0);
+    recent_prices(&f, 100);
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_EAUTH);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.auth_failures, 1);
+    assert_non_null(strstr(f.log, "AuthFailure"));
+    assert_non_null(strstr(f.log, "price polling stopped"));
+    int never = 0;
+    aws_fx_run(&f, &never, 300);
+    assert_int_equal(f.market_changes, 0);
+    assert_int_equal(f.p->poll_prices(f.self, on_prices, &r), EBB_EAUTH);
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.auth_failures, 1);
+    aws_fx_close(&f);
+}
+
+/* UnauthorizedOperation (403 from IAM) is an auth failure too. */
+static void test_unauthorized_operation(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    fake_ec2_fail(f.ec2, "DescribeSpotPriceHistory", 1, 403, "UnauthorizedOperation");
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_EAUTH);
+    assert_non_null(strstr(f.log, "UnauthorizedOperation"));
+    aws_fx_close(&f);
+}
+
+/* After a good poll the provider arms poll_interval and then tells the
+ * core its market changed (which makes the core poll). */
+static void test_poll_timer(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml), "%s%s", base_yaml, "poll_interval: 1s\n");
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, yaml), 0);
+    recent_prices(&f, 10);
+    struct poll_res r;
+    /* The timer is armed when the poll completes, after this. */
+    ebb_time_ms before = f.lent.now(f.lent.ctx);
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(f.market_changes, 0);
+    assert_true(aws_fx_run(&f, &f.market_changes, 30000));
+    assert_true(f.lent.now(f.lent.ctx) - before >= 1000);
+    /* Once: the timer is re-armed by the next poll, not by itself. */
+    int never = 0;
+    aws_fx_run(&f, &never, 500);
+    assert_int_equal(f.market_changes, 1);
+    aws_fx_close(&f);
+}
+
+/* ---- instances ---- */
+
+static char *b64_decode(const char *s)
+{
+    size_t len = strlen(s);
+    unsigned char *out = calloc(len + 1, 1);
+    assert_non_null(out);
+    assert_true(EVP_DecodeBlock(out, (const unsigned char *)s, (int)len) >= 0);
+    return (char *)out;
+}
+
+/* A spot launch: what RunInstances carries, and the instance returned. */
+static void test_launch_spot(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    struct ebb_launch req = launch_req("tok-0001", EBB_MARKET_SPOT);
+    struct launch_res r;
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.token, "tok-0001");
+    assert_string_equal(r.job, "j-20261130-0001");
+    assert_string_equal(r.zone, "us-east-1b");
+    assert_int_equal(r.in.state, EBB_INSTANCE_PENDING);
+    assert_int_equal(r.in.market, EBB_MARKET_SPOT);
+    assert_int_equal(r.in.billing, EBB_BILLING_HOURLY_START_PRICE);
+    assert_true(r.in.launched_at > 0);
+    assert_string_equal(fake_ec2_instance_state(f.ec2, r.id), "pending");
+
+#define P(name) fake_ec2_last_param(f.ec2, "RunInstances", name)
+    assert_string_equal(P("ClientToken"), "tok-0001");
+    assert_string_equal(P("ImageId"), "ami-0east");
+    assert_string_equal(P("KeyName"), "ebb-key");
+    assert_string_equal(P("SubnetId"), "subnet-0e");
+    assert_string_equal(P("SecurityGroupId.1"), "sg-1");
+    assert_string_equal(P("SecurityGroupId.2"), "sg-2");
+    assert_string_equal(P("InstanceMarketOptions.MarketType"), "spot");
+    assert_string_equal(P("InstanceMarketOptions.SpotOptions.MaxPrice"), "1.250000");
+    assert_string_equal(P("TagSpecification.1.Tag.1.Key"), "ebb:job");
+    assert_string_equal(P("TagSpecification.1.Tag.2.Value"), "tok-0001");
+    char *script = b64_decode(P("UserData"));
+    assert_non_null(strstr(script, "'agent-secret-token-42' > /run/ebb/agent-token"));
+    assert_non_null(strstr(script, "'ebb-agent' --ebbd 'https://ebbd.example:7427' "
+                                   "--token-file /run/ebb/agent-token"));
+    free(script);
+
+    /* On-demand in us-west-2: no market options, its own AMI, no subnet. */
+    req = launch_req("tok-0002", EBB_MARKET_ON_DEMAND);
+    req.region = "us-west-2";
+    req.zone = "";
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.in.market, EBB_MARKET_ON_DEMAND);
+    assert_string_equal(P("ImageId"), "ami-0west");
+    assert_null(P("InstanceMarketOptions.MarketType"));
+    assert_null(P("SubnetId"));
+    assert_null(P("Placement.AvailabilityZone"));
+#undef P
+    /* Launch requests the provider refuses before calling EC2. */
+    req = launch_req("tok-0003", EBB_MARKET_SPOT);
+    req.region = "eu-west-1";
+    assert_int_equal(f.p->launch(f.self, &req, on_launch, &r), EBB_EINVAL);
+    req = launch_req("tok-0003", EBB_MARKET_SPOT);
+    req.agent_url = NULL;
+    assert_int_equal(f.p->launch(f.self, &req, on_launch, &r), EBB_EINVAL);
+    aws_fx_close(&f);
+}
+
+/* RunInstances is carried out but its answer comes after the attempt's
+ * timeout: the host retries with the same ClientToken and EC2 answers
+ * with the same instance. A repeated launch (the core after a crash)
+ * also gets it. One instance exists. */
+static void test_launch_retry_after_timeout(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml), "%s", base_yaml);
+    char *t = strstr(yaml, "request_timeout: 2s");
+    memcpy(t, "request_timeout: 1s", strlen("request_timeout: 1s"));
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, yaml), 0);
+    fake_ec2_hang(f.ec2, "RunInstances", 1, 5000);
+    struct ebb_launch req = launch_req("tok-retry", EBB_MARKET_SPOT);
+    struct launch_res r;
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_true(st.run_instances >= 2); /* more if the machine is slow */
+    assert_int_equal(st.instances, 1);
+    char first_id[32];
+    snprintf(first_id, sizeof(first_id), "%s", r.id);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, first_id);
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.instances, 1);
+    aws_fx_close(&f);
+}
+
+/* Each capacity error fails the launch with EBB_ENOCAPACITY. */
+static void test_launch_no_capacity(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    static const char *const codes[] = {"InsufficientInstanceCapacity",
+                                        "SpotMaxPriceTooLow",
+                                        "MaxSpotInstanceCountExceeded",
+                                        "UnfulfillableCapacity"};
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    for (size_t i = 0; i < 4; i++) {
+        fake_ec2_fail(f.ec2, "RunInstances", 1, i == 0 ? 500 : 400, codes[i]);
+        struct ebb_launch req = launch_req("tok-cap", EBB_MARKET_SPOT);
+        struct launch_res r;
+        launch(&f, &req, &r);
+        /* 500 InsufficientInstanceCapacity is retried once by the host and
+         * then succeeds: the first code is checked on a 400 below. */
+        if (i == 0) {
+            assert_int_equal(r.status, 0);
+            continue;
+        }
+        assert_int_equal(r.status, EBB_ENOCAPACITY);
+        assert_non_null(strstr(f.log, codes[i]));
+    }
+    fake_ec2_fail(f.ec2, "RunInstances", 1, 400, codes[0]);
+    struct ebb_launch req = launch_req("tok-cap2", EBB_MARKET_SPOT);
+    struct launch_res r;
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, EBB_ENOCAPACITY);
+    aws_fx_close(&f);
+}
+
+/* EC2 reclaims a spot instance with no agent report: DescribeInstances
+ * shows it shutting-down for Server.SpotInstanceTermination; the list
+ * marks it preempted and one LOST event is reported (not again on the
+ * next list). */
+static void test_spot_reclaim(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    struct ebb_launch req = launch_req("tok-reclaim", EBB_MARKET_SPOT);
+    struct launch_res lr;
+    launch(&f, &req, &lr);
+    assert_int_equal(lr.status, 0);
+    struct list_res r;
+    list(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.preempted, 0);
+    assert_string_equal(r.token, "tok-reclaim");
+    assert_string_equal(r.job, "j-20261130-0001");
+    assert_int_equal(f.n_events, 0);
+
+    assert_int_equal(fake_ec2_reclaim(f.ec2, lr.id), 0);
+    list(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.preempted, 1);
+    assert_int_equal(r.state, EBB_INSTANCE_STOPPING);
+    assert_int_equal(f.n_events, 1);
+    assert_int_equal(f.events[0].kind, EBB_EVENT_LOST);
+    assert_string_equal(f.event_ids[0], lr.id);
+    list(&f, &r);
+    assert_int_equal(f.n_events, 1);
+    aws_fx_close(&f);
+}
+
+/* DescribeInstances pages are followed. */
+static void test_list_pages(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    for (int i = 0; i < 1007; i++) {
+        char token[32];
+        snprintf(token, sizeof(token), "tok-many-%d", i);
+        struct ebb_launch req = launch_req(token, EBB_MARKET_SPOT);
+        struct launch_res lr;
+        launch(&f, &req, &lr);
+        assert_int_equal(lr.status, 0);
+    }
+    struct list_res r;
+    list(&f, &r);
+    assert_int_equal(r.status, 0);
+    /* More than fake EC2's 1,000 a page: the next page was followed. */
+    assert_int_equal(r.n, 1007);
+    aws_fx_close(&f);
+}
+
+/* Terminate finds the instance's region (known from its launch, or by
+ * asking each region) and EC2 shuts it down; an unknown id is
+ * EBB_ENOTFOUND after every region said so. */
+static void test_terminate(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    struct ebb_launch req = launch_req("tok-term", EBB_MARKET_SPOT);
+    req.region = "us-west-2";
+    struct launch_res lr;
+    launch(&f, &req, &lr);
+    assert_int_equal(lr.status, 0);
+    struct done_res d = {0};
+    assert_int_equal(f.p->terminate(f.self, lr.id, on_done, &d), 0);
+    assert_true(aws_fx_run(&f, &d.done, 30000));
+    assert_int_equal(d.status, 0);
+    assert_string_equal(fake_ec2_instance_state(f.ec2, lr.id), "shutting-down");
+    memset(&d, 0, sizeof(d));
+    assert_int_equal(f.p->terminate(f.self, "i-0000000000000dead", on_done, &d), 0);
+    assert_true(aws_fx_run(&f, &d.done, 30000));
+    assert_int_equal(d.status, EBB_ENOTFOUND);
+    aws_fx_close(&f);
+}
+
+/* ---- credentials and secrets ---- */
+
+static char *temp_credentials(const char *text)
+{
+    char *path = strdup("/tmp/ebb-aws-creds-XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+/* A named profile of a credentials file, with a session token, signs
+ * requests fake EC2 accepts; a profile without keys is a clear error and
+ * the provider answers EBB_EAUTH without calling EC2. */
+static void test_profile_credentials(void **state)
+{
+    (void)state;
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    unsetenv("AWS_SESSION_TOKEN");
+    char text[1024];
+    snprintf(text, sizeof(text),
+             "# test credentials\n[default]\naws_access_key_id = AKIDWRONG\n"
+             "aws_secret_access_key = wrong\n\n[ebb]\n"
+             "aws_access_key_id = %s\naws_secret_access_key=%s\n"
+             "aws_session_token = %s\n[empty]\nregion = us-east-1\n",
+             FX_AKID, FX_SECRET, FX_TOKEN);
+    char *path = temp_credentials(text);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", path, 1);
+    setenv("AWS_PROFILE", "ebb", 1);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, FX_TOKEN, base_yaml), 0);
+    assert_non_null(strstr(f.log, "profile \"ebb\""));
+    recent_prices(&f, 50);
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.n, 100);
+    aws_fx_close(&f);
+
+    setenv("AWS_PROFILE", "empty", 1);
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    assert_non_null(strstr(f.log, "no AWS credentials in profile \"empty\""));
+    assert_int_equal(f.p->poll_prices(f.self, on_prices, &r), EBB_EAUTH);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.calls + st.auth_failures, 0);
+    aws_fx_close(&f);
+    unlink(path);
+    free(path);
+
+    /* Without AWS_SHARED_CREDENTIALS_FILE: ~/.aws/credentials, profile
+     * "default" when AWS_PROFILE is unset. */
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    unsetenv("AWS_PROFILE");
+    char home[] = "/tmp/ebb-aws-home-XXXXXX", aws_dir[64], file[96];
+    assert_non_null(mkdtemp(home));
+    snprintf(aws_dir, sizeof(aws_dir), "%s/.aws", home);
+    snprintf(file, sizeof(file), "%s/credentials", aws_dir);
+    assert_int_equal(mkdir(aws_dir, 0700), 0);
+    FILE *fp = fopen(file, "w");
+    assert_non_null(fp);
+    fprintf(fp, "[default]\naws_access_key_id=%s\naws_secret_access_key=%s\n",
+            FX_AKID, FX_SECRET);
+    fclose(fp);
+    char *old_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", home, 1);
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    char want[128];
+    snprintf(want, sizeof(want), "profile \"default\" in %s", file);
+    assert_non_null(strstr(f.log, want));
+    recent_prices(&f, 10);
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.n, 20);
+    aws_fx_close(&f);
+    if (old_home != NULL)
+        setenv("HOME", old_home, 1);
+    free(old_home);
+    unlink(file);
+    rmdir(aws_dir);
+    rmdir(home);
+}
+
+/* Environment credentials with a session token: the token is sent and
+ * signed (fake EC2 insists). Half the pair set is a clear error. */
+static void test_env_credentials(void **state)
+{
+    (void)state;
+    env_creds(FX_TOKEN);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, FX_TOKEN, base_yaml), 0);
+    assert_non_null(strstr(f.log, "credentials from environment"));
+    recent_prices(&f, 50);
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    aws_fx_close(&f);
+
+    /* The fake wants a token the provider does not have: refused. */
+    env_creds(NULL);
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, FX_TOKEN, base_yaml), 0);
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_EAUTH);
+    aws_fx_close(&f);
+
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    assert_non_null(strstr(f.log, "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not"));
+    aws_fx_close(&f);
+}
+
+static void assert_no_secret(const char *what, const char *text)
+{
+    static const char *const secrets[] = {FX_SECRET, FX_TOKEN,
+                                          "s3cr3t", "sessionTOKEN"};
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++)
+        if (text != NULL && strstr(text, secrets[i]) != NULL)
+            fail_msg("%s contains a secret (%s)", what, secrets[i]);
+}
+
+struct store_res {
+    int done, status;
+    struct ebb__store *store;
+    size_t inserted;
+};
+
+static void on_prices_store(void *arg, int status, const struct ebb_price *p,
+                            size_t n)
+{
+    struct store_res *r = arg;
+    r->done = 1;
+    r->status = status;
+    if (status == 0)
+        r->status = ebb__store_put_prices(r->store, "aws", p, n, &r->inserted);
+}
+
+/* The bytes of a file, NUL-terminated (binary: search with memmem). */
+static char *file_bytes(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL) {
+        *len = 0;
+        return NULL;
+    }
+    fseek(fp, 0, SEEK_END);
+    *len = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *b = malloc(*len + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, *len, fp), *len);
+    b[*len] = '\0';
+    fclose(fp);
+    return b;
+}
+
+static void assert_file_has_no_secret(const char *path)
+{
+    static const char *const secrets[] = {FX_SECRET, FX_TOKEN};
+    size_t len;
+    char *b = file_bytes(path, &len);
+    for (size_t i = 0; b != NULL && i < 2; i++)
+        if (memmem(b, len, secrets[i], strlen(secrets[i])) != NULL)
+            fail_msg("%s contains a secret", path);
+    free(b);
+}
+
+/* Every log line of a session that polls, launches, lists, terminates and
+ * meets auth, throttling, capacity and malformed-answer errors holds no
+ * secret, nor do the error strings, nor `ebb providers describe aws`. */
+static void test_secrets_never_shown(void **state)
+{
+    (void)state;
+    env_creds(FX_TOKEN);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, FX_TOKEN, base_yaml), 0);
+    recent_prices(&f, 2000);
+    /* The poll's prices go to a database, whose file is searched too. */
+    char dir[] = "/tmp/ebb-aws-db-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char db[256], wal[300];
+    snprintf(db, sizeof(db), "%s/ebb.db", dir);
+    snprintf(wal, sizeof(wal), "%s-wal", db);
+    struct store_res sr = {0};
+    char err[256];
+    assert_int_equal(ebb__store_open(db, &sr.store, err, sizeof(err)), 0);
+    assert_int_equal(f.p->poll_prices(f.self, on_prices_store, &sr), 0);
+    assert_true(aws_fx_run(&f, &sr.done, 60000));
+    assert_int_equal(sr.status, 0);
+    assert_int_equal(sr.inserted, 4000);
+    ebb__store_close(sr.store);
+    assert_file_has_no_secret(db);
+    assert_file_has_no_secret(wal);
+    unlink(wal);
+    unlink(db);
+    snprintf(wal, sizeof(wal), "%s-shm", db);
+    unlink(wal);
+    rmdir(dir);
+    struct poll_res r;
+    fake_ec2_malform_page(f.ec2, 1);
+    poll_once(&f, &r);
+    fake_ec2_fail(f.ec2, NULL, 4, 503, "RequestLimitExceeded");
+    poll_once(&f, &r);
+    struct ebb_launch req = launch_req("tok-secret", EBB_MARKET_SPOT);
+    struct launch_res lr;
+    fake_ec2_fail(f.ec2, "RunInstances", 1, 400, "SpotMaxPriceTooLow");
+    launch(&f, &req, &lr);
+    launch(&f, &req, &lr);
+    struct list_res l;
+    list(&f, &l);
+    fake_ec2_fail(f.ec2, NULL, 1, 403, "AuthFailure");
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_EAUTH);
+    assert_no_secret("the log", f.log);
+    aws_fx_close(&f);
+
+    /* A refused signature too. */
+    assert_int_equal(aws_fx_open(&f, "another", FX_TOKEN, base_yaml), 0);
+    poll_once(&f, &r);
+    assert_no_secret("the log", f.log);
+    aws_fx_close(&f);
+
+    for (int code = 0; code >= -20; code--)
+        assert_no_secret("an error string", ebb_strerror(code));
+
+    const char *build = getenv("EBB_BUILD_ROOT");
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd), "%s/src/ebb providers describe aws 2>&1; "
+             "%s/src/ebb providers describe aws --json 2>&1",
+             build ? build : ".", build ? build : ".");
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char out[65536];
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    assert_non_null(strstr(out, "poll_interval"));
+    assert_no_secret("ebb providers describe aws", out);
+}
+
+/* Configuration mistakes are refused at create with a message. */
+static void test_config_errors(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml), "%s%s", "ami: [eu-west-9=ami-1]\n", "endpoint: @URL\n");
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, yaml), EBB_ECONFIG);
+    assert_non_null(strstr(f.log, "providers.aws.ami: \"eu-west-9=ami-1\" names region"));
+    aws_fx_close(&f);
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, "regions: []\n"), EBB_ECONFIG);
+    assert_non_null(strstr(f.log, "regions: list at least one region"));
+    aws_fx_close(&f);
+    /* A region without an AMI cannot launch: a clear error, no call. */
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL,
+                                 "regions: [us-east-1]\nendpoint: @URL\n"), 0);
+    struct ebb_launch req = launch_req("tok-noami", EBB_MARKET_SPOT);
+    struct launch_res lr;
+    assert_int_equal(f.p->launch(f.self, &req, on_launch, &lr), EBB_ECONFIG);
+    assert_non_null(strstr(f.log, "us-east-1: no AMI configured"));
+    aws_fx_close(&f);
+}
+
+/* Destroying the provider with a poll and a launch in flight completes
+ * both with EBB_ECANCELED. */
+static void test_destroy_cancels(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    fake_ec2_hang(f.ec2, NULL, 2, 5000);
+    struct poll_res r = {0};
+    struct launch_res lr = {0};
+    assert_int_equal(f.p->poll_prices(f.self, on_prices, &r), 0);
+    struct ebb_launch req = launch_req("tok-cancel", EBB_MARKET_SPOT);
+    assert_int_equal(f.p->launch(f.self, &req, on_launch, &lr), 0);
+    int never = 0;
+    aws_fx_run(&f, &never, 100);
+    f.p->destroy(f.self);
+    f.self = NULL;
+    assert_int_equal(r.done, 1);
+    assert_int_equal(r.status, EBB_ECANCELED);
+    assert_int_equal(lr.done, 1);
+    assert_int_equal(lr.status, EBB_ECANCELED);
+    aws_fx_close(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_poll_pages),
+        cmocka_unit_test(test_poll_start_time),
+        cmocka_unit_test(test_poll_malformed_page),
+        cmocka_unit_test(test_poll_throttled),
+        cmocka_unit_test(test_poll_timeout),
+        cmocka_unit_test(test_poll_auth_failure),
+        cmocka_unit_test(test_unauthorized_operation),
+        cmocka_unit_test(test_poll_timer),
+        cmocka_unit_test(test_launch_spot),
+        cmocka_unit_test(test_launch_retry_after_timeout),
+        cmocka_unit_test(test_launch_no_capacity),
+        cmocka_unit_test(test_spot_reclaim),
+        cmocka_unit_test(test_list_pages),
+        cmocka_unit_test(test_terminate),
+        cmocka_unit_test(test_profile_credentials),
+        cmocka_unit_test(test_env_credentials),
+        cmocka_unit_test(test_secrets_never_shown),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_destroy_cancels),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
