@@ -237,12 +237,52 @@ void agent_reporter_event(struct agent_reporter *r, json_t *event)
 
 /* ---- output ---- */
 
+static void drop_sending(struct agent_reporter *r)
+{
+    free(r->log_sending);
+    r->log_sending = NULL;
+    r->log_sending_len = r->log_sending_marker = r->log_sending_marked = 0;
+}
+
+/* Keeps what waits for ebbd within the bound by dropping the oldest: the
+ * body waiting for a retry (not one on the wire), then queued output,
+ * cutting into a chunk when needed. The next body starts with a marker
+ * saying how many bytes went. */
+static void enforce_bound(struct agent_reporter *r)
+{
+    size_t waiting = r->log_sending != NULL && !r->log_in_flight ? r->log_sending_len : 0;
+    if (waiting > 0 && r->log_queued + waiting > r->log_limit) {
+        r->log_dropped += r->log_sending_marked + r->log_sending_len - r->log_sending_marker;
+        drop_sending(r);
+        ebb__timer_stop(r->clock, &r->log_timer);
+    }
+    while (r->log_queued > r->log_limit && r->log_head != NULL) {
+        struct agent_chunk *old = r->log_head;
+        size_t excess = r->log_queued - r->log_limit;
+        if (old->len > excess) {
+            memmove(old->data, old->data + excess, old->len - excess);
+            old->len -= excess;
+            r->log_queued -= excess;
+            r->log_dropped += excess;
+            break;
+        }
+        r->log_head = old->next;
+        if (r->log_head == NULL)
+            r->log_tail = NULL;
+        r->log_queued -= old->len;
+        r->log_dropped += old->len;
+        free(old);
+    }
+}
+
 static void on_log_done(const struct ebb_http_response *res, void *arg)
 {
     struct agent_reporter *r = arg;
+    r->log_in_flight = false;
     if (r->closed || res->error == EBB_ECANCELED)
         return;
     if (retryable(res)) {
+        enforce_bound(r); /* the body waiting now may go */
         retry_later(r, &r->log_timer, &r->log_failures, "job output", res);
         return;
     }
@@ -253,32 +293,38 @@ static void on_log_done(const struct ebb_http_response *res, void *arg)
     }
     note_success(r);
     r->log_failures = 0;
-    free(r->log_sending);
-    r->log_sending = NULL;
-    r->log_sending_len = 0;
+    drop_sending(r);
     if (r->log_head != NULL)
         log_send(r);
     else
         check_idle(r);
 }
 
-/* Moves the head's consecutive chunks of one stream (up to MAX_LOG_POST
- * bytes, at least one chunk) into the body to send, after a marker when
- * output was dropped. */
-static void log_take_body(struct agent_reporter *r)
+/* Moves up to `max` bytes of the head's consecutive output of one stream
+ * into the body to send, after a marker when output was dropped. */
+static void log_take_body(struct agent_reporter *r, size_t max)
 {
     struct ebb__buf b = {0};
     enum agent_stream stream = r->log_head->stream;
+    r->log_sending_marked = r->log_dropped;
     if (r->log_dropped > 0) {
         ebb__buf_printf(&b, "[ebb-agent: %zu bytes of job output were dropped "
                         "while ebbd could not be reached]\n", r->log_dropped);
         r->log_dropped = 0;
     }
-    while (r->log_head != NULL && r->log_head->stream == stream &&
-           (b.len == 0 || b.len + r->log_head->len <= MAX_LOG_POST)) {
+    r->log_sending_marker = b.len;
+    size_t taken = 0;
+    while (r->log_head != NULL && r->log_head->stream == stream && taken < max) {
         struct agent_chunk *c = r->log_head;
-        ebb__buf_append(&b, c->data, c->len);
-        r->log_queued -= c->len;
+        size_t n = c->len <= max - taken ? c->len : max - taken;
+        ebb__buf_append(&b, c->data, n);
+        taken += n;
+        r->log_queued -= n;
+        if (n < c->len) {
+            memmove(c->data, c->data + n, c->len - n);
+            c->len -= n;
+            break;
+        }
         r->log_head = c->next;
         free(c);
     }
@@ -296,7 +342,10 @@ static void log_send(struct agent_reporter *r)
     if (r->log_sending == NULL) {
         if (r->log_head == NULL)
             return;
-        log_take_body(r);
+        /* A body is at most half the bound, so what one failed request
+         * holds back stays small against it. */
+        size_t max = r->log_limit / 2 < MAX_LOG_POST ? r->log_limit / 2 : MAX_LOG_POST;
+        log_take_body(r, max > 0 ? max : 1);
         if (r->log_sending == NULL) {
             ebb__error("out of memory: job output is lost");
             return;
@@ -312,7 +361,9 @@ static void log_send(struct agent_reporter *r)
     };
     int rc = url ? ebb__http_request(r->http, &req, on_log_done, r) : EBB_ENOMEM;
     free(url);
-    if (rc != 0 && rc != EBB_ESHUTDOWN)
+    if (rc == 0)
+        r->log_in_flight = true;
+    else if (rc != EBB_ESHUTDOWN)
         ebb__timer_start(r->clock, &r->log_timer, ebb__clock_now(r->clock) + 1000);
 }
 
@@ -334,17 +385,7 @@ void agent_reporter_log(struct agent_reporter *r, enum agent_stream stream,
         r->log_head = c;
     r->log_tail = c;
     r->log_queued += len;
-    /* Over the bound: drop the oldest queued output (never the body in
-     * flight); the next body starts with a marker saying how much. */
-    while (r->log_queued > r->log_limit && r->log_head != NULL) {
-        struct agent_chunk *old = r->log_head;
-        r->log_head = old->next;
-        if (r->log_head == NULL)
-            r->log_tail = NULL;
-        r->log_queued -= old->len;
-        r->log_dropped += old->len;
-        free(old);
-    }
+    enforce_bound(r);
     if (r->log_sending == NULL)
         log_send(r);
 }

@@ -4,8 +4,9 @@
  * Events and output are two queues, each with one request in flight at a
  * time, so each arrives in order. When ebbd cannot be reached (or answers
  * 5xx, 429 or 401) the head is retried with capped exponential backoff and
- * jitter; nothing is lost meanwhile except output beyond the log bound,
- * which is dropped oldest first and replaced by a marker line. Queued
+ * jitter; nothing is lost meanwhile except output beyond the log bound
+ * (what waits for ebbd, not counting one body on the wire), which is
+ * dropped oldest first and replaced by a marker line. Queued
  * heartbeats coalesce, as do consecutive progress reports (the latest
  * fraction wins), so an hour without ebbd does not queue thousands.
  */
@@ -51,6 +52,9 @@ struct agent_reporter {
     size_t log_dropped;    /* bytes dropped since the last marker */
     char *log_sending;     /* the body in flight or waiting for a retry */
     size_t log_sending_len;
+    size_t log_sending_marker; /* bytes of it that are a drop marker ... */
+    size_t log_sending_marked; /* ... standing for this many dropped bytes */
+    bool log_in_flight;
     enum agent_stream log_sending_stream;
     int log_failures;
     struct ebb__timer log_timer;
