@@ -79,6 +79,19 @@ static void assert_kinds(const char *want)
     free(kinds);
 }
 
+/* Forgets the previous run's events and output, for a second agent run in
+ * the same test. */
+static void next_run(void)
+{
+    json_array_clear(F.events);
+    ebb__buf_free(&F.out);
+    ebb__buf_free(&F.err);
+    ebb__buf_free(&F.agent_out);
+    ebb__buf_free(&F.agent_err);
+    F.agent_exited = false;
+    F.hook = NULL;
+}
+
 /* The script `text` as the job (argv [script, args...]), STEPS `steps`,
  * `ckpt` checkpoint fields and `more` top-level fields. */
 static void job_script(const char *text, const char *args, int steps, const char *ckpt,
@@ -348,10 +361,7 @@ static void test_half_written_checkpoint_never_offered(void **state)
 
     /* The next run is offered ckpt-b, never the half-written one, which
      * is removed at start. */
-    json_array_clear(F.events);
-    F.hook = NULL;
-    ebb__buf_free(&F.out);
-    F.agent_exited = false;
+    next_run();
     job_script(JOB_PRINTS_RESUME, "", 0, "", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, fake_agent_done);
@@ -557,6 +567,94 @@ static void test_host_check_pass(void **state)
     assert_int_equal(access(ran, F_OK), 0);
 }
 
+
+/* ---- examples/train.py end to end ---- */
+
+static void train_job(const char *model, const char *ckpt)
+{
+    const char *root = getenv("EBB_SOURCE_ROOT");
+    assert_non_null(root);
+    char argv[1024];
+    snprintf(argv, sizeof(argv), "[\"python3\", \"%s/examples/train.py\", \"--out\", "
+             "\"%s/%s\", \"--steps\", \"1500\", \"--step-sleep\", \"0.002\"]",
+             root, F.dir, model);
+    fake_set_job(&F, JOB_DOC, argv, "false", 0, F.dir, F.ckpt_dir, ckpt, "");
+}
+
+/* ebbd says stop once the job is past 40 %. */
+static void stop_at_40(struct fake *f, json_t *ev, struct ebb__httpd_response *res)
+{
+    (void)f;
+    json_t *fr = json_object_get(ev, "fraction");
+    if (strcmp(json_string_value(json_object_get(ev, "kind")), "progress") == 0 &&
+        json_real_value(fr) >= 0.4)
+        ebb__httpd_set_bodyf(res, "{\"command\": \"stop\", \"grace_ms\": 10000}");
+}
+
+static char *slurp(const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", F.dir, name);
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL)
+        return NULL;
+    char *text = calloc(1, 65536);
+    assert_non_null(text);
+    size_t n = fread(text, 1, 65535, fp);
+    fclose(fp);
+    text[n] = '\0';
+    return text;
+}
+
+static void test_train_py_resumes_bit_for_bit(void **state)
+{
+    (void)state;
+    /* Uninterrupted, in a checkpoint directory of its own. */
+    train_job("straight.model", "");
+    char keep[300];
+    snprintf(keep, sizeof(keep), "%s", F.ckpt_dir);
+    snprintf(F.ckpt_dir, sizeof(F.ckpt_dir), "%s/ckpt-straight", F.dir);
+    train_job("straight.model", "");
+    fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 0);
+    snprintf(F.ckpt_dir, sizeof(F.ckpt_dir), "%s", keep);
+
+    /* Periodic checkpoints every second, stopped past 40 %... */
+    next_run();
+    F.hook = stop_at_40;
+    train_job("resumed.model", ", \"every_ms\": 1000");
+    fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 0);
+    json_t *ex = fake_event(&F, "exited", 0);
+    assert_true(ev_bool(ex, "stopped"));
+    assert_true(ev_bool(ex, "checkpointed"));
+    assert_true(fake_count(&F, "checkpoint") >= 1);
+    char *none = slurp("resumed.model");
+    assert_null(none);
+    const char *last = ev_str(fake_event(&F, "checkpoint", fake_count(&F, "checkpoint") - 1),
+                              "path");
+    char want[700];
+    snprintf(want, sizeof(want), "%s", last);
+
+    /* ... and resumed from its newest checkpoint. */
+    next_run();
+    train_job("resumed.model", "");
+    fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 0);
+    assert_string_equal(ev_str(fake_event(&F, "started", 0), "resume_from"), want);
+    assert_true(has(&F.out, "resuming at step"));
+
+    char *a = slurp("straight.model"), *b = slurp("resumed.model");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -578,6 +676,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_host_check_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_check_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_train_py_resumes_bit_for_bit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
