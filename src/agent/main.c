@@ -253,6 +253,10 @@ int main(int argc, char **argv)
         return AGENT_EXIT_USAGE;
     }
     srand((unsigned)getpid() ^ (unsigned)uv_hrtime());
+    /* A closed stdout must not kill the agent while it passes the job's
+     * output through; the job itself gets default dispositions back
+     * (uv_spawn resets them in the child). */
+    signal(SIGPIPE, SIG_IGN);
     a->exit_code = 1;
     if (setup(a) == 0) {
         a->state = AGENT_FETCHING;

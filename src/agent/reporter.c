@@ -159,19 +159,19 @@ static void on_ev_done(const struct ebb_http_response *res, void *arg)
     r->ev_head = e->next;
     if (r->ev_head == NULL)
         r->ev_tail = NULL;
+    json_t *reply = NULL;
     if (res->status / 100 == 2) {
-        json_t *reply = json_loadb(res->body, res->body_len, 0, NULL);
+        reply = json_loadb(res->body, res->body_len, 0, NULL);
         if (!json_is_object(reply))
             ebb__warn("ebbd's reply to the \"%s\" event is not a JSON object; "
                       "carrying on", e->kind);
-        else
-            r->on_reply(r->arg, e->kind, reply);
-        json_decref(reply);
     } else {
         char why[512];
         ebb__error("ebbd refused the \"%s\" event for good (%s); dropping it",
                    e->kind, agent_describe_failure(res, why, sizeof(why)));
     }
+    r->on_reply(r->arg, e->kind, json_is_object(reply) ? reply : NULL);
+    json_decref(reply);
     json_decref(e->body);
     free(e);
     if (r->closed)

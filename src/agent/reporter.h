@@ -26,8 +26,10 @@
 struct agent_event;
 struct agent_chunk;
 
-/* Called for each event ebbd acknowledged, with the event's kind and
- * ebbd's reply object ({"command": ...}); the reply is borrowed. */
+/* Called for each event that left the queue, with the event's kind and
+ * ebbd's reply object ({"command": ...}, borrowed), or NULL when ebbd
+ * refused the event for good (a 4xx other than 401, 408, 429) or its
+ * reply was not an object; either way the agent carries on. */
 typedef void (*agent_reply_cb)(void *arg, const char *kind, json_t *reply);
 
 struct agent_reporter {
