@@ -219,7 +219,7 @@ static void print_row(const char *name, double *v, int n)
 
 int main(int argc, char **argv)
 {
-    int runs = argc > 1 ? atoi(argv[1]) : 10;
+    int runs = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 10;
     const char *interval = argc > 2 ? argv[2] : "2s";
     if (runs < 1) {
         fprintf(stderr, "usage: bench-agent [RUNS [INTERVAL]]\n");
