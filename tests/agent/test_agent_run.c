@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -571,6 +572,81 @@ static void test_host_check_pass(void **state)
 }
 
 
+static void test_sigterm_to_the_agent_stops_the_job(void **state)
+{
+    (void)state;
+    job_script(JOB_CHECKPOINTS, "", 400, "", "");
+    fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
+    fake_run_until(&F, started);
+    fake_run_for(&F, 300);
+    uv_process_kill(&F.agent, SIGTERM);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 0);
+    assert_kinds("host,started,checkpoint,exited");
+    assert_true(ev_bool(fake_event(&F, "exited", 0), "checkpointed"));
+}
+
+static void test_token_file(void **state)
+{
+    (void)state;
+    const char *tf = fake_script(&F, "token", FAKE_TOKEN "\n");
+    char path[600];
+    snprintf(path, sizeof(path), "%s", tf);
+    job_script("#!/bin/sh\nexit 0\n", "", 0, "", "");
+    const char *extra[] = {"--token-file", path, NULL};
+    /* The file wins over a wrong EBB_AGENT_TOKEN. */
+    fake_start_agent(&F, "wrong", NULL, extra);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 0);
+    assert_int_equal(F.refused, 0);
+    assert_kinds("host,started,exited");
+}
+
+static void test_gives_up_on_ebbd_after_exit_wait(void **state)
+{
+    (void)state;
+    job_script("#!/bin/sh\nsleep 0.5\nexit 3\n", "", 0, "", "");
+    const char *extra[] = {"--exit-wait", "700ms", NULL};
+    fake_start_agent(&F, FAKE_TOKEN, NULL, extra);
+    fake_run_until(&F, started);
+    fake_ebbd_down(&F);
+    uint64_t t0 = uv_hrtime();
+    fake_run_until(&F, fake_agent_done);
+    double secs = (double)(uv_hrtime() - t0) / 1e9;
+    assert_true(secs >= 1.1); /* the job's 0.5 s, then 0.7 s of waiting */
+    /* The job's own status, and a line saying what was not delivered. */
+    assert_int_equal(F.agent_status, 3);
+    assert_true(has(&F.agent_err, "giving up: ebbd did not take the final report"));
+    fake_ebbd_up(&F);
+}
+
+static void expect_usage_error(const char *args, const char *words)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "EBB_AGENT_TOKEN=t '%s' %s 2>&1", getenv("EBB_AGENT"), args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char out[2048];
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 2);
+    if (strstr(out, words) == NULL)
+        fail_msg("\"%s\" does not say \"%s\"", out, words);
+}
+
+static void test_bad_options(void **state)
+{
+    (void)state;
+    expect_usage_error("", "--ebbd URL is required");
+    expect_usage_error("--ebbd http://x --metadata-kind gcp", "\"gcp\" is not aws, alibaba or none");
+    expect_usage_error("--ebbd http://x --metadata-interval 2", "not a positive duration");
+    expect_usage_error("--ebbd http://x --log-buffer 10", "byte count");
+    expect_usage_error("--ebbd http://x --token-file /nonexistent/t", "/nonexistent/t");
+    expect_usage_error("--ebbd http://x -- python3 train.py", "the job comes from ebbd");
+}
+
 /* ---- examples/train.py end to end ---- */
 
 static void train_job(const char *model, const char *ckpt)
@@ -690,6 +766,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_host_check_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_check_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigterm_to_the_agent_stops_the_job, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_token_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gives_up_on_ebbd_after_exit_wait, setup,
+                                        teardown),
+        cmocka_unit_test(test_bad_options),
         cmocka_unit_test_setup_teardown(test_train_py_resumes_bit_for_bit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
