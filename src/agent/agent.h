@@ -72,8 +72,8 @@ struct agent {
     char *resume_from;
     struct agent_ckpt_list known;     /* checkpoints already reported */
     struct ebb__timer heartbeat_timer, periodic_timer, scan_timer, grace_timer;
-    int64_t signal_sent_at;           /* last checkpoint signal, 0 = none */
-    bool signal_periodic;
+    int64_t signal_sent_at;           /* last checkpoint signal not yet followed
+                                       * by a checkpoint, 0 = none */
     bool stopping, killed, checkpointed_since_stop;
     double last_progress;
     char last_progress_file[64];

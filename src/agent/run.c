@@ -23,11 +23,14 @@ static void after(struct agent *a, struct ebb__timer *t, int64_t delay)
 
 /* ---- checkpoints ---- */
 
+/* `periodic`: the job goes on after it (any checkpoint before a stop was
+ * asked for, also one the job took on its own); `duration_ms`: since the
+ * last signal, 0 when none was sent since the previous checkpoint. */
 static void report_checkpoint(struct agent *a, const struct agent_ckpt *c)
 {
     char *path = agent_ckpt_path(a->doc.ckpt_dir, c->name);
     int64_t duration = a->signal_sent_at ? now_ms(a) - a->signal_sent_at : 0;
-    bool periodic = a->signal_sent_at && a->signal_periodic;
+    bool periodic = !a->stopping;
     ebb__info("checkpoint complete: %s (%s, %lld ms after the signal)",
               path ? path : c->name, periodic ? "periodic" : "stop",
               (long long)duration);
@@ -36,7 +39,6 @@ static void report_checkpoint(struct agent *a, const struct agent_ckpt *c)
                                             "periodic", periodic,
                                             "duration_ms", (json_int_t)duration));
     free(path);
-    a->signal_sent_at = 0;
     if (a->stopping)
         a->checkpointed_since_stop = true;
 }
@@ -59,6 +61,8 @@ static void scan_checkpoints(struct agent *a)
             any_new = true;
         }
     }
+    if (any_new)
+        a->signal_sent_at = 0;
     if (any_new && now.n > (size_t)a->doc.keep) {
         size_t removed = 0;
         rc = agent_ckpt_prune(a->doc.ckpt_dir, &now, (size_t)a->doc.keep, &removed);
@@ -140,7 +144,6 @@ static void send_periodic_signal(struct agent *a, const char *why)
     }
     ebb__info("asking the job for a checkpoint (%s, %s)", a->doc.periodic_signal_name, why);
     a->signal_sent_at = now_ms(a);
-    a->signal_periodic = true;
 }
 
 static void on_periodic(struct ebb__timer *t)
@@ -182,7 +185,6 @@ void agent_run_stop(struct agent *a, int64_t grace_ms, const char *reason)
     if (rc != 0)
         ebb__warn("cannot signal the job: %s", uv_strerror(rc));
     a->signal_sent_at = now_ms(a);
-    a->signal_periodic = false;
     after(a, &a->grace_timer, grace_ms);
 }
 
