@@ -15,8 +15,8 @@
  * shows the same values; keep the two in step. */
 /* The embedded default: the sim market replaying the shipped AWS spot
  * trace (from its first week on, in real time unless --clock-speed says
- * otherwise), with its instances run as local processes. @DATA@ is
- * ebb__data_dir(). */
+ * otherwise), with its instances run as local processes whose agents are
+ * told the port the OS picked. @DATA@ is ebb__data_dir(). */
 static const char default_text[] =
     "# ebb built-in configuration (used when there is no ebb.yaml)\n"
     "log_level: info\n"
@@ -28,6 +28,8 @@ static const char default_text[] =
     "  local: {}\n"
     "run_on:\n"
     "  sim: local\n"
+    "agent_api:\n"
+    "  listen: 127.0.0.1:0\n"
     "clock:\n"
     "  start: 2020-01-06T00:00:00Z\n";
 

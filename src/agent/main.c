@@ -1,161 +1,276 @@
-/* ebb-agent: runs beside a job on its instance.
+/* ebb-agent: setup, the job document, the host check and the end.
  *
- * This first version starts the job, gives it ebb's environment, forwards
- * a stop request to it as its checkpoint signal, and exits with the job's
- * own status. Reporting to ebbd and watching the provider's metadata
- * endpoint for preemption notices build on this loop.
+ * The protocol is docs/agent-protocol.md; how to use the agent and write
+ * jobs for it is docs/agent.md.
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include <uv.h>
-
-#include "ebb_build_config.h"
+#include "agent.h"
+#include "hostprobe.h"
 #include "log.h"
+#include "str.h"
 
-struct agent {
-    uv_loop_t loop;
-    uv_process_t job;
-    uv_signal_t sigterm;
-    uv_signal_t sigint;
-    int checkpoint_signal;
-    int exit_code;
-};
+#define FETCH_TIMEOUT_MS 15000
+#define PROBE_TIMEOUT_MS 20000
 
-static void usage(FILE *out)
+static void fetch_job(struct agent *a);
+
+static void on_http_closed(void *arg)
 {
-    fputs("Usage: ebb-agent [--job-id ID] [--checkpoint-dir DIR] [--signal SIG]\n"
-          "                 [--resume-from PATH] -- COMMAND [ARGS...]\n"
-          "\n"
-          "Runs COMMAND (exec'd directly, no shell) as an ebb job with\n"
-          "EBB_JOB_ID, EBB_CHECKPOINT_DIR, EBB_RESUME_FROM and EBB_SIGNAL in its\n"
-          "environment. SIGTERM or SIGINT sent to the agent reaches the job as\n"
-          "its checkpoint signal (default SIGUSR1). The agent exits with the\n"
-          "job's exit status (128+N when the job died of signal N).\n"
-          "\n"
-          "  --version  print the version and exit\n"
-          "  --help     print this help and exit\n", out);
+    struct agent *a = arg;
+    a->http = NULL;
 }
 
-static int signal_from_name(const char *name)
+/* Everything that keeps the loop alive is closed here, once. */
+void agent_finish(struct agent *a)
 {
-    static const struct {
-        const char *name;
-        int sig;
-    } table[] = {
-        {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGTERM", SIGTERM},
-        {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
-    };
-    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-        if (strcmp(table[i].name, name) == 0 || strcmp(table[i].name + 3, name) == 0)
-            return table[i].sig;
-    return 0;
-}
-
-static void on_job_exit(uv_process_t *proc, int64_t status, int term_signal)
-{
-    struct agent *a = proc->data;
-    a->exit_code = term_signal ? 128 + term_signal : (int)status;
-    ebb__info("job exited with %s %d", term_signal ? "signal" : "status",
-              term_signal ? term_signal : (int)status);
-    uv_close((uv_handle_t *)proc, NULL);
+    if (a->state == AGENT_DONE)
+        return;
+    a->state = AGENT_DONE;
+    ebb__timer_stop(&a->clock, &a->fetch_timer);
+    ebb__timer_stop(&a->clock, &a->give_up_timer);
+    agent_imds_stop(&a->imds);
+    agent_reporter_free(&a->rep);
+    agent_run_free(a);
     uv_close((uv_handle_t *)&a->sigterm, NULL);
     uv_close((uv_handle_t *)&a->sigint, NULL);
+    if (a->http != NULL)
+        ebb__http_close(a->http, on_http_closed, a);
+    ebb__clock_close(&a->clock, NULL);
 }
 
-static void on_stop_signal(uv_signal_t *handle, int signum)
+void agent_check_done(struct agent *a)
 {
-    struct agent *a = handle->data;
-    ebb__info("%s received: asking the job to checkpoint (signal %d)",
-              strsignal(signum), a->checkpoint_signal);
-    uv_process_kill(&a->job, a->checkpoint_signal);
+    if (a->state == AGENT_FINISHING && agent_reporter_idle(&a->rep))
+        agent_finish(a);
+}
+
+static void on_give_up(struct ebb__timer *t)
+{
+    struct agent *a = t->data;
+    size_t events = 0, bytes = 0;
+    agent_reporter_pending(&a->rep, &events, &bytes);
+    if (a->state == AGENT_FINISHING) {
+        ebb__error("giving up: ebbd did not take the final report within --exit-wait; "
+                   "%zu events and %zu bytes of output were not delivered", events, bytes);
+    } else {
+        ebb__error("giving up: ebbd did not answer within --exit-wait; the job was "
+                   "not started");
+        a->exit_code = AGENT_EXIT_NO_EBBD;
+    }
+    agent_finish(a);
+}
+
+static void start_give_up(struct agent *a)
+{
+    ebb__timer_start(&a->clock, &a->give_up_timer,
+                     ebb__clock_now(&a->clock) + a->opt.exit_wait_ms);
+}
+
+/* ---- ebbd's replies ---- */
+
+static void on_reply(void *arg, const char *kind, json_t *reply)
+{
+    struct agent *a = arg;
+    const char *cmd = json_string_value(json_object_get(reply, "command"));
+    const char *reason = json_string_value(json_object_get(reply, "reason"));
+    if (a->state == AGENT_PROBING && strcmp(kind, "host") == 0) {
+        if (cmd != NULL && (strcmp(cmd, "release") == 0 || strcmp(cmd, "stop") == 0)) {
+            ebb__warn("ebbd released this host (%s); the job is not started",
+                      reason ? reason : "no reason given");
+            a->exit_code = AGENT_EXIT_RELEASED;
+            agent_finish(a);
+            return;
+        }
+        ebb__timer_stop(&a->clock, &a->give_up_timer);
+        a->state = AGENT_RUNNING;
+        agent_run_start(a);
+        return;
+    }
+    if (a->state == AGENT_RUNNING)
+        agent_run_command(a, kind, reply);
+    else if (a->state == AGENT_FINISHING && strcmp(kind, "exited") == 0)
+        agent_check_done(a);
+}
+
+static void on_idle(void *arg)
+{
+    agent_check_done(arg);
+}
+
+/* ---- the host check ---- */
+
+static void on_probe(void *arg, bool have_smi, bool ok, const struct agent_gpu *gpus,
+                     size_t n)
+{
+    struct agent *a = arg;
+    if (a->state != AGENT_PROBING)
+        return;
+    json_t *list = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(list, json_pack("{s:s, s:I, s:i, s:i}",
+                                              "model", gpus[i].model,
+                                              "memory_mb", (json_int_t)gpus[i].memory_mb,
+                                              "pcie_width", gpus[i].pcie_width,
+                                              "pcie_gen", gpus[i].pcie_gen));
+    if (have_smi && ok)
+        ebb__info("host: %zu GPU(s)%s%s, PCIe x%d gen %d", n, n ? ": " : "",
+                  n ? gpus[0].model : "", n ? gpus[0].pcie_width : 0,
+                  n ? gpus[0].pcie_gen : 0);
+    agent_reporter_event(&a->rep, json_pack("{s:s, s:o, s:b}", "kind", "host",
+                                            "gpus", list, "nvidia_smi", have_smi));
+}
+
+/* ---- the job document ---- */
+
+static void on_job_doc(const struct ebb_http_response *res, void *arg)
+{
+    struct agent *a = arg;
+    if (a->state != AGENT_FETCHING || res->error == EBB_ECANCELED)
+        return;
+    char why[512];
+    if (res->error == 0 && res->status == 401) {
+        ebb__error("ebbd refused the agent's token: %s",
+                   agent_describe_failure(res, why, sizeof(why)));
+        a->exit_code = AGENT_EXIT_REFUSED;
+        agent_finish(a);
+        return;
+    }
+    if (res->error != 0 || res->status >= 500 || res->status == 429) {
+        a->fetch_failures++;
+        int64_t delay = agent_backoff_ms(a->rep.backoff_base_ms, a->rep.backoff_cap_ms,
+                                         a->fetch_failures);
+        ebb__log(a->fetch_failures == 1 ? EBB_LOG_WARN : EBB_LOG_DEBUG, "agent",
+                 "cannot fetch the job from %s: %s; retrying in %lld ms",
+                 a->opt.ebbd_url, agent_describe_failure(res, why, sizeof(why)),
+                 (long long)delay);
+        ebb__timer_start(&a->clock, &a->fetch_timer, ebb__clock_now(&a->clock) + delay);
+        return;
+    }
+    if (res->status != 200) {
+        ebb__error("ebbd would not give the job: %s",
+                   agent_describe_failure(res, why, sizeof(why)));
+        a->exit_code = AGENT_EXIT_REFUSED;
+        agent_finish(a);
+        return;
+    }
+    if (agent_jobdoc_parse(res->body, res->body_len, &a->doc, why, sizeof(why)) != 0) {
+        ebb__error("%s", why);
+        a->exit_code = AGENT_EXIT_REFUSED;
+        agent_finish(a);
+        return;
+    }
+    ebb__info("job %s (instance %s): %s%s", a->doc.job_id, a->doc.instance_id,
+              a->doc.argv[0], a->doc.shell ? " (shell)" : "");
+    a->state = AGENT_PROBING;
+    if (agent_hostprobe_start(&a->loop, PROBE_TIMEOUT_MS, on_probe, a) != 0) {
+        ebb__error("out of memory starting the host probe");
+        agent_finish(a);
+    }
+}
+
+static void fetch_job(struct agent *a)
+{
+    char *url = ebb__strfmt("%s/v1/agent/job", a->rep.base_url);
+    const char *headers[] = {a->rep.auth_header};
+    struct ebb_http_request req = {
+        .method = "GET", .url = url, .headers = headers, .n_headers = 1,
+        .timeout = FETCH_TIMEOUT_MS, .max_attempts = 1,
+    };
+    int rc = url ? ebb__http_request(a->http, &req, on_job_doc, a) : EBB_ENOMEM;
+    free(url);
+    if (rc != 0) {
+        ebb__error("cannot ask ebbd for the job: %s", ebb_strerror(rc));
+        agent_finish(a);
+    }
+}
+
+static void on_fetch_timer(struct ebb__timer *t)
+{
+    fetch_job(t->data);
+}
+
+/* ---- signals to the agent ---- */
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct agent *a = h->data;
+    if (a->state == AGENT_RUNNING) {
+        agent_run_stop(a, a->doc.grace_ms, signum == SIGTERM ? "the agent got SIGTERM"
+                                                            : "the agent got SIGINT");
+    } else if (a->state != AGENT_FINISHING) {
+        ebb__info("%s before the job started; exiting", strsignal(signum));
+        a->exit_code = 128 + signum;
+        agent_finish(a);
+    }
+}
+
+static int setup(struct agent *a)
+{
+    uv_loop_init(&a->loop);
+    uv_signal_init(&a->loop, &a->sigterm);
+    uv_signal_init(&a->loop, &a->sigint);
+    a->sigterm.data = a->sigint.data = a;
+    uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&a->sigint, on_signal, SIGINT);
+    ebb__clock_init_real(&a->clock, &a->loop);
+    ebb__timer_init(&a->fetch_timer, on_fetch_timer, a);
+    ebb__timer_init(&a->give_up_timer, on_give_up, a);
+    agent_run_init(a);
+    if (ebb__http_init(&a->http, &a->loop) != 0) {
+        ebb__error("cannot initialise HTTP (libcurl)");
+        return 1;
+    }
+    if (agent_reporter_init(&a->rep, a->http, &a->clock, a->opt.ebbd_url, a->token,
+                            a->opt.log_buffer) != 0) {
+        ebb__error("out of memory");
+        return 1;
+    }
+    a->rep.on_reply = on_reply;
+    a->rep.on_idle = on_idle;
+    a->rep.arg = a;
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"job-id", required_argument, NULL, 'j'},
-        {"checkpoint-dir", required_argument, NULL, 'c'},
-        {"resume-from", required_argument, NULL, 'r'},
-        {"signal", required_argument, NULL, 's'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *job_id = "", *checkpoint_dir = "", *resume_from = "";
-    const char *signal_name = "SIGUSR1";
-    for (;;) {
-        int c = getopt_long(argc, argv, "+", options, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case 'j': job_id = optarg; break;
-        case 'c': checkpoint_dir = optarg; break;
-        case 'r': resume_from = optarg; break;
-        case 's': signal_name = optarg; break;
-        case 'V':
-            printf("ebb-agent %s\n", EBB_VERSION);
-            return 0;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
+    struct agent *a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return 1;
+    bool done = false;
+    int rc = agent_options_parse(&a->opt, argc, argv, &done);
+    if (rc != 0 || done) {
+        free(a);
+        return rc;
     }
-    struct agent a = {.exit_code = 1};
-    a.checkpoint_signal = signal_from_name(signal_name);
-    if (a.checkpoint_signal == 0) {
-        fprintf(stderr, "ebb-agent: --signal: \"%s\" is not one of SIGUSR1, "
-                "SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGQUIT\n", signal_name);
-        return 2;
+    a->token = agent_read_token(&a->opt);
+    if (a->token == NULL) {
+        free(a);
+        return AGENT_EXIT_USAGE;
     }
-    if (optind >= argc) {
-        fprintf(stderr, "ebb-agent: no command to run\n");
-        usage(stderr);
-        return 2;
+    srand((unsigned)getpid() ^ (unsigned)uv_hrtime());
+    /* A closed stdout must not kill the agent while it passes the job's
+     * output through; the job itself gets default dispositions back
+     * (uv_spawn resets them in the child). */
+    signal(SIGPIPE, SIG_IGN);
+    a->exit_code = 1;
+    if (setup(a) == 0) {
+        a->state = AGENT_FETCHING;
+        start_give_up(a);
+        fetch_job(a);
+    } else {
+        agent_finish(a);
     }
-    setenv("EBB_JOB_ID", job_id, 1);
-    setenv("EBB_CHECKPOINT_DIR", checkpoint_dir, 1);
-    setenv("EBB_RESUME_FROM", resume_from, 1);
-    setenv("EBB_SIGNAL", signal_name, 1);
-
-    uv_loop_init(&a.loop);
-    uv_signal_init(&a.loop, &a.sigterm);
-    uv_signal_init(&a.loop, &a.sigint);
-    a.sigterm.data = a.sigint.data = &a;
-    uv_stdio_container_t stdio[3] = {
-        {.flags = UV_INHERIT_FD, .data.fd = 0},
-        {.flags = UV_INHERIT_FD, .data.fd = 1},
-        {.flags = UV_INHERIT_FD, .data.fd = 2},
-    };
-    uv_process_options_t po = {
-        .exit_cb = on_job_exit,
-        .file = argv[optind],
-        .args = argv + optind,
-        .stdio_count = 3,
-        .stdio = stdio,
-    };
-    a.job.data = &a;
-    int rc = uv_spawn(&a.loop, &a.job, &po);
-    if (rc != 0) {
-        fprintf(stderr, "ebb-agent: cannot start %s: %s\n", argv[optind],
-                uv_strerror(rc));
-        uv_close((uv_handle_t *)&a.job, NULL);
-        uv_close((uv_handle_t *)&a.sigterm, NULL);
-        uv_close((uv_handle_t *)&a.sigint, NULL);
-        uv_run(&a.loop, UV_RUN_DEFAULT);
-        uv_loop_close(&a.loop);
-        return 127;
-    }
-    uv_signal_start(&a.sigterm, on_stop_signal, SIGTERM);
-    uv_signal_start(&a.sigint, on_stop_signal, SIGINT);
-    uv_run(&a.loop, UV_RUN_DEFAULT);
-    if (uv_loop_close(&a.loop) != 0)
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&a->loop) != 0)
         ebb__error("event loop did not close cleanly");
-    return a.exit_code;
+    int code = a->exit_code;
+    agent_jobdoc_free(&a->doc);
+    free(a->token);
+    free(a);
+    return code;
 }

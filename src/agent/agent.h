@@ -1,0 +1,112 @@
+/* ebb-agent: the program that runs beside a job on its instance.
+ *
+ * main.c reads the options, fetches the job document from ebbd, probes
+ * the host and hands over to run.c, which starts the job and watches it:
+ * heartbeats, progress, checkpoints, metadata notices, ebbd's commands,
+ * the grace period, and the final `exited` report. Everything runs on one
+ * libuv loop; timers come from one real-mode ebb clock.
+ */
+#ifndef EBB_AGENT_AGENT_H
+#define EBB_AGENT_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "ckpt.h"
+#include "clock.h"
+#include "http.h"
+#include "imds.h"
+#include "job.h"
+#include "jobdoc.h"
+#include "reporter.h"
+
+/* Exit statuses of the agent itself (otherwise it exits with the job's). */
+#define AGENT_EXIT_USAGE 2      /* bad options, unreadable token file */
+#define AGENT_EXIT_REFUSED 3    /* ebbd refused the token or sent a bad job */
+#define AGENT_EXIT_RELEASED 4   /* ebbd released the host: job not started */
+#define AGENT_EXIT_NO_EBBD 5    /* ebbd never answered within --exit-wait */
+
+struct agent_options {
+    const char *ebbd_url;
+    const char *token_file;
+    const char *metadata_url;   /* NULL: the kind's default */
+    enum agent_md_kind metadata_kind;
+    int64_t metadata_interval_ms;
+    int64_t exit_wait_ms;       /* how long to wait for ebbd at the end */
+    size_t log_buffer;          /* bytes of job output kept for ebbd */
+    int64_t scan_ms;            /* checkpoint dir and progress file checks */
+};
+
+enum agent_state {
+    AGENT_FETCHING,   /* asking ebbd for the job document */
+    AGENT_PROBING,    /* host probe and its `host` event */
+    AGENT_RUNNING,    /* the job runs */
+    AGENT_FINISHING,  /* the job is over; delivering `exited` and output */
+    AGENT_DONE,
+};
+
+struct agent {
+    struct agent_options opt;
+    char *token;
+    uv_loop_t loop;
+    struct ebb__clock clock;
+    struct ebb__http *http;
+    struct agent_reporter rep;
+    struct agent_imds imds;
+    struct agent_jobdoc doc;
+    struct agent_job job;
+    uv_signal_t sigterm, sigint;
+    enum agent_state state;
+    int exit_code;
+
+    int fetch_failures;
+    struct ebb__timer fetch_timer;
+    struct ebb__timer give_up_timer;  /* bounds fetching and finishing */
+
+    /* Running. */
+    char **job_argv;                  /* NULL-terminated; strings borrowed */
+    char **job_extra_env;             /* EBB_* strings (owned) + doc env */
+    char **job_envp;
+    char *resume_from;
+    struct agent_ckpt_list known;     /* checkpoints already reported */
+    struct ebb__timer heartbeat_timer, periodic_timer, scan_timer, grace_timer;
+    int64_t signal_sent_at;           /* last checkpoint signal not yet followed
+                                       * by a checkpoint, 0 = none */
+    bool stopping, killed, checkpointed_since_stop;
+    double last_progress;
+    char last_progress_file[64];
+};
+
+/* options.c: parses argv into `opt`; returns 0, or an exit status after
+ * printing (help/version: 0 with *done set). */
+int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *done);
+
+/* options.c: the token from --token-file or EBB_AGENT_TOKEN, in a new
+ * string; NULL (with a message printed) when there is none. */
+char *agent_read_token(const struct agent_options *opt);
+
+/* run.c: initialises the running phase's timers (once, at setup). */
+void agent_run_init(struct agent *a);
+
+/* run.c: starts the job described by a->doc; on failure reports it as
+ * exited and finishes. */
+void agent_run_start(struct agent *a);
+
+/* run.c: asks the job to checkpoint and stop within `grace_ms`. */
+void agent_run_stop(struct agent *a, int64_t grace_ms, const char *reason);
+
+/* run.c: ebbd's reply to an event, while the job runs. */
+void agent_run_command(struct agent *a, const char *kind, json_t *reply);
+
+/* run.c: releases what agent_run_start took. */
+void agent_run_free(struct agent *a);
+
+/* main.c: the job is over and ebbd has everything (or we gave up). */
+void agent_finish(struct agent *a);
+
+/* main.c: the reporter's queues are empty. */
+void agent_check_done(struct agent *a);
+
+#endif

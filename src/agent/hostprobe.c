@@ -1,0 +1,252 @@
+/* The host probe: nvidia-smi run as a child process on the loop. */
+#include "hostprobe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ebb/common.h>
+
+#include "log.h"
+#include "str.h"
+
+#define MAX_OUTPUT (64 * 1024)
+
+struct probe {
+    uv_process_t proc;
+    uv_pipe_t out;
+    uv_timer_t timer;
+    uv_idle_t idle;      /* completes an absent nvidia-smi on a later turn */
+    int open_handles;
+    bool exited, eof, timed_out;
+    int64_t status;
+    int term_signal;
+    struct ebb__buf output;
+    char *path;
+    agent_hostprobe_cb cb;
+    void *arg;
+};
+
+/* Trims blanks at both ends in place. */
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* A number, or 0 for "[N/A]" and other words nvidia-smi prints instead. */
+static int64_t field_number(const char *s)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    return end != s && *end == '\0' && v > 0 ? v : 0;
+}
+
+int agent_hostprobe_parse(const char *csv, struct agent_gpu *gpus, size_t max)
+{
+    char *copy = ebb__strfmt("%s", csv);
+    if (copy == NULL)
+        return EBB_ENOMEM;
+    size_t n = 0;
+    int rc = 0;
+    char *line = copy;
+    while (line != NULL && *line != '\0') {
+        char *nl = strchr(line, '\n');
+        if (nl != NULL)
+            *nl = '\0';
+        line = trim(line);
+        if (*line == '\0') {
+            line = nl != NULL ? nl + 1 : NULL;
+            continue;
+        }
+        /* nvidia-smi's model names contain no comma, so the line splits on
+         * every comma into exactly four fields. */
+        char *fields[4];
+        size_t nf = 0;
+        for (char *p = line;;) {
+            fields[nf++] = p;
+            char *comma = strchr(p, ',');
+            if (comma == NULL)
+                break;
+            if (nf == 4) {
+                nf++; /* a fifth field */
+                break;
+            }
+            *comma = '\0';
+            p = comma + 1;
+        }
+        if (nf != 4) {
+            rc = EBB_EINVAL;
+            break;
+        }
+        if (n < max) {
+            struct agent_gpu *g = &gpus[n++];
+            ebb__strlcpy(g->model, trim(fields[0]), sizeof(g->model));
+            g->memory_mb = field_number(trim(fields[1]));
+            g->pcie_width = (int)field_number(trim(fields[2]));
+            g->pcie_gen = (int)field_number(trim(fields[3]));
+        }
+        line = nl != NULL ? nl + 1 : NULL;
+    }
+    free(copy);
+    return rc != 0 ? rc : (int)n;
+}
+
+/* nvidia-smi's full path when it is an executable on PATH, else NULL. */
+static char *find_on_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        return NULL;
+    for (const char *p = path;;) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        char *cand = len ? ebb__strfmt("%.*s/%s", (int)len, p, prog) : NULL;
+        if (cand != NULL && access(cand, X_OK) == 0)
+            return cand;
+        free(cand);
+        if (colon == NULL)
+            return NULL;
+        p = colon + 1;
+    }
+}
+
+static void finish(struct probe *pr)
+{
+    struct agent_gpu gpus[AGENT_MAX_GPUS];
+    bool have = pr->path != NULL, ok = false;
+    int n = 0;
+    if (have) {
+        if (pr->timed_out) {
+            ebb__warn("nvidia-smi did not answer in time; reporting no GPUs");
+        } else if (pr->status != 0 || pr->term_signal != 0) {
+            ebb__warn("nvidia-smi failed (status %lld, signal %d): %s",
+                      (long long)pr->status, pr->term_signal,
+                      pr->output.data ? pr->output.data : "");
+        } else {
+            n = agent_hostprobe_parse(pr->output.data ? pr->output.data : "", gpus,
+                                      AGENT_MAX_GPUS);
+            ok = n >= 0;
+            if (!ok) {
+                ebb__warn("cannot read nvidia-smi's output: \"%s\"", pr->output.data);
+                n = 0;
+            }
+        }
+    }
+    pr->cb(pr->arg, have, ok, gpus, (size_t)n);
+    ebb__buf_free(&pr->output);
+    free(pr->path);
+    free(pr);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    struct probe *pr = h->data;
+    if (--pr->open_handles == 0)
+        finish(pr);
+}
+
+static void close_all(struct probe *pr)
+{
+    uv_close((uv_handle_t *)&pr->proc, on_closed);
+    uv_close((uv_handle_t *)&pr->out, on_closed);
+    uv_close((uv_handle_t *)&pr->timer, on_closed);
+}
+
+static void maybe_done(struct probe *pr)
+{
+    if (pr->exited && pr->eof)
+        close_all(pr);
+}
+
+static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal)
+{
+    struct probe *pr = proc->data;
+    pr->exited = true;
+    pr->status = status;
+    pr->term_signal = term_signal;
+    maybe_done(pr);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    buf->base = malloc(suggested);
+    buf->len = buf->base ? suggested : 0;
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    struct probe *pr = s->data;
+    if (nread > 0 && pr->output.len + (size_t)nread <= MAX_OUTPUT)
+        ebb__buf_append(&pr->output, buf->base, (size_t)nread);
+    free(buf->base);
+    if (nread < 0) {
+        uv_read_stop(s);
+        pr->eof = true;
+        maybe_done(pr);
+    }
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    struct probe *pr = t->data;
+    pr->timed_out = true;
+    uv_process_kill(&pr->proc, SIGKILL);
+}
+
+static void on_idle(uv_idle_t *idle)
+{
+    struct probe *pr = idle->data;
+    uv_idle_stop(idle);
+    pr->open_handles = 1;
+    uv_close((uv_handle_t *)idle, on_closed);
+}
+
+int agent_hostprobe_start(uv_loop_t *loop, int64_t timeout_ms,
+                          agent_hostprobe_cb cb, void *arg)
+{
+    struct probe *pr = calloc(1, sizeof(*pr));
+    if (pr == NULL)
+        return EBB_ENOMEM;
+    pr->cb = cb;
+    pr->arg = arg;
+    pr->path = find_on_path("nvidia-smi");
+    if (pr->path == NULL) {
+        uv_idle_init(loop, &pr->idle);
+        pr->idle.data = pr;
+        uv_idle_start(&pr->idle, on_idle);
+        return 0;
+    }
+    uv_pipe_init(loop, &pr->out, 0);
+    uv_timer_init(loop, &pr->timer);
+    pr->proc.data = pr->out.data = pr->timer.data = pr;
+    pr->open_handles = 3;
+    char *args[] = {pr->path, AGENT_NVIDIA_SMI_QUERY,
+                    "--format=csv,noheader,nounits", NULL};
+    uv_stdio_container_t stdio[3] = {
+        {.flags = UV_IGNORE},
+        {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&pr->out},
+        {.flags = UV_INHERIT_FD, .data.fd = 2},
+    };
+    uv_process_options_t po = {
+        .exit_cb = on_exit_cb, .file = pr->path, .args = args,
+        .stdio_count = 3, .stdio = stdio,
+    };
+    int rc = uv_spawn(loop, &pr->proc, &po);
+    if (rc != 0) {
+        ebb__warn("cannot run %s: %s", pr->path, uv_strerror(rc));
+        pr->exited = pr->eof = true;
+        pr->status = 127;
+        close_all(pr);
+        return 0;
+    }
+    uv_read_start((uv_stream_t *)&pr->out, on_alloc, on_read);
+    uv_timer_start(&pr->timer, on_timeout, (uint64_t)timeout_ms, 0);
+    return 0;
+}

@@ -1,0 +1,226 @@
+/* Parsing the job document with jansson. */
+#include "jobdoc.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include <ebb/common.h>
+
+#include "str.h"
+
+#define DEFAULT_GRACE_MS INT64_C(120000)
+#define DEFAULT_HEARTBEAT_MS INT64_C(5000)
+#define DEFAULT_KEEP 3
+
+int agent_signal_from_name(const char *name)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } table[] = {
+        {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGTERM", SIGTERM},
+        {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},   {"SIGQUIT", SIGQUIT},
+    };
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (strcmp(table[i].name, name) == 0 || strcmp(table[i].name + 3, name) == 0)
+            return table[i].sig;
+    return 0;
+}
+
+static int fail(char *err, size_t err_size, const char *fmt, ...) EBB_PRINTF(3, 4);
+static int fail(char *err, size_t err_size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_size, fmt, ap);
+    va_end(ap);
+    return EBB_EINVAL;
+}
+
+/* Copies the string member `key` of `obj` into `*out`: `def` when absent
+ * (NULL def: required). */
+static int get_string(json_t *obj, const char *key, const char *def, char **out,
+                      char *err, size_t err_size)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL || json_is_null(v)) {
+        if (def == NULL)
+            return fail(err, err_size, "the job document has no \"%s\"", key);
+        *out = ebb__strfmt("%s", def);
+    } else if (!json_is_string(v)) {
+        return fail(err, err_size, "job document: \"%s\" is not a string", key);
+    } else {
+        *out = ebb__strfmt("%s", json_string_value(v));
+    }
+    return *out ? 0 : EBB_ENOMEM;
+}
+
+static int get_int(json_t *obj, const char *key, int64_t def, int64_t min,
+                   int64_t *out, char *err, size_t err_size)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < min)
+        return fail(err, err_size, "job document: \"%s\" is not an integer >= %lld",
+                    key, (long long)min);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+static int get_signal(json_t *obj, const char *key, const char *def, char **name,
+                      int *sig, char *err, size_t err_size)
+{
+    int rc = get_string(obj, key, def, name, err, err_size);
+    if (rc != 0)
+        return rc;
+    *sig = agent_signal_from_name(*name);
+    if (*sig == 0)
+        return fail(err, err_size, "job document: \"%s\": \"%s\" is not one of "
+                    "SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGQUIT", key, *name);
+    return 0;
+}
+
+static int get_argv(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
+{
+    json_t *argv = json_object_get(root, "argv");
+    if (!json_is_array(argv) || json_array_size(argv) == 0)
+        return fail(err, err_size, "job document: \"argv\" must be a non-empty "
+                    "array of strings");
+    size_t n = json_array_size(argv);
+    doc->argv = calloc(n + 1, sizeof(char *));
+    if (doc->argv == NULL)
+        return EBB_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        json_t *a = json_array_get(argv, i);
+        if (!json_is_string(a))
+            return fail(err, err_size, "job document: argv[%zu] is not a string", i);
+        doc->argv[i] = ebb__strfmt("%s", json_string_value(a));
+        if (doc->argv[i] == NULL)
+            return EBB_ENOMEM;
+    }
+    return 0;
+}
+
+static int get_env(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
+{
+    json_t *env = json_object_get(root, "env");
+    if (env != NULL && !json_is_null(env) && !json_is_object(env))
+        return fail(err, err_size, "job document: \"env\" is not an object");
+    size_t n = json_is_object(env) ? json_object_size(env) : 0;
+    doc->env = calloc(n + 1, sizeof(char *));
+    if (doc->env == NULL)
+        return EBB_ENOMEM;
+    if (n == 0)
+        return 0;
+    size_t i = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(env, key, v) {
+        if (!json_is_string(v))
+            return fail(err, err_size, "job document: env.%s is not a string", key);
+        if (key[0] == '\0' || strchr(key, '=') != NULL)
+            return fail(err, err_size, "job document: env name \"%s\" is empty "
+                        "or contains '='", key);
+        doc->env[i] = ebb__strfmt("%s=%s", key, json_string_value(v));
+        if (doc->env[i++] == NULL)
+            return EBB_ENOMEM;
+    }
+    return 0;
+}
+
+static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
+{
+    int rc = get_string(root, "job_id", NULL, &doc->job_id, err, err_size);
+    if (rc == 0)
+        rc = get_string(root, "instance_id", "", &doc->instance_id, err, err_size);
+    if (rc == 0)
+        rc = get_argv(root, doc, err, err_size);
+    if (rc == 0)
+        rc = get_env(root, doc, err, err_size);
+    if (rc == 0)
+        rc = get_string(root, "workdir", "", &doc->workdir, err, err_size);
+    if (rc == 0)
+        rc = get_string(root, "progress_file", "", &doc->progress_file, err, err_size);
+    if (rc == 0)
+        rc = get_int(root, "heartbeat_ms", DEFAULT_HEARTBEAT_MS, 1, &doc->heartbeat_ms,
+                     err, err_size);
+    if (rc != 0)
+        return rc;
+    json_t *shell = json_object_get(root, "shell");
+    if (shell != NULL && !json_is_null(shell) && !json_is_boolean(shell))
+        return fail(err, err_size, "job document: \"shell\" is not true or false");
+    doc->shell = json_is_true(shell);
+
+    json_t *ck = json_object_get(root, "checkpoint");
+    if (!json_is_object(ck))
+        return fail(err, err_size, "the job document has no \"checkpoint\" object");
+    int64_t keep = 0;
+    rc = get_string(ck, "dir", NULL, &doc->ckpt_dir, err, err_size);
+    if (rc == 0)
+        rc = get_signal(ck, "signal", "SIGUSR1", &doc->signal_name, &doc->signal,
+                        err, err_size);
+    if (rc == 0)
+        rc = get_signal(ck, "periodic_signal", "SIGUSR2", &doc->periodic_signal_name,
+                        &doc->periodic_signal, err, err_size);
+    if (rc == 0)
+        rc = get_int(ck, "every_ms", 0, 0, &doc->every_ms, err, err_size);
+    if (rc == 0)
+        rc = get_int(ck, "grace_ms", DEFAULT_GRACE_MS, 0, &doc->grace_ms, err, err_size);
+    if (rc == 0)
+        rc = get_int(ck, "keep", DEFAULT_KEEP, 1, &keep, err, err_size);
+    if (rc != 0)
+        return rc;
+    if (doc->ckpt_dir[0] == '\0')
+        return fail(err, err_size, "job document: checkpoint.dir is empty");
+    if (keep > 1000000)
+        return fail(err, err_size, "job document: checkpoint.keep is too large");
+    doc->keep = (int)keep;
+    return 0;
+}
+
+int agent_jobdoc_parse(const char *text, size_t len, struct agent_jobdoc *doc,
+                       char *err, size_t err_size)
+{
+    *doc = (struct agent_jobdoc){0};
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, 0, &jerr);
+    if (root == NULL)
+        return fail(err, err_size, "the job document is not JSON: %s (line %d)",
+                    jerr.text, jerr.line);
+    int rc = json_is_object(root)
+                 ? parse_root(root, doc, err, err_size)
+                 : fail(err, err_size, "the job document is not a JSON object");
+    json_decref(root);
+    if (rc == EBB_ENOMEM)
+        snprintf(err, err_size, "out of memory reading the job document");
+    return rc;
+}
+
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+        free(v[i]);
+    free(v);
+}
+
+void agent_jobdoc_free(struct agent_jobdoc *doc)
+{
+    free(doc->job_id);
+    free(doc->instance_id);
+    free_strv(doc->argv);
+    free_strv(doc->env);
+    free(doc->workdir);
+    free(doc->ckpt_dir);
+    free(doc->signal_name);
+    free(doc->periodic_signal_name);
+    free(doc->progress_file);
+    *doc = (struct agent_jobdoc){0};
+}

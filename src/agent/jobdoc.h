@@ -1,0 +1,41 @@
+/* The job document: what GET /v1/agent/job answers (docs/agent-protocol.md). */
+#ifndef EBB_AGENT_JOBDOC_H
+#define EBB_AGENT_JOBDOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct agent_jobdoc {
+    char *job_id;
+    char *instance_id;
+    char **argv;          /* NULL-terminated, at least one element */
+    bool shell;           /* run argv[0] with /bin/sh -c */
+    char **env;           /* NULL-terminated "NAME=value" strings */
+    char *workdir;        /* "" = the agent's own */
+    char *ckpt_dir;
+    char *signal_name;    /* checkpoint-and-stop signal, "SIGUSR1" */
+    int signal;
+    char *periodic_signal_name; /* checkpoint-and-continue signal, "SIGUSR2" */
+    int periodic_signal;
+    int64_t every_ms;     /* 0: no periodic checkpoints */
+    int64_t grace_ms;
+    int keep;             /* complete checkpoints kept, >= 1 */
+    char *progress_file;  /* "" = none */
+    int64_t heartbeat_ms;
+};
+
+/* Parses the JSON `text`. Absent optional fields take the protocol's
+ * defaults (SIGUSR1, SIGUSR2, no periodic checkpoints, 120 s grace, keep 3,
+ * heartbeat 5 s). Returns 0, or EBB_EINVAL with a sentence in `err` saying
+ * which field is wrong; `*doc` needs agent_jobdoc_free() either way. */
+int agent_jobdoc_parse(const char *text, size_t len, struct agent_jobdoc *doc,
+                       char *err, size_t err_size);
+
+void agent_jobdoc_free(struct agent_jobdoc *doc);
+
+/* The number of a signal named "SIGUSR1" or "USR1" (SIGUSR1, SIGUSR2,
+ * SIGTERM, SIGINT, SIGHUP, SIGQUIT), or 0 when it is none of these. */
+int agent_signal_from_name(const char *name);
+
+#endif

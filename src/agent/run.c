@@ -1,0 +1,407 @@
+/* ebb-agent while the job runs: starting it, heartbeats, progress,
+ * checkpoints, stop requests (ebbd's, the metadata notice's, a signal to
+ * the agent), the grace period and the final report. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "log.h"
+#include "str.h"
+
+static int64_t now_ms(struct agent *a)
+{
+    return ebb__clock_now(&a->clock);
+}
+
+static void after(struct agent *a, struct ebb__timer *t, int64_t delay)
+{
+    ebb__timer_start(&a->clock, t, now_ms(a) + delay);
+}
+
+/* ---- checkpoints ---- */
+
+/* `periodic`: the job goes on after it (any checkpoint before a stop was
+ * asked for, also one the job took on its own); `duration_ms`: since the
+ * last signal, 0 when none was sent since the previous checkpoint. */
+static void report_checkpoint(struct agent *a, const struct agent_ckpt *c)
+{
+    char *path = agent_ckpt_path(a->doc.ckpt_dir, c->name);
+    int64_t duration = a->signal_sent_at ? now_ms(a) - a->signal_sent_at : 0;
+    bool periodic = !a->stopping;
+    ebb__info("checkpoint complete: %s (%s, %lld ms after the signal)",
+              path ? path : c->name, periodic ? "periodic" : "stop",
+              (long long)duration);
+    agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:b, s:I}", "kind", "checkpoint",
+                                            "path", path ? path : c->name,
+                                            "periodic", periodic,
+                                            "duration_ms", (json_int_t)duration));
+    free(path);
+    if (a->stopping)
+        a->checkpointed_since_stop = true;
+}
+
+/* Reports each complete checkpoint not seen before (oldest first), then
+ * prunes down to `keep`. */
+static void scan_checkpoints(struct agent *a)
+{
+    struct agent_ckpt_list now;
+    int rc = agent_ckpt_scan(a->doc.ckpt_dir, &now);
+    if (rc != 0) {
+        ebb__warn("cannot read the checkpoint directory %s: %s", a->doc.ckpt_dir,
+                  strerror(-rc));
+        return;
+    }
+    bool any_new = false;
+    for (size_t i = 0; i < now.n; i++) {
+        if (!agent_ckpt_contains(&a->known, &now.items[i])) {
+            report_checkpoint(a, &now.items[i]);
+            any_new = true;
+        }
+    }
+    if (any_new)
+        a->signal_sent_at = 0;
+    if (any_new && now.n > (size_t)a->doc.keep) {
+        size_t removed = 0;
+        rc = agent_ckpt_prune(a->doc.ckpt_dir, &now, (size_t)a->doc.keep, &removed);
+        if (rc != 0)
+            ebb__warn("cannot prune old checkpoints in %s: %s", a->doc.ckpt_dir,
+                      strerror(-rc));
+        ebb__debug("pruned %zu old checkpoint(s)", removed);
+        agent_ckpt_list_free(&now);
+        rc = agent_ckpt_scan(a->doc.ckpt_dir, &now);
+        if (rc != 0)
+            return;
+    }
+    agent_ckpt_list_free(&a->known);
+    a->known = now;
+}
+
+/* ---- progress ---- */
+
+static void report_progress(struct agent *a, double fraction)
+{
+    if (fraction == a->last_progress)
+        return;
+    a->last_progress = fraction;
+    agent_reporter_event(&a->rep, json_pack("{s:s, s:f}", "kind", "progress",
+                                            "fraction", fraction));
+}
+
+static void on_progress(void *arg, double fraction)
+{
+    report_progress(arg, fraction);
+}
+
+/* The progress file holds a fraction ("0.42"), rewritten by the job; it
+ * is reported when its text changes. */
+static void read_progress_file(struct agent *a)
+{
+    if (a->doc.progress_file[0] == '\0')
+        return;
+    char *path = a->doc.progress_file[0] == '/' || a->doc.workdir[0] == '\0'
+                     ? ebb__strfmt("%s", a->doc.progress_file)
+                     : ebb__strfmt("%s/%s", a->doc.workdir, a->doc.progress_file);
+    FILE *f = path ? fopen(path, "r") : NULL;
+    free(path);
+    if (f == NULL)
+        return;
+    char text[sizeof(a->last_progress_file)];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    text[strcspn(text, "\r\n")] = '\0';
+    if (strcmp(text, a->last_progress_file) == 0)
+        return;
+    ebb__strlcpy(a->last_progress_file, text, sizeof(a->last_progress_file));
+    char line[sizeof(text) + 16];
+    int len = snprintf(line, sizeof(line), "EBB_PROGRESS %s", text);
+    double fraction;
+    if (agent_progress_parse(line, (size_t)len, &fraction))
+        report_progress(a, fraction);
+    else
+        ebb__warn("progress file %s: \"%s\" is not a fraction between 0 and 1",
+                  a->doc.progress_file, text);
+}
+
+/* ---- timers ---- */
+
+static void on_heartbeat(struct ebb__timer *t)
+{
+    struct agent *a = t->data;
+    agent_reporter_event(&a->rep, json_pack("{s:s}", "kind", "heartbeat"));
+    after(a, t, a->doc.heartbeat_ms);
+}
+
+static void send_periodic_signal(struct agent *a, const char *why)
+{
+    int rc = agent_job_signal(&a->job, a->doc.periodic_signal);
+    if (rc != 0) {
+        ebb__warn("cannot signal the job: %s", uv_strerror(rc));
+        return;
+    }
+    ebb__info("asking the job for a checkpoint (%s, %s)", a->doc.periodic_signal_name, why);
+    a->signal_sent_at = now_ms(a);
+}
+
+static void on_periodic(struct ebb__timer *t)
+{
+    struct agent *a = t->data;
+    send_periodic_signal(a, "checkpoint.every");
+    after(a, t, a->doc.every_ms);
+}
+
+static void on_scan(struct ebb__timer *t)
+{
+    struct agent *a = t->data;
+    scan_checkpoints(a);
+    read_progress_file(a);
+    after(a, t, a->opt.scan_ms);
+}
+
+static void on_grace_over(struct ebb__timer *t)
+{
+    struct agent *a = t->data;
+    if (a->job.exited)
+        return;
+    ebb__warn("the job did not stop within its grace period; killing its process group");
+    a->killed = true;
+    agent_job_kill_group(&a->job);
+}
+
+/* ---- stopping ---- */
+
+void agent_run_stop(struct agent *a, int64_t grace_ms, const char *reason)
+{
+    if (a->state != AGENT_RUNNING || a->stopping || a->job.exited)
+        return;
+    a->stopping = true;
+    ebb__timer_stop(&a->clock, &a->periodic_timer);
+    ebb__info("stopping the job (%s): %s, then %lld ms to checkpoint and exit", reason,
+              a->doc.signal_name, (long long)grace_ms);
+    int rc = agent_job_signal(&a->job, a->doc.signal);
+    if (rc != 0)
+        ebb__warn("cannot signal the job: %s", uv_strerror(rc));
+    a->signal_sent_at = now_ms(a);
+    after(a, &a->grace_timer, grace_ms);
+}
+
+static void on_notice(void *arg, int64_t deadline, const char *source, const char *action)
+{
+    struct agent *a = arg;
+    agent_reporter_event(&a->rep, json_pack("{s:s, s:I, s:s, s:s}", "kind", "notice",
+                                            "deadline_ms", (json_int_t)deadline,
+                                            "source", source, "action", action));
+    /* The instance goes away at the deadline: the grace cannot outlast it.
+     * A deadline already past (clock skew, no time given) leaves the
+     * job's grace as it is. */
+    int64_t grace = a->doc.grace_ms;
+    int64_t left = deadline - now_ms(a);
+    if (deadline > 0 && left > 0 && left < grace)
+        grace = left;
+    agent_run_stop(a, grace, "termination notice");
+}
+
+void agent_run_command(struct agent *a, const char *kind, json_t *reply)
+{
+    const char *cmd = json_string_value(json_object_get(reply, "command"));
+    const char *reason = json_string_value(json_object_get(reply, "reason"));
+    if (cmd == NULL || strcmp(cmd, "none") == 0)
+        return;
+    if (strcmp(cmd, "stop") == 0 || strcmp(cmd, "release") == 0) {
+        json_t *g = json_object_get(reply, "grace_ms");
+        int64_t grace = json_is_integer(g) && json_integer_value(g) >= 0
+                            ? json_integer_value(g) : a->doc.grace_ms;
+        char why[256];
+        snprintf(why, sizeof(why), "ebbd says %s: %s", cmd, reason ? reason : "no reason given");
+        agent_run_stop(a, grace, why);
+    } else if (strcmp(cmd, "checkpoint") == 0) {
+        if (!a->stopping && !a->job.exited)
+            send_periodic_signal(a, "ebbd asked");
+    } else {
+        ebb__warn("ebbd answered the \"%s\" event with an unknown command \"%s\"; "
+                  "ignoring it", kind, cmd);
+    }
+}
+
+/* ---- the job ---- */
+
+static void on_output(void *arg, enum agent_stream stream, const char *data, size_t len)
+{
+    struct agent *a = arg;
+    agent_reporter_log(&a->rep, stream, data, len);
+}
+
+static void report_exit(struct agent *a, int64_t status, int sig)
+{
+    agent_imds_stop(&a->imds);
+    ebb__timer_stop(&a->clock, &a->heartbeat_timer);
+    ebb__timer_stop(&a->clock, &a->periodic_timer);
+    ebb__timer_stop(&a->clock, &a->scan_timer);
+    ebb__timer_stop(&a->clock, &a->grace_timer);
+    agent_reporter_event(&a->rep, json_pack("{s:s, s:I, s:i, s:b, s:b}", "kind", "exited",
+                                            "status", (json_int_t)(sig ? -1 : status),
+                                            "signal", sig, "stopped", a->stopping,
+                                            "checkpointed", a->checkpointed_since_stop));
+    a->state = AGENT_FINISHING;
+    ebb__timer_start(&a->clock, &a->give_up_timer, now_ms(a) + a->opt.exit_wait_ms);
+    agent_check_done(a);
+}
+
+static void on_exited(void *arg, int64_t status, int sig)
+{
+    struct agent *a = arg;
+    scan_checkpoints(a);
+    if (sig != 0)
+        ebb__info("the job ended by signal %d (%s)%s", sig, strsignal(sig),
+                  a->killed ? " after its grace period" : "");
+    else
+        ebb__info("the job exited with status %lld", (long long)status);
+    a->exit_code = sig ? 128 + sig : (int)status;
+    report_exit(a, status, sig);
+}
+
+/* EBB_* variables after the job's own env, so ebb's win. */
+static int build_env(struct agent *a)
+{
+    size_t n_doc = 0;
+    while (a->doc.env[n_doc] != NULL)
+        n_doc++;
+    const size_t n_ebb = 6;
+    a->job_extra_env = calloc(n_doc + n_ebb + 1, sizeof(char *));
+    if (a->job_extra_env == NULL)
+        return EBB_ENOMEM;
+    memcpy(a->job_extra_env, a->doc.env, n_doc * sizeof(char *));
+    char **e = a->job_extra_env + n_doc;
+    e[0] = ebb__strfmt("EBB_JOB_ID=%s", a->doc.job_id);
+    e[1] = ebb__strfmt("EBB_CHECKPOINT_DIR=%s", a->doc.ckpt_dir);
+    e[2] = ebb__strfmt("EBB_RESUME_FROM=%s", a->resume_from);
+    e[3] = ebb__strfmt("EBB_SIGNAL=%s", a->doc.signal_name);
+    e[4] = ebb__strfmt("EBB_PERIODIC_SIGNAL=%s", a->doc.periodic_signal_name);
+    e[5] = ebb__strfmt("EBB_PROGRESS_FILE=%s", a->doc.progress_file);
+    for (size_t i = 0; i < n_ebb; i++)
+        if (e[i] == NULL)
+            return EBB_ENOMEM;
+    a->job_envp = agent_job_environ(a->job_extra_env, n_doc + n_ebb);
+    return a->job_envp ? 0 : EBB_ENOMEM;
+}
+
+/* argv as given, or /bin/sh -c ARGV0 sh ARGV1... for `shell: true` (the
+ * remaining elements become $1, $2, ...). */
+static int build_argv(struct agent *a)
+{
+    size_t n = 0;
+    while (a->doc.argv[n] != NULL)
+        n++;
+    a->job_argv = calloc(n + 4, sizeof(char *));
+    if (a->job_argv == NULL)
+        return EBB_ENOMEM;
+    char **v = a->job_argv;
+    if (a->doc.shell) {
+        static char sh[] = "/bin/sh", dash_c[] = "-c", zero[] = "sh";
+        *v++ = sh;
+        *v++ = dash_c;
+        *v++ = a->doc.argv[0];
+        *v++ = zero;
+        memcpy(v, a->doc.argv + 1, (n - 1) * sizeof(char *));
+    } else {
+        memcpy(v, a->doc.argv, n * sizeof(char *));
+    }
+    return 0;
+}
+
+/* The job could not be started: ebbd hears it as an exit with status -1. */
+static void fail_start(struct agent *a, const char *what, const char *why)
+{
+    ebb__error("cannot start the job: %s: %s", what, why);
+    a->exit_code = 127;
+    report_exit(a, -1, 0);
+}
+
+static int prepare_checkpoints(struct agent *a)
+{
+    int rc = agent_ckpt_mkdir(a->doc.ckpt_dir);
+    if (rc != 0)
+        return rc;
+    size_t removed = 0;
+    rc = agent_ckpt_remove_temporaries(a->doc.ckpt_dir, &removed);
+    if (removed > 0)
+        ebb__info("removed %zu unfinished checkpoint(s) from %s", removed, a->doc.ckpt_dir);
+    if (rc != 0)
+        ebb__warn("cannot remove every unfinished checkpoint in %s: %s", a->doc.ckpt_dir,
+                  strerror(-rc));
+    rc = agent_ckpt_scan(a->doc.ckpt_dir, &a->known);
+    if (rc != 0)
+        return rc;
+    const struct agent_ckpt *latest = agent_ckpt_latest(&a->known);
+    a->resume_from = latest ? agent_ckpt_path(a->doc.ckpt_dir, latest->name)
+                            : ebb__strfmt("%s", "");
+    return a->resume_from ? 0 : -ENOMEM;
+}
+
+void agent_run_init(struct agent *a)
+{
+    ebb__timer_init(&a->heartbeat_timer, on_heartbeat, a);
+    ebb__timer_init(&a->periodic_timer, on_periodic, a);
+    ebb__timer_init(&a->scan_timer, on_scan, a);
+    ebb__timer_init(&a->grace_timer, on_grace_over, a);
+    a->last_progress = -1.0;
+}
+
+void agent_run_start(struct agent *a)
+{
+    int rc = prepare_checkpoints(a);
+    if (rc != 0) {
+        fail_start(a, a->doc.ckpt_dir, strerror(-rc));
+        return;
+    }
+    if (build_env(a) != 0 || build_argv(a) != 0) {
+        fail_start(a, a->doc.argv[0], "out of memory");
+        return;
+    }
+    struct agent_job_cbs cbs = {
+        .output = on_output, .progress = on_progress, .exited = on_exited, .arg = a,
+    };
+    rc = agent_job_start(&a->job, &a->loop, a->job_argv, a->job_envp, a->doc.workdir, &cbs);
+    if (rc != 0) {
+        fail_start(a, a->job_argv[0], uv_strerror(rc));
+        return;
+    }
+    ebb__info("started the job (pid %d)%s%s", a->job.pid,
+              a->resume_from[0] ? ", resuming from " : "", a->resume_from);
+    agent_reporter_event(&a->rep, json_pack("{s:s, s:i, s:s}", "kind", "started",
+                                            "pid", a->job.pid,
+                                            "resume_from", a->resume_from));
+    after(a, &a->heartbeat_timer, a->doc.heartbeat_ms);
+    after(a, &a->scan_timer, a->opt.scan_ms);
+    if (a->doc.every_ms > 0)
+        after(a, &a->periodic_timer, a->doc.every_ms);
+    rc = agent_imds_start(&a->imds, a->http, &a->clock, a->opt.metadata_kind,
+                          a->opt.metadata_url, a->opt.metadata_interval_ms, on_notice, a);
+    if (rc != 0)
+        ebb__error("cannot watch the metadata endpoint: %s", ebb_strerror(rc));
+}
+
+void agent_run_free(struct agent *a)
+{
+    ebb__timer_stop(&a->clock, &a->heartbeat_timer);
+    ebb__timer_stop(&a->clock, &a->periodic_timer);
+    ebb__timer_stop(&a->clock, &a->scan_timer);
+    ebb__timer_stop(&a->clock, &a->grace_timer);
+    agent_ckpt_list_free(&a->known);
+    if (a->job_extra_env != NULL) {
+        size_t n_doc = 0;
+        while (a->doc.env[n_doc] != NULL)
+            n_doc++;
+        for (char **e = a->job_extra_env + n_doc; *e != NULL; e++)
+            free(*e);
+    }
+    free(a->job_extra_env);
+    free(a->job_envp);
+    free(a->job_argv);
+    free(a->resume_from);
+    a->job_extra_env = a->job_envp = a->job_argv = NULL;
+    a->resume_from = NULL;
+}

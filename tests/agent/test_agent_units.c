@@ -1,0 +1,344 @@
+/* ebb-agent's pieces alone: the checkpoint directory, nvidia-smi's output,
+ * progress lines, the job document, the job's environment, backoff. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ckpt.h"
+#include "hostprobe.h"
+#include "job.h"
+#include "jobdoc.h"
+#include "reporter.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "%s/ebb-ckpt.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+static void make(const char *name, bool is_dir, time_t mtime)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (is_dir) {
+        assert_int_equal(mkdir(path, 0700), 0);
+        char inner[600];
+        snprintf(inner, sizeof(inner), "%s/weights", path);
+        FILE *f = fopen(inner, "w");
+        assert_non_null(f);
+        fputs("w", f);
+        fclose(f);
+    } else {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fclose(f);
+    }
+    struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static bool exists(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static void test_scan_orders_by_mtime_then_name(void **state)
+{
+    (void)state;
+    make("b", true, 2000);
+    make("a", true, 2000);
+    make("z", false, 1000);
+    make("c", true, 3000);
+    make(".tmp-1", true, 9000);
+    struct agent_ckpt_list l;
+    assert_int_equal(agent_ckpt_scan(dir, &l), 0);
+    assert_int_equal(l.n, 4);
+    assert_string_equal(l.items[0].name, "z");
+    assert_string_equal(l.items[1].name, "a");
+    assert_string_equal(l.items[2].name, "b");
+    assert_string_equal(l.items[3].name, "c");
+    assert_string_equal(agent_ckpt_latest(&l)->name, "c");
+    assert_true(agent_ckpt_contains(&l, &l.items[1]));
+    struct agent_ckpt other = {.name = "a", .mtime = {2001, 0}};
+    assert_false(agent_ckpt_contains(&l, &other)); /* rewritten: new */
+    agent_ckpt_list_free(&l);
+}
+
+static void test_scan_empty_and_missing(void **state)
+{
+    (void)state;
+    struct agent_ckpt_list l;
+    assert_int_equal(agent_ckpt_scan(dir, &l), 0);
+    assert_int_equal(l.n, 0);
+    assert_null(agent_ckpt_latest(&l));
+    agent_ckpt_list_free(&l);
+    char missing[300];
+    snprintf(missing, sizeof(missing), "%s/nope", dir);
+    assert_int_not_equal(agent_ckpt_scan(missing, &l), 0);
+    assert_int_equal(l.n, 0);
+}
+
+static void test_remove_temporaries(void **state)
+{
+    (void)state;
+    make(".tmp-a", true, 1000);
+    make(".tmp-b", false, 1000);
+    make("done", true, 1000);
+    size_t removed = 0;
+    assert_int_equal(agent_ckpt_remove_temporaries(dir, &removed), 0);
+    assert_int_equal(removed, 2);
+    assert_false(exists(".tmp-a"));
+    assert_false(exists(".tmp-b"));
+    assert_true(exists("done"));
+    assert_true(exists("done/weights"));
+}
+
+static void test_prune_keeps_newest(void **state)
+{
+    (void)state;
+    make("c1", true, 1000);
+    make("c2", false, 2000);
+    make("c3", true, 3000);
+    make("c4", true, 4000);
+    make(".tmp", true, 500);
+    struct agent_ckpt_list l;
+    assert_int_equal(agent_ckpt_scan(dir, &l), 0);
+    size_t removed = 0;
+    assert_int_equal(agent_ckpt_prune(dir, &l, 2, &removed), 0);
+    assert_int_equal(removed, 2);
+    assert_false(exists("c1"));
+    assert_false(exists("c2"));
+    assert_true(exists("c3"));
+    assert_true(exists("c4"));
+    assert_true(exists(".tmp")); /* temporaries are not the pruner's */
+    removed = 0;
+    assert_int_equal(agent_ckpt_prune(dir, &l, 10, &removed), 0);
+    assert_int_equal(removed, 0);
+    agent_ckpt_list_free(&l);
+}
+
+static void test_mkdir_parents(void **state)
+{
+    (void)state;
+    char deep[400];
+    snprintf(deep, sizeof(deep), "%s/x/y/z", dir);
+    assert_int_equal(agent_ckpt_mkdir(deep), 0);
+    assert_int_equal(agent_ckpt_mkdir(deep), 0);
+    make("file", false, 1000);
+    char notdir[400];
+    snprintf(notdir, sizeof(notdir), "%s/file", dir);
+    assert_int_not_equal(agent_ckpt_mkdir(notdir), 0);
+}
+
+static void test_nvidia_smi_parse(void **state)
+{
+    (void)state;
+    struct agent_gpu g[4];
+    int n = agent_hostprobe_parse("Tesla V100-SXM2-16GB, 16160, 16, 3\n"
+                                  "NVIDIA GeForce RTX 3090, 24576, 1, [N/A]\n\n", g, 4);
+    assert_int_equal(n, 2);
+    assert_string_equal(g[0].model, "Tesla V100-SXM2-16GB");
+    assert_int_equal(g[0].memory_mb, 16160);
+    assert_int_equal(g[0].pcie_width, 16);
+    assert_int_equal(g[0].pcie_gen, 3);
+    assert_string_equal(g[1].model, "NVIDIA GeForce RTX 3090");
+    assert_int_equal(g[1].pcie_width, 1);
+    assert_int_equal(g[1].pcie_gen, 0);
+    assert_int_equal(agent_hostprobe_parse("", g, 4), 0);
+    assert_int_equal(agent_hostprobe_parse("A100, 40960, 16\n", g, 4), EBB_EINVAL);
+    assert_int_equal(agent_hostprobe_parse("A100, 40960, 16, 4, 9\n", g, 4), EBB_EINVAL);
+    /* More GPUs than room: the first `max` are kept. */
+    assert_int_equal(agent_hostprobe_parse("a, 1, 1, 1\nb, 2, 2, 2\n", g, 1), 1);
+}
+
+static void test_progress_parse(void **state)
+{
+    (void)state;
+    double f = -1;
+    assert_true(agent_progress_parse("EBB_PROGRESS 0.5", 16, &f));
+    assert_true(f == 0.5);
+    assert_true(agent_progress_parse("EBB_PROGRESS 1\r", 15, &f));
+    assert_true(f == 1.0);
+    assert_true(agent_progress_parse("EBB_PROGRESS 0", 14, &f));
+    assert_true(f == 0.0);
+    assert_false(agent_progress_parse("EBB_PROGRESS 1.01", 17, &f));
+    assert_false(agent_progress_parse("EBB_PROGRESS -0.1", 17, &f));
+    assert_false(agent_progress_parse("EBB_PROGRESS nan", 16, &f));
+    assert_false(agent_progress_parse("EBB_PROGRESS ", 13, &f));
+    assert_false(agent_progress_parse("EBB_PROGRESS 0.5 x", 18, &f));
+    assert_false(agent_progress_parse(" EBB_PROGRESS 0.5", 17, &f));
+}
+
+static int progress_calls;
+static double progress_last;
+static void on_progress(void *arg, double fraction)
+{
+    (void)arg;
+    progress_calls++;
+    progress_last = fraction;
+}
+
+static void test_linescan_split_reads(void **state)
+{
+    (void)state;
+    struct agent_linescan ls = {0};
+    progress_calls = 0;
+    agent_linescan_feed(&ls, "noise\nEBB_PROG", 14, on_progress, NULL);
+    assert_int_equal(progress_calls, 0);
+    agent_linescan_feed(&ls, "RESS 0.3", 8, on_progress, NULL);
+    assert_int_equal(progress_calls, 0); /* no newline yet */
+    agent_linescan_feed(&ls, "\n", 1, on_progress, NULL);
+    assert_int_equal(progress_calls, 1);
+    assert_true(progress_last == 0.3);
+    /* An overlong line never counts, even if it ends like one. */
+    char big[600];
+    memset(big, 'x', sizeof(big));
+    agent_linescan_feed(&ls, big, sizeof(big), on_progress, NULL);
+    agent_linescan_feed(&ls, "EBB_PROGRESS 0.9\n", 17, on_progress, NULL);
+    assert_int_equal(progress_calls, 1);
+    agent_linescan_feed(&ls, "EBB_PROGRESS 0.9\n", 17, on_progress, NULL);
+    assert_int_equal(progress_calls, 2);
+}
+
+#define DOC(ck, more) \
+    "{\"job_id\": \"j-1\", \"argv\": [\"python3\", \"train.py\"], \"checkpoint\": {" ck "}" more "}"
+
+static void test_jobdoc_defaults(void **state)
+{
+    (void)state;
+    struct agent_jobdoc d;
+    char err[256] = "";
+    const char *text = DOC("\"dir\": \"/ck\"", "");
+    assert_int_equal(agent_jobdoc_parse(text, strlen(text), &d, err, sizeof(err)), 0);
+    assert_string_equal(d.argv[1], "train.py");
+    assert_null(d.argv[2]);
+    assert_null(d.env[0]);
+    assert_false(d.shell);
+    assert_int_equal(d.signal, SIGUSR1);
+    assert_int_equal(d.periodic_signal, SIGUSR2);
+    assert_int_equal(d.every_ms, 0);
+    assert_int_equal(d.grace_ms, 120000);
+    assert_int_equal(d.keep, 3);
+    assert_int_equal(d.heartbeat_ms, 5000);
+    agent_jobdoc_free(&d);
+
+    text = DOC("\"dir\": \"/ck\", \"signal\": \"TERM\", \"periodic_signal\": \"SIGHUP\", "
+               "\"every_ms\": 600000, \"grace_ms\": 1, \"keep\": 1",
+               ", \"env\": {\"A\": \"1\"}, \"shell\": true, \"requirements\": {\"gpu_count\": 1}");
+    assert_int_equal(agent_jobdoc_parse(text, strlen(text), &d, err, sizeof(err)), 0);
+    assert_int_equal(d.signal, SIGTERM);
+    assert_int_equal(d.periodic_signal, SIGHUP);
+    assert_string_equal(d.env[0], "A=1");
+    assert_true(d.shell);
+    agent_jobdoc_free(&d);
+}
+
+static void expect_bad_doc(const char *text, const char *words)
+{
+    struct agent_jobdoc d;
+    char err[256] = "";
+    assert_int_equal(agent_jobdoc_parse(text, strlen(text), &d, err, sizeof(err)), EBB_EINVAL);
+    if (strstr(err, words) == NULL)
+        fail_msg("error \"%s\" does not say \"%s\"", err, words);
+    agent_jobdoc_free(&d);
+}
+
+static void test_jobdoc_errors(void **state)
+{
+    (void)state;
+    expect_bad_doc("not json", "not JSON");
+    expect_bad_doc("[1]", "not a JSON object");
+    expect_bad_doc("{\"argv\": [\"x\"], \"checkpoint\": {\"dir\": \"/c\"}}", "\"job_id\"");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"argv\": []"), "argv");
+    expect_bad_doc("{\"job_id\": \"j\", \"argv\": [\"x\", 3], \"checkpoint\": {\"dir\": \"/c\"}}",
+                   "argv[1]");
+    expect_bad_doc("{\"job_id\": \"j\", \"argv\": [\"x\"]}", "\"checkpoint\"");
+    expect_bad_doc(DOC("\"dir\": \"\"", ""), "checkpoint.dir");
+    expect_bad_doc(DOC("\"dir\": \"/c\", \"signal\": \"SIGKILL\"", ""), "SIGKILL");
+    expect_bad_doc(DOC("\"dir\": \"/c\", \"keep\": 0", ""), "\"keep\"");
+    expect_bad_doc(DOC("\"dir\": \"/c\", \"grace_ms\": -5", ""), "\"grace_ms\"");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"env\": {\"A\": 1}"), "env.A");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"shell\": \"yes\""), "\"shell\"");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"heartbeat_ms\": 0"), "\"heartbeat_ms\"");
+}
+
+static void test_job_environ(void **state)
+{
+    (void)state;
+    setenv("EBB_AGENT_TOKEN", "secret", 1);
+    setenv("EBB_TEST_KEEP", "kept", 1);
+    setenv("EBB_TEST_OVER", "old", 1);
+    char a[] = "EBB_TEST_OVER=new", b[] = "EBB_JOB_ID=j-1", c[] = "EBB_JOB_ID=j-2";
+    char *extra[] = {a, b, c};
+    char **env = agent_job_environ(extra, 3);
+    assert_non_null(env);
+    int keep = 0, over = 0, id = 0;
+    for (char **e = env; *e != NULL; e++) {
+        assert_true(strncmp(*e, "EBB_AGENT_TOKEN=", 16) != 0);
+        keep += strcmp(*e, "EBB_TEST_KEEP=kept") == 0;
+        over += strncmp(*e, "EBB_TEST_OVER=", 14) == 0;
+        assert_true(strcmp(*e, "EBB_TEST_OVER=old") != 0);
+        id += strncmp(*e, "EBB_JOB_ID=", 11) == 0;
+        assert_true(strcmp(*e, "EBB_JOB_ID=j-1") != 0);
+    }
+    assert_int_equal(keep, 1);
+    assert_int_equal(over, 1);
+    assert_int_equal(id, 1);
+    free(env);
+}
+
+static void test_backoff_is_capped(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 100; i++) {
+        int64_t d1 = agent_backoff_ms(250, 30000, 1);
+        assert_true(d1 >= 125 && d1 <= 250);
+        int64_t d3 = agent_backoff_ms(250, 30000, 3);
+        assert_true(d3 >= 500 && d3 <= 1000);
+        int64_t d50 = agent_backoff_ms(250, 30000, 50);
+        assert_true(d50 >= 15000 && d50 <= 30000);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_scan_orders_by_mtime_then_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scan_empty_and_missing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_temporaries, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_keeps_newest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mkdir_parents, setup, teardown),
+        cmocka_unit_test(test_nvidia_smi_parse),
+        cmocka_unit_test(test_progress_parse),
+        cmocka_unit_test(test_linescan_split_reads),
+        cmocka_unit_test(test_jobdoc_defaults),
+        cmocka_unit_test(test_jobdoc_errors),
+        cmocka_unit_test(test_job_environ),
+        cmocka_unit_test(test_backoff_is_capped),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
