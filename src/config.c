@@ -6,6 +6,7 @@
 
 #include "cfg_table.h"
 #include "log.h"
+#include "report.h"
 #include "yaml_read.h"
 
 /* The configuration used when there is no ebb.yaml. examples/ebb.yaml
@@ -385,6 +386,13 @@ static int do_currency_rates(struct ebb__config *cfg,
     return 0;
 }
 
+/* Monthly or reserved plans, for the reports' plan advice. */
+static int do_plans(struct ebb__config *cfg, const struct ebb__ynode *n,
+                    struct ebb__diag *d)
+{
+    return ebb__plans_load(n, &cfg->plans, &cfg->n_plans, d);
+}
+
 static const struct {
     const char *key;
     int (*apply)(struct ebb__config *, const struct ebb__ynode *,
@@ -400,6 +408,7 @@ static const struct {
     {"teams", do_teams},
     {"admins", do_admins},
     {"currency_rates", do_currency_rates},
+    {"plans", do_plans},
 };
 #define N_TOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
@@ -513,6 +522,7 @@ void ebb__config_free(struct ebb__config *cfg)
     free(cfg->teams);
     ebb__string_list_free(&cfg->admins);
     free(cfg->rates);
+    ebb__plans_free(cfg->plans, cfg->n_plans);
     ebb__ydoc_free(cfg->doc);
     free(cfg);
 }

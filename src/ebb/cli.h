@@ -53,5 +53,6 @@ int cmd_policies(struct cli *cli, int argc, char **argv);
 int cmd_prices(struct cli *cli, int argc, char **argv);
 int cmd_backtest(struct cli *cli, int argc, char **argv);
 int cmd_forecast(struct cli *cli, int argc, char **argv);
+int cmd_report(struct cli *cli, int argc, char **argv);
 
 #endif

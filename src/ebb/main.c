@@ -12,6 +12,7 @@ static const struct cli_command commands[] = {
     {"prices", cmd_prices, "show the latest price of every series"},
     {"backtest", cmd_backtest, "replay a workload against price traces"},
     {"forecast", cmd_forecast, "forecast spot prices (p10/p50/p90) of every series"},
+    {"report", cmd_report, "spend and savings against on-demand, by job, team, ..."},
     {NULL, NULL, NULL},
 };
 

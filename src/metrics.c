@@ -1,0 +1,2 @@
+/* placeholder */
+typedef int ebb__metrics_placeholder;

@@ -1,0 +1,408 @@
+/* The report's chart as one SVG document, drawn from the report's JSON:
+ * a headline, then three panels over one time axis: the price per hour of
+ * the series the jobs ran on, when each job ran (a bar per instance, a red
+ * mark where it was preempted), and cumulative spend against what the same
+ * time would have cost on-demand, the gap between them shaded as savings.
+ * Plain SVG 1.1 with no scripts, fonts or external references, so any
+ * viewer (and rsvg-convert) renders it the same. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_format.h"
+#include "units.h"
+
+#define W 960
+#define LEFT 92
+#define RIGHT 28
+#define PLOT_W (W - LEFT - RIGHT)
+#define MAX_SERIES 6
+#define MAX_LANES 14
+#define LANE_H 18
+
+/* Colour-blind-safe (Okabe-Ito) hues for series, in spend order. */
+static const char *const palette[MAX_SERIES] = {
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00",
+};
+
+struct chart {
+    FILE *out;
+    ebb_time_ms t0, t1;
+    const char *currency;
+};
+
+static double x_of(const struct chart *c, ebb_time_ms t)
+{
+    if (t < c->t0)
+        t = c->t0;
+    if (t > c->t1)
+        t = c->t1;
+    return LEFT + (double)(t - c->t0) * PLOT_W / (double)(c->t1 - c->t0);
+}
+
+/* Text content with XML's five special characters escaped. */
+static void xml_text(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", out); break;
+        case '>': fputs("&gt;", out); break;
+        case '&': fputs("&amp;", out); break;
+        case '"': fputs("&quot;", out); break;
+        case '\'': fputs("&apos;", out); break;
+        default: fputc(*s, out);
+        }
+    }
+}
+
+static void text_at(FILE *out, double x, double y, const char *attrs,
+                    const char *s)
+{
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" %s>", x, y, attrs);
+    xml_text(out, s);
+    fputs("</text>\n", out);
+}
+
+static json_int_t int_at(const json_t *a, size_t i)
+{
+    return json_integer_value(json_array_get(a, i));
+}
+
+/* A round step for an axis spanning `span` in about `n` ticks: 1, 2 or 5
+ * times a power of ten. */
+static double nice_step(double span, int n)
+{
+    double raw = span / n, p = pow(10, floor(log10(raw)));
+    double m = raw / p;
+    return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+/* Vertical grid lines and date labels under a panel at [top, bottom]. */
+static void time_axis(const struct chart *c, double top, double bottom,
+                      int labels)
+{
+    static const ebb_dur_ms steps[] = {
+        EBB_MS_PER_HOUR, 3 * EBB_MS_PER_HOUR, 6 * EBB_MS_PER_HOUR,
+        12 * EBB_MS_PER_HOUR, EBB_MS_PER_DAY, 2 * EBB_MS_PER_DAY,
+        7 * EBB_MS_PER_DAY, 14 * EBB_MS_PER_DAY, 28 * EBB_MS_PER_DAY,
+        91 * EBB_MS_PER_DAY,
+    };
+    ebb_dur_ms step = steps[0];
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        step = steps[i];
+        if ((c->t1 - c->t0) / step <= 8)
+            break;
+    }
+    for (ebb_time_ms t = (c->t0 / step + 1) * step; t < c->t1; t += step) {
+        double x = x_of(c, t);
+        fprintf(c->out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                "stroke=\"#e3e3e3\"/>\n", x, top, x, bottom);
+        if (!labels)
+            continue;
+        char iso[EBB__TIME_BUFSZ], label[24];
+        ebb__format_time(t, iso, sizeof(iso));
+        /* "2026-11-30T12:00:00Z" -> "11-30 12:00", or "11-30" at midnight */
+        snprintf(label, sizeof(label), "%.5s%s%.5s", iso + 5,
+                 t % EBB_MS_PER_DAY ? " " : "",
+                 t % EBB_MS_PER_DAY ? iso + 11 : "");
+        text_at(c->out, x, bottom + 14, "text-anchor=\"middle\" "
+                "class=\"tick\"", label);
+    }
+}
+
+/* Horizontal grid and money labels for a value axis [0, top_value]. */
+static double value_axis(const struct chart *c, double top, double bottom,
+                         double max_value)
+{
+    double step = nice_step(max_value > 0 ? max_value : 1, 4);
+    double vmax = ceil((max_value > 0 ? max_value : 1) / step) * step;
+    for (double v = 0; v <= vmax + step / 2; v += step) {
+        double y = bottom - v * (bottom - top) / vmax;
+        fprintf(c->out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                "stroke=\"#e3e3e3\"/>\n", LEFT, y, LEFT + PLOT_W, y);
+        char label[48];
+        ebb__format_money((ebb_micros)llround(v * 1e6), NULL, label,
+                          sizeof(label));
+        text_at(c->out, LEFT - 6, y + 4, "text-anchor=\"end\" class=\"tick\"",
+                label);
+    }
+    return vmax;
+}
+
+static void panel_title(const struct chart *c, double y, const char *title)
+{
+    text_at(c->out, LEFT, y, "class=\"panel\"", title);
+}
+
+/* ---- prices ------------------------------------------------------------ */
+
+static double series_max(const json_t *series, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *pts = json_object_get(json_array_get(series, i), "prices");
+        for (size_t k = 0; k < json_array_size(pts); k++) {
+            double v = (double)int_at(json_array_get(pts, k), 1) / 1e6;
+            m = v > m ? v : m;
+        }
+    }
+    return m;
+}
+
+static void series_name(const json_t *s, char *buf, size_t len)
+{
+    const char *zone = json_string_value(json_object_get(s, "zone"));
+    const char *region = json_string_value(json_object_get(s, "region"));
+    snprintf(buf, len, "%s %s %s %s",
+             json_string_value(json_object_get(s, "provider")),
+             json_string_value(json_object_get(s, "instance_type")),
+             zone != NULL && zone[0] ? zone : region != NULL ? region : "",
+             json_string_value(json_object_get(s, "market")));
+}
+
+static double draw_prices(const struct chart *c, const json_t *series,
+                          double top)
+{
+    size_t n = json_array_size(series);
+    if (n > MAX_SERIES)
+        n = MAX_SERIES;
+    char title[96];
+    snprintf(title, sizeof(title), "Price per hour (%s) of the series used",
+             c->currency);
+    panel_title(c, top, title);
+    double y0 = top + 12, y1 = y0 + 150;
+    time_axis(c, y0, y1, 0);
+    double vmax = value_axis(c, y0, y1, series_max(series, n));
+    for (size_t i = 0; i < n; i++) {
+        const json_t *s = json_array_get(series, i);
+        const json_t *pts = json_object_get(s, "prices");
+        if (json_array_size(pts) == 0)
+            continue;
+        fprintf(c->out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
+                "d=\"", palette[i]);
+        for (size_t k = 0; k < json_array_size(pts); k++) {
+            const json_t *p = json_array_get(pts, k);
+            double x = x_of(c, int_at(p, 0));
+            double ny = y1 - (double)int_at(p, 1) / 1e6 * (y1 - y0) / vmax;
+            /* A step line: a price holds until the next observation. */
+            if (k == 0)
+                fprintf(c->out, "M%.1f %.1f", x, ny);
+            else
+                fprintf(c->out, "H%.1fV%.1f", x, ny);
+        }
+        fprintf(c->out, "H%d\"/>\n", LEFT + PLOT_W);
+        char name[160];
+        series_name(s, name, sizeof(name));
+        double lx = LEFT + 8 + (double)(i % 3) * 290, ly = y1 + 18 + (i / 3) * 15;
+        fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"4\" "
+                "fill=\"%s\"/>\n", lx, ly - 5, palette[i]);
+        text_at(c->out, lx + 16, ly, "class=\"legend\"", name);
+    }
+    return y1 + 18 + (double)((n + 2) / 3) * 15 + 14;
+}
+
+/* ---- runs -------------------------------------------------------------- */
+
+/* Jobs in order of their first run, each once. */
+static size_t lane_of(const json_t *runs, size_t upto, const char *job,
+                      size_t *n_lanes)
+{
+    size_t lane = 0;
+    for (size_t i = 0; i < upto; i++) {
+        const char *other = json_string_value(
+            json_object_get(json_array_get(runs, i), "job"));
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = strcmp(other, json_string_value(json_object_get(
+                                     json_array_get(runs, k), "job"))) == 0;
+        if (seen)
+            continue;
+        if (strcmp(other, job) == 0)
+            return lane;
+        lane++;
+    }
+    return (*n_lanes)++;
+}
+
+static double draw_runs(const struct chart *c, const json_t *runs, double top)
+{
+    panel_title(c, top, "When each job ran (bars: instances; red mark: "
+                        "preempted)");
+    size_t n = json_array_size(runs), lanes = 0, hidden = 0;
+    size_t lane_of_run[512];
+    if (n > sizeof(lane_of_run) / sizeof(lane_of_run[0]))
+        n = sizeof(lane_of_run) / sizeof(lane_of_run[0]);
+    for (size_t i = 0; i < n; i++) {
+        const char *job = json_string_value(
+            json_object_get(json_array_get(runs, i), "job"));
+        lane_of_run[i] = lane_of(runs, i, job != NULL ? job : "", &lanes);
+    }
+    size_t shown = lanes < MAX_LANES ? lanes : MAX_LANES;
+    hidden = lanes - shown;
+    double y0 = top + 12, y1 = y0 + (double)(shown > 0 ? shown : 1) * LANE_H;
+    time_axis(c, y0, y1, 0);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *r = json_array_get(runs, i);
+        if (lane_of_run[i] >= shown)
+            continue;
+        double y = y0 + (double)lane_of_run[i] * LANE_H;
+        double xa = x_of(c, json_integer_value(json_object_get(r, "start_ms")));
+        double xb = x_of(c, json_integer_value(json_object_get(r, "end_ms")));
+        const json_t *si = json_object_get(r, "series");
+        const char *colour = json_is_integer(si) &&
+                                     json_integer_value(si) < MAX_SERIES
+                                 ? palette[json_integer_value(si)]
+                                 : "#999999";
+        fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                "height=\"%d\" rx=\"2\" fill=\"%s\"/>\n", xa, y + 3,
+                xb - xa > 1.5 ? xb - xa : 1.5, LANE_H - 6, colour);
+        if (json_is_true(json_object_get(r, "preempted")))
+            fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"3\" "
+                    "height=\"%d\" fill=\"#D00000\"/>\n", xb - 1.5, y + 1,
+                    LANE_H - 2);
+        int first = 1;
+        for (size_t k = 0; k < i && first; k++)
+            first = lane_of_run[k] != lane_of_run[i];
+        if (first)
+            text_at(c->out, LEFT - 6, y + LANE_H - 5,
+                    "text-anchor=\"end\" class=\"tick\"",
+                    json_string_value(json_object_get(r, "job")));
+    }
+    if (n == 0)
+        text_at(c->out, LEFT + 8, y0 + 13, "class=\"tick\"",
+                "no instance ran in this window");
+    if (hidden > 0) {
+        char more[64];
+        snprintf(more, sizeof(more), "and %zu more jobs", hidden);
+        text_at(c->out, LEFT + PLOT_W, y1 + 12, "text-anchor=\"end\" "
+                "class=\"tick\"", more);
+    }
+    return y1 + 30;
+}
+
+/* ---- cumulative -------------------------------------------------------- */
+
+static void polyline(const struct chart *c, const json_t *cum, int col,
+                     double y0, double y1, double vmax, int start_new)
+{
+    for (size_t k = 0; k < json_array_size(cum); k++) {
+        const json_t *p = json_array_get(cum, k);
+        fprintf(c->out, "%s%.1f %.1f", k == 0 && start_new ? "M" : "L",
+                x_of(c, int_at(p, 0)),
+                y1 - (double)int_at(p, (size_t)col) / 1e6 * (y1 - y0) / vmax);
+    }
+}
+
+static double draw_cumulative(const struct chart *c, const json_t *cum,
+                              double top)
+{
+    char title[96];
+    snprintf(title, sizeof(title), "Cumulative spend (%s) against on-demand",
+             c->currency);
+    panel_title(c, top, title);
+    double y0 = top + 12, y1 = y0 + 170;
+    size_t n = json_array_size(cum);
+    double max = n ? (double)int_at(json_array_get(cum, n - 1), 2) / 1e6 : 0;
+    double spent = n ? (double)int_at(json_array_get(cum, n - 1), 1) / 1e6 : 0;
+    max = spent > max ? spent : max;
+    time_axis(c, y0, y1, 1);
+    double vmax = value_axis(c, y0, y1, max);
+    if (n > 0) {
+        /* The savings: the area between the two lines. */
+        fputs("<path fill=\"#009E73\" fill-opacity=\"0.15\" d=\"", c->out);
+        polyline(c, cum, 2, y0, y1, vmax, 1);
+        for (size_t k = n; k-- > 0;) {
+            const json_t *p = json_array_get(cum, k);
+            fprintf(c->out, "L%.1f %.1f", x_of(c, int_at(p, 0)),
+                    y1 - (double)int_at(p, 1) / 1e6 * (y1 - y0) / vmax);
+        }
+        fputs("Z\"/>\n<path fill=\"none\" stroke=\"#777777\" "
+              "stroke-dasharray=\"5 3\" stroke-width=\"1.6\" d=\"", c->out);
+        polyline(c, cum, 2, y0, y1, vmax, 1);
+        fputs("\"/>\n<path fill=\"none\" stroke=\"#0072B2\" "
+              "stroke-width=\"2.2\" d=\"", c->out);
+        polyline(c, cum, 1, y0, y1, vmax, 1);
+        fputs("\"/>\n", c->out);
+    }
+    double lx = LEFT + 8, ly = y1 + 34;
+    fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"3\" "
+            "fill=\"#0072B2\"/>\n", lx, ly - 4);
+    text_at(c->out, lx + 18, ly, "class=\"legend\"", "actual spend");
+    fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"3\" "
+            "fill=\"#777777\"/>\n", lx + 130, ly - 4);
+    text_at(c->out, lx + 148, ly, "class=\"legend\"",
+            "the same instance time on-demand");
+    fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"9\" "
+            "fill=\"#009E73\" fill-opacity=\"0.3\"/>\n", lx + 380, ly - 8);
+    text_at(c->out, lx + 398, ly, "class=\"legend\"", "saved");
+    return ly + 20;
+}
+
+/* ---- document ---------------------------------------------------------- */
+
+static void headline(const struct chart *c, const json_t *report)
+{
+    const json_t *t = json_object_get(report, "total");
+    char spend[48], od[48], saved[48], line[320];
+    ebb__format_money(json_integer_value(json_object_get(t, "spend_micros")),
+                      c->currency, spend, sizeof(spend));
+    ebb__format_money(json_integer_value(json_object_get(t, "on_demand_micros")),
+                      c->currency, od, sizeof(od));
+    ebb__format_money(json_integer_value(json_object_get(t, "savings_micros")),
+                      c->currency, saved, sizeof(saved));
+    const json_t *pct = json_object_get(t, "savings_pct");
+    snprintf(line, sizeof(line), "Spent %s", spend);
+    if (json_is_number(pct))
+        snprintf(line + strlen(line), sizeof(line) - strlen(line),
+                 " \xe2\x80\x94 on-demand would have cost %s: saved %s "
+                 "(%.1f%%)", od, saved, json_number_value(pct));
+    text_at(c->out, LEFT, 30, "class=\"title\"", line);
+    char sub[200];
+    snprintf(sub, sizeof(sub), "%s to %s \xc2\xb7 %lld preemptions",
+             json_string_value(json_object_get(report, "since")),
+             json_string_value(json_object_get(report, "until")),
+             (long long)json_integer_value(json_object_get(t, "preemptions")));
+    text_at(c->out, LEFT, 50, "class=\"tick\"", sub);
+}
+
+int ebb__report_write_svg(const json_t *report, FILE *out)
+{
+    const json_t *chart = json_object_get(report, "chart");
+    struct chart c = {
+        .out = out,
+        .t0 = json_integer_value(json_object_get(report, "since_ms")),
+        .t1 = json_integer_value(json_object_get(report, "until_ms")),
+        .currency = json_string_value(json_object_get(report, "currency")),
+    };
+    if (!json_is_object(chart) || c.t1 <= c.t0 || c.currency == NULL)
+        return EBB_EINVAL;
+    /* Drawn into a temporary buffer first: the height is known at the end. */
+    char *body = NULL;
+    size_t body_len = 0;
+    c.out = open_memstream(&body, &body_len);
+    if (c.out == NULL)
+        return EBB_ENOMEM;
+    headline(&c, report);
+    double y = draw_prices(&c, json_object_get(chart, "series"), 82);
+    y = draw_runs(&c, json_object_get(chart, "runs"), y);
+    y = draw_cumulative(&c, json_object_get(chart, "cumulative"), y);
+    if (fclose(c.out) != 0) {
+        free(body);
+        return EBB_ENOMEM;
+    }
+    int h = (int)ceil(y);
+    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+            "height=\"%d\" viewBox=\"0 0 %d %d\">\n"
+            "<style>text{font-family:DejaVu Sans,Verdana,sans-serif;"
+            "fill:#222}.title{font-size:17px;font-weight:bold}"
+            ".panel{font-size:13px;font-weight:bold}.tick{font-size:10px;"
+            "fill:#555}.legend{font-size:11px}</style>\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
+            W, h, W, h);
+    fwrite(body, 1, body_len, out);
+    fputs("</svg>\n", out);
+    free(body);
+    return fflush(out) != 0 || ferror(out) ? EBB_EIO : 0;
+}
