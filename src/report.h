@@ -195,6 +195,10 @@ int ebb__report_convert(ebb_micros amount, const char *from, const char *to,
                         const struct ebb__currency_rate *rates, size_t n_rates,
                         ebb_micros *out);
 
+/* `amount` rounded to hundredths of a unit (half away from zero), for
+ * display: tables and the chart show cents, JSON and CSV keep micro-units. */
+ebb_micros ebb__report_round_cents(ebb_micros amount);
+
 /* What [start, end) costs on price steps `p` (n > 0, time order; before
  * the first step the first price applies), per second as billing does. */
 ebb_micros ebb__report_cost_on(const struct ebb__report_point *p, size_t n,

@@ -181,7 +181,7 @@ static int cell(const json_t *figures, const char *key, enum kind kind,
     }
     json_int_t n = json_integer_value(v);
     if (kind == MONEY)
-        ebb__format_money(n, NULL, buf, len);
+        ebb__format_money(csv ? n : ebb__report_round_cents(n), NULL, buf, len);
     else if (kind == DUR && csv)
         snprintf(buf, len, "%.3f", (double)n / 1000.0);
     else if (kind == DUR)

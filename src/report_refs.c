@@ -54,6 +54,13 @@ int ebb__report_convert(ebb_micros amount, const char *from, const char *to,
     return 0;
 }
 
+ebb_micros ebb__report_round_cents(ebb_micros amount)
+{
+    ebb_micros cent = EBB_MICROS_PER_UNIT / 100;
+    ebb_micros half = amount < 0 ? -cent / 2 : cent / 2;
+    return (amount + half) / cent * cent;
+}
+
 ebb_micros ebb__report_cost_on(const struct ebb__report_point *p, size_t n,
                                ebb_time_ms start, ebb_time_ms end)
 {
@@ -190,34 +197,43 @@ int ebb__report_price_refs(struct report_build *b, const struct ref_row *row,
                            int compute, struct ebb__report_figures *add)
 {
     const struct fact *f = row->f;
+    ebb_dur_ms len = row->end - row->start;
+    int rc = 0;
+
+    /* On-demand: an on-demand row is its own reference; a spot row is
+     * priced on its type's on-demand series (the prices a provider
+     * reported, else the catalog's list price, as the engine's on-demand
+     * offers are). The lookup comes first: adding a series may move the
+     * cache. */
+    if (strcmp(f->market, "spot") == 0) {
+        struct fact od = *f;
+        od.zone = "";
+        od.market = "on-demand";
+        struct series_cache *o = ebb__report_series(b, &od);
+        if (o == NULL)
+            return EBB_ENOMEM;
+        rc = ebb__report_series_load(b, o);
+        if (rc == 0 && o->n > 0) {
+            rc = ebb__report_to_currency(
+                b, ebb__report_cost_on(o->p, o->n, row->start, row->end),
+                o->currency, &add->on_demand);
+            add->on_demand_basis = row->amount;
+        }
+        if (rc != 0)
+            return rc;
+    }
     struct series_cache *s = ebb__report_series(b, f);
     if (s == NULL)
         return EBB_ENOMEM;
     s->spend += row->amount;
-    ebb_dur_ms len = row->end - row->start;
-
-    /* On-demand: an on-demand row is its own reference; a spot row is
-     * priced at the catalog's list price, as the engine's on-demand offers
-     * are. */
-    if (s->market == EBB_MARKET_ON_DEMAND) {
+    if (s->market == EBB_MARKET_ON_DEMAND)
         add->on_demand = add->on_demand_basis = row->amount;
-    } else if (b->o->catalog != NULL) {
-        const struct ebb__catalog_entry *e = ebb__catalog_find(
-            b->o->catalog, f->provider, f->region, f->instance_type);
-        if (e != NULL && e->on_demand > 0) {
-            int rc = ebb__report_to_currency(
-                b, ebb__cost_of(e->on_demand, len), "USD", &add->on_demand);
-            if (rc != 0)
-                return rc;
-            add->on_demand_basis = row->amount;
-        }
-    }
 
     /* Spot at once: the job's productive time on this series, laid back to
      * back from the job's submission. */
     if (!compute || s->market != EBB_MARKET_SPOT)
         return 0;
-    int rc = ebb__report_series_load(b, s);
+    rc = ebb__report_series_load(b, s);
     if (rc != 0 || s->n == 0)
         return rc;
     ebb_time_ms t0 = row->submitted_at + row->prior_compute;

@@ -64,6 +64,24 @@ static void text_at(FILE *out, double x, double y, const char *attrs,
     fputs("</text>\n", out);
 }
 
+/* On-demand is grey everywhere: its price line, its instances' bars and
+ * the cumulative on-demand line. */
+#define ON_DEMAND_GREY "#777777"
+
+static int is_on_demand(const json_t *series)
+{
+    const char *m = json_string_value(json_object_get(series, "market"));
+    return m != NULL && strcmp(m, "on-demand") == 0;
+}
+
+static const char *colour_of(const json_t *all, json_int_t i)
+{
+    if (i < 0 || i >= MAX_SERIES)
+        return "#bbbbbb";
+    return is_on_demand(json_array_get(all, (size_t)i)) ? ON_DEMAND_GREY
+                                                         : palette[i];
+}
+
 static json_int_t int_at(const json_t *a, size_t i)
 {
     return json_integer_value(json_array_get(a, i));
@@ -100,12 +118,21 @@ static void time_axis(const struct chart *c, double top, double bottom,
                 "stroke=\"#e3e3e3\"/>\n", x, top, x, bottom);
         if (!labels)
             continue;
-        char iso[EBB__TIME_BUFSZ], label[24];
-        ebb__format_time(t, iso, sizeof(iso));
-        /* "2026-11-30T12:00:00Z" -> "11-30 12:00", or "11-30" at midnight */
-        snprintf(label, sizeof(label), "%.5s%s%.5s", iso + 5,
-                 t % EBB_MS_PER_DAY ? " " : "",
-                 t % EBB_MS_PER_DAY ? iso + 11 : "");
+        static const char months[][4] = {"Jan", "Feb", "Mar", "Apr", "May",
+                                         "Jun", "Jul", "Aug", "Sep", "Oct",
+                                         "Nov", "Dec"};
+        int64_t y;
+        int m, day;
+        ebb__civil_from_days(t / EBB_MS_PER_DAY, &y, &m, &day);
+        ebb_dur_ms in_day = t % EBB_MS_PER_DAY;
+        char label[32];
+        /* "Oct 02", or "Oct 02 12:00" off midnight */
+        if (in_day == 0)
+            snprintf(label, sizeof(label), "%s %02d", months[m - 1], day);
+        else
+            snprintf(label, sizeof(label), "%s %02d %02d:%02d", months[m - 1],
+                     day, (int)(in_day / EBB_MS_PER_HOUR),
+                     (int)(in_day % EBB_MS_PER_HOUR / EBB_MS_PER_MINUTE));
         text_at(c->out, x, bottom + 14, "text-anchor=\"middle\" "
                 "class=\"tick\"", label);
     }
@@ -180,7 +207,8 @@ static double draw_prices(const struct chart *c, const json_t *series,
         if (json_array_size(pts) == 0)
             continue;
         fprintf(c->out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
-                "d=\"", palette[i]);
+                "%sd=\"", colour_of(series, (json_int_t)i),
+                is_on_demand(s) ? "stroke-dasharray=\"5 3\" " : "");
         for (size_t k = 0; k < json_array_size(pts); k++) {
             const json_t *p = json_array_get(pts, k);
             double x = x_of(c, int_at(p, 0));
@@ -196,7 +224,7 @@ static double draw_prices(const struct chart *c, const json_t *series,
         series_name(s, name, sizeof(name));
         double lx = LEFT + 8 + (double)(i % 3) * 290, ly = y1 + 18 + (i / 3) * 15;
         fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"4\" "
-                "fill=\"%s\"/>\n", lx, ly - 5, palette[i]);
+                "fill=\"%s\"/>\n", lx, ly - 5, colour_of(series, (json_int_t)i));
         text_at(c->out, lx + 16, ly, "class=\"legend\"", name);
     }
     return y1 + 18 + (double)((n + 2) / 3) * 15 + 14;
@@ -225,7 +253,8 @@ static size_t lane_of(const json_t *runs, size_t upto, const char *job,
     return (*n_lanes)++;
 }
 
-static double draw_runs(const struct chart *c, const json_t *runs, double top)
+static double draw_runs(const struct chart *c, const json_t *runs,
+                        const json_t *series, double top)
 {
     panel_title(c, top, "When each job ran (bars: instances; red mark: "
                         "preempted)");
@@ -250,10 +279,8 @@ static double draw_runs(const struct chart *c, const json_t *runs, double top)
         double xa = x_of(c, json_integer_value(json_object_get(r, "start_ms")));
         double xb = x_of(c, json_integer_value(json_object_get(r, "end_ms")));
         const json_t *si = json_object_get(r, "series");
-        const char *colour = json_is_integer(si) &&
-                                     json_integer_value(si) < MAX_SERIES
-                                 ? palette[json_integer_value(si)]
-                                 : "#999999";
+        const char *colour =
+            colour_of(series, json_is_integer(si) ? json_integer_value(si) : -1);
         fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                 "height=\"%d\" rx=\"2\" fill=\"%s\"/>\n", xa, y + 3,
                 xb - xa > 1.5 ? xb - xa : 1.5, LANE_H - 6, colour);
@@ -317,22 +344,35 @@ static double draw_cumulative(const struct chart *c, const json_t *cum,
             fprintf(c->out, "L%.1f %.1f", x_of(c, int_at(p, 0)),
                     y1 - (double)int_at(p, 1) / 1e6 * (y1 - y0) / vmax);
         }
-        fputs("Z\"/>\n<path fill=\"none\" stroke=\"#777777\" "
+        fputs("Z\"/>\n<path fill=\"none\" stroke=\"" ON_DEMAND_GREY "\" "
               "stroke-dasharray=\"5 3\" stroke-width=\"1.6\" d=\"", c->out);
         polyline(c, cum, 2, y0, y1, vmax, 1);
         fputs("\"/>\n<path fill=\"none\" stroke=\"#0072B2\" "
               "stroke-width=\"2.2\" d=\"", c->out);
         polyline(c, cum, 1, y0, y1, vmax, 1);
         fputs("\"/>\n", c->out);
+        /* The end values, right of the lines' ends. */
+        const json_t *last = json_array_get(cum, n - 1);
+        double xe = x_of(c, int_at(last, 0));
+        for (int k = 1; k <= 2; k++) {
+            char v[48];
+            ebb__format_money(ebb__report_round_cents(int_at(last, (size_t)k)),
+                              NULL, v, sizeof(v));
+            double ye = y1 - (double)int_at(last, (size_t)k) / 1e6 * (y1 - y0) / vmax;
+            text_at(c->out, xe > LEFT + PLOT_W - 60 ? xe - 4 : xe + 4,
+                    k == 1 ? ye + 14 : ye - 5,
+                    xe > LEFT + PLOT_W - 60 ? "text-anchor=\"end\" class=\"legend\""
+                                            : "class=\"legend\"", v);
+        }
     }
     double lx = LEFT + 8, ly = y1 + 34;
     fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"3\" "
             "fill=\"#0072B2\"/>\n", lx, ly - 4);
     text_at(c->out, lx + 18, ly, "class=\"legend\"", "actual spend");
     fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"3\" "
-            "fill=\"#777777\"/>\n", lx + 130, ly - 4);
+            "fill=\"" ON_DEMAND_GREY "\"/>\n", lx + 130, ly - 4);
     text_at(c->out, lx + 148, ly, "class=\"legend\"",
-            "the same instance time on-demand");
+            "on-demand for the same instance time, plus fees");
     fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"9\" "
             "fill=\"#009E73\" fill-opacity=\"0.3\"/>\n", lx + 380, ly - 8);
     text_at(c->out, lx + 398, ly, "class=\"legend\"", "saved");
@@ -341,28 +381,45 @@ static double draw_cumulative(const struct chart *c, const json_t *cum,
 
 /* ---- document ---------------------------------------------------------- */
 
+static const char *money(const json_t *o, const char *key, const char *cur,
+                         char *buf, size_t len)
+{
+    return ebb__format_money(
+        ebb__report_round_cents(json_integer_value(json_object_get(o, key))),
+        cur, buf, len);
+}
+
+/* "2026-10-01T00:00:00Z" -> "2026-10-01 00:00" */
+static void short_time(const json_t *report, const char *key, char *buf,
+                       size_t len)
+{
+    const char *iso = json_string_value(json_object_get(report, key));
+    snprintf(buf, len, "%.10s %.5s", iso != NULL ? iso : "",
+             iso != NULL && strlen(iso) > 16 ? iso + 11 : "");
+}
+
 static void headline(const struct chart *c, const json_t *report)
 {
     const json_t *t = json_object_get(report, "total");
     char spend[48], od[48], saved[48], line[320];
-    ebb__format_money(json_integer_value(json_object_get(t, "spend_micros")),
-                      c->currency, spend, sizeof(spend));
-    ebb__format_money(json_integer_value(json_object_get(t, "on_demand_micros")),
-                      c->currency, od, sizeof(od));
-    ebb__format_money(json_integer_value(json_object_get(t, "savings_micros")),
-                      c->currency, saved, sizeof(saved));
+    money(t, "spend_micros", c->currency, spend, sizeof(spend));
+    money(t, "on_demand_micros", c->currency, od, sizeof(od));
+    money(t, "savings_micros", c->currency, saved, sizeof(saved));
     const json_t *pct = json_object_get(t, "savings_pct");
     snprintf(line, sizeof(line), "Spent %s", spend);
     if (json_is_number(pct))
         snprintf(line + strlen(line), sizeof(line) - strlen(line),
-                 " \xe2\x80\x94 on-demand would have cost %s: saved %s "
-                 "(%.1f%%)", od, saved, json_number_value(pct));
+                 " \xc2\xb7 on-demand %s \xc2\xb7 saved %s (%.1f%%)", od,
+                 saved, json_number_value(pct));
     text_at(c->out, LEFT, 30, "class=\"title\"", line);
-    char sub[200];
-    snprintf(sub, sizeof(sub), "%s to %s \xc2\xb7 %lld preemptions",
-             json_string_value(json_object_get(report, "since")),
-             json_string_value(json_object_get(report, "until")),
-             (long long)json_integer_value(json_object_get(t, "preemptions")));
+    char since[32], until[32], sub[200];
+    short_time(report, "since", since, sizeof(since));
+    short_time(report, "until", until, sizeof(until));
+    snprintf(sub, sizeof(sub), "%s to %s UTC \xc2\xb7 %lld preemptions "
+             "\xc2\xb7 %s lost to restarts", since, until,
+             (long long)json_integer_value(json_object_get(t, "preemptions")),
+             ebb__format_duration(json_integer_value(json_object_get(t, "restart_ms")),
+                                  line, sizeof(line)));
     text_at(c->out, LEFT, 50, "class=\"tick\"", sub);
 }
 
@@ -385,7 +442,8 @@ int ebb__report_write_svg(const json_t *report, FILE *out)
         return EBB_ENOMEM;
     headline(&c, report);
     double y = draw_prices(&c, json_object_get(chart, "series"), 82);
-    y = draw_runs(&c, json_object_get(chart, "runs"), y);
+    y = draw_runs(&c, json_object_get(chart, "runs"),
+                  json_object_get(chart, "series"), y);
     y = draw_cumulative(&c, json_object_get(chart, "cumulative"), y);
     if (fclose(c.out) != 0) {
         free(body);

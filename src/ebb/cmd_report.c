@@ -38,6 +38,11 @@ static int check_when(const char *opt, const char *s, int ago)
     return CLI_USAGE;
 }
 
+static ebb_micros cents(const json_t *o, const char *key)
+{
+    return ebb__report_round_cents(json_integer_value(json_object_get(o, key)));
+}
+
 static void print_table(const json_t *r)
 {
     struct cli_table *t = cli_table_new(EBB__REPORT_TABLE_COLS,
@@ -67,11 +72,11 @@ static void print_table(const json_t *r)
     json_t *a;
     json_array_foreach(json_object_get(r, "advice"), i, a) {
         char spend[48], plan[48], saved[48];
-        ebb__format_money(json_integer_value(json_object_get(a, "spend_micros")),
+        ebb__format_money(cents(a, "spend_micros"),
                           cur, spend, sizeof(spend));
-        ebb__format_money(json_integer_value(json_object_get(a, "with_plan_micros")),
+        ebb__format_money(cents(a, "with_plan_micros"),
                           cur, plan, sizeof(plan));
-        ebb__format_money(json_integer_value(json_object_get(a, "savings_micros")),
+        ebb__format_money(cents(a, "savings_micros"),
                           cur, saved, sizeof(saved));
         printf("Advice: team %s would have paid %s instead of %s on plan %s "
                "over %d whole periods (saving %s, %.1f%%)\n",

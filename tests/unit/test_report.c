@@ -633,6 +633,7 @@ static void test_svg(void **state)
     assert_true(c.rects >= 5);
     assert_true(c.texts >= 10);
     assert_non_null(strstr(svg, "saved 4.50 USD (50.0%)"));
+    assert_non_null(strstr(svg, "Nov 02")); /* a tick label */
     assert_non_null(strstr(svg, "#D00000")); /* the preemption mark */
     free(svg);
 
