@@ -216,24 +216,30 @@ int ebb__report_to_currency(struct report_build *b, ebb_micros amount,
     return rc != 0 ? EBB_EINVAL : 0;
 }
 
-/* Every ledger row starting before `until` of the jobs with a row in the
- * window, and every jobless row in the window: the rows before the window
- * are read only for the running sum of each job's productive time, which
- * places the window's rows on the spot-at-once timeline. */
+/* The window's ledger rows, each with its job's productive time before it
+ * (which places the row on the spot-at-once timeline): the running sum
+ * within the window, plus what the job ran before the window, looked up
+ * once per job through ledger_by_job. */
 static const char rows_sql[] =
-    "SELECT * FROM (SELECT l.job_id, l.team, l.provider, l.kind,"
-    " l.start_at AS start_at, l.end_at, l.amount_micros, l.currency, l.note,"
+    "WITH before AS MATERIALIZED (SELECT w.job_id,"
+    "  (SELECT sum(end_at - start_at)"
+    "  FROM ledger WHERE job_id = w.job_id AND start_at < ?1"
+    "  AND kind = 'compute') AS ms"
+    " FROM (SELECT DISTINCT job_id FROM ledger WHERE start_at >= ?1"
+    "  AND start_at < ?2 AND job_id IS NOT NULL) w)"
+    " SELECT l.job_id, l.team, l.provider, l.kind, l.start_at, l.end_at,"
+    " l.amount_micros, l.currency, l.note,"
     " coalesce(i.region, ''), coalesce(i.zone, ''),"
     " coalesce(i.instance_type, ''), coalesce(i.market, ''),"
     " coalesce(j.submitted_at, l.start_at),"
-    " coalesce(sum(CASE WHEN l.kind = 'compute' THEN l.end_at - l.start_at"
-    "  END) OVER (PARTITION BY l.job_id ORDER BY l.start_at, l.id"
+    " coalesce(b.ms, 0) + coalesce(sum(CASE WHEN l.kind = 'compute'"
+    "  THEN l.end_at - l.start_at END) OVER (PARTITION BY l.job_id"
+    "  ORDER BY l.start_at, l.id"
     "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"
     " FROM ledger l LEFT JOIN instances i ON i.token = l.instance_token"
     " LEFT JOIN jobs j ON j.id = l.job_id"
-    " WHERE l.start_at < ?2 AND (l.start_at >= ?1 OR l.job_id IN"
-    "  (SELECT job_id FROM ledger WHERE start_at >= ?1 AND start_at < ?2)))"
-    " WHERE start_at >= ?1 ORDER BY start_at";
+    " LEFT JOIN before b ON b.job_id = l.job_id"
+    " WHERE l.start_at >= ?1 AND l.start_at < ?2 ORDER BY l.start_at";
 
 static const char *col(sqlite3_stmt *st, int i)
 {
@@ -299,13 +305,14 @@ static int add_row(struct report_build *b, sqlite3_stmt *st)
  * the time to the job's next event (how long a checkpoint took). */
 static const char events_sql[] =
     "SELECT x.job_id, x.team, x.to_state, x.at, x.next_at,"
-    " coalesce((SELECT provider FROM ledger WHERE instance_token = i.token"
-    "  LIMIT 1), i.provider, ''), coalesce(i.instance_type, ''),"
+    " coalesce((SELECT provider FROM ledger WHERE job_id = x.job_id"
+    "  AND instance_token = i.token LIMIT 1), i.provider, ''),"
+    " coalesce(i.instance_type, ''),"
     " coalesce(i.token, '')"
     " FROM (SELECT e.job_id, j.team, e.to_state, e.at, lead(e.at)"
     "  OVER (PARTITION BY e.job_id ORDER BY e.seq) AS next_at"
     "  FROM job_events e JOIN jobs j ON j.id = e.job_id"
-    "  WHERE e.job_id IN (SELECT job_id FROM job_events WHERE at >= ?1"
+    "  WHERE e.job_id IN (SELECT DISTINCT job_id FROM job_events WHERE at >= ?1"
     "   AND at < ?2 AND to_state IN ('preempted', 'checkpointing'))) x"
     " LEFT JOIN instances i ON i.token = (SELECT token FROM instances"
     "  WHERE job_id = x.job_id AND started_at <= x.at"

@@ -37,6 +37,11 @@ int ebb__report_mark_preempted(struct report_build *b, const char *token)
     return b->preempted[b->n_preempted++] != NULL ? 0 : EBB_ENOMEM;
 }
 
+static int by_token(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static int by_time(const void *a, const void *b)
 {
     ebb_time_ms x = ((const struct ebb__report_cumulative *)a)->at;
@@ -148,8 +153,10 @@ static int add_run(struct report_build *b, sqlite3_stmt *st)
     if (run->job_id == NULL)
         return EBB_ENOMEM;
     r->n_runs++;
-    for (size_t i = 0; i < b->n_preempted; i++)
-        run->preempted |= strcmp(b->preempted[i], col(st, 0)) == 0;
+    const char *token = col(st, 0);
+    run->preempted = b->n_preempted > 0 &&
+                     bsearch(&token, b->preempted, b->n_preempted,
+                             sizeof(char *), by_token) != NULL;
     return 0;
 }
 
@@ -161,6 +168,7 @@ int ebb__report_chart(struct report_build *b)
     r->series = calloc(b->n_series + 1, sizeof(*r->series));
     if (r->series == NULL)
         return EBB_ENOMEM;
+    qsort(b->preempted, b->n_preempted, sizeof(char *), by_token);
     int rc = 0;
     for (size_t i = 0; i < b->n_series && rc == 0; i++) {
         rc = publish_series(b, &b->series[i], &r->series[i]);

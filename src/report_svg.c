@@ -232,50 +232,110 @@ static double draw_prices(const struct chart *c, const json_t *series,
 
 /* ---- runs -------------------------------------------------------------- */
 
-/* Jobs in order of their first run, each once. */
-static size_t lane_of(const json_t *runs, size_t upto, const char *job,
-                      size_t *n_lanes)
+/* A job's lane: its runs' total time picks the jobs shown when there are
+ * more than MAX_LANES; lanes are ordered by each job's first run. */
+struct lane {
+    const char *job;
+    size_t first;    /* index of its first run */
+    ebb_dur_ms ms;   /* total run time */
+};
+
+struct run_ref {
+    const char *job;
+    size_t i;
+};
+
+static int by_job(const void *a, const void *b)
 {
-    size_t lane = 0;
-    for (size_t i = 0; i < upto; i++) {
-        const char *other = json_string_value(
-            json_object_get(json_array_get(runs, i), "job"));
-        int seen = 0;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(other, json_string_value(json_object_get(
-                                     json_array_get(runs, k), "job"))) == 0;
-        if (seen)
-            continue;
-        if (strcmp(other, job) == 0)
-            return lane;
-        lane++;
+    const struct run_ref *x = a, *y = b;
+    int c = strcmp(x->job, y->job);
+    return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static int by_time_spent(const void *a, const void *b)
+{
+    const struct lane *x = a, *y = b;
+    if (x->ms != y->ms)
+        return (x->ms < y->ms) - (x->ms > y->ms);
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+static int by_first(const void *a, const void *b)
+{
+    const struct lane *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+static ebb_dur_ms run_ms(const json_t *r)
+{
+    return json_integer_value(json_object_get(r, "end_ms")) -
+           json_integer_value(json_object_get(r, "start_ms"));
+}
+
+/* Fills lane_of[i] (a row, or SIZE_MAX) for each of the n runs; returns the
+ * number of jobs (*rows: how many are drawn), or SIZE_MAX when out of
+ * memory. Sorting keeps it O(n log n) for a month of thousands of runs. */
+static size_t assign_lanes(const json_t *runs, size_t n, size_t *lane_of,
+                           size_t *rows)
+{
+    struct run_ref *refs = calloc(n + 1, sizeof(*refs));
+    struct lane *lanes = calloc(n + 1, sizeof(*lanes));
+    size_t n_lanes = 0;
+    if (refs == NULL || lanes == NULL) {
+        free(refs);
+        free(lanes);
+        return SIZE_MAX;
     }
-    return (*n_lanes)++;
+    for (size_t i = 0; i < n; i++) {
+        const char *j = json_string_value(
+            json_object_get(json_array_get(runs, i), "job"));
+        refs[i] = (struct run_ref){j != NULL ? j : "", i};
+    }
+    qsort(refs, n, sizeof(*refs), by_job);
+    for (size_t k = 0; k < n; k++) {
+        if (k == 0 || strcmp(refs[k].job, refs[k - 1].job) != 0)
+            lanes[n_lanes++] = (struct lane){refs[k].job, refs[k].i, 0};
+        lanes[n_lanes - 1].ms += run_ms(json_array_get(runs, refs[k].i));
+    }
+    qsort(lanes, n_lanes, sizeof(*lanes), by_time_spent);
+    *rows = n_lanes < MAX_LANES ? n_lanes : MAX_LANES;
+    qsort(lanes, *rows, sizeof(*lanes), by_first);
+    /* Each run's row: its job among the (at most MAX_LANES) drawn. */
+    for (size_t k = 0; k < n; k++) {
+        size_t row = SIZE_MAX;
+        for (size_t l = 0; l < *rows && row == SIZE_MAX; l++)
+            if (strcmp(lanes[l].job, refs[k].job) == 0)
+                row = l;
+        lane_of[refs[k].i] = row;
+    }
+    free(refs);
+    free(lanes);
+    return n_lanes;
 }
 
 static double draw_runs(const struct chart *c, const json_t *runs,
                         const json_t *series, double top)
 {
-    panel_title(c, top, "When each job ran (bars: instances; red mark: "
-                        "preempted)");
-    size_t n = json_array_size(runs), lanes = 0, hidden = 0;
-    size_t lane_of_run[512];
-    if (n > sizeof(lane_of_run) / sizeof(lane_of_run[0]))
-        n = sizeof(lane_of_run) / sizeof(lane_of_run[0]);
-    for (size_t i = 0; i < n; i++) {
-        const char *job = json_string_value(
-            json_object_get(json_array_get(runs, i), "job"));
-        lane_of_run[i] = lane_of(runs, i, job != NULL ? job : "", &lanes);
+    size_t n = json_array_size(runs), rows = 0;
+    size_t *lane_of = calloc(n + 1, sizeof(*lane_of));
+    size_t jobs = lane_of != NULL ? assign_lanes(runs, n, lane_of, &rows)
+                                  : SIZE_MAX;
+    if (jobs == SIZE_MAX) {
+        free(lane_of);
+        return top;
     }
-    size_t shown = lanes < MAX_LANES ? lanes : MAX_LANES;
-    hidden = lanes - shown;
-    double y0 = top + 12, y1 = y0 + (double)(shown > 0 ? shown : 1) * LANE_H;
+    panel_title(c, top, jobs > rows ? "When the jobs that ran longest ran "
+                                      "(bars: instances; red mark: preempted)"
+                                    : "When each job ran (bars: instances; "
+                                      "red mark: preempted)");
+    double y0 = top + 12, y1 = y0 + (double)(rows > 0 ? rows : 1) * LANE_H;
     time_axis(c, y0, y1, 0);
-    for (size_t i = 0; i < n; i++) {
+    int *labelled = calloc(rows + 1, sizeof(*labelled));
+    for (size_t i = 0; i < n && labelled != NULL; i++) {
         const json_t *r = json_array_get(runs, i);
-        if (lane_of_run[i] >= shown)
+        if (lane_of[i] == SIZE_MAX)
             continue;
-        double y = y0 + (double)lane_of_run[i] * LANE_H;
+        double y = y0 + (double)lane_of[i] * LANE_H;
         double xa = x_of(c, json_integer_value(json_object_get(r, "start_ms")));
         double xb = x_of(c, json_integer_value(json_object_get(r, "end_ms")));
         const json_t *si = json_object_get(r, "series");
@@ -288,20 +348,19 @@ static double draw_runs(const struct chart *c, const json_t *runs,
             fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"3\" "
                     "height=\"%d\" fill=\"#D00000\"/>\n", xb - 1.5, y + 1,
                     LANE_H - 2);
-        int first = 1;
-        for (size_t k = 0; k < i && first; k++)
-            first = lane_of_run[k] != lane_of_run[i];
-        if (first)
+        if (!labelled[lane_of[i]]++)
             text_at(c->out, LEFT - 6, y + LANE_H - 5,
                     "text-anchor=\"end\" class=\"tick\"",
                     json_string_value(json_object_get(r, "job")));
     }
+    free(labelled);
+    free(lane_of);
     if (n == 0)
         text_at(c->out, LEFT + 8, y0 + 13, "class=\"tick\"",
                 "no instance ran in this window");
-    if (hidden > 0) {
+    if (jobs > rows) {
         char more[64];
-        snprintf(more, sizeof(more), "and %zu more jobs", hidden);
+        snprintf(more, sizeof(more), "and %zu more jobs", jobs - rows);
         text_at(c->out, LEFT + PLOT_W, y1 + 12, "text-anchor=\"end\" "
                 "class=\"tick\"", more);
     }
@@ -351,18 +410,21 @@ static double draw_cumulative(const struct chart *c, const json_t *cum,
               "stroke-width=\"2.2\" d=\"", c->out);
         polyline(c, cum, 1, y0, y1, vmax, 1);
         fputs("\"/>\n", c->out);
-        /* The end values, right of the lines' ends. */
+        /* The end values at the lines' ends: spend below its line, the
+         * on-demand figure above its own (when it differs). */
         const json_t *last = json_array_get(cum, n - 1);
         double xe = x_of(c, int_at(last, 0));
-        for (int k = 1; k <= 2; k++) {
+        int at_edge = xe > LEFT + PLOT_W - 60;
+        for (size_t k = 1; k <= 2; k++) {
+            if (k == 2 && int_at(last, 2) == int_at(last, 1))
+                break;
             char v[48];
-            ebb__format_money(ebb__report_round_cents(int_at(last, (size_t)k)),
-                              NULL, v, sizeof(v));
-            double ye = y1 - (double)int_at(last, (size_t)k) / 1e6 * (y1 - y0) / vmax;
-            text_at(c->out, xe > LEFT + PLOT_W - 60 ? xe - 4 : xe + 4,
-                    k == 1 ? ye + 14 : ye - 5,
-                    xe > LEFT + PLOT_W - 60 ? "text-anchor=\"end\" class=\"legend\""
-                                            : "class=\"legend\"", v);
+            ebb__format_money(ebb__report_round_cents(int_at(last, k)), NULL, v,
+                              sizeof(v));
+            double ye = y1 - (double)int_at(last, k) / 1e6 * (y1 - y0) / vmax;
+            text_at(c->out, at_edge ? xe - 4 : xe + 4, k == 1 ? ye + 14 : ye - 5,
+                    at_edge ? "text-anchor=\"end\" class=\"legend\""
+                            : "class=\"legend\"", v);
         }
     }
     double lx = LEFT + 8, ly = y1 + 34;
@@ -374,8 +436,8 @@ static double draw_cumulative(const struct chart *c, const json_t *cum,
     text_at(c->out, lx + 148, ly, "class=\"legend\"",
             "on-demand for the same instance time, plus fees");
     fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"9\" "
-            "fill=\"#009E73\" fill-opacity=\"0.3\"/>\n", lx + 380, ly - 8);
-    text_at(c->out, lx + 398, ly, "class=\"legend\"", "saved");
+            "fill=\"#009E73\" fill-opacity=\"0.3\"/>\n", lx + 450, ly - 8);
+    text_at(c->out, lx + 468, ly, "class=\"legend\"", "saved");
     return ly + 20;
 }
 

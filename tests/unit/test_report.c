@@ -357,6 +357,36 @@ static void test_window(void **state)
     assert_null(none);
 }
 
+/* A provider's observed on-demand price comes before the catalog's list
+ * price, and follows its changes. */
+static void test_on_demand_observed(void **state)
+{
+    struct fixture *f = *state;
+    struct ebb_price od = {
+        .region = "us-east-1", .zone = "", .instance_type = "p3.2xlarge",
+        .market = EBB_MARKET_ON_DEMAND, .at = T - D, .price_per_hour = 2400000,
+        .currency = "USD",
+    };
+    assert_int_equal(ebb__store_put_price(f->store, "aws", &od), 1);
+    od.at = T + 2 * H;
+    od.price_per_hour = 1200000;
+    assert_int_equal(ebb__store_put_price(f->store, "aws", &od), 1);
+    struct ebb__report *r = build(f);
+    /* j1: 1h at 2.4 then 1h at 1.2; j2's on-demand row is its own. */
+    assert_int_equal(r->total.on_demand, 2400000 + 1200000 + 3000000);
+    assert_int_equal(r->total.on_demand_basis, 4500000);
+    ebb__report_free(r);
+    /* Without any on-demand price, spot rows have no reference. */
+    f->opts.catalog = NULL;
+    sqlite3_exec(ebb__store_sqlite(f->store),
+                 "DELETE FROM prices WHERE market = 'on-demand'", NULL, NULL,
+                 NULL);
+    r = build(f);
+    assert_int_equal(r->total.on_demand, 3000000);
+    assert_int_equal(r->total.on_demand_basis, 3000000);
+    ebb__report_free(r);
+}
+
 static void test_parse_when(void **state)
 {
     (void)state;
@@ -653,6 +683,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reconciles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_by_each, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_on_demand_observed, setup,
+                                        teardown),
         cmocka_unit_test(test_parse_when),
         cmocka_unit_test_setup_teardown(test_currency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_advice, setup, teardown),
