@@ -15,8 +15,9 @@
  * unconverted (`natives`) to reconcile with the ledger's own sums.
  *
  * Files: report.c (query and aggregate), report_refs.c (the on-demand and
- * spot-at-once references, currency conversion), report_format.c (JSON,
- * table, CSV), report_svg.c (the chart), report_advice.c (plan advice).
+ * spot-at-once references, price series, currency conversion),
+ * report_chart.c (the chart's data), report_format.c (JSON, table cells,
+ * CSV), report_svg.c (the chart), report_advice.c (plans and advice).
  */
 #ifndef EBB_REPORT_H
 #define EBB_REPORT_H
@@ -167,6 +168,7 @@ struct ebb__report {
     size_t n_series;
     struct ebb__report_run *runs;       /* by start */
     size_t n_runs;
+    size_t runs_left_out;               /* past the chart's limit */
     struct ebb__report_cumulative *cumulative; /* by time */
     size_t n_cumulative;
     struct ebb__report_advice *advice;

@@ -9,6 +9,12 @@
 
 /* Enough points for a line a few hundred pixels wide. */
 #define MAX_CUMULATIVE 600
+/* What the chart data may hold, so that a year of history stays well
+ * inside one API message: the series most spent on, each thinned to at
+ * most 3 points per 1/PRICE_BUCKETS of the window, and the first runs. */
+#define MAX_SERIES 8
+#define PRICE_BUCKETS 1000
+#define MAX_RUNS 20000
 
 int ebb__report_cumulate(struct report_build *b, ebb_time_ms at,
                          ebb_micros spend, ebb_micros on_demand)
@@ -74,6 +80,34 @@ static int by_spend(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* Keeps, of each 1/PRICE_BUCKETS of the window, the first point and the
+ * lowest and highest, in time order: spikes survive, the line's shape
+ * stays. Points are thinned in place. */
+static void thin(struct ebb__report_series *s, ebb_time_ms since,
+                 ebb_time_ms until)
+{
+    if (s->n_points <= 3 * PRICE_BUCKETS)
+        return;
+    ebb_dur_ms width = (until - since) / PRICE_BUCKETS + 1;
+    size_t kept = 0, i = 0;
+    while (i < s->n_points) {
+        ebb_time_ms bucket = (s->points[i].at - since) / width;
+        size_t first = i, lo = i, hi = i;
+        for (i++; i < s->n_points &&
+                  (s->points[i].at - since) / width == bucket; i++) {
+            if (s->points[i].value < s->points[lo].value)
+                lo = i;
+            if (s->points[i].value > s->points[hi].value)
+                hi = i;
+        }
+        size_t pick[3] = {first, lo < hi ? lo : hi, lo < hi ? hi : lo};
+        for (size_t k = 0; k < 3; k++)
+            if (k == 0 || pick[k] != pick[k - 1])
+                s->points[kept++] = s->points[pick[k]];
+    }
+    s->n_points = kept;
+}
+
 /* Copies a cached series into the report: the step in effect at `since`
  * (moved to since) and those after it, converted. */
 static int publish_series(struct report_build *b, struct series_cache *c,
@@ -99,6 +133,7 @@ static int publish_series(struct report_build *b, struct series_cache *c,
         p->at = c->p[i].at < b->r->since ? b->r->since : c->p[i].at;
         rc = ebb__report_to_currency(b, c->p[i].value, c->currency, &p->value);
     }
+    thin(s, b->r->since, b->r->until);
     return rc;
 }
 
@@ -135,6 +170,10 @@ static const char *col(sqlite3_stmt *st, int i)
 static int add_run(struct report_build *b, sqlite3_stmt *st)
 {
     struct ebb__report *r = b->r;
+    if (r->n_runs == MAX_RUNS) {
+        r->runs_left_out++;
+        return 0;
+    }
     void *n = realloc(r->runs, (r->n_runs + 1) * sizeof(*r->runs));
     if (n == NULL)
         return EBB_ENOMEM;
@@ -165,12 +204,13 @@ int ebb__report_chart(struct report_build *b)
     struct ebb__report *r = b->r;
     cumulate(r);
     qsort(b->series, b->n_series, sizeof(*b->series), by_spend);
-    r->series = calloc(b->n_series + 1, sizeof(*r->series));
+    size_t n = b->n_series < MAX_SERIES ? b->n_series : MAX_SERIES;
+    r->series = calloc(n + 1, sizeof(*r->series));
     if (r->series == NULL)
         return EBB_ENOMEM;
     qsort(b->preempted, b->n_preempted, sizeof(char *), by_token);
     int rc = 0;
-    for (size_t i = 0; i < b->n_series && rc == 0; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         rc = publish_series(b, &b->series[i], &r->series[i]);
         r->n_series++;
     }

@@ -117,7 +117,8 @@ static json_t *chart_json(const struct ebb__report *r)
                                              (json_int_t)c->spend,
                                              (json_int_t)c->on_demand));
     }
-    return json_pack("{s:o,s:o,s:o}", "series", series, "runs", runs,
+    return json_pack("{s:o,s:o,s:I,s:o}", "series", series, "runs", runs,
+                     "runs_left_out", (json_int_t)r->runs_left_out,
                      "cumulative", cum);
 }
 

@@ -348,7 +348,7 @@ static void config_errors(void **state)
     expect_error("log_level: info\n\nprovders: {}\n",
                  "ebb.yaml:3: unknown key \"provders\" (known: log_level, "
                  "plugin_dirs, api, agent_api, default_policy, providers, "
-                 "policies, teams, admins, currency_rates)");
+                 "policies, teams, admins, currency_rates, plans)");
     /* Duplicate key. */
     expect_error("log_level: info\nadmins: [a]\nlog_level: debug\n",
                  "ebb.yaml:3: duplicate key \"log_level\" (first at line 1)");
@@ -457,11 +457,11 @@ static void config_file(void **state)
     fputs("log_level: info\nbudget: 5\n", f);
     fclose(f);
     assert_int_equal(ebb__config_load_file(path, &cfg, &d), EBB_ECONFIG);
-    char want[400];
+    char want[512];
     snprintf(want, sizeof(want),
              "%s:2: unknown key \"budget\" (known: log_level, plugin_dirs, "
              "api, agent_api, default_policy, providers, policies, teams, "
-             "admins, currency_rates)",
+             "admins, currency_rates, plans)",
              path);
     assert_string_equal(d.msg, want);
 

@@ -567,8 +567,10 @@ static void test_json_csv(void **state)
     assert_string_equal(cells[3], "4.50");
     assert_string_equal(cells[4], "50.0%");
     assert_string_equal(cells[6], "1");
-    assert_int_equal(ebb__report_table_row(json_object(), "x", cells, buf,
-                                           sizeof(buf)), EBB_EINVAL);
+    json_t *empty = json_object();
+    assert_int_equal(ebb__report_table_row(empty, "x", cells, buf, sizeof(buf)),
+                     EBB_EINVAL);
+    json_decref(empty);
 
     char *text = NULL;
     size_t len = 0;
@@ -676,6 +678,42 @@ static void test_svg(void **state)
     json_decref(j);
 }
 
+/* A series observed every 30 s for two days is thinned for the chart, but
+ * its spike and its first point (at `since`) stay. */
+static void test_chart_thinning(void **state)
+{
+    struct fixture *f = *state;
+    size_t n = 2 * D / (30 * EBB_MS_PER_SECOND);
+    struct ebb_price *p = calloc(n, sizeof(*p));
+    for (size_t i = 0; i < n; i++)
+        p[i] = (struct ebb_price){
+            .region = "us-east-1", .zone = "us-east-1a",
+            .instance_type = "p3.2xlarge", .market = EBB_MARKET_SPOT,
+            .at = T + 1 + (ebb_time_ms)i * 30 * EBB_MS_PER_SECOND,
+            .price_per_hour = i == 4321 ? 9000000 : 1000000 + (ebb_micros)(i % 7),
+            .currency = "USD",
+        };
+    size_t added = 0;
+    assert_int_equal(ebb__store_put_prices(f->store, "aws", p, n, &added), 0);
+    assert_int_equal(added, n);
+    free(p);
+    f->opts.chart = 1;
+    struct ebb__report *r = build(f);
+    const struct ebb__report_series *s = &r->series[1];
+    assert_string_equal(s->zone, "us-east-1a");
+    assert_true(s->n_points <= 3000);
+    assert_true(s->n_points >= 1000);
+    assert_int_equal(s->points[0].at, T);
+    ebb_micros top = 0;
+    for (size_t i = 0; i < s->n_points; i++) {
+        top = s->points[i].value > top ? s->points[i].value : top;
+        if (i > 0)
+            assert_true(s->points[i].at > s->points[i - 1].at);
+    }
+    assert_int_equal(top, 9000000);
+    ebb__report_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -691,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_plans_config),
         cmocka_unit_test_setup_teardown(test_json_csv, setup, teardown),
         cmocka_unit_test_setup_teardown(test_svg, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chart_thinning, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
