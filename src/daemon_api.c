@@ -98,8 +98,9 @@ struct store_read {
     /* Off the loop: fills result, or code and diag. Touches no daemon. */
     void (*run)(struct store_read *r, struct ebb__store *store);
     struct ebb__forecast_opts opts; /* forecast only */
-    /* report only; its strings and arrays are the call's params and the
-     * daemon's config and catalog, which outlive the call. */
+    /* report only; its strings and arrays belong to the call's params
+     * (kept until the call is answered, after the work) and to the
+     * daemon's config and catalog (never changed while it runs). */
     struct ebb__report_opts report;
     json_t *result;
     const char *code; /* error code when result is NULL */
