@@ -9,6 +9,7 @@
 #include "paths.h"
 #include "str.h"
 #include "units.h"
+#include "report.h"
 #include "yaml_read.h"
 
 /* The configuration used when there is no ebb.yaml. examples/ebb.yaml
@@ -494,6 +495,13 @@ static int do_currency_rates(struct ebb__config *cfg,
     return 0;
 }
 
+/* Monthly or reserved plans, for the reports' plan advice. */
+static int do_plans(struct ebb__config *cfg, const struct ebb__ynode *n,
+                    struct ebb__diag *d)
+{
+    return ebb__plans_load(n, &cfg->plans, &cfg->n_plans, d);
+}
+
 static const struct {
     const char *key;
     int (*apply)(struct ebb__config *, const struct ebb__ynode *,
@@ -511,6 +519,7 @@ static const struct {
     {"currency_rates", do_currency_rates},
     {"clock", do_clock},
     {"run_on", do_run_on},
+    {"plans", do_plans},
 };
 #define N_TOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
@@ -645,6 +654,7 @@ void ebb__config_free(struct ebb__config *cfg)
     free(cfg->teams);
     ebb__string_list_free(&cfg->admins);
     free(cfg->rates);
+    ebb__plans_free(cfg->plans, cfg->n_plans);
     ebb__ydoc_free(cfg->doc);
     free(cfg);
 }

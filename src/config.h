@@ -18,6 +18,8 @@
 #include "diag.h"
 #include "yaml_doc.h"
 
+struct ebb__plan;
+
 /* A named plugin section: `providers: { aws: {...} }`. `node` is the
  * section's value (a mapping, or NULL / a null value for "all defaults"),
  * ready for ebb__cfg_apply(). */
@@ -76,6 +78,8 @@ struct ebb__config {
     struct ebb_string_list admins;
     size_t n_rates;
     struct ebb__currency_rate *rates;
+    size_t n_plans;
+    struct ebb__plan *plans; /* report.h; read by report_advice.c */
 };
 
 /* Loads the file at `path`. On success *out is a new config the caller

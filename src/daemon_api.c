@@ -8,6 +8,7 @@
 #include "ebb_build_config.h"
 #include "forecast_report.h"
 #include "paths.h"
+#include "report_format.h"
 #include "units.h"
 
 static json_t *plugin_json(const struct ebb__plugin_slot *slot)
@@ -126,6 +127,10 @@ struct store_read {
     /* Off the loop: fills result, or code and diag. Touches no daemon. */
     void (*run)(struct store_read *r, struct ebb__store *store);
     struct ebb__forecast_opts opts; /* forecast only */
+    /* report only; its strings and arrays belong to the call's params
+     * (kept until the call is answered, after the work) and to the
+     * daemon's config and catalog (never changed while it runs). */
+    struct ebb__report_opts report;
     json_t *result;
     const char *code; /* error code when result is NULL */
     struct ebb__diag diag;
@@ -178,7 +183,8 @@ static int dup_param(struct ebb__api_call *call, const char *key,
  * and zone params as the filter; the call is answered when it is done. */
 static void store_read_start(struct ebb__daemon *d, struct ebb__api_call *call,
                              void (*run)(struct store_read *, struct ebb__store *),
-                             const struct ebb__forecast_opts *opts)
+                             const struct ebb__forecast_opts *opts,
+                             const struct ebb__report_opts *report)
 {
     struct store_read *r = calloc(1, sizeof(*r));
     int ok = r != NULL;
@@ -186,6 +192,7 @@ static void store_read_start(struct ebb__daemon *d, struct ebb__api_call *call,
         r->call = call;
         r->run = run;
         r->opts = opts != NULL ? *opts : (struct ebb__forecast_opts){0};
+        r->report = report != NULL ? *report : (struct ebb__report_opts){0};
         r->req.data = r;
         r->db_path = ebb__path_join(d->state_dir, "ebb.db");
         ok = r->db_path != NULL &&
@@ -220,7 +227,7 @@ static void prices_run(struct store_read *r, struct ebb__store *store)
 
 static void api_prices(void *ctx, struct ebb__api_call *call)
 {
-    store_read_start(ctx, call, prices_run, NULL);
+    store_read_start(ctx, call, prices_run, NULL, NULL);
 }
 
 /* ---- forecast ---------------------------------------------------------- */
@@ -325,7 +332,69 @@ static void api_forecast(void *ctx, struct ebb__api_call *call)
         .origin = at, .step = step, .n_steps = n_steps,
         .max_total_points = FORECAST_MAX_TOTAL_POINTS,
     };
-    store_read_start(d, call, forecast_run, &opts);
+    store_read_start(d, call, forecast_run, &opts, NULL);
+}
+
+/* ---- report ------------------------------------------------------------ */
+
+static void report_run(struct store_read *r, struct ebb__store *store)
+{
+    struct ebb__report *rep = NULL;
+    int rc = ebb__report_build(ebb__store_sqlite(store), &r->report, &rep,
+                               &r->diag);
+    if (rc == 0) {
+        r->result = ebb__report_json(rep);
+        if (r->result == NULL)
+            ebb__diag_set(&r->diag, NULL, 0, "out of memory");
+    } else if (rc == EBB_EINVAL) {
+        r->code = "bad_request";
+    }
+    ebb__report_free(rep);
+}
+
+/* A report boundary: ms since the epoch, a date or ISO-8601 time, or (when
+ * `ago`) a duration back from now such as "30d". */
+static int param_when(struct ebb__api_call *call, const char *key,
+                      ebb_time_ms now, int ago, ebb_time_ms *out)
+{
+    json_t *v = json_object_get(call->params, key);
+    const char *why = NULL;
+    if (v == NULL)
+        return 0;
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v) &&
+        ebb__report_parse_when(json_string_value(v), now, ago, out, &why) == 0)
+        return 0;
+    ebb__api_fail(call, "bad_request", "%s: %s", key,
+                  why != NULL ? why : "not a time");
+    return EBB_EINVAL;
+}
+
+static void api_report(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    ebb_time_ms now = ebb__clock_now(&d->clock);
+    struct ebb__report_opts o = {
+        .since = now - 30 * EBB_MS_PER_DAY, .until = now,
+        .currency = param_string(call, "currency"),
+        .rates = d->config->rates, .n_rates = d->config->n_rates,
+        .catalog = d->catalog,
+        .plans = d->config->plans, .n_plans = d->config->n_plans,
+        .chart = json_is_true(json_object_get(call->params, "chart")),
+    };
+    if (param_when(call, "since", now, 1, &o.since) != 0 ||
+        param_when(call, "until", now, 0, &o.until) != 0)
+        return;
+    const char *by = param_string(call, "by");
+    if (ebb__report_by_parse(by, &o.by) != 0) {
+        ebb__api_fail(call, "bad_request", "by: \"%s\" is not one of job, "
+                      "team, provider, instance-type, day", by);
+        return;
+    }
+    store_read_start(d, call, report_run, NULL, &o);
 }
 
 const struct ebb__api_method ebb__daemon_methods[] = {
@@ -338,5 +407,6 @@ const struct ebb__api_method ebb__daemon_methods[] = {
     {"job", ebb__api_job},
     {"cancel", ebb__api_cancel},
     {"logs", ebb__api_logs},
+    {"report", api_report},
     {NULL, NULL},
 };

@@ -59,5 +59,6 @@ int cmd_cancel(struct cli *cli, int argc, char **argv);
 int cmd_logs(struct cli *cli, int argc, char **argv);
 int cmd_forecast(struct cli *cli, int argc, char **argv);
 int cmd_cron(struct cli *cli, int argc, char **argv);
+int cmd_report(struct cli *cli, int argc, char **argv);
 
 #endif

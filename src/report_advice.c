@@ -1,0 +1,273 @@
+/* Plan advice: when a team's usage is steady enough that a monthly or
+ * reserved plan would have been cheaper, say so with the figures.
+ *
+ * A plan (ebb.yaml `plans:`) buys `covers` of instance time on matching
+ * instances (a provider, optionally a region and an instance type) for
+ * `price` every `period`. For each team, the report window is cut into
+ * whole periods from its start; in each one the team's matching usage U
+ * cost S. On the plan it would have cost price + S * (U - covers) / U when
+ * U exceeds covers (the time beyond the plan at the rate the team actually
+ * paid), else price. The plan is advised when it is cheaper in every whole
+ * period, not only on average: that is what "steady" means here, and no
+ * threshold tuned to anyone's data is involved. A window shorter than one
+ * period gives no advice. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "cfg_table.h"
+#include "report_impl.h"
+#include "yaml_read.h"
+
+struct plan_cfg {
+    char *provider, *region, *instance_type;
+    struct ebb_money price;
+    ebb_dur_ms period, covers;
+};
+
+static const struct ebb_cfg_key plan_keys[] = {
+    {"provider", EBB_CFG_STRING, NULL, offsetof(struct plan_cfg, provider),
+     "whose instances the plan covers (e.g. aws); required"},
+    {"region", EBB_CFG_STRING, NULL, offsetof(struct plan_cfg, region),
+     "only instances in this region; default any"},
+    {"instance_type", EBB_CFG_STRING, NULL,
+     offsetof(struct plan_cfg, instance_type),
+     "only this instance type; default any"},
+    {"price", EBB_CFG_MONEY, NULL, offsetof(struct plan_cfg, price),
+     "what the plan costs per period (e.g. 1500 USD); required"},
+    {"period", EBB_CFG_DURATION, "30d", offsetof(struct plan_cfg, period),
+     "how often the price is paid"},
+    {"covers", EBB_CFG_DURATION, NULL, offsetof(struct plan_cfg, covers),
+     "instance time included per period; default the whole period (one "
+     "instance always on)"},
+    EBB_CFG_END,
+};
+
+/* Shorter periods would make "every period" a test of hours, not usage. */
+#define MIN_PERIOD EBB_MS_PER_HOUR
+
+static char *take(char **s)
+{
+    char *v = *s;
+    *s = NULL;
+    return v;
+}
+
+int ebb__plans_load(const struct ebb__ynode *node, struct ebb__plan **out,
+                    size_t *n, struct ebb__diag *d)
+{
+    *out = NULL;
+    *n = 0;
+    if (node == NULL || ebb__ynode_is_null(node))
+        return 0;
+    int rc = ebb__yread_expect_map(node, "plans", d);
+    if (rc != 0 || node->n == 0)
+        return rc;
+    struct ebb__plan *plans = calloc(node->n, sizeof(*plans));
+    if (plans == NULL)
+        return ebb__yread_nomem(d);
+    size_t count = 0;
+    for (size_t i = 0; rc == 0 && i < node->n; i++) {
+        const struct ebb__ynode *key = node->keys[i];
+        char what[128];
+        snprintf(what, sizeof(what), "plans.%s", key->value);
+        void *raw = NULL;
+        rc = ebb__cfg_apply(plan_keys, sizeof(struct plan_cfg), node->items[i],
+                            what, &raw, d);
+        if (rc != 0)
+            break;
+        struct plan_cfg *c = raw;
+        if (c->provider == NULL || c->provider[0] == '\0')
+            ebb__diag_set(d, key->file, key->line, "%s: provider is required "
+                          "(e.g. provider: aws)", what), rc = EBB_ECONFIG;
+        else if (c->price.currency[0] == '\0' || c->price.amount < 0)
+            ebb__diag_set(d, key->file, key->line, "%s: price is required "
+                          "(what the plan costs per period, e.g. 1500 USD)",
+                          what), rc = EBB_ECONFIG;
+        else if (c->period < MIN_PERIOD)
+            ebb__diag_set(d, key->file, key->line, "%s: period must be at "
+                          "least 1h (e.g. 30d)", what), rc = EBB_ECONFIG;
+        else if (c->covers < 0)
+            ebb__diag_set(d, key->file, key->line, "%s: covers must not be "
+                          "negative", what), rc = EBB_ECONFIG;
+        if (rc == 0) {
+            struct ebb__plan *p = &plans[count++];
+            p->name = strdup(key->value);
+            p->line = key->line;
+            p->provider = take(&c->provider);
+            p->region = take(&c->region);
+            p->instance_type = take(&c->instance_type);
+            p->price = c->price;
+            p->period = c->period;
+            p->covers = c->covers > 0 ? c->covers : c->period;
+            if (p->name == NULL)
+                rc = ebb__yread_nomem(d);
+        }
+        ebb__cfg_free(plan_keys, c);
+    }
+    if (rc != 0) {
+        ebb__plans_free(plans, count);
+        return rc;
+    }
+    *out = plans;
+    *n = count;
+    return 0;
+}
+
+void ebb__plans_free(struct ebb__plan *plans, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(plans[i].name);
+        free(plans[i].provider);
+        free(plans[i].region);
+        free(plans[i].instance_type);
+    }
+    free(plans);
+}
+
+/* ---- advice ------------------------------------------------------------ */
+
+/* The team's matching usage, team by team. */
+static const char usage_sql[] =
+    "SELECT l.team, l.start_at, l.end_at, l.amount_micros, l.currency"
+    " FROM ledger l JOIN instances i ON i.token = l.instance_token"
+    " WHERE l.kind IN ('compute', 'overhead') AND l.start_at >= ?1"
+    " AND l.start_at < ?2 AND l.provider = ?3"
+    " AND (?4 IS NULL OR i.region = ?4)"
+    " AND (?5 IS NULL OR i.instance_type = ?5)"
+    " ORDER BY l.team";
+
+struct team_usage {
+    const struct ebb__report_opts *o;
+    const struct ebb__plan *plan;
+    ebb_micros price;   /* converted */
+    int periods;
+    ebb_micros *spend;  /* per period */
+    ebb_dur_ms *used;
+};
+
+/* What period k would have cost on the plan. */
+static ebb_micros with_plan(const struct team_usage *t, int k)
+{
+    ebb_dur_ms over = t->used[k] - t->plan->covers;
+    if (over <= 0)
+        return t->price;
+    ebb__i128 beyond = (ebb__i128)t->spend[k] * over / t->used[k];
+    return t->price + (ebb_micros)beyond;
+}
+
+/* Appends advice for the team whose usage is in `t` when the plan wins in
+ * every period; resets the usage. */
+static int judge(struct ebb__report *r, struct team_usage *t, const char *team)
+{
+    struct ebb__report_advice a = {
+        .periods = t->periods, .period = t->plan->period,
+    };
+    int wins = 1;
+    for (int k = 0; k < t->periods; k++) {
+        ebb_micros plan = with_plan(t, k);
+        wins &= plan < t->spend[k];
+        a.spend += t->spend[k];
+        a.used_ms += t->used[k];
+        a.with_plan += plan;
+    }
+    memset(t->spend, 0, (size_t)t->periods * sizeof(*t->spend));
+    memset(t->used, 0, (size_t)t->periods * sizeof(*t->used));
+    if (!wins)
+        return 0;
+    void *n = realloc(r->advice, (r->n_advice + 1) * sizeof(*r->advice));
+    if (n == NULL)
+        return EBB_ENOMEM;
+    r->advice = n;
+    a.team = strdup(team);
+    a.plan = strdup(t->plan->name);
+    r->advice[r->n_advice++] = a;
+    return a.team != NULL && a.plan != NULL ? 0 : EBB_ENOMEM;
+}
+
+static int advise_plan(sqlite3 *db, struct ebb__report *r,
+                       struct team_usage *t, struct ebb__diag *d)
+{
+    const struct ebb__plan *p = t->plan;
+    ebb_time_ms end = r->since + (ebb_time_ms)t->periods * p->period;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, usage_sql, -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 1, r->since);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, end);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 3, p->provider, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 4, p->region, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 5, p->instance_type, -1, SQLITE_STATIC);
+    char team[256] = "";
+    int any = 0, r2 = 0;
+    while (rc == SQLITE_OK && r2 == 0) {
+        int step = sqlite3_step(st);
+        if (step != SQLITE_ROW) {
+            rc = step == SQLITE_DONE ? SQLITE_OK : step;
+            break;
+        }
+        const char *row_team = (const char *)sqlite3_column_text(st, 0);
+        if (any && strcmp(row_team, team) != 0)
+            r2 = judge(r, t, team);
+        any = 1;
+        snprintf(team, sizeof(team), "%s", row_team);
+        ebb_time_ms start = sqlite3_column_int64(st, 1);
+        ebb_micros amount;
+        if (ebb__report_convert(sqlite3_column_int64(st, 3),
+                                (const char *)sqlite3_column_text(st, 4),
+                                r->currency, t->o->rates, t->o->n_rates,
+                                &amount) != 0) {
+            ebb__diag_set(d, NULL, 0, "no exchange rate between %s and %s: "
+                          "add it under currency_rates: in ebb.yaml",
+                          (const char *)sqlite3_column_text(st, 4), r->currency);
+            r2 = EBB_EINVAL;
+            break;
+        }
+        int k = (int)((start - r->since) / p->period);
+        t->spend[k] += amount;
+        t->used[k] += sqlite3_column_int64(st, 2) - start;
+    }
+    if (rc == SQLITE_OK && r2 == 0 && any)
+        r2 = judge(r, t, team);
+    if (rc != SQLITE_OK) {
+        ebb__diag_set(d, NULL, 0, "cannot read the ledger: %s",
+                      sqlite3_errmsg(db));
+        r2 = EBB_EDB;
+    }
+    sqlite3_finalize(st);
+    return r2;
+}
+
+int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
+                       struct ebb__report *r, struct ebb__diag *d)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < o->n_plans; i++) {
+        const struct ebb__plan *p = &o->plans[i];
+        int64_t periods = (r->until - r->since) / p->period;
+        if (periods < 1)
+            continue;
+        struct team_usage t = {.o = o, .plan = p, .periods = (int)periods};
+        if (ebb__report_convert(p->price.amount, p->price.currency,
+                                r->currency, o->rates, o->n_rates,
+                                &t.price) != 0) {
+            ebb__diag_set(d, NULL, 0, "plans.%s: no exchange rate between %s "
+                          "and %s: add it under currency_rates: in ebb.yaml",
+                          p->name, p->price.currency, r->currency);
+            return EBB_EINVAL;
+        }
+        t.spend = calloc((size_t)periods, sizeof(*t.spend));
+        t.used = calloc((size_t)periods, sizeof(*t.used));
+        rc = t.spend != NULL && t.used != NULL ? advise_plan(db, r, &t, d)
+                                               : EBB_ENOMEM;
+        free(t.spend);
+        free(t.used);
+    }
+    return rc;
+}
