@@ -130,6 +130,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             available = (uint32_t)step->capacity > o->n_running;
         ebb__engine_outlook(e, k, now);
         e->view_offers[n] = (struct ebb_offer){
+            .struct_size = sizeof(struct ebb_offer),
             .provider = o->provider,
             .region = o->region,
             .zone = o->zone,
@@ -142,6 +143,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             .forecast = o->fc,
             .n_forecast = o->n_fc,
             .forecast_p50_low = o->fc_p50_low,
+            .preemption_by_hour = o->has_by_hour ? o->hazard_by_hour : NULL,
         };
         e->view_map[n] = k;
         n++;
@@ -152,6 +154,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
     e->view_now = now;
     e->view_version = e->market.version;
     e->view_valid = 1;
+    e->view_generation++;
     return n;
 }
 
@@ -182,6 +185,7 @@ static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
 {
     const struct ebb__engine *e = job->engine;
     *v = (struct ebb_job_view){
+        .struct_size = sizeof(struct ebb_job_view),
         .id = job->id,
         .name = job->spec.name,
         .market = job->spec.market,
@@ -300,7 +304,12 @@ void ebb__engine_plan_job(struct ebb__job *job)
         return; /* launching, checkpointing: the next event will re-plan */
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     size_t n_view = build_market_view(e, job, now);
-    struct ebb_market_view market = {e->view_offers, n_view};
+    struct ebb_market_view market = {
+        .struct_size = sizeof(market),
+        .offers = e->view_offers,
+        .n_offers = n_view,
+        .generation = e->view_generation,
+    };
     struct ebb_job_view view;
     fill_job_view(job, now, n_view, &view);
     if (running && view.running_offer == SIZE_MAX)

@@ -31,11 +31,11 @@ static double hazard(const struct ebb_offer *o)
 
 double pu_loss_ms(const struct pu_ctx *c, size_t k, const struct pu_model *m)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return INFINITY;
     double loss = pu_restart_ms(c);
     if (m->lose_unsaved && m->checkpoint_ms > 0)
-        loss += m->checkpoint_ms / (2.0 * c->offers[k].speed);
+        loss += m->checkpoint_ms / (2.0 * pu_offer(c, k)->speed);
     return loss;
 }
 
@@ -44,7 +44,7 @@ static double expected_ms(const struct pu_ctx *c, size_t k, int restart,
                           const struct pu_model *m)
 {
     double h0 = pu_wall_ms(c, k) + (restart ? pu_restart_ms(c) : 0);
-    double rework = hazard(&c->offers[k]) * pu_loss_ms(c, k, m) /
+    double rework = hazard(pu_offer(c, k)) * pu_loss_ms(c, k, m) /
                     (double)EBB_MS_PER_HOUR;
     return h0 * (1.0 + rework);
 }
@@ -52,7 +52,7 @@ static double expected_ms(const struct pu_ctx *c, size_t k, int restart,
 double pu_expected_hours(const struct pu_ctx *c, size_t k,
                          const struct pu_model *m)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return INFINITY;
     return expected_ms(c, k, k != c->running, m) / (double)EBB_MS_PER_HOUR;
 }
@@ -73,7 +73,7 @@ double pu_price_at(const struct pu_ctx *c, size_t k, double t, int band)
 {
     if (k >= c->n)
         return INFINITY;
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     double price = o->price_per_hour > 0 ? (double)o->price_per_hour : 0;
     /* Points are in time order; the last one at or before t holds. The
      * price now is known, so points at or before now do not replace it. An
@@ -94,7 +94,7 @@ double pu_price_at(const struct pu_ctx *c, size_t k, double t, int band)
 static double span_slow(const struct pu_ctx *c, size_t k, double start,
                         double end, int band)
 {
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     double t = start, price = pu_price_at(c, k, start, band), sum = 0;
     for (size_t i = 0; i < n_points(o); i++) {
         double at = (double)o->forecast[i].at;
@@ -143,7 +143,7 @@ static int64_t int_price(const struct ebb_forecast_point *p, int band)
 static int span_fast(const struct pu_ctx *c, size_t k, double start,
                      double end, int band, int64_t limit, double *out)
 {
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     if (!fast_time(c->now) || !(fabs(start) < (double)FAST_TIME_MAX) ||
         start != floor(start) || !(end < (double)FAST_TIME_MAX))
         return 0;
@@ -244,7 +244,7 @@ static struct pu_cost_cache *cache_for(const struct pu_ctx *c, size_t k,
 double pu_expected_cost(const struct pu_ctx *c, size_t k, double delay_ms,
                         const struct pu_model *m)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]) || !(delay_ms >= 0))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)) || !(delay_ms >= 0))
         return INFINITY;
     struct pu_cost_cache *cache = delay_ms == 0 ? cache_for(c, k, m) : NULL;
     if (cache == NULL)
@@ -276,7 +276,7 @@ static int64_t prune_limit(double bound)
 static int cost_upto(const struct pu_ctx *c, size_t k, const struct pu_model *m,
                      double bound, double *e)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k])) {
+    if (k >= c->n || !pu_usable(pu_offer(c, k))) {
         *e = INFINITY;
         return 1;
     }
@@ -329,7 +329,7 @@ static int fast_next(const struct ebb_offer *o, size_t i)
 static int later_fast(const struct pu_ctx *c, size_t k, size_t end,
                       const struct pu_model *m, size_t *best, double *cost)
 {
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     size_t n = n_points(o);
     if (!fast_time(c->now))
         return 0;
@@ -385,8 +385,8 @@ size_t pu_cheapest_later(const struct pu_ctx *c, size_t k, size_t end_index,
 {
     size_t best = PU_NONE;
     double best_cost = INFINITY;
-    if (k < c->n && pu_usable(&c->offers[k])) {
-        const struct ebb_offer *o = &c->offers[k];
+    if (k < c->n && pu_usable(pu_offer(c, k))) {
+        const struct ebb_offer *o = pu_offer(c, k);
         size_t end = end_index < n_points(o) ? end_index : n_points(o);
         if (!later_fast(c, k, end, m, &best, &best_cost)) {
             best = PU_NONE;
@@ -406,7 +406,7 @@ size_t pu_cheapest_later(const struct pu_ctx *c, size_t k, size_t end_index,
     if (cost != NULL)
         *cost = best_cost;
     if (wait_ms != NULL)
-        *wait_ms = best != PU_NONE ? (double)c->offers[k].forecast[best].at -
+        *wait_ms = best != PU_NONE ? (double)pu_offer(c, k)->forecast[best].at -
                                          (double)c->now
                                    : 0;
     return best;
@@ -420,7 +420,7 @@ size_t pu_best_expected(const struct pu_ctx *c, int market_filter, size_t skip,
     for (size_t k = 0; k < c->n; k++) {
         if (k == skip || !pu_allowed(c, k) || !pu_ready(c, k))
             continue;
-        if (market_filter >= 0 && (int)c->offers[k].market != market_filter)
+        if (market_filter >= 0 && (int)pu_offer(c, k)->market != market_filter)
             continue;
         double e = pu_expected_cost(c, k, 0, m);
         if (!isfinite(e))
@@ -437,11 +437,11 @@ size_t pu_best_expected(const struct pu_ctx *c, int market_filter, size_t skip,
 
 double pu_floor_ms(const struct pu_ctx *c, size_t fb, const struct pu_model *m)
 {
-    if (fb >= c->n || !pu_usable(&c->offers[fb]))
+    if (fb >= c->n || !pu_usable(pu_offer(c, fb)))
         return INFINITY;
     double f = m->margin_ms + m->margin_frac * pu_wall_ms(c, fb);
     if (m->lose_unsaved)
-        f += pu_unsaved(c) / c->offers[fb].speed;
+        f += pu_unsaved(c) / pu_offer(c, fb)->speed;
     return f;
 }
 
@@ -456,9 +456,9 @@ int pu_budget_fits(const struct pu_ctx *c, size_t k, const struct pu_model *m,
         *need = 0;
     if (job->budget <= 0)
         return 1;
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return 0;
-    double s = c->offers[k].speed;
+    double s = pu_offer(c, k)->speed;
     double ckpt = m->checkpoint_ms > 0 ? m->checkpoint_ms : c->remaining;
     /* Work to the next checkpoint: from the latest one when running on k,
      * a whole interval after a (re)start. */
@@ -473,7 +473,7 @@ int pu_budget_fits(const struct pu_ctx *c, size_t k, const struct pu_model *m,
     double ms = work / s + (k == c->running ? 0 : pu_restart_ms(c)) +
                 (job->checkpoint_grace > 0 ? (double)job->checkpoint_grace : 0);
     /* The worst price over that span: now, or any p90 point inside it. */
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     double worst = pu_price_at(c, k, (double)c->now, 90);
     double now_price = o->price_per_hour > 0 ? (double)o->price_per_hour : 0;
     if (now_price > worst)
@@ -523,14 +523,14 @@ int pu_guard_market_ok(const struct pu_ctx *c, const struct pu_guard *g,
     if (!pu_allowed(c, k))
         return 0;
     if (c->job->market == EBB_JOB_SPOT_FALLBACK && !g->on)
-        return c->offers[k].market == EBB_MARKET_SPOT;
+        return pu_offer(c, k)->market == EBB_MARKET_SPOT;
     return 1;
 }
 
 int pu_guard_spot_ok(const struct pu_ctx *c, const struct pu_guard *g,
                      size_t k, double extra_ms)
 {
-    if (!g->on || k >= c->n || c->offers[k].market != EBB_MARKET_SPOT)
+    if (!g->on || k >= c->n || pu_offer(c, k)->market != EBB_MARKET_SPOT)
         return 1;
     double start = k == c->running ? 0 : g->d;
     return g->q - start >= g->floor + extra_ms;
@@ -543,14 +543,14 @@ static int fit_ok(const struct pu_ctx *c, const struct pu_guard *g,
     if (k == skip || !pu_guard_market_ok(c, g, k) || !pu_ready(c, k) ||
         !pu_guard_spot_ok(c, g, k, 0))
         return 0;
-    return market_filter < 0 || (int)c->offers[k].market == market_filter;
+    return market_filter < 0 || (int)pu_offer(c, k)->market == market_filter;
 }
 
 /* The margin keeps rounding from deciding a near tie. */
 int pu_cannot_beat(const struct pu_ctx *c, size_t k, const struct pu_model *m,
                    double bound)
 {
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     if (o->forecast_p50_low <= 0 || !isfinite(bound))
         return 0;
     ebb_micros low = o->price_per_hour < o->forecast_p50_low ? o->price_per_hour
@@ -570,10 +570,14 @@ size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
         *budget_blocked = 0;
     /* The answer is the first offer of the lowest expected cost. Once one
      * is costed, the others stop integrating their forecasts as soon as
-     * they are sure to cost more (cost_upto). */
+     * they are sure to cost more (cost_upto); with a memo they come
+     * cheapest first and the search ends at the first that cannot win. */
     size_t best = PU_NONE;
     double best_cost = INFINITY;
-    for (size_t k = 0; k < c->n; k++) {
+    for (size_t i = 0; i < c->n; i++) {
+        size_t k = pu_nth(c, i);
+        if (best != PU_NONE && pu_past_bound(c, k, best_cost))
+            break;
         if (!fit_ok(c, g, market_filter, skip, k))
             continue;
         if (!pu_budget_fits(c, k, m, NULL, NULL)) {
@@ -587,11 +591,15 @@ size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
         double e;
         if (!cost_upto(c, k, m, best_cost, &e) || !isfinite(e))
             continue;
-        if (best == PU_NONE || e < best_cost) {
+        if (best == PU_NONE || e < best_cost || (e == best_cost && k < best)) {
             best = k;
             best_cost = e;
         }
     }
+    /* The search may have stopped before offers left out for the budget:
+     * the flag speaks only when nothing was found, and then it saw all. */
+    if (budget_blocked != NULL && best != PU_NONE)
+        *budget_blocked = 0;
     if (cost != NULL)
         *cost = best_cost;
     return best;

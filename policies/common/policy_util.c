@@ -13,7 +13,9 @@ int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
         memset(out, 0, sizeof(*out));
         out->offer = PU_NONE;
     }
-    if (c == NULL || job == NULL || market == NULL || out == NULL)
+    if (c == NULL || job == NULL || market == NULL || out == NULL ||
+        job->struct_size < EBB_POLICY_JOB_SIZE_V1 ||
+        market->struct_size < EBB_POLICY_MARKET_SIZE_V1)
         return EBB_EINVAL;
     memset(c, 0, sizeof(*c));
     c->job = job;
@@ -21,11 +23,27 @@ int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
      * than dereferenced. */
     c->offers = market->n_offers > 0 ? market->offers : NULL;
     c->n = c->offers != NULL ? market->n_offers : 0;
+    if (c->n > 0) {
+        c->stride = c->offers[0].struct_size;
+        if (c->stride < EBB_POLICY_OFFER_SIZE_V1 ||
+            c->stride % _Alignof(struct ebb_offer) != 0)
+            return EBB_EINVAL;
+    }
+    if (EBB_POLICY_HAS(struct ebb_market_view, market, generation))
+        c->generation = market->generation;
     c->now = now;
     double left = (double)job->work_total - (double)job->work_done;
     c->remaining = left > 0 ? left : 0;
     c->running = job->running_offer < c->n ? job->running_offer : PU_NONE;
     return 0;
+}
+
+const double *pu_hazard_by_hour(const struct pu_ctx *c, size_t k)
+{
+    const struct ebb_offer *o = pu_offer(c, k);
+    return EBB_POLICY_HAS(struct ebb_offer, o, preemption_by_hour)
+               ? o->preemption_by_hour
+               : NULL;
 }
 
 int pu_usable(const struct ebb_offer *o)
@@ -35,9 +53,9 @@ int pu_usable(const struct ebb_offer *o)
 
 int pu_ready(const struct pu_ctx *c, size_t k)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return 0;
-    return c->offers[k].available != 0 || k == c->running;
+    return pu_offer(c, k)->available != 0 || k == c->running;
 }
 
 int pu_allowed(const struct pu_ctx *c, size_t k)
@@ -46,9 +64,9 @@ int pu_allowed(const struct pu_ctx *c, size_t k)
         return 0;
     switch (c->job->market) {
     case EBB_JOB_SPOT:
-        return c->offers[k].market == EBB_MARKET_SPOT;
+        return pu_offer(c, k)->market == EBB_MARKET_SPOT;
     case EBB_JOB_ON_DEMAND:
-        return c->offers[k].market == EBB_MARKET_ON_DEMAND;
+        return pu_offer(c, k)->market == EBB_MARKET_ON_DEMAND;
     case EBB_JOB_SPOT_FALLBACK:
     default:
         return 1;
@@ -57,9 +75,9 @@ int pu_allowed(const struct pu_ctx *c, size_t k)
 
 double pu_wall_ms(const struct pu_ctx *c, size_t k)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return INFINITY;
-    return c->remaining / c->offers[k].speed;
+    return c->remaining / pu_offer(c, k)->speed;
 }
 
 int pu_has_deadline(const struct pu_ctx *c)
@@ -102,9 +120,9 @@ size_t pu_cheapest_spot(const struct pu_ctx *c)
 {
     size_t best = PU_NONE;
     for (size_t k = 0; k < c->n; k++) {
-        if (c->offers[k].market != EBB_MARKET_SPOT || !pu_ready(c, k))
+        if (pu_offer(c, k)->market != EBB_MARKET_SPOT || !pu_ready(c, k))
             continue;
-        if (best == PU_NONE || cheaper(&c->offers[k], &c->offers[best]))
+        if (best == PU_NONE || cheaper(pu_offer(c, k), pu_offer(c, best)))
             best = k;
     }
     return best;
@@ -114,16 +132,16 @@ size_t pu_od_choice(const struct pu_ctx *c)
 {
     size_t best = PU_NONE, fastest = PU_NONE;
     for (size_t k = 0; k < c->n; k++) {
-        if (c->offers[k].market != EBB_MARKET_ON_DEMAND || !pu_ready(c, k))
+        if (pu_offer(c, k)->market != EBB_MARKET_ON_DEMAND || !pu_ready(c, k))
             continue;
-        const struct ebb_offer *o = &c->offers[k];
-        if (fastest == PU_NONE || o->speed > c->offers[fastest].speed ||
-            (o->speed == c->offers[fastest].speed &&
-             cheaper(o, &c->offers[fastest])))
+        const struct ebb_offer *o = pu_offer(c, k);
+        if (fastest == PU_NONE || o->speed > pu_offer(c, fastest)->speed ||
+            (o->speed == pu_offer(c, fastest)->speed &&
+             cheaper(o, pu_offer(c, fastest))))
             fastest = k;
         if (pu_slack(c, k) < 0)
             continue;
-        if (best == PU_NONE || cheaper(o, &c->offers[best]))
+        if (best == PU_NONE || cheaper(o, pu_offer(c, best)))
             best = k;
     }
     return best != PU_NONE ? best : fastest;
@@ -235,7 +253,7 @@ const char *pu_offer_text(const struct pu_ctx *c, size_t k,
         snprintf(buf, PU_OFFER_TEXT, "no offer");
         return buf;
     }
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     const char *type = text(o->instance_type);
     const char *where = text(o->zone);
     if (where == NULL)
@@ -259,7 +277,7 @@ void pu_budget_note(const struct pu_ctx *c, size_t k, struct ebb_decision *out)
         return;
     double hours = (pu_wall_ms(c, k) + (k == c->running ? 0 : pu_restart_ms(c))) /
                    (double)EBB_MS_PER_HOUR;
-    double need = hours * money(c->offers[k].price_per_hour);
+    double need = hours * money(pu_offer(c, k)->price_per_hour);
     double left = money(job->budget) - money(job->spent);
     if (!(need > left))
         return;
@@ -295,7 +313,7 @@ int pu_settled(const struct pu_ctx *c, struct ebb_decision *out)
         return 1;
     }
     for (size_t k = 0; k < c->n; k++) {
-        if (pu_allowed(c, k) && pu_usable(&c->offers[k]))
+        if (pu_allowed(c, k) && pu_usable(pu_offer(c, k)))
             return 0;
     }
     if (running)
@@ -314,7 +332,7 @@ void pu_run_market(const struct pu_ctx *c, enum ebb_market market,
 {
     char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT];
     const char *word = market == EBB_MARKET_SPOT ? "spot" : "on-demand";
-    if (c->running != PU_NONE && c->offers[c->running].market == market) {
+    if (c->running != PU_NONE && pu_offer(c, c->running)->market == market) {
         pu_keep(out, 0, "running on %s; keeping it",
                 pu_offer_text(c, c->running, what));
         return;

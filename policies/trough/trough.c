@@ -53,6 +53,7 @@ struct trough_cfg {
 struct trough {
     const struct ebb_host *host;
     struct trough_cfg cfg;
+    struct pu_memo memo;
 };
 
 static const struct ebb_cfg_key trough_keys[] = {
@@ -97,7 +98,10 @@ static int trough_create(const struct ebb_host *host, const void *config,
 
 static void trough_destroy(void *self)
 {
-    free(self);
+    struct trough *p = self;
+    if (p != NULL)
+        pu_memo_free(&p->memo);
+    free(p);
 }
 
 /* A later start: offer k, `wait` ms from now, expected cost `cost`. */
@@ -126,7 +130,7 @@ static void safety_init(const struct dlr_state *s, size_t k, struct safety *f)
     if (f->always)
         return;
     double h0 = pu_wall_ms(c, k) + s->g.d;
-    double lambda = c->offers[k].preemption_per_hour;
+    double lambda = pu_offer(c, k)->preemption_per_hour;
     if (!(isfinite(lambda) && lambda > 0))
         lambda = 0;
     /* Preemptions expected while running on k, each costing its loss. */
@@ -134,7 +138,7 @@ static void safety_init(const struct dlr_state *s, size_t k, struct safety *f)
                 pu_loss_ms(c, k, &s->m);
     if (s->g.on) {
         f->slack = s->g.q;
-        f->start = c->offers[k].market == EBB_MARKET_SPOT ? s->g.d : 0;
+        f->start = pu_offer(c, k)->market == EBB_MARKET_SPOT ? s->g.d : 0;
         f->floor = s->g.floor;
     } else {
         f->slack = pu_slack_fresh(c, k);
@@ -159,8 +163,11 @@ static struct later best_later(const struct dlr_state *s, double max_wait)
 {
     const struct pu_ctx *c = s->c;
     struct later best = {PU_NONE, 0, INFINITY};
-    for (size_t k = 0; k < c->n; k++) {
-        const struct ebb_offer *o = &c->offers[k];
+    for (size_t i = 0; i < c->n; i++) {
+        size_t k = pu_nth(c, i);
+        if (best.k != PU_NONE && pu_past_bound(c, k, best.cost))
+            break;
+        const struct ebb_offer *o = pu_offer(c, k);
         if (o->forecast == NULL || o->n_forecast == 0 ||
             !pu_guard_market_ok(c, &s->g, k) || !pu_ready(c, k) ||
             !pu_budget_fits(c, k, &s->m, NULL, NULL))
@@ -179,7 +186,7 @@ static struct later best_later(const struct dlr_state *s, double max_wait)
         }
         double e, w;
         if (pu_cheapest_later(c, k, end, &s->m, &e, &w) != PU_NONE &&
-            e < best.cost)
+            (e < best.cost || (e == best.cost && k < best.k)))
             best = (struct later){k, w, e};
     }
     return best;
@@ -189,11 +196,11 @@ static int trough_decide(void *self, const struct ebb_job_view *job,
                          const struct ebb_market_view *market, ebb_time_ms now,
                          struct ebb_decision *out)
 {
-    const struct trough *p = self;
+    struct trough *p = self;
     struct dl_decision d;
     int rc;
-    if (dl_prepare(&d, p != NULL ? &p->cfg.dl : NULL, job, market, now, out,
-                   &rc))
+    if (dl_prepare(&d, p != NULL ? &p->cfg.dl : NULL,
+                   p != NULL ? &p->memo : NULL, job, market, now, out, &rc))
         return rc;
     if (d.c.running != PU_NONE && dlr_running_forced(&d.s, out))
         return 0;
