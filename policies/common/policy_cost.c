@@ -23,10 +23,54 @@ double pu_unsaved(const struct pu_ctx *c)
     return u > 0 && isfinite(u) ? u : 0;
 }
 
-static double hazard(const struct ebb_offer *o)
+static double rate(double l)
 {
-    double l = o->preemption_per_hour;
     return isfinite(l) && l > 0 ? l : 0;
+}
+
+/* The hazard of a run on offer k over [start, start + span) (ms): the
+ * flat preemption_per_hour, or with a hazard by hour of day the mean of
+ * the hours the run covers, each weighted by the time spent in it. A
+ * run of no length takes its start hour's rate. */
+static double hazard_over(const struct pu_ctx *c, size_t k, double start,
+                          double span)
+{
+    const double *by = pu_hazard_by_hour(c, k);
+    if (by == NULL || !isfinite(start) || !isfinite(span) || !(span >= 0) ||
+        !(fabs(start) < 1e15))
+        return rate(pu_offer(c, k)->preemption_per_hour);
+    const double hour = (double)EBB_MS_PER_HOUR, day = 24 * hour;
+    double h = fmod(floor(start / hour), 24);
+    if (h < 0)
+        h += 24;
+    if (!(span > 0))
+        return rate(by[(int)h]);
+    double days = floor(span / day), sum = 0, whole_day = 0;
+    for (int i = 0; i < 24; i++)
+        whole_day += rate(by[i]);
+    /* Whole days first, then the hours of the last part day. */
+    double t = start + days * day, end = start + span, total = days * whole_day;
+    while (t < end) {
+        double next = (floor(t / hour) + 1) * hour;
+        double stop = next < end ? next : end;
+        sum += rate(by[(int)h]) * (stop - t) / hour;
+        t = stop;
+        h = h == 23 ? 0 : h + 1;
+    }
+    return (total + sum) / (span / hour);
+}
+
+/* The least hazard_over() can give on offer k, whatever the start. */
+static double hazard_least(const struct pu_ctx *c, size_t k)
+{
+    const double *by = pu_hazard_by_hour(c, k);
+    if (by == NULL)
+        return rate(pu_offer(c, k)->preemption_per_hour);
+    double least = rate(by[0]);
+    for (int i = 1; i < 24; i++)
+        if (rate(by[i]) < least)
+            least = rate(by[i]);
+    return least;
 }
 
 double pu_loss_ms(const struct pu_ctx *c, size_t k, const struct pu_model *m)
@@ -39,14 +83,35 @@ double pu_loss_ms(const struct pu_ctx *c, size_t k, const struct pu_model *m)
     return loss;
 }
 
-/* Expected wall ms on k; `restart` says whether a start is counted. */
+/* Expected wall ms on k for a run from absolute time `start` (ms);
+ * `restart` says whether a start is counted. */
 static double expected_ms(const struct pu_ctx *c, size_t k, int restart,
-                          const struct pu_model *m)
+                          const struct pu_model *m, double start)
 {
     double h0 = pu_wall_ms(c, k) + (restart ? pu_restart_ms(c) : 0);
-    double rework = hazard(pu_offer(c, k)) * pu_loss_ms(c, k, m) /
+    double rework = hazard_over(c, k, start, h0) * pu_loss_ms(c, k, m) /
                     (double)EBB_MS_PER_HOUR;
     return h0 * (1.0 + rework);
+}
+
+/* The least expected_ms() can give on k, whatever the start. */
+static double expected_ms_least(const struct pu_ctx *c, size_t k, int restart,
+                                const struct pu_model *m)
+{
+    double h0 = pu_wall_ms(c, k) + (restart ? pu_restart_ms(c) : 0);
+    double rework = hazard_least(c, k) * pu_loss_ms(c, k, m) /
+                    (double)EBB_MS_PER_HOUR;
+    return h0 * (1.0 + rework);
+}
+
+double pu_expected_delays_ms(const struct pu_ctx *c, size_t k,
+                             const struct pu_model *m, double start,
+                             double run_ms)
+{
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
+        return INFINITY;
+    return hazard_over(c, k, start, run_ms) * run_ms /
+           (double)EBB_MS_PER_HOUR * pu_loss_ms(c, k, m);
 }
 
 double pu_expected_hours(const struct pu_ctx *c, size_t k,
@@ -54,7 +119,8 @@ double pu_expected_hours(const struct pu_ctx *c, size_t k,
 {
     if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return INFINITY;
-    return expected_ms(c, k, k != c->running, m) / (double)EBB_MS_PER_HOUR;
+    return expected_ms(c, k, k != c->running, m, (double)c->now) /
+           (double)EBB_MS_PER_HOUR;
 }
 
 /* A forecast the engine left without points is no forecast. */
@@ -228,7 +294,7 @@ static double expected_cost(const struct pu_ctx *c, size_t k, double delay_ms,
                             const struct pu_model *m)
 {
     int restart = !(delay_ms == 0 && k == c->running);
-    double ms = expected_ms(c, k, restart, m);
+    double ms = expected_ms(c, k, restart, m, (double)c->now + delay_ms);
     return pu_cost_span(c, k, (double)c->now + delay_ms,
                         ms / (double)EBB_MS_PER_HOUR, 50);
 }
@@ -289,7 +355,7 @@ static int cost_upto(const struct pu_ctx *c, size_t k, const struct pu_model *m,
         return 0;
     int64_t limit = prune_limit(bound);
     if (limit != INT64_MAX) {
-        double ms = expected_ms(c, k, k != c->running, m);
+        double ms = expected_ms(c, k, k != c->running, m, (double)c->now);
         double hours = ms / (double)EBB_MS_PER_HOUR;
         if (hours >= 0 && isfinite(hours)) {
             double start = (double)c->now;
@@ -333,7 +399,12 @@ static int later_fast(const struct pu_ctx *c, size_t k, size_t end,
     size_t n = n_points(o);
     if (!fast_time(c->now))
         return 0;
-    double hours = expected_ms(c, k, 1, m) / (double)EBB_MS_PER_HOUR;
+    /* One run length for every start: a hazard by hour makes it depend on
+     * the start, and then the caller's point-by-point path applies. */
+    if (pu_hazard_by_hour(c, k) != NULL)
+        return 0;
+    double hours = expected_ms(c, k, 1, m, (double)c->now) /
+                   (double)EBB_MS_PER_HOUR;
     if (!(hours >= 0) || !isfinite(hours))
         return 1; /* every start costs INFINITY */
     double span = hours * (double)EBB_MS_PER_HOUR;
@@ -555,7 +626,7 @@ int pu_cannot_beat(const struct pu_ctx *c, size_t k, const struct pu_model *m,
         return 0;
     ebb_micros low = o->price_per_hour < o->forecast_p50_low ? o->price_per_hour
                                                              : o->forecast_p50_low;
-    double ms = expected_ms(c, k, k != c->running, m);
+    double ms = expected_ms_least(c, k, k != c->running, m);
     if (!(ms >= 0) || !isfinite(ms))
         return 0;
     double floor_cost = (double)low * ms / (double)EBB_MS_PER_HOUR;

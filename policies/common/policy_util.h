@@ -167,7 +167,10 @@ const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT]);
  * of lambda_k preemptions per hour, finishing on k is expected to take
  *   h_k = h0_k * (1 + lambda_k * loss_k)   (hours; loss_k in hours)
  * where h0_k is the wall time of the remaining work on k plus a restart
- * unless the job runs there. Prices come from the offer's forecast (p50
+ * unless the job runs there. With a hazard by hour of day
+ * (ebb_offer.preemption_by_hour) lambda_k is the mean over the hours the
+ * run [start, start + h0_k) covers, so the same run costs less rework in
+ * calmer hours; without one it is preemption_per_hour. Prices come from the offer's forecast (p50
  * for expected cost, p90 for worst cases) where it has points, and from
  * the price in effect now before the first point; past the last point the
  * last point holds. */
@@ -200,6 +203,13 @@ double pu_loss_ms(const struct pu_ctx *c, size_t k, const struct pu_model *m);
  * preemptions included (see above). INFINITY for an unusable offer. */
 double pu_expected_hours(const struct pu_ctx *c, size_t k,
                          const struct pu_model *m);
+
+/* Wall ms that preemptions are expected to cost a run of `run_ms` on
+ * offer k from absolute time `start`: lambda_k over that run (see above)
+ * times its hours times pu_loss_ms. INFINITY for an unusable offer. */
+double pu_expected_delays_ms(const struct pu_ctx *c, size_t k,
+                             const struct pu_model *m, double start,
+                             double run_ms);
 
 /* Offer k's price (micros per hour) in effect at absolute time t (ms):
  * band 10, 50 or 90 picks the forecast's p10/p50/p90. */
