@@ -566,7 +566,7 @@ const char *pu_money_text(double micros, char buf[PU_MONEY_TEXT])
 {
     if (!isfinite(micros))
         snprintf(buf, PU_MONEY_TEXT, "%s", micros < 0 ? "-inf" : "inf");
-    else
+    else if (!pu_fixed2(micros / 1e6, buf, PU_MONEY_TEXT))
         snprintf(buf, PU_MONEY_TEXT, "%.2f", micros / 1e6);
     return buf;
 }

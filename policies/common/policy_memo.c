@@ -42,19 +42,27 @@ static int memo_build(const struct pu_ctx *c, struct pu_memo *m)
         struct keyed *buf = realloc(m->buf, c->n * sizeof(*buf));
         size_t *order = realloc(m->order, c->n * sizeof(*order));
         double *least = realloc(m->least, c->n * sizeof(*least));
+        char(*text)[PU_OFFER_TEXT] = realloc(m->text, c->n * sizeof(*text));
+        unsigned char *has = realloc(m->has_text, c->n);
         if (buf != NULL)
             m->buf = buf;
         if (order != NULL)
             m->order = order;
         if (least != NULL)
             m->least = least;
-        if (buf == NULL || order == NULL || least == NULL)
+        if (text != NULL)
+            m->text = text;
+        if (has != NULL)
+            m->has_text = has;
+        if (buf == NULL || order == NULL || least == NULL || text == NULL ||
+            has == NULL)
             return EBB_ENOMEM;
         m->cap = c->n;
     }
     for (size_t k = 0; k < c->n; k++) {
         m->buf[k] = (struct keyed){least_per_work(pu_offer(c, k)), k};
         m->least[k] = m->buf[k].key;
+        m->has_text[k] = 0;
     }
     qsort(m->buf, c->n, sizeof(*m->buf), by_key);
     for (size_t i = 0; i < c->n; i++)
@@ -85,6 +93,8 @@ void pu_memo_free(struct pu_memo *m)
     free(m->buf);
     free(m->order);
     free(m->least);
+    free(m->text);
+    free(m->has_text);
     *m = (struct pu_memo){0};
 }
 

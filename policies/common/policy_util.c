@@ -214,31 +214,88 @@ static double money(ebb_micros m)
     return (double)m / (double)EBB_MICROS_PER_UNIT;
 }
 
+/* Appends to a text of `size` bytes (so far `*len`), cutting it short as
+ * snprintf would. Reasons are formatted for every decision, and snprintf
+ * was a third of a deadline decision's time. */
+static void put(char *buf, size_t size, size_t *len, const char *s)
+{
+    while (*s != '\0' && *len + 1 < size)
+        buf[(*len)++] = *s++;
+    buf[*len] = '\0';
+}
+
+/* Appends v >= 0 in decimal, at least `width` digits. */
+static void put_int(char *buf, size_t size, size_t *len, long long v,
+                    int width)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 || n < width);
+    char text[24];
+    for (int i = 0; i < n; i++)
+        text[i] = digits[n - 1 - i];
+    text[n] = '\0';
+    put(buf, size, len, text);
+}
+
 const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT])
 {
+    size_t len = 0;
+    buf[0] = '\0';
     if (isnan(ms) || isinf(ms)) {
-        snprintf(buf, PU_DUR_TEXT, "%s", ms < 0 ? "-unlimited" : "unlimited");
+        put(buf, PU_DUR_TEXT, &len, ms < 0 ? "-unlimited" : "unlimited");
         return buf;
     }
-    const char *sign = ms < 0 ? "-" : "";
+    put(buf, PU_DUR_TEXT, &len, ms < 0 ? "-" : "");
     double a = fabs(ms) / 1000.0;
     if (a >= 1e15) {
-        snprintf(buf, PU_DUR_TEXT, "%sunlimited", sign);
+        put(buf, PU_DUR_TEXT, &len, "unlimited");
         return buf;
     }
     long long s = (long long)a;
     long long h = s / 3600, m = s / 60 % 60, sec = s % 60;
-    if (h > 0 && m > 0)
-        snprintf(buf, PU_DUR_TEXT, "%s%lldh%02lldm", sign, h, m);
-    else if (h > 0)
-        snprintf(buf, PU_DUR_TEXT, "%s%lldh", sign, h);
-    else if (m > 0 && sec > 0)
-        snprintf(buf, PU_DUR_TEXT, "%s%lldm%02llds", sign, m, sec);
-    else if (m > 0)
-        snprintf(buf, PU_DUR_TEXT, "%s%lldm", sign, m);
-    else
-        snprintf(buf, PU_DUR_TEXT, "%s%llds", sign, sec);
+    /* "1h12m", "1h", "7m30s", "7m", "45s". */
+    if (h > 0) {
+        put_int(buf, PU_DUR_TEXT, &len, h, 1);
+        put(buf, PU_DUR_TEXT, &len, "h");
+        if (m > 0) {
+            put_int(buf, PU_DUR_TEXT, &len, m, 2);
+            put(buf, PU_DUR_TEXT, &len, "m");
+        }
+    } else if (m > 0) {
+        put_int(buf, PU_DUR_TEXT, &len, m, 1);
+        put(buf, PU_DUR_TEXT, &len, "m");
+        if (sec > 0) {
+            put_int(buf, PU_DUR_TEXT, &len, sec, 2);
+            put(buf, PU_DUR_TEXT, &len, "s");
+        }
+    } else {
+        put_int(buf, PU_DUR_TEXT, &len, sec, 1);
+        put(buf, PU_DUR_TEXT, &len, "s");
+    }
     return buf;
+}
+
+int pu_fixed2(double x, char *buf, size_t size)
+{
+    if (signbit(x) || !(x < 1e12))
+        return 0;
+    /* c is x * 100 to the nearest whole number when x * 100, computed
+     * exactly (fma rounds once, keeping the sign), lies strictly between
+     * c - 1/2 and c + 1/2: then printf's "%.2f" prints c / 100. */
+    double c = nearbyint(x * 100);
+    if (!(fma(x, 100, -(c - 0.5)) > 0 && fma(x, 100, -(c + 0.5)) < 0))
+        return 0;
+    long long v = (long long)c;
+    size_t len = 0;
+    buf[0] = '\0';
+    put_int(buf, size, &len, v / 100, 1);
+    put(buf, size, &len, ".");
+    put_int(buf, size, &len, v % 100, 2);
+    return 1;
 }
 
 static const char *text(const char *s)
@@ -246,8 +303,27 @@ static const char *text(const char *s)
     return s != NULL && s[0] != '\0' ? s : NULL;
 }
 
+static const char *offer_text(const struct pu_ctx *c, size_t k,
+                              char buf[PU_OFFER_TEXT]);
+
+/* The text depends on the offer alone: with a memo it is formatted once
+ * per view and offer (reasons name the same offers job after job). */
 const char *pu_offer_text(const struct pu_ctx *c, size_t k,
                           char buf[PU_OFFER_TEXT])
+{
+    struct pu_memo *m = c->memo;
+    if (m == NULL || k >= c->n)
+        return offer_text(c, k, buf);
+    if (!m->has_text[k]) {
+        offer_text(c, k, m->text[k]);
+        m->has_text[k] = 1;
+    }
+    memcpy(buf, m->text[k], PU_OFFER_TEXT);
+    return buf;
+}
+
+static const char *offer_text(const struct pu_ctx *c, size_t k,
+                              char buf[PU_OFFER_TEXT])
 {
     if (k >= c->n) {
         snprintf(buf, PU_OFFER_TEXT, "no offer");

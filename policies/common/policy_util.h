@@ -44,7 +44,7 @@ struct pu_ctx {
     size_t running;    /* the running offer, or PU_NONE (also when the
                           engine's index lies outside the view) */
     struct pu_cost_cache *cache; /* NULL, or see pu_cache_attach() */
-    const struct pu_memo *memo;  /* NULL, or see pu_memo_attach() */
+    struct pu_memo *memo;        /* NULL, or see pu_memo_attach() */
 };
 
 /* Checks the arguments, clears *out (so equal inputs give equal bytes) and
@@ -156,6 +156,12 @@ const char *pu_offer_text(const struct pu_ctx *c, size_t k,
                           char buf[PU_OFFER_TEXT]);
 /* "1h12m", "7m30s", "45s", "-5m"; "unlimited" for infinity. */
 const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT]);
+
+/* Writes what snprintf(buf, size, "%.2f", x) would and returns 1, when x
+ * is >= 0, below 10^12 and not within rounding of a half cent (then
+ * printf's rounding is certain); else returns 0 and leaves buf alone.
+ * size >= 16. */
+int pu_fixed2(double x, char *buf, size_t size);
 
 /* ---- Expected cost, risk and safety (used by trough and deadline) -------
  *
@@ -347,6 +353,8 @@ struct pu_memo {
     struct keyed *buf;   /* sorting space */
     size_t *order;       /* offer indexes, the least per work first */
     double *least;       /* by offer index: the least per reference hour */
+    char (*text)[PU_OFFER_TEXT]; /* by offer index: pu_offer_text(), */
+    unsigned char *has_text;     /* once asked for */
     size_t cap;
 };
 
