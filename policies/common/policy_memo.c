@@ -44,6 +44,7 @@ static int memo_build(const struct pu_ctx *c, struct pu_memo *m)
         double *least = realloc(m->least, c->n * sizeof(*least));
         char(*text)[PU_OFFER_TEXT] = realloc(m->text, c->n * sizeof(*text));
         unsigned char *has = realloc(m->has_text, c->n);
+        size_t *od = realloc(m->od, c->n * sizeof(*od));
         if (buf != NULL)
             m->buf = buf;
         if (order != NULL)
@@ -54,15 +55,20 @@ static int memo_build(const struct pu_ctx *c, struct pu_memo *m)
             m->text = text;
         if (has != NULL)
             m->has_text = has;
+        if (od != NULL)
+            m->od = od;
         if (buf == NULL || order == NULL || least == NULL || text == NULL ||
-            has == NULL)
+            has == NULL || od == NULL)
             return EBB_ENOMEM;
         m->cap = c->n;
     }
+    m->n_od = 0;
     for (size_t k = 0; k < c->n; k++) {
         m->buf[k] = (struct keyed){least_per_work(pu_offer(c, k)), k};
         m->least[k] = m->buf[k].key;
         m->has_text[k] = 0;
+        if (pu_offer(c, k)->market == EBB_MARKET_ON_DEMAND)
+            m->od[m->n_od++] = k;
     }
     qsort(m->buf, c->n, sizeof(*m->buf), by_key);
     for (size_t i = 0; i < c->n; i++)
@@ -74,6 +80,9 @@ static int memo_build(const struct pu_ctx *c, struct pu_memo *m)
     return 0;
 }
 
+/* A view is sorted only when a second job is planned on it: ebbd builds
+ * a new view whenever the next job may use other offers, and a sort for
+ * a view that serves one job would cost more than it saves. */
 void pu_memo_attach(struct pu_ctx *c, struct pu_memo *m)
 {
     c->memo = NULL;
@@ -81,7 +90,16 @@ void pu_memo_attach(struct pu_ctx *c, struct pu_memo *m)
         return;
     int same = m->generation == c->generation && m->offers == c->offers &&
                m->n == c->n && m->stride == c->stride;
-    if (!same && memo_build(c, m) != 0) {
+    if (same) {
+        c->memo = m;
+        return;
+    }
+    if (m->seen != c->generation) {
+        m->seen = c->generation;
+        m->generation = 0;
+        return;
+    }
+    if (memo_build(c, m) != 0) {
         m->generation = 0;
         return;
     }
@@ -95,6 +113,7 @@ void pu_memo_free(struct pu_memo *m)
     free(m->least);
     free(m->text);
     free(m->has_text);
+    free(m->od);
     *m = (struct pu_memo){0};
 }
 

@@ -130,8 +130,12 @@ size_t pu_cheapest_spot(const struct pu_ctx *c)
 
 size_t pu_od_choice(const struct pu_ctx *c)
 {
+    /* With a memo only the on-demand offers are visited, in the same
+     * order. */
     size_t best = PU_NONE, fastest = PU_NONE;
-    for (size_t k = 0; k < c->n; k++) {
+    size_t n = c->memo != NULL ? c->memo->n_od : c->n;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = c->memo != NULL ? c->memo->od[i] : i;
         if (pu_offer(c, k)->market != EBB_MARKET_ON_DEMAND || !pu_ready(c, k))
             continue;
         const struct ebb_offer *o = pu_offer(c, k);

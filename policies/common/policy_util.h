@@ -347,7 +347,8 @@ size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
  * index, and an offer is passed over only when pu_cannot_beat would pass
  * it over too. A view with generation 0 gets no memo (index order). */
 struct pu_memo {
-    uint64_t generation; /* 0: empty */
+    uint64_t generation; /* built for this view; 0: empty */
+    uint64_t seen;       /* the view planned on last (see pu_memo_attach) */
     const void *offers;
     size_t n, stride;
     struct keyed *buf;   /* sorting space */
@@ -355,12 +356,15 @@ struct pu_memo {
     double *least;       /* by offer index: the least per reference hour */
     char (*text)[PU_OFFER_TEXT]; /* by offer index: pu_offer_text(), */
     unsigned char *has_text;     /* once asked for */
+    size_t *od;          /* the on-demand offers, by index */
+    size_t n_od;
     size_t cap;
 };
 
 /* Points c->memo at *m, rebuilt first unless it was built for this very
- * view; leaves c->memo NULL when the view has generation 0 or memory runs
- * out (the answers stay the same, only slower). m may be NULL. */
+ * view; leaves c->memo NULL for the first job planned on a view, when the
+ * view has generation 0 or when memory runs out (the answers stay the
+ * same, only slower). m may be NULL. */
 void pu_memo_attach(struct pu_ctx *c, struct pu_memo *m);
 
 /* Frees what *m holds and empties it. */

@@ -231,9 +231,9 @@ int dl_prepare(struct dl_decision *d, const struct dl_cfg *k,
     if (*rc != 0 || pu_settled(&d->c, out))
         return 1;
     dl_cfg_apply(k, job, &d->m, &d->rp);
+    pu_memo_attach(&d->c, memo);
     dlr_begin(&d->s, &d->rp, &d->c, &d->m);
     pu_cache_attach(&d->c, &d->cache, &d->m);
-    pu_memo_attach(&d->c, memo);
     return 0;
 }
 
