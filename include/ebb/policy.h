@@ -16,7 +16,8 @@
  * - refuses (EBB_EINVAL) a view whose struct_size does not cover the
  *   fields of the first version (EBB_POLICY_*_SIZE_V1 below);
  * - reads an appended field only when struct_size covers it
- *   (EBB_POLICY_HAS(type, view, field)) and otherwise acts as if it were unset;
+ *   (EBB_POLICY_HAS(type, view, field)), and otherwise acts as if it were
+ *   unset;
  * - steps through `offers` by offers[0].struct_size, not by its own
  *   sizeof(struct ebb_offer): every offer of one view has the same size,
  *   and an ebbd built with more fields lays them out wider.
@@ -146,7 +147,11 @@ struct ebb_policy {
     int (*create)(const struct ebb_host *host, const void *config, void **self);
     void (*destroy)(void *self);
 
-    /* Pure: fills *out from the arguments alone. Returns 0 or EBB_E*. */
+    /* Pure: fills *out from the arguments alone. Returns 0 or EBB_E*.
+     * ebbd calls one instance from one thread at a time, so an instance
+     * may keep what it derived from a view for the next call with the
+     * same view generation (struct ebb_market_view), as long as the
+     * answers stay those of the arguments alone. */
     int (*decide)(void *self, const struct ebb_job_view *job,
                   const struct ebb_market_view *market, ebb_time_ms now,
                   struct ebb_decision *out);

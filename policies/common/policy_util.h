@@ -176,7 +176,8 @@ int pu_fixed2(double x, char *buf, size_t size);
  * unless the job runs there. With a hazard by hour of day
  * (ebb_offer.preemption_by_hour) lambda_k is the mean over the hours the
  * run [start, start + h0_k) covers, so the same run costs less rework in
- * calmer hours; without one it is preemption_per_hour. Prices come from the offer's forecast (p50
+ * calmer hours; without one it is preemption_per_hour. Prices come from
+ * the offer's forecast (p50
  * for expected cost, p90 for worst cases) where it has points, and from
  * the price in effect now before the first point; past the last point the
  * last point holds. */

@@ -196,8 +196,11 @@ static struct later best_later(const struct dlr_state *s, double max_wait,
                 break;
         }
         double e, w;
-        if (pu_cheapest_later(c, k, end, &s->m, &e, &w) != PU_NONE &&
-            (e < best.cost || (e == best.cost && best.k != PU_NONE && k < best.k)))
+        if (pu_cheapest_later(c, k, end, &s->m, &e, &w) == PU_NONE)
+            continue;
+        /* Ties go to the lower index, whatever order the offers come in. */
+        if (e < best.cost ||
+            (e == best.cost && best.k != PU_NONE && k < best.k))
             best = (struct later){k, w, e};
     }
     return best;

@@ -258,7 +258,8 @@ static void preemption_risk_steers_away(void **state)
     (void)state;
     struct ebb_offer offers[] = {
         SPOT("p3.2xlarge", 0.85, 1.0, 1),
-        ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0, 1),
+        ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0,
+                 1),
         OD("p3.2xlarge", 3.06, 1.0),
     };
     for (size_t i = 0; i < N_NAMES; i++) {
@@ -630,7 +631,7 @@ static void forecast_low_changes_no_decision(void **state)
     }
 }
 
-/* ---- the hazard by hour of day -------------------------------------------- */
+/* ---- the hazard by hour of day ------------------------------------------ */
 
 /* T0 is 22:13 UTC. "Stormy" hours 22:00-08:59 lose 3 instances an hour,
  * the others none (`calm_now` swaps the two). */
@@ -696,7 +697,8 @@ static void calm_offer_preferred(void **state)
         struct ph_pol pol = ph_load(names[i], NULL);
         struct ebb_offer offers[] = {
             SPOT("p3.2xlarge", 0.918, 1.0, 1),
-            ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0, 1),
+            ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0,
+                     1),
             OD("p3.2xlarge", 3.06, 1.0),
         };
         offers[0].preemption_per_hour = offers[1].preemption_per_hour = 1.5;
@@ -713,7 +715,7 @@ static void calm_offer_preferred(void **state)
     }
 }
 
-/* ---- view sizes (include/ebb/policy.h) ------------------------------------ */
+/* ---- view sizes (include/ebb/policy.h) ---------------------------------- */
 
 /* Decides on offers laid out `stride` bytes apart, with a given market
  * view generation. */
@@ -741,7 +743,8 @@ static void view_sizes_respected(void **state)
     storm_hours(calm, 1);
     struct ebb_offer offers[] = {
         SPOT("p3.2xlarge", 0.918, 1.0, 1),
-        ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0, 1),
+        ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0,
+                 1),
         OD("p3.2xlarge", 3.06, 1.0),
     };
     offers[0].preemption_per_hour = offers[1].preemption_per_hour = 1.5;
@@ -778,8 +781,10 @@ static void view_sizes_respected(void **state)
             job = ph_job10();
             job.work_done = (ebb_dur_ms)w * 50 * MIN;
             job.running_offer = w % 3 == 0 ? (size_t)(w / 3 % 3) : SIZE_MAX;
-            struct ebb_decision memo = decide_laid_out(&pol, &job, offers, 3, 77);
-            struct ebb_decision none = decide_laid_out(&pol, &job, offers, 3, 0);
+            struct ebb_decision memo =
+                decide_laid_out(&pol, &job, offers, 3, 77);
+            struct ebb_decision none =
+                decide_laid_out(&pol, &job, offers, 3, 0);
             assert_memory_equal(&memo, &none, sizeof(memo));
         }
 
