@@ -168,6 +168,7 @@ struct ebb__engine {
     ebb_time_ms view_now;
     uint64_t view_version;
     int view_valid;
+    uint64_t view_generation; /* bumped by every rebuild (ebb_market_view) */
 };
 
 /* Prepares the engine; the registry's providers must already be started

@@ -75,6 +75,23 @@ static ebb_micros lowest_p50(const struct ebb__offer *o)
     return low > 0 ? low : 0;
 }
 
+/* The hazard by hour of day, when the capacity history has drops to tell
+ * the hours apart: the history's own hours, scaled so that they average
+ * what o->hazard says (which also counts the losses ebb saw itself). */
+static void hazard_by_hour(struct ebb__offer *o,
+                           const struct ebb__capacity_history *ch,
+                           ebb_time_ms origin)
+{
+    double history = ebb__preemption_hazard(ch, origin, 0, 0);
+    if (!(history > 0) ||
+        ebb__preemption_hazard_by_hour(ch, origin, o->hazard_by_hour) != 0)
+        return;
+    double scale = o->hazard / history;
+    for (size_t h = 0; h < 24; h++)
+        o->hazard_by_hour[h] *= scale;
+    o->has_by_hour = 1;
+}
+
 void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
 {
     struct ebb__offer *o = &e->market.offers[k];
@@ -91,6 +108,7 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
     o->n_fc = 0;
     o->fc_p50_low = 0;
     o->hazard = 0;
+    o->has_by_hour = 0;
     const struct ebb__market_step *cur = ebb__offer_at(o, now);
     if (cur == NULL)
         return;
@@ -113,4 +131,5 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
     o->fc_p50_low = lowest_p50(o);
     struct ebb__capacity_history ch = {s.at, s.capacity, n};
     o->hazard = ebb__preemption_hazard(&ch, now + 1, o->losses, o->instance_hours);
+    hazard_by_hour(o, &ch, now + 1);
 }

@@ -135,6 +135,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             available = 0;
         ebb__engine_outlook(e, k, now);
         e->view_offers[n] = (struct ebb_offer){
+            .struct_size = sizeof(struct ebb_offer),
             .provider = o->provider,
             .region = o->region,
             .zone = o->zone,
@@ -147,6 +148,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             .forecast = o->fc,
             .n_forecast = o->n_fc,
             .forecast_p50_low = o->fc_p50_low,
+            .preemption_by_hour = o->has_by_hour ? o->hazard_by_hour : NULL,
         };
         e->view_map[n] = k;
         n++;
@@ -157,7 +159,26 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
     e->view_now = now;
     e->view_version = e->market.version;
     e->view_valid = 1;
+    e->view_generation++;
     return n;
+}
+
+/* The view index of market offer `offer`, or SIZE_MAX when the view lacks
+ * it. view_map ascends (the view follows job->allowed, which lists offers
+ * by index), so a binary search finds it: the planner asks for the job's
+ * own offer three times per decision. */
+static size_t view_index(const struct ebb__engine *e, size_t n_view,
+                         size_t offer)
+{
+    size_t lo = 0, hi = n_view;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (e->view_map[mid] < offer)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n_view && e->view_map[lo] == offer ? lo : SIZE_MAX;
 }
 
 /* The job's own instance does not take capacity from itself: whether its
@@ -168,18 +189,16 @@ static size_t own_offer_available(struct ebb__engine *e, const struct ebb__job *
 {
     if (job->current == NULL)
         return SIZE_MAX;
-    for (size_t i = 0; i < n_view; i++) {
-        if (e->view_map[i] != job->current->offer)
-            continue;
-        const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
-        const struct ebb__market_step *step = ebb__offer_at(o, now);
-        *saved = e->view_offers[i].available;
-        if (o->market == EBB_MARKET_SPOT && step != NULL && step->capacity >= 0)
-            e->view_offers[i].available =
-                (uint32_t)step->capacity > running_on(e, e->view_map[i], job);
-        return i;
-    }
-    return SIZE_MAX;
+    size_t i = view_index(e, n_view, job->current->offer);
+    if (i == SIZE_MAX)
+        return SIZE_MAX;
+    const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
+    const struct ebb__market_step *step = ebb__offer_at(o, now);
+    *saved = e->view_offers[i].available;
+    if (o->market == EBB_MARKET_SPOT && step != NULL && step->capacity >= 0)
+        e->view_offers[i].available =
+            (uint32_t)step->capacity > running_on(e, e->view_map[i], job);
+    return i;
 }
 
 static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
@@ -187,6 +206,7 @@ static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
 {
     const struct ebb__engine *e = job->engine;
     *v = (struct ebb_job_view){
+        .struct_size = sizeof(struct ebb_job_view),
         .id = job->id,
         .name = job->spec.name,
         .market = job->spec.market,
@@ -205,9 +225,7 @@ static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
         .checkpoint_every = job->spec.checkpoint.every,
     };
     if (job->current != NULL && job->state == EBB__JOB_RUNNING) {
-        for (size_t i = 0; i < n_view; i++)
-            if (e->view_map[i] == job->current->offer)
-                v->running_offer = i;
+        v->running_offer = view_index(e, n_view, job->current->offer);
         v->running_since = job->current->launched_at;
     }
 }
@@ -252,9 +270,7 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
     if (d->kind == EBB_DECIDE_LAUNCH && d->offer < n_view)
         view_k = d->offer;
     else if (running)
-        for (size_t i = 0; i < n_view; i++)
-            if (e->view_map[i] == job->current->offer)
-                view_k = i;
+        view_k = view_index(e, n_view, job->current->offer);
     if (view_k == SIZE_MAX || d->kind == EBB_DECIDE_STOP)
         return 0;
     const struct ebb_offer *o = &e->view_offers[view_k];
@@ -305,7 +321,12 @@ void ebb__engine_plan_job(struct ebb__job *job)
         return; /* launching, checkpointing: the next event will re-plan */
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     size_t n_view = build_market_view(e, job, now);
-    struct ebb_market_view market = {e->view_offers, n_view};
+    struct ebb_market_view market = {
+        .struct_size = sizeof(market),
+        .offers = e->view_offers,
+        .n_offers = n_view,
+        .generation = e->view_generation,
+    };
     struct ebb_job_view view;
     fill_job_view(job, now, n_view, &view);
     if (running && view.running_offer == SIZE_MAX)

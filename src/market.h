@@ -56,6 +56,8 @@ struct ebb__offer {
     ebb_time_ms fc_origin;
     size_t fc_steps_seen;
     double hazard;
+    double hazard_by_hour[24]; /* by UTC hour of day, when has_by_hour */
+    int has_by_hour;
 };
 
 struct ebb__market {

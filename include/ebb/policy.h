@@ -7,6 +7,21 @@
  *
  * A policy plugin exports ebb_policy_entry() returning a static struct
  * ebb_policy; ABI rules as for providers (see provider.h).
+ *
+ * The views ebbd passes to decide() (struct ebb_job_view, struct
+ * ebb_market_view and each struct ebb_offer) grow the same way: each starts
+ * with `struct_size`, set by ebbd to the size of the struct it was built
+ * with, and new fields are only ever appended, each with a comment saying
+ * so. A policy
+ * - refuses (EBB_EINVAL) a view whose struct_size does not cover the
+ *   fields of the first version (EBB_POLICY_*_SIZE_V1 below);
+ * - reads an appended field only when struct_size covers it
+ *   (EBB_POLICY_HAS(type, view, field)), and otherwise acts as if it were
+ *   unset;
+ * - steps through `offers` by offers[0].struct_size, not by its own
+ *   sizeof(struct ebb_offer): every offer of one view has the same size,
+ *   and an ebbd built with more fields lays them out wider.
+ * Fields are never removed, reordered or retyped within one EBB_POLICY_ABI.
  */
 #ifndef EBB_POLICY_H
 #define EBB_POLICY_H
@@ -17,6 +32,11 @@
 
 #define EBB_POLICY_ABI 1
 
+/* 1 when the view `v`, a pointer to `type`, was built with field `f`: its
+ * struct_size covers the field. */
+#define EBB_POLICY_HAS(type, v, f)                                            \
+    ((size_t)(v)->struct_size >= offsetof(type, f) + sizeof((v)->f))
+
 /* One forecast step of an offer's price. */
 struct ebb_forecast_point {
     ebb_time_ms at;
@@ -25,6 +45,7 @@ struct ebb_forecast_point {
 
 /* Something the job could run on now: one provider, place, type and market. */
 struct ebb_offer {
+    uint32_t struct_size;       /* sizeof(struct ebb_offer) in ebbd */
     const char *provider;
     const char *region;
     const char *zone;
@@ -41,11 +62,23 @@ struct ebb_offer {
      * now it bounds what any span can cost, so a policy can pass over
      * offers that cannot win without integrating their forecasts. */
     ebb_micros forecast_p50_low;
+    /* Appended: the preemption hazard by hour of day, UTC: [h] is the
+     * expected preemptions per hour of a run during hour h (00:00-00:59 is
+     * 0). NULL when the history says nothing about the time of day; then
+     * preemption_per_hour holds at every hour. Valid during the call. */
+    const double *preemption_by_hour;
 };
 
 struct ebb_market_view {
-    const struct ebb_offer *offers;
+    uint32_t struct_size; /* sizeof(struct ebb_market_view) in ebbd */
+    const struct ebb_offer *offers; /* stride: offers[0].struct_size */
     size_t n_offers;
+    /* Appended: nonzero when ebbd promises that every view with this
+     * generation, offers pointer and n_offers holds the same offers, except
+     * `available` (which counts capacity for the job at hand), so that a
+     * policy may keep what it derived from the offers alone for the next
+     * job planned at the same instant. 0: no such promise. */
+    uint64_t generation;
 };
 
 enum ebb_job_market {
@@ -56,6 +89,7 @@ enum ebb_job_market {
 
 /* What a policy may know about a job. */
 struct ebb_job_view {
+    uint32_t struct_size;        /* sizeof(struct ebb_job_view) in ebbd */
     const char *id;
     const char *name;
     enum ebb_job_market market;
@@ -77,6 +111,15 @@ struct ebb_job_view {
     ebb_dur_ms checkpoint_every; /* reference work between periodic
                                     checkpoints; 0: none */
 };
+
+/* The sizes of the views' first versions: the least struct_size a policy
+ * accepts. */
+#define EBB_POLICY_OFFER_SIZE_V1                                              \
+    (offsetof(struct ebb_offer, forecast_p50_low) + sizeof(ebb_micros))
+#define EBB_POLICY_MARKET_SIZE_V1                                             \
+    (offsetof(struct ebb_market_view, n_offers) + sizeof(size_t))
+#define EBB_POLICY_JOB_SIZE_V1                                                \
+    (offsetof(struct ebb_job_view, checkpoint_every) + sizeof(ebb_dur_ms))
 
 enum ebb_decision_kind {
     EBB_DECIDE_WAIT = 0,   /* do nothing until `until` (or a market change) */
@@ -104,7 +147,11 @@ struct ebb_policy {
     int (*create)(const struct ebb_host *host, const void *config, void **self);
     void (*destroy)(void *self);
 
-    /* Pure: fills *out from the arguments alone. Returns 0 or EBB_E*. */
+    /* Pure: fills *out from the arguments alone. Returns 0 or EBB_E*.
+     * ebbd calls one instance from one thread at a time, so an instance
+     * may keep what it derived from a view for the next call with the
+     * same view generation (struct ebb_market_view), as long as the
+     * answers stay those of the arguments alone. */
     int (*decide)(void *self, const struct ebb_job_view *job,
                   const struct ebb_market_view *market, ebb_time_ms now,
                   struct ebb_decision *out);

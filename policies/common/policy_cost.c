@@ -23,38 +23,104 @@ double pu_unsaved(const struct pu_ctx *c)
     return u > 0 && isfinite(u) ? u : 0;
 }
 
-static double hazard(const struct ebb_offer *o)
+static double rate(double l)
 {
-    double l = o->preemption_per_hour;
     return isfinite(l) && l > 0 ? l : 0;
+}
+
+/* The hazard of a run on offer k over [start, start + span) (ms): the
+ * flat preemption_per_hour, or with a hazard by hour of day the mean of
+ * the hours the run covers, each weighted by the time spent in it. A
+ * run of no length takes its start hour's rate. */
+static double hazard_over(const struct pu_ctx *c, size_t k, double start,
+                          double span)
+{
+    const double *by = pu_hazard_by_hour(c, k);
+    if (by == NULL || !isfinite(start) || !isfinite(span) || !(span >= 0) ||
+        !(fabs(start) < 1e15))
+        return rate(pu_offer(c, k)->preemption_per_hour);
+    const double hour = (double)EBB_MS_PER_HOUR, day = 24 * hour;
+    double h = fmod(floor(start / hour), 24);
+    if (h < 0)
+        h += 24;
+    if (!(span > 0))
+        return rate(by[(int)h]);
+    double days = floor(span / day), sum = 0, whole_day = 0;
+    for (int i = 0; i < 24; i++)
+        whole_day += rate(by[i]);
+    /* Whole days first, then the hours of the last part day. */
+    double t = start + days * day, end = start + span, total = days * whole_day;
+    while (t < end) {
+        double next = (floor(t / hour) + 1) * hour;
+        double stop = next < end ? next : end;
+        sum += rate(by[(int)h]) * (stop - t) / hour;
+        t = stop;
+        h = h == 23 ? 0 : h + 1;
+    }
+    return (total + sum) / (span / hour);
+}
+
+/* The least hazard_over() can give on offer k, whatever the start. */
+static double hazard_least(const struct pu_ctx *c, size_t k)
+{
+    const double *by = pu_hazard_by_hour(c, k);
+    if (by == NULL)
+        return rate(pu_offer(c, k)->preemption_per_hour);
+    double least = rate(by[0]);
+    for (int i = 1; i < 24; i++)
+        if (rate(by[i]) < least)
+            least = rate(by[i]);
+    return least;
 }
 
 double pu_loss_ms(const struct pu_ctx *c, size_t k, const struct pu_model *m)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return INFINITY;
     double loss = pu_restart_ms(c);
     if (m->lose_unsaved && m->checkpoint_ms > 0)
-        loss += m->checkpoint_ms / (2.0 * c->offers[k].speed);
+        loss += m->checkpoint_ms / (2.0 * pu_offer(c, k)->speed);
     return loss;
 }
 
-/* Expected wall ms on k; `restart` says whether a start is counted. */
+/* Expected wall ms on k for a run from absolute time `start` (ms);
+ * `restart` says whether a start is counted. */
 static double expected_ms(const struct pu_ctx *c, size_t k, int restart,
-                          const struct pu_model *m)
+                          const struct pu_model *m, double start)
 {
     double h0 = pu_wall_ms(c, k) + (restart ? pu_restart_ms(c) : 0);
-    double rework = hazard(&c->offers[k]) * pu_loss_ms(c, k, m) /
+    double rework = hazard_over(c, k, start, h0) * pu_loss_ms(c, k, m) /
                     (double)EBB_MS_PER_HOUR;
     return h0 * (1.0 + rework);
+}
+
+/* The least expected_ms() can give on k, whatever the start. */
+static double expected_ms_least(const struct pu_ctx *c, size_t k, int restart,
+                                const struct pu_model *m)
+{
+    double h0 = pu_wall_ms(c, k) + (restart ? pu_restart_ms(c) : 0);
+    double rework = hazard_least(c, k) * pu_loss_ms(c, k, m) /
+                    (double)EBB_MS_PER_HOUR;
+    return h0 * (1.0 + rework);
+}
+
+double pu_expected_delays_ms(const struct pu_ctx *c, size_t k,
+                             const struct pu_model *m, double start,
+                             double run_ms)
+{
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
+        return INFINITY;
+    return hazard_over(c, k, start, run_ms) * run_ms /
+           (double)EBB_MS_PER_HOUR * pu_loss_ms(c, k, m);
 }
 
 double pu_expected_hours(const struct pu_ctx *c, size_t k,
                          const struct pu_model *m)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return INFINITY;
-    return expected_ms(c, k, k != c->running, m) / (double)EBB_MS_PER_HOUR;
+    return expected_ms(c, k, k != c->running, m, (double)c->now) /
+           (double)EBB_MS_PER_HOUR;
 }
 
 /* A forecast the engine left without points is no forecast. */
@@ -73,7 +139,7 @@ double pu_price_at(const struct pu_ctx *c, size_t k, double t, int band)
 {
     if (k >= c->n)
         return INFINITY;
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     double price = o->price_per_hour > 0 ? (double)o->price_per_hour : 0;
     /* Points are in time order; the last one at or before t holds. The
      * price now is known, so points at or before now do not replace it. An
@@ -94,7 +160,7 @@ double pu_price_at(const struct pu_ctx *c, size_t k, double t, int band)
 static double span_slow(const struct pu_ctx *c, size_t k, double start,
                         double end, int band)
 {
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     double t = start, price = pu_price_at(c, k, start, band), sum = 0;
     for (size_t i = 0; i < n_points(o); i++) {
         double at = (double)o->forecast[i].at;
@@ -143,7 +209,7 @@ static int64_t int_price(const struct ebb_forecast_point *p, int band)
 static int span_fast(const struct pu_ctx *c, size_t k, double start,
                      double end, int band, int64_t limit, double *out)
 {
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     if (!fast_time(c->now) || !(fabs(start) < (double)FAST_TIME_MAX) ||
         start != floor(start) || !(end < (double)FAST_TIME_MAX))
         return 0;
@@ -228,7 +294,7 @@ static double expected_cost(const struct pu_ctx *c, size_t k, double delay_ms,
                             const struct pu_model *m)
 {
     int restart = !(delay_ms == 0 && k == c->running);
-    double ms = expected_ms(c, k, restart, m);
+    double ms = expected_ms(c, k, restart, m, (double)c->now + delay_ms);
     return pu_cost_span(c, k, (double)c->now + delay_ms,
                         ms / (double)EBB_MS_PER_HOUR, 50);
 }
@@ -244,7 +310,7 @@ static struct pu_cost_cache *cache_for(const struct pu_ctx *c, size_t k,
 double pu_expected_cost(const struct pu_ctx *c, size_t k, double delay_ms,
                         const struct pu_model *m)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]) || !(delay_ms >= 0))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)) || !(delay_ms >= 0))
         return INFINITY;
     struct pu_cost_cache *cache = delay_ms == 0 ? cache_for(c, k, m) : NULL;
     if (cache == NULL)
@@ -276,7 +342,7 @@ static int64_t prune_limit(double bound)
 static int cost_upto(const struct pu_ctx *c, size_t k, const struct pu_model *m,
                      double bound, double *e)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k])) {
+    if (k >= c->n || !pu_usable(pu_offer(c, k))) {
         *e = INFINITY;
         return 1;
     }
@@ -289,7 +355,7 @@ static int cost_upto(const struct pu_ctx *c, size_t k, const struct pu_model *m,
         return 0;
     int64_t limit = prune_limit(bound);
     if (limit != INT64_MAX) {
-        double ms = expected_ms(c, k, k != c->running, m);
+        double ms = expected_ms(c, k, k != c->running, m, (double)c->now);
         double hours = ms / (double)EBB_MS_PER_HOUR;
         if (hours >= 0 && isfinite(hours)) {
             double start = (double)c->now;
@@ -329,11 +395,16 @@ static int fast_next(const struct ebb_offer *o, size_t i)
 static int later_fast(const struct pu_ctx *c, size_t k, size_t end,
                       const struct pu_model *m, size_t *best, double *cost)
 {
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     size_t n = n_points(o);
     if (!fast_time(c->now))
         return 0;
-    double hours = expected_ms(c, k, 1, m) / (double)EBB_MS_PER_HOUR;
+    /* One run length for every start: a hazard by hour makes it depend on
+     * the start, and then the caller's point-by-point path applies. */
+    if (pu_hazard_by_hour(c, k) != NULL)
+        return 0;
+    double hours = expected_ms(c, k, 1, m, (double)c->now) /
+                   (double)EBB_MS_PER_HOUR;
     if (!(hours >= 0) || !isfinite(hours))
         return 1; /* every start costs INFINITY */
     double span = hours * (double)EBB_MS_PER_HOUR;
@@ -385,8 +456,8 @@ size_t pu_cheapest_later(const struct pu_ctx *c, size_t k, size_t end_index,
 {
     size_t best = PU_NONE;
     double best_cost = INFINITY;
-    if (k < c->n && pu_usable(&c->offers[k])) {
-        const struct ebb_offer *o = &c->offers[k];
+    if (k < c->n && pu_usable(pu_offer(c, k))) {
+        const struct ebb_offer *o = pu_offer(c, k);
         size_t end = end_index < n_points(o) ? end_index : n_points(o);
         if (!later_fast(c, k, end, m, &best, &best_cost)) {
             best = PU_NONE;
@@ -406,7 +477,7 @@ size_t pu_cheapest_later(const struct pu_ctx *c, size_t k, size_t end_index,
     if (cost != NULL)
         *cost = best_cost;
     if (wait_ms != NULL)
-        *wait_ms = best != PU_NONE ? (double)c->offers[k].forecast[best].at -
+        *wait_ms = best != PU_NONE ? (double)pu_offer(c, k)->forecast[best].at -
                                          (double)c->now
                                    : 0;
     return best;
@@ -420,7 +491,7 @@ size_t pu_best_expected(const struct pu_ctx *c, int market_filter, size_t skip,
     for (size_t k = 0; k < c->n; k++) {
         if (k == skip || !pu_allowed(c, k) || !pu_ready(c, k))
             continue;
-        if (market_filter >= 0 && (int)c->offers[k].market != market_filter)
+        if (market_filter >= 0 && (int)pu_offer(c, k)->market != market_filter)
             continue;
         double e = pu_expected_cost(c, k, 0, m);
         if (!isfinite(e))
@@ -437,11 +508,11 @@ size_t pu_best_expected(const struct pu_ctx *c, int market_filter, size_t skip,
 
 double pu_floor_ms(const struct pu_ctx *c, size_t fb, const struct pu_model *m)
 {
-    if (fb >= c->n || !pu_usable(&c->offers[fb]))
+    if (fb >= c->n || !pu_usable(pu_offer(c, fb)))
         return INFINITY;
     double f = m->margin_ms + m->margin_frac * pu_wall_ms(c, fb);
     if (m->lose_unsaved)
-        f += pu_unsaved(c) / c->offers[fb].speed;
+        f += pu_unsaved(c) / pu_offer(c, fb)->speed;
     return f;
 }
 
@@ -456,9 +527,9 @@ int pu_budget_fits(const struct pu_ctx *c, size_t k, const struct pu_model *m,
         *need = 0;
     if (job->budget <= 0)
         return 1;
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return 0;
-    double s = c->offers[k].speed;
+    double s = pu_offer(c, k)->speed;
     double ckpt = m->checkpoint_ms > 0 ? m->checkpoint_ms : c->remaining;
     /* Work to the next checkpoint: from the latest one when running on k,
      * a whole interval after a (re)start. */
@@ -473,7 +544,7 @@ int pu_budget_fits(const struct pu_ctx *c, size_t k, const struct pu_model *m,
     double ms = work / s + (k == c->running ? 0 : pu_restart_ms(c)) +
                 (job->checkpoint_grace > 0 ? (double)job->checkpoint_grace : 0);
     /* The worst price over that span: now, or any p90 point inside it. */
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     double worst = pu_price_at(c, k, (double)c->now, 90);
     double now_price = o->price_per_hour > 0 ? (double)o->price_per_hour : 0;
     if (now_price > worst)
@@ -495,7 +566,7 @@ const char *pu_money_text(double micros, char buf[PU_MONEY_TEXT])
 {
     if (!isfinite(micros))
         snprintf(buf, PU_MONEY_TEXT, "%s", micros < 0 ? "-inf" : "inf");
-    else
+    else if (!pu_fixed2(micros / 1e6, buf, PU_MONEY_TEXT))
         snprintf(buf, PU_MONEY_TEXT, "%.2f", micros / 1e6);
     return buf;
 }
@@ -523,14 +594,14 @@ int pu_guard_market_ok(const struct pu_ctx *c, const struct pu_guard *g,
     if (!pu_allowed(c, k))
         return 0;
     if (c->job->market == EBB_JOB_SPOT_FALLBACK && !g->on)
-        return c->offers[k].market == EBB_MARKET_SPOT;
+        return pu_offer(c, k)->market == EBB_MARKET_SPOT;
     return 1;
 }
 
 int pu_guard_spot_ok(const struct pu_ctx *c, const struct pu_guard *g,
                      size_t k, double extra_ms)
 {
-    if (!g->on || k >= c->n || c->offers[k].market != EBB_MARKET_SPOT)
+    if (!g->on || k >= c->n || pu_offer(c, k)->market != EBB_MARKET_SPOT)
         return 1;
     double start = k == c->running ? 0 : g->d;
     return g->q - start >= g->floor + extra_ms;
@@ -543,19 +614,19 @@ static int fit_ok(const struct pu_ctx *c, const struct pu_guard *g,
     if (k == skip || !pu_guard_market_ok(c, g, k) || !pu_ready(c, k) ||
         !pu_guard_spot_ok(c, g, k, 0))
         return 0;
-    return market_filter < 0 || (int)c->offers[k].market == market_filter;
+    return market_filter < 0 || (int)pu_offer(c, k)->market == market_filter;
 }
 
 /* The margin keeps rounding from deciding a near tie. */
 int pu_cannot_beat(const struct pu_ctx *c, size_t k, const struct pu_model *m,
                    double bound)
 {
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     if (o->forecast_p50_low <= 0 || !isfinite(bound))
         return 0;
     ebb_micros low = o->price_per_hour < o->forecast_p50_low ? o->price_per_hour
                                                              : o->forecast_p50_low;
-    double ms = expected_ms(c, k, k != c->running, m);
+    double ms = expected_ms_least(c, k, k != c->running, m);
     if (!(ms >= 0) || !isfinite(ms))
         return 0;
     double floor_cost = (double)low * ms / (double)EBB_MS_PER_HOUR;
@@ -570,10 +641,14 @@ size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
         *budget_blocked = 0;
     /* The answer is the first offer of the lowest expected cost. Once one
      * is costed, the others stop integrating their forecasts as soon as
-     * they are sure to cost more (cost_upto). */
+     * they are sure to cost more (cost_upto); with a memo they come
+     * cheapest first and the search ends at the first that cannot win. */
     size_t best = PU_NONE;
     double best_cost = INFINITY;
-    for (size_t k = 0; k < c->n; k++) {
+    for (size_t i = 0; i < c->n; i++) {
+        size_t k = pu_nth(c, i);
+        if (best != PU_NONE && pu_past_bound(c, k, best_cost))
+            break;
         if (!fit_ok(c, g, market_filter, skip, k))
             continue;
         if (!pu_budget_fits(c, k, m, NULL, NULL)) {
@@ -587,11 +662,15 @@ size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
         double e;
         if (!cost_upto(c, k, m, best_cost, &e) || !isfinite(e))
             continue;
-        if (best == PU_NONE || e < best_cost) {
+        if (best == PU_NONE || e < best_cost || (e == best_cost && k < best)) {
             best = k;
             best_cost = e;
         }
     }
+    /* The search may have stopped before offers left out for the budget:
+     * the flag speaks only when nothing was found, and then it saw all. */
+    if (budget_blocked != NULL && best != PU_NONE)
+        *budget_blocked = 0;
     if (cost != NULL)
         *cost = best_cost;
     return best;

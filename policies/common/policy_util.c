@@ -13,7 +13,9 @@ int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
         memset(out, 0, sizeof(*out));
         out->offer = PU_NONE;
     }
-    if (c == NULL || job == NULL || market == NULL || out == NULL)
+    if (c == NULL || job == NULL || market == NULL || out == NULL ||
+        job->struct_size < EBB_POLICY_JOB_SIZE_V1 ||
+        market->struct_size < EBB_POLICY_MARKET_SIZE_V1)
         return EBB_EINVAL;
     memset(c, 0, sizeof(*c));
     c->job = job;
@@ -21,11 +23,27 @@ int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
      * than dereferenced. */
     c->offers = market->n_offers > 0 ? market->offers : NULL;
     c->n = c->offers != NULL ? market->n_offers : 0;
+    if (c->n > 0) {
+        c->stride = c->offers[0].struct_size;
+        if (c->stride < EBB_POLICY_OFFER_SIZE_V1 ||
+            c->stride % _Alignof(struct ebb_offer) != 0)
+            return EBB_EINVAL;
+    }
+    if (EBB_POLICY_HAS(struct ebb_market_view, market, generation))
+        c->generation = market->generation;
     c->now = now;
     double left = (double)job->work_total - (double)job->work_done;
     c->remaining = left > 0 ? left : 0;
     c->running = job->running_offer < c->n ? job->running_offer : PU_NONE;
     return 0;
+}
+
+const double *pu_hazard_by_hour(const struct pu_ctx *c, size_t k)
+{
+    const struct ebb_offer *o = pu_offer(c, k);
+    return EBB_POLICY_HAS(struct ebb_offer, o, preemption_by_hour)
+               ? o->preemption_by_hour
+               : NULL;
 }
 
 int pu_usable(const struct ebb_offer *o)
@@ -35,9 +53,9 @@ int pu_usable(const struct ebb_offer *o)
 
 int pu_ready(const struct pu_ctx *c, size_t k)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return 0;
-    return c->offers[k].available != 0 || k == c->running;
+    return pu_offer(c, k)->available != 0 || k == c->running;
 }
 
 int pu_allowed(const struct pu_ctx *c, size_t k)
@@ -46,9 +64,9 @@ int pu_allowed(const struct pu_ctx *c, size_t k)
         return 0;
     switch (c->job->market) {
     case EBB_JOB_SPOT:
-        return c->offers[k].market == EBB_MARKET_SPOT;
+        return pu_offer(c, k)->market == EBB_MARKET_SPOT;
     case EBB_JOB_ON_DEMAND:
-        return c->offers[k].market == EBB_MARKET_ON_DEMAND;
+        return pu_offer(c, k)->market == EBB_MARKET_ON_DEMAND;
     case EBB_JOB_SPOT_FALLBACK:
     default:
         return 1;
@@ -57,9 +75,9 @@ int pu_allowed(const struct pu_ctx *c, size_t k)
 
 double pu_wall_ms(const struct pu_ctx *c, size_t k)
 {
-    if (k >= c->n || !pu_usable(&c->offers[k]))
+    if (k >= c->n || !pu_usable(pu_offer(c, k)))
         return INFINITY;
-    return c->remaining / c->offers[k].speed;
+    return c->remaining / pu_offer(c, k)->speed;
 }
 
 int pu_has_deadline(const struct pu_ctx *c)
@@ -102,9 +120,9 @@ size_t pu_cheapest_spot(const struct pu_ctx *c)
 {
     size_t best = PU_NONE;
     for (size_t k = 0; k < c->n; k++) {
-        if (c->offers[k].market != EBB_MARKET_SPOT || !pu_ready(c, k))
+        if (pu_offer(c, k)->market != EBB_MARKET_SPOT || !pu_ready(c, k))
             continue;
-        if (best == PU_NONE || cheaper(&c->offers[k], &c->offers[best]))
+        if (best == PU_NONE || cheaper(pu_offer(c, k), pu_offer(c, best)))
             best = k;
     }
     return best;
@@ -112,18 +130,22 @@ size_t pu_cheapest_spot(const struct pu_ctx *c)
 
 size_t pu_od_choice(const struct pu_ctx *c)
 {
+    /* With a memo only the on-demand offers are visited, in the same
+     * order. */
     size_t best = PU_NONE, fastest = PU_NONE;
-    for (size_t k = 0; k < c->n; k++) {
-        if (c->offers[k].market != EBB_MARKET_ON_DEMAND || !pu_ready(c, k))
+    size_t n = c->memo != NULL ? c->memo->n_od : c->n;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = c->memo != NULL ? c->memo->od[i] : i;
+        if (pu_offer(c, k)->market != EBB_MARKET_ON_DEMAND || !pu_ready(c, k))
             continue;
-        const struct ebb_offer *o = &c->offers[k];
-        if (fastest == PU_NONE || o->speed > c->offers[fastest].speed ||
-            (o->speed == c->offers[fastest].speed &&
-             cheaper(o, &c->offers[fastest])))
+        const struct ebb_offer *o = pu_offer(c, k);
+        if (fastest == PU_NONE || o->speed > pu_offer(c, fastest)->speed ||
+            (o->speed == pu_offer(c, fastest)->speed &&
+             cheaper(o, pu_offer(c, fastest))))
             fastest = k;
         if (pu_slack(c, k) < 0)
             continue;
-        if (best == PU_NONE || cheaper(o, &c->offers[best]))
+        if (best == PU_NONE || cheaper(o, pu_offer(c, best)))
             best = k;
     }
     return best != PU_NONE ? best : fastest;
@@ -196,31 +218,88 @@ static double money(ebb_micros m)
     return (double)m / (double)EBB_MICROS_PER_UNIT;
 }
 
+/* Appends to a text of `size` bytes (so far `*len`), cutting it short as
+ * snprintf would. Reasons are formatted for every decision, and snprintf
+ * was a third of a deadline decision's time. */
+static void put(char *buf, size_t size, size_t *len, const char *s)
+{
+    while (*s != '\0' && *len + 1 < size)
+        buf[(*len)++] = *s++;
+    buf[*len] = '\0';
+}
+
+/* Appends v >= 0 in decimal, at least `width` digits. */
+static void put_int(char *buf, size_t size, size_t *len, long long v,
+                    int width)
+{
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 || n < width);
+    char text[24];
+    for (int i = 0; i < n; i++)
+        text[i] = digits[n - 1 - i];
+    text[n] = '\0';
+    put(buf, size, len, text);
+}
+
 const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT])
 {
+    size_t len = 0;
+    buf[0] = '\0';
     if (isnan(ms) || isinf(ms)) {
-        snprintf(buf, PU_DUR_TEXT, "%s", ms < 0 ? "-unlimited" : "unlimited");
+        put(buf, PU_DUR_TEXT, &len, ms < 0 ? "-unlimited" : "unlimited");
         return buf;
     }
-    const char *sign = ms < 0 ? "-" : "";
+    put(buf, PU_DUR_TEXT, &len, ms < 0 ? "-" : "");
     double a = fabs(ms) / 1000.0;
     if (a >= 1e15) {
-        snprintf(buf, PU_DUR_TEXT, "%sunlimited", sign);
+        put(buf, PU_DUR_TEXT, &len, "unlimited");
         return buf;
     }
     long long s = (long long)a;
     long long h = s / 3600, m = s / 60 % 60, sec = s % 60;
-    if (h > 0 && m > 0)
-        snprintf(buf, PU_DUR_TEXT, "%s%lldh%02lldm", sign, h, m);
-    else if (h > 0)
-        snprintf(buf, PU_DUR_TEXT, "%s%lldh", sign, h);
-    else if (m > 0 && sec > 0)
-        snprintf(buf, PU_DUR_TEXT, "%s%lldm%02llds", sign, m, sec);
-    else if (m > 0)
-        snprintf(buf, PU_DUR_TEXT, "%s%lldm", sign, m);
-    else
-        snprintf(buf, PU_DUR_TEXT, "%s%llds", sign, sec);
+    /* "1h12m", "1h", "7m30s", "7m", "45s". */
+    if (h > 0) {
+        put_int(buf, PU_DUR_TEXT, &len, h, 1);
+        put(buf, PU_DUR_TEXT, &len, "h");
+        if (m > 0) {
+            put_int(buf, PU_DUR_TEXT, &len, m, 2);
+            put(buf, PU_DUR_TEXT, &len, "m");
+        }
+    } else if (m > 0) {
+        put_int(buf, PU_DUR_TEXT, &len, m, 1);
+        put(buf, PU_DUR_TEXT, &len, "m");
+        if (sec > 0) {
+            put_int(buf, PU_DUR_TEXT, &len, sec, 2);
+            put(buf, PU_DUR_TEXT, &len, "s");
+        }
+    } else {
+        put_int(buf, PU_DUR_TEXT, &len, sec, 1);
+        put(buf, PU_DUR_TEXT, &len, "s");
+    }
     return buf;
+}
+
+int pu_fixed2(double x, char *buf, size_t size)
+{
+    if (signbit(x) || !(x < 1e12))
+        return 0;
+    /* c is x * 100 to the nearest whole number when x * 100, computed
+     * exactly (fma rounds once, keeping the sign), lies strictly between
+     * c - 1/2 and c + 1/2: then printf's "%.2f" prints c / 100. */
+    double c = nearbyint(x * 100);
+    if (!(fma(x, 100, -(c - 0.5)) > 0 && fma(x, 100, -(c + 0.5)) < 0))
+        return 0;
+    long long v = (long long)c;
+    size_t len = 0;
+    buf[0] = '\0';
+    put_int(buf, size, &len, v / 100, 1);
+    put(buf, size, &len, ".");
+    put_int(buf, size, &len, v % 100, 2);
+    return 1;
 }
 
 static const char *text(const char *s)
@@ -228,14 +307,33 @@ static const char *text(const char *s)
     return s != NULL && s[0] != '\0' ? s : NULL;
 }
 
+static const char *offer_text(const struct pu_ctx *c, size_t k,
+                              char buf[PU_OFFER_TEXT]);
+
+/* The text depends on the offer alone: with a memo it is formatted once
+ * per view and offer (reasons name the same offers job after job). */
 const char *pu_offer_text(const struct pu_ctx *c, size_t k,
                           char buf[PU_OFFER_TEXT])
+{
+    struct pu_memo *m = c->memo;
+    if (m == NULL || k >= c->n)
+        return offer_text(c, k, buf);
+    if (!m->has_text[k]) {
+        offer_text(c, k, m->text[k]);
+        m->has_text[k] = 1;
+    }
+    memcpy(buf, m->text[k], PU_OFFER_TEXT);
+    return buf;
+}
+
+static const char *offer_text(const struct pu_ctx *c, size_t k,
+                              char buf[PU_OFFER_TEXT])
 {
     if (k >= c->n) {
         snprintf(buf, PU_OFFER_TEXT, "no offer");
         return buf;
     }
-    const struct ebb_offer *o = &c->offers[k];
+    const struct ebb_offer *o = pu_offer(c, k);
     const char *type = text(o->instance_type);
     const char *where = text(o->zone);
     if (where == NULL)
@@ -259,7 +357,7 @@ void pu_budget_note(const struct pu_ctx *c, size_t k, struct ebb_decision *out)
         return;
     double hours = (pu_wall_ms(c, k) + (k == c->running ? 0 : pu_restart_ms(c))) /
                    (double)EBB_MS_PER_HOUR;
-    double need = hours * money(c->offers[k].price_per_hour);
+    double need = hours * money(pu_offer(c, k)->price_per_hour);
     double left = money(job->budget) - money(job->spent);
     if (!(need > left))
         return;
@@ -295,7 +393,7 @@ int pu_settled(const struct pu_ctx *c, struct ebb_decision *out)
         return 1;
     }
     for (size_t k = 0; k < c->n; k++) {
-        if (pu_allowed(c, k) && pu_usable(&c->offers[k]))
+        if (pu_allowed(c, k) && pu_usable(pu_offer(c, k)))
             return 0;
     }
     if (running)
@@ -314,7 +412,7 @@ void pu_run_market(const struct pu_ctx *c, enum ebb_market market,
 {
     char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT];
     const char *word = market == EBB_MARKET_SPOT ? "spot" : "on-demand";
-    if (c->running != PU_NONE && c->offers[c->running].market == market) {
+    if (c->running != PU_NONE && pu_offer(c, c->running)->market == market) {
         pu_keep(out, 0, "running on %s; keeping it",
                 pu_offer_text(c, c->running, what));
         return;

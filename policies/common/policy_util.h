@@ -29,24 +29,43 @@
 #define PU_NONE SIZE_MAX
 
 struct pu_cost_cache;
+struct pu_memo;
 
 /* The facts of one decide() call, derived once by pu_begin(). */
 struct pu_ctx {
     const struct ebb_job_view *job;
-    const struct ebb_offer *offers; /* NULL when n == 0 */
+    const struct ebb_offer *offers; /* NULL when n == 0; see pu_offer() */
     size_t n;
+    size_t stride;     /* bytes from one offer to the next (their
+                          struct_size, see include/ebb/policy.h) */
+    uint64_t generation; /* the view's, 0 when it promises nothing */
     ebb_time_ms now;
     double remaining;  /* work left in reference ms, >= 0 */
     size_t running;    /* the running offer, or PU_NONE (also when the
                           engine's index lies outside the view) */
     struct pu_cost_cache *cache; /* NULL, or see pu_cache_attach() */
+    struct pu_memo *memo;        /* NULL, or see pu_memo_attach() */
 };
 
 /* Checks the arguments, clears *out (so equal inputs give equal bytes) and
- * fills *c. Returns 0, or EBB_EINVAL when job, market or out is NULL. */
+ * fills *c. Returns 0, or EBB_EINVAL when job, market or out is NULL or a
+ * view's struct_size does not cover its first version's fields. */
 int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
              const struct ebb_market_view *market, ebb_time_ms now,
              struct ebb_decision *out);
+
+/* Offer k of the view (k < c->n), stepping by the view's own struct_size
+ * so that an ebbd with appended offer fields is read right. */
+static inline const struct ebb_offer *pu_offer(const struct pu_ctx *c,
+                                               size_t k)
+{
+    return (const struct ebb_offer *)(const void *)((const char *)c->offers +
+                                                    k * c->stride);
+}
+
+/* Offer k's preemption hazard by hour of day (24 values), or NULL when it
+ * has none or ebbd predates the field. */
+const double *pu_hazard_by_hour(const struct pu_ctx *c, size_t k);
 
 /* Decides the cases every policy treats alike: the budget cap is spent
  * (STOP or WAIT), the work is done (KEEP while the job exits, or WAIT), no
@@ -138,6 +157,12 @@ const char *pu_offer_text(const struct pu_ctx *c, size_t k,
 /* "1h12m", "7m30s", "45s", "-5m"; "unlimited" for infinity. */
 const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT]);
 
+/* Writes what snprintf(buf, size, "%.2f", x) would and returns 1, when x
+ * is >= 0, below 10^12 and not within rounding of a half cent (then
+ * printf's rounding is certain); else returns 0 and leaves buf alone.
+ * size >= 16. */
+int pu_fixed2(double x, char *buf, size_t size);
+
 /* ---- Expected cost, risk and safety (used by trough and deadline) -------
  *
  * The risk model. The job checkpoints every `checkpoint_ms` of reference
@@ -148,7 +173,11 @@ const char *pu_dur_text(double ms, char buf[PU_DUR_TEXT]);
  * of lambda_k preemptions per hour, finishing on k is expected to take
  *   h_k = h0_k * (1 + lambda_k * loss_k)   (hours; loss_k in hours)
  * where h0_k is the wall time of the remaining work on k plus a restart
- * unless the job runs there. Prices come from the offer's forecast (p50
+ * unless the job runs there. With a hazard by hour of day
+ * (ebb_offer.preemption_by_hour) lambda_k is the mean over the hours the
+ * run [start, start + h0_k) covers, so the same run costs less rework in
+ * calmer hours; without one it is preemption_per_hour. Prices come from
+ * the offer's forecast (p50
  * for expected cost, p90 for worst cases) where it has points, and from
  * the price in effect now before the first point; past the last point the
  * last point holds. */
@@ -181,6 +210,13 @@ double pu_loss_ms(const struct pu_ctx *c, size_t k, const struct pu_model *m);
  * preemptions included (see above). INFINITY for an unusable offer. */
 double pu_expected_hours(const struct pu_ctx *c, size_t k,
                          const struct pu_model *m);
+
+/* Wall ms that preemptions are expected to cost a run of `run_ms` on
+ * offer k from absolute time `start`: lambda_k over that run (see above)
+ * times its hours times pu_loss_ms. INFINITY for an unusable offer. */
+double pu_expected_delays_ms(const struct pu_ctx *c, size_t k,
+                             const struct pu_model *m, double start,
+                             double run_ms);
 
 /* Offer k's price (micros per hour) in effect at absolute time t (ms):
  * band 10, 50 or 90 picks the forecast's p10/p50/p90. */
@@ -293,12 +329,55 @@ int pu_cannot_beat(const struct pu_ctx *c, size_t k, const struct pu_model *m,
 /* The offer with the lowest expected cost to launch now among those that
  * pass pu_guard_market_ok, are ready, pass pu_guard_spot_ok(extra 0) and
  * fit the budget (pu_budget_fits); `market_filter` as in
- * pu_best_expected; `skip` left out. *cost may be NULL. *budget_blocked
- * (may be NULL) is set to 1 when some otherwise eligible offer was left
- * out only for the budget. */
+ * pu_best_expected; `skip` left out; ties: the lower index. *cost may be
+ * NULL. *budget_blocked (may be NULL) is set to 1 when none was found and
+ * some otherwise eligible offer was left out only for the budget, else 0. */
 size_t pu_best_fit(const struct pu_ctx *c, const struct pu_guard *g,
                    const struct pu_model *m, int market_filter, size_t skip,
                    double *cost, int *budget_blocked);
+
+/* ---- What a policy keeps across jobs planned on one view ----------------
+ *
+ * ebbd plans the jobs of one instant on one market view and says so with
+ * its generation (struct ebb_market_view). What depends on the offers
+ * alone is then worked out once per view and kept in the policy instance:
+ * the offers sorted by the least they can cost per unit of work, so that
+ * the searches for the cheapest offer (pu_best_fit, trough's trough
+ * search) visit them cheapest first and stop at the first that cannot
+ * win. The answers are the same as without it: ties still go to the lower
+ * index, and an offer is passed over only when pu_cannot_beat would pass
+ * it over too. A view with generation 0 gets no memo (index order). */
+struct pu_memo {
+    uint64_t generation; /* built for this view; 0: empty */
+    uint64_t seen;       /* the view planned on last (see pu_memo_attach) */
+    const void *offers;
+    size_t n, stride;
+    struct keyed *buf;   /* sorting space */
+    size_t *order;       /* offer indexes, the least per work first */
+    double *least;       /* by offer index: the least per reference hour */
+    char (*text)[PU_OFFER_TEXT]; /* by offer index: pu_offer_text(), */
+    unsigned char *has_text;     /* once asked for */
+    size_t *od;          /* the on-demand offers, by index */
+    size_t n_od;
+    size_t cap;
+};
+
+/* Points c->memo at *m, rebuilt first unless it was built for this very
+ * view; leaves c->memo NULL for the first job planned on a view, when the
+ * view has generation 0 or when memory runs out (the answers stay the
+ * same, only slower). m may be NULL. */
+void pu_memo_attach(struct pu_ctx *c, struct pu_memo *m);
+
+/* Frees what *m holds and empties it. */
+void pu_memo_free(struct pu_memo *m);
+
+/* The i-th offer to visit (i < c->n): memo order, or i without a memo. */
+size_t pu_nth(const struct pu_ctx *c, size_t i);
+
+/* 1 when, with a memo, offer k and every offer after it in memo order
+ * surely cost more than `bound` whatever the start (so a search for the
+ * cheapest may stop); 0 without a memo. */
+int pu_past_bound(const struct pu_ctx *c, size_t k, double bound);
 
 /* "12.34" for a sum in micros, into buf. */
 #define PU_MONEY_TEXT 32

@@ -45,6 +45,7 @@
 struct dl {
     const struct ebb_host *host;
     struct dl_cfg cfg;
+    struct pu_memo memo;
 };
 
 static const struct ebb_cfg_key dl_keys[] = {
@@ -70,17 +71,21 @@ static int dl_create(const struct ebb_host *host, const void *config,
 
 static void dl_destroy(void *self)
 {
-    free(self);
+    struct dl *p = self;
+    if (p != NULL)
+        pu_memo_free(&p->memo);
+    free(p);
 }
 
 static int dl_decide(void *self, const struct ebb_job_view *job,
                      const struct ebb_market_view *market, ebb_time_ms now,
                      struct ebb_decision *out)
 {
-    const struct dl *p = self;
+    struct dl *p = self;
     struct dl_decision d;
     int rc;
-    if (dl_prepare(&d, p != NULL ? &p->cfg : NULL, job, market, now, out, &rc))
+    if (dl_prepare(&d, p != NULL ? &p->cfg : NULL, p != NULL ? &p->memo : NULL,
+                   job, market, now, out, &rc))
         return rc;
     dl_decide_rules(&d, out);
     return 0;

@@ -23,7 +23,7 @@ int dlr_move_pays(const struct dlr_state *s, size_t j, double keep,
                   double there)
 {
     const struct pu_ctx *c = s->c;
-    double restart_cost = (double)c->offers[j].price_per_hour * s->g.d /
+    double restart_cost = (double)pu_offer(c, j)->price_per_hour * s->g.d /
                           (double)EBB_MS_PER_HOUR;
     double saving = keep - there;
     return saving > 0 && saving > s->p->move_factor * restart_cost &&
@@ -56,7 +56,7 @@ int dlr_running_forced(const struct dlr_state *s, struct ebb_decision *out)
                 pu_offer_text(c, r, what), pu_money_text(left, m2));
         return 1;
     }
-    if (g->on && c->offers[r].market == EBB_MARKET_SPOT && g->q < g->floor) {
+    if (g->on && pu_offer(c, r)->market == EBB_MARKET_SPOT && g->q < g->floor) {
         pu_launch(out, g->od, "slack %s on on-demand would not survive one "
                   "more preemption (floor %s): switching to %s",
                   pu_dur_text(g->q, dur), pu_dur_text(g->floor, fdur),
@@ -76,12 +76,12 @@ void dlr_running(const struct dlr_state *s, struct ebb_decision *out)
 
     if (dlr_running_forced(s, out))
         return;
-    int on_spot = c->offers[r].market == EBB_MARKET_SPOT;
+    int on_spot = pu_offer(c, r)->market == EBB_MARKET_SPOT;
     double keep = pu_expected_cost(c, r, 0, &s->m);
     /* Leaving on-demand (for a guarded job) or moving between offers of a
      * market: one test, a clear saving with room for the restart. */
     int filter = g->on && !on_spot ? EBB_MARKET_SPOT
-                                   : (int)c->offers[r].market;
+                                   : (int)pu_offer(c, r)->market;
     double there = INFINITY;
     size_t j = pu_best_fit(c, g, &s->m, filter, r, &there, NULL);
     if (j != PU_NONE && pu_guard_spot_ok(c, g, j, s->hyst) &&
@@ -221,7 +221,7 @@ void dl_cfg_apply(const struct dl_cfg *k, const struct ebb_job_view *job,
 }
 
 int dl_prepare(struct dl_decision *d, const struct dl_cfg *k,
-               const struct ebb_job_view *job,
+               struct pu_memo *memo, const struct ebb_job_view *job,
                const struct ebb_market_view *market, ebb_time_ms now,
                struct ebb_decision *out, int *rc)
 {
@@ -231,6 +231,7 @@ int dl_prepare(struct dl_decision *d, const struct dl_cfg *k,
     if (*rc != 0 || pu_settled(&d->c, out))
         return 1;
     dl_cfg_apply(k, job, &d->m, &d->rp);
+    pu_memo_attach(&d->c, memo);
     dlr_begin(&d->s, &d->rp, &d->c, &d->m);
     pu_cache_attach(&d->c, &d->cache, &d->m);
     return 0;

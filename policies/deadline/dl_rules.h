@@ -128,10 +128,11 @@ struct dl_decision {
 
 /* Checks the arguments and settles what every policy decides alike (as
  * pu_decide does), then prepares *d for the job under configuration `k`
- * (NULL: the policy has no instance, EBB_EINVAL). Returns 1 when the
- * decision is made (return *rc from decide()), 0 to go on. */
+ * (NULL: the policy has no instance, EBB_EINVAL), with the policy
+ * instance's memo `memo` (may be NULL; see pu_memo_attach). Returns 1 when
+ * the decision is made (return *rc from decide()), 0 to go on. */
 int dl_prepare(struct dl_decision *d, const struct dl_cfg *k,
-               const struct ebb_job_view *job,
+               struct pu_memo *memo, const struct ebb_job_view *job,
                const struct ebb_market_view *market, ebb_time_ms now,
                struct ebb_decision *out, int *rc);
 

@@ -141,7 +141,7 @@ static void greedy_fallback(const void *self, const struct pu_ctx *c,
         return;
     }
     if (c->running != PU_NONE) {
-        if (c->offers[c->running].market == EBB_MARKET_ON_DEMAND)
+        if (pu_offer(c, c->running)->market == EBB_MARKET_ON_DEMAND)
             greedy_on_demand(g, c, out);
         else
             greedy_on_spot(g, c, od, out);

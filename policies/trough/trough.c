@@ -53,6 +53,7 @@ struct trough_cfg {
 struct trough {
     const struct ebb_host *host;
     struct trough_cfg cfg;
+    struct pu_memo memo;
 };
 
 static const struct ebb_cfg_key trough_keys[] = {
@@ -97,7 +98,10 @@ static int trough_create(const struct ebb_host *host, const void *config,
 
 static void trough_destroy(void *self)
 {
-    free(self);
+    struct trough *p = self;
+    if (p != NULL)
+        pu_memo_free(&p->memo);
+    free(p);
 }
 
 /* A later start: offer k, `wait` ms from now, expected cost `cost`. */
@@ -110,13 +114,18 @@ struct later {
 /* When starting on offer k after a wait keeps the deadline safe: the
  * slack left after the wait, less a restart and the preemption delays
  * expected on k, stays at or above the floor. The parts that do not depend
- * on the wait are worked out once per offer. */
+ * on the wait are worked out once per offer; so are the delays unless the
+ * offer's hazard depends on the hour. */
 struct safety {
     int always;   /* no deadline */
     double slack; /* the guard's q, or the slack on k itself */
     double start; /* the restart counted on top of the wait (guard) */
     double delays;
     double floor;
+    int by_hour;  /* delays depend on when the run starts */
+    const struct dlr_state *s;
+    size_t k;
+    double run;   /* the run's wall ms, its restart included */
 };
 
 static void safety_init(const struct dlr_state *s, size_t k, struct safety *f)
@@ -125,16 +134,15 @@ static void safety_init(const struct dlr_state *s, size_t k, struct safety *f)
     *f = (struct safety){.always = !pu_has_deadline(c)};
     if (f->always)
         return;
-    double h0 = pu_wall_ms(c, k) + s->g.d;
-    double lambda = c->offers[k].preemption_per_hour;
-    if (!(isfinite(lambda) && lambda > 0))
-        lambda = 0;
+    f->s = s;
+    f->k = k;
+    f->run = pu_wall_ms(c, k) + s->g.d;
+    f->by_hour = pu_hazard_by_hour(c, k) != NULL;
     /* Preemptions expected while running on k, each costing its loss. */
-    f->delays = lambda * h0 / (double)EBB_MS_PER_HOUR *
-                pu_loss_ms(c, k, &s->m);
+    f->delays = pu_expected_delays_ms(c, k, &s->m, (double)c->now, f->run);
     if (s->g.on) {
         f->slack = s->g.q;
-        f->start = c->offers[k].market == EBB_MARKET_SPOT ? s->g.d : 0;
+        f->start = pu_offer(c, k)->market == EBB_MARKET_SPOT ? s->g.d : 0;
         f->floor = s->g.floor;
     } else {
         f->slack = pu_slack_fresh(c, k);
@@ -147,25 +155,35 @@ static int safe_after(const struct safety *f, double w)
 {
     if (f->always)
         return 1;
-    return f->slack - w - f->start - f->delays >= f->floor;
+    double delays = f->delays;
+    if (f->by_hour)
+        delays = pu_expected_delays_ms(f->s->c, f->k, &f->s->m,
+                                       (double)f->s->c->now + w, f->run);
+    return f->slack - w - f->start - delays >= f->floor;
 }
 
-/* The cheapest safe start after some wait: offers that can be run now
- * (a trough is waited for where the job can go now, not on a hope of
- * capacity), each forecast point within max_wait, up to the first point
- * where the wait would no longer be safe (later points are later still).
- * pu_cheapest_later() integrates each offer's forecast in one pass. */
-static struct later best_later(const struct dlr_state *s, double max_wait)
+/* The cheapest safe start after some wait that costs less than `below`:
+ * offers that can be run now (a trough is waited for where the job can go
+ * now, not on a hope of capacity), each forecast point within max_wait, up
+ * to the first point where the wait would no longer be safe (later points
+ * are later still). pu_cheapest_later() integrates each offer's forecast
+ * in one pass; offers that cannot beat `below` or the best so far are
+ * passed over. k is PU_NONE when no start costs less than `below`. */
+static struct later best_later(const struct dlr_state *s, double max_wait,
+                               double below)
 {
     const struct pu_ctx *c = s->c;
-    struct later best = {PU_NONE, 0, INFINITY};
-    for (size_t k = 0; k < c->n; k++) {
-        const struct ebb_offer *o = &c->offers[k];
+    struct later best = {PU_NONE, 0, below};
+    for (size_t i = 0; i < c->n; i++) {
+        size_t k = pu_nth(c, i);
+        if (pu_past_bound(c, k, best.cost))
+            break;
+        const struct ebb_offer *o = pu_offer(c, k);
         if (o->forecast == NULL || o->n_forecast == 0 ||
             !pu_guard_market_ok(c, &s->g, k) || !pu_ready(c, k) ||
             !pu_budget_fits(c, k, &s->m, NULL, NULL))
             continue;
-        if (best.k != PU_NONE && pu_cannot_beat(c, k, &s->m, best.cost))
+        if (pu_cannot_beat(c, k, &s->m, best.cost))
             continue;
         struct safety f;
         safety_init(s, k, &f);
@@ -178,8 +196,11 @@ static struct later best_later(const struct dlr_state *s, double max_wait)
                 break;
         }
         double e, w;
-        if (pu_cheapest_later(c, k, end, &s->m, &e, &w) != PU_NONE &&
-            e < best.cost)
+        if (pu_cheapest_later(c, k, end, &s->m, &e, &w) == PU_NONE)
+            continue;
+        /* Ties go to the lower index, whatever order the offers come in. */
+        if (e < best.cost ||
+            (e == best.cost && best.k != PU_NONE && k < best.k))
             best = (struct later){k, w, e};
     }
     return best;
@@ -189,11 +210,11 @@ static int trough_decide(void *self, const struct ebb_job_view *job,
                          const struct ebb_market_view *market, ebb_time_ms now,
                          struct ebb_decision *out)
 {
-    const struct trough *p = self;
+    struct trough *p = self;
     struct dl_decision d;
     int rc;
-    if (dl_prepare(&d, p != NULL ? &p->cfg.dl : NULL, job, market, now, out,
-                   &rc))
+    if (dl_prepare(&d, p != NULL ? &p->cfg.dl : NULL,
+                   p != NULL ? &p->memo : NULL, job, market, now, out, &rc))
         return rc;
     if (d.c.running != PU_NONE && dlr_running_forced(&d.s, out))
         return 0;
@@ -209,9 +230,11 @@ static int trough_decide(void *self, const struct ebb_job_view *job,
     if (launch != PU_NONE && launch_cost < now_cost)
         now_cost = launch_cost;
 
-    struct later l = best_later(&d.s, (double)p->cfg.max_wait);
-    int worth = l.k != PU_NONE &&
-                l.cost < now_cost * (1.0 - p->cfg.min_saving);
+    /* Only a start that saves min_saving matters, so the search looks for
+     * nothing dearer. */
+    struct later l = best_later(&d.s, (double)p->cfg.max_wait,
+                                now_cost * (1.0 - p->cfg.min_saving));
+    int worth = l.k != PU_NONE;
     if (worth && d.c.running != PU_NONE)
         worth = dlr_move_pays(&d.s, l.k,
                               pu_expected_cost(&d.c, d.c.running, 0, &d.m),

@@ -153,7 +153,7 @@ static ebb_time_ms up_catch_up(const struct up_state *u, size_t k)
     if (span <= 0)
         return 0;
     double r = (double)job->work_total / span;
-    double s = c->offers[k].speed;
+    double s = pu_offer(c, k)->speed;
     if (!(s > r))
         return 0;
     double start = (double)c->now;
@@ -242,7 +242,7 @@ static void up_fallback(const void *self, const struct pu_ctx *c,
     u.cp = c->job->work_done > 0 ? (double)c->job->work_done : 0;
 
     if (c->running != PU_NONE) {
-        if (c->offers[c->running].market == EBB_MARKET_ON_DEMAND)
+        if (pu_offer(c, c->running)->market == EBB_MARKET_ON_DEMAND)
             up_on_demand(&u, out);
         else
             up_on_spot(&u, od, out);

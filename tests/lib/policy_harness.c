@@ -61,6 +61,7 @@ struct ebb_offer ph_offer(enum ebb_market m, const char *type,
                               double speed, int available)
 {
     struct ebb_offer o = {0};
+    o.struct_size = sizeof(o);
     o.provider = "aws";
     o.region = "us-east-1";
     o.zone = zone;
@@ -80,6 +81,7 @@ struct ebb_offer ph_offer(enum ebb_market m, const char *type,
 struct ebb_job_view ph_job10(void)
 {
     struct ebb_job_view j = {0};
+    j.struct_size = sizeof(j);
     j.id = "job-1";
     j.name = "train";
     j.market = EBB_JOB_SPOT_FALLBACK;
@@ -99,7 +101,12 @@ struct ebb_decision ph_decide_ok(const struct ph_pol *pol,
                                      const struct ebb_offer *offers, size_t n,
                                      ebb_time_ms now)
 {
-    struct ebb_market_view m = {.offers = offers, .n_offers = n};
+    /* A fresh generation for each call: both decide() calls below see the
+     * same offers, so the second may use what the first memoised and must
+     * still give the same bytes; the next call's offers may differ. */
+    static uint64_t generation;
+    struct ebb_market_view m = {.struct_size = sizeof(m), .offers = offers,
+                                .n_offers = n, .generation = ++generation};
     struct ebb_job_view job_copy = *job;
     struct ebb_offer copy[16];
     assert_true(n <= 16);

@@ -50,7 +50,7 @@ static void modules_load(void **state)
         assert_null(dlsym(pol.plugin->dl, "pu_od_choice"));
         /* NULL arguments are refused, not dereferenced. */
         struct ebb_job_view job = ph_job10();
-        struct ebb_market_view m = {0};
+        struct ebb_market_view m = {.struct_size = sizeof(m)};
         struct ebb_decision out;
         assert_int_equal(pol.p->decide(pol.self, NULL, &m, T0, &out),
                          EBB_EINVAL);
@@ -390,7 +390,8 @@ static void degenerate_inputs(void **state)
         /* No offers at all, or a NULL table. */
         d = ph_decide_is(&pol, &job, NULL, 0, T0, WAIT, 0);
         {
-            struct ebb_market_view m = {.offers = NULL, .n_offers = 3};
+            struct ebb_market_view m = {.struct_size = sizeof(m),
+                                        .offers = NULL, .n_offers = 3};
             assert_int_equal(pol.p->decide(pol.self, &job, &m, T0, &d), 0);
             ph_expect(&d, EBB_DECIDE_WAIT, 0);
             assert_true(d.reason[0] != '\0');

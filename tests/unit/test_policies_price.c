@@ -63,7 +63,7 @@ static void modules_load(void **state)
         assert_null(dlsym(pol.plugin->dl, "pu_best_fit"));
         assert_null(dlsym(pol.plugin->dl, "dlr_idle"));
         struct ebb_job_view job = ph_job10();
-        struct ebb_market_view m = {0};
+        struct ebb_market_view m = {.struct_size = sizeof(m)};
         struct ebb_decision out;
         assert_int_equal(pol.p->decide(pol.self, NULL, &m, T0, &out),
                          EBB_EINVAL);
@@ -258,7 +258,8 @@ static void preemption_risk_steers_away(void **state)
     (void)state;
     struct ebb_offer offers[] = {
         SPOT("p3.2xlarge", 0.85, 1.0, 1),
-        ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0, 1),
+        ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0,
+                 1),
         OD("p3.2xlarge", 3.06, 1.0),
     };
     for (size_t i = 0; i < N_NAMES; i++) {
@@ -482,7 +483,8 @@ static void degenerate_inputs(void **state)
 
         d = ph_decide_is(&pol, &job, NULL, 0, T0, WAIT, 0);
         {
-            struct ebb_market_view m = {.offers = NULL, .n_offers = 3};
+            struct ebb_market_view m = {.struct_size = sizeof(m),
+                                        .offers = NULL, .n_offers = 3};
             assert_int_equal(pol.p->decide(pol.self, &job, &m, T0, &d), 0);
             ph_expect(&d, EBB_DECIDE_WAIT, 0);
         }
@@ -575,6 +577,7 @@ static void forecast_low_changes_no_decision(void **state)
     (void)state;
     enum { N_OFFERS = 12, N_POINTS = 48 };
     static struct ebb_forecast_point fc[N_OFFERS][N_POINTS];
+    static double by_hour[N_OFFERS][24];
     uint64_t x = 88172645463325252ULL;
     const char *pruning[] = {"deadline", "trough"};
     for (size_t p = 0; p < 2; p++) {
@@ -590,6 +593,14 @@ static void forecast_low_changes_no_decision(void **state)
                                      price, 0.5 + (double)(x >> 20 & 7) / 4.0,
                                      (int)(x >> 30 & 1) || !spot);
                 offers[k].preemption_per_hour = spot ? (double)(x >> 40 & 7) / 50 : 0;
+                /* Every other round some spot offers have a hazard by hour. */
+                if (spot && round % 2 == 1 && (x >> 44 & 1)) {
+                    for (size_t h = 0; h < 24; h++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        by_hour[k][h] = (double)(x % 9) / 20;
+                    }
+                    offers[k].preemption_by_hour = by_hour[k];
+                }
                 ebb_micros low = offers[k].price_per_hour;
                 for (size_t i = 0; i < N_POINTS; i++) {
                     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -620,6 +631,185 @@ static void forecast_low_changes_no_decision(void **state)
     }
 }
 
+/* ---- the hazard by hour of day ------------------------------------------ */
+
+/* T0 is 22:13 UTC. "Stormy" hours 22:00-08:59 lose 3 instances an hour,
+ * the others none (`calm_now` swaps the two). */
+static void storm_hours(double by_hour[24], int calm_now)
+{
+    for (int h = 0; h < 24; h++) {
+        int storm = h >= 22 || h <= 8;
+        by_hour[h] = storm != calm_now ? 3.0 : 0.0;
+    }
+}
+
+/* Equal prices at every hour: trough waits for the calm hours, where the
+ * same run loses less to preemptions, and runs now when the storm is
+ * later or when only the flat rate is known. */
+static void trough_waits_for_calm_hours(void **state)
+{
+    (void)state;
+    struct ph_pol pol = ph_load("trough", NULL);
+    struct ebb_offer offers[2];
+    struct ebb_forecast_point fc[27];
+    double usd[27], stormy[24];
+    for (size_t i = 0; i < 27; i++)
+        usd[i] = 1.0;
+    hourly(fc, T0, usd, 27);
+    offers[0] = SPOT("p3.2xlarge", 1.0, 1.0, 1);
+    offers[0].forecast = fc;
+    offers[0].n_forecast = 27;
+    offers[0].preemption_per_hour = 3.0 * 11 / 24;
+    offers[1] = OD("p3.2xlarge", 3.06, 1.0);
+    struct ebb_job_view job = ph_job10();
+    job.deadline = T0 + 40 * H;
+
+    /* Now: 10h06m of stormy hours, (1 + 3 * 0.1) * 10.1 = 13.13 expected;
+     * from 09:13 (T0 + 11 h) all calm, 10.10. */
+    storm_hours(stormy, 0);
+    offers[0].preemption_by_hour = stormy;
+    struct ebb_decision d = ph_decide_is(&pol, &job, offers, 2, T0, WAIT, 0);
+    assert_int_equal(d.until, T0 + 11 * H);
+    ph_reason_has(&d, "trough");
+
+    /* The flat rate alone: every start costs the same, so it runs now. */
+    offers[0].preemption_by_hour = NULL;
+    ph_decide_is(&pol, &job, offers, 2, T0, LAUNCH, 0);
+
+    /* Calm now, stormy later: runs now. */
+    storm_hours(stormy, 1);
+    offers[0].preemption_by_hour = stormy;
+    ph_decide_is(&pol, &job, offers, 2, T0, LAUNCH, 0);
+    ph_unload(&pol);
+}
+
+/* Two spot offers at the same price and the same flat rate; the second's
+ * storm is at another time of day. Both policies launch the one calm
+ * during the run, and the first (the lower index) when only flat rates
+ * are known. */
+static void calm_offer_preferred(void **state)
+{
+    (void)state;
+    double stormy[24], calm[24];
+    storm_hours(stormy, 0);
+    storm_hours(calm, 1);
+    for (size_t i = 0; i < N_NAMES; i++) {
+        struct ph_pol pol = ph_load(names[i], NULL);
+        struct ebb_offer offers[] = {
+            SPOT("p3.2xlarge", 0.918, 1.0, 1),
+            ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0,
+                     1),
+            OD("p3.2xlarge", 3.06, 1.0),
+        };
+        offers[0].preemption_per_hour = offers[1].preemption_per_hour = 1.5;
+        struct ebb_job_view job = ph_job10();
+        ph_decide_is(&pol, &job, offers, 3, T0, LAUNCH, 0);
+        offers[0].preemption_by_hour = stormy;
+        offers[1].preemption_by_hour = calm;
+        ph_decide_is(&pol, &job, offers, 3, T0, LAUNCH, 1);
+        /* Twelve hours later the storm has moved to the other offer. */
+        job.submitted_at = T0 + 12 * H;
+        job.deadline = T0 + 32 * H;
+        ph_decide_is(&pol, &job, offers, 3, T0 + 11 * H, LAUNCH, 0);
+        ph_unload(&pol);
+    }
+}
+
+/* ---- view sizes (include/ebb/policy.h) ---------------------------------- */
+
+/* Decides on offers laid out `stride` bytes apart, with a given market
+ * view generation. */
+static struct ebb_decision decide_laid_out(const struct ph_pol *pol,
+                                           const struct ebb_job_view *job,
+                                           const void *offers, size_t n,
+                                           uint64_t generation)
+{
+    struct ebb_market_view m = {.struct_size = sizeof(m), .offers = offers,
+                                .n_offers = n, .generation = generation};
+    struct ebb_decision d;
+    assert_int_equal(pol->p->decide(pol->self, job, &m, T0, &d), 0);
+    return d;
+}
+
+/* An ebbd with more offer fields (a wider stride) or fewer (one that
+ * predates preemption_by_hour) is read right; views too small for the
+ * first version are refused; the memo kept for one generation serves
+ * other jobs on the same view with the same answers as none. */
+static void view_sizes_respected(void **state)
+{
+    (void)state;
+    double stormy[24], calm[24];
+    storm_hours(stormy, 0);
+    storm_hours(calm, 1);
+    struct ebb_offer offers[] = {
+        SPOT("p3.2xlarge", 0.918, 1.0, 1),
+        ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.918, 1.0,
+                 1),
+        OD("p3.2xlarge", 3.06, 1.0),
+    };
+    offers[0].preemption_per_hour = offers[1].preemption_per_hour = 1.5;
+    offers[0].preemption_by_hour = stormy;
+    offers[1].preemption_by_hour = calm;
+    struct wider {
+        struct ebb_offer o;
+        char future[40];
+    } wide[3];
+    /* The first version's layout: the fields up to forecast_p50_low. */
+    const size_t v1 = offsetof(struct ebb_offer, preemption_by_hour);
+    assert_true(v1 >= EBB_POLICY_OFFER_SIZE_V1);
+    _Alignas(struct ebb_offer) unsigned char old[3 * sizeof(struct ebb_offer)];
+    memset(wide, 0x7f, sizeof(wide));
+    memset(old, 0, sizeof(old));
+    for (size_t k = 0; k < 3; k++) {
+        wide[k].o = offers[k];
+        wide[k].o.struct_size = sizeof(struct wider);
+        struct ebb_offer o = offers[k];
+        o.struct_size = (uint32_t)v1;
+        memcpy(old + k * v1, &o, v1);
+    }
+    for (size_t i = 0; i < N_NAMES; i++) {
+        struct ph_pol pol = ph_load(names[i], NULL);
+        struct ebb_job_view job = ph_job10();
+        struct ebb_decision d = decide_laid_out(&pol, &job, wide, 3, 0);
+        ph_expect(&d, LAUNCH, 1);
+        /* The old layout has no hazard by hour: the flat tie, offer 0. */
+        d = decide_laid_out(&pol, &job, old, 3, 0);
+        ph_expect(&d, LAUNCH, 0);
+
+        /* One generation, several jobs, memo on and off. */
+        for (int w = 0; w < 12; w++) {
+            job = ph_job10();
+            job.work_done = (ebb_dur_ms)w * 50 * MIN;
+            job.running_offer = w % 3 == 0 ? (size_t)(w / 3 % 3) : SIZE_MAX;
+            struct ebb_decision memo =
+                decide_laid_out(&pol, &job, offers, 3, 77);
+            struct ebb_decision none =
+                decide_laid_out(&pol, &job, offers, 3, 0);
+            assert_memory_equal(&memo, &none, sizeof(memo));
+        }
+
+        /* Too small for the first version: refused. */
+        job = ph_job10();
+        struct ebb_offer small[3] = {offers[0], offers[1], offers[2]};
+        small[0].struct_size = (uint32_t)EBB_POLICY_OFFER_SIZE_V1 - 8;
+        struct ebb_market_view m = {.struct_size = sizeof(m), .offers = small,
+                                    .n_offers = 3};
+        assert_int_equal(pol.p->decide(pol.self, &job, &m, T0, &d), EBB_EINVAL);
+        m.offers = offers;
+        m.struct_size = (uint32_t)EBB_POLICY_MARKET_SIZE_V1 - 1;
+        assert_int_equal(pol.p->decide(pol.self, &job, &m, T0, &d), EBB_EINVAL);
+        m.struct_size = sizeof(m);
+        job.struct_size = (uint32_t)EBB_POLICY_JOB_SIZE_V1 - 1;
+        assert_int_equal(pol.p->decide(pol.self, &job, &m, T0, &d), EBB_EINVAL);
+        /* A market view of the first version: no generation read. */
+        job = ph_job10();
+        m.struct_size = (uint32_t)EBB_POLICY_MARKET_SIZE_V1;
+        assert_int_equal(pol.p->decide(pol.self, &job, &m, T0, &d), 0);
+        ph_expect(&d, LAUNCH, 1);
+        ph_unload(&pol);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,6 +829,9 @@ int main(void)
         cmocka_unit_test(forecast_low_changes_no_decision),
         cmocka_unit_test(degenerate_inputs),
         cmocka_unit_test(simulated_jobs_meet_deadlines),
+        cmocka_unit_test(trough_waits_for_calm_hours),
+        cmocka_unit_test(calm_offer_preferred),
+        cmocka_unit_test(view_sizes_respected),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
