@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# End to end: the real ebb-agent runs examples/train.py through ebbd on the
+# live sim market (accelerated clock, every spot instance preempted an hour
+# of market time after its launch), instances as local processes. The job
+# must be preempted at least twice, resume from its checkpoints each time,
+# finish, and produce the same model, bit for bit, as an uninterrupted run.
+. "$(dirname "$0")/../integration/lib.sh"
+
+TRAIN="$EBB_SOURCE_ROOT/examples/train.py"
+STEPS=500
+SLEEP=0.02
+
+check "uninterrupted reference run" python3 "$TRAIN" --out "$TMP/reference.json" \
+    --steps $STEPS --step-sleep $SLEEP
+
+S="$TMP/state"
+cat >"$TMP/ebb.yaml" <<YAML
+providers:
+  sim:
+    prices: $EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv
+    preempt_after: 1h
+    notice_lead: 2m
+  local: {}
+run_on: {sim: local}
+clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
+agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}
+YAML
+cat >"$TMP/train.yaml" <<YAML
+name: train-linear
+run: [python3, $TRAIN, --out, $TMP/model.json, --steps, "$STEPS", --step-sleep, "$SLEEP"]
+work: 4h
+resources: {instance_types: [p3.2xlarge]}
+market: spot
+checkpoint: {grace: 60s}
+YAML
+check "ebbd starts" start_daemon "$S" --config "$TMP/ebb.yaml"
+expect_exit 0 "submit" "$EBB" --state-dir "$S" submit "$TMP/train.yaml"
+ID=$OUT
+
+state=""
+for _ in $(seq 1 1200); do
+    state=$("$EBB" --state-dir "$S" job show "$ID" --json 2>/dev/null |
+            python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+    case "$state" in succeeded|failed|cancelled) break ;; esac
+    sleep 0.1
+done
+check "the training job succeeds" test "$state" = succeeded
+expect_exit 0 "job show" "$EBB" --state-dir "$S" job show "$ID" --json
+J=$OUT
+check "preempted at least twice" test "$(json_get "$J" 'd["preemptions"] >= 2')" = True
+check "checkpointed before each preemption" \
+    test "$(json_get "$J" 'len(d["checkpoints"]) >= d["preemptions"]')" = True
+expect_exit 0 "logs" "$EBB" --state-dir "$S" logs "$ID"
+check "resumed from a checkpoint each time" \
+    test "$(printf '%s\n' "$OUT" | grep -c '^resuming at step')" -ge 2
+check "the job finished in its log" contains "$OUT" "done: $STEPS steps"
+check "the model equals the uninterrupted run's, bit for bit" \
+    cmp "$TMP/reference.json" "$TMP/model.json"
+check "no job process is left" test -z "$(pgrep -f "$TMP/model.json" || true)"
+
+stop_daemon TERM
+check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
+finish
