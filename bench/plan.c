@@ -73,7 +73,7 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
         struct ebb__diag d = {{0}};
         if (ebb__jobspec_load_buffer("(bench)", spec_text, sizeof(spec_text) - 1,
                                      &spec, &d) != 0 ||
-            ebb__engine_submit(&r.v.engine, &spec, "", 0, NULL, &d) != 0) {
+            ebb__engine_submit(&r.v.engine, &spec, "", 0, NULL, NULL, &d) != 0) {
             fprintf(stderr, "bench-plan: %s\n", d.msg);
             rig_close(&r);
             return 1;

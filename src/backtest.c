@@ -170,7 +170,7 @@ static void on_submit(struct ebb__timer *t)
         spec.policy = strdup(bt->opt->policy);
     }
     struct ebb__diag d = {{0}};
-    int rc = ebb__engine_submit(&bt->v.engine, &spec, "", 0, &bt->jobs[i], &d);
+    int rc = ebb__engine_submit(&bt->v.engine, &spec, "", 0, NULL, &bt->jobs[i], &d);
     if (rc != 0) {
         ebb__jobspec_free(&spec);
         if (!bt->failed)

@@ -81,15 +81,15 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
         return;
     }
     struct ebb__job *job = NULL;
-    rc = ebb__engine_submit(&d->engine, &spec, yaml, (int64_t)call->uid, &job, &diag);
+    rc = ebb__engine_submit(&d->engine, &spec, yaml, (int64_t)call->uid,
+                            workdir != NULL && workdir[0] == '/' ? workdir : NULL,
+                            &job, &diag);
     ebb__jobspec_free(&spec);
     if (rc != 0) {
         ebb__api_fail(call, rc == EBB_EINVAL ? "invalid" : "internal", "%s",
                       diag.msg[0] ? diag.msg : ebb_strerror(rc));
         return;
     }
-    if (workdir != NULL && workdir[0] == '/')
-        job->workdir = strdup(workdir);
     ebb__info("job %s submitted by uid %ld from %s", job->id, (long)call->uid, file);
     ebb__api_reply(call, json_pack("{s:s,s:s}", "id", job->id, "state",
                                    ebb__job_state_name(job->state)));

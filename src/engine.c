@@ -404,7 +404,8 @@ static void make_id(struct ebb__engine *e, const char *name, ebb_time_ms at,
 
 int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
                        const char *spec_yaml, int64_t owner_uid,
-                       struct ebb__job **out, struct ebb__diag *d)
+                       const char *workdir, struct ebb__job **out,
+                       struct ebb__diag *d)
 {
     const char *policy_name = spec->policy ? spec->policy : e->opt.default_policy;
     struct ebb__plugin_slot *policy =
@@ -424,6 +425,7 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
     *spec = (struct ebb__job_spec){0};
     job->policy = policy;
     job->owner_uid = owner_uid;
+    job->workdir = workdir ? strdup(workdir) : NULL;
     job->submitted_at = now;
     job->deadline = ebb__jobspec_deadline(&job->spec, now);
     job->work_total = job->spec.work;
@@ -454,6 +456,7 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
         .work_ms = job->work_total,
         .budget = job->budget,
         .currency = job->currency,
+        .workdir = job->workdir,
     };
     struct ebb__store *s = e->opt.store;
     int rc = ebb__store_begin(s);
@@ -469,12 +472,14 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
         ebb__diag_set(d, NULL, 0, "cannot store job %s: %s", job->spec.name,
                       ebb__store_errmsg(s));
         ebb__jobspec_free(&job->spec);
+        free(job->workdir);
         free(job);
         return rc;
     }
     if (by_id_add(e, job) != 0) {
         ebb__diag_set(d, NULL, 0, "out of memory");
         ebb__jobspec_free(&job->spec);
+        free(job->workdir);
         free(job);
         return EBB_ENOMEM;
     }

@@ -75,7 +75,8 @@ struct ebb__attempt {
     int shadow_lost;         /* the market took the instance away */
     /* The agent channel (docs/agent-protocol.md): the agent's bearer token
      * is "<token>.<agent_secret>". */
-    char agent_secret[65];
+    char agent_secret[65];   /* "" for an attempt taken back after a restart */
+    char agent_hash[65];     /* hex SHA-256 of the secret: what is stored */
     ebb_time_ms agent_seen;  /* its latest report; 0: none yet */
     ebb_time_ms notice_deadline; /* what the metadata endpoint says; 0: none */
     int agent_exited;        /* it reported the job's end */
@@ -196,7 +197,8 @@ void ebb__engine_poll_prices(struct ebb__engine *e);
  * (unknown policy, a job no offer can ever run) are EBB_EINVAL with d. */
 int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
                        const char *spec_yaml, int64_t owner_uid,
-                       struct ebb__job **out, struct ebb__diag *d);
+                       const char *workdir, struct ebb__job **out,
+                       struct ebb__diag *d);
 
 /* The job with this id, or NULL. */
 struct ebb__job *ebb__engine_job(const struct ebb__engine *e, const char *id);
@@ -276,6 +278,9 @@ struct ebb__agent_reply {
 void ebb__engine_agent_report(struct ebb__job *job,
                               const struct ebb__agent_report *r,
                               struct ebb__agent_reply *reply);
+
+/* Hex SHA-256 of `secret` into hash[65]. Returns 0 or EBB_EIO. */
+int ebb__agent_secret_hash(const char *secret, char hash[65]);
 
 /* The job of the agent holding `bearer` ("<token>.<secret>"), or NULL
  * when no live instance holds it (compared in constant time). */

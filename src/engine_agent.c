@@ -7,9 +7,21 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 
 #include "engine.h"
 #include "log.h"
+
+int ebb__agent_secret_hash(const char *secret, char hash[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (EVP_Digest(secret, strlen(secret), md, &n, EVP_sha256(), NULL) != 1 || n != 32)
+        return EBB_EIO;
+    for (unsigned i = 0; i < n; i++)
+        snprintf(hash + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}
 
 struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer)
 {
@@ -22,9 +34,11 @@ struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer
     struct ebb__job *job = ebb__engine_job_of_token(e, token);
     if (job == NULL)
         return NULL;
-    const char *secret = job->current->agent_secret;
-    size_t len = strlen(secret);
-    if (strlen(dot + 1) != len || CRYPTO_memcmp(dot + 1, secret, len) != 0)
+    /* Only the hash is kept across restarts, so the hash is compared. */
+    char hash[65];
+    const char *want = job->current->agent_hash;
+    if (want[0] == '\0' || ebb__agent_secret_hash(dot + 1, hash) != 0 ||
+        CRYPTO_memcmp(hash, want, 64) != 0)
         return NULL;
     return job;
 }

@@ -268,6 +268,9 @@ static void on_shadow_launched(void *arg, int status, const struct ebb_instance 
         a->shadow_id = strdup(inst->id ? inst->id : "");
         if (a->shadow_id == NULL)
             status = EBB_ENOMEM;
+        else if (ebb__store_instance_shadow(job->engine->opt.store, a->token,
+                                            a->shadow_id) != 0)
+            ebb__error("job %s: %s", job->id, ebb__store_errmsg(job->engine->opt.store));
     }
     if (status == 0)
         status = launch_on(job, a->provider, 0, on_launched);
@@ -302,7 +305,8 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     struct ebb__attempt *a = calloc(1, sizeof(*a));
     if (a == NULL)
         return;
-    if (new_agent_secret(a->agent_secret, sizeof(a->agent_secret)) != 0) {
+    if (new_agent_secret(a->agent_secret, sizeof(a->agent_secret)) != 0 ||
+        ebb__agent_secret_hash(a->agent_secret, a->agent_hash) != 0) {
         free(a);
         ebb__engine_set_state(job, EBB__JOB_WAITING, "cannot draw random bytes "
                               "for the agent's token");
@@ -335,6 +339,9 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
         .requested_at = now,
         .price = step ? step->price : 0,
         .currency = o->currency,
+        .market_plugin = o->plugin,
+        .product = o->product,
+        .agent_token_hash = a->agent_hash,
     };
     if (ebb__store_instance_insert(e->opt.store, &row) != 0) {
         ebb__error("job %s: cannot record launch intent: %s", job->id,

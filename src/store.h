@@ -40,7 +40,7 @@ struct sqlite3;
 
 /* The newest schema version this build knows. Bumped by every migration
  * added to store_schema.c (a static assertion there keeps them in step). */
-#define EBB__STORE_SCHEMA_LATEST 2
+#define EBB__STORE_SCHEMA_LATEST 3
 
 /* PRAGMA application_id of an ebb database ("ebb!"), set by migration 1 so
  * that another program's SQLite file is never mistaken for ours. */
@@ -189,6 +189,7 @@ struct ebb__job_row {
     ebb_micros budget, spent;
     const char *currency;
     int retries, preemptions;
+    const char *workdir;    /* "" or NULL: none */
 };
 
 int ebb__store_job_insert(struct ebb__store *s, const struct ebb__job_row *r);
@@ -211,10 +212,17 @@ struct ebb__instance_row {
     ebb_time_ms requested_at;
     ebb_micros price;
     const char *currency;
+    const char *market_plugin; /* the offer's plugin (differs under run_on) */
+    const char *product;
+    const char *agent_token_hash; /* hex SHA-256 of the agent's secret; may be NULL */
 };
 
 int ebb__store_instance_insert(struct ebb__store *s,
                                const struct ebb__instance_row *r);
+
+/* Records the market's shadow instance of an instance run elsewhere. */
+int ebb__store_instance_shadow(struct ebb__store *s, const char *token,
+                               const char *shadow_id);
 
 /* Moves an instance to `state` ("launching", "running", "terminating",
  * "terminated", "failed"); NULL strings and 0 times leave fields as they

@@ -14,18 +14,21 @@ enum {
     SJ_CHECKPOINT_ADD,
     SJ_LEDGER_ADD,
     SJ_LEDGER_JOB_TOTAL,
+    SJ_INSTANCE_SHADOW,
     SJ__END
 };
 _Static_assert(SJ__END <= EBB__STORE_SLOTS, "too many statements");
 
 static const char *const sql[] = {
+    [SJ_INSTANCE_SHADOW - EBB__STORE_JOB_SLOTS] =
+        "UPDATE instances SET shadow_id = ?2 WHERE token = ?1",
     [SJ_JOB_INSERT - EBB__STORE_JOB_SLOTS] =
         "INSERT INTO jobs (id, name, owner_uid, team, spec_yaml, spec_json,"
         " state, policy, submitted_at, deadline, work_ms, work_done_ms,"
         " budget_micros, currency, spent_micros, retries, preemptions,"
-        " updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+        " updated_at, workdir) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
         " nullif(?10, 0), ?11, ?12, CASE WHEN ?13 < 0 THEN NULL ELSE ?13 END,"
-        " ?14, ?15, ?16, ?17, ?18)",
+        " ?14, ?15, ?16, ?17, ?18, ?19)",
     [SJ_JOB_UPDATE - EBB__STORE_JOB_SLOTS] =
         "UPDATE jobs SET state = ?2, work_done_ms = ?3, spent_micros = ?4,"
         " retries = ?5, preemptions = ?6, updated_at = ?7 WHERE id = ?1",
@@ -34,8 +37,10 @@ static const char *const sql[] = {
         " VALUES (?1, ?2, ?3, ?4, ?5)",
     [SJ_INSTANCE_INSERT - EBB__STORE_JOB_SLOTS] =
         "INSERT INTO instances (token, job_id, provider, region, zone,"
-        " instance_type, market, state, requested_at, price_micros, currency)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'intent', ?8, ?9, ?10)",
+        " instance_type, market, state, requested_at, price_micros, currency,"
+        " market_plugin, product, agent_token_hash)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'intent', ?8, ?9, ?10, ?11, ?12,"
+        " ?13)",
     [SJ_INSTANCE_UPDATE - EBB__STORE_JOB_SLOTS] =
         "UPDATE instances SET state = ?2,"
         " provider_instance_id = coalesce(?3, provider_instance_id),"
@@ -91,14 +96,14 @@ int ebb__store_job_insert(struct ebb__store *s, const struct ebb__job_row *r)
     sqlite3_stmt *st = get(s, SJ_JOB_INSERT);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "ttitttttiiiiitiiii", r->id, r->name,
+    int rc = bind(s, st, "ttitttttiiiiitiiiit", r->id, r->name,
                   (int64_t)r->owner_uid, r->team ? r->team : "", r->spec_yaml,
                   r->spec_json, r->state, r->policy ? r->policy : "",
                   (int64_t)r->submitted_at, (int64_t)r->deadline,
                   (int64_t)r->work_ms, (int64_t)r->work_done_ms,
                   (int64_t)r->budget, r->currency, (int64_t)r->spent,
                   (int64_t)r->retries, (int64_t)r->preemptions,
-                  (int64_t)r->updated_at);
+                  (int64_t)r->updated_at, r->workdir ? r->workdir : "");
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
 
@@ -134,9 +139,11 @@ int ebb__store_instance_insert(struct ebb__store *s,
     sqlite3_stmt *st = get(s, SJ_INSTANCE_INSERT);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tttttttiit", r->token, r->job_id, r->provider,
+    int rc = bind(s, st, "tttttttiitttt", r->token, r->job_id, r->provider,
                   r->region, r->zone, r->instance_type, market_name(r->market),
-                  (int64_t)r->requested_at, (int64_t)r->price, r->currency);
+                  (int64_t)r->requested_at, (int64_t)r->price, r->currency,
+                  r->market_plugin ? r->market_plugin : "",
+                  r->product ? r->product : "", r->agent_token_hash);
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
 
@@ -192,4 +199,14 @@ int ebb__store_ledger_job_total(struct ebb__store *s, const char *job_id,
     if (rc == SQLITE_ROW)
         *total = sqlite3_column_int64(st, 0);
     return ebb__store_finish(s, st, rc);
+}
+
+int ebb__store_instance_shadow(struct ebb__store *s, const char *token,
+                               const char *shadow_id)
+{
+    sqlite3_stmt *st = get(s, SJ_INSTANCE_SHADOW);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc = bind(s, st, "tt", token, shadow_id);
+    return rc != 0 ? rc : ebb__store_run(s, st);
 }

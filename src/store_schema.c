@@ -199,8 +199,18 @@ static const char v2[] =
     "CREATE INDEX prices_by_region_time ON prices (provider, region,"
     " observed_at);";
 
+/* Version 3: what ebbd needs to take its jobs back after a crash: where a
+ * job runs locally, and each instance's market offer (the market plugin and
+ * product; region, zone and type are there already), its market's shadow
+ * instance (run_on) and the agent token's hash. */
+static const char v3[] =
+    "ALTER TABLE jobs ADD COLUMN workdir TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN market_plugin TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN product TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN shadow_id TEXT;";
+
 /* migrations[i] moves a file from version i to version i + 1. */
-static const char *const migrations[] = {v1, v2};
+static const char *const migrations[] = {v1, v2, v3};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

@@ -121,7 +121,7 @@ static struct ebb__job *submit(struct fx *f, const char *yaml)
     if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
         fail_msg("%s", d.msg);
     struct ebb__job *job = NULL;
-    if (ebb__engine_submit(&f->v.engine, &spec, yaml, 0, &job, &d) != 0) {
+    if (ebb__engine_submit(&f->v.engine, &spec, yaml, 0, NULL, &job, &d) != 0) {
         ebb__jobspec_free(&spec);
         fail_msg("%s", d.msg);
     }
