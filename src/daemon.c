@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ebb_build_config.h"
+#include "httpd.h"
 #include "log.h"
 #include "paths.h"
 #include "str.h"
@@ -188,9 +190,54 @@ static int start_engine(struct ebb__daemon *d)
     }
     d->engine_ready = 1;
     ebb__engine_host_env(&d->engine, &d->host_env);
+    if (ebb__engine_recover(&d->engine) != 0)
+        return 1;
     ebb__engine_agent_sweep_start(&d->engine);
     ebb__engine_poll_prices(&d->engine);
     return 0;
+}
+
+/* Agents keep the URL they were started with, so a port the OS picked
+ * (agent_api.listen with port 0) is kept in STATE/agent.port and asked for
+ * again after a restart: agents that outlived ebbd reconnect. */
+static int start_agent_api(struct ebb__daemon *d, char *err, size_t errlen)
+{
+    char ip[64];
+    uint16_t port = 0;
+    const char *listen = d->config->agent_listen;
+    char *keep = ebb__path_join(d->state_dir, "agent.port");
+    int rc = EBB_ENOMEM;
+    if (keep != NULL && ebb__httpd_parse_address(listen, ip, sizeof(ip), &port) == 0 &&
+        port == 0) {
+        FILE *f = fopen(keep, "r");
+        unsigned kept = 0;
+        if (f != NULL && fscanf(f, "%u", &kept) == 1 && kept > 0 && kept < 65536) {
+            char again[96];
+            snprintf(again, sizeof(again), strchr(ip, ':') ? "[%s]:%u" : "%s:%u",
+                     ip, kept);
+            rc = ebb__agent_api_start(&d->agent_api, &d->loop, &d->engine, again,
+                                      d->logs_dir, err, errlen);
+            if (rc != 0)
+                ebb__warn("agents' port %u is taken now; agents started before "
+                          "cannot reconnect", kept);
+        }
+        if (f != NULL)
+            fclose(f);
+    }
+    if (keep != NULL && d->agent_api == NULL)
+        rc = ebb__agent_api_start(&d->agent_api, &d->loop, &d->engine, listen,
+                                  d->logs_dir, err, errlen);
+    if (rc == 0 && port == 0) {
+        const char *url = ebb__agent_api_url(d->agent_api);
+        const char *colon = strrchr(url, ':');
+        FILE *f = fopen(keep, "w");
+        if (f == NULL || fprintf(f, "%s\n", colon + 1) < 0)
+            ebb__warn("cannot keep the agents' port in %s", keep);
+        if (f != NULL)
+            fclose(f);
+    }
+    free(keep);
+    return rc;
 }
 
 static int start_api(struct ebb__daemon *d)
@@ -207,9 +254,7 @@ static int start_api(struct ebb__daemon *d)
         ebb__error("%s", err[0] ? err : ebb_strerror(rc));
         return rc == EBB_ECONFIG ? 2 : 1;
     }
-    rc = ebb__agent_api_start(&d->agent_api, &d->loop, &d->engine,
-                              d->config->agent_listen, d->logs_dir, err,
-                              sizeof(err));
+    rc = start_agent_api(d, err, sizeof(err));
     if (rc != 0) {
         ebb__error("%s", err[0] ? err : ebb_strerror(rc));
         return rc == EBB_EINVAL ? 2 : 1;

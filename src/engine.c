@@ -179,6 +179,15 @@ void ebb__engine_wake_offer(struct ebb__engine *e, size_t offer,
 
 static void poll_one(struct ebb__engine_poll *p);
 
+/* Every provider has answered a price poll (or stopped polling). */
+static int all_polled(const struct ebb__engine *e)
+{
+    for (size_t i = 0; i < e->opt.registry->n_providers; i++)
+        if (e->polls[i].health.polls == 0 && !e->polls[i].health.stopped)
+            return 0;
+    return 1;
+}
+
 static void on_prices(void *arg, int status, const struct ebb_price *prices,
                       size_t n)
 {
@@ -231,6 +240,8 @@ static void on_prices(void *arg, int status, const struct ebb_price *prices,
         p->again = 0;
         poll_one(p);
     }
+    if (e->recovery != NULL && all_polled(e))
+        ebb__engine_reconcile(e);
 }
 
 static void poll_one(struct ebb__engine_poll *p)
@@ -316,16 +327,14 @@ void ebb__engine_fini(struct ebb__engine *e)
 {
     ebb__timer_stop(e->opt.clock, &e->plan_timer);
     ebb__timer_stop(e->opt.clock, &e->agent_sweep);
+    ebb__engine_recovery_free(e);
     struct ebb__job *job = e->jobs;
     while (job != NULL) {
         struct ebb__job *next = job->next;
         ebb__timer_stop(e->opt.clock, &job->wake);
         if (job->current != NULL)
             ebb__engine_attempt_free(e, job->current);
-        free(job->workdir);
-        ebb__jobspec_free(&job->spec);
-        free(job->allowed);
-        free(job);
+        ebb__engine_job_free(job);
         job = next;
     }
     free(e->polls);
@@ -402,10 +411,10 @@ static void make_id(struct ebb__engine *e, const char *name, ebb_time_ms at,
     snprintf(out, len, "j-%08llx", (unsigned long long)(h & 0xffffffffULL));
 }
 
-int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
-                       const char *spec_yaml, int64_t owner_uid,
-                       const char *workdir, struct ebb__job **out,
-                       struct ebb__diag *d)
+int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
+                        int64_t owner_uid, const char *workdir,
+                        ebb_time_ms submitted_at, struct ebb__job **out,
+                        struct ebb__diag *d)
 {
     const char *policy_name = spec->policy ? spec->policy : e->opt.default_policy;
     struct ebb__plugin_slot *policy =
@@ -417,17 +426,18 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
         return EBB_EINVAL;
     }
     struct ebb__job *job = calloc(1, sizeof(*job));
-    if (job == NULL)
+    if (job == NULL) {
+        ebb__diag_set(d, NULL, 0, "out of memory");
         return EBB_ENOMEM;
-    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    }
     job->engine = e;
     job->spec = *spec;
     *spec = (struct ebb__job_spec){0};
     job->policy = policy;
     job->owner_uid = owner_uid;
-    job->workdir = workdir ? strdup(workdir) : NULL;
-    job->submitted_at = now;
-    job->deadline = ebb__jobspec_deadline(&job->spec, now);
+    job->workdir = workdir && workdir[0] ? strdup(workdir) : NULL;
+    job->submitted_at = submitted_at;
+    job->deadline = ebb__jobspec_deadline(&job->spec, submitted_at);
     job->work_total = job->spec.work;
     job->budget = job->spec.has_budget ? job->spec.budget.amount : -1;
     snprintf(job->currency, sizeof(job->currency), "%s",
@@ -436,6 +446,41 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
     job->after_release = EBB__JOB_WAITING;
     job->state = EBB__JOB_PENDING;
     ebb__timer_init(&job->wake, on_job_wake, job);
+    *out = job;
+    return 0;
+}
+
+int ebb__engine_job_add(struct ebb__engine *e, struct ebb__job *job)
+{
+    if (by_id_add(e, job) != 0)
+        return EBB_ENOMEM;
+    *e->jobs_tail = job;
+    e->jobs_tail = &job->next;
+    e->n_jobs++;
+    if (!ebb__job_state_terminal(job->state))
+        e->n_active++;
+    return 0;
+}
+
+void ebb__engine_job_free(struct ebb__job *job)
+{
+    ebb__jobspec_free(&job->spec);
+    free(job->workdir);
+    free(job->allowed);
+    free(job);
+}
+
+int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
+                       const char *spec_yaml, int64_t owner_uid,
+                       const char *workdir, struct ebb__job **out,
+                       struct ebb__diag *d)
+{
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    struct ebb__job *job = NULL;
+    int rc = ebb__engine_job_new(e, spec, owner_uid, workdir, now, &job, d);
+    if (rc != 0)
+        return rc;
+    const struct ebb__plugin_slot *policy = job->policy;
     make_id(e, job->spec.name, now, job->id, sizeof(job->id));
 
     json_t *j = ebb__jobspec_to_json(&job->spec);
@@ -459,7 +504,7 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
         .workdir = job->workdir,
     };
     struct ebb__store *s = e->opt.store;
-    int rc = ebb__store_begin(s);
+    rc = ebb__store_begin(s);
     if (rc == 0)
         rc = ebb__store_job_insert(s, &row);
     if (rc == 0)
@@ -471,22 +516,14 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
         ebb__store_rollback(s);
         ebb__diag_set(d, NULL, 0, "cannot store job %s: %s", job->spec.name,
                       ebb__store_errmsg(s));
-        ebb__jobspec_free(&job->spec);
-        free(job->workdir);
-        free(job);
+        ebb__engine_job_free(job);
         return rc;
     }
-    if (by_id_add(e, job) != 0) {
+    if (ebb__engine_job_add(e, job) != 0) {
         ebb__diag_set(d, NULL, 0, "out of memory");
-        ebb__jobspec_free(&job->spec);
-        free(job->workdir);
-        free(job);
+        ebb__engine_job_free(job);
         return EBB_ENOMEM;
     }
-    *e->jobs_tail = job;
-    e->jobs_tail = &job->next;
-    e->n_jobs++;
-    e->n_active++;
     ebb__engine_set_state(job, EBB__JOB_WAITING, "policy %s will decide when "
                           "and where to run", policy->plugin->name);
     ebb__engine_mark_dirty(job);

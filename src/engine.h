@@ -106,6 +106,8 @@ struct ebb__job {
     char after_reason[192];
     char *workdir;           /* where a local job runs; NULL: the agent's */
     int64_t owner_uid;       /* who submitted it; -1: unknown */
+    int held;                /* taken back after a restart: its instance is
+                              * being reconciled; not planned until then */
     struct ebb__timer wake;
     int dirty;
     /* Market offers this job may use, ascending; offers examined so far
@@ -133,6 +135,7 @@ struct ebb__engine_options {
 };
 
 struct ebb__engine_poll;
+struct ebb__recovery;
 
 /* How a provider's price polls fare, for `ebb providers` and metrics. */
 struct ebb__provider_health {
@@ -154,6 +157,7 @@ struct ebb__engine {
     size_t n_active;                 /* jobs not in a terminal state */
     struct ebb__timer plan_timer;
     struct ebb__timer agent_sweep;   /* looks for silent agents */
+    struct ebb__recovery *recovery;  /* instances to reconcile; NULL: none */
     struct ebb__engine_poll *polls;  /* one per provider */
     uint64_t id_seq;
     uint64_t decisions;              /* policy calls, for benchmarks */
@@ -200,6 +204,18 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
                        const char *workdir, struct ebb__job **out,
                        struct ebb__diag *d);
 
+/* A job for `spec` (taken, zeroed on return) with its policy resolved, not
+ * yet stored or listed, into *out. Returns 0, EBB_EINVAL (no such policy)
+ * or EBB_ENOMEM, with d set. */
+int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
+                        int64_t owner_uid, const char *workdir,
+                        ebb_time_ms submitted_at, struct ebb__job **out,
+                        struct ebb__diag *d);
+/* Lists a job in the engine. Returns 0 or EBB_ENOMEM. */
+int ebb__engine_job_add(struct ebb__engine *e, struct ebb__job *job);
+/* Frees a job that was never listed (or at the engine's end). */
+void ebb__engine_job_free(struct ebb__job *job);
+
 /* The job with this id, or NULL. */
 struct ebb__job *ebb__engine_job(const struct ebb__engine *e, const char *id);
 
@@ -231,6 +247,27 @@ void ebb__engine_instance_event(void *sink, const char *provider,
                                 const struct ebb_instance_event *ev);
 /* The job whose current attempt has this token, or NULL. */
 struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token);
+/* Terminates an instance nothing waits for; errors are logged only. */
+void ebb__engine_release_aside(struct ebb__plugin_slot *slot, const char *id);
+/* Launches the market's shadow again for the job's current attempt. */
+void ebb__engine_relaunch_shadow(struct ebb__job *job);
+
+/* ---- after a restart (engine_recover.c) ---- */
+
+/* Takes back the unfinished jobs of the store. Jobs whose instance may
+ * still run are held (not planned) until ebb__engine_reconcile() has asked
+ * the providers. Returns 0 or a negative code (logged). */
+int ebb__engine_recover(struct ebb__engine *e);
+/* Lists every provider's instances and settles each held instance: adopted
+ * when it still runs for a job that wants it, else terminated and billed up
+ * to now; and terminates instances ebb's tags mark that no job wants. */
+void ebb__engine_reconcile(struct ebb__engine *e);
+
+/* Frees what is left of a reconciliation (engine end). */
+void ebb__engine_recovery_free(struct ebb__engine *e);
+/* Readies a new attempt's timers. */
+void ebb__engine_attempt_init(struct ebb__job *job, struct ebb__attempt *a);
+
 /* Frees an attempt (its strings and timer). */
 void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a);
 

@@ -23,6 +23,13 @@ static void describe_offer(const struct ebb__offer *o, char *buf, size_t len)
              o->zone[0] ? o->zone : o->region, o->provider);
 }
 
+static void on_backstop(struct ebb__timer *t);
+
+void ebb__engine_attempt_init(struct ebb__job *job, struct ebb__attempt *a)
+{
+    ebb__timer_init(&a->backstop, on_backstop, job);
+}
+
 void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a)
 {
     ebb__timer_stop(e->opt.clock, &a->backstop);
@@ -40,7 +47,7 @@ static void on_released_aside(void *arg, int status)
 
 /* Terminates an instance nothing waits for any more (a shadow, or a runner
  * whose machine the market took away). */
-static void release_aside(struct ebb__plugin_slot *slot, const char *id)
+void ebb__engine_release_aside(struct ebb__plugin_slot *slot, const char *id)
 {
     const struct ebb_provider *p = slot->plugin->provider;
     int rc = p->terminate(slot->self, id, on_released_aside, "an instance");
@@ -54,7 +61,7 @@ static void release_shadow(struct ebb__job *job)
     struct ebb__attempt *a = job->current;
     if (a->market != NULL && a->shadow_id != NULL && !a->shadow_lost) {
         a->shadow_lost = 1;
-        release_aside(a->market, a->shadow_id);
+        ebb__engine_release_aside(a->market, a->shadow_id);
     }
 }
 
@@ -157,7 +164,6 @@ static void after_instance(struct ebb__job *job)
 
 /* ---- launch ------------------------------------------------------------ */
 
-static void on_backstop(struct ebb__timer *t);
 
 static void on_launched(void *arg, int status, const struct ebb_instance *inst)
 {
@@ -278,6 +284,31 @@ static void on_shadow_launched(void *arg, int status, const struct ebb_instance 
         on_launched(job, status, NULL);
 }
 
+/* A shadow launched again for an attempt taken back after a restart: the
+ * market forgot its instances, the runner did not. */
+static void on_shadow_relaunched(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct ebb__job *job = arg;
+    struct ebb__attempt *a = job->current;
+    if (status == EBB_ECANCELED || a == NULL || a->market == NULL)
+        return;
+    if (status != 0) {
+        ebb__warn("job %s: the market cannot model %s again (%s); it runs on "
+                  "without preemption notices", job->id, a->token,
+                  ebb_strerror(status));
+        return;
+    }
+    free(a->shadow_id);
+    a->shadow_id = strdup(inst->id ? inst->id : "");
+}
+
+void ebb__engine_relaunch_shadow(struct ebb__job *job)
+{
+    int rc = launch_on(job, job->current->market, 1, on_shadow_relaunched);
+    if (rc != 0)
+        on_shadow_relaunched(job, rc, NULL);
+}
+
 static int new_agent_secret(char *hex, size_t size)
 {
     unsigned char raw[32];
@@ -319,7 +350,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     a->market = runner != NULL ? slot : NULL;
     a->requested_at = now;
     a->work_base = job->work_saved;
-    ebb__timer_init(&a->backstop, on_backstop, job);
+    ebb__engine_attempt_init(job, a);
     job->current = a;
     e->market.offers[offer].n_running++;
     e->market.version++;
@@ -566,7 +597,7 @@ static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
      * machine away still has processes; an outbid marketplace machine
      * still bills its storage and restarts if the bid wins again. */
     if (a->launched && !a->terminating)
-        release_aside(a->provider, a->instance_id);
+        ebb__engine_release_aside(a->provider, a->instance_id);
     job->preemptions++;
     job->engine->market.offers[job->current->offer].losses++;
     finish_attempt(job, ev->at, "terminated", why);

@@ -315,6 +315,8 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
 void ebb__engine_plan_job(struct ebb__job *job)
 {
     struct ebb__engine *e = job->engine;
+    if (job->held)
+        return;
     int running = job->state == EBB__JOB_RUNNING && job->current != NULL &&
                   !job->current->stop_sent && !job->current->notice;
     if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED)

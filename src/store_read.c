@@ -31,7 +31,10 @@ static int query_rows(struct ebb__store *s, const char *sql, const char *id,
         return rc;
     }
     json_t *rows = json_array();
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
         json_t *row = json_object();
         for (int i = 0; i < sqlite3_column_count(st); i++)
             json_object_set_new(row, sqlite3_column_name(st, i), column_json(st, i));
@@ -119,4 +122,109 @@ int ebb__store_job_owner(struct ebb__store *s, const char *id, int64_t *uid)
         *uid = json_integer_value(json_object_get(row, "owner_uid"));
     json_decref(rows);
     return rc;
+}
+
+static const char *col(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+/* Steps `sql` and hands each row to `row` (a per-kind adapter). */
+static int each_row(struct ebb__store *s, const char *sql,
+                    int (*row)(sqlite3_stmt *st, void *arg), void *arg)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return ebb__store_fail(s, rc);
+    int cb_rc = 0;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        cb_rc = row(st, arg);
+        if (cb_rc != 0)
+            break;
+    }
+    if (cb_rc == 0 && rc != SQLITE_DONE)
+        cb_rc = ebb__store_fail(s, rc);
+    sqlite3_finalize(st);
+    return cb_rc;
+}
+
+struct job_cb {
+    int (*cb)(void *arg, const struct ebb__recover_job_row *r);
+    void *arg;
+};
+
+static int job_row(sqlite3_stmt *st, void *arg)
+{
+    struct job_cb *c = arg;
+    struct ebb__recover_job_row r = {
+        .id = col(st, 0), .spec_json = col(st, 1), .spec_yaml = col(st, 2),
+        .state = col(st, 3), .workdir = col(st, 4),
+        .owner_uid = sqlite3_column_int64(st, 5),
+        .submitted_at = sqlite3_column_int64(st, 6),
+        .deadline = sqlite3_column_int64(st, 7),
+        .work_done_ms = sqlite3_column_int64(st, 8),
+        .spent = sqlite3_column_int64(st, 9),
+        .retries = sqlite3_column_int(st, 10),
+        .preemptions = sqlite3_column_int(st, 11),
+        .attempts = sqlite3_column_int(st, 12),
+    };
+    return c->cb(c->arg, &r);
+}
+
+int ebb__store_unfinished_jobs(struct ebb__store *s,
+                               int (*cb)(void *arg, const struct ebb__recover_job_row *r),
+                               void *arg)
+{
+    struct job_cb c = {cb, arg};
+    return each_row(s,
+                    "SELECT id, spec_json, spec_yaml, state, workdir, owner_uid,"
+                    " submitted_at, coalesce(deadline, 0), work_done_ms, spent_micros,"
+                    " retries, preemptions,"
+                    " (SELECT count(*) FROM instances i WHERE i.job_id = j.id)"
+                    " FROM jobs j WHERE state NOT IN ('succeeded', 'failed',"
+                    " 'cancelled', 'budget_exhausted', 'deadline_missed')"
+                    " ORDER BY submitted_at, rowid",
+                    job_row, &c);
+}
+
+struct inst_cb {
+    int (*cb)(void *arg, const struct ebb__open_instance_row *r);
+    void *arg;
+};
+
+static int inst_row(sqlite3_stmt *st, void *arg)
+{
+    struct inst_cb *c = arg;
+    struct ebb__open_instance_row r = {
+        .token = col(st, 0), .job_id = col(st, 1), .provider = col(st, 2),
+        .market_plugin = col(st, 3), .region = col(st, 4), .zone = col(st, 5),
+        .instance_type = col(st, 6), .product = col(st, 7), .market = col(st, 8),
+        .state = col(st, 9), .provider_instance_id = col(st, 10),
+        .shadow_id = col(st, 11), .agent_token_hash = col(st, 12),
+        .currency = col(st, 13),
+        .requested_at = sqlite3_column_int64(st, 14),
+        .started_at = sqlite3_column_int64(st, 15),
+        .price = sqlite3_column_int64(st, 16),
+    };
+    return c->cb(c->arg, &r);
+}
+
+int ebb__store_open_instances(struct ebb__store *s,
+                              int (*cb)(void *arg, const struct ebb__open_instance_row *r),
+                              void *arg)
+{
+    struct inst_cb c = {cb, arg};
+    return each_row(s,
+                    "SELECT token, job_id, provider, market_plugin, region, zone,"
+                    " instance_type, product, market, state, provider_instance_id,"
+                    " shadow_id, agent_token_hash, currency, requested_at,"
+                    " coalesce(started_at, 0), coalesce(price_micros, 0)"
+                    " FROM instances WHERE state IN ('intent', 'launching',"
+                    " 'running', 'terminating') ORDER BY requested_at, token",
+                    inst_row, &c);
 }

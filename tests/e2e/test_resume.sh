@@ -7,7 +7,7 @@
 . "$(dirname "$0")/../integration/lib.sh"
 
 TRAIN="$EBB_SOURCE_ROOT/examples/train.py"
-STEPS=500
+STEPS=1000
 SLEEP=0.02
 
 check "uninterrupted reference run" python3 "$TRAIN" --out "$TMP/reference.json" \
@@ -18,7 +18,7 @@ cat >"$TMP/ebb.yaml" <<YAML
 providers:
   sim:
     prices: $EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv
-    preempt_after: 1h
+    preempt_after: 2h
     notice_lead: 2m
   local: {}
 run_on: {sim: local}
@@ -28,7 +28,7 @@ YAML
 cat >"$TMP/train.yaml" <<YAML
 name: train-linear
 run: [python3, $TRAIN, --out, $TMP/model.json, --steps, "$STEPS", --step-sleep, "$SLEEP"]
-work: 4h
+work: 8h
 resources: {instance_types: [p3.2xlarge]}
 market: spot
 checkpoint: {grace: 60s}

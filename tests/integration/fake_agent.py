@@ -2,7 +2,7 @@
 """A stand-in for ebb-agent that speaks docs/agent-protocol.md, for testing
 ebbd's side of it (the real agent has its own tests in tests/agent).
 
-The "job" is simulated here: it advances its progress by 10% every 0.8 s,
+The "job" is simulated here: it advances its progress by 10% every 1.5 s,
 checkpoints into EBB_CHECKPOINT_DIR (a file holding the fraction), resumes
 from the newest checkpoint, and stops with a checkpoint on an IMDS notice
 or ebbd's stop. It first makes one request with a wrong token, which ebbd
@@ -74,7 +74,7 @@ def checkpoint():
 
 
 while fraction < 0.999:
-    time.sleep(0.8)
+    time.sleep(1.5)
     fraction = min(1.0, fraction + 0.1)
     reply = event("progress", fraction=fraction)
     notice = False

@@ -12,7 +12,7 @@ cat >"$TMP/ebb.yaml" <<YAML
 providers:
   sim:
     prices: $EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv
-    preempt_after: 1h
+    preempt_after: 2h
     notice_lead: 2m
   local:
     agent: $here/fake_agent.py
