@@ -251,8 +251,9 @@ static void scrape(struct ebb__daemon_metrics *m, struct ebb__httpd_response *re
                              ebb__store_errmsg(d->store));
         return;
     }
-    struct ebb__metrics_money money[16];
-    size_t n_money = m->n_money < 16 ? m->n_money : 16;
+    struct ebb__metrics_money *money = calloc(m->n_money ? m->n_money : 1,
+                                              sizeof(*money));
+    size_t n_money = money != NULL ? m->n_money : 0;
     for (size_t i = 0; i < n_money; i++)
         money[i] = (struct ebb__metrics_money){
             m->money[i].currency, m->money[i].spend, m->money[i].savings};
@@ -265,12 +266,13 @@ static void scrape(struct ebb__daemon_metrics *m, struct ebb__httpd_response *re
         .jobs = jobs.jobs, .n_jobs = jobs.n,
         .money = money, .n_money = n_money,
         .providers = providers,
-        .n_providers = providers != NULL ? d->registry.n_providers : 0,
+        .n_providers = d->registry.n_providers,
         .checkpoint_duration = &d->checkpoint_durations,
         .loop_lag = &m->lag,
     };
-    char *text = ebb__metrics_render(&mt);
+    char *text = money != NULL && providers != NULL ? ebb__metrics_render(&mt) : NULL;
     free(providers);
+    free(money);
     if (text == NULL) {
         res->status = 500;
         return;
@@ -332,8 +334,9 @@ int ebb__daemon_metrics_start(struct ebb__daemon *d)
     uv_timer_start(&m->lag_timer, on_lag_probe, LAG_INTERVAL_MS, 0);
     d->metrics = m;
     money_refresh(m);
-    ebb__info("metrics at http://%s:%u/metrics", ip,
-              (unsigned)ebb__httpd_port(m->httpd));
+    int v6 = strchr(ip, ':') != NULL;
+    ebb__info("metrics at http://%s%s%s:%u/metrics", v6 ? "[" : "", ip,
+              v6 ? "]" : "", (unsigned)ebb__httpd_port(m->httpd));
     return 0;
 }
 
