@@ -11,6 +11,7 @@
  * than MONEY_MAX_AGE. Prometheus scrapes every 15-60 s, so its graphs lag
  * one scrape behind the ledger at most.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
