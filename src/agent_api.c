@@ -183,6 +183,7 @@ static int parse_report(json_t *body, struct ebb__agent_report *r,
         *why = "checkpoint needs \"path\"";
         return EBB_EINVAL;
     }
+    r->duration = json_integer_value(json_object_get(body, "duration_ms"));
     r->deadline = json_integer_value(json_object_get(body, "deadline_ms"));
     r->reason = json_string_value(json_object_get(body, "source"));
     r->status = (int)json_integer_value(json_object_get(body, "status"));

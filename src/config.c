@@ -69,6 +69,15 @@ static const struct ebb_cfg_key agent_api_keys[] = {
     EBB_CFG_END,
 };
 
+struct metrics_cfg {
+    char *listen;
+};
+static const struct ebb_cfg_key metrics_keys[] = {
+    {"listen", EBB_CFG_STRING, NULL, offsetof(struct metrics_cfg, listen),
+     "host:port of the Prometheus endpoint (GET /metrics)"},
+    EBB_CFG_END,
+};
+
 struct clock_cfg {
     char *start;
     double speed;
@@ -231,6 +240,33 @@ static int do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,
         cfg->agent_heartbeat_timeout = agent->heartbeat_timeout;
     }
     ebb__cfg_free(agent_api_keys, agent);
+    return rc;
+}
+
+/* The metrics endpoint is off unless the section names where it listens. */
+static int do_metrics(struct ebb__config *cfg, const struct ebb__ynode *n,
+                      struct ebb__diag *d)
+{
+    void *raw;
+    int rc = ebb__cfg_apply(metrics_keys, sizeof(struct metrics_cfg), n,
+                            "metrics", &raw, d);
+    if (rc != 0)
+        return rc;
+    struct metrics_cfg *m = raw;
+    if (m->listen != NULL && !valid_listen(m->listen)) {
+        const struct ebb__ynode *l = ebb__ymap_get(n, "listen");
+        char q[EBB__DIAG_QUOTE_SIZE];
+        ebb__diag_quote(m->listen, strlen(m->listen), q, sizeof(q));
+        ebb__diag_set(d, l != NULL ? l->file : cfg->file, l != NULL ? l->line : 0,
+                      "metrics.listen: %s is not an address and port "
+                      "(example: 127.0.0.1:9464)", q);
+        rc = EBB_ECONFIG;
+    } else {
+        free(cfg->metrics_listen);
+        cfg->metrics_listen = m->listen;
+        m->listen = NULL;
+    }
+    ebb__cfg_free(metrics_keys, m);
     return rc;
 }
 
@@ -511,6 +547,7 @@ static const struct {
     {"plugin_dirs", do_plugin_dirs},
     {"api", do_api},
     {"agent_api", do_agent_api},
+    {"metrics", do_metrics},
     {"default_policy", do_default_policy},
     {"providers", do_providers},
     {"policies", do_policies},
@@ -639,6 +676,7 @@ void ebb__config_free(struct ebb__config *cfg)
     free(cfg->api_socket_group);
     free(cfg->agent_listen);
     free(cfg->agent_url);
+    free(cfg->metrics_listen);
     for (size_t i = 0; i < cfg->n_run_on; i++) {
         free(cfg->run_on[i].market);
         free(cfg->run_on[i].runner);

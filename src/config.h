@@ -63,6 +63,7 @@ struct ebb__config {
     char *agent_url;           /* NULL: "http://" + the address listened on */
     ebb_dur_ms agent_heartbeat;         /* default 5 s */
     ebb_dur_ms agent_heartbeat_timeout; /* default 60 s */
+    char *metrics_listen;      /* metrics.listen; NULL: no metrics endpoint */
     ebb_time_ms clock_start;   /* 0: the wall clock's time */
     double clock_speed;        /* 1: real time */
     size_t n_run_on;

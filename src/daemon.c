@@ -183,7 +183,10 @@ static int start_engine(struct ebb__daemon *d)
         .checkpoint_root = d->checkpoints_dir,
         .run_on = d->config->run_on,
         .n_run_on = d->config->n_run_on,
+        .checkpoint_durations = &d->checkpoint_durations,
     };
+    ebb__histogram_init(&d->checkpoint_durations, ebb__metrics_checkpoint_bounds,
+                        ebb__metrics_checkpoint_n_bounds);
     if (ebb__engine_init(&d->engine, &eo) != 0) {
         ebb__error("out of memory starting the engine");
         return 1;
@@ -308,15 +311,21 @@ static void on_api_closed(void *arg)
         on_http_closed(d);
 }
 
+static void close_agent_api(void *arg)
+{
+    struct ebb__daemon *d = arg;
+    if (d->agent_api != NULL)
+        ebb__agent_api_close(d->agent_api, on_agent_api_closed, d);
+    else
+        on_agent_api_closed(d);
+}
+
 static void begin_shutdown(struct ebb__daemon *d)
 {
     if (d->shutting_down)
         return;
     d->shutting_down = 1;
-    if (d->agent_api != NULL)
-        ebb__agent_api_close(d->agent_api, on_agent_api_closed, d);
-    else
-        on_agent_api_closed(d);
+    ebb__daemon_metrics_close(d, close_agent_api, d);
 }
 
 static void on_signal(uv_signal_t *handle, int signum)
@@ -372,6 +381,8 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
         code = start_engine(d);
     if (code == 0)
         code = start_api(d);
+    if (code == 0)
+        code = ebb__daemon_metrics_start(d);
     if (code == 0) {
         ebb__info("ebbd %s started: state %s, config %s, %zu providers, %zu "
                   "policies, pid %ld", EBB_VERSION, d->state_dir,

@@ -47,6 +47,8 @@ struct ebb__daemon {
     struct ebb__http *http;
     struct ebb__api_server *api;
     struct ebb__agent_api *agent_api;
+    struct ebb__daemon_metrics *metrics; /* NULL unless metrics.listen is set */
+    struct ebb__histogram checkpoint_durations; /* agents' reports, seconds */
     char *logs_dir;          /* STATE/logs: jobs' output */
     char *checkpoints_dir;   /* STATE/checkpoints: default checkpoint dirs */
     char *plugins_dir;       /* STATE/plugins: one directory per plugin */
@@ -70,6 +72,15 @@ void ebb__api_jobs(void *ctx, struct ebb__api_call *call);
 void ebb__api_job(void *ctx, struct ebb__api_call *call);
 void ebb__api_cancel(void *ctx, struct ebb__api_call *call);
 void ebb__api_logs(void *ctx, struct ebb__api_call *call);
+
+/* The metrics endpoint (daemon_metrics.c). start() listens on
+ * metrics.listen when it is configured and returns 0, or an exit code (1,
+ * or 2 for a bad address); close() runs `cb(arg)` once it is closed (at
+ * once when it never started). */
+struct ebb__daemon_metrics;
+int ebb__daemon_metrics_start(struct ebb__daemon *d);
+void ebb__daemon_metrics_close(struct ebb__daemon *d, void (*cb)(void *arg),
+                               void *arg);
 
 /* The API methods ebbd serves (daemon_api.c); ends with a NULL name. */
 extern const struct ebb__api_method ebb__daemon_methods[];

@@ -213,6 +213,76 @@ static void store_read_start(struct ebb__daemon *d, struct ebb__api_call *call,
 
 /* ---- prices ------------------------------------------------------------ */
 
+/* What one history answer may hold (about 80 bytes of JSON a point), so
+ * that it stays well inside one API message. */
+#define HISTORY_MAX_POINTS 100000
+
+/* Groups observations by series: the store gives the rows of one series
+ * together, oldest first. */
+struct history_build {
+    json_t *series;      /* the answer's array */
+    json_t *points;      /* the current series' points; borrowed */
+    char key[512];       /* the current series */
+    size_t n_points;
+    struct store_read *r;
+};
+
+static int add_history_point(void *arg, const struct ebb__price_row *row)
+{
+    struct history_build *h = arg;
+    const struct ebb_price *p = &row->price;
+    const char *market = p->market == EBB_MARKET_SPOT ? "spot" : "on-demand";
+    if (++h->n_points > HISTORY_MAX_POINTS) {
+        ebb__diag_set(&h->r->diag, NULL, 0, "more than %d observations; narrow "
+                      "the history with provider, instance_type and zone, or "
+                      "with since and until", HISTORY_MAX_POINTS);
+        h->r->code = "bad_request";
+        return EBB_EINVAL;
+    }
+    char key[sizeof(h->key)];
+    snprintf(key, sizeof(key), "%s\n%s\n%s\n%s\n%s\n%s", row->provider,
+             p->region, p->zone, p->instance_type, p->product, market);
+    if (h->points == NULL || strcmp(key, h->key) != 0) {
+        h->points = json_array();
+        json_t *s = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o}",
+            "provider", row->provider, "region", p->region, "zone", p->zone,
+            "instance_type", p->instance_type, "product", p->product,
+            "market", market, "currency", p->currency, "points", h->points);
+        if (s == NULL || json_array_append_new(h->series, s) != 0)
+            return EBB_ENOMEM;
+        memcpy(h->key, key, sizeof(key));
+    }
+    char at[40];
+    ebb__format_time(p->at, at, sizeof(at));
+    json_t *pt = json_pack("{s:s,s:f,s:I}", "observed_at", at,
+                           "price", (double)p->price_per_hour / EBB_MICROS_PER_UNIT,
+                           "price_micros", (json_int_t)p->price_per_hour);
+    return json_array_append_new(h->points, pt) == 0 ? 0 : EBB_ENOMEM;
+}
+
+/* The history's window is in r->report.since/until, read as ebb report
+ * reads its own. */
+static void history_run(struct store_read *r, struct ebb__store *store)
+{
+    struct history_build h = {.series = json_array(), .r = r};
+    int rc = h.series != NULL
+                 ? ebb__store_price_history(store, &r->filter, r->report.since,
+                                            r->report.until, add_history_point, &h)
+                 : EBB_ENOMEM;
+    if (rc != 0) {
+        json_decref(h.series);
+        if (r->diag.msg[0] == '\0')
+            ebb__diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
+                          rc == EBB_ENOMEM ? "out of memory" : ebb__store_errmsg(store));
+        return;
+    }
+    char since[40], until[40];
+    ebb__format_time(r->report.since, since, sizeof(since));
+    ebb__format_time(r->report.until, until, sizeof(until));
+    r->result = json_pack("{s:s,s:s,s:o}", "since", since, "until", until,
+                          "series", h.series);
+}
+
 static void prices_run(struct store_read *r, struct ebb__store *store)
 {
     json_t *prices = json_array();
@@ -225,10 +295,6 @@ static void prices_run(struct store_read *r, struct ebb__store *store)
     r->result = json_pack("{s:o}", "prices", prices);
 }
 
-static void api_prices(void *ctx, struct ebb__api_call *call)
-{
-    store_read_start(ctx, call, prices_run, NULL, NULL);
-}
 
 /* ---- forecast ---------------------------------------------------------- */
 
@@ -371,6 +437,28 @@ static int param_when(struct ebb__api_call *call, const char *key,
     ebb__api_fail(call, "bad_request", "%s: %s", key,
                   why != NULL ? why : "not a time");
     return EBB_EINVAL;
+}
+
+/* The latest price per series, or with "history" each series' observations
+ * in [since, until) (default: the week before ebbd's now). */
+static void api_prices(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    if (!json_is_true(json_object_get(call->params, "history"))) {
+        store_read_start(d, call, prices_run, NULL, NULL);
+        return;
+    }
+    ebb_time_ms now = ebb__clock_now(&d->clock);
+    struct ebb__report_opts window = {.since = now - 7 * EBB_MS_PER_DAY,
+                                      .until = now + 1};
+    if (param_when(call, "since", now, 1, &window.since) != 0 ||
+        param_when(call, "until", now, 0, &window.until) != 0)
+        return;
+    if (window.since >= window.until) {
+        ebb__api_fail(call, "bad_request", "since must come before until");
+        return;
+    }
+    store_read_start(d, call, history_run, NULL, &window);
 }
 
 static void api_report(void *ctx, struct ebb__api_call *call)

@@ -25,6 +25,7 @@
 #include "host.h"
 #include "jobspec.h"
 #include "market.h"
+#include "metrics.h"
 #include "registry.h"
 #include "store.h"
 
@@ -132,6 +133,9 @@ struct ebb__engine_options {
     /* run_on: market plugin -> runner plugin. */
     const struct ebb__run_on *run_on;
     size_t n_run_on;
+    /* Where agents' checkpoint durations are counted (seconds); NULL:
+     * nowhere. ebbd's metrics own it. */
+    struct ebb__histogram *checkpoint_durations;
 };
 
 struct ebb__engine_poll;
@@ -297,6 +301,8 @@ struct ebb__agent_report {
     enum ebb__agent_kind kind;
     double fraction;        /* PROGRESS, CHECKPOINT; < 0: not given */
     const char *path;       /* CHECKPOINT */
+    ebb_dur_ms duration;    /* CHECKPOINT: wall ms from the signal; 0: the
+                             * job took it unasked (or not given) */
     ebb_time_ms deadline;   /* NOTICE */
     const char *reason;     /* NOTICE: where it came from */
     int status, signal, stopped; /* EXITED */

@@ -72,6 +72,10 @@ void ebb__engine_agent_report(struct ebb__job *job,
                                                  : EBB_EVENT_CHECKPOINT;
         ev.work_done = done > 0 ? done : 0;
         ev.checkpoint_path = r->path;
+        if (r->kind == EBB__AGENT_CHECKPOINT && r->duration > 0 &&
+            e->opt.checkpoint_durations != NULL)
+            ebb__histogram_observe(e->opt.checkpoint_durations,
+                                   (double)r->duration / EBB_MS_PER_SECOND);
         break;
     }
     case EBB__AGENT_NOTICE:

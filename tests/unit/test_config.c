@@ -370,6 +370,14 @@ static void config_clock_run_on_agent(void **state)
     assert_null(cfg->agent_url);
     assert_int_equal(cfg->agent_heartbeat, 2000);
     assert_int_equal(cfg->agent_heartbeat_timeout, 60000);
+    assert_null(cfg->metrics_listen); /* off unless configured */
+    ebb__config_free(cfg);
+
+    assert_int_equal(load("metrics: {listen: 127.0.0.1:9464}\n", &cfg, &d), 0);
+    assert_string_equal(cfg->metrics_listen, "127.0.0.1:9464");
+    ebb__config_free(cfg);
+    assert_int_equal(load("metrics: {}\n", &cfg, &d), 0);
+    assert_null(cfg->metrics_listen);
     ebb__config_free(cfg);
 
     assert_int_equal(load("", &cfg, &d), 0);
@@ -397,8 +405,8 @@ static void config_errors(void **state)
     /* Unknown top-level key. */
     expect_error("log_level: info\n\nprovders: {}\n",
                  "ebb.yaml:3: unknown key \"provders\" (known: log_level, "
-                 "plugin_dirs, api, agent_api, default_policy, providers, "
-                 "policies, teams, admins, currency_rates, clock, run_on, plans)");
+                 "plugin_dirs, api, agent_api, metrics, default_policy, "
+                 "providers, policies, teams, admins, currency_rates, clock, run_on, plans)");
     /* Duplicate key. */
     expect_error("log_level: info\nadmins: [a]\nlog_level: debug\n",
                  "ebb.yaml:3: duplicate key \"log_level\" (first at line 1)");
@@ -436,6 +444,11 @@ static void config_errors(void **state)
     expect_error("agent_api:\n  listen: 1.2.3.4:70000\n",
                  "ebb.yaml:2: agent_api.listen: \"1.2.3.4:70000\" is not an "
                  "address and port (example: 0.0.0.0:7311 or [::]:7311)");
+    expect_error("metrics:\n  listen: 9464\n",
+                 "ebb.yaml:2: metrics.listen: \"9464\" is not an address and "
+                 "port (example: 127.0.0.1:9464)");
+    expect_error("metrics:\n  port: 9464\n",
+                 "ebb.yaml:2: metrics: unknown key \"port\" (known: listen)");
     expect_error("default_policy: ''\n",
                  "ebb.yaml:1: default_policy: empty (example: "
                  "uniform-progress)");
@@ -510,8 +523,8 @@ static void config_file(void **state)
     char want[600];
     snprintf(want, sizeof(want),
              "%s:2: unknown key \"budget\" (known: log_level, plugin_dirs, "
-             "api, agent_api, default_policy, providers, policies, teams, "
-             "admins, currency_rates, clock, run_on, plans)",
+             "api, agent_api, metrics, default_policy, providers, policies, "
+             "teams, admins, currency_rates, clock, run_on, plans)",
              path);
     assert_string_equal(d.msg, want);
 
@@ -523,6 +536,7 @@ static void config_file(void **state)
             fail_msg("%s", d.msg);
         assert_string_equal(cfg->default_policy, "deadline");
         assert_int_equal(cfg->log_level, EBB_LOG_INFO);
+        assert_null(cfg->metrics_listen);
         ebb__config_free(cfg);
     }
 
