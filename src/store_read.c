@@ -183,7 +183,11 @@ int ebb__store_unfinished_jobs(struct ebb__store *s,
     struct job_cb c = {cb, arg};
     return each_row(s,
                     "SELECT id, spec_json, spec_yaml, state, workdir, owner_uid,"
-                    " submitted_at, coalesce(deadline, 0), work_done_ms, spent_micros,"
+                    " submitted_at, coalesce(deadline, 0), work_done_ms,"
+                    /* The ledger, not the job row, is the truth about spend:
+                     * a crash may fall between a bill and the row's update. */
+                    " coalesce((SELECT sum(amount_micros) FROM ledger l"
+                    "  WHERE l.job_id = j.id), 0),"
                     " retries, preemptions,"
                     " (SELECT count(*) FROM instances i WHERE i.job_id = j.id)"
                     " FROM jobs j WHERE state NOT IN ('succeeded', 'failed',"
