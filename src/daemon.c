@@ -1,7 +1,9 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,9 +245,37 @@ static int start_agent_api(struct ebb__daemon *d, char *err, size_t errlen)
     return rc;
 }
 
+/* A socket others may use (api.socket_mode with group or other bits) must
+ * be reachable: the state directory then lets the same users traverse it
+ * (search permission only; nothing in it becomes readable). */
+static int open_state_dir_to_socket_users(struct ebb__daemon *d)
+{
+    unsigned mode = d->config->api_socket_mode;
+    if ((mode & 077) == 0)
+        return 0;
+    mode_t dir_mode = 0700 | ((mode & 070) ? 010 : 0) | ((mode & 07) ? 01 : 0);
+    const char *group = d->config->api_socket_group;
+    struct group gr, *found = NULL;
+    char buf[1024];
+    if (group != NULL && (getgrnam_r(group, &gr, buf, sizeof(buf), &found) != 0 ||
+                          found == NULL || chown(d->state_dir, (uid_t)-1, gr.gr_gid) != 0)) {
+        ebb__error("cannot give %s to group %s: %s", d->state_dir, group,
+                   found == NULL ? "no such group" : strerror(errno));
+        return 1;
+    }
+    if (chmod(d->state_dir, dir_mode) != 0) {
+        ebb__error("cannot open %s to the socket's users: %s", d->state_dir,
+                   strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 static int start_api(struct ebb__daemon *d)
 {
     char err[512] = "";
+    if (open_state_dir_to_socket_users(d) != 0)
+        return 1;
     char *sock = ebb__path_join(d->state_dir, "ebb.sock");
     int rc = sock ? ebb__api_server_start(&d->api, &d->loop, sock,
                                           (int)d->config->api_socket_mode,

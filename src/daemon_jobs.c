@@ -18,18 +18,66 @@
 /* The largest chunk of a log one `logs` call returns. */
 #define LOG_CHUNK (256 * 1024)
 
-static int is_admin(const struct ebb__daemon *d, uid_t uid)
+/* The user name of `uid` into buf; NULL when it has none. */
+static const char *user_name(uid_t uid, char *buf, size_t len)
 {
-    if (uid == 0 || uid == getuid())
-        return 1;
     struct passwd pw, *found = NULL;
-    char buf[1024];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || found == NULL)
-        return 0;
-    for (size_t i = 0; i < d->config->admins.n; i++)
-        if (strcmp(d->config->admins.items[i], pw.pw_name) == 0)
+    char scratch[1024];
+    if (getpwuid_r(uid, &pw, scratch, sizeof(scratch), &found) != 0 || found == NULL)
+        return NULL;
+    snprintf(buf, len, "%s", pw.pw_name);
+    return buf;
+}
+
+static int listed(const struct ebb_string_list *l, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < l->n; i++)
+        if (strcmp(l->items[i], name) == 0)
             return 1;
     return 0;
+}
+
+static int is_admin(const struct ebb__daemon *d, uid_t uid)
+{
+    char name[256];
+    return uid == 0 || uid == getuid() ||
+           listed(&d->config->admins, user_name(uid, name, sizeof(name)));
+}
+
+/* A job counts against its team's budget: only the team's members (or an
+ * admin) may submit for it, and a member of exactly one team who names
+ * none submits for that team. Answers and returns 0 when refused. */
+static int settle_team(struct ebb__daemon *d, struct ebb__api_call *call,
+                       struct ebb__job_spec *spec)
+{
+    char name[256];
+    const char *user = user_name(call->uid, name, sizeof(name));
+    if (spec->team != NULL) {
+        const struct ebb__team *t = ebb__config_team(d->config, spec->team);
+        if (t == NULL) {
+            ebb__api_fail(call, "invalid", "%s: team \"%s\" is not in ebb.yaml "
+                          "(teams:)", spec->file ? spec->file : "job", spec->team);
+            return 0;
+        }
+        if (!listed(&t->members, user) && !is_admin(d, call->uid)) {
+            ebb__api_fail(call, "forbidden", "%s is not a member of team %s "
+                          "(teams.%s.members in ebb.yaml)", user ? user : "this user",
+                          spec->team, spec->team);
+            return 0;
+        }
+        return 1;
+    }
+    const struct ebb__team *only = NULL;
+    for (size_t i = 0; i < d->config->n_teams; i++) {
+        if (!listed(&d->config->teams[i].members, user))
+            continue;
+        if (only != NULL)
+            return 1; /* in several teams: the job must say which */
+        only = &d->config->teams[i];
+    }
+    if (only != NULL)
+        spec->team = strdup(only->name);
+    return 1;
 }
 
 /* Answers and returns 0 unless the caller may act on job `id`. */
@@ -78,6 +126,10 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
     int rc = ebb__jobspec_load_buffer(file, yaml, strlen(yaml), &spec, &diag);
     if (rc != 0) {
         ebb__api_fail(call, "invalid", "%s", diag.msg);
+        return;
+    }
+    if (!settle_team(d, call, &spec)) {
+        ebb__jobspec_free(&spec);
         return;
     }
     struct ebb__job *job = NULL;
