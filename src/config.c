@@ -57,7 +57,7 @@ struct agent_api_cfg {
     ebb_dur_ms heartbeat_timeout;
 };
 static const struct ebb_cfg_key agent_api_keys[] = {
-    {"listen", EBB_CFG_STRING, "127.0.0.1:7311",
+    {"listen", EBB_CFG_STRING, "127.0.0.1:0",
      offsetof(struct agent_api_cfg, listen), "host:port agents connect to"},
     {"url", EBB_CFG_STRING, "", offsetof(struct agent_api_cfg, url),
      "URL agents are given (default: http:// and listen)"},

@@ -59,7 +59,7 @@ struct ebb__config {
 
     unsigned api_socket_mode;  /* default 0600 */
     char *api_socket_group;    /* default NULL: the daemon's own group */
-    char *agent_listen;        /* default "127.0.0.1:7311" */
+    char *agent_listen;        /* default "127.0.0.1:0": a port the OS picks, kept */
     char *agent_url;           /* NULL: "http://" + the address listened on */
     ebb_dur_ms agent_heartbeat;         /* default 5 s */
     ebb_dur_ms agent_heartbeat_timeout; /* default 60 s */

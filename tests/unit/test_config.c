@@ -302,7 +302,7 @@ static void check_defaults(const struct ebb__config *cfg)
     assert_int_equal(cfg->plugin_dirs.n, 0);
     assert_int_equal(cfg->api_socket_mode, 0600);
     assert_null(cfg->api_socket_group);
-    assert_string_equal(cfg->agent_listen, "127.0.0.1:7311");
+    assert_string_equal(cfg->agent_listen, "127.0.0.1:0");
     assert_string_equal(cfg->default_policy, "deadline");
     assert_int_equal(cfg->n_providers, 0);
     assert_int_equal(cfg->n_policies, 0);
