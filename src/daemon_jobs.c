@@ -18,7 +18,7 @@
 /* The largest chunk of a log one `logs` call returns. */
 #define LOG_CHUNK (256 * 1024)
 
-static int is_admin(const struct ebb__daemon *d, uid_t uid)
+int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid)
 {
     if (uid == 0 || uid == getuid())
         return 1;
@@ -47,7 +47,7 @@ static int may_touch(struct ebb__daemon *d, struct ebb__api_call *call,
                       ebb__store_errmsg(d->store));
         return 0;
     }
-    if (owner == (int64_t)call->uid || is_admin(d, call->uid))
+    if (owner == (int64_t)call->uid || ebb__daemon_is_admin(d, call->uid))
         return 1;
     ebb__warn("refused %s of job %s to uid %ld: not its owner (uid %lld)", what,
               id, (long)call->uid, (long long)owner);

@@ -406,6 +406,14 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
                        const char *spec_yaml, int64_t owner_uid,
                        struct ebb__job **out, struct ebb__diag *d)
 {
+    return ebb__engine_submit_also(e, spec, spec_yaml, owner_uid, NULL, out, d);
+}
+
+int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
+                            const char *spec_yaml, int64_t owner_uid,
+                            const struct ebb__submit_also *also,
+                            struct ebb__job **out, struct ebb__diag *d)
+{
     const char *policy_name = spec->policy ? spec->policy : e->opt.default_policy;
     struct ebb__plugin_slot *policy =
         policy_name ? ebb__registry_policy(e->opt.registry, policy_name) : NULL;
@@ -461,6 +469,8 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
         rc = ebb__store_job_insert(s, &row);
     if (rc == 0)
         rc = ebb__store_job_event(s, job->id, now, NULL, "pending", "submitted");
+    if (rc == 0 && also != NULL)
+        rc = also->write(also->arg, s, job->id);
     if (rc == 0)
         rc = ebb__store_commit(s);
     free(spec_json);

@@ -120,3 +120,9 @@ int ebb__store_job_owner(struct ebb__store *s, const char *id, int64_t *uid)
     json_decref(rows);
     return rc;
 }
+
+int ebb__store_query_json(struct ebb__store *s, const char *sql, const char *id,
+                          json_t **out)
+{
+    return query_rows(s, sql, id, out);
+}
