@@ -124,6 +124,14 @@ static void print_show(json_t *s)
     if (json_array_size(json_object_get(s, "next_fires")) == 0)
         printf("  none\n");
 
+    printf("\nSpec (%s):\n", str(s, "file"));
+    for (const char *line = str(s, "yaml"); *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        int len = end ? (int)(end - line) : (int)strlen(line);
+        printf("  %.*s\n", len, line);
+        line += len + (end != NULL);
+    }
+
     static const char *const rh[] = {"FIRE TIME", "JOB", "STATE", "DEADLINE"};
     struct cli_table *t = cli_table_new(4, rh);
     json_array_foreach(json_object_get(s, "runs"), i, row) {
