@@ -42,11 +42,11 @@ YAML
 }
 show() { "$EBB" --state-dir "$S" schedule show "$1" --json 2>/dev/null; }
 # wait_for NAME PYTHON-EXPR: polls `schedule show NAME` (as d) for up to
-# 20 s until EXPR is true.
+# 30 s until EXPR is true.
 wait_for() {
-    for _ in $(seq 1 200); do
+    for _ in $(seq 1 150); do
         [ "$(json_get "$(show "$1" || echo '{}')" "$2" 2>/dev/null)" = True ] && return 0
-        sleep 0.1
+        sleep 0.2
     done
     return 1
 }
