@@ -311,6 +311,7 @@ static void on_http_closed(void *arg)
     d->http = NULL;
     /* Providers cancel their pending calls into the engine: it goes last. */
     ebb__registry_free(&d->registry);
+    ebb__daemon_schedules_stop(d);
     if (d->engine_ready)
         ebb__engine_fini(&d->engine);
     d->engine_ready = 0;
@@ -413,6 +414,8 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
         code = start_api(d);
     if (code == 0)
         code = ebb__daemon_metrics_start(d);
+    if (code == 0)
+        code = ebb__daemon_schedules_start(d);
     if (code == 0) {
         ebb__info("ebbd %s started: state %s, config %s, %zu providers, %zu "
                   "policies, pid %ld", EBB_VERSION, d->state_dir,

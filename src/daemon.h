@@ -44,6 +44,7 @@ struct ebb__daemon {
     struct ebb__catalog *catalog;
     struct ebb__engine engine;
     int engine_ready;
+    struct ebb__daemon_schedules *schedules; /* daemon_schedules.c */
     struct ebb__http *http;
     struct ebb__api_server *api;
     struct ebb__agent_api *agent_api;
@@ -81,6 +82,21 @@ struct ebb__daemon_metrics;
 int ebb__daemon_metrics_start(struct ebb__daemon *d);
 void ebb__daemon_metrics_close(struct ebb__daemon *d, void (*cb)(void *arg),
                                void *arg);
+
+/* Whether `uid` may act on anyone's jobs and schedules: root, ebbd's own
+ * user, or a user named in the configuration's admins. */
+int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid);
+
+/* Schedules (daemon_schedules.c): start loads them from the store and
+ * deals with fire times that passed while ebbd was down (on the loop's
+ * first turn); stop drops the timer and frees them. Start returns 0 or 1
+ * (out of memory, unreadable store). */
+int ebb__daemon_schedules_start(struct ebb__daemon *d);
+void ebb__daemon_schedules_stop(struct ebb__daemon *d);
+void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call);
+void ebb__api_schedules(void *ctx, struct ebb__api_call *call);
+void ebb__api_schedule(void *ctx, struct ebb__api_call *call);
+void ebb__api_schedule_remove(void *ctx, struct ebb__api_call *call);
 
 /* The API methods ebbd serves (daemon_api.c); ends with a NULL name. */
 extern const struct ebb__api_method ebb__daemon_methods[];

@@ -496,5 +496,9 @@ const struct ebb__api_method ebb__daemon_methods[] = {
     {"cancel", ebb__api_cancel},
     {"logs", ebb__api_logs},
     {"report", api_report},
+    {"schedule_add", ebb__api_schedule_add},
+    {"schedules", ebb__api_schedules},
+    {"schedule", ebb__api_schedule},
+    {"schedule_remove", ebb__api_schedule_remove},
     {NULL, NULL},
 };

@@ -37,7 +37,7 @@ static int listed(const struct ebb_string_list *l, const char *name)
     return 0;
 }
 
-static int is_admin(const struct ebb__daemon *d, uid_t uid)
+int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid)
 {
     char name[256];
     return uid == 0 || uid == getuid() ||
@@ -59,7 +59,7 @@ static int settle_team(struct ebb__daemon *d, struct ebb__api_call *call,
                           "(teams:)", spec->file ? spec->file : "job", spec->team);
             return 0;
         }
-        if (!listed(&t->members, user) && !is_admin(d, call->uid)) {
+        if (!listed(&t->members, user) && !ebb__daemon_is_admin(d, call->uid)) {
             ebb__api_fail(call, "forbidden", "%s is not a member of team %s "
                           "(teams.%s.members in ebb.yaml)", user ? user : "this user",
                           spec->team, spec->team);
@@ -95,7 +95,7 @@ static int may_touch(struct ebb__daemon *d, struct ebb__api_call *call,
                       ebb__store_errmsg(d->store));
         return 0;
     }
-    if (owner == (int64_t)call->uid || is_admin(d, call->uid))
+    if (owner == (int64_t)call->uid || ebb__daemon_is_admin(d, call->uid))
         return 1;
     ebb__warn("refused %s of job %s to uid %ld: not its owner (uid %lld)", what,
               id, (long)call->uid, (long long)owner);

@@ -475,6 +475,15 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
                        const char *workdir, struct ebb__job **out,
                        struct ebb__diag *d)
 {
+    return ebb__engine_submit_also(e, spec, spec_yaml, owner_uid, workdir, NULL,
+                                   out, d);
+}
+
+int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
+                            const char *spec_yaml, int64_t owner_uid,
+                            const char *workdir, const struct ebb__submit_also *also,
+                            struct ebb__job **out, struct ebb__diag *d)
+{
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     struct ebb__job *job = NULL;
     int rc = ebb__engine_job_new(e, spec, owner_uid, workdir, now, &job, d);
@@ -509,6 +518,8 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
         rc = ebb__store_job_insert(s, &row);
     if (rc == 0)
         rc = ebb__store_job_event(s, job->id, now, NULL, "pending", "submitted");
+    if (rc == 0 && also != NULL)
+        rc = also->write(also->arg, s, job->id);
     if (rc == 0)
         rc = ebb__store_commit(s);
     free(spec_json);

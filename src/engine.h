@@ -220,6 +220,22 @@ int ebb__engine_job_add(struct ebb__engine *e, struct ebb__job *job);
 /* Frees a job that was never listed (or at the engine's end). */
 void ebb__engine_job_free(struct ebb__job *job);
 
+/* Writes that must commit with a job's row or not at all (a schedule's
+ * link to its run): `write` runs inside the transaction that stores the
+ * job, with the new job's id; a non-zero return (an EBB_E* code) rolls
+ * the job back and fails the submission. */
+struct ebb__submit_also {
+    int (*write)(void *arg, struct ebb__store *s, const char *job_id);
+    void *arg;
+};
+
+/* As ebb__engine_submit(), with `also` (may be NULL) written in the same
+ * transaction as the job. */
+int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
+                            const char *spec_yaml, int64_t owner_uid,
+                            const char *workdir, const struct ebb__submit_also *also,
+                            struct ebb__job **out, struct ebb__diag *d);
+
 /* The job with this id, or NULL. */
 struct ebb__job *ebb__engine_job(const struct ebb__engine *e, const char *id);
 

@@ -232,3 +232,9 @@ int ebb__store_open_instances(struct ebb__store *s,
                     " 'running', 'terminating') ORDER BY requested_at, token",
                     inst_row, &c);
 }
+
+int ebb__store_query_json(struct ebb__store *s, const char *sql, const char *id,
+                          json_t **out)
+{
+    return query_rows(s, sql, id, out);
+}

@@ -209,8 +209,36 @@ static const char v3[] =
     "ALTER TABLE instances ADD COLUMN product TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE instances ADD COLUMN shadow_id TEXT;";
 
+/* Version 4: a schedule's runs. A job started by a schedule names it and
+ * its fire time; the unique index makes a second run of one fire time
+ * impossible, even after a crash (NULLs, the jobs no schedule started,
+ * never collide). Schedules get their owner, the file name and directory
+ * they were added from, unique names, and schedule_events: fire times
+ * started, skipped (and why), missed while ebbd was down, or failed. */
+static const char v4[] =
+    "ALTER TABLE jobs ADD COLUMN schedule_id TEXT;"
+    "ALTER TABLE jobs ADD COLUMN schedule_fire_at INTEGER;"
+    "CREATE UNIQUE INDEX jobs_by_schedule_fire ON jobs (schedule_id,"
+    " schedule_fire_at);"
+    "ALTER TABLE schedules ADD COLUMN owner_uid INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE schedules ADD COLUMN file TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE schedules ADD COLUMN workdir TEXT NOT NULL DEFAULT '';"
+    "CREATE UNIQUE INDEX schedules_by_name ON schedules (name);"
+    "CREATE TABLE schedule_events ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " schedule_id TEXT NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,"
+    " at INTEGER NOT NULL,"
+    " fire_at INTEGER NOT NULL,"
+    " kind TEXT NOT NULL"
+    "  CHECK (kind IN ('started', 'skipped', 'missed', 'failed')),"
+    " job_id TEXT," /* the run, for 'started' */
+    " reason TEXT NOT NULL"
+    ");"
+    "CREATE INDEX schedule_events_by_schedule ON schedule_events"
+    " (schedule_id, seq);";
+
 /* migrations[i] moves a file from version i to version i + 1. */
-static const char *const migrations[] = {v1, v2, v3};
+static const char *const migrations[] = {v1, v2, v3, v4};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

@@ -1,7 +1,9 @@
 #include "cli.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api_client.h"
 #include "paths.h"
@@ -154,4 +156,63 @@ void cli_table_print(struct cli_table *t, FILE *out, const char *empty)
     free(t->cells);
     free(t->right);
     free(t);
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *grown = realloc(buf, cap);
+            if (grown == NULL) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        errno = EIO;
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+json_t *cli_file_params(const char *what, const char *file)
+{
+    size_t len = 0;
+    char *text = read_file(file, &len);
+    if (text == NULL) {
+        fprintf(stderr, "%s: cannot read %s: %s\n", what, file, strerror(errno));
+        return NULL;
+    }
+    if (strlen(text) != len) {
+        fprintf(stderr, "%s: %s holds a NUL byte; it should be YAML text\n",
+                what, file);
+        free(text);
+        return NULL;
+    }
+    char cwd[4096];
+    json_t *params = json_pack("{s:s,s:s,s:s}", "file", file, "yaml", text,
+                               "workdir", getcwd(cwd, sizeof(cwd)) ? cwd : "");
+    free(text);
+    if (params == NULL)
+        fprintf(stderr, "%s: %s is not UTF-8 text\n", what, file);
+    return params;
 }

@@ -31,6 +31,11 @@ struct cli_command {
 int cli_call(struct cli *cli, const char *method, json_t *params,
              json_t **result);
 
+/* Reads the YAML file `file` for ebbd: params {"file", "yaml", "workdir"
+ * (the current directory)}. On failure prints why, prefixed with `what`
+ * ("ebb submit"), and returns NULL (exit with CLI_USAGE). */
+json_t *cli_file_params(const char *what, const char *file);
+
 /* Prints `value` as indented JSON followed by a newline. */
 void cli_print_json(json_t *value);
 
@@ -60,5 +65,6 @@ int cmd_logs(struct cli *cli, int argc, char **argv);
 int cmd_forecast(struct cli *cli, int argc, char **argv);
 int cmd_cron(struct cli *cli, int argc, char **argv);
 int cmd_report(struct cli *cli, int argc, char **argv);
+int cmd_schedule(struct cli *cli, int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const struct cli_command commands[] = {
     {"backtest", cmd_backtest, "replay a workload against price traces"},
     {"forecast", cmd_forecast, "forecast spot prices (p10/p50/p90) of every series"},
     {"cron", cmd_cron, "print the next fire times of a cron expression"},
+    {"schedule", cmd_schedule, "add, list, show or remove cron schedules of jobs"},
     {"report", cmd_report, "spend and savings against on-demand, by job, team, ..."},
     {NULL, NULL, NULL},
 };
