@@ -189,6 +189,20 @@ static int parse_report(json_t *body, struct ebb__agent_report *r,
     r->status = (int)json_integer_value(json_object_get(body, "status"));
     r->signal = (int)json_integer_value(json_object_get(body, "signal"));
     r->stopped = json_is_true(json_object_get(body, "stopped"));
+    r->nvidia_smi = json_is_true(json_object_get(body, "nvidia_smi"));
+    size_t k;
+    json_t *gpu;
+    json_array_foreach(json_object_get(body, "gpus"), k, gpu) {
+        double mem = (double)json_integer_value(json_object_get(gpu, "memory_mb")) / 1024;
+        int width = (int)json_integer_value(json_object_get(gpu, "pcie_width"));
+        if (r->n_gpus == 0 || mem < r->gpu_memory_gb_min)
+            r->gpu_memory_gb_min = mem;
+        if (width > 0 && (r->pcie_width_min == 0 || width < r->pcie_width_min))
+            r->pcie_width_min = width;
+        if (r->n_gpus == 0)
+            r->gpu_model = json_string_value(json_object_get(gpu, "model"));
+        r->n_gpus++;
+    }
     return 0;
 }
 
@@ -208,7 +222,10 @@ static void post_event(struct ebb__job *job, const struct ebb__httpd_request *re
     struct ebb__agent_reply reply;
     ebb__engine_agent_report(job, &r, &reply);
     json_decref(body);
-    if (reply.command == EBB__AGENT_STOP)
+    if (reply.command == EBB__AGENT_RELEASE)
+        reply_json(res, 200, json_pack("{s:s,s:s}", "command", "release",
+                                       "reason", reply.reason));
+    else if (reply.command == EBB__AGENT_STOP)
         reply_json(res, 200, json_pack("{s:s,s:I,s:s}", "command", "stop",
                                        "grace_ms", (json_int_t)reply.grace,
                                        "reason", reply.reason));

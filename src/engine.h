@@ -322,9 +322,21 @@ struct ebb__agent_report {
     ebb_time_ms deadline;   /* NOTICE */
     const char *reason;     /* NOTICE: where it came from */
     int status, signal, stopped; /* EXITED */
+    /* HOST: what the agent found (nvidia_smi: it could look). */
+    int nvidia_smi;
+    size_t n_gpus;
+    const char *gpu_model;       /* the first GPU's name as reported */
+    double gpu_memory_gb_min;    /* the smallest GPU's memory */
+    int pcie_width_min;          /* the narrowest link; 0: unknown */
 };
 
-enum ebb__agent_command { EBB__AGENT_NONE, EBB__AGENT_STOP };
+enum ebb__agent_command { EBB__AGENT_NONE, EBB__AGENT_STOP, EBB__AGENT_RELEASE };
+
+/* The narrowest PCIe link a GPU host may have: rental hosts sometimes run
+ * GPUs on x1/x4 risers, which starve training of bandwidth. */
+#define EBB__MIN_PCIE_WIDTH 8
+/* How long a machine refused by the host check stays out of the choice. */
+#define EBB__REFUSED_HOST_PAUSE (24 * EBB_MS_PER_HOUR)
 
 struct ebb__agent_reply {
     enum ebb__agent_command command;

@@ -43,6 +43,50 @@ struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer
     return job;
 }
 
+/* Whether the host the agent probed meets the job's needs: "" when it
+ * does, else why not. Without nvidia-smi there is nothing to judge. */
+static void host_refusal(const struct ebb__job *job, const struct ebb__agent_report *r,
+                         char *why, size_t len)
+{
+    const struct ebb__job_resources *need = &job->spec.resources;
+    why[0] = '\0';
+    if (!r->nvidia_smi)
+        return;
+    if (need->gpu_count > 0 && r->n_gpus < (size_t)need->gpu_count)
+        snprintf(why, len, "the host has %zu GPUs, the job needs %d", r->n_gpus,
+                 need->gpu_count);
+    else if (need->gpu_model != NULL && r->gpu_model != NULL &&
+             strcasestr(r->gpu_model, need->gpu_model) == NULL)
+        snprintf(why, len, "the host's GPU is a %s, the job needs a %s", r->gpu_model,
+                 need->gpu_model);
+    else if (need->gpu_memory_gb > 0 && r->n_gpus > 0 &&
+             r->gpu_memory_gb_min + 0.5 < need->gpu_memory_gb)
+        snprintf(why, len, "the host's GPUs have %.0f GB, the job needs %.0f GB",
+                 r->gpu_memory_gb_min, need->gpu_memory_gb);
+    else if (r->n_gpus > 0 && r->pcie_width_min > 0 &&
+             r->pcie_width_min < EBB__MIN_PCIE_WIDTH)
+        snprintf(why, len, "the host runs a GPU on a PCIe x%d link (at least x%d "
+                 "needed)", r->pcie_width_min, EBB__MIN_PCIE_WIDTH);
+}
+
+/* A host below the job's needs is released and its offer (for a
+ * marketplace, the machine) left out of the choice for a day. */
+static void refuse_host(struct ebb__job *job, const char *why)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    struct ebb__offer *o = &e->market.offers[a->offer];
+    o->unavailable_until = ebb__clock_now(e->opt.clock) + EBB__REFUSED_HOST_PAUSE;
+    e->market.version++;
+    ebb__warn("job %s: refusing host %s (%s %s): %s", job->id,
+              a->instance_id ? a->instance_id : a->token, o->instance_type,
+              o->zone[0] ? o->zone : o->region, why);
+    a->agent_exited = 1; /* it will not start the job: release at once */
+    char reason[256];
+    snprintf(reason, sizeof(reason), "host refused: %s", why);
+    ebb__engine_release(job, EBB__JOB_WAITING, SIZE_MAX, reason);
+}
+
 void ebb__engine_agent_report(struct ebb__job *job,
                               const struct ebb__agent_report *r,
                               struct ebb__agent_reply *reply)
@@ -95,6 +139,14 @@ void ebb__engine_agent_report(struct ebb__job *job,
     }
     /* What to say is decided before the event, which may end the attempt. */
     *reply = (struct ebb__agent_reply){.command = EBB__AGENT_NONE};
+    if (r->kind == EBB__AGENT_HOST) {
+        host_refusal(job, r, reply->reason, sizeof(reply->reason));
+        if (reply->reason[0] != '\0') {
+            reply->command = EBB__AGENT_RELEASE;
+            refuse_host(job, reply->reason);
+            return;
+        }
+    }
     if (a->stop_sent && !a->agent_exited && r->kind != EBB__AGENT_EXITED) {
         reply->command = EBB__AGENT_STOP;
         reply->grace = ebb__engine_agent_grace(job);

@@ -58,6 +58,16 @@ if META:
                 headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
     imds_token = t.decode() if s == 200 else None
 
+# The host check: a job whose argv holds --host-pcie-x1 "finds" its GPU on
+# a PCIe x1 link, which ebbd must refuse.
+if "--host-pcie-x1" in job["argv"]:
+    reply = event("host", nvidia_smi=True, gpus=[
+        {"model": "Tesla V100-SXM2-16GB", "memory_mb": 16160, "pcie_width": 1,
+         "pcie_gen": 3}])
+    if reply.get("command") == "release":
+        sys.exit(4)
+else:
+    event("host", nvidia_smi=False, gpus=[])
 event("started", pid=os.getpid(), resume_from=done[-1] if done else "")
 call("POST", "/v1/agent/log?stream=stdout",
      ("fake job %s resumes at %.1f\n" % (job["job_id"], fraction)).encode())

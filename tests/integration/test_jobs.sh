@@ -97,6 +97,34 @@ check "says it has ended" contains "$ERR" "already ended"
 expect_exit 1 "cancel unknown" "$EBB" --state-dir "$S" cancel nosuchjob
 check "says no such job" contains "$ERR" "no job nosuchjob"
 
+# The host check: a host whose GPU runs on a PCIe x1 link is refused,
+# released, its offer left out, and the job chooses again.
+cat >"$TMP/x1.yaml" <<YAML
+name: host-check
+run: [python3, train.py, --host-pcie-x1]
+work: 2h
+resources: {instance_types: [p3.2xlarge, p3.8xlarge]}
+market: spot
+YAML
+expect_exit 0 "submit a job that lands on x1 hosts" "$EBB" --state-dir "$S" submit "$TMP/x1.yaml"
+ID3=$OUT
+refused=0
+for _ in $(seq 1 200); do
+    refused=$("$EBB" --state-dir "$S" job show "$ID3" --json |
+              python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum("host refused" in e["reason"] for e in d["events"]))')
+    [ "$refused" -ge 2 ] && break
+    sleep 0.1
+done
+check "both hosts were refused" test "$refused" -ge 2
+expect_exit 0 "job show of the refused job" "$EBB" --state-dir "$S" job show "$ID3" --json
+check "the refusal says why" contains "$OUT" "the host runs a GPU on a PCIe x1 link (at least x8 needed)"
+check "it chose another instance type after the refusal" \
+    test "$(json_get "$OUT" 'sorted(set(i["instance_type"] for i in d["instances"]))')" = "['p3.2xlarge', 'p3.8xlarge']"
+check "no refused host is kept" test "$(json_get "$OUT" 'all(i["state"] in ("terminated", "failed") for i in d["instances"])')" = True
+check "the job waits for a better host" test "$(json_get "$OUT" 'd["state"]')" = waiting
+check "the refusal is logged" grep -q "refusing host .*PCIe x1" "$S.log"
+expect_exit 0 "cancel the waiting job" "$EBB" --state-dir "$S" cancel "$ID3"
+
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
 finish
