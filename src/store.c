@@ -19,6 +19,7 @@ enum stmt {
     ST_USER_VERSION,
     ST_PUT_PRICE,
     ST_LAST_PRICE_AT,
+    ST_PUT_CURSOR,
     /* Eight variants, one per combination of filter fields, so that each
      * uses the primary key or an index for the fields it has instead of
      * one "(? IS NULL OR col = ?)" statement that can use none.
@@ -70,7 +71,11 @@ static const char *const sql_text[ST__COUNT] = {
         " market, observed_at, price_micros, currency)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
         " ON CONFLICT DO NOTHING",
-    [ST_LAST_PRICE_AT] = "SELECT max(observed_at) FROM prices"
+    [ST_PUT_CURSOR] =
+        "INSERT INTO price_cursors (provider, region, last_at) VALUES (?1, ?2, ?3)"
+        " ON CONFLICT (provider, region) DO UPDATE SET"
+        " last_at = max(last_at, excluded.last_at)",
+    [ST_LAST_PRICE_AT] = "SELECT last_at FROM price_cursors"
                          " WHERE provider = ?1 AND region = ?2",
     [ST_LATEST_PRICES + 0] = LATEST(""),
     [ST_LATEST_PRICES + 1] = LATEST("WHERE provider = :provider"),
@@ -399,6 +404,29 @@ static int put_one(struct ebb__store *s, sqlite3_stmt *st,
     return sqlite3_changes(s->db) > 0 ? 1 : 0;
 }
 
+/* Where polls of (provider, region) resume: moved forward to `at`. */
+static int advance_cursor(struct ebb__store *s, const char *provider,
+                          const char *region, ebb_time_ms at)
+{
+    sqlite3_stmt *st = stmt(s, ST_PUT_CURSOR);
+    if (st == NULL)
+        return EBB_EDB;
+    int r = ebb__store_bind_text(s, st, 1, provider);
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 2, region != NULL ? region : "");
+    if (r == 0)
+        r = ebb__store_bind_i64(s, st, 3, at);
+    if (r == 0)
+        return ebb__store_run(s, st);
+    sqlite3_clear_bindings(st);
+    return r;
+}
+
+static const char *stored_provider(const char *provider, const struct ebb_price *p)
+{
+    return p->provider != NULL ? p->provider : provider;
+}
+
 int ebb__store_put_price(struct ebb__store *s, const char *provider,
                          const struct ebb_price *p)
 {
@@ -407,7 +435,47 @@ int ebb__store_put_price(struct ebb__store *s, const char *provider,
     sqlite3_stmt *st = stmt(s, ST_PUT_PRICE);
     if (st == NULL)
         return EBB_EDB;
-    return put_one(s, st, provider, p);
+    int own = !ebb__store_in_transaction(s);
+    int r = own ? ebb__store_begin(s) : 0;
+    int inserted = r == 0 ? put_one(s, st, provider, p) : r;
+    r = inserted < 0 ? inserted
+                     : advance_cursor(s, stored_provider(provider, p), p->region, p->at);
+    if (own) {
+        if (r == 0)
+            r = ebb__store_commit(s);
+        if (r != 0)
+            ebb__store_rollback(s);
+    }
+    return r < 0 ? r : inserted;
+}
+
+/* The newest time of a batch per (provider, region): a batch holds few. */
+struct cursor {
+    const char *provider, *region;
+    ebb_time_ms at;
+};
+
+static int note_cursor(struct cursor **c, size_t *n, size_t *cap, const char *provider,
+                       const char *region, ebb_time_ms at)
+{
+    region = region != NULL ? region : "";
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp((*c)[i].provider, provider) == 0 && strcmp((*c)[i].region, region) == 0) {
+            if (at > (*c)[i].at)
+                (*c)[i].at = at;
+            return 0;
+        }
+    }
+    if (*n == *cap) {
+        size_t grown_cap = *cap ? *cap * 2 : 8;
+        struct cursor *grown = realloc(*c, grown_cap * sizeof(*grown));
+        if (grown == NULL)
+            return EBB_ENOMEM;
+        *c = grown;
+        *cap = grown_cap;
+    }
+    (*c)[(*n)++] = (struct cursor){provider, region, at};
+    return 0;
 }
 
 int ebb__store_put_prices(struct ebb__store *s, const char *provider,
@@ -429,13 +497,21 @@ int ebb__store_put_prices(struct ebb__store *s, const char *provider,
     int own = !ebb__store_in_transaction(s);
     int r = own ? ebb__store_begin(s) : 0;
     size_t count = 0;
+    struct cursor *cursors = NULL;
+    size_t n_cursors = 0, cap_cursors = 0;
     for (size_t i = 0; r == 0 && i < n; i++) {
         int one = put_one(s, st, provider, &p[i]);
         if (one < 0)
             r = one;
         else
             count += (size_t)one;
+        if (r == 0)
+            r = note_cursor(&cursors, &n_cursors, &cap_cursors,
+                            stored_provider(provider, &p[i]), p[i].region, p[i].at);
     }
+    for (size_t i = 0; r == 0 && i < n_cursors; i++)
+        r = advance_cursor(s, cursors[i].provider, cursors[i].region, cursors[i].at);
+    free(cursors);
     if (own) {
         if (r == 0)
             r = ebb__store_commit(s);

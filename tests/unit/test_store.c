@@ -207,9 +207,12 @@ static void version_1_file_migrates_keeping_rows(void **state)
     assert_int_equal(ebb__store_schema_version(s, &v), 0);
     assert_int_equal(v, 1);
     assert_int_equal(has_table(ebb__store_sqlite(s), "schedules"), 0);
-    struct ebb_price p = price("us-east-1", "us-east-1a", "p3.2xlarge",
-                               EBB_MARKET_SPOT, 1700000000000, 918000);
-    assert_int_equal(ebb__store_put_price(s, "aws", &p), 1);
+    /* A row as version 1 wrote it (the store's insert writes newer tables). */
+    exec_ok(ebb__store_sqlite(s),
+            "INSERT INTO prices (provider, region, zone, instance_type, product,"
+            " market, observed_at, price_micros, currency) VALUES ('aws',"
+            " 'us-east-1', 'us-east-1a', 'p3.2xlarge', 'Linux/UNIX', 'spot',"
+            " 1700000000000, 918000, 'USD')");
     ebb__store_close(s);
 
     s = open_ok(fx->db);
@@ -219,7 +222,12 @@ static void version_1_file_migrates_keeping_rows(void **state)
     assert_int_equal(has_table(db, "schedules"), 1);
     assert_int_equal(has_table(db, "budgets"), 1);
     assert_int_equal(has_table(db, "jobs_by_state"), 1);
-    assert_int_equal(has_table(db, "prices_by_region_time"), 1);
+    /* Version 5 keeps poll cursors in a table, not an index on prices. */
+    assert_int_equal(has_table(db, "prices_by_region_time"), 0);
+    assert_int_equal(has_table(db, "price_cursors"), 1);
+    ebb_time_ms last = 0;
+    assert_int_equal(ebb__store_last_price_at(s, "aws", "us-east-1", &last), 0);
+    assert_int_equal(last, 1700000000000);
 
     struct rows r = {0};
     assert_int_equal(ebb__store_latest_prices(s, NULL, collect, &r), 0);
