@@ -40,6 +40,11 @@ int ebb__engine_offer_allowed(const struct ebb__engine *e,
 {
     const struct ebb__offer *o = &e->market.offers[offer];
     const struct ebb__job_resources *r = &job->spec.resources;
+    /* Prices, spend and the budget are compared as numbers: an offer in
+     * another currency than the job's (CNY in Alibaba's Chinese regions)
+     * is not mixed in. */
+    if (strcmp(o->currency, job->currency) != 0)
+        return 0;
     if (job->spec.market == EBB_JOB_SPOT && o->market != EBB_MARKET_SPOT)
         return 0;
     if (job->spec.market == EBB_JOB_ON_DEMAND && o->market != EBB_MARKET_ON_DEMAND)
