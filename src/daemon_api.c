@@ -496,5 +496,6 @@ const struct ebb__api_method ebb__daemon_methods[] = {
     {"cancel", ebb__api_cancel},
     {"logs", ebb__api_logs},
     {"report", api_report},
+    {"budget", ebb__api_budget},
     {NULL, NULL},
 };

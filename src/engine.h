@@ -21,6 +21,7 @@
 
 #include "catalog.h"
 #include "clock.h"
+#include "config.h"
 #include "diag.h"
 #include "host.h"
 #include "jobspec.h"
@@ -98,6 +99,11 @@ struct ebb__job {
     ebb_dur_ms work_total, work_saved;
     ebb_micros budget;       /* < 0: no cap */
     ebb_micros spent;
+    /* USD the job may have spent by its next budget check: what it had
+     * spent at the latest check plus that step's worst case (see
+     * engine_budget.c); what a running job has committed is the part not
+     * spent yet. */
+    ebb_micros reserve;
     char currency[4];
     unsigned attempts, preemptions, restarts, retries;
     struct ebb__attempt *current;
@@ -136,6 +142,9 @@ struct ebb__engine_options {
     /* Where agents' checkpoint durations are counted (seconds); NULL:
      * nowhere. ebbd's metrics own it. */
     struct ebb__histogram *checkpoint_durations;
+    /* Teams' monthly caps and currency_rates (borrowed); NULL: no team
+     * caps, and only USD amounts convert (backtests). */
+    const struct ebb__config *budget_config;
 };
 
 struct ebb__engine_poll;
@@ -255,6 +264,51 @@ struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *tok
 void ebb__engine_release_aside(struct ebb__plugin_slot *slot, const char *id);
 /* Launches the market's shadow again for the job's current attempt. */
 void ebb__engine_relaunch_shadow(struct ebb__job *job);
+
+/* ---- budget caps (engine_budget.c, docs/budgets.md) ---- */
+
+/* One step a capped job may take: running on market offer `offer` for
+ * `span` (until its next checkpoint, with the grace period, and the
+ * restart overhead when it moves) at worst `rate` per hour (the offer's
+ * currency), plus `extra` (the current instance's grace when the job
+ * moves, in that instance's offer currency). */
+struct ebb__budget_step {
+    size_t offer;
+    ebb_micros rate;
+    ebb_dur_ms span;
+    ebb_micros extra;
+    int launching;
+};
+
+/* Caps and spend in USD micro-units. */
+struct ebb__budget_usage {
+    int has_cap;
+    ebb_micros cap;
+    ebb_micros spent;      /* billed plus what running instances accrued */
+    ebb_micros committed;  /* worst case of running jobs until their next
+                            * checkpoint, beyond what they spent */
+};
+
+/* Whether the job has a cap of its own or its team has one. */
+int ebb__engine_budget_applies(const struct ebb__job *job);
+/* Refuses a step that could pass the job's or its team's cap: the job is
+ * then paused (a lower price may fit), or ends budget_exhausted when even
+ * the cheapest step cannot fit; a running job checkpoints first. Returns
+ * 1 when it refused; on 0 the step is the job's new commitment. */
+int ebb__engine_budget_refuses(struct ebb__job *job,
+                               const struct ebb__budget_step *s,
+                               ebb_time_ms now);
+/* A job's cap (if any), spend and commitment by `now`. Returns 0 or
+ * EBB_ENOTFOUND when a currency has no rate. */
+int ebb__engine_job_budget(const struct ebb__job *job, ebb_time_ms now,
+                           struct ebb__budget_usage *u);
+/* Team `t`'s cap, spend this calendar month (UTC) and what its running
+ * jobs committed. Returns 0 or a negative code. */
+int ebb__engine_team_budget(const struct ebb__engine *e,
+                            const struct ebb__team *t, ebb_time_ms now,
+                            struct ebb__budget_usage *u);
+/* [start, end) of the UTC calendar month holding `now`. */
+void ebb__budget_month(ebb_time_ms now, ebb_time_ms *start, ebb_time_ms *end);
 
 /* ---- after a restart (engine_recover.c) ---- */
 

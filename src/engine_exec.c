@@ -585,7 +585,7 @@ static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event 
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
     /* The budget check bounds spend until the next checkpoint: a capped job
      * is checked again at each one. */
-    if (job->budget >= 0)
+    if (ebb__engine_budget_applies(job))
         ebb__engine_mark_dirty(job);
 }
 

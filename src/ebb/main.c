@@ -19,6 +19,7 @@ static const struct cli_command commands[] = {
     {"forecast", cmd_forecast, "forecast spot prices (p10/p50/p90) of every series"},
     {"cron", cmd_cron, "print the next fire times of a cron expression"},
     {"report", cmd_report, "spend and savings against on-demand, by job, team, ..."},
+    {"budget", cmd_budget, "caps, spend this month and what running jobs committed"},
     {NULL, NULL, NULL},
 };
 
