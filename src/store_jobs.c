@@ -23,7 +23,7 @@ _Static_assert(SJ__END <= EBB__STORE_SLOTS, "too many statements");
 static const char *const sql[] = {
     [SJ_LEDGER_TEAM_SUMS - EBB__STORE_JOB_SLOTS] =
         "SELECT currency, sum(amount_micros) FROM ledger WHERE team = ?1"
-        " AND start_at >= ?2 AND start_at < ?3 GROUP BY currency",
+        " AND end_at >= ?2 AND end_at < ?3 GROUP BY currency",
     [SJ_INSTANCE_SHADOW - EBB__STORE_JOB_SLOTS] =
         "UPDATE instances SET shadow_id = ?2 WHERE token = ?1",
     [SJ_JOB_INSERT - EBB__STORE_JOB_SLOTS] =
