@@ -66,6 +66,7 @@ struct ebb__attempt {
     ebb_time_ms reported_at;  /* 0: no progress reported yet */
     int launched;            /* the provider accepted it */
     int stop_sent;           /* asked to checkpoint and exit */
+    ebb_time_ms stop_at;     /* when; the grace period runs from then */
     int notice;              /* a preemption notice arrived */
     int terminating;         /* terminate called */
     /* When the market's offers run on another provider (run_on: sim ->
@@ -256,6 +257,11 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason);
 void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
                          size_t launch_next, const char *reason);
+/* As ebb__engine_release() without a checkpoint: the instance is
+ * terminated now and the job keeps its latest checkpoint (budget caps
+ * use it when there is no room left for the grace period). */
+void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
+                             const char *reason);
 void ebb__engine_instance_event(void *sink, const char *provider,
                                 const struct ebb_instance_event *ev);
 /* The job whose current attempt has this token, or NULL. */
@@ -298,6 +304,15 @@ int ebb__engine_budget_applies(const struct ebb__job *job);
 int ebb__engine_budget_refuses(struct ebb__job *job,
                                const struct ebb__budget_step *s,
                                ebb_time_ms now);
+/* Carries out a policy's STOP of a running capped job (or one in a capped
+ * team): with a checkpoint when the grace period at today's price fits the
+ * caps, else at once. Returns 1 when it did, 0 when no cap applies. */
+int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
+                            ebb_time_ms now);
+/* For a job whose instance is checkpointing or under notice: when the
+ * rest of its grace period at today's price no longer fits the caps (the
+ * price rose), releases it at once, keeping the latest checkpoint. */
+void ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now);
 /* A job's cap (if any), spend and commitment by `now`. Returns 0 or
  * EBB_ENOTFOUND when a currency has no rate. */
 int ebb__engine_job_budget(const struct ebb__job *job, ebb_time_ms now,

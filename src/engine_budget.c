@@ -187,15 +187,106 @@ static void money(ebb_micros usd, char *buf, size_t size)
     ebb__format_money(usd > 0 ? usd : 0, "USD", buf, size);
 }
 
-/* Stops the job (releasing its instance with a checkpoint when it runs)
- * in state `to`, with `reason`. */
+/* What is left under the job's cap and its team's (INT64_MAX: no cap),
+ * USD, the team's other running jobs keeping their commitments; *used is
+ * the job's own spend. */
+static int room(const struct ebb__job *job, ebb_time_ms now, ebb_micros *used,
+                ebb_micros *job_left, ebb_micros *team_left)
+{
+    struct ebb__budget_usage ju, tu;
+    int rc = ebb__engine_job_budget(job, now, &ju);
+    *used = ju.spent;
+    *job_left = ju.has_cap ? ju.cap - ju.spent : INT64_MAX;
+    *team_left = INT64_MAX;
+    const struct ebb__team *t = team_cap(job);
+    ebb_micros cap = 0;
+    if (rc == 0 && t != NULL)
+        rc = team_usage(job->engine, t->name, job, now, &tu);
+    if (rc == 0 && t != NULL)
+        rc = to_usd(job->engine, t->budget.amount, t->budget.currency, 0, &cap);
+    if (rc == 0 && t != NULL)
+        *team_left = cap - tu.spent - tu.committed;
+    return rc;
+}
+
+/* What the running instance costs at most from now to `end`, at its
+ * price now, plus one second of billing granularity, USD. */
+static int cost_until(const struct ebb__job *job, ebb_time_ms now,
+                      ebb_time_ms end, ebb_micros *out)
+{
+    const struct ebb__offer *o = &job->engine->market.offers[job->current->offer];
+    const struct ebb__market_step *st = ebb__offer_at(o, now);
+    ebb_micros rate = st != NULL ? st->price : 0;
+    ebb_dur_ms span = (end > now ? end - now : 0) + EBB_MS_PER_SECOND;
+    return to_usd(job->engine, ebb__cost_of(rate, span), o->currency, 1, out);
+}
+
+/* Releases the running job into `to`: with its checkpoint when the grace
+ * period at today's price still fits under its caps, else at once (a price
+ * spike since the last check), keeping its latest checkpoint. */
+static void stop_running(struct ebb__job *job, enum ebb__job_state to,
+                         const char *reason, ebb_time_ms now)
+{
+    ebb_micros cost = 0, used = 0, job_left = 0, team_left = 0;
+    int rc = cost_until(job, now, now + job->spec.checkpoint.grace, &cost);
+    if (rc == 0)
+        rc = room(job, now, &used, &job_left, &team_left);
+    if (rc == 0 && cost <= job_left && cost <= team_left) {
+        job->reserve = used + cost;
+        ebb__engine_release(job, to, SIZE_MAX, reason);
+        return;
+    }
+    char why[256];
+    snprintf(why, sizeof(why), "%.180s; no room for the checkpoint grace "
+             "period", reason);
+    job->reserve = used;
+    ebb__engine_release_now(job, to, why);
+}
+
+/* Stops the job in state `to`: a running job is released, one without an
+ * instance changes state. */
 static void stop_job(struct ebb__job *job, enum ebb__job_state to,
-                     const char *reason)
+                     const char *reason, ebb_time_ms now)
 {
     if (job->current != NULL && job->state == EBB__JOB_RUNNING)
-        ebb__engine_release(job, to, SIZE_MAX, reason);
+        stop_running(job, to, reason, now);
     else if (job->current == NULL && job->state != to)
         ebb__engine_set_state(job, to, "%s", reason);
+}
+
+int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
+                            ebb_time_ms now)
+{
+    if (!ebb__engine_budget_applies(job) || job->current == NULL)
+        return 0;
+    stop_running(job, EBB__JOB_PAUSED, reason, now);
+    return 1;
+}
+
+void ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now)
+{
+    struct ebb__attempt *a = job->current;
+    if (!ebb__engine_budget_applies(job) || a == NULL || a->terminating ||
+        !a->launched || (!a->stop_sent && !a->notice))
+        return;
+    ebb_time_ms end = INT64_MAX;
+    if (a->stop_sent)
+        end = a->stop_at + job->spec.checkpoint.grace;
+    if (a->notice && a->notice_deadline > 0 && a->notice_deadline < end)
+        end = a->notice_deadline;
+    if (end == INT64_MAX)
+        return;
+    ebb_micros cost = 0, used = 0, job_left = 0, team_left = 0;
+    int rc = cost_until(job, now, end, &cost);
+    if (rc == 0)
+        rc = room(job, now, &used, &job_left, &team_left);
+    if (rc == 0 && cost <= job_left && cost <= team_left)
+        return;
+    char why[256];
+    snprintf(why, sizeof(why), "%.160s; the price rose: no room left for "
+             "the rest of the grace period", job->after_reason);
+    job->reserve = used;
+    ebb__engine_release_now(job, job->after_release, why);
 }
 
 int ebb__engine_budget_refuses(struct ebb__job *job,
@@ -220,7 +311,7 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
         snprintf(reason, sizeof(reason), "budget: no currency_rates entry "
                  "converts %s or %s to USD; add one to ebb.yaml",
                  job->currency, o->currency);
-        stop_job(job, EBB__JOB_PAUSED, reason);
+        stop_job(job, EBB__JOB_PAUSED, reason, now);
         return 1;
     }
     if (ju.has_cap && ju.spent + worst > ju.cap) {
@@ -241,7 +332,7 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
                      s->launching ? "launching on" : "staying on",
                      o->instance_type, c);
         stop_job(job, exhausted ? EBB__JOB_BUDGET_EXHAUSTED : EBB__JOB_PAUSED,
-                 reason);
+                 reason, now);
         return 1;
     }
     const struct ebb__team *t = team_cap(job);
@@ -259,7 +350,7 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
                      "this month; running jobs and this step could add up to "
                      "%s; waiting for a lower price or the next month",
                      t->name, a, b, c);
-            stop_job(job, EBB__JOB_PAUSED, reason);
+            stop_job(job, EBB__JOB_PAUSED, reason, now);
             ebb_time_ms from, next;
             ebb__budget_month(now, &from, &next);
             ebb__timer_start(e->opt.clock, &job->wake, next);

@@ -305,9 +305,11 @@ void ebb__engine_plan_job(struct ebb__job *job)
         return;
     int running = job->state == EBB__JOB_RUNNING && job->current != NULL &&
                   !job->current->stop_sent && !job->current->notice;
-    if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED)
-        return; /* launching, checkpointing: the next event will re-plan */
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED) {
+        ebb__engine_budget_guard(job, now);
+        return; /* launching, checkpointing: the next event will re-plan */
+    }
     size_t n_view = build_market_view(e, job, now);
     struct ebb_market_view market = {
         .struct_size = sizeof(market),
@@ -354,6 +356,8 @@ void ebb__engine_plan_job(struct ebb__job *job)
         break;
     }
     case EBB_DECIDE_STOP:
+        if (running && ebb__engine_budget_stop(job, d.reason, now))
+            break;
         if (running)
             ebb__engine_release(job, EBB__JOB_PAUSED, SIZE_MAX, d.reason);
         else

@@ -37,7 +37,7 @@
 #define DAY EBB_MS_PER_DAY
 #define USD EBB_MICROS_PER_UNIT
 
-#define N_SEEDS 24
+#define N_SEEDS 60
 #define N_JOBS 4
 
 /* ---- the world: an engine, its trace, its jobs ------------------------- */
@@ -90,9 +90,12 @@ static int teardown(void **state)
 }
 
 /* A price trace for two zones from `from` to `to`: a new price every 20
- * minutes, a random walk around 0.90 USD/h, and now and then a spike of 2
- * to 6 times the price for 20 to 80 minutes. */
-static void write_spiky_trace(struct world *w, ebb_time_ms from, ebb_time_ms to)
+ * minutes, a random walk around 0.90 USD/h, and from `calm_until` on now
+ * and then a spike of 2 to 12 times the price for 20 to 80 minutes. The
+ * calm history keeps spikes out of the forecast, so they come as
+ * surprises. */
+static void write_spiky_trace(struct world *w, ebb_time_ms from,
+                              ebb_time_ms calm_until, ebb_time_ms to)
 {
     snprintf(w->dir, sizeof(w->dir), "/tmp/ebb-budget-XXXXXX");
     assert_non_null(mkdtemp(w->dir));
@@ -114,9 +117,9 @@ static void write_spiky_trace(struct world *w, ebb_time_ms from, ebb_time_ms to)
                 base[z] = 500000;
             if (base[z] > 1400000)
                 base[z] = 1400000;
-            if (spike_left[z] == 0 && rand_in(w, 0, 99) < 8) {
+            if (spike_left[z] == 0 && t >= calm_until && rand_in(w, 0, 99) < 8) {
                 spike_left[z] = (int)rand_in(w, 1, 4);
-                factor[z] = rand_in(w, 2, 6);
+                factor[z] = rand_in(w, 2, 12);
             }
             ebb_micros price = base[z] * (spike_left[z] > 0 ? factor[z] : 1);
             if (spike_left[z] > 0)
@@ -135,12 +138,13 @@ static void world_start(struct world *w, uint64_t seed, ebb_time_ms start,
     memset(w, 0, sizeof(*w));
     w->rng = seed * UINT64_C(0x9E3779B97F4A7C15) + 1;
     live = w;
-    write_spiky_trace(w, start - DAY, end + DAY);
+    write_spiky_trace(w, start - DAY, start, end + DAY);
     w->team_cap = rand_in(w, 3, 9) * USD;
     struct ebb__buf b = {0};
     ebb__buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n"
                     "    preemption_hazard: 0.%lld\n"
                     "    preempt_after: %lldm\n    seed: %llu\n"
+                    "    checkpoint_time: 170s\n"
                     "default_policy: greedy\n"
                     "teams:\n  ml:\n    members: [alice]\n"
                     "    budget: %lld USD\n",
@@ -282,7 +286,7 @@ static uint64_t run_checked(struct world *w, ebb_time_ms end)
 /* ---- tests ---------------------------------------------------------------- */
 
 struct tally {
-    unsigned preemptions, exhausted, price_pauses, team_pauses, succeeded,
+    unsigned at_once, preemptions, exhausted, price_pauses, team_pauses, succeeded,
         month_wakes;
 };
 
@@ -296,6 +300,8 @@ static void count_outcomes(struct world *w, struct tally *t)
         t->price_pauses += (unsigned)sql_int(w, "SELECT count(*) FROM job_events "
             "WHERE job_id = ?1 AND reason LIKE 'budget: spent%'",
             job->id, 0, 0);
+        t->at_once += (unsigned)sql_int(w, "SELECT count(*) FROM job_events "
+            "WHERE job_id = ?1 AND reason LIKE '%no room%'", job->id, 0, 0);
         t->team_pauses += (unsigned)sql_int(w, "SELECT count(*) FROM job_events "
             "WHERE job_id = ?1 AND reason LIKE 'team ml budget:%'",
             job->id, 0, 0);
@@ -332,11 +338,11 @@ static void caps_hold_through_spikes_and_preemptions(void **state)
                             (long long)rand_in(w, 2, 30),
                             policies[rand_in(w, 0, 2)],
                             (long long)rand_in(w, 10, 60),
-                            (long long)rand_in(w, 30, 180));
+                            (long long)rand_in(w, 180, 300));
             if (j != 3) /* one job is capped by the team only */
                 ebb__buf_printf(&b, "budget: %lld.%02lld USD\n",
                                 (long long)rand_in(w, 0, 5),
-                                (long long)rand_in(w, 0, 99));
+                                (long long)rand_in(w, 1, 99));
             if (j != 2) /* one job has no team */
                 ebb__buf_printf(&b, "team: ml\n");
             char *yaml = ebb__buf_take(&b);
@@ -350,15 +356,17 @@ static void caps_hold_through_spikes_and_preemptions(void **state)
     }
     print_message("%d seeds, %llu instants checked: %u preemptions, %u "
                   "budget_exhausted, %u paused by price, %u by the team cap, "
-                  "%u resumed next month, %u succeeded\n", N_SEEDS,
+                  "%u resumed next month, %u stopped without a checkpoint for a price "
+                  "spike, %u succeeded\n", N_SEEDS,
                   (unsigned long long)instants, t.preemptions, t.exhausted,
-                  t.price_pauses, t.team_pauses, t.month_wakes, t.succeeded);
+                  t.price_pauses, t.team_pauses, t.month_wakes, t.at_once, t.succeeded);
     /* The runs went through what the test is about. */
     assert_true(t.preemptions > 0);
     assert_true(t.exhausted > 0);
     assert_true(t.price_pauses > 0);
     assert_true(t.team_pauses > 0);
     assert_true(t.month_wakes > 0);
+    assert_true(t.at_once > 0);
     assert_true(t.succeeded > 0);
 }
 
