@@ -237,8 +237,8 @@ static void stop_running(struct ebb__job *job, enum ebb__job_state to,
         return;
     }
     char why[256];
-    snprintf(why, sizeof(why), "%.180s; no room for the checkpoint grace "
-             "period", reason);
+    snprintf(why, sizeof(why), "no room for the checkpoint grace period; "
+             "%s", reason);
     job->reserve = used;
     ebb__engine_release_now(job, to, why);
 }
@@ -283,8 +283,8 @@ void ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now)
     if (rc == 0 && cost <= job_left && cost <= team_left)
         return;
     char why[256];
-    snprintf(why, sizeof(why), "%.160s; the price rose: no room left for "
-             "the rest of the grace period", job->after_reason);
+    snprintf(why, sizeof(why), "the price rose: no room for the rest of "
+             "the grace period; %s", job->after_reason);
     job->reserve = used;
     ebb__engine_release_now(job, job->after_release, why);
 }

@@ -286,8 +286,8 @@ static uint64_t run_checked(struct world *w, ebb_time_ms end)
 /* ---- tests ---------------------------------------------------------------- */
 
 struct tally {
-    unsigned at_once, preemptions, exhausted, price_pauses, team_pauses, succeeded,
-        month_wakes;
+    unsigned at_once, preemptions, exhausted, price_pauses, team_pauses,
+        succeeded, month_wakes;
 };
 
 static void count_outcomes(struct world *w, struct tally *t)
@@ -305,13 +305,14 @@ static void count_outcomes(struct world *w, struct tally *t)
         t->team_pauses += (unsigned)sql_int(w, "SELECT count(*) FROM job_events "
             "WHERE job_id = ?1 AND reason LIKE 'team ml budget:%'",
             job->id, 0, 0);
-        /* A job that stopped for the team's cap ran again in February. */
-        t->month_wakes += (unsigned)sql_int(w, "SELECT count(*) FROM instances "
-            "WHERE job_id = ?1 AND requested_at >= ?2", job->id,
-            ebb__days_from_civil(2020, 2, 1) * DAY, 0) > 0 &&
-            sql_int(w, "SELECT count(*) FROM job_events WHERE job_id = ?1 AND "
-                    "reason LIKE 'team ml budget:%' AND at < ?2",
-                    job->id, ebb__days_from_civil(2020, 2, 1) * DAY, 0) > 0;
+        /* Jobs the team's cap stopped in January that ran in February. */
+        ebb_time_ms feb = ebb__days_from_civil(2020, 2, 1) * DAY;
+        int stopped_in_jan = sql_int(w, "SELECT count(*) FROM job_events "
+            "WHERE job_id = ?1 AND reason LIKE 'team ml budget:%' AND at < ?2",
+            job->id, feb, 0) > 0;
+        int ran_in_feb = sql_int(w, "SELECT count(*) FROM instances WHERE "
+            "job_id = ?1 AND requested_at >= ?2", job->id, feb, 0) > 0;
+        t->month_wakes += stopped_in_jan && ran_in_feb;
     }
 }
 
