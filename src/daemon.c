@@ -186,6 +186,7 @@ static int start_engine(struct ebb__daemon *d)
         .run_on = d->config->run_on,
         .n_run_on = d->config->n_run_on,
         .checkpoint_durations = &d->checkpoint_durations,
+        .budget_config = d->config,
     };
     ebb__histogram_init(&d->checkpoint_durations, ebb__metrics_checkpoint_bounds,
                         ebb__metrics_checkpoint_n_bounds);

@@ -500,5 +500,6 @@ const struct ebb__api_method ebb__daemon_methods[] = {
     {"schedules", ebb__api_schedules},
     {"schedule", ebb__api_schedule},
     {"schedule_remove", ebb__api_schedule_remove},
+    {"budget", ebb__api_budget},
     {NULL, NULL},
 };

@@ -21,6 +21,7 @@
 
 #include "catalog.h"
 #include "clock.h"
+#include "config.h"
 #include "diag.h"
 #include "host.h"
 #include "jobspec.h"
@@ -65,6 +66,7 @@ struct ebb__attempt {
     ebb_time_ms reported_at;  /* 0: no progress reported yet */
     int launched;            /* the provider accepted it */
     int stop_sent;           /* asked to checkpoint and exit */
+    ebb_time_ms stop_at;     /* when; the grace period runs from then */
     int notice;              /* a preemption notice arrived */
     int terminating;         /* terminate called */
     /* When the market's offers run on another provider (run_on: sim ->
@@ -98,6 +100,11 @@ struct ebb__job {
     ebb_dur_ms work_total, work_saved;
     ebb_micros budget;       /* < 0: no cap */
     ebb_micros spent;
+    /* USD the job may have spent by its next budget check: what it had
+     * spent at the latest check plus that step's worst case (see
+     * engine_budget.c); what a running job has committed is the part not
+     * spent yet. */
+    ebb_micros reserve;
     char currency[4];
     unsigned attempts, preemptions, restarts, retries;
     struct ebb__attempt *current;
@@ -136,6 +143,9 @@ struct ebb__engine_options {
     /* Where agents' checkpoint durations are counted (seconds); NULL:
      * nowhere. ebbd's metrics own it. */
     struct ebb__histogram *checkpoint_durations;
+    /* Teams' monthly caps and currency_rates (borrowed); NULL: no team
+     * caps, and only USD amounts convert (backtests). */
+    const struct ebb__config *budget_config;
 };
 
 struct ebb__engine_poll;
@@ -263,6 +273,11 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason);
 void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
                          size_t launch_next, const char *reason);
+/* As ebb__engine_release() without a checkpoint: the instance is
+ * terminated now and the job keeps its latest checkpoint (budget caps
+ * use it when there is no room left for the grace period). */
+void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
+                             const char *reason);
 void ebb__engine_instance_event(void *sink, const char *provider,
                                 const struct ebb_instance_event *ev);
 /* The job whose current attempt has this token, or NULL. */
@@ -271,6 +286,60 @@ struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *tok
 void ebb__engine_release_aside(struct ebb__plugin_slot *slot, const char *id);
 /* Launches the market's shadow again for the job's current attempt. */
 void ebb__engine_relaunch_shadow(struct ebb__job *job);
+
+/* ---- budget caps (engine_budget.c, docs/budgets.md) ---- */
+
+/* One step a capped job may take: running on market offer `offer` for
+ * `span` (until its next checkpoint, with the grace period, and the
+ * restart overhead when it moves) at worst `rate` per hour (the offer's
+ * currency), plus `extra` (the current instance's grace when the job
+ * moves, in that instance's offer currency). */
+struct ebb__budget_step {
+    size_t offer;
+    ebb_micros rate;
+    ebb_dur_ms span;
+    ebb_micros extra;
+    int launching;
+};
+
+/* Caps and spend in USD micro-units. */
+struct ebb__budget_usage {
+    int has_cap;
+    ebb_micros cap;
+    ebb_micros spent;      /* billed plus what running instances accrued */
+    ebb_micros committed;  /* worst case of running jobs until their next
+                            * checkpoint, beyond what they spent */
+};
+
+/* Whether the job has a cap of its own or its team has one. */
+int ebb__engine_budget_applies(const struct ebb__job *job);
+/* Refuses a step that could pass the job's or its team's cap: the job is
+ * then paused (a lower price may fit), or ends budget_exhausted when even
+ * the cheapest step cannot fit; a running job checkpoints first. Returns
+ * 1 when it refused; on 0 the step is the job's new commitment. */
+int ebb__engine_budget_refuses(struct ebb__job *job,
+                               const struct ebb__budget_step *s,
+                               ebb_time_ms now);
+/* Carries out a policy's STOP of a running capped job (or one in a capped
+ * team): with a checkpoint when the grace period at today's price fits the
+ * caps, else at once. Returns 1 when it did, 0 when no cap applies. */
+int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
+                            ebb_time_ms now);
+/* For a job whose instance is checkpointing or under notice: when the
+ * rest of its grace period at today's price no longer fits the caps (the
+ * price rose), releases it at once, keeping the latest checkpoint. */
+void ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now);
+/* A job's cap (if any), spend and commitment by `now`. Returns 0 or
+ * EBB_ENOTFOUND when a currency has no rate. */
+int ebb__engine_job_budget(const struct ebb__job *job, ebb_time_ms now,
+                           struct ebb__budget_usage *u);
+/* Team `t`'s cap, spend this calendar month (UTC) and what its running
+ * jobs committed. Returns 0 or a negative code. */
+int ebb__engine_team_budget(const struct ebb__engine *e,
+                            const struct ebb__team *t, ebb_time_ms now,
+                            struct ebb__budget_usage *u);
+/* [start, end) of the UTC calendar month holding `now`. */
+void ebb__budget_month(ebb_time_ms now, ebb_time_ms *start, ebb_time_ms *end);
 
 /* ---- after a restart (engine_recover.c) ---- */
 

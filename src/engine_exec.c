@@ -465,6 +465,7 @@ void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
     if (a->stop_sent)
         return;
     a->stop_sent = 1;
+    a->stop_at = ebb__clock_now(job->engine->opt.clock);
     ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "%s: checkpointing "
                           "before the instance is released", job->after_reason);
     const struct ebb_provider *p = a->provider->plugin->provider;
@@ -481,6 +482,21 @@ void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
     if (a->agent_seen != 0 && !a->agent_exited) {
         arm_backstop(job);
         return;
+    }
+    terminate(job);
+}
+
+void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
+                             const char *reason)
+{
+    job->after_release = after;
+    job->launch_next = SIZE_MAX;
+    snprintf(job->after_reason, sizeof(job->after_reason), "%s", reason);
+    if (!job->current->stop_sent) {
+        job->current->stop_sent = 1;
+        job->current->stop_at = ebb__clock_now(job->engine->opt.clock);
+        ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "%s: releasing "
+                              "the instance at once", reason);
     }
     terminate(job);
 }
@@ -585,7 +601,7 @@ static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event 
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
     /* The budget check bounds spend until the next checkpoint: a capped job
      * is checked again at each one. */
-    if (job->budget >= 0)
+    if (ebb__engine_budget_applies(job))
         ebb__engine_mark_dirty(job);
 }
 

@@ -259,16 +259,14 @@ static ebb_micros worst_price(const struct ebb_offer *o, ebb_time_ms now,
     return worst;
 }
 
-/* The budget cap, whatever the policy: a launch, or staying on an
- * instance, is refused when its worst-case spend until the job's next
- * checkpoint (plus the grace to write it) could pass what is left of the
- * budget. The job is then paused, with its checkpoint, and the reason is
- * recorded. Returns 1 when it refused the decision. */
+/* The budget caps, whatever the policy (engine_budget.c): the step a
+ * decision takes is its worst-case spend until the job's next checkpoint.
+ * Returns 1 when the caps refused the decision. */
 static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                           size_t n_view, ebb_time_ms now)
 {
     struct ebb__engine *e = job->engine;
-    if (job->budget < 0)
+    if (!ebb__engine_budget_applies(job))
         return 0;
     int running = job->current != NULL && job->state == EBB__JOB_RUNNING;
     size_t view_k = SIZE_MAX;
@@ -286,35 +284,23 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                            ? (ebb_dur_ms)((double)job->spec.checkpoint.every /
                                           (o->speed > 0 ? o->speed : 1))
                            : to_finish;
-    ebb_dur_ms span = (every < to_finish ? every : to_finish) +
-                      job->spec.checkpoint.grace +
-                      (moving ? job->spec.restart_overhead : 0);
-    ebb_micros worst = ebb__cost_of(worst_price(o, now, span), span);
-    ebb_micros spent = job->spent;
-    if (running) {
-        const struct ebb__attempt *a = job->current;
-        spent += ebb__bill(&e->market.offers[a->offer], a->billing,
-                           a->launched_at, now, NULL, NULL);
+    struct ebb__budget_step step = {
+        .offer = e->view_map[view_k],
+        .span = (every < to_finish ? every : to_finish) +
+                job->spec.checkpoint.grace +
+                (moving ? job->spec.restart_overhead : 0),
+        .launching = moving,
+    };
+    step.rate = worst_price(o, now, step.span);
+    /* Moving away: the current instance still runs its grace period. */
+    if (running && moving) {
+        size_t cur = view_index(e, n_view, job->current->offer);
+        if (cur != SIZE_MAX)
+            step.extra = ebb__cost_of(worst_price(&e->view_offers[cur], now,
+                                                  job->spec.checkpoint.grace),
+                                      job->spec.checkpoint.grace);
     }
-    ebb_micros remaining = job->budget - spent;
-    if (worst <= remaining)
-        return 0;
-    char w[48], r[48];
-    ebb__format_money(worst, job->currency, w, sizeof(w));
-    ebb__format_money(remaining > 0 ? remaining : 0, job->currency, r, sizeof(r));
-    if (running) {
-        char reason[256];
-        snprintf(reason, sizeof(reason), "budget: up to %s until the next "
-                 "checkpoint, but only %s of the budget is left", w, r);
-        ebb__engine_release(job, EBB__JOB_PAUSED, SIZE_MAX, reason);
-    } else if (job->state != EBB__JOB_PAUSED) {
-        ebb__engine_set_state(job, EBB__JOB_PAUSED, "budget: %s on %s %s could "
-                              "cost up to %s before its next checkpoint, but "
-                              "only %s is left", d->kind == EBB_DECIDE_LAUNCH
-                              ? "launching" : "running", o->instance_type,
-                              o->zone[0] ? o->zone : o->region, w, r);
-    }
-    return 1;
+    return ebb__engine_budget_refuses(job, &step, now);
 }
 
 void ebb__engine_plan_job(struct ebb__job *job)
@@ -324,9 +310,11 @@ void ebb__engine_plan_job(struct ebb__job *job)
         return;
     int running = job->state == EBB__JOB_RUNNING && job->current != NULL &&
                   !job->current->stop_sent && !job->current->notice;
-    if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED)
-        return; /* launching, checkpointing: the next event will re-plan */
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED) {
+        ebb__engine_budget_guard(job, now);
+        return; /* launching, checkpointing: the next event will re-plan */
+    }
     size_t n_view = build_market_view(e, job, now);
     struct ebb_market_view market = {
         .struct_size = sizeof(market),
@@ -373,6 +361,8 @@ void ebb__engine_plan_job(struct ebb__job *job)
         break;
     }
     case EBB_DECIDE_STOP:
+        if (running && ebb__engine_budget_stop(job, d.reason, now))
+            break;
         if (running)
             ebb__engine_release(job, EBB__JOB_PAUSED, SIZE_MAX, d.reason);
         else

@@ -251,6 +251,15 @@ int ebb__store_ledger_add(struct ebb__store *s, const struct ebb__ledger_row *r)
 int ebb__store_ledger_job_total(struct ebb__store *s, const char *job_id,
                                 ebb_micros *total);
 
+/* Called per currency with the sum of its amounts; non-zero stops. */
+typedef int (*ebb__store_sum_cb)(void *arg, const char *currency,
+                                 ebb_micros total);
+/* Sums team `team`'s ledger rows that start in [from, to), per currency.
+ * Returns 0 or a negative code. */
+int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
+                                ebb_time_ms from, ebb_time_ms to,
+                                ebb__store_sum_cb cb, void *arg);
+
 /* ---- for store_*.c and tests ----------------------------------------- */
 
 /* The SQLite connection under the handle, for tests that inspect the file

@@ -15,11 +15,15 @@ enum {
     SJ_LEDGER_ADD,
     SJ_LEDGER_JOB_TOTAL,
     SJ_INSTANCE_SHADOW,
+    SJ_LEDGER_TEAM_SUMS,
     SJ__END
 };
 _Static_assert(SJ__END <= EBB__STORE_SLOTS, "too many statements");
 
 static const char *const sql[] = {
+    [SJ_LEDGER_TEAM_SUMS - EBB__STORE_JOB_SLOTS] =
+        "SELECT currency, sum(amount_micros) FROM ledger WHERE team = ?1"
+        " AND end_at >= ?2 AND end_at < ?3 GROUP BY currency",
     [SJ_INSTANCE_SHADOW - EBB__STORE_JOB_SLOTS] =
         "UPDATE instances SET shadow_id = ?2 WHERE token = ?1",
     [SJ_JOB_INSERT - EBB__STORE_JOB_SLOTS] =
@@ -209,4 +213,23 @@ int ebb__store_instance_shadow(struct ebb__store *s, const char *token,
         return EBB_EDB;
     int rc = bind(s, st, "tt", token, shadow_id);
     return rc != 0 ? rc : ebb__store_run(s, st);
+}
+
+int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
+                                ebb_time_ms from, ebb_time_ms to,
+                                ebb__store_sum_cb cb, void *arg)
+{
+    sqlite3_stmt *st = get(s, SJ_LEDGER_TEAM_SUMS);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc = bind(s, st, "tii", team, (int64_t)from, (int64_t)to);
+    if (rc != 0)
+        return rc;
+    int stop = 0;
+    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        stop = cb(arg, (const char *)sqlite3_column_text(st, 0),
+                  sqlite3_column_int64(st, 1));
+    if (stop)
+        rc = SQLITE_DONE;
+    return ebb__store_finish(s, st, rc);
 }

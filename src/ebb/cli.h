@@ -66,5 +66,6 @@ int cmd_forecast(struct cli *cli, int argc, char **argv);
 int cmd_cron(struct cli *cli, int argc, char **argv);
 int cmd_report(struct cli *cli, int argc, char **argv);
 int cmd_schedule(struct cli *cli, int argc, char **argv);
+int cmd_budget(struct cli *cli, int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const struct cli_command commands[] = {
     {"cron", cmd_cron, "print the next fire times of a cron expression"},
     {"schedule", cmd_schedule, "add, list, show or remove cron schedules of jobs"},
     {"report", cmd_report, "spend and savings against on-demand, by job, team, ..."},
+    {"budget", cmd_budget, "caps, spend this month and what running jobs committed"},
     {NULL, NULL, NULL},
 };
 

@@ -500,7 +500,8 @@ static void backtest_costs_at_least_the_oracle(void **state)
 }
 
 /* The budget cap holds whatever the policy says: a launch whose worst case
- * until the first checkpoint does not fit is refused, and a running job is
+ * until the first checkpoint does not fit is refused (for good on a flat
+ * market, where no lower price can come), and a running job is
  * stopped at a checkpoint once the next stretch could pass the cap. */
 static void budget_caps_launches_and_running_jobs(void **state)
 {
@@ -517,11 +518,12 @@ static void budget_caps_launches_and_running_jobs(void **state)
         "resources:\n  instance_types: [p3.2xlarge]\n"));
     run_to(f, T0 + 12 * H);
 
-    assert_int_equal(tight->state, EBB__JOB_PAUSED);
+    /* No price on its market can ever fit: it ends, never launched. */
+    assert_int_equal(tight->state, EBB__JOB_BUDGET_EXHAUSTED);
     assert_int_equal(tight->spent, 0);
     assert_int_equal(tight->attempts, 0);
     char *why = query(f, "SELECT reason FROM job_events WHERE job_id = ?1 AND "
-                      "to_state = 'paused'", tight->id);
+                      "to_state = 'budget_exhausted'", tight->id);
     assert_non_null(strstr(why, "budget"));
     free(why);
 

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Budgets through ebbd (docs/budgets.md): a job capped below its work ends
+# budget_exhausted with its checkpoint, `ebb job show` says what it spent
+# and why, and `ebb budget` shows the team's cap, spend and what a running
+# job has committed. The sim market runs the instances itself (no agent),
+# at 0.90 USD/h, on a clock 1200 times as fast as the wall clock.
+. "$(dirname "$0")/lib.sh"
+
+S="$TMP/state"
+cat >"$TMP/ebb.yaml" <<YAML
+providers:
+  sim:
+    prices: $EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv
+clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
+agent_api: {listen: 127.0.0.1:0}
+default_policy: greedy
+teams:
+  ml:
+    members: [alice]
+    budget: 5 USD
+YAML
+job() {
+    cat <<YAML
+name: $1
+run: [python3, train.py]
+work: $2
+restart_overhead: 5m
+market: spot
+team: ml
+budget: $3
+checkpoint: {every: 30m, grace: 60s}
+YAML
+}
+job small 10h "1.50 USD" >"$TMP/small.yaml"
+job big 100h "3 USD" >"$TMP/big.yaml"
+check "ebbd starts" start_daemon "$S" --config "$TMP/ebb.yaml"
+
+expect_exit 0 "submit the small job" "$EBB" --state-dir "$S" submit "$TMP/small.yaml"
+SMALL=$OUT
+state() {
+    "$EBB" --state-dir "$S" job show "$1" --json 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'
+}
+st=""
+for _ in $(seq 1 300); do
+    st=$(state "$SMALL")
+    [ "$st" = budget_exhausted ] && break
+    sleep 0.1
+done
+check "the small job ends budget_exhausted" test "$st" = budget_exhausted
+expect_exit 0 "job show --json" "$EBB" --state-dir "$S" job show "$SMALL" --json
+J=$OUT
+check "it spent under its cap" test "$(json_get "$J" '0 < d["spent_micros"] <= 1500000')" = True
+check "its checkpoint is kept" test "$(json_get "$J" 'd["work_done_ms"] > 0 and max(c["work_done_ms"] for c in d["checkpoints"]) == d["work_done_ms"]')" = True
+expect_exit 0 "job show" "$EBB" --state-dir "$S" job show "$SMALL"
+check "job show says what it spent and why it stopped" contains "$OUT" "budget: exhausted, spent "
+check "job show names the cap" contains "$OUT" "of 1.50 USD"
+
+expect_exit 0 "submit the big job" "$EBB" --state-dir "$S" submit "$TMP/big.yaml"
+BIG=$OUT
+for _ in $(seq 1 100); do
+    [ "$(state "$BIG")" = running ] && break
+    sleep 0.05
+done
+expect_exit 0 "budget --json" "$EBB" --state-dir "$S" budget --json
+B=$OUT
+check "one team" test "$(json_get "$B" '[t["team"] for t in d["teams"]]')" = "['ml']"
+check "the team's cap" test "$(json_get "$B" 'd["teams"][0]["cap_micros"]')" = 5000000
+check "the team spent what the small job did, at least" \
+    test "$(json_get "$B" "d['teams'][0]['spent_micros'] >= $(json_get "$J" 'd["spent_micros"]')")" = True
+check "the running job has committed something" \
+    test "$(json_get "$B" 'd["teams"][0]["committed_micros"] > 0')" = True
+check "left = cap - spent - committed" \
+    test "$(json_get "$B" 'all(t["left_micros"] == t["cap_micros"] - t["spent_micros"] - t["committed_micros"] for t in d["teams"] + d["jobs"])')" = True
+check "only the unfinished capped job is listed" \
+    test "$(json_get "$B" '[j["id"] for j in d["jobs"]]')" = "['$BIG']"
+check "its commitment fits its cap" \
+    test "$(json_get "$B" 'd["jobs"][0]["spent_micros"] + d["jobs"][0]["committed_micros"] <= 3000000')" = True
+check "the month" test "$(json_get "$B" 'd["month"]')" = 2020-01
+
+expect_exit 0 "budget (text)" "$EBB" --state-dir "$S" budget --team ml
+check "the table shows the team and its cap" contains "$OUT" "5.00 USD"
+check "the table lists the big job" contains "$OUT" "$BIG"
+expect_exit 1 "an unknown team is refused" "$EBB" --state-dir "$S" budget --team nope
+check "saying where teams are" contains "$ERR" "no team nope"
+expect_exit 2 "a bad option is refused" "$EBB" --state-dir "$S" budget --bogus
+
+stop_daemon TERM
+check "ebbd stops cleanly" test "$DAEMON_EXIT" -eq 0
+finish
