@@ -1,5 +1,6 @@
 /* ebbd: the ebb daemon. Parses the command line and runs the daemon. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,5 +94,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* A client that closes its end before its answer is written must cost
+     * that answer, not the daemon: writes then fail with EPIPE. */
+    signal(SIGPIPE, SIG_IGN);
     return ebb__daemon_run(&opts);
 }

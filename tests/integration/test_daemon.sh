@@ -34,6 +34,18 @@ check "bad amount created no state" test ! -e "$TMP/never"
 
 # Start on the built-in default configuration.
 check "ebbd starts" start_daemon "$S"
+
+# Clients that hang up before their answer is written cost that answer,
+# never the daemon (no SIGPIPE).
+python3 - "$S/ebb.sock" <<'PY'
+import socket, sys
+for _ in range(200):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sys.argv[1])
+    c.sendall(b'{"id":1,"method":"prices","params":{}}\n{"id":2,"method":"status"}\n')
+    c.close()
+PY
+check "ebbd survives clients that hang up" kill -0 "$DAEMON_PID"
 FIRST_PID=$DAEMON_PID
 expect_exit 0 "ebb status" "$EBB" --state-dir "$S" status
 check "status shows the state dir" contains "$OUT" "$S"
