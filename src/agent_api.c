@@ -220,8 +220,14 @@ static void post_event(struct ebb__job *job, const struct ebb__httpd_request *re
         return;
     }
     struct ebb__agent_reply reply;
+    struct ebb__engine *e = job->engine;
     ebb__engine_agent_report(job, &r, &reply);
     json_decref(body);
+    /* What the agent is told was recorded (an exit, a checkpoint) is. */
+    if (ebb__store_flush(e->opt.store) != 0) {
+        reply_error(res, 503, "cannot record the report; send it again");
+        return;
+    }
     if (reply.command == EBB__AGENT_RELEASE)
         reply_json(res, 200, json_pack("{s:s,s:s}", "command", "release",
                                        "reason", reply.reason));

@@ -168,6 +168,13 @@ static int make_state_subdirs(struct ebb__daemon *d)
     return 0;
 }
 
+static void on_loop_turn(uv_check_t *handle)
+{
+    struct ebb__daemon *d = handle->data;
+    if (ebb__store_flush(d->store) != 0)
+        ebb__error("cannot commit to the store: %s", ebb__store_errmsg(d->store));
+}
+
 static int start_engine(struct ebb__daemon *d)
 {
     load_catalog(d);
@@ -196,6 +203,12 @@ static int start_engine(struct ebb__daemon *d)
     }
     d->engine_ready = 1;
     ebb__engine_host_env(&d->engine, &d->host_env);
+    /* One commit per loop turn instead of one per event (see store.h). */
+    ebb__store_group_commit(d->store, 1);
+    uv_check_init(&d->loop, &d->flush);
+    d->flush.data = d;
+    uv_check_start(&d->flush, on_loop_turn);
+    d->flush_ready = 1;
     if (ebb__engine_recover(&d->engine) != 0)
         return 1;
     ebb__engine_agent_sweep_start(&d->engine);
@@ -319,6 +332,11 @@ static void on_http_closed(void *arg)
     ebb__clock_close(&d->clock, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sigint, NULL);
+    if (d->flush_ready) {
+        ebb__store_flush(d->store);
+        uv_close((uv_handle_t *)&d->flush, NULL);
+        d->flush_ready = 0;
+    }
 }
 
 static void on_api_closed(void *arg);

@@ -53,6 +53,8 @@ struct ebb__daemon {
     char *logs_dir;          /* STATE/logs: jobs' output */
     char *checkpoints_dir;   /* STATE/checkpoints: default checkpoint dirs */
     char *plugins_dir;       /* STATE/plugins: one directory per plugin */
+    uv_check_t flush;        /* commits the store's group once per loop turn */
+    int flush_ready;
     uv_signal_t sigterm;
     uv_signal_t sigint;
     double clock_speed;

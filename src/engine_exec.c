@@ -261,6 +261,9 @@ static int launch_on(struct ebb__job *job, struct ebb__plugin_slot *slot,
         .checkpoint_every = shadow ? 0 : job->spec.checkpoint.every,
         .checkpoint_grace = job->spec.checkpoint.grace,
     };
+    /* Durable intent before action: the instance row commits first. */
+    if (ebb__store_flush(e->opt.store) != 0)
+        return EBB_EIO;
     return slot->plugin->provider->launch(slot->self, &req, cb, job);
 }
 
@@ -422,6 +425,8 @@ static void terminate(struct ebb__job *job)
         return;
     }
     const struct ebb_provider *p = a->provider->plugin->provider;
+    if (ebb__store_flush(s) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
     int rc = p->terminate(a->provider->self, a->instance_id, on_terminated, job);
     if (rc != 0)
         on_terminated(job, rc);

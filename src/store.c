@@ -16,6 +16,9 @@ enum stmt {
     ST_BEGIN,
     ST_COMMIT,
     ST_ROLLBACK,
+    ST_SAVEPOINT,
+    ST_RELEASE,
+    ST_ROLLBACK_TO,
     ST_USER_VERSION,
     ST_PUT_PRICE,
     ST_LAST_PRICE_AT,
@@ -62,6 +65,9 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SAVEPOINT] = "SAVEPOINT ebb",
+    [ST_RELEASE] = "RELEASE ebb",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO ebb",
     [ST_USER_VERSION] = "PRAGMA user_version",
     /* ON CONFLICT DO NOTHING rather than INSERT OR IGNORE: OR IGNORE would
      * also silently drop a row that breaks a CHECK or NOT NULL, which must
@@ -176,8 +182,19 @@ static sqlite3_stmt *stmt(struct ebb__store *s, enum stmt id)
 }
 
 /* Runs a statement that returns no rows to its end and resets it. */
+static int open_group(struct ebb__store *s);
+
 int ebb__store_run(struct ebb__store *s, sqlite3_stmt *st)
 {
+    /* Under group commit a write outside any transaction joins the group's. */
+    if (s->grouping && sqlite3_get_autocommit(s->db) && !sqlite3_stmt_readonly(st)) {
+        int r = open_group(s);
+        if (r != 0) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            return r;
+        }
+    }
     int rc = sqlite3_step(st);
     int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : ebb__store_fail(s, rc);
     sqlite3_reset(st);
@@ -259,6 +276,10 @@ void ebb__store_close(struct ebb__store *s)
 {
     if (s == NULL)
         return;
+    /* What a group gathered is committed; a transaction left open by a
+     * caller is not. */
+    if (s->grouping && s->depth == 0 && !sqlite3_get_autocommit(s->db))
+        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
     for (size_t i = 0; i < EBB__STORE_SLOTS; i++)
         sqlite3_finalize(s->stmt[i]);
     if (!sqlite3_get_autocommit(s->db))
@@ -327,32 +348,75 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
 
 /* ---- transactions ------------------------------------------------------ */
 
+/* Transaction control statements step directly: ebb__store_run would
+ * open the group's transaction for them. */
 static int exec_cached(struct ebb__store *s, enum stmt id)
 {
     sqlite3_stmt *st = stmt(s, id);
-    return st != NULL ? ebb__store_run(s, st) : EBB_EDB;
+    if (st == NULL)
+        return EBB_EDB;
+    int rc = sqlite3_step(st);
+    int r = rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : ebb__store_fail(s, rc);
+    sqlite3_reset(st);
+    if (sqlite3_get_autocommit(s->db))
+        s->depth = 0; /* an error may end the transaction */
+    return r;
+}
+
+static int open_group(struct ebb__store *s)
+{
+    return sqlite3_get_autocommit(s->db) ? exec_cached(s, ST_BEGIN) : 0;
+}
+
+void ebb__store_group_commit(struct ebb__store *s, int on)
+{
+    if (!on)
+        ebb__store_flush(s);
+    s->grouping = on;
+}
+
+int ebb__store_flush(struct ebb__store *s)
+{
+    if (!s->grouping || s->depth > 0 || sqlite3_get_autocommit(s->db))
+        return 0;
+    return exec_cached(s, ST_COMMIT);
 }
 
 int ebb__store_begin(struct ebb__store *s)
 {
-    return exec_cached(s, ST_BEGIN);
+    if (!s->grouping)
+        return exec_cached(s, ST_BEGIN);
+    int r = open_group(s);
+    if (r == 0)
+        r = exec_cached(s, ST_SAVEPOINT);
+    if (r == 0)
+        s->depth++;
+    return r;
 }
 
 int ebb__store_commit(struct ebb__store *s)
 {
-    return exec_cached(s, ST_COMMIT);
+    if (!s->grouping || s->depth == 0)
+        return exec_cached(s, ST_COMMIT);
+    s->depth--;
+    return exec_cached(s, ST_RELEASE);
 }
 
 int ebb__store_rollback(struct ebb__store *s)
 {
     if (sqlite3_get_autocommit(s->db))
         return 0;
-    return exec_cached(s, ST_ROLLBACK);
+    if (!s->grouping || s->depth == 0)
+        return exec_cached(s, ST_ROLLBACK);
+    s->depth--;
+    int r = exec_cached(s, ST_ROLLBACK_TO);
+    int r2 = sqlite3_get_autocommit(s->db) ? 0 : exec_cached(s, ST_RELEASE);
+    return r != 0 ? r : r2;
 }
 
 int ebb__store_in_transaction(struct ebb__store *s)
 {
-    return !sqlite3_get_autocommit(s->db);
+    return s->grouping ? s->depth > 0 : !sqlite3_get_autocommit(s->db);
 }
 
 /* ---- prices ------------------------------------------------------------ */

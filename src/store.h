@@ -90,6 +90,17 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err,
  * than half way through. Transactions do not nest: begin() inside one
  * fails with EBB_EDB. rollback() outside a transaction does nothing and
  * returns 0 (SQLite may already have rolled back after an error). */
+/* Group commit, for ebbd's loop: every write joins one transaction that
+ * ebb__store_flush() commits (ebbd flushes once per loop turn, and before
+ * any call that must follow a durable write, such as a provider's launch),
+ * so a burst of events costs one fsync instead of one each. Inside a
+ * group, begin/commit/rollback are savepoints: a rollback undoes only its
+ * own writes. Off by default. */
+void ebb__store_group_commit(struct ebb__store *s, int on);
+/* Commits the group's transaction when no savepoint is open. Returns 0 or
+ * a negative EBB_E* code. A no-op without group commit. */
+int ebb__store_flush(struct ebb__store *s);
+
 int ebb__store_begin(struct ebb__store *s);
 int ebb__store_commit(struct ebb__store *s);
 int ebb__store_rollback(struct ebb__store *s);

@@ -15,6 +15,10 @@ struct ebb__store {
     sqlite3 *db;
     sqlite3_stmt *stmt[EBB__STORE_SLOTS];
     char errmsg[512];
+    /* Group commit (ebb__store_group_commit): writes join one transaction
+     * until ebb__store_flush(); begin/commit/rollback become savepoints. */
+    int grouping;
+    int depth;   /* savepoints open inside the group's transaction */
 };
 
 /* The statement in `slot`, prepared from `sql` on first use (the same slot
