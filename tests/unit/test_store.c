@@ -735,6 +735,51 @@ static void survives_sigkill_at_random_moments(void **state)
                   ROUNDS);
 }
 
+/* Group commit: writes wait for the flush (another connection sees none
+ * before), a rolled-back savepoint undoes only its own writes, and
+ * closing commits what the group gathered. */
+static void group_commit_batches_and_scopes_rollbacks(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    struct ebb__store *reader = open_ok(fx->db);
+    sqlite3 *rdb = ebb__store_sqlite(reader);
+    ebb__store_group_commit(s, 1);
+
+    struct ebb_price a = price("us-east-1", "us-east-1a", "p3.2xlarge",
+                               EBB_MARKET_SPOT, 1000, 900000);
+    struct ebb_price b = price("us-east-1", "us-east-1b", "p3.2xlarge",
+                               EBB_MARKET_SPOT, 1000, 910000);
+    assert_int_equal(ebb__store_put_price(s, "aws", &a), 1);
+    assert_int_equal(query_i64(rdb, "SELECT count(*) FROM prices"), 0);
+
+    assert_int_equal(ebb__store_begin(s), 0);
+    assert_true(ebb__store_in_transaction(s));
+    assert_int_equal(ebb__store_put_price(s, "aws", &b), 1);
+    assert_int_equal(ebb__store_rollback(s), 0);
+    assert_false(ebb__store_in_transaction(s));
+    /* The group's own write survives the savepoint's rollback. */
+    assert_int_equal(query_i64(ebb__store_sqlite(s), "SELECT count(*) FROM prices"), 1);
+    assert_int_equal(ebb__store_flush(s), 0);
+    assert_int_equal(query_i64(rdb, "SELECT count(*) FROM prices"), 1);
+
+    assert_int_equal(ebb__store_begin(s), 0);
+    assert_int_equal(ebb__store_put_price(s, "aws", &b), 1);
+    /* A flush inside a savepoint waits for it. */
+    assert_int_equal(ebb__store_flush(s), 0);
+    assert_int_equal(query_i64(rdb, "SELECT count(*) FROM prices"), 1);
+    assert_int_equal(ebb__store_commit(s), 0);
+    assert_int_equal(ebb__store_flush(s), 0);
+    assert_int_equal(query_i64(rdb, "SELECT count(*) FROM prices"), 2);
+
+    struct ebb_price c = price("us-west-2", "us-west-2a", "p3.2xlarge",
+                               EBB_MARKET_SPOT, 2000, 920000);
+    assert_int_equal(ebb__store_put_price(s, "aws", &c), 1);
+    ebb__store_close(s);
+    assert_int_equal(query_i64(rdb, "SELECT count(*) FROM prices"), 3);
+    ebb__store_close(reader);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -748,6 +793,7 @@ int main(void)
         T(job_events_are_append_only),
         T(transactions_commit_and_roll_back),
         T(survives_sigkill_at_random_moments),
+        T(group_commit_batches_and_scopes_rollbacks),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
