@@ -11,7 +11,6 @@
 
 #include <jansson.h>
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 
 #include "httpd.h"
 #include "log.h"
@@ -301,14 +300,10 @@ static void serve_imds(struct ebb__agent_api *api,
             res->status = 400;
             return;
         }
-        unsigned char raw[16];
-        if (a->imds_token[0] == '\0') {
-            if (RAND_bytes(raw, sizeof(raw)) != 1) {
-                res->status = 500;
-                return;
-            }
-            for (size_t i = 0; i < sizeof(raw); i++)
-                snprintf(a->imds_token + 2 * i, 3, "%02x", raw[i]);
+        if (a->imds_token[0] == '\0' &&
+            ebb__random_hex(a->imds_token, sizeof(a->imds_token)) != 0) {
+            res->status = 500;
+            return;
         }
         ebb__httpd_set_body(res, a->imds_token, strlen(a->imds_token));
         return;

@@ -419,6 +419,10 @@ void ebb__engine_agent_report(struct ebb__job *job,
                               const struct ebb__agent_report *r,
                               struct ebb__agent_reply *reply);
 
+/* `size / 2` random bytes (OpenSSL's CSPRNG) as lower-case hex into `hex`
+ * (size: an odd buffer size, e.g. 65 for 32 bytes). Returns 0 or EBB_EIO. */
+int ebb__random_hex(char *hex, size_t size);
+
 /* Hex SHA-256 of `secret` into hash[65]. Returns 0 or EBB_EIO. */
 int ebb__agent_secret_hash(const char *secret, char hash[65]);
 

@@ -8,9 +8,26 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "engine.h"
 #include "log.h"
+
+static void to_hex(const unsigned char *raw, size_t n, char *hex)
+{
+    for (size_t i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+}
+
+int ebb__random_hex(char *hex, size_t size)
+{
+    unsigned char raw[64];
+    size_t n = size / 2;
+    if (n == 0 || n > sizeof(raw) || RAND_bytes(raw, (int)n) != 1)
+        return EBB_EIO;
+    to_hex(raw, n, hex);
+    return 0;
+}
 
 int ebb__agent_secret_hash(const char *secret, char hash[65])
 {
@@ -18,8 +35,7 @@ int ebb__agent_secret_hash(const char *secret, char hash[65])
     unsigned int n = 0;
     if (EVP_Digest(secret, strlen(secret), md, &n, EVP_sha256(), NULL) != 1 || n != 32)
         return EBB_EIO;
-    for (unsigned i = 0; i < n; i++)
-        snprintf(hash + 2 * i, 3, "%02x", md[i]);
+    to_hex(md, n, hash);
     return 0;
 }
 

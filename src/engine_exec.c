@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/rand.h>
-
 #include "billing.h"
 #include "engine.h"
 #include "log.h"
@@ -312,16 +310,6 @@ void ebb__engine_relaunch_shadow(struct ebb__job *job)
         on_shadow_relaunched(job, rc, NULL);
 }
 
-static int new_agent_secret(char *hex, size_t size)
-{
-    unsigned char raw[32];
-    if (size < 2 * sizeof(raw) + 1 || RAND_bytes(raw, sizeof(raw)) != 1)
-        return EBB_EIO;
-    for (size_t i = 0; i < sizeof(raw); i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    return 0;
-}
-
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
 {
     struct ebb__engine *e = job->engine;
@@ -339,7 +327,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     struct ebb__attempt *a = calloc(1, sizeof(*a));
     if (a == NULL)
         return;
-    if (new_agent_secret(a->agent_secret, sizeof(a->agent_secret)) != 0 ||
+    if (ebb__random_hex(a->agent_secret, sizeof(a->agent_secret)) != 0 ||
         ebb__agent_secret_hash(a->agent_secret, a->agent_hash) != 0) {
         free(a);
         ebb__engine_set_state(job, EBB__JOB_WAITING, "cannot draw random bytes "
