@@ -282,6 +282,19 @@ void ebb__engine_instance_event(void *sink, const char *provider,
                                 const struct ebb_instance_event *ev);
 /* The job whose current attempt has this token, or NULL. */
 struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token);
+/* The executor's steps the instance events (engine_events.c) take too:
+ * bill and record the end of the current attempt at `end`; go where the
+ * release said once the instance is gone; terminate the current instance;
+ * count the coming release as a preemption; release the instance if the
+ * agent does not end the job in time; "spot p3.2xlarge us-east-1a aws". */
+void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
+                                const char *state, const char *why);
+void ebb__engine_after_instance(struct ebb__job *job);
+void ebb__engine_terminate(struct ebb__job *job);
+void ebb__engine_mark_preempted(struct ebb__job *job, const char *why);
+void ebb__engine_arm_backstop(struct ebb__job *job);
+void ebb__engine_describe_offer(const struct ebb__offer *o, char *buf, size_t len);
+
 /* Terminates an instance nothing waits for; errors are logged only. */
 void ebb__engine_release_aside(struct ebb__plugin_slot *slot, const char *id);
 /* Launches the market's shadow again for the job's current attempt. */

@@ -1,6 +1,6 @@
-/* The executor: launches and releases instances through provider plugins,
- * follows what providers report about them, and bills each instance into
- * the ledger when it is gone. */
+/* The executor: launches and releases instances through provider plugins
+ * and bills each instance into the ledger when it is gone. What providers
+ * and agents report about instances is engine_events.c's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +15,7 @@ static const char *market_word(enum ebb_market m)
     return m == EBB_MARKET_SPOT ? "spot" : "on-demand";
 }
 
-static void describe_offer(const struct ebb__offer *o, char *buf, size_t len)
+void ebb__engine_describe_offer(const struct ebb__offer *o, char *buf, size_t len)
 {
     snprintf(buf, len, "%s %s %s %s", market_word(o->market), o->instance_type,
              o->zone[0] ? o->zone : o->region, o->provider);
@@ -98,7 +98,7 @@ static int write_charge(void *arg, const struct ebb__charge *c)
 
 /* Bills the attempt up to `end`, records the instance as ended and drops
  * it from the job. */
-static void finish_attempt(struct ebb__job *job, ebb_time_ms end,
+void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
                            const char *state, const char *why)
 {
     struct ebb__engine *e = job->engine;
@@ -138,7 +138,7 @@ static void finish_attempt(struct ebb__job *job, ebb_time_ms end,
 }
 
 /* After an instance is gone: go where the release said, or re-plan. */
-static void after_instance(struct ebb__job *job)
+void ebb__engine_after_instance(struct ebb__job *job)
 {
     enum ebb__job_state next = job->after_release;
     size_t launch = job->launch_next;
@@ -173,7 +173,7 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     if (status != 0) {
         char what[160];
-        describe_offer(&e->market.offers[a->offer], what, sizeof(what));
+        ebb__engine_describe_offer(&e->market.offers[a->offer], what, sizeof(what));
         if (ebb__store_instance_update(e->opt.store, a->token, "failed", NULL, 0,
                                        now, ebb_strerror(status)) != 0)
             ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
@@ -375,7 +375,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
         return;
     }
     char what[160];
-    describe_offer(o, what, sizeof(what));
+    ebb__engine_describe_offer(o, what, sizeof(what));
     ebb__engine_set_state(job, EBB__JOB_LAUNCHING, "%s (launching %s)",
                           reason && reason[0] ? reason : "policy decision", what);
     int rc = a->market != NULL ? launch_on(job, a->market, 1, on_shadow_launched)
@@ -395,11 +395,11 @@ static void on_terminated(void *arg, int status)
     if (status != 0 && status != EBB_ENOTFOUND)
         ebb__warn("job %s: terminate %s: %s", job->id,
                   job->current->instance_id, ebb_strerror(status));
-    finish_attempt(job, ebb__clock_now(e->opt.clock), "terminated", "released");
-    after_instance(job);
+    ebb__engine_finish_attempt(job, ebb__clock_now(e->opt.clock), "terminated", "released");
+    ebb__engine_after_instance(job);
 }
 
-static void terminate(struct ebb__job *job)
+void ebb__engine_terminate(struct ebb__job *job)
 {
     struct ebb__attempt *a = job->current;
     if (a->terminating)
@@ -428,15 +428,13 @@ static void on_stop_delivered(void *arg, int status)
     if (status != 0) {
         ebb__warn("job %s: could not ask the job to checkpoint (%s); "
                   "releasing its instance", job->id, ebb_strerror(status));
-        terminate(job);
+        ebb__engine_terminate(job);
     }
 }
 
-static void arm_backstop(struct ebb__job *job);
-
 /* The instance is being taken away: once it is released the job resumes
  * elsewhere from its checkpoint, counted as a preemption. */
-static void mark_preempted(struct ebb__job *job, const char *why)
+void ebb__engine_mark_preempted(struct ebb__job *job, const char *why)
 {
     struct ebb__attempt *a = job->current;
     job->preemptions++;
@@ -473,10 +471,10 @@ void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
      * to the agent's next report; until an agent is attached, the instance
      * is released and the job resumes from its last periodic checkpoint. */
     if (a->agent_seen != 0 && !a->agent_exited) {
-        arm_backstop(job);
+        ebb__engine_arm_backstop(job);
         return;
     }
-    terminate(job);
+    ebb__engine_terminate(job);
 }
 
 void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
@@ -491,7 +489,7 @@ void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
         ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "%s: releasing "
                               "the instance at once", reason);
     }
-    terminate(job);
+    ebb__engine_terminate(job);
 }
 
 ebb_dur_ms ebb__engine_agent_grace(const struct ebb__job *job)
@@ -508,7 +506,7 @@ ebb_dur_ms ebb__engine_agent_grace(const struct ebb__job *job)
 /* The agent was told to stop (or got a notice): if the job has not ended
  * when its grace period and one more report have passed, release the
  * instance anyway. */
-static void arm_backstop(struct ebb__job *job)
+void ebb__engine_arm_backstop(struct ebb__job *job)
 {
     struct ebb__engine *e = job->engine;
     struct ebb__attempt *a = job->current;
@@ -528,200 +526,10 @@ static void on_backstop(struct ebb__timer *t)
     if (a == NULL || a->terminating)
         return;
     if (a->shadow_lost) {
-        mark_preempted(job, "the instance was taken away");
+        ebb__engine_mark_preempted(job, "the instance was taken away");
     } else {
         ebb__warn("job %s: the agent did not end the job within its grace "
                   "period; releasing %s", job->id, a->instance_id);
     }
-    terminate(job);
-}
-
-/* ---- instance events --------------------------------------------------- */
-
-/* Tokens are "<job id>-a<attempt>" (ebb__engine_launch), so the job is
- * found by its id; the token must still be its current attempt's. */
-struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token)
-{
-    const char *cut = token != NULL ? strrchr(token, '-') : NULL;
-    char id[sizeof(((struct ebb__job *)0)->id)];
-    if (cut == NULL || (size_t)(cut - token) >= sizeof(id))
-        return NULL;
-    memcpy(id, token, (size_t)(cut - token));
-    id[cut - token] = '\0';
-    struct ebb__job *job = ebb__engine_job(e, id);
-    if (job == NULL || job->current == NULL ||
-        strcmp(job->current->token, token) != 0)
-        return NULL;
-    return job;
-}
-
-static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev)
-{
-    struct ebb__attempt *a = job->current;
-    struct ebb__engine *e = job->engine;
-    if (a->running_at != 0) /* the provider and the agent both say so */
-        return;
-    a->running_at = ev->at;
-    if (job->attempts > 1)
-        job->restarts++;
-    if (ebb__store_instance_update(e->opt.store, a->token, "running", NULL,
-                                   0, 0, NULL) != 0)
-        ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
-    if (job->state == EBB__JOB_LAUNCHING) {
-        const struct ebb__offer *o = &e->market.offers[a->offer];
-        const struct ebb__market_step *st = ebb__offer_at(o, ev->at);
-        char what[160], price[48];
-        describe_offer(o, what, sizeof(what));
-        ebb__format_money(st ? st->price : 0, o->currency, price, sizeof(price));
-        ebb__engine_set_state(job, EBB__JOB_RUNNING, "running on %s (%s) at %s/h",
-                              what, a->instance_id, price);
-    }
-    ebb__engine_mark_dirty(job);
-}
-
-static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event *ev)
-{
-    struct ebb__attempt *a = job->current;
-    ebb_dur_ms saved = a->work_base + ev->work_done;
-    if (saved > job->work_total)
-        saved = job->work_total;
-    if (saved > job->work_saved)
-        job->work_saved = saved;
-    struct ebb__store *s = job->engine->opt.store;
-    const char *path = ev->checkpoint_path ? ev->checkpoint_path
-                                           : job->spec.checkpoint.dir;
-    if (ebb__store_checkpoint_add(s, job->id, a->token, ev->at, path, saved, 1) != 0)
-        ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
-    /* The budget check bounds spend until the next checkpoint: a capped job
-     * is checked again at each one. */
-    if (ebb__engine_budget_applies(job))
-        ebb__engine_mark_dirty(job);
-}
-
-static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
-{
-    const char *why = ev->reason ? ev->reason : "instance lost";
-    struct ebb__attempt *a = job->current;
-    /* Whatever is left of it is released: a runner whose market took the
-     * machine away still has processes; an outbid marketplace machine
-     * still bills its storage and restarts if the bid wins again. */
-    if (a->launched && !a->terminating)
-        ebb__engine_release_aside(a->provider, a->instance_id);
-    job->preemptions++;
-    job->engine->market.offers[job->current->offer].losses++;
-    finish_attempt(job, ev->at, "terminated", why);
-    char saved[32];
-    ebb__format_duration(job->work_saved, saved, sizeof(saved));
-    ebb__engine_set_state(job, EBB__JOB_PREEMPTED, "%s; resuming from the "
-                          "checkpoint at %s of work", why, saved);
-    after_instance(job);
-}
-
-static void on_exited(struct ebb__job *job, const struct ebb_instance_event *ev)
-{
-    struct ebb__attempt *a = job->current;
-    a->agent_exited = 1;
-    if (ev->exit_status == EBB_EXIT_STOPPED && (a->notice || a->shadow_lost) &&
-        job->after_release == EBB__JOB_WAITING && job->launch_next == SIZE_MAX)
-        mark_preempted(job, a->shadow_lost ? "the instance was taken away"
-                                           : "preemption notice");
-    if (ev->exit_status == 0) {
-        job->work_saved = job->work_total;
-        job->after_release = EBB__JOB_SUCCEEDED;
-        job->launch_next = SIZE_MAX;
-        snprintf(job->after_reason, sizeof(job->after_reason),
-                 "the job exited with status 0");
-    } else if (ev->exit_status != EBB_EXIT_STOPPED) {
-        if (job->retries < (unsigned)job->spec.max_retries) {
-            job->retries++;
-            job->after_release = EBB__JOB_WAITING;
-            snprintf(job->after_reason, sizeof(job->after_reason),
-                     "the job exited with status %d; retry %u of %d",
-                     ev->exit_status, job->retries, job->spec.max_retries);
-        } else {
-            job->after_release = EBB__JOB_FAILED;
-            snprintf(job->after_reason, sizeof(job->after_reason),
-                     "the job exited with status %d after %u retries",
-                     ev->exit_status, job->retries);
-        }
-        job->launch_next = SIZE_MAX;
-    }
-    terminate(job);
-}
-
-static void on_notice(struct ebb__job *job, const struct ebb_instance_event *ev)
-{
-    struct ebb__attempt *a = job->current;
-    int first = !a->notice;
-    a->notice = 1;
-    if (a->notice_deadline == 0 || ev->deadline < a->notice_deadline)
-        a->notice_deadline = ev->deadline;
-    if (first && !a->stop_sent) {
-        char when[40];
-        ebb__format_time(ev->deadline, when, sizeof(when));
-        ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "preemption "
-                              "notice: the instance goes at %s", when);
-    }
-    if (a->agent_seen != 0 && !a->agent_exited)
-        arm_backstop(job);
-}
-
-/* What the market says of a runner's machine: its notice reaches the agent
- * through the metadata endpoint; its loss takes the runner's processes,
- * after the agent had its grace period when the clock is accelerated. */
-static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_event *ev)
-{
-    struct ebb__attempt *a = job->current;
-    if (ev->kind == EBB_EVENT_NOTICE) {
-        on_notice(job, ev);
-        return;
-    }
-    if (ev->kind != EBB_EVENT_LOST || a->shadow_lost)
-        return;
-    a->shadow_lost = 1;
-    if (a->agent_exited || a->terminating)
-        return;
-    if (a->notice && a->agent_seen != 0 && job->engine->opt.clock->speed > 1.0) {
-        arm_backstop(job);
-        return;
-    }
-    on_lost(job, ev);
-}
-
-void ebb__engine_instance_event(void *sink, const char *provider,
-                                const struct ebb_instance_event *ev)
-{
-    struct ebb__engine *e = sink;
-    struct ebb__job *job = ebb__engine_job_of_token(e, ev->token);
-    if (job == NULL) {
-        ebb__debug("%s: event %d for unknown instance %s", provider,
-                   (int)ev->kind, ev->instance_id ? ev->instance_id : "?");
-        return;
-    }
-    struct ebb__attempt *a = job->current;
-    if (a->market != NULL && strcmp(provider, a->market->plugin->name) == 0) {
-        on_shadow_event(job, ev);
-        return;
-    }
-    switch (ev->kind) {
-    case EBB_EVENT_RUNNING:
-        on_running(job, ev);
-        break;
-    case EBB_EVENT_PROGRESS:
-        a->reported_work = ev->work_done;
-        a->reported_at = ev->at;
-        break;
-    case EBB_EVENT_CHECKPOINT:
-        on_checkpoint(job, ev);
-        break;
-    case EBB_EVENT_NOTICE:
-        on_notice(job, ev);
-        break;
-    case EBB_EVENT_LOST:
-        on_lost(job, ev);
-        break;
-    case EBB_EVENT_EXITED:
-        on_exited(job, ev);
-        break;
-    }
+    ebb__engine_terminate(job);
 }
