@@ -481,34 +481,3 @@ const struct ebb__team *ebb__config_team(const struct ebb__config *cfg,
     }
     return NULL;
 }
-
-int ebb__config_to_usd(const struct ebb__config *cfg,
-                       const struct ebb_money *m, ebb_micros *usd)
-{
-    if (strcmp(m->currency, "USD") == 0) {
-        *usd = m->amount;
-        return 0;
-    }
-    const struct ebb__currency_rate *r = NULL;
-    for (size_t i = 0; i < cfg->n_rates; i++) {
-        if (strcmp(cfg->rates[i].currency, m->currency) == 0)
-            r = &cfg->rates[i];
-    }
-    if (r == NULL)
-        return EBB_ENOTFOUND;
-    /* amount * rate / 1e9 without a 128-bit type: split the rate into its
-     * whole and fractional parts and the amount into billions and the
-     * rest, so that no partial product exceeds int64. */
-    const int64_t e9 = 1000000000;
-    int64_t rw = r->usd_e9 / e9, rf = r->usd_e9 % e9;
-    int64_t a = m->amount;
-    if (rw != 0 && (a > INT64_MAX / rw || a < INT64_MIN / rw))
-        return EBB_EINVAL;
-    int64_t whole = a * rw;
-    int64_t part = (a / e9) * rf + (a % e9) * rf / e9;
-    if ((part > 0 && whole > INT64_MAX - part) ||
-        (part < 0 && whole < INT64_MIN - part))
-        return EBB_EINVAL;
-    *usd = whole + part;
-    return 0;
-}

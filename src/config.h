@@ -15,6 +15,7 @@
 #include <ebb/common.h>
 #include <ebb/config.h>
 
+#include "currency.h"
 #include "diag.h"
 #include "yaml_doc.h"
 
@@ -35,13 +36,6 @@ struct ebb__team {
     struct ebb_string_list members; /* user names */
     int has_budget;                 /* 0: no monthly cap */
     struct ebb_money budget;        /* per calendar month */
-};
-
-/* USD per one unit of `currency`, in billionths: CNY 0.14 -> 140000000. */
-struct ebb__currency_rate {
-    char currency[4];
-    int line;
-    int64_t usd_e9;
 };
 
 /* Instances of market `market`'s offers run on provider `runner`. */
@@ -117,11 +111,5 @@ ebb__config_policy(const struct ebb__config *cfg, const char *name);
 /* The team named `name`, or NULL. Borrowed from cfg. */
 const struct ebb__team *ebb__config_team(const struct ebb__config *cfg,
                                          const char *name);
-
-/* Converts `m` to USD micro-units with the configured rates (truncating
- * below a micro-dollar). USD converts to itself. Returns 0, EBB_ENOTFOUND
- * when no rate is configured for m->currency, EBB_EINVAL on overflow. */
-int ebb__config_to_usd(const struct ebb__config *cfg,
-                       const struct ebb_money *m, ebb_micros *usd);
 
 #endif

@@ -342,6 +342,7 @@ void ebb__engine_fini(struct ebb__engine *e)
     free(e->view_offers);
     free(e->view_map);
     free(e->view_allowed);
+    free(e->view_fc);
     ebb__market_free(&e->market);
     *e = (struct ebb__engine){0};
 }

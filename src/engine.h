@@ -188,6 +188,10 @@ struct ebb__engine {
     uint64_t view_version;
     int view_valid;
     uint64_t view_generation; /* bumped by every rebuild (ebb_market_view) */
+    char view_currency[4];    /* the view's prices are in it */
+    /* Forecasts of the view's offers in another currency, converted. */
+    struct ebb_forecast_point *view_fc;
+    size_t view_fc_n, view_fc_cap;
 };
 
 /* Prepares the engine; the registry's providers must already be started
@@ -302,11 +306,22 @@ void ebb__engine_relaunch_shadow(struct ebb__job *job);
 
 /* ---- budget caps (engine_budget.c, docs/budgets.md) ---- */
 
+/* `amount` of `from` in `to` with ebb.yaml's currency_rates (without a
+ * config, as in backtests, only USD converts, to itself). Returns 0,
+ * EBB_ENOTFOUND (no rate) or EBB_EINVAL (overflow). */
+int ebb__engine_convert(const struct ebb__engine *e, ebb_micros amount,
+                        const char *from, const char *to,
+                        enum ebb__rounding how, ebb_micros *out);
+/* Adds `amount` of `currency` (what an instance's ledger rows came to) to
+ * the job's spend, which is kept in the job's currency. */
+void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
+                           const char *currency);
+
 /* One step a capped job may take: running on market offer `offer` for
  * `span` (until its next checkpoint, with the grace period, and the
- * restart overhead when it moves) at worst `rate` per hour (the offer's
- * currency), plus `extra` (the current instance's grace when the job
- * moves, in that instance's offer currency). */
+ * restart overhead when it moves) at worst `rate` per hour, plus `extra`
+ * (the current instance's grace when the job moves); both in the job's
+ * currency, as the planner's market view has them. */
 struct ebb__budget_step {
     size_t offer;
     ebb_micros rate;

@@ -14,23 +14,39 @@
 #include "log.h"
 #include "units.h"
 
-/* `amount` of `currency` in USD micro-units; costs round up by a micro so
- * conversions never shrink a cost. Returns 0 or EBB_ENOTFOUND (no rate). */
+int ebb__engine_convert(const struct ebb__engine *e, ebb_micros amount,
+                        const char *from, const char *to,
+                        enum ebb__rounding how, ebb_micros *out)
+{
+    const struct ebb__config *c = e->opt.budget_config;
+    return ebb__currency_convert(amount, from, to, c ? c->rates : NULL,
+                                 c ? c->n_rates : 0, how, out);
+}
+
+void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
+                           const char *currency)
+{
+    ebb_micros converted = 0;
+    if (ebb__engine_convert(job->engine, amount, currency, job->currency,
+                            EBB__ROUND_UP, &converted) != 0) {
+        /* Only a config that lost a rate since the instance started gets
+         * here; the ledger keeps the exact amount either way. */
+        ebb__error("job %s: no currency_rates entry converts %s to %s; its "
+                   "spend leaves out %lld micro-units of %s", job->id, currency,
+                   job->currency, (long long)amount, currency);
+        return;
+    }
+    job->spent += converted;
+}
+
+/* `amount` of `currency` in USD micro-units; costs round up and caps
+ * down, so that conversions never let a cap be passed. Returns 0 or
+ * EBB_ENOTFOUND (no rate). */
 static int to_usd(const struct ebb__engine *e, ebb_micros amount,
                   const char *currency, int cost, ebb_micros *out)
 {
-    if (strcmp(currency, "USD") == 0) {
-        *out = amount;
-        return 0;
-    }
-    if (e->opt.budget_config == NULL)
-        return EBB_ENOTFOUND;
-    struct ebb_money m = {.amount = amount};
-    snprintf(m.currency, sizeof(m.currency), "%s", currency);
-    int rc = ebb__config_to_usd(e->opt.budget_config, &m, out);
-    if (rc == 0 && cost && amount > 0)
-        (*out)++;
-    return rc;
+    return ebb__engine_convert(e, amount, currency, "USD",
+                               cost ? EBB__ROUND_UP : EBB__ROUND_DOWN, out);
 }
 
 static const struct ebb__team *team_cap(const struct ebb__job *job)
@@ -298,11 +314,9 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
     ebb_micros worst = 0, extra = 0;
     char reason[320], a[48], b[48], c[48];
     int rc = to_usd(e, ebb__cost_of(s->rate, s->span + EBB_MS_PER_SECOND),
-                    o->currency, 1, &worst);
+                    job->currency, 1, &worst);
     if (rc == 0)
-        rc = to_usd(e, s->extra, job->current != NULL
-                    ? e->market.offers[job->current->offer].currency : "USD",
-                    1, &extra);
+        rc = to_usd(e, s->extra, job->currency, 1, &extra);
     worst += extra;
     struct ebb__budget_usage ju;
     if (rc == 0)

@@ -121,7 +121,7 @@ void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
         ebb__error("job %s: cannot record the end of %s: %s", job->id, a->token,
                    ebb__store_errmsg(s));
     }
-    job->spent += total;
+    ebb__engine_add_spend(job, total, o->currency);
     struct ebb__offer *held = &e->market.offers[a->offer];
     held->n_running--;
     e->market.version++;

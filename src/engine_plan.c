@@ -40,10 +40,12 @@ int ebb__engine_offer_allowed(const struct ebb__engine *e,
 {
     const struct ebb__offer *o = &e->market.offers[offer];
     const struct ebb__job_resources *r = &job->spec.resources;
-    /* Prices, spend and the budget are compared as numbers: an offer in
-     * another currency than the job's (CNY in Alibaba's Chinese regions)
-     * is not mixed in. */
-    if (strcmp(o->currency, job->currency) != 0)
+    /* The planner shows a policy every price in the job's currency: an
+     * offer in another (CNY in Alibaba's Chinese regions) needs a rate. */
+    ebb_micros unit;
+    if (strcmp(o->currency, job->currency) != 0 &&
+        ebb__engine_convert(e, EBB_MICROS_PER_UNIT, o->currency, job->currency,
+                            EBB__ROUND_UP, &unit) != 0)
         return 0;
     if (job->spec.market == EBB_JOB_SPOT && o->market != EBB_MARKET_SPOT)
         return 0;
@@ -107,18 +109,69 @@ static int view_reusable(const struct ebb__engine *e, const struct ebb__job *job
                          ebb_time_ms now)
 {
     return e->view_valid && e->view_now == now &&
+           strcmp(e->view_currency, job->currency) == 0 &&
            e->view_version == e->market.version &&
            e->view_n_allowed == job->n_allowed &&
            memcmp(e->view_allowed, job->allowed,
                   job->n_allowed * sizeof(*job->allowed)) == 0;
 }
 
+/* `price` of offer `o` in `currency`, rounded up: a policy must not see
+ * a price lower than what it will be billed. */
+static ebb_micros price_in(const struct ebb__engine *e, const struct ebb__offer *o,
+                           ebb_micros price, const char *currency)
+{
+    ebb_micros out = price;
+    (void)ebb__engine_convert(e, price, o->currency, currency, EBB__ROUND_UP, &out);
+    return out; /* offer_allowed made sure a rate exists */
+}
+
+/* Appends offer `o`'s forecast, converted into `currency`, to the view's
+ * pool of converted forecasts. Returns 0 or EBB_ENOMEM. */
+static int convert_forecast(struct ebb__engine *e, const struct ebb__offer *o,
+                            const char *currency)
+{
+    if (e->view_fc_n + o->n_fc > e->view_fc_cap) {
+        size_t cap = (e->view_fc_n + o->n_fc) * 2;
+        struct ebb_forecast_point *grown = realloc(e->view_fc, cap * sizeof(*grown));
+        if (grown == NULL)
+            return EBB_ENOMEM;
+        e->view_fc = grown;
+        e->view_fc_cap = cap;
+    }
+    for (size_t i = 0; i < o->n_fc; i++) {
+        const struct ebb_forecast_point *p = &o->fc[i];
+        e->view_fc[e->view_fc_n++] = (struct ebb_forecast_point){
+            .at = p->at,
+            .p10 = price_in(e, o, p->p10, currency),
+            .p50 = price_in(e, o, p->p50, currency),
+            .p90 = price_in(e, o, p->p90, currency),
+        };
+    }
+    return 0;
+}
+
+/* Points the view's converted offers at their forecasts in the pool, which
+ * is complete (no longer moved by realloc) once the view is built. */
+static void link_converted_forecasts(struct ebb__engine *e, size_t n,
+                                     const char *currency)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
+        if (strcmp(o->currency, currency) == 0)
+            continue;
+        e->view_offers[i].forecast = e->view_fc + at;
+        at += e->view_offers[i].n_forecast;
+    }
+}
+
 /* Fills the engine's view buffers with the offers the job may use that
- * have a price now, counting every ebb instance against spot capacity
- * (see own_offer_available for the job's own). Jobs planned at the same
- * instant with the same offers share the view: with thousands of jobs
- * most of a planning pass would otherwise copy the same offers. Returns
- * how many offers the view has. */
+ * have a price now, in the job's currency, counting every ebb instance
+ * against spot capacity (see own_offer_available for the job's own). Jobs
+ * planned at the same instant with the same offers and currency share the
+ * view: with thousands of jobs most of a planning pass would otherwise
+ * copy the same offers. Returns how many offers the view has. */
 static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
                                 ebb_time_ms now)
 {
@@ -126,6 +179,8 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         return 0;
     if (view_reusable(e, job, now))
         return e->view_n;
+    e->view_valid = 0;
+    e->view_fc_n = 0;
     size_t n = 0;
     for (size_t i = 0; i < job->n_allowed; i++) {
         size_t k = job->allowed[i];
@@ -139,6 +194,9 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         if (now < o->unavailable_until)
             available = 0;
         ebb__engine_outlook(e, k, now);
+        int foreign = strcmp(o->currency, job->currency) != 0;
+        if (foreign && convert_forecast(e, o, job->currency) != 0)
+            return 0;
         e->view_offers[n] = (struct ebb_offer){
             .struct_size = sizeof(struct ebb_offer),
             .provider = o->provider,
@@ -146,22 +204,24 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             .zone = o->zone,
             .instance_type = o->instance_type,
             .market = o->market,
-            .price_per_hour = step->price,
+            .price_per_hour = price_in(e, o, step->price, job->currency),
             .speed = o->speed,
             .available = available,
             .preemption_per_hour = o->hazard,
             .forecast = o->fc,
             .n_forecast = o->n_fc,
-            .forecast_p50_low = o->fc_p50_low,
+            .forecast_p50_low = price_in(e, o, o->fc_p50_low, job->currency),
             .preemption_by_hour = o->has_by_hour ? o->hazard_by_hour : NULL,
         };
         e->view_map[n] = k;
         n++;
     }
+    link_converted_forecasts(e, n, job->currency);
     memcpy(e->view_allowed, job->allowed, job->n_allowed * sizeof(*job->allowed));
     e->view_n_allowed = job->n_allowed;
     e->view_n = n;
     e->view_now = now;
+    memcpy(e->view_currency, job->currency, sizeof(e->view_currency));
     e->view_version = e->market.version;
     e->view_valid = 1;
     e->view_generation++;

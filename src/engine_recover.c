@@ -289,7 +289,7 @@ static void close_held(struct ebb__engine *e, const struct held *h, const char *
                    ebb__store_errmsg(s));
     }
     if (job != NULL)
-        job->spent += amount;
+        ebb__engine_add_spend(job, amount, h->currency);
 }
 
 static void adopt(struct ebb__engine *e, struct ebb__job *job, const struct held *h,

@@ -202,8 +202,8 @@ static int add_native(struct report_build *b, const char *cur, ebb_micros v)
 int ebb__report_to_currency(struct report_build *b, ebb_micros amount,
                             const char *from, ebb_micros *out)
 {
-    int rc = ebb__report_convert(amount, from, b->r->currency, b->o->rates,
-                                 b->o->n_rates, out);
+    int rc = ebb__currency_convert(amount, from, b->r->currency, b->o->rates,
+                                   b->o->n_rates, EBB__ROUND_NEAREST, out);
     if (rc == EBB_ENOTFOUND)
         ebb__diag_set(b->d, NULL, 0,
                       "no exchange rate between %s and %s: add it under "

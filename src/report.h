@@ -190,13 +190,6 @@ double ebb__report_saved_pct(ebb_micros reference, ebb_micros basis);
 
 /* ---- report_refs.c ----------------------------------------------------- */
 
-/* Converts `amount` of `from` into `to` with rates in USD per unit
- * (billionths), rounding half away from zero. Returns 0, or EBB_ENOTFOUND
- * when a currency other than USD has no rate, EBB_EINVAL on overflow. */
-int ebb__report_convert(ebb_micros amount, const char *from, const char *to,
-                        const struct ebb__currency_rate *rates, size_t n_rates,
-                        ebb_micros *out);
-
 /* `amount` rounded to hundredths of a unit (half away from zero), for
  * display: tables and the chart show cents, JSON and CSV keep micro-units. */
 ebb_micros ebb__report_round_cents(ebb_micros amount);

@@ -219,10 +219,10 @@ static int advise_plan(sqlite3 *db, struct ebb__report *r,
         snprintf(team, sizeof(team), "%s", row_team);
         ebb_time_ms start = sqlite3_column_int64(st, 1);
         ebb_micros amount;
-        if (ebb__report_convert(sqlite3_column_int64(st, 3),
-                                (const char *)sqlite3_column_text(st, 4),
-                                r->currency, t->o->rates, t->o->n_rates,
-                                &amount) != 0) {
+        if (ebb__currency_convert(sqlite3_column_int64(st, 3),
+                                  (const char *)sqlite3_column_text(st, 4),
+                                  r->currency, t->o->rates, t->o->n_rates,
+                                  EBB__ROUND_NEAREST, &amount) != 0) {
             ebb__diag_set(d, NULL, 0, "no exchange rate between %s and %s: "
                           "add it under currency_rates: in ebb.yaml",
                           (const char *)sqlite3_column_text(st, 4), r->currency);
@@ -254,9 +254,9 @@ int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
         if (periods < 1)
             continue;
         struct team_usage t = {.o = o, .plan = p, .periods = (int)periods};
-        if (ebb__report_convert(p->price.amount, p->price.currency,
-                                r->currency, o->rates, o->n_rates,
-                                &t.price) != 0) {
+        if (ebb__currency_convert(p->price.amount, p->price.currency,
+                                  r->currency, o->rates, o->n_rates,
+                                  EBB__ROUND_NEAREST, &t.price) != 0) {
             ebb__diag_set(d, NULL, 0, "plans.%s: no exchange rate between %s "
                           "and %s: add it under currency_rates: in ebb.yaml",
                           p->name, p->price.currency, r->currency);

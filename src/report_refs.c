@@ -1,7 +1,6 @@
-/* The report's references: converting money between currencies, pricing
- * an interval on a series of price steps, the price series instances ran
- * on, and what each ledger row would have cost on-demand and on spot
- * started at once. */
+/* The report's references: pricing an interval on a series of price
+ * steps, the price series instances ran on, and what each ledger row
+ * would have cost on-demand and on spot started at once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,50 +8,6 @@
 #include "report.h"
 #include "report_impl.h"
 #include "str.h"
-
-/* USD per unit of USD, in billionths. */
-#define USD_E9 INT64_C(1000000000)
-
-static int rate_of(const char *cur, const struct ebb__currency_rate *rates,
-                   size_t n, int64_t *out)
-{
-    if (strcmp(cur, "USD") == 0) {
-        *out = USD_E9;
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(rates[i].currency, cur) == 0 && rates[i].usd_e9 > 0) {
-            *out = rates[i].usd_e9;
-            return 0;
-        }
-    }
-    return EBB_ENOTFOUND;
-}
-
-int ebb__report_convert(ebb_micros amount, const char *from, const char *to,
-                        const struct ebb__currency_rate *rates, size_t n_rates,
-                        ebb_micros *out)
-{
-    if (strcmp(from, to) == 0) {
-        *out = amount;
-        return 0;
-    }
-    int64_t rf, rt;
-    if (rate_of(from, rates, n_rates, &rf) != 0 ||
-        rate_of(to, rates, n_rates, &rt) != 0)
-        return EBB_ENOTFOUND;
-    /* amount * rf fits in 128 bits for any int64 amount and rate. */
-    ebb__i128 num = (ebb__i128)amount * rf;
-    ebb__i128 q = num / rt, rem = num % rt;
-    if (rem < 0)
-        rem = -rem;
-    if (2 * rem >= rt)
-        q += amount < 0 ? -1 : 1;
-    if (q > INT64_MAX || q < INT64_MIN)
-        return EBB_EINVAL;
-    *out = (ebb_micros)q;
-    return 0;
-}
 
 ebb_micros ebb__report_round_cents(ebb_micros amount)
 {

@@ -39,6 +39,9 @@ static const struct ebb_cfg_key sim_keys[] = {
      offsetof(struct sim_cfg, preempt_after),
      "preempt every spot instance this long after its launch, at the latest "
      "(0: never; for demos and tests)"},
+    {"currency", EBB_CFG_STRING, "USD", offsetof(struct sim_cfg, currency),
+     "currency of the trace's prices, an ISO 4217 code (the price column "
+     "keeps its name; other currencies need currency_rates: in ebb.yaml)"},
     EBB_CFG_END,
 };
 
@@ -225,6 +228,13 @@ static int check_cfg(const struct ebb_host *host, const struct sim_cfg *c,
         host->log(host->ctx, EBB_LOG_ERROR,
                   "notice_lead, checkpoint_time and launch_latency must not be "
                   "negative");
+        return EBB_ECONFIG;
+    }
+    const char *cur = c->currency != NULL ? c->currency : "";
+    if (strlen(cur) != 3 || strspn(cur, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != 3) {
+        host->log(host->ctx, EBB_LOG_ERROR,
+                  "currency: \"%s\" is not a currency code (3 capital letters, "
+                  "e.g. USD or CNY)", cur);
         return EBB_ECONFIG;
     }
     return parse_billing(host, c->billing, billing);

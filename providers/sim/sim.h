@@ -33,6 +33,7 @@ struct sim_cfg {
     ebb_dur_ms checkpoint_time;
     ebb_dur_ms launch_latency;
     ebb_dur_ms preempt_after;
+    char *currency;
 };
 
 /* ---- random numbers (sim_rng.c) ---- */
@@ -62,6 +63,7 @@ struct sim_offer {
 
 struct sim_market {
     const struct ebb_host *host;
+    const char *currency; /* of the trace's prices */
     struct ebb__price_trace *prices;
     struct ebb__avail_trace *avail; /* NULL without an availability trace */
     struct sim_offer *offers;

@@ -75,7 +75,8 @@ static void plan_shift(struct sim_market *m)
 int sim_market_init(struct sim_market *m, const struct ebb_host *host,
                     const struct sim_cfg *cfg)
 {
-    *m = (struct sim_market){.host = host, .delivered = INT64_MIN};
+    *m = (struct sim_market){
+        .host = host, .currency = cfg->currency, .delivered = INT64_MIN};
     struct ebb__diag d = {{0}};
     if (cfg->prices == NULL || cfg->prices[0] == '\0') {
         host->log(host->ctx, EBB_LOG_ERROR,
@@ -306,7 +307,7 @@ static int obs_push(struct obs_buf *b, const struct sim_market *m, size_t i,
             .market = EBB_MARKET_SPOT,
             .at = t,
             .price_per_hour = sim_market_price(o, t),
-            .currency = "USD",
+            .currency = m->currency,
             .capacity = sim_market_capacity(m, o->avail, t),
         },
         .offer = i,

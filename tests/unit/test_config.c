@@ -279,20 +279,6 @@ static void config_full(void **state)
     assert_int_equal(cfg->rates[0].usd_e9, 140000000);
     assert_int_equal(cfg->rates[1].usd_e9, 1080000000);
 
-    ebb_micros usd;
-    struct ebb_money m = {100000000, "CNY"};
-    assert_int_equal(ebb__config_to_usd(cfg, &m, &usd), 0);
-    assert_int_equal(usd, 14000000);
-    struct ebb_money eur = {INT64_MAX / 2, "EUR"};
-    assert_int_equal(ebb__config_to_usd(cfg, &eur, &usd), 0);
-    assert_int_equal(usd, INT64_C(4980620899901578935)); /* exact, truncated */
-    struct ebb_money big = {INT64_MAX, "EUR"};
-    assert_int_equal(ebb__config_to_usd(cfg, &big, &usd), EBB_EINVAL);
-    struct ebb_money dollars = {5, "USD"};
-    assert_int_equal(ebb__config_to_usd(cfg, &dollars, &usd), 0);
-    assert_int_equal(usd, 5);
-    struct ebb_money yen = {5, "JPY"};
-    assert_int_equal(ebb__config_to_usd(cfg, &yen, &usd), EBB_ENOTFOUND);
     ebb__config_free(cfg);
 }
 

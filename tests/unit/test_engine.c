@@ -74,7 +74,10 @@ static void fx_stop(struct fx *f)
     live = NULL;
 }
 
-static void fx_start(struct fx *f, const char *avail, const char *policy)
+/* `extra` is appended to ebb.yaml after the sim's keys: more of them
+ * (indented by four) and then top-level keys. */
+static void fx_start_with(struct fx *f, const char *avail, const char *policy,
+                          const char *extra)
 {
     char path[1024];
     struct ebb__diag d = {{0}};
@@ -89,7 +92,7 @@ static void fx_start(struct fx *f, const char *avail, const char *policy)
     if (avail != NULL)
         ebb__buf_printf(&b, "    availability: \"%s\"\n",
                         data_path(avail, path, sizeof(path)));
-    ebb__buf_printf(&b, "default_policy: %s\n", policy);
+    ebb__buf_printf(&b, "%sdefault_policy: %s\n", extra, policy);
     char *text = ebb__buf_take(&b);
     assert_non_null(text);
     int rc = ebb__vengine_open(&f->v, "(test)", text, f->catalog, T0, &d);
@@ -98,6 +101,11 @@ static void fx_start(struct fx *f, const char *avail, const char *policy)
         fail_msg("%s", d.msg);
     ebb__clock_run_until(&f->v.clock, T0);
     assert_true(f->v.engine.market.n_offers > 0);
+}
+
+static void fx_start(struct fx *f, const char *avail, const char *policy)
+{
+    fx_start_with(f, avail, policy, "");
 }
 
 static int teardown(void **state)
@@ -542,6 +550,66 @@ static void budget_caps_launches_and_running_jobs(void **state)
     fx_stop(f);
 }
 
+/* A market priced in another currency than the job's: with currency_rates
+ * the policy and the budget see its prices in the job's currency, the
+ * ledger keeps them as billed, and the job's spend adds up in its own. */
+static void prices_in_another_currency_are_converted(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    const char *job_yaml = JOB_YAML("yuan", "work: 10h\nmarket: spot\n"
+        "budget: 1 USD\nresources:\n  instance_types: [p3.2xlarge]\n");
+
+    /* 0.90 CNY/h at 0.14 USD per CNY is 0.126 USD/h: about 7.9 hours of
+     * the 10 fit under 1 USD. Read unconverted (0.90 USD/h) barely one
+     * would. */
+    fx_start_with(f, NULL, "greedy", "    currency: CNY\n"
+                  "currency_rates: {CNY: 0.14}\n");
+    f->v.engine.opt.budget_config = f->v.config; /* as ebbd does */
+    struct ebb__job *job = submit(f, job_yaml);
+    run_to(f, T0 + 24 * H);
+    assert_int_equal(job->state, EBB__JOB_BUDGET_EXHAUSTED);
+    assert_string_equal(job->currency, "USD");
+    assert_true(job->spent <= EBB_MICROS_PER_UNIT);
+    assert_true(job->spent >= 85 * EBB_MICROS_PER_UNIT / 100);
+    assert_true(job->work_saved >= 6 * H);
+    char *cur = query(f, "SELECT DISTINCT currency FROM ledger WHERE job_id = ?1",
+                      job->id);
+    assert_string_equal(cur, "CNY\n");
+    free(cur);
+    /* Each attempt's bill converts rounding up: at most a micro-dollar
+     * more than the whole ledger converted at once. */
+    ebb_micros cny = 0, usd = 0;
+    assert_int_equal(ebb__store_ledger_job_total(f->v.store, job->id, &cny), 0);
+    assert_int_equal(ebb__engine_convert(&f->v.engine, cny, "CNY", "USD",
+                                         EBB__ROUND_UP, &usd), 0);
+    assert_true(job->spent >= usd && job->spent <= usd + job->attempts);
+    assert_int_equal(query_int(f, "SELECT spent_micros FROM jobs WHERE id = ?1",
+                               job->id), job->spent);
+    fx_stop(f);
+
+    /* At 5 USD per CNY the same trace costs 4.50 USD/h: the first stretch
+     * (restart, 30 minutes, grace) cannot fit under 1 USD. */
+    fx_start_with(f, NULL, "greedy", "    currency: CNY\n"
+                  "currency_rates: {CNY: 5}\n");
+    f->v.engine.opt.budget_config = f->v.config;
+    job = submit(f, job_yaml);
+    run_to(f, T0 + 2 * H);
+    assert_int_equal(job->state, EBB__JOB_BUDGET_EXHAUSTED);
+    assert_int_equal(job->attempts, 0);
+    assert_int_equal(job->spent, 0);
+    fx_stop(f);
+
+    /* Without a rate the CNY offers are not the job's to use: it waits. */
+    fx_start_with(f, NULL, "greedy", "    currency: CNY\n");
+    f->v.engine.opt.budget_config = f->v.config;
+    job = submit(f, job_yaml);
+    run_to(f, T0 + 2 * H);
+    assert_int_equal(job->state, EBB__JOB_WAITING);
+    assert_int_equal(job->attempts, 0);
+    fx_stop(f);
+}
+
 int main(void)
 {
     assert_int_equal(ebb__parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -555,6 +623,8 @@ int main(void)
         cmocka_unit_test_teardown(two_jobs_share_capacity_one, teardown),
         cmocka_unit_test_teardown(backtest_costs_at_least_the_oracle, teardown),
         cmocka_unit_test_teardown(budget_caps_launches_and_running_jobs, teardown),
+        cmocka_unit_test_teardown(prices_in_another_currency_are_converted,
+                                  teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

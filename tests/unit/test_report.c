@@ -416,18 +416,6 @@ static void test_parse_when(void **state)
 static void test_currency(void **state)
 {
     struct fixture *f = *state;
-    ebb_micros out;
-    assert_int_equal(ebb__report_convert(1000000, "CNY", "USD", &f->rate, 1,
-                                         &out), 0);
-    assert_int_equal(out, 140000);
-    assert_int_equal(ebb__report_convert(140000, "USD", "CNY", &f->rate, 1,
-                                         &out), 0);
-    assert_int_equal(out, 1000000);
-    assert_int_equal(ebb__report_convert(-3, "CNY", "USD", &f->rate, 1, &out), 0);
-    assert_int_equal(out, 0); /* -0.42 rounds to 0 */
-    assert_int_equal(ebb__report_convert(1, "EUR", "USD", &f->rate, 1, &out),
-                     EBB_ENOTFOUND);
-
     /* The report in CNY: each row converted on its own. */
     f->opts.currency = "CNY";
     struct ebb__report *r = build(f);
