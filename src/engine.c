@@ -46,6 +46,7 @@ static void on_plan_timer(struct ebb__timer *t)
     struct ebb__engine *e = t->data;
     /* Jobs marked dirty while this pass runs get the next pass, at the same
      * instant: the timer is restarted by ebb__engine_mark_dirty. */
+    ebb__engine_batch_begin(e);
     for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
         if (!job->dirty)
             continue;
@@ -53,6 +54,7 @@ static void on_plan_timer(struct ebb__timer *t)
         if (!ebb__job_state_terminal(job->state))
             ebb__engine_plan_job(job);
     }
+    ebb__engine_batch_end(e);
 }
 
 void ebb__engine_mark_dirty(struct ebb__job *job)
@@ -343,6 +345,7 @@ void ebb__engine_fini(struct ebb__engine *e)
     free(e->view_map);
     free(e->view_allowed);
     free(e->view_fc);
+    free(e->calls);
     ebb__market_free(&e->market);
     *e = (struct ebb__engine){0};
 }

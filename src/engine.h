@@ -192,6 +192,10 @@ struct ebb__engine {
     /* Forecasts of the view's offers in another currency, converted. */
     struct ebb_forecast_point *view_fc;
     size_t view_fc_n, view_fc_cap;
+    /* Provider calls a planning pass holds back (engine_calls.c). */
+    int batching;
+    struct ebb__provider_call *calls;
+    size_t n_calls, calls_cap;
 };
 
 /* Prepares the engine; the registry's providers must already be started
@@ -303,6 +307,29 @@ void ebb__engine_describe_offer(const struct ebb__offer *o, char *buf, size_t le
 void ebb__engine_release_aside(struct ebb__plugin_slot *slot, const char *id);
 /* Launches the market's shadow again for the job's current attempt. */
 void ebb__engine_relaunch_shadow(struct ebb__job *job);
+
+/* ---- provider calls after a commit (engine_calls.c) ---- */
+
+/* A launch or terminate that must follow the store writes announcing it. */
+struct ebb__provider_call {
+    struct ebb__job *job;
+    char token[96];            /* the attempt it is for (filled when queued) */
+    int needs_commit;          /* failed with EBB_EIO when the commit fails */
+    struct ebb__plugin_slot *slot;
+    int shadow;                /* a launch of the market's shadow */
+    ebb_launch_cb cb;          /* a launch's callback */
+    /* Makes the call; returns 0 or the error to hand to failed(). */
+    int (*issue)(struct ebb__job *job, const struct ebb__provider_call *c);
+    void (*failed)(struct ebb__job *job, const struct ebb__provider_call *c,
+                   int status);
+};
+
+/* Commits and makes the call, or, inside a batch, queues it (a copy). */
+void ebb__engine_call_after_commit(struct ebb__engine *e,
+                                   const struct ebb__provider_call *c);
+/* A planning pass: calls wait for one commit at ebb__engine_batch_end. */
+void ebb__engine_batch_begin(struct ebb__engine *e);
+void ebb__engine_batch_end(struct ebb__engine *e);
 
 /* ---- budget caps (engine_budget.c, docs/budgets.md) ---- */
 

@@ -228,15 +228,12 @@ static struct ebb__plugin_slot *runner_for(struct ebb__engine *e,
     return NULL;
 }
 
-/* Asks `slot` to launch the job's current attempt. A shadow launch asks
- * the market for the instance's availability only: a job that never ends
- * and never checkpoints, and no agent. */
-static int launch_on(struct ebb__job *job, struct ebb__plugin_slot *slot,
-                     int shadow, ebb_launch_cb cb)
+static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c)
 {
     struct ebb__engine *e = job->engine;
     struct ebb__attempt *a = job->current;
     const struct ebb__offer *o = &e->market.offers[a->offer];
+    int shadow = c->shadow;
     char bearer[sizeof(a->token) + sizeof(a->agent_secret) + 1];
     snprintf(bearer, sizeof(bearer), "%s.%s", a->token, a->agent_secret);
     struct ebb_launch req = {
@@ -259,10 +256,32 @@ static int launch_on(struct ebb__job *job, struct ebb__plugin_slot *slot,
         .checkpoint_every = shadow ? 0 : job->spec.checkpoint.every,
         .checkpoint_grace = job->spec.checkpoint.grace,
     };
-    /* Durable intent before action: the instance row commits first. */
-    if (ebb__store_flush(e->opt.store) != 0)
-        return EBB_EIO;
-    return slot->plugin->provider->launch(slot->self, &req, cb, job);
+    return c->slot->plugin->provider->launch(c->slot->self, &req, c->cb, job);
+}
+
+static void launch_failed(struct ebb__job *job, const struct ebb__provider_call *c,
+                          int status)
+{
+    c->cb(job, status, NULL);
+}
+
+/* Asks `slot` to launch the job's current attempt once the instance row is
+ * committed (durable intent before action); `cb` hears how it went. A
+ * shadow launch asks the market for the instance's availability only: a
+ * job that never ends and never checkpoints, and no agent. */
+static void launch_on(struct ebb__job *job, struct ebb__plugin_slot *slot,
+                      int shadow, ebb_launch_cb cb)
+{
+    struct ebb__provider_call c = {
+        .job = job,
+        .needs_commit = 1,
+        .slot = slot,
+        .shadow = shadow,
+        .cb = cb,
+        .issue = issue_launch,
+        .failed = launch_failed,
+    };
+    ebb__engine_call_after_commit(job->engine, &c);
 }
 
 static void on_shadow_launched(void *arg, int status, const struct ebb_instance *inst)
@@ -280,8 +299,8 @@ static void on_shadow_launched(void *arg, int status, const struct ebb_instance 
             ebb__error("job %s: %s", job->id, ebb__store_errmsg(job->engine->opt.store));
     }
     if (status == 0)
-        status = launch_on(job, a->provider, 0, on_launched);
-    if (status != 0)
+        launch_on(job, a->provider, 0, on_launched);
+    else
         on_launched(job, status, NULL);
 }
 
@@ -305,9 +324,7 @@ static void on_shadow_relaunched(void *arg, int status, const struct ebb_instanc
 
 void ebb__engine_relaunch_shadow(struct ebb__job *job)
 {
-    int rc = launch_on(job, job->current->market, 1, on_shadow_relaunched);
-    if (rc != 0)
-        on_shadow_relaunched(job, rc, NULL);
+    launch_on(job, job->current->market, 1, on_shadow_relaunched);
 }
 
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
@@ -378,10 +395,10 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     ebb__engine_describe_offer(o, what, sizeof(what));
     ebb__engine_set_state(job, EBB__JOB_LAUNCHING, "%s (launching %s)",
                           reason && reason[0] ? reason : "policy decision", what);
-    int rc = a->market != NULL ? launch_on(job, a->market, 1, on_shadow_launched)
-                               : launch_on(job, a->provider, 0, on_launched);
-    if (rc != 0)
-        on_launched(job, rc, NULL);
+    if (a->market != NULL)
+        launch_on(job, a->market, 1, on_shadow_launched);
+    else
+        launch_on(job, a->provider, 0, on_launched);
 }
 
 /* ---- release ----------------------------------------------------------- */
@@ -399,6 +416,20 @@ static void on_terminated(void *arg, int status)
     ebb__engine_after_instance(job);
 }
 
+static int issue_terminate(struct ebb__job *job, const struct ebb__provider_call *c)
+{
+    return c->slot->plugin->provider->terminate(c->slot->self,
+                                                job->current->instance_id,
+                                                on_terminated, job);
+}
+
+static void terminate_failed(struct ebb__job *job, const struct ebb__provider_call *c,
+                             int status)
+{
+    (void)c;
+    on_terminated(job, status);
+}
+
 void ebb__engine_terminate(struct ebb__job *job)
 {
     struct ebb__attempt *a = job->current;
@@ -412,12 +443,15 @@ void ebb__engine_terminate(struct ebb__job *job)
         on_terminated(job, 0);
         return;
     }
-    const struct ebb_provider *p = a->provider->plugin->provider;
-    if (ebb__store_flush(s) != 0)
-        ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
-    int rc = p->terminate(a->provider->self, a->instance_id, on_terminated, job);
-    if (rc != 0)
-        on_terminated(job, rc);
+    /* The terminate goes out even when the commit fails: an instance ebb
+     * no longer wants must not keep running (and billing). */
+    struct ebb__provider_call c = {
+        .job = job,
+        .slot = a->provider,
+        .issue = issue_terminate,
+        .failed = terminate_failed,
+    };
+    ebb__engine_call_after_commit(job->engine, &c);
 }
 
 static void on_stop_delivered(void *arg, int status)
