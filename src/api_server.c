@@ -20,6 +20,7 @@ struct ebb__api_server {
     const struct ebb__api_method *methods;
     void *ctx;
     struct ebb__api_conn *conns; /* list of open connections */
+    struct ebb__api_call *held;  /* answers waiting for the store's commit */
     int closing;
     int listener_closed;
     void (*close_cb)(void *arg);
@@ -32,6 +33,9 @@ struct ebb__api_conn {
     uv_pipe_t pipe;
     uv_shutdown_t shutdown_req;
     struct ebb__buf in;      /* bytes received, not yet a whole line */
+    /* Calls not yet answered on the wire, oldest first: answers go out in
+     * request order even when a later call is answered first. */
+    struct ebb__api_call *first, *last;
     size_t pending_calls;    /* calls not yet answered */
     size_t pending_writes;   /* answers not yet written */
     int read_done;           /* EOF, error, or server closing */
@@ -134,17 +138,29 @@ static void conn_send(struct ebb__api_conn *conn, json_t *msg)
     }
 }
 
+/* Sends the answers at the head of the connection's queue that are ready. */
+static void conn_send_ready(struct ebb__api_conn *conn)
+{
+    struct ebb__api_call *call;
+    while ((call = conn->first) != NULL && call->answer != NULL && !call->held) {
+        conn->first = call->next;
+        if (conn->first == NULL)
+            conn->last = NULL;
+        conn_send(conn, call->answer);
+        json_decref(call->id);
+        json_decref(call->params);
+        free((char *)call->method);
+        free(call);
+        conn->pending_calls--;
+    }
+    conn_maybe_close(conn);
+}
+
 static void call_finish(struct ebb__api_call *call, json_t *msg)
 {
-    struct ebb__api_conn *conn = call->conn;
     json_object_set(msg, "id", call->id ? call->id : json_null());
-    conn_send(conn, msg);
-    json_decref(call->id);
-    json_decref(call->params);
-    free((char *)call->method);
-    free(call);
-    conn->pending_calls--;
-    conn_maybe_close(conn);
+    call->answer = msg;
+    conn_send_ready(call->conn);
 }
 
 void ebb__api_reply(struct ebb__api_call *call, json_t *result)
@@ -152,6 +168,37 @@ void ebb__api_reply(struct ebb__api_call *call, json_t *result)
     json_t *msg = json_object();
     json_object_set_new(msg, "result", result ? result : json_object());
     call_finish(call, msg);
+}
+
+void ebb__api_reply_after_commit(struct ebb__api_call *call, json_t *result)
+{
+    struct ebb__api_server *s = call->conn->server;
+    call->held = 1;
+    call->next_held = s->held;
+    s->held = call;
+    ebb__api_reply(call, result);
+}
+
+void ebb__api_server_committed(struct ebb__api_server *server, int ok,
+                               const char *why)
+{
+    struct ebb__api_call *call = server->held;
+    server->held = NULL;
+    while (call != NULL) {
+        struct ebb__api_call *next = call->next_held;
+        call->held = 0;
+        json_t *error = ok ? NULL
+                           : json_pack("{s:O,s:{s:s,s:s++}}", "id",
+                                       call->id ? call->id : json_null(), "error",
+                                       "code", "internal", "message",
+                                       "not stored: ", why ? why : "");
+        if (error != NULL) {
+            json_decref(call->answer);
+            call->answer = error;
+        }
+        conn_send_ready(call->conn);
+        call = next;
+    }
 }
 
 void ebb__api_fail(struct ebb__api_call *call, const char *code,
@@ -177,6 +224,11 @@ static void dispatch(struct ebb__api_conn *conn, const char *line, size_t len)
     call->gid = conn->gid;
     call->pid = conn->pid;
     conn->pending_calls++;
+    if (conn->last != NULL)
+        conn->last->next = call;
+    else
+        conn->first = call;
+    conn->last = call;
 
     json_error_t jerr;
     json_t *req = json_loadb(line, len, 0, &jerr);

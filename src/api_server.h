@@ -37,6 +37,12 @@ struct ebb__api_call {
     uid_t uid;
     gid_t gid;
     pid_t pid;
+    /* The server's: the connection's calls in request order, the answer
+     * once there is one, and whether it waits for the store's commit. */
+    struct ebb__api_call *next;
+    struct ebb__api_call *next_held;
+    json_t *answer;
+    int held;
 };
 
 typedef void (*ebb__api_handler)(void *ctx, struct ebb__api_call *call);
@@ -66,6 +72,14 @@ void ebb__api_server_close(struct ebb__api_server *server,
  * the call. */
 void ebb__api_reply(struct ebb__api_call *call, json_t *result);
 
+/* Answers a call with `result` once what the call stored is durable: the
+ * answer waits for ebb__api_server_committed, so that every call served in
+ * one loop turn shares one commit (one fsync) instead of one each. */
+void ebb__api_reply_after_commit(struct ebb__api_call *call, json_t *result);
+/* The store committed (ok) or failed to (`why`): the answers held for it
+ * go out, or become "internal" errors saying the change was not stored. */
+void ebb__api_server_committed(struct ebb__api_server *server, int ok,
+                               const char *why);
 /* Answers a call with an error and frees it. `code` is a short stable word
  * ("bad_request", "not_found", "permission_denied", "internal"). */
 void ebb__api_fail(struct ebb__api_call *call, const char *code,

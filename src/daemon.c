@@ -171,8 +171,11 @@ static int make_state_subdirs(struct ebb__daemon *d)
 static void on_loop_turn(uv_check_t *handle)
 {
     struct ebb__daemon *d = handle->data;
-    if (ebb__store_flush(d->store) != 0)
+    int ok = ebb__store_flush(d->store) == 0;
+    if (!ok)
         ebb__error("cannot commit to the store: %s", ebb__store_errmsg(d->store));
+    if (d->api != NULL)
+        ebb__api_server_committed(d->api, ok, ebb__store_errmsg(d->store));
 }
 
 static int start_engine(struct ebb__daemon *d)

@@ -142,13 +142,8 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
                       diag.msg[0] ? diag.msg : ebb_strerror(rc));
         return;
     }
-    if (ebb__store_flush(d->store) != 0) {
-        ebb__api_fail(call, "internal", "cannot record job %s: %s", job->id,
-                      ebb__store_errmsg(d->store));
-        return;
-    }
     ebb__info("job %s submitted by uid %ld from %s", job->id, (long)call->uid, file);
-    ebb__api_reply(call, json_pack("{s:s,s:s}", "id", job->id, "state",
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s}", "id", job->id, "state",
                                    ebb__job_state_name(job->state)));
 }
 
@@ -212,9 +207,8 @@ void ebb__api_cancel(void *ctx, struct ebb__api_call *call)
         ebb__api_fail(call, "conflict", "job %s has already ended", id);
         return;
     }
-    ebb__store_flush(d->store);
     ebb__info("job %s cancelled by uid %ld", id, (long)call->uid);
-    ebb__api_reply(call, json_pack("{s:s,s:s}", "id", id, "state",
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s}", "id", id, "state",
                                    ebb__job_state_name(job->state)));
 }
 

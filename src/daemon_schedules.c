@@ -474,8 +474,7 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
     ebb__info("schedule %s (%s) added by uid %ld from %s; next fire time %s",
               sc->s.name, id, (long)call->uid, file,
               next ? ebb__format_time(next, at, sizeof(at)) : "none");
-    ebb__store_flush(d->store); /* the reply promises it is stored */
-    ebb__api_reply(call, json_pack("{s:s,s:s,s:I}", "id", id, "name", sc->s.name,
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s,s:I}", "id", id, "name", sc->s.name,
                                    "next_fire_at", (json_int_t)next));
 }
 
@@ -564,6 +563,5 @@ void ebb__api_schedule_remove(void *ctx, struct ebb__api_call *call)
     rearm(sch);
     ebb__info("schedule %s removed by uid %ld; runs already started go on", id,
               (long)call->uid);
-    ebb__store_flush(d->store);
-    ebb__api_reply(call, json_pack("{s:s,s:b}", "id", id, "removed", 1));
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:b}", "id", id, "removed", 1));
 }

@@ -125,6 +125,32 @@ check "the job waits for a better host" test "$(json_get "$OUT" 'd["state"]')" =
 check "the refusal is logged" grep -q "refusing host .*PCIe x1" "$S.log"
 expect_exit 0 "cancel the waiting job" "$EBB" --state-dir "$S" cancel "$ID3"
 
+# Several requests on one connection are answered in request order, even
+# when a later one is ready first: a submit's answer waits for its commit,
+# a price history is read off the loop, status and a bad line are at once.
+PIPE=$(python3 - "$S/ebb.sock" "$TMP/x1.yaml" <<'PY'
+import json, socket, sys
+c = socket.socket(socket.AF_UNIX)
+c.connect(sys.argv[1])
+spec = open(sys.argv[2]).read().replace("host-check", "pipelined")
+reqs = [{"id": 1, "method": "submit", "params": {"file": "p.yaml", "yaml": spec}},
+        {"id": 2, "method": "prices", "params": {"history": True}},
+        {"id": 3, "method": "status"}]
+c.sendall(b"".join(json.dumps(r).encode() + b"\n" for r in reqs) + b"not json\n")
+c.shutdown(socket.SHUT_WR)
+f = c.makefile()
+answers = [json.loads(line) for line in f]
+print(json.dumps({"ids": [a.get("id") for a in answers],
+                  "job": answers[0]["result"]["id"],
+                  "errors": [a["error"]["code"] for a in answers if "error" in a]}))
+PY
+)
+check "pipelined answers come in request order" \
+    test "$(json_get "$PIPE" 'd["ids"]')" = "[1, 2, 3, None]"
+check "only the bad line failed" test "$(json_get "$PIPE" 'd["errors"]')" = "['bad_request']"
+expect_exit 0 "the pipelined submit is stored" "$EBB" --state-dir "$S" job show "$(json_get "$PIPE" 'd["job"]')" --json
+expect_exit 0 "cancel the pipelined job" "$EBB" --state-dir "$S" cancel "$(json_get "$PIPE" 'd["job"]')"
+
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
 finish
