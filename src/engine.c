@@ -46,13 +46,16 @@ static void on_plan_timer(struct ebb__timer *t)
     struct ebb__engine *e = t->data;
     /* Jobs marked dirty while this pass runs get the next pass, at the same
      * instant: the timer is restarted by ebb__engine_mark_dirty. */
+    struct ebb__job *job = e->dirty_first;
+    e->dirty_first = e->dirty_last = NULL;
     ebb__engine_batch_begin(e);
-    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
-        if (!job->dirty)
-            continue;
+    while (job != NULL) {
+        struct ebb__job *next = job->next_dirty;
+        job->next_dirty = NULL;
         job->dirty = 0;
         if (!ebb__job_state_terminal(job->state))
             ebb__engine_plan_job(job);
+        job = next;
     }
     ebb__engine_batch_end(e);
 }
@@ -60,7 +63,14 @@ static void on_plan_timer(struct ebb__timer *t)
 void ebb__engine_mark_dirty(struct ebb__job *job)
 {
     struct ebb__engine *e = job->engine;
-    job->dirty = 1;
+    if (!job->dirty) {
+        job->dirty = 1;
+        if (e->dirty_last != NULL)
+            e->dirty_last->next_dirty = job;
+        else
+            e->dirty_first = job;
+        e->dirty_last = job;
+    }
     if (!ebb__timer_pending(&e->plan_timer))
         ebb__timer_start(e->opt.clock, &e->plan_timer, ebb__clock_now(e->opt.clock));
 }

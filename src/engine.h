@@ -117,7 +117,8 @@ struct ebb__job {
     int held;                /* taken back after a restart: its instance is
                               * being reconciled; not planned until then */
     struct ebb__timer wake;
-    int dirty;
+    int dirty;                   /* in the engine's dirty queue */
+    struct ebb__job *next_dirty;
     /* Market offers this job may use, ascending; offers examined so far
      * (the market only ever appends). */
     size_t *allowed;
@@ -163,6 +164,9 @@ struct ebb__engine {
     struct ebb__engine_options opt;
     struct ebb__market market;
     struct ebb__job *jobs;
+    /* Jobs the next planning pass decides for, in the order they were
+     * marked: a pass costs what it plans, not the number of jobs. */
+    struct ebb__job *dirty_first, *dirty_last;
     struct ebb__job **jobs_tail;
     /* Jobs by id: open addressing, a power-of-two size, at most half full. */
     struct ebb__job **by_id;
