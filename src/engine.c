@@ -41,15 +41,32 @@ int ebb__job_state_terminal(enum ebb__job_state s)
 
 /* ---- planning pass ----------------------------------------------------- */
 
+/* A pass decides for this many jobs at most, and stops early once this
+ * many provider calls wait for its commit; the rest is planned by the next
+ * pass at the same instant, after the loop has served what came in. Counts,
+ * not wall time, so that a virtual run stays deterministic. A decision
+ * costs microseconds; a launch, with its store writes, a hundred or so. */
+#define PASS_MAX_PLANS 512
+#define PASS_MAX_CALLS 32
+
 static void on_plan_timer(struct ebb__timer *t)
 {
     struct ebb__engine *e = t->data;
-    /* Jobs marked dirty while this pass runs get the next pass, at the same
-     * instant: the timer is restarted by ebb__engine_mark_dirty. */
-    struct ebb__job *job = e->dirty_first;
+    /* Jobs marked dirty while this pass runs wait in a new queue. */
+    struct ebb__job *job = e->dirty_first, *last = e->dirty_last;
     e->dirty_first = e->dirty_last = NULL;
     ebb__engine_batch_begin(e);
-    while (job != NULL) {
+    for (size_t planned = 0; job != NULL; planned++) {
+        if (planned == PASS_MAX_PLANS || e->n_calls >= PASS_MAX_CALLS) {
+            /* The rest goes first next time; they are still marked dirty,
+             * so none of them was queued again meanwhile. */
+            last->next_dirty = e->dirty_first;
+            if (e->dirty_first == NULL)
+                e->dirty_last = last;
+            e->dirty_first = job;
+            ebb__timer_start(e->opt.clock, &e->plan_timer, ebb__clock_now(e->opt.clock));
+            break;
+        }
         struct ebb__job *next = job->next_dirty;
         job->next_dirty = NULL;
         job->dirty = 0;

@@ -151,6 +151,11 @@ static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_even
     if (ev->kind != EBB_EVENT_LOST || a->shadow_lost)
         return;
     a->shadow_lost = 1;
+    /* A machine the market took may still exist and bill (an outbid
+     * vast.ai instance is stopped, not destroyed): it is released too;
+     * one already gone answers "not found", which is ignored. */
+    if (a->shadow_id != NULL)
+        ebb__engine_release_aside(a->market, a->shadow_id);
     if (a->agent_exited || a->terminating)
         return;
     if (a->notice && a->agent_seen != 0 && job->engine->opt.clock->speed > 1.0) {
