@@ -93,7 +93,10 @@ expect_exit 0 "submit" "$EBB" --state-dir "$S" submit "$TMP/train.yaml"
 ID=$OUT
 [ -n "$ID" ] || finish
 
-on_vast() { [ "$(job 'd["current"]["market_provider"]')" = vastai ]; }
+on_vast() {
+    [ "$(job '(d["current"]["market_provider"], d["current"]["provider"])')" = \
+        "('vastai', 'local')" ]
+}
 check "the first attempt runs on vast.ai" wait_for 30 on_vast
 check "vast.ai rented one interruptible instance" \
     test "$(state 'd["vast"]["rents"] == 1 and d["vast"]["instances"][0]["is_bid"]')" = True
@@ -105,12 +108,13 @@ expect_exit 0 "the vast.ai machine is outbid" curl -sf -X POST "$CONTROL/outbid"
 check "one instance was outbid" test "$(json_get "$OUT" 'd["outbid"]')" = 1
 preempted() { [ "$(job 'd["preemptions"] >= 1')" = True ]; }
 check "ebbd sees the preemption" wait_for 20 preempted
-on_alibaba() { [ "$(job 'd["current"]["market_provider"]')" = alibaba ]; }
+on_alibaba() {
+    [ "$(job '(d["current"]["market_provider"], d["current"]["provider"])')" = \
+        "('alibaba', 'local')" ]
+}
 check "the next attempt runs on Alibaba" wait_for 30 on_alibaba
 check "RunInstances asked for a spot instance" \
     test "$(state 'd["ecs"]["last_run"].get("SpotStrategy", "")')" = SpotAsPriceGo
-check "RunInstances carried a ClientToken" \
-    test -n "$(state 'd["ecs"]["last_run"].get("ClientToken", "")')"
 
 finished() {
     case "$(job 'd["state"]')" in succeeded|failed|cancelled) return 0 ;; esac
@@ -121,6 +125,22 @@ expect_exit 0 "job show" "$EBB" --state-dir "$S" job show "$ID" --json
 J=$OUT
 check "the training job succeeds" test "$(json_get "$J" 'd["state"]')" = succeeded
 check "preempted once" test "$(json_get "$J" 'd["preemptions"]')" = 1
+# Its two instances, both run by local: the outbid vast.ai machine billed in
+# USD, then the Alibaba spot instance billed in CNY.
+check "its first instance was the vast.ai machine, ended by the outbid" \
+    test "$(json_get "$J" '[(i["instance_type"], i["currency"], "outbid" in i["end_reason"])
+                            for i in d["instances"]][0]')" = "('V100x1', 'USD', True)"
+check "its second instance was the Alibaba one, in CNY" \
+    test "$(json_get "$J" '[(i["region"], i["instance_type"], i["currency"])
+                            for i in d["instances"]][1:]')" = \
+         "[('cn-hangzhou', 'ecs.gn6v-c8g1.2xlarge', 'CNY')]"
+client_token_is_launch_token() {
+    local sent want
+    sent=$(state 'd["ecs"]["last_run"].get("ClientToken", "")')
+    want=$(json_get "$J" 'd["instances"][1]["token"]' 2>/dev/null)
+    [ -n "$sent" ] && [ "$sent" = "$want" ]
+}
+check "RunInstances carried its launch token as ClientToken" client_token_is_launch_token
 expect_exit 0 "logs" "$EBB" --state-dir "$S" logs "$ID"
 LOGS=$OUT
 check "resumed from a checkpoint" \
@@ -150,9 +170,12 @@ check "no job process is left" test -z "$(pgrep -f "$TMP/model.json" || true)"
 no_instances() {
     [ "$(state 'len(d["vast"]["instances"]) + len(d["ecs"]["instances"])')" = 0 ]
 }
-check "no instance is left in either cloud" wait_for 20 no_instances
+if wait_for 20 no_instances; then ok "no instance is left in either cloud"
+else not_ok "no instance is left in either cloud" "the fakes: $(curl -s "$CONTROL/state")"
+fi
 check "the outbid vast.ai instance was destroyed" \
     test "$(state 'd["vast"]["deletes"] >= 1')" = True
+check "vast.ai was rented only once" test "$(state 'd["vast"]["rents"]')" = 1
 check "Alibaba launched once and deleted the instance" \
     test "$(state '(d["ecs"]["run_instances"], d["ecs"]["delete_instance"])')" = "(1, 1)"
 check "no request had a bad signature or key" \
