@@ -25,6 +25,7 @@
 #include "log.h"
 #include "schedule.h"
 #include "store_schedules.h"
+#include "str.h"
 #include "units.h"
 
 /* How many runs and events `schedule` shows, and how many fire times. */
@@ -372,18 +373,10 @@ static void fail_store(struct ebb__daemon *d, struct ebb__api_call *call)
                   ebb__store_errmsg(d->store));
 }
 
-/* Schedule ids, like job ids: short, and a hash of the name, the time and
- * a sequence number. */
 static void make_id(struct ebb__daemon_schedules *sch, const char *name,
                     ebb_time_ms at, char *out, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *c = name; *c; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    h ^= (uint64_t)at * 0x9E3779B97F4A7C15ULL;
-    h ^= ++sch->id_seq * 0xC2B2AE3D27D4EB4FULL;
-    h ^= h >> 29;
-    snprintf(out, len, "s-%08llx", (unsigned long long)(h & 0xffffffffULL));
+    ebb__short_id("s", name, at, ++sch->id_seq, out, len);
 }
 
 /* Stores a new schedule under a fresh id (another try when the id is

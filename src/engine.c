@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "str.h"
 #include "units.h"
 
 struct ebb__engine_poll {
@@ -427,19 +428,12 @@ struct ebb__job *ebb__engine_job(const struct ebb__engine *e, const char *id)
 
 /* ---- submission -------------------------------------------------------- */
 
-/* Job ids are short, stable and unique within the store: a hash of the
- * name, the submission time and a sequence number, so the same backtest
- * always names its jobs the same way. */
+/* Job ids are short and stable (the same backtest always names its jobs
+ * the same way); unique within the store, see ebb__engine_submit_also. */
 static void make_id(struct ebb__engine *e, const char *name, ebb_time_ms at,
                     char *out, size_t len)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (const char *c = name; *c; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    h ^= (uint64_t)at * 0x9E3779B97F4A7C15ULL;
-    h ^= ++e->id_seq * 0xC2B2AE3D27D4EB4FULL;
-    h ^= h >> 29;
-    snprintf(out, len, "j-%08llx", (unsigned long long)(h & 0xffffffffULL));
+    ebb__short_id("j", name, at, ++e->id_seq, out, len);
 }
 
 int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
@@ -545,8 +539,14 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
     };
     struct ebb__store *s = e->opt.store;
     rc = ebb__store_begin(s);
-    if (rc == 0)
+    /* Ids are short: with many thousands of jobs two may hash alike. */
+    for (int tries = 0; rc == 0; tries++) {
         rc = ebb__store_job_insert(s, &row);
+        if (rc != EBB_EEXISTS || tries == 8)
+            break;
+        make_id(e, job->spec.name, now, job->id, sizeof(job->id));
+        rc = 0;
+    }
     if (rc == 0)
         rc = ebb__store_job_event(s, job->id, now, NULL, "pending", "submitted");
     if (rc == 0 && also != NULL)

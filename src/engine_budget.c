@@ -225,14 +225,32 @@ static int room(const struct ebb__job *job, ebb_time_ms now, ebb_micros *used,
     return rc;
 }
 
-/* What the running instance costs at most from now to `end`, at its
- * price now, plus one second of billing granularity, USD. */
+ebb_micros ebb__engine_billed_rate(const struct ebb__job *job, ebb_time_ms now)
+{
+    const struct ebb__attempt *a = job->current;
+    const struct ebb__offer *o = &job->engine->market.offers[a->offer];
+    const struct ebb__market_step *st = ebb__offer_at(o, now);
+    ebb_micros rate = st != NULL ? st->price : 0;
+    if (a->launched && a->billing == EBB_BILLING_HOURLY_START_PRICE &&
+        now >= a->launched_at) {
+        /* The rest of this instance-hour is billed at its start's price,
+         * however far the price has fallen since. */
+        ebb_time_ms hour = a->launched_at +
+                           (now - a->launched_at) / EBB_MS_PER_HOUR * EBB_MS_PER_HOUR;
+        const struct ebb__market_step *h = ebb__offer_at(o, hour);
+        if (h != NULL && h->price > rate)
+            rate = h->price;
+    }
+    return rate;
+}
+
+/* What the running instance costs at most from now to `end`, at the rate
+ * it is billed now, plus one second of billing granularity, USD. */
 static int cost_until(const struct ebb__job *job, ebb_time_ms now,
                       ebb_time_ms end, ebb_micros *out)
 {
     const struct ebb__offer *o = &job->engine->market.offers[job->current->offer];
-    const struct ebb__market_step *st = ebb__offer_at(o, now);
-    ebb_micros rate = st != NULL ? st->price : 0;
+    ebb_micros rate = ebb__engine_billed_rate(job, now);
     ebb_dur_ms span = (end > now ? end - now : 0) + EBB_MS_PER_SECOND;
     return to_usd(job->engine, ebb__cost_of(rate, span), o->currency, 1, out);
 }

@@ -319,6 +319,20 @@ static ebb_micros worst_price(const struct ebb_offer *o, ebb_time_ms now,
     return worst;
 }
 
+static ebb_micros max_micros(ebb_micros a, ebb_micros b)
+{
+    return a > b ? a : b;
+}
+
+/* The rate the job's running instance is billed at now, in the job's
+ * currency (the view's). */
+static ebb_micros billed_rate(const struct ebb__job *job, ebb_time_ms now)
+{
+    const struct ebb__engine *e = job->engine;
+    return price_in(e, &e->market.offers[job->current->offer],
+                    ebb__engine_billed_rate(job, now), job->currency);
+}
+
 /* The budget caps, whatever the policy (engine_budget.c): the step a
  * decision takes is its worst-case spend until the job's next checkpoint.
  * Returns 1 when the caps refused the decision. */
@@ -352,13 +366,17 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
         .launching = moving,
     };
     step.rate = worst_price(o, now, step.span);
+    if (running && !moving)
+        step.rate = max_micros(step.rate, billed_rate(job, now));
     /* Moving away: the current instance still runs its grace period. */
     if (running && moving) {
         size_t cur = view_index(e, n_view, job->current->offer);
         if (cur != SIZE_MAX)
-            step.extra = ebb__cost_of(worst_price(&e->view_offers[cur], now,
-                                                  job->spec.checkpoint.grace),
-                                      job->spec.checkpoint.grace);
+            step.extra = ebb__cost_of(
+                max_micros(worst_price(&e->view_offers[cur], now,
+                                       job->spec.checkpoint.grace),
+                           billed_rate(job, now)),
+                job->spec.checkpoint.grace);
     }
     return ebb__engine_budget_refuses(job, &step, now);
 }

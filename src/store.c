@@ -144,6 +144,9 @@ void ebb__store_setf(char *buf, size_t len, const char *fmt, ...)
 int ebb__store_fail(struct ebb__store *s, int rc)
 {
     ebb__store_setf(s->errmsg, sizeof(s->errmsg), "%s", sqlite3_errmsg(s->db));
+    int ext = sqlite3_extended_errcode(s->db);
+    if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY)
+        return EBB_EEXISTS;
     return ebb__store_code_of(rc);
 }
 

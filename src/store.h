@@ -203,6 +203,7 @@ struct ebb__job_row {
     const char *workdir;    /* "" or NULL: none */
 };
 
+/* Returns 0, EBB_EEXISTS when the id is taken, or another EBB_E* code. */
 int ebb__store_job_insert(struct ebb__store *s, const struct ebb__job_row *r);
 
 /* Updates what changes as a job runs. */

@@ -32,7 +32,8 @@ int ebb__store_code_of(int rc);
 void ebb__store_setf(char *buf, size_t len, const char *fmt, ...)
     EBB_PRINTF(3, 4);
 
-/* Keeps SQLite's message for `rc` and maps it to an EBB_E* code. */
+/* Keeps SQLite's message for `rc` and maps it to an EBB_E* code: a unique
+ * or primary key conflict is EBB_EEXISTS. */
 int ebb__store_fail(struct ebb__store *s, int rc);
 
 /* Runs a statement that returns no rows, then resets and unbinds it. */

@@ -49,13 +49,7 @@ static int finish(struct ebb__store *s, sqlite3_stmt *st, int *changes)
     if (st == NULL)
         return EBB_EDB;
     int rc = sqlite3_step(st);
-    int code = 0;
-    if (rc != SQLITE_DONE) {
-        int ext = sqlite3_extended_errcode(s->db);
-        code = ebb__store_fail(s, rc);
-        if (ext == SQLITE_CONSTRAINT_UNIQUE || ext == SQLITE_CONSTRAINT_PRIMARYKEY)
-            code = EBB_EEXISTS;
-    }
+    int code = rc != SQLITE_DONE ? ebb__store_fail(s, rc) : 0;
     if (changes != NULL)
         *changes = sqlite3_changes(s->db);
     sqlite3_finalize(st);

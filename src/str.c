@@ -102,3 +102,15 @@ void ebb__buf_free(struct ebb__buf *b)
     free(b->data);
     *b = (struct ebb__buf){0};
 }
+
+void ebb__short_id(const char *prefix, const char *name, int64_t at,
+                   uint64_t seq, char *out, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a of the name */
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    h ^= (uint64_t)at * 0x9E3779B97F4A7C15ULL;
+    h ^= seq * 0xC2B2AE3D27D4EB4FULL;
+    h ^= h >> 29;
+    snprintf(out, len, "%s-%08llx", prefix, (unsigned long long)(h & 0xffffffffULL));
+}

@@ -4,8 +4,16 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <ebb/common.h>
+
+/* A short id for users to type: `prefix` and 8 hex digits of a hash of
+ * the name, the time and a sequence number ("j-1a2b3c4d"). Short means two
+ * may collide: callers store it under a unique key and draw another
+ * (the next `seq`) when it is taken. */
+void ebb__short_id(const char *prefix, const char *name, int64_t at,
+                   uint64_t seq, char *out, size_t len);
 
 /* printf into a new heap string; NULL on allocation failure. Caller frees. */
 char *ebb__strfmt(const char *fmt, ...) EBB_PRINTF(1, 2);

@@ -610,6 +610,33 @@ static void prices_in_another_currency_are_converted(void **state)
     fx_stop(f);
 }
 
+/* Ids are short hashes: when the next one is taken (here by a row put
+ * there first), the submit draws another instead of failing. */
+static void a_taken_id_is_drawn_again(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, NULL, "greedy");
+    struct ebb__engine *e = &f->v.engine;
+    ebb_time_ms now = ebb__clock_now(&f->v.clock);
+    char taken[32];
+    ebb__short_id("j", "clash", now, e->id_seq + 1, taken, sizeof(taken));
+    struct ebb__job_row row = {
+        .id = taken, .name = "earlier", .spec_yaml = "", .spec_json = "{}",
+        .state = "succeeded", .policy = "greedy", .submitted_at = now,
+        .updated_at = now, .work_ms = H, .budget = -1, .currency = "USD",
+    };
+    assert_int_equal(ebb__store_job_insert(f->v.store, &row), 0);
+    assert_int_equal(ebb__store_job_insert(f->v.store, &row), EBB_EEXISTS);
+    struct ebb__job *job = submit(f, JOB_YAML("clash", "work: 1h\nmarket: spot\n"));
+    assert_string_not_equal(job->id, taken);
+    assert_int_equal(query_int(f, "SELECT count(*) FROM jobs WHERE id = ?1", job->id), 1);
+    char *name = query(f, "SELECT name FROM jobs WHERE id = ?1", taken);
+    assert_string_equal(name, "earlier\n");
+    free(name);
+    fx_stop(f);
+}
+
 int main(void)
 {
     assert_int_equal(ebb__parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -625,6 +652,7 @@ int main(void)
         cmocka_unit_test_teardown(budget_caps_launches_and_running_jobs, teardown),
         cmocka_unit_test_teardown(prices_in_another_currency_are_converted,
                                   teardown),
+        cmocka_unit_test_teardown(a_taken_id_is_drawn_again, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
