@@ -145,11 +145,13 @@ static void world_start(struct world *w, uint64_t seed, ebb_time_ms start,
                     "    preemption_hazard: 0.%lld\n"
                     "    preempt_after: %lldm\n    seed: %llu\n"
                     "    checkpoint_time: 170s\n"
+                    "    billing: %s\n"
                     "default_policy: greedy\n"
                     "teams:\n  ml:\n    members: [alice]\n"
                     "    budget: %lld USD\n",
                     w->trace, (long long)rand_in(w, 1, 5),
                     (long long)rand_in(w, 60, 240), (unsigned long long)seed,
+                    rand_in(w, 0, 1) ? "aws-hourly" : "per-second",
                     (long long)(w->team_cap / USD));
     char *text = ebb__buf_take(&b);
     assert_non_null(text);
