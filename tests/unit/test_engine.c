@@ -76,8 +76,8 @@ static void fx_stop(struct fx *f)
 
 /* `extra` is appended to ebb.yaml after the sim's keys: more of them
  * (indented by four) and then top-level keys. */
-static void fx_start_with(struct fx *f, const char *avail, const char *policy,
-                          const char *extra)
+static void fx_start_with(struct fx *f, const char *prices, const char *avail,
+                          const char *policy, const char *extra)
 {
     char path[1024];
     struct ebb__diag d = {{0}};
@@ -88,7 +88,7 @@ static void fx_start_with(struct fx *f, const char *avail, const char *policy,
     live = f;
     struct ebb__buf b = {0};
     ebb__buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n",
-                    data_path("prices_flat.csv", path, sizeof(path)));
+                    data_path(prices, path, sizeof(path)));
     if (avail != NULL)
         ebb__buf_printf(&b, "    availability: \"%s\"\n",
                         data_path(avail, path, sizeof(path)));
@@ -105,7 +105,7 @@ static void fx_start_with(struct fx *f, const char *avail, const char *policy,
 
 static void fx_start(struct fx *f, const char *avail, const char *policy)
 {
-    fx_start_with(f, avail, policy, "");
+    fx_start_with(f, "prices_flat.csv", avail, policy, "");
 }
 
 static int teardown(void **state)
@@ -563,7 +563,7 @@ static void prices_in_another_currency_are_converted(void **state)
     /* 0.90 CNY/h at 0.14 USD per CNY is 0.126 USD/h: about 7.9 hours of
      * the 10 fit under 1 USD. Read unconverted (0.90 USD/h) barely one
      * would. */
-    fx_start_with(f, NULL, "greedy", "    currency: CNY\n"
+    fx_start_with(f, "prices_flat.csv", NULL, "greedy", "    currency: CNY\n"
                   "currency_rates: {CNY: 0.14}\n");
     f->v.engine.opt.budget_config = f->v.config; /* as ebbd does */
     struct ebb__job *job = submit(f, job_yaml);
@@ -590,7 +590,7 @@ static void prices_in_another_currency_are_converted(void **state)
 
     /* At 5 USD per CNY the same trace costs 4.50 USD/h: the first stretch
      * (restart, 30 minutes, grace) cannot fit under 1 USD. */
-    fx_start_with(f, NULL, "greedy", "    currency: CNY\n"
+    fx_start_with(f, "prices_flat.csv", NULL, "greedy", "    currency: CNY\n"
                   "currency_rates: {CNY: 5}\n");
     f->v.engine.opt.budget_config = f->v.config;
     job = submit(f, job_yaml);
@@ -601,12 +601,45 @@ static void prices_in_another_currency_are_converted(void **state)
     fx_stop(f);
 
     /* Without a rate the CNY offers are not the job's to use: it waits. */
-    fx_start_with(f, NULL, "greedy", "    currency: CNY\n");
+    fx_start_with(f, "prices_flat.csv", NULL, "greedy", "    currency: CNY\n");
     f->v.engine.opt.budget_config = f->v.config;
     job = submit(f, job_yaml);
     run_to(f, T0 + 2 * H);
     assert_int_equal(job->state, EBB__JOB_WAITING);
     assert_int_equal(job->attempts, 0);
+    fx_stop(f);
+}
+
+/* Under hourly billing an instance-hour costs its start's price to the
+ * end, however far the price falls meanwhile: a running capped job's next
+ * stretch is priced at that rate, not today's (prices_hour_spike.csv: a
+ * week at 0.60 USD/h, then 6.00 from 2020-01-01T00:00 to 00:10). Priced at
+ * today's 0.60 the job would run on past its first checkpoint, and by the
+ * next one the hour at 6.00 would have passed its 5 USD cap. */
+static void hourly_billing_prices_the_hour_at_its_start(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start_with(f, "prices_hour_spike.csv", NULL, "greedy",
+                  "    billing: aws-hourly\n");
+    struct ebb__job *job = submit(f, JOB_YAML("hourly", "work: 3h\n"
+        "market: spot\nbudget: 5 USD\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    for (ebb_time_ms t = T0; t <= T0 + 6 * H; t += MINUTE) {
+        run_to(f, t);
+        struct ebb__budget_usage u;
+        assert_int_equal(ebb__engine_job_budget(job, t, &u), 0);
+        if (u.spent > 5 * EBB_MICROS_PER_UNIT)
+            fail_msg("spent %lld micro-USD of a 5 USD cap at +%lld min",
+                     (long long)u.spent, (long long)((t - T0) / MINUTE));
+    }
+    /* It stopped at its first checkpoint, within the hour at 6.00. */
+    int64_t first_end = query_int(f, "SELECT ended_at FROM instances WHERE "
+                                  "job_id = ?1 ORDER BY requested_at LIMIT 1",
+                                  job->id);
+    assert_true(first_end > T0 + 35 * MINUTE && first_end < T0 + 40 * MINUTE);
+    assert_int_not_equal(job->state, EBB__JOB_SUCCEEDED);
+    assert_true(job->spent <= 5 * EBB_MICROS_PER_UNIT);
     fx_stop(f);
 }
 
@@ -651,6 +684,8 @@ int main(void)
         cmocka_unit_test_teardown(backtest_costs_at_least_the_oracle, teardown),
         cmocka_unit_test_teardown(budget_caps_launches_and_running_jobs, teardown),
         cmocka_unit_test_teardown(prices_in_another_currency_are_converted,
+                                  teardown),
+        cmocka_unit_test_teardown(hourly_billing_prices_the_hour_at_its_start,
                                   teardown),
         cmocka_unit_test_teardown(a_taken_id_is_drawn_again, teardown),
     };
