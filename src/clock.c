@@ -82,19 +82,28 @@ static ebb_time_ms real_now(const struct ebb__clock *c)
 
 static void arm_uv_timer(struct ebb__clock *c);
 
-static void run_due(struct ebb__clock *c, ebb_time_ms now)
-{
-    while (c->n_heap > 0 && c->heap[0]->due <= now) {
-        struct ebb__timer *t = c->heap[0];
-        heap_remove(c, t);
-        t->cb(t);
-    }
-}
+/* Real mode: how long one wake of the libuv timer may run due timers
+ * before the loop serves its I/O again. Thousands of timers can fall due
+ * at once (a provider answering every launch of a restart), and the
+ * sockets must not wait for all of them. */
+#define REAL_SLICE_NS (5u * 1000u * 1000u)
 
 static void on_uv_timer(uv_timer_t *handle)
 {
     struct ebb__clock *c = handle->data;
-    run_due(c, real_now(c));
+    ebb_time_ms now = real_now(c);
+    uint64_t until = uv_hrtime() + REAL_SLICE_NS;
+    while (c->n_heap > 0 && c->heap[0]->due <= now) {
+        if (uv_hrtime() > until && !c->closing) {
+            /* The rest after a poll: a libuv timer re-armed at 0 from its
+             * callback would run again before any I/O. */
+            uv_timer_start(&c->uv_timer, on_uv_timer, 1, 0);
+            return;
+        }
+        struct ebb__timer *t = c->heap[0];
+        heap_remove(c, t);
+        t->cb(t);
+    }
     arm_uv_timer(c);
 }
 
