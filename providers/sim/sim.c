@@ -280,7 +280,7 @@ static void sim_destroy(void *self)
     }
     for (size_t i = 0; i < s->n_inst; i++)
         sim_instance_free(s, s->inst[i]);
-    free(s->inst);
+    sim_index_free(s);
     sim_market_fini(&s->market);
     free(s);
 }
@@ -299,24 +299,6 @@ static int sim_poll_prices(void *self, ebb_prices_cb cb, void *arg)
         return EBB_ENOMEM;
     r->cb.prices = cb;
     return req_start(s, r);
-}
-
-static struct sim_instance *find_token(const struct sim *s, const char *token)
-{
-    for (size_t i = 0; i < s->n_inst; i++) {
-        if (strcmp(s->inst[i]->token, token) == 0)
-            return s->inst[i];
-    }
-    return NULL;
-}
-
-static struct sim_instance *find_id(const struct sim *s, const char *id)
-{
-    for (size_t i = 0; i < s->n_inst; i++) {
-        if (strcmp(s->inst[i]->id, id) == 0)
-            return s->inst[i];
-    }
-    return NULL;
 }
 
 static int str_eq(const char *a, const char *b)
@@ -383,7 +365,7 @@ static int sim_launch(void *self, const struct ebb_launch *req,
         return EBB_ESHUTDOWN;
     if (req->count > 1)
         return EBB_EUNSUPPORTED;
-    struct sim_instance *in = find_token(s, req->token);
+    struct sim_instance *in = sim_find_token(s, req->token);
     if (in != NULL)
         return launch_reply(s, cb, arg, 0, in);
 
@@ -393,14 +375,8 @@ static int sim_launch(void *self, const struct ebb_launch *req,
         if (rc != 0)
             return launch_reply(s, cb, arg, rc, NULL);
     }
-    if (s->n_inst == s->cap_inst) {
-        size_t cap = s->cap_inst ? s->cap_inst * 2 : 16;
-        struct sim_instance **v = realloc(s->inst, cap * sizeof(*v));
-        if (v == NULL)
-            return EBB_ENOMEM;
-        s->inst = v;
-        s->cap_inst = cap;
-    }
+    if (sim_index_reserve(s) != 0)
+        return EBB_ENOMEM;
     in = sim_instance_new(s, req, o);
     if (in == NULL)
         return EBB_ENOMEM;
@@ -411,7 +387,7 @@ static int sim_launch(void *self, const struct ebb_launch *req,
         sim_instance_free(s, in);
         return rc;
     }
-    s->inst[s->n_inst++] = in;
+    sim_index_add(s, in);
     sim_instance_start(s, in);
     return 0;
 }
@@ -427,7 +403,7 @@ static int sim_terminate(void *self, const char *instance_id, ebb_done_cb cb,
         return EBB_EINVAL;
     if (s->destroying)
         return EBB_ESHUTDOWN;
-    struct sim_instance *in = find_id(s, instance_id);
+    struct sim_instance *in = sim_find_id(s, instance_id);
     int rc = done_later(s, cb, arg, in != NULL ? 0 : EBB_ENOTFOUND);
     if (rc == 0 && in != NULL)
         sim_instance_end(s, in);
@@ -459,7 +435,7 @@ static int sim_stop_job(void *self, const char *instance_id, ebb_dur_ms grace,
         return EBB_EINVAL;
     if (s->destroying)
         return EBB_ESHUTDOWN;
-    struct sim_instance *in = find_id(s, instance_id);
+    struct sim_instance *in = sim_find_id(s, instance_id);
     int alive = in != NULL && !in->dead;
     int rc = done_later(s, cb, arg, alive ? 0 : EBB_ENOTFOUND);
     if (rc == 0 && alive)

@@ -180,10 +180,24 @@ struct sim {
     struct sim_rng rng;
     struct sim_instance **inst; /* every instance ever launched, in order */
     size_t n_inst, cap_inst;
+    struct sim_instance **by_token; /* hash table of inst (sim_index.c) */
+    size_t cap_tokens;
     struct sim_req *req_head, *req_tail; /* callbacks still to run */
     int destroying;
 };
 
 ebb_time_ms sim_now(const struct sim *s);
+
+/* ---- finding instances (sim_index.c) ---- */
+
+/* Makes room for one more instance; sim_index_add then cannot fail.
+ * Returns 0 or EBB_ENOMEM. */
+int sim_index_reserve(struct sim *s);
+void sim_index_add(struct sim *s, struct sim_instance *in);
+/* The instance launched with `token`, or with `id`; NULL when none. */
+struct sim_instance *sim_find_token(const struct sim *s, const char *token);
+struct sim_instance *sim_find_id(const struct sim *s, const char *id);
+/* Frees the index (not the instances). */
+void sim_index_free(struct sim *s);
 
 #endif
