@@ -176,6 +176,8 @@ static void on_loop_turn(uv_check_t *handle)
         ebb__error("cannot commit to the store: %s", ebb__store_errmsg(d->store));
     if (d->api != NULL)
         ebb__api_server_committed(d->api, ok, ebb__store_errmsg(d->store));
+    if (ok)
+        ebb__daemon_checkpoint_maybe(d);
 }
 
 static int start_engine(struct ebb__daemon *d)
@@ -208,6 +210,7 @@ static int start_engine(struct ebb__daemon *d)
     ebb__engine_host_env(&d->engine, &d->host_env);
     /* One commit per loop turn instead of one per event (see store.h). */
     ebb__store_group_commit(d->store, 1);
+    ebb__store_checkpoint_elsewhere(d->store);
     uv_check_init(&d->loop, &d->flush);
     d->flush.data = d;
     uv_check_start(&d->flush, on_loop_turn);

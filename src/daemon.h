@@ -55,6 +55,7 @@ struct ebb__daemon {
     char *plugins_dir;       /* STATE/plugins: one directory per plugin */
     uv_check_t flush;        /* commits the store's group once per loop turn */
     int flush_ready;
+    int checkpointing;       /* a WAL checkpoint runs (daemon_checkpoint.c) */
     uv_signal_t sigterm;
     uv_signal_t sigint;
     double clock_speed;
@@ -86,6 +87,10 @@ struct ebb__daemon_metrics;
 int ebb__daemon_metrics_start(struct ebb__daemon *d);
 void ebb__daemon_metrics_close(struct ebb__daemon *d, void (*cb)(void *arg),
                                void *arg);
+
+/* After a commit: starts a WAL checkpoint off the loop when the WAL has
+ * grown enough and none runs (daemon_checkpoint.c). */
+void ebb__daemon_checkpoint_maybe(struct ebb__daemon *d);
 
 /* Whether `uid` may act on anyone's jobs and schedules: root, ebbd's own
  * user, or a user named in the configuration's admins. */

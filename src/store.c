@@ -378,6 +378,32 @@ void ebb__store_group_commit(struct ebb__store *s, int on)
     s->grouping = on;
 }
 
+static int count_wal_pages(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    (void)db;
+    (void)name;
+    ((struct ebb__store *)arg)->wal_pages = pages;
+    return SQLITE_OK;
+}
+
+void ebb__store_checkpoint_elsewhere(struct ebb__store *s)
+{
+    /* A WAL hook replaces the automatic checkpoint, which is one. */
+    sqlite3_wal_hook(s->db, count_wal_pages, s);
+}
+
+int ebb__store_wal_pages(const struct ebb__store *s)
+{
+    return s->wal_pages;
+}
+
+int ebb__store_checkpoint(struct ebb__store *s)
+{
+    int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                       NULL, NULL);
+    return rc == SQLITE_OK ? 0 : ebb__store_fail(s, rc);
+}
+
 int ebb__store_flush(struct ebb__store *s)
 {
     if (!s->grouping || s->depth > 0 || sqlite3_get_autocommit(s->db))

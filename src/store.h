@@ -97,6 +97,17 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err,
  * group, begin/commit/rollback are savepoints: a rollback undoes only its
  * own writes. Off by default. */
 void ebb__store_group_commit(struct ebb__store *s, int on);
+/* Checkpoints off the writer: SQLite's automatic checkpoint (every 1000
+ * WAL pages, in the committing thread, with an fsync of the database) is
+ * turned off on `s`, which only counts the WAL's pages after each commit;
+ * the caller runs ebb__store_checkpoint on a connection of its own, in
+ * another thread, when ebb__store_wal_pages says so. */
+void ebb__store_checkpoint_elsewhere(struct ebb__store *s);
+int ebb__store_wal_pages(const struct ebb__store *s);
+/* Copies what the WAL holds into the database as far as no reader needs
+ * it (a passive checkpoint: never waits for the writer). Returns 0 or an
+ * EBB_E* code. */
+int ebb__store_checkpoint(struct ebb__store *s);
 /* Commits the group's transaction when no savepoint is open. Returns 0 or
  * a negative EBB_E* code. A no-op without group commit. */
 int ebb__store_flush(struct ebb__store *s);

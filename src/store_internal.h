@@ -19,6 +19,9 @@ struct ebb__store {
      * until ebb__store_flush(); begin/commit/rollback become savepoints. */
     int grouping;
     int depth;   /* savepoints open inside the group's transaction */
+    /* Checkpoints left to another connection: the WAL's size in pages
+     * after the latest commit (ebb__store_checkpoint_elsewhere). */
+    int wal_pages;
 };
 
 /* The statement in `slot`, prepared from `sql` on first use (the same slot

@@ -780,6 +780,40 @@ static void group_commit_batches_and_scopes_rollbacks(void **state)
     ebb__store_close(reader);
 }
 
+/* With checkpoints left elsewhere the writer never checkpoints: its WAL
+ * grows past SQLite's 1000-page default, page by page as the hook counts
+ * them; a passive checkpoint on another connection copies it into the
+ * database, and the writer's next commit starts the WAL over. */
+static void checkpoints_run_on_another_connection(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    ebb__store_checkpoint_elsewhere(s);
+    assert_int_equal(ebb__store_wal_pages(s), 0);
+    int last = 0;
+    for (int i = 0; ebb__store_wal_pages(s) <= 1100; i++) {
+        assert_true(i < 5000);
+        char zone[32];
+        snprintf(zone, sizeof(zone), "us-east-1-%d", i);
+        struct ebb_price p = price("us-east-1", zone, "p3.2xlarge",
+                                   EBB_MARKET_SPOT, 1000 + i, 900000);
+        assert_int_equal(ebb__store_put_price(s, "aws", &p), 1);
+        assert_true(ebb__store_wal_pages(s) >= last); /* never reset */
+        last = ebb__store_wal_pages(s);
+    }
+    struct ebb__store *other = open_ok(fx->db);
+    assert_int_equal(ebb__store_checkpoint(other), 0);
+    int64_t rows = query_i64(ebb__store_sqlite(other), "SELECT count(*) FROM prices");
+    ebb__store_close(other);
+    struct ebb_price p = price("us-east-1", "us-east-1-x", "p3.2xlarge",
+                               EBB_MARKET_SPOT, 1, 900000);
+    assert_int_equal(ebb__store_put_price(s, "aws", &p), 1);
+    assert_true(ebb__store_wal_pages(s) < 10);
+    assert_int_equal(query_i64(ebb__store_sqlite(s), "SELECT count(*) FROM prices"),
+                     rows + 1);
+    ebb__store_close(s);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -794,6 +828,7 @@ int main(void)
         T(transactions_commit_and_roll_back),
         T(survives_sigkill_at_random_moments),
         T(group_commit_batches_and_scopes_rollbacks),
+        T(checkpoints_run_on_another_connection),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
