@@ -414,10 +414,16 @@ static void finish(struct ebb__engine *e)
         if (!r->held[i].settled)
             settle(e, &r->held[i]);
     release_strays(e);
-    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
-        job->held = 0;
-        if (!ebb__job_state_terminal(job->state))
-            ebb__engine_mark_dirty(job);
+    /* Jobs that run again are planned first: their budget checks renew
+     * what they commit of their team's cap before any waiting job of the
+     * team may launch against it (the planner takes jobs in this order). */
+    for (int running = 1; running >= 0; running--) {
+        for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
+            job->held = 0;
+            if (!ebb__job_state_terminal(job->state) &&
+                (job->current != NULL) == running)
+                ebb__engine_mark_dirty(job);
+        }
     }
     ebb__info("reconciled %zu instances with their providers", r->n_held);
     ebb__engine_recovery_free(e);
