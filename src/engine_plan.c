@@ -112,8 +112,9 @@ static int view_reusable(const struct ebb__engine *e, const struct ebb__job *job
            strcmp(e->view_currency, job->currency) == 0 &&
            e->view_version == e->market.version &&
            e->view_n_allowed == job->n_allowed &&
-           memcmp(e->view_allowed, job->allowed,
-                  job->n_allowed * sizeof(*job->allowed)) == 0;
+           (job->n_allowed == 0 ||
+            memcmp(e->view_allowed, job->allowed,
+                   job->n_allowed * sizeof(*job->allowed)) == 0);
 }
 
 /* `price` of offer `o` in `currency`, rounded up: a policy must not see
@@ -217,7 +218,8 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         n++;
     }
     link_converted_forecasts(e, n, job->currency);
-    memcpy(e->view_allowed, job->allowed, job->n_allowed * sizeof(*job->allowed));
+    if (job->n_allowed > 0) /* allowed is NULL when nothing is */
+        memcpy(e->view_allowed, job->allowed, job->n_allowed * sizeof(*job->allowed));
     e->view_n_allowed = job->n_allowed;
     e->view_n = n;
     e->view_now = now;
