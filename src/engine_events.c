@@ -128,6 +128,14 @@ static void on_notice(struct ebb__job *job, const struct ebb_instance_event *ev)
     a->notice = 1;
     if (a->notice_deadline == 0 || ev->deadline < a->notice_deadline)
         a->notice_deadline = ev->deadline;
+    /* A pool reclaiming capacity takes no new launch before it is done:
+     * one now would get the same notice (seen: nine launches in two
+     * minutes onto a zone whose capacity was going). */
+    struct ebb__offer *o = &job->engine->market.offers[a->offer];
+    if (ev->deadline > o->unavailable_until) {
+        o->unavailable_until = ev->deadline;
+        job->engine->market.version++;
+    }
     if (first && !a->stop_sent) {
         char when[40];
         ebb__format_time(ev->deadline, when, sizeof(when));

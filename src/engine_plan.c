@@ -249,8 +249,10 @@ static size_t view_index(const struct ebb__engine *e, size_t n_view,
 }
 
 /* The job's own instance does not take capacity from itself: whether its
- * offer is available to it counts the other instances only. Returns the
- * view index patched (SIZE_MAX for none) and the value to restore. */
+ * offer is available to it counts the other instances only, and a pause
+ * on new launches there (unavailable_until) is not for an instance that
+ * already runs. Returns the view index patched (SIZE_MAX for none) and the
+ * value to restore. */
 static size_t own_offer_available(struct ebb__engine *e, const struct ebb__job *job,
                                   size_t n_view, ebb_time_ms now, int *saved)
 {
@@ -262,9 +264,10 @@ static size_t own_offer_available(struct ebb__engine *e, const struct ebb__job *
     const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
     const struct ebb__market_step *step = ebb__offer_at(o, now);
     *saved = e->view_offers[i].available;
+    int available = 1;
     if (o->market == EBB_MARKET_SPOT && step != NULL && step->capacity >= 0)
-        e->view_offers[i].available =
-            (uint32_t)step->capacity > running_on(e, e->view_map[i], job);
+        available = (uint32_t)step->capacity > running_on(e, e->view_map[i], job);
+    e->view_offers[i].available = available;
     return i;
 }
 

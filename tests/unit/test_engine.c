@@ -8,6 +8,7 @@
  * 01-03 so the trace spans two days):
  *   prices_flat.csv  us-east-1a p3.2xlarge 0.90 USD/h, p3.8xlarge 3.60.
  *   avail_drop.csv   p3.2xlarge capacity 1, 0 from 02:00, 1 from 03:00.
+ *   avail_three_drop.csv  the same with capacity 3 instead of 1.
  *   avail_none.csv   no spot capacity for either type.
  *   avail_one.csv    p3.2xlarge capacity 1 throughout.
  *   catalog.csv      on demand p3.2xlarge 3.06 (speed 1), p3.8xlarge 12.24
@@ -643,6 +644,36 @@ static void hourly_billing_prices_the_hour_at_its_start(void **state)
     fx_stop(f);
 }
 
+/* A notice says the pool is reclaiming capacity: no new instance goes
+ * into it before the reclaim (avail_three_drop.csv: capacity 3 until
+ * 02:00, when all of it goes; the notice comes at 01:58). A job submitted
+ * after the notice, with room for two more instances, would otherwise
+ * launch there and get the same notice at once. */
+static void no_launch_into_a_pool_under_notice(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, "avail_three_drop.csv", "greedy");
+    run_to(f, T0 + 30 * MINUTE);
+    struct ebb__job *first = submit(f, JOB_YAML("first", "work: 3h\n"
+        "deadline: 12h\nmarket: spot\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 2 * H - MINUTE);
+    assert_int_equal(first->state, EBB__JOB_CHECKPOINTING);
+    struct ebb__job *late = submit(f, JOB_YAML("late", "work: 1h\n"
+        "deadline: 12h\nmarket: spot\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 2 * H + 30 * MINUTE);
+    assert_int_equal(late->state, EBB__JOB_WAITING);
+    assert_int_equal(late->attempts, 0);
+    run_to(f, T0 + 24 * H);
+    assert_int_equal(late->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(late->preemptions, 0);
+    assert_int_equal(late->attempts, 1);
+    assert_int_equal(first->state, EBB__JOB_SUCCEEDED);
+    fx_stop(f);
+}
+
 /* Ids are short hashes: when the next one is taken (here by a row put
  * there first), the submit draws another instead of failing. */
 static void a_taken_id_is_drawn_again(void **state)
@@ -687,6 +718,7 @@ int main(void)
                                   teardown),
         cmocka_unit_test_teardown(hourly_billing_prices_the_hour_at_its_start,
                                   teardown),
+        cmocka_unit_test_teardown(no_launch_into_a_pool_under_notice, teardown),
         cmocka_unit_test_teardown(a_taken_id_is_drawn_again, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
