@@ -86,7 +86,7 @@ static void arm_uv_timer(struct ebb__clock *c);
  * before the loop serves its I/O again. Thousands of timers can fall due
  * at once (a provider answering every launch of a restart), and the
  * sockets must not wait for all of them. */
-#define REAL_SLICE_NS (5u * 1000u * 1000u)
+#define REAL_SLICE_NS (3u * 1000u * 1000u)
 
 static void on_uv_timer(uv_timer_t *handle)
 {

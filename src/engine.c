@@ -48,7 +48,7 @@ int ebb__job_state_terminal(enum ebb__job_state s)
  * not wall time, so that a virtual run stays deterministic. A decision
  * costs microseconds; a launch, with its store writes, a hundred or so. */
 #define PASS_MAX_PLANS 512
-#define PASS_MAX_CALLS 32
+#define PASS_MAX_CALLS 16
 
 static void on_plan_timer(struct ebb__timer *t)
 {
