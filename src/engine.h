@@ -69,6 +69,7 @@ struct ebb__attempt {
     ebb_time_ms stop_at;     /* when; the grace period runs from then */
     int notice;              /* a preemption notice arrived */
     int terminating;         /* terminate called */
+    unsigned terminate_failures; /* in a row; the backstop asks again */
     /* When the market's offers run on another provider (run_on: sim ->
      * local), the market plugin models the instance's availability, its
      * notices and losses, as a shadow instance with the same token; the

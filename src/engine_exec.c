@@ -403,15 +403,36 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
 
 /* ---- release ----------------------------------------------------------- */
 
+/* How long after a failed terminate it is asked again: 10 s, doubling
+ * with each failure in a row, at most 5 minutes (wall time). */
+static ebb_dur_ms terminate_retry_after(unsigned failures)
+{
+    ebb_dur_ms wait = 10 * EBB_MS_PER_SECOND;
+    for (unsigned i = 1; i < failures && wait < 5 * EBB_MS_PER_MINUTE; i++)
+        wait *= 2;
+    return wait < 5 * EBB_MS_PER_MINUTE ? wait : 5 * EBB_MS_PER_MINUTE;
+}
+
 static void on_terminated(void *arg, int status)
 {
     struct ebb__job *job = arg;
     struct ebb__engine *e = job->engine;
-    if (status == EBB_ECANCELED || job->current == NULL)
+    struct ebb__attempt *a = job->current;
+    if (status == EBB_ECANCELED || a == NULL)
         return;
-    if (status != 0 && status != EBB_ENOTFOUND)
-        ebb__warn("job %s: terminate %s: %s", job->id,
-                  job->current->instance_id, ebb_strerror(status));
+    if (status != 0 && status != EBB_ENOTFOUND) {
+        /* The instance may still run, and bill: it stays the job's until
+         * the provider says it is gone, and is asked again (the backstop
+         * timer is free once the attempt terminates). */
+        a->terminate_failures++;
+        ebb_dur_ms wait = terminate_retry_after(a->terminate_failures);
+        ebb__warn("job %s: terminate %s: %s; asking again in %lld s", job->id,
+                  a->instance_id, ebb_strerror(status), (long long)(wait / 1000));
+        ebb__timer_start(e->opt.clock, &a->backstop,
+                         ebb__clock_now(e->opt.clock) +
+                             ebb__clock_from_real_ms(e->opt.clock, wait));
+        return;
+    }
     ebb__engine_finish_attempt(job, ebb__clock_now(e->opt.clock), "terminated", "released");
     ebb__engine_after_instance(job);
 }
@@ -430,6 +451,19 @@ static void terminate_failed(struct ebb__job *job, const struct ebb__provider_ca
     on_terminated(job, status);
 }
 
+static void send_terminate(struct ebb__job *job)
+{
+    /* The terminate goes out even when the commit fails: an instance ebb
+     * no longer wants must not keep running (and billing). */
+    struct ebb__provider_call c = {
+        .job = job,
+        .slot = job->current->provider,
+        .issue = issue_terminate,
+        .failed = terminate_failed,
+    };
+    ebb__engine_call_after_commit(job->engine, &c);
+}
+
 void ebb__engine_terminate(struct ebb__job *job)
 {
     struct ebb__attempt *a = job->current;
@@ -443,15 +477,7 @@ void ebb__engine_terminate(struct ebb__job *job)
         on_terminated(job, 0);
         return;
     }
-    /* The terminate goes out even when the commit fails: an instance ebb
-     * no longer wants must not keep running (and billing). */
-    struct ebb__provider_call c = {
-        .job = job,
-        .slot = a->provider,
-        .issue = issue_terminate,
-        .failed = terminate_failed,
-    };
-    ebb__engine_call_after_commit(job->engine, &c);
+    send_terminate(job);
 }
 
 static void on_stop_delivered(void *arg, int status)
@@ -557,8 +583,13 @@ static void on_backstop(struct ebb__timer *t)
 {
     struct ebb__job *job = t->data;
     struct ebb__attempt *a = job->current;
-    if (a == NULL || a->terminating)
+    if (a == NULL)
         return;
+    if (a->terminating) {
+        if (a->terminate_failures > 0)
+            send_terminate(job); /* a failed terminate, asked again */
+        return;
+    }
     if (a->shadow_lost) {
         ebb__engine_mark_preempted(job, "the instance was taken away");
     } else {

@@ -39,6 +39,10 @@ static const struct ebb_cfg_key sim_keys[] = {
      offsetof(struct sim_cfg, preempt_after),
      "preempt every spot instance this long after its launch, at the latest "
      "(0: never; for demos and tests)"},
+    {"failed_terminations", EBB_CFG_INT, "0",
+     offsetof(struct sim_cfg, failed_terminations),
+     "answer this many terminate calls, the first ones, with an I/O error, as "
+     "a cloud API outage would (tests)"},
     {"currency", EBB_CFG_STRING, "USD", offsetof(struct sim_cfg, currency),
      "currency of the trace's prices, an ISO 4217 code (the price column "
      "keeps its name; other currencies need currency_rates: in ebb.yaml)"},
@@ -230,6 +234,12 @@ static int check_cfg(const struct ebb_host *host, const struct sim_cfg *c,
                   "negative");
         return EBB_ECONFIG;
     }
+    if (c->failed_terminations < 0) {
+        host->log(host->ctx, EBB_LOG_ERROR,
+                  "failed_terminations: %lld is not a count (0 or more)",
+                  (long long)c->failed_terminations);
+        return EBB_ECONFIG;
+    }
     const char *cur = c->currency != NULL ? c->currency : "";
     if (strlen(cur) != 3 || strspn(cur, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != 3) {
         host->log(host->ctx, EBB_LOG_ERROR,
@@ -253,6 +263,7 @@ static int sim_create(const struct ebb_host *host, const void *config, void **se
     s->host = host;
     s->cfg = cfg;
     s->billing = billing;
+    s->terminations_to_fail = cfg->failed_terminations;
     sim_rng_seed(&s->rng, (uint64_t)cfg->seed);
     rc = sim_market_init(&s->market, host, cfg);
     if (rc != 0) {
@@ -403,6 +414,10 @@ static int sim_terminate(void *self, const char *instance_id, ebb_done_cb cb,
         return EBB_EINVAL;
     if (s->destroying)
         return EBB_ESHUTDOWN;
+    if (s->terminations_to_fail > 0) {
+        s->terminations_to_fail--;
+        return done_later(s, cb, arg, EBB_EIO);
+    }
     struct sim_instance *in = sim_find_id(s, instance_id);
     int rc = done_later(s, cb, arg, in != NULL ? 0 : EBB_ENOTFOUND);
     if (rc == 0 && in != NULL)

@@ -34,6 +34,7 @@ struct sim_cfg {
     ebb_dur_ms launch_latency;
     ebb_dur_ms preempt_after;
     char *currency;
+    int64_t failed_terminations;
 };
 
 /* ---- random numbers (sim_rng.c) ---- */
@@ -183,6 +184,7 @@ struct sim {
     struct sim_instance **by_token; /* hash table of inst (sim_index.c) */
     size_t cap_tokens;
     struct sim_req *req_head, *req_tail; /* callbacks still to run */
+    int64_t terminations_to_fail;        /* failed_terminations left */
     int destroying;
 };
 

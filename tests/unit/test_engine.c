@@ -674,6 +674,35 @@ static void no_launch_into_a_pool_under_notice(void **state)
     fx_stop(f);
 }
 
+/* A terminate the provider fails leaves the instance the job's: it is
+ * asked again after 10 s, then 20 s, and billed until it is gone, never
+ * forgotten while it may still run (the sim fails the first two). The
+ * cancel first lets the job checkpoint (the sim takes 30 s), so the
+ * terminates go at +30 s, +40 s and +60 s. */
+static void failed_terminate_is_asked_again(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start_with(f, "prices_flat.csv", NULL, "greedy",
+                  "    failed_terminations: 2\n");
+    struct ebb__job *job = submit(f, JOB_YAML("stubborn", "work: 2h\n"
+        "market: spot\nresources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 30 * MINUTE);
+    assert_int_equal(job->state, EBB__JOB_RUNNING);
+    assert_int_equal(ebb__engine_cancel(job, "cancelled by the test"), 0);
+    run_to(f, T0 + 30 * MINUTE + 50 * S);
+    assert_non_null(job->current); /* asked twice, still there */
+    assert_int_equal(job->current->terminate_failures, 2);
+    run_to(f, T0 + 2 * H);
+    assert_int_equal(job->state, EBB__JOB_CANCELLED);
+    int64_t ended = query_int(f, "SELECT ended_at FROM instances WHERE job_id = ?1",
+                              job->id);
+    assert_true(ended >= T0 + 31 * MINUTE);
+    assert_true(ended < T0 + 32 * MINUTE);
+    assert_ledger(f, job);
+    fx_stop(f);
+}
+
 /* Ids are short hashes: when the next one is taken (here by a row put
  * there first), the submit draws another instead of failing. */
 static void a_taken_id_is_drawn_again(void **state)
@@ -719,6 +748,7 @@ int main(void)
         cmocka_unit_test_teardown(hourly_billing_prices_the_hour_at_its_start,
                                   teardown),
         cmocka_unit_test_teardown(no_launch_into_a_pool_under_notice, teardown),
+        cmocka_unit_test_teardown(failed_terminate_is_asked_again, teardown),
         cmocka_unit_test_teardown(a_taken_id_is_drawn_again, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
