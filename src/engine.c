@@ -374,6 +374,7 @@ void ebb__engine_fini(struct ebb__engine *e)
     free(e->view_allowed);
     free(e->view_fc);
     free(e->calls);
+    ebb__engine_releases_free(e);
     ebb__market_free(&e->market);
     *e = (struct ebb__engine){0};
 }

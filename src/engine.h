@@ -197,6 +197,7 @@ struct ebb__engine {
     /* Forecasts of the view's offers in another currency, converted. */
     struct ebb_forecast_point *view_fc;
     size_t view_fc_n, view_fc_cap;
+    struct ebb__release *releases;   /* engine_release.c */
     /* Provider calls a planning pass holds back (engine_calls.c). */
     int batching;
     struct ebb__provider_call *calls;
@@ -308,8 +309,17 @@ void ebb__engine_mark_preempted(struct ebb__job *job, const char *why);
 void ebb__engine_arm_backstop(struct ebb__job *job);
 void ebb__engine_describe_offer(const struct ebb__offer *o, char *buf, size_t len);
 
-/* Terminates an instance nothing waits for; errors are logged only. */
-void ebb__engine_release_aside(struct ebb__plugin_slot *slot, const char *id);
+/* ---- instances nothing waits for (engine_release.c) ---- */
+
+/* Terminates instance `id` on `slot`, asking again after each failure
+ * until the provider says it is gone. */
+void ebb__engine_release_aside(struct ebb__engine *e, struct ebb__plugin_slot *slot,
+                               const char *id);
+/* Drops the releases still waiting to ask again (ebbd stops). */
+void ebb__engine_releases_free(struct ebb__engine *e);
+/* How long to wait after `failures` failed terminates in a row: 10 s,
+ * doubling, at most 5 minutes (wall time). */
+ebb_dur_ms ebb__engine_retry_after(unsigned failures);
 /* Launches the market's shadow again for the job's current attempt. */
 void ebb__engine_relaunch_shadow(struct ebb__job *job);
 

@@ -78,7 +78,7 @@ static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
      * machine away still has processes; an outbid marketplace machine
      * still bills its storage and restarts if the bid wins again. */
     if (a->launched && !a->terminating)
-        ebb__engine_release_aside(a->provider, a->instance_id);
+        ebb__engine_release_aside(job->engine, a->provider, a->instance_id);
     job->preemptions++;
     job->engine->market.offers[job->current->offer].losses++;
     ebb__engine_finish_attempt(job, ev->at, "terminated", why);
@@ -163,7 +163,7 @@ static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_even
      * vast.ai instance is stopped, not destroyed): it is released too;
      * one already gone answers "not found", which is ignored. */
     if (a->shadow_id != NULL)
-        ebb__engine_release_aside(a->market, a->shadow_id);
+        ebb__engine_release_aside(job->engine, a->market, a->shadow_id);
     if (a->agent_exited || a->terminating)
         return;
     if (a->notice && a->agent_seen != 0 && job->engine->opt.clock->speed > 1.0) {

@@ -36,30 +36,13 @@ void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a)
     free(a);
 }
 
-static void on_released_aside(void *arg, int status)
-{
-    const char *what = arg;
-    if (status != 0 && status != EBB_ECANCELED && status != EBB_ENOTFOUND)
-        ebb__warn("terminating %s: %s", what, ebb_strerror(status));
-}
-
-/* Terminates an instance nothing waits for any more (a shadow, or a runner
- * whose machine the market took away). */
-void ebb__engine_release_aside(struct ebb__plugin_slot *slot, const char *id)
-{
-    const struct ebb_provider *p = slot->plugin->provider;
-    int rc = p->terminate(slot->self, id, on_released_aside, "an instance");
-    if (rc != 0)
-        on_released_aside("an instance", rc);
-}
-
 /* The market's shadow of the attempt ends with it. */
 static void release_shadow(struct ebb__job *job)
 {
     struct ebb__attempt *a = job->current;
     if (a->market != NULL && a->shadow_id != NULL && !a->shadow_lost) {
         a->shadow_lost = 1;
-        ebb__engine_release_aside(a->market, a->shadow_id);
+        ebb__engine_release_aside(job->engine, a->market, a->shadow_id);
     }
 }
 
@@ -403,16 +386,6 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
 
 /* ---- release ----------------------------------------------------------- */
 
-/* How long after a failed terminate it is asked again: 10 s, doubling
- * with each failure in a row, at most 5 minutes (wall time). */
-static ebb_dur_ms terminate_retry_after(unsigned failures)
-{
-    ebb_dur_ms wait = 10 * EBB_MS_PER_SECOND;
-    for (unsigned i = 1; i < failures && wait < 5 * EBB_MS_PER_MINUTE; i++)
-        wait *= 2;
-    return wait < 5 * EBB_MS_PER_MINUTE ? wait : 5 * EBB_MS_PER_MINUTE;
-}
-
 static void on_terminated(void *arg, int status)
 {
     struct ebb__job *job = arg;
@@ -425,7 +398,7 @@ static void on_terminated(void *arg, int status)
          * the provider says it is gone, and is asked again (the backstop
          * timer is free once the attempt terminates). */
         a->terminate_failures++;
-        ebb_dur_ms wait = terminate_retry_after(a->terminate_failures);
+        ebb_dur_ms wait = ebb__engine_retry_after(a->terminate_failures);
         ebb__warn("job %s: terminate %s: %s; asking again in %lld s", job->id,
                   a->instance_id, ebb_strerror(status), (long long)(wait / 1000));
         ebb__timer_start(e->opt.clock, &a->backstop,

@@ -354,11 +354,11 @@ static void settle(struct ebb__engine *e, struct held *h)
     if (alive(runner)) {
         ebb__warn("terminating %s on %s: no job wants it any more", runner->id,
                   h->provider);
-        ebb__engine_release_aside(ebb__registry_provider(e->opt.registry, h->provider),
+        ebb__engine_release_aside(e, ebb__registry_provider(e->opt.registry, h->provider),
                                   runner->id);
     }
     if (alive(shadow))
-        ebb__engine_release_aside(ebb__registry_provider(e->opt.registry,
+        ebb__engine_release_aside(e, ebb__registry_provider(e->opt.registry,
                                                          h->market_plugin),
                                   shadow->id);
     close_held(e, h, alive(runner) ? "released after ebbd restarted"
@@ -391,7 +391,7 @@ static void release_strays(struct ebb__engine *e)
             continue;
         ebb__warn("terminating %s on %s (token %s): no job of this ebbd wants it",
                   l->id, l->provider, l->token);
-        ebb__engine_release_aside(ebb__registry_provider(e->opt.registry, l->provider),
+        ebb__engine_release_aside(e, ebb__registry_provider(e->opt.registry, l->provider),
                                   l->id);
     }
 }

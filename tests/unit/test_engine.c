@@ -703,6 +703,29 @@ static void failed_terminate_is_asked_again(void **state)
     fx_stop(f);
 }
 
+/* An instance nothing waits for (here the one the market took at 02:00,
+ * released after its loss) is terminated again when the provider fails
+ * the first time, 10 s later, and then forgotten. */
+static void failed_release_is_asked_again(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start_with(f, "prices_flat.csv", "avail_drop.csv", "greedy",
+                  "    failed_terminations: 1\n");
+    run_to(f, T0 + 30 * MINUTE);
+    struct ebb__job *job = submit(f, JOB_YAML("lost", "work: 3h\n"
+        "deadline: 12h\nmarket: spot\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 2 * H + 5 * S);
+    assert_int_equal(job->preemptions, 1);
+    assert_non_null(f->v.engine.releases); /* failed once, waiting */
+    run_to(f, T0 + 2 * H + 15 * S);
+    assert_null(f->v.engine.releases);
+    run_to(f, T0 + 24 * H);
+    assert_int_equal(job->state, EBB__JOB_SUCCEEDED);
+    fx_stop(f);
+}
+
 /* Ids are short hashes: when the next one is taken (here by a row put
  * there first), the submit draws another instead of failing. */
 static void a_taken_id_is_drawn_again(void **state)
@@ -749,6 +772,7 @@ int main(void)
                                   teardown),
         cmocka_unit_test_teardown(no_launch_into_a_pool_under_notice, teardown),
         cmocka_unit_test_teardown(failed_terminate_is_asked_again, teardown),
+        cmocka_unit_test_teardown(failed_release_is_asked_again, teardown),
         cmocka_unit_test_teardown(a_taken_id_is_drawn_again, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
