@@ -410,9 +410,13 @@ static void finish(struct ebb__engine *e)
                          ebb__clock_now(e->opt.clock) + RETRY_AFTER);
         return;
     }
+    /* One commit for every instance settled, then their provider calls
+     * (shadows launched again for adopted runners). */
+    ebb__engine_batch_begin(e);
     for (size_t i = 0; i < r->n_held; i++)
         if (!r->held[i].settled)
             settle(e, &r->held[i]);
+    ebb__engine_batch_end(e);
     release_strays(e);
     /* Jobs that run again are planned first: their budget checks renew
      * what they commit of their team's cap before any waiting job of the
