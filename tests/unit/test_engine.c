@@ -685,7 +685,7 @@ static void failed_terminate_is_asked_again(void **state)
     struct fx *f = &fx_mem;
     fx_start_with(f, "prices_flat.csv", NULL, "greedy",
                   "    failed_terminations: 2\n");
-    struct ebb__job *job = submit(f, JOB_YAML("stubborn", "work: 2h\n"
+    struct ebb__job *job = submit(f, JOB_YAML("refused-terminate", "work: 2h\n"
         "market: spot\nresources:\n  instance_types: [p3.2xlarge]\n"));
     run_to(f, T0 + 30 * MINUTE);
     assert_int_equal(job->state, EBB__JOB_RUNNING);
