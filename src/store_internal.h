@@ -7,7 +7,9 @@
 
 #include "store.h"
 
-/* store.c uses slots [0, EBB__STORE_JOB_SLOTS), store_jobs.c the rest. */
+/* Slots: store.c [0, EBB__STORE_PRICE_SLOTS), store_prices.c up to
+ * EBB__STORE_JOB_SLOTS, store_jobs.c the rest. */
+#define EBB__STORE_PRICE_SLOTS 8
 #define EBB__STORE_JOB_SLOTS 32
 #define EBB__STORE_SLOTS 64
 
@@ -34,6 +36,9 @@ int ebb__store_code_of(int rc);
 /* snprintf into buf when buf is not NULL. */
 void ebb__store_setf(char *buf, size_t len, const char *fmt, ...)
     EBB_PRINTF(3, 4);
+
+/* Keeps `what` as the message and returns EBB_EINVAL. */
+int ebb__store_invalid(struct ebb__store *s, const char *what);
 
 /* Keeps SQLite's message for `rc` and maps it to an EBB_E* code: a unique
  * or primary key conflict is EBB_EEXISTS. */

@@ -16,11 +16,14 @@ enum {
     SJ_LEDGER_JOB_TOTAL,
     SJ_INSTANCE_SHADOW,
     SJ_LEDGER_TEAM_SUMS,
+    SJ_JOB_COUNTS,
     SJ__END
 };
 _Static_assert(SJ__END <= EBB__STORE_SLOTS, "too many statements");
 
 static const char *const sql[] = {
+    [SJ_JOB_COUNTS - EBB__STORE_JOB_SLOTS] =
+        "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state",
     [SJ_LEDGER_TEAM_SUMS - EBB__STORE_JOB_SLOTS] =
         "SELECT currency, sum(amount_micros) FROM ledger WHERE team = ?1"
         " AND end_at >= ?2 AND end_at < ?3 GROUP BY currency",
@@ -231,5 +234,25 @@ int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
                   sqlite3_column_int64(st, 1));
     if (stop)
         rc = SQLITE_DONE;
+    return ebb__store_finish(s, st, rc);
+}
+
+int ebb__store_job_counts(struct ebb__store *s,
+                          void (*cb)(void *arg, const char *state,
+                                     int64_t count),
+                          void *arg)
+{
+    if (cb == NULL)
+        return ebb__store_invalid(s, "no callback");
+    sqlite3_stmt *st = get(s, SJ_JOB_COUNTS);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        cb(arg, ebb__store_col_text(st, 0), sqlite3_column_int64(st, 1));
+    }
     return ebb__store_finish(s, st, rc);
 }
