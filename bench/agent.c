@@ -19,8 +19,8 @@
 
 #include <uv.h>
 
-#include "httpd.h"
-#include "str.h"
+#include "base/str.h"
+#include "io/httpd.h"
 
 #define TOKEN "bench-token"
 

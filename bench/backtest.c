@@ -41,10 +41,10 @@
 
 #include <jansson.h>
 
-#include "backtest.h"
-#include "clock.h"
-#include "log.h"
-#include "oracle.h"
+#include "base/log.h"
+#include "io/clock.h"
+#include "report/backtest.h"
+#include "report/oracle.h"
 
 #ifndef EBB_BENCH_BUILD_ROOT
 #define EBB_BENCH_BUILD_ROOT "."

@@ -18,7 +18,7 @@
 #include <uv.h>
 
 #include "aws_fixture.h"
-#include "store.h"
+#include "store/store.h"
 
 static const char *const yaml =
     "regions: [us-east-1, us-west-2]\n"

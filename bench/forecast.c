@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "forecast.h"
-#include "trace.h"
+#include "base/trace.h"
+#include "market/forecast.h"
 
 #ifndef EBB_FC_SOURCE_ROOT
 #define EBB_FC_SOURCE_ROOT "."

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "oracle.h"
+#include "report/oracle.h"
 
 #define MIN INT64_C(60000)
 #define HOUR INT64_C(3600000)

@@ -12,11 +12,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "catalog.h"
-#include "engine.h"
-#include "jobspec.h"
-#include "units.h"
-#include "vengine.h"
+#include "base/units.h"
+#include "engine/engine.h"
+#include "engine/vengine.h"
+#include "jobs/jobspec.h"
+#include "market/catalog.h"
 
 static double cpu_seconds(void)
 {

@@ -24,8 +24,8 @@
 
 #include <jansson.h>
 
-#include "backtest.h"
-#include "log.h"
+#include "base/log.h"
+#include "report/backtest.h"
 
 #ifndef EBB_BENCH_BUILD_ROOT
 #define EBB_BENCH_BUILD_ROOT "."

@@ -19,9 +19,9 @@
 #include <openssl/evp.h>
 
 #include "alibaba.h"
-#include "shquote.h"
-#include "str.h"
-#include "units.h"
+#include "base/shquote.h"
+#include "base/str.h"
+#include "base/units.h"
 
 /* One instance as DescribeInstances reports it; strings owned. */
 struct inst {

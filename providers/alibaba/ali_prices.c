@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "alibaba.h"
-#include "units.h"
+#include "base/units.h"
 
 #define WINDOW_MS (30 * EBB_MS_PER_DAY)
 #define MAX_PAGES 10000 /* per window: a guard against a server that loops */

@@ -17,9 +17,9 @@
 #include <openssl/rand.h>
 
 #include "alibaba.h"
-#include "str.h"
-#include "units.h"
-#include "urlenc.h"
+#include "base/str.h"
+#include "base/units.h"
+#include "base/urlenc.h"
 
 struct ali_rpc {
     struct ali *a;

@@ -20,8 +20,8 @@
 #include <openssl/hmac.h>
 
 #include "alibaba.h"
-#include "str.h"
-#include "urlenc.h"
+#include "base/str.h"
+#include "base/urlenc.h"
 
 void ali_params_add(struct ali_params *p, const char *key, const char *value)
 {

@@ -16,7 +16,7 @@
 
 #include <ebb/provider.h>
 
-#include "plugin_ops.h"
+#include "base/plugin_ops.h"
 
 /* Tag keys ebb puts on its instances. */
 #define ALI_TAG_JOB "ebb-job-id"

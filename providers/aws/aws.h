@@ -11,7 +11,7 @@
 #include <ebb/provider.h>
 
 #include "aws_creds.h"
-#include "str.h"
+#include "base/str.h"
 
 #define AWS_API_VERSION "2016-11-15"
 

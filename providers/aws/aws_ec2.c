@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "aws_xml.h"
-#include "str.h"
-#include "units.h"
+#include "base/str.h"
+#include "base/units.h"
 
 static void copy_text(char *dst, size_t size, const char *text, size_t len)
 {

@@ -11,7 +11,7 @@
 #include "aws.h"
 #include "aws_ec2.h"
 #include "aws_userdata.h"
-#include "units.h"
+#include "base/units.h"
 
 #define TAG_JOB "ebb:job"
 #define TAG_TOKEN "ebb:token"

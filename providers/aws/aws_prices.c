@@ -15,7 +15,7 @@
 
 #include "aws.h"
 #include "aws_ec2.h"
-#include "units.h"
+#include "base/units.h"
 
 #define AWS_POLL_BACKOFF_CAP EBB_MS_PER_HOUR
 #define AWS_PAGE_SIZE "1000"

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "aws.h"
-#include "urlenc.h"
+#include "base/urlenc.h"
 
 void aws_param(struct ebb__buf *b, const char *name, const char *value)
 {

@@ -10,9 +10,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "str.h"
-#include "units.h"
-#include "urlenc.h"
+#include "base/str.h"
+#include "base/units.h"
+#include "base/urlenc.h"
 
 #define SHA256_LEN 32
 

@@ -8,7 +8,7 @@
 #include <openssl/evp.h>
 
 #include "aws_userdata.h"
-#include "str.h"
+#include "base/str.h"
 
 /* Appends `s` as one single-quoted shell word. */
 static void shell_quote(struct ebb__buf *b, const char *s)

@@ -8,7 +8,7 @@
 
 #include <ebb/common.h>
 
-#include "str.h"
+#include "base/str.h"
 
 /* Element names are kept in place, not allocated: an answer of a million
  * prices opens six million elements. EC2's names are far shorter than

@@ -19,7 +19,7 @@
 
 #include <ebb/provider.h>
 
-#include "trace.h"
+#include "base/trace.h"
 
 /* ---- configuration (sim.c) ---- */
 

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "sim.h"
-#include "units.h"
+#include "base/units.h"
 
 static int load_error(const struct ebb_host *host, int rc,
                       const struct ebb__diag *d)

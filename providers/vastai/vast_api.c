@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "str.h"
+#include "base/str.h"
 #include "vastai.h"
 
 struct vast_call {

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shquote.h"
-#include "str.h"
+#include "base/shquote.h"
+#include "base/str.h"
 #include "vastai.h"
 
 /* One of ebb's instances as listed; strings owned by the row. */

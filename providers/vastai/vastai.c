@@ -9,7 +9,7 @@
 
 #include <openssl/crypto.h>
 
-#include "str.h"
+#include "base/str.h"
 #include "vastai.h"
 
 static const struct ebb_cfg_key vast_keys[] = {

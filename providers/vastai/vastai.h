@@ -22,7 +22,7 @@
 
 #include <ebb/provider.h>
 
-#include "plugin_ops.h"
+#include "base/plugin_ops.h"
 
 /* Labels of ebb's instances: "ebb:<job id>:<token>". */
 #define VAST_LABEL_PREFIX "ebb:"

@@ -14,13 +14,13 @@
 
 #include <uv.h>
 
-#include "ckpt.h"
-#include "clock.h"
-#include "http.h"
-#include "imds.h"
-#include "job.h"
-#include "jobdoc.h"
-#include "reporter.h"
+#include "agent/ckpt.h"
+#include "agent/imds.h"
+#include "agent/job.h"
+#include "agent/jobdoc.h"
+#include "agent/reporter.h"
+#include "io/clock.h"
+#include "io/http_client.h"
 
 /* Exit statuses of the agent itself (otherwise it exits with the job's). */
 #define AGENT_EXIT_USAGE 2      /* bad options, unreadable token file */

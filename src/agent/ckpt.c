@@ -1,5 +1,5 @@
 /* Scanning and pruning the checkpoint directory (see ckpt.h). */
-#include "ckpt.h"
+#include "agent/ckpt.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "str.h"
+#include "base/str.h"
 
 int agent_ckpt_mkdir(const char *dir)
 {

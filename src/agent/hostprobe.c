@@ -1,5 +1,5 @@
 /* The host probe: nvidia-smi run as a child process on the loop. */
-#include "hostprobe.h"
+#include "agent/hostprobe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,8 +8,8 @@
 
 #include <ebb/common.h>
 
-#include "log.h"
-#include "str.h"
+#include "base/log.h"
+#include "base/str.h"
 
 #define MAX_OUTPUT (64 * 1024)
 

@@ -1,5 +1,5 @@
 /* The metadata watcher (see imds.h). */
-#include "imds.h"
+#include "agent/imds.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 
 #include <jansson.h>
 
-#include "log.h"
-#include "str.h"
-#include "units.h"
+#include "base/log.h"
+#include "base/str.h"
+#include "base/units.h"
 
 /* The longest token life IMDS grants (6 h); renewed a minute early. */
 #define TOKEN_TTL_S 21600

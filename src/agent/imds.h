@@ -19,8 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "clock.h"
-#include "http.h"
+#include "io/clock.h"
+#include "io/http_client.h"
 
 enum agent_md_kind { AGENT_MD_NONE, AGENT_MD_AWS, AGENT_MD_ALIBABA };
 

@@ -1,5 +1,5 @@
 /* The job process (see job.h). */
-#include "job.h"
+#include "agent/job.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 extern char **environ;
 

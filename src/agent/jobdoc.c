@@ -1,5 +1,5 @@
 /* Parsing the job document with jansson. */
-#include "jobdoc.h"
+#include "agent/jobdoc.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -11,7 +11,7 @@
 
 #include <ebb/common.h>
 
-#include "str.h"
+#include "base/str.h"
 
 #define DEFAULT_GRACE_MS INT64_C(120000)
 #define DEFAULT_HEARTBEAT_MS INT64_C(5000)

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "hostprobe.h"
-#include "log.h"
-#include "str.h"
+#include "agent/agent.h"
+#include "agent/hostprobe.h"
+#include "base/log.h"
+#include "base/str.h"
 
 #define FETCH_TIMEOUT_MS 15000
 #define PROBE_TIMEOUT_MS 20000

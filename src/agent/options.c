@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "agent/agent.h"
+#include "base/log.h"
+#include "base/str.h"
+#include "base/units.h"
 #include "ebb_build_config.h"
-#include "log.h"
-#include "str.h"
-#include "units.h"
 
 #define DEFAULT_METADATA_INTERVAL_MS 2000
 #define DEFAULT_EXIT_WAIT_MS EBB_MS_PER_HOUR

@@ -1,12 +1,12 @@
 /* The ebbd reporter (see reporter.h). */
-#include "reporter.h"
+#include "agent/reporter.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "str.h"
+#include "base/log.h"
+#include "base/str.h"
 
 #define REQUEST_TIMEOUT_MS 15000
 #define MAX_LOG_POST (64 * 1024)

@@ -19,9 +19,9 @@
 
 #include <jansson.h>
 
-#include "clock.h"
-#include "http.h"
-#include "job.h"
+#include "agent/job.h"
+#include "io/clock.h"
+#include "io/http_client.h"
 
 struct agent_event;
 struct agent_chunk;

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
-#include "log.h"
-#include "str.h"
+#include "agent/agent.h"
+#include "base/log.h"
+#include "base/str.h"
 
 static int64_t now_ms(struct agent *a)
 {

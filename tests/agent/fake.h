@@ -16,8 +16,8 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "httpd.h"
-#include "str.h"
+#include "base/str.h"
+#include "io/httpd.h"
 
 #define FAKE_TOKEN "instance-token-7f3a"
 

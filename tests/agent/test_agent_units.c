@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
-#include "ckpt.h"
-#include "hostprobe.h"
-#include "job.h"
-#include "jobdoc.h"
-#include "reporter.h"
+#include "agent/ckpt.h"
+#include "agent/hostprobe.h"
+#include "agent/job.h"
+#include "agent/jobdoc.h"
+#include "agent/reporter.h"
 
 static char dir[256];
 

@@ -7,7 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "units.h"
+#include "base/units.h"
 
 #define MAX_PARAMS 64
 

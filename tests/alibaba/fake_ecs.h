@@ -15,7 +15,7 @@
 
 #include <ebb/common.h>
 
-#include "httpd.h"
+#include "io/httpd.h"
 
 struct fake_price {
     const char *region, *zone, *type;

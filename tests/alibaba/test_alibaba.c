@@ -17,9 +17,9 @@
 
 #include <openssl/evp.h>
 
+#include "base/units.h"
 #include "fake_ecs.h"
 #include "provider_fixture.h"
-#include "units.h"
 
 #define KEY_ID "LTAIfakekey0123"
 #define SECRET "fakeSecretValue0123456789"

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg_table.h"
-#include "str.h"
-#include "yaml_doc.h"
+#include "base/cfg_table.h"
+#include "base/str.h"
+#include "base/yaml_doc.h"
 
 static void fx_log(void *ctx, enum ebb_log_level level, const char *fmt, ...)
     EBB_PRINTF(3, 4);

@@ -12,11 +12,11 @@
 
 #include <ebb/provider.h>
 
-#include "clock.h"
 #include "fake_ec2.h"
-#include "host.h"
-#include "http.h"
-#include "plugin.h"
+#include "io/clock.h"
+#include "io/http_client.h"
+#include "plugin/plugin.h"
+#include "plugin/plugin_host.h"
 
 #define FX_AKID "AKIDEBBTEST0001"
 #define FX_SECRET "s3cr3t/EBB+TEST+wJalrXUtnFEMIK7MDENGbPxRfiCY"

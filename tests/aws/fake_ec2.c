@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/str.h"
+#include "base/units.h"
+#include "base/urlenc.h"
 #include "fake_sigv4.h"
-#include "httpd.h"
-#include "str.h"
-#include "units.h"
-#include "urlenc.h"
+#include "io/httpd.h"
 
 #define N_ZONES 3
 #define MAX_PARAMS 128

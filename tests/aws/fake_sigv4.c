@@ -12,7 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "str.h"
+#include "base/str.h"
 
 static void to_hex(const unsigned char *d, size_t n, char *out)
 {

@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "httpd.h"
+#include "io/httpd.h"
 
 /* Verifies the Authorization header of `req` for service "ec2": scope,
  * signed headers (host and x-amz-date at least, and x-amz-security-token

@@ -20,8 +20,8 @@
 #include <openssl/evp.h>
 
 #include "aws_fixture.h"
-#include "store.h"
-#include "units.h"
+#include "base/units.h"
+#include "store/store.h"
 
 #define MINUTE EBB_MS_PER_MINUTE
 #define DAY EBB_MS_PER_DAY

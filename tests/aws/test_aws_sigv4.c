@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 
 #include "aws_sigv4.h"
-#include "str.h"
+#include "base/str.h"
 
 static char *slurp(const char *path)
 {

@@ -14,7 +14,7 @@
 
 #include "aws.h"
 #include "aws_ec2.h"
-#include "units.h"
+#include "base/units.h"
 
 static char *fixture(const char *name, size_t *len)
 {

@@ -36,9 +36,9 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "base/units.h"
 #include "fake_ecs.h"
 #include "fake_vast.h"
-#include "units.h"
 
 #define ECS_REGION "cn-hangzhou"
 #define ECS_ZONE "cn-hangzhou-h"

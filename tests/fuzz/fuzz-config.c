@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg_table.h"
-#include "config.h"
-#include "units.h"
+#include "base/cfg_table.h"
+#include "base/units.h"
+#include "config/config_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg_table.h"
-#include "yaml_doc.h"
+#include "base/cfg_table.h"
+#include "base/yaml_doc.h"
 
 /* ---- loading ------------------------------------------------------------ */
 

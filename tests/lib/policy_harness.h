@@ -13,7 +13,7 @@
 
 #include <ebb/policy.h>
 
-#include "plugin.h"
+#include "plugin/plugin.h"
 
 #define H EBB_MS_PER_HOUR
 #define MIN EBB_MS_PER_MINUTE

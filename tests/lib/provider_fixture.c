@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg_table.h"
-#include "diag.h"
-#include "yaml_doc.h"
+#include "base/cfg_table.h"
+#include "base/diag.h"
+#include "base/yaml_doc.h"
 
 #define WATCHDOG_MS 20000
 

@@ -17,12 +17,12 @@
 
 #include <ebb/provider.h>
 
-#include "clock.h"
-#include "host.h"
-#include "http.h"
-#include "httpd.h"
-#include "plugin.h"
-#include "str.h"
+#include "base/str.h"
+#include "io/clock.h"
+#include "io/http_client.h"
+#include "io/httpd.h"
+#include "plugin/plugin.h"
+#include "plugin/plugin_host.h"
 
 /* One delivered price, copied. */
 struct pfx_price {

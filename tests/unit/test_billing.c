@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "billing.h"
+#include "market/billing.h"
 
 #define S EBB_MS_PER_SECOND
 #define MIN EBB_MS_PER_MINUTE

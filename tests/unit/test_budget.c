@@ -24,13 +24,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "billing.h"
-#include "engine.h"
-#include "jobspec.h"
-#include "store.h"
-#include "str.h"
-#include "units.h"
-#include "vengine.h"
+#include "base/str.h"
+#include "base/units.h"
+#include "engine/engine.h"
+#include "engine/vengine.h"
+#include "jobs/jobspec.h"
+#include "market/billing.h"
+#include "store/store.h"
 
 #define MINUTE EBB_MS_PER_MINUTE
 #define H EBB_MS_PER_HOUR

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "trace.h"
+#include "base/trace.h"
+#include "market/catalog.h"
 
 static char tmpdir[PATH_MAX];
 static char olddir[PATH_MAX];

@@ -5,7 +5,7 @@
 
 #include <cmocka.h>
 
-#include "clock.h"
+#include "io/clock.h"
 
 struct probe {
     struct ebb__clock *clock;

@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "cfg_table.h"
-#include "config.h"
-#include "yaml_doc.h"
+#include "base/cfg_table.h"
+#include "base/yaml_doc.h"
+#include "config/config_file.h"
 
 static int load(const char *text, struct ebb__config **cfg,
                 struct ebb__diag *d)

@@ -32,9 +32,9 @@
 
 #include <cmocka.h>
 
-#include "cron.h"
-#include "tz.h"
-#include "units.h"
+#include "base/tz.h"
+#include "base/units.h"
+#include "jobs/cron.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define MODES 2
@@ -312,7 +312,7 @@ static void robfig_next(void **state)
         ebb_time_ms from = robfig_time(r->f[1], tzone, sizeof(tzone));
         struct ebb__tz *tz = zone_for(zone[0] != '\0' ? zone : tzone);
         /* TestNextWithTz (lines 254-259) uses 5-field specs. */
-        int has_seconds = atoi(r->f[0]) < 250;
+        int has_seconds = strtol(r->f[0], NULL, 10) < 250;
         uint64_t seconds = 1;
         const char *rest = spec;
         if (has_seconds) {

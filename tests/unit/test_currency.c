@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "currency.h"
+#include "base/currency.h"
 
 static const struct ebb__currency_rate rates[] = {
     {"CNY", 1, 140000000},  /* 0.14 USD */

@@ -31,14 +31,14 @@
 
 #include <jansson.h>
 
-#include "backtest.h"
-#include "catalog.h"
-#include "engine.h"
-#include "jobspec.h"
-#include "store.h"
-#include "str.h"
-#include "units.h"
-#include "vengine.h"
+#include "base/str.h"
+#include "base/units.h"
+#include "engine/engine.h"
+#include "engine/vengine.h"
+#include "jobs/jobspec.h"
+#include "market/catalog.h"
+#include "report/backtest.h"
+#include "store/store.h"
 
 #define S EBB_MS_PER_SECOND
 #define MINUTE EBB_MS_PER_MINUTE

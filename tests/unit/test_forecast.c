@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "forecast.h"
+#include "market/forecast.h"
 
 #define HOUR EBB_MS_PER_HOUR
 #define DAY EBB_MS_PER_DAY

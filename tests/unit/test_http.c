@@ -16,8 +16,8 @@
 #include <cmocka.h>
 
 #include "ebb_build_config.h"
-#include "http.h"
-#include "httpd.h"
+#include "io/http_client.h"
+#include "io/httpd.h"
 
 #define WATCHDOG_MS 8000
 #define N_CONCURRENT 200

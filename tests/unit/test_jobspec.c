@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobspec.h"
-#include "units.h"
+#include "base/units.h"
+#include "jobs/jobspec.h"
 
 static const char *src_path(const char *rel, char *buf, size_t size)
 {

@@ -5,7 +5,7 @@
 
 #include <cmocka.h>
 
-#include "log.h"
+#include "base/log.h"
 
 static void parse_levels(void **state)
 {

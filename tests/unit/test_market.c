@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "catalog.h"
-#include "market.h"
+#include "market/catalog.h"
+#include "market/market.h"
 
 #define H EBB_MS_PER_HOUR
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "report/metrics.h"
 
 /* ---- a validator ------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "oracle.h"
+#include "report/oracle.h"
 
 #define MIN INT64_C(60000)
 #define HOUR INT64_C(3600000)

@@ -8,9 +8,9 @@
 
 #include <cmocka.h>
 
-#include "config.h"
-#include "plugin.h"
-#include "registry.h"
+#include "config/config_file.h"
+#include "plugin/plugin.h"
+#include "plugin/registry.h"
 
 static struct ebb__plugin_path path;
 

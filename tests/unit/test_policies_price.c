@@ -22,9 +22,9 @@
 
 #include <ebb/policy.h>
 
-#include "cfg_table.h"
-#include "plugin.h"
-#include "yaml_doc.h"
+#include "base/cfg_table.h"
+#include "base/yaml_doc.h"
+#include "plugin/plugin.h"
 
 #include "policy_harness.h"
 

@@ -32,10 +32,10 @@
 #include <expat.h>
 #include <sqlite3.h>
 
-#include "report.h"
-#include "report_format.h"
-#include "store.h"
-#include "units.h"
+#include "base/units.h"
+#include "report/report.h"
+#include "report/report_format.h"
+#include "store/store.h"
 
 #define MIN EBB_MS_PER_MINUTE
 #define H EBB_MS_PER_HOUR

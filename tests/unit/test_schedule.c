@@ -12,8 +12,8 @@
 
 #include <cmocka.h>
 
-#include "schedule.h"
-#include "units.h"
+#include "base/units.h"
+#include "jobs/schedule.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -29,12 +29,12 @@
 
 #include <ebb/provider.h>
 
-#include "cfg_table.h"
-#include "clock.h"
-#include "host.h"
-#include "plugin.h"
-#include "units.h"
-#include "yaml_doc.h"
+#include "base/cfg_table.h"
+#include "base/units.h"
+#include "base/yaml_doc.h"
+#include "io/clock.h"
+#include "plugin/plugin.h"
+#include "plugin/plugin_host.h"
 
 #define S EBB_MS_PER_SECOND
 #define MINUTE EBB_MS_PER_MINUTE

@@ -24,7 +24,7 @@
 
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store/store.h"
 
 struct fixture {
     char dir[PATH_MAX - 256]; /* room for a file name after it */

@@ -18,8 +18,8 @@
 
 #include <sqlite3.h>
 
-#include "store.h"
-#include "store_schedules.h"
+#include "store/store.h"
+#include "store/store_schedules.h"
 
 #define FIRE 1577858400000 /* 2020-01-01T06:00:00Z */
 #define HALF_HOUR 1800000

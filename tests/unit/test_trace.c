@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "csv.h"
-#include "trace.h"
-#include "units.h"
+#include "base/csv.h"
+#include "base/trace.h"
+#include "base/units.h"
 
 static char tmpdir[PATH_MAX];
 static char olddir[PATH_MAX];

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "tz.h"
-#include "units.h"
+#include "base/tz.h"
+#include "base/units.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

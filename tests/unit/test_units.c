@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "units.h"
+#include "base/units.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "urlenc.h"
+#include "base/urlenc.h"
 
 static char *encode(const char *s, size_t len, int keep_slash)
 {

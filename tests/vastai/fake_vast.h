@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "httpd.h"
+#include "io/httpd.h"
 
 struct fake_offer {
     long long ask_id, machine_id;

@@ -1,0 +1,59 @@
+#include "base/urlenc.h"
+
+#include <stdlib.h>
+
+static int unreserved(unsigned char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
+           c == '~';
+}
+
+void ebb__pct_encode(struct ebb__buf *b, const char *s, size_t len, int keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (unreserved(c) || (keep_slash && c == '/')) {
+            ebb__buf_append(b, (const char *)&c, 1);
+        } else {
+            char esc[3] = {'%', hex[c >> 4], hex[c & 15]};
+            ebb__buf_append(b, esc, 3);
+        }
+    }
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+char *ebb__pct_decode(const char *s, size_t len, int plus_is_space)
+{
+    char *out = malloc(len + 1);
+    if (out == NULL)
+        return NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '%') {
+            int hi = i + 2 < len ? hex_value(s[i + 1]) : -1;
+            int lo = hi >= 0 ? hex_value(s[i + 2]) : -1;
+            if (lo < 0) {
+                free(out);
+                return NULL;
+            }
+            out[n++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            out[n++] = plus_is_space && s[i] == '+' ? ' ' : s[i];
+        }
+    }
+    out[n] = '\0';
+    return out;
+}

@@ -1,0 +1,100 @@
+/* ebb budget: teams' monthly caps and capped jobs, with spend, what
+ * running jobs have committed and what is left. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/units.h"
+#include "cli/cli.h"
+
+static const char usage[] =
+    "Usage: ebb budget [--team TEAM] [--json]\n"
+    "\n"
+    "Shows each team's cap for this calendar month (UTC) and each unfinished\n"
+    "job's own cap: what was spent (billed, plus what running instances have\n"
+    "accrued), what running jobs have committed (their worst case until their\n"
+    "next checkpoint) and what is left. Amounts are in USD, converted with\n"
+    "currency_rates. See docs/budgets.md.\n"
+    "\n"
+    "  --team TEAM  only this team and its jobs\n"
+    "  --json       print JSON instead of tables\n";
+
+/* A money cell: "-" for a missing (uncapped) amount. */
+static const char *amount(json_t *o, const char *key, char *buf, size_t size)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v))
+        return "-";
+    return ebb__format_money(json_integer_value(v), "USD", buf, size);
+}
+
+static void print_budgets(json_t *r)
+{
+    char cap[48], spent[48], committed[48], left[48];
+    static const char *const th[] = {"TEAM", "CAP", "SPENT", "COMMITTED", "LEFT"};
+    struct cli_table *t = cli_table_new(5, th);
+    for (size_t c = 1; c < 5; c++)
+        cli_table_right(t, c);
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(r, "teams"), i, o) {
+        const char *cells[] = {json_string_value(json_object_get(o, "team")),
+                               amount(o, "cap_micros", cap, sizeof(cap)),
+                               amount(o, "spent_micros", spent, sizeof(spent)),
+                               amount(o, "committed_micros", committed, sizeof(committed)),
+                               amount(o, "left_micros", left, sizeof(left))};
+        cli_table_add(t, cells);
+    }
+    printf("Teams, %s:\n", json_string_value(json_object_get(r, "month")));
+    cli_table_print(t, stdout, "  no teams configured");
+
+    static const char *const jh[] = {"JOB", "NAME", "TEAM", "STATE", "CAP",
+                                     "SPENT", "COMMITTED", "LEFT"};
+    t = cli_table_new(8, jh);
+    for (size_t c = 4; c < 8; c++)
+        cli_table_right(t, c);
+    json_array_foreach(json_object_get(r, "jobs"), i, o) {
+        const char *team = json_string_value(json_object_get(o, "team"));
+        const char *cells[] = {json_string_value(json_object_get(o, "id")),
+                               json_string_value(json_object_get(o, "name")),
+                               team != NULL ? team : "-",
+                               json_string_value(json_object_get(o, "state")),
+                               amount(o, "cap_micros", cap, sizeof(cap)),
+                               amount(o, "spent_micros", spent, sizeof(spent)),
+                               amount(o, "committed_micros", committed, sizeof(committed)),
+                               amount(o, "left_micros", left, sizeof(left))};
+        cli_table_add(t, cells);
+    }
+    printf("\nJobs with a cap:\n");
+    cli_table_print(t, stdout, "  none");
+}
+
+int cmd_budget(struct cli *cli, int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv, usage))
+        return CLI_OK;
+    const char *team = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--team") == 0 && i + 1 < argc) {
+            team = argv[++i];
+        } else {
+            fprintf(stderr, "ebb budget: unexpected argument \"%s\"\n%s",
+                    argv[i], usage);
+            return CLI_USAGE;
+        }
+    }
+    json_t *params = team != NULL ? json_pack("{s:s}", "team", team) : json_object();
+    json_t *r;
+    int code = cli_call(cli, "budget", params, &r);
+    json_decref(params);
+    if (code != CLI_OK)
+        return code;
+    if (json)
+        cli_print_json(r);
+    else
+        print_budgets(r);
+    json_decref(r);
+    return CLI_OK;
+}

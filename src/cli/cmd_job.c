@@ -1,0 +1,138 @@
+/* ebb job show: one job's spec, state, where it runs, spend, history and
+ * checkpoints. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/units.h"
+#include "cli/cli.h"
+
+static const char usage[] =
+    "Usage: ebb job show ID [--json]\n"
+    "\n"
+    "Shows job ID: its state, where it runs now, what it has spent and on\n"
+    "what, every state change with its reason, its instances and its\n"
+    "checkpoints.\n";
+
+static const char *str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+static const char *when(json_t *o, const char *key, char *buf, size_t len)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v))
+        return "-";
+    return ebb__format_time(json_integer_value(v), buf, len);
+}
+
+static void print_job(json_t *j)
+{
+    char a[48], b[48], c[48];
+    const char *cur = str(j, "currency");
+    printf("Job %s (%s)\n", str(j, "id"), str(j, "name"));
+    printf("  state:       %s\n", str(j, "state"));
+    printf("  policy:      %s\n", str(j, "policy"));
+    printf("  submitted:   %s by uid %lld\n", when(j, "submitted_at", a, sizeof(a)),
+           (long long)json_integer_value(json_object_get(j, "owner_uid")));
+    printf("  deadline:    %s\n", when(j, "deadline", a, sizeof(a)));
+    json_int_t work = json_integer_value(json_object_get(j, "work_ms"));
+    json_int_t done = json_integer_value(json_object_get(j, "work_done_ms"));
+    printf("  progress:    %s of %s saved (%.0f%%)\n",
+           ebb__format_duration(done, a, sizeof(a)),
+           ebb__format_duration(work, b, sizeof(b)),
+           work > 0 ? 100.0 * (double)done / (double)work : 0.0);
+    json_t *budget = json_object_get(j, "budget_micros");
+    printf("  spent:       %s%s%s\n",
+           ebb__format_money(json_integer_value(json_object_get(j, "spent_micros")),
+                             cur, a, sizeof(a)),
+           json_is_integer(budget) ? " of a budget of " : " (no budget cap)",
+           json_is_integer(budget)
+               ? ebb__format_money(json_integer_value(budget), cur, c, sizeof(c))
+               : "");
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(j, "spent_by_kind"), i, row)
+        printf("    %-9s  %s\n", str(row, "kind"),
+               ebb__format_money(json_integer_value(json_object_get(row, "amount_micros")),
+                                 str(row, "currency"), a, sizeof(a)));
+    printf("  retries:     %lld    preemptions: %lld\n",
+           (long long)json_integer_value(json_object_get(j, "retries")),
+           (long long)json_integer_value(json_object_get(j, "preemptions")));
+    json_t *now = json_object_get(j, "current");
+    if (json_is_object(now))
+        printf("  running on:  %s %s %s via %s (instance %s)\n", str(now, "market_provider"),
+               str(now, "instance_type"), str(now, "zone")[0] ? str(now, "zone")
+                                                             : str(now, "region"),
+               str(now, "provider"), str(now, "instance_id"));
+
+    printf("\nEvents:\n");
+    json_array_foreach(json_object_get(j, "events"), i, row)
+        printf("  %s  %-15s %s\n", when(row, "at", a, sizeof(a)), str(row, "to_state"),
+               str(row, "reason"));
+
+    static const char *const ih[] = {"TOKEN", "PROVIDER", "TYPE", "ZONE", "STATE",
+                                     "STARTED", "ENDED", "WHY"};
+    struct cli_table *t = cli_table_new(8, ih);
+    json_array_foreach(json_object_get(j, "instances"), i, row) {
+        const char *cells[] = {str(row, "token"), str(row, "provider"),
+                               str(row, "instance_type"), str(row, "zone"),
+                               str(row, "state"), when(row, "requested_at", a, sizeof(a)),
+                               when(row, "ended_at", b, sizeof(b)), str(row, "end_reason")};
+        cli_table_add(t, cells);
+    }
+    printf("\nInstances:\n");
+    cli_table_print(t, stdout, "  none yet");
+
+    static const char *const ch[] = {"AT", "WORK SAVED", "PATH"};
+    t = cli_table_new(3, ch);
+    json_array_foreach(json_object_get(j, "checkpoints"), i, row) {
+        const char *cells[] = {
+            when(row, "at", a, sizeof(a)),
+            ebb__format_duration(json_integer_value(json_object_get(row, "work_done_ms")),
+                                 b, sizeof(b)),
+            str(row, "path")};
+        cli_table_add(t, cells);
+    }
+    printf("\nCheckpoints:\n");
+    cli_table_print(t, stdout, "  none yet");
+}
+
+int cmd_job(struct cli *cli, int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv, usage))
+        return CLI_OK;
+    const char *id = NULL;
+    int json = 0;
+    if (argc < 2 || strcmp(argv[1], "show") != 0) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (argv[i][0] == '-' || id != NULL) {
+            fprintf(stderr, "ebb job show: unexpected argument \"%s\"\n%s", argv[i], usage);
+            return CLI_USAGE;
+        } else {
+            id = argv[i];
+        }
+    }
+    if (id == NULL) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    json_t *params = json_pack("{s:s}", "id", id);
+    json_t *r;
+    int code = cli_call(cli, "job", params, &r);
+    json_decref(params);
+    if (code != CLI_OK)
+        return code;
+    if (json)
+        cli_print_json(r);
+    else
+        print_job(r);
+    json_decref(r);
+    return CLI_OK;
+}

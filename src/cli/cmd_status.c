@@ -1,0 +1,79 @@
+/* ebb status: what the daemon is and what it runs. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char usage[] =
+    "Usage: ebb status [--json]\n"
+    "\n"
+    "Shows ebbd's version, uptime, state directory, the providers and\n"
+    "policies it loaded, and how many jobs are in each state.\n"
+    "\n"
+    "  --json  print one JSON object instead of text\n";
+
+static void print_names(const char *label, json_t *plugins)
+{
+    printf("%-15s", label);
+    if (json_array_size(plugins) == 0)
+        printf("(none)");
+    size_t i;
+    json_t *p;
+    json_array_foreach(plugins, i, p)
+        printf("%s%s", i ? ", " : "", json_string_value(json_object_get(p, "name")));
+    printf("\n");
+}
+
+int cmd_status(struct cli *cli, int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv, usage))
+        return CLI_OK;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else {
+            fprintf(stderr, "ebb status: unexpected argument \"%s\"\n%s", argv[i], usage);
+            return CLI_USAGE;
+        }
+    }
+    json_t *r;
+    int code = cli_call(cli, "status", NULL, &r);
+    if (code != CLI_OK)
+        return code;
+    if (json) {
+        cli_print_json(r);
+        json_decref(r);
+        return CLI_OK;
+    }
+    json_int_t up = json_integer_value(json_object_get(r, "uptime_s"));
+    printf("%-15sebbd %s (pid %lld)\n", "daemon:",
+           json_string_value(json_object_get(r, "version")),
+           (long long)json_integer_value(json_object_get(r, "pid")));
+    printf("%-15s%lldd %02lldh %02lldm %02llds (since %s)\n", "uptime:",
+           (long long)(up / 86400), (long long)(up / 3600 % 24),
+           (long long)(up / 60 % 60), (long long)(up % 60),
+           json_string_value(json_object_get(r, "started_at")));
+    printf("%-15s%s\n", "state dir:", json_string_value(json_object_get(r, "state_dir")));
+    printf("%-15s%s\n", "config:", json_string_value(json_object_get(r, "config")));
+    print_names("providers:", json_object_get(r, "providers"));
+    print_names("policies:", json_object_get(r, "policies"));
+    printf("%-15s%s\n", "default policy:",
+           json_string_value(json_object_get(r, "default_policy")));
+    json_t *jobs = json_object_get(r, "jobs");
+    printf("%-15s", "jobs:");
+    if (json_object_size(jobs) == 0)
+        printf("none");
+    const char *state;
+    json_t *count;
+    int first = 1;
+    json_object_foreach(jobs, state, count) {
+        printf("%s%s %lld", first ? "" : ", ", state,
+               (long long)json_integer_value(count));
+        first = 0;
+    }
+    printf("\n");
+    json_decref(r);
+    return CLI_OK;
+}

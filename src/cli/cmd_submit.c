@@ -1,0 +1,49 @@
+/* ebb submit: hand a job spec to ebbd. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char usage[] =
+    "Usage: ebb submit JOB.yaml [--json]\n"
+    "\n"
+    "Submits the job described in JOB.yaml (see README: Jobs) and prints its\n"
+    "id. A spec with an error is refused with file:line and nothing is\n"
+    "stored. The job's relative paths are resolved from the current\n"
+    "directory, where local instances run it.\n";
+
+int cmd_submit(struct cli *cli, int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv, usage))
+        return CLI_OK;
+    const char *file = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (argv[i][0] == '-' || file != NULL) {
+            fprintf(stderr, "ebb submit: unexpected argument \"%s\"\n%s", argv[i], usage);
+            return CLI_USAGE;
+        } else {
+            file = argv[i];
+        }
+    }
+    if (file == NULL) {
+        fputs(usage, stderr);
+        return CLI_USAGE;
+    }
+    json_t *params = cli_file_params("ebb submit", file);
+    if (params == NULL)
+        return CLI_USAGE;
+    json_t *r;
+    int code = cli_call(cli, "submit", params, &r);
+    json_decref(params);
+    if (code != CLI_OK)
+        return code;
+    if (json)
+        cli_print_json(r);
+    else
+        puts(json_string_value(json_object_get(r, "id")));
+    json_decref(r);
+    return CLI_OK;
+}

@@ -1,0 +1,115 @@
+/* ebbd's configuration file, ebb.yaml (annotated in examples/ebb.yaml).
+ *
+ * The loader checks everything it owns (log level, API sockets, teams,
+ * currency rates) and reports the first problem as "file:line: message".
+ * Provider and policy sections stay YAML nodes: the plugin loader applies
+ * each plugin's own key table to them with ebb__cfg_apply(), because only
+ * the plugin knows its keys. The config owns its YAML document, so those
+ * nodes live as long as the config.
+ */
+#ifndef EBB_CONFIG_LOAD_H
+#define EBB_CONFIG_LOAD_H
+
+#include <stddef.h>
+
+#include <ebb/common.h>
+#include <ebb/config.h>
+
+#include "base/currency.h"
+#include "base/diag.h"
+#include "base/yaml_doc.h"
+
+struct ebb__plan;
+
+/* A named plugin section: `providers: { aws: {...} }`. `node` is the
+ * section's value (a mapping, or NULL / a null value for "all defaults"),
+ * ready for ebb__cfg_apply(). */
+struct ebb__config_section {
+    char *name;
+    int line;
+    const struct ebb__ynode *node;
+};
+
+struct ebb__team {
+    char *name;
+    int line;
+    struct ebb_string_list members; /* user names */
+    int has_budget;                 /* 0: no monthly cap */
+    struct ebb_money budget;        /* per calendar month */
+};
+
+/* Instances of market `market`'s offers run on provider `runner`. */
+struct ebb__run_on {
+    char *market, *runner;
+    int line;
+};
+
+struct ebb__config {
+    struct ebb__ydoc *doc; /* owned; sections point into it */
+    const char *file;      /* display name of the file, owned by doc */
+
+    enum ebb_log_level log_level;      /* default info */
+    struct ebb_string_list plugin_dirs; /* default empty: built-in dir */
+
+    unsigned api_socket_mode;  /* default 0600 */
+    char *api_socket_group;    /* default NULL: the daemon's own group */
+    char *agent_listen;        /* default "127.0.0.1:0": a port the OS picks, kept */
+    char *agent_url;           /* NULL: "http://" + the address listened on */
+    ebb_dur_ms agent_heartbeat;         /* default 5 s */
+    ebb_dur_ms agent_heartbeat_timeout; /* default 60 s */
+    char *metrics_listen;      /* metrics.listen; NULL: no metrics endpoint */
+    ebb_time_ms clock_start;   /* 0: the wall clock's time */
+    double clock_speed;        /* 1: real time */
+    size_t n_run_on;
+    struct ebb__run_on *run_on;
+    char *default_policy;      /* default "uniform-progress" */
+
+    size_t n_providers;
+    struct ebb__config_section *providers;
+    size_t n_policies;
+    struct ebb__config_section *policies;
+    size_t n_teams;
+    struct ebb__team *teams;
+    struct ebb_string_list admins;
+    size_t n_rates;
+    struct ebb__currency_rate *rates;
+    size_t n_plans;
+    struct ebb__plan *plans; /* report.h; read by report_advice.c */
+};
+
+/* Loads the file at `path`. On success *out is a new config the caller
+ * frees with ebb__config_free(). Returns 0; EBB_ECONFIG for bad content,
+ * EBB_ENOTFOUND when the file does not exist, EBB_EIO when it cannot be
+ * read, EBB_ENOMEM; d->msg then says what and where, *out is NULL and
+ * nothing leaks. */
+int ebb__config_load_file(const char *path, struct ebb__config **out,
+                          struct ebb__diag *d);
+
+/* As ebb__config_load_file() for `len` bytes at `buf`; `name` (copied) is
+ * the file name shown in messages. */
+int ebb__config_load_buffer(const char *name, const char *buf, size_t len,
+                            struct ebb__config **out, struct ebb__diag *d);
+
+/* Loads the configuration compiled into the binary (used when no ebb.yaml
+ * exists): log_level info, default_policy uniform-progress, no providers.
+ * Same return values. */
+int ebb__config_load_default(struct ebb__config **out, struct ebb__diag *d);
+
+/* The text of that built-in configuration. Static; never freed. */
+const char *ebb__config_default_text(void);
+
+/* Frees the config, its strings and its YAML document. NULL is allowed. */
+void ebb__config_free(struct ebb__config *cfg);
+
+/* The section named `name` under providers: / policies:, or NULL. Borrowed
+ * from cfg. */
+const struct ebb__config_section *
+ebb__config_provider(const struct ebb__config *cfg, const char *name);
+const struct ebb__config_section *
+ebb__config_policy(const struct ebb__config *cfg, const char *name);
+
+/* The team named `name`, or NULL. Borrowed from cfg. */
+const struct ebb__team *ebb__config_team(const struct ebb__config *cfg,
+                                         const char *name);
+
+#endif

@@ -1,0 +1,414 @@
+#include "daemon/agent_api.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+
+#include "base/log.h"
+#include "base/str.h"
+#include "base/units.h"
+#include "io/httpd.h"
+
+struct ebb__agent_api {
+    struct ebb__engine *engine;
+    struct ebb__httpd *httpd;
+    char *logs_dir;
+    void (*closed)(void *arg);
+    void *closed_arg;
+};
+
+char *ebb__agent_log_path(const char *logs_dir, const char *id)
+{
+    return ebb__strfmt("%s/%s.log", logs_dir, id);
+}
+
+/* ---- answers ------------------------------------------------------------ */
+
+static void reply_json(struct ebb__httpd_response *res, int status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    res->status = text ? status : 500;
+    ebb__httpd_add_header(res, "Content-Type", "application/json");
+    if (text)
+        ebb__httpd_set_body(res, text, strlen(text));
+    else
+        ebb__httpd_set_bodyf(res, "{\"error\":\"out of memory\"}");
+    free(text);
+}
+
+static void reply_error(struct ebb__httpd_response *res, int status,
+                        const char *message)
+{
+    reply_json(res, status, json_pack("{s:s}", "error", message));
+}
+
+/* The job the request's bearer token belongs to; answers 401 otherwise. */
+static struct ebb__job *authenticate(struct ebb__agent_api *api,
+                                     const struct ebb__httpd_request *req,
+                                     struct ebb__httpd_response *res)
+{
+    const char *auth = ebb__httpd_header(req, "authorization");
+    const char *why = NULL;
+    struct ebb__job *job = NULL;
+    if (auth == NULL)
+        why = "no Authorization header";
+    else if (strncasecmp(auth, "Bearer ", 7) != 0)
+        why = "Authorization is not a bearer token";
+    else if ((job = ebb__engine_agent_job(api->engine, auth + 7)) == NULL)
+        why = "no live instance holds this token";
+    if (job != NULL)
+        return job;
+    ebb__warn("agent API: refused %s %s: %s", req->method, req->path, why);
+    reply_error(res, 401, why);
+    return NULL;
+}
+
+/* ---- GET /v1/agent/job ---------------------------------------------------- */
+
+static json_t *env_json(const struct ebb__job_spec *spec)
+{
+    json_t *env = json_object();
+    for (size_t i = 0; i < spec->n_env; i++) {
+        const char *eq = strchr(spec->env[i], '=');
+        if (eq == NULL)
+            continue;
+        char *name = strndup(spec->env[i], (size_t)(eq - spec->env[i]));
+        if (name != NULL)
+            json_object_set_new(env, name, json_string(eq + 1));
+        free(name);
+    }
+    return env;
+}
+
+static json_t *requirements_json(const struct ebb__job_resources *r)
+{
+    json_t *req = json_object();
+    if (r->gpu_model != NULL)
+        json_object_set_new(req, "gpu_model", json_string(r->gpu_model));
+    if (r->gpu_count > 0)
+        json_object_set_new(req, "gpu_count", json_integer(r->gpu_count));
+    if (r->gpu_memory_gb > 0)
+        json_object_set_new(req, "gpu_memory_mb",
+                            json_integer((json_int_t)(r->gpu_memory_gb * 1024)));
+    return req;
+}
+
+/* Durations the agent keeps run on the wall clock. */
+static json_int_t wall_ms(const struct ebb__job *job, ebb_dur_ms d, ebb_dur_ms floor)
+{
+    if (d <= 0)
+        return 0;
+    ebb_dur_ms w = ebb__clock_real_ms(job->engine->opt.clock, d);
+    return w < floor ? floor : w;
+}
+
+static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
+                    struct ebb__httpd_response *res)
+{
+    const struct ebb__job_spec *spec = &job->spec;
+    const struct ebb__engine_options *o = &api->engine->opt;
+    json_t *argv = json_array();
+    for (size_t i = 0; i < spec->argc; i++)
+        json_array_append_new(argv, json_string(spec->argv[i]));
+    char *dir = spec->checkpoint.dir
+                    ? strdup(spec->checkpoint.dir)
+                    : ebb__strfmt("%s/%s", o->checkpoint_root, job->id);
+    json_t *doc = json_pack(
+        "{s:s,s:s,s:o,s:b,s:o,s:s,s:{s:s,s:s,s:s,s:I,s:I,s:i},s:s,s:I,s:o}",
+        "job_id", job->id,
+        "instance_id", job->current->instance_id ? job->current->instance_id : "",
+        "argv", argv,
+        "shell", spec->shell,
+        "env", env_json(spec),
+        "workdir", job->workdir ? job->workdir : "",
+        "checkpoint",
+            "dir", dir ? dir : "",
+            "signal", spec->checkpoint.signal_name,
+            "periodic_signal", "SIGUSR2",
+            "every_ms", wall_ms(job, spec->checkpoint.every, EBB_MS_PER_SECOND),
+            "grace_ms", (json_int_t)ebb__engine_agent_grace(job),
+            "keep", 3,
+        "progress_file", "",
+        "heartbeat_ms", (json_int_t)o->agent_heartbeat,
+        "requirements", requirements_json(&spec->resources));
+    free(dir);
+    reply_json(res, 200, doc);
+}
+
+/* ---- POST /v1/agent/events ------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    enum ebb__agent_kind kind;
+} kinds[] = {
+    {"host", EBB__AGENT_HOST},         {"started", EBB__AGENT_STARTED},
+    {"heartbeat", EBB__AGENT_HEARTBEAT}, {"progress", EBB__AGENT_PROGRESS},
+    {"checkpoint", EBB__AGENT_CHECKPOINT}, {"notice", EBB__AGENT_NOTICE},
+    {"exited", EBB__AGENT_EXITED},
+};
+
+static int parse_report(json_t *body, struct ebb__agent_report *r,
+                        const char **why)
+{
+    const char *kind = json_string_value(json_object_get(body, "kind"));
+    *r = (struct ebb__agent_report){.fraction = -1};
+    size_t i = 0;
+    while (i < sizeof(kinds) / sizeof(kinds[0]) &&
+           (kind == NULL || strcmp(kinds[i].name, kind) != 0))
+        i++;
+    if (i == sizeof(kinds) / sizeof(kinds[0])) {
+        *why = "\"kind\" is missing or not a known event";
+        return EBB_EINVAL;
+    }
+    r->kind = kinds[i].kind;
+    json_t *fraction = json_object_get(body, "fraction");
+    if (fraction != NULL && json_is_number(fraction))
+        r->fraction = json_number_value(fraction);
+    if (r->kind == EBB__AGENT_PROGRESS && r->fraction < 0) {
+        *why = "progress needs \"fraction\" (0..1)";
+        return EBB_EINVAL;
+    }
+    r->path = json_string_value(json_object_get(body, "path"));
+    if (r->kind == EBB__AGENT_CHECKPOINT && r->path == NULL) {
+        *why = "checkpoint needs \"path\"";
+        return EBB_EINVAL;
+    }
+    r->duration = json_integer_value(json_object_get(body, "duration_ms"));
+    r->deadline = json_integer_value(json_object_get(body, "deadline_ms"));
+    r->reason = json_string_value(json_object_get(body, "source"));
+    r->status = (int)json_integer_value(json_object_get(body, "status"));
+    r->signal = (int)json_integer_value(json_object_get(body, "signal"));
+    r->stopped = json_is_true(json_object_get(body, "stopped"));
+    r->nvidia_smi = json_is_true(json_object_get(body, "nvidia_smi"));
+    size_t k;
+    json_t *gpu;
+    json_array_foreach(json_object_get(body, "gpus"), k, gpu) {
+        double mem = (double)json_integer_value(json_object_get(gpu, "memory_mb")) / 1024;
+        int width = (int)json_integer_value(json_object_get(gpu, "pcie_width"));
+        if (r->n_gpus == 0 || mem < r->gpu_memory_gb_min)
+            r->gpu_memory_gb_min = mem;
+        if (width > 0 && (r->pcie_width_min == 0 || width < r->pcie_width_min))
+            r->pcie_width_min = width;
+        if (r->n_gpus == 0)
+            r->gpu_model = json_string_value(json_object_get(gpu, "model"));
+        r->n_gpus++;
+    }
+    return 0;
+}
+
+static void post_event(struct ebb__job *job, const struct ebb__httpd_request *req,
+                       struct ebb__httpd_response *res)
+{
+    json_error_t jerr;
+    json_t *body = json_loadb(req->body, req->body_len, 0, &jerr);
+    const char *why = "the body is not a JSON object";
+    struct ebb__agent_report r;
+    if (!json_is_object(body) || parse_report(body, &r, &why) != 0) {
+        ebb__warn("job %s: bad agent report: %s", job->id, why);
+        json_decref(body);
+        reply_error(res, 400, why);
+        return;
+    }
+    struct ebb__agent_reply reply;
+    struct ebb__engine *e = job->engine;
+    ebb__engine_agent_report(job, &r, &reply);
+    json_decref(body);
+    /* What the agent is told was recorded (an exit, a checkpoint) is. */
+    if (ebb__store_flush(e->opt.store) != 0) {
+        reply_error(res, 503, "cannot record the report; send it again");
+        return;
+    }
+    if (reply.command == EBB__AGENT_RELEASE)
+        reply_json(res, 200, json_pack("{s:s,s:s}", "command", "release",
+                                       "reason", reply.reason));
+    else if (reply.command == EBB__AGENT_STOP)
+        reply_json(res, 200, json_pack("{s:s,s:I,s:s}", "command", "stop",
+                                       "grace_ms", (json_int_t)reply.grace,
+                                       "reason", reply.reason));
+    else
+        reply_json(res, 200, json_pack("{s:s}", "command", "none"));
+}
+
+/* ---- POST /v1/agent/log ---------------------------------------------------- */
+
+static void post_log(struct ebb__agent_api *api, struct ebb__job *job,
+                     const struct ebb__httpd_request *req,
+                     struct ebb__httpd_response *res)
+{
+    char *path = ebb__agent_log_path(api->logs_dir, job->id);
+    int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640) : -1;
+    int ok = fd >= 0;
+    size_t done = 0;
+    while (ok && done < req->body_len) {
+        ssize_t n = write(fd, req->body + done, req->body_len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        ok = n > 0;
+        done += ok ? (size_t)n : 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    if (!ok) {
+        ebb__error("job %s: cannot append to %s: %s", job->id,
+                   path ? path : "its log", strerror(errno));
+        reply_error(res, 500, "cannot store the log");
+    } else {
+        reply_json(res, 200, json_pack("{s:s}", "command", "none"));
+    }
+    free(path);
+}
+
+/* ---- the metadata endpoint of local instances ------------------------------ */
+
+/* /imds/<token>/latest/...: the attempt whose token it is, or NULL. */
+static struct ebb__job *imds_job(struct ebb__agent_api *api, const char *path,
+                                 const char **rest)
+{
+    const char *token = path + strlen("/imds/");
+    const char *slash = strchr(token, '/');
+    char buf[sizeof(((struct ebb__attempt *)0)->token)];
+    if (slash == NULL || (size_t)(slash - token) >= sizeof(buf))
+        return NULL;
+    memcpy(buf, token, (size_t)(slash - token));
+    buf[slash - token] = '\0';
+    *rest = slash;
+    return ebb__engine_job_of_token(api->engine, buf);
+}
+
+static void serve_imds(struct ebb__agent_api *api,
+                       const struct ebb__httpd_request *req,
+                       struct ebb__httpd_response *res)
+{
+    const char *rest = NULL;
+    struct ebb__job *job = imds_job(api, req->path, &rest);
+    if (job == NULL) {
+        res->status = 404;
+        return;
+    }
+    struct ebb__attempt *a = job->current;
+    if (strcmp(req->method, "PUT") == 0 && strcmp(rest, "/latest/api/token") == 0) {
+        if (ebb__httpd_header(req, "x-aws-ec2-metadata-token-ttl-seconds") == NULL) {
+            res->status = 400;
+            return;
+        }
+        if (a->imds_token[0] == '\0' &&
+            ebb__random_hex(a->imds_token, sizeof(a->imds_token)) != 0) {
+            res->status = 500;
+            return;
+        }
+        ebb__httpd_set_body(res, a->imds_token, strlen(a->imds_token));
+        return;
+    }
+    if (strcmp(req->method, "GET") != 0 ||
+        strcmp(rest, "/latest/meta-data/spot/instance-action") != 0) {
+        res->status = 404;
+        return;
+    }
+    const char *token = ebb__httpd_header(req, "x-aws-ec2-metadata-token");
+    if (token == NULL || a->imds_token[0] == '\0' ||
+        strlen(token) != strlen(a->imds_token) ||
+        CRYPTO_memcmp(token, a->imds_token, strlen(token)) != 0) {
+        res->status = 401;
+        return;
+    }
+    if (a->notice_deadline == 0) {
+        res->status = 404;
+        return;
+    }
+    char when[40];
+    ebb__format_time(a->notice_deadline, when, sizeof(when));
+    reply_json(res, 200, json_pack("{s:s,s:s}", "action", "terminate", "time", when));
+}
+
+/* ---- routing --------------------------------------------------------------- */
+
+static void handle(const struct ebb__httpd_request *req,
+                   struct ebb__httpd_response *res, void *arg)
+{
+    struct ebb__agent_api *api = arg;
+    if (strncmp(req->path, "/imds/", 6) == 0) {
+        serve_imds(api, req, res);
+        return;
+    }
+    int get_job_doc = strcmp(req->path, "/v1/agent/job") == 0;
+    int events = strcmp(req->path, "/v1/agent/events") == 0;
+    int log = strcmp(req->path, "/v1/agent/log") == 0;
+    if (!get_job_doc && !events && !log) {
+        reply_error(res, 404, "no such endpoint");
+        return;
+    }
+    const char *want = get_job_doc ? "GET" : "POST";
+    if (strcmp(req->method, want) != 0) {
+        reply_error(res, 405, get_job_doc ? "use GET" : "use POST");
+        return;
+    }
+    struct ebb__job *job = authenticate(api, req, res);
+    if (job == NULL)
+        return;
+    if (get_job_doc)
+        get_job(api, job, res);
+    else if (events)
+        post_event(job, req, res);
+    else
+        post_log(api, job, req, res);
+}
+
+int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
+                         struct ebb__engine *engine, const char *address,
+                         const char *logs_dir, char *err, size_t errlen)
+{
+    char ip[64];
+    uint16_t port;
+    if (ebb__httpd_parse_address(address, ip, sizeof(ip), &port) != 0) {
+        snprintf(err, errlen, "agent_api.listen: %s is not an address and "
+                 "port (example: 127.0.0.1:7311 or [::1]:7311)", address);
+        return EBB_EINVAL;
+    }
+    struct ebb__agent_api *api = calloc(1, sizeof(*api));
+    if (api == NULL || (api->logs_dir = strdup(logs_dir)) == NULL) {
+        free(api);
+        return EBB_ENOMEM;
+    }
+    api->engine = engine;
+    int rc = ebb__httpd_listen(&api->httpd, loop, ip, port, handle, api);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot listen on %s for agents: %s", address,
+                 rc == EBB_EIO ? "address in use or not available" : ebb_strerror(rc));
+        free(api->logs_dir);
+        free(api);
+        return rc;
+    }
+    *out = api;
+    return 0;
+}
+
+const char *ebb__agent_api_url(const struct ebb__agent_api *api)
+{
+    return ebb__httpd_url(api->httpd);
+}
+
+static void on_httpd_closed(void *arg)
+{
+    struct ebb__agent_api *api = arg;
+    if (api->closed != NULL)
+        api->closed(api->closed_arg);
+    free(api->logs_dir);
+    free(api);
+}
+
+void ebb__agent_api_close(struct ebb__agent_api *api, void (*cb)(void *arg),
+                          void *arg)
+{
+    api->closed = cb;
+    api->closed_arg = arg;
+    ebb__httpd_close(api->httpd, on_httpd_closed, api);
+}

@@ -1,0 +1,36 @@
+/* ebbd's HTTP endpoint for ebb-agent (docs/agent-protocol.md) and the
+ * IMDSv2-compatible metadata endpoint of local instances, both on
+ * agent_api.listen.
+ *
+ * Every agent request carries its instance's bearer token; one without a
+ * valid token is answered 401 and logged (without the token). Reports
+ * become engine events; the answer says what the agent should do next.
+ * The job's output is appended to <logs_dir>/<job id>.log.
+ */
+#ifndef EBB_AGENT_API_H
+#define EBB_AGENT_API_H
+
+#include <uv.h>
+
+#include "engine/engine.h"
+
+struct ebb__agent_api;
+
+/* Listens on `address` ("IP:PORT"). Returns 0, EBB_EINVAL (not an
+ * address), EBB_EIO (cannot listen; err says why) or EBB_ENOMEM. */
+int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
+                         struct ebb__engine *engine, const char *address,
+                         const char *logs_dir, char *err, size_t errlen);
+
+/* The URL agents reach it at: "http://IP:PORT" with the port it got. */
+const char *ebb__agent_api_url(const struct ebb__agent_api *api);
+
+/* Closes the listener and its connections; `cb(arg)` runs once every
+ * handle is closed. */
+void ebb__agent_api_close(struct ebb__agent_api *api, void (*cb)(void *arg),
+                          void *arg);
+
+/* The log file of job `id` under `logs_dir`; caller frees. */
+char *ebb__agent_log_path(const char *logs_dir, const char *id);
+
+#endif

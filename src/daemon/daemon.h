@@ -1,0 +1,113 @@
+/* ebbd: the daemon's life from start to a clean exit.
+ *
+ * Start-up validates everything that comes from the user (ebb.yaml, the
+ * plugins it names and their sections) before it touches the state
+ * directory, so a bad configuration exits with code 2 and changes nothing.
+ * Then it takes the state lock, opens the store, starts the plugins and the
+ * API socket, and runs one libuv loop on one thread until SIGTERM/SIGINT.
+ * Shutdown stops accepting requests, answers those in flight, cancels HTTP,
+ * destroys the plugins and closes every handle, so that uv_loop_close()
+ * succeeds and leak checkers mean something.
+ */
+#ifndef EBB_DAEMON_H
+#define EBB_DAEMON_H
+
+#include <uv.h>
+
+#include "config/config_file.h"
+#include "daemon/agent_api.h"
+#include "engine/engine.h"
+#include "io/api_server.h"
+#include "io/clock.h"
+#include "io/http_client.h"
+#include "plugin/registry.h"
+#include "store/store.h"
+
+struct ebb__daemon_options {
+    const char *config_path; /* NULL: the built-in default configuration */
+    const char *state_dir;   /* NULL: EBB_STATE_DIR or the default */
+    int log_level_set;
+    enum ebb_log_level log_level;
+    double clock_speed;      /* 0: the configuration's clock.speed */
+};
+
+struct ebb__daemon {
+    uv_loop_t loop;
+    struct ebb__clock clock;
+    struct ebb__config *config;
+    char *config_name;       /* what status reports: a path or "(built-in)" */
+    struct ebb__registry registry;
+    struct ebb__host_env host_env;
+    char *state_dir;
+    int lock_fd;
+    struct ebb__store *store;
+    struct ebb__catalog *catalog;
+    struct ebb__engine engine;
+    int engine_ready;
+    struct ebb__daemon_schedules *schedules; /* daemon_schedules.c */
+    struct ebb__http *http;
+    struct ebb__api_server *api;
+    struct ebb__agent_api *agent_api;
+    struct ebb__daemon_metrics *metrics; /* NULL unless metrics.listen is set */
+    struct ebb__histogram checkpoint_durations; /* agents' reports, seconds */
+    char *logs_dir;          /* STATE/logs: jobs' output */
+    char *checkpoints_dir;   /* STATE/checkpoints: default checkpoint dirs */
+    char *plugins_dir;       /* STATE/plugins: one directory per plugin */
+    uv_check_t flush;        /* commits the store's group once per loop turn */
+    int flush_ready;
+    int checkpointing;       /* a WAL checkpoint runs (daemon_checkpoint.c) */
+    uv_signal_t sigterm;
+    uv_signal_t sigint;
+    double clock_speed;
+    ebb_time_ms started_at;
+    int shutting_down;
+    int exit_code;
+};
+
+/* Runs ebbd until it is told to stop. Returns the process exit code:
+ * 0 after a clean shutdown, 1 for a runtime failure (state directory, lock
+ * held by another ebbd, database), 2 for bad configuration. Messages go to
+ * the log (stderr). */
+int ebb__daemon_run(const struct ebb__daemon_options *opts);
+
+/* The job methods (daemon_jobs.c). */
+void ebb__api_submit(void *ctx, struct ebb__api_call *call);
+void ebb__api_jobs(void *ctx, struct ebb__api_call *call);
+void ebb__api_job(void *ctx, struct ebb__api_call *call);
+void ebb__api_cancel(void *ctx, struct ebb__api_call *call);
+void ebb__api_logs(void *ctx, struct ebb__api_call *call);
+/* Caps, spend and commitments (daemon_budget.c). */
+void ebb__api_budget(void *ctx, struct ebb__api_call *call);
+
+/* The metrics endpoint (daemon_metrics.c). start() listens on
+ * metrics.listen when it is configured and returns 0, or an exit code (1,
+ * or 2 for a bad address); close() runs `cb(arg)` once it is closed (at
+ * once when it never started). */
+struct ebb__daemon_metrics;
+int ebb__daemon_metrics_start(struct ebb__daemon *d);
+void ebb__daemon_metrics_close(struct ebb__daemon *d, void (*cb)(void *arg),
+                               void *arg);
+
+/* After a commit: starts a WAL checkpoint off the loop when the WAL has
+ * grown enough and none runs (daemon_checkpoint.c). */
+void ebb__daemon_checkpoint_maybe(struct ebb__daemon *d);
+
+/* Whether `uid` may act on anyone's jobs and schedules: root, ebbd's own
+ * user, or a user named in the configuration's admins. */
+int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid);
+
+/* Schedules (daemon_schedules.c): start loads them from the store and
+ * deals with fire times that passed while ebbd was down (on the loop's
+ * first turn); stop drops the timer and frees them. Start returns 0 or 1
+ * (out of memory, unreadable store). */
+int ebb__daemon_schedules_start(struct ebb__daemon *d);
+void ebb__daemon_schedules_stop(struct ebb__daemon *d);
+void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call);
+void ebb__api_schedules(void *ctx, struct ebb__api_call *call);
+void ebb__api_schedule(void *ctx, struct ebb__api_call *call);
+void ebb__api_schedule_remove(void *ctx, struct ebb__api_call *call);
+
+/* The API methods ebbd serves (daemon_api.c); ends with a NULL name. */
+extern const struct ebb__api_method ebb__daemon_methods[];
+
+#endif

@@ -1,0 +1,91 @@
+/* The `budget` API method: each team's monthly cap and each capped job's
+ * cap, with what was spent, what running jobs have committed (their worst
+ * case until their next checkpoint) and what is left, in USD micro-units
+ * (docs/budgets.md). Params: "team" (optional) keeps one team and its
+ * jobs. Reads the engine's memory and one small ledger sum per team: it
+ * runs on the loop. */
+#include <string.h>
+
+#include "base/units.h"
+#include "daemon/daemon.h"
+
+static json_t *usage_json(const struct ebb__budget_usage *u)
+{
+    json_t *o = json_pack("{s:I,s:I}", "spent_micros", (json_int_t)u->spent,
+                          "committed_micros", (json_int_t)u->committed);
+    if (u->has_cap) {
+        json_object_set_new(o, "cap_micros", json_integer(u->cap));
+        json_object_set_new(o, "left_micros",
+                            json_integer(u->cap - u->spent - u->committed));
+    } else {
+        json_object_set_new(o, "cap_micros", json_null());
+        json_object_set_new(o, "left_micros", json_null());
+    }
+    return o;
+}
+
+static int keep(const char *want, const char *team)
+{
+    return want == NULL || (team != NULL && strcmp(want, team) == 0);
+}
+
+void ebb__api_budget(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    json_t *t = json_object_get(call->params, "team");
+    if (t != NULL && !json_is_string(t)) {
+        ebb__api_fail(call, "bad_request", "team: expected a team name");
+        return;
+    }
+    const char *want = t != NULL ? json_string_value(t) : NULL;
+    if (want != NULL && ebb__config_team(d->config, want) == NULL) {
+        ebb__api_fail(call, "not_found", "no team %s in %s (see its teams: "
+                      "section)", want, d->config_name);
+        return;
+    }
+    ebb_time_ms now = ebb__clock_now(&d->clock), from, to;
+    ebb__budget_month(now, &from, &to);
+    int64_t y;
+    int m, day;
+    ebb__civil_from_days(from / EBB_MS_PER_DAY, &y, &m, &day);
+    char month[16];
+    snprintf(month, sizeof(month), "%04lld-%02d", (long long)y, m);
+    json_t *teams = json_array(), *jobs = json_array();
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < d->config->n_teams; i++) {
+        const struct ebb__team *team = &d->config->teams[i];
+        struct ebb__budget_usage u;
+        if (!keep(want, team->name))
+            continue;
+        rc = ebb__engine_team_budget(&d->engine, team, now, &u);
+        json_t *o = usage_json(&u);
+        json_object_set_new(o, "team", json_string(team->name));
+        json_array_append_new(teams, o);
+    }
+    for (const struct ebb__job *j = d->engine.jobs; rc == 0 && j != NULL;
+         j = j->next) {
+        struct ebb__budget_usage u;
+        if (j->budget < 0 || ebb__job_state_terminal(j->state) ||
+            !keep(want, j->spec.team))
+            continue;
+        rc = ebb__engine_job_budget(j, now, &u);
+        json_t *o = usage_json(&u);
+        json_object_set_new(o, "id", json_string(j->id));
+        json_object_set_new(o, "name", json_string(j->spec.name ? j->spec.name : ""));
+        json_object_set_new(o, "team", j->spec.team ? json_string(j->spec.team)
+                                                    : json_null());
+        json_object_set_new(o, "state", json_string(ebb__job_state_name(j->state)));
+        json_array_append_new(jobs, o);
+    }
+    if (rc != 0) {
+        json_decref(teams);
+        json_decref(jobs);
+        ebb__api_fail(call, "internal", "cannot sum the budgets: %s (a "
+                      "currency without a currency_rates entry?)",
+                      ebb_strerror(rc));
+        return;
+    }
+    ebb__api_reply(call, json_pack("{s:s,s:s,s:o,s:o}", "month", month,
+                                   "currency", "USD", "teams", teams,
+                                   "jobs", jobs));
+}

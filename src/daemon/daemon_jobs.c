@@ -1,0 +1,268 @@
+/* The API methods about jobs: submit, jobs, job, cancel, logs.
+ *
+ * Who may do what: anyone who can reach the socket may submit and list;
+ * only a job's owner, root, ebbd's own user or a configured admin may see
+ * its logs or cancel it (a refused request says why). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "daemon/daemon.h"
+#include "jobs/jobspec.h"
+#include "store/store_read.h"
+
+/* The largest chunk of a log one `logs` call returns. */
+#define LOG_CHUNK (256 * 1024)
+
+/* The user name of `uid` into buf; NULL when it has none. */
+static const char *user_name(uid_t uid, char *buf, size_t len)
+{
+    struct passwd pw, *found = NULL;
+    char scratch[1024];
+    if (getpwuid_r(uid, &pw, scratch, sizeof(scratch), &found) != 0 || found == NULL)
+        return NULL;
+    snprintf(buf, len, "%s", pw.pw_name);
+    return buf;
+}
+
+static int listed(const struct ebb_string_list *l, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < l->n; i++)
+        if (strcmp(l->items[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid)
+{
+    char name[256];
+    return uid == 0 || uid == getuid() ||
+           listed(&d->config->admins, user_name(uid, name, sizeof(name)));
+}
+
+/* A job counts against its team's budget: only the team's members (or an
+ * admin) may submit for it, and a member of exactly one team who names
+ * none submits for that team. Answers and returns 0 when refused. */
+static int settle_team(struct ebb__daemon *d, struct ebb__api_call *call,
+                       struct ebb__job_spec *spec)
+{
+    char name[256];
+    const char *user = user_name(call->uid, name, sizeof(name));
+    if (spec->team != NULL) {
+        const struct ebb__team *t = ebb__config_team(d->config, spec->team);
+        if (t == NULL) {
+            ebb__api_fail(call, "invalid", "%s: team \"%s\" is not in ebb.yaml "
+                          "(teams:)", spec->file ? spec->file : "job", spec->team);
+            return 0;
+        }
+        if (!listed(&t->members, user) && !ebb__daemon_is_admin(d, call->uid)) {
+            ebb__api_fail(call, "forbidden", "%s is not a member of team %s "
+                          "(teams.%s.members in ebb.yaml)", user ? user : "this user",
+                          spec->team, spec->team);
+            return 0;
+        }
+        return 1;
+    }
+    const struct ebb__team *only = NULL;
+    for (size_t i = 0; i < d->config->n_teams; i++) {
+        if (!listed(&d->config->teams[i].members, user))
+            continue;
+        if (only != NULL)
+            return 1; /* in several teams: the job must say which */
+        only = &d->config->teams[i];
+    }
+    if (only != NULL)
+        spec->team = strdup(only->name);
+    return 1;
+}
+
+/* Answers and returns 0 unless the caller may act on job `id`. */
+static int may_touch(struct ebb__daemon *d, struct ebb__api_call *call,
+                     const char *id, const char *what)
+{
+    int64_t owner = -1;
+    int rc = ebb__store_job_owner(d->store, id, &owner);
+    if (rc == EBB_ENOTFOUND) {
+        ebb__api_fail(call, "not_found", "no job %s (see ebb jobs --all)", id);
+        return 0;
+    }
+    if (rc != 0) {
+        ebb__api_fail(call, "internal", "cannot read the store: %s",
+                      ebb__store_errmsg(d->store));
+        return 0;
+    }
+    if (owner == (int64_t)call->uid || ebb__daemon_is_admin(d, call->uid))
+        return 1;
+    ebb__warn("refused %s of job %s to uid %ld: not its owner (uid %lld)", what,
+              id, (long)call->uid, (long long)owner);
+    ebb__api_fail(call, "forbidden", "job %s belongs to uid %lld; only its "
+                  "owner or an admin (admins: in ebb.yaml) may %s it", id,
+                  (long long)owner, what);
+    return 0;
+}
+
+static const char *param_string(struct ebb__api_call *call, const char *key)
+{
+    const char *v = json_string_value(json_object_get(call->params, key));
+    if (v == NULL)
+        ebb__api_fail(call, "bad_request", "\"%s\" (a string) is required", key);
+    return v;
+}
+
+void ebb__api_submit(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    const char *file = param_string(call, "file");
+    const char *yaml = file ? param_string(call, "yaml") : NULL;
+    if (yaml == NULL)
+        return;
+    const char *workdir = json_string_value(json_object_get(call->params, "workdir"));
+    struct ebb__job_spec spec;
+    struct ebb__diag diag = {{0}};
+    int rc = ebb__jobspec_load_buffer(file, yaml, strlen(yaml), &spec, &diag);
+    if (rc != 0) {
+        ebb__api_fail(call, "invalid", "%s", diag.msg);
+        return;
+    }
+    if (!settle_team(d, call, &spec)) {
+        ebb__jobspec_free(&spec);
+        return;
+    }
+    struct ebb__job *job = NULL;
+    rc = ebb__engine_submit(&d->engine, &spec, yaml, (int64_t)call->uid,
+                            workdir != NULL && workdir[0] == '/' ? workdir : NULL,
+                            &job, &diag);
+    ebb__jobspec_free(&spec);
+    if (rc != 0) {
+        ebb__api_fail(call, rc == EBB_EINVAL ? "invalid" : "internal", "%s",
+                      diag.msg[0] ? diag.msg : ebb_strerror(rc));
+        return;
+    }
+    ebb__info("job %s submitted by uid %ld from %s", job->id, (long)call->uid, file);
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s}", "id", job->id, "state",
+                                   ebb__job_state_name(job->state)));
+}
+
+void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    int all = json_is_true(json_object_get(call->params, "all"));
+    json_t *rows;
+    if (ebb__store_jobs_json(d->store, all, &rows) != 0) {
+        ebb__api_fail(call, "internal", "cannot read the store: %s",
+                      ebb__store_errmsg(d->store));
+        return;
+    }
+    ebb__api_reply(call, json_pack("{s:o}", "jobs", rows));
+}
+
+/* Where the job runs now, from the engine (the store has the history). */
+static json_t *current_json(struct ebb__daemon *d, const char *id)
+{
+    struct ebb__job *job = ebb__engine_job(&d->engine, id);
+    if (job == NULL || job->current == NULL)
+        return json_null();
+    const struct ebb__attempt *a = job->current;
+    const struct ebb__offer *o = &d->engine.market.offers[a->offer];
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b}",
+                     "token", a->token, "provider", a->provider->plugin->name,
+                     "market_provider", o->provider, "region", o->region,
+                     "zone", o->zone, "instance_type", o->instance_type,
+                     "instance_id", a->instance_id, "notice", a->notice);
+}
+
+void ebb__api_job(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    const char *id = param_string(call, "id");
+    if (id == NULL)
+        return;
+    json_t *job;
+    int rc = ebb__store_job_json(d->store, id, &job);
+    if (rc == EBB_ENOTFOUND) {
+        ebb__api_fail(call, "not_found", "no job %s (see ebb jobs --all)", id);
+        return;
+    }
+    if (rc != 0) {
+        ebb__api_fail(call, "internal", "cannot read the store: %s",
+                      ebb__store_errmsg(d->store));
+        return;
+    }
+    json_object_set_new(job, "current", current_json(d, id));
+    ebb__api_reply(call, job);
+}
+
+void ebb__api_cancel(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    const char *id = param_string(call, "id");
+    if (id == NULL || !may_touch(d, call, id, "cancel"))
+        return;
+    struct ebb__job *job = ebb__engine_job(&d->engine, id);
+    if (job == NULL || ebb__engine_cancel(job, "cancelled by the user") != 0) {
+        ebb__api_fail(call, "conflict", "job %s has already ended", id);
+        return;
+    }
+    ebb__info("job %s cancelled by uid %ld", id, (long)call->uid);
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s}", "id", id, "state",
+                                   ebb__job_state_name(job->state)));
+}
+
+/* Bytes as a JSON string: invalid UTF-8 becomes U+FFFD, so a job printing
+ * binary garbage cannot break the answer. */
+static json_t *text_json(const char *buf, size_t len)
+{
+    json_t *s = json_stringn(buf, len);
+    if (s != NULL)
+        return s;
+    char *clean = malloc(len * 3 + 1);
+    size_t n = 0;
+    for (size_t i = 0; clean != NULL && i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (c < 0x80) {
+            clean[n++] = (char)c;
+        } else {
+            clean[n++] = (char)0xEF;
+            clean[n++] = (char)0xBF;
+            clean[n++] = (char)0xBD;
+        }
+    }
+    s = clean ? json_stringn(clean, n) : NULL;
+    free(clean);
+    return s ? s : json_string("");
+}
+
+void ebb__api_logs(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    const char *id = param_string(call, "id");
+    if (id == NULL || !may_touch(d, call, id, "read the logs of"))
+        return;
+    json_int_t offset = json_integer_value(json_object_get(call->params, "offset"));
+    char *path = ebb__agent_log_path(d->logs_dir, id);
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0 && errno != ENOENT) {
+        ebb__api_fail(call, "internal", "cannot read %s: %s", path, strerror(errno));
+        free(path);
+        return;
+    }
+    free(path);
+    char *buf = malloc(LOG_CHUNK);
+    ssize_t n = 0;
+    if (fd >= 0 && buf != NULL)
+        n = pread(fd, buf, LOG_CHUNK, offset < 0 ? 0 : (off_t)offset);
+    if (fd >= 0)
+        close(fd);
+    if (n < 0)
+        n = 0;
+    struct ebb__job *job = ebb__engine_job(&d->engine, id);
+    int ended = job == NULL || ebb__job_state_terminal(job->state);
+    ebb__api_reply(call, json_pack("{s:o,s:I,s:b}", "data",
+                                   text_json(buf ? buf : "", (size_t)n),
+                                   "next", (json_int_t)(offset + n), "ended", ended));
+    free(buf);
+}

@@ -1,0 +1,270 @@
+/* The engine's side of the agent channel: finding the job an agent speaks
+ * for, turning its reports into instance events, and what to tell it. The
+ * HTTP and JSON around it are agent_api.c's. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include "base/log.h"
+#include "engine/engine.h"
+
+static void to_hex(const unsigned char *raw, size_t n, char *hex)
+{
+    for (size_t i = 0; i < n; i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+}
+
+int ebb__random_hex(char *hex, size_t size)
+{
+    unsigned char raw[64];
+    size_t n = size / 2;
+    if (n == 0 || n > sizeof(raw) || RAND_bytes(raw, (int)n) != 1)
+        return EBB_EIO;
+    to_hex(raw, n, hex);
+    return 0;
+}
+
+int ebb__agent_secret_hash(const char *secret, char hash[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (EVP_Digest(secret, strlen(secret), md, &n, EVP_sha256(), NULL) != 1 || n != 32)
+        return EBB_EIO;
+    to_hex(md, n, hash);
+    return 0;
+}
+
+struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer)
+{
+    const char *dot = bearer != NULL ? strrchr(bearer, '.') : NULL;
+    char token[sizeof(((struct ebb__attempt *)0)->token)];
+    if (dot == NULL || (size_t)(dot - bearer) >= sizeof(token))
+        return NULL;
+    memcpy(token, bearer, (size_t)(dot - bearer));
+    token[dot - bearer] = '\0';
+    struct ebb__job *job = ebb__engine_job_of_token(e, token);
+    if (job == NULL)
+        return NULL;
+    /* Only the hash is kept across restarts, so the hash is compared. */
+    char hash[65];
+    const char *want = job->current->agent_hash;
+    if (want[0] == '\0' || ebb__agent_secret_hash(dot + 1, hash) != 0 ||
+        CRYPTO_memcmp(hash, want, 64) != 0)
+        return NULL;
+    return job;
+}
+
+/* Whether the host the agent probed meets the job's needs: "" when it
+ * does, else why not. Without nvidia-smi there is nothing to judge. */
+static void host_refusal(const struct ebb__job *job, const struct ebb__agent_report *r,
+                         char *why, size_t len)
+{
+    const struct ebb__job_resources *need = &job->spec.resources;
+    why[0] = '\0';
+    if (!r->nvidia_smi)
+        return;
+    if (need->gpu_count > 0 && r->n_gpus < (size_t)need->gpu_count)
+        snprintf(why, len, "the host has %zu GPUs, the job needs %d", r->n_gpus,
+                 need->gpu_count);
+    else if (need->gpu_model != NULL && r->gpu_model != NULL &&
+             strcasestr(r->gpu_model, need->gpu_model) == NULL)
+        snprintf(why, len, "the host's GPU is a %s, the job needs a %s", r->gpu_model,
+                 need->gpu_model);
+    else if (need->gpu_memory_gb > 0 && r->n_gpus > 0 &&
+             r->gpu_memory_gb_min + 0.5 < need->gpu_memory_gb)
+        snprintf(why, len, "the host's GPUs have %.0f GB, the job needs %.0f GB",
+                 r->gpu_memory_gb_min, need->gpu_memory_gb);
+    else if (r->n_gpus > 0 && r->pcie_width_min > 0 &&
+             r->pcie_width_min < EBB__MIN_PCIE_WIDTH)
+        snprintf(why, len, "the host runs a GPU on a PCIe x%d link (at least x%d "
+                 "needed)", r->pcie_width_min, EBB__MIN_PCIE_WIDTH);
+}
+
+/* A host below the job's needs is released and its offer (for a
+ * marketplace, the machine) left out of the choice for a day. */
+static void refuse_host(struct ebb__job *job, const char *why)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    struct ebb__offer *o = &e->market.offers[a->offer];
+    o->unavailable_until = ebb__clock_now(e->opt.clock) + EBB__REFUSED_HOST_PAUSE;
+    e->market.version++;
+    ebb__warn("job %s: refusing host %s (%s %s): %s", job->id,
+              a->instance_id ? a->instance_id : a->token, o->instance_type,
+              o->zone[0] ? o->zone : o->region, why);
+    a->agent_exited = 1; /* it will not start the job: release at once */
+    char reason[256];
+    snprintf(reason, sizeof(reason), "host refused: %s", why);
+    ebb__engine_release(job, EBB__JOB_WAITING, SIZE_MAX, reason);
+}
+
+void ebb__engine_agent_report(struct ebb__job *job,
+                              const struct ebb__agent_report *r,
+                              struct ebb__agent_reply *reply)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    a->agent_seen = now;
+    struct ebb_instance_event ev = {
+        .instance_id = a->instance_id,
+        .token = a->token,
+        .at = now,
+        .exit_status = 0,
+    };
+    int deliver = 1;
+    switch (r->kind) {
+    case EBB__AGENT_STARTED:
+        ev.kind = EBB_EVENT_RUNNING;
+        break;
+    case EBB__AGENT_PROGRESS:
+    case EBB__AGENT_CHECKPOINT: {
+        double f = r->fraction < 0 ? 0 : r->fraction > 1 ? 1 : r->fraction;
+        ebb_dur_ms done = (ebb_dur_ms)llround(f * (double)job->work_total) - a->work_base;
+        if (r->fraction < 0) /* a checkpoint without a fraction: the latest */
+            done = a->reported_work;
+        ev.kind = r->kind == EBB__AGENT_PROGRESS ? EBB_EVENT_PROGRESS
+                                                 : EBB_EVENT_CHECKPOINT;
+        ev.work_done = done > 0 ? done : 0;
+        ev.checkpoint_path = r->path;
+        if (r->kind == EBB__AGENT_CHECKPOINT && r->duration > 0 &&
+            e->opt.checkpoint_durations != NULL)
+            ebb__histogram_observe(e->opt.checkpoint_durations,
+                                   (double)r->duration / EBB_MS_PER_SECOND);
+        break;
+    }
+    case EBB__AGENT_NOTICE:
+        ev.kind = EBB_EVENT_NOTICE;
+        ev.deadline = r->deadline > 0 ? r->deadline : now;
+        ev.reason = r->reason;
+        break;
+    case EBB__AGENT_EXITED:
+        ev.kind = EBB_EVENT_EXITED;
+        ev.exit_status = r->stopped ? EBB_EXIT_STOPPED
+                         : r->signal > 0 ? 128 + r->signal
+                                         : r->status;
+        break;
+    default:
+        deliver = 0; /* a heartbeat or host report: seen is all */
+        break;
+    }
+    /* What to say is decided before the event, which may end the attempt. */
+    *reply = (struct ebb__agent_reply){.command = EBB__AGENT_NONE};
+    if (r->kind == EBB__AGENT_HOST) {
+        host_refusal(job, r, reply->reason, sizeof(reply->reason));
+        if (reply->reason[0] != '\0') {
+            reply->command = EBB__AGENT_RELEASE;
+            refuse_host(job, reply->reason);
+            return;
+        }
+    }
+    if (a->stop_sent && !a->agent_exited && r->kind != EBB__AGENT_EXITED) {
+        reply->command = EBB__AGENT_STOP;
+        reply->grace = ebb__engine_agent_grace(job);
+        snprintf(reply->reason, sizeof(reply->reason), "%s", job->after_reason);
+    }
+    if (deliver)
+        ebb__engine_instance_event(e, a->provider->plugin->name, &ev);
+}
+
+int ebb__engine_cancel(struct ebb__job *job, const char *why)
+{
+    if (ebb__job_state_terminal(job->state))
+        return EBB_EINVAL;
+    if (job->current != NULL) {
+        ebb__engine_release(job, EBB__JOB_CANCELLED, SIZE_MAX, why);
+        return 0;
+    }
+    ebb__engine_set_state(job, EBB__JOB_CANCELLED, "%s", why);
+    return 0;
+}
+
+/* ---- agents that go silent ----------------------------------------------- */
+
+/* Instances may vanish without notice (marketplaces; a host that dies). A
+ * silent agent is only a suspicion: the provider is asked, and the
+ * instance counts as lost only when the provider no longer runs it. */
+struct confirm {
+    struct ebb__engine *e;
+    char token[sizeof(((struct ebb__attempt *)0)->token)];
+};
+
+static void on_confirm_list(void *arg, int status, const struct ebb_instance *list,
+                            size_t n)
+{
+    struct confirm *c = arg;
+    struct ebb__job *job = status == EBB_ECANCELED
+                               ? NULL
+                               : ebb__engine_job_of_token(c->e, c->token);
+    if (job == NULL || job->current->agent_exited) {
+        free(c);
+        return;
+    }
+    struct ebb__attempt *a = job->current;
+    ebb_time_ms now = ebb__clock_now(c->e->opt.clock);
+    a->confirming = 0;
+    int listed = 0;
+    for (size_t i = 0; status == 0 && i < n; i++)
+        if (list[i].id != NULL && a->instance_id != NULL &&
+            strcmp(list[i].id, a->instance_id) == 0)
+            listed = list[i].state != EBB_INSTANCE_TERMINATED && !list[i].preempted;
+    if (status != 0 || listed) {
+        ebb__warn("job %s: no report from the agent on %s for a while, but %s; "
+                  "waiting", job->id, a->instance_id,
+                  status != 0 ? "its provider cannot be asked"
+                              : "its provider says it still runs");
+        a->agent_seen = now; /* ask again after another timeout */
+        free(c);
+        return;
+    }
+    struct ebb_instance_event ev = {
+        .kind = EBB_EVENT_LOST, .instance_id = a->instance_id, .token = a->token,
+        .at = now, .reason = "the agent went silent and the provider no longer "
+                             "runs the instance",
+    };
+    ebb__engine_instance_event(c->e, a->provider->plugin->name, &ev);
+    free(c);
+}
+
+static void confirm_silent(struct ebb__job *job)
+{
+    struct ebb__attempt *a = job->current;
+    struct confirm *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return;
+    c->e = job->engine;
+    snprintf(c->token, sizeof(c->token), "%s", a->token);
+    a->confirming = 1;
+    const struct ebb_provider *p = a->provider->plugin->provider;
+    int rc = p->list_instances(a->provider->self, on_confirm_list, c);
+    if (rc != 0)
+        on_confirm_list(c, rc, NULL, 0);
+}
+
+static void on_sweep(struct ebb__timer *t)
+{
+    struct ebb__engine *e = t->data;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    ebb_dur_ms silence = ebb__clock_from_real_ms(e->opt.clock,
+                                                 e->opt.agent_heartbeat_timeout);
+    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
+        struct ebb__attempt *a = job->current;
+        if (a != NULL && a->launched && a->agent_seen != 0 && !a->agent_exited &&
+            !a->confirming && !a->terminating && now - a->agent_seen > silence)
+            confirm_silent(job);
+    }
+    ebb__engine_agent_sweep_start(e);
+}
+
+void ebb__engine_agent_sweep_start(struct ebb__engine *e)
+{
+    ebb_dur_ms every = ebb__clock_from_real_ms(e->opt.clock,
+                                               e->opt.agent_heartbeat_timeout / 4 + 1);
+    e->agent_sweep.cb = on_sweep;
+    ebb__timer_start(e->opt.clock, &e->agent_sweep, ebb__clock_now(e->opt.clock) + every);
+}

@@ -1,0 +1,394 @@
+/* Budget caps, whatever the policy (docs/budgets.md): a job's own cap and
+ * its team's cap for the calendar month (UTC). A launch, or staying on an
+ * instance, must fit its worst-case spend until the job's next checkpoint
+ * (the checkpoint grace period, the restart overhead when it moves, one
+ * second of billing granularity) under what is left of both caps; for the
+ * team, what its other running jobs have committed the same way is taken
+ * off first. All sums are in USD micro-units (currency_rates convert). */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/units.h"
+#include "config/config_file.h"
+#include "engine/engine.h"
+#include "market/billing.h"
+
+int ebb__engine_convert(const struct ebb__engine *e, ebb_micros amount,
+                        const char *from, const char *to,
+                        enum ebb__rounding how, ebb_micros *out)
+{
+    const struct ebb__config *c = e->opt.budget_config;
+    return ebb__currency_convert(amount, from, to, c ? c->rates : NULL,
+                                 c ? c->n_rates : 0, how, out);
+}
+
+void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
+                           const char *currency)
+{
+    ebb_micros converted = 0;
+    if (ebb__engine_convert(job->engine, amount, currency, job->currency,
+                            EBB__ROUND_UP, &converted) != 0) {
+        /* Only a config that lost a rate since the instance started gets
+         * here; the ledger keeps the exact amount either way. */
+        ebb__error("job %s: no currency_rates entry converts %s to %s; its "
+                   "spend leaves out %lld micro-units of %s", job->id, currency,
+                   job->currency, (long long)amount, currency);
+        return;
+    }
+    job->spent += converted;
+}
+
+/* `amount` of `currency` in USD micro-units; costs round up and caps
+ * down, so that conversions never let a cap be passed. Returns 0 or
+ * EBB_ENOTFOUND (no rate). */
+static int to_usd(const struct ebb__engine *e, ebb_micros amount,
+                  const char *currency, int cost, ebb_micros *out)
+{
+    return ebb__engine_convert(e, amount, currency, "USD",
+                               cost ? EBB__ROUND_UP : EBB__ROUND_DOWN, out);
+}
+
+static const struct ebb__team *team_cap(const struct ebb__job *job)
+{
+    const struct ebb__config *c = job->engine->opt.budget_config;
+    if (c == NULL || job->spec.team == NULL)
+        return NULL;
+    const struct ebb__team *t = ebb__config_team(c, job->spec.team);
+    return t != NULL && t->has_budget ? t : NULL;
+}
+
+int ebb__engine_budget_applies(const struct ebb__job *job)
+{
+    return job->budget >= 0 || team_cap(job) != NULL;
+}
+
+/* What the running attempt has cost by `now`, in its offer's currency. */
+static ebb_micros accrued(const struct ebb__job *job, ebb_time_ms now)
+{
+    const struct ebb__attempt *a = job->current;
+    if (a == NULL || !a->launched)
+        return 0;
+    const struct ebb__offer *o = &job->engine->market.offers[a->offer];
+    return ebb__bill(o, a->billing, a->launched_at, now, NULL, NULL);
+}
+
+/* The job's spend by `now` (billed plus accrued), USD. */
+static int job_used(const struct ebb__job *job, ebb_time_ms now, ebb_micros *out)
+{
+    const struct ebb__engine *e = job->engine;
+    ebb_micros spent = 0, run = 0;
+    int rc = to_usd(e, job->spent, job->currency, 1, &spent);
+    if (rc == 0 && job->current != NULL)
+        rc = to_usd(e, accrued(job, now),
+                    e->market.offers[job->current->offer].currency, 1, &run);
+    *out = spent + run;
+    return rc;
+}
+
+int ebb__engine_job_budget(const struct ebb__job *job, ebb_time_ms now,
+                           struct ebb__budget_usage *u)
+{
+    *u = (struct ebb__budget_usage){.has_cap = job->budget >= 0};
+    int rc = job_used(job, now, &u->spent);
+    if (rc == 0 && u->has_cap)
+        rc = to_usd(job->engine, job->budget, job->currency, 0, &u->cap);
+    if (rc == 0 && job->current != NULL && job->reserve > u->spent)
+        u->committed = job->reserve - u->spent;
+    return rc;
+}
+
+/* [start, end) of the calendar month (UTC) holding `now`. */
+void ebb__budget_month(ebb_time_ms now, ebb_time_ms *start, ebb_time_ms *end)
+{
+    int64_t days = now / EBB_MS_PER_DAY, y;
+    int m, d;
+    ebb__civil_from_days(days, &y, &m, &d);
+    *start = ebb__days_from_civil(y, m, 1) * EBB_MS_PER_DAY;
+    *end = (m == 12 ? ebb__days_from_civil(y + 1, 1, 1)
+                    : ebb__days_from_civil(y, m + 1, 1)) * EBB_MS_PER_DAY;
+}
+
+struct sum_ctx {
+    const struct ebb__engine *e;
+    ebb_micros usd;
+    int rc;
+};
+
+static int add_sum(void *arg, const char *currency, ebb_micros total)
+{
+    struct sum_ctx *c = arg;
+    ebb_micros usd = 0;
+    c->rc = to_usd(c->e, total, currency, 1, &usd);
+    c->usd += usd;
+    return c->rc;
+}
+
+/* Team spend this month: its ledger rows that start in the month, plus
+ * what its running instances have accrued (counted whole, which can only
+ * overstate it). `except` (may be NULL) commits nothing. */
+static int team_usage(const struct ebb__engine *e, const char *team,
+                      const struct ebb__job *except, ebb_time_ms now,
+                      struct ebb__budget_usage *u)
+{
+    ebb_time_ms from, to;
+    ebb__budget_month(now, &from, &to);
+    struct sum_ctx c = {e, 0, 0};
+    int rc = ebb__store_ledger_team_sums(e->opt.store, team, from, to,
+                                         add_sum, &c);
+    if (rc == 0)
+        rc = c.rc;
+    u->spent = c.usd;
+    u->committed = 0;
+    for (const struct ebb__job *j = e->jobs; rc == 0 && j != NULL; j = j->next) {
+        if (j->current == NULL || j->spec.team == NULL ||
+            strcmp(j->spec.team, team) != 0)
+            continue;
+        ebb_micros run = 0;
+        rc = to_usd(e, accrued(j, now),
+                    e->market.offers[j->current->offer].currency, 1, &run);
+        u->spent += run;
+        ebb_micros used = 0;
+        if (rc == 0 && j != except)
+            rc = job_used(j, now, &used);
+        if (rc == 0 && j != except && j->reserve > used)
+            u->committed += j->reserve - used;
+    }
+    return rc;
+}
+
+int ebb__engine_team_budget(const struct ebb__engine *e,
+                            const struct ebb__team *t, ebb_time_ms now,
+                            struct ebb__budget_usage *u)
+{
+    *u = (struct ebb__budget_usage){.has_cap = t->has_budget};
+    int rc = team_usage(e, t->name, NULL, now, u);
+    if (rc == 0 && t->has_budget)
+        rc = to_usd(e, t->budget.amount, t->budget.currency, 0, &u->cap);
+    return rc;
+}
+
+/* The cheapest useful step the job could take from now on any offer it
+ * may use that has a price: restart overhead, one checkpoint interval (or
+ * the rest of the work) and the grace period, at the current price, USD.
+ * INT64_MAX when no offer has a price. */
+static ebb_micros cheapest_step(const struct ebb__job *job, ebb_time_ms now)
+{
+    const struct ebb__engine *e = job->engine;
+    ebb_dur_ms left = job->work_total - job->work_saved;
+    ebb_micros best = INT64_MAX;
+    for (size_t i = 0; i < job->n_allowed; i++) {
+        const struct ebb__offer *o = &e->market.offers[job->allowed[i]];
+        const struct ebb__market_step *st = ebb__offer_at(o, now);
+        if (st == NULL)
+            continue;
+        double speed = o->speed > 0 ? o->speed : 1;
+        ebb_dur_ms work = job->spec.checkpoint.every > 0 &&
+                                  job->spec.checkpoint.every < left
+                              ? job->spec.checkpoint.every
+                              : left;
+        ebb_dur_ms span = (ebb_dur_ms)((double)work / speed) +
+                          job->spec.restart_overhead +
+                          job->spec.checkpoint.grace + EBB_MS_PER_SECOND;
+        ebb_micros usd = 0;
+        if (to_usd(e, ebb__cost_of(st->price, span), o->currency, 1, &usd) == 0 &&
+            usd < best)
+            best = usd;
+    }
+    return best;
+}
+
+static void money(ebb_micros usd, char *buf, size_t size)
+{
+    ebb__format_money(usd > 0 ? usd : 0, "USD", buf, size);
+}
+
+/* What is left under the job's cap and its team's (INT64_MAX: no cap),
+ * USD, the team's other running jobs keeping their commitments; *used is
+ * the job's own spend. */
+static int room(const struct ebb__job *job, ebb_time_ms now, ebb_micros *used,
+                ebb_micros *job_left, ebb_micros *team_left)
+{
+    struct ebb__budget_usage ju, tu;
+    int rc = ebb__engine_job_budget(job, now, &ju);
+    *used = ju.spent;
+    *job_left = ju.has_cap ? ju.cap - ju.spent : INT64_MAX;
+    *team_left = INT64_MAX;
+    const struct ebb__team *t = team_cap(job);
+    ebb_micros cap = 0;
+    if (rc == 0 && t != NULL)
+        rc = team_usage(job->engine, t->name, job, now, &tu);
+    if (rc == 0 && t != NULL)
+        rc = to_usd(job->engine, t->budget.amount, t->budget.currency, 0, &cap);
+    if (rc == 0 && t != NULL)
+        *team_left = cap - tu.spent - tu.committed;
+    return rc;
+}
+
+ebb_micros ebb__engine_billed_rate(const struct ebb__job *job, ebb_time_ms now)
+{
+    const struct ebb__attempt *a = job->current;
+    const struct ebb__offer *o = &job->engine->market.offers[a->offer];
+    const struct ebb__market_step *st = ebb__offer_at(o, now);
+    ebb_micros rate = st != NULL ? st->price : 0;
+    if (a->launched && a->billing == EBB_BILLING_HOURLY_START_PRICE &&
+        now >= a->launched_at) {
+        /* The rest of this instance-hour is billed at its start's price,
+         * however far the price has fallen since. */
+        ebb_time_ms hour = a->launched_at +
+                           (now - a->launched_at) / EBB_MS_PER_HOUR * EBB_MS_PER_HOUR;
+        const struct ebb__market_step *h = ebb__offer_at(o, hour);
+        if (h != NULL && h->price > rate)
+            rate = h->price;
+    }
+    return rate;
+}
+
+/* What the running instance costs at most from now to `end`, at the rate
+ * it is billed now, plus one second of billing granularity, USD. */
+static int cost_until(const struct ebb__job *job, ebb_time_ms now,
+                      ebb_time_ms end, ebb_micros *out)
+{
+    const struct ebb__offer *o = &job->engine->market.offers[job->current->offer];
+    ebb_micros rate = ebb__engine_billed_rate(job, now);
+    ebb_dur_ms span = (end > now ? end - now : 0) + EBB_MS_PER_SECOND;
+    return to_usd(job->engine, ebb__cost_of(rate, span), o->currency, 1, out);
+}
+
+/* Releases the running job into `to`: with its checkpoint when the grace
+ * period at today's price still fits under its caps, else at once (a price
+ * spike since the last check), keeping its latest checkpoint. */
+static void stop_running(struct ebb__job *job, enum ebb__job_state to,
+                         const char *reason, ebb_time_ms now)
+{
+    ebb_micros cost = 0, used = 0, job_left = 0, team_left = 0;
+    int rc = cost_until(job, now, now + job->spec.checkpoint.grace, &cost);
+    if (rc == 0)
+        rc = room(job, now, &used, &job_left, &team_left);
+    if (rc == 0 && cost <= job_left && cost <= team_left) {
+        job->reserve = used + cost;
+        ebb__engine_release(job, to, SIZE_MAX, reason);
+        return;
+    }
+    char why[256];
+    snprintf(why, sizeof(why), "no room for the checkpoint grace period; "
+             "%s", reason);
+    job->reserve = used;
+    ebb__engine_release_now(job, to, why);
+}
+
+/* Stops the job in state `to`: a running job is released, one without an
+ * instance changes state. */
+static void stop_job(struct ebb__job *job, enum ebb__job_state to,
+                     const char *reason, ebb_time_ms now)
+{
+    if (job->current != NULL && job->state == EBB__JOB_RUNNING)
+        stop_running(job, to, reason, now);
+    else if (job->current == NULL && job->state != to)
+        ebb__engine_set_state(job, to, "%s", reason);
+}
+
+int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
+                            ebb_time_ms now)
+{
+    if (!ebb__engine_budget_applies(job) || job->current == NULL)
+        return 0;
+    stop_running(job, EBB__JOB_PAUSED, reason, now);
+    return 1;
+}
+
+void ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now)
+{
+    struct ebb__attempt *a = job->current;
+    if (!ebb__engine_budget_applies(job) || a == NULL || a->terminating ||
+        !a->launched || (!a->stop_sent && !a->notice))
+        return;
+    ebb_time_ms end = INT64_MAX;
+    if (a->stop_sent)
+        end = a->stop_at + job->spec.checkpoint.grace;
+    if (a->notice && a->notice_deadline > 0 && a->notice_deadline < end)
+        end = a->notice_deadline;
+    if (end == INT64_MAX)
+        return;
+    ebb_micros cost = 0, used = 0, job_left = 0, team_left = 0;
+    int rc = cost_until(job, now, end, &cost);
+    if (rc == 0)
+        rc = room(job, now, &used, &job_left, &team_left);
+    if (rc == 0 && cost <= job_left && cost <= team_left)
+        return;
+    char why[256];
+    snprintf(why, sizeof(why), "the price rose: no room for the rest of "
+             "the grace period; %s", job->after_reason);
+    job->reserve = used;
+    ebb__engine_release_now(job, job->after_release, why);
+}
+
+int ebb__engine_budget_refuses(struct ebb__job *job,
+                               const struct ebb__budget_step *s,
+                               ebb_time_ms now)
+{
+    struct ebb__engine *e = job->engine;
+    const struct ebb__offer *o = &e->market.offers[s->offer];
+    ebb_micros worst = 0, extra = 0;
+    char reason[320], a[48], b[48], c[48];
+    int rc = to_usd(e, ebb__cost_of(s->rate, s->span + EBB_MS_PER_SECOND),
+                    job->currency, 1, &worst);
+    if (rc == 0)
+        rc = to_usd(e, s->extra, job->currency, 1, &extra);
+    worst += extra;
+    struct ebb__budget_usage ju;
+    if (rc == 0)
+        rc = ebb__engine_job_budget(job, now, &ju);
+    if (rc != 0) {
+        snprintf(reason, sizeof(reason), "budget: no currency_rates entry "
+                 "converts %s or %s to USD; add one to ebb.yaml",
+                 job->currency, o->currency);
+        stop_job(job, EBB__JOB_PAUSED, reason, now);
+        return 1;
+    }
+    if (ju.has_cap && ju.spent + worst > ju.cap) {
+        ebb_micros left = ju.cap - ju.spent;
+        ebb_micros step = cheapest_step(job, now);
+        int exhausted = step > left;
+        money(ju.spent, a, sizeof(a));
+        money(ju.cap, b, sizeof(b));
+        money(exhausted ? step : worst, c, sizeof(c));
+        if (exhausted)
+            snprintf(reason, sizeof(reason), "budget: exhausted, spent %s of "
+                     "%s; the cheapest step left (restart, one checkpoint "
+                     "interval, grace) costs up to %s", a, b, c);
+        else
+            snprintf(reason, sizeof(reason), "budget: spent %s of %s; %s %s "
+                     "could cost up to %s before its next checkpoint; waiting "
+                     "for a lower price", a, b,
+                     s->launching ? "launching on" : "staying on",
+                     o->instance_type, c);
+        stop_job(job, exhausted ? EBB__JOB_BUDGET_EXHAUSTED : EBB__JOB_PAUSED,
+                 reason, now);
+        return 1;
+    }
+    const struct ebb__team *t = team_cap(job);
+    if (t != NULL) {
+        struct ebb__budget_usage tu;
+        ebb_micros cap = 0;
+        rc = team_usage(e, t->name, job, now, &tu);
+        if (rc == 0)
+            rc = to_usd(e, t->budget.amount, t->budget.currency, 0, &cap);
+        if (rc != 0 || tu.spent + tu.committed + worst > cap) {
+            money(tu.spent, a, sizeof(a));
+            money(cap, b, sizeof(b));
+            money(tu.committed + worst, c, sizeof(c));
+            snprintf(reason, sizeof(reason), "team %s budget: spent %s of %s "
+                     "this month; running jobs and this step could add up to "
+                     "%s; waiting for a lower price or the next month",
+                     t->name, a, b, c);
+            stop_job(job, EBB__JOB_PAUSED, reason, now);
+            ebb_time_ms from, next;
+            ebb__budget_month(now, &from, &next);
+            ebb__timer_start(e->opt.clock, &job->wake, next);
+            return 1;
+        }
+    }
+    job->reserve = ju.spent + worst;
+    return 0;
+}

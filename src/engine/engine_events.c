@@ -1,0 +1,212 @@
+/* The instance events providers and agents report: a job's instance runs,
+ * progresses, checkpoints, gets a notice, is lost or its job exits; and,
+ * under run_on, what the market says of a runner's machine. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/units.h"
+#include "engine/engine.h"
+
+/* ---- instance events --------------------------------------------------- */
+
+/* Tokens are "<job id>-a<attempt>" (ebb__engine_launch), so the job is
+ * found by its id; the token must still be its current attempt's. */
+struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token)
+{
+    const char *cut = token != NULL ? strrchr(token, '-') : NULL;
+    char id[sizeof(((struct ebb__job *)0)->id)];
+    if (cut == NULL || (size_t)(cut - token) >= sizeof(id))
+        return NULL;
+    memcpy(id, token, (size_t)(cut - token));
+    id[cut - token] = '\0';
+    struct ebb__job *job = ebb__engine_job(e, id);
+    if (job == NULL || job->current == NULL ||
+        strcmp(job->current->token, token) != 0)
+        return NULL;
+    return job;
+}
+
+static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    struct ebb__engine *e = job->engine;
+    if (a->running_at != 0) /* the provider and the agent both say so */
+        return;
+    a->running_at = ev->at;
+    if (job->attempts > 1)
+        job->restarts++;
+    if (ebb__store_instance_update(e->opt.store, a->token, "running", NULL,
+                                   0, 0, NULL) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+    if (job->state == EBB__JOB_LAUNCHING) {
+        const struct ebb__offer *o = &e->market.offers[a->offer];
+        const struct ebb__market_step *st = ebb__offer_at(o, ev->at);
+        char what[160], price[48];
+        ebb__engine_describe_offer(o, what, sizeof(what));
+        ebb__format_money(st ? st->price : 0, o->currency, price, sizeof(price));
+        ebb__engine_set_state(job, EBB__JOB_RUNNING, "running on %s (%s) at %s/h",
+                              what, a->instance_id, price);
+    }
+    ebb__engine_mark_dirty(job);
+}
+
+static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    ebb_dur_ms saved = a->work_base + ev->work_done;
+    if (saved > job->work_total)
+        saved = job->work_total;
+    if (saved > job->work_saved)
+        job->work_saved = saved;
+    struct ebb__store *s = job->engine->opt.store;
+    const char *path = ev->checkpoint_path ? ev->checkpoint_path
+                                           : job->spec.checkpoint.dir;
+    if (ebb__store_checkpoint_add(s, job->id, a->token, ev->at, path, saved, 1) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
+    /* The budget check bounds spend until the next checkpoint: a capped job
+     * is checked again at each one. */
+    if (ebb__engine_budget_applies(job))
+        ebb__engine_mark_dirty(job);
+}
+
+static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    const char *why = ev->reason ? ev->reason : "instance lost";
+    struct ebb__attempt *a = job->current;
+    /* Whatever is left of it is released: a runner whose market took the
+     * machine away still has processes; an outbid marketplace machine
+     * still bills its storage and restarts if the bid wins again. */
+    if (a->launched && !a->terminating)
+        ebb__engine_release_aside(job->engine, a->provider, a->instance_id);
+    job->preemptions++;
+    job->engine->market.offers[job->current->offer].losses++;
+    ebb__engine_finish_attempt(job, ev->at, "terminated", why);
+    char saved[32];
+    ebb__format_duration(job->work_saved, saved, sizeof(saved));
+    ebb__engine_set_state(job, EBB__JOB_PREEMPTED, "%s; resuming from the "
+                          "checkpoint at %s of work", why, saved);
+    ebb__engine_after_instance(job);
+}
+
+static void on_exited(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    a->agent_exited = 1;
+    if (ev->exit_status == EBB_EXIT_STOPPED && (a->notice || a->shadow_lost) &&
+        job->after_release == EBB__JOB_WAITING && job->launch_next == SIZE_MAX)
+        ebb__engine_mark_preempted(job, a->shadow_lost ? "the instance was taken away"
+                                           : "preemption notice");
+    if (ev->exit_status == 0) {
+        job->work_saved = job->work_total;
+        job->after_release = EBB__JOB_SUCCEEDED;
+        job->launch_next = SIZE_MAX;
+        snprintf(job->after_reason, sizeof(job->after_reason),
+                 "the job exited with status 0");
+    } else if (ev->exit_status != EBB_EXIT_STOPPED) {
+        if (job->retries < (unsigned)job->spec.max_retries) {
+            job->retries++;
+            job->after_release = EBB__JOB_WAITING;
+            snprintf(job->after_reason, sizeof(job->after_reason),
+                     "the job exited with status %d; retry %u of %d",
+                     ev->exit_status, job->retries, job->spec.max_retries);
+        } else {
+            job->after_release = EBB__JOB_FAILED;
+            snprintf(job->after_reason, sizeof(job->after_reason),
+                     "the job exited with status %d after %u retries",
+                     ev->exit_status, job->retries);
+        }
+        job->launch_next = SIZE_MAX;
+    }
+    ebb__engine_terminate(job);
+}
+
+static void on_notice(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    int first = !a->notice;
+    a->notice = 1;
+    if (a->notice_deadline == 0 || ev->deadline < a->notice_deadline)
+        a->notice_deadline = ev->deadline;
+    /* A pool reclaiming capacity takes no new launch before it is done:
+     * one now would get the same notice (seen: nine launches in two
+     * minutes onto a zone whose capacity was going). */
+    struct ebb__offer *o = &job->engine->market.offers[a->offer];
+    if (ev->deadline > o->unavailable_until) {
+        o->unavailable_until = ev->deadline;
+        job->engine->market.version++;
+    }
+    if (first && !a->stop_sent) {
+        char when[40];
+        ebb__format_time(ev->deadline, when, sizeof(when));
+        ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "preemption "
+                              "notice: the instance goes at %s", when);
+    }
+    if (a->agent_seen != 0 && !a->agent_exited)
+        ebb__engine_arm_backstop(job);
+}
+
+/* What the market says of a runner's machine: its notice reaches the agent
+ * through the metadata endpoint; its loss takes the runner's processes,
+ * after the agent had its grace period when the clock is accelerated. */
+static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    if (ev->kind == EBB_EVENT_NOTICE) {
+        on_notice(job, ev);
+        return;
+    }
+    if (ev->kind != EBB_EVENT_LOST || a->shadow_lost)
+        return;
+    a->shadow_lost = 1;
+    /* A machine the market took may still exist and bill (an outbid
+     * vast.ai instance is stopped, not destroyed): it is released too;
+     * one already gone answers "not found", which is ignored. */
+    if (a->shadow_id != NULL)
+        ebb__engine_release_aside(job->engine, a->market, a->shadow_id);
+    if (a->agent_exited || a->terminating)
+        return;
+    if (a->notice && a->agent_seen != 0 && job->engine->opt.clock->speed > 1.0) {
+        ebb__engine_arm_backstop(job);
+        return;
+    }
+    on_lost(job, ev);
+}
+
+void ebb__engine_instance_event(void *sink, const char *provider,
+                                const struct ebb_instance_event *ev)
+{
+    struct ebb__engine *e = sink;
+    struct ebb__job *job = ebb__engine_job_of_token(e, ev->token);
+    if (job == NULL) {
+        ebb__debug("%s: event %d for unknown instance %s", provider,
+                   (int)ev->kind, ev->instance_id ? ev->instance_id : "?");
+        return;
+    }
+    struct ebb__attempt *a = job->current;
+    if (a->market != NULL && strcmp(provider, a->market->plugin->name) == 0) {
+        on_shadow_event(job, ev);
+        return;
+    }
+    switch (ev->kind) {
+    case EBB_EVENT_RUNNING:
+        on_running(job, ev);
+        break;
+    case EBB_EVENT_PROGRESS:
+        a->reported_work = ev->work_done;
+        a->reported_at = ev->at;
+        break;
+    case EBB_EVENT_CHECKPOINT:
+        on_checkpoint(job, ev);
+        break;
+    case EBB_EVENT_NOTICE:
+        on_notice(job, ev);
+        break;
+    case EBB_EVENT_LOST:
+        on_lost(job, ev);
+        break;
+    case EBB_EVENT_EXITED:
+        on_exited(job, ev);
+        break;
+    }
+}

@@ -1,0 +1,573 @@
+/* The executor: launches and releases instances through provider plugins
+ * and bills each instance into the ledger when it is gone. What providers
+ * and agents report about instances is engine_events.c's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/units.h"
+#include "engine/engine.h"
+#include "market/billing.h"
+
+static const char *market_word(enum ebb_market m)
+{
+    return m == EBB_MARKET_SPOT ? "spot" : "on-demand";
+}
+
+void ebb__engine_describe_offer(const struct ebb__offer *o, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %s %s %s", market_word(o->market), o->instance_type,
+             o->zone[0] ? o->zone : o->region, o->provider);
+}
+
+static void on_backstop(struct ebb__timer *t);
+
+void ebb__engine_attempt_init(struct ebb__job *job, struct ebb__attempt *a)
+{
+    ebb__timer_init(&a->backstop, on_backstop, job);
+}
+
+void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a)
+{
+    ebb__timer_stop(e->opt.clock, &a->backstop);
+    free(a->instance_id);
+    free(a->shadow_id);
+    free(a);
+}
+
+/* The market's shadow of the attempt ends with it. */
+static void release_shadow(struct ebb__job *job)
+{
+    struct ebb__attempt *a = job->current;
+    if (a->market != NULL && a->shadow_id != NULL && !a->shadow_lost) {
+        a->shadow_lost = 1;
+        ebb__engine_release_aside(job->engine, a->market, a->shadow_id);
+    }
+}
+
+/* ---- ledger ------------------------------------------------------------ */
+
+struct bill_ctx {
+    struct ebb__job *job;
+    const struct ebb__attempt *a;
+    const struct ebb__offer *o;
+    int rc;
+};
+
+static int write_charge(void *arg, const struct ebb__charge *c)
+{
+    struct bill_ctx *b = arg;
+    /* The first restart_overhead of every instance buys no progress:
+     * reports count it apart from compute. */
+    ebb_time_ms productive = b->a->launched_at + b->job->spec.restart_overhead;
+    const char *kind = c->end <= productive ? "overhead" : "compute";
+    struct ebb__ledger_row row = {
+        .job_id = b->job->id,
+        .instance_token = b->a->token,
+        .team = b->job->spec.team,
+        .provider = b->o->provider,
+        .kind = kind,
+        .currency = b->o->currency,
+        .note = b->o->instance_type,
+        .start_at = c->start,
+        .end_at = c->end,
+        .rate = c->rate,
+        .amount = c->amount,
+    };
+    b->rc = ebb__store_ledger_add(b->job->engine->opt.store, &row);
+    return b->rc;
+}
+
+/* Bills the attempt up to `end`, records the instance as ended and drops
+ * it from the job. */
+void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
+                           const char *state, const char *why)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    const struct ebb__offer *o = &e->market.offers[a->offer];
+    struct ebb__store *s = e->opt.store;
+    struct bill_ctx b = {job, a, o, 0};
+    int rc = ebb__store_begin(s);
+    ebb_micros total = 0;
+    if (rc == 0 && a->launched)
+        total = ebb__bill(o, a->billing, a->launched_at, end, write_charge, &b);
+    if (rc == 0)
+        rc = b.rc;
+    if (rc == 0)
+        rc = ebb__store_instance_update(s, a->token, state, NULL, 0, end, why);
+    if (rc == 0)
+        rc = ebb__store_commit(s);
+    if (rc != 0) {
+        ebb__store_rollback(s);
+        ebb__error("job %s: cannot record the end of %s: %s", job->id, a->token,
+                   ebb__store_errmsg(s));
+    }
+    ebb__engine_add_spend(job, total, o->currency);
+    struct ebb__offer *held = &e->market.offers[a->offer];
+    held->n_running--;
+    e->market.version++;
+    if (a->launched && end > a->launched_at)
+        held->instance_hours += (double)(end - a->launched_at) / EBB_MS_PER_HOUR;
+    size_t offer = a->offer;
+    release_shadow(job);
+    ebb__engine_attempt_free(e, a);
+    job->current = NULL;
+    /* Spot capacity this instance held is free again: jobs waiting for it
+     * ("ask again on the next market event") must hear of it. */
+    if (held->market == EBB_MARKET_SPOT)
+        ebb__engine_wake_offer(e, offer, job);
+}
+
+/* After an instance is gone: go where the release said, or re-plan. */
+void ebb__engine_after_instance(struct ebb__job *job)
+{
+    enum ebb__job_state next = job->after_release;
+    size_t launch = job->launch_next;
+    job->after_release = EBB__JOB_WAITING;
+    job->launch_next = SIZE_MAX;
+    if (ebb__job_state_terminal(job->state))
+        return;
+    if (launch != SIZE_MAX) {
+        ebb__engine_launch(job, launch, job->after_reason);
+        return;
+    }
+    if (next != EBB__JOB_WAITING) {
+        ebb__engine_set_state(job, next, "%s", job->after_reason);
+        if (ebb__job_state_terminal(next))
+            return;
+    }
+    ebb__engine_set_state(job, EBB__JOB_WAITING, "instance released; "
+                          "waiting for the policy");
+    ebb__engine_mark_dirty(job);
+}
+
+/* ---- launch ------------------------------------------------------------ */
+
+
+static void on_launched(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct ebb__job *job = arg;
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    if (status == EBB_ECANCELED || a == NULL)
+        return;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    if (status != 0) {
+        char what[160];
+        ebb__engine_describe_offer(&e->market.offers[a->offer], what, sizeof(what));
+        if (ebb__store_instance_update(e->opt.store, a->token, "failed", NULL, 0,
+                                       now, ebb_strerror(status)) != 0)
+            ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+        e->market.offers[a->offer].n_running--;
+        e->market.version++;
+        /* A pool without capacity stays out of the policy's choice for a
+         * while, so it picks another zone or type instead of asking again. */
+        if (status == EBB_ENOCAPACITY)
+            e->market.offers[a->offer].unavailable_until =
+                now + EBB__NO_CAPACITY_PAUSE;
+        release_shadow(job);
+        ebb__engine_attempt_free(e, a);
+        job->current = NULL;
+        ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
+                              what, ebb_strerror(status));
+        /* Without capacity, choose again now among the other offers. Other
+         * failures: ask again after the market moves, or in a while at the
+         * latest, so a provider that keeps refusing does not spin the
+         * planner. */
+        if (status == EBB_ENOCAPACITY)
+            ebb__engine_mark_dirty(job);
+        else
+            ebb__timer_start(e->opt.clock, &job->wake, now + 10 * EBB_MS_PER_MINUTE);
+        return;
+    }
+    a->launched = 1;
+    a->instance_id = strdup(inst->id ? inst->id : "");
+    a->billing = inst->billing;
+    a->launched_at = inst->launched_at > 0 ? inst->launched_at : now;
+    if (ebb__store_instance_update(e->opt.store, a->token, "launching",
+                                   a->instance_id, a->launched_at, 0, NULL) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+}
+
+/* The provider that runs the market `market`'s instances (run_on), or
+ * NULL when the market runs its own. *missing is set when one is
+ * configured but not loaded. */
+static struct ebb__plugin_slot *runner_for(struct ebb__engine *e,
+                                           const char *market,
+                                           const char **missing)
+{
+    *missing = NULL;
+    for (size_t i = 0; i < e->opt.n_run_on; i++) {
+        if (strcmp(e->opt.run_on[i].market, market) != 0)
+            continue;
+        struct ebb__plugin_slot *s =
+            ebb__registry_provider(e->opt.registry, e->opt.run_on[i].runner);
+        if (s == NULL || s->self == NULL)
+            *missing = e->opt.run_on[i].runner;
+        return s;
+    }
+    return NULL;
+}
+
+static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    const struct ebb__offer *o = &e->market.offers[a->offer];
+    int shadow = c->shadow;
+    char bearer[sizeof(a->token) + sizeof(a->agent_secret) + 1];
+    snprintf(bearer, sizeof(bearer), "%s.%s", a->token, a->agent_secret);
+    struct ebb_launch req = {
+        .token = a->token,
+        .job_id = job->id,
+        .provider = o->provider,
+        .region = o->region,
+        .zone = o->zone,
+        .instance_type = o->instance_type,
+        .market = o->market,
+        .currency = o->currency,
+        .count = 1,
+        .agent_url = shadow ? NULL : e->opt.agent_url,
+        .agent_token = shadow || e->opt.agent_url == NULL ? NULL : bearer,
+        .argv = shadow ? NULL : (const char *const *)job->spec.argv,
+        .argc = shadow ? 0 : job->spec.argc,
+        .work_remaining = shadow ? INT64_MAX / 4 : job->work_total - job->work_saved,
+        .speed = o->speed,
+        .restart_overhead = job->spec.restart_overhead,
+        .checkpoint_every = shadow ? 0 : job->spec.checkpoint.every,
+        .checkpoint_grace = job->spec.checkpoint.grace,
+    };
+    return c->slot->plugin->provider->launch(c->slot->self, &req, c->cb, job);
+}
+
+static void launch_failed(struct ebb__job *job, const struct ebb__provider_call *c,
+                          int status)
+{
+    c->cb(job, status, NULL);
+}
+
+/* Asks `slot` to launch the job's current attempt once the instance row is
+ * committed (durable intent before action); `cb` hears how it went. A
+ * shadow launch asks the market for the instance's availability only: a
+ * job that never ends and never checkpoints, and no agent. */
+static void launch_on(struct ebb__job *job, struct ebb__plugin_slot *slot,
+                      int shadow, ebb_launch_cb cb)
+{
+    struct ebb__provider_call c = {
+        .job = job,
+        .needs_commit = 1,
+        .slot = slot,
+        .shadow = shadow,
+        .cb = cb,
+        .issue = issue_launch,
+        .failed = launch_failed,
+    };
+    ebb__engine_call_after_commit(job->engine, &c);
+}
+
+static void on_shadow_launched(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct ebb__job *job = arg;
+    struct ebb__attempt *a = job->current;
+    if (status == EBB_ECANCELED || a == NULL)
+        return;
+    if (status == 0) {
+        a->shadow_id = strdup(inst->id ? inst->id : "");
+        if (a->shadow_id == NULL)
+            status = EBB_ENOMEM;
+        else if (ebb__store_instance_shadow(job->engine->opt.store, a->token,
+                                            a->shadow_id) != 0)
+            ebb__error("job %s: %s", job->id, ebb__store_errmsg(job->engine->opt.store));
+    }
+    if (status == 0)
+        launch_on(job, a->provider, 0, on_launched);
+    else
+        on_launched(job, status, NULL);
+}
+
+/* A shadow launched again for an attempt taken back after a restart: the
+ * market forgot its instances, the runner did not. */
+static void on_shadow_relaunched(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct ebb__job *job = arg;
+    struct ebb__attempt *a = job->current;
+    if (status == EBB_ECANCELED || a == NULL || a->market == NULL)
+        return;
+    if (status != 0) {
+        ebb__warn("job %s: the market cannot model %s again (%s); it runs on "
+                  "without preemption notices", job->id, a->token,
+                  ebb_strerror(status));
+        return;
+    }
+    free(a->shadow_id);
+    a->shadow_id = strdup(inst->id ? inst->id : "");
+}
+
+void ebb__engine_relaunch_shadow(struct ebb__job *job)
+{
+    launch_on(job, job->current->market, 1, on_shadow_relaunched);
+}
+
+void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
+{
+    struct ebb__engine *e = job->engine;
+    const struct ebb__offer *o = &e->market.offers[offer];
+    struct ebb__plugin_slot *slot = ebb__registry_provider(e->opt.registry, o->plugin);
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    const char *missing = NULL;
+    struct ebb__plugin_slot *runner =
+        slot != NULL ? runner_for(e, o->plugin, &missing) : NULL;
+    if (slot == NULL || slot->self == NULL || missing != NULL) {
+        ebb__engine_set_state(job, EBB__JOB_WAITING, "provider %s is not loaded",
+                              missing ? missing : o->plugin);
+        return;
+    }
+    struct ebb__attempt *a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return;
+    if (ebb__random_hex(a->agent_secret, sizeof(a->agent_secret)) != 0 ||
+        ebb__agent_secret_hash(a->agent_secret, a->agent_hash) != 0) {
+        free(a);
+        ebb__engine_set_state(job, EBB__JOB_WAITING, "cannot draw random bytes "
+                              "for the agent's token");
+        return;
+    }
+    job->attempts++;
+    snprintf(a->token, sizeof(a->token), "%s-a%u", job->id, job->attempts);
+    a->offer = offer;
+    a->provider = runner != NULL ? runner : slot;
+    a->market = runner != NULL ? slot : NULL;
+    a->requested_at = now;
+    a->work_base = job->work_saved;
+    ebb__engine_attempt_init(job, a);
+    job->current = a;
+    e->market.offers[offer].n_running++;
+    e->market.version++;
+
+    /* Intent first: the row with its token is committed before the
+     * provider hears of the launch, so a crash in between is reconciled
+     * by token instead of launching twice. */
+    const struct ebb__market_step *step = ebb__offer_at(o, now);
+    struct ebb__instance_row row = {
+        .token = a->token,
+        .job_id = job->id,
+        .provider = a->provider->plugin->name,
+        .region = o->region,
+        .zone = o->zone,
+        .instance_type = o->instance_type,
+        .market = o->market,
+        .requested_at = now,
+        .price = step ? step->price : 0,
+        .currency = o->currency,
+        .market_plugin = o->plugin,
+        .product = o->product,
+        .agent_token_hash = a->agent_hash,
+    };
+    if (ebb__store_instance_insert(e->opt.store, &row) != 0) {
+        ebb__error("job %s: cannot record launch intent: %s", job->id,
+                   ebb__store_errmsg(e->opt.store));
+        e->market.offers[offer].n_running--;
+        e->market.version++;
+        ebb__engine_attempt_free(e, a);
+        job->current = NULL;
+        return;
+    }
+    char what[160];
+    ebb__engine_describe_offer(o, what, sizeof(what));
+    ebb__engine_set_state(job, EBB__JOB_LAUNCHING, "%s (launching %s)",
+                          reason && reason[0] ? reason : "policy decision", what);
+    if (a->market != NULL)
+        launch_on(job, a->market, 1, on_shadow_launched);
+    else
+        launch_on(job, a->provider, 0, on_launched);
+}
+
+/* ---- release ----------------------------------------------------------- */
+
+static void on_terminated(void *arg, int status)
+{
+    struct ebb__job *job = arg;
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    if (status == EBB_ECANCELED || a == NULL)
+        return;
+    if (status != 0 && status != EBB_ENOTFOUND) {
+        /* The instance may still run, and bill: it stays the job's until
+         * the provider says it is gone, and is asked again (the backstop
+         * timer is free once the attempt terminates). */
+        a->terminate_failures++;
+        ebb_dur_ms wait = ebb__engine_retry_after(a->terminate_failures);
+        ebb__warn("job %s: terminate %s: %s; asking again in %lld s", job->id,
+                  a->instance_id, ebb_strerror(status), (long long)(wait / 1000));
+        ebb__timer_start(e->opt.clock, &a->backstop,
+                         ebb__clock_now(e->opt.clock) +
+                             ebb__clock_from_real_ms(e->opt.clock, wait));
+        return;
+    }
+    ebb__engine_finish_attempt(job, ebb__clock_now(e->opt.clock), "terminated", "released");
+    ebb__engine_after_instance(job);
+}
+
+static int issue_terminate(struct ebb__job *job, const struct ebb__provider_call *c)
+{
+    return c->slot->plugin->provider->terminate(c->slot->self,
+                                                job->current->instance_id,
+                                                on_terminated, job);
+}
+
+static void terminate_failed(struct ebb__job *job, const struct ebb__provider_call *c,
+                             int status)
+{
+    (void)c;
+    on_terminated(job, status);
+}
+
+static void send_terminate(struct ebb__job *job)
+{
+    /* The terminate goes out even when the commit fails: an instance ebb
+     * no longer wants must not keep running (and billing). */
+    struct ebb__provider_call c = {
+        .job = job,
+        .slot = job->current->provider,
+        .issue = issue_terminate,
+        .failed = terminate_failed,
+    };
+    ebb__engine_call_after_commit(job->engine, &c);
+}
+
+void ebb__engine_terminate(struct ebb__job *job)
+{
+    struct ebb__attempt *a = job->current;
+    if (a->terminating)
+        return;
+    a->terminating = 1;
+    struct ebb__store *s = job->engine->opt.store;
+    if (ebb__store_instance_update(s, a->token, "terminating", NULL, 0, 0, NULL) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
+    if (!a->launched) {
+        on_terminated(job, 0);
+        return;
+    }
+    send_terminate(job);
+}
+
+static void on_stop_delivered(void *arg, int status)
+{
+    struct ebb__job *job = arg;
+    if (status == EBB_ECANCELED || job->current == NULL)
+        return;
+    if (status != 0) {
+        ebb__warn("job %s: could not ask the job to checkpoint (%s); "
+                  "releasing its instance", job->id, ebb_strerror(status));
+        ebb__engine_terminate(job);
+    }
+}
+
+/* The instance is being taken away: once it is released the job resumes
+ * elsewhere from its checkpoint, counted as a preemption. */
+void ebb__engine_mark_preempted(struct ebb__job *job, const char *why)
+{
+    struct ebb__attempt *a = job->current;
+    job->preemptions++;
+    job->engine->market.offers[a->offer].losses++;
+    job->after_release = EBB__JOB_PREEMPTED;
+    job->launch_next = SIZE_MAX;
+    snprintf(job->after_reason, sizeof(job->after_reason),
+             "%s; resuming from the latest checkpoint", why);
+}
+
+void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
+                         size_t launch_next, const char *reason)
+{
+    struct ebb__attempt *a = job->current;
+    job->after_release = after;
+    job->launch_next = launch_next;
+    snprintf(job->after_reason, sizeof(job->after_reason), "%s",
+             reason && reason[0] ? reason : "policy decision");
+    if (a->stop_sent)
+        return;
+    a->stop_sent = 1;
+    a->stop_at = ebb__clock_now(job->engine->opt.clock);
+    ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "%s: checkpointing "
+                          "before the instance is released", job->after_reason);
+    const struct ebb_provider *p = a->provider->plugin->provider;
+    if (p->stop_job != NULL && a->launched) {
+        int rc = p->stop_job(a->provider->self, a->instance_id,
+                             job->spec.checkpoint.grace, on_stop_delivered, job);
+        if (rc == 0)
+            return;
+        ebb__warn("job %s: stop_job: %s", job->id, ebb_strerror(rc));
+    }
+    /* Providers whose jobs run under ebb-agent get the stop as the answer
+     * to the agent's next report; until an agent is attached, the instance
+     * is released and the job resumes from its last periodic checkpoint. */
+    if (a->agent_seen != 0 && !a->agent_exited) {
+        ebb__engine_arm_backstop(job);
+        return;
+    }
+    ebb__engine_terminate(job);
+}
+
+void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
+                             const char *reason)
+{
+    job->after_release = after;
+    job->launch_next = SIZE_MAX;
+    snprintf(job->after_reason, sizeof(job->after_reason), "%s", reason);
+    if (!job->current->stop_sent) {
+        job->current->stop_sent = 1;
+        job->current->stop_at = ebb__clock_now(job->engine->opt.clock);
+        ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "%s: releasing "
+                              "the instance at once", reason);
+    }
+    ebb__engine_terminate(job);
+}
+
+ebb_dur_ms ebb__engine_agent_grace(const struct ebb__job *job)
+{
+    const struct ebb__clock *c = job->engine->opt.clock;
+    ebb_dur_ms grace = ebb__clock_real_ms(c, job->spec.checkpoint.grace);
+    /* An accelerated clock shrinks the grace period, but writing a
+     * checkpoint takes the wall time it takes. */
+    if (c->speed > 1.0 && grace < EBB__AGENT_MIN_GRACE)
+        grace = EBB__AGENT_MIN_GRACE;
+    return grace;
+}
+
+/* The agent was told to stop (or got a notice): if the job has not ended
+ * when its grace period and one more report have passed, release the
+ * instance anyway. */
+void ebb__engine_arm_backstop(struct ebb__job *job)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    if (ebb__timer_pending(&a->backstop))
+        return;
+    ebb_dur_ms wall = ebb__engine_agent_grace(job) + 2 * e->opt.agent_heartbeat +
+                      5 * EBB_MS_PER_SECOND;
+    ebb__timer_start(e->opt.clock, &a->backstop,
+                     ebb__clock_now(e->opt.clock) +
+                         ebb__clock_from_real_ms(e->opt.clock, wall));
+}
+
+static void on_backstop(struct ebb__timer *t)
+{
+    struct ebb__job *job = t->data;
+    struct ebb__attempt *a = job->current;
+    if (a == NULL)
+        return;
+    if (a->terminating) {
+        if (a->terminate_failures > 0)
+            send_terminate(job); /* a failed terminate, asked again */
+        return;
+    }
+    if (a->shadow_lost) {
+        ebb__engine_mark_preempted(job, "the instance was taken away");
+    } else {
+        ebb__warn("job %s: the agent did not end the job within its grace "
+                  "period; releasing %s", job->id, a->instance_id);
+    }
+    ebb__engine_terminate(job);
+}

@@ -1,0 +1,135 @@
+/* What policies see of an offer's future: its price forecast and its
+ * preemption hazard, computed from the market's history with the pure
+ * forecaster (forecast.c) and cached on the offer until the hour or the
+ * history moves, so that many jobs planning at one instant share one
+ * forecast per offer. */
+#include <stdlib.h>
+
+#include "base/log.h"
+#include "engine/engine.h"
+#include "market/forecast.h"
+
+/* A week ahead at hourly steps: what the issue asks policies to see. */
+#define OUTLOOK_STEPS 168
+#define OUTLOOK_STEP EBB_MS_PER_HOUR
+/* Older history adds cost and little skill (docs/forecast.md). */
+#define OUTLOOK_HISTORY (28 * EBB_MS_PER_DAY)
+
+struct scratch {
+    ebb_time_ms *at;
+    ebb_micros *price;
+    int32_t *capacity;
+    size_t cap;
+};
+
+static int scratch_fill(struct scratch *s, const struct ebb__offer *o,
+                        ebb_time_ms now, size_t *first, size_t *n)
+{
+    size_t end = o->n_steps;
+    while (end > 0 && o->steps[end - 1].at >= now)
+        end--;
+    size_t begin = end;
+    while (begin > 0 && o->steps[begin - 1].at >= now - OUTLOOK_HISTORY)
+        begin--;
+    if (begin > 0)
+        begin--; /* the step in effect when the window opens */
+    *first = begin;
+    *n = end - begin;
+    if (*n > s->cap) {
+        size_t cap = *n * 2;
+        ebb_time_ms *at = realloc(s->at, cap * sizeof(*at));
+        if (at != NULL)
+            s->at = at;
+        ebb_micros *price = realloc(s->price, cap * sizeof(*price));
+        if (price != NULL)
+            s->price = price;
+        int32_t *capacity = realloc(s->capacity, cap * sizeof(*capacity));
+        if (capacity != NULL)
+            s->capacity = capacity;
+        if (at == NULL || price == NULL || capacity == NULL)
+            return EBB_ENOMEM;
+        s->cap = cap;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        s->at[i] = o->steps[begin + i].at;
+        s->price[i] = o->steps[begin + i].price;
+        s->capacity[i] = o->steps[begin + i].capacity;
+    }
+    return 0;
+}
+
+static void flat_outlook(struct ebb__offer *o, ebb_micros price, ebb_time_ms now)
+{
+    for (size_t i = 0; i < OUTLOOK_STEPS; i++)
+        o->fc[i] = (struct ebb_forecast_point){now + (ebb_time_ms)(i + 1) * OUTLOOK_STEP,
+                                               price, price, price};
+    o->n_fc = OUTLOOK_STEPS;
+}
+
+static ebb_micros lowest_p50(const struct ebb__offer *o)
+{
+    ebb_micros low = o->n_fc > 0 ? o->fc[0].p50 : 0;
+    for (size_t i = 1; i < o->n_fc; i++)
+        if (o->fc[i].p50 < low)
+            low = o->fc[i].p50;
+    return low > 0 ? low : 0;
+}
+
+/* The hazard by hour of day, when the capacity history has drops to tell
+ * the hours apart: the history's own hours, scaled so that they average
+ * what o->hazard says (which also counts the losses ebb saw itself). */
+static void hazard_by_hour(struct ebb__offer *o,
+                           const struct ebb__capacity_history *ch,
+                           ebb_time_ms origin)
+{
+    double history = ebb__preemption_hazard(ch, origin, 0, 0);
+    if (!(history > 0) ||
+        ebb__preemption_hazard_by_hour(ch, origin, o->hazard_by_hour) != 0)
+        return;
+    double scale = o->hazard / history;
+    for (size_t h = 0; h < 24; h++)
+        o->hazard_by_hour[h] *= scale;
+    o->has_by_hour = 1;
+}
+
+void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
+{
+    struct ebb__offer *o = &e->market.offers[k];
+    if (o->fc != NULL && o->fc_steps_seen == o->n_steps &&
+        now < o->fc_origin + OUTLOOK_STEP && now >= o->fc_origin)
+        return;
+    if (o->fc == NULL) {
+        o->fc = calloc(OUTLOOK_STEPS, sizeof(*o->fc));
+        if (o->fc == NULL)
+            return;
+    }
+    o->fc_origin = now;
+    o->fc_steps_seen = o->n_steps;
+    o->n_fc = 0;
+    o->fc_p50_low = 0;
+    o->hazard = 0;
+    o->has_by_hour = 0;
+    const struct ebb__market_step *cur = ebb__offer_at(o, now);
+    if (cur == NULL)
+        return;
+    if (o->market == EBB_MARKET_ON_DEMAND) {
+        flat_outlook(o, cur->price, now);
+        o->fc_p50_low = cur->price;
+        return;
+    }
+    static struct scratch s; /* the engine is single-threaded */
+    size_t first, n;
+    if (scratch_fill(&s, o, now + 1, &first, &n) != 0 || n == 0)
+        return;
+    struct ebb__price_history ph = {s.at, s.price, n};
+    /* The origin is just after now so that a price that took effect at this
+     * very instant is part of the history. */
+    if (ebb__forecast_prices(&ph, now + 1, OUTLOOK_STEP, OUTLOOK_STEPS, o->fc) == 0)
+        o->n_fc = OUTLOOK_STEPS;
+    else
+        flat_outlook(o, cur->price, now);
+    o->fc_p50_low = lowest_p50(o);
+    struct ebb__capacity_history ch = {s.at, s.capacity, n};
+    o->hazard = ebb__preemption_hazard(&ch, now + 1, o->losses, o->instance_hours);
+    hazard_by_hour(o, &ch, now + 1);
+}

@@ -1,0 +1,460 @@
+/* The planner: builds what a policy may see of one job and the market,
+ * asks the job's policy, and turns its decision into actions. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/log.h"
+#include "base/units.h"
+#include "engine/engine.h"
+#include "market/billing.h"
+
+static int list_has(const struct ebb_string_list *l, const char *s)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i], s) == 0)
+            return 1;
+    return 0;
+}
+
+/* A zone filter admits a region-wide (on-demand) offer when one of the
+ * zones lies in its region; zone names start with their region's name on
+ * AWS ("us-east-1a") and Alibaba ("cn-hangzhou-b"). */
+static int zone_allowed(const struct ebb_string_list *zones,
+                        const struct ebb__offer *o)
+{
+    if (zones->n == 0)
+        return 1;
+    if (o->zone[0] != '\0')
+        return list_has(zones, o->zone);
+    size_t len = strlen(o->region);
+    for (size_t i = 0; i < zones->n; i++)
+        if (len > 0 && strncmp(zones->items[i], o->region, len) == 0)
+            return 1;
+    return 0;
+}
+
+int ebb__engine_offer_allowed(const struct ebb__engine *e,
+                              const struct ebb__job *job, size_t offer)
+{
+    const struct ebb__offer *o = &e->market.offers[offer];
+    const struct ebb__job_resources *r = &job->spec.resources;
+    /* The planner shows a policy every price in the job's currency: an
+     * offer in another (CNY in Alibaba's Chinese regions) needs a rate. */
+    ebb_micros unit;
+    if (strcmp(o->currency, job->currency) != 0 &&
+        ebb__engine_convert(e, EBB_MICROS_PER_UNIT, o->currency, job->currency,
+                            EBB__ROUND_UP, &unit) != 0)
+        return 0;
+    if (job->spec.market == EBB_JOB_SPOT && o->market != EBB_MARKET_SPOT)
+        return 0;
+    if (job->spec.market == EBB_JOB_ON_DEMAND && o->market != EBB_MARKET_ON_DEMAND)
+        return 0;
+    if (r->providers.n > 0 && !list_has(&r->providers, o->provider) &&
+        !list_has(&r->providers, o->plugin))
+        return 0;
+    if (r->instance_types.n > 0 && !list_has(&r->instance_types, o->instance_type))
+        return 0;
+    if (r->regions.n > 0 && !list_has(&r->regions, o->region))
+        return 0;
+    if (!zone_allowed(&r->zones, o))
+        return 0;
+    if (r->gpu_model != NULL || r->gpu_count > 0 || r->gpu_memory_gb > 0) {
+        const struct ebb__catalog_entry *c = o->catalog;
+        if (c == NULL)
+            return 0;
+        if (r->gpu_model != NULL && strcasecmp(c->gpu_model, r->gpu_model) != 0)
+            return 0;
+        if (r->gpu_count > 0 && c->gpus != r->gpu_count)
+            return 0;
+        if (r->gpu_memory_gb > 0 && c->gpu_memory_gb > 0 &&
+            c->gpu_memory_gb < r->gpu_memory_gb)
+            return 0;
+    }
+    return 1;
+}
+
+/* Spot instances ebb runs on offer `k` now, other than `job`'s own. */
+static uint32_t running_on(const struct ebb__engine *e, size_t k,
+                           const struct ebb__job *job)
+{
+    uint32_t n = e->market.offers[k].n_running;
+    if (job->current != NULL && job->current->offer == k && n > 0)
+        n--;
+    return n;
+}
+
+static int grow_view(struct ebb__engine *e, size_t n)
+{
+    if (n <= e->view_cap)
+        return 0;
+    struct ebb_offer *offers = realloc(e->view_offers, n * sizeof(*offers));
+    if (offers == NULL)
+        return EBB_ENOMEM;
+    e->view_offers = offers;
+    size_t *map = realloc(e->view_map, n * sizeof(*map));
+    if (map == NULL)
+        return EBB_ENOMEM;
+    e->view_map = map;
+    size_t *allowed = realloc(e->view_allowed, n * sizeof(*allowed));
+    if (allowed == NULL)
+        return EBB_ENOMEM;
+    e->view_allowed = allowed;
+    e->view_cap = n;
+    return 0;
+}
+
+static int view_reusable(const struct ebb__engine *e, const struct ebb__job *job,
+                         ebb_time_ms now)
+{
+    return e->view_valid && e->view_now == now &&
+           strcmp(e->view_currency, job->currency) == 0 &&
+           e->view_version == e->market.version &&
+           e->view_n_allowed == job->n_allowed &&
+           (job->n_allowed == 0 ||
+            memcmp(e->view_allowed, job->allowed,
+                   job->n_allowed * sizeof(*job->allowed)) == 0);
+}
+
+/* `price` of offer `o` in `currency`, rounded up: a policy must not see
+ * a price lower than what it will be billed. */
+static ebb_micros price_in(const struct ebb__engine *e, const struct ebb__offer *o,
+                           ebb_micros price, const char *currency)
+{
+    ebb_micros out = price;
+    (void)ebb__engine_convert(e, price, o->currency, currency, EBB__ROUND_UP, &out);
+    return out; /* offer_allowed made sure a rate exists */
+}
+
+/* Appends offer `o`'s forecast, converted into `currency`, to the view's
+ * pool of converted forecasts. Returns 0 or EBB_ENOMEM. */
+static int convert_forecast(struct ebb__engine *e, const struct ebb__offer *o,
+                            const char *currency)
+{
+    if (e->view_fc_n + o->n_fc > e->view_fc_cap) {
+        size_t cap = (e->view_fc_n + o->n_fc) * 2;
+        struct ebb_forecast_point *grown = realloc(e->view_fc, cap * sizeof(*grown));
+        if (grown == NULL)
+            return EBB_ENOMEM;
+        e->view_fc = grown;
+        e->view_fc_cap = cap;
+    }
+    for (size_t i = 0; i < o->n_fc; i++) {
+        const struct ebb_forecast_point *p = &o->fc[i];
+        e->view_fc[e->view_fc_n++] = (struct ebb_forecast_point){
+            .at = p->at,
+            .p10 = price_in(e, o, p->p10, currency),
+            .p50 = price_in(e, o, p->p50, currency),
+            .p90 = price_in(e, o, p->p90, currency),
+        };
+    }
+    return 0;
+}
+
+/* Points the view's converted offers at their forecasts in the pool, which
+ * is complete (no longer moved by realloc) once the view is built. */
+static void link_converted_forecasts(struct ebb__engine *e, size_t n,
+                                     const char *currency)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
+        if (strcmp(o->currency, currency) == 0)
+            continue;
+        e->view_offers[i].forecast = e->view_fc + at;
+        at += e->view_offers[i].n_forecast;
+    }
+}
+
+/* Fills the engine's view buffers with the offers the job may use that
+ * have a price now, in the job's currency, counting every ebb instance
+ * against spot capacity (see own_offer_available for the job's own). Jobs
+ * planned at the same instant with the same offers and currency share the
+ * view: with thousands of jobs most of a planning pass would otherwise
+ * copy the same offers. Returns how many offers the view has. */
+static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
+                                ebb_time_ms now)
+{
+    if (ebb__engine_update_allowed(job) != 0 || grow_view(e, job->n_allowed) != 0)
+        return 0;
+    if (view_reusable(e, job, now))
+        return e->view_n;
+    e->view_valid = 0;
+    e->view_fc_n = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < job->n_allowed; i++) {
+        size_t k = job->allowed[i];
+        struct ebb__offer *o = &e->market.offers[k];
+        const struct ebb__market_step *step = ebb__offer_at(o, now);
+        if (step == NULL)
+            continue;
+        int available = 1;
+        if (o->market == EBB_MARKET_SPOT && step->capacity >= 0)
+            available = (uint32_t)step->capacity > o->n_running;
+        if (now < o->unavailable_until)
+            available = 0;
+        ebb__engine_outlook(e, k, now);
+        int foreign = strcmp(o->currency, job->currency) != 0;
+        if (foreign && convert_forecast(e, o, job->currency) != 0)
+            return 0;
+        e->view_offers[n] = (struct ebb_offer){
+            .struct_size = sizeof(struct ebb_offer),
+            .provider = o->provider,
+            .region = o->region,
+            .zone = o->zone,
+            .instance_type = o->instance_type,
+            .market = o->market,
+            .price_per_hour = price_in(e, o, step->price, job->currency),
+            .speed = o->speed,
+            .available = available,
+            .preemption_per_hour = o->hazard,
+            .forecast = o->fc,
+            .n_forecast = o->n_fc,
+            .forecast_p50_low = price_in(e, o, o->fc_p50_low, job->currency),
+            .preemption_by_hour = o->has_by_hour ? o->hazard_by_hour : NULL,
+        };
+        e->view_map[n] = k;
+        n++;
+    }
+    link_converted_forecasts(e, n, job->currency);
+    if (job->n_allowed > 0) /* allowed is NULL when nothing is */
+        memcpy(e->view_allowed, job->allowed, job->n_allowed * sizeof(*job->allowed));
+    e->view_n_allowed = job->n_allowed;
+    e->view_n = n;
+    e->view_now = now;
+    memcpy(e->view_currency, job->currency, sizeof(e->view_currency));
+    e->view_version = e->market.version;
+    e->view_valid = 1;
+    e->view_generation++;
+    return n;
+}
+
+/* The view index of market offer `offer`, or SIZE_MAX when the view lacks
+ * it. view_map ascends (the view follows job->allowed, which lists offers
+ * by index), so a binary search finds it: the planner asks for the job's
+ * own offer three times per decision. */
+static size_t view_index(const struct ebb__engine *e, size_t n_view,
+                         size_t offer)
+{
+    size_t lo = 0, hi = n_view;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (e->view_map[mid] < offer)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n_view && e->view_map[lo] == offer ? lo : SIZE_MAX;
+}
+
+/* The job's own instance does not take capacity from itself: whether its
+ * offer is available to it counts the other instances only, and a pause
+ * on new launches there (unavailable_until) is not for an instance that
+ * already runs. Returns the view index patched (SIZE_MAX for none) and the
+ * value to restore. */
+static size_t own_offer_available(struct ebb__engine *e, const struct ebb__job *job,
+                                  size_t n_view, ebb_time_ms now, int *saved)
+{
+    if (job->current == NULL)
+        return SIZE_MAX;
+    size_t i = view_index(e, n_view, job->current->offer);
+    if (i == SIZE_MAX)
+        return SIZE_MAX;
+    const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
+    const struct ebb__market_step *step = ebb__offer_at(o, now);
+    *saved = e->view_offers[i].available;
+    int available = 1;
+    if (o->market == EBB_MARKET_SPOT && step != NULL && step->capacity >= 0)
+        available = (uint32_t)step->capacity > running_on(e, e->view_map[i], job);
+    e->view_offers[i].available = available;
+    return i;
+}
+
+static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
+                          size_t n_view, struct ebb_job_view *v)
+{
+    const struct ebb__engine *e = job->engine;
+    *v = (struct ebb_job_view){
+        .struct_size = sizeof(struct ebb_job_view),
+        .id = job->id,
+        .name = job->spec.name,
+        .market = job->spec.market,
+        .work_total = job->work_total,
+        .work_done = ebb__job_work_done(job, now),
+        .submitted_at = job->submitted_at,
+        .deadline = job->deadline,
+        .restart_overhead = job->spec.restart_overhead,
+        .checkpoint_grace = job->spec.checkpoint.grace,
+        .budget = job->budget > 0 ? job->budget : 0,
+        .spent = job->spent,
+        .preemptions = job->preemptions,
+        .running_offer = SIZE_MAX,
+        .work_saved = job->work_saved,
+        .currency = job->currency,
+        .checkpoint_every = job->spec.checkpoint.every,
+    };
+    if (job->current != NULL && job->state == EBB__JOB_RUNNING) {
+        v->running_offer = view_index(e, n_view, job->current->offer);
+        v->running_since = job->current->launched_at;
+    }
+}
+
+static void wake_at(struct ebb__job *job, ebb_time_ms until, ebb_time_ms now)
+{
+    struct ebb__engine *e = job->engine;
+    if (until > now)
+        ebb__timer_start(e->opt.clock, &job->wake, until);
+    else
+        ebb__timer_stop(e->opt.clock, &job->wake);
+}
+
+/* The highest price the offer may charge over the next `span`: the
+ * current price and the forecast's p90 over that span. */
+static ebb_micros worst_price(const struct ebb_offer *o, ebb_time_ms now,
+                              ebb_dur_ms span)
+{
+    ebb_micros worst = o->price_per_hour;
+    for (size_t i = 0; i < o->n_forecast; i++) {
+        if (o->forecast[i].at > now + span + EBB_MS_PER_HOUR)
+            break;
+        if (o->forecast[i].p90 > worst)
+            worst = o->forecast[i].p90;
+    }
+    return worst;
+}
+
+static ebb_micros max_micros(ebb_micros a, ebb_micros b)
+{
+    return a > b ? a : b;
+}
+
+/* The rate the job's running instance is billed at now, in the job's
+ * currency (the view's). */
+static ebb_micros billed_rate(const struct ebb__job *job, ebb_time_ms now)
+{
+    const struct ebb__engine *e = job->engine;
+    return price_in(e, &e->market.offers[job->current->offer],
+                    ebb__engine_billed_rate(job, now), job->currency);
+}
+
+/* The budget caps, whatever the policy (engine_budget.c): the step a
+ * decision takes is its worst-case spend until the job's next checkpoint.
+ * Returns 1 when the caps refused the decision. */
+static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
+                          size_t n_view, ebb_time_ms now)
+{
+    struct ebb__engine *e = job->engine;
+    if (!ebb__engine_budget_applies(job))
+        return 0;
+    int running = job->current != NULL && job->state == EBB__JOB_RUNNING;
+    size_t view_k = SIZE_MAX;
+    if (d->kind == EBB_DECIDE_LAUNCH && d->offer < n_view)
+        view_k = d->offer;
+    else if (running)
+        view_k = view_index(e, n_view, job->current->offer);
+    if (view_k == SIZE_MAX || d->kind == EBB_DECIDE_STOP)
+        return 0;
+    const struct ebb_offer *o = &e->view_offers[view_k];
+    int moving = !running || e->view_map[view_k] != job->current->offer;
+    ebb_dur_ms left = job->work_total - ebb__job_work_done(job, now);
+    ebb_dur_ms to_finish = (ebb_dur_ms)((double)left / (o->speed > 0 ? o->speed : 1));
+    ebb_dur_ms every = job->spec.checkpoint.every > 0
+                           ? (ebb_dur_ms)((double)job->spec.checkpoint.every /
+                                          (o->speed > 0 ? o->speed : 1))
+                           : to_finish;
+    struct ebb__budget_step step = {
+        .offer = e->view_map[view_k],
+        .span = (every < to_finish ? every : to_finish) +
+                job->spec.checkpoint.grace +
+                (moving ? job->spec.restart_overhead : 0),
+        .launching = moving,
+    };
+    step.rate = worst_price(o, now, step.span);
+    if (running && !moving)
+        step.rate = max_micros(step.rate, billed_rate(job, now));
+    /* Moving away: the current instance still runs its grace period. */
+    if (running && moving) {
+        size_t cur = view_index(e, n_view, job->current->offer);
+        if (cur != SIZE_MAX)
+            step.extra = ebb__cost_of(
+                max_micros(worst_price(&e->view_offers[cur], now,
+                                       job->spec.checkpoint.grace),
+                           billed_rate(job, now)),
+                job->spec.checkpoint.grace);
+    }
+    return ebb__engine_budget_refuses(job, &step, now);
+}
+
+void ebb__engine_plan_job(struct ebb__job *job)
+{
+    struct ebb__engine *e = job->engine;
+    if (job->held)
+        return;
+    int running = job->state == EBB__JOB_RUNNING && job->current != NULL &&
+                  !job->current->stop_sent && !job->current->notice;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED) {
+        ebb__engine_budget_guard(job, now);
+        return; /* launching, checkpointing: the next event will re-plan */
+    }
+    size_t n_view = build_market_view(e, job, now);
+    struct ebb_market_view market = {
+        .struct_size = sizeof(market),
+        .offers = e->view_offers,
+        .n_offers = n_view,
+        .generation = e->view_generation,
+    };
+    struct ebb_job_view view;
+    fill_job_view(job, now, n_view, &view);
+    if (running && view.running_offer == SIZE_MAX)
+        return; /* its offer lost its price: wait for the market */
+
+    struct ebb_decision d = {0};
+    const struct ebb_policy *policy = job->policy->plugin->policy;
+    e->decisions++;
+    int saved = 0;
+    size_t patched = own_offer_available(e, job, n_view, now, &saved);
+    int rc = policy->decide(job->policy->self, &view, &market, now, &d);
+    if (patched != SIZE_MAX)
+        e->view_offers[patched].available = saved;
+    d.reason[sizeof(d.reason) - 1] = '\0';
+    if (rc != 0) {
+        ebb__error("job %s: policy %s failed: %s", job->id,
+                   job->policy->plugin->name, ebb_strerror(rc));
+        return;
+    }
+    if (d.kind == EBB_DECIDE_LAUNCH && d.offer >= n_view) {
+        ebb__error("job %s: policy %s chose offer %zu of %zu", job->id,
+                   job->policy->plugin->name, d.offer, n_view);
+        return;
+    }
+    if (budget_refuses(job, &d, n_view, now))
+        return;
+    switch (d.kind) {
+    case EBB_DECIDE_LAUNCH: {
+        size_t offer = e->view_map[d.offer];
+        if (!running) {
+            ebb__engine_launch(job, offer, d.reason);
+        } else if (offer != job->current->offer) {
+            ebb__engine_release(job, EBB__JOB_WAITING, offer, d.reason);
+        } else {
+            wake_at(job, d.until, now);
+        }
+        break;
+    }
+    case EBB_DECIDE_STOP:
+        if (running && ebb__engine_budget_stop(job, d.reason, now))
+            break;
+        if (running)
+            ebb__engine_release(job, EBB__JOB_PAUSED, SIZE_MAX, d.reason);
+        else
+            wake_at(job, d.until, now);
+        break;
+    case EBB_DECIDE_WAIT:
+    case EBB_DECIDE_KEEP:
+    default:
+        wake_at(job, d.until, now);
+        break;
+    }
+}

@@ -1,0 +1,442 @@
+#include "io/api_server.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/str.h"
+
+struct ebb__api_server {
+    uv_loop_t *loop;
+    uv_pipe_t listener;
+    char *socket_path;
+    const struct ebb__api_method *methods;
+    void *ctx;
+    struct ebb__api_conn *conns; /* list of open connections */
+    struct ebb__api_call *held;  /* answers waiting for the store's commit */
+    int closing;
+    int listener_closed;
+    void (*close_cb)(void *arg);
+    void *close_arg;
+};
+
+struct ebb__api_conn {
+    struct ebb__api_server *server;
+    struct ebb__api_conn *next;
+    uv_pipe_t pipe;
+    uv_shutdown_t shutdown_req;
+    struct ebb__buf in;      /* bytes received, not yet a whole line */
+    /* Calls not yet answered on the wire, oldest first: answers go out in
+     * request order even when a later call is answered first. */
+    struct ebb__api_call *first, *last;
+    size_t pending_calls;    /* calls not yet answered */
+    size_t pending_writes;   /* answers not yet written */
+    int read_done;           /* EOF, error, or server closing */
+    int closing;
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+};
+
+struct write_req {
+    uv_write_t req;
+    struct ebb__api_conn *conn;
+    char *data;
+};
+
+static void conn_maybe_close(struct ebb__api_conn *conn);
+static void server_maybe_finish(struct ebb__api_server *s);
+
+static void on_conn_closed(uv_handle_t *handle)
+{
+    struct ebb__api_conn *conn = handle->data;
+    struct ebb__api_server *s = conn->server;
+    for (struct ebb__api_conn **p = &s->conns; *p != NULL; p = &(*p)->next) {
+        if (*p == conn) {
+            *p = conn->next;
+            break;
+        }
+    }
+    ebb__buf_free(&conn->in);
+    free(conn);
+    server_maybe_finish(s);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    struct ebb__api_conn *conn = req->data;
+    (void)status;
+    uv_close((uv_handle_t *)&conn->pipe, on_conn_closed);
+}
+
+/* A connection closes once the client is done sending (or we stopped
+ * reading) and every call on it has been answered and written. Shutting
+ * down first flushes what is queued, so no answer is cut off. */
+static void conn_maybe_close(struct ebb__api_conn *conn)
+{
+    if (conn->closing || !conn->read_done || conn->pending_calls > 0 ||
+        conn->pending_writes > 0)
+        return;
+    conn->closing = 1;
+    uv_read_stop((uv_stream_t *)&conn->pipe);
+    conn->shutdown_req.data = conn;
+    if (uv_shutdown(&conn->shutdown_req, (uv_stream_t *)&conn->pipe, on_shutdown) != 0)
+        uv_close((uv_handle_t *)&conn->pipe, on_conn_closed);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+    struct write_req *w = (struct write_req *)req;
+    struct ebb__api_conn *conn = w->conn;
+    if (status < 0)
+        ebb__debug("api: write failed: %s", uv_strerror(status));
+    free(w->data);
+    free(w);
+    conn->pending_writes--;
+    conn_maybe_close(conn);
+}
+
+static void conn_send(struct ebb__api_conn *conn, json_t *msg)
+{
+    char *text = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    struct write_req *w = text ? calloc(1, sizeof(*w)) : NULL;
+    if (w == NULL) {
+        free(text);
+        ebb__error("api: out of memory writing an answer");
+        conn->read_done = 1;
+        conn_maybe_close(conn);
+        return;
+    }
+    size_t len = strlen(text);
+    /* json_dumps leaves room only for its NUL; swap it for the newline. */
+    char *line = realloc(text, len + 2);
+    if (line == NULL) {
+        free(text);
+        free(w);
+        return;
+    }
+    line[len] = '\n';
+    line[len + 1] = '\0';
+    w->conn = conn;
+    w->data = line;
+    uv_buf_t buf = uv_buf_init(line, (unsigned)(len + 1));
+    conn->pending_writes++;
+    int rc = uv_write(&w->req, (uv_stream_t *)&conn->pipe, &buf, 1, on_written);
+    if (rc != 0) {
+        ebb__debug("api: cannot write: %s", uv_strerror(rc));
+        conn->pending_writes--;
+        free(line);
+        free(w);
+    }
+}
+
+/* Sends the answers at the head of the connection's queue that are ready. */
+static void conn_send_ready(struct ebb__api_conn *conn)
+{
+    struct ebb__api_call *call;
+    while ((call = conn->first) != NULL && call->answer != NULL && !call->held) {
+        conn->first = call->next;
+        if (conn->first == NULL)
+            conn->last = NULL;
+        conn_send(conn, call->answer);
+        json_decref(call->id);
+        json_decref(call->params);
+        free((char *)call->method);
+        free(call);
+        conn->pending_calls--;
+    }
+    conn_maybe_close(conn);
+}
+
+static void call_finish(struct ebb__api_call *call, json_t *msg)
+{
+    json_object_set(msg, "id", call->id ? call->id : json_null());
+    call->answer = msg;
+    conn_send_ready(call->conn);
+}
+
+void ebb__api_reply(struct ebb__api_call *call, json_t *result)
+{
+    json_t *msg = json_object();
+    json_object_set_new(msg, "result", result ? result : json_object());
+    call_finish(call, msg);
+}
+
+void ebb__api_reply_after_commit(struct ebb__api_call *call, json_t *result)
+{
+    struct ebb__api_server *s = call->conn->server;
+    call->held = 1;
+    call->next_held = s->held;
+    s->held = call;
+    ebb__api_reply(call, result);
+}
+
+void ebb__api_server_committed(struct ebb__api_server *server, int ok,
+                               const char *why)
+{
+    struct ebb__api_call *call = server->held;
+    server->held = NULL;
+    while (call != NULL) {
+        struct ebb__api_call *next = call->next_held;
+        call->held = 0;
+        json_t *error = ok ? NULL
+                           : json_pack("{s:O,s:{s:s,s:s++}}", "id",
+                                       call->id ? call->id : json_null(), "error",
+                                       "code", "internal", "message",
+                                       "not stored: ", why ? why : "");
+        if (error != NULL) {
+            json_decref(call->answer);
+            call->answer = error;
+        }
+        conn_send_ready(call->conn);
+        call = next;
+    }
+}
+
+void ebb__api_fail(struct ebb__api_call *call, const char *code,
+                   const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *message = ebb__vstrfmt(fmt, ap);
+    va_end(ap);
+    json_t *msg = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message",
+                            message ? message : "out of memory");
+    free(message);
+    call_finish(call, msg);
+}
+
+static void dispatch(struct ebb__api_conn *conn, const char *line, size_t len)
+{
+    struct ebb__api_call *call = calloc(1, sizeof(*call));
+    if (call == NULL)
+        return;
+    call->conn = conn;
+    call->uid = conn->uid;
+    call->gid = conn->gid;
+    call->pid = conn->pid;
+    conn->pending_calls++;
+    if (conn->last != NULL)
+        conn->last->next = call;
+    else
+        conn->first = call;
+    conn->last = call;
+
+    json_error_t jerr;
+    json_t *req = json_loadb(line, len, 0, &jerr);
+    if (req == NULL || !json_is_object(req)) {
+        call->method = strdup("");
+        ebb__api_fail(call, "bad_request", "request is not a JSON object: %s",
+                      req ? "wrong type" : jerr.text);
+        json_decref(req);
+        return;
+    }
+    call->id = json_incref(json_object_get(req, "id"));
+    const char *method = json_string_value(json_object_get(req, "method"));
+    call->method = strdup(method ? method : "");
+    json_t *params = json_object_get(req, "params");
+    call->params = json_is_object(params) ? json_incref(params) : json_object();
+    json_decref(req); /* `method` points into req: use call->method now */
+    if (method == NULL) {
+        ebb__api_fail(call, "bad_request", "request has no \"method\"");
+        return;
+    }
+    for (const struct ebb__api_method *m = conn->server->methods; m->name; m++) {
+        if (strcmp(m->name, call->method) == 0) {
+            m->fn(conn->server->ctx, call);
+            return;
+        }
+    }
+    ebb__api_fail(call, "unknown_method", "unknown method \"%s\"", call->method);
+}
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    (void)handle;
+    buf->base = malloc(suggested);
+    buf->len = buf->base ? suggested : 0;
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    struct ebb__api_conn *conn = stream->data;
+    if (nread < 0) {
+        free(buf->base);
+        conn->read_done = 1;
+        uv_read_stop(stream);
+        conn_maybe_close(conn);
+        return;
+    }
+    ebb__buf_append(&conn->in, buf->base, (size_t)nread);
+    free(buf->base);
+    if (conn->in.failed || conn->in.len > EBB__API_MAX_MESSAGE) {
+        ebb__warn("api: message from pid %ld too large or out of memory; "
+                  "closing the connection", (long)conn->pid);
+        ebb__buf_free(&conn->in);
+        conn->read_done = 1;
+        conn_maybe_close(conn);
+        return;
+    }
+    size_t start = 0;
+    for (size_t i = 0; i < conn->in.len && !conn->read_done; i++) {
+        if (conn->in.data[i] != '\n')
+            continue;
+        if (i > start)
+            dispatch(conn, conn->in.data + start, i - start);
+        start = i + 1;
+    }
+    if (start > 0) {
+        memmove(conn->in.data, conn->in.data + start, conn->in.len - start);
+        conn->in.len -= start;
+        conn->in.data[conn->in.len] = '\0';
+    }
+}
+
+static void read_peer_credentials(struct ebb__api_conn *conn)
+{
+    uv_os_fd_t fd;
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    conn->uid = (uid_t)-1;
+    conn->gid = (gid_t)-1;
+    if (uv_fileno((uv_handle_t *)&conn->pipe, &fd) == 0 &&
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+        conn->uid = cred.uid;
+        conn->gid = cred.gid;
+        conn->pid = cred.pid;
+    }
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    struct ebb__api_server *s = listener->data;
+    if (status < 0 || s->closing)
+        return;
+    struct ebb__api_conn *conn = calloc(1, sizeof(*conn));
+    if (conn == NULL)
+        return;
+    conn->server = s;
+    uv_pipe_init(s->loop, &conn->pipe, 0);
+    conn->pipe.data = conn;
+    conn->next = s->conns;
+    s->conns = conn;
+    if (uv_accept(listener, (uv_stream_t *)&conn->pipe) != 0) {
+        conn->closing = 1;
+        uv_close((uv_handle_t *)&conn->pipe, on_conn_closed);
+        return;
+    }
+    read_peer_credentials(conn);
+    uv_read_start((uv_stream_t *)&conn->pipe, on_alloc, on_read);
+}
+
+static int apply_group(const char *path, const char *group, char *err,
+                       size_t errlen)
+{
+    struct group *gr = getgrnam(group);
+    if (gr == NULL) {
+        snprintf(err, errlen, "api.socket_group: no group named \"%s\"", group);
+        return EBB_ECONFIG;
+    }
+    if (chown(path, (uid_t)-1, gr->gr_gid) != 0) {
+        snprintf(err, errlen, "cannot give %s to group %s: %s", path, group,
+                 strerror(errno));
+        return EBB_EPERM;
+    }
+    return 0;
+}
+
+int ebb__api_server_start(struct ebb__api_server **out, uv_loop_t *loop,
+                          const char *socket_path, int mode, const char *group,
+                          const struct ebb__api_method *methods, void *ctx,
+                          char *err, size_t errlen)
+{
+    *out = NULL;
+    struct ebb__api_server *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return EBB_ENOMEM;
+    s->loop = loop;
+    s->methods = methods;
+    s->ctx = ctx;
+    s->socket_path = strdup(socket_path);
+    uv_pipe_init(loop, &s->listener, 0);
+    s->listener.data = s;
+
+    unlink(socket_path);
+    /* Create the socket owner-only, then widen to the configured mode:
+     * there is never a moment when others could connect unintended. */
+    mode_t old_umask = umask(0177);
+    int rc = uv_pipe_bind(&s->listener, socket_path);
+    umask(old_umask);
+    int result = 0;
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot bind %s: %s", socket_path, uv_strerror(rc));
+        result = EBB_EIO;
+    } else if (chmod(socket_path, (mode_t)mode) != 0) {
+        snprintf(err, errlen, "cannot chmod %s: %s", socket_path, strerror(errno));
+        result = EBB_EIO;
+    } else if (group != NULL && group[0] != '\0') {
+        result = apply_group(socket_path, group, err, errlen);
+    }
+    if (result == 0) {
+        rc = uv_listen((uv_stream_t *)&s->listener, 64, on_connection);
+        if (rc != 0) {
+            snprintf(err, errlen, "cannot listen on %s: %s", socket_path,
+                     uv_strerror(rc));
+            result = EBB_EIO;
+        }
+    }
+    if (result != 0) {
+        /* Closing needs a loop turn; the caller runs the loop to tear down. */
+        ebb__api_server_close(s, NULL, NULL);
+        return result;
+    }
+    *out = s;
+    return 0;
+}
+
+static void server_maybe_finish(struct ebb__api_server *s)
+{
+    if (!s->closing || !s->listener_closed || s->conns != NULL)
+        return;
+    unlink(s->socket_path);
+    void (*cb)(void *) = s->close_cb;
+    void *arg = s->close_arg;
+    free(s->socket_path);
+    free(s);
+    if (cb != NULL)
+        cb(arg);
+}
+
+static void on_listener_closed(uv_handle_t *handle)
+{
+    struct ebb__api_server *s = handle->data;
+    s->listener_closed = 1;
+    server_maybe_finish(s);
+}
+
+void ebb__api_server_close(struct ebb__api_server *server,
+                           void (*cb)(void *arg), void *arg)
+{
+    server->closing = 1;
+    server->close_cb = cb;
+    server->close_arg = arg;
+    for (struct ebb__api_conn *c = server->conns; c != NULL; c = c->next) {
+        if (!c->read_done) {
+            c->read_done = 1;
+            uv_read_stop((uv_stream_t *)&c->pipe);
+        }
+    }
+    /* conn_maybe_close may unlink a connection from the list in a later
+     * callback, never synchronously, so iterating a snapshot is safe. */
+    for (struct ebb__api_conn *c = server->conns; c != NULL; c = c->next)
+        conn_maybe_close(c);
+    uv_close((uv_handle_t *)&server->listener, on_listener_closed);
+}

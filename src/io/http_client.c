@@ -1,0 +1,667 @@
+/* The HTTP client: libcurl's multi socket API on a libuv loop.
+ *
+ * The shape follows curl's docs/examples/multi-uv.c. libcurl tells us which
+ * sockets to watch (CURLMOPT_SOCKETFUNCTION: one uv_poll_t per socket) and
+ * when it next needs to run (CURLMOPT_TIMERFUNCTION: one uv_timer_t). Each
+ * poll or timer event is handed back through curl_multi_socket_action(),
+ * after which finished transfers are always collected with
+ * curl_multi_info_read() -- also when no transfer is left running, because
+ * the last one to finish is exactly the one that would be lost otherwise.
+ *
+ * A request keeps one easy handle for all its attempts; between attempts it
+ * is out of the multi handle and a per-request uv_timer_t counts down the
+ * backoff. The request's memory is freed in that timer's close callback, so
+ * the client knows it has no handle left on the loop when the count of open
+ * handles drops to zero.
+ */
+#include "io/http_client.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "base/log.h"
+#include "ebb_build_config.h"
+#include "io/http_retry.h"
+
+#define LOG_COMPONENT "http"
+
+struct buf {
+    char *data;
+    size_t len;
+    size_t cap;
+};
+
+struct sock {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    struct ebb__http *h;
+    struct sock *prev, *next;
+};
+
+struct req {
+    struct ebb__http *h;
+    struct req *prev, *next;
+    CURL *easy;
+    struct curl_slist *headers;
+    char *method;
+    char *url;
+    ebb_http_cb cb;
+    void *arg;
+    int attempts;
+    int max_attempts;
+    bool in_multi;
+    bool too_big;
+    size_t max_response;
+    uv_timer_t retry_timer;
+    struct buf body;
+    struct buf head;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct ebb__http {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;
+    struct req *reqs;
+    struct sock *socks;
+    /* Open uv handles: the curl timer, the socket polls and one timer per
+     * request. The client is freed when this drops to zero while closing. */
+    unsigned handles;
+    bool closing;
+    void (*closed)(void *arg);
+    void *closed_arg;
+    ebb_dur_ms backoff_base;
+    ebb_dur_ms backoff_cap;
+    ebb_dur_ms connect_timeout;
+    size_t max_response;
+    char *ca_file;
+    uint64_t rng;
+};
+
+static const char cancel_message[] = "canceled: the HTTP client was closed";
+
+/* curl_global_init() is not thread-safe and neither is this flag; ebb
+ * creates its clients on the one loop thread. */
+static bool curl_ready;
+
+/* splitmix64: tiny, fast and good enough for jitter. Seeded once per
+ * client, so retries of many clients do not march in step. */
+static uint64_t rng_next(struct ebb__http *h)
+{
+    h->rng += UINT64_C(0x9E3779B97F4A7C15);
+    uint64_t z = h->rng;
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static int buf_append(struct buf *b, const char *p, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *data = realloc(b->data, cap);
+        if (data == NULL)
+            return EBB_ENOMEM;
+        b->data = data;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+static void buf_reset(struct buf *b)
+{
+    b->len = 0;
+    if (b->data != NULL)
+        b->data[0] = '\0';
+}
+
+static void handle_closed(struct ebb__http *h)
+{
+    if (--h->handles > 0 || !h->closing)
+        return;
+    void (*closed)(void *) = h->closed;
+    void *arg = h->closed_arg;
+    free(h->ca_file);
+    free(h);
+    if (closed != NULL)
+        closed(arg);
+}
+
+static void req_closed(uv_handle_t *handle)
+{
+    struct req *r = handle->data;
+    struct ebb__http *h = r->h;
+    free(r->body.data);
+    free(r->head.data);
+    free(r->method);
+    free(r->url);
+    free(r);
+    handle_closed(h);
+}
+
+/* Releases a request that is out of the multi handle and off the list. */
+static void req_release(struct req *r)
+{
+    curl_easy_cleanup(r->easy);
+    r->easy = NULL;
+    curl_slist_free_all(r->headers);
+    r->headers = NULL;
+    uv_close((uv_handle_t *)&r->retry_timer, req_closed);
+}
+
+static void req_unlink(struct req *r)
+{
+    struct ebb__http *h = r->h;
+    if (r->prev != NULL)
+        r->prev->next = r->next;
+    else
+        h->reqs = r->next;
+    if (r->next != NULL)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void req_detach(struct req *r)
+{
+    if (r->in_multi) {
+        curl_multi_remove_handle(r->h->multi, r->easy);
+        r->in_multi = false;
+    }
+}
+
+/* Completes a request: its callback runs once, then it is released. */
+static void req_finish(struct req *r, int error, const char *message, int status)
+{
+    req_detach(r);
+    req_unlink(r);
+    struct ebb_http_response res = {
+        .status = error ? 0 : status,
+        .error = error,
+        .error_message = error ? message : "",
+        .body = (!error && r->body.data) ? r->body.data : "",
+        .body_len = error ? 0 : r->body.len,
+        .headers = r->head.data ? r->head.data : "",
+        .attempts = r->attempts,
+    };
+    r->cb(&res, r->arg);
+    req_release(r);
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct req *r = userdata;
+    size_t n = size * nmemb;
+    if (r->head.len + r->body.len + n > r->max_response) {
+        r->too_big = true;
+        return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
+    }
+    return buf_append(&r->body, ptr, n) == 0 ? n : 0;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct req *r = userdata;
+    size_t n = size * nmemb;
+    /* A status line starts a new response (after "100 Continue", or a
+     * proxy's reply to CONNECT); keep only the last one. */
+    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0)
+        buf_reset(&r->head);
+    if (r->head.len + r->body.len + n > r->max_response) {
+        r->too_big = true;
+        return 0;
+    }
+    return buf_append(&r->head, ptr, n) == 0 ? n : 0;
+}
+
+static int attempt_start(struct req *r)
+{
+    r->attempts++;
+    r->too_big = false;
+    r->errbuf[0] = '\0';
+    buf_reset(&r->body);
+    buf_reset(&r->head);
+    CURLMcode rc = curl_multi_add_handle(r->h->multi, r->easy);
+    if (rc != CURLM_OK)
+        return rc == CURLM_OUT_OF_MEMORY ? EBB_ENOMEM : EBB_EIO;
+    r->in_multi = true;
+    return 0;
+}
+
+static void on_retry(uv_timer_t *timer)
+{
+    struct req *r = timer->data;
+    int err = attempt_start(r);
+    if (err != 0)
+        req_finish(r, err, "could not restart the request", 0);
+}
+
+static ebb_dur_ms backoff_delay(struct ebb__http *h, int attempts_done)
+{
+    ebb_dur_ms ceiling = h->backoff_base;
+    for (int i = 1; i < attempts_done && ceiling < h->backoff_cap; i++)
+        ceiling *= 2;
+    if (ceiling > h->backoff_cap)
+        ceiling = h->backoff_cap;
+    if (ceiling <= 0)
+        return 0;
+    return (ebb_dur_ms)(rng_next(h) % ((uint64_t)ceiling + 1));
+}
+
+static void on_transfer_done(struct req *r, CURLcode result)
+{
+    struct ebb__http *h = r->h;
+    req_detach(r);
+
+    long status = 0;
+    if (result == CURLE_OK)
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+
+    if (r->too_big || result == CURLE_FILESIZE_EXCEEDED) {
+        char msg[128];
+        snprintf(msg, sizeof(msg),
+                 "response larger than the %zu-byte limit; ask the server "
+                 "for less (paginate or filter)",
+                 r->max_response);
+        req_finish(r, EBB_EIO, msg, 0);
+        return;
+    }
+
+    const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(result);
+    char url[256];
+    if (ebb__http_retryable(result, status) && r->attempts < r->max_attempts) {
+        ebb_dur_ms delay = backoff_delay(h, r->attempts);
+        ebb_dur_ms server_asked;
+        if (result == CURLE_OK &&
+            ebb__http_parse_retry_after(r->head.data, &server_asked) == 0 &&
+            server_asked > delay)
+            delay = server_asked;
+        char code[32];
+        snprintf(code, sizeof(code), "HTTP %ld", status);
+        ebb__http_loggable_url(r->url, url, sizeof(url));
+        ebb__log(EBB_LOG_INFO, LOG_COMPONENT,
+                 "%s %s: %s; retrying in %lld ms (attempt %d of %d)", r->method,
+                 url, result == CURLE_OK ? code : why, (long long)delay,
+                 r->attempts + 1, r->max_attempts);
+        uv_timer_start(&r->retry_timer, on_retry, (uint64_t)delay, 0);
+        return;
+    }
+
+    if (result != CURLE_OK) {
+        ebb__http_loggable_url(r->url, url, sizeof(url));
+        ebb__log(EBB_LOG_DEBUG, LOG_COMPONENT, "%s %s failed after %d attempt(s): %s",
+                 r->method, url, r->attempts, why);
+        req_finish(r, ebb__http_error_of(result), why, 0);
+        return;
+    }
+    req_finish(r, 0, "", (int)status);
+}
+
+/* Collects every finished transfer. A completion callback may close the
+ * client, which cancels the rest and destroys the multi handle, so the
+ * loop checks for that before each read. */
+static void drain(struct ebb__http *h)
+{
+    for (;;) {
+        if (h->closing)
+            return;
+        int left;
+        CURLMsg *msg = curl_multi_info_read(h->multi, &left);
+        if (msg == NULL)
+            return;
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        /* The message is freed by curl_multi_remove_handle(); copy it. */
+        CURL *easy = msg->easy_handle;
+        CURLcode result = msg->data.result;
+        char *priv = NULL;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
+        on_transfer_done((struct req *)(void *)priv, result);
+    }
+}
+
+static void on_poll(uv_poll_t *poll, int status, int events)
+{
+    struct sock *s = poll->data;
+    struct ebb__http *h = s->h;
+    int flags = 0;
+    /* On an error libuv has stopped watching the socket; telling curl lets
+     * it fail the transfer and remove the socket instead of waiting for a
+     * timeout. */
+    if (status < 0) {
+        flags = CURL_CSELECT_ERR;
+    } else {
+        if (events & UV_READABLE)
+            flags |= CURL_CSELECT_IN;
+        if (events & UV_WRITABLE)
+            flags |= CURL_CSELECT_OUT;
+    }
+    int running;
+    curl_multi_socket_action(h->multi, s->fd, flags, &running);
+    drain(h);
+}
+
+static void on_timeout(uv_timer_t *timer)
+{
+    struct ebb__http *h = timer->data;
+    int running;
+    curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    drain(h);
+}
+
+static void sock_closed(uv_handle_t *handle)
+{
+    struct sock *s = handle->data;
+    struct ebb__http *h = s->h;
+    free(s);
+    handle_closed(h);
+}
+
+static void sock_close(struct sock *s)
+{
+    struct ebb__http *h = s->h;
+    if (s->prev != NULL)
+        s->prev->next = s->next;
+    else
+        h->socks = s->next;
+    if (s->next != NULL)
+        s->next->prev = s->prev;
+    uv_poll_stop(&s->poll);
+    uv_close((uv_handle_t *)&s->poll, sock_closed);
+}
+
+static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
+                     void *socketp)
+{
+    struct ebb__http *h = userp;
+    struct sock *s = socketp;
+    if (what == CURL_POLL_REMOVE) {
+        if (s != NULL) {
+            sock_close(s);
+            if (h->multi != NULL)
+                curl_multi_assign(h->multi, fd, NULL);
+        }
+        return 0;
+    }
+    if (s == NULL) {
+        s = calloc(1, sizeof(*s));
+        if (s == NULL)
+            return -1;
+        if (uv_poll_init_socket(h->loop, &s->poll, fd) != 0) {
+            free(s);
+            return -1;
+        }
+        s->poll.data = s;
+        s->fd = fd;
+        s->h = h;
+        s->next = h->socks;
+        if (h->socks != NULL)
+            h->socks->prev = s;
+        h->socks = s;
+        h->handles++;
+        curl_multi_assign(h->multi, fd, s);
+    }
+    int events = 0;
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+        events |= UV_READABLE;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        events |= UV_WRITABLE;
+    return uv_poll_start(&s->poll, events, on_poll) == 0 ? 0 : -1;
+}
+
+/* curl asks for at most one pending wake-up; a timeout of 0 means "as soon
+ * as possible", which a 0 ms uv timer gives without recursing into curl
+ * from inside its own callback. */
+static int on_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+    struct ebb__http *h = userp;
+    if (h->multi == NULL) /* curl_multi_cleanup() is running */
+        return 0;
+    if (timeout_ms < 0)
+        uv_timer_stop(&h->timer);
+    else
+        uv_timer_start(&h->timer, on_timeout, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+int ebb__http_init(struct ebb__http **out, uv_loop_t *loop)
+{
+    if (out == NULL || loop == NULL)
+        return EBB_EINVAL;
+    if (!curl_ready) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+            return EBB_EIO;
+        curl_ready = true;
+    }
+    struct ebb__http *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return EBB_ENOMEM;
+    h->multi = curl_multi_init();
+    if (h->multi == NULL) {
+        free(h);
+        return EBB_ENOMEM;
+    }
+    h->loop = loop;
+    h->backoff_base = EBB__HTTP_BACKOFF_BASE_MS;
+    h->backoff_cap = EBB__HTTP_BACKOFF_CAP_MS;
+    h->connect_timeout = EBB__HTTP_CONNECT_TIMEOUT_MS;
+    h->max_response = EBB__HTTP_MAX_RESPONSE;
+    if (getrandom(&h->rng, sizeof(h->rng), GRND_NONBLOCK) != (ssize_t)sizeof(h->rng))
+        h->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)h;
+
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+    uv_timer_init(loop, &h->timer);
+    h->timer.data = h;
+    h->handles = 1;
+    *out = h;
+    return 0;
+}
+
+static void timer_closed(uv_handle_t *handle)
+{
+    handle_closed(handle->data);
+}
+
+void ebb__http_close(struct ebb__http *h, void (*closed)(void *arg), void *arg)
+{
+    if (h == NULL || h->closing)
+        return;
+    h->closing = true;
+    h->closed = closed;
+    h->closed_arg = arg;
+    /* Callbacks may start requests (refused now) but cannot add to the
+     * list, so this ends. */
+    while (h->reqs != NULL) {
+        struct req *r = h->reqs;
+        uv_timer_stop(&r->retry_timer);
+        req_finish(r, EBB_ECANCELED, cancel_message, 0);
+    }
+    /* Cleanup may still report sockets to remove (the connection cache);
+     * on_socket closes their polls. Whatever curl did not report is closed
+     * after it. */
+    CURLM *multi = h->multi;
+    h->multi = NULL;
+    curl_multi_cleanup(multi);
+    while (h->socks != NULL)
+        sock_close(h->socks);
+    uv_close((uv_handle_t *)&h->timer, timer_closed);
+}
+
+static bool has_crlf(const char *s)
+{
+    return strpbrk(s, "\r\n") != NULL;
+}
+
+/* Applies everything about the request to its easy handle. Returns 0 or
+ * a negative code. */
+static int req_setup(struct req *r, const struct ebb_http_request *req)
+{
+    struct ebb__http *h = r->h;
+    CURL *e = r->easy;
+    ebb_dur_ms timeout = req->timeout > 0 ? req->timeout : EBB__HTTP_TIMEOUT_MS;
+    ebb_dur_ms connect = h->connect_timeout < timeout ? h->connect_timeout : timeout;
+    bool has_expect = false;
+
+    for (size_t i = 0; i < req->n_headers; i++) {
+        const char *line = req->headers[i];
+        if (line == NULL || has_crlf(line))
+            return EBB_EINVAL; /* would let a value smuggle in headers */
+        if (strncasecmp(line, "Expect:", 7) == 0)
+            has_expect = true;
+        struct curl_slist *l = curl_slist_append(r->headers, line);
+        if (l == NULL)
+            return EBB_ENOMEM;
+        r->headers = l;
+    }
+    /* curl would send "Expect: 100-continue" for large bodies and wait for
+     * an interim reply that many servers never send. */
+    if (!has_expect) {
+        struct curl_slist *l = curl_slist_append(r->headers, "Expect:");
+        if (l == NULL)
+            return EBB_ENOMEM;
+        r->headers = l;
+    }
+
+    if (curl_easy_setopt(e, CURLOPT_URL, r->url) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_USERAGENT, "ebb/" EBB_VERSION) != CURLE_OK)
+        return EBB_ENOMEM;
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    if (h->ca_file != NULL &&
+        curl_easy_setopt(e, CURLOPT_CAINFO, h->ca_file) != CURLE_OK)
+        return EBB_ENOMEM;
+    curl_easy_setopt(e, CURLOPT_PRIVATE, (void *)r);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect);
+    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max_response);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)r);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+
+    /* curl picks the method from the options (GET, POST with a body, HEAD
+     * with NOBODY); any other method, or a body on another method, needs
+     * CUSTOMREQUEST on top. */
+    bool is_head = strcmp(r->method, "HEAD") == 0;
+    bool has_body = !is_head && (req->body != NULL || strcmp(r->method, "POST") == 0);
+    if (is_head) {
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (has_body) {
+        /* COPYPOSTFIELDS copies, so the caller's buffer may go away; its
+         * size must be set first so that binary bodies work. */
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        if (curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS,
+                             req->body ? (const char *)req->body : "") != CURLE_OK)
+            return EBB_ENOMEM;
+    } else {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    }
+    const char *natural = is_head ? "HEAD" : has_body ? "POST" : "GET";
+    if (strcmp(r->method, natural) != 0 &&
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method) != CURLE_OK)
+        return EBB_ENOMEM;
+    return 0;
+}
+
+int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
+                      ebb_http_cb cb, void *arg)
+{
+    if (h == NULL || req == NULL || cb == NULL || req->method == NULL ||
+        req->url == NULL || req->method[0] == '\0' || has_crlf(req->method) ||
+        (req->body == NULL && req->body_len != 0) ||
+        (req->n_headers > 0 && req->headers == NULL))
+        return EBB_EINVAL;
+    if (h->closing)
+        return EBB_ESHUTDOWN;
+
+    struct req *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return EBB_ENOMEM;
+    r->h = h;
+    r->cb = cb;
+    r->arg = arg;
+    r->max_attempts = req->max_attempts > 0 ? req->max_attempts : EBB__HTTP_MAX_ATTEMPTS;
+    r->max_response = h->max_response;
+    r->method = strdup(req->method);
+    r->url = strdup(req->url);
+    r->easy = curl_easy_init();
+    int err = EBB_ENOMEM;
+    if (r->method != NULL && r->url != NULL && r->easy != NULL)
+        err = req_setup(r, req);
+    if (err != 0) {
+        curl_easy_cleanup(r->easy);
+        curl_slist_free_all(r->headers);
+        free(r->method);
+        free(r->url);
+        free(r);
+        return err;
+    }
+
+    uv_timer_init(h->loop, &r->retry_timer);
+    r->retry_timer.data = r;
+    h->handles++;
+    r->next = h->reqs;
+    if (h->reqs != NULL)
+        h->reqs->prev = r;
+    h->reqs = r;
+
+    err = attempt_start(r);
+    if (err != 0) {
+        req_unlink(r);
+        req_release(r);
+        return err;
+    }
+    return 0;
+}
+
+void ebb__http_set_backoff(struct ebb__http *h, ebb_dur_ms base, ebb_dur_ms cap)
+{
+    h->backoff_base = base > 0 ? base : 0;
+    h->backoff_cap = cap > 0 ? cap : 0;
+}
+
+void ebb__http_set_connect_timeout(struct ebb__http *h, ebb_dur_ms timeout)
+{
+    h->connect_timeout = timeout > 0 ? timeout : EBB__HTTP_CONNECT_TIMEOUT_MS;
+}
+
+int ebb__http_set_ca_file(struct ebb__http *h, const char *path)
+{
+    char *copy = NULL;
+    if (path != NULL) {
+        copy = strdup(path);
+        if (copy == NULL)
+            return EBB_ENOMEM;
+    }
+    free(h->ca_file);
+    h->ca_file = copy;
+    return 0;
+}
+
+void ebb__http_set_max_response(struct ebb__http *h, size_t bytes)
+{
+    h->max_response = bytes > 0 ? bytes : EBB__HTTP_MAX_RESPONSE;
+}

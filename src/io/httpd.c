@@ -1,0 +1,599 @@
+/* A small HTTP/1.1 server on libuv; see httpd.h.
+ *
+ * Each connection buffers what it reads and parses one request at a time.
+ * While an answer is delayed or being written the connection keeps reading
+ * (so a client that gives up and closes is noticed) but parses nothing
+ * more. A connection owns two handles, its TCP stream and its delay timer,
+ * and is freed when both are closed.
+ */
+#include "io/httpd.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_HEAD (64 * 1024)
+#define MAX_HEADERS 100
+#define MAX_BODY ((size_t)16 << 20)
+
+struct conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    struct ebb__httpd *s;
+    struct conn *prev, *next;
+    char *in;
+    size_t in_len, in_cap;
+    bool busy;    /* an answer is delayed or being written */
+    bool closing;
+    int open_handles;
+    char *pending; /* a delayed answer */
+    size_t pending_len;
+    bool pending_close;
+};
+
+struct write_req {
+    uv_write_t w;
+    struct conn *c;
+    char *data;
+    bool close_after;
+};
+
+struct ebb__httpd {
+    uv_loop_t *loop;
+    uv_tcp_t listener;
+    uint16_t port;
+    char url[72];
+    ebb__httpd_handler handler;
+    void *arg;
+    uint64_t requests;
+    struct conn *conns;
+    bool closing;
+    unsigned handles;
+    void (*closed)(void *arg);
+    void *closed_arg;
+};
+
+static void process(struct conn *c);
+
+static void server_handle_closed(struct ebb__httpd *s)
+{
+    if (--s->handles > 0)
+        return;
+    void (*closed)(void *) = s->closed;
+    void *arg = s->closed_arg;
+    free(s);
+    if (closed != NULL)
+        closed(arg);
+}
+
+static void conn_handle_closed(uv_handle_t *handle)
+{
+    struct conn *c = handle->data;
+    if (--c->open_handles > 0)
+        return;
+    struct ebb__httpd *s = c->s;
+    free(c->in);
+    free(c->pending);
+    free(c);
+    server_handle_closed(s);
+}
+
+static void conn_close(struct conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    struct ebb__httpd *s = c->s;
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
+}
+
+static void on_write(uv_write_t *w, int status)
+{
+    struct write_req *wr = (struct write_req *)w;
+    struct conn *c = wr->c;
+    bool close_after = wr->close_after;
+    free(wr->data);
+    free(wr);
+    if (c->closing) /* canceled by uv_close(); c is freed right after */
+        return;
+    if (status < 0 || close_after) {
+        conn_close(c);
+        return;
+    }
+    c->busy = false;
+    process(c);
+}
+
+/* Takes ownership of `data`. */
+static void send_bytes(struct conn *c, char *data, size_t len, bool close_after)
+{
+    struct write_req *wr = calloc(1, sizeof(*wr));
+    if (wr == NULL) {
+        free(data);
+        conn_close(c);
+        return;
+    }
+    wr->c = c;
+    wr->data = data;
+    wr->close_after = close_after;
+    c->busy = true;
+    uv_buf_t b = uv_buf_init(data, (unsigned)len);
+    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_write) != 0) {
+        free(data);
+        free(wr);
+        conn_close(c);
+    }
+}
+
+static void on_delay(uv_timer_t *timer)
+{
+    struct conn *c = timer->data;
+    char *data = c->pending;
+    c->pending = NULL;
+    send_bytes(c, data, c->pending_len, c->pending_close);
+}
+
+static const char *reason(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 409: return "Conflict";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    default: return "Status";
+    }
+}
+
+/* Serialises a response; NULL when out of memory. */
+static char *render(const struct ebb__httpd_response *res, bool head_only,
+                    bool close, size_t *len)
+{
+    char top[160];
+    int n = snprintf(top, sizeof(top), "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s",
+                     res->status, reason(res->status), res->body_len_,
+                     close ? "Connection: close\r\n" : "");
+    if (n < 0 || (size_t)n >= sizeof(top))
+        return NULL;
+    size_t body_len = head_only ? 0 : res->body_len_;
+    size_t total = (size_t)n + res->headers_len_ + 2 + body_len;
+    char *out = malloc(total);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, top, (size_t)n);
+    if (res->headers_len_ > 0)
+        memcpy(out + n, res->headers_, res->headers_len_);
+    memcpy(out + (size_t)n + res->headers_len_, "\r\n", 2);
+    if (body_len > 0)
+        memcpy(out + (size_t)n + res->headers_len_ + 2, res->body_, body_len);
+    *len = total;
+    return out;
+}
+
+static void answer_error(struct conn *c, int status)
+{
+    struct ebb__httpd_response res = {.status = status};
+    size_t len;
+    char *data = render(&res, false, true, &len);
+    if (data == NULL) {
+        conn_close(c);
+        return;
+    }
+    send_bytes(c, data, len, true);
+}
+
+static bool is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+/* Parses and answers one complete request from c->in. Returns false when
+ * more bytes are needed or the connection was given up. */
+static bool handle_one(struct conn *c)
+{
+    char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
+    if (end == NULL) {
+        if (c->in_len > MAX_HEAD)
+            answer_error(c, 431);
+        return false;
+    }
+    size_t head_len = (size_t)(end - c->in) + 4;
+
+    /* Parse a private copy, cut into NUL-terminated pieces. */
+    char *head = malloc(head_len + 1);
+    const char *names[MAX_HEADERS], *values[MAX_HEADERS];
+    if (head == NULL) {
+        conn_close(c);
+        return false;
+    }
+    memcpy(head, c->in, head_len);
+    head[head_len] = '\0';
+
+    struct ebb__httpd_request req = {.header_names = names,
+                                          .header_values = values};
+    char *line_end = strstr(head, "\r\n");
+    *line_end = '\0';
+    char *sp1 = strchr(head, ' ');
+    char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (sp1 == NULL || sp2 == NULL) {
+        free(head);
+        answer_error(c, 400);
+        return false;
+    }
+    *sp1 = '\0';
+    *sp2 = '\0';
+    req.method = head;
+    req.target = sp1 + 1;
+    req.version = sp2 + 1;
+
+    for (char *line = line_end + 2; strncmp(line, "\r\n", 2) != 0;) {
+        char *eol = strstr(line, "\r\n");
+        *eol = '\0';
+        char *colon = strchr(line, ':');
+        if (colon == NULL || req.n_headers == MAX_HEADERS) {
+            free(head);
+            answer_error(c, 400);
+            return false;
+        }
+        *colon = '\0';
+        char *v = colon + 1;
+        while (is_blank(*v))
+            v++;
+        char *ve = v + strlen(v);
+        while (ve > v && is_blank(ve[-1]))
+            *--ve = '\0';
+        names[req.n_headers] = line;
+        values[req.n_headers] = v;
+        req.n_headers++;
+        line = eol + 2;
+    }
+
+    size_t body_len = 0;
+    const char *cl = ebb__httpd_header(&req, "Content-Length");
+    if (cl != NULL) {
+        char *cl_end;
+        unsigned long long v = strtoull(cl, &cl_end, 10);
+        if (cl_end == cl || *cl_end != '\0' || v > MAX_BODY) {
+            free(head);
+            answer_error(c, 400);
+            return false;
+        }
+        body_len = (size_t)v;
+    }
+    if (ebb__httpd_header(&req, "Transfer-Encoding") != NULL) {
+        free(head);
+        answer_error(c, 501);
+        return false;
+    }
+    if (c->in_len < head_len + body_len) {
+        free(head);
+        return false;
+    }
+
+    char *body = malloc(body_len + 1);
+    char *path = strdup(req.target);
+    if (body == NULL || path == NULL) {
+        free(body);
+        free(path);
+        free(head);
+        conn_close(c);
+        return false;
+    }
+    memcpy(body, c->in + head_len, body_len);
+    body[body_len] = '\0';
+    req.body = body;
+    req.body_len = body_len;
+    char *q = strchr(path, '?');
+    req.query = "";
+    if (q != NULL) {
+        *q = '\0';
+        req.query = req.target + (q - path) + 1;
+    }
+    req.path = path;
+
+    const char *conn_hdr = ebb__httpd_header(&req, "Connection");
+    bool keep_alive = strcmp(req.version, "HTTP/1.1") == 0
+                          ? !(conn_hdr && strcasecmp(conn_hdr, "close") == 0)
+                          : (conn_hdr && strcasecmp(conn_hdr, "keep-alive") == 0);
+
+    req.seq = ++c->s->requests;
+    struct ebb__httpd_response res = {.status = 200};
+    c->s->handler(&req, &res, c->s->arg);
+
+    /* The request is consumed whatever the handler said. */
+    memmove(c->in, c->in + head_len + body_len, c->in_len - head_len - body_len);
+    c->in_len -= head_len + body_len;
+
+    bool head_only = strcmp(req.method, "HEAD") == 0;
+    free(body);
+    free(path);
+    free(head);
+
+    bool ok = true;
+    if (res.drop || c->closing) { /* the handler may close the server */
+        conn_close(c);
+        ok = false;
+    } else {
+        if (res.oom_) {
+            free(res.body_);
+            res.body_ = NULL;
+            res.body_len_ = 0;
+            res.status = 500;
+        }
+        bool close = res.close || !keep_alive;
+        size_t len;
+        char *data = render(&res, head_only, close, &len);
+        if (data == NULL) {
+            conn_close(c);
+            ok = false;
+        } else if (res.delay_ms > 0) {
+            c->busy = true;
+            c->pending = data;
+            c->pending_len = len;
+            c->pending_close = close;
+            uv_timer_start(&c->timer, on_delay, (uint64_t)res.delay_ms, 0);
+        } else {
+            send_bytes(c, data, len, close);
+        }
+    }
+    free(res.headers_);
+    free(res.body_);
+    return ok;
+}
+
+static void process(struct conn *c)
+{
+    while (!c->busy && !c->closing && c->in_len > 0) {
+        if (!handle_one(c))
+            return;
+    }
+}
+
+static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+    struct conn *c = handle->data;
+    if (c->in_cap - c->in_len < suggested) {
+        size_t cap = c->in_len + suggested;
+        char *in = realloc(c->in, cap);
+        if (in == NULL) {
+            *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
+            return;
+        }
+        c->in = in;
+        c->in_cap = cap;
+    }
+    *buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    struct conn *c = stream->data;
+    if (nread < 0) {
+        conn_close(c);
+        return;
+    }
+    c->in_len += (size_t)nread;
+    process(c);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    struct ebb__httpd *s = listener->data;
+    if (status < 0 || s->closing)
+        return;
+    struct conn *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return;
+    c->s = s;
+    uv_tcp_init(s->loop, &c->tcp);
+    uv_timer_init(s->loop, &c->timer);
+    c->tcp.data = c;
+    c->timer.data = c;
+    c->open_handles = 2;
+    s->handles++; /* one per connection, released when both its handles are closed */
+    c->next = s->conns;
+    if (s->conns != NULL)
+        s->conns->prev = c;
+    s->conns = c;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+        conn_close(c);
+}
+
+static void listener_closed(uv_handle_t *handle)
+{
+    server_handle_closed(handle->data);
+}
+
+int ebb__httpd_start(struct ebb__httpd **out, uv_loop_t *loop,
+                     ebb__httpd_handler handler, void *arg)
+{
+    return ebb__httpd_listen(out, loop, "127.0.0.1", 0, handler, arg);
+}
+
+int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
+                      uint16_t port, ebb__httpd_handler handler, void *arg)
+{
+    struct sockaddr_storage addr;
+    int v6 = strchr(ip, ':') != NULL;
+    if (v6 ? uv_ip6_addr(ip, port, (struct sockaddr_in6 *)&addr) != 0
+           : uv_ip4_addr(ip, port, (struct sockaddr_in *)&addr) != 0)
+        return EBB_EINVAL;
+    struct ebb__httpd *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return EBB_ENOMEM;
+    s->loop = loop;
+    s->handler = handler;
+    s->arg = arg;
+    s->handles = 1;
+    uv_tcp_init(loop, &s->listener);
+    s->listener.data = s;
+
+    struct sockaddr_storage bound;
+    int bound_len = sizeof(bound);
+    if (uv_tcp_bind(&s->listener, (const struct sockaddr *)&addr, 0) != 0 ||
+        uv_listen((uv_stream_t *)&s->listener, 511, on_connection) != 0 ||
+        uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &bound_len) != 0) {
+        s->closing = true;
+        uv_close((uv_handle_t *)&s->listener, listener_closed);
+        return EBB_EIO;
+    }
+    s->port = ntohs(v6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                       : ((struct sockaddr_in *)&bound)->sin_port);
+    snprintf(s->url, sizeof(s->url), v6 ? "http://[%s]:%u" : "http://%s:%u", ip,
+             (unsigned)s->port);
+    *out = s;
+    return 0;
+}
+
+int ebb__httpd_parse_address(const char *address, char *ip, size_t ip_size,
+                             uint16_t *port)
+{
+    const char *colon = strrchr(address, ':');
+    if (colon == NULL || colon == address || (size_t)(colon - address) >= ip_size)
+        return EBB_EINVAL;
+    /* "[::1]:80": the brackets are not part of the address. */
+    int bracketed = address[0] == '[' && colon[-1] == ']';
+    char *end = NULL;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (colon[1] == '\0' || *end != '\0' || p > 65535)
+        return EBB_EINVAL;
+    size_t len = (size_t)(colon - address) - (bracketed ? 2 : 0);
+    memcpy(ip, address + bracketed, len);
+    ip[len] = '\0';
+    struct sockaddr_in probe;
+    struct sockaddr_in6 probe6;
+    if (bracketed ? uv_ip6_addr(ip, 0, &probe6) != 0 : uv_ip4_addr(ip, 0, &probe) != 0)
+        return EBB_EINVAL;
+    *port = (uint16_t)p;
+    return 0;
+}
+
+uint16_t ebb__httpd_port(const struct ebb__httpd *s)
+{
+    return s->port;
+}
+
+const char *ebb__httpd_url(const struct ebb__httpd *s)
+{
+    return s->url;
+}
+
+uint64_t ebb__httpd_requests(const struct ebb__httpd *s)
+{
+    return s->requests;
+}
+
+void ebb__httpd_close(struct ebb__httpd *s, void (*closed)(void *arg),
+                           void *arg)
+{
+    if (s->closing)
+        return;
+    s->closing = true;
+    s->closed = closed;
+    s->closed_arg = arg;
+    while (s->conns != NULL)
+        conn_close(s->conns);
+    uv_close((uv_handle_t *)&s->listener, listener_closed);
+}
+
+const char *ebb__httpd_header(const struct ebb__httpd_request *req,
+                                   const char *name)
+{
+    for (size_t i = 0; i < req->n_headers; i++) {
+        if (strcasecmp(req->header_names[i], name) == 0)
+            return req->header_values[i];
+    }
+    return NULL;
+}
+
+void ebb__httpd_set_body(struct ebb__httpd_response *res,
+                              const void *body, size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (copy == NULL) {
+        res->oom_ = true;
+        return;
+    }
+    if (len > 0)
+        memcpy(copy, body, len);
+    copy[len] = '\0';
+    free(res->body_);
+    res->body_ = copy;
+    res->body_len_ = len;
+}
+
+void ebb__httpd_set_bodyf(struct ebb__httpd_response *res,
+                               const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text == NULL) {
+        res->oom_ = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    free(res->body_);
+    res->body_ = text;
+    res->body_len_ = (size_t)n;
+}
+
+void ebb__httpd_add_header(struct ebb__httpd_response *res,
+                                const char *name, const char *value)
+{
+    size_t add = strlen(name) + 2 + strlen(value) + 2;
+    char *h = realloc(res->headers_, res->headers_len_ + add + 1);
+    if (h == NULL) {
+        res->oom_ = true;
+        return;
+    }
+    snprintf(h + res->headers_len_, add + 1, "%s: %s\r\n", name, value);
+    res->headers_ = h;
+    res->headers_len_ += add;
+}
+
+int ebb__httpd_unused_port(uint16_t *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return EBB_EIO;
+    struct sockaddr_in addr = {.sin_family = AF_INET,
+                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(addr);
+    int rc = bind(fd, (struct sockaddr *)&addr, sizeof(addr));
+    if (rc == 0)
+        rc = getsockname(fd, (struct sockaddr *)&addr, &len);
+    close(fd);
+    if (rc != 0)
+        return EBB_EIO;
+    *port = ntohs(addr.sin_port);
+    return 0;
+}

@@ -1,0 +1,265 @@
+/* Job specs: what `ebb submit job.yaml` sends to ebbd, and the workloads
+ * that `ebb backtest --workload W.yaml` replays (examples/jobs/ shows both,
+ * annotated).
+ *
+ * A job spec is one YAML mapping. The key names are fixed (users' scripts
+ * depend on them): name, run, shell, work, deadline, budget,
+ * restart_overhead, resources, market, checkpoint, policy, team,
+ * max_retries, env, submit. Every problem is reported once, as
+ * "file:line: message" naming the line of the bad value (or of the mapping
+ * for a missing key), e.g.
+ *   job.yaml:7: job: unknown key "deadine" (known: name, run, ...)
+ *   job.yaml:4: work: "8" is not a duration (no unit; example: 90s, 5m, 1h30m)
+ *   job.yaml:5: can never finish: deadline 2h is shorter than work 8h plus
+ *       restart overhead 5m
+ *
+ * A spec owns copies of everything it holds: the YAML document it came from
+ * can be freed as soon as the spec is built.
+ */
+#ifndef EBB_JOBSPEC_H
+#define EBB_JOBSPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include <ebb/common.h>
+#include <ebb/config.h>
+#include <ebb/policy.h>
+
+#include "base/diag.h"
+#include "base/yaml_doc.h"
+#include "base/yaml_read.h"
+
+/* Defaults and limits of a spec's values. */
+#define EBB__JOB_RESTART_OVERHEAD_DEFAULT (5 * EBB_MS_PER_MINUTE)
+#define EBB__JOB_GRACE_DEFAULT (90 * EBB_MS_PER_SECOND)
+#define EBB__JOB_GRACE_MAX (10 * EBB_MS_PER_MINUTE)
+#define EBB__JOB_MAX_RETRIES_DEFAULT 2
+#define EBB__JOB_MAX_RETRIES_MAX 1000
+#define EBB__JOB_GPU_COUNT_MAX 1024
+#define EBB__JOB_NAME_MAX 64
+
+/* Where the job may run. Empty lists mean "anywhere"; gpu_count 0 means
+ * no GPU requirement (a `gpu:` mapping without `count` means 1). */
+struct ebb__job_resources {
+    struct ebb_string_list instance_types, zones, regions, providers;
+    char *gpu_model;      /* NULL: any model */
+    int gpu_count;        /* per instance; 0 when no `gpu:` was given */
+    double gpu_memory_gb; /* per GPU; 0: any */
+};
+
+/* How the agent asks the job to save its state. */
+struct ebb__job_checkpoint {
+    char *dir;            /* NULL: ebb chooses (EBB_CHECKPOINT_DIR) */
+    int signal;           /* SIGUSR1 unless set */
+    char signal_name[16]; /* canonical: "SIGUSR1" */
+    ebb_dur_ms grace;     /* time allowed to finish a checkpoint; <= 10m */
+    ebb_dur_ms every;     /* periodic checkpoint interval; 0: none */
+};
+
+struct ebb__job_spec {
+    char *name;
+    /* NULL-terminated. Without shell, the program and its arguments (argc
+     * >= 1), exec'd directly. With shell, argc is 1 and argv[0] is the
+     * script the runner gives to `/bin/sh -c`. */
+    char **argv;
+    size_t argc;
+    int shell;
+
+    ebb_dur_ms work; /* on the reference instance; > 0 */
+    /* deadline: absolute (deadline_at) or relative to submission
+     * (deadline_in); see ebb__jobspec_deadline(). */
+    int has_deadline;
+    int deadline_is_relative;
+    ebb_time_ms deadline_at;
+    ebb_dur_ms deadline_in;
+
+    int has_budget; /* 0: no cap */
+    struct ebb_money budget;
+    ebb_dur_ms restart_overhead;
+
+    struct ebb__job_resources resources;
+    enum ebb_job_market market;
+    struct ebb__job_checkpoint checkpoint;
+
+    char *policy; /* NULL: ebbd's default_policy */
+    char *team;   /* NULL: none */
+    int max_retries;
+    char **env;   /* "NAME=value", NULL-terminated; NULL when n_env is 0 */
+    size_t n_env;
+
+    int has_submit; /* workloads only */
+    ebb_time_ms submit;
+
+    char *file; /* where the spec was read from, for later messages */
+    int line;   /* line of its mapping; 0 when unknown */
+};
+
+/* Reads the job spec in the file at `path` (the path is the name in
+ * messages). The spec must not have `submit:` (ebb submit uses the time of
+ * submission). On success fills *out, which the caller frees with
+ * ebb__jobspec_free(), and returns 0. Returns EBB_ECONFIG for bad content,
+ * EBB_ENOTFOUND / EBB_EIO when the file cannot be read, EBB_ENOMEM; then
+ * *out is zeroed, nothing leaks and d says "file:line: what". */
+int ebb__jobspec_load_file(const char *path, struct ebb__job_spec *out,
+                           struct ebb__diag *d);
+
+/* As ebb__jobspec_load_file() for `len` bytes at `buf`; `name` (copied)
+ * is the file name shown in messages. */
+int ebb__jobspec_load_buffer(const char *name, const char *buf, size_t len,
+                             struct ebb__job_spec *out, struct ebb__diag *d);
+
+/* Builds a spec from a YAML mapping `node` (borrowed; nothing of it is kept).
+ * With want_submit, `submit:` is required (a workload's job); without, it
+ * is an error. Returns as ebb__jobspec_load_buffer(). */
+int ebb__jobspec_from_node(const struct ebb__ynode *node, int want_submit,
+                           struct ebb__job_spec *out, struct ebb__diag *d);
+
+/* As ebb__jobspec_from_node(), with `defaults` (a mapping, or NULL) under
+ * the job's own keys: a key the job leaves out (or sets to null) is taken
+ * from defaults; the mappings resources, resources.gpu, checkpoint and env
+ * are merged key by key the same way; lists and other values are replaced
+ * whole. `name` may not be given a default. Used for workloads. */
+int ebb__jobspec_from_node_defaults(const struct ebb__ynode *node,
+                                    const struct ebb__ynode *defaults,
+                                    int want_submit,
+                                    struct ebb__job_spec *out,
+                                    struct ebb__diag *d);
+
+/* Frees everything the spec owns and zeroes it. A zeroed spec and NULL are
+ * allowed. */
+void ebb__jobspec_free(struct ebb__job_spec *spec);
+
+/* The absolute deadline of a spec submitted at `submitted_at`: deadline_at,
+ * or submitted_at + deadline_in for a relative one. 0 when the spec has no
+ * deadline. */
+ebb_time_ms ebb__jobspec_deadline(const struct ebb__job_spec *spec,
+                                  ebb_time_ms submitted_at);
+
+/* Every field as JSON, keys in the order of the YAML keys: times as
+ * "2026-12-01T06:00:00Z", durations as "8h", money as "40.00 USD", absent
+ * optional values as null, plus "file" and "line". Returns a new
+ * reference (caller json_decref()s it), or NULL when out of memory. */
+json_t *ebb__jobspec_to_json(const struct ebb__job_spec *spec);
+
+/* Reads what ebb__jobspec_to_json() writes (for specs stored in the
+ * database or sent over the API), with the same checks and defaults as the
+ * YAML reader; absent or null optional keys take their defaults, unknown
+ * keys are rejected. `j` is borrowed. Returns 0 and fills *out (free with
+ * ebb__jobspec_free()), or EBB_ECONFIG / EBB_ENOMEM with *out zeroed and
+ * d->msg starting "job spec JSON: ". */
+int ebb__jobspec_from_json(const json_t *j, struct ebb__job_spec *out,
+                           struct ebb__diag *d);
+
+/* ---- shared by the YAML and JSON readers -------------------------------- */
+
+/* "spot", "on-demand" or "spot-fallback". Static. */
+const char *ebb__job_market_name(enum ebb_job_market m);
+
+/* Parses a market name. Returns 0 or EBB_EINVAL. */
+int ebb__job_market_parse(const char *s, enum ebb_job_market *out);
+
+/* Parses a checkpoint signal: "SIGUSR1" or "USR1" (any case) for SIGUSR1,
+ * SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGQUIT. Stores the number and the
+ * canonical name ("SIGUSR1", fits in 16 bytes). Returns 0 or EBB_EINVAL. */
+int ebb__job_signal_parse(const char *s, int *signo, char name[16]);
+
+/* The keys of a job spec and of its mappings, in documentation order,
+ * each list ending with NULL. */
+extern const char *const ebb__jobspec_keys[];
+extern const char *const ebb__jobspec_resource_keys[];
+extern const char *const ebb__jobspec_gpu_keys[];
+extern const char *const ebb__jobspec_checkpoint_keys[];
+
+/* 1 when `s` is a valid policy or team name: 1 to 64 letters, digits, -
+ * and _ (what ebb.yaml allows for them). */
+int ebb__job_ident_valid(const char *s);
+
+/* 1 when the `len` bytes at `s` are an environment variable name: letters,
+ * digits and _, not starting with a digit. */
+int ebb__job_env_name_valid(const char *s, size_t len);
+
+/* 1 when `s` is a valid job name: 1 to 64 of [A-Za-z0-9._-], and neither
+ * "." nor ".." (names become directory names). */
+int ebb__job_name_valid(const char *s);
+
+/* Where the values that the cross-field checks look at were written, for
+ * ebb__jobspec_check(). A line of 0 means "unknown". */
+struct ebb__jobspec_where {
+    const char *file; /* NULL: no file (messages start with `prefix`) */
+    const char *prefix; /* used when file is NULL, e.g. "job spec JSON" */
+    int job, work, deadline, grace, every;
+};
+
+/* The checks that involve more than one value: work > 0, grace <= 10m,
+ * every >= 0, deadline after submit, and a deadline that leaves time for
+ * the work plus one restart. Returns 0 or EBB_ECONFIG with d set. */
+int ebb__jobspec_check(const struct ebb__job_spec *spec,
+                       const struct ebb__jobspec_where *where,
+                       struct ebb__diag *d);
+
+/* ---- internal to src/jobspec*.c: reading one YAML value ----------------- */
+
+/* A mapping seen through workload defaults: `own` (the job's, may be NULL)
+ * over `dflt` (the defaults', may be NULL). */
+struct ebb__jy_layer {
+    const struct ebb__ynode *own;
+    const struct ebb__ynode *dflt;
+};
+
+/* Each of these checks one node and, on a problem, sets d to
+ * "file:line: what: ..." at that node and returns EBB_ECONFIG (EBB_ENOMEM
+ * when out of memory); the readers that know nothing of jobs are
+ * yaml_read.h's ebb__yread_*. Strings they store are newly allocated. */
+
+/* The value of `key`: the job's own unless absent or null, else the
+ * default's unless absent or null, else NULL. Borrowed. */
+const struct ebb__ynode *ebb__jy_get(const struct ebb__jy_layer *l,
+                                     const char *key);
+
+/* The layer of the mappings under `key` in both of l's mappings (a null
+ * value counts as absent), each required to be a mapping and, unless
+ * `keys` is NULL, to hold only those keys. */
+int ebb__jy_sub(const struct ebb__jy_layer *l, const char *key,
+                const char *const *keys, const char *what,
+                struct ebb__jy_layer *out, struct ebb__diag *d);
+
+/* A policy or team name (see ebb__job_ident_valid()) into *out. */
+int ebb__jy_ident(const struct ebb__ynode *n, const char *what,
+                  const char *example, char **out, struct ebb__diag *d);
+
+/* An ISO 8601 time into *out. */
+int ebb__jy_time(const struct ebb__ynode *n, const char *what,
+                 ebb_time_ms *out, struct ebb__diag *d);
+
+/* ---- workloads for `ebb backtest` --------------------------------------- */
+
+/* A workload file is a mapping with `jobs:` (a list of job specs, each
+ * with `submit:`) and optionally `defaults:` (a mapping of job keys applied
+ * under every job's own keys, see ebb__jobspec_from_node_defaults()). Job
+ * names are unique within a workload. */
+struct ebb__workload {
+    struct ebb__job_spec *jobs; /* in file order */
+    size_t n;
+    char *file;
+};
+
+/* Reads the workload file at `path`. On success *out is a new workload the
+ * caller frees with ebb__workload_free(); the YAML document is freed before
+ * this returns. Returns 0, EBB_ECONFIG, EBB_ENOTFOUND, EBB_EIO or
+ * EBB_ENOMEM; on failure *out is NULL, nothing leaks and d says
+ * "file:line: what". */
+int ebb__workload_load_file(const char *path, struct ebb__workload **out,
+                            struct ebb__diag *d);
+
+/* As ebb__workload_load_file() for `len` bytes at `buf`; `name` (copied)
+ * is the file name shown in messages. */
+int ebb__workload_load_buffer(const char *name, const char *buf, size_t len,
+                              struct ebb__workload **out, struct ebb__diag *d);
+
+/* Frees the workload and its jobs. NULL is allowed. */
+void ebb__workload_free(struct ebb__workload *w);
+
+#endif

@@ -1,0 +1,475 @@
+#include "report/backtest.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/str.h"
+#include "base/trace.h"
+#include "base/units.h"
+#include "engine/engine.h"
+#include "engine/vengine.h"
+#include "jobs/jobspec.h"
+#include "market/billing.h"
+#include "market/catalog.h"
+#include "report/oracle.h"
+
+/* The oracle's grid: whole minutes, at most ORACLE_MAX_STEPS of them over
+ * a job's window (1 minute up to 6 hours, 5 minutes for 30 hours). The
+ * exact solver's cost grows steeply with the number of grid points: on the
+ * bench's 1,000 jobs, 720 points cost 15.6 s and 360 cost 6.8 s, for a
+ * total oracle 0.14% higher. */
+#define ORACLE_MAX_STEPS 360
+
+static ebb_dur_ms oracle_step(ebb_dur_ms window)
+{
+    ebb_dur_ms minutes = (window / ORACLE_MAX_STEPS + EBB_MS_PER_MINUTE - 1) /
+                         EBB_MS_PER_MINUTE;
+    return (minutes > 1 ? minutes : 1) * EBB_MS_PER_MINUTE;
+}
+
+/* How long after the last deadline the clock keeps running, so late jobs
+ * can still finish and be reported as late rather than unfinished. */
+#define GRACE_AFTER_DEADLINES (7 * EBB_MS_PER_DAY)
+
+struct backtest {
+    const struct ebb__backtest_options *opt;
+    struct ebb__catalog *catalog;
+    struct ebb__workload *workload;
+    struct ebb__vengine v;      /* the engine, its plugins and clock */
+    struct ebb__timer *submits;
+    struct ebb__job **jobs;     /* by workload index */
+    struct ebb__diag *d;
+    int failed;
+    ebb_time_ms start, end;
+    struct ebb__timer progress;
+};
+
+/* ---- set-up ------------------------------------------------------------ */
+
+/* Quotes a path for a YAML double-quoted scalar. */
+static void yaml_quote(struct ebb__buf *b, const char *s)
+{
+    ebb__buf_puts(b, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            ebb__buf_puts(b, "\\");
+        ebb__buf_append(b, s, 1);
+    }
+    ebb__buf_puts(b, "\"");
+}
+
+/* The backtest's ebb.yaml: the sim market over the given traces. Built as
+ * text and read by the ordinary loader so the sim is configured exactly as
+ * a user's ebb.yaml would configure it. NULL when out of memory. */
+static char *config_text(const struct backtest *bt)
+{
+    const struct ebb__backtest_options *o = bt->opt;
+    struct ebb__buf b = {0};
+    ebb__buf_puts(&b, "providers:\n  sim:\n    prices: ");
+    yaml_quote(&b, o->prices);
+    if (o->availability != NULL) {
+        ebb__buf_puts(&b, "\n    availability: ");
+        yaml_quote(&b, o->availability);
+    }
+    ebb__buf_printf(&b, "\n    seed: %lld\n    preemption_hazard: %.17g\n",
+                    o->seed, o->preemption_hazard);
+    if (o->billing != NULL) {
+        ebb__buf_puts(&b, "    billing: ");
+        yaml_quote(&b, o->billing);
+        ebb__buf_puts(&b, "\n");
+    }
+    if (o->policy != NULL) {
+        ebb__buf_puts(&b, "default_policy: ");
+        yaml_quote(&b, o->policy);
+        ebb__buf_puts(&b, "\n");
+    }
+    return ebb__buf_take(&b);
+}
+
+static int known_type(const struct ebb__price_trace *t,
+                      const struct ebb__catalog *c, const char *type)
+{
+    for (size_t i = 0; i < t->n_series; i++)
+        if (strcmp(t->series[i].instance_type, type) == 0)
+            return 1;
+    for (size_t i = 0; i < c->n_entry; i++)
+        if (strcmp(c->entry[i].instance_type, type) == 0)
+            return 1;
+    return 0;
+}
+
+/* The fastest speed any on-demand catalog entry allowed to the job offers;
+ * 0 when none is. */
+static double fastest_on_demand(const struct ebb__catalog *c,
+                                const struct ebb__job_spec *spec)
+{
+    double best = 0;
+    const struct ebb_string_list *types = &spec->resources.instance_types;
+    for (size_t i = 0; i < c->n_entry; i++) {
+        const struct ebb__catalog_entry *e = &c->entry[i];
+        int ok = types->n == 0;
+        for (size_t k = 0; k < types->n && !ok; k++)
+            ok = strcmp(types->items[k], e->instance_type) == 0;
+        if (ok && e->speed > best)
+            best = e->speed;
+    }
+    return best;
+}
+
+/* Input checks a backtest can make before it runs: every instance type is
+ * known, and every job could finish by its deadline at least on the
+ * fastest on-demand type it may use. */
+static int validate(struct backtest *bt)
+{
+    struct ebb__price_trace *trace = NULL;
+    int rc = ebb__price_trace_load(bt->opt->prices, &trace, bt->d);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < bt->workload->n && rc == 0; i++) {
+        const struct ebb__job_spec *s = &bt->workload->jobs[i];
+        const struct ebb_string_list *types = &s->resources.instance_types;
+        for (size_t k = 0; k < types->n && rc == 0; k++) {
+            if (!known_type(trace, bt->catalog, types->items[k])) {
+                ebb__diag_set(bt->d, s->file, s->line, "job %s: unknown instance "
+                              "type \"%s\" (not in %s nor in %s)", s->name,
+                              types->items[k], bt->opt->prices, bt->opt->catalog);
+                rc = EBB_EINVAL;
+            }
+        }
+        double speed = fastest_on_demand(bt->catalog, s);
+        ebb_time_ms deadline = ebb__jobspec_deadline(s, s->submit);
+        if (rc == 0 && deadline > 0 && s->market != EBB_JOB_SPOT && speed > 0 &&
+            s->submit + s->restart_overhead + (ebb_dur_ms)((double)s->work / speed) >
+                deadline) {
+            char work[32], window[32];
+            ebb__format_duration(s->work, work, sizeof(work));
+            ebb__format_duration(deadline - s->submit, window, sizeof(window));
+            ebb__diag_set(bt->d, s->file, s->line, "job %s can never finish: %s "
+                          "of work plus restart overhead does not fit in %s even "
+                          "on its fastest instance type", s->name, work, window);
+            rc = EBB_EINVAL;
+        }
+    }
+    ebb__price_trace_free(trace);
+    return rc;
+}
+
+/* ---- running ----------------------------------------------------------- */
+
+static void on_submit(struct ebb__timer *t)
+{
+    struct backtest *bt = t->data;
+    size_t i = (size_t)(t - bt->submits);
+    struct ebb__job_spec spec = bt->workload->jobs[i];
+    /* The engine takes ownership of the spec; the workload keeps a zeroed
+     * copy so it is not freed twice. */
+    bt->workload->jobs[i] = (struct ebb__job_spec){0};
+    if (bt->opt->policy != NULL) {
+        free(spec.policy);
+        spec.policy = strdup(bt->opt->policy);
+    }
+    struct ebb__diag d = {{0}};
+    int rc = ebb__engine_submit(&bt->v.engine, &spec, "", 0, NULL, &bt->jobs[i], &d);
+    if (rc != 0) {
+        ebb__jobspec_free(&spec);
+        if (!bt->failed)
+            *bt->d = d;
+        bt->failed = rc;
+    }
+}
+
+static void on_progress(struct ebb__timer *t)
+{
+    struct backtest *bt = t->data;
+    ebb_time_ms now = ebb__clock_now(&bt->v.clock);
+    char when[40];
+    ebb__format_time(now, when, sizeof(when));
+    size_t done = bt->v.engine.n_jobs - bt->v.engine.n_active;
+    double pct = bt->end > bt->start ? 100.0 * (double)(now - bt->start) /
+                                           (double)(bt->end - bt->start)
+                                     : 100.0;
+    fprintf(bt->opt->progress, "\rbacktest: %.10s %5.1f%%  %zu/%zu jobs ended ",
+            when, pct, done, bt->workload->n);
+    fflush(bt->opt->progress);
+    ebb__timer_start(&bt->v.clock, t, now + 6 * EBB_MS_PER_HOUR);
+}
+
+static int all_ended(const struct backtest *bt)
+{
+    return bt->v.engine.n_jobs == bt->workload->n && bt->v.engine.n_active == 0;
+}
+
+static void run(struct backtest *bt)
+{
+    for (size_t i = 0; i < bt->workload->n; i++) {
+        ebb__timer_init(&bt->submits[i], on_submit, bt);
+        ebb__timer_start(&bt->v.clock, &bt->submits[i], bt->workload->jobs[i].submit);
+    }
+    if (bt->opt->progress != NULL) {
+        ebb__timer_init(&bt->progress, on_progress, bt);
+        ebb__timer_start(&bt->v.clock, &bt->progress, bt->start);
+    }
+    /* Run day by day so the loop can stop as soon as every job has ended
+     * instead of replaying the rest of the traces. */
+    for (ebb_time_ms t = bt->start; t < bt->end && !bt->failed;) {
+        t += EBB_MS_PER_DAY;
+        ebb__clock_run_until(&bt->v.clock, t < bt->end ? t : bt->end);
+        if (all_ended(bt))
+            break;
+        if (ebb__clock_next_due(&bt->v.clock) == INT64_MAX && !bt->opt->progress)
+            break;
+    }
+    if (bt->opt->progress != NULL) {
+        ebb__timer_stop(&bt->v.clock, &bt->progress);
+        fprintf(bt->opt->progress, "\n");
+    }
+}
+
+/* ---- results ----------------------------------------------------------- */
+
+static double usd(ebb_micros m)
+{
+    return (double)m / (double)EBB_MICROS_PER_UNIT;
+}
+
+static ebb_micros on_demand_cost(struct backtest *bt, const struct ebb__job *job)
+{
+    /* What the same work costs started at once on the cheapest on-demand
+     * offer the job's resources allow, whatever its market setting. */
+    struct ebb__job as_on_demand = *job;
+    as_on_demand.spec.market = EBB_JOB_ON_DEMAND;
+    ebb_micros best = -1;
+    const struct ebb__market *m = &bt->v.engine.market;
+    for (size_t k = 0; k < m->n_offers; k++) {
+        if (!ebb__engine_offer_allowed(&bt->v.engine, &as_on_demand, k))
+            continue;
+        const struct ebb__offer *o = &m->offers[k];
+        const struct ebb__market_step *s = ebb__offer_at(o, job->submitted_at);
+        if (s == NULL || o->speed <= 0)
+            continue;
+        ebb_dur_ms wall = job->spec.restart_overhead +
+                          (ebb_dur_ms)((double)job->work_total / o->speed);
+        ebb_micros c = ebb__cost_of(s->price, wall);
+        if (best < 0 || c < best)
+            best = c;
+    }
+    return best;
+}
+
+/* Arrays the oracle reads, built from the market's history of one offer. */
+struct oracle_arrays {
+    ebb_time_ms *price_at, *avail_at;
+    ebb_micros *price;
+    int32_t *avail;
+};
+
+static int oracle_cost(struct backtest *bt, const struct ebb__job *job,
+                       ebb_micros *cost)
+{
+    const struct ebb__market *m = &bt->v.engine.market;
+    struct ebb__oracle_offer *offers = calloc(m->n_offers + 1, sizeof(*offers));
+    struct oracle_arrays *arr = calloc(m->n_offers + 1, sizeof(*arr));
+    size_t n = 0;
+    int rc = offers && arr ? 0 : EBB_ENOMEM;
+    for (size_t k = 0; k < m->n_offers && rc == 0; k++) {
+        const struct ebb__offer *o = &m->offers[k];
+        if (o->n_steps == 0 || !ebb__engine_offer_allowed(&bt->v.engine, job, k))
+            continue;
+        struct oracle_arrays *a = &arr[n];
+        a->price_at = malloc(o->n_steps * sizeof(*a->price_at));
+        a->price = malloc(o->n_steps * sizeof(*a->price));
+        int spot = o->market == EBB_MARKET_SPOT;
+        if (spot) {
+            a->avail_at = malloc(o->n_steps * sizeof(*a->avail_at));
+            a->avail = malloc(o->n_steps * sizeof(*a->avail));
+        }
+        if (!a->price_at || !a->price || (spot && (!a->avail_at || !a->avail))) {
+            rc = EBB_ENOMEM;
+            n++;
+            break;
+        }
+        for (size_t i = 0; i < o->n_steps; i++) {
+            a->price_at[i] = o->steps[i].at;
+            a->price[i] = o->steps[i].price;
+            if (spot) {
+                a->avail_at[i] = o->steps[i].at;
+                a->avail[i] = o->steps[i].capacity != 0;
+            }
+        }
+        offers[n] = (struct ebb__oracle_offer){
+            .speed = o->speed,
+            .price_at = a->price_at,
+            .price = a->price,
+            .n_price = o->n_steps,
+            .avail_at = spot ? a->avail_at : NULL,
+            .avail = spot ? a->avail : NULL,
+            .n_avail = spot ? o->n_steps : 0,
+        };
+        n++;
+    }
+    if (rc == 0) {
+        ebb_time_ms deadline = job->deadline > 0 ? job->deadline : bt->end;
+        struct ebb__oracle_job oj = {
+            .release = job->submitted_at,
+            .deadline = deadline,
+            .work = job->work_total,
+            .overhead = job->spec.restart_overhead,
+            .step = oracle_step(deadline - job->submitted_at),
+        };
+        rc = ebb__oracle_solve(&oj, offers, n, cost, NULL, 0, NULL);
+    }
+    for (size_t i = 0; arr != NULL && i < n; i++) {
+        free(arr[i].price_at);
+        free(arr[i].price);
+        free(arr[i].avail_at);
+        free(arr[i].avail);
+    }
+    free(arr);
+    free(offers);
+    return rc;
+}
+
+static json_t *time_json(ebb_time_ms t)
+{
+    char buf[40];
+    if (t <= 0)
+        return json_null();
+    return json_string(ebb__format_time(t, buf, sizeof(buf)));
+}
+
+static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
+                          ebb_micros totals[3], int *oracle_complete)
+{
+    ebb_micros od = on_demand_cost(bt, job);
+    ebb_micros oracle = 0;
+    int orc = oracle_cost(bt, job, &oracle);
+    int finished = job->state == EBB__JOB_SUCCEEDED;
+    int met = finished && (job->deadline <= 0 || job->finished_at <= job->deadline);
+    totals[0] += job->spent;
+    totals[1] += od > 0 ? od : 0;
+    if (orc == 0)
+        totals[2] += oracle;
+    else
+        *oracle_complete = 0;
+    return json_pack("{s:s,s:s,s:s,s:s,s:f,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:i,s:i,s:f}",
+        "name", job->spec.name,
+        "id", job->id,
+        "policy", job->policy->plugin->name,
+        "state", ebb__job_state_name(job->state),
+        "cost_usd", usd(job->spent),
+        "budget_usd", job->budget >= 0 ? json_real(usd(job->budget)) : json_null(),
+        "on_demand_cost_usd", od >= 0 ? json_real(usd(od)) : json_null(),
+        "oracle_cost_usd", orc == 0 ? json_real(usd(oracle)) : json_null(),
+        "deadline_met", met,
+        "submitted_at", time_json(job->submitted_at),
+        "deadline", time_json(job->deadline),
+        "finished_at", finished ? time_json(job->finished_at) : json_null(),
+        "preemptions", (int)job->preemptions,
+        "restarts", (int)job->restarts,
+        "work_done_hours", (double)job->work_saved / EBB_MS_PER_HOUR);
+}
+
+static json_t *results(struct backtest *bt)
+{
+    json_t *jobs = json_array();
+    ebb_micros totals[3] = {0, 0, 0};
+    int oracle_complete = 1;
+    for (size_t i = 0; i < bt->workload->n; i++)
+        if (bt->jobs[i] != NULL)
+            json_array_append_new(jobs, job_result(bt, bt->jobs[i], totals,
+                                                   &oracle_complete));
+    /* The policy every job ran with, or "mixed" when the workload's jobs
+     * chose different ones. */
+    const char *policy = NULL;
+    for (size_t i = 0; i < bt->workload->n; i++) {
+        const struct ebb__job *job = bt->jobs[i];
+        if (job == NULL)
+            continue;
+        if (policy == NULL)
+            policy = job->policy->plugin->name;
+        else if (strcmp(policy, job->policy->plugin->name) != 0)
+            policy = "mixed";
+    }
+    return json_pack("{s:s,s:o,s:f,s:f,s:o,s:I,s:I}",
+        "policy", policy ? policy : bt->v.config->default_policy,
+        "jobs", jobs,
+        "total_cost_usd", usd(totals[0]),
+        "total_on_demand_cost_usd", usd(totals[1]),
+        "total_oracle_cost_usd", oracle_complete ? json_real(usd(totals[2]))
+                                                 : json_null(),
+        "seed", (json_int_t)bt->opt->seed,
+        "decisions", (json_int_t)bt->v.engine.decisions);
+}
+
+/* ---- driver ------------------------------------------------------------ */
+
+static void span(struct backtest *bt)
+{
+    bt->start = INT64_MAX;
+    bt->end = INT64_MIN;
+    for (size_t i = 0; i < bt->workload->n; i++) {
+        const struct ebb__job_spec *s = &bt->workload->jobs[i];
+        ebb_time_ms dl = ebb__jobspec_deadline(s, s->submit);
+        ebb_time_ms last = dl > 0 ? dl : s->submit + 30 * EBB_MS_PER_DAY;
+        if (s->submit < bt->start)
+            bt->start = s->submit;
+        if (last > bt->end)
+            bt->end = last;
+    }
+    bt->end += GRACE_AFTER_DEADLINES;
+}
+
+static int setup(struct backtest *bt)
+{
+    int rc = ebb__catalog_load(bt->opt->catalog, &bt->catalog, bt->d);
+    if (rc == 0)
+        rc = ebb__workload_load_file(bt->opt->workload, &bt->workload, bt->d);
+    if (rc == 0 && bt->workload->n == 0) {
+        ebb__diag_set(bt->d, bt->opt->workload, 0, "the workload has no jobs");
+        rc = EBB_EINVAL;
+    }
+    if (rc == 0)
+        rc = validate(bt);
+    if (rc != 0)
+        return rc;
+    span(bt);
+    char *text = config_text(bt);
+    rc = text != NULL ? ebb__vengine_open(&bt->v, "(backtest)", text,
+                                          bt->catalog, bt->start, bt->d)
+                      : EBB_ENOMEM;
+    free(text);
+    bt->submits = calloc(bt->workload->n, sizeof(*bt->submits));
+    bt->jobs = calloc(bt->workload->n, sizeof(*bt->jobs));
+    if (rc == 0 && (bt->submits == NULL || bt->jobs == NULL))
+        rc = EBB_ENOMEM;
+    return rc;
+}
+
+static void teardown(struct backtest *bt)
+{
+    ebb__vengine_close(&bt->v);
+    ebb__workload_free(bt->workload);
+    ebb__catalog_free(bt->catalog);
+    free(bt->submits);
+    free(bt->jobs);
+}
+
+int ebb__backtest_run(const struct ebb__backtest_options *o, json_t **result,
+                      struct ebb__diag *d)
+{
+    *result = NULL;
+    struct backtest bt = {.opt = o, .d = d};
+    int rc = setup(&bt);
+    if (rc == 0) {
+        run(&bt);
+        rc = bt.failed;
+    }
+    if (rc == 0) {
+        *result = results(&bt);
+        if (*result == NULL)
+            rc = EBB_ENOMEM;
+    }
+    teardown(&bt);
+    return rc;
+}

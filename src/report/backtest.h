@@ -1,0 +1,37 @@
+/* `ebb backtest`: the engine on the virtual clock against the sim market.
+ *
+ * It builds exactly what ebbd runs (registry with the sim provider and the
+ * policies, store, engine), replays a workload's submissions at their times
+ * and lets the virtual clock run until every job has ended or its deadline
+ * is long past. Then it reads the results and, for each job, what the same
+ * work would have cost on demand and the hindsight optimum (the oracle).
+ * It runs in the CLI process, never on ebbd's loop.
+ */
+#ifndef EBB_BACKTEST_H
+#define EBB_BACKTEST_H
+
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "base/diag.h"
+
+struct ebb__backtest_options {
+    const char *prices;        /* required */
+    const char *availability;  /* may be NULL */
+    const char *catalog;       /* required */
+    const char *workload;      /* required */
+    const char *policy;        /* NULL: each job's own, else the default */
+    long long seed;            /* for the sim's random preemptions */
+    double preemption_hazard;  /* sim: preemptions per spot instance-hour */
+    const char *billing;       /* sim: "per-second" (NULL) or "aws-hourly" */
+    FILE *progress;            /* NULL: quiet */
+};
+
+/* Runs a backtest. On success returns 0 and *result, the JSON document
+ * `ebb backtest --json` prints (caller decrefs). Bad input returns
+ * EBB_EINVAL / EBB_ECONFIG with d naming the file and line. */
+int ebb__backtest_run(const struct ebb__backtest_options *o, json_t **result,
+                      struct ebb__diag *d);
+
+#endif

@@ -1,0 +1,443 @@
+/* Building a savings report: one pass over the ledger rows of the window
+ * (each converted, priced against its references and added to its group),
+ * one over the job events (preemptions, time spent checkpointing), and,
+ * for the chart, the instances' runs and the price series they used.
+ * docs/report.md defines the figures. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "base/str.h"
+#include "base/units.h"
+#include "report/report.h"
+#include "report/report_impl.h"
+
+static const char *const by_names[] = {
+    [EBB__REPORT_BY_NONE] = "none",
+    [EBB__REPORT_BY_JOB] = "job",
+    [EBB__REPORT_BY_TEAM] = "team",
+    [EBB__REPORT_BY_PROVIDER] = "provider",
+    [EBB__REPORT_BY_INSTANCE_TYPE] = "instance-type",
+    [EBB__REPORT_BY_DAY] = "day",
+};
+
+int ebb__report_by_parse(const char *s, enum ebb__report_by *out)
+{
+    if (s == NULL || s[0] == '\0') {
+        *out = EBB__REPORT_BY_NONE;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(by_names) / sizeof(by_names[0]); i++) {
+        if (strcmp(s, by_names[i]) == 0) {
+            *out = (enum ebb__report_by)i;
+            return 0;
+        }
+    }
+    return EBB_EINVAL;
+}
+
+const char *ebb__report_by_name(enum ebb__report_by by)
+{
+    return (size_t)by < sizeof(by_names) / sizeof(by_names[0]) ? by_names[by]
+                                                               : "none";
+}
+
+int ebb__report_parse_when(const char *s, ebb_time_ms now, int ago,
+                           ebb_time_ms *out, const char **why)
+{
+    ebb_dur_ms d;
+    if (ago && ebb__parse_duration(s, &d) == 0 && d >= 0) {
+        *out = now - d;
+        return 0;
+    }
+    if (ebb__parse_time(s, out) == 0)
+        return 0;
+    *why = ago ? "not a duration back from now (e.g. 30d, 12h) nor a date "
+                 "(e.g. 2026-11-01) or ISO-8601 time (e.g. "
+                 "2026-11-01T12:00:00Z)"
+               : "not a date (e.g. 2026-11-01) nor an ISO-8601 time (e.g. "
+                 "2026-11-01T12:00:00Z)";
+    return EBB_EINVAL;
+}
+
+ebb_micros ebb__report_saved(ebb_micros reference, ebb_micros basis)
+{
+    return reference - basis;
+}
+
+double ebb__report_saved_pct(ebb_micros reference, ebb_micros basis)
+{
+    if (reference == 0)
+        return NAN;
+    return 100.0 * (double)(reference - basis) / (double)reference;
+}
+
+/* ---- groups ------------------------------------------------------------ */
+
+static int group_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, ((const struct ebb__report_group *)elem)->key);
+}
+
+/* The figures of the group named `key`, added in key order when new. */
+static struct ebb__report_figures *group_of(struct ebb__report *r,
+                                            const char *key, size_t *cap)
+{
+    size_t lo = 0, hi = r->n_groups;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = group_cmp(key, &r->groups[mid]);
+        if (c == 0)
+            return &r->groups[mid].f;
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (r->n_groups == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        void *g = realloc(r->groups, ncap * sizeof(*r->groups));
+        if (g == NULL)
+            return NULL;
+        r->groups = g;
+        *cap = ncap;
+    }
+    char *copy = strdup(key);
+    if (copy == NULL)
+        return NULL;
+    memmove(&r->groups[lo + 1], &r->groups[lo],
+            (r->n_groups - lo) * sizeof(*r->groups));
+    r->groups[lo] = (struct ebb__report_group){.key = copy};
+    r->n_groups++;
+    return &r->groups[lo].f;
+}
+
+/* The group a fact belongs to under r->by. */
+static const char *key_of(const struct ebb__report *r, const struct fact *f,
+                          char *buf, size_t len)
+{
+    switch (r->by) {
+    case EBB__REPORT_BY_JOB:
+        return f->job_id[0] ? f->job_id : "(no job)";
+    case EBB__REPORT_BY_TEAM:
+        return f->team[0] ? f->team : "(no team)";
+    case EBB__REPORT_BY_PROVIDER:
+        return f->provider[0] ? f->provider : "(none)";
+    case EBB__REPORT_BY_INSTANCE_TYPE:
+        return f->instance_type[0] ? f->instance_type : "(none)";
+    case EBB__REPORT_BY_DAY: {
+        int64_t y;
+        int m, d;
+        int64_t day = f->at / EBB_MS_PER_DAY - (f->at % EBB_MS_PER_DAY < 0);
+        ebb__civil_from_days(day, &y, &m, &d);
+        snprintf(buf, len, "%04lld-%02d-%02d", (long long)y, m, d);
+        return buf;
+    }
+    case EBB__REPORT_BY_NONE:
+        break;
+    }
+    return NULL;
+}
+
+/* Adds `add` to the total and to the fact's group. */
+static int account(struct report_build *b, const struct fact *f,
+                   const struct ebb__report_figures *add)
+{
+    struct ebb__report_figures *dst[2] = {&b->r->total, NULL};
+    char day[16];
+    const char *key = key_of(b->r, f, day, sizeof(day));
+    if (key != NULL) {
+        dst[1] = group_of(b->r, key, &b->cap_groups);
+        if (dst[1] == NULL)
+            return EBB_ENOMEM;
+    }
+    for (size_t i = 0; i < 2 && dst[i] != NULL; i++) {
+        struct ebb__report_figures *t = dst[i];
+        t->rows += add->rows;
+        t->spend += add->spend;
+        t->compute += add->compute;
+        t->overhead += add->overhead;
+        t->fees += add->fees;
+        t->fee_storage += add->fee_storage;
+        t->fee_egress += add->fee_egress;
+        t->on_demand += add->on_demand;
+        t->on_demand_basis += add->on_demand_basis;
+        t->spot_at_once += add->spot_at_once;
+        t->spot_at_once_basis += add->spot_at_once_basis;
+        t->instance_ms += add->instance_ms;
+        t->restart_ms += add->restart_ms;
+        t->checkpoint_ms += add->checkpoint_ms;
+        t->preemptions += add->preemptions;
+    }
+    return 0;
+}
+
+/* ---- ledger rows ------------------------------------------------------- */
+
+static int add_native(struct report_build *b, const char *cur, ebb_micros v)
+{
+    struct ebb__report *r = b->r;
+    size_t i = 0;
+    while (i < r->n_natives && strcmp(r->natives[i].currency, cur) < 0)
+        i++;
+    if (i == r->n_natives || strcmp(r->natives[i].currency, cur) != 0) {
+        void *n = realloc(r->natives, (r->n_natives + 1) * sizeof(*r->natives));
+        if (n == NULL)
+            return EBB_ENOMEM;
+        r->natives = n;
+        memmove(&r->natives[i + 1], &r->natives[i],
+                (r->n_natives - i) * sizeof(*r->natives));
+        r->natives[i] = (struct ebb__report_native){.amount = 0};
+        ebb__strlcpy(r->natives[i].currency, cur, sizeof(r->natives[i].currency));
+        r->n_natives++;
+    }
+    r->natives[i].amount += v;
+    r->natives[i].rows++;
+    return 0;
+}
+
+int ebb__report_to_currency(struct report_build *b, ebb_micros amount,
+                            const char *from, ebb_micros *out)
+{
+    int rc = ebb__currency_convert(amount, from, b->r->currency, b->o->rates,
+                                   b->o->n_rates, EBB__ROUND_NEAREST, out);
+    if (rc == EBB_ENOTFOUND)
+        ebb__diag_set(b->d, NULL, 0,
+                      "no exchange rate between %s and %s: add it under "
+                      "currency_rates: in ebb.yaml (USD for one unit, e.g. "
+                      "currency_rates: {%s: 0.14})",
+                      from, b->r->currency,
+                      strcmp(from, "USD") != 0 ? from : b->r->currency);
+    else if (rc != 0)
+        ebb__diag_set(b->d, NULL, 0, "%s: amount too large to convert", from);
+    return rc != 0 ? EBB_EINVAL : 0;
+}
+
+/* The window's ledger rows, each with its job's productive time before it
+ * (which places the row on the spot-at-once timeline): the running sum
+ * within the window, plus what the job ran before the window, looked up
+ * once per job through ledger_by_job. */
+static const char rows_sql[] =
+    "WITH before AS MATERIALIZED (SELECT w.job_id,"
+    "  (SELECT sum(end_at - start_at)"
+    "  FROM ledger WHERE job_id = w.job_id AND start_at < ?1"
+    "  AND kind = 'compute') AS ms"
+    " FROM (SELECT DISTINCT job_id FROM ledger WHERE start_at >= ?1"
+    "  AND start_at < ?2 AND job_id IS NOT NULL) w)"
+    " SELECT l.job_id, l.team, l.provider, l.kind, l.start_at, l.end_at,"
+    " l.amount_micros, l.currency, l.note,"
+    " coalesce(i.region, ''), coalesce(i.zone, ''),"
+    " coalesce(i.instance_type, ''), coalesce(i.market, ''),"
+    " coalesce(j.submitted_at, l.start_at),"
+    " coalesce(b.ms, 0) + coalesce(sum(CASE WHEN l.kind = 'compute'"
+    "  THEN l.end_at - l.start_at END) OVER (PARTITION BY l.job_id"
+    "  ORDER BY l.start_at, l.id"
+    "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"
+    " FROM ledger l LEFT JOIN instances i ON i.token = l.instance_token"
+    " LEFT JOIN jobs j ON j.id = l.job_id"
+    " LEFT JOIN before b ON b.job_id = l.job_id"
+    " WHERE l.start_at >= ?1 AND l.start_at < ?2 ORDER BY l.start_at";
+
+static const char *col(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t != NULL ? (const char *)t : "";
+}
+
+static int starts_with(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int add_row(struct report_build *b, sqlite3_stmt *st)
+{
+    struct fact f = {
+        .job_id = col(st, 0), .team = col(st, 1), .provider = col(st, 2),
+        .region = col(st, 9), .zone = col(st, 10),
+        .instance_type = col(st, 11), .market = col(st, 12),
+        .at = sqlite3_column_int64(st, 4),
+    };
+    const char *kind = col(st, 3), *cur = col(st, 7), *note = col(st, 8);
+    ebb_time_ms end = sqlite3_column_int64(st, 5);
+    ebb_micros native = sqlite3_column_int64(st, 6), amount;
+    if (add_native(b, cur, native) != 0)
+        return EBB_ENOMEM;
+    int rc = ebb__report_to_currency(b, native, cur, &amount);
+    if (rc != 0)
+        return rc;
+
+    struct ebb__report_figures add = {.rows = 1, .spend = amount};
+    struct ref_row ref = {
+        .f = &f, .start = f.at, .end = end, .amount = amount,
+        .submitted_at = sqlite3_column_int64(st, 13),
+        .prior_compute = sqlite3_column_int64(st, 14),
+    };
+    if (strcmp(kind, "fee") == 0) {
+        add.fees = amount;
+        if (starts_with(note, "storage"))
+            add.fee_storage = amount;
+        else if (starts_with(note, "egress"))
+            add.fee_egress = amount;
+    } else {
+        int compute = strcmp(kind, "compute") == 0;
+        if (compute)
+            add.compute = amount;
+        else
+            add.overhead = amount, add.restart_ms = end - f.at;
+        add.instance_ms = end - f.at;
+        rc = ebb__report_price_refs(b, &ref, compute, &add);
+        if (rc != 0)
+            return rc;
+    }
+    if (b->o->chart)
+        rc = ebb__report_cumulate(b, end, amount, add.on_demand + amount -
+                                                      add.on_demand_basis);
+    return rc != 0 ? rc : account(b, &f, &add);
+}
+
+/* ---- job events -------------------------------------------------------- */
+
+/* Preemptions and checkpoints in the window, each with the instance the job
+ * held then (the latest started at or before the event) for grouping, and
+ * the time to the job's next event (how long a checkpoint took). */
+static const char events_sql[] =
+    "SELECT x.job_id, x.team, x.to_state, x.at, x.next_at,"
+    " coalesce((SELECT provider FROM ledger WHERE job_id = x.job_id"
+    "  AND instance_token = i.token LIMIT 1), i.provider, ''),"
+    " coalesce(i.instance_type, ''),"
+    " coalesce(i.token, '')"
+    " FROM (SELECT e.job_id, j.team, e.to_state, e.at, lead(e.at)"
+    "  OVER (PARTITION BY e.job_id ORDER BY e.seq) AS next_at"
+    "  FROM job_events e JOIN jobs j ON j.id = e.job_id"
+    "  WHERE e.job_id IN (SELECT DISTINCT job_id FROM job_events WHERE at >= ?1"
+    "   AND at < ?2 AND to_state IN ('preempted', 'checkpointing'))) x"
+    " LEFT JOIN instances i ON i.token = (SELECT token FROM instances"
+    "  WHERE job_id = x.job_id AND started_at <= x.at"
+    "  ORDER BY started_at DESC LIMIT 1)"
+    " WHERE x.at >= ?1 AND x.at < ?2"
+    " AND x.to_state IN ('preempted', 'checkpointing')"
+    " ORDER BY x.at";
+
+static int add_event(struct report_build *b, sqlite3_stmt *st)
+{
+    struct fact f = {
+        .job_id = col(st, 0), .team = col(st, 1), .provider = col(st, 5),
+        .instance_type = col(st, 6), .at = sqlite3_column_int64(st, 3),
+        .region = "", .zone = "", .market = "",
+    };
+    struct ebb__report_figures add = {0};
+    if (strcmp(col(st, 2), "preempted") == 0) {
+        add.preemptions = 1;
+        if (b->o->chart && ebb__report_mark_preempted(b, col(st, 7)) != 0)
+            return EBB_ENOMEM;
+    } else {
+        ebb_time_ms next = sqlite3_column_type(st, 4) == SQLITE_NULL
+                               ? b->r->until
+                               : sqlite3_column_int64(st, 4);
+        add.checkpoint_ms = (next < b->r->until ? next : b->r->until) - f.at;
+    }
+    return account(b, &f, &add);
+}
+
+/* ---- driver ------------------------------------------------------------ */
+
+int ebb__report_each(struct report_build *b, const char *sql,
+                     int (*row)(struct report_build *, sqlite3_stmt *))
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 1, b->r->since);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int64(st, 2, b->r->until);
+    int r = 0;
+    while (rc == SQLITE_OK && r == 0) {
+        int step = sqlite3_step(st);
+        if (step == SQLITE_ROW)
+            r = row(b, st);
+        else if (step != SQLITE_DONE)
+            rc = step;
+        else
+            break;
+    }
+    if (rc != SQLITE_OK) {
+        ebb__diag_set(b->d, NULL, 0, "cannot read the store: %s",
+                      sqlite3_errmsg(b->db));
+        r = (rc & 0xff) == SQLITE_NOMEM ? EBB_ENOMEM : EBB_EDB;
+    }
+    sqlite3_finalize(st);
+    return r;
+}
+
+int ebb__report_build(struct sqlite3 *db, const struct ebb__report_opts *o,
+                      struct ebb__report **out, struct ebb__diag *d)
+{
+    *out = NULL;
+    const char *cur = o->currency != NULL ? o->currency : "USD";
+    if (o->since >= o->until) {
+        ebb__diag_set(d, NULL, 0, "the report's start must come before its "
+                      "end (--since before --until)");
+        return EBB_EINVAL;
+    }
+    if (strlen(cur) != 3) {
+        ebb__diag_set(d, NULL, 0, "currency \"%s\" is not a three-letter "
+                      "code (e.g. USD)", cur);
+        return EBB_EINVAL;
+    }
+    struct ebb__report *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return EBB_ENOMEM;
+    r->since = o->since;
+    r->until = o->until;
+    r->by = o->by;
+    memcpy(r->currency, cur, 4);
+    struct report_build b = {.db = db, .o = o, .r = r, .d = d};
+    int rc = ebb__report_each(&b, rows_sql, add_row);
+    if (rc == 0)
+        rc = ebb__report_each(&b, events_sql, add_event);
+    if (rc == 0 && o->chart)
+        rc = ebb__report_chart(&b);
+    if (rc == 0 && o->n_plans > 0)
+        rc = ebb__report_advise(db, o, r, d);
+    ebb__report_build_free(&b);
+    if (rc != 0) {
+        if (rc == EBB_ENOMEM)
+            ebb__diag_set(d, NULL, 0, "out of memory");
+        ebb__report_free(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void ebb__report_free(struct ebb__report *r)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; i < r->n_groups; i++)
+        free(r->groups[i].key);
+    free(r->groups);
+    free(r->natives);
+    for (size_t i = 0; i < r->n_series; i++) {
+        struct ebb__report_series *s = &r->series[i];
+        free(s->provider);
+        free(s->region);
+        free(s->zone);
+        free(s->instance_type);
+        free(s->points);
+    }
+    free(r->series);
+    for (size_t i = 0; i < r->n_runs; i++)
+        free(r->runs[i].job_id);
+    free(r->runs);
+    free(r->cumulative);
+    for (size_t i = 0; i < r->n_advice; i++) {
+        free(r->advice[i].team);
+        free(r->advice[i].plan);
+    }
+    free(r->advice);
+    free(r);
+}

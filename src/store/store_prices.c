@@ -1,0 +1,398 @@
+/* The store's prices: observations as providers report them, the cursors
+ * polls resume from, and the queries over them (latest per series, the
+ * history of each). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_internal.h"
+
+/* The price statements; their cache slots start at EBB__STORE_PRICE_SLOTS. */
+enum stmt {
+    ST_PUT_PRICE,
+    ST_LAST_PRICE_AT,
+    ST_PUT_CURSOR,
+    /* Eight variants, one per combination of filter fields, so that each
+     * uses the primary key or an index for the fields it has instead of
+     * one "(? IS NULL OR col = ?)" statement that can use none.
+     * Bit 0: provider, bit 1: instance type, bit 2: zone. */
+    ST_LATEST_PRICES,
+    ST_LATEST_PRICES_END = ST_LATEST_PRICES + 7,
+    /* The same eight variants for the price history of each series. */
+    ST_PRICE_HISTORY,
+    ST_PRICE_HISTORY_END = ST_PRICE_HISTORY + 7,
+    ST__COUNT
+};
+_Static_assert(EBB__STORE_PRICE_SLOTS + ST__COUNT <= EBB__STORE_JOB_SLOTS,
+               "store_prices.c's statements overlap store_jobs.c's slots");
+
+#define LATEST_PROVIDER 1
+#define LATEST_TYPE 2
+#define LATEST_ZONE 4
+
+/* max(observed_at) with bare columns: SQLite takes the other columns of a
+ * group from the row holding the maximum, which is exactly "the newest
+ * observation of the series". Rows come out in primary key order, so the
+ * GROUP BY and ORDER BY need no sort. */
+#define LATEST(where)                                                       \
+    "SELECT provider, region, zone, instance_type, product, market,"        \
+    " max(observed_at), price_micros, currency FROM prices " where          \
+    " GROUP BY provider, region, zone, instance_type, product, market"      \
+    " ORDER BY provider, region, zone, instance_type, product, market"
+
+/* Every observation in [:since, :until), series by series, oldest first:
+ * the primary key's order, so no sort. */
+#define HISTORY(where)                                                      \
+    "SELECT provider, region, zone, instance_type, product, market,"        \
+    " observed_at, price_micros, currency FROM prices"                      \
+    " WHERE observed_at >= :since AND observed_at < :until" where           \
+    " ORDER BY provider, region, zone, instance_type, product, market,"     \
+    " observed_at"
+
+static const char *const sql_text[ST__COUNT] = {
+    /* ON CONFLICT DO NOTHING rather than INSERT OR IGNORE: OR IGNORE would
+     * also silently drop a row that breaks a CHECK or NOT NULL, which must
+     * be an error, not "already present". */
+    [ST_PUT_PRICE] =
+        "INSERT INTO prices (provider, region, zone, instance_type, product,"
+        " market, observed_at, price_micros, currency)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+        " ON CONFLICT DO NOTHING",
+    [ST_PUT_CURSOR] =
+        "INSERT INTO price_cursors (provider, region, last_at) VALUES (?1, ?2, ?3)"
+        " ON CONFLICT (provider, region) DO UPDATE SET"
+        " last_at = max(last_at, excluded.last_at)",
+    [ST_LAST_PRICE_AT] = "SELECT last_at FROM price_cursors"
+                         " WHERE provider = ?1 AND region = ?2",
+    [ST_LATEST_PRICES + 0] = LATEST(""),
+    [ST_LATEST_PRICES + 1] = LATEST("WHERE provider = :provider"),
+    [ST_LATEST_PRICES + 2] = LATEST("WHERE instance_type = :type"),
+    [ST_LATEST_PRICES + 3] =
+        LATEST("WHERE provider = :provider AND instance_type = :type"),
+    [ST_LATEST_PRICES + 4] = LATEST("WHERE zone = :zone"),
+    [ST_LATEST_PRICES + 5] =
+        LATEST("WHERE provider = :provider AND zone = :zone"),
+    [ST_LATEST_PRICES + 6] =
+        LATEST("WHERE instance_type = :type AND zone = :zone"),
+    [ST_LATEST_PRICES + 7] = LATEST("WHERE provider = :provider"
+                                    " AND instance_type = :type"
+                                    " AND zone = :zone"),
+    [ST_PRICE_HISTORY + 0] = HISTORY(""),
+    [ST_PRICE_HISTORY + 1] = HISTORY(" AND provider = :provider"),
+    [ST_PRICE_HISTORY + 2] = HISTORY(" AND instance_type = :type"),
+    [ST_PRICE_HISTORY + 3] =
+        HISTORY(" AND provider = :provider AND instance_type = :type"),
+    [ST_PRICE_HISTORY + 4] = HISTORY(" AND zone = :zone"),
+    [ST_PRICE_HISTORY + 5] =
+        HISTORY(" AND provider = :provider AND zone = :zone"),
+    [ST_PRICE_HISTORY + 6] =
+        HISTORY(" AND instance_type = :type AND zone = :zone"),
+    [ST_PRICE_HISTORY + 7] = HISTORY(" AND provider = :provider"
+                                     " AND instance_type = :type AND zone = :zone"),
+};
+
+static sqlite3_stmt *stmt(struct ebb__store *s, enum stmt id)
+{
+    return ebb__store_stmt(s, EBB__STORE_PRICE_SLOTS + (int)id, sql_text[id]);
+}
+
+static const char *market_name(enum ebb_market m)
+{
+    return m == EBB_MARKET_ON_DEMAND ? "on-demand" : "spot";
+}
+
+static int put_one(struct ebb__store *s, sqlite3_stmt *st,
+                   const char *provider, const struct ebb_price *p)
+{
+    if (p == NULL || p->instance_type == NULL || p->instance_type[0] == '\0')
+        return ebb__store_invalid(s, "price without an instance type");
+    if (p->price_per_hour < 0)
+        return ebb__store_invalid(s, "negative price");
+    if (p->market != EBB_MARKET_SPOT && p->market != EBB_MARKET_ON_DEMAND)
+        return ebb__store_invalid(s, "unknown market");
+    const char *cur = p->currency != NULL ? p->currency : "USD";
+    if (strlen(cur) != 3)
+        return ebb__store_invalid(s, "currency is not a three-letter code");
+
+    /* A price that names its market (the sim replaying "aws") is stored
+     * under that name; otherwise under the reporting plugin's. */
+    int r = ebb__store_bind_text(s, st, 1, p->provider != NULL ? p->provider
+                                                               : provider);
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 2, p->region != NULL ? p->region : "");
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 3, p->zone != NULL ? p->zone : "");
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 4, p->instance_type);
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 5, p->product != NULL ? p->product : "");
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 6, market_name(p->market));
+    if (r == 0)
+        r = ebb__store_bind_i64(s, st, 7, p->at);
+    if (r == 0)
+        r = ebb__store_bind_i64(s, st, 8, p->price_per_hour);
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 9, cur);
+    if (r == 0)
+        r = ebb__store_run(s, st);
+    else
+        sqlite3_clear_bindings(st);
+    if (r < 0)
+        return r;
+    return sqlite3_changes(s->db) > 0 ? 1 : 0;
+}
+
+/* Where polls of (provider, region) resume: moved forward to `at`. */
+static int advance_cursor(struct ebb__store *s, const char *provider,
+                          const char *region, ebb_time_ms at)
+{
+    sqlite3_stmt *st = stmt(s, ST_PUT_CURSOR);
+    if (st == NULL)
+        return EBB_EDB;
+    int r = ebb__store_bind_text(s, st, 1, provider);
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 2, region != NULL ? region : "");
+    if (r == 0)
+        r = ebb__store_bind_i64(s, st, 3, at);
+    if (r == 0)
+        return ebb__store_run(s, st);
+    sqlite3_clear_bindings(st);
+    return r;
+}
+
+static const char *stored_provider(const char *provider, const struct ebb_price *p)
+{
+    return p->provider != NULL ? p->provider : provider;
+}
+
+int ebb__store_put_price(struct ebb__store *s, const char *provider,
+                         const struct ebb_price *p)
+{
+    if (provider == NULL || provider[0] == '\0')
+        return ebb__store_invalid(s, "price without a provider");
+    sqlite3_stmt *st = stmt(s, ST_PUT_PRICE);
+    if (st == NULL)
+        return EBB_EDB;
+    int own = !ebb__store_in_transaction(s);
+    int r = own ? ebb__store_begin(s) : 0;
+    int inserted = r == 0 ? put_one(s, st, provider, p) : r;
+    r = inserted < 0 ? inserted
+                     : advance_cursor(s, stored_provider(provider, p), p->region, p->at);
+    if (own) {
+        if (r == 0)
+            r = ebb__store_commit(s);
+        if (r != 0)
+            ebb__store_rollback(s);
+    }
+    return r < 0 ? r : inserted;
+}
+
+/* The newest time of a batch per (provider, region): a batch holds few. */
+struct cursor {
+    const char *provider, *region;
+    ebb_time_ms at;
+};
+
+static int note_cursor(struct cursor **c, size_t *n, size_t *cap, const char *provider,
+                       const char *region, ebb_time_ms at)
+{
+    region = region != NULL ? region : "";
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp((*c)[i].provider, provider) == 0 && strcmp((*c)[i].region, region) == 0) {
+            if (at > (*c)[i].at)
+                (*c)[i].at = at;
+            return 0;
+        }
+    }
+    if (*n == *cap) {
+        size_t grown_cap = *cap ? *cap * 2 : 8;
+        struct cursor *grown = realloc(*c, grown_cap * sizeof(*grown));
+        if (grown == NULL)
+            return EBB_ENOMEM;
+        *c = grown;
+        *cap = grown_cap;
+    }
+    (*c)[(*n)++] = (struct cursor){provider, region, at};
+    return 0;
+}
+
+int ebb__store_put_prices(struct ebb__store *s, const char *provider,
+                          const struct ebb_price *p, size_t n,
+                          size_t *inserted)
+{
+    if (inserted != NULL)
+        *inserted = 0;
+    if (provider == NULL || provider[0] == '\0')
+        return ebb__store_invalid(s, "price without a provider");
+    if (n == 0)
+        return 0;
+    if (p == NULL)
+        return ebb__store_invalid(s, "no prices");
+    sqlite3_stmt *st = stmt(s, ST_PUT_PRICE);
+    if (st == NULL)
+        return EBB_EDB;
+
+    int own = !ebb__store_in_transaction(s);
+    int r = own ? ebb__store_begin(s) : 0;
+    size_t count = 0;
+    struct cursor *cursors = NULL;
+    size_t n_cursors = 0, cap_cursors = 0;
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        int one = put_one(s, st, provider, &p[i]);
+        if (one < 0)
+            r = one;
+        else
+            count += (size_t)one;
+        if (r == 0)
+            r = note_cursor(&cursors, &n_cursors, &cap_cursors,
+                            stored_provider(provider, &p[i]), p[i].region, p[i].at);
+    }
+    for (size_t i = 0; r == 0 && i < n_cursors; i++)
+        r = advance_cursor(s, cursors[i].provider, cursors[i].region, cursors[i].at);
+    free(cursors);
+    if (own) {
+        if (r == 0)
+            r = ebb__store_commit(s);
+        if (r < 0) {
+            /* Keep the first failure's words, not the rollback's. */
+            char why[sizeof(s->errmsg)];
+            memcpy(why, s->errmsg, sizeof(why));
+            ebb__store_rollback(s);
+            memcpy(s->errmsg, why, sizeof(why));
+        }
+    }
+    if (r == 0 && inserted != NULL)
+        *inserted = count;
+    return r;
+}
+
+int ebb__store_last_price_at(struct ebb__store *s, const char *provider,
+                             const char *region, ebb_time_ms *out)
+{
+    *out = 0;
+    if (provider == NULL)
+        return ebb__store_invalid(s, "no provider");
+    sqlite3_stmt *st = stmt(s, ST_LAST_PRICE_AT);
+    if (st == NULL)
+        return EBB_EDB;
+    int r = ebb__store_bind_text(s, st, 1, provider);
+    if (r == 0)
+        r = ebb__store_bind_text(s, st, 2, region != NULL ? region : "");
+    if (r < 0) {
+        sqlite3_clear_bindings(st);
+        return r;
+    }
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        *out = sqlite3_column_int64(st, 0);
+    return ebb__store_finish(s, st, rc);
+}
+
+/* Binds `v` to the named parameter if this variant has it. */
+static int bind_named(struct ebb__store *s, sqlite3_stmt *st,
+                      const char *name, const char *v)
+{
+    int i = sqlite3_bind_parameter_index(st, name);
+    return i > 0 ? ebb__store_bind_text(s, st, i, v) : 0;
+}
+
+/* Prepares the variant of `base` (ST_LATEST_PRICES or ST_PRICE_HISTORY)
+ * for the fields `f` has and binds them. NULL on failure, with the
+ * bindings cleared. */
+static sqlite3_stmt *filtered_stmt(struct ebb__store *s, enum stmt base,
+                                   const struct ebb__price_filter *f)
+{
+    int variant = 0;
+    if (f != NULL && f->provider != NULL)
+        variant |= LATEST_PROVIDER;
+    if (f != NULL && f->instance_type != NULL)
+        variant |= LATEST_TYPE;
+    if (f != NULL && f->zone != NULL)
+        variant |= LATEST_ZONE;
+    sqlite3_stmt *st = stmt(s, (enum stmt)(base + variant));
+    if (st == NULL)
+        return NULL;
+    int r = 0;
+    if (f != NULL) {
+        r = bind_named(s, st, ":provider", f->provider);
+        if (r == 0)
+            r = bind_named(s, st, ":type", f->instance_type);
+        if (r == 0)
+            r = bind_named(s, st, ":zone", f->zone);
+    }
+    if (r < 0) {
+        sqlite3_clear_bindings(st);
+        return NULL;
+    }
+    return st;
+}
+
+/* Steps a statement whose columns are provider, region, zone, instance
+ * type, product, market, time, price, currency, calling `cb` per row. */
+static int price_rows(struct ebb__store *s, sqlite3_stmt *st,
+                      ebb__price_row_cb cb, void *arg)
+{
+    int rc;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        struct ebb__price_row row = {
+            .provider = ebb__store_col_text(st, 0),
+            .price =
+                {
+                    .region = ebb__store_col_text(st, 1),
+                    .zone = ebb__store_col_text(st, 2),
+                    .instance_type = ebb__store_col_text(st, 3),
+                    .product = ebb__store_col_text(st, 4),
+                    .market = strcmp(ebb__store_col_text(st, 5), "on-demand") == 0
+                                  ? EBB_MARKET_ON_DEMAND
+                                  : EBB_MARKET_SPOT,
+                    .at = sqlite3_column_int64(st, 6),
+                    .price_per_hour = sqlite3_column_int64(st, 7),
+                    .currency = ebb__store_col_text(st, 8),
+                },
+        };
+        int stop = cb(arg, &row);
+        if (stop != 0) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            return stop;
+        }
+    }
+    return ebb__store_finish(s, st, rc);
+}
+
+int ebb__store_latest_prices(struct ebb__store *s,
+                             const struct ebb__price_filter *f,
+                             ebb__price_row_cb cb, void *arg)
+{
+    if (cb == NULL)
+        return ebb__store_invalid(s, "no callback");
+    sqlite3_stmt *st = filtered_stmt(s, ST_LATEST_PRICES, f);
+    if (st == NULL)
+        return EBB_EDB;
+    return price_rows(s, st, cb, arg);
+}
+
+int ebb__store_price_history(struct ebb__store *s,
+                             const struct ebb__price_filter *f,
+                             ebb_time_ms since, ebb_time_ms until,
+                             ebb__price_row_cb cb, void *arg)
+{
+    if (cb == NULL)
+        return ebb__store_invalid(s, "no callback");
+    if (since > until)
+        return ebb__store_invalid(s, "price history window ends before it starts");
+    sqlite3_stmt *st = filtered_stmt(s, ST_PRICE_HISTORY, f);
+    if (st == NULL)
+        return EBB_EDB;
+    int r = ebb__store_bind_i64(s, st, sqlite3_bind_parameter_index(st, ":since"), since);
+    if (r == 0)
+        r = ebb__store_bind_i64(s, st, sqlite3_bind_parameter_index(st, ":until"), until);
+    if (r < 0) {
+        sqlite3_clear_bindings(st);
+        return r;
+    }
+    return price_rows(s, st, cb, arg);
+}

@@ -1,0 +1,354 @@
+/* The store's schema history: one migration per version, applied in order.
+ *
+ * Rules for adding one:
+ *   - Append a new migrations[] entry and bump EBB__STORE_SCHEMA_LATEST in
+ *     store.h. Never edit a migration that has shipped: files in the field
+ *     were built by it.
+ *   - Each migration runs in one transaction together with its
+ *     user_version bump, so a crash leaves the file at the old version or
+ *     the new one, never between.
+ *   - SQLite cannot ALTER a column or a CHECK; changing one means building
+ *     a new table, copying, dropping and renaming (see "Making Other Kinds
+ *     Of Table Schema Changes" in SQLite's ALTER TABLE page).
+ *
+ * Conventions: times are INTEGER ms since the epoch, UTC; money is INTEGER
+ * micro-units (CHECKed to really be integers where it is summed) with a
+ * three-letter `currency` next to it; "" rather than NULL for a region or
+ * zone a market does not have, so that they can be part of keys; NULL for
+ * "not yet" or "none" (ended_at, deadline, budget).
+ *
+ * jobs.state carries no CHECK on purpose: the job lifecycle will grow
+ * states, and widening a CHECK would mean rebuilding the table that every
+ * other table references.
+ */
+#include "store/store.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+/* A three-letter currency code. */
+#define CUR(col) col " TEXT NOT NULL DEFAULT 'USD' CHECK (length(" col ") = 3)"
+
+/* Version 1: prices, catalog, jobs and their events, instances,
+ * checkpoints, the ledger. */
+static const char v1[] =
+    "CREATE TABLE prices ("
+    " provider TEXT NOT NULL,"
+    " region TEXT NOT NULL DEFAULT '',"
+    " zone TEXT NOT NULL DEFAULT '',"
+    " instance_type TEXT NOT NULL,"
+    " product TEXT NOT NULL DEFAULT '',"
+    " market TEXT NOT NULL CHECK (market IN ('spot', 'on-demand')),"
+    " observed_at INTEGER NOT NULL,"
+    " price_micros INTEGER NOT NULL"
+    "  CHECK (typeof(price_micros) = 'integer' AND price_micros >= 0),"
+    " " CUR("currency") ","
+    " PRIMARY KEY (provider, region, zone, instance_type, product, market,"
+    "  observed_at)"
+    ") WITHOUT ROWID;"
+
+    "CREATE TABLE catalog ("
+    " provider TEXT NOT NULL,"
+    " region TEXT NOT NULL DEFAULT '',"
+    " instance_type TEXT NOT NULL,"
+    " on_demand_micros INTEGER"
+    "  CHECK (on_demand_micros IS NULL OR on_demand_micros >= 0),"
+    " " CUR("currency") ","
+    " gpus INTEGER NOT NULL DEFAULT 0 CHECK (gpus >= 0),"
+    " gpu_model TEXT NOT NULL DEFAULT '',"
+    " gpu_memory_gb REAL NOT NULL DEFAULT 0 CHECK (gpu_memory_gb >= 0),"
+    " vcpus INTEGER NOT NULL DEFAULT 0 CHECK (vcpus >= 0),"
+    " memory_gb REAL NOT NULL DEFAULT 0 CHECK (memory_gb >= 0),"
+    " speed REAL NOT NULL DEFAULT 1.0 CHECK (speed > 0),"
+    " source TEXT NOT NULL DEFAULT '',"
+    " PRIMARY KEY (provider, region, instance_type)"
+    ") WITHOUT ROWID;"
+
+    "CREATE TABLE jobs ("
+    " id TEXT PRIMARY KEY NOT NULL,"
+    " name TEXT NOT NULL DEFAULT '',"
+    " owner_uid INTEGER NOT NULL,"
+    " team TEXT NOT NULL DEFAULT '',"
+    " spec_yaml TEXT NOT NULL,"
+    " spec_json TEXT NOT NULL,"
+    " state TEXT NOT NULL CHECK (state <> ''),"
+    " policy TEXT NOT NULL DEFAULT '',"
+    " submitted_at INTEGER NOT NULL,"
+    " deadline INTEGER,"
+    " work_ms INTEGER NOT NULL DEFAULT 0 CHECK (work_ms >= 0),"
+    " work_done_ms INTEGER NOT NULL DEFAULT 0 CHECK (work_done_ms >= 0),"
+    " budget_micros INTEGER CHECK (budget_micros IS NULL OR budget_micros >= 0),"
+    " " CUR("currency") ","
+    " spent_micros INTEGER NOT NULL DEFAULT 0"
+    "  CHECK (typeof(spent_micros) = 'integer'),"
+    " retries INTEGER NOT NULL DEFAULT 0 CHECK (retries >= 0),"
+    " preemptions INTEGER NOT NULL DEFAULT 0 CHECK (preemptions >= 0),"
+    " updated_at INTEGER NOT NULL"
+    ");"
+
+    /* Append-only: the history `ebb job show` prints must be the history
+     * that happened. */
+    "CREATE TABLE job_events ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " job_id TEXT NOT NULL REFERENCES jobs (id),"
+    " at INTEGER NOT NULL,"
+    " from_state TEXT," /* NULL for the first event of a job */
+    " to_state TEXT NOT NULL,"
+    " reason TEXT NOT NULL"
+    ");"
+    "CREATE TRIGGER job_events_no_update BEFORE UPDATE ON job_events"
+    " BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;"
+    "CREATE TRIGGER job_events_no_delete BEFORE DELETE ON job_events"
+    " BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END;"
+
+    /* The row is committed in state 'intent' before the provider is asked
+     * to launch; `token` is the idempotency token given to the provider. */
+    "CREATE TABLE instances ("
+    " token TEXT PRIMARY KEY NOT NULL,"
+    " job_id TEXT NOT NULL REFERENCES jobs (id),"
+    " provider TEXT NOT NULL,"
+    " region TEXT NOT NULL DEFAULT '',"
+    " zone TEXT NOT NULL DEFAULT '',"
+    " instance_type TEXT NOT NULL,"
+    " market TEXT NOT NULL CHECK (market IN ('spot', 'on-demand')),"
+    " provider_instance_id TEXT,"
+    " state TEXT NOT NULL CHECK (state IN ('intent', 'launching', 'running',"
+    "  'terminating', 'terminated', 'failed')),"
+    " requested_at INTEGER NOT NULL,"
+    " started_at INTEGER,"
+    " ended_at INTEGER,"
+    " end_reason TEXT,"
+    " price_micros INTEGER CHECK (price_micros IS NULL OR price_micros >= 0),"
+    " " CUR("currency") ","
+    " agent_token_hash TEXT"
+    ");"
+
+    "CREATE TABLE checkpoints ("
+    " id INTEGER PRIMARY KEY,"
+    " job_id TEXT NOT NULL REFERENCES jobs (id),"
+    " instance_token TEXT REFERENCES instances (token),"
+    " at INTEGER NOT NULL,"
+    " path TEXT NOT NULL,"
+    " work_done_ms INTEGER NOT NULL CHECK (work_done_ms >= 0),"
+    " bytes INTEGER NOT NULL DEFAULT 0 CHECK (bytes >= 0),"
+    " complete INTEGER NOT NULL DEFAULT 0 CHECK (complete IN (0, 1))"
+    ");"
+
+    /* Money spent. job_id is NULL for costs no job carries (a team's
+     * storage fee); amounts may be negative (a provider's refund). */
+    "CREATE TABLE ledger ("
+    " id INTEGER PRIMARY KEY,"
+    " job_id TEXT REFERENCES jobs (id),"
+    " instance_token TEXT REFERENCES instances (token),"
+    " team TEXT NOT NULL DEFAULT '',"
+    " provider TEXT NOT NULL,"
+    " kind TEXT NOT NULL CHECK (kind IN ('compute', 'overhead', 'fee')),"
+    " start_at INTEGER NOT NULL,"
+    " end_at INTEGER NOT NULL CHECK (end_at >= start_at),"
+    " rate_micros INTEGER NOT NULL DEFAULT 0"
+    "  CHECK (typeof(rate_micros) = 'integer'),"
+    " amount_micros INTEGER NOT NULL"
+    "  CHECK (typeof(amount_micros) = 'integer'),"
+    " currency TEXT NOT NULL CHECK (length(currency) = 3),"
+    " note TEXT NOT NULL DEFAULT ''"
+    ");";
+
+/* Version 2: cron schedules, monthly team budgets, and indices for the hot
+ * queries. The latest price per series needs no index of its own: the
+ * prices primary key is ordered by series, then time. */
+static const char v2[] =
+    "CREATE TABLE schedules ("
+    " id TEXT PRIMARY KEY NOT NULL,"
+    " name TEXT NOT NULL DEFAULT '',"
+    " cron TEXT NOT NULL,"
+    " timezone TEXT NOT NULL DEFAULT 'UTC',"
+    " template_yaml TEXT NOT NULL,"
+    " window_ms INTEGER NOT NULL DEFAULT 0 CHECK (window_ms >= 0),"
+    " budget_micros INTEGER CHECK (budget_micros IS NULL OR budget_micros >= 0),"
+    " " CUR("currency") ","
+    " missed TEXT NOT NULL DEFAULT 'skip' CHECK (missed IN ('skip', 'run-once')),"
+    " last_fire_at INTEGER,"
+    " next_fire_at INTEGER,"
+    " created_at INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX schedules_by_next_fire ON schedules (next_fire_at);"
+
+    "CREATE TABLE budgets ("
+    " team TEXT NOT NULL,"
+    " period TEXT NOT NULL"
+    "  CHECK (period GLOB '[0-9][0-9][0-9][0-9]-[01][0-9]'),"
+    " cap_micros INTEGER NOT NULL"
+    "  CHECK (typeof(cap_micros) = 'integer' AND cap_micros >= 0),"
+    " " CUR("currency") ","
+    " PRIMARY KEY (team, period)"
+    ") WITHOUT ROWID;"
+
+    "CREATE INDEX jobs_by_state ON jobs (state);"
+    "CREATE INDEX job_events_by_job ON job_events (job_id, seq);"
+    "CREATE INDEX ledger_by_job ON ledger (job_id, start_at);"
+    "CREATE INDEX ledger_by_time ON ledger (start_at);"
+    "CREATE INDEX ledger_by_team ON ledger (team, start_at);"
+    "CREATE INDEX instances_by_job ON instances (job_id, state);"
+    "CREATE INDEX instances_by_state ON instances (state);"
+    "CREATE INDEX checkpoints_by_job ON checkpoints (job_id, at);"
+    /* ebb__store_last_price_at(): the newest time per provider and region
+     * without walking every series of the region. */
+    "CREATE INDEX prices_by_region_time ON prices (provider, region,"
+    " observed_at);";
+
+/* Version 3: what ebbd needs to take its jobs back after a crash: where a
+ * job runs locally, and each instance's market offer (the market plugin and
+ * product; region, zone and type are there already), its market's shadow
+ * instance (run_on) and the agent token's hash. */
+static const char v3[] =
+    "ALTER TABLE jobs ADD COLUMN workdir TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN market_plugin TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN product TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE instances ADD COLUMN shadow_id TEXT;";
+
+/* Version 4: a schedule's runs. A job started by a schedule names it and
+ * its fire time; the unique index makes a second run of one fire time
+ * impossible, even after a crash (NULLs, the jobs no schedule started,
+ * never collide). Schedules get their owner, the file name and directory
+ * they were added from, unique names, and schedule_events: fire times
+ * started, skipped (and why), missed while ebbd was down, or failed. */
+static const char v4[] =
+    "ALTER TABLE jobs ADD COLUMN schedule_id TEXT;"
+    "ALTER TABLE jobs ADD COLUMN schedule_fire_at INTEGER;"
+    "CREATE UNIQUE INDEX jobs_by_schedule_fire ON jobs (schedule_id,"
+    " schedule_fire_at);"
+    "ALTER TABLE schedules ADD COLUMN owner_uid INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE schedules ADD COLUMN file TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE schedules ADD COLUMN workdir TEXT NOT NULL DEFAULT '';"
+    "CREATE UNIQUE INDEX schedules_by_name ON schedules (name);"
+    "CREATE TABLE schedule_events ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " schedule_id TEXT NOT NULL REFERENCES schedules (id) ON DELETE CASCADE,"
+    " at INTEGER NOT NULL,"
+    " fire_at INTEGER NOT NULL,"
+    " kind TEXT NOT NULL"
+    "  CHECK (kind IN ('started', 'skipped', 'missed', 'failed')),"
+    " job_id TEXT," /* the run, for 'started' */
+    " reason TEXT NOT NULL"
+    ");"
+    "CREATE INDEX schedule_events_by_schedule ON schedule_events"
+    " (schedule_id, seq);";
+
+/* Version 5: where each provider's price polls resume, kept per region in
+ * a small table written once per batch, instead of an index on every
+ * price row (which halved the insert rate of a large ingest). */
+static const char v5[] =
+    "CREATE TABLE price_cursors ("
+    " provider TEXT NOT NULL,"
+    " region TEXT NOT NULL,"
+    " last_at INTEGER NOT NULL,"
+    " PRIMARY KEY (provider, region)"
+    ") WITHOUT ROWID;"
+    "INSERT INTO price_cursors SELECT provider, region, max(observed_at)"
+    " FROM prices GROUP BY provider, region;"
+    "DROP INDEX prices_by_region_time;";
+
+/* migrations[i] moves a file from version i to version i + 1. */
+static const char *const migrations[] = {v1, v2, v3, v4, v5};
+
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
+                   EBB__STORE_SCHEMA_LATEST,
+               "EBB__STORE_SCHEMA_LATEST must match the migrations");
+
+static int code_of(int rc)
+{
+    rc &= 0xff;
+    return rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? EBB_EBUSY : EBB_EDB;
+}
+
+static void say(char *err, size_t errlen, const char *fmt, ...)
+    EBB_PRINTF(3, 4);
+
+/* One formatted message into a buffer that may be absent. */
+static void say(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int read_version(sqlite3 *db, int *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Applies migrations[from] and the version bump in one IMMEDIATE
+ * transaction. The version is read again under the write lock: another
+ * process (a second ebbd, the CLI) may have migrated the file meanwhile. */
+static int step_once(sqlite3 *db, int from, char *err, size_t errlen)
+{
+    int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        say(err, errlen,
+            "cannot lock the database to migrate it to schema version %d: %s",
+            from + 1, sqlite3_errmsg(db));
+        return code_of(rc);
+    }
+    int now = 0;
+    rc = read_version(db, &now);
+    if (rc == SQLITE_OK && now == from) {
+        rc = sqlite3_exec(db, migrations[from], NULL, NULL, NULL);
+        if (rc == SQLITE_OK && from == 0) {
+            char sql[64];
+            snprintf(sql, sizeof(sql), "PRAGMA application_id = %d",
+                     EBB__STORE_APPLICATION_ID);
+            rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        }
+        if (rc == SQLITE_OK) {
+            char sql[48];
+            snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", from + 1);
+            rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        }
+    }
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        say(err, errlen, "migration to schema version %d failed: %s",
+            from + 1, sqlite3_errmsg(db));
+        if (!sqlite3_get_autocommit(db))
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return code_of(rc);
+    }
+    return 0;
+}
+
+int ebb__store_migrate(sqlite3 *db, int target, char *err, size_t errlen)
+{
+    if (target < 0 || target > EBB__STORE_SCHEMA_LATEST)
+        return EBB_EINVAL;
+    for (;;) {
+        int version = 0;
+        int rc = read_version(db, &version);
+        if (rc != SQLITE_OK) {
+            say(err, errlen, "cannot read the schema version: %s",
+                sqlite3_errmsg(db));
+            return code_of(rc);
+        }
+        if (version >= target)
+            return 0;
+        int r = step_once(db, version, err, errlen);
+        if (r < 0)
+            return r;
+    }
+}
