@@ -137,19 +137,19 @@ static bool one_run(const char *interval, double *latency, double *reaction)
     snprintf(r.dir, sizeof(r.dir), "/tmp/ebb-bench-agent.XXXXXX");
     if (mkdtemp(r.dir) == NULL)
         return false;
-    struct ebb__buf code = {0};
+    struct ebb_buf code = {0};
     for (const char *c = job_code; *c; c++) {
         if (*c == '\n')
-            ebb__buf_puts(&code, "\\n");
+            ebb_buf_puts(&code, "\\n");
         else if (*c == '"' || *c == '\\')
-            ebb__buf_printf(&code, "\\%c", *c);
+            ebb_buf_printf(&code, "\\%c", *c);
         else
-            ebb__buf_append(&code, c, 1);
+            ebb_buf_append(&code, c, 1);
     }
-    r.job_json = ebb__strfmt("{\"job_id\": \"bench\", \"argv\": [\"python3\", \"-c\", \"%s\"], "
+    r.job_json = ebb_strfmt("{\"job_id\": \"bench\", \"argv\": [\"python3\", \"-c\", \"%s\"], "
                              "\"checkpoint\": {\"dir\": \"%s/ckpt\", \"grace_ms\": 5000}, "
                              "\"heartbeat_ms\": 5000}", code.data, r.dir);
-    ebb__buf_free(&code);
+    ebb_buf_free(&code);
     struct ebb__httpd *e, *m;
     ebb__httpd_start(&e, &loop, ebbd, &r);
     ebb__httpd_start(&m, &loop, imds, &r);
@@ -195,7 +195,7 @@ static bool one_run(const char *interval, double *latency, double *reaction)
         ok = false;
     if (f != NULL)
         fclose(f);
-    char *rm = ebb__strfmt("rm -rf '%s'", r.dir);
+    char *rm = ebb_strfmt("rm -rf '%s'", r.dir);
     if (rm != NULL && system(rm) != 0)
         fprintf(stderr, "cannot remove %s\n", r.dir);
     free(rm);

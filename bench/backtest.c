@@ -216,7 +216,7 @@ static void run_case(const struct bcase *c, struct result *r)
         .preemption_hazard = c->hazard,
     };
     json_t *res = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (c->workload == NULL) { /* the baseline: nothing */
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);

@@ -18,7 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/trace.h"
+#include <ebb/trace.h>
+
 #include "market/forecast.h"
 
 #ifndef EBB_FC_SOURCE_ROOT
@@ -64,19 +65,19 @@ static double now_s(void)
 }
 
 /* The price in effect at t using only rows before `origin`. */
-static double before(const struct ebb__price_series *s, ebb_time_ms t,
+static double before(const struct ebb_price_series *s, ebb_time_ms t,
                      ebb_time_ms origin)
 {
     ebb_micros p = 0;
     ebb_time_ms q = t < origin ? t : origin - 1;
-    if (ebb__price_series_at(s, q, &p) != 0)
+    if (ebb_price_series_at(s, q, &p) != 0)
         return 0.0;
     return (double)p;
 }
 
 /* Additive Holt-Winters on the hourly grid of the last 28 days before the
  * origin (the same grid ebb sees), forecasting 1..HORIZON hours. */
-static void holt_winters(const struct ebb__price_series *s, ebb_time_ms origin,
+static void holt_winters(const struct ebb_price_series *s, ebb_time_ms origin,
                          double out[HORIZON])
 {
     static double x[HW_WINDOW];
@@ -110,7 +111,7 @@ static void holt_winters(const struct ebb__price_series *s, ebb_time_ms origin,
     }
 }
 
-static int family_of(const struct ebb__price_series *s)
+static int family_of(const struct ebb_price_series *s)
 {
     if (strcmp(s->provider, "aws") == 0)
         return F_AWS;
@@ -121,7 +122,7 @@ static int family_of(const struct ebb__price_series *s)
     return F_MKT_PROV;
 }
 
-static void evaluate(const struct ebb__price_series *s, struct tally *t)
+static void evaluate(const struct ebb_price_series *s, struct tally *t)
 {
     struct ebb__price_history h = {s->at, s->price, s->n};
     ebb_time_ms first = (s->at[0] / DAY + 2) * DAY + DAY;
@@ -137,7 +138,7 @@ static void evaluate(const struct ebb__price_series *s, struct tally *t)
         for (int k = 0; k < HORIZON; k++) {
             ebb_time_ms at = o + (ebb_time_ms)(k + 1) * HOUR;
             ebb_micros a = 0;
-            ebb__price_series_at(s, at, &a);
+            ebb_price_series_at(s, at, &a);
             double actual = (double)a;
             double pred[N_METHOD] = {
                 (double)fc[k].p50, lastv, before(s, at - DAY, o), hw[k]};
@@ -242,10 +243,10 @@ static void print_table(const struct tally *tal)
            "reads high on step prices.\n");
 }
 
-static void speed(struct ebb__price_trace *const *traces, size_t n_traces)
+static void speed(struct ebb_price_trace *const *traces, size_t n_traces)
 {
     enum { N_SERIES = 10000, STEPS = 168 };
-    const struct ebb__price_series *pool[1024];
+    const struct ebb_price_series *pool[1024];
     size_t n_pool = 0;
     for (size_t i = 0; i < n_traces; i++)
         for (size_t j = 0; j < traces[i]->n_series && n_pool < 1024; j++)
@@ -255,7 +256,7 @@ static void speed(struct ebb__price_trace *const *traces, size_t n_traces)
     uint64_t check = 0;
     double t0 = now_s();
     for (size_t i = 0; i < N_SERIES; i++) {
-        const struct ebb__price_series *s = pool[i % n_pool];
+        const struct ebb_price_series *s = pool[i % n_pool];
         struct ebb__price_history h = {s->at, s->price, s->n};
         ebb_time_ms origin = s->at[s->n - 1] + HOUR;
         if (ebb__forecast_prices(&h, origin, HOUR, STEPS, out) == 0)
@@ -264,7 +265,7 @@ static void speed(struct ebb__price_trace *const *traces, size_t n_traces)
     double t_ebb = now_s() - t0;
     t0 = now_s();
     for (size_t i = 0; i < N_SERIES; i++) {
-        const struct ebb__price_series *s = pool[i % n_pool];
+        const struct ebb_price_series *s = pool[i % n_pool];
         holt_winters(s, s->at[s->n - 1] + HOUR, hw);
         check += (uint64_t)hw[0];
     }
@@ -288,22 +289,22 @@ int main(void)
         "data/traces/gpu_marketplace_primeintellect_2025-10-19_2025-11-08.csv",
     };
     enum { N_FILES = sizeof files / sizeof files[0] };
-    struct ebb__price_trace *traces[N_FILES] = {0};
+    struct ebb_price_trace *traces[N_FILES] = {0};
     struct tally tal[N_FAMILY];
     memset(tal, 0, sizeof tal);
     int rc = 0;
     for (size_t i = 0; i < N_FILES; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", EBB_FC_SOURCE_ROOT, files[i]);
-        struct ebb__diag d;
+        struct ebb_diag d;
         memset(&d, 0, sizeof d);
-        if (ebb__price_trace_load(path, &traces[i], &d) != 0) {
+        if (ebb_price_trace_load(path, &traces[i], &d) != 0) {
             fprintf(stderr, "bench-forecast: cannot load %s\n", path);
             rc = 1;
             goto done;
         }
         for (size_t j = 0; j < traces[i]->n_series; j++) {
-            const struct ebb__price_series *s = &traces[i]->series[j];
+            const struct ebb_price_series *s = &traces[i]->series[j];
             evaluate(s, &tal[family_of(s)]);
         }
     }
@@ -311,6 +312,6 @@ int main(void)
     speed(traces, N_FILES);
 done:
     for (size_t i = 0; i < N_FILES; i++)
-        ebb__price_trace_free(traces[i]);
+        ebb_price_trace_free(traces[i]);
     return rc;
 }

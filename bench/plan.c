@@ -12,7 +12,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "engine/engine.h"
 #include "engine/vengine.h"
 #include "jobs/jobspec.h"
@@ -32,7 +33,7 @@ struct rig {
 
 static int rig_open(struct rig *r, const char *policy, ebb_time_ms start)
 {
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     char yaml[1024];
     snprintf(yaml, sizeof(yaml),
              "providers:\n  sim:\n    prices: \"%s/data/traces/"
@@ -58,7 +59,7 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
                double *pass_s, uint64_t *decisions)
 {
     ebb_time_ms start;
-    ebb__parse_time("2020-01-15T00:00:00Z", &start);
+    ebb_parse_time("2020-01-15T00:00:00Z", &start);
     struct rig r = {0};
     if (rig_open(&r, policy, start) != 0) {
         rig_close(&r);
@@ -70,7 +71,7 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
     double t0 = cpu_seconds();
     for (size_t i = 0; i < n_jobs; i++) {
         struct ebb__job_spec spec;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         if (ebb__jobspec_load_buffer("(bench)", spec_text, sizeof(spec_text) - 1,
                                      &spec, &d) != 0 ||
             ebb__engine_submit(&r.v.engine, &spec, "", 0, NULL, NULL, &d) != 0) {

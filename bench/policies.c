@@ -84,7 +84,7 @@ static struct result run(const struct scenario *s, const char *policy)
         .seed = 1,
     };
     json_t *res = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__backtest_run(&o, &res, &d);
     if (rc != 0) {
         fprintf(stderr, "bench-policies: %s / %s: %s\n", s->name, policy,

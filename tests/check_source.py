@@ -28,6 +28,7 @@ PROGRAMS = {
 }
 BANNED = ['sprintf', 'vsprintf', 'strcpy', 'strcat', 'strncat', 'strtok',
           'atoi', 'atol', 'atoll', 'gets', 'tmpnam']
+CORE_FOLDERS = set(LAYERS) | set(PROGRAMS)
 # Headers generated into the build root, not part of any layer.
 GENERATED = {'ebb_build_config.h'}
 
@@ -116,7 +117,7 @@ def check_core_include(rel, folder, target, problems, where):
 
 def check_plugin_include(path, kind, target, problems, where):
     if kind == '<':
-        if '/' in target and not target.startswith('ebb/'):
+        if target.split('/', 1)[0] in CORE_FOLDERS:
             problems.append(f'{where}: <{target}>: plugins include only the '
                             f'SDK (<ebb/...>) and system headers')
         return

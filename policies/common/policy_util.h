@@ -288,7 +288,6 @@ double pu_floor_ms(const struct pu_ctx *c, size_t fb, const struct pu_model *m);
 int pu_budget_fits(const struct pu_ctx *c, size_t k, const struct pu_model *m,
                    double *need, double *left);
 
-
 /* The deadline guard of a spot-fallback job with a deadline and an
  * on-demand offer to fall back on. Its slack q is pu_slack_fresh() on that
  * offer (a restart counted even when running there), its floor the

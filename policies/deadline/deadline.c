@@ -41,7 +41,6 @@
 #include "dl_rules.h"
 #include "policy_util.h"
 
-
 struct dl {
     const struct ebb_host *host;
     struct dl_cfg cfg;

@@ -18,10 +18,11 @@
 
 #include <openssl/evp.h>
 
+#include <ebb/buf.h>
+#include <ebb/shquote.h>
+#include <ebb/units.h>
+
 #include "alibaba.h"
-#include "base/shquote.h"
-#include "base/str.h"
-#include "base/units.h"
 
 /* One instance as DescribeInstances reports it; strings owned. */
 struct inst {
@@ -35,7 +36,7 @@ struct inst {
 enum kind { LAUNCH, TERMINATE, LIST };
 
 struct inst_op {
-    struct ebb__op op;
+    struct ebb_op op;
     struct ali *a;
     enum kind kind;
     union {
@@ -84,7 +85,7 @@ static void view(const struct inst *i, struct ebb_instance *v)
 
 static void op_free(struct inst_op *o)
 {
-    ebb__op_remove(&o->op);
+    ebb_op_remove(&o->op);
     inst_free(&o->launched);
     for (size_t i = 0; i < o->n_found; i++)
         inst_free(&o->found[i]);
@@ -126,7 +127,7 @@ static void complete(struct inst_op *o, int status)
     op_free(o);
 }
 
-static void op_cancel(struct ebb__op *op)
+static void op_cancel(struct ebb_op *op)
 {
     struct inst_op *o = (struct inst_op *)op;
     if (o->rpc != NULL)
@@ -143,7 +144,7 @@ static struct inst_op *op_new(struct ali *a, enum kind kind, void *arg)
     o->kind = kind;
     o->arg = arg;
     o->a = a;
-    ebb__op_add(&a->ops, &o->op, op_cancel);
+    ebb_op_add(&a->ops, &o->op, op_cancel);
     return o;
 }
 
@@ -153,22 +154,22 @@ static struct inst_op *op_new(struct ali *a, enum kind kind, void *arg)
  * token to a file only root reads and starts the agent. */
 static char *user_data(const struct ali *a, const struct ebb_launch *req)
 {
-    struct ebb__buf s = {0};
-    ebb__buf_puts(&s, "#!/bin/sh\numask 077\nmkdir -p /run/ebb\nprintf '%s' ");
-    ebb__buf_sh_quote(&s, req->agent_token ? req->agent_token : "");
-    ebb__buf_printf(&s, " > /run/ebb/agent-token\nexec %s --ebbd ",
+    struct ebb_buf s = {0};
+    ebb_buf_puts(&s, "#!/bin/sh\numask 077\nmkdir -p /run/ebb\nprintf '%s' ");
+    ebb_buf_sh_quote(&s, req->agent_token ? req->agent_token : "");
+    ebb_buf_printf(&s, " > /run/ebb/agent-token\nexec %s --ebbd ",
                     a->cfg->agent_command);
-    ebb__buf_sh_quote(&s, req->agent_url ? req->agent_url : "");
-    ebb__buf_puts(&s, " --token-file /run/ebb/agent-token --metadata-kind alibaba\n");
+    ebb_buf_sh_quote(&s, req->agent_url ? req->agent_url : "");
+    ebb_buf_puts(&s, " --token-file /run/ebb/agent-token --metadata-kind alibaba\n");
     if (s.failed) {
-        ebb__buf_free(&s);
+        ebb_buf_free(&s);
         return NULL;
     }
     char *out = malloc(4 * (s.len / 3 + 1) + 1);
     if (out != NULL)
         EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s.data,
                         (int)s.len);
-    ebb__buf_free(&s);
+    ebb_buf_free(&s);
     return out;
 }
 
@@ -366,11 +367,11 @@ static ebb_time_ms creation_time(const char *s)
     ebb_time_ms t;
     char full[32];
     size_t n = strlen(s);
-    if (ebb__parse_time(s, &t) == 0)
+    if (ebb_parse_time(s, &t) == 0)
         return t;
     if (n == 17 && s[16] == 'Z') {
         snprintf(full, sizeof(full), "%.16s:00Z", s);
-        if (ebb__parse_time(full, &t) == 0)
+        if (ebb_parse_time(full, &t) == 0)
             return t;
     }
     return 0;

@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "alibaba.h"
-#include "base/units.h"
 
 #define WINDOW_MS (30 * EBB_MS_PER_DAY)
 #define MAX_PAGES 10000 /* per window: a guard against a server that loops */
@@ -34,7 +35,7 @@ struct row {
 };
 
 struct ali_poll {
-    struct ebb__op op;
+    struct ebb_op op;
     struct ali *a;
     ebb_prices_cb cb;
     void *arg;
@@ -50,12 +51,12 @@ struct ali_poll {
 
 static void poll_free(struct ali_poll *p)
 {
-    ebb__op_remove(&p->op);
+    ebb_op_remove(&p->op);
     free(p->rows);
     free(p);
 }
 
-static void poll_cancel(struct ebb__op *op)
+static void poll_cancel(struct ebb_op *op)
 {
     struct ali_poll *p = (struct ali_poll *)op;
     if (p->rpc != NULL)
@@ -103,7 +104,7 @@ static void deliver(struct ali_poll *p, int status)
     }
     /* Off the list first (the callback may destroy the plugin); the rows
      * the prices point into live until the callback returns. */
-    ebb__op_remove(&p->op);
+    ebb_op_remove(&p->op);
     p->cb(p->arg, status, status == EBB_ENOMEM ? NULL : v,
           status == EBB_ENOMEM ? 0 : n);
     free(v);
@@ -172,7 +173,7 @@ static int add_row(struct ali_poll *p, json_t *item, const char *currency)
     if (!ok_origin)
         r.origin = 0;
     const char *zone = ali_json_str(item, "ZoneId");
-    if (!ok_spot || ebb__parse_time(ali_json_str(item, "Timestamp"), &r.at) != 0 ||
+    if (!ok_spot || ebb_parse_time(ali_json_str(item, "Timestamp"), &r.at) != 0 ||
         strlen(zone) >= sizeof(r.zone))
         return EBB_EPROTO;
     memcpy(r.zone, zone, strlen(zone) + 1);
@@ -254,9 +255,9 @@ static int request_page(struct ali_poll *p)
 {
     struct ali *a = p->a;
     const char *region = a->cfg->regions.items[p->region];
-    char from[EBB__TIME_BUFSZ], to[EBB__TIME_BUFSZ];
-    ebb__format_time(p->window_start, from, sizeof(from));
-    ebb__format_time(window_end(p), to, sizeof(to));
+    char from[EBB_TIME_BUFSZ], to[EBB_TIME_BUFSZ];
+    ebb_format_time(p->window_start, from, sizeof(from));
+    ebb_format_time(window_end(p), to, sizeof(to));
     struct ali_params q = {0};
     ali_params_add(&q, "InstanceType", a->cfg->instance_types.items[p->type]);
     ali_params_add(&q, "NetworkType", a->cfg->network_type);
@@ -284,7 +285,7 @@ int ali_poll_prices(struct ali *a, ebb_prices_cb cb, void *arg)
     p->arg = arg;
     p->now = ali_now(a) / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND;
     p->a = a;
-    ebb__op_add(&a->ops, &p->op, poll_cancel);
+    ebb_op_add(&a->ops, &p->op, poll_cancel);
     if (a->auth_failed) {
         /* Completes on the next turn, as every call does. */
         p->op.timer = a->host->timer_start(a->host->ctx, ali_now(a), on_refused, p);

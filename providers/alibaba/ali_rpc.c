@@ -16,10 +16,11 @@
 
 #include <openssl/rand.h>
 
+#include <ebb/buf.h>
+#include <ebb/units.h>
+#include <ebb/urlenc.h>
+
 #include "alibaba.h"
-#include "base/str.h"
-#include "base/units.h"
-#include "base/urlenc.h"
 
 struct ali_rpc {
     struct ali *a;
@@ -29,7 +30,7 @@ struct ali_rpc {
     void *arg;
     int attempt;
     int64_t timer;
-    struct ebb__call *call;
+    struct ebb_call *call;
 };
 
 static void rpc_free(struct ali_rpc *r)
@@ -75,8 +76,8 @@ static int status_of_code(const char *code, int http_status)
  * string it signed, which holds the access key id. */
 static char *redacted(const struct ali *a, const char *msg)
 {
-    struct ebb__buf b = {0};
-    ebb__buf_puts(&b, "");
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "");
     const char *secrets[2] = {a->key_id, a->secret};
     const char *p = msg;
     while (*p != '\0') {
@@ -87,13 +88,13 @@ static char *redacted(const struct ali *a, const char *msg)
                 skip = n;
         }
         if (skip > 0) {
-            ebb__buf_puts(&b, "<credential>");
+            ebb_buf_puts(&b, "<credential>");
             p += skip;
         } else {
-            ebb__buf_append(&b, p++, 1);
+            ebb_buf_append(&b, p++, 1);
         }
     }
-    return ebb__buf_take(&b);
+    return ebb_buf_take(&b);
 }
 
 static void on_answer(void *arg, const struct ebb_http_response *res);
@@ -107,10 +108,10 @@ static char *signed_body(struct ali_rpc *r)
     unsigned char nonce[16];
     if (RAND_bytes(nonce, sizeof(nonce)) != 1)
         p.failed = 1;
-    char nonce_hex[33], when[EBB__TIME_BUFSZ];
+    char nonce_hex[33], when[EBB_TIME_BUFSZ];
     for (size_t i = 0; i < sizeof(nonce); i++)
         snprintf(nonce_hex + 2 * i, 3, "%02x", nonce[i]);
-    ebb__format_time(ali_now(a) / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND, when,
+    ebb_format_time(ali_now(a) / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND, when,
                      sizeof(when));
     ali_params_add(&p, "Action", r->action);
     ali_params_add(&p, "Version", "2014-05-26");
@@ -125,12 +126,12 @@ static char *signed_body(struct ali_rpc *r)
     if (ali_sign_v1("POST", &p, a->secret, sig) == 0) {
         /* Signing sorted p: its canonical query is the form body. */
         char *query = ali_canonical_query(&p);
-        struct ebb__buf b = {0};
-        ebb__buf_printf(&b, "%s&Signature=", query ? query : "");
-        ebb__pct_encode(&b, sig, strlen(sig), 0);
+        struct ebb_buf b = {0};
+        ebb_buf_printf(&b, "%s&Signature=", query ? query : "");
+        ebb_pct_encode(&b, sig, strlen(sig), 0);
         free(query);
-        body = query && !b.failed ? ebb__buf_take(&b) : NULL;
-        ebb__buf_free(&b);
+        body = query && !b.failed ? ebb_buf_take(&b) : NULL;
+        ebb_buf_free(&b);
     }
     ali_params_free(&p);
     return body;
@@ -156,7 +157,7 @@ static int send_attempt(struct ali_rpc *r)
     };
     int err = 0;
     r->attempt++;
-    r->call = ebb__call_start(&r->a->calls, r->a->host, &req, on_answer, r, &err);
+    r->call = ebb_call_start(&r->a->calls, r->a->host, &req, on_answer, r, &err);
     free(body);
     return r->call != NULL ? 0 : err;
 }
@@ -255,7 +256,7 @@ static char *endpoint_for(const char *tmpl, const char *region)
     const char *at = strstr(tmpl, "{region}");
     if (at == NULL)
         return strdup(tmpl);
-    return ebb__strfmt("%.*s%s%s", (int)(at - tmpl), tmpl, region, at + 8);
+    return ebb_strfmt("%.*s%s%s", (int)(at - tmpl), tmpl, region, at + 8);
 }
 
 struct ali_rpc *ali_rpc_start(struct ali *a, const char *region,
@@ -290,7 +291,7 @@ struct ali_rpc *ali_rpc_start(struct ali *a, const char *region,
 void ali_rpc_cancel(struct ali_rpc *r)
 {
     if (r->call != NULL)
-        ebb__call_detach(r->call);
+        ebb_call_detach(r->call);
     if (r->timer != 0)
         r->a->host->timer_stop(r->a->host->ctx, r->timer);
     rpc_free(r);

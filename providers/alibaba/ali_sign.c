@@ -19,9 +19,10 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <ebb/buf.h>
+#include <ebb/urlenc.h>
+
 #include "alibaba.h"
-#include "base/str.h"
-#include "base/urlenc.h"
 
 void ali_params_add(struct ali_params *p, const char *key, const char *value)
 {
@@ -51,7 +52,7 @@ void ali_params_addf(struct ali_params *p, const char *key, const char *fmt, ...
 {
     va_list ap;
     va_start(ap, fmt);
-    char *v = ebb__vstrfmt(fmt, ap);
+    char *v = ebb_vstrfmt(fmt, ap);
     va_end(ap);
     if (v == NULL)
         p->failed = 1;
@@ -83,20 +84,20 @@ char *ali_canonical_query(struct ali_params *p)
         return NULL;
     if (p->n > 1)
         qsort(p->v, p->n, sizeof(*p->v), by_key);
-    struct ebb__buf b = {0};
-    ebb__buf_puts(&b, "");
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "");
     for (size_t i = 0; i < p->n; i++) {
         if (i > 0)
-            ebb__buf_puts(&b, "&");
-        ebb__pct_encode(&b, p->v[i].key, strlen(p->v[i].key), 0);
-        ebb__buf_puts(&b, "=");
-        ebb__pct_encode(&b, p->v[i].value, strlen(p->v[i].value), 0);
+            ebb_buf_puts(&b, "&");
+        ebb_pct_encode(&b, p->v[i].key, strlen(p->v[i].key), 0);
+        ebb_buf_puts(&b, "=");
+        ebb_pct_encode(&b, p->v[i].value, strlen(p->v[i].value), 0);
     }
     if (b.failed) {
-        ebb__buf_free(&b);
+        ebb_buf_free(&b);
         return NULL;
     }
-    return ebb__buf_take(&b);
+    return ebb_buf_take(&b);
 }
 
 int ali_sign_v1(const char *method, struct ali_params *p, const char *secret,
@@ -105,13 +106,13 @@ int ali_sign_v1(const char *method, struct ali_params *p, const char *secret,
     char *query = ali_canonical_query(p);
     if (query == NULL)
         return EBB_ENOMEM;
-    struct ebb__buf sts = {0};
-    ebb__buf_printf(&sts, "%s&%%2F&", method);
-    ebb__pct_encode(&sts, query, strlen(query), 0);
+    struct ebb_buf sts = {0};
+    ebb_buf_printf(&sts, "%s&%%2F&", method);
+    ebb_pct_encode(&sts, query, strlen(query), 0);
     free(query);
-    char *key = ebb__strfmt("%s&", secret);
+    char *key = ebb_strfmt("%s&", secret);
     if (sts.failed || key == NULL) {
-        ebb__buf_free(&sts);
+        ebb_buf_free(&sts);
         free(key);
         return EBB_ENOMEM;
     }
@@ -122,7 +123,7 @@ int ali_sign_v1(const char *method, struct ali_params *p, const char *secret,
              sts.len, mac, &mac_len);
     OPENSSL_cleanse(key, strlen(key));
     free(key);
-    ebb__buf_free(&sts);
+    ebb_buf_free(&sts);
     if (ok == NULL || mac_len != 20)
         return EBB_ENOMEM;
     EVP_EncodeBlock((unsigned char *)out, mac, (int)mac_len);
@@ -231,20 +232,20 @@ char *ali_sign_v3(const char *method, const char *path, struct ali_params *query
     int n = copies && canon_query
                 ? collect_headers(headers, n_headers, copies, h, 16)
                 : -1;
-    struct ebb__buf creq = {0}, names = {0};
-    ebb__buf_puts(&names, "");
+    struct ebb_buf creq = {0}, names = {0};
+    ebb_buf_puts(&names, "");
     if (n >= 0) {
-        ebb__buf_printf(&creq, "%s\n", method);
-        ebb__pct_encode(&creq, path[0] ? path : "/", strlen(path[0] ? path : "/"), 1);
-        ebb__buf_printf(&creq, "\n%s\n", canon_query);
+        ebb_buf_printf(&creq, "%s\n", method);
+        ebb_pct_encode(&creq, path[0] ? path : "/", strlen(path[0] ? path : "/"), 1);
+        ebb_buf_printf(&creq, "\n%s\n", canon_query);
         for (int j = 0; j < n; j++) {
-            ebb__buf_printf(&creq, "%s:", h[j].name);
+            ebb_buf_printf(&creq, "%s:", h[j].name);
             for (size_t k = 0; k < h[j].n; k++)
-                ebb__buf_printf(&creq, "%s%s", k ? "," : "", h[j].values[k]);
-            ebb__buf_puts(&creq, "\n");
-            ebb__buf_printf(&names, "%s%s", j ? ";" : "", h[j].name);
+                ebb_buf_printf(&creq, "%s%s", k ? "," : "", h[j].values[k]);
+            ebb_buf_puts(&creq, "\n");
+            ebb_buf_printf(&names, "%s%s", j ? ";" : "", h[j].name);
         }
-        ebb__buf_printf(&creq, "\n%s\n%s", names.data ? names.data : "",
+        ebb_buf_printf(&creq, "\n%s\n%s", names.data ? names.data : "",
                         payload_hash);
     }
     for (size_t i = 0; copies != NULL && i < n_headers; i++)
@@ -255,7 +256,7 @@ char *ali_sign_v3(const char *method, const char *path, struct ali_params *query
     if (n >= 0 && !creq.failed && !names.failed) {
         char hashed[65];
         ali_sha256_hex(creq.data, creq.len, hashed);
-        char *sts = ebb__strfmt("ACS3-HMAC-SHA256\n%s", hashed);
+        char *sts = ebb_strfmt("ACS3-HMAC-SHA256\n%s", hashed);
         unsigned char mac[EVP_MAX_MD_SIZE];
         unsigned int mac_len = 0;
         if (sts != NULL &&
@@ -263,13 +264,13 @@ char *ali_sign_v3(const char *method, const char *path, struct ali_params *query
                  (const unsigned char *)sts, strlen(sts), mac, &mac_len) != NULL) {
             char sig[65];
             to_hex(mac, mac_len < 32 ? mac_len : 32, sig);
-            auth = ebb__strfmt("ACS3-HMAC-SHA256 Credential=%s,SignedHeaders=%s,"
+            auth = ebb_strfmt("ACS3-HMAC-SHA256 Credential=%s,SignedHeaders=%s,"
                                "Signature=%s",
                                key_id, names.data ? names.data : "", sig);
         }
         free(sts);
     }
-    ebb__buf_free(&creq);
-    ebb__buf_free(&names);
+    ebb_buf_free(&creq);
+    ebb_buf_free(&names);
     return auth;
 }

@@ -179,8 +179,8 @@ static void ali_destroy(void *self)
     struct ali *a = self;
     if (a->poll_timer != 0)
         a->host->timer_stop(a->host->ctx, a->poll_timer);
-    ebb__ops_cancel_all(&a->ops);
-    ebb__calls_detach(&a->calls);
+    ebb_ops_cancel_all(&a->ops);
+    ebb_calls_detach(&a->calls);
     for (size_t i = 0; i < a->n_places; i++) {
         free(a->places[i].id);
         free(a->places[i].region);

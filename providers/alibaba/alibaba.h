@@ -14,9 +14,8 @@
 
 #include <jansson.h>
 
+#include <ebb/ops.h>
 #include <ebb/provider.h>
-
-#include "base/plugin_ops.h"
 
 /* Tag keys ebb puts on its instances. */
 #define ALI_TAG_JOB "ebb-job-id"
@@ -43,8 +42,8 @@ struct ali {
     const struct ali_cfg *cfg;
     char *key_id;
     char *secret;
-    struct ebb__calls calls;
-    struct ebb__ops ops; /* every provider call not yet completed */
+    struct ebb_calls calls;
+    struct ebb_ops ops; /* every provider call not yet completed */
     int64_t poll_timer;   /* 0 when none is armed */
     int auth_failed;      /* credentials refused: polls stop */
     /* The currency each configured region's prices came in ("" until a

@@ -8,10 +8,10 @@
 
 #include <stddef.h>
 
+#include <ebb/buf.h>
 #include <ebb/provider.h>
 
 #include "aws_creds.h"
-#include "base/str.h"
 
 #define AWS_API_VERSION "2016-11-15"
 
@@ -91,9 +91,9 @@ int aws_error_status(const char *code, int http_status);
 /* ---- aws_query.c ---- */
 
 /* Appends "&name=value", both percent-encoded. */
-void aws_param(struct ebb__buf *b, const char *name, const char *value);
+void aws_param(struct ebb_buf *b, const char *name, const char *value);
 /* The same with a formatted name ("InstanceType.%zu"). */
-void aws_paramf(struct ebb__buf *b, const char *value, const char *name_fmt, ...)
+void aws_paramf(struct ebb_buf *b, const char *value, const char *name_fmt, ...)
     EBB_PRINTF(3, 4);
 
 /* ---- aws.c ---- */

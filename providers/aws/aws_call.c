@@ -115,18 +115,18 @@ static char *endpoint_url(const char *endpoint, const char *region,
                           char *authority, size_t authority_size,
                           const char **path)
 {
-    struct ebb__buf b = {0};
+    struct ebb_buf b = {0};
     for (const char *p = endpoint; *p != '\0';) {
         if (strncmp(p, "{region}", 8) == 0) {
-            ebb__buf_puts(&b, region);
+            ebb_buf_puts(&b, region);
             p += 8;
         } else {
-            ebb__buf_append(&b, p++, 1);
+            ebb_buf_append(&b, p++, 1);
         }
     }
     const char *host = b.data != NULL ? strstr(b.data, "://") : NULL;
     if (host == NULL) {
-        ebb__buf_free(&b);
+        ebb_buf_free(&b);
         return NULL;
     }
     host += 3;
@@ -134,8 +134,8 @@ static char *endpoint_url(const char *endpoint, const char *region,
     int has_path = host[host_len] == '/';
     snprintf(authority, authority_size, "%.*s", (int)host_len, host);
     if (!has_path)
-        ebb__buf_puts(&b, "/");
-    char *url = ebb__buf_take(&b);
+        ebb_buf_puts(&b, "/");
+    char *url = ebb_buf_take(&b);
     if (url != NULL) {
         const char *h = strstr(url, "://") + 3;
         *path = h + strcspn(h, "/");
@@ -155,8 +155,8 @@ int aws_call(struct aws *a, const char *region, const char *action,
     if (url == NULL)
         return EBB_ECONFIG;
 
-    struct ebb__buf body = {0};
-    ebb__buf_printf(&body, "Action=%s&Version=%s%s", action, AWS_API_VERSION,
+    struct ebb_buf body = {0};
+    ebb_buf_printf(&body, "Action=%s&Version=%s%s", action, AWS_API_VERSION,
                     params);
     char amz_date[17];
     aws_sigv4_amz_date(a->host->now(a->host->ctx), amz_date);
@@ -192,12 +192,12 @@ int aws_call(struct aws *a, const char *region, const char *action,
     if (rc == 0) {
         char *hdr[5];
         size_t n = 0;
-        hdr[n++] = ebb__strfmt("Content-Type: %s", content_type);
-        hdr[n++] = ebb__strfmt("Host: %s", authority);
-        hdr[n++] = ebb__strfmt("X-Amz-Date: %s", amz_date);
-        hdr[n++] = ebb__strfmt("Authorization: %s", sig.authorization);
+        hdr[n++] = ebb_strfmt("Content-Type: %s", content_type);
+        hdr[n++] = ebb_strfmt("Host: %s", authority);
+        hdr[n++] = ebb_strfmt("X-Amz-Date: %s", amz_date);
+        hdr[n++] = ebb_strfmt("Authorization: %s", sig.authorization);
         if (a->creds.session_token != NULL)
-            hdr[n++] = ebb__strfmt("X-Amz-Security-Token: %s",
+            hdr[n++] = ebb_strfmt("X-Amz-Security-Token: %s",
                                    a->creds.session_token);
         for (size_t i = 0; i < n; i++)
             if (hdr[i] == NULL)
@@ -229,7 +229,7 @@ int aws_call(struct aws *a, const char *region, const char *action,
             free(hdr[i]);
         aws_sigv4_result_free(&sig);
     }
-    ebb__buf_free(&body);
+    ebb_buf_free(&body);
     free(url);
     return rc;
 }

@@ -10,7 +10,6 @@
 
 #include <ebb/common.h>
 
-
 static void wipe(char **s)
 {
     if (*s != NULL) {

@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/buf.h>
+#include <ebb/units.h>
+
 #include "aws_xml.h"
-#include "base/str.h"
-#include "base/units.h"
 
 static void copy_text(char *dst, size_t size, const char *text, size_t len)
 {
@@ -166,7 +167,7 @@ static void price_item_done(struct price_parse *pp)
     }
     if (strcmp(pp->field[F_TIME], pp->last_time_text) == 0) {
         pr.at = pp->last_time;
-    } else if (ebb__parse_time(pp->field[F_TIME], &pr.at) == 0) {
+    } else if (ebb_parse_time(pp->field[F_TIME], &pr.at) == 0) {
         memcpy(pp->last_time_text, pp->field[F_TIME], sizeof(pp->last_time_text));
         pp->last_time = pr.at;
     } else {
@@ -327,7 +328,7 @@ static void inst_end(void *ud, const struct aws_xml_path *p, const char *text,
         else if (strcmp(name, "instanceLifecycle") == 0)
             copy_text(c->lifecycle, sizeof(c->lifecycle), text, len);
         else if (strcmp(name, "launchTime") == 0 &&
-                 ebb__parse_time(text, &c->launched_at) != 0)
+                 ebb_parse_time(text, &c->launched_at) != 0)
             ip->failed = EBB_EPROTO;
     } else if (rel == 2) {
         if (strcmp(parent, "instanceState") == 0 && strcmp(name, "name") == 0)

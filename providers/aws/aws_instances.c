@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "aws.h"
 #include "aws_ec2.h"
 #include "aws_userdata.h"
-#include "base/units.h"
 
 #define TAG_JOB "ebb:job"
 #define TAG_TOKEN "ebb:token"
@@ -110,7 +111,7 @@ static void on_launched(void *arg, const struct aws_reply *r)
 }
 
 static int launch_params(struct aws *a, const struct ebb_launch *req,
-                         struct ebb__buf *p)
+                         struct ebb_buf *p)
 {
     const char *region = req->region;
     const char *vals[32];
@@ -198,11 +199,11 @@ int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
     *l = (struct launch){.a = a, .cb = cb, .arg = arg};
     snprintf(l->region, sizeof(l->region), "%s", req->region);
     snprintf(l->token, sizeof(l->token), "%s", req->token);
-    struct ebb__buf p = {0};
+    struct ebb_buf p = {0};
     int rc = launch_params(a, req, &p);
     if (rc == 0)
         rc = aws_call(a, req->region, "RunInstances", p.data, on_launched, l);
-    ebb__buf_free(&p);
+    ebb_buf_free(&p);
     if (rc != 0)
         free(l);
     return rc;
@@ -260,12 +261,12 @@ static int term_next(struct term *t)
     }
     if (region == NULL)
         return EBB_ENOTFOUND;
-    struct ebb__buf p = {0};
+    struct ebb_buf p = {0};
     aws_param(&p, "InstanceId.1", t->id);
     int rc = p.failed ? EBB_ENOMEM
                       : aws_call(a, region, "TerminateInstances", p.data,
                                  on_terminated, t);
-    ebb__buf_free(&p);
+    ebb_buf_free(&p);
     return rc;
 }
 
@@ -375,7 +376,7 @@ static void on_list_page(void *arg, const struct aws_reply *r)
 
 static int list_page(struct list *l)
 {
-    struct ebb__buf p = {0};
+    struct ebb_buf p = {0};
     aws_param(&p, "Filter.1.Name", "tag-key");
     aws_param(&p, "Filter.1.Value.1", TAG_TOKEN);
     aws_param(&p, "MaxResults", "1000");
@@ -384,7 +385,7 @@ static int list_page(struct list *l)
     int rc = p.failed ? EBB_ENOMEM
                       : aws_call(l->a, l->a->cfg->regions.items[l->region],
                                  "DescribeInstances", p.data, on_list_page, l);
-    ebb__buf_free(&p);
+    ebb_buf_free(&p);
     return rc;
 }
 

@@ -13,9 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "aws.h"
 #include "aws_ec2.h"
-#include "base/units.h"
 
 #define AWS_POLL_BACKOFF_CAP EBB_MS_PER_HOUR
 #define AWS_PAGE_SIZE "1000"
@@ -141,7 +142,7 @@ static int request_page(struct aws_poll *p)
     struct aws *a = p->a;
     const struct aws_cfg *cfg = a->cfg;
     const char *region = cfg->regions.items[p->region];
-    struct ebb__buf params = {0};
+    struct ebb_buf params = {0};
     for (size_t i = 0; i < cfg->instance_types.n; i++)
         aws_paramf(&params, cfg->instance_types.items[i], "InstanceType.%zu", i + 1);
     aws_param(&params, "ProductDescription.1", cfg->product);
@@ -153,15 +154,15 @@ static int request_page(struct aws_poll *p)
             p->from = a->host->now(a->host->ctx) - cfg->history;
         p->from = p->from / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND;
     }
-    char when[EBB__TIME_BUFSZ];
-    aws_param(&params, "StartTime", ebb__format_time(p->from, when, sizeof(when)));
+    char when[EBB_TIME_BUFSZ];
+    aws_param(&params, "StartTime", ebb_format_time(p->from, when, sizeof(when)));
     aws_param(&params, "MaxResults", AWS_PAGE_SIZE);
     if (p->next_token[0] != '\0')
         aws_param(&params, "NextToken", p->next_token);
     int rc = params.failed ? EBB_ENOMEM
                            : aws_call(a, region, "DescribeSpotPriceHistory",
                                       params.data, on_page, p);
-    ebb__buf_free(&params);
+    ebb_buf_free(&params);
     return rc;
 }
 

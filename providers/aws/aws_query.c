@@ -4,18 +4,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "aws.h"
-#include "base/urlenc.h"
+#include <ebb/urlenc.h>
 
-void aws_param(struct ebb__buf *b, const char *name, const char *value)
+#include "aws.h"
+
+void aws_param(struct ebb_buf *b, const char *name, const char *value)
 {
-    ebb__buf_puts(b, "&");
-    ebb__pct_encode(b, name, strlen(name), 0);
-    ebb__buf_puts(b, "=");
-    ebb__pct_encode(b, value, strlen(value), 0);
+    ebb_buf_puts(b, "&");
+    ebb_pct_encode(b, name, strlen(name), 0);
+    ebb_buf_puts(b, "=");
+    ebb_pct_encode(b, value, strlen(value), 0);
 }
 
-void aws_paramf(struct ebb__buf *b, const char *value, const char *name_fmt, ...)
+void aws_paramf(struct ebb_buf *b, const char *value, const char *name_fmt, ...)
 {
     char name[256];
     va_list ap;

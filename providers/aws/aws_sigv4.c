@@ -10,9 +10,9 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "base/str.h"
-#include "base/units.h"
-#include "base/urlenc.h"
+#include <ebb/buf.h>
+#include <ebb/units.h>
+#include <ebb/urlenc.h>
 
 #define SHA256_LEN 32
 
@@ -51,7 +51,7 @@ static int hmac(const void *key, size_t key_len, const char *msg,
 /* Drops empty and "." segments and lets ".." remove the one before
  * (normalize-path/get-relative, get-slashes, get-slash-dot-slash); a path
  * that ended in '/' keeps it (get-slashes: //example// -> /example/). */
-static void canonical_uri(struct ebb__buf *b, const char *path)
+static void canonical_uri(struct ebb_buf *b, const char *path)
 {
     const char *seg[128];
     size_t seg_len[128], n = 0;
@@ -74,14 +74,14 @@ static void canonical_uri(struct ebb__buf *b, const char *path)
         }
         p += len;
     }
-    ebb__buf_puts(b, "/");
+    ebb_buf_puts(b, "/");
     for (size_t i = 0; i < n; i++) {
-        ebb__pct_encode(b, seg[i], seg_len[i], 0);
+        ebb_pct_encode(b, seg[i], seg_len[i], 0);
         if (i + 1 < n)
-            ebb__buf_puts(b, "/");
+            ebb_buf_puts(b, "/");
     }
     if (n > 0 && plen > 0 && path[plen - 1] == '/')
-        ebb__buf_puts(b, "/");
+        ebb_buf_puts(b, "/");
 }
 
 /* ---- canonical query: decode, re-encode, sort ---- */
@@ -100,17 +100,17 @@ static int param_cmp(const void *a, const void *b)
 
 static char *reencode(const char *s, size_t len)
 {
-    char *raw = ebb__pct_decode(s, len, 0);
+    char *raw = ebb_pct_decode(s, len, 0);
     if (raw == NULL)
         return NULL;
-    struct ebb__buf b = {0};
-    ebb__pct_encode(&b, raw, strlen(raw), 0);
-    ebb__buf_puts(&b, "");
+    struct ebb_buf b = {0};
+    ebb_pct_encode(&b, raw, strlen(raw), 0);
+    ebb_buf_puts(&b, "");
     free(raw);
-    return ebb__buf_take(&b);
+    return ebb_buf_take(&b);
 }
 
-static int canonical_query(struct ebb__buf *b, const char *query)
+static int canonical_query(struct ebb_buf *b, const char *query)
 {
     size_t cap = 1;
     for (const char *q = query; *q != '\0'; q++)
@@ -137,7 +137,7 @@ static int canonical_query(struct ebb__buf *b, const char *query)
     if (rc == 0) {
         qsort(v, n, sizeof(*v), param_cmp);
         for (size_t i = 0; i < n; i++)
-            ebb__buf_printf(b, "%s%s=%s", i ? "&" : "", v[i].name, v[i].value);
+            ebb_buf_printf(b, "%s%s=%s", i ? "&" : "", v[i].name, v[i].value);
     }
     for (size_t i = 0; i < n; i++) {
         free(v[i].name);
@@ -205,7 +205,7 @@ static char *lower(const char *s)
  * to `signed_hdrs`. Duplicate names merge with ',' in the order given
  * (get-header-key-duplicate, get-header-value-order). */
 static int canonical_headers(const struct aws_sigv4_request *req,
-                             struct ebb__buf *creq, struct ebb__buf *signed_hdrs)
+                             struct ebb_buf *creq, struct ebb_buf *signed_hdrs)
 {
     struct hdr *h = calloc(req->n_headers ? req->n_headers : 1, sizeof(*h));
     if (h == NULL)
@@ -223,17 +223,17 @@ static int canonical_headers(const struct aws_sigv4_request *req,
         for (size_t i = 0; i < req->n_headers; i++) {
             int same = i > 0 && strcmp(h[i].name, h[i - 1].name) == 0;
             if (same) {
-                ebb__buf_printf(creq, ",%s", h[i].value);
+                ebb_buf_printf(creq, ",%s", h[i].value);
                 continue;
             }
             if (i > 0) {
-                ebb__buf_puts(creq, "\n");
-                ebb__buf_puts(signed_hdrs, ";");
+                ebb_buf_puts(creq, "\n");
+                ebb_buf_puts(signed_hdrs, ";");
             }
-            ebb__buf_printf(creq, "%s:%s", h[i].name, h[i].value);
-            ebb__buf_puts(signed_hdrs, h[i].name);
+            ebb_buf_printf(creq, "%s:%s", h[i].name, h[i].value);
+            ebb_buf_puts(signed_hdrs, h[i].name);
         }
-        ebb__buf_puts(creq, "\n");
+        ebb_buf_puts(creq, "\n");
     }
     for (size_t i = 0; i < req->n_headers; i++) {
         free(h[i].name);
@@ -261,7 +261,7 @@ static int signature(const struct aws_sigv4_scope *s, const char *sts,
     char date[9];
     memcpy(date, s->amz_date, 8);
     date[8] = '\0';
-    char *secret = ebb__strfmt("AWS4%s", s->secret_access_key);
+    char *secret = ebb_strfmt("AWS4%s", s->secret_access_key);
     if (secret == NULL)
         return EBB_ENOMEM;
     unsigned char k[SHA256_LEN], k2[SHA256_LEN];
@@ -291,34 +291,34 @@ int aws_sigv4_sign(const struct aws_sigv4_request *req,
     memset(out, 0, sizeof(*out));
     if (!valid_amz_date(scope->amz_date))
         return EBB_EINVAL;
-    struct ebb__buf creq = {0}, sh = {0}, sts = {0}, auth = {0};
+    struct ebb_buf creq = {0}, sh = {0}, sts = {0}, auth = {0};
     char payload_hash[65], creq_hash[65], sig[65];
     int rc = sha256_hex(req->payload != NULL ? req->payload : "",
                         req->payload_len, payload_hash);
 
-    ebb__buf_printf(&creq, "%s\n", req->method);
+    ebb_buf_printf(&creq, "%s\n", req->method);
     canonical_uri(&creq, req->path[0] != '\0' ? req->path : "/");
-    ebb__buf_puts(&creq, "\n");
+    ebb_buf_puts(&creq, "\n");
     if (rc == 0)
         rc = canonical_query(&creq, req->query != NULL ? req->query : "");
-    ebb__buf_puts(&creq, "\n");
+    ebb_buf_puts(&creq, "\n");
     if (rc == 0)
         rc = canonical_headers(req, &creq, &sh);
-    ebb__buf_puts(&sh, "");
-    ebb__buf_printf(&creq, "\n%s\n%s", sh.data, payload_hash);
+    ebb_buf_puts(&sh, "");
+    ebb_buf_printf(&creq, "\n%s\n%s", sh.data, payload_hash);
     if (rc == 0 && (creq.failed || sh.failed))
         rc = EBB_ENOMEM;
     if (rc == 0)
         rc = sha256_hex(creq.data, creq.len, creq_hash);
 
     if (rc == 0) {
-        ebb__buf_printf(&sts, "AWS4-HMAC-SHA256\n%s\n%.8s/%s/%s/aws4_request\n%s",
+        ebb_buf_printf(&sts, "AWS4-HMAC-SHA256\n%s\n%.8s/%s/%s/aws4_request\n%s",
                         scope->amz_date, scope->amz_date, scope->region,
                         scope->service, creq_hash);
         rc = sts.failed ? EBB_ENOMEM : signature(scope, sts.data, sig);
     }
     if (rc == 0) {
-        ebb__buf_printf(&auth,
+        ebb_buf_printf(&auth,
                         "AWS4-HMAC-SHA256 Credential=%s/%.8s/%s/%s/aws4_request, "
                         "SignedHeaders=%s, Signature=%s",
                         scope->access_key_id, scope->amz_date, scope->region,
@@ -327,14 +327,14 @@ int aws_sigv4_sign(const struct aws_sigv4_request *req,
             rc = EBB_ENOMEM;
     }
     if (rc == 0) {
-        out->canonical_request = ebb__buf_take(&creq);
-        out->string_to_sign = ebb__buf_take(&sts);
-        out->authorization = ebb__buf_take(&auth);
+        out->canonical_request = ebb_buf_take(&creq);
+        out->string_to_sign = ebb_buf_take(&sts);
+        out->authorization = ebb_buf_take(&auth);
     }
-    ebb__buf_free(&creq);
-    ebb__buf_free(&sh);
-    ebb__buf_free(&sts);
-    ebb__buf_free(&auth);
+    ebb_buf_free(&creq);
+    ebb_buf_free(&sh);
+    ebb_buf_free(&sts);
+    ebb_buf_free(&auth);
     return rc;
 }
 
@@ -356,7 +356,7 @@ void aws_sigv4_amz_date(ebb_time_ms t, char out[17])
     }
     int64_t y;
     int m, d;
-    ebb__civil_from_days(days, &y, &m, &d);
+    ebb_civil_from_days(days, &y, &m, &d);
     int64_t s = ms / 1000;
     snprintf(out, 17, "%04d%02d%02dT%02d%02d%02dZ", (int)y, m, d,
              (int)(s / 3600), (int)(s / 60 % 60), (int)(s % 60));

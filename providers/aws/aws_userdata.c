@@ -7,45 +7,46 @@
 
 #include <openssl/evp.h>
 
+#include <ebb/buf.h>
+
 #include "aws_userdata.h"
-#include "base/str.h"
 
 /* Appends `s` as one single-quoted shell word. */
-static void shell_quote(struct ebb__buf *b, const char *s)
+static void shell_quote(struct ebb_buf *b, const char *s)
 {
-    ebb__buf_puts(b, "'");
+    ebb_buf_puts(b, "'");
     for (; *s != '\0'; s++) {
         if (*s == '\'')
-            ebb__buf_puts(b, "'\\''");
+            ebb_buf_puts(b, "'\\''");
         else
-            ebb__buf_append(b, s, 1);
+            ebb_buf_append(b, s, 1);
     }
-    ebb__buf_puts(b, "'");
+    ebb_buf_puts(b, "'");
 }
 
 char *aws_userdata_script(const char *agent_command, const char *agent_setup,
                           const char *agent_url, const char *agent_token)
 {
-    struct ebb__buf b = {0};
-    ebb__buf_puts(&b, "#!/bin/sh\n"
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "#!/bin/sh\n"
                       "# Written by ebb: starts ebb-agent with its token.\n"
                       "set -e\n"
                       "umask 077\n"
                       "mkdir -p /run/ebb\n"
                       "printf '%s' ");
     shell_quote(&b, agent_token);
-    ebb__buf_puts(&b, " > /run/ebb/agent-token\n");
+    ebb_buf_puts(&b, " > /run/ebb/agent-token\n");
     if (agent_setup != NULL && agent_setup[0] != '\0') {
-        ebb__buf_puts(&b, agent_setup);
-        ebb__buf_puts(&b, "\n");
+        ebb_buf_puts(&b, agent_setup);
+        ebb_buf_puts(&b, "\n");
     }
-    ebb__buf_puts(&b, "nohup ");
+    ebb_buf_puts(&b, "nohup ");
     shell_quote(&b, agent_command);
-    ebb__buf_puts(&b, " --ebbd ");
+    ebb_buf_puts(&b, " --ebbd ");
     shell_quote(&b, agent_url);
-    ebb__buf_puts(&b, " --token-file /run/ebb/agent-token --metadata-kind aws"
+    ebb_buf_puts(&b, " --token-file /run/ebb/agent-token --metadata-kind aws"
                       " >>/var/log/ebb-agent.log 2>&1 &\n");
-    return ebb__buf_take(&b);
+    return ebb_buf_take(&b);
 }
 
 char *aws_base64(const char *s)

@@ -6,9 +6,8 @@
 
 #include <expat.h>
 
+#include <ebb/buf.h>
 #include <ebb/common.h>
-
-#include "base/str.h"
 
 /* Element names are kept in place, not allocated: an answer of a million
  * prices opens six million elements. EC2's names are far shorter than
@@ -21,7 +20,7 @@ struct state {
     void *ud;
     struct aws_xml_path path;
     char names[AWS_XML_MAX_DEPTH][NAME_MAX_LEN];
-    struct ebb__buf text;
+    struct ebb_buf text;
     int rc;
 };
 
@@ -71,7 +70,7 @@ static void on_end(void *arg, const XML_Char *name)
     struct state *s = arg;
     if (s->rc != 0)
         return;
-    ebb__buf_append(&s->text, "", 0);
+    ebb_buf_append(&s->text, "", 0);
     if (s->text.failed) {
         stop(s, EBB_ENOMEM);
         return;
@@ -90,7 +89,7 @@ static void on_text(void *arg, const XML_Char *t, int len)
 {
     struct state *s = arg;
     if (s->rc == 0)
-        ebb__buf_append(&s->text, t, (size_t)len);
+        ebb_buf_append(&s->text, t, (size_t)len);
 }
 
 int aws_xml_parse(const char *xml, size_t len, const struct aws_xml_handler *h,
@@ -110,6 +109,6 @@ int aws_xml_parse(const char *xml, size_t len, const struct aws_xml_handler *h,
     if (rc == 0 && !ok)
         rc = EBB_EPROTO;
     XML_ParserFree(s.parser);
-    ebb__buf_free(&s.text);
+    ebb_buf_free(&s.text);
     return rc;
 }

@@ -331,7 +331,7 @@ static int choose_offer(const struct sim *s, const struct ebb_launch *req,
     int found = 0;
     for (size_t i = 0; i < s->market.n_offers; i++) {
         const struct sim_offer *o = &s->market.offers[i];
-        const struct ebb__price_series *ps = o->ps;
+        const struct ebb_price_series *ps = o->ps;
         if ((req->provider != NULL && req->provider[0] != '\0' &&
              strcmp(req->provider, ps->provider) != 0) ||
             !str_eq(req->region, ps->region) ||

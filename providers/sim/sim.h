@@ -18,8 +18,7 @@
 #include <sys/types.h>
 
 #include <ebb/provider.h>
-
-#include "base/trace.h"
+#include <ebb/trace.h>
 
 /* ---- configuration (sim.c) ---- */
 
@@ -56,7 +55,7 @@ ebb_dur_ms sim_rng_exponential_ms(struct sim_rng *r, double rate_per_hour);
 
 /* One spot offer: a series of the price trace. */
 struct sim_offer {
-    const struct ebb__price_series *ps; /* borrowed from the trace */
+    const struct ebb_price_series *ps; /* borrowed from the trace */
     ssize_t avail;      /* its availability series, or -1: unlimited */
     size_t *chg;        /* rows whose price differs from the previous row */
     size_t n_chg;
@@ -65,8 +64,8 @@ struct sim_offer {
 struct sim_market {
     const struct ebb_host *host;
     const char *currency; /* of the trace's prices */
-    struct ebb__price_trace *prices;
-    struct ebb__avail_trace *avail; /* NULL without an availability trace */
+    struct ebb_price_trace *prices;
+    struct ebb_avail_trace *avail; /* NULL without an availability trace */
     struct sim_offer *offers;
     size_t n_offers;
     /* Availability from another period, moved onto the price period: row

@@ -15,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "sim.h"
-#include "base/units.h"
 
 static int load_error(const struct ebb_host *host, int rc,
-                      const struct ebb__diag *d)
+                      const struct ebb_diag *d)
 {
     host->log(host->ctx, EBB_LOG_ERROR, "%s", d->msg);
     return rc == EBB_ENOMEM ? EBB_ENOMEM : EBB_ECONFIG;
@@ -27,13 +28,13 @@ static int load_error(const struct ebb_host *host, int rc,
 
 /* Row indices of a price series where the price differs from the row
  * before (always row 0): the times at which the offer really changes. */
-static int offer_init(struct sim_offer *o, const struct ebb__price_series *ps,
-                      const struct ebb__avail_trace *avail)
+static int offer_init(struct sim_offer *o, const struct ebb_price_series *ps,
+                      const struct ebb_avail_trace *avail)
 {
     o->ps = ps;
     o->avail = -1;
     if (avail != NULL) {
-        ssize_t a = ebb__avail_trace_find(avail, ps->provider, ps->zone,
+        ssize_t a = ebb_avail_trace_find(avail, ps->provider, ps->zone,
                                           ps->instance_type);
         o->avail = a >= 0 ? a : -1;
     }
@@ -50,8 +51,8 @@ static int offer_init(struct sim_offer *o, const struct ebb__price_series *ps,
 
 static void plan_shift(struct sim_market *m)
 {
-    const struct ebb__price_trace *p = m->prices;
-    const struct ebb__avail_trace *a = m->avail;
+    const struct ebb_price_trace *p = m->prices;
+    const struct ebb_avail_trace *a = m->avail;
     if (a->first_at <= p->last_at && a->last_at >= p->first_at)
         return;
     m->shifted = 1;
@@ -59,17 +60,17 @@ static void plan_shift(struct sim_market *m)
     m->orig_first = a->first_at;
     m->period = a->last_at - a->first_at;
     m->end = p->last_at;
-    char af[EBB__TIME_BUFSZ], al[EBB__TIME_BUFSZ], pf[EBB__TIME_BUFSZ],
-        pl[EBB__TIME_BUFSZ], per[EBB__DURATION_BUFSZ];
+    char af[EBB_TIME_BUFSZ], al[EBB_TIME_BUFSZ], pf[EBB_TIME_BUFSZ],
+        pl[EBB_TIME_BUFSZ], per[EBB_DURATION_BUFSZ];
     m->host->log(m->host->ctx, EBB_LOG_INFO,
                  "availability %s (%s to %s) does not overlap prices %s "
                  "(%s to %s): replaying it from %s, repeated every %s until %s "
                  "(traces from different periods)",
-                 a->path, ebb__format_time(a->first_at, af, sizeof(af)),
-                 ebb__format_time(a->last_at, al, sizeof(al)), p->path,
-                 ebb__format_time(p->first_at, pf, sizeof(pf)),
-                 ebb__format_time(p->last_at, pl, sizeof(pl)), pf,
-                 ebb__format_duration(m->period, per, sizeof(per)), pl);
+                 a->path, ebb_format_time(a->first_at, af, sizeof(af)),
+                 ebb_format_time(a->last_at, al, sizeof(al)), p->path,
+                 ebb_format_time(p->first_at, pf, sizeof(pf)),
+                 ebb_format_time(p->last_at, pl, sizeof(pl)), pf,
+                 ebb_format_duration(m->period, per, sizeof(per)), pl);
 }
 
 int sim_market_init(struct sim_market *m, const struct ebb_host *host,
@@ -77,7 +78,7 @@ int sim_market_init(struct sim_market *m, const struct ebb_host *host,
 {
     *m = (struct sim_market){
         .host = host, .currency = cfg->currency, .delivered = INT64_MIN};
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (cfg->prices == NULL || cfg->prices[0] == '\0') {
         host->log(host->ctx, EBB_LOG_ERROR,
                   "prices: required: the path of a price trace CSV "
@@ -85,11 +86,11 @@ int sim_market_init(struct sim_market *m, const struct ebb_host *host,
                   "2019-12-20_2020-02-29.csv)");
         return EBB_ECONFIG;
     }
-    int rc = ebb__price_trace_load(cfg->prices, &m->prices, &d);
+    int rc = ebb_price_trace_load(cfg->prices, &m->prices, &d);
     if (rc != 0)
         return load_error(host, rc, &d);
     if (cfg->availability != NULL && cfg->availability[0] != '\0') {
-        rc = ebb__avail_trace_load(cfg->availability, &m->avail, &d);
+        rc = ebb_avail_trace_load(cfg->availability, &m->avail, &d);
         if (rc != 0) {
             sim_market_fini(m);
             return load_error(host, rc, &d);
@@ -121,8 +122,8 @@ void sim_market_fini(struct sim_market *m)
     free(m->offers);
     m->offers = NULL;
     m->n_offers = 0;
-    ebb__price_trace_free(m->prices);
-    ebb__avail_trace_free(m->avail);
+    ebb_price_trace_free(m->prices);
+    ebb_avail_trace_free(m->avail);
     m->prices = NULL;
     m->avail = NULL;
 }
@@ -134,10 +135,10 @@ int32_t sim_market_capacity(const struct sim_market *m, ssize_t a,
 {
     if (a < 0 || m->avail == NULL)
         return -1;
-    const struct ebb__avail_series *s = &m->avail->series[a];
+    const struct ebb_avail_series *s = &m->avail->series[a];
     int32_t v;
     if (!m->shifted)
-        return ebb__avail_series_at(s, t, &v) == 0 ? v : -1;
+        return ebb_avail_series_at(s, t, &v) == 0 ? v : -1;
     if (t < m->start)
         return -1;
     if (t > m->end)
@@ -147,7 +148,7 @@ int32_t sim_market_capacity(const struct sim_market *m, ssize_t a,
         k = (t - m->start) / m->period;
         off += (t - m->start) % m->period;
     }
-    if (ebb__avail_series_at(s, off, &v) == 0)
+    if (ebb_avail_series_at(s, off, &v) == 0)
         return v;
     /* Before this series' first row: nothing known in the first cycle, the
      * value the previous cycle ended with in later ones. */
@@ -158,9 +159,9 @@ int32_t sim_market_capacity(const struct sim_market *m, ssize_t a,
  * change: the value may repeat), or INT64_MAX. */
 static ebb_time_ms next_row(const struct sim_market *m, ssize_t a, ebb_time_ms t)
 {
-    const struct ebb__avail_series *s = &m->avail->series[a];
+    const struct ebb_avail_series *s = &m->avail->series[a];
     if (!m->shifted)
-        return ebb__avail_series_next_change(s, t);
+        return ebb_avail_series_next_change(s, t);
     if (t >= m->end)
         return INT64_MAX;
     ebb_time_ms cand;
@@ -172,7 +173,7 @@ static ebb_time_ms next_row(const struct sim_market *m, ssize_t a, ebb_time_ms t
             base += (t - m->start) / m->period * m->period;
             off += (t - m->start) % m->period;
         }
-        ebb_time_ms r = ebb__avail_series_next_change(s, off);
+        ebb_time_ms r = ebb_avail_series_next_change(s, off);
         if (r != INT64_MAX)
             cand = base + (r - m->orig_first);
         else if (m->period > 0)
@@ -202,7 +203,7 @@ ebb_time_ms sim_market_next_capacity_change(const struct sim_market *m,
 ebb_micros sim_market_price(const struct sim_offer *o, ebb_time_ms t)
 {
     ebb_micros p;
-    if (ebb__price_series_at(o->ps, t, &p) != 0)
+    if (ebb_price_series_at(o->ps, t, &p) != 0)
         return o->ps->price[0];
     return p;
 }
@@ -322,7 +323,7 @@ static int collect_offer(struct obs_buf *b, const struct sim_market *m,
                          size_t i, ebb_time_ms from, ebb_time_ms now)
 {
     const struct sim_offer *o = &m->offers[i];
-    ebb_time_ms pr = ebb__price_series_next_change(o->ps, from);
+    ebb_time_ms pr = ebb_price_series_next_change(o->ps, from);
     ebb_time_ms cr = sim_market_next_capacity_change(
         m, o->avail, from > o->ps->at[0] ? from : o->ps->at[0]);
     for (;;) {
@@ -332,7 +333,7 @@ static int collect_offer(struct obs_buf *b, const struct sim_market *m,
         if (obs_push(b, m, i, t) != 0)
             return EBB_ENOMEM;
         if (pr == t)
-            pr = ebb__price_series_next_change(o->ps, t);
+            pr = ebb_price_series_next_change(o->ps, t);
         if (cr == t)
             cr = sim_market_next_capacity_change(m, o->avail, t);
     }

@@ -6,12 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/str.h"
+#include <ebb/buf.h>
+
 #include "vastai.h"
 
 struct vast_call {
     struct vast *v;
-    struct ebb__call *call;
+    struct ebb_call *call;
     char *what; /* "PUT /api/v0/asks/1/" for messages */
     vast_api_cb cb;
     void *arg;
@@ -81,7 +82,7 @@ struct vast_call *vast_api(struct vast *v, const char *method, const char *path,
                            void *arg)
 {
     struct vast_call *c = calloc(1, sizeof(*c));
-    char *url = ebb__strfmt("%s%s", v->cfg->api_url, path);
+    char *url = ebb_strfmt("%s%s", v->cfg->api_url, path);
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     if (c == NULL || url == NULL || (body != NULL && text == NULL)) {
         free(c);
@@ -90,7 +91,7 @@ struct vast_call *vast_api(struct vast *v, const char *method, const char *path,
         return NULL;
     }
     *c = (struct vast_call){.v = v, .cb = cb, .arg = arg,
-                            .what = ebb__strfmt("%s %s", method, path)};
+                            .what = ebb_strfmt("%s %s", method, path)};
     const char *headers[] = {
         v->auth_header,
         "Accept: application/json",
@@ -106,7 +107,7 @@ struct vast_call *vast_api(struct vast *v, const char *method, const char *path,
         .max_attempts = max_attempts,
     };
     if (c->what != NULL)
-        c->call = ebb__call_start(&v->calls, v->host, &req, on_answer, c, NULL);
+        c->call = ebb_call_start(&v->calls, v->host, &req, on_answer, c, NULL);
     free(url);
     free(text);
     if (c->call == NULL) {
@@ -119,7 +120,7 @@ struct vast_call *vast_api(struct vast *v, const char *method, const char *path,
 
 void vast_api_cancel(struct vast_call *c)
 {
-    ebb__call_detach(c->call);
+    ebb_call_detach(c->call);
     free(c->what);
     free(c);
 }

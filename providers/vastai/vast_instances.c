@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/shquote.h"
-#include "base/str.h"
+#include <ebb/buf.h>
+#include <ebb/shquote.h>
+
 #include "vastai.h"
 
 /* One of ebb's instances as listed; strings owned by the row. */
@@ -178,7 +179,7 @@ void vast_report_lost(struct vast *v, json_t *body)
 enum kind { LAUNCH, TERMINATE, LIST };
 
 struct inst_op {
-    struct ebb__op op;
+    struct ebb_op op;
     struct vast *v;
     enum kind kind;
     union {
@@ -197,7 +198,7 @@ struct inst_op {
 
 static void op_free(struct inst_op *o)
 {
-    ebb__op_remove(&o->op);
+    ebb_op_remove(&o->op);
     free(o->agent_url);
     free(o->agent_token);
     free(o);
@@ -215,14 +216,14 @@ static void complete_launch(struct inst_op *o, int status)
 {
     struct ebb_instance one;
     view(&o->want, &one);
-    ebb__op_remove(&o->op);
+    ebb_op_remove(&o->op);
     o->cb.launch(o->arg, status, status == 0 ? &one : NULL);
     free(o->agent_url);
     free(o->agent_token);
     free(o);
 }
 
-static void op_cancel(struct ebb__op *op)
+static void op_cancel(struct ebb_op *op)
 {
     struct inst_op *o = (struct inst_op *)op;
     if (o->call != NULL)
@@ -247,7 +248,7 @@ static struct inst_op *op_new(struct vast *v, enum kind kind, void *arg)
     o->kind = kind;
     o->arg = arg;
     o->v = v;
-    ebb__op_add(&v->ops, &o->op, op_cancel);
+    ebb_op_add(&v->ops, &o->op, op_cancel);
     return o;
 }
 
@@ -398,11 +399,11 @@ static int rent(struct inst_op *o)
         return EBB_ENOCAPACITY;
     }
     snprintf(o->want.zone, sizeof(o->want.zone), "%s", offer->machine);
-    struct ebb__buf onstart = {0};
-    ebb__buf_printf(&onstart, "%s --ebbd ", v->cfg->agent_command);
-    ebb__buf_sh_quote(&onstart, o->agent_url);
-    ebb__buf_puts(&onstart, " --metadata-kind none");
-    char *label = ebb__strfmt(VAST_LABEL_PREFIX "%s:%s", o->want.job_id, o->want.token);
+    struct ebb_buf onstart = {0};
+    ebb_buf_printf(&onstart, "%s --ebbd ", v->cfg->agent_command);
+    ebb_buf_sh_quote(&onstart, o->agent_url);
+    ebb_buf_puts(&onstart, " --metadata-kind none");
+    char *label = ebb_strfmt(VAST_LABEL_PREFIX "%s:%s", o->want.job_id, o->want.token);
     json_t *body = onstart.failed || label == NULL
                        ? NULL
                        : json_pack("{s:s, s:s, s:f, s:s, s:s, s:s, s:{s:s}}",
@@ -419,7 +420,7 @@ static int rent(struct inst_op *o)
     o->call = body ? vast_api(v, "PUT", path, body, 1, on_rented, o) : NULL;
     json_decref(body);
     free(label);
-    ebb__buf_free(&onstart);
+    ebb_buf_free(&onstart);
     return o->call != NULL ? 0 : EBB_ENOMEM;
 }
 

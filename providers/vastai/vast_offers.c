@@ -92,7 +92,7 @@ void vast_place(json_t *row, char *region, size_t rsize, char *zone, size_t zsiz
 /* ---- the poll ---- */
 
 struct vast_poll {
-    struct ebb__op op;
+    struct ebb_op op;
     struct vast *v;
     ebb_prices_cb cb;
     void *arg;
@@ -180,7 +180,7 @@ static void poll_finish(struct vast_poll *p, int status)
         v->n_offers = n_memo;
         memo = NULL;
     }
-    ebb__op_remove(&p->op);
+    ebb_op_remove(&p->op);
     p->cb(p->arg, status, status == EBB_ENOMEM ? NULL : prices,
           status == EBB_ENOMEM ? 0 : n);
     free(memo);
@@ -223,12 +223,12 @@ static void on_offers(void *arg, int status, json_t *body)
         poll_finish(p, 0);
 }
 
-static void poll_cancel(struct ebb__op *op)
+static void poll_cancel(struct ebb_op *op)
 {
     struct vast_poll *p = (struct vast_poll *)op;
     if (p->call != NULL)
         vast_api_cancel(p->call);
-    ebb__op_remove(op);
+    ebb_op_remove(op);
     p->cb(p->arg, EBB_ECANCELED, NULL, 0);
     json_decref(p->offers);
     free(p);
@@ -249,7 +249,7 @@ int vast_poll_prices(struct vast *v, ebb_prices_cb cb, void *arg)
     p->cb = cb;
     p->arg = arg;
     p->v = v;
-    ebb__op_add(&v->ops, &p->op, poll_cancel);
+    ebb_op_add(&v->ops, &p->op, poll_cancel);
     if (v->auth_failed) {
         /* Completes on the next turn, as every call does. */
         p->op.timer = v->host->timer_start(v->host->ctx, vast_now(v), on_refused, p);
@@ -264,7 +264,7 @@ int vast_poll_prices(struct vast *v, ebb_prices_cb cb, void *arg)
         if (p->call != NULL)
             return 0;
     }
-    ebb__op_remove(&p->op);
+    ebb_op_remove(&p->op);
     free(p);
     return EBB_ENOMEM;
 }

@@ -9,7 +9,8 @@
 
 #include <openssl/crypto.h>
 
-#include "base/str.h"
+#include <ebb/buf.h>
+
 #include "vastai.h"
 
 static const struct ebb_cfg_key vast_keys[] = {
@@ -108,8 +109,8 @@ static void vast_destroy(void *self)
     struct vast *v = self;
     if (v->poll_timer != 0)
         v->host->timer_stop(v->host->ctx, v->poll_timer);
-    ebb__ops_cancel_all(&v->ops);
-    ebb__calls_detach(&v->calls);
+    ebb_ops_cancel_all(&v->ops);
+    ebb_calls_detach(&v->calls);
     for (size_t i = 0; i < v->n_lost; i++)
         free(v->lost[i]);
     free(v->lost);
@@ -138,7 +139,7 @@ static int vast_create(const struct ebb_host *host, const void *config, void **s
     v->cfg = cfg;
     v->ops.host = host;
     v->api_key = strdup(key);
-    v->auth_header = ebb__strfmt("Authorization: Bearer %s", key);
+    v->auth_header = ebb_strfmt("Authorization: Bearer %s", key);
     v->poll_timer = host->timer_start(host->ctx, vast_now(v) + cfg->poll_interval,
                                       on_poll_timer, v);
     if (v->api_key == NULL || v->auth_header == NULL || v->poll_timer < 0) {

@@ -20,9 +20,8 @@
 
 #include <jansson.h>
 
+#include <ebb/ops.h>
 #include <ebb/provider.h>
-
-#include "base/plugin_ops.h"
 
 /* Labels of ebb's instances: "ebb:<job id>:<token>". */
 #define VAST_LABEL_PREFIX "ebb:"
@@ -57,8 +56,8 @@ struct vast {
     const struct vast_cfg *cfg;
     char *auth_header; /* "Authorization: Bearer <key>" */
     char *api_key;
-    struct ebb__calls calls;
-    struct ebb__ops ops; /* every provider call not yet completed */
+    struct ebb_calls calls;
+    struct ebb_ops ops; /* every provider call not yet completed */
     int64_t poll_timer;
     int auth_failed;
     struct vast_offer *offers;

@@ -15,7 +15,7 @@
 
 int agent_ckpt_mkdir(const char *dir)
 {
-    char *p = ebb__strfmt("%s", dir);
+    char *p = ebb_strfmt("%s", dir);
     if (p == NULL)
         return -ENOMEM;
     int rc = 0;
@@ -47,7 +47,7 @@ int agent_ckpt_mkdir(const char *dir)
 
 char *agent_ckpt_path(const char *dir, const char *name)
 {
-    return ebb__strfmt("%s/%s", dir, name);
+    return ebb_strfmt("%s/%s", dir, name);
 }
 
 static int cmp_ckpt(const void *a, const void *b)
@@ -92,7 +92,7 @@ int agent_ckpt_scan(const char *dir, struct agent_ckpt_list *out)
             out->items = items;
             cap = ncap;
         }
-        char *name = ebb__strfmt("%s", e->d_name);
+        char *name = ebb_strfmt("%s", e->d_name);
         if (name == NULL) {
             rc = -ENOMEM;
             break;
@@ -166,7 +166,7 @@ int agent_ckpt_remove_temporaries(const char *dir, size_t *removed)
     if (d == NULL)
         return -errno;
     /* Collect first: removing while readdir walks is unspecified. */
-    struct ebb__buf names = {0};
+    struct ebb_buf names = {0};
     for (;;) {
         struct dirent *e = readdir(d);
         if (e == NULL)
@@ -174,11 +174,11 @@ int agent_ckpt_remove_temporaries(const char *dir, size_t *removed)
         if (e->d_name[0] != '.' || strcmp(e->d_name, ".") == 0 ||
             strcmp(e->d_name, "..") == 0)
             continue;
-        ebb__buf_append(&names, e->d_name, strlen(e->d_name) + 1);
+        ebb_buf_append(&names, e->d_name, strlen(e->d_name) + 1);
     }
     closedir(d);
     if (names.failed) {
-        ebb__buf_free(&names);
+        ebb_buf_free(&names);
         return -ENOMEM;
     }
     int first = 0;
@@ -189,7 +189,7 @@ int agent_ckpt_remove_temporaries(const char *dir, size_t *removed)
         else if (first == 0)
             first = rc;
     }
-    ebb__buf_free(&names);
+    ebb_buf_free(&names);
     return first;
 }
 

@@ -22,7 +22,7 @@ struct probe {
     bool exited, eof, timed_out;
     int64_t status;
     int term_signal;
-    struct ebb__buf output;
+    struct ebb_buf output;
     char *path;
     agent_hostprobe_cb cb;
     void *arg;
@@ -49,7 +49,7 @@ static int64_t field_number(const char *s)
 
 int agent_hostprobe_parse(const char *csv, struct agent_gpu *gpus, size_t max)
 {
-    char *copy = ebb__strfmt("%s", csv);
+    char *copy = ebb_strfmt("%s", csv);
     if (copy == NULL)
         return EBB_ENOMEM;
     size_t n = 0;
@@ -106,7 +106,7 @@ static char *find_on_path(const char *prog)
     for (const char *p = path;;) {
         const char *colon = strchr(p, ':');
         size_t len = colon ? (size_t)(colon - p) : strlen(p);
-        char *cand = len ? ebb__strfmt("%.*s/%s", (int)len, p, prog) : NULL;
+        char *cand = len ? ebb_strfmt("%.*s/%s", (int)len, p, prog) : NULL;
         if (cand != NULL && access(cand, X_OK) == 0)
             return cand;
         free(cand);
@@ -139,7 +139,7 @@ static void finish(struct probe *pr)
         }
     }
     pr->cb(pr->arg, have, ok, gpus, (size_t)n);
-    ebb__buf_free(&pr->output);
+    ebb_buf_free(&pr->output);
     free(pr->path);
     free(pr);
 }
@@ -184,7 +184,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     struct probe *pr = s->data;
     if (nread > 0 && pr->output.len + (size_t)nread <= MAX_OUTPUT)
-        ebb__buf_append(&pr->output, buf->base, (size_t)nread);
+        ebb_buf_append(&pr->output, buf->base, (size_t)nread);
     free(buf->base);
     if (nread < 0) {
         uv_read_stop(s);

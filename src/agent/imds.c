@@ -7,9 +7,10 @@
 
 #include <jansson.h>
 
+#include <ebb/units.h>
+
 #include "base/log.h"
 #include "base/str.h"
-#include "base/units.h"
 
 /* The longest token life IMDS grants (6 h); renewed a minute early. */
 #define TOKEN_TTL_S 21600
@@ -93,7 +94,7 @@ static void report_notice(struct agent_imds *m, const char *body, size_t len)
         when[strcspn(when, " \r\n")] = '\0';
     }
     ebb_time_ms deadline = 0;
-    if (ebb__parse_time(when, &deadline) != 0) {
+    if (ebb_parse_time(when, &deadline) != 0) {
         ebb__warn("termination notice without a readable time (\"%s\"); "
                   "treating it as immediate", when);
         deadline = 0;
@@ -136,8 +137,8 @@ static void on_notice_answer(const struct ebb_http_response *res, void *arg)
 static void get_notice(struct agent_imds *m)
 {
     const struct flavor *f = &flavors[m->kind];
-    char *url = ebb__strfmt("%s%s", m->base, f->notice_path);
-    char *hdr = ebb__strfmt("%s: %s", f->token_header, m->token);
+    char *url = ebb_strfmt("%s%s", m->base, f->notice_path);
+    char *hdr = ebb_strfmt("%s: %s", f->token_header, m->token);
     const char *headers[] = {hdr};
     struct ebb_http_request req = {
         .method = "GET", .url = url, .headers = headers, .n_headers = 1,
@@ -165,7 +166,7 @@ static void on_token(const struct ebb_http_response *res, void *arg)
         return;
     }
     free(m->token);
-    m->token = ebb__strfmt("%.*s", (int)strcspn(res->body, "\r\n"), res->body);
+    m->token = ebb_strfmt("%.*s", (int)strcspn(res->body, "\r\n"), res->body);
     m->token_fetched_at = ebb__clock_now(m->clock);
     m->token_expires = m->token_fetched_at + TOKEN_TTL_S * INT64_C(1000) -
                        TOKEN_RENEW_MARGIN_MS;
@@ -179,8 +180,8 @@ static void on_token(const struct ebb_http_response *res, void *arg)
 static void put_token(struct agent_imds *m)
 {
     const struct flavor *f = &flavors[m->kind];
-    char *url = ebb__strfmt("%s/latest/api/token", m->base);
-    char *hdr = ebb__strfmt("%s: %d", f->ttl_header, TOKEN_TTL_S);
+    char *url = ebb_strfmt("%s/latest/api/token", m->base);
+    char *hdr = ebb_strfmt("%s: %d", f->ttl_header, TOKEN_TTL_S);
     const char *headers[] = {hdr};
     struct ebb_http_request req = {
         .method = "PUT", .url = url, .headers = headers, .n_headers = 1,
@@ -220,7 +221,7 @@ int agent_imds_start(struct agent_imds *m, struct ebb__http *http,
     size_t n = strlen(base);
     while (n > 0 && base[n - 1] == '/')
         n--;
-    m->base = ebb__strfmt("%.*s", (int)n, base);
+    m->base = ebb_strfmt("%.*s", (int)n, base);
     if (m->base == NULL)
         return EBB_ENOMEM;
     schedule(m, 0);

@@ -51,11 +51,11 @@ static int get_string(json_t *obj, const char *key, const char *def, char **out,
     if (v == NULL || json_is_null(v)) {
         if (def == NULL)
             return fail(err, err_size, "the job document has no \"%s\"", key);
-        *out = ebb__strfmt("%s", def);
+        *out = ebb_strfmt("%s", def);
     } else if (!json_is_string(v)) {
         return fail(err, err_size, "job document: \"%s\" is not a string", key);
     } else {
-        *out = ebb__strfmt("%s", json_string_value(v));
+        *out = ebb_strfmt("%s", json_string_value(v));
     }
     return *out ? 0 : EBB_ENOMEM;
 }
@@ -102,7 +102,7 @@ static int get_argv(json_t *root, struct agent_jobdoc *doc, char *err, size_t er
         json_t *a = json_array_get(argv, i);
         if (!json_is_string(a))
             return fail(err, err_size, "job document: argv[%zu] is not a string", i);
-        doc->argv[i] = ebb__strfmt("%s", json_string_value(a));
+        doc->argv[i] = ebb_strfmt("%s", json_string_value(a));
         if (doc->argv[i] == NULL)
             return EBB_ENOMEM;
     }
@@ -129,7 +129,7 @@ static int get_env(json_t *root, struct agent_jobdoc *doc, char *err, size_t err
         if (key[0] == '\0' || strchr(key, '=') != NULL)
             return fail(err, err_size, "job document: env name \"%s\" is empty "
                         "or contains '='", key);
-        doc->env[i] = ebb__strfmt("%s=%s", key, json_string_value(v));
+        doc->env[i] = ebb_strfmt("%s=%s", key, json_string_value(v));
         if (doc->env[i++] == NULL)
             return EBB_ENOMEM;
     }

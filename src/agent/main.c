@@ -175,7 +175,7 @@ static void on_job_doc(const struct ebb_http_response *res, void *arg)
 
 static void fetch_job(struct agent *a)
 {
-    char *url = ebb__strfmt("%s/v1/agent/job", a->rep.base_url);
+    char *url = ebb_strfmt("%s/v1/agent/job", a->rep.base_url);
     const char *headers[] = {a->rep.auth_header};
     struct ebb_http_request req = {
         .method = "GET", .url = url, .headers = headers, .n_headers = 1,

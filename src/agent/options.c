@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "agent/agent.h"
 #include "base/log.h"
 #include "base/str.h"
-#include "base/units.h"
 #include "ebb_build_config.h"
 
 #define DEFAULT_METADATA_INTERVAL_MS 2000
@@ -59,7 +60,7 @@ static int bad(const char *fmt, ...)
 
 static int parse_duration_opt(const char *name, const char *value, int64_t *out)
 {
-    if (ebb__parse_duration(value, out) != 0 || *out <= 0)
+    if (ebb_parse_duration(value, out) != 0 || *out <= 0)
         return bad("%s: \"%s\" is not a positive duration (try \"2s\" or \"500ms\")",
                    name, value);
     return 0;
@@ -162,7 +163,7 @@ char *agent_read_token(const struct agent_options *opt)
                     "EBB_AGENT_TOKEN\n");
             return NULL;
         }
-        return ebb__strfmt("%s", env);
+        return ebb_strfmt("%s", env);
     }
     FILE *f = fopen(opt->token_file, "r");
     if (f == NULL) {
@@ -180,5 +181,5 @@ char *agent_read_token(const struct agent_options *opt)
                 buf[0] == '\0' ? "the file is empty" : "the token is too long");
         return NULL;
     }
-    return ebb__strfmt("%s", buf);
+    return ebb_strfmt("%s", buf);
 }

@@ -80,8 +80,8 @@ int agent_reporter_init(struct agent_reporter *r, struct ebb__http *http,
     size_t n = strlen(base_url);
     while (n > 0 && base_url[n - 1] == '/')
         n--;
-    r->base_url = ebb__strfmt("%.*s", (int)n, base_url);
-    r->auth_header = ebb__strfmt("Authorization: Bearer %s", token);
+    r->base_url = ebb_strfmt("%.*s", (int)n, base_url);
+    r->auth_header = ebb_strfmt("Authorization: Bearer %s", token);
     ebb__timer_init(&r->ev_timer, on_ev_timer, r);
     ebb__timer_init(&r->log_timer, on_log_timer, r);
     return r->base_url && r->auth_header ? 0 : EBB_ENOMEM;
@@ -187,7 +187,7 @@ static void ev_send(struct agent_reporter *r)
     if (r->ev_in_flight || r->ev_head == NULL || r->closed)
         return;
     char *body = json_dumps(r->ev_head->body, JSON_COMPACT);
-    char *url = ebb__strfmt("%s/v1/agent/events", r->base_url);
+    char *url = ebb_strfmt("%s/v1/agent/events", r->base_url);
     const char *headers[] = {r->auth_header, "Content-Type: application/json"};
     struct ebb_http_request req = {
         .method = "POST", .url = url, .headers = headers, .n_headers = 2,
@@ -304,11 +304,11 @@ static void on_log_done(const struct ebb_http_response *res, void *arg)
  * into the body to send, after a marker when output was dropped. */
 static void log_take_body(struct agent_reporter *r, size_t max)
 {
-    struct ebb__buf b = {0};
+    struct ebb_buf b = {0};
     enum agent_stream stream = r->log_head->stream;
     r->log_sending_marked = r->log_dropped;
     if (r->log_dropped > 0) {
-        ebb__buf_printf(&b, "[ebb-agent: %zu bytes of job output were dropped "
+        ebb_buf_printf(&b, "[ebb-agent: %zu bytes of job output were dropped "
                         "while ebbd could not be reached]\n", r->log_dropped);
         r->log_dropped = 0;
     }
@@ -317,7 +317,7 @@ static void log_take_body(struct agent_reporter *r, size_t max)
     while (r->log_head != NULL && r->log_head->stream == stream && taken < max) {
         struct agent_chunk *c = r->log_head;
         size_t n = c->len <= max - taken ? c->len : max - taken;
-        ebb__buf_append(&b, c->data, n);
+        ebb_buf_append(&b, c->data, n);
         taken += n;
         r->log_queued -= n;
         if (n < c->len) {
@@ -331,7 +331,7 @@ static void log_take_body(struct agent_reporter *r, size_t max)
     if (r->log_head == NULL)
         r->log_tail = NULL;
     r->log_sending_len = b.len;
-    r->log_sending = ebb__buf_take(&b);
+    r->log_sending = ebb_buf_take(&b);
     r->log_sending_stream = stream;
 }
 
@@ -351,7 +351,7 @@ static void log_send(struct agent_reporter *r)
             return;
         }
     }
-    char *url = ebb__strfmt("%s/v1/agent/log?stream=%s", r->base_url,
+    char *url = ebb_strfmt("%s/v1/agent/log?stream=%s", r->base_url,
                             r->log_sending_stream == AGENT_STDOUT ? "stdout" : "stderr");
     const char *headers[] = {r->auth_header, "Content-Type: application/octet-stream"};
     struct ebb_http_request req = {

@@ -102,8 +102,8 @@ static void read_progress_file(struct agent *a)
     if (a->doc.progress_file[0] == '\0')
         return;
     char *path = a->doc.progress_file[0] == '/' || a->doc.workdir[0] == '\0'
-                     ? ebb__strfmt("%s", a->doc.progress_file)
-                     : ebb__strfmt("%s/%s", a->doc.workdir, a->doc.progress_file);
+                     ? ebb_strfmt("%s", a->doc.progress_file)
+                     : ebb_strfmt("%s/%s", a->doc.workdir, a->doc.progress_file);
     FILE *f = path ? fopen(path, "r") : NULL;
     free(path);
     if (f == NULL)
@@ -275,12 +275,12 @@ static int build_env(struct agent *a)
         return EBB_ENOMEM;
     memcpy(a->job_extra_env, a->doc.env, n_doc * sizeof(char *));
     char **e = a->job_extra_env + n_doc;
-    e[0] = ebb__strfmt("EBB_JOB_ID=%s", a->doc.job_id);
-    e[1] = ebb__strfmt("EBB_CHECKPOINT_DIR=%s", a->doc.ckpt_dir);
-    e[2] = ebb__strfmt("EBB_RESUME_FROM=%s", a->resume_from);
-    e[3] = ebb__strfmt("EBB_SIGNAL=%s", a->doc.signal_name);
-    e[4] = ebb__strfmt("EBB_PERIODIC_SIGNAL=%s", a->doc.periodic_signal_name);
-    e[5] = ebb__strfmt("EBB_PROGRESS_FILE=%s", a->doc.progress_file);
+    e[0] = ebb_strfmt("EBB_JOB_ID=%s", a->doc.job_id);
+    e[1] = ebb_strfmt("EBB_CHECKPOINT_DIR=%s", a->doc.ckpt_dir);
+    e[2] = ebb_strfmt("EBB_RESUME_FROM=%s", a->resume_from);
+    e[3] = ebb_strfmt("EBB_SIGNAL=%s", a->doc.signal_name);
+    e[4] = ebb_strfmt("EBB_PERIODIC_SIGNAL=%s", a->doc.periodic_signal_name);
+    e[5] = ebb_strfmt("EBB_PROGRESS_FILE=%s", a->doc.progress_file);
     for (size_t i = 0; i < n_ebb; i++)
         if (e[i] == NULL)
             return EBB_ENOMEM;
@@ -337,7 +337,7 @@ static int prepare_checkpoints(struct agent *a)
         return rc;
     const struct agent_ckpt *latest = agent_ckpt_latest(&a->known);
     a->resume_from = latest ? agent_ckpt_path(a->doc.ckpt_dir, latest->name)
-                            : ebb__strfmt("%s", "");
+                            : ebb_strfmt("%s", "");
     return a->resume_from ? 0 : -ENOMEM;
 }
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
 
 static const struct {
     const char *name;
@@ -71,29 +71,29 @@ void ebb__cfg_free_value(enum ebb_cfg_type type, void *dst)
  * reason before the example when it has one. */
 static int not_a(const struct ebb__ynode *node, const char *what,
                  enum ebb_cfg_type type, const char *why,
-                 struct ebb__diag *d)
+                 struct ebb_diag *d)
 {
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_quote(node->value, node->len, q, sizeof(q));
-    ebb__diag_set(d, node->file, node->line, "%s: %s is not %s (%s%sexample: %s)",
+    char q[EBB_DIAG_QUOTE_SIZE];
+    ebb_diag_quote(node->value, node->len, q, sizeof(q));
+    ebb_diag_set(d, node->file, node->line, "%s: %s is not %s (%s%sexample: %s)",
                   what, q, types[type].a_name, why != NULL ? why : "",
                   why != NULL ? "; " : "", types[type].example);
     return EBB_ECONFIG;
 }
 
 static int wrong_kind(const struct ebb__ynode *node, const char *what,
-                      enum ebb_cfg_type type, struct ebb__diag *d)
+                      enum ebb_cfg_type type, struct ebb_diag *d)
 {
-    ebb__diag_set(d, node->file, node->line,
+    ebb_diag_set(d, node->file, node->line,
                   "%s: expected %s, not %s (example: %s)", what,
                   types[type].a_name, ebb__ykind_name(node->kind),
                   types[type].example);
     return EBB_ECONFIG;
 }
 
-static int nomem(const struct ebb__ynode *node, struct ebb__diag *d)
+static int nomem(const struct ebb__ynode *node, struct ebb_diag *d)
 {
-    ebb__diag_set(d, node->file, 0, "out of memory");
+    ebb_diag_set(d, node->file, 0, "out of memory");
     return EBB_ENOMEM;
 }
 
@@ -154,7 +154,7 @@ static int parse_bool(const char *s, int *out)
 }
 
 static int parse_list(const struct ebb__ynode *node, const char *what,
-                      void *dst, struct ebb__diag *d)
+                      void *dst, struct ebb_diag *d)
 {
     struct ebb_string_list list = {0, NULL};
     if (node->n > 0) {
@@ -182,10 +182,10 @@ static int parse_list(const struct ebb__ynode *node, const char *what,
 }
 
 int ebb__cfg_parse_value(enum ebb_cfg_type type, const struct ebb__ynode *node,
-                         const char *what, void *dst, struct ebb__diag *d)
+                         const char *what, void *dst, struct ebb_diag *d)
 {
     if (!known_type(type)) {
-        ebb__diag_set(d, node->file, node->line,
+        ebb_diag_set(d, node->file, node->line,
                       "%s: unsupported configuration type %d (plugin built "
                       "for a newer ebb?)", what, (int)type);
         return EBB_ECONFIG;
@@ -239,7 +239,7 @@ int ebb__cfg_parse_value(enum ebb_cfg_type type, const struct ebb__ynode *node,
     }
     case EBB_CFG_DURATION: {
         ebb_dur_ms v;
-        if (ebb__parse_duration_why(s, &v, &why) != 0)
+        if (ebb_parse_duration_why(s, &v, &why) != 0)
             return not_a(node, what, type, why, d);
         memcpy(dst, &v, sizeof(v));
         return 0;
@@ -247,7 +247,7 @@ int ebb__cfg_parse_value(enum ebb_cfg_type type, const struct ebb__ynode *node,
     case EBB_CFG_MONEY: {
         struct ebb_money v;
         memset(&v, 0, sizeof(v));
-        if (ebb__parse_money_why(s, &v, &why) != 0)
+        if (ebb_parse_money_why(s, &v, &why) != 0)
             return not_a(node, what, type, why, d);
         memcpy(dst, &v, sizeof(v));
         return 0;
@@ -280,7 +280,7 @@ static const struct ebb_cfg_key *find_key(const struct ebb_cfg_key *table,
 
 static int unknown_key(const struct ebb_cfg_key *table,
                        const struct ebb__ynode *key, const char *where,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     char known[600];
     size_t at = 0;
@@ -292,13 +292,13 @@ static int unknown_key(const struct ebb_cfg_key *table,
             break;
         at += (size_t)n;
     }
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_quote(key->value, key->len, q, sizeof(q));
+    char q[EBB_DIAG_QUOTE_SIZE];
+    ebb_diag_quote(key->value, key->len, q, sizeof(q));
     if (where != NULL && where[0] != '\0')
-        ebb__diag_set(d, key->file, key->line, "%s: unknown key %s (known: %s)",
+        ebb_diag_set(d, key->file, key->line, "%s: unknown key %s (known: %s)",
                       where, q, at > 0 ? known : "none");
     else
-        ebb__diag_set(d, key->file, key->line, "unknown key %s (known: %s)", q,
+        ebb_diag_set(d, key->file, key->line, "unknown key %s (known: %s)", q,
                       at > 0 ? known : "none");
     return EBB_ECONFIG;
 }
@@ -307,12 +307,12 @@ static int unknown_key(const struct ebb_cfg_key *table,
  * A default that reads as YAML null leaves the field zero, except that ""
  * for a string means the empty string (include/ebb/config.h). */
 static int apply_default(const struct ebb_cfg_key *k, const char *what,
-                         void *dst, struct ebb__diag *d)
+                         void *dst, struct ebb_diag *d)
 {
     if (k->type == EBB_CFG_STRING && k->default_value[0] == '\0') {
         char *empty = strdup("");
         if (empty == NULL) {
-            ebb__diag_set(d, NULL, 0, "out of memory");
+            ebb_diag_set(d, NULL, 0, "out of memory");
             return EBB_ENOMEM;
         }
         memcpy(dst, &empty, sizeof(empty));
@@ -332,14 +332,14 @@ static int apply_default(const struct ebb_cfg_key *k, const char *what,
 
 int ebb__cfg_apply(const struct ebb_cfg_key *table, size_t config_size,
                    const struct ebb__ynode *section, const char *where,
-                   void **out, struct ebb__diag *d)
+                   void **out, struct ebb_diag *d)
 {
     *out = NULL;
     char what[256];
     if (ebb__ynode_is_null(section)) {
         section = NULL;
     } else if (section->kind != EBB__YMAP) {
-        ebb__diag_set(d, section->file, section->line,
+        ebb_diag_set(d, section->file, section->line,
                       "%s%sexpected a mapping of keys, not %s",
                       where != NULL ? where : "", where != NULL ? ": " : "",
                       ebb__ykind_name(section->kind));
@@ -350,7 +350,7 @@ int ebb__cfg_apply(const struct ebb_cfg_key *table, size_t config_size,
             k->offset > config_size ||
             types[k->type].size > config_size - k->offset) {
             key_what(where, k->key, what, sizeof(what));
-            ebb__diag_set(d, NULL, 0,
+            ebb_diag_set(d, NULL, 0,
                           "%s: bad configuration table entry (type %d at "
                           "offset %zu of %zu bytes)", what, (int)k->type,
                           k->offset, config_size);
@@ -366,7 +366,7 @@ int ebb__cfg_apply(const struct ebb_cfg_key *table, size_t config_size,
      * pointer. */
     char *cfg = calloc(1, config_size > 0 ? config_size : 1);
     if (cfg == NULL) {
-        ebb__diag_set(d, NULL, 0, "out of memory");
+        ebb_diag_set(d, NULL, 0, "out of memory");
         return EBB_ENOMEM;
     }
     int rc = 0;

@@ -14,8 +14,8 @@
 #include <stddef.h>
 
 #include <ebb/config.h>
+#include <ebb/diag.h>
 
-#include "base/diag.h"
 #include "base/yaml_doc.h"
 
 /* Allocates `config_size` zeroed bytes, stores each key's default, then
@@ -29,7 +29,7 @@
  * outside config_size), EBB_ENOMEM; *out is then NULL and nothing leaks. */
 int ebb__cfg_apply(const struct ebb_cfg_key *table, size_t config_size,
                    const struct ebb__ynode *section, const char *where,
-                   void **out, struct ebb__diag *d);
+                   void **out, struct ebb_diag *d);
 
 /* Frees the strings and string lists that ebb__cfg_apply() stored in
  * `config`, then `config` itself. `table` must be the one it was built
@@ -42,7 +42,7 @@ void ebb__cfg_free(const struct ebb_cfg_key *table, void *config);
  * in messages ("providers.aws.poll_interval"). Returns 0, EBB_ECONFIG with
  * d set to "file:line: what: ..." or EBB_ENOMEM. */
 int ebb__cfg_parse_value(enum ebb_cfg_type type, const struct ebb__ynode *node,
-                         const char *what, void *dst, struct ebb__diag *d);
+                         const char *what, void *dst, struct ebb_diag *d);
 
 /* Frees a value ebb__cfg_parse_value() stored at `dst` (strings and string
  * lists; other types own nothing) and zeroes it. */

@@ -8,7 +8,7 @@
 /* Takes ownership of `data` (size bytes plus a NUL) and checks it once for
  * NUL bytes, which would silently cut fields short later. */
 static int init(struct ebb__csv *c, const char *name, char *data, size_t size,
-                struct ebb__diag *d)
+                struct ebb_diag *d)
 {
     memset(c, 0, sizeof(*c));
     const char *nul = memchr(data, '\0', size);
@@ -16,7 +16,7 @@ static int init(struct ebb__csv *c, const char *name, char *data, size_t size,
         int line = 1;
         for (const char *p = data; p < nul; p++)
             line += *p == '\n';
-        ebb__diag_set(d, name, line,
+        ebb_diag_set(d, name, line,
                       "contains a NUL byte; this is not a text CSV file");
         free(data);
         return EBB_EINVAL;
@@ -35,12 +35,12 @@ static int init(struct ebb__csv *c, const char *name, char *data, size_t size,
     return 0;
 }
 
-int ebb__csv_open(struct ebb__csv *c, const char *path, struct ebb__diag *d)
+int ebb__csv_open(struct ebb__csv *c, const char *path, struct ebb_diag *d)
 {
     memset(c, 0, sizeof(*c));
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        ebb__diag_set(d, path, 0, "cannot open: %s", strerror(errno));
+        ebb_diag_set(d, path, 0, "cannot open: %s", strerror(errno));
         return EBB_EIO;
     }
     size_t cap = 1 << 16, size = 0;
@@ -68,7 +68,7 @@ int ebb__csv_open(struct ebb__csv *c, const char *path, struct ebb__diag *d)
     int failed = ferror(f);
     fclose(f);
     if (failed) {
-        ebb__diag_set(d, path, 0, "cannot read: %s", strerror(errno));
+        ebb_diag_set(d, path, 0, "cannot read: %s", strerror(errno));
         free(data);
         return EBB_EIO;
     }
@@ -106,7 +106,7 @@ static int push_field(struct ebb__csv *c, char *start)
  * never passes `r` (the next input byte), because an escape is always
  * longer than what it stands for. Each field ends with a NUL written over
  * its delimiter, which has been read by then. */
-int ebb__csv_next(struct ebb__csv *c, struct ebb__diag *d)
+int ebb__csv_next(struct ebb__csv *c, struct ebb_diag *d)
 {
     char *s = c->data;
     size_t r = c->pos;
@@ -138,7 +138,7 @@ int ebb__csv_next(struct ebb__csv *c, struct ebb__diag *d)
             r++;
             for (;;) {
                 if (r >= c->size) {
-                    ebb__diag_set(d, c->name, open_line,
+                    ebb_diag_set(d, c->name, open_line,
                                   "quoted field is not closed (a field that "
                                   "starts with \" must end with \")");
                     return EBB_EINVAL;
@@ -158,7 +158,7 @@ int ebb__csv_next(struct ebb__csv *c, struct ebb__diag *d)
             }
             if (r < c->size && s[r] != ',' && s[r] != '\n' &&
                 !(s[r] == '\r' && r + 1 < c->size && s[r + 1] == '\n')) {
-                ebb__diag_set(d, c->name, c->next_line,
+                ebb_diag_set(d, c->name, c->next_line,
                               "text after the closing quote of field %zu "
                               "(write a quote inside a quoted field as \"\")",
                               c->n_field + 1);
@@ -167,7 +167,7 @@ int ebb__csv_next(struct ebb__csv *c, struct ebb__diag *d)
         } else {
             while (r < c->size && s[r] != ',' && s[r] != '\n') {
                 if (s[r] == '"') {
-                    ebb__diag_set(d, c->name, c->next_line,
+                    ebb_diag_set(d, c->name, c->next_line,
                                   "quote inside unquoted field %zu (quote the "
                                   "whole field and double the quote: "
                                   "\"a \"\"b\"\"\")",
@@ -175,7 +175,7 @@ int ebb__csv_next(struct ebb__csv *c, struct ebb__diag *d)
                     return EBB_EINVAL;
                 }
                 if (s[r] == '\r' && (r + 1 >= c->size || s[r + 1] != '\n')) {
-                    ebb__diag_set(d, c->name, c->next_line,
+                    ebb_diag_set(d, c->name, c->next_line,
                                   "carriage return not followed by a line "
                                   "feed (lines must end in LF or CRLF)");
                     return EBB_EINVAL;

@@ -17,8 +17,7 @@
 #include <stddef.h>
 
 #include <ebb/common.h>
-
-#include "base/diag.h"
+#include <ebb/diag.h>
 
 struct ebb__csv {
     char *name;     /* the path, as given, for messages; owned */
@@ -36,7 +35,7 @@ struct ebb__csv {
  * EBB_EIO if the file cannot be read (d says why, naming the path) or
  * EBB_ENOMEM. On failure `c` holds nothing to free; on success release it
  * with ebb__csv_close(). */
-int ebb__csv_open(struct ebb__csv *c, const char *path, struct ebb__diag *d);
+int ebb__csv_open(struct ebb__csv *c, const char *path, struct ebb_diag *d);
 
 /* Like ebb__csv_open() for `len` bytes of `text`, which are copied; `name`
  * stands for the file name in messages. For tests and fuzzing. */
@@ -48,7 +47,7 @@ int ebb__csv_open_mem(struct ebb__csv *c, const char *name, const char *text,
  * call or ebb__csv_close(). Returns 1 when a record was read, 0 at the end
  * of the file, EBB_EINVAL on malformed input ("file:line: message" in d),
  * EBB_ENOMEM. */
-int ebb__csv_next(struct ebb__csv *c, struct ebb__diag *d);
+int ebb__csv_next(struct ebb__csv *c, struct ebb_diag *d);
 
 /* Frees what ebb__csv_open() allocated. Safe on a zeroed struct. */
 void ebb__csv_close(struct ebb__csv *c);

@@ -1,10 +1,11 @@
-#include "base/diag.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-void ebb__diag_set(struct ebb__diag *d, const char *file, int line,
+#include <ebb/diag.h>
+
+void ebb_diag_set(struct ebb_diag *d, const char *file, int line,
                    const char *fmt, ...)
 {
     if (d == NULL)
@@ -22,7 +23,7 @@ void ebb__diag_set(struct ebb__diag *d, const char *file, int line,
     va_end(ap);
 }
 
-void ebb__diag_clear(struct ebb__diag *d)
+void ebb_diag_clear(struct ebb_diag *d)
 {
     if (d != NULL)
         d->msg[0] = '\0';
@@ -39,7 +40,7 @@ static size_t put(char *buf, size_t size, size_t at, const char *text)
     return at + len;
 }
 
-const char *ebb__diag_quote(const char *s, size_t len, char *buf, size_t size)
+const char *ebb_diag_quote(const char *s, size_t len, char *buf, size_t size)
 {
     enum { MAX_SHOWN = 60 };
     if (size < 8) {

@@ -25,16 +25,16 @@ char *ebb__state_dir_resolve(const char *explicit_dir)
         return strdup("/var/lib/ebb");
     const char *xdg = getenv("XDG_STATE_HOME");
     if (xdg != NULL && xdg[0] == '/')
-        return ebb__strfmt("%s/ebb", xdg);
+        return ebb_strfmt("%s/ebb", xdg);
     const char *home = getenv("HOME");
     if (home == NULL || home[0] == '\0')
         return NULL;
-    return ebb__strfmt("%s/.local/state/ebb", home);
+    return ebb_strfmt("%s/.local/state/ebb", home);
 }
 
 char *ebb__path_join(const char *dir, const char *name)
 {
-    return ebb__strfmt("%s/%s", dir, name);
+    return ebb_strfmt("%s/%s", dir, name);
 }
 
 int ebb__mkdir_p(const char *dir, char *err, size_t errlen)

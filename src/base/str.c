@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *ebb__vstrfmt(const char *fmt, va_list ap)
+char *ebb_vstrfmt(const char *fmt, va_list ap)
 {
     va_list copy;
     va_copy(copy, ap);
@@ -19,11 +19,11 @@ char *ebb__vstrfmt(const char *fmt, va_list ap)
     return s;
 }
 
-char *ebb__strfmt(const char *fmt, ...)
+char *ebb_strfmt(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *s = ebb__vstrfmt(fmt, ap);
+    char *s = ebb_vstrfmt(fmt, ap);
     va_end(ap);
     return s;
 }
@@ -37,7 +37,7 @@ int ebb__strlcpy(char *dst, const char *src, size_t size)
     return len != n;
 }
 
-static int buf_reserve(struct ebb__buf *b, size_t extra)
+static int buf_reserve(struct ebb_buf *b, size_t extra)
 {
     if (b->failed)
         return -1;
@@ -56,7 +56,7 @@ static int buf_reserve(struct ebb__buf *b, size_t extra)
     return 0;
 }
 
-void ebb__buf_append(struct ebb__buf *b, const char *s, size_t len)
+void ebb_buf_append(struct ebb_buf *b, const char *s, size_t len)
 {
     if (buf_reserve(b, len) != 0)
         return;
@@ -65,12 +65,12 @@ void ebb__buf_append(struct ebb__buf *b, const char *s, size_t len)
     b->data[b->len] = '\0';
 }
 
-void ebb__buf_puts(struct ebb__buf *b, const char *s)
+void ebb_buf_puts(struct ebb_buf *b, const char *s)
 {
-    ebb__buf_append(b, s, strlen(s));
+    ebb_buf_append(b, s, strlen(s));
 }
 
-void ebb__buf_printf(struct ebb__buf *b, const char *fmt, ...)
+void ebb_buf_printf(struct ebb_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -84,23 +84,23 @@ void ebb__buf_printf(struct ebb__buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-char *ebb__buf_take(struct ebb__buf *b)
+char *ebb_buf_take(struct ebb_buf *b)
 {
     if (b->failed) {
-        ebb__buf_free(b);
+        ebb_buf_free(b);
         return NULL;
     }
     if (b->data == NULL)
-        ebb__buf_append(b, "", 0);
+        ebb_buf_append(b, "", 0);
     char *s = b->data;
-    *b = (struct ebb__buf){0};
+    *b = (struct ebb_buf){0};
     return s;
 }
 
-void ebb__buf_free(struct ebb__buf *b)
+void ebb_buf_free(struct ebb_buf *b)
 {
     free(b->data);
-    *b = (struct ebb__buf){0};
+    *b = (struct ebb_buf){0};
 }
 
 void ebb__short_id(const char *prefix, const char *name, int64_t at,

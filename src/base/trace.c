@@ -1,4 +1,3 @@
-#include "base/trace.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -7,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/trace.h>
+#include <ebb/units.h>
+
 #include "base/csv.h"
-#include "base/units.h"
 
 /* Both kinds of trace are read by one loader: a file is a header and rows
  * of (time, key fields..., value), and the loader groups rows into series
@@ -29,8 +30,8 @@ struct format {
     /* Parses the last column; returns 0 or EBB_EINVAL with *why. */
     int (*parse_value)(const char *s, int64_t *out, const char **why);
     const char *value_hint;    /* e.g. "a price in USD per hour, like 0.918" */
-    /* Where this kind's public structs (struct ebb__price_trace and
-     * ebb__price_series, or their availability twins) keep each thing, so
+    /* Where this kind's public structs (struct ebb_price_trace and
+     * ebb_price_series, or their availability twins) keep each thing, so
      * that one loader, one free and one find serve both kinds. */
     size_t trace_size, t_path, t_series, t_n_series, t_first_at, t_last_at;
     size_t series_size, s_key[MAX_KEY], s_n, s_at, s_val;
@@ -81,7 +82,7 @@ static int invalid(const char **why, const char *reason)
     return EBB_EINVAL;
 }
 
-int ebb__parse_decimal_micros(const char *s, ebb_micros *out, const char **why)
+int ebb_parse_decimal_micros(const char *s, ebb_micros *out, const char **why)
 {
     const char *p = s;
     if (*p == '-')
@@ -146,10 +147,10 @@ static const struct format price_format = {
     .n_column = 7,
     .n_key = 5,
     .required = 1u << 0 | 1u << 3, /* provider, instance_type */
-    .parse_value = ebb__parse_decimal_micros,
+    .parse_value = ebb_parse_decimal_micros,
     .value_hint = "USD per hour, like 0.918",
-    LAYOUT(ebb__price_trace, ebb__price_series),
-#define P(f) offsetof(struct ebb__price_series, f)
+    LAYOUT(ebb_price_trace, ebb_price_series),
+#define P(f) offsetof(struct ebb_price_series, f)
     .s_key = {P(provider), P(region), P(zone), P(instance_type), P(product)},
     .s_val = P(price),
 #undef P
@@ -164,8 +165,8 @@ static const struct format avail_format = {
     .required = 1u << 0 | 1u << 2, /* provider, instance_type */
     .parse_value = parse_count,
     .value_hint = "instances, a whole number >= 0",
-    LAYOUT(ebb__avail_trace, ebb__avail_series),
-#define A(f) offsetof(struct ebb__avail_series, f)
+    LAYOUT(ebb_avail_trace, ebb_avail_series),
+#define A(f) offsetof(struct ebb_avail_series, f)
     .s_key = {A(provider), A(zone), A(instance_type)},
     .s_val = A(available),
     .val32 = true,
@@ -307,10 +308,10 @@ static const char *key_name(const struct format *fmt, char *const *key,
 }
 
 static int check_header(const struct format *fmt, struct ebb__csv *c,
-                        struct ebb__diag *d)
+                        struct ebb_diag *d)
 {
     if (c->n_field != fmt->n_column) {
-        ebb__diag_set(d, c->name, c->line,
+        ebb_diag_set(d, c->name, c->line,
                       "header has %zu columns, expected %zu; %s starts "
                       "with the line %s",
                       c->n_field, fmt->n_column, fmt->what, fmt->header);
@@ -318,12 +319,12 @@ static int check_header(const struct format *fmt, struct ebb__csv *c,
     }
     for (size_t i = 0; i < fmt->n_column; i++) {
         if (strcmp(c->field[i], fmt->column[i]) != 0) {
-            char q[EBB__DIAG_QUOTE_SIZE];
-            ebb__diag_set(d, c->name, c->line,
+            char q[EBB_DIAG_QUOTE_SIZE];
+            ebb_diag_set(d, c->name, c->line,
                           "column %zu of the header is %s, expected \"%s\"; "
                           "%s starts with the line %s",
                           i + 1,
-                          ebb__diag_quote(c->field[i], strlen(c->field[i]), q,
+                          ebb_diag_quote(c->field[i], strlen(c->field[i]), q,
                                           sizeof(q)),
                           fmt->column[i], fmt->what, fmt->header);
             return EBB_EINVAL;
@@ -333,29 +334,29 @@ static int check_header(const struct format *fmt, struct ebb__csv *c,
 }
 
 static int read_row(struct builder *b, struct ebb__csv *c,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     const struct format *fmt = b->fmt;
-    char q[EBB__DIAG_QUOTE_SIZE];
+    char q[EBB_DIAG_QUOTE_SIZE];
     if (c->n_field != fmt->n_column) {
-        ebb__diag_set(d, c->name, c->line, "%zu fields, expected %zu (%s)",
+        ebb_diag_set(d, c->name, c->line, "%zu fields, expected %zu (%s)",
                       c->n_field, fmt->n_column, fmt->header);
         return EBB_EINVAL;
     }
     const char *ts = c->field[0];
     ebb_time_ms at;
     const char *why = NULL;
-    if (ebb__parse_time_why(ts, &at, &why) != 0) {
-        ebb__diag_set(d, c->name, c->line,
+    if (ebb_parse_time_why(ts, &at, &why) != 0) {
+        ebb_diag_set(d, c->name, c->line,
                       "timestamp_utc: %s is not a time (%s)",
-                      ebb__diag_quote(ts, strlen(ts), q, sizeof(q)),
+                      ebb_diag_quote(ts, strlen(ts), q, sizeof(q)),
                       why ? why : "expected YYYY-MM-DDTHH:MM:SSZ");
         return EBB_EINVAL;
     }
     char *const *key = &c->field[1];
     for (size_t k = 0; k < fmt->n_key; k++) {
         if ((fmt->required >> k & 1u) && key[k][0] == '\0') {
-            ebb__diag_set(d, c->name, c->line, "%s is empty",
+            ebb_diag_set(d, c->name, c->line, "%s is empty",
                           fmt->column[k + 1]);
             return EBB_EINVAL;
         }
@@ -363,9 +364,9 @@ static int read_row(struct builder *b, struct ebb__csv *c,
     const char *vs = c->field[fmt->n_column - 1];
     int64_t val;
     if (fmt->parse_value(vs, &val, &why) != 0) {
-        ebb__diag_set(d, c->name, c->line, "%s: %s %s (%s)",
+        ebb_diag_set(d, c->name, c->line, "%s: %s %s (%s)",
                       fmt->column[fmt->n_column - 1],
-                      ebb__diag_quote(vs, strlen(vs), q, sizeof(q)), why,
+                      ebb_diag_quote(vs, strlen(vs), q, sizeof(q)), why,
                       fmt->value_hint);
         return EBB_EINVAL;
     }
@@ -373,13 +374,13 @@ static int read_row(struct builder *b, struct ebb__csv *c,
     if (s == NULL)
         return EBB_ENOMEM;
     if (s->n > 0 && at < s->at[s->n - 1]) {
-        char name[512], t1[EBB__TIME_BUFSZ], t0[EBB__TIME_BUFSZ];
-        ebb__diag_set(d, c->name, c->line,
+        char name[512], t1[EBB_TIME_BUFSZ], t0[EBB_TIME_BUFSZ];
+        ebb_diag_set(d, c->name, c->line,
                       "row is earlier than the previous row of series %s "
                       "(%s < %s); sort rows by series, then time",
                       key_name(fmt, s->key, name, sizeof(name)),
-                      ebb__format_time(at, t1, sizeof(t1)),
-                      ebb__format_time(s->at[s->n - 1], t0, sizeof(t0)));
+                      ebb_format_time(at, t1, sizeof(t1)),
+                      ebb_format_time(s->at[s->n - 1], t0, sizeof(t0)));
         return EBB_EINVAL;
     }
     if (s->n > 0 && at == s->at[s->n - 1]) {
@@ -402,7 +403,7 @@ static int cmp_series(const void *pa, const void *pb)
 }
 
 /* Reads `path` into `b`, series sorted by key. */
-static int load(struct builder *b, const char *path, struct ebb__diag *d)
+static int load(struct builder *b, const char *path, struct ebb_diag *d)
 {
     struct ebb__csv c;
     int rc = ebb__csv_open(&c, path, d);
@@ -410,7 +411,7 @@ static int load(struct builder *b, const char *path, struct ebb__diag *d)
         return rc;
     rc = ebb__csv_next(&c, d);
     if (rc == 0) {
-        ebb__diag_set(d, path, 0, "file is empty; %s starts with the line %s",
+        ebb_diag_set(d, path, 0, "file is empty; %s starts with the line %s",
                       b->fmt->what, b->fmt->header);
         rc = EBB_EINVAL;
     }
@@ -424,7 +425,7 @@ static int load(struct builder *b, const char *path, struct ebb__diag *d)
             break;
     }
     if (rc == 0 && b->n_series == 0) {
-        ebb__diag_set(d, path, 0, "no rows after the header");
+        ebb_diag_set(d, path, 0, "no rows after the header");
         rc = EBB_EINVAL;
     }
     ebb__csv_close(&c);
@@ -509,7 +510,7 @@ static int publish(const struct format *fmt, struct bseries *s, char *dst)
 }
 
 static int trace_load(const struct format *fmt, const char *path, void **out,
-                      struct ebb__diag *d)
+                      struct ebb_diag *d)
 {
     struct builder b = {.fmt = fmt};
     int rc = load(&b, path, d);
@@ -578,8 +579,8 @@ static ebb_time_ms next_change(const ebb_time_ms *at, size_t n, ebb_time_ms t)
 
 /* ---- the public functions, price then availability ---- */
 
-int ebb__price_trace_load(const char *path, struct ebb__price_trace **out,
-                          struct ebb__diag *d)
+int ebb_price_trace_load(const char *path, struct ebb_price_trace **out,
+                          struct ebb_diag *d)
 {
     void *t;
     int rc = trace_load(&price_format, path, &t, d);
@@ -588,8 +589,8 @@ int ebb__price_trace_load(const char *path, struct ebb__price_trace **out,
     return rc;
 }
 
-int ebb__avail_trace_load(const char *path, struct ebb__avail_trace **out,
-                          struct ebb__diag *d)
+int ebb_avail_trace_load(const char *path, struct ebb_avail_trace **out,
+                          struct ebb_diag *d)
 {
     void *t;
     int rc = trace_load(&avail_format, path, &t, d);
@@ -598,17 +599,17 @@ int ebb__avail_trace_load(const char *path, struct ebb__avail_trace **out,
     return rc;
 }
 
-void ebb__price_trace_free(struct ebb__price_trace *t)
+void ebb_price_trace_free(struct ebb_price_trace *t)
 {
     trace_free(&price_format, t);
 }
 
-void ebb__avail_trace_free(struct ebb__avail_trace *t)
+void ebb_avail_trace_free(struct ebb_avail_trace *t)
 {
     trace_free(&avail_format, t);
 }
 
-ssize_t ebb__price_trace_find(const struct ebb__price_trace *t,
+ssize_t ebb_price_trace_find(const struct ebb_price_trace *t,
                               const char *provider, const char *region,
                               const char *zone, const char *instance_type,
                               const char *product)
@@ -617,7 +618,7 @@ ssize_t ebb__price_trace_find(const struct ebb__price_trace *t,
     return trace_find(&price_format, t, key, product != NULL ? 5 : 4);
 }
 
-ssize_t ebb__avail_trace_find(const struct ebb__avail_trace *t,
+ssize_t ebb_avail_trace_find(const struct ebb_avail_trace *t,
                               const char *provider, const char *zone,
                               const char *instance_type)
 {
@@ -625,7 +626,7 @@ ssize_t ebb__avail_trace_find(const struct ebb__avail_trace *t,
     return trace_find(&avail_format, t, key, 3);
 }
 
-int ebb__price_series_at(const struct ebb__price_series *s, ebb_time_ms t,
+int ebb_price_series_at(const struct ebb_price_series *s, ebb_time_ms t,
                          ebb_micros *price)
 {
     size_t i = rows_upto(s->at, s->n, t);
@@ -635,7 +636,7 @@ int ebb__price_series_at(const struct ebb__price_series *s, ebb_time_ms t,
     return 0;
 }
 
-int ebb__avail_series_at(const struct ebb__avail_series *s, ebb_time_ms t,
+int ebb_avail_series_at(const struct ebb_avail_series *s, ebb_time_ms t,
                          int32_t *available)
 {
     size_t i = rows_upto(s->at, s->n, t);
@@ -645,13 +646,13 @@ int ebb__avail_series_at(const struct ebb__avail_series *s, ebb_time_ms t,
     return 0;
 }
 
-ebb_time_ms ebb__price_series_next_change(const struct ebb__price_series *s,
+ebb_time_ms ebb_price_series_next_change(const struct ebb_price_series *s,
                                           ebb_time_ms t)
 {
     return next_change(s->at, s->n, t);
 }
 
-ebb_time_ms ebb__avail_series_next_change(const struct ebb__avail_series *s,
+ebb_time_ms ebb_avail_series_next_change(const struct ebb_avail_series *s,
                                           ebb_time_ms t)
 {
     return next_change(s->at, s->n, t);

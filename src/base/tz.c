@@ -44,9 +44,9 @@ static int64_t be64(const unsigned char *p)
     return (int64_t)((uint64_t)be32(p) << 32 | be32(p + 4));
 }
 
-static int bad(struct ebb__diag *d, const char *name, const char *what)
+static int bad(struct ebb_diag *d, const char *name, const char *what)
 {
-    ebb__diag_set(d, NULL, 0, "time zone %s: not a valid TZif file (%s)", name,
+    ebb_diag_set(d, NULL, 0, "time zone %s: not a valid TZif file (%s)", name,
                   what);
     return EBB_ECONFIG;
 }
@@ -79,12 +79,12 @@ static size_t data_size(const struct counts *c, size_t tsize)
 /* Reads one data block with `tsize`-byte times (4 or 8). */
 static int read_block(struct ebb__tz *tz, const unsigned char *p,
                       const struct counts *c, size_t tsize,
-                      struct ebb__diag *d)
+                      struct ebb_diag *d)
 {
     const unsigned char *idx = p + c->time * tsize;
     const unsigned char *types = idx + c->time;
     if (c->leap != 0) {
-        ebb__diag_set(d, NULL, 0,
+        ebb_diag_set(d, NULL, 0,
                       "time zone %s: the file counts leap seconds (a right/ "
                       "zone); use the zone without right/",
                       tz->name);
@@ -116,7 +116,7 @@ static int read_block(struct ebb__tz *tz, const unsigned char *p,
 }
 
 static int footer(struct ebb__tz *tz, const unsigned char *p, size_t len,
-                  struct ebb__diag *d)
+                  struct ebb_diag *d)
 {
     if (len < 2 || p[0] != '\n')
         return bad(d, tz->name, "no footer after the version 2 data");
@@ -138,7 +138,7 @@ static int footer(struct ebb__tz *tz, const unsigned char *p, size_t len,
 }
 
 static int parse(struct ebb__tz *tz, const unsigned char *buf, size_t len,
-                 struct ebb__diag *d)
+                 struct ebb_diag *d)
 {
     struct counts c;
     int version;
@@ -175,7 +175,7 @@ static struct ebb__tz *tz_new(const char *name)
 }
 
 int ebb__tz_from_tzif(const char *name, const unsigned char *buf, size_t len,
-                      struct ebb__tz **out, struct ebb__diag *d)
+                      struct ebb__tz **out, struct ebb_diag *d)
 {
     *out = NULL;
     struct ebb__tz *tz = tz_new(name);
@@ -184,7 +184,7 @@ int ebb__tz_from_tzif(const char *name, const unsigned char *buf, size_t len,
     int rc = parse(tz, buf, len, d);
     if (rc != 0) {
         if (rc == EBB_ENOMEM)
-            ebb__diag_set(d, NULL, 0, "out of memory");
+            ebb_diag_set(d, NULL, 0, "out of memory");
         ebb__tz_free(tz);
         return rc;
     }
@@ -193,13 +193,13 @@ int ebb__tz_from_tzif(const char *name, const unsigned char *buf, size_t len,
 }
 
 int ebb__tz_from_posix(const char *rule, struct ebb__tz **out,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     *out = NULL;
     struct ebb__tz_rule r;
     const char *why;
     if (ebb__tz_rule_parse(rule, &r, &why) != 0) {
-        ebb__diag_set(d, NULL, 0, "\"%s\" is not a POSIX TZ rule (%s)", rule,
+        ebb_diag_set(d, NULL, 0, "\"%s\" is not a POSIX TZ rule (%s)", rule,
                       why);
         return EBB_ECONFIG;
     }
@@ -256,11 +256,11 @@ static int read_all(FILE *f, unsigned char **buf, size_t *len)
     return 0;
 }
 
-int ebb__tz_load(const char *name, struct ebb__tz **out, struct ebb__diag *d)
+int ebb__tz_load(const char *name, struct ebb__tz **out, struct ebb_diag *d)
 {
     *out = NULL;
     if (!name_ok(name)) {
-        ebb__diag_set(d, NULL, 0,
+        ebb_diag_set(d, NULL, 0,
                       "\"%s\" is not a time zone name (an IANA name such as "
                       "Asia/Shanghai, America/New_York or UTC)",
                       name);
@@ -269,14 +269,14 @@ int ebb__tz_load(const char *name, struct ebb__tz **out, struct ebb__diag *d)
     const char *dir = getenv("TZDIR");
     if (dir == NULL || dir[0] == '\0')
         dir = EBB__TZ_DIR;
-    char *path = ebb__strfmt("%s/%s", dir, name);
+    char *path = ebb_strfmt("%s/%s", dir, name);
     if (path == NULL)
         return EBB_ENOMEM;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int e = errno;
         if (e == ENOENT || e == ENOTDIR) {
-            ebb__diag_set(d, NULL, 0,
+            ebb_diag_set(d, NULL, 0,
                           "unknown time zone \"%s\" (no %s; use an IANA name "
                           "such as Asia/Shanghai, America/New_York or UTC, and "
                           "check that the tzdata package is installed)",
@@ -284,7 +284,7 @@ int ebb__tz_load(const char *name, struct ebb__tz **out, struct ebb__diag *d)
             free(path);
             return EBB_ENOTFOUND;
         }
-        ebb__diag_set(d, NULL, 0, "time zone %s: cannot read %s: %s", name,
+        ebb_diag_set(d, NULL, 0, "time zone %s: cannot read %s: %s", name,
                       path, strerror(e));
         free(path);
         return EBB_EIO;
@@ -294,7 +294,7 @@ int ebb__tz_load(const char *name, struct ebb__tz **out, struct ebb__diag *d)
     int rc = read_all(f, &buf, &len);
     fclose(f);
     if (rc != 0) {
-        ebb__diag_set(d, NULL, 0, "time zone %s: cannot read %s%s", name, path,
+        ebb_diag_set(d, NULL, 0, "time zone %s: cannot read %s%s", name, path,
                       rc == EBB_EIO ? " (a directory, or over 256 KiB?)" : "");
         free(path);
         return rc;

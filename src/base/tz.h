@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/diag.h"
+#include <ebb/diag.h>
 
 struct ebb__tz;
 
@@ -33,19 +33,19 @@ struct ebb__tz;
  * and an example of a valid name), EBB_EINVAL for a name that cannot be a
  * zone, EBB_ECONFIG for a file that is not a valid TZif file, EBB_EIO,
  * EBB_ENOMEM; then *out is NULL. */
-int ebb__tz_load(const char *name, struct ebb__tz **out, struct ebb__diag *d);
+int ebb__tz_load(const char *name, struct ebb__tz **out, struct ebb_diag *d);
 
 /* Builds a zone from the TZif data in buf (len bytes); `name` (copied) is
  * its name. Returns 0, EBB_ECONFIG (d says what is wrong) or EBB_ENOMEM. */
 int ebb__tz_from_tzif(const char *name, const unsigned char *buf, size_t len,
-                      struct ebb__tz **out, struct ebb__diag *d);
+                      struct ebb__tz **out, struct ebb_diag *d);
 
 /* Builds a zone from a POSIX TZ rule alone, as found in a TZif footer:
  * "CST-8", "<+0530>-5:30", "EST5EDT,M3.2.0,M11.1.0",
  * "<-03>3<-02>,M10.3.0/0,M2.3.0/0" (RFC 8536 3.3.1, hours up to 167 in
  * rule times). The zone's name is the rule. Returns as ebb__tz_from_tzif(). */
 int ebb__tz_from_posix(const char *rule, struct ebb__tz **out,
-                       struct ebb__diag *d);
+                       struct ebb_diag *d);
 
 /* The UTC zone (no file needed). Returns 0 or EBB_ENOMEM. */
 int ebb__tz_utc(struct ebb__tz **out);

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 
 #include <ebb/common.h>
-
-#include "base/units.h"
+#include <ebb/units.h>
 
 #define HOUR 3600
 
@@ -190,13 +189,13 @@ static int leap(int64_t y)
 /* Days since the epoch of the local date that `day` names in year y. */
 static int64_t rule_date(const struct ebb__tz_rule_day *day, int64_t y)
 {
-    int64_t jan1 = ebb__days_from_civil(y, 1, 1);
+    int64_t jan1 = ebb_days_from_civil(y, 1, 1);
     if (day->kind == 'J')
         return jan1 + day->n - 1 + (leap(y) && day->n >= 60);
     if (day->kind == 'n')
         return jan1 + day->n;
     static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int64_t first = ebb__days_from_civil(y, day->m, 1);
+    int64_t first = ebb_days_from_civil(y, day->m, 1);
     /* 1970-01-01 was a Thursday (weekday 4). */
     int wd_first = (int)(((first % 7) + 7 + 4) % 7);
     int64_t d = (day->wd - wd_first + 7) % 7 + (int64_t)(day->w - 1) * 7;
@@ -252,7 +251,7 @@ void ebb__tz_rule_span(const struct ebb__tz_rule *r, int64_t t,
     }
     int64_t y;
     int m, d;
-    ebb__civil_from_days(floor_div(t, 86400), &y, &m, &d);
+    ebb_civil_from_days(floor_div(t, 86400), &y, &m, &d);
     struct change c[6];
     changes_around(r, y, c);
     /* A rule time of up to 167 hours can move a transition into the next

@@ -1,8 +1,9 @@
-#include "base/units.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <ebb/units.h>
 
 static int is_digit(char c)
 {
@@ -62,7 +63,7 @@ static int find_dur_unit(const char *name, size_t len)
     return -1;
 }
 
-int ebb__parse_duration_why(const char *s, ebb_dur_ms *out, const char **why)
+int ebb_parse_duration_why(const char *s, ebb_dur_ms *out, const char **why)
 {
     static const char units_hint[] = "no unit; use d, h, m, s or ms";
     if (why != NULL)
@@ -150,12 +151,12 @@ int ebb__parse_duration_why(const char *s, ebb_dur_ms *out, const char **why)
     return 0;
 }
 
-int ebb__parse_duration(const char *s, ebb_dur_ms *out)
+int ebb_parse_duration(const char *s, ebb_dur_ms *out)
 {
-    return ebb__parse_duration_why(s, out, NULL);
+    return ebb_parse_duration_why(s, out, NULL);
 }
 
-const char *ebb__format_duration(ebb_dur_ms d, char *buf, size_t size)
+const char *ebb_format_duration(ebb_dur_ms d, char *buf, size_t size)
 {
     if (size == 0)
         return buf;
@@ -190,7 +191,7 @@ const char *ebb__format_duration(ebb_dur_ms d, char *buf, size_t size)
 
 /* ---- money -------------------------------------------------------------- */
 
-int ebb__parse_money_why(const char *s, struct ebb_money *out,
+int ebb_parse_money_why(const char *s, struct ebb_money *out,
                          const char **why)
 {
     if (why != NULL)
@@ -248,12 +249,12 @@ int ebb__parse_money_why(const char *s, struct ebb_money *out,
     return 0;
 }
 
-int ebb__parse_money(const char *s, struct ebb_money *out)
+int ebb_parse_money(const char *s, struct ebb_money *out)
 {
-    return ebb__parse_money_why(s, out, NULL);
+    return ebb_parse_money_why(s, out, NULL);
 }
 
-const char *ebb__format_money(ebb_micros amount, const char *currency,
+const char *ebb_format_money(ebb_micros amount, const char *currency,
                               char *buf, size_t size)
 {
     if (size == 0)
@@ -278,7 +279,7 @@ const char *ebb__format_money(ebb_micros amount, const char *currency,
 
 /* Howard Hinnant's days_from_civil: exact for the proleptic Gregorian
  * calendar, no tables, no time zone database. */
-int64_t ebb__days_from_civil(int64_t y, int m, int d)
+int64_t ebb_days_from_civil(int64_t y, int m, int d)
 {
     y -= m <= 2;
     int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -289,7 +290,7 @@ int64_t ebb__days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-void ebb__civil_from_days(int64_t days, int64_t *y, int *m, int *d)
+void ebb_civil_from_days(int64_t days, int64_t *y, int *m, int *d)
 {
     days += 719468;
     int64_t era = (days >= 0 ? days : days - 146096) / 146097;
@@ -332,7 +333,7 @@ static int fixed(const char **p, int n)
     return v;
 }
 
-int ebb__parse_time_why(const char *s, ebb_time_ms *out, const char **why)
+int ebb_parse_time_why(const char *s, ebb_time_ms *out, const char **why)
 {
     static const char shape[] =
         "expected YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ";
@@ -354,7 +355,7 @@ int ebb__parse_time_why(const char *s, ebb_time_ms *out, const char **why)
         return fail(why, "month out of range");
     if (d < 1 || d > days_in_month(y, mo))
         return fail(why, "day out of range");
-    int64_t ms = ebb__days_from_civil(y, mo, d) * EBB_MS_PER_DAY;
+    int64_t ms = ebb_days_from_civil(y, mo, d) * EBB_MS_PER_DAY;
     if (*p == '\0') {
         *out = ms;
         return 0;
@@ -408,20 +409,20 @@ int ebb__parse_time_why(const char *s, ebb_time_ms *out, const char **why)
     if (*p != '\0')
         return fail(why, shape);
     /* An offset can move a time near either end of the calendar outside
-     * 0000-9999, which ebb__format_time() could not write back. */
-    if (ms < ebb__days_from_civil(0, 1, 1) * EBB_MS_PER_DAY ||
-        ms >= ebb__days_from_civil(10000, 1, 1) * EBB_MS_PER_DAY)
+     * 0000-9999, which ebb_format_time() could not write back. */
+    if (ms < ebb_days_from_civil(0, 1, 1) * EBB_MS_PER_DAY ||
+        ms >= ebb_days_from_civil(10000, 1, 1) * EBB_MS_PER_DAY)
         return fail(why, "outside the years 0000 to 9999");
     *out = ms;
     return 0;
 }
 
-int ebb__parse_time(const char *s, ebb_time_ms *out)
+int ebb_parse_time(const char *s, ebb_time_ms *out)
 {
-    return ebb__parse_time_why(s, out, NULL);
+    return ebb_parse_time_why(s, out, NULL);
 }
 
-const char *ebb__format_time(ebb_time_ms t, char *buf, size_t size)
+const char *ebb_format_time(ebb_time_ms t, char *buf, size_t size)
 {
     if (size == 0)
         return buf;
@@ -434,7 +435,7 @@ const char *ebb__format_time(ebb_time_ms t, char *buf, size_t size)
     }
     int64_t y;
     int m, d;
-    ebb__civil_from_days(days, &y, &m, &d);
+    ebb_civil_from_days(days, &y, &m, &d);
     int h = (int)(rem / EBB_MS_PER_HOUR);
     int mi = (int)(rem / EBB_MS_PER_MINUTE % 60);
     int sec = (int)(rem / EBB_MS_PER_SECOND % 60);

@@ -1,6 +1,7 @@
-#include "base/urlenc.h"
 
 #include <stdlib.h>
+
+#include <ebb/urlenc.h>
 
 static int unreserved(unsigned char c)
 {
@@ -9,16 +10,16 @@ static int unreserved(unsigned char c)
            c == '~';
 }
 
-void ebb__pct_encode(struct ebb__buf *b, const char *s, size_t len, int keep_slash)
+void ebb_pct_encode(struct ebb_buf *b, const char *s, size_t len, int keep_slash)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (unreserved(c) || (keep_slash && c == '/')) {
-            ebb__buf_append(b, (const char *)&c, 1);
+            ebb_buf_append(b, (const char *)&c, 1);
         } else {
             char esc[3] = {'%', hex[c >> 4], hex[c & 15]};
-            ebb__buf_append(b, esc, 3);
+            ebb_buf_append(b, esc, 3);
         }
     }
 }
@@ -34,7 +35,7 @@ static int hex_value(char c)
     return -1;
 }
 
-char *ebb__pct_decode(const char *s, size_t len, int plus_is_space)
+char *ebb_pct_decode(const char *s, size_t len, int plus_is_space)
 {
     char *out = malloc(len + 1);
     if (out == NULL)

@@ -23,7 +23,7 @@ struct builder {
     const char *name;
     const char *buf;
     size_t len;
-    struct ebb__diag *d;
+    struct ebb_diag *d;
     struct ebb__ynode *root;
     struct frame stack[EBB__YAML_MAX_DEPTH];
     int depth;
@@ -48,7 +48,7 @@ static void node_free(struct ebb__ynode *n)
 
 static int oom(struct builder *b)
 {
-    ebb__diag_set(b->d, b->name, 0, "out of memory");
+    ebb_diag_set(b->d, b->name, 0, "out of memory");
     return EBB_ENOMEM;
 }
 
@@ -101,7 +101,7 @@ static int attach(struct builder *b, struct ebb__ynode *child)
     }
     if (f->key == NULL) {
         if (child->kind != EBB__YSCALAR) {
-            ebb__diag_set(b->d, b->name, child->line,
+            ebb_diag_set(b->d, b->name, child->line,
                           "a mapping key must be a single value, not %s",
                           ebb__ykind_name(child->kind));
             node_free(child);
@@ -111,10 +111,10 @@ static int attach(struct builder *b, struct ebb__ynode *child)
             const struct ebb__ynode *k = parent->keys[i];
             if (k->len == child->len &&
                 memcmp(k->value, child->value, k->len) == 0) {
-                char q[EBB__DIAG_QUOTE_SIZE];
-                ebb__diag_set(b->d, b->name, child->line,
+                char q[EBB_DIAG_QUOTE_SIZE];
+                ebb_diag_set(b->d, b->name, child->line,
                               "duplicate key %s (first at line %d)",
-                              ebb__diag_quote(child->value, child->len, q,
+                              ebb_diag_quote(child->value, child->len, q,
                                               sizeof(q)),
                               k->line);
                 node_free(child);
@@ -143,16 +143,16 @@ static int check_props(struct builder *b, const yaml_event_t *ev,
 {
     int line = (int)ev->start_mark.line + 1;
     if (anchor != NULL) {
-        ebb__diag_set(b->d, b->name, line,
+        ebb_diag_set(b->d, b->name, line,
                       "anchors and aliases (&name, *name) are not "
                       "supported; write the value out");
         return EBB_ECONFIG;
     }
     if (tag != NULL &&
         strncmp((const char *)tag, "tag:yaml.org,2002:", 18) != 0) {
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_set(b->d, b->name, line, "unsupported tag %s",
-                      ebb__diag_quote((const char *)tag,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(b->d, b->name, line, "unsupported tag %s",
+                      ebb_diag_quote((const char *)tag,
                                       strlen((const char *)tag), q,
                                       sizeof(q)));
         return EBB_ECONFIG;
@@ -164,7 +164,7 @@ static int open_container(struct builder *b, const yaml_event_t *ev,
                           enum ebb__ykind kind)
 {
     if (b->depth >= EBB__YAML_MAX_DEPTH) {
-        ebb__diag_set(b->d, b->name, (int)ev->start_mark.line + 1,
+        ebb_diag_set(b->d, b->name, (int)ev->start_mark.line + 1,
                       "nested deeper than %d levels", EBB__YAML_MAX_DEPTH);
         return EBB_ECONFIG;
     }
@@ -187,14 +187,14 @@ static int on_event(struct builder *b, const yaml_event_t *ev)
     case YAML_DOCUMENT_START_EVENT:
         b->docs++;
         if (b->docs > 1) {
-            ebb__diag_set(b->d, b->name, line,
+            ebb_diag_set(b->d, b->name, line,
                           "a second YAML document; ebb reads one document "
                           "per file (remove the extra '---')");
             return EBB_ECONFIG;
         }
         return 0;
     case YAML_ALIAS_EVENT:
-        ebb__diag_set(b->d, b->name, line,
+        ebb_diag_set(b->d, b->name, line,
                       "anchors and aliases (&name, *name) are not "
                       "supported; write the value out");
         return EBB_ECONFIG;
@@ -259,7 +259,7 @@ static int syntax_error(struct builder *b, const yaml_parser_t *p)
     int line = p->error == YAML_READER_ERROR
                    ? line_at(b, p->problem_offset)
                    : (int)p->problem_mark.line + 1;
-    ebb__diag_set(b->d, b->name, line, "%s",
+    ebb_diag_set(b->d, b->name, line, "%s",
                   p->problem != NULL ? p->problem : "invalid YAML");
     return EBB_ECONFIG;
 }
@@ -275,7 +275,7 @@ static void builder_cleanup(struct builder *b)
 }
 
 int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
-                          struct ebb__ydoc **out, struct ebb__diag *d)
+                          struct ebb__ydoc **out, struct ebb_diag *d)
 {
     *out = NULL;
     struct ebb__ydoc *doc = calloc(1, sizeof(*doc));
@@ -283,7 +283,7 @@ int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
     if (doc == NULL || name_copy == NULL) {
         free(doc);
         free(name_copy);
-        ebb__diag_set(d, name, 0, "out of memory");
+        ebb_diag_set(d, name, 0, "out of memory");
         return EBB_ENOMEM;
     }
     doc->name = name_copy;
@@ -293,7 +293,7 @@ int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
     if (!yaml_parser_initialize(&parser)) {
         free(name_copy);
         free(doc);
-        ebb__diag_set(d, name, 0, "out of memory");
+        ebb_diag_set(d, name, 0, "out of memory");
         return EBB_ENOMEM;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
@@ -323,13 +323,13 @@ int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
 }
 
 int ebb__ydoc_load_file(const char *path, struct ebb__ydoc **out,
-                        struct ebb__diag *d)
+                        struct ebb_diag *d)
 {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int err = errno;
-        ebb__diag_set(d, path, 0, "cannot open: %s", strerror(err));
+        ebb_diag_set(d, path, 0, "cannot open: %s", strerror(err));
         return err == ENOENT ? EBB_ENOTFOUND : EBB_EIO;
     }
     char *buf = NULL;
@@ -338,7 +338,7 @@ int ebb__ydoc_load_file(const char *path, struct ebb__ydoc **out,
     for (;;) {
         if (len == cap) {
             if (cap >= EBB__YAML_MAX_FILE) {
-                ebb__diag_set(d, path, 0, "larger than %u MiB",
+                ebb_diag_set(d, path, 0, "larger than %u MiB",
                               EBB__YAML_MAX_FILE / (1024 * 1024));
                 rc = EBB_EIO;
                 break;
@@ -346,7 +346,7 @@ int ebb__ydoc_load_file(const char *path, struct ebb__ydoc **out,
             size_t ncap = cap == 0 ? 4096 : cap * 2;
             char *p = realloc(buf, ncap + 1);
             if (p == NULL) {
-                ebb__diag_set(d, path, 0, "out of memory");
+                ebb_diag_set(d, path, 0, "out of memory");
                 rc = EBB_ENOMEM;
                 break;
             }
@@ -357,7 +357,7 @@ int ebb__ydoc_load_file(const char *path, struct ebb__ydoc **out,
         len += got;
         if (got == 0) {
             if (ferror(f)) {
-                ebb__diag_set(d, path, 0, "cannot read: %s",
+                ebb_diag_set(d, path, 0, "cannot read: %s",
                               strerror(errno));
                 rc = EBB_EIO;
             }

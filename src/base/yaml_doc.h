@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "base/diag.h"
+#include <ebb/diag.h>
 
 enum ebb__ykind {
     EBB__YSCALAR,
@@ -48,13 +48,13 @@ struct ebb__ydoc;
  * the caller frees with ebb__ydoc_free(). Returns 0, EBB_ECONFIG (syntax
  * error or unsupported feature: d says "name:line: problem") or EBB_ENOMEM. */
 int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
-                          struct ebb__ydoc **out, struct ebb__diag *d);
+                          struct ebb__ydoc **out, struct ebb_diag *d);
 
 /* Reads and loads the file at `path` (the path is the name in messages).
  * Returns as ebb__ydoc_load_buffer(), or EBB_ENOTFOUND when the file does
  * not exist, EBB_EIO when it cannot be read or is over 16 MiB. */
 int ebb__ydoc_load_file(const char *path, struct ebb__ydoc **out,
-                        struct ebb__diag *d);
+                        struct ebb_diag *d);
 
 /* Frees the document and all its nodes. NULL is allowed. */
 void ebb__ydoc_free(struct ebb__ydoc *doc);

@@ -9,16 +9,16 @@
 
 #include "base/cfg_table.h"
 
-int ebb__yread_nomem(struct ebb__diag *d)
+int ebb__yread_nomem(struct ebb_diag *d)
 {
-    ebb__diag_set(d, NULL, 0, "out of memory");
+    ebb_diag_set(d, NULL, 0, "out of memory");
     return EBB_ENOMEM;
 }
 
 const char *ebb__yread_quote(const struct ebb__ynode *n, char *buf,
                              size_t size)
 {
-    return ebb__diag_quote(n->value, n->len, buf, size);
+    return ebb_diag_quote(n->value, n->len, buf, size);
 }
 
 int ebb__yread_is_key(const struct ebb__ynode *key, const char *name)
@@ -28,7 +28,7 @@ int ebb__yread_is_key(const struct ebb__ynode *key, const char *name)
 
 /* job.yaml:7: job: unknown key "deadine" (known: name, run, ...) */
 static int unknown_key(const struct ebb__ynode *key, const char *const *keys,
-                       const char *where, struct ebb__diag *d)
+                       const char *where, struct ebb_diag *d)
 {
     char known[400];
     size_t at = 0;
@@ -40,8 +40,8 @@ static int unknown_key(const struct ebb__ynode *key, const char *const *keys,
             break;
         at += (size_t)n;
     }
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_set(d, key->file, key->line, "%s%sunknown key %s (known: %s)",
+    char q[EBB_DIAG_QUOTE_SIZE];
+    ebb_diag_set(d, key->file, key->line, "%s%sunknown key %s (known: %s)",
                   where != NULL ? where : "", where != NULL ? ": " : "",
                   ebb__yread_quote(key, q, sizeof(q)), known);
     return EBB_ECONFIG;
@@ -49,7 +49,7 @@ static int unknown_key(const struct ebb__ynode *key, const char *const *keys,
 
 int ebb__yread_check_keys(const struct ebb__ynode *map,
                           const char *const *keys, const char *where,
-                          struct ebb__diag *d)
+                          struct ebb_diag *d)
 {
     for (size_t i = 0; map != NULL && i < map->n; i++) {
         int found = 0;
@@ -62,48 +62,48 @@ int ebb__yread_check_keys(const struct ebb__ynode *map,
 }
 
 int ebb__yread_expect_map(const struct ebb__ynode *n, const char *what,
-                          struct ebb__diag *d)
+                          struct ebb_diag *d)
 {
     if (n->kind == EBB__YMAP)
         return 0;
-    ebb__diag_set(d, n->file, n->line, "%s: expected a mapping, not %s", what,
+    ebb_diag_set(d, n->file, n->line, "%s: expected a mapping, not %s", what,
                   ebb__ykind_name(n->kind));
     return EBB_ECONFIG;
 }
 
 int ebb__yread_not_a(const struct ebb__ynode *n, const char *what,
                      const char *a_what, const char *why, const char *example,
-                     struct ebb__diag *d)
+                     struct ebb_diag *d)
 {
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_set(d, n->file, n->line, "%s: %s is not %s (%s%sexample: %s)",
+    char q[EBB_DIAG_QUOTE_SIZE];
+    ebb_diag_set(d, n->file, n->line, "%s: %s is not %s (%s%sexample: %s)",
                   what, ebb__yread_quote(n, q, sizeof(q)), a_what,
                   why != NULL ? why : "", why != NULL ? "; " : "", example);
     return EBB_ECONFIG;
 }
 
 int ebb__yread_scalar(const struct ebb__ynode *n, const char *what,
-                      const char *expected, struct ebb__diag *d)
+                      const char *expected, struct ebb_diag *d)
 {
     if (n->kind == EBB__YSCALAR && strlen(n->value) == n->len)
         return 0;
     if (n->kind == EBB__YSCALAR)
-        ebb__diag_set(d, n->file, n->line, "%s: contains a NUL character",
+        ebb_diag_set(d, n->file, n->line, "%s: contains a NUL character",
                       what);
     else
-        ebb__diag_set(d, n->file, n->line, "%s: expected %s, not %s", what,
+        ebb_diag_set(d, n->file, n->line, "%s: expected %s, not %s", what,
                       expected, ebb__ykind_name(n->kind));
     return EBB_ECONFIG;
 }
 
 int ebb__yread_text(const struct ebb__ynode *n, const char *what,
-                    const char *example, char **out, struct ebb__diag *d)
+                    const char *example, char **out, struct ebb_diag *d)
 {
     int rc = ebb__cfg_parse_value(EBB_CFG_STRING, n, what, out, d);
     if (rc == 0 && (*out)[0] == '\0') {
         free(*out);
         *out = NULL;
-        ebb__diag_set(d, n->file, n->line, "%s: empty (example: %s)", what,
+        ebb_diag_set(d, n->file, n->line, "%s: empty (example: %s)", what,
                       example);
         rc = EBB_ECONFIG;
     }
@@ -111,13 +111,13 @@ int ebb__yread_text(const struct ebb__ynode *n, const char *what,
 }
 
 int ebb__yread_list(const struct ebb__ynode *n, const char *what,
-                    struct ebb_string_list *out, struct ebb__diag *d)
+                    struct ebb_string_list *out, struct ebb_diag *d)
 {
     int rc = ebb__cfg_parse_value(EBB_CFG_STRING_LIST, n, what, out, d);
     for (size_t i = 0; rc == 0 && i < out->n; i++) {
         if (out->items[i][0] == '\0') {
             const struct ebb__ynode *item = n->items[i];
-            ebb__diag_set(d, item->file, item->line, "%s[%zu]: empty", what, i);
+            ebb_diag_set(d, item->file, item->line, "%s[%zu]: empty", what, i);
             rc = EBB_ECONFIG;
         }
     }
@@ -127,14 +127,14 @@ int ebb__yread_list(const struct ebb__ynode *n, const char *what,
 }
 
 int ebb__yread_int(const struct ebb__ynode *n, const char *what, int64_t lo,
-                   int64_t hi, int *out, struct ebb__diag *d)
+                   int64_t hi, int *out, struct ebb_diag *d)
 {
     int64_t v;
     int rc = ebb__cfg_parse_value(EBB_CFG_INT, n, what, &v, d);
     if (rc != 0)
         return rc;
     if (v < lo || v > hi) {
-        ebb__diag_set(d, n->file, n->line,
+        ebb_diag_set(d, n->file, n->line,
                       "%s: %s must be between %lld and %lld", what, n->value,
                       (long long)lo, (long long)hi);
         return EBB_ECONFIG;

@@ -13,14 +13,14 @@
 #include <stdint.h>
 
 #include <ebb/config.h>
+#include <ebb/diag.h>
 
-#include "base/diag.h"
 #include "base/yaml_doc.h"
 
 /* Sets d to "out of memory"; returns EBB_ENOMEM. */
-int ebb__yread_nomem(struct ebb__diag *d);
+int ebb__yread_nomem(struct ebb_diag *d);
 
-/* The scalar n quoted for a message (see ebb__diag_quote()); returns buf. */
+/* The scalar n quoted for a message (see ebb_diag_quote()); returns buf. */
 const char *ebb__yread_quote(const struct ebb__ynode *n, char *buf,
                              size_t size);
 
@@ -32,34 +32,34 @@ int ebb__yread_is_key(const struct ebb__ynode *key, const char *name);
  * the "where: " when `where` is NULL. */
 int ebb__yread_check_keys(const struct ebb__ynode *map,
                           const char *const *keys, const char *where,
-                          struct ebb__diag *d);
+                          struct ebb_diag *d);
 
 /* Requires a mapping: "what: expected a mapping, not a list". */
 int ebb__yread_expect_map(const struct ebb__ynode *n, const char *what,
-                          struct ebb__diag *d);
+                          struct ebb_diag *d);
 
 /* Reports "what: "x" is not <a_what> (<why>; example: <example>)"; `why`
  * may be NULL. Always returns EBB_ECONFIG. */
 int ebb__yread_not_a(const struct ebb__ynode *n, const char *what,
                      const char *a_what, const char *why, const char *example,
-                     struct ebb__diag *d);
+                     struct ebb_diag *d);
 
 /* Requires a scalar without NUL bytes ("expected <expected>, not ..."), so
  * that its value is a C string. */
 int ebb__yread_scalar(const struct ebb__ynode *n, const char *what,
-                      const char *expected, struct ebb__diag *d);
+                      const char *expected, struct ebb_diag *d);
 
 /* A non-empty string into *out ("what: empty (example: <example>)"). */
 int ebb__yread_text(const struct ebb__ynode *n, const char *what,
-                    const char *example, char **out, struct ebb__diag *d);
+                    const char *example, char **out, struct ebb_diag *d);
 
 /* A list of non-empty strings into *out (left empty on failure). */
 int ebb__yread_list(const struct ebb__ynode *n, const char *what,
-                    struct ebb_string_list *out, struct ebb__diag *d);
+                    struct ebb_string_list *out, struct ebb_diag *d);
 
 /* An integer from lo to hi into *out. */
 int ebb__yread_int(const struct ebb__ynode *n, const char *what, int64_t lo,
-                   int64_t hi, int *out, struct ebb__diag *d);
+                   int64_t hi, int *out, struct ebb_diag *d);
 
 /* 1 when the `len` bytes at `s` are a name ebb accepts for plugins, teams
  * and policies: 1 to 64 letters, digits, - and _. Names become store

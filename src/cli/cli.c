@@ -131,23 +131,23 @@ void cli_table_print(struct cli_table *t, FILE *out, const char *empty)
                     width[c] = w;
             }
         for (size_t r = 0; width && r < t->nrows; r++) {
-            struct ebb__buf line = {0};
+            struct ebb_buf line = {0};
             for (size_t c = 0; c < t->ncols; c++) {
                 const char *cell = t->cells[r * t->ncols + c];
                 size_t pad = width[c] - text_width(cell);
                 int last = c + 1 == t->ncols;
                 if (t->right[c])
                     for (size_t i = 0; i < pad; i++)
-                        ebb__buf_puts(&line, " ");
-                ebb__buf_puts(&line, cell ? cell : "");
+                        ebb_buf_puts(&line, " ");
+                ebb_buf_puts(&line, cell ? cell : "");
                 if (!t->right[c] && !last)
                     for (size_t i = 0; i < pad; i++)
-                        ebb__buf_puts(&line, " ");
+                        ebb_buf_puts(&line, " ");
                 if (!last)
-                    ebb__buf_puts(&line, "  ");
+                    ebb_buf_puts(&line, "  ");
             }
             fprintf(out, "%s\n", line.data ? line.data : "");
-            ebb__buf_free(&line);
+            ebb_buf_free(&line);
         }
         free(width);
     }

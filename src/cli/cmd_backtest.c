@@ -183,7 +183,7 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
     }
     o.progress = isatty(STDERR_FILENO) ? stderr : NULL;
     json_t *r;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__backtest_run(&o, &r, &d);
     if (rc != 0) {
         fprintf(stderr, "ebb backtest: %s\n", d.msg[0] ? d.msg : ebb_strerror(rc));

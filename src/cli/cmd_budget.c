@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -24,7 +25,7 @@ static const char *amount(json_t *o, const char *key, char *buf, size_t size)
     json_t *v = json_object_get(o, key);
     if (!json_is_integer(v))
         return "-";
-    return ebb__format_money(json_integer_value(v), "USD", buf, size);
+    return ebb_format_money(json_integer_value(v), "USD", buf, size);
 }
 
 static void print_budgets(json_t *r)

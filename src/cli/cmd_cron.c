@@ -6,8 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <ebb/units.h>
+
 #include "base/tz.h"
-#include "base/units.h"
 #include "cli/cli.h"
 #include "jobs/cron.h"
 
@@ -88,7 +89,7 @@ static int next(int argc, char **argv)
     ebb_time_ms t;
     if (from_arg != NULL) {
         const char *why = NULL;
-        if (ebb__parse_time_why(from_arg, &t, &why) != 0) {
+        if (ebb_parse_time_why(from_arg, &t, &why) != 0) {
             fprintf(stderr,
                     "ebb cron next: --from: \"%s\" is not a time%s%s "
                     "(example: 2026-12-01T00:00:00Z)\n",
@@ -105,7 +106,7 @@ static int next(int argc, char **argv)
     if (ebb__cron_parse(expr, 0, &cron, &err) != 0)
         return bad_expr(expr, &err);
     struct ebb__tz *tz;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__tz_load(zone, &tz, &d);
     if (rc != 0) {
         fprintf(stderr, "ebb cron next: --tz: %s\n",
@@ -116,8 +117,8 @@ static int next(int argc, char **argv)
     for (; printed < count; printed++) {
         if (ebb__cron_next(&cron, tz, t, &t) != 0)
             break;
-        char buf[EBB__TIME_BUFSZ];
-        puts(ebb__format_time(t, buf, sizeof(buf)));
+        char buf[EBB_TIME_BUFSZ];
+        puts(ebb_format_time(t, buf, sizeof(buf)));
     }
     ebb__tz_free(tz);
     ebb_time_ms ever;

@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/trace.h"
-#include "base/units.h"
+#include <ebb/trace.h>
+#include <ebb/units.h>
+
 #include "cli/cli.h"
 #include "report/forecast_report.h"
 
@@ -62,9 +63,9 @@ static int from_trace(const char *path, const struct ebb__price_filter *f,
                       int have_at, ebb_time_ms at, ebb_dur_ms step,
                       size_t n_steps, int json)
 {
-    struct ebb__price_trace *t = NULL;
-    struct ebb__diag d = {{0}};
-    int rc = ebb__price_trace_load(path, &t, &d);
+    struct ebb_price_trace *t = NULL;
+    struct ebb_diag d = {{0}};
+    int rc = ebb_price_trace_load(path, &t, &d);
     if (rc != 0) {
         fprintf(stderr, "ebb forecast: %s\n", d.msg[0] ? d.msg : ebb_strerror(rc));
         return rc == EBB_ENOMEM ? CLI_FAIL : CLI_USAGE;
@@ -76,7 +77,7 @@ static int from_trace(const char *path, const struct ebb__price_filter *f,
     };
     json_t *doc = NULL;
     rc = ebb__forecast_report_trace(t, f, &o, &doc, &d);
-    ebb__price_trace_free(t);
+    ebb_price_trace_free(t);
     if (rc != 0) {
         fprintf(stderr, "ebb forecast: %s\n", d.msg[0] ? d.msg : ebb_strerror(rc));
         return rc == EBB_ENOMEM ? CLI_FAIL : CLI_USAGE;
@@ -128,7 +129,7 @@ int cmd_forecast(struct cli *cli, int argc, char **argv)
         case 'z': f.zone = optarg; break;
         case 'j': json = 1; break;
         case 'a':
-            if (ebb__parse_time_why(optarg, &at, &why) != 0)
+            if (ebb_parse_time_why(optarg, &at, &why) != 0)
                 return bad_flag("--at", optarg,
                                 "a time (example: 2020-01-01T00:00:00Z)", why);
             have_at = 1;
@@ -144,9 +145,9 @@ int cmd_forecast(struct cli *cli, int argc, char **argv)
     }
     ebb_dur_ms horizon, step;
     const char *why = NULL;
-    if (ebb__parse_duration_why(horizon_arg, &horizon, &why) != 0)
+    if (ebb_parse_duration_why(horizon_arg, &horizon, &why) != 0)
         return bad_flag("--horizon", horizon_arg, "a duration (example: 24h)", why);
-    if (ebb__parse_duration_why(step_arg, &step, &why) != 0)
+    if (ebb_parse_duration_why(step_arg, &step, &why) != 0)
         return bad_flag("--step", step_arg, "a duration (example: 1h)", why);
     size_t n_steps = 0;
     if (ebb__forecast_count_steps(horizon, step, &n_steps, &why) != 0) {

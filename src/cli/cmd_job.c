@@ -3,7 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -24,7 +25,7 @@ static const char *when(json_t *o, const char *key, char *buf, size_t len)
     json_t *v = json_object_get(o, key);
     if (!json_is_integer(v))
         return "-";
-    return ebb__format_time(json_integer_value(v), buf, len);
+    return ebb_format_time(json_integer_value(v), buf, len);
 }
 
 static void print_job(json_t *j)
@@ -40,22 +41,22 @@ static void print_job(json_t *j)
     json_int_t work = json_integer_value(json_object_get(j, "work_ms"));
     json_int_t done = json_integer_value(json_object_get(j, "work_done_ms"));
     printf("  progress:    %s of %s saved (%.0f%%)\n",
-           ebb__format_duration(done, a, sizeof(a)),
-           ebb__format_duration(work, b, sizeof(b)),
+           ebb_format_duration(done, a, sizeof(a)),
+           ebb_format_duration(work, b, sizeof(b)),
            work > 0 ? 100.0 * (double)done / (double)work : 0.0);
     json_t *budget = json_object_get(j, "budget_micros");
     printf("  spent:       %s%s%s\n",
-           ebb__format_money(json_integer_value(json_object_get(j, "spent_micros")),
+           ebb_format_money(json_integer_value(json_object_get(j, "spent_micros")),
                              cur, a, sizeof(a)),
            json_is_integer(budget) ? " of a budget of " : " (no budget cap)",
            json_is_integer(budget)
-               ? ebb__format_money(json_integer_value(budget), cur, c, sizeof(c))
+               ? ebb_format_money(json_integer_value(budget), cur, c, sizeof(c))
                : "");
     size_t i;
     json_t *row;
     json_array_foreach(json_object_get(j, "spent_by_kind"), i, row)
         printf("    %-9s  %s\n", str(row, "kind"),
-               ebb__format_money(json_integer_value(json_object_get(row, "amount_micros")),
+               ebb_format_money(json_integer_value(json_object_get(row, "amount_micros")),
                                  str(row, "currency"), a, sizeof(a)));
     printf("  retries:     %lld    preemptions: %lld\n",
            (long long)json_integer_value(json_object_get(j, "retries")),
@@ -90,7 +91,7 @@ static void print_job(json_t *j)
     json_array_foreach(json_object_get(j, "checkpoints"), i, row) {
         const char *cells[] = {
             when(row, "at", a, sizeof(a)),
-            ebb__format_duration(json_integer_value(json_object_get(row, "work_done_ms")),
+            ebb_format_duration(json_integer_value(json_object_get(row, "work_done_ms")),
                                  b, sizeof(b)),
             str(row, "path")};
         cli_table_add(t, cells);

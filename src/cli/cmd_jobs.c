@@ -2,7 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -55,12 +56,12 @@ int cmd_jobs(struct cli *cli, int argc, char **argv)
         json_int_t done = json_integer_value(json_object_get(j, "work_done_ms"));
         snprintf(progress, sizeof(progress), "%.0f%%",
                  work > 0 ? 100.0 * (double)done / (double)work : 0.0);
-        ebb__format_money(json_integer_value(json_object_get(j, "spent_micros")),
+        ebb_format_money(json_integer_value(json_object_get(j, "spent_micros")),
                           json_string_value(json_object_get(j, "currency")), spent,
                           sizeof(spent));
         snprintf(preempt, sizeof(preempt), "%lld",
                  (long long)json_integer_value(json_object_get(j, "preemptions")));
-        ebb__format_time(json_integer_value(json_object_get(j, "submitted_at")),
+        ebb_format_time(json_integer_value(json_object_get(j, "submitted_at")),
                          submitted, sizeof(submitted));
         const char *row[] = {
             json_string_value(json_object_get(j, "id")),

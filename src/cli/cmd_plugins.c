@@ -56,7 +56,7 @@ static int describe(enum ebb__plugin_kind kind, const char *name, int json)
     if (ebb__plugin_path_init(&path, NULL) != 0)
         return CLI_FAIL;
     struct ebb__plugin *plugin;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__plugin_open(kind, name, &path, &plugin, &d);
     ebb__plugin_path_free(&path);
     if (rc != 0) {

@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -33,7 +34,7 @@ static const char usage[] =
 static void add_row(struct cli_table *t, json_t *series, json_t *obs)
 {
     char price[48];
-    ebb__format_money(json_integer_value(json_object_get(obs, "price_micros")),
+    ebb_format_money(json_integer_value(json_object_get(obs, "price_micros")),
                       NULL, price, sizeof(price));
     const char *row[] = {
         json_string_value(json_object_get(series, "provider")),

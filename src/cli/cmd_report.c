@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "cli/cli.h"
 #include "report/report_format.h"
 
@@ -72,11 +73,11 @@ static void print_table(const json_t *r)
     json_t *a;
     json_array_foreach(json_object_get(r, "advice"), i, a) {
         char spend[48], plan[48], saved[48];
-        ebb__format_money(cents(a, "spend_micros"),
+        ebb_format_money(cents(a, "spend_micros"),
                           cur, spend, sizeof(spend));
-        ebb__format_money(cents(a, "with_plan_micros"),
+        ebb_format_money(cents(a, "with_plan_micros"),
                           cur, plan, sizeof(plan));
-        ebb__format_money(cents(a, "savings_micros"),
+        ebb_format_money(cents(a, "savings_micros"),
                           cur, saved, sizeof(saved));
         printf("Advice: team %s would have paid %s instead of %s on plan %s "
                "over %d whole periods (saving %s, %.1f%%)\n",
@@ -89,7 +90,7 @@ static void print_table(const json_t *r)
         char amount[48];
         printf("Ledger: %lld rows, %s\n",
                (long long)json_integer_value(json_object_get(a, "rows")),
-               ebb__format_money(json_integer_value(json_object_get(a, "amount_micros")),
+               ebb_format_money(json_integer_value(json_object_get(a, "amount_micros")),
                                  json_string_value(json_object_get(a, "currency")),
                                  amount, sizeof(amount)));
     }

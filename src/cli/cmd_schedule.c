@@ -2,7 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -29,7 +30,7 @@ static const char *when(json_t *o, const char *key, char *buf, size_t len)
     json_t *v = json_is_integer(o) ? o : json_object_get(o, key);
     if (!json_is_integer(v) || json_integer_value(v) == 0)
         return "-";
-    return ebb__format_time(json_integer_value(v), buf, len);
+    return ebb_format_time(json_integer_value(v), buf, len);
 }
 
 static const char *budget(json_t *o, char *buf, size_t len)
@@ -37,7 +38,7 @@ static const char *budget(json_t *o, char *buf, size_t len)
     json_t *b = json_object_get(o, "budget_micros");
     if (!json_is_integer(b))
         return "no cap";
-    return ebb__format_money(json_integer_value(b), str(o, "currency"), buf, len);
+    return ebb_format_money(json_integer_value(b), str(o, "currency"), buf, len);
 }
 
 /* Parses [--json] and one positional argument when `want_arg`. */
@@ -87,7 +88,7 @@ static void print_list(json_t *r)
     json_t *s;
     json_array_foreach(json_object_get(r, "schedules"), i, s) {
         char window[32], money[48], next[40], last[96];
-        ebb__format_duration(json_integer_value(json_object_get(s, "window_ms")),
+        ebb_format_duration(json_integer_value(json_object_get(s, "window_ms")),
                              window, sizeof(window));
         snprintf(last, sizeof(last), "%s %s", str(s, "last_job_id"),
                  json_is_string(json_object_get(s, "last_job_state"))
@@ -108,7 +109,7 @@ static void print_show(json_t *s)
     printf("Schedule %s (%s)\n", str(s, "id"), str(s, "name"));
     printf("  cron:        %s (%s)\n", str(s, "cron"), str(s, "timezone"));
     printf("  window:      %s after each fire time\n",
-           ebb__format_duration(json_integer_value(json_object_get(s, "window_ms")),
+           ebb_format_duration(json_integer_value(json_object_get(s, "window_ms")),
                                 a, sizeof(a)));
     printf("  budget:      %s per run\n", budget(s, a, sizeof(a)));
     printf("  missed:      %s\n", str(s, "missed"));

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/cfg_table.h"
 #include "base/str.h"
-#include "base/units.h"
 #include "base/yaml_read.h"
 
 struct api_cfg {
@@ -83,7 +84,7 @@ static int parse_mode(const char *s, unsigned *out)
 }
 
 int ebb__config_do_api(struct ebb__config *cfg, const struct ebb__ynode *n,
-                  struct ebb__diag *d)
+                  struct ebb_diag *d)
 {
     void *raw;
     int rc = ebb__cfg_apply(api_keys, sizeof(struct api_cfg), n, "api", &raw,
@@ -96,10 +97,10 @@ int ebb__config_do_api(struct ebb__config *cfg, const struct ebb__ynode *n,
      * is what people mean by "600". */
     if (parse_mode(api->socket_mode, &cfg->api_socket_mode) != 0) {
         const struct ebb__ynode *m = ebb__ymap_get(n, "socket_mode");
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_quote(api->socket_mode, strlen(api->socket_mode), q,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_quote(api->socket_mode, strlen(api->socket_mode), q,
                         sizeof(q));
-        ebb__diag_set(d, m != NULL ? m->file : cfg->file,
+        ebb_diag_set(d, m != NULL ? m->file : cfg->file,
                       m != NULL ? m->line : 0,
                       "api.socket_mode: %s is not a file mode (octal, at most "
                       "0777; example: 0660)", q);
@@ -135,7 +136,7 @@ static int valid_listen(const char *s)
 }
 
 int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,
-                        struct ebb__diag *d)
+                        struct ebb_diag *d)
 {
     void *raw;
     int rc = ebb__cfg_apply(agent_api_keys, sizeof(struct agent_api_cfg), n,
@@ -145,9 +146,9 @@ int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n
     struct agent_api_cfg *agent = raw;
     if (!valid_listen(agent->listen)) {
         const struct ebb__ynode *m = ebb__ymap_get(n, "listen");
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_quote(agent->listen, strlen(agent->listen), q, sizeof(q));
-        ebb__diag_set(d, m != NULL ? m->file : cfg->file,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_quote(agent->listen, strlen(agent->listen), q, sizeof(q));
+        ebb_diag_set(d, m != NULL ? m->file : cfg->file,
                       m != NULL ? m->line : 0,
                       "agent_api.listen: %s is not an address and port "
                       "(example: 0.0.0.0:7311 or [::]:7311)", q);
@@ -171,7 +172,7 @@ int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n
 
 /* The metrics endpoint is off unless the section names where it listens. */
 int ebb__config_do_metrics(struct ebb__config *cfg, const struct ebb__ynode *n,
-                      struct ebb__diag *d)
+                      struct ebb_diag *d)
 {
     void *raw;
     int rc = ebb__cfg_apply(metrics_keys, sizeof(struct metrics_cfg), n,
@@ -181,9 +182,9 @@ int ebb__config_do_metrics(struct ebb__config *cfg, const struct ebb__ynode *n,
     struct metrics_cfg *m = raw;
     if (m->listen != NULL && !valid_listen(m->listen)) {
         const struct ebb__ynode *l = ebb__ymap_get(n, "listen");
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_quote(m->listen, strlen(m->listen), q, sizeof(q));
-        ebb__diag_set(d, l != NULL ? l->file : cfg->file, l != NULL ? l->line : 0,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_quote(m->listen, strlen(m->listen), q, sizeof(q));
+        ebb_diag_set(d, l != NULL ? l->file : cfg->file, l != NULL ? l->line : 0,
                       "metrics.listen: %s is not an address and port "
                       "(example: 127.0.0.1:9464)", q);
         rc = EBB_ECONFIG;
@@ -197,7 +198,7 @@ int ebb__config_do_metrics(struct ebb__config *cfg, const struct ebb__ynode *n,
 }
 
 int ebb__config_do_clock(struct ebb__config *cfg, const struct ebb__ynode *n,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     void *raw;
     int rc = ebb__cfg_apply(clock_keys, sizeof(struct clock_cfg), n, "clock",
@@ -207,14 +208,14 @@ int ebb__config_do_clock(struct ebb__config *cfg, const struct ebb__ynode *n,
     struct clock_cfg *c = raw;
     const char *why = NULL;
     if (c->start[0] != '\0' &&
-        ebb__parse_time_why(c->start, &cfg->clock_start, &why) != 0) {
+        ebb_parse_time_why(c->start, &cfg->clock_start, &why) != 0) {
         const struct ebb__ynode *m = ebb__ymap_get(n, "start");
-        ebb__diag_set(d, m->file, m->line,
+        ebb_diag_set(d, m->file, m->line,
                       "clock.start: %s (example: 2020-01-06T00:00:00Z)", why);
         rc = EBB_ECONFIG;
     } else if (!(c->speed > 0 && c->speed <= 1e6)) {
         const struct ebb__ynode *m = ebb__ymap_get(n, "speed");
-        ebb__diag_set(d, m->file, m->line,
+        ebb_diag_set(d, m->file, m->line,
                       "clock.speed: must be above 0 and at most 1000000");
         rc = EBB_ECONFIG;
     } else {
@@ -226,10 +227,10 @@ int ebb__config_do_clock(struct ebb__config *cfg, const struct ebb__ynode *n,
 
 /* run_on: {MARKET: RUNNER}: instances of MARKET's offers run on RUNNER. */
 int ebb__config_do_run_on(struct ebb__config *cfg, const struct ebb__ynode *n,
-                     struct ebb__diag *d)
+                     struct ebb_diag *d)
 {
     if (n->kind != EBB__YMAP) {
-        ebb__diag_set(d, n->file, n->line,
+        ebb_diag_set(d, n->file, n->line,
                       "run_on: expected a mapping of market: runner "
                       "(example: run_on: {sim: local})");
         return EBB_ECONFIG;

@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/cfg_table.h"
 #include "base/log.h"
 #include "base/paths.h"
 #include "base/str.h"
-#include "base/units.h"
 #include "base/yaml_read.h"
 #include "config/config_impl.h"
 #include "config/plans.h"
@@ -49,7 +50,7 @@ static const struct ebb_cfg_key team_keys[] = {
     EBB_CFG_END,
 };
 
-static int set_string(char **dst, const char *value, struct ebb__diag *d)
+static int set_string(char **dst, const char *value, struct ebb_diag *d)
 {
     char *copy = strdup(value);
     if (copy == NULL)
@@ -62,7 +63,7 @@ static int set_string(char **dst, const char *value, struct ebb__diag *d)
 /* ---- top-level keys ----------------------------------------------------- */
 
 static int do_log_level(struct ebb__config *cfg, const struct ebb__ynode *n,
-                        struct ebb__diag *d)
+                        struct ebb_diag *d)
 {
     static const char levels[] = "error, warn, info, debug";
     int rc = ebb__yread_scalar(n, "log_level",
@@ -70,8 +71,8 @@ static int do_log_level(struct ebb__config *cfg, const struct ebb__ynode *n,
     if (rc != 0)
         return rc;
     if (ebb__log_parse_level(n->value, &cfg->log_level) != 0) {
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_set(d, n->file, n->line, "log_level: %s is not one of %s",
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(d, n->file, n->line, "log_level: %s is not one of %s",
                       ebb__yread_quote(n, q, sizeof(q)), levels);
         return EBB_ECONFIG;
     }
@@ -79,20 +80,20 @@ static int do_log_level(struct ebb__config *cfg, const struct ebb__ynode *n,
 }
 
 static int do_plugin_dirs(struct ebb__config *cfg, const struct ebb__ynode *n,
-                          struct ebb__diag *d)
+                          struct ebb_diag *d)
 {
     return ebb__cfg_parse_value(EBB_CFG_STRING_LIST, n, "plugin_dirs",
                                 &cfg->plugin_dirs, d);
 }
 
 static int do_default_policy(struct ebb__config *cfg,
-                             const struct ebb__ynode *n, struct ebb__diag *d)
+                             const struct ebb__ynode *n, struct ebb_diag *d)
 {
     int rc = ebb__yread_scalar(n, "default_policy", "a policy name", d);
     if (rc != 0)
         return rc;
     if (n->len == 0) {
-        ebb__diag_set(d, n->file, n->line,
+        ebb_diag_set(d, n->file, n->line,
                       "default_policy: empty (example: uniform-progress)");
         return EBB_ECONFIG;
     }
@@ -100,12 +101,12 @@ static int do_default_policy(struct ebb__config *cfg,
 }
 
 static int check_name(const struct ebb__ynode *key, const char *what,
-                      struct ebb__diag *d)
+                      struct ebb_diag *d)
 {
     if (ebb__yread_name_valid(key->value, key->len))
         return 0;
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_set(d, key->file, key->line,
+    char q[EBB_DIAG_QUOTE_SIZE];
+    ebb_diag_set(d, key->file, key->line,
                   "%s: %s is not a valid name (1 to 64 letters, digits, - "
                   "and _)", what, ebb__yread_quote(key, q, sizeof(q)));
     return EBB_ECONFIG;
@@ -113,7 +114,7 @@ static int check_name(const struct ebb__ynode *key, const char *what,
 
 static int do_sections(const struct ebb__ynode *n, const char *what,
                        struct ebb__config_section **out, size_t *n_out,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     int rc = ebb__yread_expect_map(n, what, d);
     if (rc != 0)
@@ -124,7 +125,7 @@ static int do_sections(const struct ebb__ynode *n, const char *what,
             return rc;
         const struct ebb__ynode *v = n->items[i];
         if (!ebb__ynode_is_null(v) && v->kind != EBB__YMAP) {
-            ebb__diag_set(d, v->file, v->line,
+            ebb_diag_set(d, v->file, v->line,
                           "%s.%s: expected a mapping of keys, not %s", what,
                           n->keys[i]->value, ebb__ykind_name(v->kind));
             return EBB_ECONFIG;
@@ -148,19 +149,19 @@ static int do_sections(const struct ebb__ynode *n, const char *what,
 }
 
 static int do_providers(struct ebb__config *cfg, const struct ebb__ynode *n,
-                        struct ebb__diag *d)
+                        struct ebb_diag *d)
 {
     return do_sections(n, "providers", &cfg->providers, &cfg->n_providers, d);
 }
 
 static int do_policies(struct ebb__config *cfg, const struct ebb__ynode *n,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     return do_sections(n, "policies", &cfg->policies, &cfg->n_policies, d);
 }
 
 static int do_teams(struct ebb__config *cfg, const struct ebb__ynode *n,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     int rc = ebb__yread_expect_map(n, "teams", d);
     if (rc != 0 || n->n == 0)
@@ -197,7 +198,7 @@ static int do_teams(struct ebb__config *cfg, const struct ebb__ynode *n,
 }
 
 static int do_admins(struct ebb__config *cfg, const struct ebb__ynode *n,
-                     struct ebb__diag *d)
+                     struct ebb_diag *d)
 {
     return ebb__cfg_parse_value(EBB_CFG_STRING_LIST, n, "admins",
                                 &cfg->admins, d);
@@ -236,7 +237,7 @@ static int parse_rate(const char *s, int64_t *out)
 }
 
 static int do_currency_rates(struct ebb__config *cfg,
-                             const struct ebb__ynode *n, struct ebb__diag *d)
+                             const struct ebb__ynode *n, struct ebb_diag *d)
 {
     int rc = ebb__yread_expect_map(n, "currency_rates", d);
     if (rc != 0 || n->n == 0)
@@ -247,19 +248,19 @@ static int do_currency_rates(struct ebb__config *cfg,
     for (size_t i = 0; i < n->n; i++) {
         const struct ebb__ynode *key = n->keys[i];
         const struct ebb__ynode *v = n->items[i];
-        char q[EBB__DIAG_QUOTE_SIZE];
+        char q[EBB_DIAG_QUOTE_SIZE];
         int code = key->len == 3;
         for (size_t j = 0; code && j < 3; j++)
             code = key->value[j] >= 'A' && key->value[j] <= 'Z';
         if (!code) {
-            ebb__diag_set(d, key->file, key->line,
+            ebb_diag_set(d, key->file, key->line,
                           "currency_rates: %s is not a currency code (3 "
                           "upper-case letters; example: CNY)",
                           ebb__yread_quote(key, q, sizeof(q)));
             return EBB_ECONFIG;
         }
         if (strcmp(key->value, "USD") == 0) {
-            ebb__diag_set(d, key->file, key->line,
+            ebb_diag_set(d, key->file, key->line,
                           "currency_rates.USD: rates are in USD already; "
                           "remove this line");
             return EBB_ECONFIG;
@@ -271,7 +272,7 @@ static int do_currency_rates(struct ebb__config *cfg,
             return rc;
         struct ebb__currency_rate *r = &cfg->rates[cfg->n_rates];
         if (parse_rate(v->value, &r->usd_e9) != 0) {
-            ebb__diag_set(d, v->file, v->line,
+            ebb_diag_set(d, v->file, v->line,
                           "%s: %s is not a rate (USD for 1 %s, a positive "
                           "decimal with at most 9 decimals; example: 0.14)",
                           what, ebb__yread_quote(v, q, sizeof(q)), key->value);
@@ -286,7 +287,7 @@ static int do_currency_rates(struct ebb__config *cfg,
 
 /* Monthly or reserved plans, for the reports' plan advice. */
 static int do_plans(struct ebb__config *cfg, const struct ebb__ynode *n,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     return ebb__plans_load(n, &cfg->plans, &cfg->n_plans, d);
 }
@@ -294,7 +295,7 @@ static int do_plans(struct ebb__config *cfg, const struct ebb__ynode *n,
 static const struct {
     const char *key;
     int (*apply)(struct ebb__config *, const struct ebb__ynode *,
-                 struct ebb__diag *);
+                 struct ebb_diag *);
 } top_keys[] = {
     {"log_level", do_log_level},
     {"plugin_dirs", do_plugin_dirs},
@@ -313,7 +314,7 @@ static const struct {
 };
 #define N_TOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
-static int build(struct ebb__config *cfg, struct ebb__diag *d)
+static int build(struct ebb__config *cfg, struct ebb_diag *d)
 {
     const struct ebb__ynode *root = ebb__ydoc_root(cfg->doc);
     cfg->log_level = EBB_LOG_INFO;
@@ -321,7 +322,7 @@ static int build(struct ebb__config *cfg, struct ebb__diag *d)
     if (ebb__ynode_is_null(root)) {
         root = NULL;
     } else if (root->kind != EBB__YMAP) {
-        ebb__diag_set(d, root->file, root->line,
+        ebb_diag_set(d, root->file, root->line,
                       "expected a mapping of settings (key: value), not %s",
                       ebb__ykind_name(root->kind));
         return EBB_ECONFIG;
@@ -349,7 +350,7 @@ static int build(struct ebb__config *cfg, struct ebb__diag *d)
 }
 
 static int finish_load(struct ebb__ydoc *doc, struct ebb__config **out,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     struct ebb__config *cfg = calloc(1, sizeof(*cfg));
     if (cfg == NULL) {
@@ -368,7 +369,7 @@ static int finish_load(struct ebb__ydoc *doc, struct ebb__config **out,
 }
 
 int ebb__config_load_buffer(const char *name, const char *buf, size_t len,
-                            struct ebb__config **out, struct ebb__diag *d)
+                            struct ebb__config **out, struct ebb_diag *d)
 {
     *out = NULL;
     struct ebb__ydoc *doc;
@@ -379,7 +380,7 @@ int ebb__config_load_buffer(const char *name, const char *buf, size_t len,
 }
 
 int ebb__config_load_file(const char *path, struct ebb__config **out,
-                          struct ebb__diag *d)
+                          struct ebb_diag *d)
 {
     *out = NULL;
     struct ebb__ydoc *doc;
@@ -389,23 +390,23 @@ int ebb__config_load_file(const char *path, struct ebb__config **out,
     return finish_load(doc, out, d);
 }
 
-int ebb__config_load_default(struct ebb__config **out, struct ebb__diag *d)
+int ebb__config_load_default(struct ebb__config **out, struct ebb_diag *d)
 {
     char *data = ebb__data_dir();
-    struct ebb__buf text = {0};
+    struct ebb_buf text = {0};
     const char *s = default_text;
     for (const char *at = strstr(s, "@DATA@"); data != NULL && at != NULL;
          at = strstr(s, "@DATA@")) {
-        ebb__buf_append(&text, s, (size_t)(at - s));
-        ebb__buf_puts(&text, data);
+        ebb_buf_append(&text, s, (size_t)(at - s));
+        ebb_buf_puts(&text, data);
         s = at + strlen("@DATA@");
     }
-    ebb__buf_puts(&text, s);
+    ebb_buf_puts(&text, s);
     free(data);
     int rc = data == NULL || text.failed
                  ? ebb__yread_nomem(d)
                  : ebb__config_load_buffer(DEFAULT_NAME, text.data, text.len, out, d);
-    ebb__buf_free(&text);
+    ebb_buf_free(&text);
     return rc;
 }
 

@@ -14,9 +14,9 @@
 
 #include <ebb/common.h>
 #include <ebb/config.h>
+#include <ebb/diag.h>
 
 #include "base/currency.h"
-#include "base/diag.h"
 #include "base/yaml_doc.h"
 
 struct ebb__plan;
@@ -83,17 +83,17 @@ struct ebb__config {
  * read, EBB_ENOMEM; d->msg then says what and where, *out is NULL and
  * nothing leaks. */
 int ebb__config_load_file(const char *path, struct ebb__config **out,
-                          struct ebb__diag *d);
+                          struct ebb_diag *d);
 
 /* As ebb__config_load_file() for `len` bytes at `buf`; `name` (copied) is
  * the file name shown in messages. */
 int ebb__config_load_buffer(const char *name, const char *buf, size_t len,
-                            struct ebb__config **out, struct ebb__diag *d);
+                            struct ebb__config **out, struct ebb_diag *d);
 
 /* Loads the configuration compiled into the binary (used when no ebb.yaml
  * exists): log_level info, default_policy uniform-progress, no providers.
  * Same return values. */
-int ebb__config_load_default(struct ebb__config **out, struct ebb__diag *d);
+int ebb__config_load_default(struct ebb__config **out, struct ebb_diag *d);
 
 /* The text of that built-in configuration. Static; never freed. */
 const char *ebb__config_default_text(void);

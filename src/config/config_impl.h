@@ -8,14 +8,14 @@
 #include "config/config_file.h"
 
 int ebb__config_do_api(struct ebb__config *cfg, const struct ebb__ynode *n,
-                       struct ebb__diag *d);
+                       struct ebb_diag *d);
 int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,
-                             struct ebb__diag *d);
+                             struct ebb_diag *d);
 int ebb__config_do_metrics(struct ebb__config *cfg, const struct ebb__ynode *n,
-                           struct ebb__diag *d);
+                           struct ebb_diag *d);
 int ebb__config_do_clock(struct ebb__config *cfg, const struct ebb__ynode *n,
-                         struct ebb__diag *d);
+                         struct ebb_diag *d);
 int ebb__config_do_run_on(struct ebb__config *cfg, const struct ebb__ynode *n,
-                          struct ebb__diag *d);
+                          struct ebb_diag *d);
 
 #endif

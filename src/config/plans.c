@@ -42,7 +42,7 @@ static char *take(char **s)
 }
 
 int ebb__plans_load(const struct ebb__ynode *node, struct ebb__plan **out,
-                    size_t *n, struct ebb__diag *d)
+                    size_t *n, struct ebb_diag *d)
 {
     *out = NULL;
     *n = 0;
@@ -66,17 +66,17 @@ int ebb__plans_load(const struct ebb__ynode *node, struct ebb__plan **out,
             break;
         struct plan_cfg *c = raw;
         if (c->provider == NULL || c->provider[0] == '\0')
-            ebb__diag_set(d, key->file, key->line, "%s: provider is required "
+            ebb_diag_set(d, key->file, key->line, "%s: provider is required "
                           "(e.g. provider: aws)", what), rc = EBB_ECONFIG;
         else if (c->price.currency[0] == '\0' || c->price.amount < 0)
-            ebb__diag_set(d, key->file, key->line, "%s: price is required "
+            ebb_diag_set(d, key->file, key->line, "%s: price is required "
                           "(what the plan costs per period, e.g. 1500 USD)",
                           what), rc = EBB_ECONFIG;
         else if (c->period < MIN_PERIOD)
-            ebb__diag_set(d, key->file, key->line, "%s: period must be at "
+            ebb_diag_set(d, key->file, key->line, "%s: period must be at "
                           "least 1h (e.g. 30d)", what), rc = EBB_ECONFIG;
         else if (c->covers < 0)
-            ebb__diag_set(d, key->file, key->line, "%s: covers must not be "
+            ebb_diag_set(d, key->file, key->line, "%s: covers must not be "
                           "negative", what), rc = EBB_ECONFIG;
         if (rc == 0) {
             struct ebb__plan *p = &plans[count++];

@@ -8,8 +8,8 @@
 #include <stddef.h>
 
 #include <ebb/common.h>
+#include <ebb/diag.h>
 
-#include "base/diag.h"
 #include "base/yaml_doc.h"
 
 /* A monthly or reserved plan (the `plans:` section of ebb.yaml, see
@@ -30,7 +30,7 @@ struct ebb__plan {
  * (with *out NULL and *n 0 for an absent or empty section) or
  * EBB_ECONFIG / EBB_ENOMEM with "file:line: ..." in `d`. */
 int ebb__plans_load(const struct ebb__ynode *node, struct ebb__plan **out,
-                    size_t *n, struct ebb__diag *d);
+                    size_t *n, struct ebb_diag *d);
 void ebb__plans_free(struct ebb__plan *plans, size_t n);
 
 #endif

@@ -12,9 +12,10 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include <ebb/units.h>
+
 #include "base/log.h"
 #include "base/str.h"
-#include "base/units.h"
 #include "io/httpd.h"
 
 struct ebb__agent_api {
@@ -27,7 +28,7 @@ struct ebb__agent_api {
 
 char *ebb__agent_log_path(const char *logs_dir, const char *id)
 {
-    return ebb__strfmt("%s/%s.log", logs_dir, id);
+    return ebb_strfmt("%s/%s.log", logs_dir, id);
 }
 
 /* ---- answers ------------------------------------------------------------ */
@@ -121,7 +122,7 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
         json_array_append_new(argv, json_string(spec->argv[i]));
     char *dir = spec->checkpoint.dir
                     ? strdup(spec->checkpoint.dir)
-                    : ebb__strfmt("%s/%s", o->checkpoint_root, job->id);
+                    : ebb_strfmt("%s/%s", o->checkpoint_root, job->id);
     json_t *doc = json_pack(
         "{s:s,s:s,s:o,s:b,s:o,s:s,s:{s:s,s:s,s:s,s:I,s:I,s:i},s:s,s:I,s:o}",
         "job_id", job->id,
@@ -325,7 +326,7 @@ static void serve_imds(struct ebb__agent_api *api,
         return;
     }
     char when[40];
-    ebb__format_time(a->notice_deadline, when, sizeof(when));
+    ebb_format_time(a->notice_deadline, when, sizeof(when));
     reply_json(res, 200, json_pack("{s:s,s:s}", "action", "terminate", "time", when));
 }
 

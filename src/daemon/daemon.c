@@ -19,7 +19,7 @@
 static int load_config(const struct ebb__daemon_options *opts,
                        struct ebb__daemon *d)
 {
-    struct ebb__diag diag = {{0}};
+    struct ebb_diag diag = {{0}};
     int rc = opts->config_path != NULL
                  ? ebb__config_load_file(opts->config_path, &d->config, &diag)
                  : ebb__config_load_default(&d->config, &diag);
@@ -110,7 +110,7 @@ static int start_plugins(struct ebb__daemon *d)
     /* The engine becomes the hosts' sink once the store is open; nothing
      * reaches a sink before the loop runs. */
     d->host_env = (struct ebb__host_env){.clock = &d->clock, .http = d->http};
-    struct ebb__diag diag = {{0}};
+    struct ebb_diag diag = {{0}};
     int rc = ebb__registry_start(&d->registry, &d->host_env, &diag);
     if (rc != 0) {
         ebb__error("%s", diag.msg);
@@ -126,7 +126,7 @@ static void load_catalog(struct ebb__daemon *d)
     char *data = ebb__data_dir();
     char *path = data ? ebb__path_join(data, "catalog.csv") : NULL;
     free(data);
-    struct ebb__diag diag = {{0}};
+    struct ebb_diag diag = {{0}};
     if (path != NULL && access(path, R_OK) == 0 &&
         ebb__catalog_load(path, &d->catalog, &diag) != 0)
         ebb__warn("%s", diag.msg);

@@ -4,8 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ebb/units.h>
+
 #include "base/paths.h"
-#include "base/units.h"
 #include "daemon/daemon.h"
 #include "ebb_build_config.h"
 #include "report/forecast_report.h"
@@ -39,7 +40,7 @@ static json_t *provider_json(const struct ebb__daemon *d,
     else
         snprintf(status, sizeof(status), "ok");
     if (h->last_at > 0)
-        ebb__format_time(h->last_at, at, sizeof(at));
+        ebb_format_time(h->last_at, at, sizeof(at));
     json_object_set_new(o, "status", json_string(status));
     json_object_set_new(o, "polls", json_integer((json_int_t)h->polls));
     json_object_set_new(o, "poll_errors", json_integer((json_int_t)h->errors));
@@ -70,7 +71,7 @@ static void api_status(void *ctx, struct ebb__api_call *call)
         json_array_append_new(policies, plugin_json(&d->registry.policies[i]));
     ebb_time_ms now = ebb__clock_now(&d->clock);
     char started[40];
-    ebb__format_time(d->started_at, started, sizeof(started));
+    ebb_format_time(d->started_at, started, sizeof(started));
     ebb__api_reply(call, json_pack("{s:s,s:I,s:s,s:I,s:s,s:s,s:s,s:s,s:o,s:o,s:o}",
         "version", EBB_VERSION,
         "pid", (json_int_t)getpid(),
@@ -98,7 +99,7 @@ static int add_price(void *arg, const struct ebb__price_row *row)
 {
     const struct ebb_price *p = &row->price;
     char at[40];
-    ebb__format_time(p->at, at, sizeof(at));
+    ebb_format_time(p->at, at, sizeof(at));
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:I,s:s,s:s}",
         "provider", row->provider, "region", p->region, "zone", p->zone,
         "instance_type", p->instance_type, "product", p->product,
@@ -133,7 +134,7 @@ struct store_read {
     struct ebb__report_opts report;
     json_t *result;
     const char *code; /* error code when result is NULL */
-    struct ebb__diag diag;
+    struct ebb_diag diag;
 };
 
 static void store_read_run(uv_work_t *req)
@@ -143,7 +144,7 @@ static void store_read_run(uv_work_t *req)
     char err[256];
     struct ebb__store *store = NULL;
     if (ebb__store_open(r->db_path, &store, err, sizeof(err)) != 0) {
-        ebb__diag_set(&r->diag, NULL, 0, "cannot open the store: %s", err);
+        ebb_diag_set(&r->diag, NULL, 0, "cannot open the store: %s", err);
         return;
     }
     r->run(r, store);
@@ -233,7 +234,7 @@ static int add_history_point(void *arg, const struct ebb__price_row *row)
     const struct ebb_price *p = &row->price;
     const char *market = p->market == EBB_MARKET_SPOT ? "spot" : "on-demand";
     if (++h->n_points > HISTORY_MAX_POINTS) {
-        ebb__diag_set(&h->r->diag, NULL, 0, "more than %d observations; narrow "
+        ebb_diag_set(&h->r->diag, NULL, 0, "more than %d observations; narrow "
                       "the history with provider, instance_type and zone, or "
                       "with since and until", HISTORY_MAX_POINTS);
         h->r->code = "bad_request";
@@ -253,7 +254,7 @@ static int add_history_point(void *arg, const struct ebb__price_row *row)
         memcpy(h->key, key, sizeof(key));
     }
     char at[40];
-    ebb__format_time(p->at, at, sizeof(at));
+    ebb_format_time(p->at, at, sizeof(at));
     json_t *pt = json_pack("{s:s,s:f,s:I}", "observed_at", at,
                            "price", (double)p->price_per_hour / EBB_MICROS_PER_UNIT,
                            "price_micros", (json_int_t)p->price_per_hour);
@@ -272,13 +273,13 @@ static void history_run(struct store_read *r, struct ebb__store *store)
     if (rc != 0) {
         json_decref(h.series);
         if (r->diag.msg[0] == '\0')
-            ebb__diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
+            ebb_diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
                           rc == EBB_ENOMEM ? "out of memory" : ebb__store_errmsg(store));
         return;
     }
     char since[40], until[40];
-    ebb__format_time(r->report.since, since, sizeof(since));
-    ebb__format_time(r->report.until, until, sizeof(until));
+    ebb_format_time(r->report.since, since, sizeof(since));
+    ebb_format_time(r->report.until, until, sizeof(until));
     r->result = json_pack("{s:s,s:s,s:o}", "since", since, "until", until,
                           "series", h.series);
 }
@@ -288,13 +289,12 @@ static void prices_run(struct store_read *r, struct ebb__store *store)
     json_t *prices = json_array();
     if (ebb__store_latest_prices(store, &r->filter, add_price, prices) != 0) {
         json_decref(prices);
-        ebb__diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
+        ebb_diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
                       ebb__store_errmsg(store));
         return;
     }
     r->result = json_pack("{s:o}", "prices", prices);
 }
-
 
 /* ---- forecast ---------------------------------------------------------- */
 
@@ -308,7 +308,7 @@ static void prices_run(struct store_read *r, struct ebb__store *store)
 
 struct history_ctx {
     struct ebb__forecast_acc *acc;
-    struct ebb__diag *diag;
+    struct ebb_diag *diag;
 };
 
 static int add_history_row(void *arg, const struct ebb__price_row *row)
@@ -327,7 +327,7 @@ static void forecast_run(struct store_read *r, struct ebb__store *store)
         rc = ebb__store_price_history(store, &r->filter, since, r->opts.origin,
                                       add_history_row, &h);
         if (rc < 0 && r->diag.msg[0] == '\0')
-            ebb__diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
+            ebb_diag_set(&r->diag, NULL, 0, "cannot read prices: %s",
                           ebb__store_errmsg(store));
     }
     if (rc == 0)
@@ -335,7 +335,7 @@ static void forecast_run(struct store_read *r, struct ebb__store *store)
     if (rc == EBB_EINVAL)
         r->code = "bad_request";
     else if (rc == EBB_ENOMEM && r->diag.msg[0] == '\0')
-        ebb__diag_set(&r->diag, NULL, 0, "out of memory");
+        ebb_diag_set(&r->diag, NULL, 0, "out of memory");
     ebb__forecast_acc_free(h.acc);
 }
 
@@ -351,7 +351,7 @@ static int param_time(struct ebb__api_call *call, const char *key,
         *out = json_integer_value(v);
         return 0;
     }
-    if (json_is_string(v) && ebb__parse_time_why(json_string_value(v), out, &why) == 0)
+    if (json_is_string(v) && ebb_parse_time_why(json_string_value(v), out, &why) == 0)
         return 0;
     ebb__api_fail(call, "bad_request", "%s: not a time (ms since the epoch or "
                   "ISO-8601, e.g. 2020-01-01T00:00:00Z)%s%s", key,
@@ -372,7 +372,7 @@ static int param_duration(struct ebb__api_call *call, const char *key,
         return 0;
     }
     if (json_is_string(v) &&
-        ebb__parse_duration_why(json_string_value(v), out, &why) == 0)
+        ebb_parse_duration_why(json_string_value(v), out, &why) == 0)
         return 0;
     ebb__api_fail(call, "bad_request", "%s: not a duration (ms or e.g. 1h)%s%s",
                   key, why != NULL ? ": " : "", why != NULL ? why : "");
@@ -411,7 +411,7 @@ static void report_run(struct store_read *r, struct ebb__store *store)
     if (rc == 0) {
         r->result = ebb__report_json(rep);
         if (r->result == NULL)
-            ebb__diag_set(&r->diag, NULL, 0, "out of memory");
+            ebb_diag_set(&r->diag, NULL, 0, "out of memory");
     } else if (rc == EBB_EINVAL) {
         r->code = "bad_request";
     }

@@ -6,7 +6,8 @@
  * runs on the loop. */
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "daemon/daemon.h"
 
 static json_t *usage_json(const struct ebb__budget_usage *u)
@@ -47,7 +48,7 @@ void ebb__api_budget(void *ctx, struct ebb__api_call *call)
     ebb__budget_month(now, &from, &to);
     int64_t y;
     int m, day;
-    ebb__civil_from_days(from / EBB_MS_PER_DAY, &y, &m, &day);
+    ebb_civil_from_days(from / EBB_MS_PER_DAY, &y, &m, &day);
     char month[16];
     snprintf(month, sizeof(month), "%04lld-%02d", (long long)y, m);
     json_t *teams = json_array(), *jobs = json_array();

@@ -122,7 +122,7 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
         return;
     const char *workdir = json_string_value(json_object_get(call->params, "workdir"));
     struct ebb__job_spec spec;
-    struct ebb__diag diag = {{0}};
+    struct ebb_diag diag = {{0}};
     int rc = ebb__jobspec_load_buffer(file, yaml, strlen(yaml), &spec, &diag);
     if (rc != 0) {
         ebb__api_fail(call, "invalid", "%s", diag.msg);

@@ -49,7 +49,7 @@ struct money_work {
     const struct ebb__catalog *catalog;      /* the daemon's; may be NULL */
     struct money *money;                     /* the result */
     size_t n_money;
-    struct ebb__diag diag;                   /* why savings are missing */
+    struct ebb_diag diag;                   /* why savings are missing */
 };
 
 struct ebb__daemon_metrics {
@@ -94,7 +94,7 @@ static int ledger_sums(sqlite3 *db, struct money_work *w)
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
-        ebb__diag_set(&w->diag, NULL, 0, "cannot sum the ledger: %s",
+        ebb_diag_set(&w->diag, NULL, 0, "cannot sum the ledger: %s",
                       sqlite3_errmsg(db));
         return EBB_EDB;
     }
@@ -110,11 +110,11 @@ static void savings_in(sqlite3 *db, struct money_work *w, struct money *c)
         .rates = w->rates, .n_rates = w->n_rates, .catalog = w->catalog,
     };
     struct ebb__report *r = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (ebb__report_build(db, &o, &r, &d) == 0)
         c->savings = ebb__report_saved(r->total.on_demand, r->total.on_demand_basis);
     else if (w->diag.msg[0] == '\0')
-        ebb__diag_set(&w->diag, NULL, 0, "ebb_savings{currency=\"%s\"} is 0: %s",
+        ebb_diag_set(&w->diag, NULL, 0, "ebb_savings{currency=\"%s\"} is 0: %s",
                       c->currency, d.msg);
     ebb__report_free(r);
 }
@@ -125,7 +125,7 @@ static void money_run(uv_work_t *req)
     char err[256];
     struct ebb__store *store = NULL;
     if (ebb__store_open(w->db_path, &store, err, sizeof(err)) != 0) {
-        ebb__diag_set(&w->diag, NULL, 0, "cannot open the store: %s", err);
+        ebb_diag_set(&w->diag, NULL, 0, "cannot open the store: %s", err);
         return;
     }
     sqlite3 *db = ebb__store_sqlite(store);

@@ -21,9 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/log.h"
 #include "base/str.h"
-#include "base/units.h"
 #include "daemon/daemon.h"
 #include "jobs/schedule.h"
 #include "store/store_schedules.h"
@@ -137,8 +138,8 @@ static int write_outcome(struct ebb__store *s, const struct outcome *o,
     if (dec->has_missed) {
         snprintf(why, sizeof(why), "fire times %s to %s passed while ebbd was "
                  "not running and get no run of their own (missed: %s)",
-                 ebb__format_time(dec->missed_first, a, sizeof(a)),
-                 ebb__format_time(dec->missed_last, b, sizeof(b)),
+                 ebb_format_time(dec->missed_first, a, sizeof(a)),
+                 ebb_format_time(dec->missed_last, b, sizeof(b)),
                  ebb__missed_name(o->sc->s.missed));
         rc = ebb__store_schedule_event(s, id, o->now, dec->missed_first,
                                        "missed", NULL, why);
@@ -151,8 +152,8 @@ static int write_outcome(struct ebb__store *s, const struct outcome *o,
     }
     if (rc == 0 && job_id != NULL) {
         snprintf(why, sizeof(why), "released %s, due %s",
-                 ebb__format_time(dec->release, a, sizeof(a)),
-                 ebb__format_time(dec->deadline, b, sizeof(b)));
+                 ebb_format_time(dec->release, a, sizeof(a)),
+                 ebb_format_time(dec->deadline, b, sizeof(b)));
         rc = ebb__store_schedule_link(s, job_id, id, dec->fire);
         if (rc == 0)
             rc = ebb__store_schedule_event(s, id, o->now, dec->fire, "started",
@@ -192,7 +193,7 @@ static void write_alone(struct ebb__daemon *d, const struct outcome *o)
  * (the engine takes the spec), due at dec->deadline. Returns 0 or an
  * EBB_E* code with `why` filled. */
 static int submit_run(struct ebb__daemon *d, struct outcome *o,
-                      struct ebb__job **job, struct ebb__diag *why)
+                      struct ebb__job **job, struct ebb_diag *why)
 {
     struct sched *sc = o->sc;
     struct ebb__schedule fresh;
@@ -208,7 +209,7 @@ static int submit_run(struct ebb__daemon *d, struct outcome *o,
     }
     ebb__schedule_free(&fresh);
     if (rc != 0 && why->msg[0] == '\0')
-        ebb__diag_set(why, NULL, 0, "%s", ebb_strerror(rc));
+        ebb_diag_set(why, NULL, 0, "%s", ebb_strerror(rc));
     return rc;
 }
 
@@ -219,12 +220,12 @@ static void log_decision(const struct sched *sc,
     if (dec->has_missed)
         ebb__info("schedule %s: fire times %s to %s passed while ebbd was not "
                   "running (missed: %s)", sc->s.name,
-                  ebb__format_time(dec->missed_first, a, sizeof(a)),
-                  ebb__format_time(dec->missed_last, b, sizeof(b)),
+                  ebb_format_time(dec->missed_first, a, sizeof(a)),
+                  ebb_format_time(dec->missed_last, b, sizeof(b)),
                   ebb__missed_name(sc->s.missed));
     if (dec->skip != EBB__SKIP_NONE)
         ebb__warn("schedule %s: fire time %s skipped: %s (job %s)", sc->s.name,
-                  ebb__format_time(dec->skipped_fire, a, sizeof(a)),
+                  ebb_format_time(dec->skipped_fire, a, sizeof(a)),
                   ebb__skip_reason_text(dec->skip), sc->last_job);
 }
 
@@ -241,16 +242,16 @@ static void tick(struct ebb__daemon_schedules *sch, struct sched *sc,
     struct outcome o = {.sc = sc, .dec = &dec, .now = now};
     log_decision(sc, &dec);
     char a[40];
-    struct ebb__diag why = {{0}};
+    struct ebb_diag why = {{0}};
     if (dec.start) {
         struct ebb__job *job = NULL;
         if (submit_run(d, &o, &job, &why) == 0) {
             snprintf(sc->last_job, sizeof(sc->last_job), "%s", job->id);
             ebb__info("schedule %s: fire time %s started job %s", sc->s.name,
-                      ebb__format_time(dec.fire, a, sizeof(a)), job->id);
+                      ebb_format_time(dec.fire, a, sizeof(a)), job->id);
         } else {
             ebb__error("schedule %s: fire time %s: the run could not start: %s",
-                       sc->s.name, ebb__format_time(dec.fire, a, sizeof(a)),
+                       sc->s.name, ebb_format_time(dec.fire, a, sizeof(a)),
                        why.msg);
             o.failure = why.msg;
             write_alone(d, &o);
@@ -295,7 +296,7 @@ static int load_one(void *arg, const struct ebb__schedule_row *r)
 {
     struct ebb__daemon_schedules *sch = arg;
     struct ebb__schedule s;
-    struct ebb__diag diag = {{0}};
+    struct ebb_diag diag = {{0}};
     int rc = ebb__schedule_load_buffer(r->file, r->yaml, strlen(r->yaml), &s,
                                        &diag);
     if (rc == EBB_ENOMEM)
@@ -410,7 +411,7 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
         return;
     const char *workdir = json_string_value(json_object_get(call->params, "workdir"));
     struct ebb__schedule s;
-    struct ebb__diag diag = {{0}};
+    struct ebb_diag diag = {{0}};
     int rc = ebb__schedule_load_buffer(file, yaml, strlen(yaml), &s, &diag);
     if (rc != 0) {
         ebb__api_fail(call, rc == EBB_ECONFIG ? "invalid" : "internal", "%s",
@@ -466,7 +467,7 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
     char at[40];
     ebb__info("schedule %s (%s) added by uid %ld from %s; next fire time %s",
               sc->s.name, id, (long)call->uid, file,
-              next ? ebb__format_time(next, at, sizeof(at)) : "none");
+              next ? ebb_format_time(next, at, sizeof(at)) : "none");
     ebb__api_reply_after_commit(call, json_pack("{s:s,s:s,s:I}", "id", id, "name", sc->s.name,
                                    "next_fire_at", (json_int_t)next));
 }

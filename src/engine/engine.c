@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/log.h"
 #include "base/str.h"
-#include "base/units.h"
 
 struct ebb__engine_poll {
     struct ebb__engine *engine;
@@ -440,20 +441,20 @@ static void make_id(struct ebb__engine *e, const char *name, ebb_time_ms at,
 int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
                         int64_t owner_uid, const char *workdir,
                         ebb_time_ms submitted_at, struct ebb__job **out,
-                        struct ebb__diag *d)
+                        struct ebb_diag *d)
 {
     const char *policy_name = spec->policy ? spec->policy : e->opt.default_policy;
     struct ebb__plugin_slot *policy =
         policy_name ? ebb__registry_policy(e->opt.registry, policy_name) : NULL;
     if (policy == NULL) {
-        ebb__diag_set(d, spec->file, spec->line, "%s: no policy named \"%s\" is "
+        ebb_diag_set(d, spec->file, spec->line, "%s: no policy named \"%s\" is "
                       "installed (see ebb policies)", spec->name,
                       policy_name ? policy_name : "(none)");
         return EBB_EINVAL;
     }
     struct ebb__job *job = calloc(1, sizeof(*job));
     if (job == NULL) {
-        ebb__diag_set(d, NULL, 0, "out of memory");
+        ebb_diag_set(d, NULL, 0, "out of memory");
         return EBB_ENOMEM;
     }
     job->engine = e;
@@ -499,7 +500,7 @@ void ebb__engine_job_free(struct ebb__job *job)
 int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
                        const char *spec_yaml, int64_t owner_uid,
                        const char *workdir, struct ebb__job **out,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     return ebb__engine_submit_also(e, spec, spec_yaml, owner_uid, workdir, NULL,
                                    out, d);
@@ -508,7 +509,7 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
 int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
                             const char *spec_yaml, int64_t owner_uid,
                             const char *workdir, const struct ebb__submit_also *also,
-                            struct ebb__job **out, struct ebb__diag *d)
+                            struct ebb__job **out, struct ebb_diag *d)
 {
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     struct ebb__job *job = NULL;
@@ -557,13 +558,13 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
     free(spec_json);
     if (rc != 0) {
         ebb__store_rollback(s);
-        ebb__diag_set(d, NULL, 0, "cannot store job %s: %s", job->spec.name,
+        ebb_diag_set(d, NULL, 0, "cannot store job %s: %s", job->spec.name,
                       ebb__store_errmsg(s));
         ebb__engine_job_free(job);
         return rc;
     }
     if (ebb__engine_job_add(e, job) != 0) {
-        ebb__diag_set(d, NULL, 0, "out of memory");
+        ebb_diag_set(d, NULL, 0, "out of memory");
         ebb__engine_job_free(job);
         return EBB_ENOMEM;
     }

@@ -17,9 +17,9 @@
 #ifndef EBB_ENGINE_H
 #define EBB_ENGINE_H
 
+#include <ebb/diag.h>
 #include <ebb/policy.h>
 
-#include "base/diag.h"
 #include "base/histogram.h"
 #include "config/config_file.h"
 #include "io/clock.h"
@@ -230,7 +230,7 @@ void ebb__engine_poll_prices(struct ebb__engine *e);
 int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
                        const char *spec_yaml, int64_t owner_uid,
                        const char *workdir, struct ebb__job **out,
-                       struct ebb__diag *d);
+                       struct ebb_diag *d);
 
 /* A job for `spec` (taken, zeroed on return) with its policy resolved, not
  * yet stored or listed, into *out. Returns 0, EBB_EINVAL (no such policy)
@@ -238,7 +238,7 @@ int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
 int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
                         int64_t owner_uid, const char *workdir,
                         ebb_time_ms submitted_at, struct ebb__job **out,
-                        struct ebb__diag *d);
+                        struct ebb_diag *d);
 /* Lists a job in the engine. Returns 0 or EBB_ENOMEM. */
 int ebb__engine_job_add(struct ebb__engine *e, struct ebb__job *job);
 /* Frees a job that was never listed (or at the engine's end). */
@@ -258,7 +258,7 @@ struct ebb__submit_also {
 int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
                             const char *spec_yaml, int64_t owner_uid,
                             const char *workdir, const struct ebb__submit_also *also,
-                            struct ebb__job **out, struct ebb__diag *d);
+                            struct ebb__job **out, struct ebb_diag *d);
 
 /* The job with this id, or NULL. */
 struct ebb__job *ebb__engine_job(const struct ebb__engine *e, const char *id);

@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/log.h"
-#include "base/units.h"
 #include "config/config_file.h"
 #include "engine/engine.h"
 #include "market/billing.h"
@@ -103,10 +104,10 @@ void ebb__budget_month(ebb_time_ms now, ebb_time_ms *start, ebb_time_ms *end)
 {
     int64_t days = now / EBB_MS_PER_DAY, y;
     int m, d;
-    ebb__civil_from_days(days, &y, &m, &d);
-    *start = ebb__days_from_civil(y, m, 1) * EBB_MS_PER_DAY;
-    *end = (m == 12 ? ebb__days_from_civil(y + 1, 1, 1)
-                    : ebb__days_from_civil(y, m + 1, 1)) * EBB_MS_PER_DAY;
+    ebb_civil_from_days(days, &y, &m, &d);
+    *start = ebb_days_from_civil(y, m, 1) * EBB_MS_PER_DAY;
+    *end = (m == 12 ? ebb_days_from_civil(y + 1, 1, 1)
+                    : ebb_days_from_civil(y, m + 1, 1)) * EBB_MS_PER_DAY;
 }
 
 struct sum_ctx {
@@ -200,7 +201,7 @@ static ebb_micros cheapest_step(const struct ebb__job *job, ebb_time_ms now)
 
 static void money(ebb_micros usd, char *buf, size_t size)
 {
-    ebb__format_money(usd > 0 ? usd : 0, "USD", buf, size);
+    ebb_format_money(usd > 0 ? usd : 0, "USD", buf, size);
 }
 
 /* What is left under the job's cap and its team's (INT64_MAX: no cap),

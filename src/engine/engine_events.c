@@ -4,8 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/log.h"
-#include "base/units.h"
 #include "engine/engine.h"
 
 /* ---- instance events --------------------------------------------------- */
@@ -44,7 +45,7 @@ static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev
         const struct ebb__market_step *st = ebb__offer_at(o, ev->at);
         char what[160], price[48];
         ebb__engine_describe_offer(o, what, sizeof(what));
-        ebb__format_money(st ? st->price : 0, o->currency, price, sizeof(price));
+        ebb_format_money(st ? st->price : 0, o->currency, price, sizeof(price));
         ebb__engine_set_state(job, EBB__JOB_RUNNING, "running on %s (%s) at %s/h",
                               what, a->instance_id, price);
     }
@@ -83,7 +84,7 @@ static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
     job->engine->market.offers[job->current->offer].losses++;
     ebb__engine_finish_attempt(job, ev->at, "terminated", why);
     char saved[32];
-    ebb__format_duration(job->work_saved, saved, sizeof(saved));
+    ebb_format_duration(job->work_saved, saved, sizeof(saved));
     ebb__engine_set_state(job, EBB__JOB_PREEMPTED, "%s; resuming from the "
                           "checkpoint at %s of work", why, saved);
     ebb__engine_after_instance(job);
@@ -138,7 +139,7 @@ static void on_notice(struct ebb__job *job, const struct ebb_instance_event *ev)
     }
     if (first && !a->stop_sent) {
         char when[40];
-        ebb__format_time(ev->deadline, when, sizeof(when));
+        ebb_format_time(ev->deadline, when, sizeof(when));
         ebb__engine_set_state(job, EBB__JOB_CHECKPOINTING, "preemption "
                               "notice: the instance goes at %s", when);
     }

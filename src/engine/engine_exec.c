@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/log.h"
-#include "base/units.h"
 #include "engine/engine.h"
 #include "market/billing.h"
 
@@ -144,7 +145,6 @@ void ebb__engine_after_instance(struct ebb__job *job)
 }
 
 /* ---- launch ------------------------------------------------------------ */
-
 
 static void on_launched(void *arg, int status, const struct ebb_instance *inst)
 {

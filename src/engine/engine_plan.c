@@ -5,8 +5,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include <ebb/units.h>
+
 #include "base/log.h"
-#include "base/units.h"
 #include "engine/engine.h"
 #include "market/billing.h"
 

@@ -113,7 +113,7 @@ static enum ebb__job_state state_of(const char *name)
 static int load_job(void *arg, const struct ebb__recover_job_row *row)
 {
     struct ebb__engine *e = arg;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     struct ebb__job_spec spec;
     json_error_t jerr;
     json_t *j = json_loads(row->spec_json, 0, &jerr);

@@ -5,7 +5,7 @@
 int ebb__vengine_open(struct ebb__vengine *v, const char *name,
                       const char *config_text,
                       const struct ebb__catalog *catalog, ebb_time_ms start,
-                      struct ebb__diag *d)
+                      struct ebb_diag *d)
 {
     memset(v, 0, sizeof(*v));
     int rc = ebb__config_load_buffer(name, config_text, strlen(config_text),
@@ -20,7 +20,7 @@ int ebb__vengine_open(struct ebb__vengine *v, const char *name,
     char err[256] = "";
     rc = ebb__store_open(":memory:", &v->store, err, sizeof(err));
     if (rc != 0) {
-        ebb__diag_set(d, NULL, 0, "%s", err);
+        ebb_diag_set(d, NULL, 0, "%s", err);
         return rc;
     }
     struct ebb__engine_options eo = {

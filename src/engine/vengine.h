@@ -7,7 +7,8 @@
 #ifndef EBB_VENGINE_H
 #define EBB_VENGINE_H
 
-#include "base/diag.h"
+#include <ebb/diag.h>
+
 #include "config/config_file.h"
 #include "engine/engine.h"
 #include "io/clock.h"
@@ -35,7 +36,7 @@ struct ebb__vengine {
 int ebb__vengine_open(struct ebb__vengine *v, const char *name,
                       const char *config_text,
                       const struct ebb__catalog *catalog, ebb_time_ms start,
-                      struct ebb__diag *d);
+                      struct ebb_diag *d);
 
 /* Tears down in the order that lets providers cancel into a live engine. */
 void ebb__vengine_close(struct ebb__vengine *v);

@@ -48,7 +48,7 @@ static int send_all(int fd, const char *data, size_t len)
 }
 
 /* Reads until the first newline. Returns 0 with the line in *buf. */
-static int read_line(int fd, int timeout_ms, struct ebb__buf *buf, char *err,
+static int read_line(int fd, int timeout_ms, struct ebb_buf *buf, char *err,
                      size_t errlen)
 {
     for (;;) {
@@ -70,7 +70,7 @@ static int read_line(int fd, int timeout_ms, struct ebb__buf *buf, char *err,
             return EBB_EIO;
         }
         char *nl = memchr(chunk, '\n', (size_t)n);
-        ebb__buf_append(buf, chunk, nl ? (size_t)(nl - chunk) : (size_t)n);
+        ebb_buf_append(buf, chunk, nl ? (size_t)(nl - chunk) : (size_t)n);
         if (buf->failed || buf->len > EBB__API_MAX_MESSAGE) {
             snprintf(err, errlen, "answer too large");
             return EBB_EIO;
@@ -92,31 +92,31 @@ int ebb__api_call(const char *socket_path, const char *method,
                             "params", params ? json_incref(params) : json_object());
     char *text = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
-    struct ebb__buf line = {0};
+    struct ebb_buf line = {0};
     int rc = 0;
     if (text == NULL) {
         rc = EBB_ENOMEM;
     } else {
-        struct ebb__buf out = {0};
-        ebb__buf_puts(&out, text);
-        ebb__buf_puts(&out, "\n");
+        struct ebb_buf out = {0};
+        ebb_buf_puts(&out, text);
+        ebb_buf_puts(&out, "\n");
         free(text);
         if (out.failed || send_all(fd, out.data, out.len) != 0) {
             snprintf(err, errlen, "cannot send to ebbd: %s", strerror(errno));
             rc = EBB_EIO;
         }
-        ebb__buf_free(&out);
+        ebb_buf_free(&out);
     }
     if (rc == 0)
         rc = read_line(fd, timeout_ms, &line, err, errlen);
     close(fd);
     if (rc != 0) {
-        ebb__buf_free(&line);
+        ebb_buf_free(&line);
         return rc;
     }
     json_error_t jerr;
     json_t *answer = json_loadb(line.data ? line.data : "", line.len, 0, &jerr);
-    ebb__buf_free(&line);
+    ebb_buf_free(&line);
     if (answer == NULL) {
         snprintf(err, errlen, "ebbd sent invalid JSON: %s", jerr.text);
         return EBB_EPROTO;

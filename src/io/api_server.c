@@ -32,7 +32,7 @@ struct ebb__api_conn {
     struct ebb__api_conn *next;
     uv_pipe_t pipe;
     uv_shutdown_t shutdown_req;
-    struct ebb__buf in;      /* bytes received, not yet a whole line */
+    struct ebb_buf in;      /* bytes received, not yet a whole line */
     /* Calls not yet answered on the wire, oldest first: answers go out in
      * request order even when a later call is answered first. */
     struct ebb__api_call *first, *last;
@@ -64,7 +64,7 @@ static void on_conn_closed(uv_handle_t *handle)
             break;
         }
     }
-    ebb__buf_free(&conn->in);
+    ebb_buf_free(&conn->in);
     free(conn);
     server_maybe_finish(s);
 }
@@ -206,7 +206,7 @@ void ebb__api_fail(struct ebb__api_call *call, const char *code,
 {
     va_list ap;
     va_start(ap, fmt);
-    char *message = ebb__vstrfmt(fmt, ap);
+    char *message = ebb_vstrfmt(fmt, ap);
     va_end(ap);
     json_t *msg = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message",
                             message ? message : "out of memory");
@@ -275,12 +275,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         conn_maybe_close(conn);
         return;
     }
-    ebb__buf_append(&conn->in, buf->base, (size_t)nread);
+    ebb_buf_append(&conn->in, buf->base, (size_t)nread);
     free(buf->base);
     if (conn->in.failed || conn->in.len > EBB__API_MAX_MESSAGE) {
         ebb__warn("api: message from pid %ld too large or out of memory; "
                   "closing the connection", (long)conn->pid);
-        ebb__buf_free(&conn->in);
+        ebb_buf_free(&conn->in);
         conn->read_done = 1;
         conn_maybe_close(conn);
         return;

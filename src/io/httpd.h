@@ -78,7 +78,6 @@ int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
 int ebb__httpd_parse_address(const char *address, char *ip, size_t ip_size,
                              uint16_t *port);
 
-
 /* The port it listens on. */
 uint16_t ebb__httpd_port(const struct ebb__httpd *s);
 

@@ -11,9 +11,9 @@
  * daylight-saving time, and neither catches up nor holds back then; so do
  * we.
  */
-#include "jobs/cron.h"
+#include <ebb/units.h>
 
-#include "base/units.h"
+#include "jobs/cron.h"
 
 #define DST_LIMIT (3 * 3600) /* seconds */
 #define MIN_PER_DAY 1440
@@ -57,10 +57,10 @@ static int64_t next_local(const struct ebb__cron *c, int64_t L, int64_t end_day)
     while (day < end_day) {
         int64_t y;
         int mo, d;
-        ebb__civil_from_days(day, &y, &mo, &d);
+        ebb_civil_from_days(day, &y, &mo, &d);
         if (!((c->month >> mo) & 1)) {
-            day = mo == 12 ? ebb__days_from_civil(y + 1, 1, 1)
-                           : ebb__days_from_civil(y, mo + 1, 1);
+            day = mo == 12 ? ebb_days_from_civil(y + 1, 1, 1)
+                           : ebb_days_from_civil(y, mo + 1, 1);
             h = m = 0;
             continue;
         }
@@ -102,7 +102,7 @@ int ebb__cron_next(const struct ebb__cron *c, const struct ebb__tz *tz,
         prev_offset = before.offset;
     }
     int64_t end_day = floor_div(after_s, 86400) + CYCLE_DAYS + 2;
-    int64_t year_10000 = ebb__days_from_civil(10000, 1, 1);
+    int64_t year_10000 = ebb_days_from_civil(10000, 1, 1);
     if (end_day > year_10000)
         end_day = year_10000;
     int64_t lo = floor_div(after_s + span.offset, 60) + 1;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/diag.h"
+#include <ebb/diag.h>
 
 const char *const ebb__cron_field_names[6] = {
     "expression", "minute", "hour", "day of month", "month", "day of week",
@@ -62,8 +62,8 @@ static int fail(const struct fctx *f, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_quote(f->expr + f->at, f->len, q, sizeof(q));
+    char q[EBB_DIAG_QUOTE_SIZE];
+    ebb_diag_quote(f->expr + f->at, f->len, q, sizeof(q));
     if (f->field == 0)
         snprintf(f->err->msg, sizeof(f->err->msg), "%s", why);
     else
@@ -300,9 +300,9 @@ int ebb__cron_parse(const char *expr, unsigned flags, struct ebb__cron *out,
                             NULL);
     }
     struct fctx f = {expr, (size_t)(p - expr), n, 0, err};
-    char q[EBB__DIAG_QUOTE_SIZE];
+    char q[EBB_DIAG_QUOTE_SIZE];
     return fail(&f,
                 "unknown macro %s (known: @yearly, @annually, @monthly, "
                 "@weekly, @daily, @midnight, @hourly)",
-                ebb__diag_quote(p, n, q, sizeof(q)));
+                ebb_diag_quote(p, n, q, sizeof(q)));
 }

@@ -17,20 +17,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/cfg_table.h"
 #include "base/str.h"
-#include "base/units.h"
 
 struct ctx {
     struct ebb__job_spec *spec;
-    struct ebb__diag *d;
+    struct ebb_diag *d;
     const struct ebb__ynode *job;
     struct ebb__jobspec_where where;
 };
 
 static int missing(const struct ctx *c, const char *key, const char *example)
 {
-    ebb__diag_set(c->d, c->job->file, c->job->line,
+    ebb_diag_set(c->d, c->job->file, c->job->line,
                   "job: missing required key \"%s\" (example: %s)", key,
                   example);
     return EBB_ECONFIG;
@@ -46,12 +47,12 @@ static int do_name(struct ctx *c)
     int rc =
         ebb__cfg_parse_value(EBB_CFG_STRING, n, "name", &c->spec->name, c->d);
     if (rc == 0 && !ebb__job_name_valid(c->spec->name)) {
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_set(c->d, n->file, n->line,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(c->d, n->file, n->line,
                       "name: %s is not a valid job name (1 to 64 letters, "
                       "digits, '.', '_' and '-', not \".\" or \"..\"; "
                       "example: train-resnet)",
-                      ebb__diag_quote(n->value, n->len, q, sizeof(q)));
+                      ebb_diag_quote(n->value, n->len, q, sizeof(q)));
         rc = EBB_ECONFIG;
     }
     return rc;
@@ -74,14 +75,14 @@ static int do_run(struct ctx *c, const struct ebb__jy_layer *l)
     if (n == NULL)
         return missing(c, "run", "run: [python, train.py]");
     if (n->kind == EBB__YMAP) {
-        ebb__diag_set(c->d, n->file, n->line,
+        ebb_diag_set(c->d, n->file, n->line,
                       "run: expected a list of strings (example: [python, "
                       "train.py]), not a mapping");
         return EBB_ECONFIG;
     }
     if (n->kind == EBB__YSCALAR) {
         if (!s->shell) {
-            ebb__diag_set(c->d, n->file, n->line,
+            ebb_diag_set(c->d, n->file, n->line,
                           "run: a string is run by sh -c only with shell: "
                           "true; write a list (run: [python, train.py]) or "
                           "set shell: true");
@@ -97,13 +98,13 @@ static int do_run(struct ctx *c, const struct ebb__jy_layer *l)
         return rc;
     }
     if (s->shell) {
-        ebb__diag_set(c->d, sh->file, sh->line,
+        ebb_diag_set(c->d, sh->file, sh->line,
                       "shell: true runs one string with sh -c, but run is a "
                       "list; write run as a string or remove shell: true");
         return EBB_ECONFIG;
     }
     if (n->n == 0) {
-        ebb__diag_set(c->d, n->file, n->line,
+        ebb_diag_set(c->d, n->file, n->line,
                       "run: empty list; give the program and its arguments "
                       "(example: [python, train.py])");
         return EBB_ECONFIG;
@@ -114,7 +115,7 @@ static int do_run(struct ctx *c, const struct ebb__jy_layer *l)
         return rc;
     if (list.items[0][0] == '\0') {
         ebb__string_list_free(&list);
-        ebb__diag_set(c->d, n->items[0]->file, n->items[0]->line,
+        ebb_diag_set(c->d, n->items[0]->file, n->items[0]->line,
                       "run[0]: empty program name");
         return EBB_ECONFIG;
     }
@@ -152,11 +153,11 @@ static int do_deadline(struct ctx *c, const struct ebb__jy_layer *l)
     if (rc != 0)
         return rc;
     const char *v = n->value;
-    if (ebb__parse_time(v, &s->deadline_at) == 0) {
+    if (ebb_parse_time(v, &s->deadline_at) == 0) {
         s->has_deadline = 1;
         return 0;
     }
-    if (ebb__parse_duration(v, &s->deadline_in) == 0) {
+    if (ebb_parse_duration(v, &s->deadline_in) == 0) {
         s->has_deadline = 1;
         s->deadline_is_relative = 1;
         return 0;
@@ -166,11 +167,11 @@ static int do_deadline(struct ctx *c, const struct ebb__jy_layer *l)
     for (int i = 0; looks_like_date && i < 4; i++)
         looks_like_date = v[i] >= '0' && v[i] <= '9';
     if (looks_like_date) {
-        ebb__parse_time_why(v, &s->deadline_at, &why);
+        ebb_parse_time_why(v, &s->deadline_at, &why);
         return ebb__yread_not_a(n, "deadline", "a time", why,
                                 "2026-12-01T06:00:00Z", c->d);
     }
-    ebb__parse_duration_why(v, &s->deadline_in, &why);
+    ebb_parse_duration_why(v, &s->deadline_in, &why);
     return ebb__yread_not_a(n, "deadline", "a time or a duration", why,
                             "2026-12-01T06:00:00Z or 36h", c->d);
 }
@@ -185,7 +186,7 @@ static int do_budget(struct ctx *c, const struct ebb__jy_layer *l)
     if (rc != 0)
         return rc;
     if (s->budget.amount <= 0) {
-        ebb__diag_set(c->d, n->file, n->line,
+        ebb_diag_set(c->d, n->file, n->line,
                       "budget: must be more than 0 (leave budget out for no "
                       "cap)");
         return EBB_ECONFIG;
@@ -226,7 +227,7 @@ static int do_gpu(struct ctx *c, const struct ebb__jy_layer *res)
         rc = ebb__cfg_parse_value(EBB_CFG_DOUBLE, n, "resources.gpu.memory_gb",
                                   &r->gpu_memory_gb, c->d);
         if (rc == 0 && !(r->gpu_memory_gb > 0)) {
-            ebb__diag_set(c->d, n->file, n->line,
+            ebb_diag_set(c->d, n->file, n->line,
                           "resources.gpu.memory_gb: must be more than 0 "
                           "(example: 16)");
             rc = EBB_ECONFIG;
@@ -267,11 +268,11 @@ static int do_market(struct ctx *c, const struct ebb__jy_layer *l)
     int rc = ebb__yread_scalar(n, "market",
                                "one of spot, on-demand, spot-fallback", c->d);
     if (rc == 0 && ebb__job_market_parse(n->value, &c->spec->market) != 0) {
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_set(c->d, n->file, n->line,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(c->d, n->file, n->line,
                       "market: %s is not one of spot, on-demand, "
                       "spot-fallback",
-                      ebb__diag_quote(n->value, n->len, q, sizeof(q)));
+                      ebb_diag_quote(n->value, n->len, q, sizeof(q)));
         rc = EBB_ECONFIG;
     }
     return rc;
@@ -296,12 +297,12 @@ static int do_checkpoint(struct ctx *c, const struct ebb__jy_layer *l)
         rc = ebb__yread_scalar(n, "checkpoint.signal", "a signal name", c->d);
         if (rc == 0 && ebb__job_signal_parse(n->value, &cp->signal,
                                              cp->signal_name) != 0) {
-            char q[EBB__DIAG_QUOTE_SIZE];
-            ebb__diag_set(c->d, n->file, n->line,
+            char q[EBB_DIAG_QUOTE_SIZE];
+            ebb_diag_set(c->d, n->file, n->line,
                           "checkpoint.signal: %s is not a signal a job can "
                           "catch to checkpoint (one of SIGUSR1, SIGUSR2, "
                           "SIGTERM, SIGINT, SIGHUP, SIGQUIT)",
-                          ebb__diag_quote(n->value, n->len, q, sizeof(q)));
+                          ebb_diag_quote(n->value, n->len, q, sizeof(q)));
             rc = EBB_ECONFIG;
         }
     }
@@ -343,16 +344,16 @@ static int env_add(struct ctx *c, const struct ebb__ynode *key,
                    const struct ebb__ynode *v)
 {
     struct ebb__job_spec *s = c->spec;
-    char q[EBB__DIAG_QUOTE_SIZE];
+    char q[EBB_DIAG_QUOTE_SIZE];
     if (!ebb__job_env_name_valid(key->value, key->len)) {
-        ebb__diag_set(c->d, key->file, key->line,
+        ebb_diag_set(c->d, key->file, key->line,
                       "env: %s is not an environment variable name (letters, "
                       "digits and _, not starting with a digit)",
-                      ebb__diag_quote(key->value, key->len, q, sizeof(q)));
+                      ebb_diag_quote(key->value, key->len, q, sizeof(q)));
         return EBB_ECONFIG;
     }
     if (strncmp(key->value, "EBB_", 4) == 0) {
-        ebb__diag_set(c->d, key->file, key->line,
+        ebb_diag_set(c->d, key->file, key->line,
                       "env.%s: names starting with EBB_ are set by ebb itself",
                       key->value);
         return EBB_ECONFIG;
@@ -360,7 +361,7 @@ static int env_add(struct ctx *c, const struct ebb__ynode *key,
     char what[128];
     snprintf(what, sizeof(what), "env.%s", key->value);
     if (ebb__ynode_is_null(v)) {
-        ebb__diag_set(c->d, v->file, v->line,
+        ebb_diag_set(c->d, v->file, v->line,
                       "%s: no value (write \"\" for an empty string)", what);
         return EBB_ECONFIG;
     }
@@ -368,7 +369,7 @@ static int env_add(struct ctx *c, const struct ebb__ynode *key,
     int rc = ebb__cfg_parse_value(EBB_CFG_STRING, v, what, &value, c->d);
     if (rc != 0)
         return rc;
-    char *kv = ebb__strfmt("%s=%s", key->value, value);
+    char *kv = ebb_strfmt("%s=%s", key->value, value);
     free(value);
     if (kv == NULL)
         return ebb__yread_nomem(c->d);
@@ -413,7 +414,7 @@ static int do_submit(struct ctx *c, const struct ebb__jy_layer *l,
 {
     const struct ebb__ynode *n = ebb__jy_get(l, "submit");
     if (!want_submit && n != NULL) {
-        ebb__diag_set(c->d, n->file, n->line,
+        ebb_diag_set(c->d, n->file, n->line,
                       "submit: only a workload for ebb backtest says when a "
                       "job is submitted; ebb submit uses the time it runs "
                       "(remove this line)");
@@ -441,7 +442,7 @@ static int build(struct ctx *c, const struct ebb__ynode *defaults,
                 nm = defaults->keys[i];
         }
         if (rc == 0 && nm != NULL) {
-            ebb__diag_set(c->d, nm->file, nm->line,
+            ebb_diag_set(c->d, nm->file, nm->line,
                           "defaults: name cannot have a default; every job "
                           "needs its own");
             rc = EBB_ECONFIG;
@@ -483,7 +484,7 @@ static int build(struct ctx *c, const struct ebb__ynode *defaults,
 int ebb__jobspec_from_node_defaults(const struct ebb__ynode *node,
                                     const struct ebb__ynode *defaults,
                                     int want_submit, struct ebb__job_spec *out,
-                                    struct ebb__diag *d)
+                                    struct ebb_diag *d)
 {
     memset(out, 0, sizeof(*out));
     int rc = ebb__yread_expect_map(node, "job", d);
@@ -501,30 +502,30 @@ int ebb__jobspec_from_node_defaults(const struct ebb__ynode *node,
 }
 
 int ebb__jobspec_from_node(const struct ebb__ynode *node, int want_submit,
-                           struct ebb__job_spec *out, struct ebb__diag *d)
+                           struct ebb__job_spec *out, struct ebb_diag *d)
 {
     return ebb__jobspec_from_node_defaults(node, NULL, want_submit, out, d);
 }
 
 static int from_doc(struct ebb__ydoc *doc, struct ebb__job_spec *out,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     const struct ebb__ynode *root = ebb__ydoc_root(doc);
     int rc;
     if (ebb__ynode_is_null(root)) {
-        ebb__diag_set(d, ebb__ydoc_name(doc), 0,
+        ebb_diag_set(d, ebb__ydoc_name(doc), 0,
                       "empty; a job spec is a mapping such as "
                       "{name: train, run: [python, train.py], work: 8h}");
         rc = EBB_ECONFIG;
     } else if (root->kind != EBB__YMAP) {
-        ebb__diag_set(d, root->file, root->line,
+        ebb_diag_set(d, root->file, root->line,
                       "expected a job spec (a mapping of keys such as name, "
                       "run, work), not %s",
                       ebb__ykind_name(root->kind));
         rc = EBB_ECONFIG;
     } else if (ebb__ymap_get(root, "jobs") != NULL &&
                ebb__ymap_get(root, "name") == NULL) {
-        ebb__diag_set(d, root->file, root->line,
+        ebb_diag_set(d, root->file, root->line,
                       "this is a workload (it has jobs:), not a job spec; "
                       "give it to ebb backtest --workload");
         rc = EBB_ECONFIG;
@@ -536,7 +537,7 @@ static int from_doc(struct ebb__ydoc *doc, struct ebb__job_spec *out,
 }
 
 int ebb__jobspec_load_buffer(const char *name, const char *buf, size_t len,
-                             struct ebb__job_spec *out, struct ebb__diag *d)
+                             struct ebb__job_spec *out, struct ebb_diag *d)
 {
     memset(out, 0, sizeof(*out));
     struct ebb__ydoc *doc;
@@ -547,7 +548,7 @@ int ebb__jobspec_load_buffer(const char *name, const char *buf, size_t len,
 }
 
 int ebb__jobspec_load_file(const char *path, struct ebb__job_spec *out,
-                           struct ebb__diag *d)
+                           struct ebb_diag *d)
 {
     memset(out, 0, sizeof(*out));
     struct ebb__ydoc *doc;

@@ -26,9 +26,9 @@
 
 #include <ebb/common.h>
 #include <ebb/config.h>
+#include <ebb/diag.h>
 #include <ebb/policy.h>
 
-#include "base/diag.h"
 #include "base/yaml_doc.h"
 #include "base/yaml_read.h"
 
@@ -104,18 +104,18 @@ struct ebb__job_spec {
  * EBB_ENOTFOUND / EBB_EIO when the file cannot be read, EBB_ENOMEM; then
  * *out is zeroed, nothing leaks and d says "file:line: what". */
 int ebb__jobspec_load_file(const char *path, struct ebb__job_spec *out,
-                           struct ebb__diag *d);
+                           struct ebb_diag *d);
 
 /* As ebb__jobspec_load_file() for `len` bytes at `buf`; `name` (copied)
  * is the file name shown in messages. */
 int ebb__jobspec_load_buffer(const char *name, const char *buf, size_t len,
-                             struct ebb__job_spec *out, struct ebb__diag *d);
+                             struct ebb__job_spec *out, struct ebb_diag *d);
 
 /* Builds a spec from a YAML mapping `node` (borrowed; nothing of it is kept).
  * With want_submit, `submit:` is required (a workload's job); without, it
  * is an error. Returns as ebb__jobspec_load_buffer(). */
 int ebb__jobspec_from_node(const struct ebb__ynode *node, int want_submit,
-                           struct ebb__job_spec *out, struct ebb__diag *d);
+                           struct ebb__job_spec *out, struct ebb_diag *d);
 
 /* As ebb__jobspec_from_node(), with `defaults` (a mapping, or NULL) under
  * the job's own keys: a key the job leaves out (or sets to null) is taken
@@ -126,7 +126,7 @@ int ebb__jobspec_from_node_defaults(const struct ebb__ynode *node,
                                     const struct ebb__ynode *defaults,
                                     int want_submit,
                                     struct ebb__job_spec *out,
-                                    struct ebb__diag *d);
+                                    struct ebb_diag *d);
 
 /* Frees everything the spec owns and zeroes it. A zeroed spec and NULL are
  * allowed. */
@@ -151,7 +151,7 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *spec);
  * ebb__jobspec_free()), or EBB_ECONFIG / EBB_ENOMEM with *out zeroed and
  * d->msg starting "job spec JSON: ". */
 int ebb__jobspec_from_json(const json_t *j, struct ebb__job_spec *out,
-                           struct ebb__diag *d);
+                           struct ebb_diag *d);
 
 /* ---- shared by the YAML and JSON readers -------------------------------- */
 
@@ -198,7 +198,7 @@ struct ebb__jobspec_where {
  * the work plus one restart. Returns 0 or EBB_ECONFIG with d set. */
 int ebb__jobspec_check(const struct ebb__job_spec *spec,
                        const struct ebb__jobspec_where *where,
-                       struct ebb__diag *d);
+                       struct ebb_diag *d);
 
 /* ---- internal to src/jobspec*.c: reading one YAML value ----------------- */
 
@@ -224,15 +224,15 @@ const struct ebb__ynode *ebb__jy_get(const struct ebb__jy_layer *l,
  * `keys` is NULL, to hold only those keys. */
 int ebb__jy_sub(const struct ebb__jy_layer *l, const char *key,
                 const char *const *keys, const char *what,
-                struct ebb__jy_layer *out, struct ebb__diag *d);
+                struct ebb__jy_layer *out, struct ebb_diag *d);
 
 /* A policy or team name (see ebb__job_ident_valid()) into *out. */
 int ebb__jy_ident(const struct ebb__ynode *n, const char *what,
-                  const char *example, char **out, struct ebb__diag *d);
+                  const char *example, char **out, struct ebb_diag *d);
 
 /* An ISO 8601 time into *out. */
 int ebb__jy_time(const struct ebb__ynode *n, const char *what,
-                 ebb_time_ms *out, struct ebb__diag *d);
+                 ebb_time_ms *out, struct ebb_diag *d);
 
 /* ---- workloads for `ebb backtest` --------------------------------------- */
 
@@ -252,12 +252,12 @@ struct ebb__workload {
  * EBB_ENOMEM; on failure *out is NULL, nothing leaks and d says
  * "file:line: what". */
 int ebb__workload_load_file(const char *path, struct ebb__workload **out,
-                            struct ebb__diag *d);
+                            struct ebb_diag *d);
 
 /* As ebb__workload_load_file() for `len` bytes at `buf`; `name` (copied)
  * is the file name shown in messages. */
 int ebb__workload_load_buffer(const char *name, const char *buf, size_t len,
-                              struct ebb__workload **out, struct ebb__diag *d);
+                              struct ebb__workload **out, struct ebb_diag *d);
 
 /* Frees the workload and its jobs. NULL is allowed. */
 void ebb__workload_free(struct ebb__workload *w);

@@ -9,9 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/cfg_table.h"
 #include "base/str.h"
-#include "base/units.h"
 
 #define PREFIX "job spec JSON"
 
@@ -19,14 +20,14 @@
 
 static json_t *jdur(ebb_dur_ms v)
 {
-    char buf[EBB__DURATION_BUFSZ];
-    return json_string(ebb__format_duration(v, buf, sizeof(buf)));
+    char buf[EBB_DURATION_BUFSZ];
+    return json_string(ebb_format_duration(v, buf, sizeof(buf)));
 }
 
 static json_t *jtime(ebb_time_ms v)
 {
-    char buf[EBB__TIME_BUFSZ];
-    return json_string(ebb__format_time(v, buf, sizeof(buf)));
+    char buf[EBB_TIME_BUFSZ];
+    return json_string(ebb_format_time(v, buf, sizeof(buf)));
 }
 
 static json_t *jstr_or_null(const char *s)
@@ -119,7 +120,7 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
     json_t *o = json_object();
     if (o == NULL)
         return NULL;
-    char buf[EBB__MONEY_BUFSZ];
+    char buf[EBB_MONEY_BUFSZ];
     int bad = put(o, "name", json_string(s->name));
     if (s->shell)
         bad |= put(o, "run", json_string(s->argc > 0 ? s->argv[0] : ""));
@@ -135,7 +136,7 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
         bad |= put(o, "deadline", jtime(s->deadline_at));
     bad |= put(o, "budget",
                s->has_budget
-                   ? json_string(ebb__format_money(s->budget.amount,
+                   ? json_string(ebb_format_money(s->budget.amount,
                                                    s->budget.currency, buf,
                                                    sizeof(buf)))
                    : json_null());
@@ -162,22 +163,22 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
 
 /* ---- reading ------------------------------------------------------------ */
 
-static int fail(struct ebb__diag *d, const char *fmt, ...) EBB_PRINTF(2, 3);
+static int fail(struct ebb_diag *d, const char *fmt, ...) EBB_PRINTF(2, 3);
 
-static int fail(struct ebb__diag *d, const char *fmt, ...)
+static int fail(struct ebb_diag *d, const char *fmt, ...)
 {
     char msg[sizeof(d->msg)];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    ebb__diag_set(d, NULL, 0, "%s: %s", PREFIX, msg);
+    ebb_diag_set(d, NULL, 0, "%s: %s", PREFIX, msg);
     return EBB_ECONFIG;
 }
 
-static int nomem(struct ebb__diag *d)
+static int nomem(struct ebb_diag *d)
 {
-    ebb__diag_set(d, NULL, 0, "out of memory");
+    ebb_diag_set(d, NULL, 0, "out of memory");
     return EBB_ENOMEM;
 }
 
@@ -190,7 +191,7 @@ static const json_t *jget(const json_t *o, const char *key)
 
 static int check_keys(const json_t *o, const char *const *keys,
                       const char *const *extra, const char *what,
-                      struct ebb__diag *d)
+                      struct ebb_diag *d)
 {
     if (!json_is_object(o))
         return fail(d, "%s: expected an object", what);
@@ -203,9 +204,9 @@ static int check_keys(const json_t *o, const char *const *keys,
         for (size_t k = 0; !found && extra != NULL && extra[k] != NULL; k++)
             found = strcmp(key, extra[k]) == 0;
         if (!found) {
-            char q[EBB__DIAG_QUOTE_SIZE];
+            char q[EBB_DIAG_QUOTE_SIZE];
             return fail(d, "%s: unknown key %s", what,
-                        ebb__diag_quote(key, strlen(key), q, sizeof(q)));
+                        ebb_diag_quote(key, strlen(key), q, sizeof(q)));
         }
     }
     return 0;
@@ -213,7 +214,7 @@ static int check_keys(const json_t *o, const char *const *keys,
 
 /* A string value without NUL bytes; *out NULL when absent or null. */
 static int jtext(const json_t *o, const char *key, const char *what,
-                 const char **out, struct ebb__diag *d)
+                 const char **out, struct ebb_diag *d)
 {
     const json_t *v = jget(o, key);
     *out = NULL;
@@ -227,7 +228,7 @@ static int jtext(const json_t *o, const char *key, const char *what,
 }
 
 static int jcopy(const json_t *o, const char *key, const char *what,
-                 char **out, struct ebb__diag *d)
+                 char **out, struct ebb_diag *d)
 {
     const char *s;
     int rc = jtext(o, key, what, &s, d);
@@ -240,16 +241,16 @@ static int jcopy(const json_t *o, const char *key, const char *what,
 }
 
 static int jdur_get(const json_t *o, const char *key, const char *what,
-                    ebb_dur_ms *out, struct ebb__diag *d)
+                    ebb_dur_ms *out, struct ebb_diag *d)
 {
     const char *s, *why;
     int rc = jtext(o, key, what, &s, d);
     if (rc != 0 || s == NULL)
         return rc;
-    if (ebb__parse_duration_why(s, out, &why) != 0) {
-        char q[EBB__DIAG_QUOTE_SIZE];
+    if (ebb_parse_duration_why(s, out, &why) != 0) {
+        char q[EBB_DIAG_QUOTE_SIZE];
         return fail(d, "%s: %s is not a duration%s%s%s", what,
-                    ebb__diag_quote(s, strlen(s), q, sizeof(q)),
+                    ebb_diag_quote(s, strlen(s), q, sizeof(q)),
                     why != NULL ? " (" : "", why != NULL ? why : "",
                     why != NULL ? ")" : "");
     }
@@ -257,16 +258,16 @@ static int jdur_get(const json_t *o, const char *key, const char *what,
 }
 
 static int jtime_get(const json_t *o, const char *key, const char *what,
-                     int *has, ebb_time_ms *out, struct ebb__diag *d)
+                     int *has, ebb_time_ms *out, struct ebb_diag *d)
 {
     const char *s, *why;
     int rc = jtext(o, key, what, &s, d);
     if (rc != 0 || s == NULL)
         return rc;
-    if (ebb__parse_time_why(s, out, &why) != 0) {
-        char q[EBB__DIAG_QUOTE_SIZE];
+    if (ebb_parse_time_why(s, out, &why) != 0) {
+        char q[EBB_DIAG_QUOTE_SIZE];
         return fail(d, "%s: %s is not a time%s%s%s", what,
-                    ebb__diag_quote(s, strlen(s), q, sizeof(q)),
+                    ebb_diag_quote(s, strlen(s), q, sizeof(q)),
                     why != NULL ? " (" : "", why != NULL ? why : "",
                     why != NULL ? ")" : "");
     }
@@ -275,7 +276,7 @@ static int jtime_get(const json_t *o, const char *key, const char *what,
 }
 
 static int jint(const json_t *o, const char *key, const char *what,
-                json_int_t lo, json_int_t hi, int *out, struct ebb__diag *d)
+                json_int_t lo, json_int_t hi, int *out, struct ebb_diag *d)
 {
     const json_t *v = jget(o, key);
     if (v == NULL)
@@ -291,7 +292,7 @@ static int jint(const json_t *o, const char *key, const char *what,
 }
 
 static int jlist_get(const json_t *o, const char *key, const char *what,
-                     struct ebb_string_list *out, struct ebb__diag *d)
+                     struct ebb_string_list *out, struct ebb_diag *d)
 {
     const json_t *a = jget(o, key);
     if (a == NULL)
@@ -318,7 +319,7 @@ static int jlist_get(const json_t *o, const char *key, const char *what,
 }
 
 static int read_run(const json_t *j, struct ebb__job_spec *s,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     const json_t *sh = jget(j, "shell");
     if (sh != NULL && !json_is_boolean(sh))
@@ -351,25 +352,25 @@ static int read_run(const json_t *j, struct ebb__job_spec *s,
 }
 
 static int read_deadline(const json_t *j, struct ebb__job_spec *s,
-                         struct ebb__diag *d)
+                         struct ebb_diag *d)
 {
     const char *v;
     int rc = jtext(j, "deadline", "deadline", &v, d);
     if (rc != 0 || v == NULL)
         return rc;
     s->has_deadline = 1;
-    if (ebb__parse_time(v, &s->deadline_at) == 0)
+    if (ebb_parse_time(v, &s->deadline_at) == 0)
         return 0;
     s->deadline_is_relative = 1;
-    if (ebb__parse_duration(v, &s->deadline_in) == 0)
+    if (ebb_parse_duration(v, &s->deadline_in) == 0)
         return 0;
-    char q[EBB__DIAG_QUOTE_SIZE];
+    char q[EBB_DIAG_QUOTE_SIZE];
     return fail(d, "deadline: %s is not a time or a duration",
-                ebb__diag_quote(v, strlen(v), q, sizeof(q)));
+                ebb_diag_quote(v, strlen(v), q, sizeof(q)));
 }
 
 static int read_resources(const json_t *j, struct ebb__job_resources *r,
-                          struct ebb__diag *d)
+                          struct ebb_diag *d)
 {
     const json_t *o = jget(j, "resources");
     if (o == NULL)
@@ -406,7 +407,7 @@ static int read_resources(const json_t *j, struct ebb__job_resources *r,
 }
 
 static int read_checkpoint(const json_t *j, struct ebb__job_checkpoint *cp,
-                           struct ebb__diag *d)
+                           struct ebb_diag *d)
 {
     const json_t *o = jget(j, "checkpoint");
     if (o == NULL)
@@ -420,10 +421,10 @@ static int read_checkpoint(const json_t *j, struct ebb__job_checkpoint *cp,
         rc = jtext(o, "signal", "checkpoint.signal", &sig, d);
     if (rc == 0 && sig != NULL &&
         ebb__job_signal_parse(sig, &cp->signal, cp->signal_name) != 0) {
-        char q[EBB__DIAG_QUOTE_SIZE];
+        char q[EBB_DIAG_QUOTE_SIZE];
         return fail(d, "checkpoint.signal: %s is not one of SIGUSR1, SIGUSR2, "
                        "SIGTERM, SIGINT, SIGHUP, SIGQUIT",
-                    ebb__diag_quote(sig, strlen(sig), q, sizeof(q)));
+                    ebb_diag_quote(sig, strlen(sig), q, sizeof(q)));
     }
     if (rc == 0)
         rc = jdur_get(o, "grace", "checkpoint.grace", &cp->grace, d);
@@ -433,7 +434,7 @@ static int read_checkpoint(const json_t *j, struct ebb__job_checkpoint *cp,
 }
 
 static int read_env(const json_t *j, struct ebb__job_spec *s,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     const json_t *o = jget(j, "env");
     if (o == NULL)
@@ -449,15 +450,15 @@ static int read_env(const json_t *j, struct ebb__job_spec *s,
     const char *key;
     const json_t *v;
     json_object_foreach((json_t *)o, key, v) {
-        char q[EBB__DIAG_QUOTE_SIZE];
+        char q[EBB_DIAG_QUOTE_SIZE];
         if (!ebb__job_env_name_valid(key, strlen(key)) ||
             strncmp(key, "EBB_", 4) == 0)
             return fail(d, "env: %s is not a name a job may set",
-                        ebb__diag_quote(key, strlen(key), q, sizeof(q)));
+                        ebb_diag_quote(key, strlen(key), q, sizeof(q)));
         if (!json_is_string(v) ||
             strlen(json_string_value(v)) != json_string_length(v))
             return fail(d, "env.%s: expected a string", key);
-        s->env[s->n_env] = ebb__strfmt("%s=%s", key, json_string_value(v));
+        s->env[s->n_env] = ebb_strfmt("%s=%s", key, json_string_value(v));
         if (s->env[s->n_env] == NULL)
             return nomem(d);
         s->n_env++;
@@ -466,7 +467,7 @@ static int read_env(const json_t *j, struct ebb__job_spec *s,
 }
 
 static int read_spec(const json_t *j, struct ebb__job_spec *s,
-                     struct ebb__diag *d)
+                     struct ebb_diag *d)
 {
     static const char *const extra[] = {"file", "line", NULL};
     int rc = check_keys(j, ebb__jobspec_keys, extra, "job", d);
@@ -479,9 +480,9 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
     if (name == NULL)
         return fail(d, "missing required key \"name\"");
     if (!ebb__job_name_valid(name)) {
-        char q[EBB__DIAG_QUOTE_SIZE];
+        char q[EBB_DIAG_QUOTE_SIZE];
         return fail(d, "name: %s is not a valid job name",
-                    ebb__diag_quote(name, strlen(name), q, sizeof(q)));
+                    ebb_diag_quote(name, strlen(name), q, sizeof(q)));
     }
     s->name = strdup(name);
     if (s->name == NULL)
@@ -497,11 +498,11 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
     if (rc == 0)
         rc = jtext(j, "budget", "budget", &budget, d);
     if (rc == 0 && budget != NULL) {
-        char q[EBB__DIAG_QUOTE_SIZE];
-        if (ebb__parse_money_why(budget, &s->budget, &why) != 0 ||
+        char q[EBB_DIAG_QUOTE_SIZE];
+        if (ebb_parse_money_why(budget, &s->budget, &why) != 0 ||
             s->budget.amount <= 0)
             return fail(d, "budget: %s is not an amount more than 0",
-                        ebb__diag_quote(budget, strlen(budget), q,
+                        ebb_diag_quote(budget, strlen(budget), q,
                                         sizeof(q)));
         s->has_budget = 1;
     }
@@ -555,7 +556,7 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
 }
 
 int ebb__jobspec_from_json(const json_t *j, struct ebb__job_spec *out,
-                           struct ebb__diag *d)
+                           struct ebb_diag *d)
 {
     memset(out, 0, sizeof(*out));
     int rc = read_spec(j, out, d);

@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
 
 /* The value of `key`: the job's own unless absent or null, else the
  * default's unless absent or null, else NULL. */
@@ -24,7 +24,7 @@ const struct ebb__ynode *ebb__jy_get(const struct ebb__jy_layer *l,
 /* One of the layer's mappings, if present: a mapping holding only `keys`
  * (any keys when `keys` is NULL). */
 static int check_map(const struct ebb__ynode *map, const char *const *keys,
-                     const char *what, struct ebb__diag *d)
+                     const char *what, struct ebb_diag *d)
 {
     if (map == NULL)
         return 0;
@@ -38,7 +38,7 @@ static int check_map(const struct ebb__ynode *map, const char *const *keys,
  * checked against `keys`, the defaults' first. */
 int ebb__jy_sub(const struct ebb__jy_layer *l, const char *key,
                 const char *const *keys, const char *what,
-                struct ebb__jy_layer *out, struct ebb__diag *d)
+                struct ebb__jy_layer *out, struct ebb_diag *d)
 {
     const struct ebb__ynode *own = ebb__ymap_get(l->own, key);
     const struct ebb__ynode *dflt = ebb__ymap_get(l->dflt, key);
@@ -52,7 +52,7 @@ int ebb__jy_sub(const struct ebb__jy_layer *l, const char *key,
 
 /* Names of plugins and teams: the characters ebb.yaml allows for them. */
 int ebb__jy_ident(const struct ebb__ynode *n, const char *what,
-                  const char *example, char **out, struct ebb__diag *d)
+                  const char *example, char **out, struct ebb_diag *d)
 {
     int rc = ebb__yread_text(n, what, example, out, d);
     if (rc != 0)
@@ -61,8 +61,8 @@ int ebb__jy_ident(const struct ebb__ynode *n, const char *what,
         return 0;
     free(*out);
     *out = NULL;
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_set(d, n->file, n->line,
+    char q[EBB_DIAG_QUOTE_SIZE];
+    ebb_diag_set(d, n->file, n->line,
                   "%s: %s is not a valid name (1 to 64 letters, digits, - "
                   "and _; example: %s)",
                   what, ebb__yread_quote(n, q, sizeof(q)), example);
@@ -70,13 +70,13 @@ int ebb__jy_ident(const struct ebb__ynode *n, const char *what,
 }
 
 int ebb__jy_time(const struct ebb__ynode *n, const char *what, ebb_time_ms *out,
-                 struct ebb__diag *d)
+                 struct ebb_diag *d)
 {
     int rc = ebb__yread_scalar(n, what, "a time", d);
     if (rc != 0)
         return rc;
     const char *why;
-    if (ebb__parse_time_why(n->value, out, &why) != 0)
+    if (ebb_parse_time_why(n->value, out, &why) != 0)
         return ebb__yread_not_a(n, what, "a time", why,
                                 "2020-01-06T09:00:00Z", d);
     return 0;

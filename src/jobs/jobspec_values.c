@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/cfg_table.h"
-#include "base/units.h"
 
 const char *const ebb__jobspec_keys[] = {
     "name",       "run",    "shell",  "work",        "deadline",
@@ -135,10 +136,10 @@ int ebb__job_env_name_valid(const char *s, size_t len)
     return 1;
 }
 
-static void say(struct ebb__diag *d, const struct ebb__jobspec_where *w,
+static void say(struct ebb_diag *d, const struct ebb__jobspec_where *w,
                 int line, const char *fmt, ...) EBB_PRINTF(4, 5);
 
-static void say(struct ebb__diag *d, const struct ebb__jobspec_where *w,
+static void say(struct ebb_diag *d, const struct ebb__jobspec_where *w,
                 int line, const char *fmt, ...)
 {
     char msg[sizeof(d->msg)];
@@ -147,9 +148,9 @@ static void say(struct ebb__diag *d, const struct ebb__jobspec_where *w,
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (w->file != NULL)
-        ebb__diag_set(d, w->file, line > 0 ? line : w->job, "%s", msg);
+        ebb_diag_set(d, w->file, line > 0 ? line : w->job, "%s", msg);
     else
-        ebb__diag_set(d, NULL, 0, "%s: %s",
+        ebb_diag_set(d, NULL, 0, "%s: %s",
                       w->prefix != NULL ? w->prefix : "job spec", msg);
 }
 
@@ -162,10 +163,10 @@ static ebb_dur_ms add_sat(ebb_dur_ms a, ebb_dur_ms b)
 
 int ebb__jobspec_check(const struct ebb__job_spec *spec,
                        const struct ebb__jobspec_where *w,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
-    char a[EBB__TIME_BUFSZ], b[EBB__TIME_BUFSZ];
-    char c[EBB__DURATION_BUFSZ], e[EBB__DURATION_BUFSZ];
+    char a[EBB_TIME_BUFSZ], b[EBB_TIME_BUFSZ];
+    char c[EBB_DURATION_BUFSZ], e[EBB_DURATION_BUFSZ];
     if (spec->work <= 0) {
         say(d, w, w->work, "work: must be more than 0s (example: 8h)");
         return EBB_ECONFIG;
@@ -174,7 +175,7 @@ int ebb__jobspec_check(const struct ebb__job_spec *spec,
         spec->checkpoint.grace > EBB__JOB_GRACE_MAX) {
         say(d, w, w->grace,
             "checkpoint.grace: %s is longer than the limit of 10m",
-            ebb__format_duration(spec->checkpoint.grace, c, sizeof(c)));
+            ebb_format_duration(spec->checkpoint.grace, c, sizeof(c)));
         return EBB_ECONFIG;
     }
     if (spec->checkpoint.every < 0) {
@@ -185,10 +186,10 @@ int ebb__jobspec_check(const struct ebb__job_spec *spec,
         return 0;
 
     ebb_dur_ms need = add_sat(spec->work, spec->restart_overhead);
-    ebb__format_duration(spec->work, c, sizeof(c));
-    ebb__format_duration(spec->restart_overhead, e, sizeof(e));
+    ebb_format_duration(spec->work, c, sizeof(c));
+    ebb_format_duration(spec->restart_overhead, e, sizeof(e));
     if (spec->deadline_is_relative) {
-        ebb__format_duration(spec->deadline_in, a, sizeof(a));
+        ebb_format_duration(spec->deadline_in, a, sizeof(a));
         if (spec->deadline_in < need) {
             say(d, w, w->deadline,
                 "can never finish: deadline %s is shorter than work %s plus "
@@ -204,22 +205,22 @@ int ebb__jobspec_check(const struct ebb__job_spec *spec,
         }
         return 0;
     }
-    ebb__format_time(spec->deadline_at, a, sizeof(a));
+    ebb_format_time(spec->deadline_at, a, sizeof(a));
     if (spec->deadline_at <= 0) {
         say(d, w, w->deadline, "deadline: %s is before 1970", a);
         return EBB_ECONFIG;
     }
     if (!spec->has_submit)
         return 0;
-    ebb__format_time(spec->submit, b, sizeof(b));
+    ebb_format_time(spec->submit, b, sizeof(b));
     if (spec->deadline_at <= spec->submit) {
         say(d, w, w->deadline, "deadline: %s is not after submit %s", a, b);
         return EBB_ECONFIG;
     }
     ebb_dur_ms avail = spec->deadline_at - spec->submit;
     if (avail <= need) {
-        char f[EBB__DURATION_BUFSZ];
-        ebb__format_duration(avail, f, sizeof(f));
+        char f[EBB_DURATION_BUFSZ];
+        ebb_format_duration(avail, f, sizeof(f));
         say(d, w, w->deadline,
             "can never finish: deadline %s is %s after submit, %s work %s "
             "plus restart overhead %s", a, f,

@@ -37,7 +37,7 @@ static int by_name(const void *a, const void *b)
  * generated from months of real submissions. The duplicate reported is
  * the one that comes first in the file. */
 static int check_unique(const struct ebb__workload *w,
-                        const struct ebb__ynode *jobs, struct ebb__diag *d)
+                        const struct ebb__ynode *jobs, struct ebb_diag *d)
 {
     struct name_at *v = calloc(w->n, sizeof(*v));
     if (v == NULL)
@@ -62,11 +62,11 @@ static int check_unique(const struct ebb__workload *w,
     }
     int rc = 0;
     if (second != NULL) {
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_set(d, w->file, second->line,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(d, w->file, second->line,
                       "name: %s is already the name of the job at line %d; "
                       "job names must be unique in a workload",
-                      ebb__diag_quote(second->name, strlen(second->name), q,
+                      ebb_diag_quote(second->name, strlen(second->name), q,
                                       sizeof(q)),
                       first->line);
         rc = EBB_ECONFIG;
@@ -76,20 +76,20 @@ static int check_unique(const struct ebb__workload *w,
 }
 
 static int build(const struct ebb__ydoc *doc, struct ebb__workload *w,
-                 struct ebb__diag *d)
+                 struct ebb_diag *d)
 {
     const struct ebb__ynode *root = ebb__ydoc_root(doc);
     w->file = strdup(ebb__ydoc_name(doc));
     if (w->file == NULL)
         return ebb__yread_nomem(d);
     if (ebb__ynode_is_null(root)) {
-        ebb__diag_set(d, w->file, 0,
+        ebb_diag_set(d, w->file, 0,
                       "empty; a workload is a mapping with jobs: (a list of "
                       "job specs, each with submit:)");
         return EBB_ECONFIG;
     }
     if (root->kind != EBB__YMAP) {
-        ebb__diag_set(d, root->file, root->line,
+        ebb_diag_set(d, root->file, root->line,
                       "expected a workload (a mapping with jobs:), not %s",
                       ebb__ykind_name(root->kind));
         return EBB_ECONFIG;
@@ -101,26 +101,26 @@ static int build(const struct ebb__ydoc *doc, struct ebb__workload *w,
     if (ebb__ynode_is_null(defaults)) {
         defaults = NULL;
     } else if (defaults->kind != EBB__YMAP) {
-        ebb__diag_set(d, defaults->file, defaults->line,
+        ebb_diag_set(d, defaults->file, defaults->line,
                       "defaults: expected a mapping of job keys, not %s",
                       ebb__ykind_name(defaults->kind));
         return EBB_ECONFIG;
     }
     const struct ebb__ynode *jobs = ebb__ymap_get(root, "jobs");
     if (ebb__ynode_is_null(jobs)) {
-        ebb__diag_set(d, root->file, root->line,
+        ebb_diag_set(d, root->file, root->line,
                       "workload: missing required key \"jobs\" (a list of "
                       "job specs, each with submit:)");
         return EBB_ECONFIG;
     }
     if (jobs->kind != EBB__YSEQ) {
-        ebb__diag_set(d, jobs->file, jobs->line,
+        ebb_diag_set(d, jobs->file, jobs->line,
                       "jobs: expected a list of job specs, not %s",
                       ebb__ykind_name(jobs->kind));
         return EBB_ECONFIG;
     }
     if (jobs->n == 0) {
-        ebb__diag_set(d, jobs->file, jobs->line,
+        ebb_diag_set(d, jobs->file, jobs->line,
                       "jobs: empty; a workload needs at least one job");
         return EBB_ECONFIG;
     }
@@ -130,7 +130,7 @@ static int build(const struct ebb__ydoc *doc, struct ebb__workload *w,
     for (size_t i = 0; i < jobs->n; i++) {
         const struct ebb__ynode *item = jobs->items[i];
         if (item->kind != EBB__YMAP) {
-            ebb__diag_set(d, item->file, item->line,
+            ebb_diag_set(d, item->file, item->line,
                           "jobs[%zu]: expected a job spec (a mapping), not %s",
                           i, ebb__ykind_name(item->kind));
             return EBB_ECONFIG;
@@ -145,7 +145,7 @@ static int build(const struct ebb__ydoc *doc, struct ebb__workload *w,
 }
 
 static int from_doc(struct ebb__ydoc *doc, struct ebb__workload **out,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     struct ebb__workload *w = calloc(1, sizeof(*w));
     int rc = w == NULL ? ebb__yread_nomem(d) : build(doc, w, d);
@@ -159,7 +159,7 @@ static int from_doc(struct ebb__ydoc *doc, struct ebb__workload **out,
 }
 
 int ebb__workload_load_buffer(const char *name, const char *buf, size_t len,
-                              struct ebb__workload **out, struct ebb__diag *d)
+                              struct ebb__workload **out, struct ebb_diag *d)
 {
     *out = NULL;
     struct ebb__ydoc *doc;
@@ -170,7 +170,7 @@ int ebb__workload_load_buffer(const char *name, const char *buf, size_t len,
 }
 
 int ebb__workload_load_file(const char *path, struct ebb__workload **out,
-                            struct ebb__diag *d)
+                            struct ebb_diag *d)
 {
     *out = NULL;
     struct ebb__ydoc *doc;

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/cfg_table.h"
-#include "base/units.h"
 #include "base/yaml_read.h"
 
 static const char *const schedule_keys[] = {
@@ -37,24 +38,24 @@ const char *ebb__missed_name(enum ebb__missed m)
 }
 
 static int missing(const struct ebb__ynode *root, const char *key,
-                   const char *example, struct ebb__diag *d)
+                   const char *example, struct ebb_diag *d)
 {
-    ebb__diag_set(d, root->file, root->line,
+    ebb_diag_set(d, root->file, root->line,
                   "schedule: missing required key \"%s\" (example: %s)", key,
                   example);
     return EBB_ECONFIG;
 }
 
 static int do_name(struct ebb__schedule *s, const struct ebb__ynode *root,
-                   struct ebb__diag *d)
+                   struct ebb_diag *d)
 {
     const struct ebb__ynode *n = ebb__ymap_get(root, "name");
     if (ebb__ynode_is_null(n))
         return missing(root, "name", "name: nightly-eval", d);
     int rc = ebb__yread_text(n, "name", "nightly-eval", &s->name, d);
     if (rc == 0 && !ebb__job_name_valid(s->name)) {
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_set(d, n->file, n->line,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(d, n->file, n->line,
                       "name: %s is not a valid schedule name (1 to 64 "
                       "letters, digits, '.', '_' and '-', not \".\" or "
                       "\"..\"; example: nightly-eval)",
@@ -65,7 +66,7 @@ static int do_name(struct ebb__schedule *s, const struct ebb__ynode *root,
 }
 
 static int do_timezone(struct ebb__schedule *s, const struct ebb__ynode *root,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     const struct ebb__ynode *n = ebb__ymap_get(root, "timezone");
     if (ebb__ynode_is_null(n)) {
@@ -77,19 +78,19 @@ static int do_timezone(struct ebb__schedule *s, const struct ebb__ynode *root,
     int rc = ebb__yread_text(n, "timezone", "Asia/Shanghai", &s->timezone, d);
     if (rc != 0)
         return rc;
-    struct ebb__diag why = {{0}};
+    struct ebb_diag why = {{0}};
     rc = ebb__tz_load(s->timezone, &s->tz, &why);
     if (rc == EBB_ENOMEM)
         return ebb__yread_nomem(d);
     if (rc != 0) {
-        ebb__diag_set(d, n->file, n->line, "timezone: %s", why.msg);
+        ebb_diag_set(d, n->file, n->line, "timezone: %s", why.msg);
         return EBB_ECONFIG;
     }
     return 0;
 }
 
 static int do_cron(struct ebb__schedule *s, const struct ebb__ynode *root,
-                   struct ebb__diag *d)
+                   struct ebb_diag *d)
 {
     const struct ebb__ynode *n = ebb__ymap_get(root, "cron");
     if (ebb__ynode_is_null(n))
@@ -98,15 +99,15 @@ static int do_cron(struct ebb__schedule *s, const struct ebb__ynode *root,
     if (rc != 0)
         return rc;
     struct ebb__cron_error err;
-    char q[EBB__DIAG_QUOTE_SIZE];
+    char q[EBB_DIAG_QUOTE_SIZE];
     if (ebb__cron_parse(s->cron_text, 0, &s->cron, &err) != 0) {
-        ebb__diag_set(d, n->file, n->line, "cron: %s: %s",
+        ebb_diag_set(d, n->file, n->line, "cron: %s: %s",
                       ebb__yread_quote(n, q, sizeof(q)), err.msg);
         return EBB_ECONFIG;
     }
     ebb_time_ms first;
     if (ebb__cron_next(&s->cron, s->tz, 0, &first) != 0) {
-        ebb__diag_set(d, n->file, n->line,
+        ebb_diag_set(d, n->file, n->line,
                       "cron: %s never fires (no date matches it)",
                       ebb__yread_quote(n, q, sizeof(q)));
         return EBB_ECONFIG;
@@ -115,7 +116,7 @@ static int do_cron(struct ebb__schedule *s, const struct ebb__ynode *root,
 }
 
 static int do_missed(struct ebb__schedule *s, const struct ebb__ynode *root,
-                     struct ebb__diag *d)
+                     struct ebb_diag *d)
 {
     const struct ebb__ynode *n = ebb__ymap_get(root, "missed");
     s->missed = EBB__MISSED_SKIP;
@@ -127,8 +128,8 @@ static int do_missed(struct ebb__schedule *s, const struct ebb__ynode *root,
     if (strcmp(n->value, "run-once") == 0) {
         s->missed = EBB__MISSED_RUN_ONCE;
     } else if (strcmp(n->value, "skip") != 0) {
-        char q[EBB__DIAG_QUOTE_SIZE];
-        ebb__diag_set(d, n->file, n->line,
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(d, n->file, n->line,
                       "missed: %s is not skip or run-once",
                       ebb__yread_quote(n, q, sizeof(q)));
         return EBB_ECONFIG;
@@ -137,14 +138,14 @@ static int do_missed(struct ebb__schedule *s, const struct ebb__ynode *root,
 }
 
 static int do_budget(struct ebb__schedule *s, const struct ebb__ynode *root,
-                     struct ebb__diag *d)
+                     struct ebb_diag *d)
 {
     const struct ebb__ynode *n = ebb__ymap_get(root, "budget");
     if (ebb__ynode_is_null(n))
         return 0;
     int rc = ebb__cfg_parse_value(EBB_CFG_MONEY, n, "budget", &s->budget, d);
     if (rc == 0 && s->budget.amount <= 0) {
-        ebb__diag_set(d, n->file, n->line,
+        ebb_diag_set(d, n->file, n->line,
                       "budget: must be more than 0 (leave budget out for no "
                       "cap)");
         rc = EBB_ECONFIG;
@@ -158,7 +159,7 @@ static int do_budget(struct ebb__schedule *s, const struct ebb__ynode *root,
  * added in front, so it reads (and reports at their lines) all the rest.
  * The nodes stay the document's: the copy only borrows them. */
 static int parse_job(struct ebb__schedule *s, const struct ebb__ynode *root,
-                     const struct ebb__ynode *job, struct ebb__diag *d)
+                     const struct ebb__ynode *job, struct ebb_diag *d)
 {
     size_t name_at = 0;
     while (!ebb__yread_is_key(root->keys[name_at], "name"))
@@ -185,7 +186,7 @@ static int parse_job(struct ebb__schedule *s, const struct ebb__ynode *root,
 }
 
 static int do_job(struct ebb__schedule *s, const struct ebb__ynode *root,
-                  struct ebb__diag *d)
+                  struct ebb_diag *d)
 {
     const struct ebb__ynode *job = ebb__ymap_get(root, "job");
     if (ebb__ynode_is_null(job))
@@ -199,7 +200,7 @@ static int do_job(struct ebb__schedule *s, const struct ebb__ynode *root,
              k++) {
             if (!ebb__yread_is_key(job->keys[i], schedule_owned[k].key))
                 continue;
-            ebb__diag_set(d, job->keys[i]->file, job->keys[i]->line,
+            ebb_diag_set(d, job->keys[i]->file, job->keys[i]->line,
                           "job.%s: not part of a scheduled job: %s",
                           schedule_owned[k].key, schedule_owned[k].instead);
             return EBB_ECONFIG;
@@ -210,7 +211,7 @@ static int do_job(struct ebb__schedule *s, const struct ebb__ynode *root,
 
 /* The window must hold the work and one restart, like a job's deadline. */
 static int do_window(struct ebb__schedule *s, const struct ebb__ynode *root,
-                     struct ebb__diag *d)
+                     struct ebb_diag *d)
 {
     const struct ebb__ynode *n = ebb__ymap_get(root, "window");
     if (ebb__ynode_is_null(n))
@@ -220,14 +221,14 @@ static int do_window(struct ebb__schedule *s, const struct ebb__ynode *root,
         return rc;
     ebb_dur_ms need = s->job.work + s->job.restart_overhead;
     if (s->window <= need) {
-        char w[EBB__DURATION_BUFSZ], wk[EBB__DURATION_BUFSZ],
-            ro[EBB__DURATION_BUFSZ];
-        ebb__diag_set(d, n->file, n->line,
+        char w[EBB_DURATION_BUFSZ], wk[EBB_DURATION_BUFSZ],
+            ro[EBB_DURATION_BUFSZ];
+        ebb_diag_set(d, n->file, n->line,
                       "window: %s leaves no time for the job's work %s plus "
                       "restart overhead %s (make it longer)",
-                      ebb__format_duration(s->window, w, sizeof(w)),
-                      ebb__format_duration(s->job.work, wk, sizeof(wk)),
-                      ebb__format_duration(s->job.restart_overhead, ro,
+                      ebb_format_duration(s->window, w, sizeof(w)),
+                      ebb_format_duration(s->job.work, wk, sizeof(wk)),
+                      ebb_format_duration(s->job.restart_overhead, ro,
                                            sizeof(ro)));
         return EBB_ECONFIG;
     }
@@ -240,20 +241,20 @@ static int do_window(struct ebb__schedule *s, const struct ebb__ynode *root,
 }
 
 static int build(struct ebb__schedule *s, const struct ebb__ydoc *doc,
-                 struct ebb__diag *d)
+                 struct ebb_diag *d)
 {
     const struct ebb__ynode *root = ebb__ydoc_root(doc);
     s->file = strdup(ebb__ydoc_name(doc));
     if (s->file == NULL)
         return ebb__yread_nomem(d);
     if (ebb__ynode_is_null(root)) {
-        ebb__diag_set(d, s->file, 0,
+        ebb_diag_set(d, s->file, 0,
                       "empty; a schedule is a mapping with name, cron, "
                       "window and job (see docs/cron.md)");
         return EBB_ECONFIG;
     }
     if (root->kind != EBB__YMAP) {
-        ebb__diag_set(d, root->file, root->line,
+        ebb_diag_set(d, root->file, root->line,
                       "expected a schedule (a mapping with name, cron, window "
                       "and job), not %s",
                       ebb__ykind_name(root->kind));
@@ -279,7 +280,7 @@ static int build(struct ebb__schedule *s, const struct ebb__ydoc *doc,
 }
 
 static int from_doc(struct ebb__ydoc *doc, struct ebb__schedule *out,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     int rc = build(out, doc, d);
     ebb__ydoc_free(doc);
@@ -289,7 +290,7 @@ static int from_doc(struct ebb__ydoc *doc, struct ebb__schedule *out,
 }
 
 int ebb__schedule_load_buffer(const char *name, const char *buf, size_t len,
-                              struct ebb__schedule *out, struct ebb__diag *d)
+                              struct ebb__schedule *out, struct ebb_diag *d)
 {
     memset(out, 0, sizeof(*out));
     struct ebb__ydoc *doc;
@@ -300,7 +301,7 @@ int ebb__schedule_load_buffer(const char *name, const char *buf, size_t len,
 }
 
 int ebb__schedule_load_file(const char *path, struct ebb__schedule *out,
-                            struct ebb__diag *d)
+                            struct ebb_diag *d)
 {
     memset(out, 0, sizeof(*out));
     struct ebb__ydoc *doc;

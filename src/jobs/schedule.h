@@ -22,8 +22,8 @@
 #define EBB_SCHEDULE_H
 
 #include <ebb/common.h>
+#include <ebb/diag.h>
 
-#include "base/diag.h"
 #include "base/tz.h"
 #include "jobs/cron.h"
 #include "jobs/jobspec.h"
@@ -63,12 +63,12 @@ struct ebb__schedule {
  * the file cannot be read, EBB_ENOMEM; then *out is zeroed, nothing leaks
  * and d says "file:line: what". */
 int ebb__schedule_load_file(const char *path, struct ebb__schedule *out,
-                            struct ebb__diag *d);
+                            struct ebb_diag *d);
 
 /* As ebb__schedule_load_file() for `len` bytes at `buf`; `name` (copied)
  * is the file name shown in messages. */
 int ebb__schedule_load_buffer(const char *name, const char *buf, size_t len,
-                              struct ebb__schedule *out, struct ebb__diag *d);
+                              struct ebb__schedule *out, struct ebb_diag *d);
 
 /* Frees what the schedule owns and zeroes it. Zeroed and NULL allowed. */
 void ebb__schedule_free(struct ebb__schedule *s);

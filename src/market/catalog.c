@@ -5,8 +5,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include <ebb/trace.h>
+
 #include "base/csv.h"
-#include "base/trace.h"
 
 static const char *const columns[] = {
     "provider", "region", "instance_type", "on_demand_usd_per_hour",
@@ -25,13 +26,13 @@ struct layout {
 };
 
 static int check_header(struct ebb__csv *c, struct layout *lay,
-                        struct ebb__diag *d)
+                        struct ebb_diag *d)
 {
-    char q[EBB__DIAG_QUOTE_SIZE];
+    char q[EBB_DIAG_QUOTE_SIZE];
     lay->speed = lay->source = -1;
     lay->n_column = c->n_field;
     if (c->n_field < N_REQUIRED || c->n_field > MAX_COLUMNS) {
-        ebb__diag_set(d, c->name, c->line,
+        ebb_diag_set(d, c->name, c->line,
                       "header has %zu columns, expected 8 to 10; a catalog "
                       "starts with the line " HEADER,
                       c->n_field);
@@ -49,10 +50,10 @@ static int check_header(struct ebb__csv *c, struct layout *lay,
             lay->source = (int)i;
             continue;
         }
-        ebb__diag_set(d, c->name, c->line,
+        ebb_diag_set(d, c->name, c->line,
                       "column %zu of the header is %s, expected %s; a "
                       "catalog starts with the line " HEADER,
-                      i + 1, ebb__diag_quote(f, strlen(f), q, sizeof(q)),
+                      i + 1, ebb_diag_quote(f, strlen(f), q, sizeof(q)),
                       i < N_REQUIRED ? columns[i] : "speed or source");
         return EBB_EINVAL;
     }
@@ -79,7 +80,7 @@ static int parse_int(const char *s, int32_t *out)
 static int parse_real(const char *s, double *out, const char **why)
 {
     ebb_micros m;
-    if (ebb__parse_decimal_micros(s, &m, why) != 0)
+    if (ebb_parse_decimal_micros(s, &m, why) != 0)
         return EBB_EINVAL;
     *out = (double)m / (double)EBB_MICROS_PER_UNIT;
     return 0;
@@ -94,42 +95,42 @@ static void entry_free(struct ebb__catalog_entry *e)
     free(e->source);
 }
 
-static int bad(struct ebb__csv *c, struct ebb__diag *d, const char *column,
+static int bad(struct ebb__csv *c, struct ebb_diag *d, const char *column,
                const char *value, const char *what)
 {
-    char q[EBB__DIAG_QUOTE_SIZE];
-    ebb__diag_set(d, c->name, c->line, "%s: %s %s", column,
-                  ebb__diag_quote(value, strlen(value), q, sizeof(q)), what);
+    char q[EBB_DIAG_QUOTE_SIZE];
+    ebb_diag_set(d, c->name, c->line, "%s: %s %s", column,
+                  ebb_diag_quote(value, strlen(value), q, sizeof(q)), what);
     return EBB_EINVAL;
 }
 
 static int read_row(struct ebb__csv *c, const struct layout *lay,
-                    struct ebb__catalog_entry *e, struct ebb__diag *d)
+                    struct ebb__catalog_entry *e, struct ebb_diag *d)
 {
     char **f = c->field;
     const char *why = NULL;
     memset(e, 0, sizeof(*e));
     if (c->n_field != lay->n_column) {
-        ebb__diag_set(d, c->name, c->line,
+        ebb_diag_set(d, c->name, c->line,
                       "%zu fields, expected %zu as in the header", c->n_field,
                       lay->n_column);
         return EBB_EINVAL;
     }
     if (f[0][0] == '\0') {
-        ebb__diag_set(d, c->name, c->line, "provider is empty");
+        ebb_diag_set(d, c->name, c->line, "provider is empty");
         return EBB_EINVAL;
     }
     if (f[2][0] == '\0') {
-        ebb__diag_set(d, c->name, c->line, "instance_type is empty");
+        ebb_diag_set(d, c->name, c->line, "instance_type is empty");
         return EBB_EINVAL;
     }
-    if (ebb__parse_decimal_micros(f[3], &e->on_demand, &why) != 0)
+    if (ebb_parse_decimal_micros(f[3], &e->on_demand, &why) != 0)
         return bad(c, d, "on_demand_usd_per_hour", f[3],
                    why); /* e.g. "is not a number" */
     if (parse_int(f[4], &e->gpus) != 0)
         return bad(c, d, "gpus", f[4], "is not a whole number >= 0");
     if (e->gpus > 0 && f[5][0] == '\0') {
-        ebb__diag_set(d, c->name, c->line,
+        ebb_diag_set(d, c->name, c->line,
                       "gpu_model is empty but gpus is %d (name the model, "
                       "like V100)",
                       (int)e->gpus);
@@ -187,12 +188,12 @@ static int cmp_entry(const void *pa, const void *pb)
 }
 
 static int read_all(struct ebb__csv *c, struct ebb__catalog *cat,
-                    struct ebb__diag *d)
+                    struct ebb_diag *d)
 {
     struct layout lay;
     int rc = ebb__csv_next(c, d);
     if (rc == 0) {
-        ebb__diag_set(d, c->name, 0,
+        ebb_diag_set(d, c->name, 0,
                       "file is empty; a catalog starts with the line " HEADER);
         return EBB_EINVAL;
     }
@@ -221,7 +222,7 @@ static int read_all(struct ebb__csv *c, struct ebb__catalog *cat,
 }
 
 int ebb__catalog_load(const char *path, struct ebb__catalog **out,
-                      struct ebb__diag *d)
+                      struct ebb_diag *d)
 {
     struct ebb__csv c;
     int rc = ebb__csv_open(&c, path, d);
@@ -240,7 +241,7 @@ int ebb__catalog_load(const char *path, struct ebb__catalog **out,
             const struct ebb__catalog_entry *a = &cat->entry[i - 1];
             const struct ebb__catalog_entry *b = &cat->entry[i];
             if (cmp_key(a, b->provider, b->region, b->instance_type) == 0) {
-                ebb__diag_set(d, path, b->line,
+                ebb_diag_set(d, path, b->line,
                               "%s/%s/%s is already listed on line %d; keep "
                               "one row per provider, region and "
                               "instance_type",

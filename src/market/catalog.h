@@ -19,9 +19,8 @@
 #include <stdint.h>
 
 #include <ebb/common.h>
+#include <ebb/diag.h>
 #include <ebb/types.h>
-
-#include "base/diag.h"
 
 struct ebb__catalog_entry {
     char *provider, *region, *instance_type; /* region may be "" */
@@ -47,7 +46,7 @@ struct ebb__catalog {
  * "file:line: message" in `d` (may be NULL); *out is untouched on failure.
  * Two rows with the same (provider, region, instance_type) are an error. */
 int ebb__catalog_load(const char *path, struct ebb__catalog **out,
-                      struct ebb__diag *d);
+                      struct ebb_diag *d);
 
 /* Frees a catalog. NULL is a no-op. */
 void ebb__catalog_free(struct ebb__catalog *c);

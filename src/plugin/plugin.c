@@ -69,7 +69,7 @@ void ebb__plugin_path_free(struct ebb__plugin_path *path)
  * struct must be at least as large as the first version of this ABI so that
  * every field we read exists. Fields appended later are ignored. */
 static int check_abi(enum ebb__plugin_kind kind, const char *file,
-                     const void *entry, struct ebb__diag *d)
+                     const void *entry, struct ebb_diag *d)
 {
     uint32_t abi, size, want_abi;
     size_t min_size;
@@ -87,14 +87,14 @@ static int check_abi(enum ebb__plugin_kind kind, const char *file,
         min_size = sizeof(struct ebb_policy);
     }
     if (abi != want_abi) {
-        ebb__diag_set(d, NULL, 0,
+        ebb_diag_set(d, NULL, 0,
                       "%s: built for %s ABI %u, but this ebb speaks ABI %u; "
                       "rebuild the plugin against this ebb's include/ebb headers",
                       file, kind_noun(kind), abi, want_abi);
         return EBB_EABI;
     }
     if (size < min_size) {
-        ebb__diag_set(d, NULL, 0,
+        ebb_diag_set(d, NULL, 0,
                       "%s: struct_size %u is smaller than ABI %u requires (%zu); "
                       "set struct_size = sizeof(struct ebb_%s)",
                       file, size, want_abi, min_size, kind_noun(kind));
@@ -104,14 +104,14 @@ static int check_abi(enum ebb__plugin_kind kind, const char *file,
 }
 
 int ebb__plugin_open_file(enum ebb__plugin_kind kind, const char *file,
-                          struct ebb__plugin **out, struct ebb__diag *d)
+                          struct ebb__plugin **out, struct ebb_diag *d)
 {
     *out = NULL;
     /* RTLD_LOCAL keeps one plugin's symbols from satisfying another's;
      * RTLD_NOW makes a missing dependency fail here, not mid-run. */
     void *dl = dlopen(file, RTLD_NOW | RTLD_LOCAL);
     if (dl == NULL) {
-        ebb__diag_set(d, NULL, 0, "cannot load %s plugin: %s (run `ldd %s` to "
+        ebb_diag_set(d, NULL, 0, "cannot load %s plugin: %s (run `ldd %s` to "
                       "see which library is missing)", kind_noun(kind),
                       dlerror(), file);
         return EBB_EIO;
@@ -120,7 +120,7 @@ int ebb__plugin_open_file(enum ebb__plugin_kind kind, const char *file,
                                                       : "ebb_policy_entry";
     void *sym = dlsym(dl, symbol);
     if (sym == NULL) {
-        ebb__diag_set(d, NULL, 0, "%s: not an ebb %s plugin (no exported "
+        ebb_diag_set(d, NULL, 0, "%s: not an ebb %s plugin (no exported "
                       "symbol %s; export it with EBB_EXTERN)", file,
                       kind_noun(kind), symbol);
         dlclose(dl);
@@ -139,7 +139,7 @@ int ebb__plugin_open_file(enum ebb__plugin_kind kind, const char *file,
         entry = fn();
     }
     if (entry == NULL) {
-        ebb__diag_set(d, NULL, 0, "%s: %s() returned NULL", file, symbol);
+        ebb_diag_set(d, NULL, 0, "%s: %s() returned NULL", file, symbol);
         dlclose(dl);
         return EBB_EABI;
     }
@@ -179,16 +179,16 @@ static int file_exists(const char *file)
 
 int ebb__plugin_open(enum ebb__plugin_kind kind, const char *name,
                      const struct ebb__plugin_path *path,
-                     struct ebb__plugin **out, struct ebb__diag *d)
+                     struct ebb__plugin **out, struct ebb_diag *d)
 {
     *out = NULL;
     if (name[0] == '\0' || strchr(name, '/') != NULL) {
-        ebb__diag_set(d, NULL, 0, "\"%s\" is not a valid %s name",
+        ebb_diag_set(d, NULL, 0, "\"%s\" is not a valid %s name",
                       name, kind_noun(kind));
         return EBB_EINVAL;
     }
     for (size_t i = 0; i < path->n; i++) {
-        char *file = ebb__strfmt("%s/%s/%s.so", path->dirs[i],
+        char *file = ebb_strfmt("%s/%s/%s.so", path->dirs[i],
                                  ebb__plugin_kind_dir(kind), name);
         if (file == NULL)
             return EBB_ENOMEM;
@@ -198,7 +198,7 @@ int ebb__plugin_open(enum ebb__plugin_kind kind, const char *name,
         }
         int rc = ebb__plugin_open_file(kind, file, out, d);
         if (rc == 0 && strcmp((*out)->name, name) != 0) {
-            ebb__diag_set(d, NULL, 0, "%s: the plugin calls itself \"%s\"; "
+            ebb_diag_set(d, NULL, 0, "%s: the plugin calls itself \"%s\"; "
                           "rename the file or the plugin so they agree",
                           file, (*out)->name);
             ebb__plugin_close(*out);
@@ -217,7 +217,7 @@ int ebb__plugin_open(enum ebb__plugin_kind kind, const char *name,
             break;
         used += (size_t)n;
     }
-    ebb__diag_set(d, NULL, 0, "no %s plugin named \"%s\" (looked in %s; set "
+    ebb_diag_set(d, NULL, 0, "no %s plugin named \"%s\" (looked in %s; set "
                   "plugin_dirs in ebb.yaml or EBB_PLUGIN_PATH)",
                   kind_noun(kind), name, dirs);
     return EBB_ENOTFOUND;
@@ -275,7 +275,7 @@ int ebb__plugin_list(enum ebb__plugin_kind kind,
     size_t n_shown = 0;
     int rc = 0;
     for (size_t i = 0; i < path->n && rc == 0; i++) {
-        char *dir = ebb__strfmt("%s/%s", path->dirs[i], ebb__plugin_kind_dir(kind));
+        char *dir = ebb_strfmt("%s/%s", path->dirs[i], ebb__plugin_kind_dir(kind));
         if (dir == NULL) {
             rc = EBB_ENOMEM;
             break;
@@ -308,7 +308,7 @@ int ebb__plugin_list(enum ebb__plugin_kind kind,
             qsort(names, n_names, sizeof(*names), cmp_str);
         for (size_t j = 0; j < n_names; j++) {
             if (rc == 0 && !seen(shown, n_shown, names[j])) {
-                char *file = ebb__strfmt("%s/%s.so", dir, names[j]);
+                char *file = ebb_strfmt("%s/%s.so", dir, names[j]);
                 char **grown = realloc(shown, (n_shown + 1) * sizeof(*shown));
                 if (file == NULL || grown == NULL) {
                     free(file);

@@ -11,10 +11,9 @@
 #define EBB_PLUGIN_H
 
 #include <ebb/config.h>
+#include <ebb/diag.h>
 #include <ebb/policy.h>
 #include <ebb/provider.h>
-
-#include "base/diag.h"
 
 enum ebb__plugin_kind {
     EBB__PLUGIN_PROVIDER,
@@ -51,12 +50,12 @@ const char *ebb__plugin_kind_dir(enum ebb__plugin_kind kind);
  * message in `d`. The caller owns *out; close it with ebb__plugin_close(). */
 int ebb__plugin_open(enum ebb__plugin_kind kind, const char *name,
                      const struct ebb__plugin_path *path,
-                     struct ebb__plugin **out, struct ebb__diag *d);
+                     struct ebb__plugin **out, struct ebb_diag *d);
 
 /* Opens the plugin at an explicit file path (tests, `ebb providers
  * describe ./x.so`). Same errors as ebb__plugin_open(). */
 int ebb__plugin_open_file(enum ebb__plugin_kind kind, const char *file,
-                          struct ebb__plugin **out, struct ebb__diag *d);
+                          struct ebb__plugin **out, struct ebb_diag *d);
 
 /* dlcloses and frees; NULL is ignored. The struct the plugin exported must
  * not be used afterwards. */

@@ -197,7 +197,7 @@ static const char *host_plugin_dir(void *ctx)
         return NULL;
     if (h->dir == NULL) {
         char err[256];
-        char *dir = ebb__strfmt("%s/%s", h->env->plugins_dir, h->name);
+        char *dir = ebb_strfmt("%s/%s", h->env->plugins_dir, h->name);
         if (dir == NULL || ebb__mkdir_p(dir, err, sizeof(err)) != 0) {
             ebb__error("%s: %s", h->name, dir ? err : "out of memory");
             free(dir);

@@ -8,7 +8,7 @@
 
 static int slot_add(struct ebb__plugin_slot **slots, size_t *n,
                     struct ebb__plugin *plugin, const struct ebb__ynode *section,
-                    const char *where, struct ebb__diag *d)
+                    const char *where, struct ebb_diag *d)
 {
     void *config = NULL;
     int rc = ebb__cfg_apply(ebb__plugin_config_keys(plugin),
@@ -31,7 +31,7 @@ static int slot_add(struct ebb__plugin_slot **slots, size_t *n,
 }
 
 static int load_providers(struct ebb__registry *r, const struct ebb__config *cfg,
-                          struct ebb__diag *d)
+                          struct ebb_diag *d)
 {
     for (size_t i = 0; i < cfg->n_providers; i++) {
         const struct ebb__config_section *sec = &cfg->providers[i];
@@ -40,12 +40,12 @@ static int load_providers(struct ebb__registry *r, const struct ebb__config *cfg
                                   &plugin, d);
         if (rc != 0) {
             /* Point at the line in ebb.yaml that asked for the plugin. */
-            struct ebb__diag inner = *d;
-            ebb__diag_set(d, cfg->file, sec->line, "providers.%s: %s",
+            struct ebb_diag inner = *d;
+            ebb_diag_set(d, cfg->file, sec->line, "providers.%s: %s",
                           sec->name, inner.msg);
             return rc;
         }
-        char *where = ebb__strfmt("providers.%s", sec->name);
+        char *where = ebb_strfmt("providers.%s", sec->name);
         if (where == NULL) {
             ebb__plugin_close(plugin);
             return EBB_ENOMEM;
@@ -61,7 +61,7 @@ static int load_providers(struct ebb__registry *r, const struct ebb__config *cfg
 struct policy_list {
     struct ebb__registry *r;
     const struct ebb__config *cfg;
-    struct ebb__diag *d;
+    struct ebb_diag *d;
     int rc;
 };
 
@@ -78,7 +78,7 @@ static void on_policy_found(void *arg, const char *name, const char *file)
         return;
     const struct ebb__config_section *sec = ebb__config_policy(pl->cfg, name);
     const struct ebb__ynode *section = sec ? sec->node : NULL;
-    char *where = ebb__strfmt("policies.%s", name);
+    char *where = ebb_strfmt("policies.%s", name);
     if (where == NULL) {
         ebb__plugin_close(plugin);
         pl->rc = EBB_ENOMEM;
@@ -90,7 +90,7 @@ static void on_policy_found(void *arg, const char *name, const char *file)
 }
 
 static int load_policies(struct ebb__registry *r, const struct ebb__config *cfg,
-                         struct ebb__diag *d)
+                         struct ebb_diag *d)
 {
     struct policy_list pl = {.r = r, .cfg = cfg, .d = d};
     int rc = ebb__plugin_list(EBB__PLUGIN_POLICY, &r->path, on_policy_found, &pl);
@@ -101,14 +101,14 @@ static int load_policies(struct ebb__registry *r, const struct ebb__config *cfg,
     for (size_t i = 0; i < cfg->n_policies; i++) {
         const struct ebb__config_section *sec = &cfg->policies[i];
         if (ebb__registry_policy(r, sec->name) == NULL) {
-            ebb__diag_set(d, cfg->file, sec->line,
+            ebb_diag_set(d, cfg->file, sec->line,
                           "policies.%s: no such policy is installed", sec->name);
             return EBB_ECONFIG;
         }
     }
     if (cfg->default_policy != NULL &&
         ebb__registry_policy(r, cfg->default_policy) == NULL) {
-        ebb__diag_set(d, NULL, 0, "default_policy \"%s\" is not installed "
+        ebb_diag_set(d, NULL, 0, "default_policy \"%s\" is not installed "
                       "(check plugin_dirs or EBB_PLUGIN_PATH)", cfg->default_policy);
         return EBB_ECONFIG;
     }
@@ -116,7 +116,7 @@ static int load_policies(struct ebb__registry *r, const struct ebb__config *cfg,
 }
 
 int ebb__registry_load(struct ebb__registry *r, const struct ebb__config *cfg,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     *r = (struct ebb__registry){0};
     int rc = ebb__plugin_path_init(&r->path, &cfg->plugin_dirs);
@@ -130,7 +130,7 @@ int ebb__registry_load(struct ebb__registry *r, const struct ebb__config *cfg,
 }
 
 static int slot_start(struct ebb__plugin_slot *slot,
-                      const struct ebb__host_env *env, struct ebb__diag *d)
+                      const struct ebb__host_env *env, struct ebb_diag *d)
 {
     int rc = ebb__host_init(&slot->host, env, slot->plugin->name);
     if (rc != 0)
@@ -142,14 +142,14 @@ static int slot_start(struct ebb__plugin_slot *slot,
              : p->policy->create(&slot->host.host, slot->config, &slot->self);
     if (rc != 0) {
         slot->self = NULL;
-        ebb__diag_set(d, NULL, 0, "%s %s: cannot start: %s",
+        ebb_diag_set(d, NULL, 0, "%s %s: cannot start: %s",
                       ebb__plugin_kind_dir(p->kind), p->name, ebb_strerror(rc));
     }
     return rc;
 }
 
 int ebb__registry_start(struct ebb__registry *r, const struct ebb__host_env *env,
-                        struct ebb__diag *d)
+                        struct ebb_diag *d)
 {
     for (size_t i = 0; i < r->n_providers; i++) {
         int rc = slot_start(&r->providers[i], env, d);

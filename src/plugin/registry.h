@@ -9,7 +9,8 @@
 #ifndef EBB_REGISTRY_H
 #define EBB_REGISTRY_H
 
-#include "base/diag.h"
+#include <ebb/diag.h>
+
 #include "base/yaml_doc.h"
 #include "config/config_file.h"
 #include "plugin/plugin.h"
@@ -37,13 +38,13 @@ struct ebb__registry {
  * `default_policy` that is not installed. Returns 0 or an EBB_E* code with
  * d set; on failure *r is empty. `cfg` must outlive the registry. */
 int ebb__registry_load(struct ebb__registry *r, const struct ebb__config *cfg,
-                       struct ebb__diag *d);
+                       struct ebb_diag *d);
 
 /* Creates every plugin instance with a host from `env`. Returns 0 or the
  * first failure with d set (instances created so far stay registered and
  * are destroyed by ebb__registry_free). */
 int ebb__registry_start(struct ebb__registry *r, const struct ebb__host_env *env,
-                        struct ebb__diag *d);
+                        struct ebb_diag *d);
 
 /* Destroys instances (providers complete their requests with
  * EBB_ECANCELED), frees configurations and closes the plugins. */

@@ -3,10 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/trace.h>
+#include <ebb/units.h>
+
 #include "base/log.h"
 #include "base/str.h"
-#include "base/trace.h"
-#include "base/units.h"
 #include "engine/engine.h"
 #include "engine/vengine.h"
 #include "jobs/jobspec.h"
@@ -39,7 +40,7 @@ struct backtest {
     struct ebb__vengine v;      /* the engine, its plugins and clock */
     struct ebb__timer *submits;
     struct ebb__job **jobs;     /* by workload index */
-    struct ebb__diag *d;
+    struct ebb_diag *d;
     int failed;
     ebb_time_ms start, end;
     struct ebb__timer progress;
@@ -48,15 +49,15 @@ struct backtest {
 /* ---- set-up ------------------------------------------------------------ */
 
 /* Quotes a path for a YAML double-quoted scalar. */
-static void yaml_quote(struct ebb__buf *b, const char *s)
+static void yaml_quote(struct ebb_buf *b, const char *s)
 {
-    ebb__buf_puts(b, "\"");
+    ebb_buf_puts(b, "\"");
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            ebb__buf_puts(b, "\\");
-        ebb__buf_append(b, s, 1);
+            ebb_buf_puts(b, "\\");
+        ebb_buf_append(b, s, 1);
     }
-    ebb__buf_puts(b, "\"");
+    ebb_buf_puts(b, "\"");
 }
 
 /* The backtest's ebb.yaml: the sim market over the given traces. Built as
@@ -65,29 +66,29 @@ static void yaml_quote(struct ebb__buf *b, const char *s)
 static char *config_text(const struct backtest *bt)
 {
     const struct ebb__backtest_options *o = bt->opt;
-    struct ebb__buf b = {0};
-    ebb__buf_puts(&b, "providers:\n  sim:\n    prices: ");
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "providers:\n  sim:\n    prices: ");
     yaml_quote(&b, o->prices);
     if (o->availability != NULL) {
-        ebb__buf_puts(&b, "\n    availability: ");
+        ebb_buf_puts(&b, "\n    availability: ");
         yaml_quote(&b, o->availability);
     }
-    ebb__buf_printf(&b, "\n    seed: %lld\n    preemption_hazard: %.17g\n",
+    ebb_buf_printf(&b, "\n    seed: %lld\n    preemption_hazard: %.17g\n",
                     o->seed, o->preemption_hazard);
     if (o->billing != NULL) {
-        ebb__buf_puts(&b, "    billing: ");
+        ebb_buf_puts(&b, "    billing: ");
         yaml_quote(&b, o->billing);
-        ebb__buf_puts(&b, "\n");
+        ebb_buf_puts(&b, "\n");
     }
     if (o->policy != NULL) {
-        ebb__buf_puts(&b, "default_policy: ");
+        ebb_buf_puts(&b, "default_policy: ");
         yaml_quote(&b, o->policy);
-        ebb__buf_puts(&b, "\n");
+        ebb_buf_puts(&b, "\n");
     }
-    return ebb__buf_take(&b);
+    return ebb_buf_take(&b);
 }
 
-static int known_type(const struct ebb__price_trace *t,
+static int known_type(const struct ebb_price_trace *t,
                       const struct ebb__catalog *c, const char *type)
 {
     for (size_t i = 0; i < t->n_series; i++)
@@ -122,8 +123,8 @@ static double fastest_on_demand(const struct ebb__catalog *c,
  * fastest on-demand type it may use. */
 static int validate(struct backtest *bt)
 {
-    struct ebb__price_trace *trace = NULL;
-    int rc = ebb__price_trace_load(bt->opt->prices, &trace, bt->d);
+    struct ebb_price_trace *trace = NULL;
+    int rc = ebb_price_trace_load(bt->opt->prices, &trace, bt->d);
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < bt->workload->n && rc == 0; i++) {
@@ -131,7 +132,7 @@ static int validate(struct backtest *bt)
         const struct ebb_string_list *types = &s->resources.instance_types;
         for (size_t k = 0; k < types->n && rc == 0; k++) {
             if (!known_type(trace, bt->catalog, types->items[k])) {
-                ebb__diag_set(bt->d, s->file, s->line, "job %s: unknown instance "
+                ebb_diag_set(bt->d, s->file, s->line, "job %s: unknown instance "
                               "type \"%s\" (not in %s nor in %s)", s->name,
                               types->items[k], bt->opt->prices, bt->opt->catalog);
                 rc = EBB_EINVAL;
@@ -143,15 +144,15 @@ static int validate(struct backtest *bt)
             s->submit + s->restart_overhead + (ebb_dur_ms)((double)s->work / speed) >
                 deadline) {
             char work[32], window[32];
-            ebb__format_duration(s->work, work, sizeof(work));
-            ebb__format_duration(deadline - s->submit, window, sizeof(window));
-            ebb__diag_set(bt->d, s->file, s->line, "job %s can never finish: %s "
+            ebb_format_duration(s->work, work, sizeof(work));
+            ebb_format_duration(deadline - s->submit, window, sizeof(window));
+            ebb_diag_set(bt->d, s->file, s->line, "job %s can never finish: %s "
                           "of work plus restart overhead does not fit in %s even "
                           "on its fastest instance type", s->name, work, window);
             rc = EBB_EINVAL;
         }
     }
-    ebb__price_trace_free(trace);
+    ebb_price_trace_free(trace);
     return rc;
 }
 
@@ -169,7 +170,7 @@ static void on_submit(struct ebb__timer *t)
         free(spec.policy);
         spec.policy = strdup(bt->opt->policy);
     }
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__engine_submit(&bt->v.engine, &spec, "", 0, NULL, &bt->jobs[i], &d);
     if (rc != 0) {
         ebb__jobspec_free(&spec);
@@ -184,7 +185,7 @@ static void on_progress(struct ebb__timer *t)
     struct backtest *bt = t->data;
     ebb_time_ms now = ebb__clock_now(&bt->v.clock);
     char when[40];
-    ebb__format_time(now, when, sizeof(when));
+    ebb_format_time(now, when, sizeof(when));
     size_t done = bt->v.engine.n_jobs - bt->v.engine.n_active;
     double pct = bt->end > bt->start ? 100.0 * (double)(now - bt->start) /
                                            (double)(bt->end - bt->start)
@@ -335,7 +336,7 @@ static json_t *time_json(ebb_time_ms t)
     char buf[40];
     if (t <= 0)
         return json_null();
-    return json_string(ebb__format_time(t, buf, sizeof(buf)));
+    return json_string(ebb_format_time(t, buf, sizeof(buf)));
 }
 
 static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
@@ -426,7 +427,7 @@ static int setup(struct backtest *bt)
     if (rc == 0)
         rc = ebb__workload_load_file(bt->opt->workload, &bt->workload, bt->d);
     if (rc == 0 && bt->workload->n == 0) {
-        ebb__diag_set(bt->d, bt->opt->workload, 0, "the workload has no jobs");
+        ebb_diag_set(bt->d, bt->opt->workload, 0, "the workload has no jobs");
         rc = EBB_EINVAL;
     }
     if (rc == 0)
@@ -456,7 +457,7 @@ static void teardown(struct backtest *bt)
 }
 
 int ebb__backtest_run(const struct ebb__backtest_options *o, json_t **result,
-                      struct ebb__diag *d)
+                      struct ebb_diag *d)
 {
     *result = NULL;
     struct backtest bt = {.opt = o, .d = d};

@@ -14,7 +14,7 @@
 
 #include <jansson.h>
 
-#include "base/diag.h"
+#include <ebb/diag.h>
 
 struct ebb__backtest_options {
     const char *prices;        /* required */
@@ -32,6 +32,6 @@ struct ebb__backtest_options {
  * `ebb backtest --json` prints (caller decrefs). Bad input returns
  * EBB_EINVAL / EBB_ECONFIG with d naming the file and line. */
 int ebb__backtest_run(const struct ebb__backtest_options *o, json_t **result,
-                      struct ebb__diag *d);
+                      struct ebb_diag *d);
 
 #endif

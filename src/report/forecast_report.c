@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "market/forecast.h"
 
 int ebb__forecast_count_steps(ebb_dur_ms horizon, ebb_dur_ms step, size_t *n,
@@ -34,16 +35,16 @@ int ebb__forecast_count_steps(ebb_dur_ms horizon, ebb_dur_ms step, size_t *n,
  * also keeps origin + k*step far from overflowing. */
 #define LATEST_TIME INT64_C(253402300799999) /* 9999-12-31T23:59:59.999Z */
 
-static int check_opts(const struct ebb__forecast_opts *o, struct ebb__diag *d)
+static int check_opts(const struct ebb__forecast_opts *o, struct ebb_diag *d)
 {
     if (o->step <= 0 || o->n_steps == 0 || o->n_steps > EBB__FORECAST_MAX_POINTS) {
-        ebb__diag_set(d, NULL, 0, "a forecast needs 1 to %d points of a positive step",
+        ebb_diag_set(d, NULL, 0, "a forecast needs 1 to %d points of a positive step",
                       EBB__FORECAST_MAX_POINTS);
         return EBB_EINVAL;
     }
     if (o->origin < 0 || o->origin > LATEST_TIME ||
         o->step > (LATEST_TIME - o->origin) / (ebb_dur_ms)o->n_steps) {
-        ebb__diag_set(d, NULL, 0, "the forecast would reach past the year 9999");
+        ebb_diag_set(d, NULL, 0, "the forecast would reach past the year 9999");
         return EBB_EINVAL;
     }
     return 0;
@@ -59,8 +60,8 @@ static json_t *usd(ebb_micros m)
 
 static json_t *time_json(ebb_time_ms t)
 {
-    char buf[EBB__TIME_BUFSZ];
-    return json_string(ebb__format_time(t, buf, sizeof(buf)));
+    char buf[EBB_TIME_BUFSZ];
+    return json_string(ebb_format_time(t, buf, sizeof(buf)));
 }
 
 struct series_key {
@@ -74,7 +75,7 @@ struct series_key {
 static int add_series(json_t *arr, const struct series_key *k,
                       const struct ebb__price_history *h,
                       const struct ebb__forecast_opts *o,
-                      struct ebb_forecast_point *pts, struct ebb__diag *d)
+                      struct ebb_forecast_point *pts, struct ebb_diag *d)
 {
     size_t before = 0; /* rows with at < origin */
     while (before < h->n && h->at[before] < o->origin)
@@ -85,7 +86,7 @@ static int add_series(json_t *arr, const struct series_key *k,
     if (rc == EBB_ENOTFOUND)
         return 0;
     if (rc != 0) {
-        ebb__diag_set(d, NULL, 0, "cannot forecast %s %s %s: %s", k->provider,
+        ebb_diag_set(d, NULL, 0, "cannot forecast %s %s %s: %s", k->provider,
                       k->zone, k->instance_type, ebb_strerror(rc));
         return rc;
     }
@@ -128,18 +129,18 @@ static int add_series(json_t *arr, const struct series_key *k,
 nomem:
     json_decref(points);
     json_decref(obj);
-    ebb__diag_set(d, NULL, 0, "out of memory");
+    ebb_diag_set(d, NULL, 0, "out of memory");
     return EBB_ENOMEM;
 }
 
 /* Refuses a report that would pass the caller's cap on points, before it
  * is built. */
 static int check_total(const struct ebb__forecast_opts *o, size_t n_series,
-                       struct ebb__diag *d)
+                       struct ebb_diag *d)
 {
     if (o->max_total_points == 0 || n_series <= o->max_total_points / o->n_steps)
         return 0;
-    ebb__diag_set(d, NULL, 0,
+    ebb_diag_set(d, NULL, 0,
                   "%zu series of %zu points is more than %zu points in all "
                   "(narrow it with --provider, --type or --zone, or use a "
                   "longer step)", n_series, o->n_steps, o->max_total_points);
@@ -151,10 +152,10 @@ static int matches(const char *want, const char *have)
     return want == NULL || strcmp(want, have) == 0;
 }
 
-int ebb__forecast_report_trace(const struct ebb__price_trace *t,
+int ebb__forecast_report_trace(const struct ebb_price_trace *t,
                                const struct ebb__price_filter *f,
                                const struct ebb__forecast_opts *o,
-                               json_t **out, struct ebb__diag *d)
+                               json_t **out, struct ebb_diag *d)
 {
     int rc = check_opts(o, d);
     if (rc != 0)
@@ -164,7 +165,7 @@ int ebb__forecast_report_trace(const struct ebb__price_trace *t,
         f = &all;
     size_t n = 0;
     for (size_t i = 0; i < t->n_series; i++) {
-        const struct ebb__price_series *s = &t->series[i];
+        const struct ebb_price_series *s = &t->series[i];
         n += matches(f->provider, s->provider) && matches(f->zone, s->zone) &&
              matches(f->instance_type, s->instance_type);
     }
@@ -175,7 +176,7 @@ int ebb__forecast_report_trace(const struct ebb__price_trace *t,
     struct ebb_forecast_point *pts = calloc(o->n_steps, sizeof(*pts));
     rc = arr != NULL && pts != NULL ? 0 : EBB_ENOMEM;
     for (size_t i = 0; rc == 0 && i < t->n_series; i++) {
-        const struct ebb__price_series *s = &t->series[i];
+        const struct ebb_price_series *s = &t->series[i];
         if (!matches(f->provider, s->provider) || !matches(f->zone, s->zone) ||
             !matches(f->instance_type, s->instance_type))
             continue;
@@ -189,7 +190,7 @@ int ebb__forecast_report_trace(const struct ebb__price_trace *t,
     if (doc == NULL || json_object_set_new(doc, "forecasts", arr) != 0) {
         if (rc == 0) {
             rc = EBB_ENOMEM;
-            ebb__diag_set(d, NULL, 0, "out of memory");
+            ebb_diag_set(d, NULL, 0, "out of memory");
         }
         json_decref(doc);
         if (doc == NULL)
@@ -249,7 +250,7 @@ static const char *market_name(enum ebb_market m)
     return m == EBB_MARKET_ON_DEMAND ? "on-demand" : "spot";
 }
 
-static int flush(struct ebb__forecast_acc *acc, struct ebb__diag *d)
+static int flush(struct ebb__forecast_acc *acc, struct ebb_diag *d)
 {
     if (!acc->have_key || acc->n == 0)
         return 0;
@@ -266,7 +267,7 @@ static int flush(struct ebb__forecast_acc *acc, struct ebb__diag *d)
 
 int ebb__forecast_acc_add(struct ebb__forecast_acc *acc,
                           const struct ebb__price_row *row,
-                          struct ebb__diag *d)
+                          struct ebb_diag *d)
 {
     int rc = check_opts(&acc->o, d);
     if (rc != 0)
@@ -286,13 +287,13 @@ int ebb__forecast_acc_add(struct ebb__forecast_acc *acc,
             acc->key[i] = strdup(key[i] != NULL ? key[i] : "");
             if (acc->key[i] == NULL) {
                 acc->have_key = 0;
-                ebb__diag_set(d, NULL, 0, "out of memory");
+                ebb_diag_set(d, NULL, 0, "out of memory");
                 return EBB_ENOMEM;
             }
         }
         acc->have_key = 1;
     } else if (acc->n > 0 && p->at <= acc->at[acc->n - 1]) {
-        ebb__diag_set(d, NULL, 0, "price rows of %s %s %s are out of order",
+        ebb_diag_set(d, NULL, 0, "price rows of %s %s %s are out of order",
                       acc->key[0], acc->key[2], acc->key[3]);
         return EBB_EINVAL;
     }
@@ -303,7 +304,7 @@ int ebb__forecast_acc_add(struct ebb__forecast_acc *acc,
             acc->at = at;
         ebb_micros *price = at != NULL ? realloc(acc->price, cap * sizeof(*price)) : NULL;
         if (price == NULL) {
-            ebb__diag_set(d, NULL, 0, "out of memory");
+            ebb_diag_set(d, NULL, 0, "out of memory");
             return EBB_ENOMEM;
         }
         acc->price = price;
@@ -316,7 +317,7 @@ int ebb__forecast_acc_add(struct ebb__forecast_acc *acc,
 }
 
 int ebb__forecast_acc_finish(struct ebb__forecast_acc *acc, json_t **out,
-                             struct ebb__diag *d)
+                             struct ebb_diag *d)
 {
     int rc = check_opts(&acc->o, d);
     if (rc == 0)
@@ -325,7 +326,7 @@ int ebb__forecast_acc_finish(struct ebb__forecast_acc *acc, json_t **out,
         return rc;
     json_t *doc = json_pack("{s:O}", "forecasts", acc->arr);
     if (doc == NULL) {
-        ebb__diag_set(d, NULL, 0, "out of memory");
+        ebb_diag_set(d, NULL, 0, "out of memory");
         return EBB_ENOMEM;
     }
     *out = doc;
@@ -406,9 +407,9 @@ static void print_sparkline(FILE *out, const ebb_micros *p50, size_t n)
         int level = hi > lo ? (int)llround(7.0 * (double)(v - lo) / (double)(hi - lo)) : 0;
         fputs(blocks[level], out);
     }
-    char a[EBB__MONEY_BUFSZ], b[EBB__MONEY_BUFSZ];
-    fprintf(out, "  %s..%s\n", ebb__format_money(lo, NULL, a, sizeof(a)),
-            ebb__format_money(hi, "USD/h", b, sizeof(b)));
+    char a[EBB_MONEY_BUFSZ], b[EBB_MONEY_BUFSZ];
+    fprintf(out, "  %s..%s\n", ebb_format_money(lo, NULL, a, sizeof(a)),
+            ebb_format_money(hi, "USD/h", b, sizeof(b)));
 }
 
 static void print_one(json_t *f, FILE *out)
@@ -417,11 +418,11 @@ static void print_one(json_t *f, FILE *out)
     fprintf(out, "%s %s %s %s %s%s%s\n", str_of(f, "provider"), str_of(f, "region"),
             str_of(f, "zone"), str_of(f, "instance_type"), str_of(f, "product"),
             market != NULL ? " " : "", market != NULL ? market : "");
-    char money[EBB__MONEY_BUFSZ];
+    char money[EBB_MONEY_BUFSZ];
     json_t *cur = json_object_get(f, "current_price");
     if (json_is_number(cur))
         fprintf(out, "  now     %s  (since %s)\n",
-                ebb__format_money(micros_of(cur), "USD/h", money, sizeof(money)),
+                ebb_format_money(micros_of(cur), "USD/h", money, sizeof(money)),
                 str_of(f, "current_price_at"));
     json_t *points = json_object_get(f, "points");
     size_t n = json_array_size(points);
@@ -436,12 +437,12 @@ static void print_one(json_t *f, FILE *out)
     size_t nt = find_troughs(p50, n, troughs);
     for (size_t i = 0; i < nt; i++) {
         json_t *pt = json_array_get(points, troughs[i]);
-        char p10[EBB__MONEY_BUFSZ], p90[EBB__MONEY_BUFSZ];
+        char p10[EBB_MONEY_BUFSZ], p90[EBB_MONEY_BUFSZ];
         fprintf(out, "  trough  %s  at %s  (p10..p90 %s..%s)\n",
-                ebb__format_money(p50[troughs[i]], "USD/h", money, sizeof(money)),
+                ebb_format_money(p50[troughs[i]], "USD/h", money, sizeof(money)),
                 str_of(pt, "t"),
-                ebb__format_money(micros_of(json_object_get(pt, "p10")), NULL, p10, sizeof(p10)),
-                ebb__format_money(micros_of(json_object_get(pt, "p90")), NULL, p90, sizeof(p90)));
+                ebb_format_money(micros_of(json_object_get(pt, "p10")), NULL, p10, sizeof(p10)),
+                ebb_format_money(micros_of(json_object_get(pt, "p90")), NULL, p90, sizeof(p90)));
     }
     print_sparkline(out, p50, n);
     free(p50);

@@ -23,9 +23,9 @@
 #include <jansson.h>
 
 #include <ebb/common.h>
+#include <ebb/diag.h>
+#include <ebb/trace.h>
 
-#include "base/diag.h"
-#include "base/trace.h"
 #include "store/store.h"
 
 /* The most points one forecast may have (horizon / step). */
@@ -54,10 +54,10 @@ int ebb__forecast_count_steps(ebb_dur_ms horizon, ebb_dur_ms step, size_t *n,
  * document in *out (caller decrefs) and returns 0. Otherwise returns
  * EBB_EINVAL (bad options, too many points) or EBB_ENOMEM with a message in
  * `d` (may be NULL). */
-int ebb__forecast_report_trace(const struct ebb__price_trace *t,
+int ebb__forecast_report_trace(const struct ebb_price_trace *t,
                                const struct ebb__price_filter *f,
                                const struct ebb__forecast_opts *o,
-                               json_t **out, struct ebb__diag *d);
+                               json_t **out, struct ebb_diag *d);
 
 /* Builds a document from store rows (ebb__store_price_history()): rows of
  * one series (provider, region, zone, instance type, product, market) must
@@ -73,13 +73,13 @@ struct ebb__forecast_acc *ebb__forecast_acc_new(const struct ebb__forecast_opts 
  * failure only _free() may be called. */
 int ebb__forecast_acc_add(struct ebb__forecast_acc *acc,
                           const struct ebb__price_row *row,
-                          struct ebb__diag *d);
+                          struct ebb_diag *d);
 
 /* Forecasts the last series and stores the document in *out (caller
  * decrefs). Returns 0 or an error as _add() does. The accumulator stays
  * the caller's: free it with _free() either way. */
 int ebb__forecast_acc_finish(struct ebb__forecast_acc *acc, json_t **out,
-                             struct ebb__diag *d);
+                             struct ebb_diag *d);
 
 /* Frees an accumulator. NULL is a no-op. */
 void ebb__forecast_acc_free(struct ebb__forecast_acc *acc);

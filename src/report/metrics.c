@@ -24,14 +24,14 @@ const size_t ebb__metrics_lag_n_bounds =
 
 /* A sample value as the format writes floats: NaN, +Inf, -Inf, or the
  * shortest decimal that reads back the same. */
-static void value(struct ebb__buf *b, double v)
+static void value(struct ebb_buf *b, double v)
 {
     if (isnan(v)) {
-        ebb__buf_puts(b, "NaN");
+        ebb_buf_puts(b, "NaN");
     } else if (isinf(v)) {
-        ebb__buf_puts(b, v > 0 ? "+Inf" : "-Inf");
+        ebb_buf_puts(b, v > 0 ? "+Inf" : "-Inf");
     } else if (v == floor(v) && fabs(v) < 9007199254740992.0) {
-        ebb__buf_printf(b, "%.0f", v); /* whole numbers in full: 120, not 1.2e+02 */
+        ebb_buf_printf(b, "%.0f", v); /* whole numbers in full: 120, not 1.2e+02 */
     } else {
         char s[40];
         for (int prec = 1; prec <= 17; prec++) {
@@ -39,51 +39,51 @@ static void value(struct ebb__buf *b, double v)
             if (strtod(s, NULL) == v)
                 break;
         }
-        ebb__buf_puts(b, s);
+        ebb_buf_puts(b, s);
     }
 }
 
 /* A label value between double quotes, with \, " and line feeds escaped. */
-static void label_value(struct ebb__buf *b, const char *s)
+static void label_value(struct ebb_buf *b, const char *s)
 {
-    ebb__buf_puts(b, "\"");
+    ebb_buf_puts(b, "\"");
     for (; s != NULL && *s; s++) {
         if (*s == '\\')
-            ebb__buf_puts(b, "\\\\");
+            ebb_buf_puts(b, "\\\\");
         else if (*s == '"')
-            ebb__buf_puts(b, "\\\"");
+            ebb_buf_puts(b, "\\\"");
         else if (*s == '\n')
-            ebb__buf_puts(b, "\\n");
+            ebb_buf_puts(b, "\\n");
         else
-            ebb__buf_append(b, s, 1);
+            ebb_buf_append(b, s, 1);
     }
-    ebb__buf_puts(b, "\"");
+    ebb_buf_puts(b, "\"");
 }
 
 /* HELP and TYPE, once per family. Help texts here hold no backslash or
  * line feed, the two characters HELP would need escaped. */
-static void family(struct ebb__buf *b, const char *name, const char *type,
+static void family(struct ebb_buf *b, const char *name, const char *type,
                    const char *help)
 {
-    ebb__buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    ebb_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* name{label="value"} v, or name v when label is NULL. */
-static void sample(struct ebb__buf *b, const char *name, const char *label,
+static void sample(struct ebb_buf *b, const char *name, const char *label,
                    const char *lvalue, double v)
 {
-    ebb__buf_puts(b, name);
+    ebb_buf_puts(b, name);
     if (label != NULL) {
-        ebb__buf_printf(b, "{%s=", label);
+        ebb_buf_printf(b, "{%s=", label);
         label_value(b, lvalue);
-        ebb__buf_puts(b, "}");
+        ebb_buf_puts(b, "}");
     }
-    ebb__buf_puts(b, " ");
+    ebb_buf_puts(b, " ");
     value(b, v);
-    ebb__buf_puts(b, "\n");
+    ebb_buf_puts(b, "\n");
 }
 
-static void histogram(struct ebb__buf *b, const char *name, const char *help,
+static void histogram(struct ebb_buf *b, const char *name, const char *help,
                       const struct ebb__histogram *h)
 {
     if (h == NULL)
@@ -92,13 +92,13 @@ static void histogram(struct ebb__buf *b, const char *name, const char *help,
     uint64_t cumulative = 0;
     for (size_t i = 0; i <= h->n_bounds; i++) {
         cumulative += h->counts[i];
-        ebb__buf_printf(b, "%s_bucket{le=\"", name);
+        ebb_buf_printf(b, "%s_bucket{le=\"", name);
         value(b, i < h->n_bounds ? h->bounds[i] : INFINITY);
-        ebb__buf_printf(b, "\"} %llu\n", (unsigned long long)cumulative);
+        ebb_buf_printf(b, "\"} %llu\n", (unsigned long long)cumulative);
     }
-    ebb__buf_printf(b, "%s_sum ", name);
+    ebb_buf_printf(b, "%s_sum ", name);
     value(b, h->sum);
-    ebb__buf_printf(b, "\n%s_count %llu\n", name, (unsigned long long)h->count);
+    ebb_buf_printf(b, "\n%s_count %llu\n", name, (unsigned long long)h->count);
 }
 
 static uint64_t polls(const struct ebb__metrics_provider *p)
@@ -117,7 +117,7 @@ static uint64_t preemptions(const struct ebb__metrics_provider *p)
 }
 
 /* One family of per-provider counters; `get` picks the counter. */
-static void per_provider(struct ebb__buf *b, const struct ebb__metrics *m,
+static void per_provider(struct ebb_buf *b, const struct ebb__metrics *m,
                          const char *name, const char *help,
                          uint64_t (*get)(const struct ebb__metrics_provider *))
 {
@@ -129,7 +129,7 @@ static void per_provider(struct ebb__buf *b, const struct ebb__metrics *m,
 
 char *ebb__metrics_render(const struct ebb__metrics *m)
 {
-    struct ebb__buf b = {0};
+    struct ebb_buf b = {0};
     if (m->version != NULL) {
         family(&b, "ebb_build_info", "gauge",
                "Always 1; the version label says which ebb runs.");
@@ -171,5 +171,5 @@ char *ebb__metrics_render(const struct ebb__metrics *m)
               m->checkpoint_duration);
     histogram(&b, "ebb_event_loop_lag_seconds",
               "How late the event loop ran its timers.", m->loop_lag);
-    return ebb__buf_take(&b);
+    return ebb_buf_take(&b);
 }

@@ -10,8 +10,9 @@
 
 #include <sqlite3.h>
 
+#include <ebb/units.h>
+
 #include "base/str.h"
-#include "base/units.h"
 #include "report/report.h"
 #include "report/report_impl.h"
 
@@ -49,11 +50,11 @@ int ebb__report_parse_when(const char *s, ebb_time_ms now, int ago,
                            ebb_time_ms *out, const char **why)
 {
     ebb_dur_ms d;
-    if (ago && ebb__parse_duration(s, &d) == 0 && d >= 0) {
+    if (ago && ebb_parse_duration(s, &d) == 0 && d >= 0) {
         *out = now - d;
         return 0;
     }
-    if (ebb__parse_time(s, out) == 0)
+    if (ebb_parse_time(s, out) == 0)
         return 0;
     *why = ago ? "not a duration back from now (e.g. 30d, 12h) nor a date "
                  "(e.g. 2026-11-01) or ISO-8601 time (e.g. "
@@ -132,7 +133,7 @@ static const char *key_of(const struct ebb__report *r, const struct fact *f,
         int64_t y;
         int m, d;
         int64_t day = f->at / EBB_MS_PER_DAY - (f->at % EBB_MS_PER_DAY < 0);
-        ebb__civil_from_days(day, &y, &m, &d);
+        ebb_civil_from_days(day, &y, &m, &d);
         snprintf(buf, len, "%04lld-%02d-%02d", (long long)y, m, d);
         return buf;
     }
@@ -205,14 +206,14 @@ int ebb__report_to_currency(struct report_build *b, ebb_micros amount,
     int rc = ebb__currency_convert(amount, from, b->r->currency, b->o->rates,
                                    b->o->n_rates, EBB__ROUND_NEAREST, out);
     if (rc == EBB_ENOTFOUND)
-        ebb__diag_set(b->d, NULL, 0,
+        ebb_diag_set(b->d, NULL, 0,
                       "no exchange rate between %s and %s: add it under "
                       "currency_rates: in ebb.yaml (USD for one unit, e.g. "
                       "currency_rates: {%s: 0.14})",
                       from, b->r->currency,
                       strcmp(from, "USD") != 0 ? from : b->r->currency);
     else if (rc != 0)
-        ebb__diag_set(b->d, NULL, 0, "%s: amount too large to convert", from);
+        ebb_diag_set(b->d, NULL, 0, "%s: amount too large to convert", from);
     return rc != 0 ? EBB_EINVAL : 0;
 }
 
@@ -364,7 +365,7 @@ int ebb__report_each(struct report_build *b, const char *sql,
             break;
     }
     if (rc != SQLITE_OK) {
-        ebb__diag_set(b->d, NULL, 0, "cannot read the store: %s",
+        ebb_diag_set(b->d, NULL, 0, "cannot read the store: %s",
                       sqlite3_errmsg(b->db));
         r = (rc & 0xff) == SQLITE_NOMEM ? EBB_ENOMEM : EBB_EDB;
     }
@@ -373,17 +374,17 @@ int ebb__report_each(struct report_build *b, const char *sql,
 }
 
 int ebb__report_build(struct sqlite3 *db, const struct ebb__report_opts *o,
-                      struct ebb__report **out, struct ebb__diag *d)
+                      struct ebb__report **out, struct ebb_diag *d)
 {
     *out = NULL;
     const char *cur = o->currency != NULL ? o->currency : "USD";
     if (o->since >= o->until) {
-        ebb__diag_set(d, NULL, 0, "the report's start must come before its "
+        ebb_diag_set(d, NULL, 0, "the report's start must come before its "
                       "end (--since before --until)");
         return EBB_EINVAL;
     }
     if (strlen(cur) != 3) {
-        ebb__diag_set(d, NULL, 0, "currency \"%s\" is not a three-letter "
+        ebb_diag_set(d, NULL, 0, "currency \"%s\" is not a three-letter "
                       "code (e.g. USD)", cur);
         return EBB_EINVAL;
     }
@@ -405,7 +406,7 @@ int ebb__report_build(struct sqlite3 *db, const struct ebb__report_opts *o,
     ebb__report_build_free(&b);
     if (rc != 0) {
         if (rc == EBB_ENOMEM)
-            ebb__diag_set(d, NULL, 0, "out of memory");
+            ebb_diag_set(d, NULL, 0, "out of memory");
         ebb__report_free(r);
         return rc;
     }

@@ -26,9 +26,9 @@
 #include <stdint.h>
 
 #include <ebb/common.h>
+#include <ebb/diag.h>
 #include <ebb/types.h>
 
-#include "base/diag.h"
 #include "config/config_file.h"
 #include "config/plans.h"
 #include "market/catalog.h"
@@ -160,7 +160,7 @@ struct ebb__report {
  * bad options or a currency without a configured rate (d says which and
  * what to add to ebb.yaml), EBB_EDB, EBB_ENOMEM. */
 int ebb__report_build(struct sqlite3 *db, const struct ebb__report_opts *o,
-                      struct ebb__report **out, struct ebb__diag *d);
+                      struct ebb__report **out, struct ebb_diag *d);
 void ebb__report_free(struct ebb__report *r);
 
 /* Savings against a reference: reference - basis. The percentage is of the
@@ -186,6 +186,6 @@ ebb_micros ebb__report_cost_on(const struct ebb__report_point *p, size_t n,
  * Returns 0, EBB_EINVAL (no rate for a plan's currency; d says which),
  * EBB_EDB or EBB_ENOMEM. */
 int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
-                       struct ebb__report *r, struct ebb__diag *d);
+                       struct ebb__report *r, struct ebb_diag *d);
 
 #endif

@@ -82,7 +82,7 @@ static int judge(struct ebb__report *r, struct team_usage *t, const char *team)
 }
 
 static int advise_plan(sqlite3 *db, struct ebb__report *r,
-                       struct team_usage *t, struct ebb__diag *d)
+                       struct team_usage *t, struct ebb_diag *d)
 {
     const struct ebb__plan *p = t->plan;
     ebb_time_ms end = r->since + (ebb_time_ms)t->periods * p->period;
@@ -117,7 +117,7 @@ static int advise_plan(sqlite3 *db, struct ebb__report *r,
                                   (const char *)sqlite3_column_text(st, 4),
                                   r->currency, t->o->rates, t->o->n_rates,
                                   EBB__ROUND_NEAREST, &amount) != 0) {
-            ebb__diag_set(d, NULL, 0, "no exchange rate between %s and %s: "
+            ebb_diag_set(d, NULL, 0, "no exchange rate between %s and %s: "
                           "add it under currency_rates: in ebb.yaml",
                           (const char *)sqlite3_column_text(st, 4), r->currency);
             r2 = EBB_EINVAL;
@@ -130,7 +130,7 @@ static int advise_plan(sqlite3 *db, struct ebb__report *r,
     if (rc == SQLITE_OK && r2 == 0 && any)
         r2 = judge(r, t, team);
     if (rc != SQLITE_OK) {
-        ebb__diag_set(d, NULL, 0, "cannot read the ledger: %s",
+        ebb_diag_set(d, NULL, 0, "cannot read the ledger: %s",
                       sqlite3_errmsg(db));
         r2 = EBB_EDB;
     }
@@ -139,7 +139,7 @@ static int advise_plan(sqlite3 *db, struct ebb__report *r,
 }
 
 int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
-                       struct ebb__report *r, struct ebb__diag *d)
+                       struct ebb__report *r, struct ebb_diag *d)
 {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < o->n_plans; i++) {
@@ -151,7 +151,7 @@ int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
         if (ebb__currency_convert(p->price.amount, p->price.currency,
                                   r->currency, o->rates, o->n_rates,
                                   EBB__ROUND_NEAREST, &t.price) != 0) {
-            ebb__diag_set(d, NULL, 0, "plans.%s: no exchange rate between %s "
+            ebb_diag_set(d, NULL, 0, "plans.%s: no exchange rate between %s "
                           "and %s: add it under currency_rates: in ebb.yaml",
                           p->name, p->price.currency, r->currency);
             return EBB_EINVAL;

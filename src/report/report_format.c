@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "report/report_format.h"
 
 enum kind { MONEY, PCT, DUR, COUNT };
@@ -77,8 +78,8 @@ static json_t *figures_json(const struct ebb__report_figures *f)
 
 static json_t *time_json(ebb_time_ms t)
 {
-    char buf[EBB__TIME_BUFSZ];
-    return json_string(ebb__format_time(t, buf, sizeof(buf)));
+    char buf[EBB_TIME_BUFSZ];
+    return json_string(ebb_format_time(t, buf, sizeof(buf)));
 }
 
 static const char *market_word(enum ebb_market m)
@@ -182,11 +183,11 @@ static int cell(const json_t *figures, const char *key, enum kind kind,
     }
     json_int_t n = json_integer_value(v);
     if (kind == MONEY)
-        ebb__format_money(csv ? n : ebb__report_round_cents(n), NULL, buf, len);
+        ebb_format_money(csv ? n : ebb__report_round_cents(n), NULL, buf, len);
     else if (kind == DUR && csv)
         snprintf(buf, len, "%.3f", (double)n / 1000.0);
     else if (kind == DUR)
-        ebb__format_duration(n, buf, len);
+        ebb_format_duration(n, buf, len);
     else
         snprintf(buf, len, "%lld", (long long)n);
     return 0;

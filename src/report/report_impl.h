@@ -42,7 +42,7 @@ struct report_build {
     sqlite3 *db;
     const struct ebb__report_opts *o;
     struct ebb__report *r;
-    struct ebb__diag *d;
+    struct ebb_diag *d;
     size_t cap_groups;
     struct series_cache *series;
     size_t n_series, cap_series;

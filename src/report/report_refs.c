@@ -133,7 +133,7 @@ int ebb__report_series_load(struct report_build *b, struct series_cache *s)
                        sqlite3_column_int64(st, 1));
     }
     if (rc != SQLITE_OK) {
-        ebb__diag_set(b->d, NULL, 0, "cannot read prices: %s",
+        ebb_diag_set(b->d, NULL, 0, "cannot read prices: %s",
                       sqlite3_errmsg(b->db));
         r = EBB_EDB;
     }

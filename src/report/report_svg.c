@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "report/report_format.h"
 
 #define W 960
@@ -123,7 +124,7 @@ static void time_axis(const struct chart *c, double top, double bottom,
                                          "Nov", "Dec"};
         int64_t y;
         int m, day;
-        ebb__civil_from_days(t / EBB_MS_PER_DAY, &y, &m, &day);
+        ebb_civil_from_days(t / EBB_MS_PER_DAY, &y, &m, &day);
         ebb_dur_ms in_day = t % EBB_MS_PER_DAY;
         char label[32];
         /* "Oct 02", or "Oct 02 12:00" off midnight */
@@ -149,7 +150,7 @@ static double value_axis(const struct chart *c, double top, double bottom,
         fprintf(c->out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
                 "stroke=\"#e3e3e3\"/>\n", LEFT, y, LEFT + PLOT_W, y);
         char label[48];
-        ebb__format_money((ebb_micros)llround(v * 1e6), NULL, label,
+        ebb_format_money((ebb_micros)llround(v * 1e6), NULL, label,
                           sizeof(label));
         text_at(c->out, LEFT - 6, y + 4, "text-anchor=\"end\" class=\"tick\"",
                 label);
@@ -419,7 +420,7 @@ static double draw_cumulative(const struct chart *c, const json_t *cum,
             if (k == 2 && int_at(last, 2) == int_at(last, 1))
                 break;
             char v[48];
-            ebb__format_money(ebb__report_round_cents(int_at(last, k)), NULL, v,
+            ebb_format_money(ebb__report_round_cents(int_at(last, k)), NULL, v,
                               sizeof(v));
             double ye = y1 - (double)int_at(last, k) / 1e6 * (y1 - y0) / vmax;
             text_at(c->out, at_edge ? xe - 4 : xe + 4, k == 1 ? ye + 14 : ye - 5,
@@ -446,7 +447,7 @@ static double draw_cumulative(const struct chart *c, const json_t *cum,
 static const char *money(const json_t *o, const char *key, const char *cur,
                          char *buf, size_t len)
 {
-    return ebb__format_money(
+    return ebb_format_money(
         ebb__report_round_cents(json_integer_value(json_object_get(o, key))),
         cur, buf, len);
 }
@@ -480,7 +481,7 @@ static void headline(const struct chart *c, const json_t *report)
     snprintf(sub, sizeof(sub), "%s to %s UTC \xc2\xb7 %lld preemptions "
              "\xc2\xb7 %s lost to restarts", since, until,
              (long long)json_integer_value(json_object_get(t, "preemptions")),
-             ebb__format_duration(json_integer_value(json_object_get(t, "restart_ms")),
+             ebb_format_duration(json_integer_value(json_object_get(t, "restart_ms")),
                                   line, sizeof(line)));
     text_at(c->out, LEFT, 50, "class=\"tick\"", sub);
 }

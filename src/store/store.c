@@ -37,7 +37,6 @@ static const char *const sql_text[ST__COUNT] = {
     [ST_USER_VERSION] = "PRAGMA user_version",
 };
 
-
 /* ---- errors ------------------------------------------------------------ */
 
 int ebb__store_code_of(int rc)

@@ -20,7 +20,6 @@
  * writer does, briefly. */
 #define BUSY_TIMEOUT_MS 5000
 
-
 /* Runs a PRAGMA that answers with one value; copies it as text into `out`. */
 static int pragma_text(sqlite3 *db, const char *sql, char *out, size_t len)
 {

@@ -50,9 +50,9 @@ static void ebbd_handler(const struct ebb__httpd_request *req,
                strcmp(req->path, "/v1/agent/log") == 0) {
         f->log_posts++;
         if (strcmp(req->query, "stream=stdout") == 0)
-            ebb__buf_append(&f->out, req->body, req->body_len);
+            ebb_buf_append(&f->out, req->body, req->body_len);
         else if (strcmp(req->query, "stream=stderr") == 0)
-            ebb__buf_append(&f->err, req->body, req->body_len);
+            ebb_buf_append(&f->err, req->body, req->body_len);
         else
             res->status = 400;
     } else {
@@ -161,7 +161,7 @@ void fake_set_job(struct fake *f, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     free(f->job_json);
-    f->job_json = ebb__vstrfmt(fmt, ap);
+    f->job_json = ebb_vstrfmt(fmt, ap);
     va_end(ap);
     assert_non_null(f->job_json);
 }
@@ -205,10 +205,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void on_agent_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     struct fake *f = s->data;
-    struct ebb__buf *b = s == (uv_stream_t *)&f->agent_pipes[0] ? &f->agent_out
+    struct ebb_buf *b = s == (uv_stream_t *)&f->agent_pipes[0] ? &f->agent_out
                                                                  : &f->agent_err;
     if (n > 0)
-        ebb__buf_append(b, buf->base, (size_t)n);
+        ebb_buf_append(b, buf->base, (size_t)n);
     free(buf->base);
     if (n < 0)
         uv_close((uv_handle_t *)s, on_agent_closed);
@@ -238,10 +238,10 @@ void fake_start_agent(struct fake *f, const char *token, const char *path_prefix
     char **env = calloc(n_env + 3, sizeof(char *));
     assert_non_null(env);
     size_t k = 0;
-    char *tok = ebb__strfmt("EBB_AGENT_TOKEN=%s", token);
+    char *tok = ebb_strfmt("EBB_AGENT_TOKEN=%s", token);
     char *path = NULL;
     if (path_prefix != NULL)
-        path = ebb__strfmt("PATH=%s:%s", path_prefix, getenv("PATH") ? getenv("PATH") : "");
+        path = ebb_strfmt("PATH=%s:%s", path_prefix, getenv("PATH") ? getenv("PATH") : "");
     for (size_t i = 0; i < n_env; i++)
         if (strncmp(environ[i], "EBB_AGENT_TOKEN=", 16) != 0 &&
             (path == NULL || strncmp(environ[i], "PATH=", 5) != 0))
@@ -329,17 +329,17 @@ json_t *fake_event(const struct fake *f, const char *kind, size_t nth)
 
 char *fake_kinds(const struct fake *f)
 {
-    struct ebb__buf b = {0};
+    struct ebb_buf b = {0};
     size_t i;
     json_t *ev;
-    ebb__buf_puts(&b, "");
+    ebb_buf_puts(&b, "");
     json_array_foreach(f->events, i, ev) {
         const char *kind = json_string_value(json_object_get(ev, "kind"));
         if (strcmp(kind, "heartbeat") == 0)
             continue;
-        ebb__buf_printf(&b, "%s%s", b.len ? "," : "", kind);
+        ebb_buf_printf(&b, "%s%s", b.len ? "," : "", kind);
     }
-    return ebb__buf_take(&b);
+    return ebb_buf_take(&b);
 }
 
 static void on_closed(void *arg)
@@ -361,11 +361,11 @@ void fake_close(struct fake *f)
     assert_int_equal(uv_loop_close(&f->loop), 0);
     json_decref(f->events);
     free(f->job_json);
-    ebb__buf_free(&f->out);
-    ebb__buf_free(&f->err);
-    ebb__buf_free(&f->agent_out);
-    ebb__buf_free(&f->agent_err);
-    char *cmd = ebb__strfmt("rm -rf '%s'", f->dir);
+    ebb_buf_free(&f->out);
+    ebb_buf_free(&f->err);
+    ebb_buf_free(&f->agent_out);
+    ebb_buf_free(&f->agent_err);
+    char *cmd = ebb_strfmt("rm -rf '%s'", f->dir);
     if (cmd != NULL && system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", f->dir);
     free(cmd);

@@ -37,7 +37,7 @@ struct fake {
     uint16_t ebbd_port;
     char *job_json;             /* served by GET /v1/agent/job */
     json_t *events;             /* every event received, in order */
-    struct ebb__buf out, err;   /* forwarded output, per stream */
+    struct ebb_buf out, err;   /* forwarded output, per stream */
     int refused;                /* requests answered 401 */
     int log_posts;
     fake_event_hook hook;
@@ -58,7 +58,7 @@ struct fake {
     /* the agent */
     uv_process_t agent;
     uv_pipe_t agent_pipes[2];
-    struct ebb__buf agent_out, agent_err;
+    struct ebb_buf agent_out, agent_err;
     int agent_handles;
     bool agent_exited;
     int64_t agent_status;

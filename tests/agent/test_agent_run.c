@@ -41,7 +41,7 @@ static bool started(struct fake *f)
     return fake_count(f, "started") > 0 || fake_agent_done(f);
 }
 
-static bool has(const struct ebb__buf *b, const char *needle)
+static bool has(const struct ebb_buf *b, const char *needle)
 {
     return b->data != NULL && strstr(b->data, needle) != NULL;
 }
@@ -85,10 +85,10 @@ static void assert_kinds(const char *want)
 static void next_run(void)
 {
     json_array_clear(F.events);
-    ebb__buf_free(&F.out);
-    ebb__buf_free(&F.err);
-    ebb__buf_free(&F.agent_out);
-    ebb__buf_free(&F.agent_err);
+    ebb_buf_free(&F.out);
+    ebb_buf_free(&F.err);
+    ebb_buf_free(&F.agent_out);
+    ebb_buf_free(&F.agent_err);
     F.agent_exited = false;
     F.hook = NULL;
 }
@@ -466,11 +466,11 @@ static void test_ebbd_down_then_back(void **state)
     }
     assert_true(last == 0.5);
     /* Every line arrived, in order. */
-    struct ebb__buf want = {0};
+    struct ebb_buf want = {0};
     for (int i = 1; i <= 40; i++)
-        ebb__buf_printf(&want, "line %d\nEBB_PROGRESS 0.%d\n", i, i + 10);
+        ebb_buf_printf(&want, "line %d\nEBB_PROGRESS 0.%d\n", i, i + 10);
     assert_string_equal(F.out.data, want.data);
-    ebb__buf_free(&want);
+    ebb_buf_free(&want);
     assert_true(has(&F.agent_err, "ebbd answers again"));
 }
 
@@ -570,7 +570,6 @@ static void test_host_check_pass(void **state)
     snprintf(ran, sizeof(ran), "%s/ran", F.dir);
     assert_int_equal(access(ran, F_OK), 0);
 }
-
 
 static void test_sigterm_to_the_agent_stops_the_job(void **state)
 {

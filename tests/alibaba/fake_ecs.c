@@ -7,7 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
 
 #define MAX_PARAMS 64
 
@@ -174,7 +174,7 @@ static void spot_history(struct fake_ecs *e, const struct form *f,
     const char *off = form_get(f, "Offset");
     ebb_time_ms t0, t1;
     if (type == NULL || net == NULL || from == NULL || to == NULL ||
-        ebb__parse_time(from, &t0) != 0 || ebb__parse_time(to, &t1) != 0 ||
+        ebb_parse_time(from, &t0) != 0 || ebb_parse_time(to, &t1) != 0 ||
         strchr(from, '.') != NULL) {
         error(res, 400, "MissingParameter", "InstanceType, NetworkType, times");
         return;
@@ -202,7 +202,7 @@ static void spot_history(struct fake_ecs *e, const struct form *f,
         if ((long)match++ < offset || sent == e->page_size)
             continue;
         char when[48];
-        ebb__format_time(p->at, when, sizeof(when));
+        ebb_format_time(p->at, when, sizeof(when));
         n += (size_t)snprintf(body + n, sizeof(body) - n,
                               "%s{\"ZoneId\":\"%s\",\"InstanceType\":\"%s\","
                               "\"IoOptimized\":\"optimized\",\"NetworkType\":\"vpc\","
@@ -396,7 +396,7 @@ static int check_request(struct fake_ecs *e, const struct ebb__httpd_request *re
     }
     ebb_time_ms ts;
     const char *t = form_get(f, "Timestamp");
-    if (strlen(t) != 20 || ebb__parse_time(t, &ts) != 0) {
+    if (strlen(t) != 20 || ebb_parse_time(t, &ts) != 0) {
         error(res, 400, "InvalidTimeStamp.Format", "yyyy-MM-ddTHH:mm:ssZ");
         return -1;
     }

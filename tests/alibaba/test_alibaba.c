@@ -17,7 +17,8 @@
 
 #include <openssl/evp.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "fake_ecs.h"
 #include "provider_fixture.h"
 
@@ -129,8 +130,8 @@ static void full_poll_across_windows_and_pages(void **state)
     for (size_t i = 0; i < t->e.n_calls; i++) {
         const struct fake_call *c = &t->e.calls[i];
         ebb_time_ms s, e;
-        assert_int_equal(ebb__parse_time(c->start, &s), 0);
-        assert_int_equal(ebb__parse_time(c->end, &e), 0);
+        assert_int_equal(ebb_parse_time(c->start, &s), 0);
+        assert_int_equal(ebb_parse_time(c->end, &e), 0);
         assert_true(e - s <= 30 * DAY);
         if (c->offset == 0 && prev_end != 0 && s != prev_end)
             assert_true(s <= t->now - 44 * DAY); /* a new region starts over */
@@ -156,14 +157,14 @@ static void poll_resumes_where_the_store_ends(void **state)
     assert_null(pfx_find_price(&t->r, NULL, EBB_MARKET_SPOT, t->now - 10 * DAY));
     assert_non_null(pfx_find_price(&t->r, NULL, EBB_MARKET_SPOT, t->now - 5 * DAY));
     char from[48];
-    ebb__format_time(t->now - 2 * HOUR, from, sizeof(from));
+    ebb_format_time(t->now - 2 * HOUR, from, sizeof(from));
     assert_string_equal(t->e.calls[0].region, "cn-hangzhou");
     assert_string_equal(t->e.calls[0].start, from);
     ebb_time_ms s;
     size_t ap = 0;
     while (strcmp(t->e.calls[ap].region, "ap-southeast-1") != 0)
         ap++;
-    assert_int_equal(ebb__parse_time(t->e.calls[ap].start, &s), 0);
+    assert_int_equal(ebb_parse_time(t->e.calls[ap].start, &s), 0);
     assert_true(llabs(s - (t->now - 45 * DAY)) <= 5000);
     close_ecs(t);
 }
@@ -460,7 +461,7 @@ static void list_finds_ours_by_tag_in_every_region(void **state)
             assert_int_equal(v->preempted, 0);
             assert_int_equal(v->market, EBB_MARKET_SPOT);
             ebb_time_ms created;
-            assert_int_equal(ebb__parse_time("2026-11-30T10:00:00Z", &created), 0);
+            assert_int_equal(ebb_parse_time("2026-11-30T10:00:00Z", &created), 0);
             assert_int_equal(v->launched_at, created);
         } else if (strcmp(v->token, "tok-b") == 0) {
             seen |= 2;

@@ -18,7 +18,7 @@ static void fx_log(void *ctx, enum ebb_log_level level, const char *fmt, ...)
     struct aws_fx *f = ((struct ebb__host *)ctx)->env->sink;
     va_list ap;
     va_start(ap, fmt);
-    char *line = ebb__vstrfmt(fmt, ap);
+    char *line = ebb_vstrfmt(fmt, ap);
     va_end(ap);
     if (line == NULL)
         return;
@@ -66,16 +66,16 @@ static ebb_time_ms on_last_price_at(void *sink, const char *provider,
 /* `yaml` with "@URL" replaced by the fake's URL. */
 static char *expand(const char *yaml, const char *url)
 {
-    struct ebb__buf b = {0};
+    struct ebb_buf b = {0};
     for (const char *p = yaml; *p != '\0';) {
         if (strncmp(p, "@URL", 4) == 0) {
-            ebb__buf_puts(&b, url);
+            ebb_buf_puts(&b, url);
             p += 4;
         } else {
-            ebb__buf_append(&b, p++, 1);
+            ebb_buf_append(&b, p++, 1);
         }
     }
-    return ebb__buf_take(&b);
+    return ebb_buf_take(&b);
 }
 
 static void on_fake_stop_closed(uv_handle_t *h)
@@ -123,7 +123,7 @@ static int open_fx(struct aws_fx *f, const char *secret, const char *token,
     ebb__http_set_backoff(f->http, 1, 20);
 
     struct ebb__plugin_path path;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     ebb__plugin_path_init(&path, NULL);
     int rc = ebb__plugin_open(EBB__PLUGIN_PROVIDER, "aws", &path, &f->plugin, &d);
     ebb__plugin_path_free(&path);

@@ -7,9 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+#include <ebb/urlenc.h>
+
 #include "base/str.h"
-#include "base/units.h"
-#include "base/urlenc.h"
 #include "fake_sigv4.h"
 #include "io/httpd.h"
 
@@ -85,8 +86,8 @@ static int form_parse(struct form *f, const char *body, size_t len)
         const char *eq = memchr(p, '=', (size_t)(stop - p));
         if (eq == NULL || f->n == MAX_PARAMS)
             return -1;
-        f->p[f->n].name = ebb__pct_decode(p, (size_t)(eq - p), 1);
-        f->p[f->n].value = ebb__pct_decode(eq + 1, (size_t)(stop - eq - 1), 1);
+        f->p[f->n].name = ebb_pct_decode(p, (size_t)(eq - p), 1);
+        f->p[f->n].value = ebb_pct_decode(eq + 1, (size_t)(stop - eq - 1), 1);
         f->n++;
         if (f->p[f->n - 1].name == NULL || f->p[f->n - 1].value == NULL)
             return -1;
@@ -126,19 +127,19 @@ static void error_xml(struct ebb__httpd_response *res, int status,
         code, message);
 }
 
-static void body_take(struct ebb__httpd_response *res, struct ebb__buf *b)
+static void body_take(struct ebb__httpd_response *res, struct ebb_buf *b)
 {
     ebb__httpd_add_header(res, "Content-Type", "text/xml;charset=UTF-8");
     ebb__httpd_set_body(res, b->data, b->len);
-    ebb__buf_free(b);
+    ebb_buf_free(b);
 }
 
 /* ---- DescribeSpotPriceHistory ---- */
 
 static void format_price_time(ebb_time_ms t, char *out, size_t size)
 {
-    char iso[EBB__TIME_BUFSZ];
-    ebb__format_time(t, iso, sizeof(iso));
+    char iso[EBB_TIME_BUFSZ];
+    ebb_format_time(t, iso, sizeof(iso));
     /* EC2 writes milliseconds always: 2013-03-20T13:35:55.000Z */
     snprintf(out, size, "%.19s.%03dZ", iso, (int)(t % 1000));
 }
@@ -159,7 +160,7 @@ static void describe_prices(struct fake_ec2 *f, const struct form *q,
     ebb_time_ms from = 0;
     long max = max_s != NULL ? strtol(max_s, NULL, 10) : 100;
     if (n_types == 0 || product == NULL || strcmp(product, "Linux/UNIX") != 0 ||
-        (start != NULL && ebb__parse_time(start, &from) != 0) || max < 5 ||
+        (start != NULL && ebb_parse_time(start, &from) != 0) || max < 5 ||
         max > 1000) {
         error_xml(res, 400, "InvalidParameterValue", "bad DescribeSpotPriceHistory parameters");
         return;
@@ -179,8 +180,8 @@ static void describe_prices(struct fake_ec2 *f, const struct form *q,
         k = (size_t)off;
     }
     f->stats.price_pages++;
-    struct ebb__buf b = {0};
-    ebb__buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                       "<DescribeSpotPriceHistoryResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">\n"
                       "    <requestId>a71a795c-276d-4c9b-8212-b9302ccce158</requestId>\n"
                       "    <spotPriceHistorySet>\n");
@@ -205,35 +206,35 @@ static void describe_prices(struct fake_ec2 *f, const struct form *q,
         size_t rlen = strlen(region);
         memcpy(zone, region, rlen);
         zone[rlen] = (char)('a' + z);
-        ebb__buf_puts(&b, "        <item>\n            <instanceType>");
-        ebb__buf_puts(&b, types[t]);
-        ebb__buf_puts(&b, "</instanceType>\n            <productDescription>Linux/UNIX"
+        ebb_buf_puts(&b, "        <item>\n            <instanceType>");
+        ebb_buf_puts(&b, types[t]);
+        ebb_buf_puts(&b, "</instanceType>\n            <productDescription>Linux/UNIX"
                           "</productDescription>\n            <spotPrice>");
-        ebb__buf_append(&b, price, 8);
-        ebb__buf_puts(&b, "</spotPrice>\n            <timestamp>");
-        ebb__buf_puts(&b, when);
-        ebb__buf_puts(&b, "</timestamp>\n            <availabilityZone>");
-        ebb__buf_append(&b, zone, rlen + 1);
-        ebb__buf_puts(&b, "</availabilityZone>\n        </item>\n");
+        ebb_buf_append(&b, price, 8);
+        ebb_buf_puts(&b, "</spotPrice>\n            <timestamp>");
+        ebb_buf_puts(&b, when);
+        ebb_buf_puts(&b, "</timestamp>\n            <availabilityZone>");
+        ebb_buf_append(&b, zone, rlen + 1);
+        ebb_buf_puts(&b, "</availabilityZone>\n        </item>\n");
         if (malform && i == k + (end - k) / 2) {
             /* Cut inside the next item: the page ends mid-element. */
-            ebb__buf_puts(&b, "        <item>\n            <instanceType>p3.2");
+            ebb_buf_puts(&b, "        <item>\n            <instanceType>p3.2");
             body_take(res, &b);
             return;
         }
     }
-    ebb__buf_puts(&b, "    </spotPriceHistorySet>\n");
+    ebb_buf_puts(&b, "    </spotPriceHistorySet>\n");
     if (end < f->per_region)
-        ebb__buf_printf(&b, "    <nextToken>page.%zu.%s</nextToken>\n", end, region);
+        ebb_buf_printf(&b, "    <nextToken>page.%zu.%s</nextToken>\n", end, region);
     else
-        ebb__buf_puts(&b, "    <nextToken/>\n");
-    ebb__buf_puts(&b, "</DescribeSpotPriceHistoryResponse>\n");
+        ebb_buf_puts(&b, "    <nextToken/>\n");
+    ebb_buf_puts(&b, "</DescribeSpotPriceHistoryResponse>\n");
     body_take(res, &b);
 }
 
 /* ---- instances ---- */
 
-static void instance_xml(struct ebb__buf *b, const struct instance *in)
+static void instance_xml(struct ebb_buf *b, const struct instance *in)
 {
     static const struct {
         const char *name;
@@ -244,7 +245,7 @@ static void instance_xml(struct ebb__buf *b, const struct instance *in)
     for (size_t i = 0; i < 4; i++)
         if (strcmp(codes[i].name, in->state) == 0)
             code = codes[i].code;
-    ebb__buf_printf(b,
+    ebb_buf_printf(b,
         "<item><instanceId>%s</instanceId><imageId>ami-0abc</imageId>"
         "<instanceState><code>%d</code><name>%s</name></instanceState>"
         "<privateDnsName/><reason/><instanceType>%s</instanceType>"
@@ -254,15 +255,15 @@ static void instance_xml(struct ebb__buf *b, const struct instance *in)
         "<groupSet><item><groupId>sg-1</groupId><groupName>ebb</groupName></item></groupSet>",
         in->id, code, in->state, in->type, in->zone);
     if (in->spot)
-        ebb__buf_puts(b, "<instanceLifecycle>spot</instanceLifecycle>");
+        ebb_buf_puts(b, "<instanceLifecycle>spot</instanceLifecycle>");
     if (in->reason[0] != '\0')
-        ebb__buf_printf(b, "<stateReason><code>%s</code><message>%s: gone</message>"
+        ebb_buf_printf(b, "<stateReason><code>%s</code><message>%s: gone</message>"
                            "</stateReason>", in->reason, in->reason);
-    ebb__buf_printf(b, "<clientToken>%s</clientToken><tagSet>", in->client_token);
+    ebb_buf_printf(b, "<clientToken>%s</clientToken><tagSet>", in->client_token);
     for (int t = 0; t < in->n_tags; t++)
-        ebb__buf_printf(b, "<item><key>%s</key><value>%s</value></item>",
+        ebb_buf_printf(b, "<item><key>%s</key><value>%s</value></item>",
                         in->tag_key[t], in->tag_value[t]);
-    ebb__buf_puts(b, "</tagSet></item>");
+    ebb_buf_puts(b, "</tagSet></item>");
 }
 
 static struct instance *find_instance(struct fake_ec2 *f, const char *region,
@@ -321,13 +322,13 @@ static void run_instances(struct fake_ec2 *f, const struct form *q,
             in->n_tags++;
         }
     }
-    struct ebb__buf b = {0};
-    ebb__buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                       "<RunInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
                       "<requestId>r1</requestId><reservationId>r-1</reservationId>"
                       "<ownerId>123456789012</ownerId><groupSet/><instancesSet>");
     instance_xml(&b, in);
-    ebb__buf_puts(&b, "</instancesSet></RunInstancesResponse>");
+    ebb_buf_puts(&b, "</instancesSet></RunInstancesResponse>");
     body_take(res, &b);
 }
 
@@ -376,8 +377,8 @@ static void describe_instances(struct fake_ec2 *f, const struct form *q,
         return;
     }
     size_t skip = token != NULL ? strtoul(token + strcspn(token, "0123456789"), NULL, 10) : 0;
-    struct ebb__buf b = {0};
-    ebb__buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                       "<DescribeInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
                       "<requestId>d1</requestId><reservationSet>");
     size_t seen = 0, shown = 0, i = 0;
@@ -387,20 +388,20 @@ static void describe_instances(struct fake_ec2 *f, const struct form *q,
             continue;
         if (seen++ < skip)
             continue;
-        ebb__buf_printf(&b, "<item><reservationId>r-%zu</reservationId>"
+        ebb_buf_printf(&b, "<item><reservationId>r-%zu</reservationId>"
                             "<ownerId>123456789012</ownerId><groupSet/><instancesSet>", i);
         instance_xml(&b, in);
-        ebb__buf_puts(&b, "</instancesSet></item>");
+        ebb_buf_puts(&b, "</instancesSet></item>");
         shown++;
     }
-    ebb__buf_puts(&b, "</reservationSet>");
+    ebb_buf_puts(&b, "</reservationSet>");
     int more = 0;
     for (; i < f->n_inst && !more; i++)
         more = strcmp(f->inst[i].region, region) == 0 &&
                (fvalue == NULL || has_tag_key(&f->inst[i], fvalue));
     if (more)
-        ebb__buf_printf(&b, "<nextToken>inst%zu</nextToken>", skip + shown);
-    ebb__buf_puts(&b, "</DescribeInstancesResponse>");
+        ebb_buf_printf(&b, "<nextToken>inst%zu</nextToken>", skip + shown);
+    ebb_buf_puts(&b, "</DescribeInstancesResponse>");
     body_take(res, &b);
 }
 

@@ -54,7 +54,7 @@ static int auth_field(const char *auth, const char *name, char *out, size_t size
     return -1;
 }
 
-static void collapse(struct ebb__buf *b, const char *v)
+static void collapse(struct ebb_buf *b, const char *v)
 {
     int space = 0, any = 0;
     for (; *v != '\0'; v++) {
@@ -63,8 +63,8 @@ static void collapse(struct ebb__buf *b, const char *v)
             continue;
         }
         if (space)
-            ebb__buf_puts(b, " ");
-        ebb__buf_append(b, v, 1);
+            ebb_buf_puts(b, " ");
+        ebb_buf_append(b, v, 1);
         space = 0;
         any = 1;
     }
@@ -91,14 +91,14 @@ static int pair_cmp(const void *a, const void *b)
 }
 
 /* The query pairs as sent, sorted; ebb's POSTs send none. */
-static void canonical_query(struct ebb__buf *b, const char *query)
+static void canonical_query(struct ebb_buf *b, const char *query)
 {
     char *copy = strdup(query);
     char *pairs[256];
     size_t n = copy[0] != '\0' ? split(copy, '&', pairs, 256) : 0;
     qsort(pairs, n, sizeof(*pairs), pair_cmp);
     for (size_t i = 0; i < n; i++)
-        ebb__buf_printf(b, "%s%s%s", i ? "&" : "", pairs[i],
+        ebb_buf_printf(b, "%s%s%s", i ? "&" : "", pairs[i],
                         strchr(pairs[i], '=') ? "" : "=");
     free(copy);
 }
@@ -142,10 +142,10 @@ int fake_sigv4_verify(const struct ebb__httpd_request *req, const char *akid,
         return -1;
     }
 
-    struct ebb__buf creq = {0};
-    ebb__buf_printf(&creq, "%s\n%s\n", req->method, req->path);
+    struct ebb_buf creq = {0};
+    ebb_buf_printf(&creq, "%s\n%s\n", req->method, req->path);
     canonical_query(&creq, req->query);
-    ebb__buf_puts(&creq, "\n");
+    ebb_buf_puts(&creq, "\n");
     char names[512];
     snprintf(names, sizeof(names), "%s", signed_headers);
     char *hdrs[32];
@@ -154,24 +154,24 @@ int fake_sigv4_verify(const struct ebb__httpd_request *req, const char *akid,
         const char *h = hdrs[i];
         if (i > 0 && strcmp(hdrs[i - 1], h) >= 0) {
             snprintf(why, why_size, "signed headers are not sorted");
-            ebb__buf_free(&creq);
+            ebb_buf_free(&creq);
             return -1;
         }
         const char *v = ebb__httpd_header(req, h);
         if (v == NULL) {
             snprintf(why, why_size, "signed header %s is missing", h);
-            ebb__buf_free(&creq);
+            ebb_buf_free(&creq);
             return -1;
         }
-        ebb__buf_printf(&creq, "%s:", h);
+        ebb_buf_printf(&creq, "%s:", h);
         collapse(&creq, v);
-        ebb__buf_puts(&creq, "\n");
+        ebb_buf_puts(&creq, "\n");
     }
     char body_hash[65], creq_hash[65];
     digest_hex(req->body, req->body_len, body_hash);
-    ebb__buf_printf(&creq, "\n%s\n%s", signed_headers, body_hash);
+    ebb_buf_printf(&creq, "\n%s\n%s", signed_headers, body_hash);
     digest_hex(creq.data, creq.len, creq_hash);
-    ebb__buf_free(&creq);
+    ebb_buf_free(&creq);
 
     char sts[512], scope_date[9], k_secret[256];
     snprintf(scope_date, sizeof(scope_date), "%.8s", date);

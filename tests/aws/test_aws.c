@@ -19,8 +19,9 @@
 
 #include <openssl/evp.h>
 
+#include <ebb/units.h>
+
 #include "aws_fixture.h"
-#include "base/units.h"
 #include "store/store.h"
 
 #define MINUTE EBB_MS_PER_MINUTE
@@ -199,7 +200,7 @@ static void test_poll_pages(void **state)
     struct aws_fx f;
     assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
     ebb_time_ms first;
-    assert_int_equal(ebb__parse_time("2026-10-01T00:00:00Z", &first), 0);
+    assert_int_equal(ebb_parse_time("2026-10-01T00:00:00Z", &first), 0);
     fake_ec2_set_prices(f.ec2, 6000, first, MINUTE);
     f.last_price_at = first; /* resume from the first point */
     struct poll_res r;
@@ -241,7 +242,7 @@ static void test_poll_start_time(void **state)
     struct aws_fx f;
     assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
     ebb_time_ms first;
-    assert_int_equal(ebb__parse_time("2026-10-01T00:00:00Z", &first), 0);
+    assert_int_equal(ebb_parse_time("2026-10-01T00:00:00Z", &first), 0);
     fake_ec2_set_prices(f.ec2, 1200, first, MINUTE);
     f.last_price_at = first + 100 * MINUTE;
     struct poll_res r;
@@ -255,7 +256,7 @@ static void test_poll_start_time(void **state)
     ebb_time_ms before = f.lent.now(f.lent.ctx);
     poll_once(&f, &r);
     ebb_time_ms start;
-    assert_int_equal(ebb__parse_time(fake_ec2_last_param(f.ec2, "DescribeSpotPriceHistory",
+    assert_int_equal(ebb_parse_time(fake_ec2_last_param(f.ec2, "DescribeSpotPriceHistory",
                                                          "StartTime"), &start), 0);
     assert_true(start <= before - 90 * DAY + 1000);
     assert_true(start >= before - 90 * DAY - 5000);

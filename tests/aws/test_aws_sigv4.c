@@ -78,7 +78,7 @@ static void parse_req(char *text, struct parsed *p)
         }
         if ((*line == ' ' || *line == '\t') && p->n > 0) {
             char *prev = p->values[p->n - 1];
-            p->values[p->n - 1] = ebb__strfmt("%s\n%s", prev, line);
+            p->values[p->n - 1] = ebb_strfmt("%s\n%s", prev, line);
             free(prev);
         } else {
             char *colon = strchr(line, ':');

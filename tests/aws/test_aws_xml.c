@@ -12,9 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "aws.h"
 #include "aws_ec2.h"
-#include "base/units.h"
 
 static char *fixture(const char *name, size_t *len)
 {
@@ -37,7 +38,7 @@ static char *fixture(const char *name, size_t *len)
 static ebb_time_ms at(const char *iso)
 {
     ebb_time_ms t;
-    assert_int_equal(ebb__parse_time(iso, &t), 0);
+    assert_int_equal(ebb_parse_time(iso, &t), 0);
     return t;
 }
 

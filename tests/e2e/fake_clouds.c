@@ -36,7 +36,8 @@
 #include <jansson.h>
 #include <uv.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "fake_ecs.h"
 #include "fake_vast.h"
 

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "base/cfg_table.h"
-#include "base/units.h"
 #include "config/config_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -41,22 +42,22 @@ static void check_units(const char *s)
 {
     char buf[64];
     ebb_dur_ms dur, dur2;
-    if (ebb__parse_duration(s, &dur) == 0) {
-        ebb__format_duration(dur, buf, sizeof(buf));
-        if (ebb__parse_duration(buf, &dur2) != 0 || dur2 != dur)
+    if (ebb_parse_duration(s, &dur) == 0) {
+        ebb_format_duration(dur, buf, sizeof(buf));
+        if (ebb_parse_duration(buf, &dur2) != 0 || dur2 != dur)
             abort();
     }
     struct ebb_money m, m2;
-    if (ebb__parse_money(s, &m) == 0) {
-        ebb__format_money(m.amount, m.currency, buf, sizeof(buf));
-        if (ebb__parse_money(buf, &m2) != 0 || m2.amount != m.amount ||
+    if (ebb_parse_money(s, &m) == 0) {
+        ebb_format_money(m.amount, m.currency, buf, sizeof(buf));
+        if (ebb_parse_money(buf, &m2) != 0 || m2.amount != m.amount ||
             strcmp(m2.currency, m.currency) != 0)
             abort();
     }
     ebb_time_ms t, t2;
-    if (ebb__parse_time(s, &t) == 0) {
-        ebb__format_time(t, buf, sizeof(buf));
-        if (ebb__parse_time(buf, &t2) != 0 || t2 != t)
+    if (ebb_parse_time(s, &t) == 0) {
+        ebb_format_time(t, buf, sizeof(buf));
+        if (ebb_parse_time(buf, &t2) != 0 || t2 != t)
             abort();
     }
 }
@@ -86,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_units(s);
     }
 
-    struct ebb__diag d;
+    struct ebb_diag d;
     struct ebb__config *cfg;
     if (ebb__config_load_buffer("ebb.yaml", (const char *)data, size, &cfg,
                                 &d) != 0) {

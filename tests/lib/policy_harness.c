@@ -9,8 +9,6 @@
 
 /* ---- loading ------------------------------------------------------------ */
 
-
-
 /* Opens policy `name` from $EBB_BUILD_ROOT/policies by name (so the loader's
  * name check runs), configures it from `yaml` (a mapping, or NULL for the
  * defaults) and creates it. */
@@ -21,7 +19,7 @@ struct ph_pol ph_load(const char *name, const char *yaml)
     assert_non_null(root);
     char *dirs[1] = {(char *)root};
     struct ebb__plugin_path path = {.dirs = dirs, .n = 1};
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__plugin_open(EBB__PLUGIN_POLICY, name, &path, &pol.plugin, &d);
     if (rc != 0)
         fail_msg("open %s: %s", name, d.msg);
@@ -144,7 +142,6 @@ void ph_expect(const struct ebb_decision *d, enum ebb_decision_kind kind,
                  (int)d->kind, d->offer, d->reason, (int)kind, offer);
 }
 
-
 /* ph_decide_ok(), then ph_expect(). */
 struct ebb_decision ph_decide_is(const struct ph_pol *pol,
                                      const struct ebb_job_view *job,
@@ -161,7 +158,6 @@ void ph_reason_has(const struct ebb_decision *d, const char *what)
 {
     if (strstr(d->reason, what) == NULL)
         fail_msg("reason \"%s\" lacks \"%s\"", d->reason, what);}
-
 
 /* Runs the job minute by minute. Spot is available when `spot_up(minute)`
  * is 1; a running spot instance is lost when it goes away. Progress counts

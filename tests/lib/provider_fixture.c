@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/diag.h>
+
 #include "base/cfg_table.h"
-#include "base/diag.h"
 #include "base/yaml_doc.h"
 
 #define WATCHDOG_MS 20000
@@ -29,10 +30,10 @@ static void capture_log(void *ctx, enum ebb_log_level level, const char *fmt, ..
     struct pfx *f = from_ctx(ctx);
     va_list ap;
     va_start(ap, fmt);
-    char *line = ebb__vstrfmt(fmt, ap);
+    char *line = ebb_vstrfmt(fmt, ap);
     va_end(ap);
     assert_non_null(line);
-    ebb__buf_printf(&f->log, "%d %s\n", (int)level, line);
+    ebb_buf_printf(&f->log, "%d %s\n", (int)level, line);
     if (getenv("PFX_VERBOSE") != NULL)
         fprintf(stderr, "plugin log: %s\n", line);
     free(line);
@@ -99,7 +100,7 @@ void pfx_init(struct pfx *f, ebb__httpd_handler handler, void *arg)
 int pfx_create(struct pfx *f, const char *name, const char *yaml)
 {
     struct ebb__plugin_path path;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__plugin_path_init(&path, NULL), 0);
     int rc = ebb__plugin_open(EBB__PLUGIN_PROVIDER, name, &path, &f->plugin, &d);
     ebb__plugin_path_free(&path);
@@ -107,17 +108,17 @@ int pfx_create(struct pfx *f, const char *name, const char *yaml)
         fail_msg("%s", d.msg);
     f->p = f->plugin->provider;
 
-    struct ebb__buf text = {0};
+    struct ebb_buf text = {0};
     const char *url = ebb__httpd_url(f->srv);
     for (const char *s = yaml; *s != '\0';) {
         if (strncmp(s, "@URL@", 5) == 0) {
-            ebb__buf_puts(&text, url);
+            ebb_buf_puts(&text, url);
             s += 5;
         } else {
-            ebb__buf_append(&text, s++, 1);
+            ebb_buf_append(&text, s++, 1);
         }
     }
-    char *doc_text = ebb__buf_take(&text);
+    char *doc_text = ebb_buf_take(&text);
     assert_non_null(doc_text);
     struct ebb__ydoc *doc;
     assert_int_equal(ebb__ydoc_load_buffer("ebb.yaml", doc_text, strlen(doc_text),
@@ -355,5 +356,5 @@ void pfx_close(struct pfx *f)
         ebb__cfg_free(ebb__plugin_config_keys(f->plugin), f->cfg);
         ebb__plugin_close(f->plugin);
     }
-    ebb__buf_free(&f->log);
+    ebb_buf_free(&f->log);
 }

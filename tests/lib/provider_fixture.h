@@ -75,7 +75,7 @@ struct pfx {
     void *cfg;
     void *self;
     int create_status;
-    struct ebb__buf log;  /* the plugin's log lines */
+    struct ebb_buf log;  /* the plugin's log lines */
     int market_changes;
     struct pfx_event events[32];
     size_t n_events;

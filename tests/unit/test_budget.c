@@ -24,8 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ebb/units.h>
+
 #include "base/str.h"
-#include "base/units.h"
 #include "engine/engine.h"
 #include "engine/vengine.h"
 #include "jobs/jobspec.h"
@@ -110,7 +111,7 @@ static void write_spiky_trace(struct world *w, ebb_time_ms from,
     int64_t factor[2] = {1, 1};
     for (ebb_time_ms t = from; t <= to; t += 20 * MINUTE) {
         char at[40];
-        ebb__format_time(t, at, sizeof(at));
+        ebb_format_time(t, at, sizeof(at));
         for (int z = 0; z < 2; z++) {
             base[z] += rand_in(w, -60000, 60000);
             if (base[z] < 500000)
@@ -140,8 +141,8 @@ static void world_start(struct world *w, uint64_t seed, ebb_time_ms start,
     live = w;
     write_spiky_trace(w, start - DAY, start, end + DAY);
     w->team_cap = rand_in(w, 3, 9) * USD;
-    struct ebb__buf b = {0};
-    ebb__buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n"
+    struct ebb_buf b = {0};
+    ebb_buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n"
                     "    preemption_hazard: 0.%lld\n"
                     "    preempt_after: %lldm\n    seed: %llu\n"
                     "    checkpoint_time: 170s\n"
@@ -153,9 +154,9 @@ static void world_start(struct world *w, uint64_t seed, ebb_time_ms start,
                     (long long)rand_in(w, 60, 240), (unsigned long long)seed,
                     rand_in(w, 0, 1) ? "aws-hourly" : "per-second",
                     (long long)(w->team_cap / USD));
-    char *text = ebb__buf_take(&b);
+    char *text = ebb_buf_take(&b);
     assert_non_null(text);
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__vengine_open(&w->v, "(test)", text, NULL, start, &d);
     free(text);
     if (rc != 0)
@@ -168,7 +169,7 @@ static void world_start(struct world *w, uint64_t seed, ebb_time_ms start,
 static struct ebb__job *submit(struct world *w, const char *yaml)
 {
     struct ebb__job_spec spec;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
         fail_msg("%s", d.msg);
     struct ebb__job *job = NULL;
@@ -308,7 +309,7 @@ static void count_outcomes(struct world *w, struct tally *t)
             "WHERE job_id = ?1 AND reason LIKE 'team ml budget:%'",
             job->id, 0, 0);
         /* Jobs the team's cap stopped in January that ran in February. */
-        ebb_time_ms feb = ebb__days_from_civil(2020, 2, 1) * DAY;
+        ebb_time_ms feb = ebb_days_from_civil(2020, 2, 1) * DAY;
         int stopped_in_jan = sql_int(w, "SELECT count(*) FROM job_events "
             "WHERE job_id = ?1 AND reason LIKE 'team ml budget:%' AND at < ?2",
             job->id, feb, 0) > 0;
@@ -322,7 +323,7 @@ static void caps_hold_through_spikes_and_preemptions(void **state)
 {
     (void)state;
     /* Two days before a month's end to two days after it. */
-    ebb_time_ms start = (ebb__days_from_civil(2020, 1, 30) * DAY);
+    ebb_time_ms start = (ebb_days_from_civil(2020, 1, 30) * DAY);
     ebb_time_ms end = start + 4 * DAY;
     struct tally t = {0};
     uint64_t instants = 0;
@@ -332,8 +333,8 @@ static void caps_hold_through_spikes_and_preemptions(void **state)
         static const char *const policies[] = {"greedy", "uniform-progress",
                                                "trough"};
         for (int j = 0; j < N_JOBS; j++) {
-            struct ebb__buf b = {0};
-            ebb__buf_printf(&b, "name: j%d\nrun: [python, train.py]\n"
+            struct ebb_buf b = {0};
+            ebb_buf_printf(&b, "name: j%d\nrun: [python, train.py]\n"
                             "restart_overhead: %lldm\nwork: %lldh\n"
                             "deadline: 4d\nmarket: spot\npolicy: %s\n"
                             "checkpoint:\n  every: %lldm\n  grace: %llds\n",
@@ -343,12 +344,12 @@ static void caps_hold_through_spikes_and_preemptions(void **state)
                             (long long)rand_in(w, 10, 60),
                             (long long)rand_in(w, 180, 300));
             if (j != 3) /* one job is capped by the team only */
-                ebb__buf_printf(&b, "budget: %lld.%02lld USD\n",
+                ebb_buf_printf(&b, "budget: %lld.%02lld USD\n",
                                 (long long)rand_in(w, 0, 5),
                                 (long long)rand_in(w, 1, 99));
             if (j != 2) /* one job has no team */
-                ebb__buf_printf(&b, "team: ml\n");
-            char *yaml = ebb__buf_take(&b);
+                ebb_buf_printf(&b, "team: ml\n");
+            char *yaml = ebb_buf_take(&b);
             assert_non_null(yaml);
             submit(w, yaml);
             free(yaml);
@@ -381,7 +382,7 @@ static void capped_job_ends_budget_exhausted(void **state)
 {
     (void)state;
     struct world *w = &world_mem;
-    ebb_time_ms start = ebb__days_from_civil(2020, 1, 1) * DAY;
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 1) * DAY;
     memset(w, 0, sizeof(*w));
     live = w;
     const char *root = getenv("EBB_SOURCE_ROOT");
@@ -389,7 +390,7 @@ static void capped_job_ends_budget_exhausted(void **state)
     snprintf(text, sizeof(text), "providers:\n  sim:\n    prices: \"%s/tests/"
              "data/engine/prices_flat.csv\"\ndefault_policy: greedy\n",
              root ? root : ".");
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (ebb__vengine_open(&w->v, "(test)", text, NULL, start, &d) != 0)
         fail_msg("%s", d.msg);
     ebb__clock_run_until(&w->v.clock, start);

@@ -15,7 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/trace.h"
+#include <ebb/trace.h>
+
 #include "market/catalog.h"
 
 static char tmpdir[PATH_MAX];
@@ -54,7 +55,7 @@ static struct ebb__catalog *load_ok(const char *rel)
 {
     char path[PATH_MAX];
     struct ebb__catalog *c = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (ebb__catalog_load(src_path(rel, path, sizeof(path)), &c, &d) != 0)
         fail_msg("%s", d.msg);
     return c;
@@ -205,13 +206,13 @@ static void errors(void **state)
         fputs(cases[i].text, f);
         assert_int_equal(fclose(f), 0);
         struct ebb__catalog *c = NULL;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         assert_int_equal(ebb__catalog_load("catalog.csv", &c, &d), EBB_EINVAL);
         assert_null(c);
         assert_string_equal(d.msg, cases[i].msg);
     }
     struct ebb__catalog *c = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__catalog_load("missing.csv", &c, &d), EBB_EIO);
     assert_string_equal(d.msg,
                         "missing.csv: cannot open: No such file or directory");
@@ -234,13 +235,13 @@ static void shipped_catalog_covers_traces(void **state)
     };
     for (size_t k = 0; k < sizeof(traces) / sizeof(traces[0]); k++) {
         char path[PATH_MAX];
-        struct ebb__price_trace *t = NULL;
-        struct ebb__diag d = {{0}};
-        if (ebb__price_trace_load(src_path(traces[k], path, sizeof(path)), &t,
+        struct ebb_price_trace *t = NULL;
+        struct ebb_diag d = {{0}};
+        if (ebb_price_trace_load(src_path(traces[k], path, sizeof(path)), &t,
                                   &d) != 0)
             fail_msg("%s", d.msg);
         for (size_t i = 0; i < t->n_series; i++) {
-            const struct ebb__price_series *s = &t->series[i];
+            const struct ebb_price_series *s = &t->series[i];
             const char *provider = s->provider;
             if (strncmp(provider, "primeintellect", 14) == 0)
                 provider = "primeintellect-aggregate";
@@ -254,7 +255,7 @@ static void shipped_catalog_covers_traces(void **state)
             assert_true(e->speed > 0);
             assert_true(e->source[0] != '\0');
         }
-        ebb__price_trace_free(t);
+        ebb_price_trace_free(t);
     }
     const struct ebb__catalog_entry *e =
         ebb__catalog_find(c, "aws", "us-east-1", "p3.2xlarge");

@@ -16,9 +16,9 @@
 #include "config/config_file.h"
 
 static int load(const char *text, struct ebb__config **cfg,
-                struct ebb__diag *d)
+                struct ebb_diag *d)
 {
-    ebb__diag_clear(d);
+    ebb_diag_clear(d);
     return ebb__config_load_buffer("ebb.yaml", text, strlen(text), cfg, d);
 }
 
@@ -26,7 +26,7 @@ static int load(const char *text, struct ebb__config **cfg,
 static void expect_error(const char *text, const char *msg)
 {
     struct ebb__config *cfg = (struct ebb__config *)&cfg;
-    struct ebb__diag d;
+    struct ebb_diag d;
     int rc = load(text, &cfg, &d);
     if (rc != EBB_ECONFIG)
         fail_msg("rc %d for:\n%s", rc, text);
@@ -39,35 +39,35 @@ static void expect_error(const char *text, const char *msg)
 static void diag_formats(void **state)
 {
     (void)state;
-    struct ebb__diag d;
-    ebb__diag_set(&d, "ebb.yaml", 3, "%s: bad", "log_level");
+    struct ebb_diag d;
+    ebb_diag_set(&d, "ebb.yaml", 3, "%s: bad", "log_level");
     assert_string_equal(d.msg, "ebb.yaml:3: log_level: bad");
-    ebb__diag_set(&d, "ebb.yaml", 0, "cannot open");
+    ebb_diag_set(&d, "ebb.yaml", 0, "cannot open");
     assert_string_equal(d.msg, "ebb.yaml: cannot open");
-    ebb__diag_set(&d, NULL, 7, "plain");
+    ebb_diag_set(&d, NULL, 7, "plain");
     assert_string_equal(d.msg, "plain");
-    ebb__diag_set(NULL, "x", 1, "ignored");
+    ebb_diag_set(NULL, "x", 1, "ignored");
 
-    char q[EBB__DIAG_QUOTE_SIZE];
-    assert_string_equal(ebb__diag_quote("a\"b\\c\n\t\x01", 8, q, sizeof(q)),
+    char q[EBB_DIAG_QUOTE_SIZE];
+    assert_string_equal(ebb_diag_quote("a\"b\\c\n\t\x01", 8, q, sizeof(q)),
                         "\"a\\\"b\\\\c\\n\\t\\x01\"");
     char nul[3] = {'a', '\0', 'b'};
-    assert_string_equal(ebb__diag_quote(nul, 3, q, sizeof(q)),
+    assert_string_equal(ebb_diag_quote(nul, 3, q, sizeof(q)),
                         "\"a\\x00b\"");
     char longer[100];
     memset(longer, 'x', sizeof(longer));
-    ebb__diag_quote(longer, sizeof(longer), q, sizeof(q));
+    ebb_diag_quote(longer, sizeof(longer), q, sizeof(q));
     assert_int_equal(strlen(q), 1 + 60 + 1 + 3);
     assert_string_equal(q + 62, "...");
     char tiny[10];
-    ebb__diag_quote(longer, sizeof(longer), tiny, sizeof(tiny));
+    ebb_diag_quote(longer, sizeof(longer), tiny, sizeof(tiny));
     assert_true(strlen(tiny) < sizeof(tiny));
 
     /* Long messages are cut, not overflowed. */
     char big[3000];
     memset(big, 'y', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
-    ebb__diag_set(&d, "f", 1, "%s", big);
+    ebb_diag_set(&d, "f", 1, "%s", big);
     assert_int_equal(strlen(d.msg), sizeof(d.msg) - 1);
 }
 
@@ -89,7 +89,7 @@ static void yaml_tree(void **state)
                                "  two\n"
                                "  lines\n";
     struct ebb__ydoc *doc;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(ebb__ydoc_load_buffer("t.yaml", text, strlen(text), &doc,
                                            &d),
                      0);
@@ -177,7 +177,7 @@ static void yaml_errors(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct ebb__ydoc *doc = (struct ebb__ydoc *)&doc;
-        struct ebb__diag d;
+        struct ebb_diag d;
         int rc = ebb__ydoc_load_buffer("t.yaml", cases[i].text,
                                        strlen(cases[i].text), &doc, &d);
         if (rc != EBB_ECONFIG)
@@ -192,7 +192,7 @@ static void yaml_errors(void **state)
     memset(deep + 200, ']', 99);
     deep[299] = '\0';
     struct ebb__ydoc *doc;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(ebb__ydoc_load_buffer("t.yaml", deep, strlen(deep), &doc,
                                            &d),
                      EBB_ECONFIG);
@@ -238,7 +238,7 @@ static void config_full(void **state)
 {
     (void)state;
     struct ebb__config *cfg;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(load(full_config, &cfg, &d), 0);
     assert_string_equal(cfg->file, "ebb.yaml");
     assert_int_equal(cfg->log_level, EBB_LOG_DEBUG);
@@ -307,7 +307,7 @@ static void config_defaults(void **state)
     };
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         struct ebb__config *cfg;
-        struct ebb__diag d;
+        struct ebb_diag d;
         if (load(texts[i], &cfg, &d) != 0)
             fail_msg("%s", d.msg);
         check_defaults(cfg);
@@ -315,7 +315,7 @@ static void config_defaults(void **state)
     }
 
     struct ebb__config *cfg;
-    struct ebb__diag d;
+    struct ebb_diag d;
     /* The built-in configuration: the sim market from the shipped data,
      * run on local processes. */
     setenv("EBB_DATA_DIR", "/opt/ebb-data", 1);
@@ -343,7 +343,7 @@ static void config_clock_run_on_agent(void **state)
 {
     (void)state;
     struct ebb__config *cfg;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(load("clock:\n  start: 2020-01-06T00:00:00Z\n  speed: 720\n"
                           "run_on: {sim: local}\n"
                           "agent_api: {listen: 127.0.0.1:7400, heartbeat: 2s}\n",
@@ -487,7 +487,7 @@ static void config_file(void **state)
     snprintf(path, sizeof(path), "%s/ebb.yaml", dir);
 
     struct ebb__config *cfg;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(ebb__config_load_file(path, &cfg, &d), EBB_ENOTFOUND);
     assert_null(cfg);
     assert_non_null(strstr(d.msg, "ebb.yaml: cannot open: "));
@@ -569,7 +569,7 @@ static const struct ebb_cfg_key sample_keys[] = {
 
 /* Applies sample_keys to `text` as the section providers.aws. */
 static int apply(const char *text, struct sample_cfg **out,
-                 struct ebb__diag *d)
+                 struct ebb_diag *d)
 {
     struct ebb__ydoc *doc;
     int rc = ebb__ydoc_load_buffer("ebb.yaml", text, strlen(text), &doc, d);
@@ -592,7 +592,7 @@ static void table_defaults(void **state)
 {
     (void)state;
     void *raw;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(ebb__cfg_apply(sample_keys, sizeof(struct sample_cfg),
                                     NULL, "providers.aws", &raw, &d),
                      0);
@@ -623,7 +623,7 @@ static void table_values(void **state)
 {
     (void)state;
     struct sample_cfg *c;
-    struct ebb__diag d;
+    struct ebb_diag d;
     static const char text[] = "providers:\n"
                                "  aws:\n"
                                "    endpoint: http://127.0.0.1:9000\n"
@@ -720,7 +720,7 @@ static void table_errors(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct sample_cfg *c = (struct sample_cfg *)&c;
-        struct ebb__diag d;
+        struct ebb_diag d;
         int rc = apply(cases[i].text, &c, &d);
         if (rc != EBB_ECONFIG)
             fail_msg("case %zu: rc %d", i, rc);
@@ -748,7 +748,7 @@ static void table_bad_tables(void **state)
         EBB_CFG_END,
     };
     void *raw = &raw;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(ebb__cfg_apply(bad_default, sizeof(struct bad), NULL,
                                     "policies.x", &raw, &d),
                      EBB_ECONFIG);

@@ -32,8 +32,9 @@
 
 #include <cmocka.h>
 
+#include <ebb/units.h>
+
 #include "base/tz.h"
-#include "base/units.h"
 #include "jobs/cron.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -189,7 +190,7 @@ static ebb_time_ms robfig_time(const char *s, char *zone, size_t zsize)
         assert_int_equal(n, 24);
         snprintf(iso, sizeof(iso), "%.22s:%s", s, s + 22);
         ebb_time_ms t;
-        assert_int_equal(ebb__parse_time(iso, &t), 0);
+        assert_int_equal(ebb_parse_time(iso, &t), 0);
         if (zone[0] == '\0') {
             /* POSIX offsets count west: +0530 is "<+0530>-5:30". */
             snprintf(zone, zsize, "<%.5s>%c%.2s:%.2s", s + 19,
@@ -205,7 +206,7 @@ static ebb_time_ms robfig_time(const char *s, char *zone, size_t zsize)
         assert_int_equal(
             sscanf(s, "%3s %3s %d %d:%d %d", wday, mon, &d, &h, &mi, &y), 6);
     }
-    return ebb__days_from_civil(y, month_of(mon), d) * EBB_MS_PER_DAY +
+    return ebb_days_from_civil(y, month_of(mon), d) * EBB_MS_PER_DAY +
            h * EBB_MS_PER_HOUR + mi * EBB_MS_PER_MINUTE +
            sec * EBB_MS_PER_SECOND;
 }
@@ -213,7 +214,7 @@ static ebb_time_ms robfig_time(const char *s, char *zone, size_t zsize)
 static struct ebb__tz *zone_for(const char *name)
 {
     struct ebb__tz *tz = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (name[0] == '\0')
         return NULL;
     if (name[0] == '<')
@@ -225,7 +226,7 @@ static struct ebb__tz *zone_for(const char *name)
 
 static void fmt(ebb_time_ms t, char *buf, size_t size)
 {
-    ebb__format_time(t, buf, size);
+    ebb_format_time(t, buf, size);
 }
 
 /* ---- TestActivation ----------------------------------------------------- */
@@ -435,11 +436,11 @@ static void croniter_vectors(void **state)
             char iso[40];
             snprintf(iso, sizeof(iso), "%sZ", r->f[1]);
             ebb_time_ms t;
-            assert_int_equal(ebb__parse_time(iso, &t), 0);
+            assert_int_equal(ebb_parse_time(iso, &t), 0);
             for (int k = 0; k < 5; k++) {
                 ebb_time_ms want, got;
                 snprintf(iso, sizeof(iso), "%sZ", r->f[3 + k]);
-                assert_int_equal(ebb__parse_time(iso, &want), 0);
+                assert_int_equal(ebb_parse_time(iso, &want), 0);
                 int rc = ebb__cron_next(&c, NULL, t, &got);
                 if (rc != 0 || got != want) {
                     char g[48] = "(none)";
@@ -598,17 +599,17 @@ static void never_fires(void **state)
     assert_int_equal(ebb__cron_parse("0 0 31 2 0", 0, &c, NULL), 0);
     assert_int_equal(ebb__cron_next(&c, NULL, 0, &t), 0);
     char buf[48];
-    assert_string_equal(ebb__format_time(t, buf, sizeof(buf)),
+    assert_string_equal(ebb_format_time(t, buf, sizeof(buf)),
                         "1970-02-01T00:00:00Z");
     /* February 29 on a Monday, from 2024: the next is 2044. */
     assert_int_equal(ebb__cron_parse("0 0 29 2 *", 0, &c, NULL), 0);
     ebb_time_ms from;
-    assert_int_equal(ebb__parse_time("2096-03-01T00:00:00Z", &from), 0);
+    assert_int_equal(ebb_parse_time("2096-03-01T00:00:00Z", &from), 0);
     assert_int_equal(ebb__cron_next(&c, NULL, from, &t), 0);
-    assert_string_equal(ebb__format_time(t, buf, sizeof(buf)),
+    assert_string_equal(ebb_format_time(t, buf, sizeof(buf)),
                         "2104-02-29T00:00:00Z"); /* 2100 is no leap year */
     /* Not past the year 9999. */
-    assert_int_equal(ebb__parse_time("9999-12-31T23:59:00Z", &from), 0);
+    assert_int_equal(ebb_parse_time("9999-12-31T23:59:00Z", &from), 0);
     assert_int_equal(ebb__cron_parse("* * * * *", 0, &c, NULL), 0);
     assert_int_equal(ebb__cron_next(&c, NULL, from, &t), EBB_ENOTFOUND);
 }
@@ -620,7 +621,7 @@ static void strictly_after(void **state)
     struct ebb__cron c;
     assert_int_equal(ebb__cron_parse("*/5 * * * *", 0, &c, NULL), 0);
     ebb_time_ms t0, t;
-    assert_int_equal(ebb__parse_time("2026-01-01T10:05:00Z", &t0), 0);
+    assert_int_equal(ebb_parse_time("2026-01-01T10:05:00Z", &t0), 0);
     assert_int_equal(ebb__cron_next(&c, NULL, t0, &t), 0);
     assert_int_equal(t - t0, 5 * EBB_MS_PER_MINUTE);
     assert_int_equal(ebb__cron_next(&c, NULL, t0 - 1, &t), 0);
@@ -637,7 +638,7 @@ static int64_t glibc_local_minute(int64_t t)
     time_t tt = (time_t)t;
     struct tm tm;
     assert_non_null(localtime_r(&tt, &tm));
-    return ebb__days_from_civil(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday) *
+    return ebb_days_from_civil(tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday) *
                1440 +
            tm.tm_hour * 60 + tm.tm_min;
 }
@@ -648,7 +649,7 @@ static int local_matches(const struct ebb__cron *c, int64_t L)
     int mod = (int)(L - day * 1440);
     int64_t y;
     int m, d;
-    ebb__civil_from_days(day, &y, &m, &d);
+    ebb_civil_from_days(day, &y, &m, &d);
     int wday = (int)(((day % 7) + 7 + 4) % 7);
     return ebb__cron_matches(c, m, d, wday, mod / 60, mod % 60);
 }
@@ -714,7 +715,7 @@ static void dst_matches_vixie(void **state)
         struct ebb__tz *tz = zone_for(zones[z]);
         for (size_t y = 0; y < ARRAY_LEN(years); y++) {
             /* Find the year's changes of offset, hour by hour (glibc). */
-            int64_t start = ebb__days_from_civil(years[y], 1, 1) * 86400;
+            int64_t start = ebb_days_from_civil(years[y], 1, 1) * 86400;
             int64_t prev = glibc_local_minute(start) - start / 60;
             for (int64_t h = start + 3600; h < start + 366 * 86400; h += 3600) {
                 int64_t off = glibc_local_minute(h) - h / 60;
@@ -789,15 +790,15 @@ static void dst_documented_examples(void **state)
         struct ebb__cron c;
         assert_int_equal(ebb__cron_parse(cases[i].expr, 0, &c, NULL), 0);
         ebb_time_ms t;
-        assert_int_equal(ebb__parse_time(cases[i].after, &t), 0);
+        assert_int_equal(ebb_parse_time(cases[i].after, &t), 0);
         for (size_t k = 0; k < 3; k++) {
             ebb_time_ms want;
             assert_int_equal(ebb__cron_next(&c, tz, t, &t), 0);
-            assert_int_equal(ebb__parse_time(cases[i].fires[k], &want), 0);
+            assert_int_equal(ebb_parse_time(cases[i].fires[k], &want), 0);
             if (t != want) {
                 char g[48];
                 fail_msg("%s: fire %zu is %s, want %s", cases[i].expr, k,
-                         ebb__format_time(t, g, sizeof(g)), cases[i].fires[k]);
+                         ebb_format_time(t, g, sizeof(g)), cases[i].fires[k]);
             }
         }
     }

@@ -31,8 +31,9 @@
 
 #include <jansson.h>
 
+#include <ebb/units.h>
+
 #include "base/str.h"
-#include "base/units.h"
 #include "engine/engine.h"
 #include "engine/vengine.h"
 #include "jobs/jobspec.h"
@@ -81,20 +82,20 @@ static void fx_start_with(struct fx *f, const char *prices, const char *avail,
                           const char *policy, const char *extra)
 {
     char path[1024];
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     memset(f, 0, sizeof(*f));
     if (ebb__catalog_load(data_path("catalog.csv", path, sizeof(path)),
                           &f->catalog, &d) != 0)
         fail_msg("%s", d.msg);
     live = f;
-    struct ebb__buf b = {0};
-    ebb__buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n",
+    struct ebb_buf b = {0};
+    ebb_buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n",
                     data_path(prices, path, sizeof(path)));
     if (avail != NULL)
-        ebb__buf_printf(&b, "    availability: \"%s\"\n",
+        ebb_buf_printf(&b, "    availability: \"%s\"\n",
                         data_path(avail, path, sizeof(path)));
-    ebb__buf_printf(&b, "%sdefault_policy: %s\n", extra, policy);
-    char *text = ebb__buf_take(&b);
+    ebb_buf_printf(&b, "%sdefault_policy: %s\n", extra, policy);
+    char *text = ebb_buf_take(&b);
     assert_non_null(text);
     int rc = ebb__vengine_open(&f->v, "(test)", text, f->catalog, T0, &d);
     free(text);
@@ -126,7 +127,7 @@ static void run_to(struct fx *f, ebb_time_ms t)
 static struct ebb__job *submit(struct fx *f, const char *yaml)
 {
     struct ebb__job_spec spec;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
         fail_msg("%s", d.msg);
     struct ebb__job *job = NULL;
@@ -149,17 +150,17 @@ static char *query(struct fx *f, const char *sql, const char *job_id)
         fail_msg("%s: %s", sql, sqlite3_errmsg(db));
     if (job_id != NULL)
         sqlite3_bind_text(st, 1, job_id, -1, SQLITE_STATIC);
-    struct ebb__buf b = {0};
-    ebb__buf_puts(&b, "");
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "");
     while (sqlite3_step(st) == SQLITE_ROW) {
         for (int c = 0; c < sqlite3_column_count(st); c++) {
             const unsigned char *v = sqlite3_column_text(st, c);
-            ebb__buf_printf(&b, "%s%s", c ? "|" : "", v ? (const char *)v : "NULL");
+            ebb_buf_printf(&b, "%s%s", c ? "|" : "", v ? (const char *)v : "NULL");
         }
-        ebb__buf_puts(&b, "\n");
+        ebb_buf_puts(&b, "\n");
     }
     sqlite3_finalize(st);
-    char *out = ebb__buf_take(&b);
+    char *out = ebb_buf_take(&b);
     assert_non_null(out);
     return out;
 }
@@ -181,9 +182,9 @@ static char *states(struct fx *f, const char *job_id)
                        "job_events WHERE job_id = ?1 ORDER BY seq", job_id);
     if (getenv("EBB_TEST_DUMP"))
         fprintf(stderr, "%s", rows);
-    struct ebb__buf b = {0};
+    struct ebb_buf b = {0};
     char prev[32] = "";
-    ebb__buf_puts(&b, "");
+    ebb_buf_puts(&b, "");
     for (char *line = rows; *line != '\0';) {
         char *nl = strchr(line, '\n');
         *nl = '\0';
@@ -196,11 +197,11 @@ static char *states(struct fx *f, const char *job_id)
         if (bar2[1] == '\0')
             fail_msg("%s -> %s has no reason", line, bar1 + 1);
         snprintf(prev, sizeof(prev), "%s", bar1 + 1);
-        ebb__buf_printf(&b, "%s%s", b.len ? " " : "", bar1 + 1);
+        ebb_buf_printf(&b, "%s%s", b.len ? " " : "", bar1 + 1);
         line = nl + 1;
     }
     free(rows);
-    char *out = ebb__buf_take(&b);
+    char *out = ebb_buf_take(&b);
     assert_non_null(out);
     return out;
 }
@@ -431,10 +432,10 @@ static void two_jobs_share_capacity_one(void **state)
     run_to(f, T0 + H);
     const char *spec = "work: 1h\ndeadline: 8h\nmarket: spot\n"
                        "resources:\n  instance_types: [p3.2xlarge]\n";
-    struct ebb__buf b1 = {0}, b2 = {0};
-    ebb__buf_printf(&b1, JOB_YAML("first", "%s"), spec);
-    ebb__buf_printf(&b2, JOB_YAML("second", "%s"), spec);
-    char *y1 = ebb__buf_take(&b1), *y2 = ebb__buf_take(&b2);
+    struct ebb_buf b1 = {0}, b2 = {0};
+    ebb_buf_printf(&b1, JOB_YAML("first", "%s"), spec);
+    ebb_buf_printf(&b2, JOB_YAML("second", "%s"), spec);
+    char *y1 = ebb_buf_take(&b1), *y2 = ebb_buf_take(&b2);
     struct ebb__job *a = submit(f, y1);
     struct ebb__job *b = submit(f, y2);
     free(y1);
@@ -479,7 +480,7 @@ static void backtest_costs_at_least_the_oracle(void **state)
             .seed = 1,
         };
         json_t *r = NULL;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         if (ebb__backtest_run(&o, &r, &d) != 0)
             fail_msg("%s: %s", policies[i], d.msg);
         json_t *jobs = json_object_get(r, "jobs");
@@ -755,7 +756,7 @@ static void a_taken_id_is_drawn_again(void **state)
 
 int main(void)
 {
-    assert_int_equal(ebb__parse_time("2020-01-01T00:00:00Z", &T0), 0);
+    assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(one_job_on_a_flat_market, teardown),
         cmocka_unit_test_teardown(preempted_job_resumes_from_its_checkpoint,

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "jobs/jobspec.h"
 
 static const char *src_path(const char *rel, char *buf, size_t size)
@@ -32,7 +33,7 @@ static const char *src_path(const char *rel, char *buf, size_t size)
 static ebb_time_ms T(const char *s)
 {
     ebb_time_ms t = 0;
-    assert_int_equal(ebb__parse_time(s, &t), 0);
+    assert_int_equal(ebb_parse_time(s, &t), 0);
     return t;
 }
 
@@ -45,16 +46,16 @@ static int zeroed(const struct ebb__job_spec *s)
 static void load_data(const char *rel, struct ebb__job_spec *s)
 {
     char path[PATH_MAX];
-    struct ebb__diag d;
+    struct ebb_diag d;
     src_path(rel, path, sizeof(path));
     if (ebb__jobspec_load_file(path, s, &d) != 0)
         fail_msg("%s", d.msg);
 }
 
 static int load_text(const char *text, struct ebb__job_spec *s,
-                     struct ebb__diag *d)
+                     struct ebb_diag *d)
 {
-    ebb__diag_clear(d);
+    ebb_diag_clear(d);
     return ebb__jobspec_load_buffer("job.yaml", text, strlen(text), s, d);
 }
 
@@ -63,7 +64,7 @@ static int load_text(const char *text, struct ebb__job_spec *s,
 static void expect_error(const char *text, const char *msg)
 {
     struct ebb__job_spec s;
-    struct ebb__diag d;
+    struct ebb_diag d;
     memset(&s, 0xa5, sizeof(s));
     int rc = load_text(text, &s, &d);
     if (rc != EBB_ECONFIG)
@@ -76,7 +77,7 @@ static void expect_error(const char *text, const char *msg)
 static void expect_workload_error(const char *text, const char *msg)
 {
     struct ebb__workload *w = (struct ebb__workload *)&w;
-    struct ebb__diag d;
+    struct ebb_diag d;
     int rc = ebb__workload_load_buffer("w.yaml", text, strlen(text), &w, &d);
     if (rc != EBB_ECONFIG)
         fail_msg("rc %d for:\n%s", rc, text);
@@ -91,7 +92,7 @@ static void round_trip(const struct ebb__job_spec *s)
     json_t *j1 = ebb__jobspec_to_json(s);
     assert_non_null(j1);
     struct ebb__job_spec back;
-    struct ebb__diag d;
+    struct ebb_diag d;
     if (ebb__jobspec_from_json(j1, &back, &d) != 0)
         fail_msg("%s", d.msg);
     json_t *j2 = ebb__jobspec_to_json(&back);
@@ -246,7 +247,7 @@ static void defaults(void **state)
     ebb__jobspec_free(&s);
 
     /* Null values and empty mappings mean "the default" too. */
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(load_text("name: n\nrun: [x]\nwork: 1h\nbudget:\n"
                                "resources: {}\ncheckpoint: ~\nenv: {}\n"
                                "market: null\n",
@@ -296,7 +297,7 @@ static void run_forms_and_deadlines(void **state)
 
     /* A list without shell, written in block style; signals by short name
      * and in any case; shell: false with a list. */
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(load_text("name: n\nshell: false\nrun:\n  - /bin/echo\n"
                                "  - hello world\nwork: 90s\n"
                                "checkpoint: {signal: term}\n",
@@ -539,7 +540,7 @@ static void file_errors(void **state)
 {
     (void)state;
     struct ebb__job_spec s;
-    struct ebb__diag d;
+    struct ebb_diag d;
     memset(&s, 1, sizeof(s));
     assert_int_equal(ebb__jobspec_load_file("/nonexistent/job.yaml", &s, &d),
                      EBB_ENOTFOUND);
@@ -559,7 +560,7 @@ static void workload(void **state)
     (void)state;
     char path[PATH_MAX];
     struct ebb__workload *w;
-    struct ebb__diag d;
+    struct ebb_diag d;
     src_path("tests/data/jobs/workload.yaml", path, sizeof(path));
     if (ebb__workload_load_file(path, &w, &d) != 0)
         fail_msg("%s", d.msg);
@@ -745,7 +746,7 @@ static void from_node(void **state)
                                "submit: 2020-01-06T09:00:00Z\n"
                                "deadline: 2020-01-06T12:00:00Z\n";
     struct ebb__ydoc *doc;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(ebb__ydoc_load_buffer("n.yaml", text, strlen(text), &doc,
                                            &d),
                      0);
@@ -779,7 +780,7 @@ static void expect_json_error(const char *text, const char *msg)
     if (j == NULL)
         fail_msg("bad test JSON: %s", jerr.text);
     struct ebb__job_spec s;
-    struct ebb__diag d;
+    struct ebb_diag d;
     memset(&s, 0x5a, sizeof(s));
     assert_int_equal(ebb__jobspec_from_json(j, &s, &d), EBB_ECONFIG);
     assert_true(zeroed(&s));
@@ -796,7 +797,7 @@ static void json_reader(void **state)
                            "\"work\":\"30m\",\"line\":2}",
                            0, NULL);
     struct ebb__job_spec s, y;
-    struct ebb__diag d;
+    struct ebb_diag d;
     assert_int_equal(ebb__jobspec_from_json(j, &s, &d), 0);
     json_decref(j);
     load_data("tests/data/jobs/minimal.yaml", &y);
@@ -896,7 +897,7 @@ static void examples_load(void **state)
         if (!has_suffix(de->d_name, ".yaml"))
             continue;
         snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        struct ebb__diag d;
+        struct ebb_diag d;
         if (strncmp(de->d_name, "workload", 8) == 0) {
             struct ebb__workload *w;
             if (ebb__workload_load_file(path, &w, &d) != 0)
@@ -938,8 +939,8 @@ static void truncated_inputs(void **state)
         size_t len = fread(buf, 1, sizeof(buf), fp);
         fclose(fp);
         for (size_t n = 0; n <= len; n++) {
-            struct ebb__diag d;
-            ebb__diag_clear(&d);
+            struct ebb_diag d;
+            ebb_diag_clear(&d);
             if (f == 0) {
                 struct ebb__job_spec s;
                 if (ebb__jobspec_load_buffer("t.yaml", buf, n, &s, &d) == 0)

@@ -31,7 +31,7 @@ static struct ebb__catalog *load_catalog(void)
     snprintf(path, sizeof(path), "%s/tests/data/engine/catalog.csv",
              root ? root : ".");
     struct ebb__catalog *c = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__catalog_load(path, &c, &d);
     if (rc != 0)
         fail_msg("%s", d.msg);

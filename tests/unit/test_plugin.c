@@ -31,7 +31,7 @@ static void opens_the_fake_provider(void **state)
 {
     (void)state;
     struct ebb__plugin *p;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__plugin_open(EBB__PLUGIN_PROVIDER, "fake", &path, &p, &d), 0);
     assert_string_equal(p->name, "fake");
     assert_non_null(strstr(p->path, "providers/fake.so"));
@@ -45,7 +45,7 @@ static void refuses_another_abi(void **state)
 {
     (void)state;
     struct ebb__plugin *p = (void *)1;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__plugin_open(EBB__PLUGIN_PROVIDER, "badabi", &path, &p, &d),
                      EBB_EABI);
     assert_null(p);
@@ -58,7 +58,7 @@ static void refuses_a_module_without_entry(void **state)
 {
     (void)state;
     struct ebb__plugin *p;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__plugin_open(EBB__PLUGIN_PROVIDER, "nosym", &path, &p, &d),
                      EBB_EABI);
     assert_non_null(strstr(d.msg, "no exported symbol ebb_provider_entry"));
@@ -68,7 +68,7 @@ static void says_where_it_looked(void **state)
 {
     (void)state;
     struct ebb__plugin *p;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__plugin_open(EBB__PLUGIN_PROVIDER, "nope", &path, &p, &d),
                      EBB_ENOTFOUND);
     assert_non_null(strstr(d.msg, "no provider plugin named \"nope\""));
@@ -81,14 +81,14 @@ static void reports_dlopen_failures_with_ldd_hint(void **state)
 {
     (void)state;
     struct ebb__plugin *p;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__plugin_open_file(EBB__PLUGIN_PROVIDER, "/dev/null", &p, &d),
                      EBB_EIO);
     assert_non_null(strstr(d.msg, "ldd /dev/null"));
 }
 
 static int load(const char *yaml, struct ebb__config **cfg,
-                struct ebb__registry *r, struct ebb__diag *d)
+                struct ebb__registry *r, struct ebb_diag *d)
 {
     int rc = ebb__config_load_buffer("ebb.yaml", yaml, strlen(yaml), cfg, d);
     if (rc != 0)
@@ -124,7 +124,7 @@ static void registry_configures_and_runs_a_provider(void **state)
     (void)state;
     struct ebb__config *cfg;
     struct ebb__registry r;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = load("default_policy: on-demand\n"
                   "providers:\n"
                   "  fake:\n"
@@ -167,7 +167,7 @@ static void registry_rejects_bad_sections(void **state)
     (void)state;
     struct ebb__config *cfg;
     struct ebb__registry r;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
 
     assert_int_equal(load("providers:\n  fake:\n    greting: hi\n", &cfg, &r, &d),
                      EBB_ECONFIG);

@@ -543,7 +543,6 @@ static void degenerate_inputs(void **state)
 
 /* ---- whole jobs, simulated ---------------------------------------------- */
 
-
 static void simulated_jobs_meet_deadlines(void **state)
 {
     (void)state;

@@ -32,7 +32,8 @@
 #include <expat.h>
 #include <sqlite3.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "report/report.h"
 #include "report/report_format.h"
 #include "store/store.h"
@@ -99,7 +100,7 @@ static void price(struct ebb__store *s, ebb_time_ms at, ebb_micros p)
 
 static int setup(void **state)
 {
-    assert_int_equal(ebb__parse_time("2026-11-01", &T), 0);
+    assert_int_equal(ebb_parse_time("2026-11-01", &T), 0);
     struct fixture *f = calloc(1, sizeof(*f));
     char err[256];
     assert_int_equal(ebb__store_open(":memory:", &f->store, err, sizeof(err)), 0);
@@ -139,7 +140,7 @@ static int setup(void **state)
           "gpu_model,vcpus,memory_gb,speed,source\n"
           "aws,us-east-1,p3.2xlarge,3.0,1,V100,8,61,1.0,test\n", c);
     assert_int_equal(fclose(c), 0);
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__catalog_load(path, &f->catalog, &d), 0);
     unlink(path);
 
@@ -164,7 +165,7 @@ static int teardown(void **state)
 static struct ebb__report *build(struct fixture *f)
 {
     struct ebb__report *r = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     int rc = ebb__report_build(ebb__store_sqlite(f->store), &f->opts, &r, &d);
     if (rc != 0)
         fail_msg("report: %s", d.msg);
@@ -349,7 +350,7 @@ static void test_window(void **state)
     ebb__report_free(r);
 
     struct ebb__report *none = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     f->opts.since = f->opts.until;
     assert_int_equal(ebb__report_build(ebb__store_sqlite(f->store), &f->opts,
                                        &none, &d), EBB_EINVAL);
@@ -390,7 +391,7 @@ static void test_on_demand_observed(void **state)
 static void test_parse_when(void **state)
 {
     (void)state;
-    assert_int_equal(ebb__parse_time("2026-11-01", &T), 0);
+    assert_int_equal(ebb_parse_time("2026-11-01", &T), 0);
     ebb_time_ms t;
     const char *why = NULL;
     assert_int_equal(ebb__report_parse_when("30d", 40 * D, 1, &t, &why), 0);
@@ -425,7 +426,7 @@ static void test_currency(void **state)
     ebb__report_free(r);
 
     f->opts.currency = "EUR";
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__report_build(ebb__store_sqlite(f->store), &f->opts,
                                        &r, &d), EBB_EINVAL);
     assert_non_null(strstr(d.msg, "currency_rates:"));
@@ -490,7 +491,7 @@ static void test_plans_config(void **state)
         "    period: 7d\n"
         "    covers: 100h\n";
     struct ebb__config *cfg = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__config_load_buffer("ebb.yaml", good, sizeof(good) - 1,
                                              &cfg, &d), 0);
     assert_int_equal(cfg->n_plans, 2);

@@ -12,7 +12,8 @@
 
 #include <cmocka.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
+
 #include "jobs/schedule.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -20,7 +21,7 @@
 static ebb_time_ms T(const char *iso)
 {
     ebb_time_ms t;
-    if (ebb__parse_time(iso, &t) != 0)
+    if (ebb_parse_time(iso, &t) != 0)
         fail_msg("bad time %s", iso);
     return t;
 }
@@ -28,8 +29,8 @@ static ebb_time_ms T(const char *iso)
 static void expect_time(ebb_time_ms got, const char *want, const char *what)
 {
     if (got != T(want)) {
-        char g[EBB__TIME_BUFSZ];
-        fail_msg("%s: %s, want %s", what, ebb__format_time(got, g, sizeof(g)),
+        char g[EBB_TIME_BUFSZ];
+        fail_msg("%s: %s, want %s", what, ebb_format_time(got, g, sizeof(g)),
                  want);
     }
 }
@@ -43,7 +44,7 @@ static void loads_example(void **state)
     snprintf(path, sizeof(path), "%s/examples/nightly.yaml",
              getenv("EBB_SOURCE_ROOT"));
     struct ebb__schedule s;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (ebb__schedule_load_file(path, &s, &d) != 0)
         fail_msg("%s", d.msg);
     assert_string_equal(s.name, "nightly-eval");
@@ -90,7 +91,7 @@ static void defaults(void **state)
 {
     (void)state;
     struct ebb__schedule s;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (ebb__schedule_load_buffer("h.yaml", minimal, strlen(minimal), &s, &d))
         fail_msg("%s", d.msg);
     assert_string_equal(s.timezone, "UTC");
@@ -182,7 +183,7 @@ static void rejects(void **state)
     };
     for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
         struct ebb__schedule s;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         int rc = ebb__schedule_load_buffer("s.yaml", cases[i].yaml,
                                            strlen(cases[i].yaml), &s, &d);
         assert_int_equal(rc, EBB_ECONFIG);
@@ -192,7 +193,7 @@ static void rejects(void **state)
         assert_null(s.tz);
     }
     struct ebb__schedule s;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__schedule_load_file("/nonexistent/s.yaml", &s, &d),
                      EBB_ENOTFOUND);
 }
@@ -208,7 +209,7 @@ static struct ebb__schedule load(const char *cron, const char *zone,
              "job: {run: [x], work: 10m}\n",
              cron, zone, missed);
     struct ebb__schedule s;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (ebb__schedule_load_buffer("s.yaml", yaml, strlen(yaml), &s, &d) != 0)
         fail_msg("%s", d.msg);
     return s;

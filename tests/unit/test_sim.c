@@ -28,9 +28,9 @@
 #include <string.h>
 
 #include <ebb/provider.h>
+#include <ebb/units.h>
 
 #include "base/cfg_table.h"
-#include "base/units.h"
 #include "base/yaml_doc.h"
 #include "io/clock.h"
 #include "plugin/plugin.h"
@@ -148,7 +148,7 @@ static int fx_open(struct fx *f, ebb_time_ms start, const char *yaml)
     memset(f, 0, sizeof(*f));
     logbuf[0] = '\0';
     struct ebb__plugin_path path;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__plugin_path_init(&path, NULL), 0);
     int rc = ebb__plugin_open(EBB__PLUGIN_PROVIDER, "sim", &path, &f->plugin, &d);
     ebb__plugin_path_free(&path);
@@ -1037,7 +1037,7 @@ static void replays_the_shipped_aws_traces(void **state)
     (void)state;
     struct fx f;
     ebb_time_ms start;
-    assert_int_equal(ebb__parse_time("2020-01-15T00:00:00Z", &start), 0);
+    assert_int_equal(ebb_parse_time("2020-01-15T00:00:00Z", &start), 0);
     assert_int_equal(fx_open(&f, start,
                              "prices: @/../../../data/traces/"
                              "aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv\n"
@@ -1059,7 +1059,7 @@ static void replays_the_shipped_aws_traces(void **state)
     launch(&f, &req, &l);
     assert_int_equal(l.status, EBB_ENOCAPACITY);
     ebb_time_ms day;
-    assert_int_equal(ebb__parse_time("2020-01-16T00:00:00Z", &day), 0);
+    assert_int_equal(ebb_parse_time("2020-01-16T00:00:00Z", &day), 0);
     f.n_changes = 0;
     run_to(&f, day);
     assert_true(f.n_changes > 0);
@@ -1070,7 +1070,7 @@ static void replays_the_shipped_aws_traces(void **state)
     run_to(&f, INT64_MAX);
     assert_true(f.n_changes > changes);
     ebb_time_ms end;
-    assert_int_equal(ebb__parse_time("2020-03-01T00:00:00Z", &end), 0);
+    assert_int_equal(ebb_parse_time("2020-03-01T00:00:00Z", &end), 0);
     assert_true(ebb__clock_now(&f.clock) < end);
     free(r.o);
     fx_close(&f);
@@ -1078,7 +1078,7 @@ static void replays_the_shipped_aws_traces(void **state)
 
 int main(void)
 {
-    assert_int_equal(ebb__parse_time("2020-01-01T00:00:00Z", &T0), 0);
+    assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(first_poll_is_history_then_only_new_rows),
         cmocka_unit_test(market_changed_fires_only_at_real_changes),

@@ -21,9 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <ebb/trace.h>
+#include <ebb/units.h>
+
 #include "base/csv.h"
-#include "base/trace.h"
-#include "base/units.h"
 
 static char tmpdir[PATH_MAX];
 static char olddir[PATH_MAX];
@@ -38,7 +39,7 @@ static const char *src_path(const char *rel, char *buf, size_t size)
 static ebb_time_ms T(const char *s)
 {
     ebb_time_ms t = 0;
-    assert_int_equal(ebb__parse_time(s, &t), 0);
+    assert_int_equal(ebb_parse_time(s, &t), 0);
     return t;
 }
 
@@ -57,33 +58,33 @@ static void load_fails(const char *name, const char *text, size_t len,
                        const char *msg)
 {
     write_file(name, text, len);
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     if (strcmp(name, "avail.csv") == 0) {
-        struct ebb__avail_trace *t = NULL;
-        assert_int_equal(ebb__avail_trace_load(name, &t, &d), EBB_EINVAL);
+        struct ebb_avail_trace *t = NULL;
+        assert_int_equal(ebb_avail_trace_load(name, &t, &d), EBB_EINVAL);
         assert_null(t);
     } else {
-        struct ebb__price_trace *t = NULL;
-        assert_int_equal(ebb__price_trace_load(name, &t, &d), EBB_EINVAL);
+        struct ebb_price_trace *t = NULL;
+        assert_int_equal(ebb_price_trace_load(name, &t, &d), EBB_EINVAL);
         assert_null(t);
     }
     assert_string_equal(d.msg, msg);
 }
 
 /* The value of series `s` at time `when` is `want`. */
-static void price_at_is(const struct ebb__price_series *s, const char *when,
+static void price_at_is(const struct ebb_price_series *s, const char *when,
                         ebb_micros want)
 {
     ebb_micros p = -1;
-    assert_int_equal(ebb__price_series_at(s, T(when), &p), 0);
+    assert_int_equal(ebb_price_series_at(s, T(when), &p), 0);
     assert_int_equal(p, want);
 }
 
-static void avail_at_is(const struct ebb__avail_series *s, const char *when,
+static void avail_at_is(const struct ebb_avail_series *s, const char *when,
                         int32_t want)
 {
     int32_t n = -1;
-    assert_int_equal(ebb__avail_series_at(s, T(when), &n), 0);
+    assert_int_equal(ebb_avail_series_at(s, T(when), &n), 0);
     assert_int_equal(n, want);
 }
 
@@ -129,7 +130,7 @@ static void csv_quotes_crlf_and_blank_lines(void **state)
                                "\"two\nlines\",x\n"
                                "last,no newline";
     struct ebb__csv c;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__csv_open_mem(&c, "t.csv", text, sizeof(text) - 1), 0);
     assert_int_equal(ebb__csv_next(&c, &d), 1);
     assert_int_equal(c.line, 1);
@@ -169,7 +170,7 @@ static void csv_errors(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct ebb__csv c;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         assert_int_equal(ebb__csv_open_mem(&c, "t.csv", cases[i].text,
                                            strlen(cases[i].text)),
                          0);
@@ -188,38 +189,38 @@ static void decimal_micros(void **state)
     (void)state;
     ebb_micros m;
     const char *why = NULL;
-    assert_int_equal(ebb__parse_decimal_micros("3.06", &m, &why), 0);
+    assert_int_equal(ebb_parse_decimal_micros("3.06", &m, &why), 0);
     assert_int_equal(m, 3060000);
-    assert_int_equal(ebb__parse_decimal_micros("0.918000", &m, &why), 0);
+    assert_int_equal(ebb_parse_decimal_micros("0.918000", &m, &why), 0);
     assert_int_equal(m, 918000);
-    assert_int_equal(ebb__parse_decimal_micros("12", &m, &why), 0);
+    assert_int_equal(ebb_parse_decimal_micros("12", &m, &why), 0);
     assert_int_equal(m, 12000000);
-    assert_int_equal(ebb__parse_decimal_micros("0.0000005", &m, &why), 0);
+    assert_int_equal(ebb_parse_decimal_micros("0.0000005", &m, &why), 0);
     assert_int_equal(m, 1);
-    assert_int_equal(ebb__parse_decimal_micros("0.00000049999", &m, &why), 0);
+    assert_int_equal(ebb_parse_decimal_micros("0.00000049999", &m, &why), 0);
     assert_int_equal(m, 0);
-    assert_int_equal(ebb__parse_decimal_micros("0.9999995", &m, &why), 0);
+    assert_int_equal(ebb_parse_decimal_micros("0.9999995", &m, &why), 0);
     assert_int_equal(m, 1000000);
     assert_int_equal(
-        ebb__parse_decimal_micros("9223372036854.775807", &m, &why), 0);
+        ebb_parse_decimal_micros("9223372036854.775807", &m, &why), 0);
     assert_int_equal(m, INT64_MAX);
     assert_int_equal(
-        ebb__parse_decimal_micros("9223372036854.775808", &m, &why),
+        ebb_parse_decimal_micros("9223372036854.775808", &m, &why),
         EBB_EINVAL);
     assert_int_equal(
-        ebb__parse_decimal_micros("9223372036854.7758075", &m, &why),
+        ebb_parse_decimal_micros("9223372036854.7758075", &m, &why),
         EBB_EINVAL);
-    assert_int_equal(ebb__parse_decimal_micros("92233720368547", &m, &why),
+    assert_int_equal(ebb_parse_decimal_micros("92233720368547", &m, &why),
                      EBB_EINVAL);
     assert_string_equal(why, "is too large");
     const char *bad[] = {"", ".5", "5.", "1e3", " 1", "1 ", "+1", "0x10",
                          "1.2.3"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(ebb__parse_decimal_micros(bad[i], &m, &why),
+        assert_int_equal(ebb_parse_decimal_micros(bad[i], &m, &why),
                          EBB_EINVAL);
         assert_string_equal(why, "is not a number");
     }
-    assert_int_equal(ebb__parse_decimal_micros("-0.5", &m, &why), EBB_EINVAL);
+    assert_int_equal(ebb_parse_decimal_micros("-0.5", &m, &why), EBB_EINVAL);
     assert_string_equal(why, "is negative");
 }
 
@@ -229,10 +230,10 @@ static void decimal_micros(void **state)
 static void check_good_prices(const char *rel)
 {
     char path[PATH_MAX];
-    struct ebb__price_trace *t = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_price_trace *t = NULL;
+    struct ebb_diag d = {{0}};
     assert_int_equal(
-        ebb__price_trace_load(src_path(rel, path, sizeof(path)), &t, &d), 0);
+        ebb_price_trace_load(src_path(rel, path, sizeof(path)), &t, &d), 0);
     assert_string_equal(d.msg, "");
     assert_string_equal(t->path, path);
     assert_int_equal(t->n_series, 4);
@@ -250,29 +251,29 @@ static void check_good_prices(const char *rel)
     assert_string_equal(t->series[3].product,
                         "per-gpu-hour, \"interruptible\"");
 
-    ssize_t i = ebb__price_trace_find(t, "aws", "us-east-1", "us-east-1a",
+    ssize_t i = ebb_price_trace_find(t, "aws", "us-east-1", "us-east-1a",
                                       "p3.2xlarge", "Linux/UNIX");
     assert_int_equal(i, 0);
-    assert_int_equal(ebb__price_trace_find(t, "aws", "us-east-1", "us-east-1b",
+    assert_int_equal(ebb_price_trace_find(t, "aws", "us-east-1", "us-east-1b",
                                            "p3.2xlarge", NULL),
                      1);
-    assert_int_equal(ebb__price_trace_find(t, "vast", "", "", "RTX_4090",
+    assert_int_equal(ebb_price_trace_find(t, "vast", "", "", "RTX_4090",
                                            "per-gpu-hour, \"interruptible\""),
                      3);
-    assert_int_equal(ebb__price_trace_find(t, "aws", "us-east-1", "us-east-1c",
+    assert_int_equal(ebb_price_trace_find(t, "aws", "us-east-1", "us-east-1c",
                                            "p3.2xlarge", NULL),
                      EBB_ENOTFOUND);
-    assert_int_equal(ebb__price_trace_find(t, "vast", "", "", "RTX_4090",
+    assert_int_equal(ebb_price_trace_find(t, "vast", "", "", "RTX_4090",
                                            "other"),
                      EBB_ENOTFOUND);
-    assert_int_equal(ebb__price_trace_find(t, "zzz", "", "", "x", NULL),
+    assert_int_equal(ebb_price_trace_find(t, "zzz", "", "", "x", NULL),
                      EBB_ENOTFOUND);
 
     /* Equal timestamps: the later row (0.95) replaced 0.9500005. */
-    const struct ebb__price_series *s = &t->series[0];
+    const struct ebb_price_series *s = &t->series[0];
     assert_int_equal(s->n, 3);
     ebb_micros p = -1;
-    assert_int_equal(ebb__price_series_at(s, T("2019-12-31T23:59:59.999Z"), &p),
+    assert_int_equal(ebb_price_series_at(s, T("2019-12-31T23:59:59.999Z"), &p),
                      EBB_ENOTFOUND);
     assert_int_equal(p, -1);
     price_at_is(s, "2020-01-01T00:00:00Z", 918000);
@@ -282,13 +283,13 @@ static void check_good_prices(const char *rel)
     price_at_is(s, "2020-01-04T00:00:00Z", 3060000);
     price_at_is(s, "2030-01-01T00:00:00Z", 3060000);
 
-    assert_int_equal(ebb__price_series_next_change(s, T("2019-01-01")),
+    assert_int_equal(ebb_price_series_next_change(s, T("2019-01-01")),
                      T("2020-01-01T00:00:00Z"));
-    assert_int_equal(ebb__price_series_next_change(s, T("2020-01-01T00:00:00Z")),
+    assert_int_equal(ebb_price_series_next_change(s, T("2020-01-01T00:00:00Z")),
                      T("2020-01-02T00:00:00Z"));
-    assert_int_equal(ebb__price_series_next_change(s, T("2020-01-02T05:00:00Z")),
+    assert_int_equal(ebb_price_series_next_change(s, T("2020-01-02T05:00:00Z")),
                      T("2020-01-04T00:00:00Z"));
-    assert_int_equal(ebb__price_series_next_change(s, T("2020-01-04T00:00:00Z")),
+    assert_int_equal(ebb_price_series_next_change(s, T("2020-01-04T00:00:00Z")),
                      INT64_MAX);
 
     /* Interleaved series keep their own rows; 7th decimal rounds half up. */
@@ -298,7 +299,7 @@ static void check_good_prices(const char *rel)
     assert_int_equal(t->series[2].price[0], 180000);
     assert_int_equal(t->series[3].price[0], 351235);
     assert_int_equal(t->series[3].price[1], 12000000);
-    ebb__price_trace_free(t);
+    ebb_price_trace_free(t);
 }
 
 static void prices_good(void **state)
@@ -401,14 +402,14 @@ static void prices_backwards(void **state)
 static void prices_missing_file(void **state)
 {
     (void)state;
-    struct ebb__price_trace *t = NULL;
-    struct ebb__diag d = {{0}};
-    assert_int_equal(ebb__price_trace_load("nope.csv", &t, &d), EBB_EIO);
+    struct ebb_price_trace *t = NULL;
+    struct ebb_diag d = {{0}};
+    assert_int_equal(ebb_price_trace_load("nope.csv", &t, &d), EBB_EIO);
     assert_null(t);
     assert_string_equal(d.msg, "nope.csv: cannot open: No such file or "
                                "directory");
-    ebb__price_trace_free(NULL);
-    ebb__avail_trace_free(NULL);
+    ebb_price_trace_free(NULL);
+    ebb_avail_trace_free(NULL);
 }
 
 /* ---- availability ---- */
@@ -417,39 +418,39 @@ static void avail_good(void **state)
 {
     (void)state;
     char path[PATH_MAX];
-    struct ebb__avail_trace *t = NULL;
-    struct ebb__diag d = {{0}};
+    struct ebb_avail_trace *t = NULL;
+    struct ebb_diag d = {{0}};
     assert_int_equal(
-        ebb__avail_trace_load(
+        ebb_avail_trace_load(
             src_path("tests/data/traces/avail_good.csv", path, sizeof(path)),
             &t, &d),
         0);
     assert_int_equal(t->n_series, 2);
     assert_int_equal(t->first_at, T("2020-03-15T10:00:00Z"));
     assert_int_equal(t->last_at, T("2020-03-15T12:00:00Z"));
-    ssize_t b = ebb__avail_trace_find(t, "aws", "us-east-1b", "p3.2xlarge");
-    ssize_t c = ebb__avail_trace_find(t, "aws", "us-east-1c", "p2.xlarge");
+    ssize_t b = ebb_avail_trace_find(t, "aws", "us-east-1b", "p3.2xlarge");
+    ssize_t c = ebb_avail_trace_find(t, "aws", "us-east-1c", "p2.xlarge");
     assert_int_equal(b, 0);
     assert_int_equal(c, 1);
-    assert_int_equal(ebb__avail_trace_find(t, "aws", "us-east-1c",
+    assert_int_equal(ebb_avail_trace_find(t, "aws", "us-east-1c",
                                            "p3.2xlarge"),
                      EBB_ENOTFOUND);
-    const struct ebb__avail_series *s = &t->series[b];
+    const struct ebb_avail_series *s = &t->series[b];
     int32_t n = -1;
-    assert_int_equal(ebb__avail_series_at(s, T("2020-03-15T09:59:59Z"), &n),
+    assert_int_equal(ebb_avail_series_at(s, T("2020-03-15T09:59:59Z"), &n),
                      EBB_ENOTFOUND);
     avail_at_is(s, "2020-03-15T10:00:00Z", 1);
     avail_at_is(s, "2020-03-15T10:30:00Z", 1);
     avail_at_is(s, "2020-03-15T11:00:00Z", 0);
     avail_at_is(s, "2021-01-01", 0);
-    assert_int_equal(ebb__avail_series_next_change(s, T("2020-03-15T10:30:00Z")),
+    assert_int_equal(ebb_avail_series_next_change(s, T("2020-03-15T10:30:00Z")),
                      T("2020-03-15T11:00:00Z"));
-    assert_int_equal(ebb__avail_series_next_change(s, T("2020-03-15T11:00:00Z")),
+    assert_int_equal(ebb_avail_series_next_change(s, T("2020-03-15T11:00:00Z")),
                      INT64_MAX);
     s = &t->series[c]; /* two rows at 12:00: the later (2) wins */
     assert_int_equal(s->n, 2);
     avail_at_is(s, "2020-03-15T12:00:00Z", 2);
-    ebb__avail_trace_free(t);
+    ebb_avail_trace_free(t);
 }
 
 #define AH "timestamp_utc,provider,zone,instance_type,available"
@@ -493,7 +494,7 @@ static double ms_since(const struct timespec *t0)
            (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-static size_t total_rows_p(const struct ebb__price_trace *t)
+static size_t total_rows_p(const struct ebb_price_trace *t)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->n_series; i++)
@@ -521,11 +522,11 @@ static void shipped_price_traces(void **state)
     };
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
         char path[PATH_MAX];
-        struct ebb__price_trace *t = NULL;
-        struct ebb__diag d = {{0}};
+        struct ebb_price_trace *t = NULL;
+        struct ebb_diag d = {{0}};
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int rc = ebb__price_trace_load(src_path(files[i].rel, path,
+        int rc = ebb_price_trace_load(src_path(files[i].rel, path,
                                                 sizeof(path)),
                                        &t, &d);
         double ms = ms_since(&t0);
@@ -535,32 +536,32 @@ static void shipped_price_traces(void **state)
                       files[i].rel, total_rows_p(t), t->n_series, ms);
         assert_int_equal(t->n_series, files[i].n_series);
         assert_int_equal(total_rows_p(t), files[i].n_rows);
-        ebb__price_trace_free(t);
+        ebb_price_trace_free(t);
     }
 
     char path[PATH_MAX];
-    struct ebb__price_trace *t = NULL;
-    assert_int_equal(ebb__price_trace_load(src_path(files[0].rel, path,
+    struct ebb_price_trace *t = NULL;
+    assert_int_equal(ebb_price_trace_load(src_path(files[0].rel, path,
                                                     sizeof(path)),
                                            &t, NULL),
                      0);
     /* README: us-east-1 p2.xlarge starts 2020-01-03. 228 rows in 1a. */
-    ssize_t i = ebb__price_trace_find(t, "aws", "us-east-1", "us-east-1a",
+    ssize_t i = ebb_price_trace_find(t, "aws", "us-east-1", "us-east-1a",
                                       "p2.xlarge", "Linux/UNIX");
     assert_true(i >= 0);
-    const struct ebb__price_series *s = &t->series[i];
+    const struct ebb_price_series *s = &t->series[i];
     assert_int_equal(s->n, 228);
     ebb_micros p;
-    assert_int_equal(ebb__price_series_at(s, T("2020-01-03T18:11:16Z"), &p),
+    assert_int_equal(ebb_price_series_at(s, T("2020-01-03T18:11:16Z"), &p),
                      EBB_ENOTFOUND);
     price_at_is(s, "2020-01-03T18:11:17Z", 448000);
     price_at_is(s, "2020-01-03T23:00:00Z", 448000);
-    assert_int_equal(ebb__price_series_next_change(s, T("2020-01-03T18:11:17Z")),
+    assert_int_equal(ebb_price_series_next_change(s, T("2020-01-03T18:11:17Z")),
                      T("2020-01-03T23:21:20Z"));
     price_at_is(s, "2020-03-01", 377500);
     assert_int_equal(t->first_at, T("2019-12-20T06:39:10Z"));
     assert_int_equal(t->last_at, T("2020-02-29T23:47:11Z"));
-    ebb__price_trace_free(t);
+    ebb_price_trace_free(t);
 }
 
 /* tail -n +2 F | cut -d, -f2-4 | sort -u | wc -l  ->  8 series, 80 rows. */
@@ -568,9 +569,9 @@ static void shipped_avail_trace(void **state)
 {
     (void)state;
     char path[PATH_MAX];
-    struct ebb__avail_trace *t = NULL;
-    struct ebb__diag d = {{0}};
-    int rc = ebb__avail_trace_load(
+    struct ebb_avail_trace *t = NULL;
+    struct ebb_diag d = {{0}};
+    int rc = ebb_avail_trace_load(
         src_path("data/availability_aws_2020-03.csv", path, sizeof(path)), &t,
         &d);
     if (rc != 0)
@@ -581,17 +582,17 @@ static void shipped_avail_trace(void **state)
         rows += t->series[i].n;
     assert_int_equal(rows, 80);
     /* The V100 slot in us-east-1b ran for the whole two days. */
-    ssize_t i = ebb__avail_trace_find(t, "aws", "us-east-1b", "p3.2xlarge");
+    ssize_t i = ebb_avail_trace_find(t, "aws", "us-east-1b", "p3.2xlarge");
     assert_true(i >= 0);
     avail_at_is(&t->series[i], "2020-03-16T12:00:00Z", 1);
     /* us-east-1c p2.8xlarge: no capacity at first, granted at 12:08:47. */
-    i = ebb__avail_trace_find(t, "aws", "us-east-1c", "p2.8xlarge");
+    i = ebb_avail_trace_find(t, "aws", "us-east-1c", "p2.8xlarge");
     assert_true(i >= 0);
     avail_at_is(&t->series[i], "2020-03-15T12:00:00Z", 0);
-    assert_int_equal(ebb__avail_series_next_change(&t->series[i],
+    assert_int_equal(ebb_avail_series_next_change(&t->series[i],
                                                    T("2020-03-15T12:00:00Z")),
                      T("2020-03-15T12:08:47Z"));
-    ebb__avail_trace_free(t);
+    ebb_avail_trace_free(t);
 }
 
 int main(void)

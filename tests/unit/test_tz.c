@@ -15,8 +15,9 @@
 
 #include <cmocka.h>
 
+#include <ebb/units.h>
+
 #include "base/tz.h"
-#include "base/units.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -39,8 +40,8 @@ static void use_glibc_zone(const char *tz)
 static void compare_with_glibc(const struct ebb__tz *tz, const char *what,
                                int year)
 {
-    int64_t from = ebb__days_from_civil(year, 1, 1) * 86400;
-    int64_t to = ebb__days_from_civil(2200, 1, 1) * 86400;
+    int64_t from = ebb_days_from_civil(year, 1, 1) * 86400;
+    int64_t to = ebb_days_from_civil(2200, 1, 1) * 86400;
     /* A step that is not a whole number of hours or days, so that the
      * samples fall at all times of day. */
     for (int64_t t = from; t < to; t += 86400 * 3 + 3671) {
@@ -76,7 +77,7 @@ static void zones_match_glibc(void **state)
     };
     for (size_t i = 0; i < ARRAY_LEN(zones); i++) {
         struct ebb__tz *tz;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         if (ebb__tz_load(zones[i], &tz, &d) != 0)
             fail_msg("%s", d.msg);
         assert_string_equal(ebb__tz_name(tz), zones[i]);
@@ -113,7 +114,7 @@ static void posix_rules_match_glibc(void **state)
     };
     for (size_t i = 0; i < ARRAY_LEN(rules); i++) {
         struct ebb__tz *tz;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         if (ebb__tz_from_posix(rules[i], &tz, &d) != 0)
             fail_msg("%s", d.msg);
         use_glibc_zone(rules[i]);
@@ -129,7 +130,7 @@ static void posix_default_rule(void **state)
 {
     (void)state;
     struct ebb__tz *a, *b;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__tz_from_posix("EST5EDT", &a, &d), 0);
     assert_int_equal(ebb__tz_from_posix("EST5EDT,M3.2.0,M11.1.0", &b, &d), 0);
     for (int64_t t = 0; t < INT64_C(4102444800); t += 86400 + 1234) {
@@ -151,7 +152,7 @@ static void posix_all_year_dst(void **state)
 {
     (void)state;
     struct ebb__tz *tz;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__tz_from_posix("EST5EDT,0/0,J365/25", &tz, &d), 0);
     for (int64_t t = 0; t < INT64_C(4102444800); t += 3600 * 7 + 13)
         assert_int_equal(ebb__tz_offset(tz, t), -4 * 3600);
@@ -171,7 +172,7 @@ static void posix_rules_rejected(void **state)
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         struct ebb__tz *tz = (struct ebb__tz *)1;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         if (ebb__tz_from_posix(bad[i], &tz, &d) != EBB_ECONFIG)
             fail_msg("accepted \"%s\"", bad[i]);
         assert_null(tz);
@@ -183,21 +184,21 @@ static void known_offsets(void **state)
 {
     (void)state;
     struct ebb__tz *tz;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__tz_load("America/New_York", &tz, &d), 0);
     ebb_time_ms t;
     /* 2040-03-11 07:00Z, the second Sunday of March, from the footer. */
-    assert_int_equal(ebb__parse_time("2040-03-11T06:59:59Z", &t), 0);
+    assert_int_equal(ebb_parse_time("2040-03-11T06:59:59Z", &t), 0);
     assert_int_equal(ebb__tz_offset(tz, t / 1000), -5 * 3600);
     assert_int_equal(ebb__tz_offset(tz, t / 1000 + 1), -4 * 3600);
     struct ebb__tz_span s;
     ebb__tz_span_at(tz, t / 1000 + 1, &s);
     assert_int_equal(s.start, t / 1000 + 1);
-    assert_int_equal(ebb__parse_time("2040-11-04T06:00:00Z", &t), 0);
+    assert_int_equal(ebb_parse_time("2040-11-04T06:00:00Z", &t), 0);
     assert_int_equal(s.end, t / 1000);
     ebb__tz_free(tz);
     assert_int_equal(ebb__tz_load("Asia/Shanghai", &tz, &d), 0);
-    assert_int_equal(ebb__parse_time("2026-06-01T00:00:00Z", &t), 0);
+    assert_int_equal(ebb_parse_time("2026-06-01T00:00:00Z", &t), 0);
     assert_int_equal(ebb__tz_offset(tz, t / 1000), 8 * 3600);
     ebb__tz_span_at(tz, t / 1000, &s);
     assert_true(s.end == INT64_MAX);
@@ -218,13 +219,13 @@ static void bad_names(void **state)
     };
     for (size_t i = 0; i < ARRAY_LEN(names); i++) {
         struct ebb__tz *tz = (struct ebb__tz *)1;
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         assert_int_equal(ebb__tz_load(names[i], &tz, &d), EBB_EINVAL);
         assert_null(tz);
         assert_non_null(strstr(d.msg, "is not a time zone name"));
     }
     struct ebb__tz *tz;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__tz_load("Asia/Shangai", &tz, &d), EBB_ENOTFOUND);
     assert_null(tz);
     assert_non_null(strstr(d.msg, "unknown time zone \"Asia/Shangai\""));
@@ -313,7 +314,7 @@ static void tzif_versions(void **state)
     (void)state;
     unsigned char buf[1024];
     struct ebb__tz *tz;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     /* Version 1: the 32-bit block only; the last offset stays. */
     size_t n = make_tzif(buf, 0, "", 0, 1000, 2000);
     assert_int_equal(ebb__tz_from_tzif("v1", buf, n, &tz, &d), 0);
@@ -387,7 +388,7 @@ static void tzif_rejected(void **state)
             size_t v1 = 44 + 2 * 4 + 2 + 3 * 6 + 4;
             buf[v1 + 44 + 2 * 8] = cases[i].poke;
         }
-        struct ebb__diag d = {{0}};
+        struct ebb_diag d = {{0}};
         tz = (struct ebb__tz *)1;
         assert_int_equal(ebb__tz_from_tzif("Bad/Zone", buf, n, &tz, &d),
                          EBB_ECONFIG);
@@ -422,7 +423,7 @@ static void tzdir(void **state)
     assert_int_equal(mkdir(path, 0700), 0);
     setenv("TZDIR", dir, 1);
     struct ebb__tz *tz;
-    struct ebb__diag d = {{0}};
+    struct ebb_diag d = {{0}};
     assert_int_equal(ebb__tz_load("Test", &tz, &d), 0);
     assert_int_equal(ebb__tz_offset(tz, 5000), 8 * 3600);
     ebb__tz_free(tz);

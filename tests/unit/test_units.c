@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "base/units.h"
+#include <ebb/units.h>
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -73,12 +73,12 @@ static void durations_good(void **state)
     for (size_t i = 0; i < ARRAY_LEN(good_durations); i++) {
         ebb_dur_ms v = -1;
         const char *why = "unset";
-        int rc = ebb__parse_duration_why(good_durations[i].text, &v, &why);
+        int rc = ebb_parse_duration_why(good_durations[i].text, &v, &why);
         if (rc != 0)
             fail_msg("%s: %s", good_durations[i].text, why);
         assert_int_equal(v, good_durations[i].ms);
         assert_null(why);
-        assert_int_equal(ebb__parse_duration(good_durations[i].text, &v), 0);
+        assert_int_equal(ebb_parse_duration(good_durations[i].text, &v), 0);
     }
 }
 
@@ -88,7 +88,7 @@ static void durations_bad(void **state)
     for (size_t i = 0; i < ARRAY_LEN(bad_durations); i++) {
         ebb_dur_ms v = 12345;
         const char *why = "unset";
-        int rc = ebb__parse_duration_why(bad_durations[i].text, &v, &why);
+        int rc = ebb_parse_duration_why(bad_durations[i].text, &v, &why);
         if (rc != EBB_EINVAL)
             fail_msg("%s parsed as %lld", bad_durations[i].text,
                      (long long)v);
@@ -99,7 +99,7 @@ static void durations_bad(void **state)
             assert_string_equal(why, bad_durations[i].why);
     }
     ebb_dur_ms v;
-    assert_int_equal(ebb__parse_duration(NULL, &v), EBB_EINVAL);
+    assert_int_equal(ebb_parse_duration(NULL, &v), EBB_EINVAL);
 }
 
 static void durations_format(void **state)
@@ -119,13 +119,13 @@ static void durations_format(void **state)
         {INT64_MAX, "106751991167d7h12m55s807ms"},
         {INT64_MIN, "-106751991167d7h12m55s808ms"},
     };
-    char buf[EBB__DURATION_BUFSZ];
+    char buf[EBB_DURATION_BUFSZ];
     for (size_t i = 0; i < ARRAY_LEN(cases); i++)
-        assert_string_equal(ebb__format_duration(cases[i].ms, buf, sizeof(buf)),
+        assert_string_equal(ebb_format_duration(cases[i].ms, buf, sizeof(buf)),
                             cases[i].text);
     /* Truncation, never overflow. */
     char small[4];
-    assert_string_equal(ebb__format_duration(5400000, small, sizeof(small)),
+    assert_string_equal(ebb_format_duration(5400000, small, sizeof(small)),
                         "1h3");
 }
 
@@ -135,11 +135,11 @@ static void durations_round_trip(void **state)
     static const ebb_dur_ms values[] = {
         0, 1, 999, 1000, 59999, 60000, 3599999, 3600000, 86399999,
         86400000, 90061001, 123456789012, INT64_MAX};
-    char buf[EBB__DURATION_BUFSZ];
+    char buf[EBB_DURATION_BUFSZ];
     for (size_t i = 0; i < ARRAY_LEN(values); i++) {
         ebb_dur_ms back = -1;
-        ebb__format_duration(values[i], buf, sizeof(buf));
-        assert_int_equal(ebb__parse_duration(buf, &back), 0);
+        ebb_format_duration(values[i], buf, sizeof(buf));
+        assert_int_equal(ebb_parse_duration(buf, &back), 0);
         assert_int_equal(back, values[i]);
     }
     /* A cheap pseudo-random sweep over many magnitudes. */
@@ -150,8 +150,8 @@ static void durations_round_trip(void **state)
         x ^= x << 17;
         ebb_dur_ms v = (ebb_dur_ms)(x >> (1 + i % 60));
         ebb_dur_ms back = -1;
-        ebb__format_duration(v, buf, sizeof(buf));
-        assert_int_equal(ebb__parse_duration(buf, &back), 0);
+        ebb_format_duration(v, buf, sizeof(buf));
+        assert_int_equal(ebb_parse_duration(buf, &back), 0);
         assert_int_equal(back, v);
     }
 }
@@ -208,12 +208,12 @@ static void money_good(void **state)
     for (size_t i = 0; i < ARRAY_LEN(good_money); i++) {
         struct ebb_money m;
         const char *why = "unset";
-        int rc = ebb__parse_money_why(good_money[i].text, &m, &why);
+        int rc = ebb_parse_money_why(good_money[i].text, &m, &why);
         if (rc != 0)
             fail_msg("%s: %s", good_money[i].text, why);
         assert_int_equal(m.amount, good_money[i].amount);
         assert_string_equal(m.currency, good_money[i].currency);
-        assert_int_equal(ebb__parse_money(good_money[i].text, &m), 0);
+        assert_int_equal(ebb_parse_money(good_money[i].text, &m), 0);
     }
 }
 
@@ -223,7 +223,7 @@ static void money_bad(void **state)
     for (size_t i = 0; i < ARRAY_LEN(bad_money); i++) {
         struct ebb_money m = {777, "XXX"};
         const char *why = "unset";
-        int rc = ebb__parse_money_why(bad_money[i].text, &m, &why);
+        int rc = ebb_parse_money_why(bad_money[i].text, &m, &why);
         if (rc != EBB_EINVAL)
             fail_msg("%s parsed", bad_money[i].text);
         assert_int_equal(m.amount, 777);
@@ -253,9 +253,9 @@ static void money_format(void **state)
         {INT64_MAX, "USD", "9223372036854.775807 USD"},
         {INT64_MIN, "USD", "-9223372036854.775808 USD"},
     };
-    char buf[EBB__MONEY_BUFSZ];
+    char buf[EBB_MONEY_BUFSZ];
     for (size_t i = 0; i < ARRAY_LEN(cases); i++)
-        assert_string_equal(ebb__format_money(cases[i].amount,
+        assert_string_equal(ebb_format_money(cases[i].amount,
                                               cases[i].currency, buf,
                                               sizeof(buf)),
                             cases[i].text);
@@ -264,7 +264,7 @@ static void money_format(void **state)
 static void money_round_trip(void **state)
 {
     (void)state;
-    char buf[EBB__MONEY_BUFSZ];
+    char buf[EBB_MONEY_BUFSZ];
     uint64_t x = 2463534242u;
     for (int i = 0; i < 2000; i++) {
         x ^= x << 13;
@@ -272,8 +272,8 @@ static void money_round_trip(void **state)
         x ^= x << 17;
         ebb_micros v = (ebb_micros)(x >> (1 + i % 60));
         struct ebb_money m;
-        ebb__format_money(v, "EUR", buf, sizeof(buf));
-        assert_int_equal(ebb__parse_money(buf, &m), 0);
+        ebb_format_money(v, "EUR", buf, sizeof(buf));
+        assert_int_equal(ebb_parse_money(buf, &m), 0);
         assert_int_equal(m.amount, v);
         assert_string_equal(m.currency, "EUR");
     }
@@ -339,12 +339,12 @@ static void times_good(void **state)
     for (size_t i = 0; i < ARRAY_LEN(good_times); i++) {
         ebb_time_ms t = 42;
         const char *why = "unset";
-        int rc = ebb__parse_time_why(good_times[i].text, &t, &why);
+        int rc = ebb_parse_time_why(good_times[i].text, &t, &why);
         if (rc != 0)
             fail_msg("%s: %s", good_times[i].text, why);
         if (t != good_times[i].ms)
             fail_msg("%s: got %lld", good_times[i].text, (long long)t);
-        assert_int_equal(ebb__parse_time(good_times[i].text, &t), 0);
+        assert_int_equal(ebb_parse_time(good_times[i].text, &t), 0);
     }
 }
 
@@ -354,7 +354,7 @@ static void times_bad(void **state)
     for (size_t i = 0; i < ARRAY_LEN(bad_times); i++) {
         ebb_time_ms t = 42;
         const char *why = "unset";
-        int rc = ebb__parse_time_why(bad_times[i].text, &t, &why);
+        int rc = ebb_parse_time_why(bad_times[i].text, &t, &why);
         if (rc != EBB_EINVAL)
             fail_msg("%s parsed", bad_times[i].text);
         assert_int_equal(t, 42);
@@ -368,7 +368,7 @@ static void times_ignore_tz(void **state)
     /* The parser must not consult the local zone. */
     setenv("TZ", "Asia/Shanghai", 1);
     ebb_time_ms t;
-    assert_int_equal(ebb__parse_time("2026-11-30", &t), 0);
+    assert_int_equal(ebb_parse_time("2026-11-30", &t), 0);
     assert_int_equal(t, 1795996800000LL);
     unsetenv("TZ");
 }
@@ -376,23 +376,23 @@ static void times_ignore_tz(void **state)
 static void times_format(void **state)
 {
     (void)state;
-    char buf[EBB__TIME_BUFSZ];
-    assert_string_equal(ebb__format_time(1796040000000LL, buf, sizeof(buf)),
+    char buf[EBB_TIME_BUFSZ];
+    assert_string_equal(ebb_format_time(1796040000000LL, buf, sizeof(buf)),
                         "2026-11-30T12:00:00Z");
-    assert_string_equal(ebb__format_time(1796040000250LL, buf, sizeof(buf)),
+    assert_string_equal(ebb_format_time(1796040000250LL, buf, sizeof(buf)),
                         "2026-11-30T12:00:00.250Z");
-    assert_string_equal(ebb__format_time(0, buf, sizeof(buf)),
+    assert_string_equal(ebb_format_time(0, buf, sizeof(buf)),
                         "1970-01-01T00:00:00Z");
-    assert_string_equal(ebb__format_time(-1, buf, sizeof(buf)),
+    assert_string_equal(ebb_format_time(-1, buf, sizeof(buf)),
                         "1969-12-31T23:59:59.999Z");
-    assert_string_equal(ebb__format_time(951782400000LL, buf, sizeof(buf)),
+    assert_string_equal(ebb_format_time(951782400000LL, buf, sizeof(buf)),
                         "2000-02-29T00:00:00Z");
 }
 
 static void times_round_trip(void **state)
 {
     (void)state;
-    char buf[EBB__TIME_BUFSZ];
+    char buf[EBB_TIME_BUFSZ];
     uint64_t x = 1234567u;
     const ebb_time_ms max = 253402300799999LL; /* 9999-12-31T23:59:59.999 */
     const ebb_time_ms min = -62167219200000LL; /* 0000-01-01 */
@@ -404,18 +404,18 @@ static void times_round_trip(void **state)
         if (i % 3 == 0)
             t -= t % 1000; /* whole seconds format without ".mmm" */
         ebb_time_ms back = 0;
-        ebb__format_time(t, buf, sizeof(buf));
-        if (ebb__parse_time(buf, &back) != 0 || back != t)
+        ebb_format_time(t, buf, sizeof(buf));
+        if (ebb_parse_time(buf, &back) != 0 || back != t)
             fail_msg("%lld -> %s -> %lld", (long long)t, buf,
                      (long long)back);
     }
     /* Every day of a few leap and non-leap years maps back to itself. */
-    for (int64_t days = ebb__days_from_civil(1899, 1, 1);
-         days < ebb__days_from_civil(2101, 1, 1); days++) {
+    for (int64_t days = ebb_days_from_civil(1899, 1, 1);
+         days < ebb_days_from_civil(2101, 1, 1); days++) {
         int64_t y;
         int m, d;
-        ebb__civil_from_days(days, &y, &m, &d);
-        assert_int_equal(ebb__days_from_civil(y, m, d), days);
+        ebb_civil_from_days(days, &y, &m, &d);
+        assert_int_equal(ebb_days_from_civil(y, m, d), days);
     }
 }
 

@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/urlenc.h"
+#include <ebb/urlenc.h>
 
 static char *encode(const char *s, size_t len, int keep_slash)
 {
-    struct ebb__buf b = {0};
-    ebb__pct_encode(&b, s, len, keep_slash);
-    char *out = ebb__buf_take(&b);
+    struct ebb_buf b = {0};
+    ebb_pct_encode(&b, s, len, keep_slash);
+    char *out = ebb_buf_take(&b);
     assert_non_null(out);
     return out;
 }
@@ -48,7 +48,7 @@ static void test_encode(void **state)
 
 static void check_decode(const char *in, int plus, const char *want)
 {
-    char *got = ebb__pct_decode(in, strlen(in), plus);
+    char *got = ebb_pct_decode(in, strlen(in), plus);
     if (want == NULL) {
         assert_null(got);
         return;
@@ -74,7 +74,7 @@ static void test_decode(void **state)
     check_decode("%zz", 0, NULL);
     check_decode("%4g", 0, NULL);
     /* Only `len` bytes are read: the escape cut by the length is malformed. */
-    assert_null(ebb__pct_decode("%41", 2, 0));
+    assert_null(ebb_pct_decode("%41", 2, 0));
 }
 
 /* Every byte but NUL survives a round trip. */
@@ -88,7 +88,7 @@ static void test_round_trip(void **state)
     for (const char *p = enc; *p != '\0'; p++)
         assert_non_null(strchr("%-._~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                "abcdefghijklmnopqrstuvwxyz", *p));
-    char *dec = ebb__pct_decode(enc, strlen(enc), 0);
+    char *dec = ebb_pct_decode(enc, strlen(enc), 0);
     assert_non_null(dec);
     assert_int_equal(strlen(dec), sizeof(all));
     assert_memory_equal(dec, all, sizeof(all));

@@ -1,9 +1,10 @@
-#include "base/plugin_ops.h"
 
 #include <stdlib.h>
 
-void ebb__op_add(struct ebb__ops *set, struct ebb__op *op,
-                 void (*cancel)(struct ebb__op *op))
+#include <ebb/ops.h>
+
+void ebb_op_add(struct ebb_ops *set, struct ebb_op *op,
+                 void (*cancel)(struct ebb_op *op))
 {
     op->set = set;
     op->cancel = cancel;
@@ -14,9 +15,9 @@ void ebb__op_add(struct ebb__ops *set, struct ebb__op *op,
     set->head = op;
 }
 
-void ebb__op_remove(struct ebb__op *op)
+void ebb_op_remove(struct ebb_op *op)
 {
-    struct ebb__ops *set = op->set;
+    struct ebb_ops *set = op->set;
     if (op->prev != NULL)
         op->prev->next = op->next;
     else
@@ -29,20 +30,20 @@ void ebb__op_remove(struct ebb__op *op)
     op->timer = 0;
 }
 
-void ebb__ops_cancel_all(struct ebb__ops *set)
+void ebb_ops_cancel_all(struct ebb_ops *set)
 {
     while (set->head != NULL)
         set->head->cancel(set->head);
 }
 
-struct ebb__call {
-    struct ebb__call *prev, *next;
-    struct ebb__calls *set; /* NULL once detached */
-    ebb__call_cb cb;
+struct ebb_call {
+    struct ebb_call *prev, *next;
+    struct ebb_calls *set; /* NULL once detached */
+    ebb_call_cb cb;
     void *arg;
 };
 
-static void unlink_call(struct ebb__call *c)
+static void unlink_call(struct ebb_call *c)
 {
     if (c->prev != NULL)
         c->prev->next = c->next;
@@ -54,7 +55,7 @@ static void unlink_call(struct ebb__call *c)
 
 static void on_answer(const struct ebb_http_response *res, void *arg)
 {
-    struct ebb__call *c = arg;
+    struct ebb_call *c = arg;
     if (c->set != NULL) {
         unlink_call(c);
         c->cb(c->arg, res);
@@ -62,15 +63,15 @@ static void on_answer(const struct ebb_http_response *res, void *arg)
     free(c);
 }
 
-struct ebb__call *ebb__call_start(struct ebb__calls *set,
+struct ebb_call *ebb_call_start(struct ebb_calls *set,
                                   const struct ebb_host *host,
                                   const struct ebb_http_request *req,
-                                  ebb__call_cb cb, void *arg, int *err)
+                                  ebb_call_cb cb, void *arg, int *err)
 {
-    struct ebb__call *c = calloc(1, sizeof(*c));
+    struct ebb_call *c = calloc(1, sizeof(*c));
     int rc = c != NULL ? 0 : EBB_ENOMEM;
     if (c != NULL) {
-        *c = (struct ebb__call){.next = set->head, .set = set, .cb = cb, .arg = arg};
+        *c = (struct ebb_call){.next = set->head, .set = set, .cb = cb, .arg = arg};
         rc = host->http(host->ctx, req, on_answer, c);
     }
     if (rc != 0) {
@@ -85,7 +86,7 @@ struct ebb__call *ebb__call_start(struct ebb__calls *set,
     return c;
 }
 
-void ebb__call_detach(struct ebb__call *c)
+void ebb_call_detach(struct ebb_call *c)
 {
     if (c->set == NULL)
         return;
@@ -93,9 +94,9 @@ void ebb__call_detach(struct ebb__call *c)
     c->set = NULL;
 }
 
-void ebb__calls_detach(struct ebb__calls *set)
+void ebb_calls_detach(struct ebb_calls *set)
 {
-    for (struct ebb__call *c = set->head; c != NULL; c = c->next)
+    for (struct ebb_call *c = set->head; c != NULL; c = c->next)
         c->set = NULL;
     set->head = NULL;
 }

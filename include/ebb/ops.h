@@ -8,64 +8,64 @@
  * after the plugin's destroy() (the host's client outlives it). Calls
  * started here are detached by destroy(): a detached call's answer is
  * dropped and its record freed, so no plugin callback runs on freed
- * memory. Plugins link this through libebb_pic.
+ * memory. Plugins link this with base.
  */
 #ifndef EBB_PLUGIN_OPS_H
 #define EBB_PLUGIN_OPS_H
 
-#include <ebb/host.h>
+#include "host.h"
 
 /* ---- operations ---- */
 
-struct ebb__op;
+struct ebb_op;
 
 /* A plugin's operations; zero-initialise, then set `host`. */
-struct ebb__ops {
-    struct ebb__op *head;
+struct ebb_ops {
+    struct ebb_op *head;
     const struct ebb_host *host;
 };
 
 /* Embedded first in each operation's own struct. */
-struct ebb__op {
-    struct ebb__op *prev, *next;
-    struct ebb__ops *set;
+struct ebb_op {
+    struct ebb_op *prev, *next;
+    struct ebb_ops *set;
     /* Completes the operation with EBB_ECANCELED and frees it (after
-     * taking it off the list with ebb__op_remove). */
-    void (*cancel)(struct ebb__op *op);
+     * taking it off the list with ebb_op_remove). */
+    void (*cancel)(struct ebb_op *op);
     int64_t timer; /* a pending host timer of the operation, or 0 */
 };
 
-void ebb__op_add(struct ebb__ops *set, struct ebb__op *op,
-                 void (*cancel)(struct ebb__op *op));
+void ebb_op_add(struct ebb_ops *set, struct ebb_op *op,
+                 void (*cancel)(struct ebb_op *op));
 /* Takes `op` off its list and stops its timer, if any. */
-void ebb__op_remove(struct ebb__op *op);
+void ebb_op_remove(struct ebb_op *op);
 /* Cancels every operation (for destroy()). */
-void ebb__ops_cancel_all(struct ebb__ops *set);
+void ebb_ops_cancel_all(struct ebb_ops *set);
 
 /* ---- HTTP calls ---- */
 
-struct ebb__call;
+struct ebb_call;
 
 /* The calls in flight of one plugin instance; zero-initialise it. */
-struct ebb__calls {
-    struct ebb__call *head;
+struct ebb_calls {
+    struct ebb_call *head;
 };
 
-typedef void (*ebb__call_cb)(void *arg, const struct ebb_http_response *res);
+typedef void (*ebb_call_cb)(void *arg, const struct ebb_http_response *res);
 
 /* Starts `req` through `host`; `cb(arg, res)` runs once with the answer
  * unless the call or its set is detached first. Returns the call, or NULL
  * when the host refused it or memory ran out (then `cb` never runs; *err,
  * when not NULL, says why). */
-struct ebb__call *ebb__call_start(struct ebb__calls *set,
+struct ebb_call *ebb_call_start(struct ebb_calls *set,
                                   const struct ebb_host *host,
                                   const struct ebb_http_request *req,
-                                  ebb__call_cb cb, void *arg, int *err);
+                                  ebb_call_cb cb, void *arg, int *err);
 
 /* Detaches one call in flight: its callback will not run. */
-void ebb__call_detach(struct ebb__call *call);
+void ebb_call_detach(struct ebb_call *call);
 
 /* Detaches every call in flight: none of their callbacks will run. */
-void ebb__calls_detach(struct ebb__calls *set);
+void ebb_calls_detach(struct ebb_calls *set);
 
 #endif

@@ -14,39 +14,39 @@
 
 #include <stddef.h>
 
-#include <ebb/common.h>
+#include "common.h"
 
 /* Buffer sizes that fit any formatted value. */
-#define EBB__DURATION_BUFSZ 48
-#define EBB__MONEY_BUFSZ 48
-#define EBB__TIME_BUFSZ 48
+#define EBB_DURATION_BUFSZ 48
+#define EBB_MONEY_BUFSZ 48
+#define EBB_TIME_BUFSZ 48
 
 /* Parses a duration: one or more <number><unit> parts, largest unit first,
  * each unit at most once, no spaces: "90s", "5m", "8h", "2d", "1h30m",
  * "250ms", "1.5h". Units: d, h, m, s, ms. A fraction must come to a whole
  * number of milliseconds. Rejects "8" (no unit), "-5m", "5 parsecs" and
  * values beyond int64 milliseconds. On success stores into *out. */
-int ebb__parse_duration(const char *s, ebb_dur_ms *out);
-int ebb__parse_duration_why(const char *s, ebb_dur_ms *out, const char **why);
+int ebb_parse_duration(const char *s, ebb_dur_ms *out);
+int ebb_parse_duration_why(const char *s, ebb_dur_ms *out, const char **why);
 
 /* Formats `d` as parts from days down to milliseconds, zero parts omitted:
  * "1h30m", "45s", "2d3h", "1s250ms", "0s"; negative values get a leading
  * "-". Truncates like snprintf if `size` is too small. Returns buf. */
-const char *ebb__format_duration(ebb_dur_ms d, char *buf, size_t size);
+const char *ebb_format_duration(ebb_dur_ms d, char *buf, size_t size);
 
 /* Parses an amount: digits, optionally '.' and 1 to 6 more digits, one
  * space, and a 3-letter upper-case currency code: "40 USD", "40.5 USD",
  * "0.000001 USD", "1200 CNY". Exact (integer arithmetic, no double).
  * Rejects "forty", "40", "40 dollars", "-5 USD", more than 6 decimals and
  * amounts beyond int64 micro-units. */
-int ebb__parse_money(const char *s, struct ebb_money *out);
-int ebb__parse_money_why(const char *s, struct ebb_money *out,
+int ebb_parse_money(const char *s, struct ebb_money *out);
+int ebb_parse_money_why(const char *s, struct ebb_money *out,
                          const char **why);
 
 /* Formats micro-units with at least 2 decimals and more only when needed
  * ("40.50 USD", "0.918 USD", "0.000001 USD", "-3.00 USD"), followed by a
  * space and `currency` unless currency is NULL or "". Returns buf. */
-const char *ebb__format_money(ebb_micros amount, const char *currency,
+const char *ebb_format_money(ebb_micros amount, const char *currency,
                               char *buf, size_t size);
 
 /* Parses RFC 3339 / ISO 8601: "2026-11-30T12:00:00Z",
@@ -55,16 +55,16 @@ const char *ebb__format_money(ebb_micros amount, const char *currency,
  * are accepted. A date-time must say its offset; the TZ environment
  * variable is never consulted. Fractions finer than a millisecond are
  * truncated. Years 0000-9999. */
-int ebb__parse_time(const char *s, ebb_time_ms *out);
-int ebb__parse_time_why(const char *s, ebb_time_ms *out, const char **why);
+int ebb_parse_time(const char *s, ebb_time_ms *out);
+int ebb_parse_time_why(const char *s, ebb_time_ms *out, const char **why);
 
 /* Formats as UTC "2026-11-30T12:00:00Z", with ".mmm" before the Z only when
  * the milliseconds are not zero. Returns buf. */
-const char *ebb__format_time(ebb_time_ms t, char *buf, size_t size);
+const char *ebb_format_time(ebb_time_ms t, char *buf, size_t size);
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (month 1-12), and
  * back. Exposed for the cron and report code. */
-int64_t ebb__days_from_civil(int64_t y, int m, int d);
-void ebb__civil_from_days(int64_t days, int64_t *y, int *m, int *d);
+int64_t ebb_days_from_civil(int64_t y, int m, int d);
+void ebb_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 
 #endif

@@ -30,55 +30,55 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <ebb/common.h>
+#include "common.h"
 
-#include "base/diag.h"
+#include "diag.h"
 
-struct ebb__price_series {
+struct ebb_price_series {
     char *provider, *region, *zone, *instance_type, *product;
     size_t n;           /* rows, at least 1 */
     ebb_time_ms *at;    /* strictly increasing */
     ebb_micros *price;  /* USD per hour, from at[i] until at[i + 1] */
 };
 
-struct ebb__price_trace {
+struct ebb_price_trace {
     char *path;                       /* as given to the loader */
-    struct ebb__price_series *series; /* sorted by key, see _find() */
+    struct ebb_price_series *series; /* sorted by key, see _find() */
     size_t n_series;
     ebb_time_ms first_at, last_at;    /* earliest and latest row */
 };
 
-struct ebb__avail_series {
+struct ebb_avail_series {
     char *provider, *zone, *instance_type;
     size_t n;           /* rows, at least 1 */
     ebb_time_ms *at;    /* strictly increasing */
     int32_t *available; /* instances, from at[i] until at[i + 1] */
 };
 
-struct ebb__avail_trace {
+struct ebb_avail_trace {
     char *path;
-    struct ebb__avail_series *series; /* sorted by key */
+    struct ebb_avail_series *series; /* sorted by key */
     size_t n_series;
     ebb_time_ms first_at, last_at;
 };
 
 /* Loads the price trace at `path`. On success stores a new trace in *out
- * (free it with ebb__price_trace_free()) and returns 0. Otherwise returns
+ * (free it with ebb_price_trace_free()) and returns 0. Otherwise returns
  * EBB_EINVAL (malformed file), EBB_EIO (unreadable) or EBB_ENOMEM, with
  * "file:line: message" in `d` (which may be NULL), and *out is untouched.
  * Prices are parsed exactly into micro-USD; digits beyond the sixth decimal
  * are rounded half up. A file with a header and no rows is an error. */
-int ebb__price_trace_load(const char *path, struct ebb__price_trace **out,
-                          struct ebb__diag *d);
+int ebb_price_trace_load(const char *path, struct ebb_price_trace **out,
+                          struct ebb_diag *d);
 
-/* Frees a trace from ebb__price_trace_load(). NULL is a no-op. */
-void ebb__price_trace_free(struct ebb__price_trace *t);
+/* Frees a trace from ebb_price_trace_load(). NULL is a no-op. */
+void ebb_price_trace_free(struct ebb_price_trace *t);
 
 /* The index in t->series of the series with this key, or EBB_ENOTFOUND.
  * All strings are compared exactly ("" for an empty column). `product` may
  * be NULL to take the first series (in key order) that matches the other
  * four, e.g. when a trace has a single product per instance type. */
-ssize_t ebb__price_trace_find(const struct ebb__price_trace *t,
+ssize_t ebb_price_trace_find(const struct ebb_price_trace *t,
                               const char *provider, const char *region,
                               const char *zone, const char *instance_type,
                               const char *product);
@@ -86,36 +86,36 @@ ssize_t ebb__price_trace_find(const struct ebb__price_trace *t,
 /* The price in effect at time `t` (the last row at or before t) into
  * *price. Returns 0, or EBB_ENOTFOUND when t is before the first row. The
  * last row holds forever after. */
-int ebb__price_series_at(const struct ebb__price_series *s, ebb_time_ms t,
+int ebb_price_series_at(const struct ebb_price_series *s, ebb_time_ms t,
                          ebb_micros *price);
 
 /* The time of the first row after `t`, or INT64_MAX when there is none. A
  * row may repeat the previous price: this is the next row, not necessarily
  * the next different price. */
-ebb_time_ms ebb__price_series_next_change(const struct ebb__price_series *s,
+ebb_time_ms ebb_price_series_next_change(const struct ebb_price_series *s,
                                           ebb_time_ms t);
 
-/* Like ebb__price_trace_load() for an availability trace. `available` must
+/* Like ebb_price_trace_load() for an availability trace. `available` must
  * be an integer from 0 to 2147483647. */
-int ebb__avail_trace_load(const char *path, struct ebb__avail_trace **out,
-                          struct ebb__diag *d);
+int ebb_avail_trace_load(const char *path, struct ebb_avail_trace **out,
+                          struct ebb_diag *d);
 
-/* Frees a trace from ebb__avail_trace_load(). NULL is a no-op. */
-void ebb__avail_trace_free(struct ebb__avail_trace *t);
+/* Frees a trace from ebb_avail_trace_load(). NULL is a no-op. */
+void ebb_avail_trace_free(struct ebb_avail_trace *t);
 
 /* The index in t->series of (provider, zone, instance_type), or
  * EBB_ENOTFOUND. */
-ssize_t ebb__avail_trace_find(const struct ebb__avail_trace *t,
+ssize_t ebb_avail_trace_find(const struct ebb_avail_trace *t,
                               const char *provider, const char *zone,
                               const char *instance_type);
 
 /* The capacity in effect at `t` into *available. Returns 0, or
  * EBB_ENOTFOUND when t is before the first row. */
-int ebb__avail_series_at(const struct ebb__avail_series *s, ebb_time_ms t,
+int ebb_avail_series_at(const struct ebb_avail_series *s, ebb_time_ms t,
                          int32_t *available);
 
 /* The time of the first row after `t`, or INT64_MAX. */
-ebb_time_ms ebb__avail_series_next_change(const struct ebb__avail_series *s,
+ebb_time_ms ebb_avail_series_next_change(const struct ebb_avail_series *s,
                                           ebb_time_ms t);
 
 /* Parses a non-negative decimal amount ("0.918", "12", "3.5", ".5" is
@@ -123,7 +123,7 @@ ebb_time_ms ebb__avail_series_next_change(const struct ebb__avail_series *s,
  * rounded half up on the seventh. Returns 0, or EBB_EINVAL with a short
  * reason in *why ("is negative", "is not a number", "is too large").
  * Shared with the catalog. */
-int ebb__parse_decimal_micros(const char *s, ebb_micros *out,
+int ebb_parse_decimal_micros(const char *s, ebb_micros *out,
                               const char **why);
 
 #endif
