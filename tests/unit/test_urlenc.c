@@ -1,4 +1,4 @@
-/* RFC 3986 percent-encoding (src/urlenc.c), as both cloud signatures use
+/* RFC 3986 percent-encoding (src/base/urlenc.c), as both cloud signatures use
  * it: unreserved characters stay, everything else is %XX in upper case. */
 #include <setjmp.h>
 #include <stdarg.h>
