@@ -113,8 +113,26 @@ int ebb__state_lock(const char *dir, int *fd_out, long *holder_pid,
     return 0;
 }
 
+const char *ebb__uninstalled_build_root(void)
+{
+    char *exe = realpath("/proc/self/exe", NULL);
+    char *root = realpath(EBB_BUILD_ROOT, NULL);
+    int inside = 0;
+    if (exe != NULL && root != NULL) {
+        size_t n = strlen(root);
+        inside = strncmp(exe, root, n) == 0 && exe[n] == '/';
+    }
+    free(exe);
+    free(root);
+    return inside ? EBB_BUILD_ROOT : NULL;
+}
+
 char *ebb__data_dir(void)
 {
     const char *env = getenv("EBB_DATA_DIR");
-    return strdup(env != NULL && env[0] != '\0' ? env : EBB_DATA_DIR);
+    if (env != NULL && env[0] != '\0')
+        return strdup(env);
+    if (ebb__uninstalled_build_root() != NULL)
+        return strdup(EBB_SOURCE_ROOT "/data");
+    return strdup(EBB_DATA_DIR);
 }

@@ -15,9 +15,16 @@
 char *ebb__state_dir_resolve(const char *explicit_dir);
 
 /* Where ebb's shipped data (traces, catalog) lives: $EBB_DATA_DIR, else
- * the directory it was installed to. Caller frees; NULL when out of
- * memory. */
+ * the source tree's data/ for a program run from its build tree, else the
+ * directory it was installed to. Caller frees; NULL when out of memory. */
 char *ebb__data_dir(void);
+
+/* The build tree this program was built in, when it runs from there (an
+ * uninstalled build/src/ebbd), else NULL. Such a program loads the build
+ * tree's plugins and the source tree's data, not what may be installed
+ * (another version, or nothing). Decided from /proc/self/exe, so a copy
+ * of the binary elsewhere behaves as an installed one. */
+const char *ebb__uninstalled_build_root(void);
 
 /* Creates `dir` and missing parents with mode 0700 for the last element.
  * Returns 0 or EBB_EIO/EBB_EPERM with a message in err. */

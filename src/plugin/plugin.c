@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/paths.h"
 #include "base/str.h"
 #include "ebb_build_config.h"
 
@@ -50,8 +51,12 @@ int ebb__plugin_path_init(struct ebb__plugin_path *path,
         rc = path_add(path, env, len);
         env = colon ? colon + 1 : NULL;
     }
+    /* An uninstalled program loads the plugins built beside it, never an
+     * installed set that may be another version. */
+    const char *built = ebb__uninstalled_build_root();
+    const char *last = built != NULL ? built : EBB_PLUGIN_DIR;
     if (rc == 0)
-        rc = path_add(path, EBB_PLUGIN_DIR, strlen(EBB_PLUGIN_DIR));
+        rc = path_add(path, last, strlen(last));
     if (rc != 0)
         ebb__plugin_path_free(path);
     return rc;

@@ -5,7 +5,8 @@
  * Search order for a plugin NAME of a KIND ("providers" or "policies"):
  * each directory D of the search path is tried as D/KIND/NAME.so. The path
  * is: `plugin_dirs` from ebb.yaml, then the colon-separated EBB_PLUGIN_PATH,
- * then the install directory (EBB_PLUGIN_DIR, e.g. /usr/lib/.../ebb).
+ * then the install directory (EBB_PLUGIN_DIR, e.g. /usr/lib/.../ebb), or,
+ * for a program run from its build tree, that build tree instead.
  */
 #ifndef EBB_PLUGIN_H
 #define EBB_PLUGIN_H
