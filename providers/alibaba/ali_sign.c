@@ -7,7 +7,7 @@
  * query, the signed headers and the payload hash is hashed with SHA-256,
  * and "ACS3-HMAC-SHA256\n" + that hash is signed with HMAC-SHA256 keyed by
  * the raw secret. Both use RFC 3986 encoding (space %20, '*' %2A, '~'
- * kept), which src/urlenc.c provides. Known-answer vectors are in
+ * kept), which src/base/urlenc.c provides. Known-answer vectors are in
  * tests/alibaba/test_alibaba_sign.c.
  */
 #include <ctype.h>

@@ -1,5 +1,5 @@
 /* The replayed market: prices and spot capacity as step functions of time,
- * read from the core's trace readers (src/trace.c), and the one timer that
+ * read from the core's trace readers (src/base/trace.c), and the one timer that
  * tells the engine when they change.
  *
  * Every series of the price trace is a spot offer. Its capacity comes from

@@ -1,5 +1,5 @@
 /* ebb backtest: replay a workload against real price traces with the live
- * engine on a virtual clock (see src/backtest.h). Runs in this process. */
+ * engine on a virtual clock (see src/report/backtest.h). Runs in this process. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

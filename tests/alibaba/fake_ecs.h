@@ -1,5 +1,5 @@
 /* A fake Alibaba Cloud ECS endpoint for the provider tests, served by
- * src/httpd.c on 127.0.0.1.
+ * src/io/httpd.c on 127.0.0.1.
  *
  * It checks every request as ECS would: a POST form whose V1 signature it
  * recomputes with its own code (its own encoder, OpenSSL's HMAC-SHA1),

@@ -1,5 +1,5 @@
 /* A fake EC2 Query API endpoint on 127.0.0.1 for the aws provider's tests
- * and bench-ingest, built on src/httpd.h. It checks what EC2 checks: the
+ * and bench-ingest, built on src/io/httpd.h. It checks what EC2 checks: the
  * SigV4 signature, recomputed with its own canonical-request code (wrong:
  * 403 AuthFailure), the API version, the parameters. It serves spot price
  * history generated on the fly with real pagination (MaxResults,

@@ -1,5 +1,5 @@
 /* A provider plugin against a fake cloud on 127.0.0.1, for the provider
- * tests: one libuv loop carries the fake server (src/httpd.h), the real
+ * tests: one libuv loop carries the fake server (src/io/httpd.h), the real
  * HTTP client with short backoffs, a real clock and the plugin's host, as
  * ebbd wires them. The plugin is opened by the real loader from the build
  * tree and configured from YAML through its own table.

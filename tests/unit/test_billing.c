@@ -1,4 +1,4 @@
-/* Billing (src/billing.c): what running on an offer from start to end
+/* Billing (src/market/billing.c): what running on an offer from start to end
  * costs under each provider rule, as ledger segments.
  *
  * Offers are built by hand from a steps array, so every figure below can be

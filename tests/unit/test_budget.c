@@ -1,6 +1,6 @@
-/* Budget caps (src/engine_budget.c, docs/budgets.md) through the real
+/* Budget caps (src/engine/engine_budget.c, docs/budgets.md) through the real
  * engine on the virtual clock with the sim market, as `ebb backtest` runs
- * it (src/vengine.c), with the teams of the test's ebb.yaml handed to the
+ * it (src/engine/vengine.c), with the teams of the test's ebb.yaml handed to the
  * engine as ebbd hands them.
  *
  * The randomised test writes a spot price trace with random spikes to a
@@ -8,7 +8,7 @@
  * preemptions (preemption_hazard) and forced ones (preempt_after) across a
  * month boundary, and after every instant at which events ran checks that
  * no job's spend and no team's month spend passed its cap, counting the
- * running instances' cost up to that instant (src/billing.c) besides the
+ * running instances' cost up to that instant (src/market/billing.c) besides the
  * ledger.
  */
 #include <setjmp.h>
@@ -161,7 +161,7 @@ static void world_start(struct world *w, uint64_t seed, ebb_time_ms start,
     free(text);
     if (rc != 0)
         fail_msg("%s", d.msg);
-    /* What ebbd does (src/daemon.c); backtests pass no teams. */
+    /* What ebbd does (src/daemon/daemon.c); backtests pass no teams. */
     w->v.engine.opt.budget_config = w->v.config;
     ebb__clock_run_until(&w->v.clock, start);
 }

@@ -1,4 +1,4 @@
-/* The instance catalog (src/catalog.c): lookups with region fallback, the
+/* The instance catalog (src/market/catalog.c): lookups with region fallback, the
  * optional speed and source columns, every error message, and the shipped
  * data/catalog.csv against the shipped price traces. */
 #include <setjmp.h>

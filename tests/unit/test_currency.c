@@ -1,4 +1,4 @@
-/* Money between currencies (src/currency.c): exact for a currency to
+/* Money between currencies (src/base/currency.c): exact for a currency to
  * itself, through USD otherwise, rounded as asked, never overflowing. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* Price forecasts and preemption hazard (src/forecast.c) on small
+/* Price forecasts and preemption hazard (src/market/forecast.c) on small
  * hand-made histories whose right answer is known. */
 #include <setjmp.h>
 #include <stdarg.h>

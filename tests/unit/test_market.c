@@ -1,4 +1,4 @@
-/* The engine's market (src/market.c): offers, their on-demand siblings from
+/* The engine's market (src/market/market.c): offers, their on-demand siblings from
  * the catalog, and the price and capacity history billing and the oracle
  * read.
  *

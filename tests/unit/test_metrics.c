@@ -1,4 +1,4 @@
-/* Metrics (src/metrics.c): the rendered text checked line by line against
+/* Metrics (src/report/metrics.c): the rendered text checked line by line against
  * the rules of the Prometheus text exposition format (a small validator
  * below), plus exact figures: escaping, histogram buckets, value
  * formatting. */

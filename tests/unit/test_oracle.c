@@ -30,7 +30,7 @@ static struct ebb__oracle_job job_of(ebb_dur_ms window, ebb_dur_ms work,
     return (struct ebb__oracle_job){0, window, work, overhead, step};
 }
 
-/* ---- the reference model, written independently of src/oracle.c ---- */
+/* ---- the reference model, written independently of src/report/oracle.c ---- */
 
 static int ref_avail(const struct ebb__oracle_offer *o, ebb_time_ms a,
                      ebb_time_ms b)

@@ -1,4 +1,4 @@
-/* Unit tests of the store (src/store.c, src/store_schema.c): opening,
+/* Unit tests of the store (src/store/store.c, src/store/store_schema.c): opening,
  * migrations, refusing files it must not touch, prices, the append-only
  * event history, and crash safety under SIGKILL. Each test runs in its own
  * temporary directory, removed at the end. */

@@ -1,4 +1,4 @@
-/* Unit tests of the store's schedule side (src/store_schedules.c and
+/* Unit tests of the store's schedule side (src/store/store_schedules.c and
  * migration 3): schedules added, listed, found, removed; one run per fire
  * time, enforced by the store; a run, its link and last_fire_at committed
  * or rolled back together; the JSON reads; a version 2 file migrated.

@@ -1,5 +1,5 @@
-/* Price and availability trace readers (src/trace.c) and the CSV reader
- * under them (src/csv.c).
+/* Price and availability trace readers (src/base/trace.c) and the CSV reader
+ * under them (src/base/csv.c).
  *
  * Good inputs are files under tests/data/traces; malformed inputs are
  * written by the test into its own temporary directory, which is the

@@ -1,4 +1,4 @@
-/* A fake vast.ai API for the provider tests, served by src/httpd.c on
+/* A fake vast.ai API for the provider tests, served by src/io/httpd.c on
  * 127.0.0.1: it checks the Bearer key, answers offer searches with its
  * offers (keeping the query for assertions), rents asks into instances,
  * destroys and lists them, and lets tests outbid an instance, lose a rent's
