@@ -15,6 +15,7 @@
 #include <ebb/units.h>
 
 #include "engine/engine.h"
+#include "engine/internal.h" /* the planning pass over every job */
 #include "engine/vengine.h"
 #include "jobs/jobspec.h"
 #include "market/catalog.h"
@@ -74,7 +75,7 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
         struct ebb_diag d = {{0}};
         if (ebb__jobspec_load_buffer("(bench)", spec_text, sizeof(spec_text) - 1,
                                      &spec, &d) != 0 ||
-            ebb__engine_submit(&r.v.engine, &spec, "", 0, NULL, NULL, &d) != 0) {
+            ebb__engine_submit(r.v.engine, &spec, "", 0, NULL, NULL, &d) != 0) {
             fprintf(stderr, "bench-plan: %s\n", d.msg);
             rig_close(&r);
             return 1;
@@ -84,13 +85,16 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
     ebb__clock_run_until(&r.v.clock, start + 60000); /* instances running */
     *submit_s = cpu_seconds() - t0;
 
-    uint64_t before = r.v.engine.decisions;
+    struct ebb__engine_stats st;
+    ebb__engine_stats(r.v.engine, &st);
+    uint64_t before = st.decisions;
     ebb_time_ms now = ebb__clock_now(&r.v.clock);
     t0 = cpu_seconds();
-    ebb__engine_wake_offer(&r.v.engine, SIZE_MAX, NULL);
+    ebb__engine_wake_offer(r.v.engine, SIZE_MAX, NULL);
     ebb__clock_run_until(&r.v.clock, now);
     *pass_s = cpu_seconds() - t0;
-    *decisions = r.v.engine.decisions - before;
+    ebb__engine_stats(r.v.engine, &st);
+    *decisions = st.decisions - before;
     rig_close(&r);
     return 0;
 }

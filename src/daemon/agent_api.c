@@ -16,7 +16,9 @@
 
 #include "base/log.h"
 #include "base/str.h"
+#include "io/clock.h"
 #include "io/httpd.h"
+#include "store/store.h"
 
 struct ebb__agent_api {
     struct ebb__engine *engine;
@@ -104,38 +106,43 @@ static json_t *requirements_json(const struct ebb__job_resources *r)
 }
 
 /* Durations the agent keeps run on the wall clock. */
-static json_int_t wall_ms(const struct ebb__job *job, ebb_dur_ms d, ebb_dur_ms floor)
+static json_int_t wall_ms(const struct ebb__engine_options *o, ebb_dur_ms d,
+                          ebb_dur_ms floor)
 {
     if (d <= 0)
         return 0;
-    ebb_dur_ms w = ebb__clock_real_ms(job->engine->opt.clock, d);
+    ebb_dur_ms w = ebb__clock_real_ms(o->clock, d);
     return w < floor ? floor : w;
 }
 
 static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
                     struct ebb__httpd_response *res)
 {
-    const struct ebb__job_spec *spec = &job->spec;
-    const struct ebb__engine_options *o = &api->engine->opt;
+    struct ebb__job_info ji;
+    struct ebb__attempt_info a;
+    ebb__engine_job_info(job, &ji);
+    ebb__engine_job_attempt(job, &a); /* authenticated: it has one */
+    const struct ebb__job_spec *spec = ji.spec;
+    const struct ebb__engine_options *o = ebb__engine_options(api->engine);
     json_t *argv = json_array();
     for (size_t i = 0; i < spec->argc; i++)
         json_array_append_new(argv, json_string(spec->argv[i]));
     char *dir = spec->checkpoint.dir
                     ? strdup(spec->checkpoint.dir)
-                    : ebb_strfmt("%s/%s", o->checkpoint_root, job->id);
+                    : ebb_strfmt("%s/%s", o->checkpoint_root, ji.id);
     json_t *doc = json_pack(
         "{s:s,s:s,s:o,s:b,s:o,s:s,s:{s:s,s:s,s:s,s:I,s:I,s:i},s:s,s:I,s:o}",
-        "job_id", job->id,
-        "instance_id", job->current->instance_id ? job->current->instance_id : "",
+        "job_id", ji.id,
+        "instance_id", a.instance_id ? a.instance_id : "",
         "argv", argv,
         "shell", spec->shell,
         "env", env_json(spec),
-        "workdir", job->workdir ? job->workdir : "",
+        "workdir", ji.workdir ? ji.workdir : "",
         "checkpoint",
             "dir", dir ? dir : "",
             "signal", spec->checkpoint.signal_name,
             "periodic_signal", "SIGUSR2",
-            "every_ms", wall_ms(job, spec->checkpoint.every, EBB_MS_PER_SECOND),
+            "every_ms", wall_ms(o, spec->checkpoint.every, EBB_MS_PER_SECOND),
             "grace_ms", (json_int_t)ebb__engine_agent_grace(job),
             "keep", 3,
         "progress_file", "",
@@ -206,7 +213,8 @@ static int parse_report(json_t *body, struct ebb__agent_report *r,
     return 0;
 }
 
-static void post_event(struct ebb__job *job, const struct ebb__httpd_request *req,
+static void post_event(struct ebb__agent_api *api, struct ebb__job *job,
+                       const struct ebb__httpd_request *req,
                        struct ebb__httpd_response *res)
 {
     json_error_t jerr;
@@ -214,17 +222,16 @@ static void post_event(struct ebb__job *job, const struct ebb__httpd_request *re
     const char *why = "the body is not a JSON object";
     struct ebb__agent_report r;
     if (!json_is_object(body) || parse_report(body, &r, &why) != 0) {
-        ebb__warn("job %s: bad agent report: %s", job->id, why);
+        ebb__warn("job %s: bad agent report: %s", ebb__engine_job_id(job), why);
         json_decref(body);
         reply_error(res, 400, why);
         return;
     }
     struct ebb__agent_reply reply;
-    struct ebb__engine *e = job->engine;
     ebb__engine_agent_report(job, &r, &reply);
     json_decref(body);
     /* What the agent is told was recorded (an exit, a checkpoint) is. */
-    if (ebb__store_flush(e->opt.store) != 0) {
+    if (ebb__store_flush(ebb__engine_options(api->engine)->store) != 0) {
         reply_error(res, 503, "cannot record the report; send it again");
         return;
     }
@@ -245,7 +252,8 @@ static void post_log(struct ebb__agent_api *api, struct ebb__job *job,
                      const struct ebb__httpd_request *req,
                      struct ebb__httpd_response *res)
 {
-    char *path = ebb__agent_log_path(api->logs_dir, job->id);
+    const char *id = ebb__engine_job_id(job);
+    char *path = ebb__agent_log_path(api->logs_dir, id);
     int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640) : -1;
     int ok = fd >= 0;
     size_t done = 0;
@@ -259,7 +267,7 @@ static void post_log(struct ebb__agent_api *api, struct ebb__job *job,
     if (fd >= 0)
         close(fd);
     if (!ok) {
-        ebb__error("job %s: cannot append to %s: %s", job->id,
+        ebb__error("job %s: cannot append to %s: %s", id,
                    path ? path : "its log", strerror(errno));
         reply_error(res, 500, "cannot store the log");
     } else {
@@ -276,7 +284,7 @@ static struct ebb__job *imds_job(struct ebb__agent_api *api, const char *path,
 {
     const char *token = path + strlen("/imds/");
     const char *slash = strchr(token, '/');
-    char buf[sizeof(((struct ebb__attempt *)0)->token)];
+    char buf[EBB__TOKEN_SIZE];
     if (slash == NULL || (size_t)(slash - token) >= sizeof(buf))
         return NULL;
     memcpy(buf, token, (size_t)(slash - token));
@@ -295,38 +303,39 @@ static void serve_imds(struct ebb__agent_api *api,
         res->status = 404;
         return;
     }
-    struct ebb__attempt *a = job->current;
     if (strcmp(req->method, "PUT") == 0 && strcmp(rest, "/latest/api/token") == 0) {
         if (ebb__httpd_header(req, "x-aws-ec2-metadata-token-ttl-seconds") == NULL) {
             res->status = 400;
             return;
         }
-        if (a->imds_token[0] == '\0' &&
-            ebb__random_hex(a->imds_token, sizeof(a->imds_token)) != 0) {
+        const char *session = ebb__engine_imds_token(job);
+        if (session == NULL) {
             res->status = 500;
             return;
         }
-        ebb__httpd_set_body(res, a->imds_token, strlen(a->imds_token));
+        ebb__httpd_set_body(res, session, strlen(session));
         return;
     }
+    struct ebb__attempt_info a;
+    ebb__engine_job_attempt(job, &a); /* found by its token: it has one */
     if (strcmp(req->method, "GET") != 0 ||
         strcmp(rest, "/latest/meta-data/spot/instance-action") != 0) {
         res->status = 404;
         return;
     }
     const char *token = ebb__httpd_header(req, "x-aws-ec2-metadata-token");
-    if (token == NULL || a->imds_token[0] == '\0' ||
-        strlen(token) != strlen(a->imds_token) ||
-        CRYPTO_memcmp(token, a->imds_token, strlen(token)) != 0) {
+    if (token == NULL || a.imds_token[0] == '\0' ||
+        strlen(token) != strlen(a.imds_token) ||
+        CRYPTO_memcmp(token, a.imds_token, strlen(token)) != 0) {
         res->status = 401;
         return;
     }
-    if (a->notice_deadline == 0) {
+    if (a.notice_deadline == 0) {
         res->status = 404;
         return;
     }
     char when[40];
-    ebb_format_time(a->notice_deadline, when, sizeof(when));
+    ebb_format_time(a.notice_deadline, when, sizeof(when));
     reply_json(res, 200, json_pack("{s:s,s:s}", "action", "terminate", "time", when));
 }
 
@@ -358,7 +367,7 @@ static void handle(const struct ebb__httpd_request *req,
     if (get_job_doc)
         get_job(api, job, res);
     else if (events)
-        post_event(job, req, res);
+        post_event(api, job, req, res);
     else
         post_log(api, job, req, res);
 }

@@ -203,12 +203,11 @@ static int start_engine(struct ebb__daemon *d)
     };
     ebb__histogram_init(&d->checkpoint_durations, ebb__metrics_checkpoint_bounds,
                         ebb__metrics_checkpoint_n_bounds);
-    if (ebb__engine_init(&d->engine, &eo) != 0) {
+    if (ebb__engine_new(&eo, &d->engine) != 0) {
         ebb__error("out of memory starting the engine");
         return 1;
     }
-    d->engine_ready = 1;
-    ebb__engine_host_env(&d->engine, &d->host_env);
+    ebb__engine_host_env(d->engine, &d->host_env);
     /* One commit per loop turn instead of one per event (see store.h). */
     ebb__store_group_commit(d->store, 1);
     ebb__store_checkpoint_elsewhere(d->store);
@@ -216,10 +215,10 @@ static int start_engine(struct ebb__daemon *d)
     d->flush.data = d;
     uv_check_start(&d->flush, on_loop_turn);
     d->flush_ready = 1;
-    if (ebb__engine_recover(&d->engine) != 0)
+    if (ebb__engine_recover(d->engine) != 0)
         return 1;
-    ebb__engine_agent_sweep_start(&d->engine);
-    ebb__engine_poll_prices(&d->engine);
+    ebb__engine_agent_sweep_start(d->engine);
+    ebb__engine_poll_prices(d->engine);
     return 0;
 }
 
@@ -241,7 +240,7 @@ static int start_agent_api(struct ebb__daemon *d, char *err, size_t errlen)
             char again[96];
             snprintf(again, sizeof(again), strchr(ip, ':') ? "[%s]:%u" : "%s:%u",
                      ip, kept);
-            rc = ebb__agent_api_start(&d->agent_api, &d->loop, &d->engine, again,
+            rc = ebb__agent_api_start(&d->agent_api, &d->loop, d->engine, again,
                                       d->logs_dir, err, errlen);
             if (rc != 0)
                 ebb__warn("agents' port %u is taken now; agents started before "
@@ -251,7 +250,7 @@ static int start_agent_api(struct ebb__daemon *d, char *err, size_t errlen)
             fclose(f);
     }
     if (keep != NULL && d->agent_api == NULL)
-        rc = ebb__agent_api_start(&d->agent_api, &d->loop, &d->engine, listen,
+        rc = ebb__agent_api_start(&d->agent_api, &d->loop, d->engine, listen,
                                   d->logs_dir, err, errlen);
     if (rc == 0 && port == 0) {
         const char *url = ebb__agent_api_url(d->agent_api);
@@ -315,10 +314,10 @@ static int start_api(struct ebb__daemon *d)
     }
     /* Agents are told the configured URL, or where ebbd really listens
      * (the port the OS picked for port 0). */
-    d->engine.opt.agent_url = d->config->agent_url
-                                  ? d->config->agent_url
-                                  : ebb__agent_api_url(d->agent_api);
-    ebb__info("agents reach ebbd at %s", d->engine.opt.agent_url);
+    const char *url = d->config->agent_url ? d->config->agent_url
+                                           : ebb__agent_api_url(d->agent_api);
+    ebb__engine_set_agent_url(d->engine, url);
+    ebb__info("agents reach ebbd at %s", url);
     return 0;
 }
 
@@ -333,9 +332,8 @@ static void on_http_closed(void *arg)
     /* Providers cancel their pending calls into the engine: it goes last. */
     ebb__registry_free(&d->registry);
     ebb__daemon_schedules_stop(d);
-    if (d->engine_ready)
-        ebb__engine_fini(&d->engine);
-    d->engine_ready = 0;
+    ebb__engine_free(d->engine);
+    d->engine = NULL;
     ebb__clock_close(&d->clock, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
     uv_close((uv_handle_t *)&d->sigint, NULL);

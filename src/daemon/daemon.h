@@ -14,6 +14,7 @@
 
 #include <uv.h>
 
+#include "base/histogram.h"
 #include "config/config_file.h"
 #include "daemon/agent_api.h"
 #include "engine/engine.h"
@@ -42,8 +43,7 @@ struct ebb__daemon {
     int lock_fd;
     struct ebb__store *store;
     struct ebb__catalog *catalog;
-    struct ebb__engine engine;
-    int engine_ready;
+    struct ebb__engine *engine; /* NULL until it starts */
     struct ebb__daemon_schedules *schedules; /* daemon_schedules.c */
     struct ebb__http *http;
     struct ebb__api_server *api;

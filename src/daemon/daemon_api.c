@@ -25,7 +25,7 @@ static json_t *provider_json(const struct ebb__daemon *d,
 {
     json_t *o = plugin_json(slot);
     const struct ebb__provider_health *h =
-        d->engine_ready ? ebb__engine_provider_health(&d->engine, slot->plugin->name)
+        d->engine != NULL ? ebb__engine_provider_health(d->engine, slot->plugin->name)
                         : NULL;
     if (h == NULL)
         return o;

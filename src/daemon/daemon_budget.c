@@ -58,24 +58,26 @@ void ebb__api_budget(void *ctx, struct ebb__api_call *call)
         struct ebb__budget_usage u;
         if (!keep(want, team->name))
             continue;
-        rc = ebb__engine_team_budget(&d->engine, team, now, &u);
+        rc = ebb__engine_team_budget(d->engine, team, now, &u);
         json_t *o = usage_json(&u);
         json_object_set_new(o, "team", json_string(team->name));
         json_array_append_new(teams, o);
     }
-    for (const struct ebb__job *j = d->engine.jobs; rc == 0 && j != NULL;
-         j = j->next) {
+    for (const struct ebb__job *j = ebb__engine_job_next(d->engine, NULL);
+         rc == 0 && j != NULL; j = ebb__engine_job_next(d->engine, j)) {
         struct ebb__budget_usage u;
-        if (j->budget < 0 || ebb__job_state_terminal(j->state) ||
-            !keep(want, j->spec.team))
+        struct ebb__job_info ji;
+        ebb__engine_job_info(j, &ji);
+        if (ji.budget < 0 || ebb__job_state_terminal(ji.state) ||
+            !keep(want, ji.spec->team))
             continue;
         rc = ebb__engine_job_budget(j, now, &u);
         json_t *o = usage_json(&u);
-        json_object_set_new(o, "id", json_string(j->id));
-        json_object_set_new(o, "name", json_string(j->spec.name ? j->spec.name : ""));
-        json_object_set_new(o, "team", j->spec.team ? json_string(j->spec.team)
-                                                    : json_null());
-        json_object_set_new(o, "state", json_string(ebb__job_state_name(j->state)));
+        json_object_set_new(o, "id", json_string(ji.id));
+        json_object_set_new(o, "name", json_string(ji.spec->name ? ji.spec->name : ""));
+        json_object_set_new(o, "team", ji.spec->team ? json_string(ji.spec->team)
+                                                     : json_null());
+        json_object_set_new(o, "state", json_string(ebb__job_state_name(ji.state)));
         json_array_append_new(jobs, o);
     }
     if (rc != 0) {

@@ -133,7 +133,7 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
         return;
     }
     struct ebb__job *job = NULL;
-    rc = ebb__engine_submit(&d->engine, &spec, yaml, (int64_t)call->uid,
+    rc = ebb__engine_submit(d->engine, &spec, yaml, (int64_t)call->uid,
                             workdir != NULL && workdir[0] == '/' ? workdir : NULL,
                             &job, &diag);
     ebb__jobspec_free(&spec);
@@ -142,9 +142,10 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
                       diag.msg[0] ? diag.msg : ebb_strerror(rc));
         return;
     }
-    ebb__info("job %s submitted by uid %ld from %s", job->id, (long)call->uid, file);
-    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s}", "id", job->id, "state",
-                                   ebb__job_state_name(job->state)));
+    const char *job_id = ebb__engine_job_id(job);
+    ebb__info("job %s submitted by uid %ld from %s", job_id, (long)call->uid, file);
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s}", "id", job_id, "state",
+                                   ebb__job_state_name(ebb__engine_job_state(job))));
 }
 
 void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
@@ -163,16 +164,16 @@ void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
 /* Where the job runs now, from the engine (the store has the history). */
 static json_t *current_json(struct ebb__daemon *d, const char *id)
 {
-    struct ebb__job *job = ebb__engine_job(&d->engine, id);
-    if (job == NULL || job->current == NULL)
+    struct ebb__job *job = ebb__engine_job(d->engine, id);
+    struct ebb__attempt_info a;
+    if (job == NULL || ebb__engine_job_attempt(job, &a) != 0)
         return json_null();
-    const struct ebb__attempt *a = job->current;
-    const struct ebb__offer *o = &d->engine.market.offers[a->offer];
+    const struct ebb__offer *o = &ebb__engine_market(d->engine)->offers[a.offer];
     return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b}",
-                     "token", a->token, "provider", a->provider->plugin->name,
+                     "token", a.token, "provider", a.provider,
                      "market_provider", o->provider, "region", o->region,
                      "zone", o->zone, "instance_type", o->instance_type,
-                     "instance_id", a->instance_id, "notice", a->notice);
+                     "instance_id", a.instance_id, "notice", a.notice);
 }
 
 void ebb__api_job(void *ctx, struct ebb__api_call *call)
@@ -202,14 +203,14 @@ void ebb__api_cancel(void *ctx, struct ebb__api_call *call)
     const char *id = param_string(call, "id");
     if (id == NULL || !may_touch(d, call, id, "cancel"))
         return;
-    struct ebb__job *job = ebb__engine_job(&d->engine, id);
+    struct ebb__job *job = ebb__engine_job(d->engine, id);
     if (job == NULL || ebb__engine_cancel(job, "cancelled by the user") != 0) {
         ebb__api_fail(call, "conflict", "job %s has already ended", id);
         return;
     }
     ebb__info("job %s cancelled by uid %ld", id, (long)call->uid);
     ebb__api_reply_after_commit(call, json_pack("{s:s,s:s}", "id", id, "state",
-                                   ebb__job_state_name(job->state)));
+                                   ebb__job_state_name(ebb__engine_job_state(job))));
 }
 
 /* Bytes as a JSON string: invalid UTF-8 becomes U+FFFD, so a job printing
@@ -259,8 +260,8 @@ void ebb__api_logs(void *ctx, struct ebb__api_call *call)
         close(fd);
     if (n < 0)
         n = 0;
-    struct ebb__job *job = ebb__engine_job(&d->engine, id);
-    int ended = job == NULL || ebb__job_state_terminal(job->state);
+    struct ebb__job *job = ebb__engine_job(d->engine, id);
+    int ended = job == NULL || ebb__job_state_terminal(ebb__engine_job_state(job));
     ebb__api_reply(call, json_pack("{s:o,s:I,s:b}", "data",
                                    text_json(buf ? buf : "", (size_t)n),
                                    "next", (json_int_t)(offset + n), "ended", ended));

@@ -231,13 +231,14 @@ static struct ebb__metrics_provider *provider_counts(const struct ebb__daemon *d
     for (size_t i = 0; i < n; i++) {
         const char *name = d->registry.providers[i].plugin->name;
         const struct ebb__provider_health *h =
-            ebb__engine_provider_health(&d->engine, name);
+            ebb__engine_provider_health(d->engine, name);
         p[i].provider = name;
         p[i].price_polls = h != NULL ? h->polls : 0;
         p[i].price_poll_errors = h != NULL ? h->errors : 0;
-        for (size_t k = 0; k < d->engine.market.n_offers; k++)
-            if (strcmp(d->engine.market.offers[k].plugin, name) == 0)
-                p[i].preemptions += d->engine.market.offers[k].losses;
+        const struct ebb__market *m = ebb__engine_market(d->engine);
+        for (size_t k = 0; k < m->n_offers; k++)
+            if (strcmp(m->offers[k].plugin, name) == 0)
+                p[i].preemptions += m->offers[k].losses;
     }
     return p;
 }

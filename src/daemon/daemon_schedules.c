@@ -115,8 +115,8 @@ static void rearm(struct ebb__daemon_schedules *sch)
 static int run_going(struct ebb__daemon *d, const struct sched *sc)
 {
     struct ebb__job *job =
-        sc->last_job[0] ? ebb__engine_job(&d->engine, sc->last_job) : NULL;
-    return job != NULL && !ebb__job_state_terminal(job->state);
+        sc->last_job[0] ? ebb__engine_job(d->engine, sc->last_job) : NULL;
+    return job != NULL && !ebb__job_state_terminal(ebb__engine_job_state(job));
 }
 
 /* What one decision leaves in the store, written in one transaction: the
@@ -203,7 +203,7 @@ static int submit_run(struct ebb__daemon *d, struct outcome *o,
         fresh.job.deadline_is_relative = 0;
         fresh.job.deadline_at = o->dec->deadline;
         struct ebb__submit_also also = {write_started, o};
-        rc = ebb__engine_submit_also(&d->engine, &fresh.job, sc->yaml, sc->owner_uid,
+        rc = ebb__engine_submit_also(d->engine, &fresh.job, sc->yaml, sc->owner_uid,
                                      sc->workdir[0] == '/' ? sc->workdir : NULL,
                                      &also, job, why);
     }
@@ -246,9 +246,9 @@ static void tick(struct ebb__daemon_schedules *sch, struct sched *sc,
     if (dec.start) {
         struct ebb__job *job = NULL;
         if (submit_run(d, &o, &job, &why) == 0) {
-            snprintf(sc->last_job, sizeof(sc->last_job), "%s", job->id);
+            snprintf(sc->last_job, sizeof(sc->last_job), "%s", ebb__engine_job_id(job));
             ebb__info("schedule %s: fire time %s started job %s", sc->s.name,
-                      ebb_format_time(dec.fire, a, sizeof(a)), job->id);
+                      ebb_format_time(dec.fire, a, sizeof(a)), ebb__engine_job_id(job));
         } else {
             ebb__error("schedule %s: fire time %s: the run could not start: %s",
                        sc->s.name, ebb_format_time(dec.fire, a, sizeof(a)),

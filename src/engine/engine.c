@@ -1,9 +1,7 @@
-/* The engine's life, jobs' submission and states, price polling and the
- * planning pass. Decisions are in engine_plan.c, their execution and the
- * instance events in engine_exec.c. */
-#include "engine/engine.h"
-
-#include <stdarg.h>
+/* The engine's life, jobs' submission and cancelling, price polling and
+ * the planning pass. Decisions are in engine_plan.c, their execution in
+ * engine_exec.c, the instance events in engine_events.c, the job states
+ * and the dirty queue in engine_state.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +10,7 @@
 
 #include "base/log.h"
 #include "base/str.h"
+#include "engine/internal.h"
 
 struct ebb__engine_poll {
     struct ebb__engine *engine;
@@ -20,26 +19,6 @@ struct ebb__engine_poll {
     int again; /* a change was announced while a poll was in flight */
     struct ebb__provider_health health;
 };
-
-static const char *const state_names[] = {
-#define EBB__JOB_STATE_NAME(name, text) text,
-    EBB__JOB_STATES(EBB__JOB_STATE_NAME)
-#undef EBB__JOB_STATE_NAME
-};
-
-const char *ebb__job_state_name(enum ebb__job_state s)
-{
-    return (size_t)s < sizeof(state_names) / sizeof(state_names[0])
-               ? state_names[s]
-               : "?";
-}
-
-int ebb__job_state_terminal(enum ebb__job_state s)
-{
-    return s == EBB__JOB_SUCCEEDED || s == EBB__JOB_FAILED ||
-           s == EBB__JOB_CANCELLED || s == EBB__JOB_BUDGET_EXHAUSTED ||
-           s == EBB__JOB_DEADLINE_MISSED;
-}
 
 /* ---- planning pass ----------------------------------------------------- */
 
@@ -54,159 +33,29 @@ int ebb__job_state_terminal(enum ebb__job_state s)
 static void on_plan_timer(struct ebb__timer *t)
 {
     struct ebb__engine *e = t->data;
-    /* Jobs marked dirty while this pass runs wait in a new queue. */
-    struct ebb__job *job = e->dirty_first, *last = e->dirty_last;
-    e->dirty_first = e->dirty_last = NULL;
+    /* The pass ends with the job that was last when it began: jobs marked
+     * dirty while it runs queue up behind that one, for the next pass. */
+    const struct ebb_list *last = e->dirty.prev;
     ebb__engine_batch_begin(e);
-    for (size_t planned = 0; job != NULL; planned++) {
+    for (size_t planned = 0; !ebb_list_empty(&e->dirty); planned++) {
         if (planned == PASS_MAX_PLANS || e->n_calls >= PASS_MAX_CALLS) {
-            /* The rest goes first next time; they are still marked dirty,
-             * so none of them was queued again meanwhile. */
-            last->next_dirty = e->dirty_first;
-            if (e->dirty_first == NULL)
-                e->dirty_last = last;
-            e->dirty_first = job;
+            /* The rest, still at the queue's front, goes first next time. */
             ebb__timer_start(e->opt.clock, &e->plan_timer, ebb__clock_now(e->opt.clock));
             break;
         }
-        struct ebb__job *next = job->next_dirty;
-        job->next_dirty = NULL;
-        job->dirty = 0;
+        struct ebb_list *node = e->dirty.next;
+        int end = node == last;
+        ebb_list_remove(node);
+        struct ebb__job *job = ebb_list_entry(node, struct ebb__job, dirty);
         if (!ebb__job_state_terminal(job->state))
             ebb__engine_plan_job(job);
-        job = next;
+        if (end)
+            break;
     }
     ebb__engine_batch_end(e);
 }
 
-void ebb__engine_mark_dirty(struct ebb__job *job)
-{
-    struct ebb__engine *e = job->engine;
-    if (!job->dirty) {
-        job->dirty = 1;
-        if (e->dirty_last != NULL)
-            e->dirty_last->next_dirty = job;
-        else
-            e->dirty_first = job;
-        e->dirty_last = job;
-    }
-    if (!ebb__timer_pending(&e->plan_timer))
-        ebb__timer_start(e->opt.clock, &e->plan_timer, ebb__clock_now(e->opt.clock));
-}
-
-static void on_job_wake(struct ebb__timer *t)
-{
-    ebb__engine_mark_dirty(t->data);
-}
-
-/* ---- states ------------------------------------------------------------ */
-
-void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
-                           const char *fmt, ...)
-{
-    struct ebb__engine *e = job->engine;
-    char reason[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof(reason), fmt, ap);
-    va_end(ap);
-    enum ebb__job_state from = job->state;
-    ebb_time_ms now = ebb__clock_now(e->opt.clock);
-    job->state = to;
-    if (ebb__job_state_terminal(to) && !ebb__job_state_terminal(from)) {
-        e->n_active--;
-        job->finished_at = now;
-        ebb__timer_stop(e->opt.clock, &job->wake);
-    }
-    /* The state and its event commit together, so job_events always
-     * explains the state a job is in. */
-    struct ebb__store *s = e->opt.store;
-    int rc = ebb__store_begin(s);
-    if (rc == 0)
-        rc = ebb__store_job_event(s, job->id, now, ebb__job_state_name(from),
-                                  ebb__job_state_name(to), reason);
-    if (rc == 0)
-        rc = ebb__store_job_update(s, job->id, ebb__job_state_name(to),
-                                   job->work_saved, job->spent,
-                                   (int)job->retries, (int)job->preemptions, now);
-    if (rc == 0)
-        rc = ebb__store_commit(s);
-    if (rc != 0) {
-        ebb__store_rollback(s);
-        ebb__error("job %s: cannot record %s -> %s: %s", job->id,
-                   ebb__job_state_name(from), ebb__job_state_name(to),
-                   ebb__store_errmsg(s));
-    }
-    ebb__debug("job %s: %s -> %s: %s", job->id, ebb__job_state_name(from),
-               ebb__job_state_name(to), reason);
-}
-
-ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)
-{
-    const struct ebb__attempt *a = job->current;
-    if (a == NULL || a->running_at == 0)
-        return job->work_saved;
-    const struct ebb__offer *o = &job->engine->market.offers[a->offer];
-    ebb_time_ms productive_from = a->running_at + job->spec.restart_overhead;
-    ebb_dur_ms done = a->reported_work;
-    ebb_time_ms since = a->reported_at > productive_from ? a->reported_at
-                                                         : productive_from;
-    if (now > since)
-        done += (ebb_dur_ms)((double)(now - since) * o->speed);
-    ebb_dur_ms total = a->work_base + done;
-    if (total < job->work_saved)
-        total = job->work_saved;
-    return total < job->work_total ? total : job->work_total;
-}
-
 /* ---- prices ------------------------------------------------------------ */
-
-int ebb__engine_update_allowed(struct ebb__job *job)
-{
-    struct ebb__engine *e = job->engine;
-    for (; job->offers_examined < e->market.n_offers; job->offers_examined++) {
-        size_t k = job->offers_examined;
-        if (!ebb__engine_offer_allowed(e, job, k))
-            continue;
-        if (job->n_allowed == job->cap_allowed) {
-            size_t cap = job->cap_allowed ? job->cap_allowed * 2 : 16;
-            size_t *allowed = realloc(job->allowed, cap * sizeof(*allowed));
-            if (allowed == NULL)
-                return EBB_ENOMEM;
-            job->allowed = allowed;
-            job->cap_allowed = cap;
-        }
-        job->allowed[job->n_allowed++] = k;
-    }
-    return 0;
-}
-
-static int allows(const struct ebb__job *job, size_t k)
-{
-    size_t lo = 0, hi = job->n_allowed;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (job->allowed[mid] == k)
-            return 1;
-        if (job->allowed[mid] < k)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return 0;
-}
-
-void ebb__engine_wake_offer(struct ebb__engine *e, size_t offer,
-                            const struct ebb__job *except)
-{
-    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
-        if (job == except || ebb__job_state_terminal(job->state))
-            continue;
-        if (ebb__engine_update_allowed(job) != 0 || offer == SIZE_MAX ||
-            allows(job, offer))
-            ebb__engine_mark_dirty(job);
-    }
-}
 
 static void poll_one(struct ebb__engine_poll *p);
 
@@ -337,36 +186,46 @@ void ebb__engine_host_env(struct ebb__engine *e, struct ebb__host_env *env)
 
 /* ---- life -------------------------------------------------------------- */
 
-int ebb__engine_init(struct ebb__engine *e, const struct ebb__engine_options *o)
+int ebb__engine_new(const struct ebb__engine_options *o, struct ebb__engine **out)
 {
-    *e = (struct ebb__engine){.opt = *o};
-    e->jobs_tail = &e->jobs;
+    struct ebb__engine *e = calloc(1, sizeof(*e));
+    *out = NULL;
+    if (e == NULL)
+        return EBB_ENOMEM;
+    e->opt = *o;
+    ebb_list_init(&e->jobs);
+    ebb_list_init(&e->dirty);
+    ebb_list_init(&e->releases);
     ebb__market_init(&e->market, o->catalog);
     ebb__timer_init(&e->plan_timer, on_plan_timer, e);
     ebb__timer_init(&e->agent_sweep, NULL, e);
     size_t n = o->registry->n_providers;
     e->polls = calloc(n ? n : 1, sizeof(*e->polls));
-    if (e->polls == NULL)
+    if (e->polls == NULL) {
+        ebb__engine_free(e);
         return EBB_ENOMEM;
+    }
     for (size_t i = 0; i < n; i++)
         e->polls[i] = (struct ebb__engine_poll){.engine = e,
                                                 .slot = &o->registry->providers[i]};
+    *out = e;
     return 0;
 }
 
-void ebb__engine_fini(struct ebb__engine *e)
+void ebb__engine_free(struct ebb__engine *e)
 {
+    if (e == NULL)
+        return;
     ebb__timer_stop(e->opt.clock, &e->plan_timer);
     ebb__timer_stop(e->opt.clock, &e->agent_sweep);
     ebb__engine_recovery_free(e);
-    struct ebb__job *job = e->jobs;
-    while (job != NULL) {
-        struct ebb__job *next = job->next;
+    struct ebb_list *node, *tmp;
+    ebb_list_foreach_safe(node, tmp, &e->jobs) {
+        struct ebb__job *job = ebb_list_entry(node, struct ebb__job, node);
         ebb__timer_stop(e->opt.clock, &job->wake);
         if (job->current != NULL)
             ebb__engine_attempt_free(e, job->current);
         ebb__engine_job_free(job);
-        job = next;
     }
     free(e->polls);
     free(e->by_id);
@@ -377,55 +236,37 @@ void ebb__engine_fini(struct ebb__engine *e)
     free(e->calls);
     ebb__engine_releases_free(e);
     ebb__market_free(&e->market);
-    *e = (struct ebb__engine){0};
+    free(e);
 }
 
-/* ---- jobs by id --------------------------------------------------------- */
-
-static size_t id_hash(const char *id, size_t len)
+const struct ebb__engine_options *ebb__engine_options(const struct ebb__engine *e)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len && id[i] != '\0'; i++)
-        h = (h ^ (unsigned char)id[i]) * 1099511628211ULL;
-    return (size_t)h;
+    return &e->opt;
 }
 
-static void by_id_put(struct ebb__job **table, size_t cap, struct ebb__job *job)
+void ebb__engine_set_agent_url(struct ebb__engine *e, const char *url)
 {
-    size_t i = id_hash(job->id, sizeof(job->id)) & (cap - 1);
-    while (table[i] != NULL)
-        i = (i + 1) & (cap - 1);
-    table[i] = job;
+    e->opt.agent_url = url;
 }
 
-static int by_id_add(struct ebb__engine *e, struct ebb__job *job)
+void ebb__engine_set_budget_config(struct ebb__engine *e,
+                                   const struct ebb__config *config)
 {
-    if ((e->n_jobs + 1) * 2 > e->by_id_cap) {
-        size_t cap = e->by_id_cap ? e->by_id_cap * 2 : 64;
-        struct ebb__job **table = calloc(cap, sizeof(*table));
-        if (table == NULL)
-            return EBB_ENOMEM;
-        for (size_t i = 0; i < e->by_id_cap; i++)
-            if (e->by_id[i] != NULL)
-                by_id_put(table, cap, e->by_id[i]);
-        free(e->by_id);
-        e->by_id = table;
-        e->by_id_cap = cap;
-    }
-    by_id_put(e->by_id, e->by_id_cap, job);
-    return 0;
+    e->opt.budget_config = config;
 }
 
-struct ebb__job *ebb__engine_job(const struct ebb__engine *e, const char *id)
+const struct ebb__market *ebb__engine_market(const struct ebb__engine *e)
 {
-    if (e->by_id_cap == 0 || id == NULL)
-        return NULL;
-    size_t len = strlen(id);
-    for (size_t i = id_hash(id, len) & (e->by_id_cap - 1); e->by_id[i] != NULL;
-         i = (i + 1) & (e->by_id_cap - 1))
-        if (strcmp(e->by_id[i]->id, id) == 0)
-            return e->by_id[i];
-    return NULL;
+    return &e->market;
+}
+
+void ebb__engine_stats(const struct ebb__engine *e, struct ebb__engine_stats *s)
+{
+    *s = (struct ebb__engine_stats){
+        .jobs = e->n_jobs,
+        .active = e->n_active,
+        .decisions = e->decisions,
+    };
 }
 
 /* ---- submission -------------------------------------------------------- */
@@ -436,65 +277,6 @@ static void make_id(struct ebb__engine *e, const char *name, ebb_time_ms at,
                     char *out, size_t len)
 {
     ebb__short_id("j", name, at, ++e->id_seq, out, len);
-}
-
-int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
-                        int64_t owner_uid, const char *workdir,
-                        ebb_time_ms submitted_at, struct ebb__job **out,
-                        struct ebb_diag *d)
-{
-    const char *policy_name = spec->policy ? spec->policy : e->opt.default_policy;
-    struct ebb__plugin_slot *policy =
-        policy_name ? ebb__registry_policy(e->opt.registry, policy_name) : NULL;
-    if (policy == NULL) {
-        ebb_diag_set(d, spec->file, spec->line, "%s: no policy named \"%s\" is "
-                      "installed (see ebb policies)", spec->name,
-                      policy_name ? policy_name : "(none)");
-        return EBB_EINVAL;
-    }
-    struct ebb__job *job = calloc(1, sizeof(*job));
-    if (job == NULL) {
-        ebb_diag_set(d, NULL, 0, "out of memory");
-        return EBB_ENOMEM;
-    }
-    job->engine = e;
-    job->spec = *spec;
-    *spec = (struct ebb__job_spec){0};
-    job->policy = policy;
-    job->owner_uid = owner_uid;
-    job->workdir = workdir && workdir[0] ? strdup(workdir) : NULL;
-    job->submitted_at = submitted_at;
-    job->deadline = ebb__jobspec_deadline(&job->spec, submitted_at);
-    job->work_total = job->spec.work;
-    job->budget = job->spec.has_budget ? job->spec.budget.amount : -1;
-    snprintf(job->currency, sizeof(job->currency), "%s",
-             job->spec.has_budget ? job->spec.budget.currency : "USD");
-    job->launch_next = SIZE_MAX;
-    job->after_release = EBB__JOB_WAITING;
-    job->state = EBB__JOB_PENDING;
-    ebb__timer_init(&job->wake, on_job_wake, job);
-    *out = job;
-    return 0;
-}
-
-int ebb__engine_job_add(struct ebb__engine *e, struct ebb__job *job)
-{
-    if (by_id_add(e, job) != 0)
-        return EBB_ENOMEM;
-    *e->jobs_tail = job;
-    e->jobs_tail = &job->next;
-    e->n_jobs++;
-    if (!ebb__job_state_terminal(job->state))
-        e->n_active++;
-    return 0;
-}
-
-void ebb__engine_job_free(struct ebb__job *job)
-{
-    ebb__jobspec_free(&job->spec);
-    free(job->workdir);
-    free(job->allowed);
-    free(job);
 }
 
 int ebb__engine_submit(struct ebb__engine *e, struct ebb__job_spec *spec,
@@ -573,5 +355,17 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
     ebb__engine_mark_dirty(job);
     if (out != NULL)
         *out = job;
+    return 0;
+}
+
+int ebb__engine_cancel(struct ebb__job *job, const char *why)
+{
+    if (ebb__job_state_terminal(job->state))
+        return EBB_EINVAL;
+    if (job->current != NULL) {
+        ebb__engine_release(job, EBB__JOB_CANCELLED, SIZE_MAX, why);
+        return 0;
+    }
+    ebb__engine_set_state(job, EBB__JOB_CANCELLED, "%s", why);
     return 0;
 }

@@ -6,38 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
-
+#include "base/histogram.h"
 #include "base/log.h"
-#include "engine/engine.h"
-
-static void to_hex(const unsigned char *raw, size_t n, char *hex)
-{
-    for (size_t i = 0; i < n; i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-}
-
-int ebb__random_hex(char *hex, size_t size)
-{
-    unsigned char raw[64];
-    size_t n = size / 2;
-    if (n == 0 || n > sizeof(raw) || RAND_bytes(raw, (int)n) != 1)
-        return EBB_EIO;
-    to_hex(raw, n, hex);
-    return 0;
-}
-
-int ebb__agent_secret_hash(const char *secret, char hash[65])
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    if (EVP_Digest(secret, strlen(secret), md, &n, EVP_sha256(), NULL) != 1 || n != 32)
-        return EBB_EIO;
-    to_hex(md, n, hash);
-    return 0;
-}
+#include "engine/internal.h"
 
 struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer)
 {
@@ -54,7 +25,7 @@ struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer
     char hash[65];
     const char *want = job->current->agent_hash;
     if (want[0] == '\0' || ebb__agent_secret_hash(dot + 1, hash) != 0 ||
-        CRYPTO_memcmp(hash, want, 64) != 0)
+        !ebb__secret_hash_equal(hash, want))
         return NULL;
     return job;
 }
@@ -172,16 +143,13 @@ void ebb__engine_agent_report(struct ebb__job *job,
         ebb__engine_instance_event(e, a->provider->plugin->name, &ev);
 }
 
-int ebb__engine_cancel(struct ebb__job *job, const char *why)
+const char *ebb__engine_imds_token(struct ebb__job *job)
 {
-    if (ebb__job_state_terminal(job->state))
-        return EBB_EINVAL;
-    if (job->current != NULL) {
-        ebb__engine_release(job, EBB__JOB_CANCELLED, SIZE_MAX, why);
-        return 0;
-    }
-    ebb__engine_set_state(job, EBB__JOB_CANCELLED, "%s", why);
-    return 0;
+    struct ebb__attempt *a = job->current;
+    if (a->imds_token[0] == '\0' &&
+        ebb__random_hex(a->imds_token, sizeof(a->imds_token)) != 0)
+        return NULL;
+    return a->imds_token;
 }
 
 /* ---- agents that go silent ----------------------------------------------- */
@@ -252,7 +220,9 @@ static void on_sweep(struct ebb__timer *t)
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     ebb_dur_ms silence = ebb__clock_from_real_ms(e->opt.clock,
                                                  e->opt.agent_heartbeat_timeout);
-    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
+    struct ebb_list *node;
+    ebb_list_foreach(node, &e->jobs) {
+        struct ebb__job *job = ebb_list_entry(node, struct ebb__job, node);
         struct ebb__attempt *a = job->current;
         if (a != NULL && a->launched && a->agent_seen != 0 && !a->agent_exited &&
             !a->confirming && !a->terminating && now - a->agent_seen > silence)

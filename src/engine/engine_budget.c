@@ -4,7 +4,13 @@
  * (the checkpoint grace period, the restart overhead when it moves, one
  * second of billing granularity) under what is left of both caps; for the
  * team, what its other running jobs have committed the same way is taken
- * off first. All sums are in USD micro-units (currency_rates convert). */
+ * off first. All sums are in USD micro-units (currency_rates convert).
+ *
+ * This file judges and never acts: what the caps want done with a job (it
+ * pauses, it ends budget_exhausted, its instance is released with or
+ * without a checkpoint) is a verdict that the planner carries out
+ * (engine_plan.c). Only the job's reserve, the budget's own bookkeeping,
+ * changes here. */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,17 +18,8 @@
 
 #include "base/log.h"
 #include "config/config_file.h"
-#include "engine/engine.h"
+#include "engine/internal.h"
 #include "market/billing.h"
-
-int ebb__engine_convert(const struct ebb__engine *e, ebb_micros amount,
-                        const char *from, const char *to,
-                        enum ebb__rounding how, ebb_micros *out)
-{
-    const struct ebb__config *c = e->opt.budget_config;
-    return ebb__currency_convert(amount, from, to, c ? c->rates : NULL,
-                                 c ? c->n_rates : 0, how, out);
-}
 
 void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
                            const char *currency)
@@ -141,7 +138,11 @@ static int team_usage(const struct ebb__engine *e, const char *team,
         rc = c.rc;
     u->spent = c.usd;
     u->committed = 0;
-    for (const struct ebb__job *j = e->jobs; rc == 0 && j != NULL; j = j->next) {
+    const struct ebb_list *node;
+    ebb_list_foreach(node, &e->jobs) {
+        const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (rc != 0)
+            break;
         if (j->current == NULL || j->spec.team == NULL ||
             strcmp(j->spec.team, team) != 0)
             continue;
@@ -256,78 +257,93 @@ static int cost_until(const struct ebb__job *job, ebb_time_ms now,
     return to_usd(job->engine, ebb__cost_of(rate, span), o->currency, 1, out);
 }
 
-/* Releases the running job into `to`: with its checkpoint when the grace
- * period at today's price still fits under its caps, else at once (a price
- * spike since the last check), keeping its latest checkpoint. */
+/* How to release the running job into `to`: with its checkpoint when the
+ * grace period at today's price still fits under its caps, else at once
+ * (a price spike since the last check), keeping its latest checkpoint. */
 static void stop_running(struct ebb__job *job, enum ebb__job_state to,
-                         const char *reason, ebb_time_ms now)
+                         const char *reason, ebb_time_ms now,
+                         struct ebb__budget_verdict *v)
 {
     ebb_micros cost = 0, used = 0, job_left = 0, team_left = 0;
     int rc = cost_until(job, now, now + job->spec.checkpoint.grace, &cost);
     if (rc == 0)
         rc = room(job, now, &used, &job_left, &team_left);
+    v->to = to;
     if (rc == 0 && cost <= job_left && cost <= team_left) {
         job->reserve = used + cost;
-        ebb__engine_release(job, to, SIZE_MAX, reason);
+        v->act = EBB__BUDGET_RELEASE;
+        snprintf(v->reason, sizeof(v->reason), "%s", reason);
         return;
     }
     char why[256];
     snprintf(why, sizeof(why), "no room for the checkpoint grace period; "
              "%s", reason);
     job->reserve = used;
-    ebb__engine_release_now(job, to, why);
+    v->act = EBB__BUDGET_RELEASE_NOW;
+    snprintf(v->reason, sizeof(v->reason), "%s", why);
 }
 
-/* Stops the job in state `to`: a running job is released, one without an
- * instance changes state. */
+/* How to stop the job in state `to`: a running job is released, one
+ * without an instance changes state. */
 static void stop_job(struct ebb__job *job, enum ebb__job_state to,
-                     const char *reason, ebb_time_ms now)
+                     const char *reason, ebb_time_ms now,
+                     struct ebb__budget_verdict *v)
 {
-    if (job->current != NULL && job->state == EBB__JOB_RUNNING)
-        stop_running(job, to, reason, now);
-    else if (job->current == NULL && job->state != to)
-        ebb__engine_set_state(job, to, "%s", reason);
+    if (job->current != NULL && job->state == EBB__JOB_RUNNING) {
+        stop_running(job, to, reason, now, v);
+    } else if (job->current == NULL && job->state != to) {
+        v->act = EBB__BUDGET_ENTER;
+        v->to = to;
+        snprintf(v->reason, sizeof(v->reason), "%s", reason);
+    }
 }
 
 int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
-                            ebb_time_ms now)
+                            ebb_time_ms now, struct ebb__budget_verdict *v)
 {
+    *v = (struct ebb__budget_verdict){.act = EBB__BUDGET_NOTHING};
     if (!ebb__engine_budget_applies(job) || job->current == NULL)
         return 0;
-    stop_running(job, EBB__JOB_PAUSED, reason, now);
+    stop_running(job, EBB__JOB_PAUSED, reason, now, v);
     return 1;
 }
 
-void ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now)
+int ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now,
+                             struct ebb__budget_verdict *v)
 {
     struct ebb__attempt *a = job->current;
+    *v = (struct ebb__budget_verdict){.act = EBB__BUDGET_NOTHING};
     if (!ebb__engine_budget_applies(job) || a == NULL || a->terminating ||
         !a->launched || (!a->stop_sent && !a->notice))
-        return;
+        return 0;
     ebb_time_ms end = INT64_MAX;
     if (a->stop_sent)
         end = a->stop_at + job->spec.checkpoint.grace;
     if (a->notice && a->notice_deadline > 0 && a->notice_deadline < end)
         end = a->notice_deadline;
     if (end == INT64_MAX)
-        return;
+        return 0;
     ebb_micros cost = 0, used = 0, job_left = 0, team_left = 0;
     int rc = cost_until(job, now, end, &cost);
     if (rc == 0)
         rc = room(job, now, &used, &job_left, &team_left);
     if (rc == 0 && cost <= job_left && cost <= team_left)
-        return;
+        return 0;
     char why[256];
     snprintf(why, sizeof(why), "the price rose: no room for the rest of "
              "the grace period; %s", job->after_reason);
     job->reserve = used;
-    ebb__engine_release_now(job, job->after_release, why);
+    v->act = EBB__BUDGET_RELEASE_NOW;
+    v->to = job->after_release;
+    snprintf(v->reason, sizeof(v->reason), "%s", why);
+    return 1;
 }
 
 int ebb__engine_budget_refuses(struct ebb__job *job,
                                const struct ebb__budget_step *s,
-                               ebb_time_ms now)
+                               ebb_time_ms now, struct ebb__budget_verdict *v)
 {
+    *v = (struct ebb__budget_verdict){.act = EBB__BUDGET_NOTHING};
     struct ebb__engine *e = job->engine;
     const struct ebb__offer *o = &e->market.offers[s->offer];
     ebb_micros worst = 0, extra = 0;
@@ -344,7 +360,7 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
         snprintf(reason, sizeof(reason), "budget: no currency_rates entry "
                  "converts %s or %s to USD; add one to ebb.yaml",
                  job->currency, o->currency);
-        stop_job(job, EBB__JOB_PAUSED, reason, now);
+        stop_job(job, EBB__JOB_PAUSED, reason, now, v);
         return 1;
     }
     if (ju.has_cap && ju.spent + worst > ju.cap) {
@@ -365,7 +381,7 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
                      s->launching ? "launching on" : "staying on",
                      o->instance_type, c);
         stop_job(job, exhausted ? EBB__JOB_BUDGET_EXHAUSTED : EBB__JOB_PAUSED,
-                 reason, now);
+                 reason, now, v);
         return 1;
     }
     const struct ebb__team *t = team_cap(job);
@@ -383,10 +399,9 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
                      "this month; running jobs and this step could add up to "
                      "%s; waiting for a lower price or the next month",
                      t->name, a, b, c);
-            stop_job(job, EBB__JOB_PAUSED, reason, now);
-            ebb_time_ms from, next;
-            ebb__budget_month(now, &from, &next);
-            ebb__timer_start(e->opt.clock, &job->wake, next);
+            stop_job(job, EBB__JOB_PAUSED, reason, now, v);
+            ebb_time_ms from;
+            ebb__budget_month(now, &from, &v->wake);
             return 1;
         }
     }

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "engine/engine.h"
+#include "engine/internal.h"
 
 /* Makes `c` now that what it follows is committed (or not: `committed`). */
 static void make(const struct ebb__provider_call *c, int committed)

@@ -7,26 +7,9 @@
 #include <ebb/units.h>
 
 #include "base/log.h"
-#include "engine/engine.h"
+#include "engine/internal.h"
 
 /* ---- instance events --------------------------------------------------- */
-
-/* Tokens are "<job id>-a<attempt>" (ebb__engine_launch), so the job is
- * found by its id; the token must still be its current attempt's. */
-struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token)
-{
-    const char *cut = token != NULL ? strrchr(token, '-') : NULL;
-    char id[sizeof(((struct ebb__job *)0)->id)];
-    if (cut == NULL || (size_t)(cut - token) >= sizeof(id))
-        return NULL;
-    memcpy(id, token, (size_t)(cut - token));
-    id[cut - token] = '\0';
-    struct ebb__job *job = ebb__engine_job(e, id);
-    if (job == NULL || job->current == NULL ||
-        strcmp(job->current->token, token) != 0)
-        return NULL;
-    return job;
-}
 
 static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev)
 {

@@ -8,7 +8,7 @@
 #include <ebb/units.h>
 
 #include "base/log.h"
-#include "engine/engine.h"
+#include "engine/internal.h"
 #include "market/billing.h"
 
 static const char *market_word(enum ebb_market m)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "base/log.h"
-#include "engine/engine.h"
+#include "engine/internal.h"
 #include "market/forecast.h"
 
 /* A week ahead at hourly steps: what the issue asks policies to see. */

@@ -1,80 +1,15 @@
 /* The planner: builds what a policy may see of one job and the market,
- * asks the job's policy, and turns its decision into actions. */
+ * asks the job's policy, and turns its decision, and the budget caps'
+ * verdict on it (engine_budget.c), into actions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <ebb/units.h>
 
 #include "base/log.h"
-#include "engine/engine.h"
+#include "engine/internal.h"
 #include "market/billing.h"
-
-static int list_has(const struct ebb_string_list *l, const char *s)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->items[i], s) == 0)
-            return 1;
-    return 0;
-}
-
-/* A zone filter admits a region-wide (on-demand) offer when one of the
- * zones lies in its region; zone names start with their region's name on
- * AWS ("us-east-1a") and Alibaba ("cn-hangzhou-b"). */
-static int zone_allowed(const struct ebb_string_list *zones,
-                        const struct ebb__offer *o)
-{
-    if (zones->n == 0)
-        return 1;
-    if (o->zone[0] != '\0')
-        return list_has(zones, o->zone);
-    size_t len = strlen(o->region);
-    for (size_t i = 0; i < zones->n; i++)
-        if (len > 0 && strncmp(zones->items[i], o->region, len) == 0)
-            return 1;
-    return 0;
-}
-
-int ebb__engine_offer_allowed(const struct ebb__engine *e,
-                              const struct ebb__job *job, size_t offer)
-{
-    const struct ebb__offer *o = &e->market.offers[offer];
-    const struct ebb__job_resources *r = &job->spec.resources;
-    /* The planner shows a policy every price in the job's currency: an
-     * offer in another (CNY in Alibaba's Chinese regions) needs a rate. */
-    ebb_micros unit;
-    if (strcmp(o->currency, job->currency) != 0 &&
-        ebb__engine_convert(e, EBB_MICROS_PER_UNIT, o->currency, job->currency,
-                            EBB__ROUND_UP, &unit) != 0)
-        return 0;
-    if (job->spec.market == EBB_JOB_SPOT && o->market != EBB_MARKET_SPOT)
-        return 0;
-    if (job->spec.market == EBB_JOB_ON_DEMAND && o->market != EBB_MARKET_ON_DEMAND)
-        return 0;
-    if (r->providers.n > 0 && !list_has(&r->providers, o->provider) &&
-        !list_has(&r->providers, o->plugin))
-        return 0;
-    if (r->instance_types.n > 0 && !list_has(&r->instance_types, o->instance_type))
-        return 0;
-    if (r->regions.n > 0 && !list_has(&r->regions, o->region))
-        return 0;
-    if (!zone_allowed(&r->zones, o))
-        return 0;
-    if (r->gpu_model != NULL || r->gpu_count > 0 || r->gpu_memory_gb > 0) {
-        const struct ebb__catalog_entry *c = o->catalog;
-        if (c == NULL)
-            return 0;
-        if (r->gpu_model != NULL && strcasecmp(c->gpu_model, r->gpu_model) != 0)
-            return 0;
-        if (r->gpu_count > 0 && c->gpus != r->gpu_count)
-            return 0;
-        if (r->gpu_memory_gb > 0 && c->gpu_memory_gb > 0 &&
-            c->gpu_memory_gb < r->gpu_memory_gb)
-            return 0;
-    }
-    return 1;
-}
 
 /* Spot instances ebb runs on offer `k` now, other than `job`'s own. */
 static uint32_t running_on(const struct ebb__engine *e, size_t k,
@@ -339,9 +274,32 @@ static ebb_micros billed_rate(const struct ebb__job *job, ebb_time_ms now)
                     ebb__engine_billed_rate(job, now), job->currency);
 }
 
+/* Carries out what the budget caps decided for the job (engine_budget.c
+ * only judges). */
+static void carry_out(struct ebb__job *job, const struct ebb__budget_verdict *v)
+{
+    struct ebb__engine *e = job->engine;
+    switch (v->act) {
+    case EBB__BUDGET_ENTER:
+        ebb__engine_set_state(job, v->to, "%s", v->reason);
+        break;
+    case EBB__BUDGET_RELEASE:
+        ebb__engine_release(job, v->to, SIZE_MAX, v->reason);
+        break;
+    case EBB__BUDGET_RELEASE_NOW:
+        ebb__engine_release_now(job, v->to, v->reason);
+        break;
+    case EBB__BUDGET_NOTHING:
+        break;
+    }
+    if (v->wake > 0)
+        ebb__timer_start(e->opt.clock, &job->wake, v->wake);
+}
+
 /* The budget caps, whatever the policy (engine_budget.c): the step a
  * decision takes is its worst-case spend until the job's next checkpoint.
- * Returns 1 when the caps refused the decision. */
+ * Returns 1 when the caps refused the decision (and what they want done
+ * instead is done). */
 static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                           size_t n_view, ebb_time_ms now)
 {
@@ -384,7 +342,11 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                            billed_rate(job, now)),
                 job->spec.checkpoint.grace);
     }
-    return ebb__engine_budget_refuses(job, &step, now);
+    struct ebb__budget_verdict v;
+    if (!ebb__engine_budget_refuses(job, &step, now, &v))
+        return 0;
+    carry_out(job, &v);
+    return 1;
 }
 
 void ebb__engine_plan_job(struct ebb__job *job)
@@ -396,7 +358,9 @@ void ebb__engine_plan_job(struct ebb__job *job)
                   !job->current->stop_sent && !job->current->notice;
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED) {
-        ebb__engine_budget_guard(job, now);
+        struct ebb__budget_verdict v;
+        if (ebb__engine_budget_guard(job, now, &v))
+            carry_out(job, &v);
         return; /* launching, checkpointing: the next event will re-plan */
     }
     size_t n_view = build_market_view(e, job, now);
@@ -444,14 +408,18 @@ void ebb__engine_plan_job(struct ebb__job *job)
         }
         break;
     }
-    case EBB_DECIDE_STOP:
-        if (running && ebb__engine_budget_stop(job, d.reason, now))
+    case EBB_DECIDE_STOP: {
+        struct ebb__budget_verdict v;
+        if (running && ebb__engine_budget_stop(job, d.reason, now, &v)) {
+            carry_out(job, &v);
             break;
+        }
         if (running)
             ebb__engine_release(job, EBB__JOB_PAUSED, SIZE_MAX, d.reason);
         else
             wake_at(job, d.until, now);
         break;
+    }
     case EBB_DECIDE_WAIT:
     case EBB_DECIDE_KEEP:
     default:

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "engine/engine.h"
+#include "engine/internal.h"
 #include "store/store_read.h"
 
 /* One instance row not known to have ended, copied from the store. */
@@ -204,7 +204,9 @@ int ebb__engine_recover(struct ebb__engine *e)
         return rc;
     }
     size_t n = 0;
-    for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
+    struct ebb_list *node;
+    ebb_list_foreach(node, &e->jobs) {
+        struct ebb__job *job = ebb_list_entry(node, struct ebb__job, node);
         n++;
         /* A job without an instance that may run simply plans again. */
         if (!job->held)
@@ -422,7 +424,9 @@ static void finish(struct ebb__engine *e)
      * what they commit of their team's cap before any waiting job of the
      * team may launch against it (the planner takes jobs in this order). */
     for (int running = 1; running >= 0; running--) {
-        for (struct ebb__job *job = e->jobs; job != NULL; job = job->next) {
+        struct ebb_list *node;
+        ebb_list_foreach(node, &e->jobs) {
+            struct ebb__job *job = ebb_list_entry(node, struct ebb__job, node);
             job->held = 0;
             if (!ebb__job_state_terminal(job->state) &&
                 (job->current != NULL) == running)

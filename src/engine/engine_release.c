@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "engine/engine.h"
+#include "engine/internal.h"
 
 struct ebb__release {
-    struct ebb__release *next;
+    struct ebb_list node;    /* on engine->releases */
     struct ebb__engine *e;
     struct ebb__plugin_slot *slot;
     struct ebb__timer retry;
@@ -30,12 +30,7 @@ ebb_dur_ms ebb__engine_retry_after(unsigned failures)
 static void release_free(struct ebb__release *r)
 {
     struct ebb__engine *e = r->e;
-    for (struct ebb__release **p = &e->releases; *p != NULL; p = &(*p)->next) {
-        if (*p == r) {
-            *p = r->next;
-            break;
-        }
-    }
+    ebb_list_remove(&r->node);
     ebb__timer_stop(e->opt.clock, &r->retry);
     free(r);
 }
@@ -83,13 +78,12 @@ void ebb__engine_release_aside(struct ebb__engine *e, struct ebb__plugin_slot *s
     r->slot = slot;
     memcpy(r->id, id, len + 1);
     ebb__timer_init(&r->retry, on_retry, r);
-    r->next = e->releases;
-    e->releases = r;
+    ebb_list_insert_head(&e->releases, &r->node);
     ask(r);
 }
 
 void ebb__engine_releases_free(struct ebb__engine *e)
 {
-    while (e->releases != NULL)
-        release_free(e->releases);
+    while (!ebb_list_empty(&e->releases))
+        release_free(ebb_list_entry(e->releases.next, struct ebb__release, node));
 }

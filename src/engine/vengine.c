@@ -1,3 +1,5 @@
+/* The engine on the virtual clock (vengine.h): built from the public face
+ * (engine.h) alone, as any other caller would. */
 #include "engine/vengine.h"
 
 #include <string.h>
@@ -30,14 +32,16 @@ int ebb__vengine_open(struct ebb__vengine *v, const char *name,
         .catalog = catalog,
         .default_policy = v->config->default_policy,
     };
-    rc = ebb__engine_init(&v->engine, &eo);
-    v->engine_ready = 1;
+    rc = ebb__engine_new(&eo, &v->engine);
+    if (rc != 0) {
+        ebb_diag_set(d, NULL, 0, "out of memory");
+        return rc;
+    }
     v->env = (struct ebb__host_env){.clock = &v->clock};
-    ebb__engine_host_env(&v->engine, &v->env);
+    ebb__engine_host_env(v->engine, &v->env);
+    rc = ebb__registry_start(&v->registry, &v->env, d);
     if (rc == 0)
-        rc = ebb__registry_start(&v->registry, &v->env, d);
-    if (rc == 0)
-        ebb__engine_poll_prices(&v->engine);
+        ebb__engine_poll_prices(v->engine);
     return rc;
 }
 
@@ -45,8 +49,7 @@ void ebb__vengine_close(struct ebb__vengine *v)
 {
     if (v->registry_loaded)
         ebb__registry_free(&v->registry);
-    if (v->engine_ready)
-        ebb__engine_fini(&v->engine);
+    ebb__engine_free(v->engine);
     if (v->clock_ready)
         ebb__clock_close(&v->clock, NULL);
     ebb__store_close(v->store);

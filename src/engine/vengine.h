@@ -21,9 +21,9 @@ struct ebb__vengine {
     struct ebb__registry registry;
     struct ebb__clock clock;
     struct ebb__store *store;
-    struct ebb__engine engine;
+    struct ebb__engine *engine;      /* NULL until it is made */
     struct ebb__host_env env;
-    int registry_loaded, clock_ready, engine_ready;
+    int registry_loaded, clock_ready;
 };
 
 /* Loads the configuration `config_text` (named `name` in messages), opens

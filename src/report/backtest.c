@@ -171,7 +171,7 @@ static void on_submit(struct ebb__timer *t)
         spec.policy = strdup(bt->opt->policy);
     }
     struct ebb_diag d = {{0}};
-    int rc = ebb__engine_submit(&bt->v.engine, &spec, "", 0, NULL, &bt->jobs[i], &d);
+    int rc = ebb__engine_submit(bt->v.engine, &spec, "", 0, NULL, &bt->jobs[i], &d);
     if (rc != 0) {
         ebb__jobspec_free(&spec);
         if (!bt->failed)
@@ -186,7 +186,9 @@ static void on_progress(struct ebb__timer *t)
     ebb_time_ms now = ebb__clock_now(&bt->v.clock);
     char when[40];
     ebb_format_time(now, when, sizeof(when));
-    size_t done = bt->v.engine.n_jobs - bt->v.engine.n_active;
+    struct ebb__engine_stats st;
+    ebb__engine_stats(bt->v.engine, &st);
+    size_t done = st.jobs - st.active;
     double pct = bt->end > bt->start ? 100.0 * (double)(now - bt->start) /
                                            (double)(bt->end - bt->start)
                                      : 100.0;
@@ -198,7 +200,9 @@ static void on_progress(struct ebb__timer *t)
 
 static int all_ended(const struct backtest *bt)
 {
-    return bt->v.engine.n_jobs == bt->workload->n && bt->v.engine.n_active == 0;
+    struct ebb__engine_stats st;
+    ebb__engine_stats(bt->v.engine, &st);
+    return st.jobs == bt->workload->n && st.active == 0;
 }
 
 static void run(struct backtest *bt)
@@ -238,19 +242,19 @@ static ebb_micros on_demand_cost(struct backtest *bt, const struct ebb__job *job
 {
     /* What the same work costs started at once on the cheapest on-demand
      * offer the job's resources allow, whatever its market setting. */
-    struct ebb__job as_on_demand = *job;
-    as_on_demand.spec.market = EBB_JOB_ON_DEMAND;
+    struct ebb__job_info ji;
+    ebb__engine_job_info(job, &ji);
     ebb_micros best = -1;
-    const struct ebb__market *m = &bt->v.engine.market;
+    const struct ebb__market *m = ebb__engine_market(bt->v.engine);
     for (size_t k = 0; k < m->n_offers; k++) {
-        if (!ebb__engine_offer_allowed(&bt->v.engine, &as_on_demand, k))
+        if (!ebb__engine_offer_allowed(bt->v.engine, job, k, EBB_JOB_ON_DEMAND))
             continue;
         const struct ebb__offer *o = &m->offers[k];
-        const struct ebb__market_step *s = ebb__offer_at(o, job->submitted_at);
+        const struct ebb__market_step *s = ebb__offer_at(o, ji.submitted_at);
         if (s == NULL || o->speed <= 0)
             continue;
-        ebb_dur_ms wall = job->spec.restart_overhead +
-                          (ebb_dur_ms)((double)job->work_total / o->speed);
+        ebb_dur_ms wall = ji.spec->restart_overhead +
+                          (ebb_dur_ms)((double)ji.work_total / o->speed);
         ebb_micros c = ebb__cost_of(s->price, wall);
         if (best < 0 || c < best)
             best = c;
@@ -268,14 +272,17 @@ struct oracle_arrays {
 static int oracle_cost(struct backtest *bt, const struct ebb__job *job,
                        ebb_micros *cost)
 {
-    const struct ebb__market *m = &bt->v.engine.market;
+    struct ebb__job_info ji;
+    ebb__engine_job_info(job, &ji);
+    const struct ebb__market *m = ebb__engine_market(bt->v.engine);
     struct ebb__oracle_offer *offers = calloc(m->n_offers + 1, sizeof(*offers));
     struct oracle_arrays *arr = calloc(m->n_offers + 1, sizeof(*arr));
     size_t n = 0;
     int rc = offers && arr ? 0 : EBB_ENOMEM;
     for (size_t k = 0; k < m->n_offers && rc == 0; k++) {
         const struct ebb__offer *o = &m->offers[k];
-        if (o->n_steps == 0 || !ebb__engine_offer_allowed(&bt->v.engine, job, k))
+        if (o->n_steps == 0 ||
+            !ebb__engine_offer_allowed(bt->v.engine, job, k, ji.spec->market))
             continue;
         struct oracle_arrays *a = &arr[n];
         a->price_at = malloc(o->n_steps * sizeof(*a->price_at));
@@ -310,13 +317,13 @@ static int oracle_cost(struct backtest *bt, const struct ebb__job *job,
         n++;
     }
     if (rc == 0) {
-        ebb_time_ms deadline = job->deadline > 0 ? job->deadline : bt->end;
+        ebb_time_ms deadline = ji.deadline > 0 ? ji.deadline : bt->end;
         struct ebb__oracle_job oj = {
-            .release = job->submitted_at,
+            .release = ji.submitted_at,
             .deadline = deadline,
-            .work = job->work_total,
-            .overhead = job->spec.restart_overhead,
-            .step = oracle_step(deadline - job->submitted_at),
+            .work = ji.work_total,
+            .overhead = ji.spec->restart_overhead,
+            .step = oracle_step(deadline - ji.submitted_at),
         };
         rc = ebb__oracle_solve(&oj, offers, n, cost, NULL, 0, NULL);
     }
@@ -345,30 +352,39 @@ static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
     ebb_micros od = on_demand_cost(bt, job);
     ebb_micros oracle = 0;
     int orc = oracle_cost(bt, job, &oracle);
-    int finished = job->state == EBB__JOB_SUCCEEDED;
-    int met = finished && (job->deadline <= 0 || job->finished_at <= job->deadline);
-    totals[0] += job->spent;
+    struct ebb__job_info ji;
+    ebb__engine_job_info(job, &ji);
+    int finished = ji.state == EBB__JOB_SUCCEEDED;
+    int met = finished && (ji.deadline <= 0 || ji.finished_at <= ji.deadline);
+    totals[0] += ji.spent;
     totals[1] += od > 0 ? od : 0;
     if (orc == 0)
         totals[2] += oracle;
     else
         *oracle_complete = 0;
     return json_pack("{s:s,s:s,s:s,s:s,s:f,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:i,s:i,s:f}",
-        "name", job->spec.name,
-        "id", job->id,
-        "policy", job->policy->plugin->name,
-        "state", ebb__job_state_name(job->state),
-        "cost_usd", usd(job->spent),
-        "budget_usd", job->budget >= 0 ? json_real(usd(job->budget)) : json_null(),
+        "name", ji.spec->name,
+        "id", ji.id,
+        "policy", ji.policy,
+        "state", ebb__job_state_name(ji.state),
+        "cost_usd", usd(ji.spent),
+        "budget_usd", ji.budget >= 0 ? json_real(usd(ji.budget)) : json_null(),
         "on_demand_cost_usd", od >= 0 ? json_real(usd(od)) : json_null(),
         "oracle_cost_usd", orc == 0 ? json_real(usd(oracle)) : json_null(),
         "deadline_met", met,
-        "submitted_at", time_json(job->submitted_at),
-        "deadline", time_json(job->deadline),
-        "finished_at", finished ? time_json(job->finished_at) : json_null(),
-        "preemptions", (int)job->preemptions,
-        "restarts", (int)job->restarts,
-        "work_done_hours", (double)job->work_saved / EBB_MS_PER_HOUR);
+        "submitted_at", time_json(ji.submitted_at),
+        "deadline", time_json(ji.deadline),
+        "finished_at", finished ? time_json(ji.finished_at) : json_null(),
+        "preemptions", (int)ji.preemptions,
+        "restarts", (int)ji.restarts,
+        "work_done_hours", (double)ji.work_saved / EBB_MS_PER_HOUR);
+}
+
+static uint64_t decisions(const struct backtest *bt)
+{
+    struct ebb__engine_stats st;
+    ebb__engine_stats(bt->v.engine, &st);
+    return st.decisions;
 }
 
 static json_t *results(struct backtest *bt)
@@ -384,12 +400,13 @@ static json_t *results(struct backtest *bt)
      * chose different ones. */
     const char *policy = NULL;
     for (size_t i = 0; i < bt->workload->n; i++) {
-        const struct ebb__job *job = bt->jobs[i];
-        if (job == NULL)
+        if (bt->jobs[i] == NULL)
             continue;
+        struct ebb__job_info ji;
+        ebb__engine_job_info(bt->jobs[i], &ji);
         if (policy == NULL)
-            policy = job->policy->plugin->name;
-        else if (strcmp(policy, job->policy->plugin->name) != 0)
+            policy = ji.policy;
+        else if (strcmp(policy, ji.policy) != 0)
             policy = "mixed";
     }
     return json_pack("{s:s,s:o,s:f,s:f,s:o,s:I,s:I}",
@@ -400,7 +417,7 @@ static json_t *results(struct backtest *bt)
         "total_oracle_cost_usd", oracle_complete ? json_real(usd(totals[2]))
                                                  : json_null(),
         "seed", (json_int_t)bt->opt->seed,
-        "decisions", (json_int_t)bt->v.engine.decisions);
+        "decisions", (json_int_t)decisions(bt));
 }
 
 /* ---- driver ------------------------------------------------------------ */

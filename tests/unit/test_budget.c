@@ -1,7 +1,7 @@
-/* Budget caps (src/engine/engine_budget.c, docs/budgets.md) through the real
- * engine on the virtual clock with the sim market, as `ebb backtest` runs
- * it (src/engine/vengine.c), with the teams of the test's ebb.yaml handed to the
- * engine as ebbd hands them.
+/* Budget caps (src/engine/engine_budget.c, docs/budgets.md) through the
+ * real engine on the virtual clock with the sim market, as `ebb backtest`
+ * runs it (src/engine/vengine.c), with the teams of the test's ebb.yaml
+ * handed to the engine as ebbd hands them.
  *
  * The randomised test writes a spot price trace with random spikes to a
  * temporary CSV, runs jobs with caps and a team cap through random
@@ -162,8 +162,16 @@ static void world_start(struct world *w, uint64_t seed, ebb_time_ms start,
     if (rc != 0)
         fail_msg("%s", d.msg);
     /* What ebbd does (src/daemon/daemon.c); backtests pass no teams. */
-    w->v.engine.opt.budget_config = w->v.config;
+    ebb__engine_set_budget_config(w->v.engine, w->v.config);
     ebb__clock_run_until(&w->v.clock, start);
+}
+
+/* What the job is now (engine.h's snapshot). */
+static struct ebb__job_info info(const struct ebb__job *job)
+{
+    struct ebb__job_info i;
+    ebb__engine_job_info(job, &i);
+    return i;
 }
 
 static struct ebb__job *submit(struct world *w, const char *yaml)
@@ -173,7 +181,7 @@ static struct ebb__job *submit(struct world *w, const char *yaml)
     if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
         fail_msg("%s", d.msg);
     struct ebb__job *job = NULL;
-    if (ebb__engine_submit(&w->v.engine, &spec, yaml, 0, NULL, &job, &d) != 0) {
+    if (ebb__engine_submit(w->v.engine, &spec, yaml, 0, NULL, &job, &d) != 0) {
         ebb__jobspec_free(&spec);
         fail_msg("%s", d.msg);
     }
@@ -228,11 +236,11 @@ static char *sql_text(struct world *w, const char *sql, const char *text)
 static ebb_micros running_cost(const struct world *w, const struct ebb__job *job,
                                ebb_time_ms now)
 {
-    const struct ebb__attempt *a = job->current;
-    if (a == NULL || !a->launched)
+    struct ebb__attempt_info a;
+    if (ebb__engine_job_attempt(job, &a) != 0 || !a.launched)
         return 0;
-    return ebb__bill(&w->v.engine.market.offers[a->offer], a->billing,
-                     a->launched_at, now, NULL, NULL);
+    return ebb__bill(&ebb__engine_market(w->v.engine)->offers[a.offer], a.billing,
+                     a.launched_at, now, NULL, NULL);
 }
 
 /* No cap passed at `now`: each capped job's ledger plus its running
@@ -247,14 +255,14 @@ static void check_caps(struct world *w, ebb_time_ms now)
         const struct ebb__job *job = w->jobs[i];
         ebb_micros billed = sql_int(w, "SELECT ifnull(sum(amount_micros), 0) "
                                     "FROM ledger WHERE job_id = ?1",
-                                    job->id, 0, 0);
-        assert_int_equal(billed, job->spent);
+                                    info(job).id, 0, 0);
+        assert_int_equal(billed, info(job).spent);
         ebb_micros running = running_cost(w, job, now);
-        if (job->budget >= 0 && billed + running > job->budget)
+        if (info(job).budget >= 0 && billed + running > info(job).budget)
             fail_msg("job %s spent %lld + %lld running > cap %lld at %lld",
-                     job->id, (long long)billed, (long long)running,
-                     (long long)job->budget, (long long)now);
-        if (job->spec.team != NULL)
+                     info(job).id, (long long)billed, (long long)running,
+                     (long long)info(job).budget, (long long)now);
+        if (info(job).spec->team != NULL)
             team_running += running;
     }
     ebb_time_ms from, to, prev_from, prev_to;
@@ -297,24 +305,24 @@ static void count_outcomes(struct world *w, struct tally *t)
 {
     for (size_t i = 0; i < w->n_jobs; i++) {
         const struct ebb__job *job = w->jobs[i];
-        t->preemptions += job->preemptions;
-        t->exhausted += job->state == EBB__JOB_BUDGET_EXHAUSTED;
-        t->succeeded += job->state == EBB__JOB_SUCCEEDED;
+        t->preemptions += info(job).preemptions;
+        t->exhausted += info(job).state == EBB__JOB_BUDGET_EXHAUSTED;
+        t->succeeded += info(job).state == EBB__JOB_SUCCEEDED;
         t->price_pauses += (unsigned)sql_int(w, "SELECT count(*) FROM job_events "
             "WHERE job_id = ?1 AND reason LIKE 'budget: spent%'",
-            job->id, 0, 0);
+            info(job).id, 0, 0);
         t->at_once += (unsigned)sql_int(w, "SELECT count(*) FROM job_events "
-            "WHERE job_id = ?1 AND reason LIKE '%no room%'", job->id, 0, 0);
+            "WHERE job_id = ?1 AND reason LIKE '%no room%'", info(job).id, 0, 0);
         t->team_pauses += (unsigned)sql_int(w, "SELECT count(*) FROM job_events "
             "WHERE job_id = ?1 AND reason LIKE 'team ml budget:%'",
-            job->id, 0, 0);
+            info(job).id, 0, 0);
         /* Jobs the team's cap stopped in January that ran in February. */
         ebb_time_ms feb = ebb_days_from_civil(2020, 2, 1) * DAY;
         int stopped_in_jan = sql_int(w, "SELECT count(*) FROM job_events "
             "WHERE job_id = ?1 AND reason LIKE 'team ml budget:%' AND at < ?2",
-            job->id, feb, 0) > 0;
+            info(job).id, feb, 0) > 0;
         int ran_in_feb = sql_int(w, "SELECT count(*) FROM instances WHERE "
-            "job_id = ?1 AND requested_at >= ?2", job->id, feb, 0) > 0;
+            "job_id = ?1 AND requested_at >= ?2", info(job).id, feb, 0) > 0;
         t->month_wakes += stopped_in_jan && ran_in_feb;
     }
 }
@@ -402,18 +410,18 @@ static void capped_job_ends_budget_exhausted(void **state)
         "checkpoint:\n  every: 30m\n  grace: 60s\nbudget: 1.50 USD\n");
     run_checked(w, start + DAY);
 
-    assert_int_equal(job->state, EBB__JOB_BUDGET_EXHAUSTED);
-    assert_null(job->current);
-    assert_true(job->spent <= 3 * USD / 2);
-    assert_true(job->spent > USD);
+    assert_int_equal(info(job).state, EBB__JOB_BUDGET_EXHAUSTED);
+    assert_false(info(job).has_instance);
+    assert_true(info(job).spent <= 3 * USD / 2);
+    assert_true(info(job).spent > USD);
     /* Its checkpoint is kept: the work it saved is the last one recorded. */
-    assert_true(job->work_saved >= 60 * MINUTE);
+    assert_true(info(job).work_saved >= 60 * MINUTE);
     assert_int_equal(sql_int(w, "SELECT max(work_done_ms) FROM checkpoints "
-                             "WHERE job_id = ?1", job->id, 0, 0),
-                     job->work_saved);
+                             "WHERE job_id = ?1", info(job).id, 0, 0),
+                     info(job).work_saved);
     /* The reason, as `ebb job show` lists it with the job's events. */
     char *why = sql_text(w, "SELECT reason FROM job_events WHERE job_id = ?1 "
-                         "AND to_state = 'budget_exhausted'", job->id);
+                         "AND to_state = 'budget_exhausted'", info(job).id);
     assert_non_null(strstr(why, "budget: exhausted, spent "));
     assert_non_null(strstr(why, " of 1.50 USD"));
     assert_non_null(strstr(why, "cheapest step"));

@@ -1,7 +1,7 @@
-/* The engine (src/engine*.c) driven as `ebb backtest` drives it: virtual
+/* The engine (src/engine/) driven as `ebb backtest` drives it: virtual
  * clock, ":memory:" store, a registry loaded from an ebb.yaml buffer with
  * the real sim provider and the real policies (found through
- * EBB_PLUGIN_PATH), ebb__engine_init, the providers started with
+ * EBB_PLUGIN_PATH), ebb__engine_new, the providers started with
  * ebb__engine_host_env, jobs submitted from YAML at the clock's time.
  *
  * Traces (tests/data/engine/, all on 2020-01-01 UTC, repeated unchanged on
@@ -35,6 +35,7 @@
 
 #include "base/str.h"
 #include "engine/engine.h"
+#include "engine/internal.h" /* attempts, releases and ids: internals */
 #include "engine/vengine.h"
 #include "jobs/jobspec.h"
 #include "market/catalog.h"
@@ -102,7 +103,7 @@ static void fx_start_with(struct fx *f, const char *prices, const char *avail,
     if (rc != 0)
         fail_msg("%s", d.msg);
     ebb__clock_run_until(&f->v.clock, T0);
-    assert_true(f->v.engine.market.n_offers > 0);
+    assert_true(f->v.engine->market.n_offers > 0);
 }
 
 static void fx_start(struct fx *f, const char *avail, const char *policy)
@@ -131,7 +132,7 @@ static struct ebb__job *submit(struct fx *f, const char *yaml)
     if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
         fail_msg("%s", d.msg);
     struct ebb__job *job = NULL;
-    if (ebb__engine_submit(&f->v.engine, &spec, yaml, 0, NULL, &job, &d) != 0) {
+    if (ebb__engine_submit(f->v.engine, &spec, yaml, 0, NULL, &job, &d) != 0) {
         ebb__jobspec_free(&spec);
         fail_msg("%s", d.msg);
     }
@@ -567,7 +568,7 @@ static void prices_in_another_currency_are_converted(void **state)
      * would. */
     fx_start_with(f, "prices_flat.csv", NULL, "greedy", "    currency: CNY\n"
                   "currency_rates: {CNY: 0.14}\n");
-    f->v.engine.opt.budget_config = f->v.config; /* as ebbd does */
+    ebb__engine_set_budget_config(f->v.engine, f->v.config); /* as ebbd does */
     struct ebb__job *job = submit(f, job_yaml);
     run_to(f, T0 + 24 * H);
     assert_int_equal(job->state, EBB__JOB_BUDGET_EXHAUSTED);
@@ -583,7 +584,7 @@ static void prices_in_another_currency_are_converted(void **state)
      * more than the whole ledger converted at once. */
     ebb_micros cny = 0, usd = 0;
     assert_int_equal(ebb__store_ledger_job_total(f->v.store, job->id, &cny), 0);
-    assert_int_equal(ebb__engine_convert(&f->v.engine, cny, "CNY", "USD",
+    assert_int_equal(ebb__engine_convert(f->v.engine, cny, "CNY", "USD",
                                          EBB__ROUND_UP, &usd), 0);
     assert_true(job->spent >= usd && job->spent <= usd + job->attempts);
     assert_int_equal(query_int(f, "SELECT spent_micros FROM jobs WHERE id = ?1",
@@ -594,7 +595,7 @@ static void prices_in_another_currency_are_converted(void **state)
      * (restart, 30 minutes, grace) cannot fit under 1 USD. */
     fx_start_with(f, "prices_flat.csv", NULL, "greedy", "    currency: CNY\n"
                   "currency_rates: {CNY: 5}\n");
-    f->v.engine.opt.budget_config = f->v.config;
+    ebb__engine_set_budget_config(f->v.engine, f->v.config);
     job = submit(f, job_yaml);
     run_to(f, T0 + 2 * H);
     assert_int_equal(job->state, EBB__JOB_BUDGET_EXHAUSTED);
@@ -604,7 +605,7 @@ static void prices_in_another_currency_are_converted(void **state)
 
     /* Without a rate the CNY offers are not the job's to use: it waits. */
     fx_start_with(f, "prices_flat.csv", NULL, "greedy", "    currency: CNY\n");
-    f->v.engine.opt.budget_config = f->v.config;
+    ebb__engine_set_budget_config(f->v.engine, f->v.config);
     job = submit(f, job_yaml);
     run_to(f, T0 + 2 * H);
     assert_int_equal(job->state, EBB__JOB_WAITING);
@@ -719,9 +720,9 @@ static void failed_release_is_asked_again(void **state)
         "resources:\n  instance_types: [p3.2xlarge]\n"));
     run_to(f, T0 + 2 * H + 5 * S);
     assert_int_equal(job->preemptions, 1);
-    assert_non_null(f->v.engine.releases); /* failed once, waiting */
+    assert_false(ebb_list_empty(&f->v.engine->releases)); /* failed once, waiting */
     run_to(f, T0 + 2 * H + 15 * S);
-    assert_null(f->v.engine.releases);
+    assert_true(ebb_list_empty(&f->v.engine->releases));
     run_to(f, T0 + 24 * H);
     assert_int_equal(job->state, EBB__JOB_SUCCEEDED);
     fx_stop(f);
@@ -734,7 +735,7 @@ static void a_taken_id_is_drawn_again(void **state)
     (void)state;
     struct fx *f = &fx_mem;
     fx_start(f, NULL, "greedy");
-    struct ebb__engine *e = &f->v.engine;
+    struct ebb__engine *e = f->v.engine;
     ebb_time_ms now = ebb__clock_now(&f->v.clock);
     char taken[32];
     ebb__short_id("j", "clash", now, e->id_seq + 1, taken, sizeof(taken));

@@ -1,0 +1,371 @@
+/* What the engine's own files share: the engine, its jobs and their
+ * attempts, and the steps one file takes for another. Nothing outside
+ * src/engine/ includes this (the engine's unit test and the planning
+ * benchmark, which drive internals, excepted); the rest of ebb sees
+ * engine/engine.h.
+ *
+ * Call direction. Each file calls only the files listed below it, never
+ * one above it, so the engine has no call cycle:
+ *
+ *   engine.c          life, submission, cancel, the planning pass, polling
+ *   engine_recover.c  taking jobs back after a restart
+ *   engine_agent.c    agents' reports, silent agents
+ *   engine_events.c   what providers report of instances
+ *   engine_plan.c     asking policies; acting on their decisions and on
+ *                     the budget's verdicts
+ *   engine_outlook.c  forecasts and hazards of offers
+ *   engine_exec.c     launching, releasing, billing attempts
+ *   engine_budget.c   the caps: verdicts, never actions
+ *   engine_calls.c    provider calls after a commit
+ *   engine_release.c  terminating instances nothing waits for
+ *   engine_secret.c   agents' random secrets and their hashes
+ *   engine_offers.c   which offers a job may use; currency conversion
+ *   engine_state.c    job states, the dirty queue, jobs by id and token
+ *
+ * Upward only through callbacks that a higher file registers: the plan
+ * timer (engine.c's planning pass) is started by engine_state.c's
+ * ebb__engine_mark_dirty(), and provider calls (engine_calls.c) run the
+ * executor's issue/failed functions. vengine.c uses engine.h only.
+ * `grep -o 'ebb__engine_[a-z_]*(' src/engine/engine_*.c` checks it.
+ */
+#ifndef EBB_ENGINE_INTERNAL_H
+#define EBB_ENGINE_INTERNAL_H
+
+#include <ebb/list.h>
+
+#include "config/config_file.h"
+#include "engine/engine.h"
+#include "io/clock.h"
+#include "market/catalog.h"
+#include "market/market.h"
+#include "plugin/plugin_host.h"
+#include "plugin/registry.h"
+#include "store/store.h"
+
+/* One instance a job runs on: from the launch call to its release. */
+struct ebb__attempt {
+    char token[EBB__TOKEN_SIZE]; /* the idempotency token */
+    size_t offer;            /* index into the engine's market */
+    struct ebb__plugin_slot *provider;
+    char *instance_id;       /* the provider's id once launched */
+    enum ebb_billing billing;
+    ebb_time_ms requested_at, launched_at, running_at;
+    ebb_dur_ms work_base;    /* the job's saved work when it started */
+    ebb_dur_ms reported_work; /* from the latest PROGRESS */
+    ebb_time_ms reported_at;  /* 0: no progress reported yet */
+    int launched;            /* the provider accepted it */
+    int stop_sent;           /* asked to checkpoint and exit */
+    ebb_time_ms stop_at;     /* when; the grace period runs from then */
+    int notice;              /* a preemption notice arrived */
+    int terminating;         /* terminate called */
+    unsigned terminate_failures; /* in a row; the backstop asks again */
+    /* When the market's offers run on another provider (run_on: sim ->
+     * local), the market plugin models the instance's availability, its
+     * notices and losses, as a shadow instance with the same token; the
+     * job runs on `provider`. */
+    struct ebb__plugin_slot *market; /* NULL: the runner is the market */
+    char *shadow_id;         /* the market's instance, once launched */
+    int shadow_lost;         /* the market took the instance away */
+    /* The agent channel (docs/agent-protocol.md): the agent's bearer token
+     * is "<token>.<agent_secret>". */
+    char agent_secret[65];   /* "" for an attempt taken back after a restart */
+    char agent_hash[65];     /* hex SHA-256 of the secret: what is stored */
+    ebb_time_ms agent_seen;  /* its latest report; 0: none yet */
+    ebb_time_ms notice_deadline; /* what the metadata endpoint says; 0: none */
+    int agent_exited;        /* it reported the job's end */
+    char imds_token[33];     /* the metadata endpoint's session token */
+    int confirming;          /* asking the provider whether it still runs */
+    /* Releases the instance if the agent does not finish in time. */
+    struct ebb__timer backstop;
+};
+
+struct ebb__job {
+    struct ebb__engine *engine;
+    struct ebb_list node;    /* on engine->jobs, in submission order */
+    char id[48];
+    struct ebb__job_spec spec;
+    enum ebb__job_state state;
+    struct ebb__plugin_slot *policy;
+    ebb_time_ms submitted_at, deadline, finished_at;
+    ebb_dur_ms work_total, work_saved;
+    ebb_micros budget;       /* < 0: no cap */
+    ebb_micros spent;
+    /* USD the job may have spent by its next budget check: what it had
+     * spent at the latest check plus that step's worst case (see
+     * engine_budget.c); what a running job has committed is the part not
+     * spent yet. */
+    ebb_micros reserve;
+    char currency[4];
+    unsigned attempts, preemptions, restarts, retries;
+    struct ebb__attempt *current;
+    /* What to do once the current instance is released. */
+    enum ebb__job_state after_release;
+    size_t launch_next;      /* offer to launch then, or SIZE_MAX */
+    char after_reason[192];
+    char *workdir;           /* where a local job runs; NULL: the agent's */
+    int64_t owner_uid;       /* who submitted it; -1: unknown */
+    int held;                /* taken back after a restart: its instance is
+                              * being reconciled; not planned until then */
+    struct ebb__timer wake;
+    /* On engine->dirty while the next planning pass is to decide for it. */
+    struct ebb_list dirty;
+    /* Market offers this job may use, ascending; offers examined so far
+     * (the market only ever appends). */
+    size_t *allowed;
+    size_t n_allowed, cap_allowed, offers_examined;
+};
+
+struct ebb__engine_poll;
+struct ebb__recovery;
+
+struct ebb__engine {
+    struct ebb__engine_options opt;
+    struct ebb__market market;
+    struct ebb_list jobs;            /* every job, in submission order */
+    /* Jobs the next planning pass decides for, in the order they were
+     * marked: a pass costs what it plans, not the number of jobs. */
+    struct ebb_list dirty;
+    /* Jobs by id: open addressing, a power-of-two size, at most half full. */
+    struct ebb__job **by_id;
+    size_t by_id_cap;
+    size_t n_jobs;
+    size_t n_active;                 /* jobs not in a terminal state */
+    struct ebb__timer plan_timer;
+    struct ebb__timer agent_sweep;   /* looks for silent agents */
+    struct ebb__recovery *recovery;  /* instances to reconcile; NULL: none */
+    struct ebb__engine_poll *polls;  /* one per provider */
+    uint64_t id_seq;
+    uint64_t decisions;              /* policy calls, for benchmarks */
+    /* Reused buffers for the views handed to policies. */
+    struct ebb_offer *view_offers;
+    size_t *view_map;
+    size_t view_cap;
+    /* The view is reused by the next job that may use the same offers at
+     * the same instant, as long as the market did not change in between:
+     * the offers it was built from, and when. */
+    size_t *view_allowed;
+    size_t view_n, view_n_allowed;
+    ebb_time_ms view_now;
+    uint64_t view_version;
+    int view_valid;
+    uint64_t view_generation; /* bumped by every rebuild (ebb_market_view) */
+    char view_currency[4];    /* the view's prices are in it */
+    /* Forecasts of the view's offers in another currency, converted. */
+    struct ebb_forecast_point *view_fc;
+    size_t view_fc_n, view_fc_cap;
+    struct ebb_list releases;        /* engine_release.c */
+    /* Provider calls a planning pass holds back (engine_calls.c). */
+    int batching;
+    struct ebb__provider_call *calls;
+    size_t n_calls, calls_cap;
+};
+
+/* ---- job states, the dirty queue, jobs by id (engine_state.c) ---- */
+
+/* A job for `spec` (taken, zeroed on return) with its policy resolved, not
+ * yet stored or listed, into *out. Returns 0, EBB_EINVAL (no such policy)
+ * or EBB_ENOMEM, with d set. */
+int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
+                        int64_t owner_uid, const char *workdir,
+                        ebb_time_ms submitted_at, struct ebb__job **out,
+                        struct ebb_diag *d);
+/* Lists a job in the engine. Returns 0 or EBB_ENOMEM. */
+int ebb__engine_job_add(struct ebb__engine *e, struct ebb__job *job);
+/* Frees a job that was never listed (or at the engine's end). */
+void ebb__engine_job_free(struct ebb__job *job);
+/* Puts the job on the dirty queue (once) and arms the planning pass. */
+void ebb__engine_mark_dirty(struct ebb__job *job);
+/* Moves the job to state `to`, recording why in job_events with it. */
+void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
+                           const char *fmt, ...) EBB_PRINTF(3, 4);
+/* The job's work done by `now`: saved work, plus the running instance's
+ * progress extrapolated from its last report. */
+ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now);
+
+/* ---- offers a job may use (engine_offers.c) ---- */
+
+/* Brings job->allowed up to date with the market. Returns 0 or ENOMEM. */
+int ebb__engine_update_allowed(struct ebb__job *job);
+/* Marks dirty every unfinished job that may use `offer` (SIZE_MAX: all). */
+void ebb__engine_wake_offer(struct ebb__engine *e, size_t offer,
+                            const struct ebb__job *except);
+
+/* ---- agents' secrets (engine_secret.c) ---- */
+
+/* `size / 2` random bytes (OpenSSL's CSPRNG) as lower-case hex into `hex`
+ * (size: an odd buffer size, e.g. 65 for 32 bytes). Returns 0 or EBB_EIO. */
+int ebb__random_hex(char *hex, size_t size);
+/* Hex SHA-256 of `secret` into hash[65]. Returns 0 or EBB_EIO. */
+int ebb__agent_secret_hash(const char *secret, char hash[65]);
+/* Whether the 64 hex digits at `a` and `b` are equal, in constant time. */
+int ebb__secret_hash_equal(const char *a, const char *b);
+
+/* ---- instances nothing waits for (engine_release.c) ---- */
+
+/* Terminates instance `id` on `slot`, asking again after each failure
+ * until the provider says it is gone. */
+void ebb__engine_release_aside(struct ebb__engine *e, struct ebb__plugin_slot *slot,
+                               const char *id);
+/* Drops the releases still waiting to ask again (ebbd stops). */
+void ebb__engine_releases_free(struct ebb__engine *e);
+/* How long to wait after `failures` failed terminates in a row: 10 s,
+ * doubling, at most 5 minutes (wall time). */
+ebb_dur_ms ebb__engine_retry_after(unsigned failures);
+
+/* ---- provider calls after a commit (engine_calls.c) ---- */
+
+/* A launch or terminate that must follow the store writes announcing it. */
+struct ebb__provider_call {
+    struct ebb__job *job;
+    char token[EBB__TOKEN_SIZE]; /* the attempt it is for (filled when queued) */
+    int needs_commit;          /* failed with EBB_EIO when the commit fails */
+    struct ebb__plugin_slot *slot;
+    int shadow;                /* a launch of the market's shadow */
+    ebb_launch_cb cb;          /* a launch's callback */
+    /* Makes the call; returns 0 or the error to hand to failed(). */
+    int (*issue)(struct ebb__job *job, const struct ebb__provider_call *c);
+    void (*failed)(struct ebb__job *job, const struct ebb__provider_call *c,
+                   int status);
+};
+
+/* Commits and makes the call, or, inside a batch, queues it (a copy). */
+void ebb__engine_call_after_commit(struct ebb__engine *e,
+                                   const struct ebb__provider_call *c);
+/* A planning pass: calls wait for one commit at ebb__engine_batch_end. */
+void ebb__engine_batch_begin(struct ebb__engine *e);
+void ebb__engine_batch_end(struct ebb__engine *e);
+
+/* ---- budget caps (engine_budget.c, docs/budgets.md) ---- */
+
+/* Adds `amount` of `currency` (what an instance's ledger rows came to) to
+ * the job's spend, which is kept in the job's currency. */
+void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
+                           const char *currency);
+
+/* One step a capped job may take: running on market offer `offer` for
+ * `span` (until its next checkpoint, with the grace period, and the
+ * restart overhead when it moves) at worst `rate` per hour, plus `extra`
+ * (the current instance's grace when the job moves); both in the job's
+ * currency, as the planner's market view has them. */
+struct ebb__budget_step {
+    size_t offer;
+    ebb_micros rate;
+    ebb_dur_ms span;
+    ebb_micros extra;
+    int launching;
+};
+
+/* What the caps want done with a job; the planner carries it out. */
+enum ebb__budget_act {
+    EBB__BUDGET_NOTHING,     /* nothing to carry out */
+    EBB__BUDGET_ENTER,       /* the job, without an instance, goes to `to` */
+    EBB__BUDGET_RELEASE,     /* its instance checkpoints, is released; `to` */
+    EBB__BUDGET_RELEASE_NOW, /* its instance is released at once, the job
+                              * keeping its latest checkpoint; `to` */
+};
+
+struct ebb__budget_verdict {
+    enum ebb__budget_act act;
+    enum ebb__job_state to;
+    ebb_time_ms wake;        /* > 0: look again then (a team's next month) */
+    char reason[320];
+};
+
+/* The price per hour the job's running instance is billed at `now`, in
+ * its offer's currency: the price now, or under hourly billing the price
+ * at the start of the current instance-hour when that is higher. */
+ebb_micros ebb__engine_billed_rate(const struct ebb__job *job, ebb_time_ms now);
+/* Whether the job has a cap of its own or its team has one. */
+int ebb__engine_budget_applies(const struct ebb__job *job);
+/* Judges a step that could pass the job's or its team's cap: refused, the
+ * job is to pause (a lower price may fit) or end budget_exhausted when even
+ * the cheapest step cannot fit, a running job checkpointing first (as *v
+ * says). Returns 1 when it refused; on 0 the step is the job's new
+ * commitment and *v says NOTHING. */
+int ebb__engine_budget_refuses(struct ebb__job *job,
+                               const struct ebb__budget_step *s,
+                               ebb_time_ms now, struct ebb__budget_verdict *v);
+/* How to carry out a policy's STOP of a running capped job (or one in a
+ * capped team): with a checkpoint when the grace period at today's price
+ * fits the caps, else at once (*v). Returns 1 when a cap applies, 0 (the
+ * plain release is up to the caller) when none does. */
+int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
+                            ebb_time_ms now, struct ebb__budget_verdict *v);
+/* For a job whose instance is checkpointing or under notice: whether the
+ * rest of its grace period at today's price no longer fits the caps (the
+ * price rose). Returns 1 when it is to be released at once, keeping the
+ * latest checkpoint (*v); 0 when it fits or no cap applies. */
+int ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now,
+                             struct ebb__budget_verdict *v);
+
+/* ---- the executor (engine_exec.c) ---- */
+
+/* How long an offer whose provider reported no capacity stays unavailable. */
+#define EBB__NO_CAPACITY_PAUSE (15 * EBB_MS_PER_MINUTE)
+/* The shortest grace period an agent gets under an accelerated clock. */
+#define EBB__AGENT_MIN_GRACE (10 * EBB_MS_PER_SECOND)
+
+/* Launches the job on market offer `offer` (intent first, then the call). */
+void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason);
+/* Asks the job's instance to checkpoint, then releases it; the job then
+ * goes to `after`, or launches on `launch_next` (SIZE_MAX: none). */
+void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
+                         size_t launch_next, const char *reason);
+/* As ebb__engine_release() without a checkpoint: the instance is
+ * terminated now and the job keeps its latest checkpoint (budget caps
+ * use it when there is no room left for the grace period). */
+void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
+                             const char *reason);
+/* The executor's steps the instance events (engine_events.c) take too:
+ * bill and record the end of the current attempt at `end`; go where the
+ * release said once the instance is gone; terminate the current instance;
+ * count the coming release as a preemption; release the instance if the
+ * agent does not end the job in time; "spot p3.2xlarge us-east-1a aws". */
+void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
+                                const char *state, const char *why);
+void ebb__engine_after_instance(struct ebb__job *job);
+void ebb__engine_terminate(struct ebb__job *job);
+void ebb__engine_mark_preempted(struct ebb__job *job, const char *why);
+void ebb__engine_arm_backstop(struct ebb__job *job);
+void ebb__engine_describe_offer(const struct ebb__offer *o, char *buf, size_t len);
+/* Readies a new attempt's timers. */
+void ebb__engine_attempt_init(struct ebb__job *job, struct ebb__attempt *a);
+/* Frees an attempt (its strings and timer). */
+void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a);
+/* Launches the market's shadow again for the job's current attempt. */
+void ebb__engine_relaunch_shadow(struct ebb__job *job);
+
+/* ---- offers' outlook (engine_outlook.c) ---- */
+
+/* Brings offer `offer`'s forecast and hazard up to date for `now`. */
+void ebb__engine_outlook(struct ebb__engine *e, size_t offer, ebb_time_ms now);
+
+/* ---- the planner (engine_plan.c) ---- */
+
+/* Asks the job's policy what to do now and does it. */
+void ebb__engine_plan_job(struct ebb__job *job);
+
+/* ---- instance events (engine_events.c) ---- */
+
+/* The host env's instance_event: what provider `provider` reports. */
+void ebb__engine_instance_event(void *sink, const char *provider,
+                                const struct ebb_instance_event *ev);
+
+/* ---- agents (engine_agent.c) ---- */
+
+/* The narrowest PCIe link a GPU host may have: rental hosts sometimes run
+ * GPUs on x1/x4 risers, which starve training of bandwidth. */
+#define EBB__MIN_PCIE_WIDTH 8
+/* How long a machine refused by the host check stays out of the choice. */
+#define EBB__REFUSED_HOST_PAUSE (24 * EBB_MS_PER_HOUR)
+
+/* ---- after a restart (engine_recover.c) ---- */
+
+/* Lists every provider's instances and settles each held instance: adopted
+ * when it still runs for a job that wants it, else terminated and billed up
+ * to now; and terminates instances ebb's tags mark that no job wants. */
+void ebb__engine_reconcile(struct ebb__engine *e);
+/* Frees what is left of a reconciliation (engine end). */
+void ebb__engine_recovery_free(struct ebb__engine *e);
+
+#endif
