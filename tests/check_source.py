@@ -5,7 +5,9 @@
    headers only from its own folder or from folders before it in LAYERS;
    the programs (daemon, cli, agent) never include one another, and the
    agent, which runs on rented machines, uses only base and io. Every
-   project header is included with its folder ("store/store.h").
+   project header is included with its folder ("store/store.h"). A
+   folder's internal.h (engine/internal.h) is for that folder's own files:
+   the rest of src/ sees its front header (engine/engine.h).
 2. The plugin SDK: providers/ and policies/ include only <ebb/...> (the
    SDK), their own folder's headers, and policies/common's shared helpers.
 3. Banned calls (curl's docs/internals/CODE_STYLE and our STYLE.md):
@@ -92,6 +94,11 @@ def check_core_include(rel, folder, target, problems, where):
         return
     dep = target.split('/', 1)[0]
     if dep == folder:
+        return
+    if os.path.basename(target) == 'internal.h':
+        problems.append(f'{where}: "{target}": a folder\'s internal.h is for '
+                        f'its own files; use its front header ({dep}/{dep}.h '
+                        f'or another public one), or add an accessor there')
         return
     if folder in LAYERS:
         if dep not in LAYERS:

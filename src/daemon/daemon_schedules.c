@@ -13,9 +13,11 @@
  * second run of one fire time. A skipped, missed or failed fire time is a
  * schedule_events row written with the new last_fire_at.
  *
- * "The previous run is still going" asks the engine: a run left
- * unfinished by an ebbd that stopped is not resumed by this one (ebbd does
- * not recover jobs across restarts yet), so it holds nothing back.
+ * "The previous run is still going" asks the engine. That holds across
+ * restarts too: ebbd takes its unfinished jobs back before the schedules
+ * start (ebb__engine_recover(), engine_recover.c), so a run an earlier
+ * ebbd left unfinished is found, and holds the next one back, like any
+ * other.
  */
 #include <stdio.h>
 #include <stdlib.h>

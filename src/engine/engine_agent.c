@@ -1,6 +1,7 @@
 /* The engine's side of the agent channel: finding the job an agent speaks
- * for, turning its reports into instance events, and what to tell it. The
- * HTTP and JSON around it are agent_api.c's. */
+ * for, turning its reports into instance events, what to tell it, the
+ * metadata endpoint's session token, and the look for agents that went
+ * silent. The HTTP and JSON around it are src/daemon/agent_api.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
