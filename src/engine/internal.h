@@ -26,7 +26,8 @@
  * timer (engine.c's planning pass) is started by engine_state.c's
  * ebb__engine_mark_dirty(), and provider calls (engine_calls.c) run the
  * executor's issue/failed functions. vengine.c uses engine.h only.
- * `grep -o 'ebb__engine_[a-z_]*(' src/engine/engine_*.c` checks it.
+ * tests/check_engine_calls.py (suite source) checks this list against
+ * what each file calls.
  */
 #ifndef EBB_ENGINE_INTERNAL_H
 #define EBB_ENGINE_INTERNAL_H
