@@ -103,9 +103,10 @@ struct ebb__engine_options {
 };
 
 /* Makes an engine with options `o` (copied; what they point to is
- * borrowed and must outlive the engine) into *out. The registry's
- * providers are then started with a host env whose sink is this engine
- * (see ebb__engine_host_env). Returns 0 or EBB_ENOMEM (*out is NULL). */
+ * borrowed and must outlive the engine) into *out. Provider events reach
+ * it through the host env that ebb__engine_host_env() fills, which must
+ * be done before the first event (ebbd starts its providers before the
+ * engine, vengine after). Returns 0 or EBB_ENOMEM (*out is NULL). */
 int ebb__engine_new(const struct ebb__engine_options *o, struct ebb__engine **out);
 
 /* Frees jobs and market, stops the engine's timers and frees `e` (NULL is

@@ -1,6 +1,6 @@
 /* What policies see of an offer's future: its price forecast and its
  * preemption hazard, computed from the market's history with the pure
- * forecaster (forecast.c) and cached on the offer until the hour or the
+ * forecaster (market/forecast.c) and cached on the offer until the hour or the
  * history moves, so that many jobs planning at one instant share one
  * forecast per offer. */
 #include <stdlib.h>
