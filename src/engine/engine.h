@@ -76,7 +76,7 @@ const char *ebb__job_state_name(enum ebb__job_state s);
 /* Whether a job in state `s` has ended for good. */
 int ebb__job_state_terminal(enum ebb__job_state s);
 
-/* ---- the engine's life ---------------------------------------------------- */
+/* ---- the engine's life --------------------------------------------------- */
 
 struct ebb__engine_options {
     struct ebb__clock *clock;
@@ -107,7 +107,8 @@ struct ebb__engine_options {
  * it through the host env that ebb__engine_host_env() fills, which must
  * be done before the first event (ebbd starts its providers before the
  * engine, vengine after). Returns 0 or EBB_ENOMEM (*out is NULL). */
-int ebb__engine_new(const struct ebb__engine_options *o, struct ebb__engine **out);
+int ebb__engine_new(const struct ebb__engine_options *o,
+                    struct ebb__engine **out);
 
 /* Frees jobs and market, stops the engine's timers and frees `e` (NULL is
  * ignored). Instances still running are not terminated (ebbd reconciles
@@ -117,7 +118,8 @@ void ebb__engine_free(struct ebb__engine *e);
 
 /* The options the engine runs with (read-only; the setters below change
  * the two that are known only once the engine exists). */
-const struct ebb__engine_options *ebb__engine_options(const struct ebb__engine *e);
+const struct ebb__engine_options *
+ebb__engine_options(const struct ebb__engine *e);
 
 /* Where agents reach ebbd from now on (borrowed; NULL: no agent API):
  * ebbd knows it only once the agent API, which needs the engine, listens. */
@@ -166,9 +168,10 @@ struct ebb__engine_stats {
 };
 
 /* Fills *s with the engine's counts. */
-void ebb__engine_stats(const struct ebb__engine *e, struct ebb__engine_stats *s);
+void ebb__engine_stats(const struct ebb__engine *e,
+                       struct ebb__engine_stats *s);
 
-/* ---- jobs ------------------------------------------------------------------ */
+/* ---- jobs ---------------------------------------------------------------- */
 
 /* Submits a job at the clock's current time. Takes ownership of *spec
  * (zeroed on return). `spec_yaml` is stored verbatim (may be ""). On
@@ -230,7 +233,8 @@ struct ebb__job_info {
 };
 
 /* Fills *out with what `job` is now. */
-void ebb__engine_job_info(const struct ebb__job *job, struct ebb__job_info *out);
+void ebb__engine_job_info(const struct ebb__job *job,
+                          struct ebb__job_info *out);
 
 /* The attempts' idempotency tokens ("<job id>-a<n>") fit in this. */
 #define EBB__TOKEN_SIZE 96
@@ -252,7 +256,8 @@ struct ebb__attempt_info {
 
 /* Fills *out with the job's current instance. Returns 0, or EBB_ENOTFOUND
  * when the job has none. */
-int ebb__engine_job_attempt(const struct ebb__job *job, struct ebb__attempt_info *out);
+int ebb__engine_job_attempt(const struct ebb__job *job,
+                            struct ebb__attempt_info *out);
 
 /* Whether offer `offer` of the market suits the job's resources and
  * currency, judged for market setting `market` (the job's own is
@@ -261,7 +266,7 @@ int ebb__engine_offer_allowed(const struct ebb__engine *e,
                               const struct ebb__job *job, size_t offer,
                               enum ebb_job_market market);
 
-/* ---- budgets (engine_budget.c, docs/budgets.md) --------------------------- */
+/* ---- budgets (engine_budget.c, docs/budgets.md) -------------------------- */
 
 /* `amount` of `from` in `to` with ebb.yaml's currency_rates (without a
  * config, as in backtests, only USD converts, to itself). Returns 0,
@@ -291,7 +296,7 @@ int ebb__engine_team_budget(const struct ebb__engine *e,
 /* [start, end) of the UTC calendar month holding `now`. */
 void ebb__budget_month(ebb_time_ms now, ebb_time_ms *start, ebb_time_ms *end);
 
-/* ---- agents (engine_agent.c, docs/agent-protocol.md) ---------------------- */
+/* ---- agents (engine_agent.c, docs/agent-protocol.md) --------------------- */
 
 /* What an agent reports (POST /v1/agent/events). */
 enum ebb__agent_kind {

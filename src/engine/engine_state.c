@@ -31,7 +31,7 @@ int ebb__job_state_terminal(enum ebb__job_state s)
            s == EBB__JOB_DEADLINE_MISSED;
 }
 
-/* ---- the dirty queue ---------------------------------------------------- */
+/* ---- the dirty queue ----------------------------------------------------- */
 
 /* The planning pass itself is engine.c's: the plan timer it set up runs
  * it, so this file only starts the timer. */
@@ -49,7 +49,7 @@ static void on_job_wake(struct ebb__timer *t)
     ebb__engine_mark_dirty(t->data);
 }
 
-/* ---- states ------------------------------------------------------------ */
+/* ---- states -------------------------------------------------------------- */
 
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                            const char *fmt, ...)
@@ -109,7 +109,7 @@ ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)
     return total < job->work_total ? total : job->work_total;
 }
 
-/* ---- jobs by id --------------------------------------------------------- */
+/* ---- jobs by id ---------------------------------------------------------- */
 
 static size_t id_hash(const char *id, size_t len)
 {
@@ -174,7 +174,7 @@ struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *tok
     return job;
 }
 
-/* ---- the job list --------------------------------------------------------- */
+/* ---- the job list -------------------------------------------------------- */
 
 int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
                         int64_t owner_uid, const char *workdir,
@@ -243,7 +243,7 @@ struct ebb__job *ebb__engine_job_next(const struct ebb__engine *e,
     return node != &e->jobs ? ebb_list_entry(node, struct ebb__job, node) : NULL;
 }
 
-/* ---- what outsiders read ---------------------------------------------------- */
+/* ---- what outsiders read ------------------------------------------------- */
 
 const char *ebb__engine_job_id(const struct ebb__job *job)
 {
@@ -280,7 +280,8 @@ void ebb__engine_job_info(const struct ebb__job *job, struct ebb__job_info *out)
     };
 }
 
-int ebb__engine_job_attempt(const struct ebb__job *job, struct ebb__attempt_info *out)
+int ebb__engine_job_attempt(const struct ebb__job *job,
+                            struct ebb__attempt_info *out)
 {
     const struct ebb__attempt *a = job->current;
     if (a == NULL)
