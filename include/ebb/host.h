@@ -1,7 +1,9 @@
 /* ebb — what ebbd lends a plugin: logging, time, timers, HTTP and a way to
- * report events. Plugins own no event loop and read no clock: everything
- * goes through this table so that the same plugin runs live and in a
- * backtest under the virtual clock.
+ * report events. The host also owns the poll cadence (poll_every) and
+ * where each price series' poll resumes (price_cursor). Plugins own no
+ * event loop and read no clock: everything goes through this table so
+ * that the same plugin runs live and in a backtest under the virtual
+ * clock.
  *
  * Every function takes the host's `ctx` first. All calls happen on ebbd's
  * loop thread; none may be made from another thread.
@@ -46,18 +48,32 @@ struct ebb_host {
     void (*instance_event)(void *ctx, const struct ebb_instance_event *ev);
 
     /* A provider says its prices or capacity changed without being polled
-     * (the sim market does this as its trace advances). */
+     * (the sim market does this as its trace advances): the host polls it
+     * now (or once the poll in flight has completed). */
     void (*market_changed)(void *ctx);
 
-    /* The newest stored observation time of this plugin's prices in
-     * `region` ("" for markets without regions), or 0 when none is stored,
-     * so that a poll resumes where the last one ended, across restarts. */
-    ebb_time_ms (*last_price_at)(void *ctx, const char *region);
+    /* The newest stored observation time of this plugin's prices in the
+     * series `key` names (a NULL field matches any value; "" is a market
+     * without regions or zones), or 0 when none is stored. A poll of a
+     * series resumes where the store's prices of that very series end,
+     * across restarts: a series added to the configuration, or one whose
+     * last poll failed, starts from its own history, never from a
+     * neighbour's. */
+    ebb_time_ms (*price_cursor)(void *ctx, const struct ebb_series_key *key);
 
     /* A directory this plugin may keep files in across restarts
      * (STATE/plugins/NAME, created on first use), or NULL where plugins
      * keep none (backtests). Valid while the plugin lives. */
     const char *(*plugin_dir)(void *ctx);
+
+    /* Declares how often the host polls this plugin's prices: `interval`
+     * (clock time) after each completed poll. A failing poll doubles the
+     * wait, up to max(interval, 1 h), until one succeeds; an
+     * authentication failure (a poll completing with EBB_EAUTH or
+     * EBB_EPERM) stops polling, with one error, until ebbd restarts. Call
+     * it from create(). Without it the host polls at start and then
+     * whenever market_changed() is called. */
+    void (*poll_every)(void *ctx, ebb_dur_ms interval);
 };
 
 #endif

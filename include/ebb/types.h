@@ -42,6 +42,15 @@ struct ebb_price {
     const struct ebb_shape *shape;
 };
 
+/* A price series of one provider, as poll cursors name it: a NULL field
+ * matches every value ("" is a market without regions or zones). */
+struct ebb_series_key {
+    const char *region;
+    const char *zone;
+    const char *instance_type;
+    const char *product;
+};
+
 enum ebb_instance_state {
     EBB_INSTANCE_PENDING = 0,  /* asked for, not yet running */
     EBB_INSTANCE_RUNNING = 1,

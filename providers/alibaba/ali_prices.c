@@ -1,8 +1,11 @@
 /* The spot price poll: DescribeSpotPriceHistory for every configured
  * region and instance type, one request at a time.
  *
- * Each region resumes where the store's prices for it end
- * (host->last_price_at), and never reaches further back than `history`
+ * Each series (region, instance type; the answer covers every zone)
+ * resumes where the store's prices of that series end (host->price_cursor),
+ * not where its region's do: a type added to the configuration, or one
+ * whose last poll failed, is read from its own history. No read reaches
+ * further back than `history`
  * (30 days by default: one request window, and what ECS keeps). The span
  * is read in windows of at most 30 days (the API's limit), each window
  * page by page: Offset starts at 0 and follows NextOffset while a page
@@ -11,10 +14,11 @@
  * both in the Currency the answer names (CNY on the China site).
  *
  * A failing series is logged and skipped, the rest still polled, and the
- * poll completes with the first error alongside what it did read;
- * refused credentials end the poll at once with EBB_EAUTH (ali_rpc.c has
- * stopped the poll timer), and later polls complete with EBB_EAUTH without
- * a request.
+ * poll completes with the first error alongside what it did read. What a
+ * failed series had read in this poll is dropped (its pages may come in
+ * any order), so its cursor stays and the next poll reads it again from
+ * there. Refused credentials end the poll at once with EBB_EAUTH; the
+ * host then stops polling.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,7 @@
 #include "alibaba.h"
 
 #define WINDOW_MS (30 * EBB_MS_PER_DAY)
+#define PRODUCT "Linux/UNIX" /* os_type linux; the store's product */
 #define MAX_PAGES 10000 /* per window: a guard against a server that loops */
 
 struct row {
@@ -40,6 +45,7 @@ struct ali_poll {
     ebb_prices_cb cb;
     void *arg;
     size_t region, type;
+    size_t series_rows; /* rows[] before the current series' */
     ebb_time_ms start, window_start, now;
     long offset;
     int pages;
@@ -86,7 +92,7 @@ static void deliver(struct ali_poll *p, int status)
                 .region = cfg->regions.items[r->region],
                 .zone = r->zone,
                 .instance_type = cfg->instance_types.items[r->type],
-                .product = "Linux/UNIX",
+                .product = PRODUCT,
                 .at = r->at,
                 .currency = r->currency,
                 .capacity = -1,
@@ -120,18 +126,41 @@ static ebb_time_ms window_end(const struct ali_poll *p)
     return end < p->now ? end : p->now;
 }
 
-/* Where the current region's reading starts. */
-static void start_region(struct ali_poll *p)
+/* Starts reading the current series: from its cursor, at most `history`
+ * back. */
+static void start_series(struct ali_poll *p)
 {
     struct ali *a = p->a;
-    const char *region = a->cfg->regions.items[p->region];
+    const struct ebb_series_key key = {
+        .region = a->cfg->regions.items[p->region],
+        .instance_type = a->cfg->instance_types.items[p->type],
+        .product = PRODUCT,
+    };
     ebb_time_ms oldest = p->now - a->cfg->history;
-    ebb_time_ms last = a->host->last_price_at(a->host->ctx, region);
+    ebb_time_ms last = a->host->price_cursor(a->host->ctx, &key);
     p->start = last > oldest ? last : oldest;
     if (p->start > p->now)
         p->start = p->now; /* a clock that went back: read nothing */
     /* ECS takes whole seconds. */
     p->start = p->start / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND;
+    p->window_start = p->start;
+    p->series_rows = p->n_rows;
+    p->offset = 0;
+    p->pages = 0;
+}
+
+/* Moves to the next type, or the next region's first; 0 when all are
+ * read. */
+static int next_series(struct ali_poll *p)
+{
+    struct ali *a = p->a;
+    if (++p->type == a->cfg->instance_types.n) {
+        p->type = 0;
+        if (++p->region == a->cfg->regions.n)
+            return 0;
+    }
+    start_series(p);
+    return 1;
 }
 
 static int request_page(struct ali_poll *p);
@@ -144,20 +173,28 @@ static void continue_with(struct ali_poll *p)
         deliver(p, p->status != 0 ? p->status : rc);
 }
 
-/* Moves to the next window, type or region; delivers when all are done. */
+/* Moves to the next window or series; delivers when all are done. */
 static void advance(struct ali_poll *p)
 {
-    struct ali *a = p->a;
     p->offset = 0;
     p->pages = 0;
     if (window_end(p) < p->now) {
         p->window_start = window_end(p);
-    } else if (++p->type < a->cfg->instance_types.n) {
-        p->window_start = p->start;
-    } else if (p->type = 0, ++p->region < a->cfg->regions.n) {
-        start_region(p);
-        p->window_start = p->start;
-    } else {
+    } else if (!next_series(p)) {
+        deliver(p, p->status);
+        return;
+    }
+    continue_with(p);
+}
+
+/* The current series failed with `status`: what it read is dropped and
+ * the next series read. */
+static void series_failed(struct ali_poll *p, int status)
+{
+    if (p->status == 0)
+        p->status = status;
+    p->n_rows = p->series_rows;
+    if (!next_series(p)) {
         deliver(p, p->status);
         return;
     }
@@ -214,9 +251,7 @@ static void on_page(void *arg, int status, json_t *body, const char *code)
     if (status == 0 && !json_is_array(items))
         status = EBB_EPROTO;
     if (status != 0) {
-        if (p->status == 0)
-            p->status = status;
-        advance(p);
+        series_failed(p, status);
         return;
     }
     char currency[4];
@@ -269,13 +304,6 @@ static int request_page(struct ali_poll *p)
     return p->rpc != NULL ? 0 : EBB_ENOMEM;
 }
 
-static void on_refused(void *arg)
-{
-    struct ali_poll *p = arg;
-    p->op.timer = 0;
-    deliver(p, EBB_EAUTH);
-}
-
 int ali_poll_prices(struct ali *a, ebb_prices_cb cb, void *arg)
 {
     struct ali_poll *p = calloc(1, sizeof(*p));
@@ -286,19 +314,7 @@ int ali_poll_prices(struct ali *a, ebb_prices_cb cb, void *arg)
     p->now = ali_now(a) / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND;
     p->a = a;
     ebb_op_add(&a->ops, &p->op, poll_cancel);
-    if (a->auth_failed) {
-        /* Completes on the next turn, as every call does. */
-        p->op.timer = a->host->timer_start(a->host->ctx, ali_now(a), on_refused, p);
-        if (p->op.timer < 0) {
-            int rc = (int)p->op.timer;
-            p->op.timer = 0;
-            poll_free(p);
-            return rc;
-        }
-        return 0;
-    }
-    start_region(p);
-    p->window_start = p->start;
+    start_series(p);
     int rc = request_page(p);
     if (rc != 0)
         poll_free(p);

@@ -245,8 +245,6 @@ static void on_answer(void *arg, const struct ebb_http_response *res)
                          : "");
         free(msg);
     }
-    if (status == EBB_EAUTH)
-        ali_auth_failed(a);
     finish(r, status, body, code);
     json_decref(body);
 }

@@ -1,6 +1,6 @@
 /* The Alibaba Cloud ECS provider's ABI glue: its configuration table,
- * create/destroy, the operation list destroy() cancels, and the poll
- * timer that asks the core for a price poll every poll_interval.
+ * create/destroy (which tells the host to poll every poll_interval) and
+ * the operation list destroy() cancels.
  *
  * Credentials come only from the environment (ALIBABA_CLOUD_ACCESS_KEY_ID,
  * ALIBABA_CLOUD_ACCESS_KEY_SECRET), are never logged, and are wiped on
@@ -83,27 +83,6 @@ const char *ali_place_of(const struct ali *a, const char *id)
     return NULL;
 }
 
-void ali_auth_failed(struct ali *a)
-{
-    a->auth_failed = 1;
-    if (a->poll_timer != 0)
-        a->host->timer_stop(a->host->ctx, a->poll_timer);
-    a->poll_timer = 0;
-}
-
-static void on_poll_timer(void *arg)
-{
-    struct ali *a = arg;
-    a->poll_timer = 0;
-    if (a->auth_failed)
-        return;
-    a->poll_timer = a->host->timer_start(
-        a->host->ctx, ali_now(a) + a->cfg->poll_interval, on_poll_timer, a);
-    if (a->poll_timer < 0)
-        a->poll_timer = 0;
-    a->host->market_changed(a->host->ctx);
-}
-
 static int check_cfg(const struct ebb_host *host, const struct ali_cfg *cfg)
 {
     const char *why = NULL;
@@ -155,14 +134,7 @@ static int ali_create(const struct ebb_host *host, const void *config, void **se
         ali_destroy(a);
         return EBB_ENOMEM;
     }
-    a->poll_timer = host->timer_start(host->ctx, ali_now(a) + cfg->poll_interval,
-                                      on_poll_timer, a);
-    if (a->poll_timer < 0) {
-        rc = (int)a->poll_timer;
-        a->poll_timer = 0;
-        ali_destroy(a);
-        return rc;
-    }
+    host->poll_every(host->ctx, cfg->poll_interval);
     *self = a;
     return 0;
 }
@@ -177,8 +149,6 @@ static void wipe(char *s)
 static void ali_destroy(void *self)
 {
     struct ali *a = self;
-    if (a->poll_timer != 0)
-        a->host->timer_stop(a->host->ctx, a->poll_timer);
     ebb_ops_cancel_all(&a->ops);
     ebb_calls_detach(&a->calls);
     for (size_t i = 0; i < a->n_places; i++) {

@@ -2,7 +2,7 @@
  * DescribeSpotPriceHistory, launches with RunInstances, releases with
  * DeleteInstance, reconciliation with DescribeInstances by tag.
  *
- * Files: alibaba.c (ABI glue, configuration, the poll timer), ali_sign.c
+ * Files: alibaba.c (ABI glue, configuration), ali_sign.c
  * (signatures V1 and ACS3), ali_rpc.c (one signed call, throttling and
  * error codes), ali_prices.c (the price history walk), ali_instances.c
  * (launch, terminate, list), ali_shape.c (what a GPU type is).
@@ -44,8 +44,6 @@ struct ali {
     char *secret;
     struct ebb_calls calls;
     struct ebb_ops ops; /* every provider call not yet completed */
-    int64_t poll_timer;   /* 0 when none is armed */
-    int auth_failed;      /* credentials refused: polls stop */
     /* The currency each configured region's prices came in ("" until a
      * poll has read one), so a launch's limit is not read in another. */
     char (*currency)[4];
@@ -58,9 +56,6 @@ struct ali {
 };
 
 ebb_time_ms ali_now(const struct ali *a);
-/* Credentials were refused (by any call): polling stops for good, since
- * nothing will work until ebbd restarts with others. */
-void ali_auth_failed(struct ali *a);
 void ali_remember_place(struct ali *a, const char *id, const char *region);
 const char *ali_place_of(const struct ali *a, const char *id);
 

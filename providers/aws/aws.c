@@ -16,7 +16,7 @@ static const struct ebb_cfg_key aws_keys[] = {
     {"endpoint", EBB_CFG_STRING, "https://ec2.{region}.amazonaws.com", CFG(endpoint),
      "EC2 endpoint; {region} is replaced by the region"},
     {"poll_interval", EBB_CFG_DURATION, "5m", CFG(poll_interval),
-     "time between price polls (failing polls back off up to 1h)"},
+     "time between price polls (the host backs failing polls off up to 1h)"},
     {"history", EBB_CFG_DURATION, "90d", CFG(history),
      "how far back the first poll of a region reaches (EC2 keeps 90 days)"},
     {"product", EBB_CFG_STRING, "Linux/UNIX", CFG(product),
@@ -170,6 +170,7 @@ static int aws_create(const struct ebb_host *host, const void *config, void **se
         return rc;
     }
     a->have_creds = rc == 0;
+    host->poll_every(host->ctx, a->cfg->poll_interval);
     if (a->have_creds)
         host->log(host->ctx, EBB_LOG_INFO, "credentials from %s", a->creds.source);
     else
@@ -183,7 +184,6 @@ static void aws_destroy(void *self)
     struct aws *a = self;
     if (a == NULL)
         return;
-    aws_poll_cancel(a);
     aws_call_cancel_all(a);
     aws_creds_free(&a->creds);
     free(a->known);

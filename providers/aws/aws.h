@@ -40,12 +40,9 @@ struct aws {
     struct aws_creds creds;
     int have_creds;
     char creds_error[512];
-    int auth_failed;         /* polls stay stopped after an auth failure */
 
     struct aws_call *calls;  /* in flight, for destroy */
     struct aws_poll *poll;   /* the poll in flight, or NULL */
-    int64_t poll_timer;      /* 0 when none is armed */
-    ebb_dur_ms poll_backoff; /* 0 after a good poll */
 
     /* Which region each instance we know of lives in (terminate() gets an
      * id only), and which preemptions were already reported. */
@@ -116,7 +113,6 @@ struct aws_known *aws_known_find(struct aws *a, const char *id);
 /* ---- aws_prices.c / aws_instances.c: the provider calls ---- */
 
 int aws_poll_prices(void *self, ebb_prices_cb cb, void *arg);
-void aws_poll_cancel(struct aws *a);
 int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
                void *arg);
 int aws_terminate(void *self, const char *instance_id, ebb_done_cb cb, void *arg);

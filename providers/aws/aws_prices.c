@@ -5,10 +5,15 @@
  * complete: a malformed page or a failed call fails the whole poll and
  * delivers nothing.
  *
- * After each poll the provider arms a host timer; when it fires it calls
- * market_changed() and the core polls again. Failing polls double the
- * interval (up to AWS_POLL_BACKOFF_CAP); an authentication failure stops
- * the timer for good, since retrying the same credentials cannot help. */
+ * A region's StartTime is the oldest of its series' cursors
+ * (host->price_cursor per instance type: the newest stored price of that
+ * type in the region, any zone), so a type added to the configuration, or
+ * one a failed poll left behind, is read from `history` back rather than
+ * from its neighbours' newest price; the other types' repeated rows are
+ * dropped by the store as duplicates.
+ *
+ * The host decides when to poll (create() declares poll_interval), backs
+ * off failing polls and stops polling after an authentication failure. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +23,6 @@
 #include "aws.h"
 #include "aws_ec2.h"
 
-#define AWS_POLL_BACKOFF_CAP EBB_MS_PER_HOUR
 #define AWS_PAGE_SIZE "1000"
 
 struct aws_poll {
@@ -32,53 +36,9 @@ struct aws_poll {
     struct aws_price_set set;
 };
 
-static void on_poll_timer(void *arg)
-{
-    struct aws *a = arg;
-    a->poll_timer = 0;
-    a->host->market_changed(a->host->ctx);
-}
-
-static void arm_timer(struct aws *a, ebb_dur_ms after)
-{
-    if (a->poll_timer > 0)
-        a->host->timer_stop(a->host->ctx, a->poll_timer);
-    a->poll_timer = 0;
-    int64_t id = a->host->timer_start(a->host->ctx,
-                                      a->host->now(a->host->ctx) + after,
-                                      on_poll_timer, a);
-    if (id > 0)
-        a->poll_timer = id;
-    else
-        a->host->log(a->host->ctx, EBB_LOG_ERROR,
-                     "cannot arm the price poll timer: %s", ebb_strerror((int)id));
-}
-
-/* Decides when the next poll happens, after one completed with `status`. */
-static void schedule_next(struct aws *a, int status)
-{
-    ebb_dur_ms interval = a->cfg->poll_interval;
-    if (status == 0) {
-        a->poll_backoff = 0;
-        arm_timer(a, interval);
-        return;
-    }
-    if (status == EBB_EAUTH) {
-        a->auth_failed = 1;
-        return;
-    }
-    ebb_dur_ms cap = interval > AWS_POLL_BACKOFF_CAP ? interval : AWS_POLL_BACKOFF_CAP;
-    ebb_dur_ms next = a->poll_backoff > 0 ? a->poll_backoff * 2 : interval * 2;
-    a->poll_backoff = next < cap ? next : cap;
-    arm_timer(a, a->poll_backoff);
-}
-
 static void finish(struct aws_poll *p, int status)
 {
-    struct aws *a = p->a;
-    a->poll = NULL;
-    if (status != EBB_ECANCELED)
-        schedule_next(a, status);
+    p->a->poll = NULL;
     if (status == 0)
         p->cb(p->arg, 0, p->set.v, p->set.n);
     else
@@ -102,8 +62,7 @@ static void on_page(void *arg, const struct aws_reply *r)
         if (r->status == EBB_EAUTH)
             a->host->log(a->host->ctx, EBB_LOG_ERROR,
                          "%s: DescribeSpotPriceHistory refused: %s: %s "
-                         "(credentials from %s); price polling stopped until "
-                         "ebbd restarts with working credentials",
+                         "(credentials from %s)",
                          region, r->code, r->message, a->creds.source);
         else
             a->host->log(a->host->ctx, EBB_LOG_WARN,
@@ -137,6 +96,28 @@ static void on_page(void *arg, const struct aws_reply *r)
         finish(p, rc);
 }
 
+/* Where a region's poll starts: the oldest cursor of its series, or
+ * `history` back when a series has none. */
+static ebb_time_ms region_start(struct aws *a, const char *region)
+{
+    const struct aws_cfg *cfg = a->cfg;
+    ebb_time_ms oldest = a->host->now(a->host->ctx) - cfg->history;
+    ebb_time_ms from = 0;
+    for (size_t i = 0; i < cfg->instance_types.n; i++) {
+        const struct ebb_series_key key = {
+            .region = region,
+            .instance_type = cfg->instance_types.items[i],
+            .product = cfg->product,
+        };
+        ebb_time_ms at = a->host->price_cursor(a->host->ctx, &key);
+        if (at <= 0)
+            return oldest;
+        if (from == 0 || at < from)
+            from = at;
+    }
+    return from;
+}
+
 static int request_page(struct aws_poll *p)
 {
     struct aws *a = p->a;
@@ -149,9 +130,7 @@ static int request_page(struct aws_poll *p)
     /* A region's first page fixes StartTime; the next pages repeat it, as
      * a NextToken is only good for the same request. */
     if (p->next_token[0] == '\0') {
-        p->from = a->host->last_price_at(a->host->ctx, region);
-        if (p->from <= 0)
-            p->from = a->host->now(a->host->ctx) - cfg->history;
+        p->from = region_start(a, region);
         p->from = p->from / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND;
     }
     char when[EBB_TIME_BUFSZ];
@@ -171,8 +150,7 @@ int aws_poll_prices(void *self, ebb_prices_cb cb, void *arg)
     struct aws *a = self;
     if (a->poll != NULL)
         return EBB_EBUSY;
-    /* The credentials were refused once; they cannot have changed. */
-    if (a->auth_failed || !a->have_creds)
+    if (!a->have_creds)
         return EBB_EAUTH;
     struct aws_poll *p = calloc(1, sizeof(*p));
     if (p == NULL)
@@ -185,11 +163,4 @@ int aws_poll_prices(void *self, ebb_prices_cb cb, void *arg)
     }
     a->poll = p;
     return 0;
-}
-
-void aws_poll_cancel(struct aws *a)
-{
-    if (a->poll_timer > 0)
-        a->host->timer_stop(a->host->ctx, a->poll_timer);
-    a->poll_timer = 0;
 }

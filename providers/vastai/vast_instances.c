@@ -1,6 +1,6 @@
 /* Instances: rent (PUT /api/v0/asks/{offer}/), destroy (DELETE
- * /api/v0/instances/{id}/), list (GET /api/v0/instances/), and outbid
- * detection.
+ * /api/v0/instances/{id}/), list (GET /api/v1/instances/, every page), and
+ * outbid detection.
  *
  * vast.ai has no idempotency token, so ebb's instances carry the label
  * "ebb:<job id>:<token>" and a launch first looks for an instance with its
@@ -100,7 +100,7 @@ static int parse_row(json_t *j, struct row *r)
     return 1;
 }
 
-/* ebb's instances in a GET /api/v0/instances/ answer; *out is malloc'd. */
+/* ebb's instances in a list's answer; *out is malloc'd. */
 static int parse_list(json_t *body, struct row **out, size_t *n)
 {
     json_t *list = json_object_get(body, "instances");
@@ -260,8 +260,6 @@ static void on_listed(void *arg, int status, json_t *body)
     o->call = NULL;
     struct row *rows = NULL;
     size_t n = 0;
-    if (status == EBB_EAUTH)
-        vast_auth_failed(o->v);
     if (status == 0)
         status = parse_list(body, &rows, &n);
     struct ebb_instance *views = calloc(n + 1, sizeof(*views));
@@ -283,7 +281,7 @@ int vast_list(struct vast *v, ebb_list_cb cb, void *arg)
     if (o == NULL)
         return EBB_ENOMEM;
     o->cb.list = cb;
-    o->call = vast_api(v, "GET", "/api/v0/instances/?owner=me", NULL, 0, on_listed, o);
+    o->call = vast_list_instances(v, on_listed, o);
     if (o->call == NULL) {
         op_free(o);
         return EBB_ENOMEM;
@@ -364,8 +362,6 @@ static void on_rented(void *arg, int status, json_t *body)
         complete_launch(o, EBB_ENOCAPACITY);
         return;
     }
-    if (status == EBB_EAUTH)
-        vast_auth_failed(v);
     int transient = status == EBB_ETHROTTLED || status == EBB_EHTTP ||
                     status == EBB_ETIMEDOUT || status == EBB_EIO;
     if (transient && o->attempts <= v->cfg->launch_retries) {
@@ -444,8 +440,6 @@ static void on_checked(void *arg, int status, json_t *body)
         }
     }
     free(rows);
-    if (status == EBB_EAUTH)
-        vast_auth_failed(o->v);
     if (status == 0)
         status = rent(o);
     if (status != 0)
@@ -454,8 +448,7 @@ static void on_checked(void *arg, int status, json_t *body)
 
 static void check_existing(struct inst_op *o)
 {
-    o->call = vast_api(o->v, "GET", "/api/v0/instances/?owner=me", NULL, 0,
-                       on_checked, o);
+    o->call = vast_list_instances(o->v, on_checked, o);
     if (o->call == NULL)
         complete_launch(o, EBB_ENOMEM);
 }
@@ -493,8 +486,7 @@ int vast_launch(struct vast *v, const struct ebb_launch *req, ebb_launch_cb cb,
         return EBB_EINVAL;
     }
     if (o->agent_url != NULL && o->agent_token != NULL)
-        o->call = vast_api(v, "GET", "/api/v0/instances/?owner=me", NULL, 0,
-                           on_checked, o);
+        o->call = vast_list_instances(v, on_checked, o);
     if (o->call == NULL) {
         op_free(o);
         return EBB_ENOMEM;

@@ -1,7 +1,12 @@
 /* Offers: the search query built from the configuration, what the answer
- * becomes (one spot price per bid offer, its minimum bid, and one
- * on-demand price, its dph_total, each with the machine's shape), and the
- * poll that also looks for outbid instances.
+ * becomes, and the poll that also looks for outbid instances.
+ *
+ * Prices are what an hour of the machine costs with the configured disk,
+ * from the documented fields: on demand dph_base (the machine's rate) plus
+ * storage_total_cost (the disk's $/h at allocated_storage), spot min_bid
+ * plus the same storage. Not dph_total: in a bid search it is the minimum
+ * bid plus storage, so on-demand would look as cheap as spot. Each price
+ * carries the machine's shape.
  *
  * Every offer is priced "now": the marketplace has no history. An offer
  * seen in a poll is remembered by (machine, type) so a launch can rent it.
@@ -20,9 +25,12 @@ json_t *vast_offers_query(const struct vast_cfg *cfg)
     json_t *names = json_array();
     for (size_t i = 0; i < cfg->gpu_names.n; i++)
         json_array_append_new(names, json_string(cfg->gpu_names.items[i]));
-    json_t *q = json_pack("{s:{s:b}, s:{s:b}, s:{s:b}, s:{s:o}, s:{s:I}, s:{s:f},"
-                          " s:s, s:[[s,s]], s:I, s:f}",
+    /* external: false is the CLI's default too: external (non-vast)
+     * marketplace offers cannot be rented this way. */
+    json_t *q = json_pack("{s:{s:b}, s:{s:b}, s:{s:b}, s:{s:b}, s:{s:o}, s:{s:I},"
+                          " s:{s:f}, s:s, s:[[s,s]], s:I, s:f}",
                           "verified", "eq", cfg->verified,
+                          "external", "eq", 0,
                           "rentable", "eq", 1,
                           "rented", "eq", 0,
                           "gpu_name", "in", names,
@@ -70,15 +78,27 @@ void vast_gpu_model(const char *vast_name, char *out, size_t size)
     }
 }
 
+void vast_region(const char *geolocation, char *out, size_t size)
+{
+    const char *geo = geolocation ? geolocation : "";
+    const char *comma = strrchr(geo, ',');
+    const char *country = comma ? comma + 1 : geo;
+    while (*country == ' ')
+        country++;
+    size_t n = strlen(country);
+    while (n > 0 && country[n - 1] == ' ')
+        n--;
+    size_t i = 0;
+    for (; i < n && i + 1 < size; i++)
+        out[i] = (char)toupper((unsigned char)country[i]);
+    if (size > 0)
+        out[i] = '\0';
+}
+
 void vast_place(json_t *row, char *region, size_t rsize, char *zone, size_t zsize,
                 char *type, size_t tsize)
 {
-    const char *geo = json_string_value(json_object_get(row, "geolocation"));
-    const char *comma = geo ? strrchr(geo, ',') : NULL;
-    const char *country = comma ? comma + 1 : geo ? geo : "";
-    while (*country == ' ')
-        country++;
-    snprintf(region, rsize, "%s", country);
+    vast_region(json_string_value(json_object_get(row, "geolocation")), region, rsize);
     json_t *machine = json_object_get(row, "machine_id");
     snprintf(zone, zsize, "%lld",
              json_is_integer(machine) ? (long long)json_integer_value(machine) : 0LL);
@@ -128,11 +148,12 @@ static void poll_finish(struct vast_poll *p, int status)
     for (size_t i = 0; status != EBB_ENOMEM && i < n_offers; i++) {
         json_t *o = json_array_get(p->offers, i);
         struct offer_view *w = &views[i];
-        int ok_total, ok_bid;
-        ebb_micros total = dollars(o, "dph_total", &ok_total);
+        int ok_base, ok_bid, ok_storage;
+        ebb_micros base_rate = dollars(o, "dph_base", &ok_base);
         ebb_micros min_bid = dollars(o, "min_bid", &ok_bid);
+        ebb_micros storage = dollars(o, "storage_total_cost", &ok_storage);
         json_t *ask = json_object_get(o, "id");
-        if (!ok_total || !json_is_integer(ask) ||
+        if (!ok_base || !json_is_integer(ask) ||
             !json_is_integer(json_object_get(o, "machine_id")))
             continue;
         vast_place(o, w->region, sizeof(w->region), w->zone, sizeof(w->zone),
@@ -162,17 +183,17 @@ static void poll_finish(struct vast_poll *p, int status)
         };
         prices[n] = base;
         prices[n].market = EBB_MARKET_ON_DEMAND;
-        prices[n++].price_per_hour = total;
+        prices[n++].price_per_hour = base_rate + storage;
         if (v->cfg->interruptible && ok_bid) {
             prices[n] = base;
             prices[n].market = EBB_MARKET_SPOT;
-            prices[n++].price_per_hour = min_bid;
+            prices[n++].price_per_hour = min_bid + storage;
         }
         struct vast_offer *m = &memo[n_memo++];
         snprintf(m->machine, sizeof(m->machine), "%s", w->zone);
         snprintf(m->type, sizeof(m->type), "%s", w->type);
         m->ask_id = (long long)json_integer_value(ask);
-        m->min_bid = ok_bid ? min_bid : total;
+        m->min_bid = ok_bid ? min_bid : base_rate;
     }
     if (status != EBB_ENOMEM && p->offers != NULL) {
         free(v->offers);
@@ -194,9 +215,7 @@ static void on_instances(void *arg, int status, json_t *body)
 {
     struct vast_poll *p = arg;
     p->call = NULL;
-    if (status == EBB_EAUTH)
-        vast_auth_failed(p->v);
-    else if (status == 0)
+    if (status == 0)
         vast_report_lost(p->v, body);
     poll_finish(p, p->status);
 }
@@ -209,16 +228,13 @@ static void on_offers(void *arg, int status, json_t *body)
     json_t *offers = json_object_get(body, "offers");
     if (status == 0 && !json_is_array(offers))
         status = EBB_EPROTO;
-    if (status == EBB_EAUTH)
-        vast_auth_failed(v);
     if (status != 0) {
         poll_finish(p, status);
         return;
     }
     p->offers = json_incref(offers);
     /* The same poll looks for outbid instances: vast.ai gives no notice. */
-    p->call = vast_api(v, "GET", "/api/v0/instances/?owner=me", NULL, 0,
-                       on_instances, p);
+    p->call = vast_list_instances(v, on_instances, p);
     if (p->call == NULL)
         poll_finish(p, 0);
 }
@@ -234,13 +250,6 @@ static void poll_cancel(struct ebb_op *op)
     free(p);
 }
 
-static void on_refused(void *arg)
-{
-    struct vast_poll *p = arg;
-    p->op.timer = 0;
-    poll_finish(p, EBB_EAUTH);
-}
-
 int vast_poll_prices(struct vast *v, ebb_prices_cb cb, void *arg)
 {
     struct vast_poll *p = calloc(1, sizeof(*p));
@@ -250,20 +259,11 @@ int vast_poll_prices(struct vast *v, ebb_prices_cb cb, void *arg)
     p->arg = arg;
     p->v = v;
     ebb_op_add(&v->ops, &p->op, poll_cancel);
-    if (v->auth_failed) {
-        /* Completes on the next turn, as every call does. */
-        p->op.timer = v->host->timer_start(v->host->ctx, vast_now(v), on_refused, p);
-        if (p->op.timer > 0)
-            return 0;
-        p->op.timer = 0;
-    } else {
-        json_t *q = vast_offers_query(v->cfg);
-        p->call = q ? vast_api(v, "POST", "/api/v0/bundles/", q, 0, on_offers, p)
-                    : NULL;
-        json_decref(q);
-        if (p->call != NULL)
-            return 0;
-    }
+    json_t *q = vast_offers_query(v->cfg);
+    p->call = q ? vast_api(v, "POST", "/api/v0/bundles/", q, 0, on_offers, p) : NULL;
+    json_decref(q);
+    if (p->call != NULL)
+        return 0;
     ebb_op_remove(&p->op);
     free(p);
     return EBB_ENOMEM;

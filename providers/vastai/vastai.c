@@ -1,5 +1,6 @@
-/* The vast.ai provider's ABI glue: configuration table, create/destroy,
- * the operation list destroy() cancels, and the poll timer.
+/* The vast.ai provider's ABI glue: configuration table, create/destroy
+ * (which tells the host to poll every poll_interval), and the operation
+ * list destroy() cancels.
  *
  * The API key comes only from the environment (VAST_API_KEY), travels
  * only in the Authorization header, and is wiped on destroy.
@@ -54,28 +55,6 @@ ebb_time_ms vast_now(const struct vast *v)
     return v->host->now(v->host->ctx);
 }
 
-void vast_auth_failed(struct vast *v)
-{
-    if (!v->auth_failed)
-        v->host->log(v->host->ctx, EBB_LOG_ERROR,
-                     "vast.ai refused the API key (HTTP 401/403): polling "
-                     "stopped; set a valid VAST_API_KEY and restart ebbd");
-    v->auth_failed = 1;
-    if (v->poll_timer != 0)
-        v->host->timer_stop(v->host->ctx, v->poll_timer);
-    v->poll_timer = 0;
-}
-
-static void on_poll_timer(void *arg)
-{
-    struct vast *v = arg;
-    v->poll_timer = v->host->timer_start(
-        v->host->ctx, vast_now(v) + v->cfg->poll_interval, on_poll_timer, v);
-    if (v->poll_timer < 0)
-        v->poll_timer = 0;
-    v->host->market_changed(v->host->ctx);
-}
-
 static int check_cfg(const struct ebb_host *host, const struct vast_cfg *cfg)
 {
     const char *why = NULL;
@@ -107,8 +86,6 @@ static void wipe(char *s)
 static void vast_destroy(void *self)
 {
     struct vast *v = self;
-    if (v->poll_timer != 0)
-        v->host->timer_stop(v->host->ctx, v->poll_timer);
     ebb_ops_cancel_all(&v->ops);
     ebb_calls_detach(&v->calls);
     for (size_t i = 0; i < v->n_lost; i++)
@@ -140,15 +117,11 @@ static int vast_create(const struct ebb_host *host, const void *config, void **s
     v->ops.host = host;
     v->api_key = strdup(key);
     v->auth_header = ebb_strfmt("Authorization: Bearer %s", key);
-    v->poll_timer = host->timer_start(host->ctx, vast_now(v) + cfg->poll_interval,
-                                      on_poll_timer, v);
-    if (v->api_key == NULL || v->auth_header == NULL || v->poll_timer < 0) {
-        rc = v->poll_timer < 0 ? (int)v->poll_timer : EBB_ENOMEM;
-        if (v->poll_timer < 0)
-            v->poll_timer = 0;
+    if (v->api_key == NULL || v->auth_header == NULL) {
         vast_destroy(v);
-        return rc;
+        return EBB_ENOMEM;
     }
+    host->poll_every(host->ctx, cfg->poll_interval);
     *self = v;
     return 0;
 }

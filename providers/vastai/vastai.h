@@ -8,7 +8,7 @@
  *   instance_type = normalised GPU model x count ("RTX_4090x2")
  * and every price carries the offer's shape (struct ebb_shape).
  *
- * Files: vastai.c (ABI glue, configuration, operations, the poll timer),
+ * Files: vastai.c (ABI glue, configuration, operations),
  * vast_api.c (one authenticated JSON call), vast_offers.c (the offers
  * query and prices), vast_instances.c (launch, terminate, list, outbid
  * detection).
@@ -58,8 +58,6 @@ struct vast {
     char *api_key;
     struct ebb_calls calls;
     struct ebb_ops ops; /* every provider call not yet completed */
-    int64_t poll_timer;
-    int auth_failed;
     struct vast_offer *offers;
     size_t n_offers;
     /* Instances already reported lost, so each is reported once. */
@@ -68,13 +66,11 @@ struct vast {
 };
 
 ebb_time_ms vast_now(const struct vast *v);
-/* Logs once and stops polling for good: nothing works until ebbd
- * restarts with another key. */
-void vast_auth_failed(struct vast *v);
 
 /* ---- one API call (vast_api.c) ---- */
 
-/* status 0 with the parsed body, or EBB_EAUTH (401/403), EBB_ENOTFOUND
+/* status 0 with the parsed body, or EBB_EAUTH (401/403, and 404 "Invalid
+ * user key"), EBB_ENOTFOUND
  * (404/410), EBB_ETHROTTLED (429 after the host's retries), EBB_EINVAL
  * (other 4xx), EBB_EHTTP (5xx, or "success": false), a transport error.
  * `body` is borrowed for the call (NULL when none parsed). */
@@ -89,6 +85,12 @@ struct vast_call *vast_api(struct vast *v, const char *method, const char *path,
                            json_t *body, int max_attempts, vast_api_cb cb,
                            void *arg);
 void vast_api_cancel(struct vast_call *c);
+
+/* Lists every instance of the account, page after page (GET
+ * /api/v1/instances/); `cb` gets {"instances": [...]} with all of them.
+ * Cancel it with vast_api_cancel(). Returns NULL when it could not
+ * start. */
+struct vast_call *vast_list_instances(struct vast *v, vast_api_cb cb, void *arg);
 
 /* ---- offers, instances ---- */
 
@@ -105,12 +107,17 @@ json_t *vast_offers_query(const struct vast_cfg *cfg);
  * "A100 SXM4 80GB" -> "A100_80GB", "Tesla V100" -> "V100". */
 void vast_gpu_model(const char *vast_name, char *out, size_t size);
 
-/* The place of a machine or instance row: region (country), zone
- * (machine id) and instance type, as the header describes. */
+/* The region of a geolocation ("Texas, US", "SE"): its last part, the
+ * country code, trimmed and upper-cased, so offers and instances agree. */
+void vast_region(const char *geolocation, char *out, size_t size);
+
+/* The place of a machine or instance row: region (vast_region of its
+ * geolocation), zone (machine id) and instance type, as the header
+ * describes. */
 void vast_place(json_t *row, char *region, size_t rsize, char *zone,
                 size_t zsize, char *type, size_t tsize);
 
-/* Looks at an instance list (GET /api/v0/instances/ answer) during a
+/* Looks at an instance list (vast_list_instances' answer) during a
  * poll: reports each of ebb's instances newly found outbid as
  * EBB_EVENT_LOST, once. */
 void vast_report_lost(struct vast *v, json_t *body);

@@ -207,7 +207,21 @@ static int start_engine(struct ebb__daemon *d)
         ebb__error("out of memory starting the engine");
         return 1;
     }
+    const struct ebb__poll_sink sink = {
+        .arg = d->engine,
+        .prices = ebb__engine_prices,
+        .all_polled = ebb__engine_all_polled,
+    };
+    ebb__poller_init(&d->poller, &d->clock, &sink);
+    d->poller_ready = 1;
     ebb__engine_host_env(d->engine, &d->host_env);
+    d->host_env.store = d->store;
+    d->host_env.market = &d->poller;
+    d->host_env.market_changed = ebb__poller_market_changed;
+    if (ebb__poller_add_registry(&d->poller, &d->registry) != 0) {
+        ebb__error("out of memory starting the poller");
+        return 1;
+    }
     /* One commit per loop turn instead of one per event (see store.h). */
     ebb__store_group_commit(d->store, 1);
     ebb__store_checkpoint_elsewhere(d->store);
@@ -218,7 +232,7 @@ static int start_engine(struct ebb__daemon *d)
     if (ebb__engine_recover(d->engine) != 0)
         return 1;
     ebb__engine_agent_sweep_start(d->engine);
-    ebb__engine_poll_prices(d->engine);
+    ebb__poller_start(&d->poller);
     return 0;
 }
 
@@ -332,6 +346,9 @@ static void on_http_closed(void *arg)
     /* Providers cancel their pending calls into the engine: it goes last. */
     ebb__registry_free(&d->registry);
     ebb__daemon_schedules_stop(d);
+    if (d->poller_ready)
+        ebb__poller_fini(&d->poller);
+    d->poller_ready = 0;
     ebb__engine_free(d->engine);
     d->engine = NULL;
     ebb__clock_close(&d->clock, NULL);

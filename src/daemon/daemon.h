@@ -21,6 +21,7 @@
 #include "io/api_server.h"
 #include "io/clock.h"
 #include "io/http_client.h"
+#include "plugin/poller.h"
 #include "plugin/registry.h"
 #include "store/store.h"
 
@@ -44,6 +45,8 @@ struct ebb__daemon {
     struct ebb__store *store;
     struct ebb__catalog *catalog;
     struct ebb__engine *engine; /* NULL until it starts */
+    struct ebb__poller poller;  /* ready with the engine */
+    int poller_ready;
     struct ebb__daemon_schedules *schedules; /* daemon_schedules.c */
     struct ebb__http *http;
     struct ebb__api_server *api;

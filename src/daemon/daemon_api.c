@@ -24,12 +24,11 @@ static json_t *provider_json(const struct ebb__daemon *d,
                              const struct ebb__plugin_slot *slot)
 {
     json_t *o = plugin_json(slot);
-    const struct ebb__provider_health *h =
-        d->engine != NULL ? ebb__engine_provider_health(d->engine, slot->plugin->name)
-                        : NULL;
+    const struct ebb__poll_health *h =
+        d->poller_ready ? ebb__poller_health(&d->poller, slot->plugin->name) : NULL;
     if (h == NULL)
         return o;
-    char status[160], at[40] = "";
+    char status[160], at[40] = "", next[40] = "";
     if (h->stopped)
         snprintf(status, sizeof(status), "stopped: %s (fix the credentials, "
                  "then restart ebbd)", ebb_strerror(h->last_status));
@@ -41,10 +40,14 @@ static json_t *provider_json(const struct ebb__daemon *d,
         snprintf(status, sizeof(status), "ok");
     if (h->last_at > 0)
         ebb_format_time(h->last_at, at, sizeof(at));
+    if (h->next_at > 0)
+        ebb_format_time(h->next_at, next, sizeof(next));
     json_object_set_new(o, "status", json_string(status));
     json_object_set_new(o, "polls", json_integer((json_int_t)h->polls));
     json_object_set_new(o, "poll_errors", json_integer((json_int_t)h->errors));
     json_object_set_new(o, "last_poll", h->last_at > 0 ? json_string(at) : json_null());
+    json_object_set_new(o, "next_poll", h->next_at > 0 ? json_string(next) : json_null());
+    json_object_set_new(o, "poll_interval_ms", json_integer((json_int_t)h->interval));
     return o;
 }
 

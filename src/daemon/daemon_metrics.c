@@ -230,8 +230,8 @@ static struct ebb__metrics_provider *provider_counts(const struct ebb__daemon *d
         return NULL;
     for (size_t i = 0; i < n; i++) {
         const char *name = d->registry.providers[i].plugin->name;
-        const struct ebb__provider_health *h =
-            ebb__engine_provider_health(d->engine, name);
+        const struct ebb__poll_health *h =
+            d->poller_ready ? ebb__poller_health(&d->poller, name) : NULL;
         p[i].provider = name;
         p[i].price_polls = h != NULL ? h->polls : 0;
         p[i].price_poll_errors = h != NULL ? h->errors : 0;

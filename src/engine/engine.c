@@ -1,5 +1,6 @@
-/* The engine's life, jobs' submission and cancelling, price polling and
- * the planning pass. Decisions are in engine_plan.c, their execution in
+/* The engine's life, jobs' submission and cancelling, the prices polls
+ * bring (the poller, plugin/poller.c, decides when to poll) and the
+ * planning pass. Decisions are in engine_plan.c, their execution in
  * engine_exec.c, the instance events in engine_events.c, the job states
  * and the dirty queue in engine_state.c. */
 #include <stdio.h>
@@ -11,14 +12,6 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "engine/internal.h"
-
-struct ebb__engine_poll {
-    struct ebb__engine *engine;
-    struct ebb__plugin_slot *slot;
-    int in_flight;
-    int again; /* a change was announced while a poll was in flight */
-    struct ebb__provider_health health;
-};
 
 /* ---- planning pass ----------------------------------------------------- */
 
@@ -57,47 +50,18 @@ static void on_plan_timer(struct ebb__timer *t)
 
 /* ---- prices ------------------------------------------------------------ */
 
-static void poll_one(struct ebb__engine_poll *p);
-
-/* Every provider has answered a price poll (or stopped polling). */
-static int all_polled(const struct ebb__engine *e)
+void ebb__engine_prices(void *engine, const char *provider, int status,
+                        const struct ebb_price *prices, size_t n)
 {
-    for (size_t i = 0; i < e->opt.registry->n_providers; i++)
-        if (e->polls[i].health.polls == 0 && !e->polls[i].health.stopped)
-            return 0;
-    return 1;
-}
-
-static void on_prices(void *arg, int status, const struct ebb_price *prices,
-                      size_t n)
-{
-    struct ebb__engine_poll *p = arg;
-    struct ebb__engine *e = p->engine;
-    p->in_flight = 0;
-    if (status == EBB_ECANCELED)
-        return;
-    p->health.polls++;
-    p->health.last_status = status;
-    p->health.last_at = ebb__clock_now(e->opt.clock);
-    if (status != 0) {
-        p->health.errors++;
-        ebb__warn("%s: price poll failed: %s", p->slot->plugin->name,
-                  ebb_strerror(status));
-    }
-    /* Bad credentials do not heal by retrying: one error, no retry storm. */
-    if (status == EBB_EAUTH || status == EBB_EPERM) {
-        p->health.stopped = 1;
-        ebb__error("%s: %s; price polling stopped until ebbd restarts (fix the "
-                   "credentials first)", p->slot->plugin->name, ebb_strerror(status));
-    }
+    struct ebb__engine *e = engine;
+    (void)status; /* a failed poll may still bring what it read */
     /* Wake only the jobs that may use an offer that changed. A batch that
      * changes many offers (a first poll's history) wakes everyone once. */
     size_t n_offers_before = e->market.n_offers;
     size_t changed = SIZE_MAX, n_changed = 0;
     for (size_t i = 0; i < n; i++) {
         size_t offer;
-        if (ebb__market_observe(&e->market, p->slot->plugin->name, &prices[i],
-                                &offer) != 0) {
+        if (ebb__market_observe(&e->market, provider, &prices[i], &offer) != 0) {
             ebb__error("out of memory recording prices");
             break;
         }
@@ -108,80 +72,26 @@ static void on_prices(void *arg, int status, const struct ebb_price *prices,
     }
     if (e->opt.store_prices && n > 0) {
         size_t inserted = 0;
-        if (ebb__store_put_prices(e->opt.store, p->slot->plugin->name, prices, n,
-                                  &inserted) != 0)
+        if (ebb__store_put_prices(e->opt.store, provider, prices, n, &inserted) != 0)
             ebb__error("cannot store prices: %s", ebb__store_errmsg(e->opt.store));
     }
     if (n_changed == 1 && e->market.n_offers == n_offers_before)
         ebb__engine_wake_offer(e, changed, NULL);
     else if (n_changed > 0)
         ebb__engine_wake_offer(e, SIZE_MAX, NULL);
-    if (p->again) {
-        p->again = 0;
-        poll_one(p);
-    }
-    if (e->recovery != NULL && all_polled(e))
+}
+
+void ebb__engine_all_polled(void *engine)
+{
+    struct ebb__engine *e = engine;
+    if (e->recovery != NULL)
         ebb__engine_reconcile(e);
-}
-
-static void poll_one(struct ebb__engine_poll *p)
-{
-    if (p->health.stopped)
-        return;
-    if (p->in_flight) {
-        p->again = 1;
-        return;
-    }
-    const struct ebb_provider *prov = p->slot->plugin->provider;
-    p->in_flight = 1;
-    int rc = prov->poll_prices(p->slot->self, on_prices, p);
-    if (rc != 0) {
-        p->in_flight = 0;
-        ebb__warn("%s: cannot poll prices: %s", p->slot->plugin->name,
-                  ebb_strerror(rc));
-    }
-}
-
-const struct ebb__provider_health *
-ebb__engine_provider_health(const struct ebb__engine *e, const char *provider)
-{
-    for (size_t i = 0; i < e->opt.registry->n_providers; i++)
-        if (strcmp(e->polls[i].slot->plugin->name, provider) == 0)
-            return &e->polls[i].health;
-    return NULL;
-}
-
-void ebb__engine_poll_prices(struct ebb__engine *e)
-{
-    for (size_t i = 0; i < e->opt.registry->n_providers; i++)
-        poll_one(&e->polls[i]);
-}
-
-static void on_market_changed(void *sink, const char *provider)
-{
-    struct ebb__engine *e = sink;
-    for (size_t i = 0; i < e->opt.registry->n_providers; i++)
-        if (strcmp(e->polls[i].slot->plugin->name, provider) == 0)
-            poll_one(&e->polls[i]);
-}
-
-static ebb_time_ms last_price_at(void *sink, const char *provider,
-                                 const char *region)
-{
-    struct ebb__engine *e = sink;
-    ebb_time_ms at = 0;
-    if (e->opt.store_prices &&
-        ebb__store_last_price_at(e->opt.store, provider, region, &at) != 0)
-        ebb__error("%s: %s", provider, ebb__store_errmsg(e->opt.store));
-    return at;
 }
 
 void ebb__engine_host_env(struct ebb__engine *e, struct ebb__host_env *env)
 {
     env->sink = e;
     env->instance_event = ebb__engine_instance_event;
-    env->market_changed = on_market_changed;
-    env->last_price_at = last_price_at;
 }
 
 /* ---- life -------------------------------------------------------------- */
@@ -199,15 +109,6 @@ int ebb__engine_new(const struct ebb__engine_options *o, struct ebb__engine **ou
     ebb__market_init(&e->market, o->catalog);
     ebb__timer_init(&e->plan_timer, on_plan_timer, e);
     ebb__timer_init(&e->agent_sweep, NULL, e);
-    size_t n = o->registry->n_providers;
-    e->polls = calloc(n ? n : 1, sizeof(*e->polls));
-    if (e->polls == NULL) {
-        ebb__engine_free(e);
-        return EBB_ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++)
-        e->polls[i] = (struct ebb__engine_poll){.engine = e,
-                                                .slot = &o->registry->providers[i]};
     *out = e;
     return 0;
 }
@@ -227,7 +128,6 @@ void ebb__engine_free(struct ebb__engine *e)
             ebb__engine_attempt_free(e, job->current);
         ebb__engine_job_free(job);
     }
-    free(e->polls);
     free(e->by_id);
     free(e->view_offers);
     free(e->view_map);

@@ -129,23 +129,19 @@ void ebb__engine_set_agent_url(struct ebb__engine *e, const char *url);
 void ebb__engine_set_budget_config(struct ebb__engine *e,
                                    const struct ebb__config *config);
 
-/* Fills the sink part of a host env so provider events reach `e`. */
+/* Fills the sink part of a host env so instance events reach `e`. */
 void ebb__engine_host_env(struct ebb__engine *e, struct ebb__host_env *env);
 
-/* How a provider's price polls fare, for `ebb providers` and metrics. */
-struct ebb__provider_health {
-    uint64_t polls, errors;
-    int last_status;         /* of the latest poll: 0 or an EBB_E* code */
-    ebb_time_ms last_at;     /* 0: never polled */
-    int stopped;             /* polling stopped (authentication failed) */
-};
+/* The poller's sink (struct ebb__poll_sink, plugin/poller.h; `engine` is
+ * the struct ebb__engine): the prices a poll of `provider` brought (also
+ * a failed one's, which may have read some) go into the market, the
+ * store when it keeps prices, and wake the jobs they concern. */
+void ebb__engine_prices(void *engine, const char *provider, int status,
+                        const struct ebb_price *prices, size_t n);
 
-/* The poll health of provider `provider`, or NULL if none is loaded. */
-const struct ebb__provider_health *
-ebb__engine_provider_health(const struct ebb__engine *e, const char *provider);
-
-/* Asks every provider for prices now. */
-void ebb__engine_poll_prices(struct ebb__engine *e);
+/* Every provider has answered a first poll: instances left from before a
+ * restart are reconciled now (engine_recover.c). */
+void ebb__engine_all_polled(void *engine);
 
 /* Takes back the unfinished jobs of the store after a restart. Jobs whose
  * instance may still run are held (not planned) until every provider has

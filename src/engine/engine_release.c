@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/backoff.h"
 #include "base/log.h"
 #include "engine/internal.h"
 
@@ -18,13 +19,11 @@ struct ebb__release {
     char id[];
 };
 
+/* 10 s, doubling with every failure, at most 5 minutes. */
 ebb_dur_ms ebb__engine_retry_after(unsigned failures)
 {
-    const ebb_dur_ms most = 5 * EBB_MS_PER_MINUTE;
-    ebb_dur_ms wait = 10 * EBB_MS_PER_SECOND;
-    for (unsigned i = 1; i < failures && wait < most; i++)
-        wait *= 2;
-    return wait < most ? wait : most;
+    return ebb__backoff_after(10 * EBB_MS_PER_SECOND, 5 * EBB_MS_PER_MINUTE,
+                              failures);
 }
 
 static void release_free(struct ebb__release *r)

@@ -7,7 +7,8 @@
  * Call direction. Each file calls only the files listed below it, never
  * one above it, so the engine has no call cycle:
  *
- *   engine.c          life, submission, cancel, the planning pass, polling
+ *   engine.c          life, submission, cancel, the planning pass, the
+ *                     prices polls bring
  *   engine_recover.c  taking jobs back after a restart
  *   engine_agent.c    agents' reports, silent agents
  *   engine_events.c   what providers report of instances
@@ -116,7 +117,6 @@ struct ebb__job {
     size_t n_allowed, cap_allowed, offers_examined;
 };
 
-struct ebb__engine_poll;
 struct ebb__recovery;
 
 struct ebb__engine {
@@ -134,7 +134,6 @@ struct ebb__engine {
     struct ebb__timer plan_timer;
     struct ebb__timer agent_sweep;   /* looks for silent agents */
     struct ebb__recovery *recovery;  /* instances to reconcile; NULL: none */
-    struct ebb__engine_poll *polls;  /* one per provider */
     uint64_t id_seq;
     uint64_t decisions;              /* policy calls, for benchmarks */
     /* Reused buffers for the views handed to policies. */

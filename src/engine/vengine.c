@@ -37,11 +37,24 @@ int ebb__vengine_open(struct ebb__vengine *v, const char *name,
         ebb_diag_set(d, NULL, 0, "out of memory");
         return rc;
     }
-    v->env = (struct ebb__host_env){.clock = &v->clock};
+    const struct ebb__poll_sink sink = {
+        .arg = v->engine,
+        .prices = ebb__engine_prices,
+        .all_polled = ebb__engine_all_polled,
+    };
+    ebb__poller_init(&v->poller, &v->clock, &sink);
+    v->poller_ready = 1;
+    v->env = (struct ebb__host_env){
+        .clock = &v->clock,
+        .market = &v->poller,
+        .market_changed = ebb__poller_market_changed,
+    };
     ebb__engine_host_env(v->engine, &v->env);
     rc = ebb__registry_start(&v->registry, &v->env, d);
     if (rc == 0)
-        ebb__engine_poll_prices(v->engine);
+        rc = ebb__poller_add_registry(&v->poller, &v->registry);
+    if (rc == 0)
+        ebb__poller_start(&v->poller);
     return rc;
 }
 
@@ -49,6 +62,8 @@ void ebb__vengine_close(struct ebb__vengine *v)
 {
     if (v->registry_loaded)
         ebb__registry_free(&v->registry);
+    if (v->poller_ready)
+        ebb__poller_fini(&v->poller);
     ebb__engine_free(v->engine);
     if (v->clock_ready)
         ebb__clock_close(&v->clock, NULL);

@@ -1,6 +1,7 @@
 /* An engine on the virtual clock, built the way `ebb backtest` runs it:
  * the plugins named by an ebb.yaml text (the sim market), an optional
- * catalog, an in-memory store, and the engine as their sink. Backtests,
+ * catalog, an in-memory store, the engine as their sink and the host's
+ * poller asking them for prices. Backtests,
  * benchmarks and engine tests all build it here, so they run the same
  * wiring.
  */
@@ -13,6 +14,7 @@
 #include "engine/engine.h"
 #include "io/clock.h"
 #include "market/catalog.h"
+#include "plugin/poller.h"
 #include "plugin/registry.h"
 #include "store/store.h"
 
@@ -22,8 +24,9 @@ struct ebb__vengine {
     struct ebb__clock clock;
     struct ebb__store *store;
     struct ebb__engine *engine;      /* NULL until it is made */
+    struct ebb__poller poller;       /* polls the plugins into the engine */
     struct ebb__host_env env;
-    int registry_loaded, clock_ready;
+    int registry_loaded, clock_ready, poller_ready;
 };
 
 /* Loads the configuration `config_text` (named `name` in messages), opens

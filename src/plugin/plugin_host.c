@@ -179,15 +179,22 @@ static void host_market_changed(void *ctx)
 {
     struct ebb__host *h = from_ctx(ctx);
     if (h->env->market_changed != NULL)
-        h->env->market_changed(h->env->sink, h->name);
+        h->env->market_changed(h->env->market, h->name);
 }
 
-static ebb_time_ms host_last_price_at(void *ctx, const char *region)
+static ebb_time_ms host_price_cursor(void *ctx, const struct ebb_series_key *key)
 {
     struct ebb__host *h = from_ctx(ctx);
-    if (h->env->last_price_at == NULL)
-        return 0;
-    return h->env->last_price_at(h->env->sink, h->name, region ? region : "");
+    ebb_time_ms at = 0;
+    if (h->env->store != NULL &&
+        ebb__store_price_cursor(h->env->store, h->name, key, &at) != 0)
+        ebb__error("%s: %s", h->name, ebb__store_errmsg(h->env->store));
+    return at;
+}
+
+static void host_poll_every(void *ctx, ebb_dur_ms interval)
+{
+    from_ctx(ctx)->poll_interval = interval > 0 ? interval : 0;
 }
 
 static const char *host_plugin_dir(void *ctx)
@@ -223,8 +230,9 @@ int ebb__host_init(struct ebb__host *h, const struct ebb__host_env *env,
             .http = host_http,
             .instance_event = host_instance_event,
             .market_changed = host_market_changed,
-            .last_price_at = host_last_price_at,
+            .price_cursor = host_price_cursor,
             .plugin_dir = host_plugin_dir,
+            .poll_every = host_poll_every,
         },
         .env = env,
         .name = strdup(name),

@@ -3,7 +3,9 @@
  *
  * One struct ebb__host per plugin instance: it tags log lines with the
  * plugin's name and owns the plugin's timers, so that destroying a plugin
- * drops whatever it left pending.
+ * drops whatever it left pending. It keeps the poll interval the plugin
+ * declared (poll_every) for the poller, and reads price cursors from the
+ * store.
  */
 #ifndef EBB_HOST_IMPL_H
 #define EBB_HOST_IMPL_H
@@ -12,18 +14,23 @@
 
 #include "io/clock.h"
 #include "io/http_client.h"
+#include "store/store.h"
 
-/* What the engine shares with every plugin host. Must outlive the hosts. */
+/* What the program shares with every plugin host. Must outlive the hosts.
+ * Any of the sinks may be NULL: what would reach it is dropped. */
 struct ebb__host_env {
     struct ebb__clock *clock;
     struct ebb__http *http; /* NULL: plugins get EBB_EUNSUPPORTED (backtests) */
     const char *plugins_dir; /* NULL: plugins keep no files (backtests) */
+    /* Where price_cursor() reads; NULL: every cursor is 0 (backtests). */
+    struct ebb__store *store;
+    /* Instance events go to the engine. */
     void *sink;
     void (*instance_event)(void *sink, const char *provider,
                            const struct ebb_instance_event *ev);
-    void (*market_changed)(void *sink, const char *provider);
-    ebb_time_ms (*last_price_at)(void *sink, const char *provider,
-                                 const char *region);
+    /* market_changed() goes to the poller (plugin/poller.h). */
+    void *market;
+    void (*market_changed)(void *market, const char *provider);
 };
 
 struct ebb__host_timer;
@@ -39,6 +46,7 @@ struct ebb__host {
     struct ebb__host_timer **slots;
     size_t n_slots, used_slots;
     int64_t next_timer_id;
+    ebb_dur_ms poll_interval; /* what poll_every() declared; 0: none */
 };
 
 /* Fills `h` for the plugin called `name`. Returns 0 or EBB_ENOMEM. */

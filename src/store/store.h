@@ -40,7 +40,7 @@ struct sqlite3;
 
 /* The newest schema version this build knows. Bumped by every migration
  * added to store_schema.c (a static assertion there keeps them in step). */
-#define EBB__STORE_SCHEMA_LATEST 5
+#define EBB__STORE_SCHEMA_LATEST 6
 
 /* PRAGMA application_id of an ebb database ("ebb!"), set by migration 1 so
  * that another program's SQLite file is never mistaken for ours. */
@@ -142,11 +142,14 @@ int ebb__store_put_prices(struct ebb__store *s, const char *provider,
                           const struct ebb_price *p, size_t n,
                           size_t *inserted);
 
-/* Stores in *out the newest observation time of any price of `provider`
- * in `region` ("" for markets without regions), or 0 when there is none.
- * Returns 0 or a negative EBB_E* code. */
-int ebb__store_last_price_at(struct ebb__store *s, const char *provider,
-                             const char *region, ebb_time_ms *out);
+/* Stores in *out the newest observation time of the prices of `provider`
+ * in the series `key` matches (NULL fields match any value; NULL `key`:
+ * every series of the provider), or 0 when there is none. Every series
+ * (provider, region, zone, instance type, product) keeps its own cursor,
+ * advanced by ebb__store_put_price(s), so that a poll resumes each series
+ * where its own prices end. Returns 0 or a negative EBB_E* code. */
+int ebb__store_price_cursor(struct ebb__store *s, const char *provider,
+                            const struct ebb_series_key *key, ebb_time_ms *out);
 
 /* Which series ebb__store_latest_prices() reports; a NULL field matches
  * anything. */

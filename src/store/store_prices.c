@@ -9,7 +9,7 @@
 /* The price statements; their cache slots start at EBB__STORE_PRICE_SLOTS. */
 enum stmt {
     ST_PUT_PRICE,
-    ST_LAST_PRICE_AT,
+    ST_PRICE_CURSOR,
     ST_PUT_CURSOR,
     /* Eight variants, one per combination of filter fields, so that each
      * uses the primary key or an index for the fields it has instead of
@@ -58,11 +58,18 @@ static const char *const sql_text[ST__COUNT] = {
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
         " ON CONFLICT DO NOTHING",
     [ST_PUT_CURSOR] =
-        "INSERT INTO price_cursors (provider, region, last_at) VALUES (?1, ?2, ?3)"
-        " ON CONFLICT (provider, region) DO UPDATE SET"
-        " last_at = max(last_at, excluded.last_at)",
-    [ST_LAST_PRICE_AT] = "SELECT last_at FROM price_cursors"
-                         " WHERE provider = ?1 AND region = ?2",
+        "INSERT INTO price_cursors (provider, region, zone, instance_type,"
+        " product, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        " ON CONFLICT (provider, region, zone, instance_type, product)"
+        " DO UPDATE SET last_at = max(last_at, excluded.last_at)",
+    /* One statement with "IS NULL OR" for the key's optional fields: the
+     * cursor table holds one row per series, so its provider prefix of
+     * the primary key narrows it enough. */
+    [ST_PRICE_CURSOR] = "SELECT max(last_at) FROM price_cursors"
+                        " WHERE provider = ?1 AND (?2 IS NULL OR region = ?2)"
+                        " AND (?3 IS NULL OR zone = ?3)"
+                        " AND (?4 IS NULL OR instance_type = ?4)"
+                        " AND (?5 IS NULL OR product = ?5)",
     [ST_LATEST_PRICES + 0] = LATEST(""),
     [ST_LATEST_PRICES + 1] = LATEST("WHERE provider = :provider"),
     [ST_LATEST_PRICES + 2] = LATEST("WHERE instance_type = :type"),
@@ -142,27 +149,52 @@ static int put_one(struct ebb__store *s, sqlite3_stmt *st,
     return sqlite3_changes(s->db) > 0 ? 1 : 0;
 }
 
-/* Where polls of (provider, region) resume: moved forward to `at`. */
-static int advance_cursor(struct ebb__store *s, const char *provider,
-                          const char *region, ebb_time_ms at)
+static const char *or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+/* One series and the newest time a batch holds of it. */
+struct cursor {
+    const char *provider, *region, *zone, *type, *product;
+    ebb_time_ms at;
+};
+
+static struct cursor cursor_of(const char *provider, const struct ebb_price *p)
+{
+    return (struct cursor){
+        .provider = p->provider != NULL ? p->provider : provider,
+        .region = or_empty(p->region),
+        .zone = or_empty(p->zone),
+        .type = p->instance_type,
+        .product = or_empty(p->product),
+        .at = p->at,
+    };
+}
+
+static int same_series(const struct cursor *a, const struct cursor *b)
+{
+    return strcmp(a->provider, b->provider) == 0 && strcmp(a->region, b->region) == 0 &&
+           strcmp(a->zone, b->zone) == 0 && strcmp(a->type, b->type) == 0 &&
+           strcmp(a->product, b->product) == 0;
+}
+
+/* Where polls of the series resume: moved forward to c->at. */
+static int advance_cursor(struct ebb__store *s, const struct cursor *c)
 {
     sqlite3_stmt *st = stmt(s, ST_PUT_CURSOR);
     if (st == NULL)
         return EBB_EDB;
-    int r = ebb__store_bind_text(s, st, 1, provider);
+    const char *text[5] = {c->provider, c->region, c->zone, c->type, c->product};
+    int r = 0;
+    for (int i = 0; r == 0 && i < 5; i++)
+        r = ebb__store_bind_text(s, st, i + 1, text[i]);
     if (r == 0)
-        r = ebb__store_bind_text(s, st, 2, region != NULL ? region : "");
-    if (r == 0)
-        r = ebb__store_bind_i64(s, st, 3, at);
+        r = ebb__store_bind_i64(s, st, 6, c->at);
     if (r == 0)
         return ebb__store_run(s, st);
     sqlite3_clear_bindings(st);
     return r;
-}
-
-static const char *stored_provider(const char *provider, const struct ebb_price *p)
-{
-    return p->provider != NULL ? p->provider : provider;
 }
 
 int ebb__store_put_price(struct ebb__store *s, const char *provider,
@@ -176,8 +208,8 @@ int ebb__store_put_price(struct ebb__store *s, const char *provider,
     int own = !ebb__store_in_transaction(s);
     int r = own ? ebb__store_begin(s) : 0;
     int inserted = r == 0 ? put_one(s, st, provider, p) : r;
-    r = inserted < 0 ? inserted
-                     : advance_cursor(s, stored_provider(provider, p), p->region, p->at);
+    struct cursor c = inserted >= 0 ? cursor_of(provider, p) : (struct cursor){0};
+    r = inserted < 0 ? inserted : advance_cursor(s, &c);
     if (own) {
         if (r == 0)
             r = ebb__store_commit(s);
@@ -187,22 +219,23 @@ int ebb__store_put_price(struct ebb__store *s, const char *provider,
     return r < 0 ? r : inserted;
 }
 
-/* The newest time of a batch per (provider, region): a batch holds few. */
-struct cursor {
-    const char *provider, *region;
-    ebb_time_ms at;
-};
-
-static int note_cursor(struct cursor **c, size_t *n, size_t *cap, const char *provider,
-                       const char *region, ebb_time_ms at)
+/* The newest time of a batch per series. A batch holds few series and
+ * usually lists each one's prices together, so the last series found is
+ * tried first and the rest searched in order. */
+static int note_cursor(struct cursor **c, size_t *n, size_t *cap, size_t *last,
+                       const struct cursor *one)
 {
-    region = region != NULL ? region : "";
-    for (size_t i = 0; i < *n; i++) {
-        if (strcmp((*c)[i].provider, provider) == 0 && strcmp((*c)[i].region, region) == 0) {
-            if (at > (*c)[i].at)
-                (*c)[i].at = at;
-            return 0;
-        }
+    size_t i = *last;
+    if (i >= *n || !same_series(&(*c)[i], one)) {
+        i = 0;
+        while (i < *n && !same_series(&(*c)[i], one))
+            i++;
+    }
+    if (i < *n) {
+        if (one->at > (*c)[i].at)
+            (*c)[i].at = one->at;
+        *last = i;
+        return 0;
     }
     if (*n == *cap) {
         size_t grown_cap = *cap ? *cap * 2 : 8;
@@ -212,7 +245,8 @@ static int note_cursor(struct cursor **c, size_t *n, size_t *cap, const char *pr
         *c = grown;
         *cap = grown_cap;
     }
-    (*c)[(*n)++] = (struct cursor){provider, region, at};
+    *last = *n;
+    (*c)[(*n)++] = *one;
     return 0;
 }
 
@@ -236,19 +270,19 @@ int ebb__store_put_prices(struct ebb__store *s, const char *provider,
     int r = own ? ebb__store_begin(s) : 0;
     size_t count = 0;
     struct cursor *cursors = NULL;
-    size_t n_cursors = 0, cap_cursors = 0;
+    size_t n_cursors = 0, cap_cursors = 0, last = 0;
     for (size_t i = 0; r == 0 && i < n; i++) {
         int one = put_one(s, st, provider, &p[i]);
         if (one < 0)
             r = one;
         else
             count += (size_t)one;
+        struct cursor c = r == 0 ? cursor_of(provider, &p[i]) : (struct cursor){0};
         if (r == 0)
-            r = note_cursor(&cursors, &n_cursors, &cap_cursors,
-                            stored_provider(provider, &p[i]), p[i].region, p[i].at);
+            r = note_cursor(&cursors, &n_cursors, &cap_cursors, &last, &c);
     }
     for (size_t i = 0; r == 0 && i < n_cursors; i++)
-        r = advance_cursor(s, cursors[i].provider, cursors[i].region, cursors[i].at);
+        r = advance_cursor(s, &cursors[i]);
     free(cursors);
     if (own) {
         if (r == 0)
@@ -266,18 +300,31 @@ int ebb__store_put_prices(struct ebb__store *s, const char *provider,
     return r;
 }
 
-int ebb__store_last_price_at(struct ebb__store *s, const char *provider,
-                             const char *region, ebb_time_ms *out)
+/* Binds `v`, or NULL (which the cursor query reads as "any"). */
+static int bind_or_null(struct ebb__store *s, sqlite3_stmt *st, int i, const char *v)
+{
+    if (v != NULL)
+        return ebb__store_bind_text(s, st, i, v);
+    int rc = sqlite3_bind_null(st, i);
+    return rc == SQLITE_OK ? 0 : ebb__store_fail(s, rc);
+}
+
+int ebb__store_price_cursor(struct ebb__store *s, const char *provider,
+                            const struct ebb_series_key *key, ebb_time_ms *out)
 {
     *out = 0;
     if (provider == NULL)
         return ebb__store_invalid(s, "no provider");
-    sqlite3_stmt *st = stmt(s, ST_LAST_PRICE_AT);
+    sqlite3_stmt *st = stmt(s, ST_PRICE_CURSOR);
     if (st == NULL)
         return EBB_EDB;
+    const struct ebb_series_key any = {0};
+    if (key == NULL)
+        key = &any;
+    const char *v[4] = {key->region, key->zone, key->instance_type, key->product};
     int r = ebb__store_bind_text(s, st, 1, provider);
-    if (r == 0)
-        r = ebb__store_bind_text(s, st, 2, region != NULL ? region : "");
+    for (int i = 0; r == 0 && i < 4; i++)
+        r = bind_or_null(s, st, i + 2, v[i]);
     if (r < 0) {
         sqlite3_clear_bindings(st);
         return r;

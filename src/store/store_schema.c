@@ -251,8 +251,27 @@ static const char v5[] =
     " FROM prices GROUP BY provider, region;"
     "DROP INDEX prices_by_region_time;";
 
+/* Version 6: one poll cursor per price series (provider, region, zone,
+ * instance type, product) instead of one per region, so that a series
+ * added to the configuration, or one whose poll failed, resumes from its
+ * own newest price rather than its region's. */
+static const char v6[] =
+    "DROP TABLE price_cursors;"
+    "CREATE TABLE price_cursors ("
+    " provider TEXT NOT NULL,"
+    " region TEXT NOT NULL,"
+    " zone TEXT NOT NULL,"
+    " instance_type TEXT NOT NULL,"
+    " product TEXT NOT NULL,"
+    " last_at INTEGER NOT NULL,"
+    " PRIMARY KEY (provider, region, zone, instance_type, product)"
+    ") WITHOUT ROWID;"
+    "INSERT INTO price_cursors SELECT provider, region, zone, instance_type,"
+    " product, max(observed_at) FROM prices"
+    " GROUP BY provider, region, zone, instance_type, product;";
+
 /* migrations[i] moves a file from version i to version i + 1. */
-static const char *const migrations[] = {v1, v2, v3, v4, v5};
+static const char *const migrations[] = {v1, v2, v3, v4, v5, v6};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

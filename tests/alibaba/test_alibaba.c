@@ -25,6 +25,7 @@
 #define KEY_ID "LTAIfakekey0123"
 #define SECRET "fakeSecretValue0123456789"
 #define TYPE "ecs.gn6v-c8g1.2xlarge"
+#define TYPE2 "ecs.gn6i-c4g1.xlarge"
 #define DAY EBB_MS_PER_DAY
 #define HOUR EBB_MS_PER_HOUR
 
@@ -43,7 +44,7 @@ struct t {
     struct pfx f;
     struct fake_ecs e;
     ebb_time_ms now; /* whole seconds */
-    struct fake_price prices[8];
+    struct fake_price prices[10];
     struct pfx_result r;
 };
 
@@ -69,10 +70,14 @@ static struct t *open_ecs(const char *extra)
         {"ap-southeast-1", "ap-southeast-1a", TYPE, t->now - 5 * DAY, 0.75, 3.2},
         {"ap-southeast-1", "ap-southeast-1b", TYPE, t->now - 2 * DAY, 0.8, 3.2},
         {"ap-southeast-1", "ap-southeast-1a", "ecs.other", t->now - DAY, 9, 9},
+        /* A type the base configuration does not poll, older than the
+         * newest price of its region. */
+        {"cn-hangzhou", "cn-hangzhou-h", TYPE2, t->now - 3 * DAY, 2.5, 12},
+        {"cn-hangzhou", "cn-hangzhou-i", TYPE2, t->now - 20 * DAY, 2.75, 12},
     };
     memcpy(t->prices, rows, sizeof(rows));
     t->e.prices = t->prices;
-    t->e.n_prices = 8;
+    t->e.n_prices = 10;
     char yaml[2048];
     snprintf(yaml, sizeof(yaml), "%s%s", base_yaml, extra ? extra : "");
     pfx_create(&t->f, "alibaba", yaml);
@@ -148,9 +153,9 @@ static void poll_resumes_where_the_store_ends(void **state)
 {
     (void)state;
     struct t *t = open_ecs(NULL);
-    pfx_set_last_price_at(&t->f, "cn-hangzhou", t->now - 2 * HOUR);
+    pfx_set_cursor(&t->f, "cn-hangzhou", TYPE, "Linux/UNIX", t->now - 2 * HOUR);
     /* Older than `history`: clamped to 45 days back. */
-    pfx_set_last_price_at(&t->f, "ap-southeast-1", t->now - 100 * DAY);
+    pfx_set_cursor(&t->f, "ap-southeast-1", TYPE, "Linux/UNIX", t->now - 100 * DAY);
     pfx_poll(&t->f, &t->r);
     assert_int_equal(t->r.status, 0);
     assert_non_null(pfx_find_price(&t->r, NULL, EBB_MARKET_SPOT, t->now - HOUR));
@@ -169,12 +174,55 @@ static void poll_resumes_where_the_store_ends(void **state)
     close_ecs(t);
 }
 
-static void poll_timer_asks_the_core_to_poll(void **state)
+/* Restarted with one more instance type: the new type is read from its
+ * own history (`history` back), not from where its region's prices end,
+ * so its older prices, and its current one, are there; the type polled
+ * before resumes from its own cursor. */
+static void added_type_reads_its_own_history(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    pfx_start_poller(&t->f);
+    pfx_run_until(&t->f, &t->f.polled, 1);
+    assert_int_equal(t->f.poll_status, 0);
+    const struct ebb_series_key type2 = {.region = "cn-hangzhou",
+                                         .instance_type = TYPE2};
+    assert_int_equal(pfx_cursor(&t->f, &type2), 0);
+
+    char yaml[2048];
+    snprintf(yaml, sizeof(yaml), "%s%s", base_yaml,
+             "instance_types: [" TYPE ", " TYPE2 "]\n");
+    /* The second instance_types replaces the first. */
+    char *first = strstr(yaml, "instance_types: [" TYPE "]\n");
+    memmove(first, first + strlen("instance_types: [" TYPE "]\n"),
+            strlen(first + strlen("instance_types: [" TYPE "]\n")) + 1);
+    assert_int_equal(pfx_recreate(&t->f, "alibaba", yaml), 0);
+    size_t calls = t->e.n_calls;
+    pfx_start_poller(&t->f);
+    pfx_run_until(&t->f, &t->f.polled, 2);
+    assert_int_equal(t->f.poll_status, 0);
+    /* Both of the new type's zones, the 20 days old price too. */
+    const struct ebb_series_key h = {"cn-hangzhou", "cn-hangzhou-h", TYPE2, "Linux/UNIX"};
+    const struct ebb_series_key i = {"cn-hangzhou", "cn-hangzhou-i", TYPE2, "Linux/UNIX"};
+    assert_int_equal(pfx_cursor(&t->f, &h), t->now - 3 * DAY);
+    assert_int_equal(pfx_cursor(&t->f, &i), t->now - 20 * DAY);
+    /* The old type resumed where its own prices end (an hour ago). */
+    char from[48];
+    ebb_format_time(t->now - HOUR, from, sizeof(from));
+    assert_string_equal(t->e.calls[calls].region, "cn-hangzhou");
+    assert_string_equal(t->e.calls[calls].start, from);
+    close_ecs(t);
+}
+
+/* The host polls every poll_interval the plugin declared. */
+static void the_host_polls_every_interval(void **state)
 {
     (void)state;
     struct t *t = open_ecs("poll_interval: 20ms\n");
-    pfx_run_until(&t->f, &t->f.market_changes, 3);
-    assert_int_equal(t->e.requests, 0); /* the core polls, not the timer */
+    assert_int_equal(t->f.host.poll_interval, 20);
+    pfx_start_poller(&t->f);
+    pfx_run_until(&t->f, &t->f.polled, 3);
+    assert_true(t->f.polled_at[2] - t->f.polled_at[1] >= 20);
     close_ecs(t);
 }
 
@@ -209,8 +257,9 @@ static void bad_signature_is_an_auth_failure_that_stops_polling(void **state)
     (void)state;
     struct t *t = open_ecs("poll_interval: 20ms\n");
     t->e.secret = "the-server-knows-another-secret";
-    pfx_poll(&t->f, &t->r);
-    assert_int_equal(t->r.status, EBB_EAUTH);
+    pfx_start_poller(&t->f);
+    pfx_run_until(&t->f, &t->f.polled, 1);
+    assert_int_equal(t->f.poll_status, EBB_EAUTH);
     assert_int_equal(t->e.requests, 1);
     assert_int_equal(t->e.bad_signatures, 1);
     /* One clear line, without the key id the server echoed. */
@@ -220,13 +269,13 @@ static void bad_signature_is_an_auth_failure_that_stops_polling(void **state)
     assert_null(strstr(line + 1, "SignatureDoesNotMatch"));
     assert_non_null(strstr(log, "ALIBABA_CLOUD_ACCESS_KEY_SECRET"));
     assert_non_null(strstr(log, "<credential>"));
-    /* Polling stopped: no more market changes, and a poll asked for
-     * anyway completes at once without a request. */
+    assert_non_null(strstr(log, "price polling stopped"));
+    /* Polling stopped: five intervals later the host has not polled
+     * again, and no request went out. */
     pfx_run_for(&t->f, 100);
-    assert_int_equal(t->f.market_changes, 0);
-    pfx_poll(&t->f, &t->r);
-    assert_int_equal(t->r.status, EBB_EAUTH);
+    assert_int_equal(t->f.polled, 1);
     assert_int_equal(t->e.requests, 1);
+    assert_true(ebb__poller_health(&t->f.poller, "alibaba")->stopped);
     close_ecs(t);
 }
 
@@ -507,7 +556,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_poll_across_windows_and_pages),
         cmocka_unit_test(poll_resumes_where_the_store_ends),
-        cmocka_unit_test(poll_timer_asks_the_core_to_poll),
+        cmocka_unit_test(added_type_reads_its_own_history),
+        cmocka_unit_test(the_host_polls_every_interval),
         cmocka_unit_test(throttling_backs_off_and_succeeds),
         cmocka_unit_test(throttling_is_bounded),
         cmocka_unit_test(bad_signature_is_an_auth_failure_that_stops_polling),

@@ -53,14 +53,38 @@ static void on_market(void *sink, const char *provider)
     struct aws_fx *f = sink;
     if (strcmp(provider, "aws") == 0)
         f->market_changes++;
+    if (f->poller_ready)
+        ebb__poller_market_changed(&f->poller, provider);
 }
 
-static ebb_time_ms on_last_price_at(void *sink, const char *provider,
-                                    const char *region)
+/* The host's price_cursor, answering one time for every series. */
+static ebb_time_ms fx_price_cursor(void *ctx, const struct ebb_series_key *key)
 {
+    (void)key;
+    struct aws_fx *f = (struct aws_fx *)((char *)ctx - offsetof(struct aws_fx, host));
+    return f->last_price_at;
+}
+
+static void on_polled(void *arg, const char *provider, int status,
+                      const struct ebb_price *prices, size_t n)
+{
+    struct aws_fx *f = arg;
     (void)provider;
-    (void)region;
-    return ((struct aws_fx *)sink)->last_price_at;
+    (void)prices;
+    (void)n;
+    f->polls++;
+    f->poll_status = status;
+}
+
+void aws_fx_start_poller(struct aws_fx *f)
+{
+    const struct ebb__poll_sink sink = {.arg = f, .prices = on_polled};
+    ebb__poller_init(&f->poller, &f->clock, &sink);
+    f->poller_ready = 1;
+    if (ebb__poller_add(&f->poller, "aws", f->p, f->self, &f->lent,
+                        f->host.poll_interval) != 0)
+        abort();
+    ebb__poller_start(&f->poller);
 }
 
 /* `yaml` with "@URL" replaced by the fake's URL. */
@@ -149,12 +173,13 @@ static int open_fx(struct aws_fx *f, const char *secret, const char *token,
         .http = f->http,
         .sink = f,
         .instance_event = on_event,
+        .market = f,
         .market_changed = on_market,
-        .last_price_at = on_last_price_at,
     };
     ebb__host_init(&f->host, &f->env, "aws");
     f->lent = f->host.host;
     f->lent.log = fx_log;
+    f->lent.price_cursor = fx_price_cursor;
     f->fake_stop.data = f;
     return f->p->create(&f->lent, f->cfg, &f->self);
 }
@@ -186,6 +211,9 @@ void aws_fx_close(struct aws_fx *f)
     if (f->self != NULL)
         f->p->destroy(f->self);
     f->self = NULL;
+    if (f->poller_ready)
+        ebb__poller_fini(&f->poller);
+    f->poller_ready = 0;
     int closed = 0;
     /* The client cancels what the provider left in flight (their
      * callbacks only free) before the module is unloaded. */

@@ -17,6 +17,7 @@
 #include "io/http_client.h"
 #include "plugin/plugin.h"
 #include "plugin/plugin_host.h"
+#include "plugin/poller.h"
 
 #define FX_AKID "AKIDEBBTEST0001"
 #define FX_SECRET "s3cr3t/EBB+TEST+wJalrXUtnFEMIK7MDENGbPxRfiCY"
@@ -40,8 +41,13 @@ struct aws_fx {
     const struct ebb_provider *p;
     void *cfg;
     void *self;
-    ebb_time_ms last_price_at; /* what the host answers for every region */
+    ebb_time_ms last_price_at; /* every series' cursor, as the host answers */
     int market_changes;
+    /* The host's poller, once aws_fx_start_poller() ran, and its sink's
+     * counts. */
+    struct ebb__poller poller;
+    int poller_ready;
+    int polls, poll_status;
     struct ebb_instance_event *events; /* strings not kept */
     char event_ids[16][32];
     size_t n_events;
@@ -62,6 +68,10 @@ int aws_fx_open(struct aws_fx *f, const char *secret, const char *token,
 int aws_fx_open_threaded(struct aws_fx *f, const char *secret, const char *token,
                          const char *yaml);
 void aws_fx_start_fake_thread(struct aws_fx *f);
+
+/* Lets the host's poller drive the provider (the interval it declared):
+ * f->polls counts completed polls, f->poll_status is the latest's. */
+void aws_fx_start_poller(struct aws_fx *f);
 
 /* Destroys the provider and closes everything, running the loop until
  * every handle is closed. */

@@ -338,8 +338,8 @@ static void test_poll_timeout(void **state)
 
 /* A wrong secret: fake EC2 recomputes the signature, answers 403
  * AuthFailure; the poll completes with EBB_EAUTH after one request (no
- * retry), one clear error is logged, and polling stops: no timer is
- * armed and the next poll is refused without a request. */
+ * retry), one clear error is logged, and the host stops polling: no
+ * further poll and no request, however long it waits. */
 static void test_poll_auth_failure(void **state)
 {
     (void)state;
@@ -349,9 +349,9 @@ static void test_poll_auth_failure(void **state)
     snprintf(yaml, sizeof(yaml), "%s%s", base_yaml, "poll_interval: 50ms\n");
     assert_int_equal(aws_fx_open(&f, "another-secret", NULL, yaml), 0);
     recent_prices(&f, 100);
-    struct poll_res r;
-    poll_once(&f, &r);
-    assert_int_equal(r.status, EBB_EAUTH);
+    aws_fx_start_poller(&f);
+    assert_true(aws_fx_run(&f, &f.polls, 30000));
+    assert_int_equal(f.poll_status, EBB_EAUTH);
     struct fake_ec2_stats st;
     fake_ec2_stats(f.ec2, &st);
     assert_int_equal(st.auth_failures, 1);
@@ -359,8 +359,7 @@ static void test_poll_auth_failure(void **state)
     assert_non_null(strstr(f.log, "price polling stopped"));
     int never = 0;
     aws_fx_run(&f, &never, 300);
-    assert_int_equal(f.market_changes, 0);
-    assert_int_equal(f.p->poll_prices(f.self, on_prices, &r), EBB_EAUTH);
+    assert_int_equal(f.polls, 1);
     fake_ec2_stats(f.ec2, &st);
     assert_int_equal(st.auth_failures, 1);
     aws_fx_close(&f);
@@ -381,8 +380,8 @@ static void test_unauthorized_operation(void **state)
     aws_fx_close(&f);
 }
 
-/* After a good poll the provider arms poll_interval and then tells the
- * core its market changed (which makes the core poll). */
+/* The provider declares poll_interval; after a good poll the host polls
+ * again that long after it completed, and not before. */
 static void test_poll_timer(void **state)
 {
     (void)state;
@@ -391,19 +390,20 @@ static void test_poll_timer(void **state)
     char yaml[1024];
     snprintf(yaml, sizeof(yaml), "%s%s", base_yaml, "poll_interval: 1s\n");
     assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, yaml), 0);
+    assert_int_equal(f.host.poll_interval, 1000);
     recent_prices(&f, 10);
-    struct poll_res r;
-    /* The timer is armed when the poll completes, after this. */
-    ebb_time_ms before = f.lent.now(f.lent.ctx);
-    poll_once(&f, &r);
-    assert_int_equal(r.status, 0);
-    assert_int_equal(f.market_changes, 0);
-    assert_true(aws_fx_run(&f, &f.market_changes, 30000));
-    assert_true(f.lent.now(f.lent.ctx) - before >= 1000);
-    /* Once: the timer is re-armed by the next poll, not by itself. */
+    aws_fx_start_poller(&f);
+    assert_true(aws_fx_run(&f, &f.polls, 30000));
+    assert_int_equal(f.poll_status, 0);
+    ebb_time_ms first = f.lent.now(f.lent.ctx);
     int never = 0;
+    for (int i = 0; f.polls < 2 && i < 300; i++)
+        aws_fx_run(&f, &never, 100);
+    assert_int_equal(f.polls, 2);
+    assert_true(f.lent.now(f.lent.ctx) - first >= 1000);
+    /* Once: the next one is a second after this one. */
     aws_fx_run(&f, &never, 500);
-    assert_int_equal(f.market_changes, 1);
+    assert_int_equal(f.polls, 2);
     aws_fx_close(&f);
 }
 

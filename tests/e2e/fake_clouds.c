@@ -47,7 +47,8 @@
 #define ECS_SPOT_CNY 4.0        /* 0.56 USD at 0.14 USD per CNY */
 #define ECS_ORIGIN_CNY 26.46
 #define VAST_MIN_BID 0.25       /* USD per hour */
-#define VAST_DPH 0.45
+#define VAST_RATE 0.44         /* dph_base: the machine on demand */
+#define VAST_DISK 0.01         /* storage_total_cost: its disk, per hour */
 #define OUTBID_PRICE 1.20       /* the bid that wins the machine */
 #define PRICE_STEP EBB_MS_PER_MINUTE
 #define PRICE_SPAN (2 * EBB_MS_PER_HOUR)
@@ -283,8 +284,8 @@ int main(int argc, char **argv)
         return 1;
     w.offer = (struct fake_offer){
         .ask_id = 90001, .machine_id = 4242, .gpu_name = "Tesla V100",
-        .geolocation = "Oregon, US", .num_gpus = 1, .dph_total = VAST_DPH,
-        .min_bid = VAST_MIN_BID, .gpu_ram_mb = 16384, .cpu_ram_mb = 64000,
+        .geolocation = "Oregon, US", .num_gpus = 1, .dph_base = VAST_RATE,
+        .min_bid = VAST_MIN_BID, .storage_per_hour = VAST_DISK, .gpu_ram_mb = 16384, .cpu_ram_mb = 64000,
         .cpu_cores = 8,
     };
     w.vast.offers = &w.offer;

@@ -58,15 +58,20 @@ static void sink_market(void *sink, const char *provider)
     f->market_changes++;
 }
 
-static ebb_time_ms sink_last_price_at(void *sink, const char *provider,
-                                      const char *region)
+static void sink_prices(void *arg, const char *provider, int status,
+                        const struct ebb_price *prices, size_t n)
 {
-    struct pfx *f = sink;
-    (void)provider;
-    for (size_t i = 0; i < f->n_last; i++)
-        if (strcmp(f->last[i].region, region) == 0)
-            return f->last[i].at;
-    return 0;
+    struct pfx *f = arg;
+    if (f->polled < (int)(sizeof(f->polled_at) / sizeof(f->polled_at[0])))
+        f->polled_at[f->polled] = ebb__clock_now(&f->clock);
+    f->polled++;
+    f->poll_status = status;
+    f->poll_prices = n;
+    size_t inserted;
+    if (n > 0)
+        assert_int_equal(ebb__store_put_prices(f->store, provider, prices, n,
+                                               &inserted),
+                         0);
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -87,13 +92,16 @@ void pfx_init(struct pfx *f, ebb__httpd_handler handler, void *arg)
     assert_int_equal(ebb__http_init(&f->http, &f->loop), 0);
     ebb__http_set_backoff(f->http, 1, 10);
     assert_int_equal(ebb__clock_init_real(&f->clock, &f->loop), 0);
+    char err[256];
+    assert_int_equal(ebb__store_open(":memory:", &f->store, err, sizeof(err)), 0);
     f->env = (struct ebb__host_env){
         .clock = &f->clock,
         .http = f->http,
+        .store = f->store,
         .sink = f,
         .instance_event = sink_event,
+        .market = f,
         .market_changed = sink_market,
-        .last_price_at = sink_last_price_at,
     };
 }
 
@@ -142,11 +150,72 @@ int pfx_create(struct pfx *f, const char *name, const char *yaml)
     return f->create_status;
 }
 
-void pfx_set_last_price_at(struct pfx *f, const char *region, ebb_time_ms at)
+void pfx_set_cursor(struct pfx *f, const char *region, const char *type,
+                    const char *product, ebb_time_ms at)
 {
-    assert_true(f->n_last < sizeof(f->last) / sizeof(f->last[0]));
-    snprintf(f->last[f->n_last].region, sizeof(f->last[0].region), "%s", region);
-    f->last[f->n_last++].at = at;
+    const struct ebb_price p = {
+        .region = region,
+        .zone = "",
+        .instance_type = type,
+        .product = product,
+        .market = EBB_MARKET_SPOT,
+        .at = at,
+        .price_per_hour = 1,
+        .currency = "USD",
+    };
+    assert_true(ebb__store_put_price(f->store, f->p->name, &p) >= 0);
+}
+
+ebb_time_ms pfx_cursor(struct pfx *f, const struct ebb_series_key *key)
+{
+    ebb_time_ms at = -1;
+    assert_int_equal(ebb__store_price_cursor(f->store, f->p->name, key, &at), 0);
+    return at;
+}
+
+/* Market changes go to the poller once it runs, and are counted. */
+static void poller_market(void *arg, const char *provider)
+{
+    struct pfx *f = arg;
+    f->market_changes++;
+    ebb__poller_market_changed(&f->poller, provider);
+}
+
+void pfx_start_poller(struct pfx *f)
+{
+    const struct ebb__poll_sink sink = {.arg = f, .prices = sink_prices};
+    ebb__poller_init(&f->poller, &f->clock, &sink);
+    f->poller_ready = 1;
+    f->env.market_changed = poller_market;
+    assert_int_equal(ebb__poller_add(&f->poller, f->p->name, f->p, f->self, &f->lent,
+                                     f->host.poll_interval),
+                     0);
+    ebb__poller_start(&f->poller);
+}
+
+/* Destroys the plugin and what leans on it. */
+static void plugin_close(struct pfx *f)
+{
+    if (f->self != NULL)
+        f->p->destroy(f->self);
+    f->self = NULL;
+    if (f->poller_ready)
+        ebb__poller_fini(&f->poller);
+    f->poller_ready = 0;
+    f->env.market_changed = sink_market;
+    if (f->plugin != NULL) {
+        ebb__host_fini(&f->host);
+        ebb__cfg_free(ebb__plugin_config_keys(f->plugin), f->cfg);
+        ebb__plugin_close(f->plugin);
+    }
+    f->plugin = NULL;
+    f->cfg = NULL;
+}
+
+int pfx_recreate(struct pfx *f, const char *name, const char *yaml)
+{
+    plugin_close(f);
+    return pfx_create(f, name, yaml);
 }
 
 struct wait {
@@ -345,6 +414,9 @@ void pfx_close(struct pfx *f)
     int closed = 0;
     ebb__http_close(f->http, on_closed, &closed);
     ebb__httpd_close(f->srv, on_closed, &closed);
+    if (f->poller_ready)
+        ebb__poller_fini(&f->poller);
+    f->poller_ready = 0;
     if (f->plugin != NULL)
         ebb__host_fini(&f->host);
     ebb__clock_close(&f->clock, NULL);
@@ -356,5 +428,6 @@ void pfx_close(struct pfx *f)
         ebb__cfg_free(ebb__plugin_config_keys(f->plugin), f->cfg);
         ebb__plugin_close(f->plugin);
     }
+    ebb__store_close(f->store);
     ebb_buf_free(&f->log);
 }

@@ -4,9 +4,14 @@
  * ebbd wires them. The plugin is opened by the real loader from the build
  * tree and configured from YAML through its own table.
  *
- * The host's sink records instance events and market changes, answers
- * last_price_at from a table the test sets, and the plugin's log lines are
- * kept so tests can read (and search) them. A watchdog bounds every wait.
+ * The host's sink records instance events and market changes; price
+ * cursors come from an in-memory store (tests seed it with pfx_set_cursor,
+ * and the poller's sink stores what polls bring, as ebbd's engine does);
+ * the plugin's log lines are kept so tests can read (and search) them. A
+ * watchdog bounds every wait.
+ *
+ * pfx_poll() calls poll_prices() directly; pfx_start_poller() instead
+ * lets the host's poller (plugin/poller.h) drive the plugin, as in ebbd.
  */
 #ifndef EBB_TEST_PROVIDER_FIXTURE_H
 #define EBB_TEST_PROVIDER_FIXTURE_H
@@ -23,6 +28,8 @@
 #include "io/httpd.h"
 #include "plugin/plugin.h"
 #include "plugin/plugin_host.h"
+#include "plugin/poller.h"
+#include "store/store.h"
 
 /* One delivered price, copied. */
 struct pfx_price {
@@ -79,11 +86,14 @@ struct pfx {
     int market_changes;
     struct pfx_event events[32];
     size_t n_events;
-    struct {
-        char region[32];
-        ebb_time_ms at;
-    } last[8];
-    size_t n_last;
+    struct ebb__store *store;
+    /* The poller, once started, and what its sink saw. */
+    struct ebb__poller poller;
+    int poller_ready;
+    int polled;             /* completed polls */
+    int poll_status;        /* of the latest */
+    size_t poll_prices;     /* prices the latest brought */
+    ebb_time_ms polled_at[16]; /* when the first 16 completed */
 };
 
 /* Starts the loop, the fake server (`handler(req, res, arg)`), the HTTP
@@ -95,8 +105,21 @@ void pfx_init(struct pfx *f, ebb__httpd_handler handler, void *arg);
  * create() is returned and kept in f->create_status. */
 int pfx_create(struct pfx *f, const char *name, const char *yaml);
 
-/* What host->last_price_at answers for `region` (0 unless set). */
-void pfx_set_last_price_at(struct pfx *f, const char *region, ebb_time_ms at);
+/* Stores a price of the created plugin's series (region, zone "", type,
+ * product) at `at`, so that its cursor is `at`. */
+void pfx_set_cursor(struct pfx *f, const char *region, const char *type,
+                    const char *product, ebb_time_ms at);
+
+/* The store's cursor of the plugin's series matching `key`. */
+ebb_time_ms pfx_cursor(struct pfx *f, const struct ebb_series_key *key);
+
+/* Starts the host's poller over the created plugin, with the interval it
+ * declared; the sink stores the prices and counts polls in f->polled. */
+void pfx_start_poller(struct pfx *f);
+
+/* Destroys the plugin (and the poller) and creates it again from `yaml`,
+ * keeping the fake server, the store and the log: ebbd restarted. */
+int pfx_recreate(struct pfx *f, const char *name, const char *yaml);
 
 /* Runs the loop until *counter >= target; fails the test on the watchdog. */
 void pfx_run_until(struct pfx *f, const int *counter, int target);

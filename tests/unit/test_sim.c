@@ -112,9 +112,9 @@ static void sink_event(void *sink, const char *provider,
     snprintf(r->reason, sizeof(r->reason), "%s", ev->reason ? ev->reason : "");
 }
 
-static void sink_market(void *sink, const char *provider)
+static void sink_market(void *market, const char *provider)
 {
-    struct fx *f = sink;
+    struct fx *f = market;
     assert_string_equal(provider, "sim");
     /* Counts them all, keeps the first 64. */
     if (f->n_changes < sizeof(f->changes) / sizeof(f->changes[0]))
@@ -174,6 +174,7 @@ static int fx_open(struct fx *f, ebb_time_ms start, const char *yaml)
         .clock = &f->clock,
         .sink = f,
         .instance_event = sink_event,
+        .market = f,
         .market_changed = sink_market,
     };
     assert_int_equal(ebb__host_init(&f->host, &f->env, "sim"), 0);

@@ -31,6 +31,15 @@ struct fixture {
     char db[PATH_MAX];
 };
 
+/* The newest price time of `provider` in `region`, any zone, type or
+ * product: the cursors of the region's series, the newest of them. */
+static int last_price_at(struct ebb__store *s, const char *provider,
+                         const char *region, ebb_time_ms *out)
+{
+    const struct ebb_series_key key = {.region = region};
+    return ebb__store_price_cursor(s, provider, &key, out);
+}
+
 static int setup(void **state)
 {
     struct fixture *fx = calloc(1, sizeof(*fx));
@@ -226,7 +235,7 @@ static void version_1_file_migrates_keeping_rows(void **state)
     assert_int_equal(has_table(db, "prices_by_region_time"), 0);
     assert_int_equal(has_table(db, "price_cursors"), 1);
     ebb_time_ms last = 0;
-    assert_int_equal(ebb__store_last_price_at(s, "aws", "us-east-1", &last), 0);
+    assert_int_equal(last_price_at(s, "aws", "us-east-1", &last), 0);
     assert_int_equal(last, 1700000000000);
 
     struct rows r = {0};
@@ -349,14 +358,14 @@ static void put_price_twice_is_a_no_op(void **state)
                      EBB_EINVAL);
     assert_non_null(strstr(ebb__store_errmsg(s), "negative"));
     ebb_time_ms at = -1;
-    assert_int_equal(ebb__store_last_price_at(s, "aws", "eu-west-1", &at), 0);
+    assert_int_equal(last_price_at(s, "aws", "eu-west-1", &at), 0);
     assert_int_equal(at, 0);
 
-    assert_int_equal(ebb__store_last_price_at(s, "aws", "us-east-1", &at), 0);
+    assert_int_equal(last_price_at(s, "aws", "us-east-1", &at), 0);
     assert_int_equal(at, 3000);
-    assert_int_equal(ebb__store_last_price_at(s, "aws", "us-west-2", &at), 0);
+    assert_int_equal(last_price_at(s, "aws", "us-west-2", &at), 0);
     assert_int_equal(at, 500);
-    assert_int_equal(ebb__store_last_price_at(s, "gcp", "us-east-1", &at), 0);
+    assert_int_equal(last_price_at(s, "gcp", "us-east-1", &at), 0);
     assert_int_equal(at, 0);
 
     p.currency = "DOLLARS";
@@ -522,7 +531,7 @@ static void transactions_commit_and_roll_back(void **state)
     assert_int_equal(ebb__store_rollback(s), 0);
     assert_int_equal(ebb__store_rollback(s), 0); /* nothing open: no-op */
     ebb_time_ms at = -1;
-    assert_int_equal(ebb__store_last_price_at(s, "x", "r", &at), 0);
+    assert_int_equal(last_price_at(s, "x", "r", &at), 0);
     assert_int_equal(at, 0);
 
     assert_int_equal(ebb__store_begin(s), 0);
@@ -530,7 +539,7 @@ static void transactions_commit_and_roll_back(void **state)
     assert_int_equal(ebb__store_put_prices(s, "x", &p, 1, NULL), 0);
     assert_int_equal(ebb__store_in_transaction(s), 1);
     assert_int_equal(ebb__store_commit(s), 0);
-    assert_int_equal(ebb__store_last_price_at(s, "x", "r", &at), 0);
+    assert_int_equal(last_price_at(s, "x", "r", &at), 0);
     assert_int_equal(at, 1);
 
     /* A second writer waits, then gets EBB_EBUSY, not a hang. The busy

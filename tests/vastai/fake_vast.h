@@ -1,8 +1,14 @@
 /* A fake vast.ai API for the provider tests, served by src/io/httpd.c on
- * 127.0.0.1: it checks the Bearer key, answers offer searches with its
- * offers (keeping the query for assertions), rents asks into instances,
- * destroys and lists them, and lets tests outbid an instance, lose a rent's
- * answer, rate-limit (429 with Retry-After) and refuse keys.
+ * 127.0.0.1, answering as the documented API does (the OpenAPI files in
+ * research/vastai): it checks the Bearer key (a wrong one gets 404
+ * "Invalid user key" on the offer search, 401 elsewhere), answers offer
+ * searches with realistic rows (dph_base, min_bid, storage_total_cost, and
+ * dph_total as the search type computes it: the minimum bid plus storage
+ * for bid searches) and refuses a search without the CLI's external:
+ * {eq: false}; rents asks into instances, destroys them and lists them
+ * only through the paginated GET /api/v1/instances/ (list_page rows a
+ * page, next_token / after_token). Tests outbid an instance, lose a
+ * rent's answer, rate-limit (429 with Retry-After) and refuse keys.
  */
 #ifndef EBB_TEST_FAKE_VAST_H
 #define EBB_TEST_FAKE_VAST_H
@@ -15,7 +21,8 @@ struct fake_offer {
     long long ask_id, machine_id;
     const char *gpu_name, *geolocation;
     int num_gpus;
-    double dph_total, min_bid;
+    double dph_base, min_bid;
+    double storage_per_hour; /* storage_total_cost at the allocated disk */
     int gpu_ram_mb, cpu_ram_mb, cpu_cores;
 };
 
@@ -35,8 +42,10 @@ struct fake_vast {
     int rate_limit_next; /* answer this many requests 429 (Retry-After: 0) */
     int lose_next_rent;  /* rent, then answer 503 */
     int delay_ms;
+    size_t list_page; /* instances per list page; 0: 25, the API's most */
     /* What it saw. */
     int requests, unauthorized, rate_limited, searches, rents, deletes, lists;
+    int bad_requests; /* refused as malformed (a search without external) */
     char last_query[4096];
     struct fake_vm vm[16];
     size_t n_vm;

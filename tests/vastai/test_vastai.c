@@ -29,10 +29,11 @@ static const char base_yaml[] =
     "image: \"ghcr.io/example/ebb-agent:1\"\n"
     "retry_backoff: 5ms\n";
 
+/* Machine rate (dph_base), minimum bid, disk $/h at 20 GB. */
 static const struct fake_offer offers[] = {
-    {1001, 88888, "RTX 4090", "Texas, US", 1, 0.412, 0.25, 24564, 64000, 16},
-    {1002, 55555, "A100 SXM4 80GB", "Quebec, CA", 1, 1.2, 0.7, 81920, 128000, 32},
-    {1003, 44444, "Tesla V100", "SE", 1, 0.3, 0.1, 16384, 32000, 8},
+    {1001, 88888, "RTX 4090", "Texas, US", 1, 0.4, 0.25, 0.012, 24564, 64000, 16},
+    {1002, 55555, "A100 SXM4 80GB", "Quebec, CA", 1, 1.19, 0.7, 0.01, 81920, 128000, 32},
+    {1003, 44444, "Tesla V100", "SE", 1, 0.29, 0.1, 0.01, 16384, 32000, 8},
 };
 
 struct t {
@@ -113,12 +114,17 @@ static void offers_query_and_prices(void **state)
     assert_true(json_is_true(json_object_get(json_object_get(q, "verified"), "eq")));
     assert_true(json_is_true(json_object_get(json_object_get(q, "rentable"), "eq")));
     assert_true(json_is_false(json_object_get(json_object_get(q, "rented"), "eq")));
+    /* The CLI's default: no external marketplace offers. */
+    assert_true(json_is_false(json_object_get(json_object_get(q, "external"), "eq")));
     json_decref(q);
+    assert_int_equal(t->v.bad_requests, 0);
 
-    /* Every offer: its minimum bid as the spot price, dph_total on demand. */
+    /* Every offer: spot is its minimum bid and on demand the machine's
+     * rate (dph_base), each with the disk (storage_total_cost); not the
+     * bid search's dph_total, which is the minimum bid with the disk. */
     assert_int_equal(t->r.n_prices, 6);
     const struct pfx_price *p = price_on(&t->r, "88888", EBB_MARKET_SPOT);
-    assert_int_equal(p->price, 250000);
+    assert_int_equal(p->price, 262000);
     assert_string_equal(p->region, "US");
     assert_string_equal(p->type, "RTX_4090x1");
     assert_string_equal(p->currency, "USD");
@@ -130,7 +136,10 @@ static void offers_query_and_prices(void **state)
     assert_string_equal(p->machine_id, "88888");
     p = price_on(&t->r, "88888", EBB_MARKET_ON_DEMAND);
     assert_int_equal(p->price, 412000);
+    p = price_on(&t->r, "55555", EBB_MARKET_ON_DEMAND);
+    assert_int_equal(p->price, 1200000);
     p = price_on(&t->r, "55555", EBB_MARKET_SPOT);
+    assert_int_equal(p->price, 710000);
     assert_string_equal(p->type, "A100_80GBx1");
     assert_string_equal(p->gpu_model, "A100_80GB");
     assert_string_equal(p->region, "CA");
@@ -152,6 +161,7 @@ static void on_demand_search(void **state)
     json_decref(q);
     assert_int_equal(t->r.n_prices, 3);
     assert_null(find_on(&t->r, "88888", EBB_MARKET_SPOT));
+    assert_int_equal(price_on(&t->r, "88888", EBB_MARKET_ON_DEMAND)->price, 412000);
     close_vast(t);
 }
 
@@ -270,8 +280,12 @@ static void outbid_is_preemption(void **state)
     long long mine_id = mine->id;
     fake_vast_outbid(mine);
 
+    /* One instance a page: the list follows next_token to the end. */
+    t->v.list_page = 1;
     pfx_list(&t->f, &t->r);
     assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->v.lists, 3);
+    assert_int_equal(t->v.bad_requests, 0);
     assert_int_equal(t->r.n_inst, 2);
     char id[32];
     snprintf(id, sizeof(id), "%lld", mine_id);
@@ -311,31 +325,62 @@ static void rate_limit_backs_off(void **state)
     close_vast(t);
 }
 
+/* A wrong key: the offer search answers 404 "Invalid user key", which is
+ * an authentication failure (not "not found"): one clear error, and the
+ * host stops polling instead of asking again every interval. */
 static void refused_key_stops_polling(void **state)
 {
     (void)state;
     struct t *t = open_vast("poll_interval: 20ms\n");
     t->v.api_key = "another-key";
-    pfx_poll(&t->f, &t->r);
-    assert_int_equal(t->r.status, EBB_EAUTH);
+    pfx_start_poller(&t->f);
+    pfx_run_until(&t->f, &t->f.polled, 1);
+    assert_int_equal(t->f.poll_status, EBB_EAUTH);
     assert_int_equal(t->v.requests, 1);
     const char *line = strstr(t->f.log.data, "refused the API key");
     assert_non_null(line);
     assert_null(strstr(line + 1, "refused the API key"));
+    assert_non_null(strstr(t->f.log.data, "price polling stopped"));
     pfx_run_for(&t->f, 100);
-    assert_int_equal(t->f.market_changes, 0);
-    pfx_poll(&t->f, &t->r);
-    assert_int_equal(t->r.status, EBB_EAUTH);
+    assert_int_equal(t->f.polled, 1);
     assert_int_equal(t->v.requests, 1);
     close_vast(t);
 }
 
-static void poll_timer_asks_the_core_to_poll(void **state)
+/* The host polls every poll_interval the plugin declared. */
+static void the_host_polls_every_interval(void **state)
 {
     (void)state;
     struct t *t = open_vast("poll_interval: 20ms\n");
-    pfx_run_until(&t->f, &t->f.market_changes, 3);
-    assert_int_equal(t->v.requests, 0);
+    assert_int_equal(t->f.host.poll_interval, 20);
+    pfx_start_poller(&t->f);
+    pfx_run_until(&t->f, &t->f.polled, 3);
+    assert_int_equal(t->f.poll_status, 0);
+    assert_true(t->f.polled_at[2] - t->f.polled_at[1] >= 20);
+    close_vast(t);
+}
+
+/* An offer's region and the region of the instance rented from it are
+ * the same, however the geolocation is spelt. */
+static void offer_and_instance_agree_on_region(void **state)
+{
+    (void)state;
+    static const struct fake_offer spaced[] = {
+        {2001, 77777, "RTX 4090", "Oslo,  no ", 1, 0.4, 0.25, 0.012, 24564, 64000, 16},
+    };
+    struct t *t = open_vast(NULL);
+    t->v.offers = spaced;
+    t->v.n_offers = 1;
+    pfx_poll(&t->f, &t->r);
+    assert_string_equal(price_on(&t->r, "77777", EBB_MARKET_SPOT)->region, "NO");
+    struct ebb_launch req = bid_launch("tok-no", 0);
+    req.region = "NO";
+    req.zone = "77777";
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    pfx_list(&t->f, &t->r);
+    assert_int_equal(t->r.n_inst, 1);
+    assert_string_equal(t->r.inst[0].region, "NO");
     close_vast(t);
 }
 
@@ -398,7 +443,8 @@ int main(void)
         cmocka_unit_test(outbid_is_preemption),
         cmocka_unit_test(rate_limit_backs_off),
         cmocka_unit_test(refused_key_stops_polling),
-        cmocka_unit_test(poll_timer_asks_the_core_to_poll),
+        cmocka_unit_test(the_host_polls_every_interval),
+        cmocka_unit_test(offer_and_instance_agree_on_region),
         cmocka_unit_test(terminate_destroys),
         cmocka_unit_test(missing_key_refuses_to_start),
         cmocka_unit_test(destroy_cancels_what_is_in_flight),

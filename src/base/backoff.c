@@ -1,0 +1,38 @@
+#include "base/backoff.h"
+
+static ebb_dur_ms clamp(ebb_dur_ms d, ebb_dur_ms cap)
+{
+    if (d < 0)
+        d = 0;
+    return d < cap ? d : cap;
+}
+
+void ebb__backoff_init(struct ebb__backoff *b, ebb_dur_ms initial, ebb_dur_ms cap)
+{
+    b->cap = cap > 0 ? cap : 0;
+    b->initial = clamp(initial, b->cap);
+    b->next = b->initial;
+}
+
+ebb_dur_ms ebb__backoff_next(struct ebb__backoff *b)
+{
+    ebb_dur_ms wait = b->next;
+    /* Doubling stops at the cap, so it cannot overflow. */
+    b->next = wait > b->cap / 2 ? b->cap : wait * 2;
+    return wait;
+}
+
+void ebb__backoff_reset(struct ebb__backoff *b)
+{
+    b->next = b->initial;
+}
+
+ebb_dur_ms ebb__backoff_after(ebb_dur_ms initial, ebb_dur_ms cap, unsigned failures)
+{
+    struct ebb__backoff b;
+    ebb__backoff_init(&b, initial, cap);
+    ebb_dur_ms wait = ebb__backoff_next(&b);
+    for (unsigned i = 1; i < failures && wait < b.cap; i++)
+        wait = ebb__backoff_next(&b);
+    return wait;
+}
