@@ -27,5 +27,8 @@ void ebb_buf_printf(struct ebb_buf *b, const char *fmt, ...) EBB_PRINTF(2, 3);
  * caller frees. */
 char *ebb_buf_take(struct ebb_buf *b);
 void ebb_buf_free(struct ebb_buf *b);
+/* Empties the buffer for reuse, keeping its memory (and clearing
+ * `failed`). */
+void ebb_buf_clear(struct ebb_buf *b);
 
 #endif

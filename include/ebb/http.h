@@ -2,7 +2,12 @@
  *
  * Plugins never call libcurl: they describe a request and the host performs
  * it on ebbd's loop, with timeouts, retries (connect errors, 5xx, 429 with
- * Retry-After) and TLS verification. The callback runs exactly once.
+ * Retry-After, and whatever the request's classifier says) and TLS
+ * verification. The callback runs exactly once. Every retry in ebb is the
+ * host's: a plugin whose attempts must differ (a fresh nonce and time in
+ * a signature) says so with `prepare`, one whose server signals "try
+ * again" in its own words (a Throttling code in a 400 body) with
+ * `classify`.
  */
 #ifndef EBB_HTTP_H
 #define EBB_HTTP_H
@@ -10,6 +15,27 @@
 #include <stddef.h>
 
 #include "common.h"
+
+struct ebb_http_response;
+
+/* What one attempt sends instead of the request's own body and headers;
+ * a prepare hook fills it. The host copies it before the hook returns. */
+struct ebb_http_attempt {
+    int attempt;                /* 1 for the first */
+    const void *body;           /* NULL: the request's own */
+    size_t body_len;
+    const char *const *headers; /* replace the request's; NULL: keep them */
+    size_t n_headers;
+};
+
+/* Runs before every attempt, the first included; returns 0, or an EBB_E*
+ * code that ends the request with that error. */
+typedef int (*ebb_http_prepare_fn)(void *arg, struct ebb_http_attempt *a);
+
+/* Runs after every attempt but the last allowed: 1 retries it, 0 completes
+ * the request with it, -1 leaves it to the host (connect errors, timeouts,
+ * 5xx and 429 are retried). */
+typedef int (*ebb_http_classify_fn)(void *arg, const struct ebb_http_response *res);
 
 struct ebb_http_request {
     const char *method;  /* "GET", "POST", "PUT", "DELETE" */
@@ -22,6 +48,12 @@ struct ebb_http_request {
     size_t body_len;
     ebb_dur_ms timeout;  /* per attempt; 0 picks the host default (30 s) */
     int max_attempts;    /* 0 picks the host default (4); 1 disables retries */
+    /* The ceiling of the first retry's jittered wait, doubling with every
+     * retry up to the host's cap; 0 picks the host default (500 ms). */
+    ebb_dur_ms retry_backoff;
+    ebb_http_prepare_fn prepare;   /* NULL: every attempt sends the same */
+    ebb_http_classify_fn classify; /* NULL: the host decides alone */
+    void *hook_arg; /* for both; must stay valid until the callback ran */
 };
 
 struct ebb_http_response {

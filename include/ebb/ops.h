@@ -8,7 +8,8 @@
  * after the plugin's destroy() (the host's client outlives it). Calls
  * started here are detached by destroy(): a detached call's answer is
  * dropped and its record freed, so no plugin callback runs on freed
- * memory. Plugins link this with base.
+ * memory; its request's prepare and classify hooks no longer run either
+ * (the next attempt is not made). Plugins link this with base.
  */
 #ifndef EBB_PLUGIN_OPS_H
 #define EBB_PLUGIN_OPS_H

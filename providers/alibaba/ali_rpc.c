@@ -2,14 +2,14 @@
  * a form body (so nothing of the request lands in URLs or their logs), the
  * JSON answer, and the error codes ebb acts on.
  *
- * Retries happen here, not in the host's HTTP client: ECS refuses a
- * SignatureNonce it has seen (SignatureNonceUsed), so a request resent as
- * it was would fail, and it throttles with HTTP 400 and a Throttling*
- * code the client cannot recognise. So each request is sent once
- * (max_attempts 1) and throttling, 5xx, 429 and transport failures are
- * retried, signed afresh, at most `retries` times after an exponentially
- * growing, jittered wait. Launches are safe to retry: they carry a
- * ClientToken.
+ * Retries are the host's HTTP client's, with two hooks: ECS refuses a
+ * SignatureNonce it has seen (SignatureNonceUsed), so the prepare hook
+ * signs every attempt afresh (a new nonce and Timestamp); and ECS
+ * throttles with HTTP 400 and a Throttling* code, so the classifier says
+ * that is worth another attempt, as are 5xx and 429 (connect errors and
+ * timeouts the host retries itself). At most `retries` retries, the first
+ * after up to `retry_backoff`, doubling. Launches are safe to retry: they
+ * carry a ClientToken.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +28,14 @@ struct ali_rpc {
     struct ali_params params;
     ali_rpc_cb cb;
     void *arg;
-    int attempt;
-    int64_t timer;
+    char *body; /* the current attempt's signed form */
     struct ebb_call *call;
 };
 
 static void rpc_free(struct ali_rpc *r)
 {
     ali_params_free(&r->params);
+    free(r->body);
     free(r->url);
     free(r->region);
     free(r->action);
@@ -137,10 +137,42 @@ static char *signed_body(struct ali_rpc *r)
     return body;
 }
 
-static int send_attempt(struct ali_rpc *r)
+/* The host's prepare hook: every attempt carries its own signature. */
+static int prepare(void *arg, struct ebb_http_attempt *attempt)
 {
-    char *body = r->params.failed ? NULL : signed_body(r);
-    if (body == NULL)
+    struct ali_rpc *r = arg;
+    free(r->body);
+    r->body = signed_body(r);
+    if (r->body == NULL)
+        return EBB_ENOMEM;
+    attempt->body = r->body;
+    attempt->body_len = strlen(r->body);
+    return 0;
+}
+
+/* The host's classifier: throttling (a 400 with a Throttling* code, or
+ * 429) and 5xx are worth another attempt; other answers are final. */
+static int classify(void *arg, const struct ebb_http_response *res)
+{
+    struct ali_rpc *r = arg;
+    if (res->error != 0)
+        return -1;
+    if (res->status / 100 == 2)
+        return 0;
+    json_t *body = json_loadb(res->body, res->body_len, 0, NULL);
+    const char *code = body != NULL ? ali_json_str(body, "Code") : "";
+    int throttled = status_of_code(code, res->status) == EBB_ETHROTTLED;
+    if (throttled || res->status >= 500)
+        r->a->host->log(r->a->host->ctx, EBB_LOG_INFO, "%s in %s %s (%s); retrying",
+                        r->action, r->region, throttled ? "throttled" : "failed",
+                        code[0] ? code : "no error code");
+    json_decref(body);
+    return throttled || res->status >= 500;
+}
+
+static int send_call(struct ali_rpc *r)
+{
+    if (r->params.failed)
         return EBB_ENOMEM;
     static const char *const headers[] = {
         "Content-Type: application/x-www-form-urlencoded",
@@ -151,14 +183,14 @@ static int send_attempt(struct ali_rpc *r)
         .url = r->url,
         .headers = headers,
         .n_headers = 2,
-        .body = body,
-        .body_len = strlen(body),
-        .max_attempts = 1,
+        .max_attempts = (int)r->a->cfg->retries + 1,
+        .retry_backoff = r->a->cfg->retry_backoff,
+        .prepare = prepare,
+        .classify = classify,
+        .hook_arg = r,
     };
     int err = 0;
-    r->attempt++;
     r->call = ebb_call_start(&r->a->calls, r->a->host, &req, on_answer, r, &err);
-    free(body);
     return r->call != NULL ? 0 : err;
 }
 
@@ -166,27 +198,6 @@ static void finish(struct ali_rpc *r, int status, json_t *body, const char *code
 {
     r->cb(r->arg, status, body, code);
     rpc_free(r);
-}
-
-static void on_backoff(void *arg)
-{
-    struct ali_rpc *r = arg;
-    r->timer = 0;
-    int rc = send_attempt(r);
-    if (rc != 0)
-        finish(r, rc, NULL, "");
-}
-
-/* base * 2^(n-1), capped at 64 * base; the upper half is random so that
- * many callers throttled together spread out. */
-static ebb_dur_ms backoff_delay(const struct ali *a, int attempt)
-{
-    ebb_dur_ms d = a->cfg->retry_backoff;
-    for (int i = 1; i < attempt && i < 7; i++)
-        d *= 2;
-    uint32_t rnd = 0;
-    RAND_bytes((unsigned char *)&rnd, sizeof(rnd));
-    return d / 2 + (d > 1 ? (ebb_dur_ms)(rnd % (uint64_t)(d / 2 + 1)) : 0);
 }
 
 static void on_answer(void *arg, const struct ebb_http_response *res)
@@ -207,26 +218,6 @@ static void on_answer(void *arg, const struct ebb_http_response *res)
                  : body == NULL && res->status / 100 == 2
                      ? EBB_EPROTO
                      : status_of_code(code, res->status);
-    int transient = status == EBB_ETHROTTLED || res->status >= 500 ||
-                    (res->error != 0 && res->error != EBB_ECANCELED &&
-                     res->error != EBB_EINVAL);
-    if (transient && r->attempt <= a->cfg->retries) {
-        ebb_dur_ms wait = backoff_delay(a, r->attempt);
-        a->host->log(a->host->ctx, EBB_LOG_INFO, "%s in %s %s (%s); retrying in %lld ms",
-                     r->action, r->region,
-                     status == EBB_ETHROTTLED ? "throttled" : "failed",
-                     code[0]        ? code
-                     : res->error   ? ebb_strerror(res->error)
-                                    : "no error code",
-                     (long long)wait);
-        int64_t t = a->host->timer_start(a->host->ctx, ali_now(a) + wait,
-                                         on_backoff, r);
-        if (t > 0) {
-            r->timer = t;
-            json_decref(body);
-            return;
-        }
-    }
     if (res->error != 0) {
         if (res->error != EBB_ECANCELED)
             a->host->log(a->host->ctx, EBB_LOG_WARN, "%s in %s: %s (%s)", r->action,
@@ -279,7 +270,7 @@ struct ali_rpc *ali_rpc_start(struct ali *a, const char *region,
     *params = (struct ali_params){0};
     ali_params_add(&r->params, "RegionId", region);
     if (r->url == NULL || r->region == NULL || r->action == NULL ||
-        send_attempt(r) != 0) {
+        send_call(r) != 0) {
         rpc_free(r);
         return NULL;
     }
@@ -290,8 +281,6 @@ void ali_rpc_cancel(struct ali_rpc *r)
 {
     if (r->call != NULL)
         ebb_call_detach(r->call);
-    if (r->timer != 0)
-        r->a->host->timer_stop(r->a->host->ctx, r->timer);
     rpc_free(r);
 }
 

@@ -157,6 +157,7 @@ static int aws_create(const struct ebb_host *host, const void *config, void **se
         return EBB_ENOMEM;
     a->host = host;
     a->cfg = config;
+    a->ops.host = host;
     int rc = check_config(host, a);
     if (rc != 0) {
         free(a);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include <ebb/buf.h>
+#include <ebb/ops.h>
 #include <ebb/provider.h>
 
 #include "aws_creds.h"
@@ -41,7 +42,8 @@ struct aws {
     int have_creds;
     char creds_error[512];
 
-    struct aws_call *calls;  /* in flight, for destroy */
+    struct ebb_ops ops;      /* calls not yet completed, for destroy */
+    struct ebb_calls calls;  /* their HTTP requests */
     struct aws_poll *poll;   /* the poll in flight, or NULL */
 
     /* Which region each instance we know of lives in (terminate() gets an

@@ -1,22 +1,26 @@
 /* One EC2 Query API call: the form body, its SigV4 signature, the request
- * through the host's HTTP client (which retries connect errors, timeouts,
- * 5xx such as RequestLimitExceeded's 503, and 429, with backoff and
- * jitter), and the answer classified into an ebb error.
+ * through the host's HTTP client, and the answer classified into an ebb
+ * error. The client retries, with backoff and jitter, connect errors,
+ * timeouts, 5xx and 429, and whatever the classifier here calls
+ * throttling in EC2's words (RequestLimitExceeded, Throttling ... at any
+ * status).
  *
- * Calls in flight are listed so destroy() can complete them with
- * EBB_ECANCELED; the host's request still owns the call struct until its
- * own callback runs, which then only frees it. */
+ * Calls in flight are operations on the provider's tracker (ebb_ops) over
+ * its HTTP calls (ebb_calls), so destroy() completes each with
+ * EBB_ECANCELED and detaches its request, whose answer is then dropped. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <ebb/ops.h>
 
 #include "aws.h"
 #include "aws_ec2.h"
 #include "aws_sigv4.h"
 
 struct aws_call {
-    struct aws_call *prev, *next;
-    struct aws *a; /* NULL once cancelled */
+    struct ebb_op op; /* on a->ops */
+    struct ebb_call *call;
     aws_call_cb cb;
     void *arg;
 };
@@ -56,25 +60,10 @@ int aws_error_status(const char *code, int http_status)
     return EBB_EHTTP;
 }
 
-static void unlink_call(struct aws *a, struct aws_call *c)
-{
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        a->calls = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-}
-
-static void on_http(const struct ebb_http_response *res, void *arg)
+static void on_http(void *arg, const struct ebb_http_response *res)
 {
     struct aws_call *c = arg;
-    if (c->a == NULL) {
-        free(c);
-        return;
-    }
-    unlink_call(c->a, c);
+    ebb_op_remove(&c->op);
     char code[128] = "", message[512] = "";
     struct aws_reply r = {
         .http_status = res->status,
@@ -97,15 +86,37 @@ static void on_http(const struct ebb_http_response *res, void *arg)
     free(c);
 }
 
+/* The host's classifier: EC2's throttling codes are worth another
+ * attempt at any status, as are 5xx; other errors are final. */
+static int classify(void *arg, const struct ebb_http_response *res)
+{
+    (void)arg;
+    if (res->error != 0)
+        return -1;
+    if (res->status == 200)
+        return 0;
+    char code[128] = "", message[16];
+    aws_parse_error(res->body, res->body_len, code, sizeof(code), message,
+                    sizeof(message));
+    return aws_error_status(code, res->status) == EBB_ETHROTTLED || res->status >= 500;
+}
+
+static void call_cancel(struct ebb_op *op)
+{
+    struct aws_call *c = (struct aws_call *)op;
+    ebb_call_detach(c->call);
+    ebb_op_remove(op);
+    aws_call_cb cb = c->cb;
+    void *arg = c->arg;
+    free(c);
+    struct aws_reply r = {.status = EBB_ECANCELED, .code = "", .message = ""};
+    cb(arg, &r);
+}
+
 void aws_call_cancel_all(struct aws *a)
 {
-    while (a->calls != NULL) {
-        struct aws_call *c = a->calls;
-        unlink_call(a, c);
-        c->a = NULL;
-        struct aws_reply r = {.status = EBB_ECANCELED, .code = "", .message = ""};
-        c->cb(c->arg, &r);
-    }
+    ebb_ops_cancel_all(&a->ops);
+    ebb_calls_detach(&a->calls);
 }
 
 /* The endpoint for `region`: "{region}" replaced, a path of "/" added
@@ -211,20 +222,16 @@ int aws_call(struct aws *a, const char *region, const char *action,
             .body_len = body.len,
             .timeout = a->cfg->request_timeout,
             .max_attempts = (int)a->cfg->max_attempts,
+            .classify = classify,
         };
-        c->a = a;
         c->cb = cb;
         c->arg = arg;
         if (rc == 0)
-            rc = a->host->http(a->host->ctx, &hreq, on_http, c);
-        if (rc == 0) {
-            c->next = a->calls;
-            if (a->calls != NULL)
-                a->calls->prev = c;
-            a->calls = c;
-        } else {
+            c->call = ebb_call_start(&a->calls, a->host, &hreq, on_http, c, &rc);
+        if (c->call != NULL)
+            ebb_op_add(&a->ops, &c->op, call_cancel);
+        else
             free(c);
-        }
         for (size_t i = 0; i < n; i++)
             free(hdr[i]);
         aws_sigv4_result_free(&sig);

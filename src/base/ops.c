@@ -41,7 +41,29 @@ struct ebb_call {
     struct ebb_calls *set; /* NULL once detached */
     ebb_call_cb cb;
     void *arg;
+    /* The request's own hooks, run only while the call is attached. */
+    ebb_http_prepare_fn prepare;
+    ebb_http_classify_fn classify;
+    void *hook_arg;
 };
+
+/* A detached call's owner may be gone: its next attempt is not made. */
+static int call_prepare(void *arg, struct ebb_http_attempt *a)
+{
+    struct ebb_call *c = arg;
+    if (c->set == NULL)
+        return EBB_ECANCELED;
+    return c->prepare != NULL ? c->prepare(c->hook_arg, a) : 0;
+}
+
+/* ... nor retried. */
+static int call_classify(void *arg, const struct ebb_http_response *res)
+{
+    struct ebb_call *c = arg;
+    if (c->set == NULL)
+        return 0;
+    return c->classify != NULL ? c->classify(c->hook_arg, res) : -1;
+}
 
 static void unlink_call(struct ebb_call *c)
 {
@@ -71,8 +93,16 @@ struct ebb_call *ebb_call_start(struct ebb_calls *set,
     struct ebb_call *c = calloc(1, sizeof(*c));
     int rc = c != NULL ? 0 : EBB_ENOMEM;
     if (c != NULL) {
-        *c = (struct ebb_call){.next = set->head, .set = set, .cb = cb, .arg = arg};
-        rc = host->http(host->ctx, req, on_answer, c);
+        *c = (struct ebb_call){.next = set->head, .set = set, .cb = cb, .arg = arg,
+                               .prepare = req->prepare, .classify = req->classify,
+                               .hook_arg = req->hook_arg};
+        struct ebb_http_request hooked = *req;
+        if (req->prepare != NULL || req->classify != NULL) {
+            hooked.prepare = call_prepare;
+            hooked.classify = call_classify;
+            hooked.hook_arg = c;
+        }
+        rc = host->http(host->ctx, &hooked, on_answer, c);
     }
     if (rc != 0) {
         free(c);

@@ -97,6 +97,14 @@ char *ebb_buf_take(struct ebb_buf *b)
     return s;
 }
 
+void ebb_buf_clear(struct ebb_buf *b)
+{
+    b->len = 0;
+    b->failed = 0;
+    if (b->data != NULL)
+        b->data[0] = '\0';
+}
+
 void ebb_buf_free(struct ebb_buf *b)
 {
     free(b->data);

@@ -26,28 +26,25 @@
 
 #include <curl/curl.h>
 
+#include <ebb/buf.h>
+#include <ebb/list.h>
+
 #include "base/log.h"
 #include "ebb_build_config.h"
 #include "io/http_retry.h"
 
 #define LOG_COMPONENT "http"
 
-struct buf {
-    char *data;
-    size_t len;
-    size_t cap;
-};
-
 struct sock {
     uv_poll_t poll;
     curl_socket_t fd;
     struct ebb__http *h;
-    struct sock *prev, *next;
+    struct ebb_list node; /* on h->socks */
 };
 
 struct req {
     struct ebb__http *h;
-    struct req *prev, *next;
+    struct ebb_list node; /* on h->reqs */
     CURL *easy;
     struct curl_slist *headers;
     char *method;
@@ -56,12 +53,16 @@ struct req {
     void *arg;
     int attempts;
     int max_attempts;
+    ebb_dur_ms backoff_base;
+    ebb_http_prepare_fn prepare;
+    ebb_http_classify_fn classify;
+    void *hook_arg;
     bool in_multi;
     bool too_big;
     size_t max_response;
     uv_timer_t retry_timer;
-    struct buf body;
-    struct buf head;
+    struct ebb_buf body;
+    struct ebb_buf head;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -69,8 +70,8 @@ struct ebb__http {
     uv_loop_t *loop;
     CURLM *multi;
     uv_timer_t timer;
-    struct req *reqs;
-    struct sock *socks;
+    struct ebb_list reqs;
+    struct ebb_list socks;
     /* Open uv handles: the curl timer, the socket polls and one timer per
      * request. The client is freed when this drops to zero while closing. */
     unsigned handles;
@@ -102,29 +103,11 @@ static uint64_t rng_next(struct ebb__http *h)
     return z ^ (z >> 31);
 }
 
-static int buf_append(struct buf *b, const char *p, size_t n)
+/* Appends to a response buffer; 0, or EBB_ENOMEM. */
+static int buf_append(struct ebb_buf *b, const char *p, size_t n)
 {
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *data = realloc(b->data, cap);
-        if (data == NULL)
-            return EBB_ENOMEM;
-        b->data = data;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, p, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return 0;
-}
-
-static void buf_reset(struct buf *b)
-{
-    b->len = 0;
-    if (b->data != NULL)
-        b->data[0] = '\0';
+    ebb_buf_append(b, p, n);
+    return b->failed ? EBB_ENOMEM : 0;
 }
 
 static void handle_closed(struct ebb__http *h)
@@ -143,8 +126,8 @@ static void req_closed(uv_handle_t *handle)
 {
     struct req *r = handle->data;
     struct ebb__http *h = r->h;
-    free(r->body.data);
-    free(r->head.data);
+    ebb_buf_free(&r->body);
+    ebb_buf_free(&r->head);
     free(r->method);
     free(r->url);
     free(r);
@@ -163,14 +146,7 @@ static void req_release(struct req *r)
 
 static void req_unlink(struct req *r)
 {
-    struct ebb__http *h = r->h;
-    if (r->prev != NULL)
-        r->prev->next = r->next;
-    else
-        h->reqs = r->next;
-    if (r->next != NULL)
-        r->next->prev = r->prev;
-    r->prev = r->next = NULL;
+    ebb_list_remove(&r->node);
 }
 
 static void req_detach(struct req *r)
@@ -217,7 +193,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
     /* A status line starts a new response (after "100 Continue", or a
      * proxy's reply to CONNECT); keep only the last one. */
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0)
-        buf_reset(&r->head);
+        ebb_buf_clear(&r->head);
     if (r->head.len + r->body.len + n > r->max_response) {
         r->too_big = true;
         return 0;
@@ -225,13 +201,33 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
     return buf_append(&r->head, ptr, n) == 0 ? n : 0;
 }
 
+static int set_headers(struct req *r, const char *const *lines, size_t n);
+static int set_body(struct req *r, const void *body, size_t len);
+
+/* What this attempt sends, when the request has a prepare hook. */
+static int prepare_attempt(struct req *r)
+{
+    if (r->prepare == NULL)
+        return 0;
+    struct ebb_http_attempt a = {.attempt = r->attempts};
+    int rc = r->prepare(r->hook_arg, &a);
+    if (rc == 0 && a.headers != NULL)
+        rc = set_headers(r, a.headers, a.n_headers);
+    if (rc == 0 && a.body != NULL)
+        rc = set_body(r, a.body, a.body_len);
+    return rc;
+}
+
 static int attempt_start(struct req *r)
 {
     r->attempts++;
     r->too_big = false;
     r->errbuf[0] = '\0';
-    buf_reset(&r->body);
-    buf_reset(&r->head);
+    ebb_buf_clear(&r->body);
+    ebb_buf_clear(&r->head);
+    int err = prepare_attempt(r);
+    if (err != 0)
+        return err;
     CURLMcode rc = curl_multi_add_handle(r->h->multi, r->easy);
     if (rc != CURLM_OK)
         return rc == CURLM_OUT_OF_MEMORY ? EBB_ENOMEM : EBB_EIO;
@@ -247,16 +243,21 @@ static void on_retry(uv_timer_t *timer)
         req_finish(r, err, "could not restart the request", 0);
 }
 
-static ebb_dur_ms backoff_delay(struct ebb__http *h, int attempts_done)
+/* Whether the attempt that just ended is tried again. */
+static bool retry_it(struct req *r, CURLcode result, long status, const char *why)
 {
-    ebb_dur_ms ceiling = h->backoff_base;
-    for (int i = 1; i < attempts_done && ceiling < h->backoff_cap; i++)
-        ceiling *= 2;
-    if (ceiling > h->backoff_cap)
-        ceiling = h->backoff_cap;
-    if (ceiling <= 0)
-        return 0;
-    return (ebb_dur_ms)(rng_next(h) % ((uint64_t)ceiling + 1));
+    if (r->attempts >= r->max_attempts)
+        return false;
+    const struct ebb_http_response view = {
+        .status = result == CURLE_OK ? (int)status : 0,
+        .error = result == CURLE_OK ? 0 : ebb__http_error_of(result),
+        .error_message = result == CURLE_OK ? "" : why,
+        .body = result == CURLE_OK && r->body.data ? r->body.data : "",
+        .body_len = result == CURLE_OK ? r->body.len : 0,
+        .headers = r->head.data ? r->head.data : "",
+        .attempts = r->attempts,
+    };
+    return ebb__http_should_retry(result, status, &view, r->classify, r->hook_arg);
 }
 
 static void on_transfer_done(struct req *r, CURLcode result)
@@ -280,8 +281,9 @@ static void on_transfer_done(struct req *r, CURLcode result)
 
     const char *why = r->errbuf[0] ? r->errbuf : curl_easy_strerror(result);
     char url[256];
-    if (ebb__http_retryable(result, status) && r->attempts < r->max_attempts) {
-        ebb_dur_ms delay = backoff_delay(h, r->attempts);
+    if (retry_it(r, result, status, why)) {
+        ebb_dur_ms delay = ebb__http_retry_delay(r->backoff_base, h->backoff_cap,
+                                                 r->attempts, rng_next(h));
         ebb_dur_ms server_asked;
         if (result == CURLE_OK &&
             ebb__http_parse_retry_after(r->head.data, &server_asked) == 0 &&
@@ -370,13 +372,7 @@ static void sock_closed(uv_handle_t *handle)
 
 static void sock_close(struct sock *s)
 {
-    struct ebb__http *h = s->h;
-    if (s->prev != NULL)
-        s->prev->next = s->next;
-    else
-        h->socks = s->next;
-    if (s->next != NULL)
-        s->next->prev = s->prev;
+    ebb_list_remove(&s->node);
     uv_poll_stop(&s->poll);
     uv_close((uv_handle_t *)&s->poll, sock_closed);
 }
@@ -405,10 +401,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
         s->poll.data = s;
         s->fd = fd;
         s->h = h;
-        s->next = h->socks;
-        if (h->socks != NULL)
-            h->socks->prev = s;
-        h->socks = s;
+        ebb_list_insert_head(&h->socks, &s->node);
         h->handles++;
         curl_multi_assign(h->multi, fd, s);
     }
@@ -453,6 +446,8 @@ int ebb__http_init(struct ebb__http **out, uv_loop_t *loop)
         return EBB_ENOMEM;
     }
     h->loop = loop;
+    ebb_list_init(&h->reqs);
+    ebb_list_init(&h->socks);
     h->backoff_base = EBB__HTTP_BACKOFF_BASE_MS;
     h->backoff_cap = EBB__HTTP_BACKOFF_CAP_MS;
     h->connect_timeout = EBB__HTTP_CONNECT_TIMEOUT_MS;
@@ -485,8 +480,8 @@ void ebb__http_close(struct ebb__http *h, void (*closed)(void *arg), void *arg)
     h->closed_arg = arg;
     /* Callbacks may start requests (refused now) but cannot add to the
      * list, so this ends. */
-    while (h->reqs != NULL) {
-        struct req *r = h->reqs;
+    while (!ebb_list_empty(&h->reqs)) {
+        struct req *r = ebb_list_entry(ebb_list_first(&h->reqs), struct req, node);
         uv_timer_stop(&r->retry_timer);
         req_finish(r, EBB_ECANCELED, cancel_message, 0);
     }
@@ -496,14 +491,64 @@ void ebb__http_close(struct ebb__http *h, void (*closed)(void *arg), void *arg)
     CURLM *multi = h->multi;
     h->multi = NULL;
     curl_multi_cleanup(multi);
-    while (h->socks != NULL)
-        sock_close(h->socks);
+    while (!ebb_list_empty(&h->socks))
+        sock_close(ebb_list_entry(ebb_list_first(&h->socks), struct sock, node));
     uv_close((uv_handle_t *)&h->timer, timer_closed);
 }
 
 static bool has_crlf(const char *s)
 {
     return strpbrk(s, "\r\n") != NULL;
+}
+
+/* Sends `lines` ("Name: value") as the request's headers from now on. */
+static int set_headers(struct req *r, const char *const *lines, size_t n)
+{
+    struct curl_slist *list = NULL;
+    bool has_expect = false;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const char *line = lines[i];
+        if (line == NULL || has_crlf(line)) {
+            rc = EBB_EINVAL; /* would let a value smuggle in headers */
+            break;
+        }
+        if (strncasecmp(line, "Expect:", 7) == 0)
+            has_expect = true;
+        struct curl_slist *l = curl_slist_append(list, line);
+        if (l == NULL)
+            rc = EBB_ENOMEM;
+        else
+            list = l;
+    }
+    /* curl would send "Expect: 100-continue" for large bodies and wait for
+     * an interim reply that many servers never send. */
+    if (rc == 0 && !has_expect) {
+        struct curl_slist *l = curl_slist_append(list, "Expect:");
+        if (l == NULL)
+            rc = EBB_ENOMEM;
+        else
+            list = l;
+    }
+    if (rc != 0) {
+        curl_slist_free_all(list);
+        return rc;
+    }
+    curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, list);
+    curl_slist_free_all(r->headers);
+    r->headers = list;
+    return 0;
+}
+
+/* Sends `body` from now on. COPYPOSTFIELDS copies, so the caller's buffer
+ * may go away; its size must be set first so that binary bodies work. */
+static int set_body(struct req *r, const void *body, size_t len)
+{
+    curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    return curl_easy_setopt(r->easy, CURLOPT_COPYPOSTFIELDS, (const char *)body) ==
+                   CURLE_OK
+               ? 0
+               : EBB_ENOMEM;
 }
 
 /* Applies everything about the request to its easy handle. Returns 0 or
@@ -514,27 +559,9 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
     CURL *e = r->easy;
     ebb_dur_ms timeout = req->timeout > 0 ? req->timeout : EBB__HTTP_TIMEOUT_MS;
     ebb_dur_ms connect = h->connect_timeout < timeout ? h->connect_timeout : timeout;
-    bool has_expect = false;
-
-    for (size_t i = 0; i < req->n_headers; i++) {
-        const char *line = req->headers[i];
-        if (line == NULL || has_crlf(line))
-            return EBB_EINVAL; /* would let a value smuggle in headers */
-        if (strncasecmp(line, "Expect:", 7) == 0)
-            has_expect = true;
-        struct curl_slist *l = curl_slist_append(r->headers, line);
-        if (l == NULL)
-            return EBB_ENOMEM;
-        r->headers = l;
-    }
-    /* curl would send "Expect: 100-continue" for large bodies and wait for
-     * an interim reply that many servers never send. */
-    if (!has_expect) {
-        struct curl_slist *l = curl_slist_append(r->headers, "Expect:");
-        if (l == NULL)
-            return EBB_ENOMEM;
-        r->headers = l;
-    }
+    int rc = set_headers(r, req->headers, req->n_headers);
+    if (rc != 0)
+        return rc;
 
     if (curl_easy_setopt(e, CURLOPT_URL, r->url) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_USERAGENT, "ebb/" EBB_VERSION) != CURLE_OK)
@@ -560,7 +587,6 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, (void *)r);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 
     /* curl picks the method from the options (GET, POST with a body, HEAD
      * with NOBODY); any other method, or a body on another method, needs
@@ -570,12 +596,9 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
     if (is_head) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (has_body) {
-        /* COPYPOSTFIELDS copies, so the caller's buffer may go away; its
-         * size must be set first so that binary bodies work. */
-        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-        if (curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS,
-                             req->body ? (const char *)req->body : "") != CURLE_OK)
-            return EBB_ENOMEM;
+        rc = set_body(r, req->body ? req->body : "", req->body_len);
+        if (rc != 0)
+            return rc;
     } else {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     }
@@ -604,6 +627,10 @@ int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
     r->cb = cb;
     r->arg = arg;
     r->max_attempts = req->max_attempts > 0 ? req->max_attempts : EBB__HTTP_MAX_ATTEMPTS;
+    r->backoff_base = req->retry_backoff > 0 ? req->retry_backoff : h->backoff_base;
+    r->prepare = req->prepare;
+    r->classify = req->classify;
+    r->hook_arg = req->hook_arg;
     r->max_response = h->max_response;
     r->method = strdup(req->method);
     r->url = strdup(req->url);
@@ -623,10 +650,7 @@ int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
     uv_timer_init(h->loop, &r->retry_timer);
     r->retry_timer.data = r;
     h->handles++;
-    r->next = h->reqs;
-    if (h->reqs != NULL)
-        h->reqs->prev = r;
-    h->reqs = r;
+    ebb_list_insert_head(&h->reqs, &r->node);
 
     err = attempt_start(r);
     if (err != 0) {

@@ -6,9 +6,12 @@
  * completion callback, also on error and on shutdown (EBB_ECANCELED).
  *
  * Requests are retried with exponential backoff and full jitter after
- * connect or resolve errors, timeouts, HTTP 5xx and HTTP 429; a Retry-After
- * header is honoured (capped at 5 minutes). TLS peers are always verified,
- * redirects are not followed, responses are capped in size.
+ * connect or resolve errors, timeouts, HTTP 5xx and HTTP 429, or as the
+ * request's classifier says (http_retry.c decides); a Retry-After header
+ * is honoured (capped at 5 minutes). A request's prepare hook runs before
+ * each attempt and may give it its own body and headers (a signature with
+ * a fresh nonce). TLS peers are always verified, redirects are not
+ * followed, responses are capped in size.
  *
  * Single-threaded: all calls must be made on the loop's thread.
  */

@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "base/backoff.h"
 #include "io/http_client.h"
 
 /* Finds header `name` in a raw header block; the value is trimmed of
@@ -141,3 +142,23 @@ bool ebb__http_retryable(CURLcode c, long status)
     }
 }
 
+
+bool ebb__http_should_retry(CURLcode c, long status,
+                            const struct ebb_http_response *res,
+                            ebb_http_classify_fn classify, void *arg)
+{
+    int verdict = classify != NULL ? classify(arg, res) : -1;
+    if (verdict >= 0)
+        return verdict > 0;
+    return ebb__http_retryable(c, status);
+}
+
+ebb_dur_ms ebb__http_retry_delay(ebb_dur_ms base, ebb_dur_ms cap, int attempts_done,
+                                 uint64_t rnd)
+{
+    ebb_dur_ms ceiling =
+        ebb__backoff_after(base, cap, attempts_done > 0 ? (unsigned)attempts_done : 0);
+    if (ceiling <= 0)
+        return 0;
+    return (ebb_dur_ms)(rnd % ((uint64_t)ceiling + 1));
+}

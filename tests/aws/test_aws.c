@@ -315,6 +315,30 @@ static void test_poll_throttled(void **state)
     aws_fx_close(&f);
 }
 
+/* EC2 throttling in its own words at a 4xx status (Throttling at 400):
+ * the provider's classifier tells the host to retry it, as it would a
+ * 503; another 400 is final at once. */
+static void test_poll_throttled_400(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    recent_prices(&f, 500);
+    fake_ec2_fail(f.ec2, "DescribeSpotPriceHistory", 2, 400, "Throttling");
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.n, 1000);
+    fake_ec2_fail(f.ec2, "DescribeSpotPriceHistory", 1, 400, "InvalidParameterValue");
+    poll_once(&f, &r);
+    assert_int_equal(r.status, EBB_EHTTP);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.faults, 3);
+    aws_fx_close(&f);
+}
+
 /* A hanging endpoint: each attempt times out, the poll fails with
  * EBB_ETIMEDOUT after max_attempts. */
 static void test_poll_timeout(void **state)
@@ -925,6 +949,7 @@ int main(void)
         cmocka_unit_test(test_poll_start_time),
         cmocka_unit_test(test_poll_malformed_page),
         cmocka_unit_test(test_poll_throttled),
+        cmocka_unit_test(test_poll_throttled_400),
         cmocka_unit_test(test_poll_timeout),
         cmocka_unit_test(test_poll_auth_failure),
         cmocka_unit_test(test_unauthorized_operation),

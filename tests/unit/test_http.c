@@ -34,6 +34,7 @@ struct fx {
     char base[64];
     /* What the server saw. */
     int flaky_hits;
+    int throttle_hits;
     int ratelimit_hits;
     uint64_t ratelimit_at[4];
     char seen_method[16];
@@ -73,6 +74,16 @@ static void handler(const struct ebb__httpd_request *req,
         copy_str(f->seen_body, sizeof(f->seen_body), req->body);
         ebb__httpd_add_header(res, "X-Reply", "yes");
         ebb__httpd_set_bodyf(res, "echo:%s", req->query);
+    } else if (strcmp(req->path, "/throttle") == 0) {
+        /* Throttles in the server's own words (a 400 and a code, as ECS
+         * does) twice, then echoes. */
+        copy_str(f->seen_body, sizeof(f->seen_body), req->body);
+        copy_str(f->seen_x_test, sizeof(f->seen_x_test),
+                 ebb__httpd_header(req, "X-TEST"));
+        bool throttled = f->throttle_hits++ < 2;
+        res->status = throttled ? 400 : 200;
+        ebb__httpd_set_bodyf(res, "%s", throttled ? "{\"Code\":\"Throttling.User\"}"
+                                                  : "ok");
     } else if (strcmp(req->path, "/slow") == 0) {
         res->delay_ms = 3000;
         ebb__httpd_set_bodyf(res, "late");
@@ -459,6 +470,90 @@ static void parse_retry_after(void **state)
     assert_int_equal(ebb__http_parse_retry_after("", &ms), EBB_ENOTFOUND);
 }
 
+/* The hooks of one request: a body and header per attempt, and a
+ * classifier that knows the server's throttling words. */
+struct hooks {
+    int prepared, classified, fail_at;
+    char body[32], header[32];
+    const char *lines[1];
+};
+
+static int prepare_attempt(void *arg, struct ebb_http_attempt *a)
+{
+    struct hooks *h = arg;
+    h->prepared++;
+    if (a->attempt == h->fail_at)
+        return EBB_EPERM;
+    snprintf(h->body, sizeof(h->body), "attempt=%d", a->attempt);
+    snprintf(h->header, sizeof(h->header), "X-Test: %d", a->attempt);
+    h->lines[0] = h->header;
+    a->body = h->body;
+    a->body_len = strlen(h->body);
+    a->headers = h->lines;
+    a->n_headers = 1;
+    return 0;
+}
+
+static int classify_throttling(void *arg, const struct ebb_http_response *res)
+{
+    struct hooks *h = arg;
+    h->classified++;
+    if (res->status == 400 && strstr(res->body, "Throttling") != NULL)
+        return 1;
+    return res->status == 503 ? 0 : -1;
+}
+
+static int post_hooked(struct fx *f, const char *path, struct hooks *h,
+                       struct result *r)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "%s%s", f->base, path);
+    struct ebb_http_request req = {
+        .method = "POST", .url = url, .max_attempts = 4,
+        .prepare = prepare_attempt, .classify = classify_throttling, .hook_arg = h};
+    r->f = f;
+    return ebb__http_request(f->http, &req, on_result, r);
+}
+
+/* Each attempt is prepared afresh; a 400 the classifier calls throttling
+ * is retried like a 503 would be. */
+static void prepare_and_classify_each_attempt(void **state)
+{
+    struct fx *f = *state;
+    struct hooks h = {0};
+    struct result r = {0};
+    assert_int_equal(post_hooked(f, "/throttle", &h, &r), 0);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.attempts, 3);
+    assert_int_equal(h.prepared, 3);
+    assert_int_equal(h.classified, 3); /* the good answer too */
+    assert_string_equal(f->seen_body, "attempt=3");
+    assert_string_equal(f->seen_x_test, "3");
+}
+
+/* The classifier may refuse a retry the host would make (a 503), and a
+ * prepare hook that fails ends the request with its error. */
+static void classifier_and_prepare_can_stop(void **state)
+{
+    struct fx *f = *state;
+    struct hooks h = {0};
+    struct result r = {0};
+    assert_int_equal(post_hooked(f, "/down", &h, &r), 0);
+    run_until(f, &r.calls, 1);
+    assert_int_equal(r.status, 503);
+    assert_int_equal(r.attempts, 1);
+    struct hooks fail = {.fail_at = 2};
+    struct result r2 = {0};
+    assert_int_equal(post_hooked(f, "/throttle", &fail, &r2), 0);
+    run_until(f, &r2.calls, 1);
+    assert_int_equal(r2.error, EBB_EPERM);
+    assert_int_equal(r2.attempts, 2);
+    /* Failing the first attempt fails the call itself. */
+    struct hooks first = {.fail_at = 1};
+    assert_int_equal(post_hooked(f, "/throttle", &first, &r2), EBB_EPERM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -467,6 +562,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(post_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(timeout_fires, setup, teardown),
         cmocka_unit_test_setup_teardown(retry_then_success, setup, teardown),
+        cmocka_unit_test_setup_teardown(prepare_and_classify_each_attempt, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(classifier_and_prepare_can_stop, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(retry_after_is_honoured, setup, teardown),
         cmocka_unit_test_setup_teardown(retries_stop_at_max_attempts, setup, teardown),
         cmocka_unit_test_setup_teardown(client_errors_not_retried, setup, teardown),
