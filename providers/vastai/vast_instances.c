@@ -7,7 +7,9 @@
  * token: one found (a launch repeated after a crash, or a rent whose
  * answer was lost) is returned instead of renting another. The rent itself
  * is sent once (no blind HTTP retry could tell a lost answer from a
- * refused request); a failed one is retried after that check.
+ * refused request, so this is the one retry the host's HTTP client cannot
+ * make); a failed one is retried after that check, the waits from the
+ * shared backoff (ebb/backoff.h).
  *
  * An outbid interruptible instance is stopped, not destroyed, and no
  * notice comes: it is reported preempted (state STOPPING: it still exists
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/backoff.h>
 #include <ebb/buf.h>
 #include <ebb/shquote.h>
 
@@ -365,9 +368,9 @@ static void on_rented(void *arg, int status, json_t *body)
     int transient = status == EBB_ETHROTTLED || status == EBB_EHTTP ||
                     status == EBB_ETIMEDOUT || status == EBB_EIO;
     if (transient && o->attempts <= v->cfg->launch_retries) {
-        ebb_dur_ms wait = v->cfg->retry_backoff;
-        for (int i = 1; i < o->attempts && i < 6; i++)
-            wait *= 2;
+        ebb_dur_ms wait = ebb_backoff_after(v->cfg->retry_backoff,
+                                            32 * v->cfg->retry_backoff,
+                                            (unsigned)o->attempts);
         o->op.timer = v->host->timer_start(v->host->ctx, vast_now(v) + wait,
                                            on_retry, o);
         if (o->op.timer > 0)

@@ -1,4 +1,4 @@
-#include "base/backoff.h"
+#include <ebb/backoff.h>
 
 static ebb_dur_ms clamp(ebb_dur_ms d, ebb_dur_ms cap)
 {
@@ -7,14 +7,14 @@ static ebb_dur_ms clamp(ebb_dur_ms d, ebb_dur_ms cap)
     return d < cap ? d : cap;
 }
 
-void ebb__backoff_init(struct ebb__backoff *b, ebb_dur_ms initial, ebb_dur_ms cap)
+void ebb_backoff_init(struct ebb_backoff *b, ebb_dur_ms initial, ebb_dur_ms cap)
 {
     b->cap = cap > 0 ? cap : 0;
     b->initial = clamp(initial, b->cap);
     b->next = b->initial;
 }
 
-ebb_dur_ms ebb__backoff_next(struct ebb__backoff *b)
+ebb_dur_ms ebb_backoff_next(struct ebb_backoff *b)
 {
     ebb_dur_ms wait = b->next;
     /* Doubling stops at the cap, so it cannot overflow. */
@@ -22,17 +22,17 @@ ebb_dur_ms ebb__backoff_next(struct ebb__backoff *b)
     return wait;
 }
 
-void ebb__backoff_reset(struct ebb__backoff *b)
+void ebb_backoff_reset(struct ebb_backoff *b)
 {
     b->next = b->initial;
 }
 
-ebb_dur_ms ebb__backoff_after(ebb_dur_ms initial, ebb_dur_ms cap, unsigned failures)
+ebb_dur_ms ebb_backoff_after(ebb_dur_ms initial, ebb_dur_ms cap, unsigned failures)
 {
-    struct ebb__backoff b;
-    ebb__backoff_init(&b, initial, cap);
-    ebb_dur_ms wait = ebb__backoff_next(&b);
+    struct ebb_backoff b;
+    ebb_backoff_init(&b, initial, cap);
+    ebb_dur_ms wait = ebb_backoff_next(&b);
     for (unsigned i = 1; i < failures && wait < b.cap; i++)
-        wait = ebb__backoff_next(&b);
+        wait = ebb_backoff_next(&b);
     return wait;
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/backoff.h"
+#include <ebb/backoff.h>
 #include "base/log.h"
 #include "engine/internal.h"
 
@@ -22,7 +22,7 @@ struct ebb__release {
 /* 10 s, doubling with every failure, at most 5 minutes. */
 ebb_dur_ms ebb__engine_retry_after(unsigned failures)
 {
-    return ebb__backoff_after(10 * EBB_MS_PER_SECOND, 5 * EBB_MS_PER_MINUTE,
+    return ebb_backoff_after(10 * EBB_MS_PER_SECOND, 5 * EBB_MS_PER_MINUTE,
                               failures);
 }
 

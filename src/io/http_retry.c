@@ -8,7 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "base/backoff.h"
+#include <ebb/backoff.h>
 #include "io/http_client.h"
 
 /* Finds header `name` in a raw header block; the value is trimmed of
@@ -157,7 +157,7 @@ ebb_dur_ms ebb__http_retry_delay(ebb_dur_ms base, ebb_dur_ms cap, int attempts_d
                                  uint64_t rnd)
 {
     ebb_dur_ms ceiling =
-        ebb__backoff_after(base, cap, attempts_done > 0 ? (unsigned)attempts_done : 0);
+        ebb_backoff_after(base, cap, attempts_done > 0 ? (unsigned)attempts_done : 0);
     if (ceiling <= 0)
         return 0;
     return (ebb_dur_ms)(rnd % ((uint64_t)ceiling + 1));

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/backoff.h"
+#include <ebb/backoff.h>
 
 struct entry {
     struct ebb_list node;
@@ -13,7 +13,7 @@ struct entry {
     void *self;
     const struct ebb_host *host;
     struct ebb__timer timer;
-    struct ebb__backoff backoff; /* the wait after a failed poll */
+    struct ebb_backoff backoff; /* the wait after a failed poll */
     int in_flight;
     int again; /* a change was announced while a poll was in flight */
     struct ebb__poll_health health;
@@ -48,9 +48,9 @@ static void schedule(struct entry *e, int status)
     if (wait <= 0)
         return;
     if (status == 0)
-        ebb__backoff_reset(&e->backoff);
+        ebb_backoff_reset(&e->backoff);
     else
-        wait = ebb__backoff_next(&e->backoff);
+        wait = ebb_backoff_next(&e->backoff);
     e->health.next_at = ebb__clock_now(clock) + wait;
     if (ebb__timer_start(clock, &e->timer, e->health.next_at) != 0) {
         e->health.next_at = 0;
@@ -150,7 +150,7 @@ int ebb__poller_add(struct ebb__poller *p, const char *name,
     ebb_dur_ms cap = interval > EBB__POLL_BACKOFF_CAP ? interval : EBB__POLL_BACKOFF_CAP;
     /* The first failure waits twice the interval, as collectd's read
      * loop does. */
-    ebb__backoff_init(&e->backoff, 2 * e->health.interval, cap);
+    ebb_backoff_init(&e->backoff, 2 * e->health.interval, cap);
     ebb__timer_init(&e->timer, on_timer, e);
     ebb_list_insert_tail(&p->entries, &e->node);
     return 0;

@@ -6,38 +6,38 @@
 
 #include <cmocka.h>
 
-#include "base/backoff.h"
+#include <ebb/backoff.h>
 
 static void doubles_to_the_cap_and_resets(void **state)
 {
     (void)state;
-    struct ebb__backoff b;
-    ebb__backoff_init(&b, 500, 3000);
+    struct ebb_backoff b;
+    ebb_backoff_init(&b, 500, 3000);
     const ebb_dur_ms want[] = {500, 1000, 2000, 3000, 3000};
     for (int i = 0; i < 5; i++)
-        assert_int_equal(ebb__backoff_next(&b), want[i]);
-    ebb__backoff_reset(&b);
-    assert_int_equal(ebb__backoff_next(&b), 500);
+        assert_int_equal(ebb_backoff_next(&b), want[i]);
+    ebb_backoff_reset(&b);
+    assert_int_equal(ebb_backoff_next(&b), 500);
 }
 
 static void initial_above_the_cap_is_the_cap(void **state)
 {
     (void)state;
-    struct ebb__backoff b;
-    ebb__backoff_init(&b, 5000, 1000);
-    assert_int_equal(ebb__backoff_next(&b), 1000);
-    ebb__backoff_init(&b, -5, 1000);
-    assert_int_equal(ebb__backoff_next(&b), 0);
-    assert_int_equal(ebb__backoff_next(&b), 0);
+    struct ebb_backoff b;
+    ebb_backoff_init(&b, 5000, 1000);
+    assert_int_equal(ebb_backoff_next(&b), 1000);
+    ebb_backoff_init(&b, -5, 1000);
+    assert_int_equal(ebb_backoff_next(&b), 0);
+    assert_int_equal(ebb_backoff_next(&b), 0);
 }
 
 static void no_overflow_near_the_top(void **state)
 {
     (void)state;
-    struct ebb__backoff b;
-    ebb__backoff_init(&b, INT64_MAX / 2 + 1, INT64_MAX);
-    assert_int_equal(ebb__backoff_next(&b), INT64_MAX / 2 + 1);
-    assert_int_equal(ebb__backoff_next(&b), INT64_MAX);
+    struct ebb_backoff b;
+    ebb_backoff_init(&b, INT64_MAX / 2 + 1, INT64_MAX);
+    assert_int_equal(ebb_backoff_next(&b), INT64_MAX / 2 + 1);
+    assert_int_equal(ebb_backoff_next(&b), INT64_MAX);
 }
 
 /* The engine's terminate retries: 10 s doubling to 5 minutes. */
@@ -45,12 +45,12 @@ static void after_n_failures(void **state)
 {
     (void)state;
     const ebb_dur_ms s = 1000;
-    assert_int_equal(ebb__backoff_after(10 * s, 300 * s, 0), 10 * s);
-    assert_int_equal(ebb__backoff_after(10 * s, 300 * s, 1), 10 * s);
-    assert_int_equal(ebb__backoff_after(10 * s, 300 * s, 2), 20 * s);
-    assert_int_equal(ebb__backoff_after(10 * s, 300 * s, 5), 160 * s);
-    assert_int_equal(ebb__backoff_after(10 * s, 300 * s, 6), 300 * s);
-    assert_int_equal(ebb__backoff_after(10 * s, 300 * s, 1000), 300 * s);
+    assert_int_equal(ebb_backoff_after(10 * s, 300 * s, 0), 10 * s);
+    assert_int_equal(ebb_backoff_after(10 * s, 300 * s, 1), 10 * s);
+    assert_int_equal(ebb_backoff_after(10 * s, 300 * s, 2), 20 * s);
+    assert_int_equal(ebb_backoff_after(10 * s, 300 * s, 5), 160 * s);
+    assert_int_equal(ebb_backoff_after(10 * s, 300 * s, 6), 300 * s);
+    assert_int_equal(ebb_backoff_after(10 * s, 300 * s, 1000), 300 * s);
 }
 
 int main(void)
