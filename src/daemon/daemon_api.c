@@ -28,20 +28,23 @@ static json_t *provider_json(const struct ebb__daemon *d,
         d->poller_ready ? ebb__poller_health(&d->poller, slot->plugin->name) : NULL;
     if (h == NULL)
         return o;
-    char status[160], at[40] = "", next[40] = "";
+    char status[200], at[40] = "", next[40] = "";
+    if (h->last_at > 0)
+        ebb_format_time(h->last_at, at, sizeof(at));
+    if (h->next_at > 0)
+        ebb_format_time(h->next_at, next, sizeof(next));
     if (h->stopped)
         snprintf(status, sizeof(status), "stopped: %s (fix the credentials, "
                  "then restart ebbd)", ebb_strerror(h->last_status));
     else if (h->polls == 0)
         snprintf(status, sizeof(status), "not polled yet");
+    else if (h->last_status != 0 && h->next_at > 0)
+        snprintf(status, sizeof(status), "error: %s (backing off: next poll %s)",
+                 ebb_strerror(h->last_status), next);
     else if (h->last_status != 0)
         snprintf(status, sizeof(status), "error: %s", ebb_strerror(h->last_status));
     else
         snprintf(status, sizeof(status), "ok");
-    if (h->last_at > 0)
-        ebb_format_time(h->last_at, at, sizeof(at));
-    if (h->next_at > 0)
-        ebb_format_time(h->next_at, next, sizeof(next));
     json_object_set_new(o, "status", json_string(status));
     json_object_set_new(o, "polls", json_integer((json_int_t)h->polls));
     json_object_set_new(o, "poll_errors", json_integer((json_int_t)h->errors));

@@ -108,8 +108,33 @@ check "providers table has a header" contains "$OUT" "NAME"
 check "providers lists fake" contains "$OUT" "fake provider"
 expect_exit 0 "ebb providers --json" "$EBB" --state-dir "$S2" providers --json
 check "json providers" test "$(json_get "$OUT" 'd["providers"][0]["name"]')" = "fake"
+check "the host polls it at its interval" \
+    test "$(json_get "$OUT" 'd["providers"][0]["poll_interval_ms"]')" = 300000
+check "and says when next" test "$(json_get "$OUT" 'd["providers"][0]["next_poll"] is not None')" = True
 stop_daemon TERM
 check "SIGTERM with a provider exits 0" test "$DAEMON_EXIT" -eq 0
+
+# A provider whose credentials are refused: the host stops polling it
+# with one error, and ebb providers says so.
+printf 'providers:\n  fake:\n    refuse: true\n    interval: 1s\n' >"$TMP/refused.yaml"
+S3="$TMP/state3"
+check "ebbd starts with a refused provider" start_daemon "$S3" --config "$TMP/refused.yaml"
+# The first poll completes on the loop's first turns.
+stopped=no
+for _ in $(seq 50); do
+    if "$EBB" --state-dir "$S3" providers >"$TMP/providers.out" 2>&1 &&
+        grep -q "stopped: authentication failed" "$TMP/providers.out"; then
+        stopped=yes
+        break
+    fi
+    sleep 0.2
+done
+check "ebb providers shows polling stopped" test "$stopped" = yes
+sleep 2
+expect_exit 0 "providers --json" "$EBB" --state-dir "$S3" providers --json
+check "polled once, not again" test "$(json_get "$OUT" 'd["providers"][0]["polls"]')" = 1
+check "one error in the log" test "$(grep -c "price polling stopped" "$S3.log")" = 1
+stop_daemon TERM
 
 expect_exit 0 "describe without a daemon" "$EBB" --state-dir "$TMP/none" providers describe fake
 check "describe lists keys" contains "$OUT" "greeting"

@@ -10,6 +10,7 @@
 
 #include "config/config_file.h"
 #include "plugin/plugin.h"
+#include "plugin/poller.h"
 #include "plugin/registry.h"
 
 static struct ebb__plugin_path path;
@@ -162,6 +163,48 @@ static void registry_configures_and_runs_a_provider(void **state)
     ebb__config_free(cfg);
 }
 
+static void on_polled(void *arg, const char *provider, int status,
+                      const struct ebb_price *prices, size_t n)
+{
+    struct poll_result *r = arg;
+    assert_string_equal(provider, "fake");
+    r->calls++;
+    r->status = status;
+    if (n > 0)
+        r->price = prices[0].price_per_hour;
+}
+
+/* What a provider declared at create (poll_every) is what the poller
+ * schedules it by. */
+static void the_poller_polls_at_the_declared_interval(void **state)
+{
+    (void)state;
+    struct ebb__config *cfg;
+    struct ebb__registry r;
+    struct ebb_diag d = {{0}};
+    assert_int_equal(load("providers:\n  fake:\n    interval: 1m\n", &cfg, &r, &d), 0);
+    struct ebb__clock clock;
+    ebb__clock_init_virtual(&clock, 1000);
+    struct ebb__host_env env = {.clock = &clock};
+    assert_int_equal(ebb__registry_start(&r, &env, &d), 0);
+    assert_int_equal(r.providers[0].host.poll_interval, EBB_MS_PER_MINUTE);
+    struct poll_result res = {0};
+    const struct ebb__poll_sink sink = {.arg = &res, .prices = on_polled};
+    struct ebb__poller poller;
+    ebb__poller_init(&poller, &clock, &sink);
+    assert_int_equal(ebb__poller_add_registry(&poller, &r), 0);
+    ebb__poller_start(&poller);
+    ebb__clock_run_until(&clock, 1000 + 10 * EBB_MS_PER_MINUTE);
+    assert_int_equal(res.calls, 11);
+    assert_int_equal(res.price, 2500000);
+    assert_int_equal(ebb__poller_health(&poller, "fake")->next_at,
+                     1000 + 11 * EBB_MS_PER_MINUTE);
+    ebb__registry_free(&r);
+    ebb__poller_fini(&poller);
+    ebb__clock_close(&clock, NULL);
+    ebb__config_free(cfg);
+}
+
 static void registry_rejects_bad_sections(void **state)
 {
     (void)state;
@@ -194,6 +237,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(opens_the_fake_provider),
+        cmocka_unit_test(the_poller_polls_at_the_declared_interval),
         cmocka_unit_test(refuses_another_abi),
         cmocka_unit_test(refuses_a_module_without_entry),
         cmocka_unit_test(says_where_it_looked),

@@ -1,6 +1,8 @@
-/* A provider for tests: declares one key of every configuration type and
- * answers price polls with one observation built from its configuration,
- * delivered through a host timer like a real asynchronous provider. */
+/* A provider for tests: declares one key of every configuration type,
+ * asks the host to poll it every `interval`, and answers price polls with
+ * one observation built from its configuration (or, with `refuse`, with
+ * EBB_EAUTH as bad credentials would), delivered through a host timer like
+ * a real asynchronous provider. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@ struct fake_cfg {
     ebb_dur_ms interval;
     struct ebb_money limit;
     struct ebb_string_list regions;
+    int refuse;
 };
 
 static const struct ebb_cfg_key fake_keys[] = {
@@ -28,6 +31,8 @@ static const struct ebb_cfg_key fake_keys[] = {
      "the price of the one observation"},
     {"regions", EBB_CFG_STRING_LIST, "[test-1]", offsetof(struct fake_cfg, regions),
      "regions to report"},
+    {"refuse", EBB_CFG_BOOL, "false", offsetof(struct fake_cfg, refuse),
+     "answer every poll with an authentication failure"},
     EBB_CFG_END,
 };
 
@@ -47,6 +52,7 @@ static int fake_create(const struct ebb_host *host, const void *config, void **s
     t->host = host;
     t->cfg = config;
     host->log(host->ctx, EBB_LOG_INFO, "%s from the fake provider", t->cfg->greeting);
+    host->poll_every(host->ctx, t->cfg->interval);
     *self = t;
     return 0;
 }
@@ -67,7 +73,10 @@ static void deliver_prices(void *arg)
     ebb_prices_cb cb = t->cb;
     t->cb = NULL;
     t->timer = 0;
-    cb(t->arg, 0, &p, 1);
+    if (t->cfg->refuse)
+        cb(t->arg, EBB_EAUTH, NULL, 0);
+    else
+        cb(t->arg, 0, &p, 1);
 }
 
 static void fake_destroy(void *self)
