@@ -183,6 +183,15 @@ static void spot_history(struct fake_ecs *e, const struct form *f,
         error(res, 400, "InvalidParameter.TimeRange", "at most 30 days");
         return;
     }
+    if (e->fail_type != NULL && strcmp(type, e->fail_type) == 0) {
+        if (e->fail_type_after > 0) {
+            e->fail_type_after--;
+        } else if (e->fail_type_next > 0) {
+            e->fail_type_next--;
+            error(res, 400, "InvalidParameter", "injected failure");
+            return;
+        }
+    }
     long offset = off ? strtol(off, NULL, 10) : 0;
     snprintf(call->start, sizeof(call->start), "%s", from);
     snprintf(call->end, sizeof(call->end), "%s", to);

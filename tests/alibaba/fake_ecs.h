@@ -49,6 +49,11 @@ struct fake_ecs {
     int lose_next_run;     /* create, then answer 503 (the client retries) */
     int no_stock;          /* RunInstances: 403 OperationDenied.NoStock */
     int delay_ms;          /* delay every answer */
+    /* DescribeSpotPriceHistory of this type: the first fail_type_after
+     * pages are answered, then fail_type_next requests 400 (a final
+     * error, not retried). */
+    const char *fail_type;
+    int fail_type_after, fail_type_next;
     /* What it saw. */
     int requests, throttled, bad_signatures;
     struct fake_call calls[256];

@@ -48,6 +48,18 @@ struct t {
     struct pfx_result r;
 };
 
+/* The base configuration with `extra` after it; an instance_types line in
+ * `extra` replaces the base's. */
+static void config_yaml(char *out, size_t size, const char *extra)
+{
+    static const char types[] = "instance_types: [" TYPE "]\n";
+    snprintf(out, size, "%s%s", base_yaml, extra ? extra : "");
+    if (extra != NULL && strstr(extra, "instance_types:") != NULL) {
+        char *line = strstr(out, types);
+        memmove(line, line + strlen(types), strlen(line + strlen(types)) + 1);
+    }
+}
+
 /* Starts the fake (prices relative to now), then the plugin with
  * `extra` YAML after the base configuration. */
 static struct t *open_ecs(const char *extra)
@@ -79,7 +91,7 @@ static struct t *open_ecs(const char *extra)
     t->e.prices = t->prices;
     t->e.n_prices = 10;
     char yaml[2048];
-    snprintf(yaml, sizeof(yaml), "%s%s", base_yaml, extra ? extra : "");
+    config_yaml(yaml, sizeof(yaml), extra);
     pfx_create(&t->f, "alibaba", yaml);
     return t;
 }
@@ -190,12 +202,7 @@ static void added_type_reads_its_own_history(void **state)
     assert_int_equal(pfx_cursor(&t->f, &type2), 0);
 
     char yaml[2048];
-    snprintf(yaml, sizeof(yaml), "%s%s", base_yaml,
-             "instance_types: [" TYPE ", " TYPE2 "]\n");
-    /* The second instance_types replaces the first. */
-    char *first = strstr(yaml, "instance_types: [" TYPE "]\n");
-    memmove(first, first + strlen("instance_types: [" TYPE "]\n"),
-            strlen(first + strlen("instance_types: [" TYPE "]\n")) + 1);
+    config_yaml(yaml, sizeof(yaml), "instance_types: [" TYPE ", " TYPE2 "]\n");
     assert_int_equal(pfx_recreate(&t->f, "alibaba", yaml), 0);
     size_t calls = t->e.n_calls;
     pfx_start_poller(&t->f);
@@ -211,6 +218,34 @@ static void added_type_reads_its_own_history(void **state)
     ebb_format_time(t->now - HOUR, from, sizeof(from));
     assert_string_equal(t->e.calls[calls].region, "cn-hangzhou");
     assert_string_equal(t->e.calls[calls].start, from);
+    close_ecs(t);
+}
+
+/* A series whose poll failed (here after its first page) keeps nothing of
+ * that poll, so its cursor stays, and the next poll reads it from there;
+ * not from where the other type, polled fine, got to. */
+static void failed_series_resumes_from_its_own_cursor(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs("instance_types: [" TYPE ", " TYPE2 "]\n"
+                           "poll_interval: 10ms\n");
+    t->e.fail_type = TYPE2;
+    t->e.fail_type_after = 1;
+    t->e.fail_type_next = 1;
+    pfx_start_poller(&t->f);
+    pfx_run_until(&t->f, &t->f.polled, 1);
+    assert_int_equal(t->f.poll_status, EBB_EINVAL);
+    const struct ebb_series_key type2 = {.region = "cn-hangzhou",
+                                         .instance_type = TYPE2};
+    const struct ebb_series_key type1 = {.region = "cn-hangzhou",
+                                         .instance_type = TYPE};
+    assert_int_equal(pfx_cursor(&t->f, &type2), 0);
+    assert_int_equal(pfx_cursor(&t->f, &type1), t->now - HOUR);
+    pfx_run_until(&t->f, &t->f.polled, 2);
+    assert_int_equal(t->f.poll_status, 0);
+    const struct ebb_series_key i = {"cn-hangzhou", "cn-hangzhou-i", TYPE2, "Linux/UNIX"};
+    assert_int_equal(pfx_cursor(&t->f, &i), t->now - 20 * DAY);
+    assert_int_equal(pfx_cursor(&t->f, &type2), t->now - 3 * DAY);
     close_ecs(t);
 }
 
@@ -557,6 +592,7 @@ int main(void)
         cmocka_unit_test(full_poll_across_windows_and_pages),
         cmocka_unit_test(poll_resumes_where_the_store_ends),
         cmocka_unit_test(added_type_reads_its_own_history),
+        cmocka_unit_test(failed_series_resumes_from_its_own_cursor),
         cmocka_unit_test(the_host_polls_every_interval),
         cmocka_unit_test(throttling_backs_off_and_succeeds),
         cmocka_unit_test(throttling_is_bounded),
