@@ -65,8 +65,9 @@ int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
                       ebb_http_cb cb, void *arg);
 
 /* Sets the backoff between attempts: attempt n waits a uniformly random
- * time in [0, min(cap, base * 2^(n-1))] ("full jitter"), or longer when the
- * server asked for it with Retry-After. Defaults: 500 ms and 30 s. Tests
+ * time in [0, min(cap, base * 2^(n-1))] ("full jitter", http_retry.c), or
+ * longer when the server asked for it with Retry-After. A request's own
+ * retry_backoff replaces `base` for it. Defaults: 500 ms and 30 s. Tests
  * shorten them. Values below 0 are treated as 0. */
 void ebb__http_set_backoff(struct ebb__http *h, ebb_dur_ms base, ebb_dur_ms cap);
 
