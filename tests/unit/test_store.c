@@ -475,6 +475,69 @@ static void count_cb(void *arg, const char *state, int64_t n)
              (long long)n);
 }
 
+/* Every series keeps its own cursor: a type with older prices is not
+ * moved on by its region's newest; a key with NULL fields asks for the
+ * newest among the series it matches. */
+static void cursors_are_per_series(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    struct ebb_price p[4] = {
+        price("cn-hangzhou", "cn-hangzhou-h", "gn6v", EBB_MARKET_SPOT, 9000, 1),
+        price("cn-hangzhou", "cn-hangzhou-i", "gn6v", EBB_MARKET_SPOT, 7000, 1),
+        price("cn-hangzhou", "cn-hangzhou-h", "gn6i", EBB_MARKET_SPOT, 2000, 1),
+        price("cn-hangzhou", "cn-hangzhou-h", "gn6i", EBB_MARKET_ON_DEMAND, 3000, 1),
+    };
+    size_t inserted;
+    assert_int_equal(ebb__store_put_prices(s, "alibaba", p, 4, &inserted), 0);
+    ebb_time_ms at = -1;
+    const struct ebb_series_key gn6v = {.region = "cn-hangzhou", .instance_type = "gn6v"};
+    const struct ebb_series_key gn6i = {.region = "cn-hangzhou", .instance_type = "gn6i"};
+    const struct ebb_series_key zone_i = {"cn-hangzhou", "cn-hangzhou-i", "gn6v",
+                                          "Linux/UNIX"};
+    const struct ebb_series_key other = {.region = "cn-hangzhou", .instance_type = "gn7i"};
+    assert_int_equal(ebb__store_price_cursor(s, "alibaba", &gn6v, &at), 0);
+    assert_int_equal(at, 9000);
+    assert_int_equal(ebb__store_price_cursor(s, "alibaba", &gn6i, &at), 0);
+    assert_int_equal(at, 3000); /* both markets of a series advance it */
+    assert_int_equal(ebb__store_price_cursor(s, "alibaba", &zone_i, &at), 0);
+    assert_int_equal(at, 7000);
+    assert_int_equal(ebb__store_price_cursor(s, "alibaba", &other, &at), 0);
+    assert_int_equal(at, 0);
+    assert_int_equal(ebb__store_price_cursor(s, "alibaba", NULL, &at), 0);
+    assert_int_equal(at, 9000);
+    /* Only forward. */
+    struct ebb_price old = price("cn-hangzhou", "cn-hangzhou-h", "gn6v",
+                                 EBB_MARKET_SPOT, 100, 1);
+    assert_int_equal(ebb__store_put_price(s, "alibaba", &old), 1);
+    assert_int_equal(ebb__store_price_cursor(s, "alibaba", &gn6v, &at), 0);
+    assert_int_equal(at, 9000);
+    ebb__store_close(s);
+}
+
+/* A version 5 file (cursors per region) gets one cursor per series from
+ * the prices it holds. */
+static void version_5_cursors_become_per_series(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = NULL;
+    char err[512];
+    assert_int_equal(ebb__store_open_at_version(fx->db, 5, &s, err, sizeof(err)), 0);
+    exec_ok(ebb__store_sqlite(s),
+            "INSERT INTO prices (provider, region, zone, instance_type, product,"
+            " market, observed_at, price_micros, currency) VALUES"
+            " ('alibaba', 'r', 'z', 'a', 'Linux/UNIX', 'spot', 5000, 1, 'USD'),"
+            " ('alibaba', 'r', 'z', 'b', 'Linux/UNIX', 'spot', 1000, 1, 'USD');"
+            "INSERT INTO price_cursors VALUES ('alibaba', 'r', 5000)");
+    ebb__store_close(s);
+    s = open_ok(fx->db);
+    const struct ebb_series_key b = {.region = "r", .instance_type = "b"};
+    ebb_time_ms at = -1;
+    assert_int_equal(ebb__store_price_cursor(s, "alibaba", &b, &at), 0);
+    assert_int_equal(at, 1000);
+    ebb__store_close(s);
+}
+
 static void job_events_are_append_only(void **state)
 {
     struct fixture *fx = *state;
@@ -833,6 +896,8 @@ int main(void)
         T(garbage_and_foreign_files_are_refused),
         T(put_price_twice_is_a_no_op),
         T(latest_prices_newest_per_series_with_filter),
+        T(cursors_are_per_series),
+        T(version_5_cursors_become_per_series),
         T(job_events_are_append_only),
         T(transactions_commit_and_roll_back),
         T(survives_sigkill_at_random_moments),
