@@ -148,10 +148,11 @@ static void poll_finish(struct vast_poll *p, int status)
     for (size_t i = 0; status != EBB_ENOMEM && i < n_offers; i++) {
         json_t *o = json_array_get(p->offers, i);
         struct offer_view *w = &views[i];
-        int ok_base, ok_bid, ok_storage;
+        int ok_base, ok_bid, has_storage;
         ebb_micros base_rate = dollars(o, "dph_base", &ok_base);
         ebb_micros min_bid = dollars(o, "min_bid", &ok_bid);
-        ebb_micros storage = dollars(o, "storage_total_cost", &ok_storage);
+        /* 0 when absent: a machine that charges nothing for disk. */
+        ebb_micros storage = dollars(o, "storage_total_cost", &has_storage);
         json_t *ask = json_object_get(o, "id");
         if (!ok_base || !json_is_integer(ask) ||
             !json_is_integer(json_object_get(o, "machine_id")))

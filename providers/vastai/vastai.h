@@ -1,6 +1,7 @@
 /* The vast.ai provider: a marketplace of machines, each offer with its own
- * price (dph_total) and minimum bid (min_bid). Interruptible instances are
- * rented by bidding; an outbid one is stopped without notice.
+ * rate (dph_base), minimum bid (min_bid) and disk price
+ * (storage_total_cost). Interruptible instances are rented by bidding; an
+ * outbid one is stopped without notice.
  *
  * How a machine maps to ebb's places (stable across polls):
  *   region        = the machine's country (geolocation "City, CC" -> "CC")
