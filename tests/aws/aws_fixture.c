@@ -57,11 +57,14 @@ static void on_market(void *sink, const char *provider)
         ebb__poller_market_changed(&f->poller, provider);
 }
 
-/* The host's price_cursor, answering one time for every series. */
+/* The host's price_cursor, answering one time for every series but
+ * those of uncursored_type. */
 static ebb_time_ms fx_price_cursor(void *ctx, const struct ebb_series_key *key)
 {
-    (void)key;
     struct aws_fx *f = (struct aws_fx *)((char *)ctx - offsetof(struct aws_fx, host));
+    if (f->uncursored_type != NULL && key->instance_type != NULL &&
+        strcmp(key->instance_type, f->uncursored_type) == 0)
+        return 0;
     return f->last_price_at;
 }
 

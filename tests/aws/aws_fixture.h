@@ -42,6 +42,7 @@ struct aws_fx {
     void *cfg;
     void *self;
     ebb_time_ms last_price_at; /* every series' cursor, as the host answers */
+    const char *uncursored_type; /* a type whose series have no cursor */
     int market_changes;
     /* The host's poller, once aws_fx_start_poller() ran, and its sink's
      * counts. */

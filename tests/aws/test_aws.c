@@ -263,6 +263,34 @@ static void test_poll_start_time(void **state)
     aws_fx_close(&f);
 }
 
+/* One cursor per series: a type without one (just added to the
+ * configuration) makes its region start `history` back, not at the other
+ * type's newest price, so its history is read too. */
+static void test_poll_new_type_reads_history(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    ebb_time_ms first;
+    assert_int_equal(ebb_parse_time("2026-10-01T00:00:00Z", &first), 0);
+    fake_ec2_set_prices(f.ec2, 1200, first, MINUTE);
+    f.last_price_at = first + 100 * MINUTE;
+    f.uncursored_type = "g5.xlarge";
+    ebb_time_ms before = f.lent.now(f.lent.ctx);
+    struct poll_res r;
+    poll_once(&f, &r);
+    assert_int_equal(r.status, 0);
+    ebb_time_ms start;
+    assert_int_equal(ebb_parse_time(fake_ec2_last_param(f.ec2, "DescribeSpotPriceHistory",
+                                                         "StartTime"), &start), 0);
+    assert_true(start <= before - 90 * DAY + 1000);
+    assert_true(start >= before - 90 * DAY - 5000);
+    assert_int_equal(r.n, 2 * 1200);
+    assert_int_equal(r.min_at, first);
+    aws_fx_close(&f);
+}
+
 /* A page cut off in the middle fails the whole poll; nothing is
  * delivered, the log says why, and the next poll works. */
 static void test_poll_malformed_page(void **state)
@@ -947,6 +975,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_poll_pages),
         cmocka_unit_test(test_poll_start_time),
+        cmocka_unit_test(test_poll_new_type_reads_history),
         cmocka_unit_test(test_poll_malformed_page),
         cmocka_unit_test(test_poll_throttled),
         cmocka_unit_test(test_poll_throttled_400),
