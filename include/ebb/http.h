@@ -19,7 +19,8 @@
 struct ebb_http_response;
 
 /* What one attempt sends instead of the request's own body and headers;
- * a prepare hook fills it. The host copies it before the hook returns. */
+ * a prepare hook fills it, and the host copies it as soon as the hook
+ * returns. */
 struct ebb_http_attempt {
     int attempt;                /* 1 for the first */
     const void *body;           /* NULL: the request's own */
