@@ -412,8 +412,7 @@ static void api_forecast(void *ctx, struct ebb__api_call *call)
 static void report_run(struct store_read *r, struct ebb__store *store)
 {
     struct ebb__report *rep = NULL;
-    int rc = ebb__report_build(ebb__store_sqlite(store), &r->report, &rep,
-                               &r->diag);
+    int rc = ebb__report_build(store, &r->report, &rep, &r->diag);
     if (rc == 0) {
         r->result = ebb__report_json(rep);
         if (r->result == NULL)

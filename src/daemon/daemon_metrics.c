@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "base/log.h"
 #include "base/paths.h"
 #include "daemon/daemon.h"
@@ -24,6 +22,7 @@
 #include "io/httpd.h"
 #include "report/metrics.h"
 #include "report/report.h"
+#include "store/store_ledger.h"
 
 /* A money snapshot older than this is refreshed by the next scrape (wall
  * time). */
@@ -71,31 +70,27 @@ struct ebb__daemon_metrics {
 
 /* ---- the money snapshot (off the loop) ---------------------------------- */
 
-/* The ledger's sum per currency. SQL of our own, as report.c has, on a
- * handle only this refresh reads. */
-static int ledger_sums(sqlite3 *db, struct money_work *w)
+static int add_sum(void *arg, const char *currency, ebb_micros total)
 {
-    static const char sql[] = "SELECT currency, SUM(amount_micros) FROM ledger "
-                              "GROUP BY currency ORDER BY currency";
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct money *grown = realloc(w->money, (w->n_money + 1) * sizeof(*grown));
-        if (grown == NULL) {
-            rc = SQLITE_NOMEM;
-            break;
-        }
-        w->money = grown;
-        struct money *c = &w->money[w->n_money++];
-        *c = (struct money){.spend = sqlite3_column_int64(st, 1)};
-        const unsigned char *cur = sqlite3_column_text(st, 0);
-        snprintf(c->currency, sizeof(c->currency), "%s", cur ? (const char *)cur : "");
-        rc = SQLITE_OK;
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
+    struct money_work *w = arg;
+    struct money *grown = realloc(w->money, (w->n_money + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return EBB_ENOMEM;
+    w->money = grown;
+    struct money *c = &w->money[w->n_money++];
+    *c = (struct money){.spend = total};
+    snprintf(c->currency, sizeof(c->currency), "%s", currency);
+    return 0;
+}
+
+/* The ledger's sum per currency, from the refresh's own store handle. */
+static int ledger_sums(struct ebb__store *store, struct money_work *w)
+{
+    int rc = ebb__store_ledger_sums(store, add_sum, w);
+    if (rc != 0) {
         ebb_diag_set(&w->diag, NULL, 0, "cannot sum the ledger: %s",
-                      sqlite3_errmsg(db));
+                      rc == EBB_ENOMEM ? "out of memory"
+                                       : ebb__store_errmsg(store));
         return EBB_EDB;
     }
     return 0;
@@ -103,7 +98,8 @@ static int ledger_sums(sqlite3 *db, struct money_work *w)
 
 /* Savings as `ebb report` computes them (the on-demand reference less what
  * those rows cost), of the whole ledger, in `c`'s currency. */
-static void savings_in(sqlite3 *db, struct money_work *w, struct money *c)
+static void savings_in(struct ebb__store *store, struct money_work *w,
+                       struct money *c)
 {
     struct ebb__report_opts o = {
         .since = 0, .until = w->now + 1, .currency = c->currency,
@@ -111,7 +107,7 @@ static void savings_in(sqlite3 *db, struct money_work *w, struct money *c)
     };
     struct ebb__report *r = NULL;
     struct ebb_diag d = {{0}};
-    if (ebb__report_build(db, &o, &r, &d) == 0)
+    if (ebb__report_build(store, &o, &r, &d) == 0)
         c->savings = ebb__report_saved(r->total.on_demand, r->total.on_demand_basis);
     else if (w->diag.msg[0] == '\0')
         ebb_diag_set(&w->diag, NULL, 0, "ebb_savings{currency=\"%s\"} is 0: %s",
@@ -128,10 +124,9 @@ static void money_run(uv_work_t *req)
         ebb_diag_set(&w->diag, NULL, 0, "cannot open the store: %s", err);
         return;
     }
-    sqlite3 *db = ebb__store_sqlite(store);
-    if (ledger_sums(db, w) == 0)
+    if (ledger_sums(store, w) == 0)
         for (size_t i = 0; i < w->n_money; i++)
-            savings_in(db, w, &w->money[i]);
+            savings_in(store, w, &w->money[i]);
     ebb__store_close(store);
 }
 

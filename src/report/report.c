@@ -8,13 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include <ebb/units.h>
 
 #include "base/str.h"
 #include "report/report.h"
 #include "report/report_impl.h"
+#include "store/store_ledger.h"
 
 static const char *const by_names[] = {
     [EBB__REPORT_BY_NONE] = "none",
@@ -217,53 +216,24 @@ int ebb__report_to_currency(struct report_build *b, ebb_micros amount,
     return rc != 0 ? EBB_EINVAL : 0;
 }
 
-/* The window's ledger rows, each with its job's productive time before it
- * (which places the row on the spot-at-once timeline): the running sum
- * within the window, plus what the job ran before the window, looked up
- * once per job through ledger_by_job. */
-static const char rows_sql[] =
-    "WITH before AS MATERIALIZED (SELECT w.job_id,"
-    "  (SELECT sum(end_at - start_at)"
-    "  FROM ledger WHERE job_id = w.job_id AND start_at < ?1"
-    "  AND kind = 'compute') AS ms"
-    " FROM (SELECT DISTINCT job_id FROM ledger WHERE start_at >= ?1"
-    "  AND start_at < ?2 AND job_id IS NOT NULL) w)"
-    " SELECT l.job_id, l.team, l.provider, l.kind, l.start_at, l.end_at,"
-    " l.amount_micros, l.currency, l.note,"
-    " coalesce(i.region, ''), coalesce(i.zone, ''),"
-    " coalesce(i.instance_type, ''), coalesce(i.market, ''),"
-    " coalesce(j.submitted_at, l.start_at),"
-    " coalesce(b.ms, 0) + coalesce(sum(CASE WHEN l.kind = 'compute'"
-    "  THEN l.end_at - l.start_at END) OVER (PARTITION BY l.job_id"
-    "  ORDER BY l.start_at, l.id"
-    "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"
-    " FROM ledger l LEFT JOIN instances i ON i.token = l.instance_token"
-    " LEFT JOIN jobs j ON j.id = l.job_id"
-    " LEFT JOIN before b ON b.job_id = l.job_id"
-    " WHERE l.start_at >= ?1 AND l.start_at < ?2 ORDER BY l.start_at";
-
-static const char *col(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t != NULL ? (const char *)t : "";
-}
-
 static int starts_with(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-static int add_row(struct report_build *b, sqlite3_stmt *st)
+/* One ledger row of the window (ebb__store_ledger_window()): converted,
+ * priced against its references and added to its group. */
+static int add_row(struct report_build *b, const struct ebb__ledger_window_row *l)
 {
     struct fact f = {
-        .job_id = col(st, 0), .team = col(st, 1), .provider = col(st, 2),
-        .region = col(st, 9), .zone = col(st, 10),
-        .instance_type = col(st, 11), .market = col(st, 12),
-        .at = sqlite3_column_int64(st, 4),
+        .job_id = l->job_id, .team = l->team, .provider = l->provider,
+        .region = l->region, .zone = l->zone,
+        .instance_type = l->instance_type, .market = l->market,
+        .at = l->start_at,
     };
-    const char *kind = col(st, 3), *cur = col(st, 7), *note = col(st, 8);
-    ebb_time_ms end = sqlite3_column_int64(st, 5);
-    ebb_micros native = sqlite3_column_int64(st, 6), amount;
+    const char *kind = l->kind, *cur = l->currency, *note = l->note;
+    ebb_time_ms end = l->end_at;
+    ebb_micros native = l->amount, amount;
     if (add_native(b, cur, native) != 0)
         return EBB_ENOMEM;
     int rc = ebb__report_to_currency(b, native, cur, &amount);
@@ -273,8 +243,8 @@ static int add_row(struct report_build *b, sqlite3_stmt *st)
     struct ebb__report_figures add = {.rows = 1, .spend = amount};
     struct ref_row ref = {
         .f = &f, .start = f.at, .end = end, .amount = amount,
-        .submitted_at = sqlite3_column_int64(st, 13),
-        .prior_compute = sqlite3_column_int64(st, 14),
+        .submitted_at = l->submitted_at,
+        .prior_compute = l->prior_compute,
     };
     if (strcmp(kind, "fee") == 0) {
         add.fees = amount;
@@ -299,81 +269,61 @@ static int add_row(struct report_build *b, sqlite3_stmt *st)
     return rc != 0 ? rc : account(b, &f, &add);
 }
 
+static int on_row(void *arg, const struct ebb__ledger_window_row *l)
+{
+    struct report_build *b = arg;
+    return ebb__report_stop(b, add_row(b, l));
+}
+
 /* ---- job events -------------------------------------------------------- */
 
-/* Preemptions and checkpoints in the window, each with the instance the job
- * held then (the latest started at or before the event) for grouping, and
- * the time to the job's next event (how long a checkpoint took). */
-static const char events_sql[] =
-    "SELECT x.job_id, x.team, x.to_state, x.at, x.next_at,"
-    " coalesce((SELECT provider FROM ledger WHERE job_id = x.job_id"
-    "  AND instance_token = i.token LIMIT 1), i.provider, ''),"
-    " coalesce(i.instance_type, ''),"
-    " coalesce(i.token, '')"
-    " FROM (SELECT e.job_id, j.team, e.to_state, e.at, lead(e.at)"
-    "  OVER (PARTITION BY e.job_id ORDER BY e.seq) AS next_at"
-    "  FROM job_events e JOIN jobs j ON j.id = e.job_id"
-    "  WHERE e.job_id IN (SELECT DISTINCT job_id FROM job_events WHERE at >= ?1"
-    "   AND at < ?2 AND to_state IN ('preempted', 'checkpointing'))) x"
-    " LEFT JOIN instances i ON i.token = (SELECT token FROM instances"
-    "  WHERE job_id = x.job_id AND started_at <= x.at"
-    "  ORDER BY started_at DESC LIMIT 1)"
-    " WHERE x.at >= ?1 AND x.at < ?2"
-    " AND x.to_state IN ('preempted', 'checkpointing')"
-    " ORDER BY x.at";
-
-static int add_event(struct report_build *b, sqlite3_stmt *st)
+/* A preemption (counted, and marked on the chart's run) or a checkpoint
+ * (the time to the job's next event, within the window) of the window,
+ * grouped by the instance the job held then. */
+static int add_event(struct report_build *b, const struct ebb__window_event_row *e)
 {
     struct fact f = {
-        .job_id = col(st, 0), .team = col(st, 1), .provider = col(st, 5),
-        .instance_type = col(st, 6), .at = sqlite3_column_int64(st, 3),
+        .job_id = e->job_id, .team = e->team, .provider = e->provider,
+        .instance_type = e->instance_type, .at = e->at,
         .region = "", .zone = "", .market = "",
     };
     struct ebb__report_figures add = {0};
-    if (strcmp(col(st, 2), "preempted") == 0) {
+    if (strcmp(e->to_state, "preempted") == 0) {
         add.preemptions = 1;
-        if (b->o->chart && ebb__report_mark_preempted(b, col(st, 7)) != 0)
+        if (b->o->chart && ebb__report_mark_preempted(b, e->instance_token) != 0)
             return EBB_ENOMEM;
     } else {
-        ebb_time_ms next = sqlite3_column_type(st, 4) == SQLITE_NULL
-                               ? b->r->until
-                               : sqlite3_column_int64(st, 4);
+        ebb_time_ms next = e->has_next ? e->next_at : b->r->until;
         add.checkpoint_ms = (next < b->r->until ? next : b->r->until) - f.at;
     }
     return account(b, &f, &add);
 }
 
-/* ---- driver ------------------------------------------------------------ */
-
-int ebb__report_each(struct report_build *b, const char *sql,
-                     int (*row)(struct report_build *, sqlite3_stmt *))
+static int on_event(void *arg, const struct ebb__window_event_row *e)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(b->db, sql, -1, &st, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 1, b->r->since);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, b->r->until);
-    int r = 0;
-    while (rc == SQLITE_OK && r == 0) {
-        int step = sqlite3_step(st);
-        if (step == SQLITE_ROW)
-            r = row(b, st);
-        else if (step != SQLITE_DONE)
-            rc = step;
-        else
-            break;
-    }
-    if (rc != SQLITE_OK) {
-        ebb_diag_set(b->d, NULL, 0, "cannot read the store: %s",
-                      sqlite3_errmsg(b->db));
-        r = (rc & 0xff) == SQLITE_NOMEM ? EBB_ENOMEM : EBB_EDB;
-    }
-    sqlite3_finalize(st);
-    return r;
+    struct report_build *b = arg;
+    return ebb__report_stop(b, add_event(b, e));
 }
 
-int ebb__report_build(struct sqlite3 *db, const struct ebb__report_opts *o,
+/* ---- driver ------------------------------------------------------------ */
+
+int ebb__report_stop(struct report_build *b, int rc)
+{
+    b->stop = rc;
+    return rc;
+}
+
+int ebb__report_walked(struct report_build *b, int rc, const char *what)
+{
+    int stop = b->stop;
+    b->stop = 0;
+    if (stop != 0 || rc == 0)
+        return stop;
+    ebb_diag_set(b->d, NULL, 0, "%s: %s", what, ebb__store_errmsg(b->store));
+    return rc == EBB_ENOMEM ? EBB_ENOMEM : EBB_EDB;
+}
+
+int ebb__report_build(struct ebb__store *store, const struct ebb__report_opts *o,
                       struct ebb__report **out, struct ebb_diag *d)
 {
     *out = NULL;
@@ -395,14 +345,18 @@ int ebb__report_build(struct sqlite3 *db, const struct ebb__report_opts *o,
     r->until = o->until;
     r->by = o->by;
     memcpy(r->currency, cur, 4);
-    struct report_build b = {.db = db, .o = o, .r = r, .d = d};
-    int rc = ebb__report_each(&b, rows_sql, add_row);
+    struct report_build b = {.store = store, .o = o, .r = r, .d = d};
+    int rc = ebb__report_walked(
+        &b, ebb__store_ledger_window(store, r->since, r->until, on_row, &b),
+        "cannot read the store");
     if (rc == 0)
-        rc = ebb__report_each(&b, events_sql, add_event);
+        rc = ebb__report_walked(
+            &b, ebb__store_window_events(store, r->since, r->until, on_event, &b),
+            "cannot read the store");
     if (rc == 0 && o->chart)
         rc = ebb__report_chart(&b);
     if (rc == 0 && o->n_plans > 0)
-        rc = ebb__report_advise(db, o, r, d);
+        rc = ebb__report_advise(store, o, r, d);
     ebb__report_build_free(&b);
     if (rc != 0) {
         if (rc == EBB_ENOMEM)

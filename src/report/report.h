@@ -3,18 +3,19 @@
  * spot, with preemptions, time lost to restarts and checkpoints, and fees.
  *
  * Everything is read from the store (ledger, instances, jobs, job_events,
- * prices) through a connection the report only reads; the on-demand
- * reference comes from the instance catalog, as it does for the engine.
- * Building a report may take a while on a large ledger: ebbd runs it off
- * the loop (daemon_api.c's store-read worker). docs/report.md defines every
- * figure.
+ * prices) as typed rows (store_ledger.h, ebb__store_price_steps()) through
+ * a handle the report only reads; the on-demand reference comes from the
+ * instance catalog, as it does for the engine. Building a report may take
+ * a while on a large ledger: ebbd runs it off the loop (daemon_api.c's
+ * store-read worker, daemon_metrics.c's money snapshot); `ebb report` only
+ * formats what ebbd answers. docs/report.md defines every figure.
  *
  * Money is int64 micro-units. Each ledger row is converted to the report
  * currency on its own (configured rates, USD base), so the groups add up
  * exactly to the total, and the total of each native currency is kept
  * unconverted (`natives`) to reconcile with the ledger's own sums.
  *
- * Files: report.c (query and aggregate), report_refs.c (the on-demand and
+ * Files: report.c (walk the ledger and aggregate), report_refs.c (the on-demand and
  * spot-at-once references, price series, currency conversion),
  * report_chart.c (the chart's data), report_format.c (JSON, table cells,
  * CSV), report_svg.c (the chart), report_advice.c (plans and advice).
@@ -32,8 +33,7 @@
 #include "config/config_file.h"
 #include "config/plans.h"
 #include "market/catalog.h"
-
-struct sqlite3;
+#include "store/store.h"
 
 enum ebb__report_by {
     EBB__REPORT_BY_NONE,
@@ -155,11 +155,12 @@ struct ebb__report {
     size_t n_advice;
 };
 
-/* Builds the report of `o` from the database `db` (read only). On success
+/* Builds the report of `o` from `store`, which it only reads: a handle of
+ * the caller's own, off ebbd's loop (a report may take a while). On success
  * *out is a new report for ebb__report_free(). Returns 0, EBB_EINVAL for
  * bad options or a currency without a configured rate (d says which and
  * what to add to ebb.yaml), EBB_EDB, EBB_ENOMEM. */
-int ebb__report_build(struct sqlite3 *db, const struct ebb__report_opts *o,
+int ebb__report_build(struct ebb__store *store, const struct ebb__report_opts *o,
                       struct ebb__report **out, struct ebb_diag *d);
 void ebb__report_free(struct ebb__report *r);
 
@@ -185,7 +186,7 @@ ebb_micros ebb__report_cost_on(const struct ebb__report_point *p, size_t n,
  * than the team's matching usage in each whole plan period of the window.
  * Returns 0, EBB_EINVAL (no rate for a plan's currency; d says which),
  * EBB_EDB or EBB_ENOMEM. */
-int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
+int ebb__report_advise(struct ebb__store *store, const struct ebb__report_opts *o,
                        struct ebb__report *r, struct ebb_diag *d);
 
 #endif

@@ -15,23 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
-
 #include "base/cfg_table.h"
 #include "base/yaml_read.h"
 #include "report/report_impl.h"
+#include "store/store_ledger.h"
 
 /* ---- advice ------------------------------------------------------------ */
-
-/* The team's matching usage, team by team. */
-static const char usage_sql[] =
-    "SELECT l.team, l.start_at, l.end_at, l.amount_micros, l.currency"
-    " FROM ledger l JOIN instances i ON i.token = l.instance_token"
-    " WHERE l.kind IN ('compute', 'overhead') AND l.start_at >= ?1"
-    " AND l.start_at < ?2 AND l.provider = ?3"
-    " AND (?4 IS NULL OR i.region = ?4)"
-    " AND (?5 IS NULL OR i.instance_type = ?5)"
-    " ORDER BY l.team";
 
 struct team_usage {
     const struct ebb__report_opts *o;
@@ -40,6 +29,13 @@ struct team_usage {
     int periods;
     ebb_micros *spend;  /* per period */
     ebb_dur_ms *used;
+    /* The walk over the plan's usage: the report, the team whose rows are
+     * coming (any: one has), and why the walk stopped. */
+    struct ebb__report *r;
+    struct ebb_diag *d;
+    char team[256];
+    int any;
+    int stop;
 };
 
 /* What period k would have cost on the plan. */
@@ -81,64 +77,63 @@ static int judge(struct ebb__report *r, struct team_usage *t, const char *team)
     return a.team != NULL && a.plan != NULL ? 0 : EBB_ENOMEM;
 }
 
-static int advise_plan(sqlite3 *db, struct ebb__report *r,
-                       struct team_usage *t, struct ebb_diag *d)
+/* One row of the team's matching usage (teams come one after the other):
+ * judges the team before when a new one starts, then adds the row to its
+ * period. */
+static int add_usage(struct team_usage *t, const struct ebb__usage_row *u)
 {
+    struct ebb__report *r = t->r;
     const struct ebb__plan *p = t->plan;
-    ebb_time_ms end = r->since + (ebb_time_ms)t->periods * p->period;
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(db, usage_sql, -1, &st, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 1, r->since);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 2, end);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 3, p->provider, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 4, p->region, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 5, p->instance_type, -1, SQLITE_STATIC);
-    char team[256] = "";
-    int any = 0, r2 = 0;
-    while (rc == SQLITE_OK && r2 == 0) {
-        int step = sqlite3_step(st);
-        if (step != SQLITE_ROW) {
-            rc = step == SQLITE_DONE ? SQLITE_OK : step;
-            break;
-        }
-        const char *row_team = (const char *)sqlite3_column_text(st, 0);
-        if (any && strcmp(row_team, team) != 0)
-            r2 = judge(r, t, team);
-        any = 1;
-        snprintf(team, sizeof(team), "%s", row_team);
-        ebb_time_ms start = sqlite3_column_int64(st, 1);
-        ebb_micros amount;
-        if (ebb__currency_convert(sqlite3_column_int64(st, 3),
-                                  (const char *)sqlite3_column_text(st, 4),
-                                  r->currency, t->o->rates, t->o->n_rates,
-                                  EBB__ROUND_NEAREST, &amount) != 0) {
-            ebb_diag_set(d, NULL, 0, "no exchange rate between %s and %s: "
-                          "add it under currency_rates: in ebb.yaml",
-                          (const char *)sqlite3_column_text(st, 4), r->currency);
-            r2 = EBB_EINVAL;
-            break;
-        }
-        int k = (int)((start - r->since) / p->period);
-        t->spend[k] += amount;
-        t->used[k] += sqlite3_column_int64(st, 2) - start;
+    int rc = 0;
+    if (t->any && strcmp(u->team, t->team) != 0)
+        rc = judge(r, t, t->team);
+    t->any = 1;
+    snprintf(t->team, sizeof(t->team), "%s", u->team);
+    if (rc != 0)
+        return rc;
+    ebb_micros amount;
+    if (ebb__currency_convert(u->amount, u->currency, r->currency,
+                              t->o->rates, t->o->n_rates, EBB__ROUND_NEAREST,
+                              &amount) != 0) {
+        ebb_diag_set(t->d, NULL, 0, "no exchange rate between %s and %s: "
+                      "add it under currency_rates: in ebb.yaml",
+                      u->currency, r->currency);
+        return EBB_EINVAL;
     }
-    if (rc == SQLITE_OK && r2 == 0 && any)
-        r2 = judge(r, t, team);
-    if (rc != SQLITE_OK) {
-        ebb_diag_set(d, NULL, 0, "cannot read the ledger: %s",
-                      sqlite3_errmsg(db));
-        r2 = EBB_EDB;
-    }
-    sqlite3_finalize(st);
-    return r2;
+    int k = (int)((u->start_at - r->since) / p->period);
+    t->spend[k] += amount;
+    t->used[k] += u->end_at - u->start_at;
+    return 0;
 }
 
-int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
+static int on_usage(void *arg, const struct ebb__usage_row *u)
+{
+    struct team_usage *t = arg;
+    t->stop = add_usage(t, u);
+    return t->stop;
+}
+
+static int advise_plan(struct ebb__store *store, struct team_usage *t)
+{
+    const struct ebb__plan *p = t->plan;
+    struct ebb__report *r = t->r;
+    ebb_time_ms end = r->since + (ebb_time_ms)t->periods * p->period;
+    struct ebb__usage_filter f = {
+        .provider = p->provider, .region = p->region,
+        .instance_type = p->instance_type,
+    };
+    int rc = ebb__store_plan_usage(store, &f, r->since, end, on_usage, t);
+    if (t->stop != 0)
+        return t->stop;
+    if (rc != 0) {
+        ebb_diag_set(t->d, NULL, 0, "cannot read the ledger: %s",
+                      ebb__store_errmsg(store));
+        return EBB_EDB;
+    }
+    return t->any ? judge(r, t, t->team) : 0;
+}
+
+int ebb__report_advise(struct ebb__store *store, const struct ebb__report_opts *o,
                        struct ebb__report *r, struct ebb_diag *d)
 {
     int rc = 0;
@@ -147,7 +142,8 @@ int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
         int64_t periods = (r->until - r->since) / p->period;
         if (periods < 1)
             continue;
-        struct team_usage t = {.o = o, .plan = p, .periods = (int)periods};
+        struct team_usage t = {.o = o, .plan = p, .periods = (int)periods,
+                               .r = r, .d = d};
         if (ebb__currency_convert(p->price.amount, p->price.currency,
                                   r->currency, o->rates, o->n_rates,
                                   EBB__ROUND_NEAREST, &t.price) != 0) {
@@ -158,7 +154,7 @@ int ebb__report_advise(struct sqlite3 *db, const struct ebb__report_opts *o,
         }
         t.spend = calloc((size_t)periods, sizeof(*t.spend));
         t.used = calloc((size_t)periods, sizeof(*t.used));
-        rc = t.spend != NULL && t.used != NULL ? advise_plan(db, r, &t, d)
+        rc = t.spend != NULL && t.used != NULL ? advise_plan(store, &t)
                                                : EBB_ENOMEM;
         free(t.spend);
         free(t.used);

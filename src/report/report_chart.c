@@ -6,6 +6,7 @@
 
 #include "base/str.h"
 #include "report/report_impl.h"
+#include "store/store_ledger.h"
 
 /* Enough points for a line a few hundred pixels wide. */
 #define MAX_CUMULATIVE 600
@@ -151,23 +152,9 @@ static size_t series_index(const struct ebb__report *r, const struct fact *f)
     return SIZE_MAX;
 }
 
-/* Each instance with instance time in the window, from its first billed
- * second to its last. */
-static const char runs_sql[] =
-    "SELECT l.instance_token, l.job_id, l.provider, coalesce(i.region, ''),"
-    " coalesce(i.zone, ''), coalesce(i.instance_type, ''),"
-    " coalesce(i.market, ''), min(l.start_at), max(l.end_at)"
-    " FROM ledger l JOIN instances i ON i.token = l.instance_token"
-    " WHERE l.start_at >= ?1 AND l.start_at < ?2 AND l.kind <> 'fee'"
-    " GROUP BY l.instance_token ORDER BY 8, 1";
-
-static const char *col(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t != NULL ? (const char *)t : "";
-}
-
-static int add_run(struct report_build *b, sqlite3_stmt *st)
+/* One instance's run (ebb__store_instance_runs()), on the series drawn
+ * when it is one of them, marked when the instance was preempted. */
+static int add_run(struct report_build *b, const struct ebb__instance_run_row *row)
 {
     struct ebb__report *r = b->r;
     if (r->n_runs == MAX_RUNS) {
@@ -179,24 +166,30 @@ static int add_run(struct report_build *b, sqlite3_stmt *st)
         return EBB_ENOMEM;
     r->runs = n;
     struct fact f = {
-        .provider = col(st, 2), .region = col(st, 3), .zone = col(st, 4),
-        .instance_type = col(st, 5), .market = col(st, 6),
+        .provider = row->provider, .region = row->region, .zone = row->zone,
+        .instance_type = row->instance_type, .market = row->market,
     };
     struct ebb__report_run *run = &r->runs[r->n_runs];
     *run = (struct ebb__report_run){
-        .job_id = strdup(col(st, 1)),
+        .job_id = strdup(row->job_id),
         .series = series_index(r, &f),
-        .start = sqlite3_column_int64(st, 7),
-        .end = sqlite3_column_int64(st, 8),
+        .start = row->start_at,
+        .end = row->end_at,
     };
     if (run->job_id == NULL)
         return EBB_ENOMEM;
     r->n_runs++;
-    const char *token = col(st, 0);
+    const char *token = row->instance_token;
     run->preempted = b->n_preempted > 0 &&
                      bsearch(&token, b->preempted, b->n_preempted,
                              sizeof(char *), by_token) != NULL;
     return 0;
+}
+
+static int on_run(void *arg, const struct ebb__instance_run_row *row)
+{
+    struct report_build *b = arg;
+    return ebb__report_stop(b, add_run(b, row));
 }
 
 int ebb__report_chart(struct report_build *b)
@@ -214,7 +207,11 @@ int ebb__report_chart(struct report_build *b)
         rc = publish_series(b, &b->series[i], &r->series[i]);
         r->n_series++;
     }
-    return rc != 0 ? rc : ebb__report_each(b, runs_sql, add_run);
+    if (rc != 0)
+        return rc;
+    return ebb__report_walked(
+        b, ebb__store_instance_runs(b->store, r->since, r->until, on_run, b),
+        "cannot read the store");
 }
 
 void ebb__report_build_free(struct report_build *b)

@@ -3,9 +3,8 @@
 #ifndef EBB_REPORT_IMPL_H
 #define EBB_REPORT_IMPL_H
 
-#include <sqlite3.h>
-
 #include "report/report.h"
+#include "store/store.h"
 
 /* Products of money and time or of two rates overflow int64. */
 __extension__ typedef __int128 ebb__i128;
@@ -39,7 +38,7 @@ struct series_cache {
 };
 
 struct report_build {
-    sqlite3 *db;
+    struct ebb__store *store; /* read only */
     const struct ebb__report_opts *o;
     struct ebb__report *r;
     struct ebb_diag *d;
@@ -49,13 +48,18 @@ struct report_build {
     size_t cap_cumulative;
     char **preempted; /* instance tokens, for the chart */
     size_t n_preempted;
+    int stop;         /* why a row callback stopped the store's walk */
 };
 
-/* Runs `sql` with ?1 = since and ?2 = until, calling `row` per result row
- * until it returns non-zero. Returns 0, row's value, or EBB_EDB /
- * EBB_ENOMEM with the words in b->d. */
-int ebb__report_each(struct report_build *b, const char *sql,
-                     int (*row)(struct report_build *, sqlite3_stmt *));
+/* What a row callback returns to the store's walk: `rc`, also kept in
+ * b->stop so that ebb__report_walked() can tell the report's own failures
+ * from the store's. */
+int ebb__report_stop(struct report_build *b, int rc);
+
+/* The result of a store walk whose callbacks used ebb__report_stop(): 0,
+ * the callback's failure, or for a failure of the store EBB_EDB (EBB_ENOMEM
+ * when out of memory) with "<what>: <the store's words>" in b->d. */
+int ebb__report_walked(struct report_build *b, int rc, const char *what);
 
 /* Converts into the report currency; EBB_EINVAL with a message in b->d. */
 int ebb__report_to_currency(struct report_build *b, ebb_micros amount,

@@ -8,6 +8,7 @@
 #include "market/billing.h"
 #include "report/report.h"
 #include "report/report_impl.h"
+#include "store/store.h"
 
 ebb_micros ebb__report_round_cents(ebb_micros amount)
 {
@@ -79,14 +80,6 @@ struct series_cache *ebb__report_series(struct report_build *b,
     return s;
 }
 
-/* One point per observation time: a market with several products (say
- * Linux and Windows) under the same type keeps its lowest price. */
-static const char history_sql[] =
-    "SELECT observed_at, min(price_micros), currency FROM prices"
-    " WHERE provider = ?1 AND region = ?2 AND zone = ?3"
-    " AND instance_type = ?4 AND market = ?5 AND observed_at < ?6"
-    " GROUP BY observed_at ORDER BY observed_at";
-
 static int push_point(struct series_cache *s, size_t *cap, ebb_time_ms at,
                       ebb_micros v)
 {
@@ -102,48 +95,41 @@ static int push_point(struct series_cache *s, size_t *cap, ebb_time_ms at,
     return 0;
 }
 
+/* A series being loaded: where its steps go. */
+struct load {
+    struct report_build *b;
+    struct series_cache *s;
+    size_t cap;
+};
+
+static int on_step(void *arg, const struct ebb__price_step *step)
+{
+    struct load *l = arg;
+    if (l->s->n == 0)
+        ebb__strlcpy(l->s->currency, step->currency, sizeof(l->s->currency));
+    return ebb__report_stop(l->b, push_point(l->s, &l->cap, step->at, step->price));
+}
+
 int ebb__report_series_load(struct report_build *b, struct series_cache *s)
 {
     if (s->loaded)
         return 0;
     s->loaded = 1;
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(b->db, history_sql, -1, &st, NULL);
-    const char *texts[] = {s->provider, s->region, s->zone, s->instance_type,
-                           s->market == EBB_MARKET_SPOT ? "spot" : "on-demand"};
-    for (int i = 0; rc == SQLITE_OK && i < 5; i++)
-        rc = sqlite3_bind_text(st, i + 1, texts[i], -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int64(st, 6, b->r->until);
-    size_t cap = 0;
-    int r = 0;
-    while (rc == SQLITE_OK && r == 0) {
-        int step = sqlite3_step(st);
-        if (step == SQLITE_DONE)
-            break;
-        if (step != SQLITE_ROW) {
-            rc = step;
-            break;
-        }
-        if (s->n == 0)
-            ebb__strlcpy(s->currency,
-                         (const char *)sqlite3_column_text(st, 2),
-                         sizeof(s->currency));
-        r = push_point(s, &cap, sqlite3_column_int64(st, 0),
-                       sqlite3_column_int64(st, 1));
-    }
-    if (rc != SQLITE_OK) {
-        ebb_diag_set(b->d, NULL, 0, "cannot read prices: %s",
-                      sqlite3_errmsg(b->db));
-        r = EBB_EDB;
-    }
-    sqlite3_finalize(st);
+    struct ebb__price_series series = {
+        .provider = s->provider, .region = s->region, .zone = s->zone,
+        .instance_type = s->instance_type, .market = s->market,
+    };
+    struct load l = {.b = b, .s = s};
+    int r = ebb__report_walked(
+        b, ebb__store_price_steps(b->store, &series, b->r->until,
+                                  on_step, &l),
+        "cannot read prices");
     if (r == 0 && s->n == 0 && s->market == EBB_MARKET_ON_DEMAND &&
         b->o->catalog != NULL) {
         const struct ebb__catalog_entry *e = ebb__catalog_find(
             b->o->catalog, s->provider, s->region, s->instance_type);
         if (e != NULL && e->on_demand > 0)
-            r = push_point(s, &cap, b->r->since, e->on_demand);
+            r = push_point(s, &l.cap, b->r->since, e->on_demand);
     }
     return r;
 }

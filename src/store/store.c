@@ -1,7 +1,8 @@
 /* The store: the handle, its statement cache, errors and transactions.
  * Opening the file is in store_open.c, the schema and its migrations in
- * store_schema.c, the queries in store_prices.c, store_jobs.c,
- * store_read.c and store_schedules.c. */
+ * store_schema.c, the cached statements' SQL in store_sql.h, the queries
+ * in store_prices.c, store_jobs.c, store_ledger.c, store_read.c and
+ * store_schedules.c. */
 #include "store/store.h"
 #include "store/store_internal.h"
 
@@ -12,29 +13,11 @@
 
 #include <sqlite3.h>
 
-/* The statements of the handle itself; the queries have their own files
- * and slots (store_internal.h). */
-enum stmt {
-    ST_BEGIN,
-    ST_COMMIT,
-    ST_ROLLBACK,
-    ST_SAVEPOINT,
-    ST_RELEASE,
-    ST_ROLLBACK_TO,
-    ST_USER_VERSION,
-    ST__COUNT
-};
-_Static_assert(ST__COUNT <= EBB__STORE_PRICE_SLOTS,
-               "store.c's statements overlap store_prices.c's slots");
-
-static const char *const sql_text[ST__COUNT] = {
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
-    [ST_ROLLBACK] = "ROLLBACK",
-    [ST_SAVEPOINT] = "SAVEPOINT ebb",
-    [ST_RELEASE] = "RELEASE ebb",
-    [ST_ROLLBACK_TO] = "ROLLBACK TO ebb",
-    [ST_USER_VERSION] = "PRAGMA user_version",
+/* The SQL of every cached statement, by its slot (store_sql.h). */
+static const char *const sql_text[EBB__SQL__COUNT] = {
+#define EBB__SQL_TEXT(name, sql) [EBB__SQL_##name] = sql,
+    EBB__STORE_STATEMENTS(EBB__SQL_TEXT)
+#undef EBB__SQL_TEXT
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -87,25 +70,20 @@ const char *ebb__store_errmsg(const struct ebb__store *s)
 
 /* ---- statements -------------------------------------------------------- */
 
-sqlite3_stmt *ebb__store_stmt(struct ebb__store *s, int slot, const char *sql)
+sqlite3_stmt *ebb__store_stmt(struct ebb__store *s, enum ebb__sql id)
 {
-    sqlite3_stmt *st = s->stmt[slot];
+    sqlite3_stmt *st = s->stmt[id];
     if (st == NULL) {
-        int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-                                    &st, NULL);
+        int rc = sqlite3_prepare_v3(s->db, sql_text[id], -1,
+                                    SQLITE_PREPARE_PERSISTENT, &st, NULL);
         if (rc != SQLITE_OK) {
             ebb__store_fail(s, rc);
             sqlite3_finalize(st);
             return NULL;
         }
-        s->stmt[slot] = st;
+        s->stmt[id] = st;
     }
     return st;
-}
-
-static sqlite3_stmt *stmt(struct ebb__store *s, enum stmt id)
-{
-    return ebb__store_stmt(s, (int)id, sql_text[id]);
 }
 
 /* Runs a statement that returns no rows to its end and resets it. */
@@ -158,11 +136,6 @@ const char * ebb__store_col_text(sqlite3_stmt *st, int i)
     return t != NULL ? (const char *)t : "";
 }
 
-struct sqlite3 *ebb__store_sqlite(struct ebb__store *s)
-{
-    return s->db;
-}
-
 /* ---- open and close ---------------------------------------------------- */
 
 int ebb__store_open_at_version(const char *path, int version,
@@ -206,7 +179,7 @@ void ebb__store_close(struct ebb__store *s)
      * caller is not. */
     if (s->grouping && s->depth == 0 && !sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
-    for (size_t i = 0; i < EBB__STORE_SLOTS; i++)
+    for (size_t i = 0; i < EBB__SQL__COUNT; i++)
         sqlite3_finalize(s->stmt[i]);
     if (!sqlite3_get_autocommit(s->db))
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -219,7 +192,7 @@ void ebb__store_close(struct ebb__store *s)
 
 int ebb__store_schema_version(struct ebb__store *s, int *out)
 {
-    sqlite3_stmt *st = stmt(s, ST_USER_VERSION);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_USER_VERSION);
     if (st == NULL)
         return EBB_EDB;
     int rc = sqlite3_step(st);
@@ -276,9 +249,9 @@ int ebb__store_integrity_check(struct ebb__store *s, char *err, size_t errlen)
 
 /* Transaction control statements step directly: ebb__store_run would
  * open the group's transaction for them. */
-static int exec_cached(struct ebb__store *s, enum stmt id)
+static int exec_cached(struct ebb__store *s, enum ebb__sql id)
 {
-    sqlite3_stmt *st = stmt(s, id);
+    sqlite3_stmt *st = ebb__store_stmt(s, id);
     if (st == NULL)
         return EBB_EDB;
     int rc = sqlite3_step(st);
@@ -291,7 +264,7 @@ static int exec_cached(struct ebb__store *s, enum stmt id)
 
 static int open_group(struct ebb__store *s)
 {
-    return sqlite3_get_autocommit(s->db) ? exec_cached(s, ST_BEGIN) : 0;
+    return sqlite3_get_autocommit(s->db) ? exec_cached(s, EBB__SQL_BEGIN) : 0;
 }
 
 void ebb__store_group_commit(struct ebb__store *s, int on)
@@ -331,16 +304,16 @@ int ebb__store_flush(struct ebb__store *s)
 {
     if (!s->grouping || s->depth > 0 || sqlite3_get_autocommit(s->db))
         return 0;
-    return exec_cached(s, ST_COMMIT);
+    return exec_cached(s, EBB__SQL_COMMIT);
 }
 
 int ebb__store_begin(struct ebb__store *s)
 {
     if (!s->grouping)
-        return exec_cached(s, ST_BEGIN);
+        return exec_cached(s, EBB__SQL_BEGIN);
     int r = open_group(s);
     if (r == 0)
-        r = exec_cached(s, ST_SAVEPOINT);
+        r = exec_cached(s, EBB__SQL_SAVEPOINT);
     if (r == 0)
         s->depth++;
     return r;
@@ -349,9 +322,9 @@ int ebb__store_begin(struct ebb__store *s)
 int ebb__store_commit(struct ebb__store *s)
 {
     if (!s->grouping || s->depth == 0)
-        return exec_cached(s, ST_COMMIT);
+        return exec_cached(s, EBB__SQL_COMMIT);
     s->depth--;
-    return exec_cached(s, ST_RELEASE);
+    return exec_cached(s, EBB__SQL_RELEASE);
 }
 
 int ebb__store_rollback(struct ebb__store *s)
@@ -359,10 +332,10 @@ int ebb__store_rollback(struct ebb__store *s)
     if (sqlite3_get_autocommit(s->db))
         return 0;
     if (!s->grouping || s->depth == 0)
-        return exec_cached(s, ST_ROLLBACK);
+        return exec_cached(s, EBB__SQL_ROLLBACK);
     s->depth--;
-    int r = exec_cached(s, ST_ROLLBACK_TO);
-    int r2 = sqlite3_get_autocommit(s->db) ? 0 : exec_cached(s, ST_RELEASE);
+    int r = exec_cached(s, EBB__SQL_ROLLBACK_TO);
+    int r2 = sqlite3_get_autocommit(s->db) ? 0 : exec_cached(s, EBB__SQL_RELEASE);
     return r != 0 ? r : r2;
 }
 

@@ -13,18 +13,27 @@
  *
  * A store handle belongs to one thread at a time (ebbd's loop thread; work
  * queued off the loop opens its own handle). Writes are short
- * transactions. Statements are prepared once, on first use, and cached in
- * the handle.
+ * transactions. The statements of store_sql.h are prepared once, on first
+ * use, and cached in the handle; the rare reads (store_read.c,
+ * store_schedules.c) prepare theirs per call.
  *
  * Errors: functions return 0 (or a documented count) or a negative EBB_E*
  * code: EBB_EBUSY when the database stayed locked past the busy timeout,
  * EBB_EDB for other SQLite failures, EBB_EINVAL for bad arguments. The
  * words of the last failure are kept: ebb__store_errmsg().
  *
- * Files: store.c (handle, statement cache, transactions, queries),
+ * The store owns every SQL statement ebb runs: other code asks it for
+ * typed rows (this header, store_ledger.h, store_read.h,
+ * store_schedules.h) and never sees the SQLite connection.
+ *
+ * Files: store.c (handle, statement cache, errors, transactions),
  * store_open.c (opening and checking the file), store_schema.c (schema
- * history). Adding a query: add an enum value and its SQL to the statement
- * table in store.c, then a function here.
+ * history), store_sql.h (every cached statement, by name), and the queries
+ * by table: store_prices.c (prices and poll cursors), store_jobs.c (jobs,
+ * instances, checkpoints, ledger writes, job counts), store_ledger.c (the
+ * ledger read back for reports and metrics), store_read.c (the CLI's job
+ * reads, recovery), store_schedules.c (schedules). Adding a query: add its
+ * name and SQL to store_sql.h, then a function to the header of its file.
  */
 #ifndef EBB_STORE_H
 #define EBB_STORE_H
@@ -36,7 +45,6 @@
 #include <ebb/types.h>
 
 struct ebb__store;
-struct sqlite3;
 
 /* The newest schema version this build knows. Bumped by every migration
  * added to store_schema.c (a static assertion there keeps them in step). */
@@ -192,6 +200,33 @@ int ebb__store_price_history(struct ebb__store *s,
                              ebb_time_ms since, ebb_time_ms until,
                              ebb__price_row_cb cb, void *arg);
 
+/* One price series, as the ledger's instances name it. Strings borrowed. */
+struct ebb__price_series {
+    const char *provider, *region, *zone, *instance_type;
+    enum ebb_market market;
+};
+
+/* One step of a series' price: from `at` on, `price` per hour in
+ * `currency` (valid during the callback only). */
+struct ebb__price_step {
+    ebb_time_ms at;
+    ebb_micros price;
+    const char *currency;
+};
+
+/* Called once per step; non-zero stops, as ebb__price_row_cb. */
+typedef int (*ebb__price_step_cb)(void *arg, const struct ebb__price_step *step);
+
+/* Calls `cb` with the price steps of `series` observed before `until`,
+ * oldest first: one per observation time, the lowest price when several
+ * products of the instance type were observed then (say Linux and
+ * Windows). What a report prices instance time on. `cb` may call other
+ * store functions but not this one. Returns 0, the callback's non-zero
+ * value, or a negative EBB_E* code. */
+int ebb__store_price_steps(struct ebb__store *s,
+                           const struct ebb__price_series *series,
+                           ebb_time_ms until, ebb__price_step_cb cb, void *arg);
+
 /* ---- jobs -------------------------------------------------------------- */
 
 /* Calls `cb` once per job state present, in state name order, with the
@@ -285,27 +320,5 @@ typedef int (*ebb__store_sum_cb)(void *arg, const char *currency,
 int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
                                 ebb_time_ms from, ebb_time_ms to,
                                 ebb__store_sum_cb cb, void *arg);
-
-/* ---- for store_*.c and tests ----------------------------------------- */
-
-/* The SQLite connection under the handle, for tests that inspect the file
- * and for store_*.c. Other code adds a function here instead of writing
- * SQL of its own. The handle keeps ownership. */
-struct sqlite3 *ebb__store_sqlite(struct ebb__store *s);
-
-/* Implemented in store_open.c: opens the file at `path` (creating it with
- * mode 0600), refuses a file that is not an ebb database or is newer than
- * this build, configures the connection (WAL, synchronous=FULL, foreign
- * keys, busy timeout) and migrates it up to `version`. On success *out is
- * the connection, owned by the caller (sqlite3_close). On failure *out is
- * NULL and `err` says why. Returns 0 or a negative EBB_E* code. */
-int ebb__store_connect(const char *path, int version, struct sqlite3 **out,
-                       char *err, size_t errlen);
-
-/* Implemented in store_schema.c: moves the open database `db` forward from
- * its current user_version to `target`, one transaction per version.
- * Returns 0, or EBB_EBUSY / EBB_EDB with a message in `err`. */
-int ebb__store_migrate(struct sqlite3 *db, int target, char *err,
-                       size_t errlen);
 
 #endif

@@ -1,21 +1,24 @@
 /* Shared by the store_*.c files only: the handle and the statement cache.
- * Each file owns a range of cache slots and its own SQL. */
+ * The cached statements are declared by name in store_sql.h. */
 #ifndef EBB_STORE_INTERNAL_H
 #define EBB_STORE_INTERNAL_H
 
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/store_sql.h"
 
-/* Slots: store.c [0, EBB__STORE_PRICE_SLOTS), store_prices.c up to
- * EBB__STORE_JOB_SLOTS, store_jobs.c the rest. */
-#define EBB__STORE_PRICE_SLOTS 8
-#define EBB__STORE_JOB_SLOTS 32
-#define EBB__STORE_SLOTS 64
+/* One cache slot per statement of store_sql.h: EBB__SQL_BEGIN, ... */
+enum ebb__sql {
+#define EBB__SQL_ENUM(name, sql) EBB__SQL_##name,
+    EBB__STORE_STATEMENTS(EBB__SQL_ENUM)
+#undef EBB__SQL_ENUM
+    EBB__SQL__COUNT
+};
 
 struct ebb__store {
     sqlite3 *db;
-    sqlite3_stmt *stmt[EBB__STORE_SLOTS];
+    sqlite3_stmt *stmt[EBB__SQL__COUNT];
     char errmsg[512];
     /* Group commit (ebb__store_group_commit): writes join one transaction
      * until ebb__store_flush(); begin/commit/rollback become savepoints. */
@@ -26,9 +29,9 @@ struct ebb__store {
     int wal_pages;
 };
 
-/* The statement in `slot`, prepared from `sql` on first use (the same slot
- * must always get the same SQL). NULL on failure, with the message kept. */
-sqlite3_stmt *ebb__store_stmt(struct ebb__store *s, int slot, const char *sql);
+/* The cached statement `id`, prepared from its SQL in store_sql.h on first
+ * use. NULL on failure, with the message kept. */
+sqlite3_stmt *ebb__store_stmt(struct ebb__store *s, enum ebb__sql id);
 
 /* The EBB_E* code for an SQLite result code (busy and locked: EBB_EBUSY). */
 int ebb__store_code_of(int rc);
@@ -57,5 +60,26 @@ int ebb__store_bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i,
                         int64_t v);
 /* Column text, "" for NULL. */
 const char *ebb__store_col_text(sqlite3_stmt *st, int i);
+
+/* Implemented in store_read.c: the rows of `sql`, with `id` (may be NULL)
+ * bound to ?1, as a new JSON array of objects (column name: value) in
+ * *out. For the store's reads that answer in JSON. */
+struct json_t;
+int ebb__store_query_json(struct ebb__store *s, const char *sql,
+                          const char *id, struct json_t **out);
+
+/* Implemented in store_open.c: opens the file at `path` (creating it with
+ * mode 0600), refuses a file that is not an ebb database or is newer than
+ * this build, configures the connection (WAL, synchronous=FULL, foreign
+ * keys, busy timeout) and migrates it up to `version`. On success *out is
+ * the connection, owned by the caller (sqlite3_close). On failure *out is
+ * NULL and `err` says why. Returns 0 or a negative EBB_E* code. */
+int ebb__store_connect(const char *path, int version, sqlite3 **out,
+                       char *err, size_t errlen);
+
+/* Implemented in store_schema.c: moves the open database `db` forward from
+ * its current user_version to `target`, one transaction per version.
+ * Returns 0, or EBB_EBUSY / EBB_EDB with a message in `err`. */
+int ebb__store_migrate(sqlite3 *db, int target, char *err, size_t errlen);
 
 #endif

@@ -1,74 +1,11 @@
 /* The store's job side: jobs, their append-only events, instances (the
- * intent rows that make launches idempotent), checkpoints and the ledger. */
+ * intent rows that make launches idempotent), checkpoints, ledger rows
+ * with the sums budgets read, and the job counts. Their SQL is in
+ * store_sql.h. */
 #include <stdarg.h>
 #include <string.h>
 
 #include "store/store_internal.h"
-
-enum {
-    SJ_JOB_INSERT = EBB__STORE_JOB_SLOTS,
-    SJ_JOB_UPDATE,
-    SJ_JOB_EVENT,
-    SJ_INSTANCE_INSERT,
-    SJ_INSTANCE_UPDATE,
-    SJ_CHECKPOINT_ADD,
-    SJ_LEDGER_ADD,
-    SJ_LEDGER_JOB_TOTAL,
-    SJ_INSTANCE_SHADOW,
-    SJ_LEDGER_TEAM_SUMS,
-    SJ_JOB_COUNTS,
-    SJ__END
-};
-_Static_assert(SJ__END <= EBB__STORE_SLOTS, "too many statements");
-
-static const char *const sql[] = {
-    [SJ_JOB_COUNTS - EBB__STORE_JOB_SLOTS] =
-        "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state",
-    [SJ_LEDGER_TEAM_SUMS - EBB__STORE_JOB_SLOTS] =
-        "SELECT currency, sum(amount_micros) FROM ledger WHERE team = ?1"
-        " AND end_at >= ?2 AND end_at < ?3 GROUP BY currency",
-    [SJ_INSTANCE_SHADOW - EBB__STORE_JOB_SLOTS] =
-        "UPDATE instances SET shadow_id = ?2 WHERE token = ?1",
-    [SJ_JOB_INSERT - EBB__STORE_JOB_SLOTS] =
-        "INSERT INTO jobs (id, name, owner_uid, team, spec_yaml, spec_json,"
-        " state, policy, submitted_at, deadline, work_ms, work_done_ms,"
-        " budget_micros, currency, spent_micros, retries, preemptions,"
-        " updated_at, workdir) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-        " nullif(?10, 0), ?11, ?12, CASE WHEN ?13 < 0 THEN NULL ELSE ?13 END,"
-        " ?14, ?15, ?16, ?17, ?18, ?19)",
-    [SJ_JOB_UPDATE - EBB__STORE_JOB_SLOTS] =
-        "UPDATE jobs SET state = ?2, work_done_ms = ?3, spent_micros = ?4,"
-        " retries = ?5, preemptions = ?6, updated_at = ?7 WHERE id = ?1",
-    [SJ_JOB_EVENT - EBB__STORE_JOB_SLOTS] =
-        "INSERT INTO job_events (job_id, at, from_state, to_state, reason)"
-        " VALUES (?1, ?2, ?3, ?4, ?5)",
-    [SJ_INSTANCE_INSERT - EBB__STORE_JOB_SLOTS] =
-        "INSERT INTO instances (token, job_id, provider, region, zone,"
-        " instance_type, market, state, requested_at, price_micros, currency,"
-        " market_plugin, product, agent_token_hash)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'intent', ?8, ?9, ?10, ?11, ?12,"
-        " ?13)",
-    [SJ_INSTANCE_UPDATE - EBB__STORE_JOB_SLOTS] =
-        "UPDATE instances SET state = ?2,"
-        " provider_instance_id = coalesce(?3, provider_instance_id),"
-        " started_at = coalesce(nullif(?4, 0), started_at),"
-        " ended_at = coalesce(nullif(?5, 0), ended_at),"
-        " end_reason = coalesce(?6, end_reason) WHERE token = ?1",
-    [SJ_CHECKPOINT_ADD - EBB__STORE_JOB_SLOTS] =
-        "INSERT INTO checkpoints (job_id, instance_token, at, path,"
-        " work_done_ms, complete) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [SJ_LEDGER_ADD - EBB__STORE_JOB_SLOTS] =
-        "INSERT INTO ledger (job_id, instance_token, team, provider, kind,"
-        " start_at, end_at, rate_micros, amount_micros, currency, note)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-    [SJ_LEDGER_JOB_TOTAL - EBB__STORE_JOB_SLOTS] =
-        "SELECT coalesce(sum(amount_micros), 0) FROM ledger WHERE job_id = ?1",
-};
-
-static sqlite3_stmt *get(struct ebb__store *s, int id)
-{
-    return ebb__store_stmt(s, id, sql[id - EBB__STORE_JOB_SLOTS]);
-}
 
 /* Binds `n` values described by a format: 't' text (const char *, NULL
  * binds NULL), 'i' int64. Keeps the statements below one line per field. */
@@ -100,7 +37,7 @@ static const char *market_name(enum ebb_market m)
 
 int ebb__store_job_insert(struct ebb__store *s, const struct ebb__job_row *r)
 {
-    sqlite3_stmt *st = get(s, SJ_JOB_INSERT);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_JOB_INSERT);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "ttitttttiiiiitiiiit", r->id, r->name,
@@ -119,7 +56,7 @@ int ebb__store_job_update(struct ebb__store *s, const char *id,
                           ebb_micros spent, int retries, int preemptions,
                           ebb_time_ms updated_at)
 {
-    sqlite3_stmt *st = get(s, SJ_JOB_UPDATE);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_JOB_UPDATE);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "ttiiiii", id, state, (int64_t)work_done_ms,
@@ -132,7 +69,7 @@ int ebb__store_job_event(struct ebb__store *s, const char *job_id,
                          ebb_time_ms at, const char *from_state,
                          const char *to_state, const char *reason)
 {
-    sqlite3_stmt *st = get(s, SJ_JOB_EVENT);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_JOB_EVENT);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "tittt", job_id, (int64_t)at, from_state, to_state,
@@ -143,7 +80,7 @@ int ebb__store_job_event(struct ebb__store *s, const char *job_id,
 int ebb__store_instance_insert(struct ebb__store *s,
                                const struct ebb__instance_row *r)
 {
-    sqlite3_stmt *st = get(s, SJ_INSTANCE_INSERT);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_INSTANCE_INSERT);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "tttttttiitttt", r->token, r->job_id, r->provider,
@@ -160,7 +97,7 @@ int ebb__store_instance_update(struct ebb__store *s, const char *token,
                                ebb_time_ms started_at, ebb_time_ms ended_at,
                                const char *end_reason)
 {
-    sqlite3_stmt *st = get(s, SJ_INSTANCE_UPDATE);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_INSTANCE_UPDATE);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "tttiit", token, state, provider_instance_id,
@@ -173,7 +110,7 @@ int ebb__store_checkpoint_add(struct ebb__store *s, const char *job_id,
                               const char *path, ebb_dur_ms work_done_ms,
                               int complete)
 {
-    sqlite3_stmt *st = get(s, SJ_CHECKPOINT_ADD);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_CHECKPOINT_ADD);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "ttitii", job_id, instance_token, (int64_t)at,
@@ -183,7 +120,7 @@ int ebb__store_checkpoint_add(struct ebb__store *s, const char *job_id,
 
 int ebb__store_ledger_add(struct ebb__store *s, const struct ebb__ledger_row *r)
 {
-    sqlite3_stmt *st = get(s, SJ_LEDGER_ADD);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_LEDGER_ADD);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "tttttiiiitt", r->job_id, r->instance_token,
@@ -196,7 +133,7 @@ int ebb__store_ledger_add(struct ebb__store *s, const struct ebb__ledger_row *r)
 int ebb__store_ledger_job_total(struct ebb__store *s, const char *job_id,
                                 ebb_micros *total)
 {
-    sqlite3_stmt *st = get(s, SJ_LEDGER_JOB_TOTAL);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_LEDGER_JOB_TOTAL);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "t", job_id);
@@ -211,7 +148,7 @@ int ebb__store_ledger_job_total(struct ebb__store *s, const char *job_id,
 int ebb__store_instance_shadow(struct ebb__store *s, const char *token,
                                const char *shadow_id)
 {
-    sqlite3_stmt *st = get(s, SJ_INSTANCE_SHADOW);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_INSTANCE_SHADOW);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "tt", token, shadow_id);
@@ -222,7 +159,7 @@ int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
                                 ebb_time_ms from, ebb_time_ms to,
                                 ebb__store_sum_cb cb, void *arg)
 {
-    sqlite3_stmt *st = get(s, SJ_LEDGER_TEAM_SUMS);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_LEDGER_TEAM_SUMS);
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "tii", team, (int64_t)from, (int64_t)to);
@@ -244,7 +181,7 @@ int ebb__store_job_counts(struct ebb__store *s,
 {
     if (cb == NULL)
         return ebb__store_invalid(s, "no callback");
-    sqlite3_stmt *st = get(s, SJ_JOB_COUNTS);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_JOB_COUNTS);
     if (st == NULL)
         return EBB_EDB;
     int rc;

@@ -1,106 +1,19 @@
 /* The store's prices: observations as providers report them, the cursors
  * polls resume from, and the queries over them (latest per series, the
- * history of each). */
+ * history of each, one series' price steps). Their SQL is in store_sql.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/store_internal.h"
 
-/* The price statements; their cache slots start at EBB__STORE_PRICE_SLOTS. */
-enum stmt {
-    ST_PUT_PRICE,
-    ST_PRICE_CURSOR,
-    ST_PUT_CURSOR,
-    /* Eight variants, one per combination of filter fields, so that each
-     * uses the primary key or an index for the fields it has instead of
-     * one "(? IS NULL OR col = ?)" statement that can use none.
-     * Bit 0: provider, bit 1: instance type, bit 2: zone. */
-    ST_LATEST_PRICES,
-    ST_LATEST_PRICES_END = ST_LATEST_PRICES + 7,
-    /* The same eight variants for the price history of each series. */
-    ST_PRICE_HISTORY,
-    ST_PRICE_HISTORY_END = ST_PRICE_HISTORY + 7,
-    ST__COUNT
-};
-_Static_assert(EBB__STORE_PRICE_SLOTS + ST__COUNT <= EBB__STORE_JOB_SLOTS,
-               "store_prices.c's statements overlap store_jobs.c's slots");
-
+/* The filter variants of LATEST_PRICES and PRICE_HISTORY (store_sql.h):
+ * the variant's number is its filter fields' bits. */
 #define LATEST_PROVIDER 1
 #define LATEST_TYPE 2
 #define LATEST_ZONE 4
-
-/* max(observed_at) with bare columns: SQLite takes the other columns of a
- * group from the row holding the maximum, which is exactly "the newest
- * observation of the series". Rows come out in primary key order, so the
- * GROUP BY and ORDER BY need no sort. */
-#define LATEST(where)                                                       \
-    "SELECT provider, region, zone, instance_type, product, market,"        \
-    " max(observed_at), price_micros, currency FROM prices " where          \
-    " GROUP BY provider, region, zone, instance_type, product, market"      \
-    " ORDER BY provider, region, zone, instance_type, product, market"
-
-/* Every observation in [:since, :until), series by series, oldest first:
- * the primary key's order, so no sort. */
-#define HISTORY(where)                                                      \
-    "SELECT provider, region, zone, instance_type, product, market,"        \
-    " observed_at, price_micros, currency FROM prices"                      \
-    " WHERE observed_at >= :since AND observed_at < :until" where           \
-    " ORDER BY provider, region, zone, instance_type, product, market,"     \
-    " observed_at"
-
-static const char *const sql_text[ST__COUNT] = {
-    /* ON CONFLICT DO NOTHING rather than INSERT OR IGNORE: OR IGNORE would
-     * also silently drop a row that breaks a CHECK or NOT NULL, which must
-     * be an error, not "already present". */
-    [ST_PUT_PRICE] =
-        "INSERT INTO prices (provider, region, zone, instance_type, product,"
-        " market, observed_at, price_micros, currency)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
-        " ON CONFLICT DO NOTHING",
-    [ST_PUT_CURSOR] =
-        "INSERT INTO price_cursors (provider, region, zone, instance_type,"
-        " product, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-        " ON CONFLICT (provider, region, zone, instance_type, product)"
-        " DO UPDATE SET last_at = max(last_at, excluded.last_at)",
-    /* One statement with "IS NULL OR" for the key's optional fields: the
-     * cursor table holds one row per series, so its provider prefix of
-     * the primary key narrows it enough. */
-    [ST_PRICE_CURSOR] = "SELECT max(last_at) FROM price_cursors"
-                        " WHERE provider = ?1 AND (?2 IS NULL OR region = ?2)"
-                        " AND (?3 IS NULL OR zone = ?3)"
-                        " AND (?4 IS NULL OR instance_type = ?4)"
-                        " AND (?5 IS NULL OR product = ?5)",
-    [ST_LATEST_PRICES + 0] = LATEST(""),
-    [ST_LATEST_PRICES + 1] = LATEST("WHERE provider = :provider"),
-    [ST_LATEST_PRICES + 2] = LATEST("WHERE instance_type = :type"),
-    [ST_LATEST_PRICES + 3] =
-        LATEST("WHERE provider = :provider AND instance_type = :type"),
-    [ST_LATEST_PRICES + 4] = LATEST("WHERE zone = :zone"),
-    [ST_LATEST_PRICES + 5] =
-        LATEST("WHERE provider = :provider AND zone = :zone"),
-    [ST_LATEST_PRICES + 6] =
-        LATEST("WHERE instance_type = :type AND zone = :zone"),
-    [ST_LATEST_PRICES + 7] = LATEST("WHERE provider = :provider"
-                                    " AND instance_type = :type"
-                                    " AND zone = :zone"),
-    [ST_PRICE_HISTORY + 0] = HISTORY(""),
-    [ST_PRICE_HISTORY + 1] = HISTORY(" AND provider = :provider"),
-    [ST_PRICE_HISTORY + 2] = HISTORY(" AND instance_type = :type"),
-    [ST_PRICE_HISTORY + 3] =
-        HISTORY(" AND provider = :provider AND instance_type = :type"),
-    [ST_PRICE_HISTORY + 4] = HISTORY(" AND zone = :zone"),
-    [ST_PRICE_HISTORY + 5] =
-        HISTORY(" AND provider = :provider AND zone = :zone"),
-    [ST_PRICE_HISTORY + 6] =
-        HISTORY(" AND instance_type = :type AND zone = :zone"),
-    [ST_PRICE_HISTORY + 7] = HISTORY(" AND provider = :provider"
-                                     " AND instance_type = :type AND zone = :zone"),
-};
-
-static sqlite3_stmt *stmt(struct ebb__store *s, enum stmt id)
-{
-    return ebb__store_stmt(s, EBB__STORE_PRICE_SLOTS + (int)id, sql_text[id]);
-}
+_Static_assert(EBB__SQL_LATEST_PRICES_7 - EBB__SQL_LATEST_PRICES_0 == 7 &&
+                   EBB__SQL_PRICE_HISTORY_7 - EBB__SQL_PRICE_HISTORY_0 == 7,
+               "store_sql.h keeps each query's eight variants in order");
 
 static const char *market_name(enum ebb_market m)
 {
@@ -182,7 +95,7 @@ static int same_series(const struct cursor *a, const struct cursor *b)
 /* Where polls of the series resume: moved forward to c->at. */
 static int advance_cursor(struct ebb__store *s, const struct cursor *c)
 {
-    sqlite3_stmt *st = stmt(s, ST_PUT_CURSOR);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_PUT_CURSOR);
     if (st == NULL)
         return EBB_EDB;
     const char *text[5] = {c->provider, c->region, c->zone, c->type, c->product};
@@ -202,7 +115,7 @@ int ebb__store_put_price(struct ebb__store *s, const char *provider,
 {
     if (provider == NULL || provider[0] == '\0')
         return ebb__store_invalid(s, "price without a provider");
-    sqlite3_stmt *st = stmt(s, ST_PUT_PRICE);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_PUT_PRICE);
     if (st == NULL)
         return EBB_EDB;
     int own = !ebb__store_in_transaction(s);
@@ -262,7 +175,7 @@ int ebb__store_put_prices(struct ebb__store *s, const char *provider,
         return 0;
     if (p == NULL)
         return ebb__store_invalid(s, "no prices");
-    sqlite3_stmt *st = stmt(s, ST_PUT_PRICE);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_PUT_PRICE);
     if (st == NULL)
         return EBB_EDB;
 
@@ -315,7 +228,7 @@ int ebb__store_price_cursor(struct ebb__store *s, const char *provider,
     *out = 0;
     if (provider == NULL)
         return ebb__store_invalid(s, "no provider");
-    sqlite3_stmt *st = stmt(s, ST_PRICE_CURSOR);
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_PRICE_CURSOR);
     if (st == NULL)
         return EBB_EDB;
     const struct ebb_series_key any = {0};
@@ -343,10 +256,10 @@ static int bind_named(struct ebb__store *s, sqlite3_stmt *st,
     return i > 0 ? ebb__store_bind_text(s, st, i, v) : 0;
 }
 
-/* Prepares the variant of `base` (ST_LATEST_PRICES or ST_PRICE_HISTORY)
+/* Prepares the variant of `base` (LATEST_PRICES_0 or PRICE_HISTORY_0)
  * for the fields `f` has and binds them. NULL on failure, with the
  * bindings cleared. */
-static sqlite3_stmt *filtered_stmt(struct ebb__store *s, enum stmt base,
+static sqlite3_stmt *filtered_stmt(struct ebb__store *s, enum ebb__sql base,
                                    const struct ebb__price_filter *f)
 {
     int variant = 0;
@@ -356,7 +269,7 @@ static sqlite3_stmt *filtered_stmt(struct ebb__store *s, enum stmt base,
         variant |= LATEST_TYPE;
     if (f != NULL && f->zone != NULL)
         variant |= LATEST_ZONE;
-    sqlite3_stmt *st = stmt(s, (enum stmt)(base + variant));
+    sqlite3_stmt *st = ebb__store_stmt(s, (enum ebb__sql)(base + variant));
     if (st == NULL)
         return NULL;
     int r = 0;
@@ -416,7 +329,7 @@ int ebb__store_latest_prices(struct ebb__store *s,
 {
     if (cb == NULL)
         return ebb__store_invalid(s, "no callback");
-    sqlite3_stmt *st = filtered_stmt(s, ST_LATEST_PRICES, f);
+    sqlite3_stmt *st = filtered_stmt(s, EBB__SQL_LATEST_PRICES_0, f);
     if (st == NULL)
         return EBB_EDB;
     return price_rows(s, st, cb, arg);
@@ -431,7 +344,7 @@ int ebb__store_price_history(struct ebb__store *s,
         return ebb__store_invalid(s, "no callback");
     if (since > until)
         return ebb__store_invalid(s, "price history window ends before it starts");
-    sqlite3_stmt *st = filtered_stmt(s, ST_PRICE_HISTORY, f);
+    sqlite3_stmt *st = filtered_stmt(s, EBB__SQL_PRICE_HISTORY_0, f);
     if (st == NULL)
         return EBB_EDB;
     int r = ebb__store_bind_i64(s, st, sqlite3_bind_parameter_index(st, ":since"), since);
@@ -442,4 +355,44 @@ int ebb__store_price_history(struct ebb__store *s,
         return r;
     }
     return price_rows(s, st, cb, arg);
+}
+
+int ebb__store_price_steps(struct ebb__store *s,
+                           const struct ebb__price_series *series,
+                           ebb_time_ms until, ebb__price_step_cb cb, void *arg)
+{
+    if (cb == NULL || series == NULL)
+        return ebb__store_invalid(s, "no series or no callback");
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_PRICE_STEPS);
+    if (st == NULL)
+        return EBB_EDB;
+    const char *texts[] = {series->provider, series->region, series->zone,
+                           series->instance_type, market_name(series->market)};
+    int r = 0;
+    for (int i = 0; r == 0 && i < 5; i++)
+        r = ebb__store_bind_text(s, st, i + 1, texts[i]);
+    if (r == 0)
+        r = ebb__store_bind_i64(s, st, 6, until);
+    if (r < 0) {
+        sqlite3_clear_bindings(st);
+        return r;
+    }
+    int rc;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        struct ebb__price_step step = {
+            .at = sqlite3_column_int64(st, 0),
+            .price = sqlite3_column_int64(st, 1),
+            .currency = ebb__store_col_text(st, 2),
+        };
+        int stop = cb(arg, &step);
+        if (stop != 0) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            return stop;
+        }
+    }
+    return ebb__store_finish(s, st, rc);
 }

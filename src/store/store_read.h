@@ -19,10 +19,6 @@ int ebb__store_job_json(struct ebb__store *s, const char *id, json_t **out);
 /* The owner's uid of job `id` into *uid. EBB_ENOTFOUND when none. */
 int ebb__store_job_owner(struct ebb__store *s, const char *id, int64_t *uid);
 
-/* The rows of `sql`, with `id` (may be NULL) bound to ?1, as JSON. */
-int ebb__store_query_json(struct ebb__store *s, const char *sql, const char *id,
-                          json_t **out);
-
 #endif
 
 /* ---- what ebbd takes back after a restart ---- */

@@ -22,6 +22,7 @@
  * other table references.
  */
 #include "store/store.h"
+#include "store/store_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -32,6 +32,7 @@
 #include "jobs/jobspec.h"
 #include "market/billing.h"
 #include "store/store.h"
+#include "store_peek.h"
 
 #define MINUTE EBB_MS_PER_MINUTE
 #define H EBB_MS_PER_HOUR
@@ -197,7 +198,7 @@ static struct ebb__job *submit(struct world *w, const char *yaml)
 static int64_t sql_int(struct world *w, const char *sql, const char *text,
                        int64_t a, int64_t b)
 {
-    sqlite3 *db = ebb__store_sqlite(w->v.store);
+    sqlite3 *db = ebb_test_store_db(w->v.store);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         fail_msg("%s: %s", sql, sqlite3_errmsg(db));
@@ -216,7 +217,7 @@ static int64_t sql_int(struct world *w, const char *sql, const char *text,
 /* A text column of the first row, copied; "" when there is none. */
 static char *sql_text(struct world *w, const char *sql, const char *text)
 {
-    sqlite3 *db = ebb__store_sqlite(w->v.store);
+    sqlite3 *db = ebb_test_store_db(w->v.store);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         fail_msg("%s: %s", sql, sqlite3_errmsg(db));

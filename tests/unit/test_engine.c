@@ -41,6 +41,7 @@
 #include "market/catalog.h"
 #include "report/backtest.h"
 #include "store/store.h"
+#include "store_peek.h"
 
 #define S EBB_MS_PER_SECOND
 #define MINUTE EBB_MS_PER_MINUTE
@@ -145,7 +146,7 @@ static struct ebb__job *submit(struct fx *f, const char *yaml)
  * line per row, columns separated by '|' (NULL as "NULL"). Free it. */
 static char *query(struct fx *f, const char *sql, const char *job_id)
 {
-    sqlite3 *db = ebb__store_sqlite(f->v.store);
+    sqlite3 *db = ebb_test_store_db(f->v.store);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         fail_msg("%s: %s", sql, sqlite3_errmsg(db));

@@ -37,6 +37,7 @@
 #include "report/report.h"
 #include "report/report_format.h"
 #include "store/store.h"
+#include "store_peek.h"
 
 #define MIN EBB_MS_PER_MINUTE
 #define H EBB_MS_PER_HOUR
@@ -166,7 +167,7 @@ static struct ebb__report *build(struct fixture *f)
 {
     struct ebb__report *r = NULL;
     struct ebb_diag d = {{0}};
-    int rc = ebb__report_build(ebb__store_sqlite(f->store), &f->opts, &r, &d);
+    int rc = ebb__report_build(f->store, &f->opts, &r, &d);
     if (rc != 0)
         fail_msg("report: %s", d.msg);
     return r;
@@ -216,7 +217,7 @@ static void check_reconciles(struct fixture *f, const struct ebb__report *r)
 {
     sqlite3_stmt *st = NULL;
     assert_int_equal(sqlite3_prepare_v2(
-        ebb__store_sqlite(f->store),
+        ebb_test_store_db(f->store),
         "SELECT currency, sum(amount_micros), count(*) FROM ledger"
         " WHERE start_at >= ?1 AND start_at < ?2 GROUP BY currency"
         " ORDER BY currency", -1, &st, NULL), SQLITE_OK);
@@ -352,7 +353,7 @@ static void test_window(void **state)
     struct ebb__report *none = NULL;
     struct ebb_diag d = {{0}};
     f->opts.since = f->opts.until;
-    assert_int_equal(ebb__report_build(ebb__store_sqlite(f->store), &f->opts,
+    assert_int_equal(ebb__report_build(f->store, &f->opts,
                                        &none, &d), EBB_EINVAL);
     assert_non_null(strstr(d.msg, "--since before --until"));
     assert_null(none);
@@ -379,7 +380,7 @@ static void test_on_demand_observed(void **state)
     ebb__report_free(r);
     /* Without any on-demand price, spot rows have no reference. */
     f->opts.catalog = NULL;
-    sqlite3_exec(ebb__store_sqlite(f->store),
+    sqlite3_exec(ebb_test_store_db(f->store),
                  "DELETE FROM prices WHERE market = 'on-demand'", NULL, NULL,
                  NULL);
     r = build(f);
@@ -427,7 +428,7 @@ static void test_currency(void **state)
 
     f->opts.currency = "EUR";
     struct ebb_diag d = {{0}};
-    assert_int_equal(ebb__report_build(ebb__store_sqlite(f->store), &f->opts,
+    assert_int_equal(ebb__report_build(f->store, &f->opts,
                                        &r, &d), EBB_EINVAL);
     assert_non_null(strstr(d.msg, "currency_rates:"));
 }

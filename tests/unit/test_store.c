@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store_peek.h"
 
 struct fixture {
     char dir[PATH_MAX - 256]; /* room for a file name after it */
@@ -177,7 +178,7 @@ static void fresh_open_is_latest_and_wal(void **state)
     assert_int_equal(ebb__store_schema_version(s, &v), 0);
     assert_int_equal(v, EBB__STORE_SCHEMA_LATEST);
 
-    sqlite3 *db = ebb__store_sqlite(s);
+    sqlite3 *db = ebb_test_store_db(s);
     char mode[16];
     query_text(db, "PRAGMA journal_mode", mode, sizeof(mode));
     assert_string_equal(mode, "wal");
@@ -197,7 +198,7 @@ static void fresh_open_is_latest_and_wal(void **state)
     s = open_ok(fx->db);
     assert_int_equal(ebb__store_schema_version(s, &v), 0);
     assert_int_equal(v, EBB__STORE_SCHEMA_LATEST);
-    assert_int_equal(query_i64(ebb__store_sqlite(s), "PRAGMA schema_version"),
+    assert_int_equal(query_i64(ebb_test_store_db(s), "PRAGMA schema_version"),
                      cookie);
     char err[256];
     assert_int_equal(ebb__store_integrity_check(s, err, sizeof(err)), 0);
@@ -215,9 +216,9 @@ static void version_1_file_migrates_keeping_rows(void **state)
     int v = -1;
     assert_int_equal(ebb__store_schema_version(s, &v), 0);
     assert_int_equal(v, 1);
-    assert_int_equal(has_table(ebb__store_sqlite(s), "schedules"), 0);
+    assert_int_equal(has_table(ebb_test_store_db(s), "schedules"), 0);
     /* A row as version 1 wrote it (the store's insert writes newer tables). */
-    exec_ok(ebb__store_sqlite(s),
+    exec_ok(ebb_test_store_db(s),
             "INSERT INTO prices (provider, region, zone, instance_type, product,"
             " market, observed_at, price_micros, currency) VALUES ('aws',"
             " 'us-east-1', 'us-east-1a', 'p3.2xlarge', 'Linux/UNIX', 'spot',"
@@ -227,7 +228,7 @@ static void version_1_file_migrates_keeping_rows(void **state)
     s = open_ok(fx->db);
     assert_int_equal(ebb__store_schema_version(s, &v), 0);
     assert_int_equal(v, EBB__STORE_SCHEMA_LATEST);
-    sqlite3 *db = ebb__store_sqlite(s);
+    sqlite3 *db = ebb_test_store_db(s);
     assert_int_equal(has_table(db, "schedules"), 1);
     assert_int_equal(has_table(db, "budgets"), 1);
     assert_int_equal(has_table(db, "jobs_by_state"), 1);
@@ -542,7 +543,7 @@ static void job_events_are_append_only(void **state)
 {
     struct fixture *fx = *state;
     struct ebb__store *s = open_ok(fx->db);
-    sqlite3 *db = ebb__store_sqlite(s);
+    sqlite3 *db = ebb_test_store_db(s);
     add_job(db, "j1", "running");
     add_job(db, "j2", "pending");
     add_job(db, "j3", "running");
@@ -610,7 +611,7 @@ static void transactions_commit_and_roll_back(void **state)
     sqlite3 *other = NULL;
     assert_int_equal(sqlite3_open(fx->db, &other), SQLITE_OK);
     exec_ok(other, "BEGIN IMMEDIATE");
-    sqlite3_busy_timeout(ebb__store_sqlite(s), 50);
+    sqlite3_busy_timeout(ebb_test_store_db(s), 50);
     assert_int_equal(ebb__store_begin(s), EBB_EBUSY);
     exec_ok(other, "ROLLBACK");
     sqlite3_close(other);
@@ -627,7 +628,7 @@ static void crash_child(const char *path, int wfd)
     struct ebb__store *s = NULL;
     if (ebb__store_open(path, &s, NULL, 0) != 0)
         _exit(2);
-    sqlite3 *db = ebb__store_sqlite(s);
+    sqlite3 *db = ebb_test_store_db(s);
     sqlite3_stmt *job = NULL, *ev = NULL, *led = NULL;
     if (sqlite3_prepare_v2(db,
                            "INSERT INTO jobs (id, owner_uid, team, spec_yaml,"
@@ -706,7 +707,7 @@ static void check_after_crash(const char *path, const int64_t *ids, size_t n)
     int r = ebb__store_integrity_check(s, err, sizeof(err));
     if (r != 0)
         fail_msg("integrity check: %s", err);
-    sqlite3 *db = ebb__store_sqlite(s);
+    sqlite3 *db = ebb_test_store_db(s);
     assert_int_equal(
         query_i64(db,
                   "SELECT count(*) FROM ledger l WHERE NOT ("
@@ -815,7 +816,7 @@ static void group_commit_batches_and_scopes_rollbacks(void **state)
     struct fixture *fx = *state;
     struct ebb__store *s = open_ok(fx->db);
     struct ebb__store *reader = open_ok(fx->db);
-    sqlite3 *rdb = ebb__store_sqlite(reader);
+    sqlite3 *rdb = ebb_test_store_db(reader);
     ebb__store_group_commit(s, 1);
 
     struct ebb_price a = price("us-east-1", "us-east-1a", "p3.2xlarge",
@@ -831,7 +832,7 @@ static void group_commit_batches_and_scopes_rollbacks(void **state)
     assert_int_equal(ebb__store_rollback(s), 0);
     assert_false(ebb__store_in_transaction(s));
     /* The group's own write survives the savepoint's rollback. */
-    assert_int_equal(query_i64(ebb__store_sqlite(s), "SELECT count(*) FROM prices"), 1);
+    assert_int_equal(query_i64(ebb_test_store_db(s), "SELECT count(*) FROM prices"), 1);
     assert_int_equal(ebb__store_flush(s), 0);
     assert_int_equal(query_i64(rdb, "SELECT count(*) FROM prices"), 1);
 
@@ -875,13 +876,13 @@ static void checkpoints_run_on_another_connection(void **state)
     }
     struct ebb__store *other = open_ok(fx->db);
     assert_int_equal(ebb__store_checkpoint(other), 0);
-    int64_t rows = query_i64(ebb__store_sqlite(other), "SELECT count(*) FROM prices");
+    int64_t rows = query_i64(ebb_test_store_db(other), "SELECT count(*) FROM prices");
     ebb__store_close(other);
     struct ebb_price p = price("us-east-1", "us-east-1-x", "p3.2xlarge",
                                EBB_MARKET_SPOT, 1, 900000);
     assert_int_equal(ebb__store_put_price(s, "aws", &p), 1);
     assert_true(ebb__store_wal_pages(s) < 10);
-    assert_int_equal(query_i64(ebb__store_sqlite(s), "SELECT count(*) FROM prices"),
+    assert_int_equal(query_i64(ebb_test_store_db(s), "SELECT count(*) FROM prices"),
                      rows + 1);
     ebb__store_close(s);
 }

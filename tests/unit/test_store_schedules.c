@@ -20,6 +20,7 @@
 
 #include "store/store.h"
 #include "store/store_schedules.h"
+#include "store_peek.h"
 
 #define FIRE 1577858400000 /* 2020-01-01T06:00:00Z */
 #define HALF_HOUR 1800000
@@ -95,7 +96,7 @@ static void add_job(struct ebb__store *s, const char *id)
 static int64_t query_i64(struct ebb__store *s, const char *sql)
 {
     sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(ebb__store_sqlite(s), sql, -1, &st, NULL),
+    assert_int_equal(sqlite3_prepare_v2(ebb_test_store_db(s), sql, -1, &st, NULL),
                      SQLITE_OK);
     assert_int_equal(sqlite3_step(st), SQLITE_ROW);
     int64_t v = sqlite3_column_type(st, 0) == SQLITE_NULL
@@ -317,12 +318,12 @@ static void version_2_file_migrates(void **state)
     assert_int_equal(ebb__store_open_at_version(old, 2, &s, err, sizeof(err)), 0);
     /* A job row as version 2 knew it (the store's insert writes newer
      * columns). */
-    assert_int_equal(sqlite3_exec(ebb__store_sqlite(s),
+    assert_int_equal(sqlite3_exec(ebb_test_store_db(s),
         "INSERT INTO jobs (id, name, owner_uid, spec_yaml, spec_json, state,"
         " submitted_at, work_ms, currency, updated_at) VALUES ('j-old', 'x',"
         " 1000, '', '{}', 'waiting', 5, 3600000, 'USD', 5)", NULL, NULL, NULL),
                      SQLITE_OK);
-    assert_int_equal(sqlite3_exec(ebb__store_sqlite(s),
+    assert_int_equal(sqlite3_exec(ebb_test_store_db(s),
         "INSERT INTO schedules (id, name, cron, template_yaml, created_at)"
         " VALUES ('s-old', 'old', '@daily', 'name: old', 5)", NULL, NULL, NULL),
                      SQLITE_OK);
