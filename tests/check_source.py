@@ -13,6 +13,11 @@
 3. Banned calls (curl's docs/internals/CODE_STYLE and our STYLE.md):
    sprintf, vsprintf, strcpy, strcat, strncat, strtok, atoi, atol, atoll,
    gets, and tmpnam have safer forms we always use instead.
+4. The store owns all SQL: in src/, providers/ and policies/ only
+   src/store/ includes <sqlite3.h>; the rest asks the store for typed
+   rows. (Tests may check a database with SQL of their own, through
+   tests/lib/store_peek.h; bench/ measures the store against plain
+   SQLite.)
 
 Prints each violation as FILE:LINE: what is wrong, and exits 1 when there
 is any. Run it as `python3 tests/check_source.py [ROOT]`.
@@ -31,6 +36,9 @@ PROGRAMS = {
 BANNED = ['sprintf', 'vsprintf', 'strcpy', 'strcat', 'strncat', 'strtok',
           'atoi', 'atol', 'atoll', 'gets', 'tmpnam']
 CORE_FOLDERS = set(LAYERS) | set(PROGRAMS)
+# Only this folder talks to SQLite (rule 4).
+SQL_FOLDER = 'store'
+SQL_HEADER = 'sqlite3.h'
 # Headers generated into the build root, not part of any layer.
 GENERATED = {'ebb_build_config.h'}
 
@@ -140,6 +148,16 @@ def check_plugin_include(path, kind, target, problems, where):
                     f'(<ebb/...>) and their own folder\'s headers')
 
 
+def check_sql_include(parts, kind, target, problems, where):
+    if kind != '<' or target != SQL_HEADER:
+        return
+    if parts[0] == 'src' and len(parts) == 3 and parts[1] == SQL_FOLDER:
+        return
+    problems.append(f'{where}: <{SQL_HEADER}>: only src/{SQL_FOLDER}/ talks '
+                    f'to SQLite (add a query to src/{SQL_FOLDER}/ that '
+                    f'returns typed rows, and call it)')
+
+
 def main():
     problems = []
     for top in ('src', 'providers', 'policies', 'tests', 'bench'):
@@ -163,6 +181,9 @@ def main():
                     if not m:
                         continue
                     where = f'{rel}:{no}'
+                    if parts[0] in ('src', 'providers', 'policies'):
+                        check_sql_include(parts, m.group(1), m.group(2),
+                                          problems, where)
                     if parts[0] == 'src' and len(parts) == 3:
                         if m.group(1) == '"':
                             check_core_include(rel, parts[1], m.group(2),
