@@ -1,5 +1,5 @@
-/* Shared by report.c, report_refs.c and report_chart.c only: the state of a
- * report being built. */
+/* Shared by report.c, report_refs.c, report_chart.c and report_advice.c
+ * only: the state of a report being built. */
 #ifndef EBB_REPORT_IMPL_H
 #define EBB_REPORT_IMPL_H
 

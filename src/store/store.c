@@ -86,9 +86,9 @@ sqlite3_stmt *ebb__store_stmt(struct ebb__store *s, enum ebb__sql id)
     return st;
 }
 
-/* Runs a statement that returns no rows to its end and resets it. */
 static int open_group(struct ebb__store *s);
 
+/* Runs a statement that returns no rows to its end and resets it. */
 int ebb__store_run(struct ebb__store *s, sqlite3_stmt *st)
 {
     /* Under group commit a write outside any transaction joins the group's. */

@@ -1,6 +1,7 @@
-/* Reads of jobs for the CLI (`ebb jobs`, `ebb job show`), as JSON rows:
- * each row an object of its columns (integers, reals, text; NULL as
- * null). Not on any hot path: statements are prepared per call. */
+/* Reads of jobs: for the CLI (`ebb jobs`, `ebb job show`) as JSON rows,
+ * each row an object of its columns (integers, reals, text; NULL as null),
+ * and what ebbd takes back after a restart as typed rows. Not on any hot
+ * path: statements are prepared per call. */
 #ifndef EBB_STORE_READ_H
 #define EBB_STORE_READ_H
 
@@ -18,8 +19,6 @@ int ebb__store_job_json(struct ebb__store *s, const char *id, json_t **out);
 
 /* The owner's uid of job `id` into *uid. EBB_ENOTFOUND when none. */
 int ebb__store_job_owner(struct ebb__store *s, const char *id, int64_t *uid);
-
-#endif
 
 /* ---- what ebbd takes back after a restart ---- */
 
@@ -53,3 +52,5 @@ int ebb__store_unfinished_jobs(struct ebb__store *s,
 int ebb__store_open_instances(struct ebb__store *s,
                               int (*cb)(void *arg, const struct ebb__open_instance_row *r),
                               void *arg);
+
+#endif
