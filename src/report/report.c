@@ -223,7 +223,8 @@ static int starts_with(const char *s, const char *prefix)
 
 /* One ledger row of the window (ebb__store_ledger_window()): converted,
  * priced against its references and added to its group. */
-static int add_row(struct report_build *b, const struct ebb__ledger_window_row *l)
+static int add_row(struct report_build *b,
+                   const struct ebb__ledger_window_row *l)
 {
     struct fact f = {
         .job_id = l->job_id, .team = l->team, .provider = l->provider,
@@ -280,7 +281,8 @@ static int on_row(void *arg, const struct ebb__ledger_window_row *l)
 /* A preemption (counted, and marked on the chart's run) or a checkpoint
  * (the time to the job's next event, within the window) of the window,
  * grouped by the instance the job held then. */
-static int add_event(struct report_build *b, const struct ebb__window_event_row *e)
+static int add_event(struct report_build *b,
+                     const struct ebb__window_event_row *e)
 {
     struct fact f = {
         .job_id = e->job_id, .team = e->team, .provider = e->provider,
@@ -323,7 +325,8 @@ int ebb__report_walked(struct report_build *b, int rc, const char *what)
     return rc == EBB_ENOMEM ? EBB_ENOMEM : EBB_EDB;
 }
 
-int ebb__report_build(struct ebb__store *store, const struct ebb__report_opts *o,
+int ebb__report_build(struct ebb__store *store,
+                      const struct ebb__report_opts *o,
                       struct ebb__report **out, struct ebb_diag *d)
 {
     *out = NULL;
@@ -351,7 +354,8 @@ int ebb__report_build(struct ebb__store *store, const struct ebb__report_opts *o
         "cannot read the store");
     if (rc == 0)
         rc = ebb__report_walked(
-            &b, ebb__store_window_events(store, r->since, r->until, on_event, &b),
+            &b,
+            ebb__store_window_events(store, r->since, r->until, on_event, &b),
             "cannot read the store");
     if (rc == 0 && o->chart)
         rc = ebb__report_chart(&b);

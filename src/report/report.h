@@ -15,10 +15,11 @@
  * exactly to the total, and the total of each native currency is kept
  * unconverted (`natives`) to reconcile with the ledger's own sums.
  *
- * Files: report.c (walk the ledger and aggregate), report_refs.c (the on-demand and
- * spot-at-once references, price series, currency conversion),
- * report_chart.c (the chart's data), report_format.c (JSON, table cells,
- * CSV), report_svg.c (the chart), report_advice.c (plans and advice).
+ * Files: report.c (walk the ledger and aggregate), report_refs.c (the
+ * on-demand and spot-at-once references, price series, currency
+ * conversion), report_chart.c (the chart's data), report_format.c (JSON,
+ * table cells, CSV), report_svg.c (the chart), report_advice.c (plans and
+ * advice).
  */
 #ifndef EBB_REPORT_H
 #define EBB_REPORT_H
@@ -160,7 +161,8 @@ struct ebb__report {
  * *out is a new report for ebb__report_free(). Returns 0, EBB_EINVAL for
  * bad options or a currency without a configured rate (d says which and
  * what to add to ebb.yaml), EBB_EDB, EBB_ENOMEM. */
-int ebb__report_build(struct ebb__store *store, const struct ebb__report_opts *o,
+int ebb__report_build(struct ebb__store *store,
+                      const struct ebb__report_opts *o,
                       struct ebb__report **out, struct ebb_diag *d);
 void ebb__report_free(struct ebb__report *r);
 
@@ -186,7 +188,8 @@ ebb_micros ebb__report_cost_on(const struct ebb__report_point *p, size_t n,
  * than the team's matching usage in each whole plan period of the window.
  * Returns 0, EBB_EINVAL (no rate for a plan's currency; d says which),
  * EBB_EDB or EBB_ENOMEM. */
-int ebb__report_advise(struct ebb__store *store, const struct ebb__report_opts *o,
-                       struct ebb__report *r, struct ebb_diag *d);
+int ebb__report_advise(struct ebb__store *store,
+                       const struct ebb__report_opts *o, struct ebb__report *r,
+                       struct ebb_diag *d);
 
 #endif

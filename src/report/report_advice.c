@@ -133,8 +133,9 @@ static int advise_plan(struct ebb__store *store, struct team_usage *t)
     return t->any ? judge(r, t, t->team) : 0;
 }
 
-int ebb__report_advise(struct ebb__store *store, const struct ebb__report_opts *o,
-                       struct ebb__report *r, struct ebb_diag *d)
+int ebb__report_advise(struct ebb__store *store,
+                       const struct ebb__report_opts *o, struct ebb__report *r,
+                       struct ebb_diag *d)
 {
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < o->n_plans; i++) {

@@ -154,7 +154,8 @@ static size_t series_index(const struct ebb__report *r, const struct fact *f)
 
 /* One instance's run (ebb__store_instance_runs()), on the series drawn
  * when it is one of them, marked when the instance was preempted. */
-static int add_run(struct report_build *b, const struct ebb__instance_run_row *row)
+static int add_run(struct report_build *b,
+                   const struct ebb__instance_run_row *row)
 {
     struct ebb__report *r = b->r;
     if (r->n_runs == MAX_RUNS) {

@@ -107,7 +107,8 @@ static int on_step(void *arg, const struct ebb__price_step *step)
     struct load *l = arg;
     if (l->s->n == 0)
         ebb__strlcpy(l->s->currency, step->currency, sizeof(l->s->currency));
-    return ebb__report_stop(l->b, push_point(l->s, &l->cap, step->at, step->price));
+    return ebb__report_stop(l->b,
+                            push_point(l->s, &l->cap, step->at, step->price));
 }
 
 int ebb__report_series_load(struct report_build *b, struct series_cache *s)
