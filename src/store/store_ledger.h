@@ -21,14 +21,14 @@
 /* A ledger row starting in the window, with its instance and job. */
 struct ebb__ledger_window_row {
     const char *job_id, *team, *provider;
-    const char *kind;      /* "compute", "overhead" or "fee" */
+    const char *kind; /* "compute", "overhead" or "fee" */
     const char *currency, *note;
     /* The instance it billed: "" when the row has none. */
     const char *region, *zone, *instance_type;
-    const char *market;    /* "spot", "on-demand" or "" */
+    const char *market; /* "spot", "on-demand" or "" */
     ebb_time_ms start_at, end_at;
-    ebb_micros amount;     /* in `currency` */
-    ebb_time_ms submitted_at;  /* the job's; start_at for a row without one */
+    ebb_micros amount;        /* in `currency` */
+    ebb_time_ms submitted_at; /* the job's; start_at for a row without one */
     /* The job's compute time in ledger rows before this one: those before
      * the window, and those in it that start earlier (or at the same time
      * and were written earlier). */
@@ -44,12 +44,12 @@ int ebb__store_ledger_window(
  * latest started at or before the event; "" fields when none). */
 struct ebb__window_event_row {
     const char *job_id, *team;
-    const char *to_state;  /* "preempted" or "checkpointing" */
-    const char *provider;  /* as the instance's ledger rows name it */
+    const char *to_state; /* "preempted" or "checkpointing" */
+    const char *provider; /* as the instance's ledger rows name it */
     const char *instance_type, *instance_token;
     ebb_time_ms at;
-    int has_next;          /* the job has a later event ... */
-    ebb_time_ms next_at;   /* ... at this time (when has_next) */
+    int has_next;        /* the job has a later event ... */
+    ebb_time_ms next_at; /* ... at this time (when has_next) */
 };
 
 /* Calls `cb` for each preemption and checkpoint event in [since, until),
@@ -82,15 +82,15 @@ struct ebb__usage_filter {
 struct ebb__usage_row {
     const char *team, *currency;
     ebb_time_ms start_at, end_at;
-    ebb_micros amount;     /* in `currency` */
+    ebb_micros amount; /* in `currency` */
 };
 
 /* Calls `cb` for each compute and overhead row on instances matching `f`
  * that starts in [since, until), the rows of one team together (teams in
  * order). */
 int ebb__store_plan_usage(struct ebb__store *s,
-                          const struct ebb__usage_filter *f,
-                          ebb_time_ms since, ebb_time_ms until,
+                          const struct ebb__usage_filter *f, ebb_time_ms since,
+                          ebb_time_ms until,
                           int (*cb)(void *arg, const struct ebb__usage_row *r),
                           void *arg);
 

@@ -18,13 +18,13 @@
 
 /* ---- transactions (store.c) --------------------------------------------- */
 
-#define EBB__STORE_TXN_STATEMENTS(X)                                        \
-    X(BEGIN, "BEGIN IMMEDIATE")                                             \
-    X(COMMIT, "COMMIT")                                                     \
-    X(ROLLBACK, "ROLLBACK")                                                 \
-    X(SAVEPOINT, "SAVEPOINT ebb")                                           \
-    X(RELEASE, "RELEASE ebb")                                               \
-    X(ROLLBACK_TO, "ROLLBACK TO ebb")                                       \
+#define EBB__STORE_TXN_STATEMENTS(X)                                           \
+    X(BEGIN, "BEGIN IMMEDIATE")                                                \
+    X(COMMIT, "COMMIT")                                                        \
+    X(ROLLBACK, "ROLLBACK")                                                    \
+    X(SAVEPOINT, "SAVEPOINT ebb")                                              \
+    X(RELEASE, "RELEASE ebb")                                                  \
+    X(ROLLBACK_TO, "ROLLBACK TO ebb")                                          \
     X(USER_VERSION, "PRAGMA user_version")
 
 /* ---- prices (store_prices.c) -------------------------------------------- */
@@ -33,19 +33,19 @@
  * group from the row holding the maximum, which is exactly "the newest
  * observation of the series". Rows come out in primary key order, so the
  * GROUP BY and ORDER BY need no sort. */
-#define EBB__SQL_LATEST(where)                                              \
-    "SELECT provider, region, zone, instance_type, product, market,"        \
-    " max(observed_at), price_micros, currency FROM prices " where          \
-    " GROUP BY provider, region, zone, instance_type, product, market"      \
+#define EBB__SQL_LATEST(where)                                                 \
+    "SELECT provider, region, zone, instance_type, product, market,"           \
+    " max(observed_at), price_micros, currency FROM prices " where             \
+    " GROUP BY provider, region, zone, instance_type, product, market"         \
     " ORDER BY provider, region, zone, instance_type, product, market"
 
 /* Every observation in [:since, :until), series by series, oldest first:
  * the primary key's order, so no sort. */
-#define EBB__SQL_HISTORY(where)                                             \
-    "SELECT provider, region, zone, instance_type, product, market,"        \
-    " observed_at, price_micros, currency FROM prices"                      \
-    " WHERE observed_at >= :since AND observed_at < :until" where           \
-    " ORDER BY provider, region, zone, instance_type, product, market,"     \
+#define EBB__SQL_HISTORY(where)                                                \
+    "SELECT provider, region, zone, instance_type, product, market,"           \
+    " observed_at, price_micros, currency FROM prices"                         \
+    " WHERE observed_at >= :since AND observed_at < :until" where              \
+    " ORDER BY provider, region, zone, instance_type, product, market,"        \
     " observed_at"
 
 /* ON CONFLICT DO NOTHING rather than INSERT OR IGNORE: OR IGNORE would also
@@ -65,98 +65,96 @@
  * PRICE_STEPS: one point per observation time of a series before ?6; a
  * market with several products (say Linux and Windows) under the same type
  * keeps its lowest price. */
-#define EBB__STORE_PRICE_STATEMENTS(X)                                      \
-    X(PUT_PRICE,                                                            \
-      "INSERT INTO prices (provider, region, zone, instance_type, product," \
-      " market, observed_at, price_micros, currency)"                       \
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"                        \
-      " ON CONFLICT DO NOTHING")                                            \
-    X(PUT_CURSOR,                                                           \
-      "INSERT INTO price_cursors (provider, region, zone, instance_type,"    \
-      " product, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"                  \
-      " ON CONFLICT (provider, region, zone, instance_type, product)"       \
-      " DO UPDATE SET last_at = max(last_at, excluded.last_at)")            \
-    X(PRICE_CURSOR, "SELECT max(last_at) FROM price_cursors"                \
-      " WHERE provider = ?1 AND (?2 IS NULL OR region = ?2)"                \
-      " AND (?3 IS NULL OR zone = ?3)"                                      \
-      " AND (?4 IS NULL OR instance_type = ?4)"                             \
-      " AND (?5 IS NULL OR product = ?5)")                                  \
-    X(LATEST_PRICES_0, EBB__SQL_LATEST(""))                                 \
-    X(LATEST_PRICES_1, EBB__SQL_LATEST("WHERE provider = :provider"))       \
-    X(LATEST_PRICES_2, EBB__SQL_LATEST("WHERE instance_type = :type"))      \
-    X(LATEST_PRICES_3, EBB__SQL_LATEST("WHERE provider = :provider"         \
-                                       " AND instance_type = :type"))       \
-    X(LATEST_PRICES_4, EBB__SQL_LATEST("WHERE zone = :zone"))               \
-    X(LATEST_PRICES_5, EBB__SQL_LATEST("WHERE provider = :provider"         \
-                                       " AND zone = :zone"))                \
-    X(LATEST_PRICES_6, EBB__SQL_LATEST("WHERE instance_type = :type"        \
-                                       " AND zone = :zone"))                \
-    X(LATEST_PRICES_7, EBB__SQL_LATEST("WHERE provider = :provider"         \
-                                       " AND instance_type = :type"         \
-                                       " AND zone = :zone"))                \
-    X(PRICE_HISTORY_0, EBB__SQL_HISTORY(""))                                \
-    X(PRICE_HISTORY_1, EBB__SQL_HISTORY(" AND provider = :provider"))       \
-    X(PRICE_HISTORY_2, EBB__SQL_HISTORY(" AND instance_type = :type"))      \
-    X(PRICE_HISTORY_3, EBB__SQL_HISTORY(" AND provider = :provider"         \
-                                        " AND instance_type = :type"))      \
-    X(PRICE_HISTORY_4, EBB__SQL_HISTORY(" AND zone = :zone"))               \
-    X(PRICE_HISTORY_5, EBB__SQL_HISTORY(" AND provider = :provider"         \
-                                        " AND zone = :zone"))               \
-    X(PRICE_HISTORY_6, EBB__SQL_HISTORY(" AND instance_type = :type"        \
-                                        " AND zone = :zone"))               \
-    X(PRICE_HISTORY_7, EBB__SQL_HISTORY(" AND provider = :provider"         \
-                                        " AND instance_type = :type"        \
-                                        " AND zone = :zone"))               \
-    X(PRICE_STEPS,                                                          \
-      "SELECT observed_at, min(price_micros), currency FROM prices"         \
-      " WHERE provider = ?1 AND region = ?2 AND zone = ?3"                  \
-      " AND instance_type = ?4 AND market = ?5 AND observed_at < ?6"        \
+#define EBB__STORE_PRICE_STATEMENTS(X)                                         \
+    X(PUT_PRICE,                                                               \
+      "INSERT INTO prices (provider, region, zone, instance_type, product,"    \
+      " market, observed_at, price_micros, currency)"                          \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"                           \
+      " ON CONFLICT DO NOTHING")                                               \
+    X(PUT_CURSOR,                                                              \
+      "INSERT INTO price_cursors (provider, region, zone, instance_type,"      \
+      " product, last_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"                     \
+      " ON CONFLICT (provider, region, zone, instance_type, product)"          \
+      " DO UPDATE SET last_at = max(last_at, excluded.last_at)")               \
+    X(PRICE_CURSOR, "SELECT max(last_at) FROM price_cursors"                   \
+                    " WHERE provider = ?1 AND (?2 IS NULL OR region = ?2)"     \
+                    " AND (?3 IS NULL OR zone = ?3)"                           \
+                    " AND (?4 IS NULL OR instance_type = ?4)"                  \
+                    " AND (?5 IS NULL OR product = ?5)")                       \
+    X(LATEST_PRICES_0, EBB__SQL_LATEST(""))                                    \
+    X(LATEST_PRICES_1, EBB__SQL_LATEST("WHERE provider = :provider"))          \
+    X(LATEST_PRICES_2, EBB__SQL_LATEST("WHERE instance_type = :type"))         \
+    X(LATEST_PRICES_3, EBB__SQL_LATEST("WHERE provider = :provider"            \
+                                       " AND instance_type = :type"))          \
+    X(LATEST_PRICES_4, EBB__SQL_LATEST("WHERE zone = :zone"))                  \
+    X(LATEST_PRICES_5, EBB__SQL_LATEST("WHERE provider = :provider"            \
+                                       " AND zone = :zone"))                   \
+    X(LATEST_PRICES_6, EBB__SQL_LATEST("WHERE instance_type = :type"           \
+                                       " AND zone = :zone"))                   \
+    X(LATEST_PRICES_7, EBB__SQL_LATEST("WHERE provider = :provider"            \
+                                       " AND instance_type = :type"            \
+                                       " AND zone = :zone"))                   \
+    X(PRICE_HISTORY_0, EBB__SQL_HISTORY(""))                                   \
+    X(PRICE_HISTORY_1, EBB__SQL_HISTORY(" AND provider = :provider"))          \
+    X(PRICE_HISTORY_2, EBB__SQL_HISTORY(" AND instance_type = :type"))         \
+    X(PRICE_HISTORY_3, EBB__SQL_HISTORY(" AND provider = :provider"            \
+                                        " AND instance_type = :type"))         \
+    X(PRICE_HISTORY_4, EBB__SQL_HISTORY(" AND zone = :zone"))                  \
+    X(PRICE_HISTORY_5, EBB__SQL_HISTORY(" AND provider = :provider"            \
+                                        " AND zone = :zone"))                  \
+    X(PRICE_HISTORY_6, EBB__SQL_HISTORY(" AND instance_type = :type"           \
+                                        " AND zone = :zone"))                  \
+    X(PRICE_HISTORY_7, EBB__SQL_HISTORY(" AND provider = :provider"            \
+                                        " AND instance_type = :type"           \
+                                        " AND zone = :zone"))                  \
+    X(PRICE_STEPS,                                                             \
+      "SELECT observed_at, min(price_micros), currency FROM prices"            \
+      " WHERE provider = ?1 AND region = ?2 AND zone = ?3"                     \
+      " AND instance_type = ?4 AND market = ?5 AND observed_at < ?6"           \
       " GROUP BY observed_at ORDER BY observed_at")
 
 /* ---- jobs, instances, checkpoints, ledger writes (store_jobs.c) --------- */
 
-#define EBB__STORE_JOB_STATEMENTS(X)                                        \
-    X(JOB_INSERT,                                                           \
-      "INSERT INTO jobs (id, name, owner_uid, team, spec_yaml, spec_json,"  \
-      " state, policy, submitted_at, deadline, work_ms, work_done_ms,"      \
-      " budget_micros, currency, spent_micros, retries, preemptions,"       \
-      " updated_at, workdir) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"   \
-      " nullif(?10, 0), ?11, ?12, CASE WHEN ?13 < 0 THEN NULL ELSE ?13 END," \
-      " ?14, ?15, ?16, ?17, ?18, ?19)")                                     \
-    X(JOB_UPDATE,                                                           \
-      "UPDATE jobs SET state = ?2, work_done_ms = ?3, spent_micros = ?4,"   \
-      " retries = ?5, preemptions = ?6, updated_at = ?7 WHERE id = ?1")     \
-    X(JOB_EVENT,                                                            \
-      "INSERT INTO job_events (job_id, at, from_state, to_state, reason)"   \
-      " VALUES (?1, ?2, ?3, ?4, ?5)")                                       \
-    X(JOB_COUNTS,                                                           \
-      "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")     \
-    X(INSTANCE_INSERT,                                                      \
-      "INSERT INTO instances (token, job_id, provider, region, zone,"       \
-      " instance_type, market, state, requested_at, price_micros, currency," \
-      " market_plugin, product, agent_token_hash)"                          \
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'intent', ?8, ?9, ?10, ?11,"    \
-      " ?12, ?13)")                                                         \
-    X(INSTANCE_UPDATE,                                                      \
-      "UPDATE instances SET state = ?2,"                                    \
-      " provider_instance_id = coalesce(?3, provider_instance_id),"         \
-      " started_at = coalesce(nullif(?4, 0), started_at),"                  \
-      " ended_at = coalesce(nullif(?5, 0), ended_at),"                      \
-      " end_reason = coalesce(?6, end_reason) WHERE token = ?1")            \
-    X(INSTANCE_SHADOW,                                                      \
-      "UPDATE instances SET shadow_id = ?2 WHERE token = ?1")               \
-    X(CHECKPOINT_ADD,                                                       \
-      "INSERT INTO checkpoints (job_id, instance_token, at, path,"          \
-      " work_done_ms, complete) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")           \
-    X(LEDGER_ADD,                                                           \
-      "INSERT INTO ledger (job_id, instance_token, team, provider, kind,"   \
-      " start_at, end_at, rate_micros, amount_micros, currency, note)"      \
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")             \
-    X(LEDGER_JOB_TOTAL,                                                     \
-      "SELECT coalesce(sum(amount_micros), 0) FROM ledger"                  \
-      " WHERE job_id = ?1")                                                 \
-    X(LEDGER_TEAM_SUMS,                                                     \
-      "SELECT currency, sum(amount_micros) FROM ledger WHERE team = ?1"     \
+#define EBB__STORE_JOB_STATEMENTS(X)                                           \
+    X(JOB_INSERT,                                                              \
+      "INSERT INTO jobs (id, name, owner_uid, team, spec_yaml, spec_json,"     \
+      " state, policy, submitted_at, deadline, work_ms, work_done_ms,"         \
+      " budget_micros, currency, spent_micros, retries, preemptions,"          \
+      " updated_at, workdir) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"      \
+      " nullif(?10, 0), ?11, ?12, CASE WHEN ?13 < 0 THEN NULL ELSE ?13 END,"   \
+      " ?14, ?15, ?16, ?17, ?18, ?19)")                                        \
+    X(JOB_UPDATE,                                                              \
+      "UPDATE jobs SET state = ?2, work_done_ms = ?3, spent_micros = ?4,"      \
+      " retries = ?5, preemptions = ?6, updated_at = ?7 WHERE id = ?1")        \
+    X(JOB_EVENT,                                                               \
+      "INSERT INTO job_events (job_id, at, from_state, to_state, reason)"      \
+      " VALUES (?1, ?2, ?3, ?4, ?5)")                                          \
+    X(JOB_COUNTS,                                                              \
+      "SELECT state, count(*) FROM jobs GROUP BY state ORDER BY state")        \
+    X(INSTANCE_INSERT,                                                         \
+      "INSERT INTO instances (token, job_id, provider, region, zone,"          \
+      " instance_type, market, state, requested_at, price_micros, currency,"   \
+      " market_plugin, product, agent_token_hash)"                             \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'intent', ?8, ?9, ?10, ?11,"       \
+      " ?12, ?13)")                                                            \
+    X(INSTANCE_UPDATE,                                                         \
+      "UPDATE instances SET state = ?2,"                                       \
+      " provider_instance_id = coalesce(?3, provider_instance_id),"            \
+      " started_at = coalesce(nullif(?4, 0), started_at),"                     \
+      " ended_at = coalesce(nullif(?5, 0), ended_at),"                         \
+      " end_reason = coalesce(?6, end_reason) WHERE token = ?1")               \
+    X(INSTANCE_SHADOW, "UPDATE instances SET shadow_id = ?2 WHERE token = ?1") \
+    X(CHECKPOINT_ADD,                                                          \
+      "INSERT INTO checkpoints (job_id, instance_token, at, path,"             \
+      " work_done_ms, complete) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")              \
+    X(LEDGER_ADD,                                                              \
+      "INSERT INTO ledger (job_id, instance_token, team, provider, kind,"      \
+      " start_at, end_at, rate_micros, amount_micros, currency, note)"         \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")                \
+    X(LEDGER_JOB_TOTAL, "SELECT coalesce(sum(amount_micros), 0) FROM ledger"   \
+                        " WHERE job_id = ?1")                                  \
+    X(LEDGER_TEAM_SUMS,                                                        \
+      "SELECT currency, sum(amount_micros) FROM ledger WHERE team = ?1"        \
       " AND end_at >= ?2 AND end_at < ?3 GROUP BY currency")
 
 /* ---- the ledger read back (store_ledger.c) -------------------------------
@@ -177,69 +175,68 @@
  * ?3, in region ?4 and of type ?5 where those are not NULL, team by team.
  *
  * LEDGER_SUMS: the whole ledger's sum per currency. */
-#define EBB__STORE_LEDGER_STATEMENTS(X)                                     \
-    X(LEDGER_WINDOW,                                                        \
-      "WITH before AS MATERIALIZED (SELECT w.job_id,"                       \
-      "  (SELECT sum(end_at - start_at)"                                    \
-      "  FROM ledger WHERE job_id = w.job_id AND start_at < ?1"             \
-      "  AND kind = 'compute') AS ms"                                       \
-      " FROM (SELECT DISTINCT job_id FROM ledger WHERE start_at >= ?1"      \
-      "  AND start_at < ?2 AND job_id IS NOT NULL) w)"                      \
-      " SELECT l.job_id, l.team, l.provider, l.kind, l.start_at, l.end_at," \
-      " l.amount_micros, l.currency, l.note,"                               \
-      " coalesce(i.region, ''), coalesce(i.zone, ''),"                      \
-      " coalesce(i.instance_type, ''), coalesce(i.market, ''),"             \
-      " coalesce(j.submitted_at, l.start_at),"                              \
-      " coalesce(b.ms, 0) + coalesce(sum(CASE WHEN l.kind = 'compute'"      \
-      "  THEN l.end_at - l.start_at END) OVER (PARTITION BY l.job_id"       \
-      "  ORDER BY l.start_at, l.id"                                         \
-      "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"             \
-      " FROM ledger l LEFT JOIN instances i ON i.token = l.instance_token"  \
-      " LEFT JOIN jobs j ON j.id = l.job_id"                                \
-      " LEFT JOIN before b ON b.job_id = l.job_id"                          \
-      " WHERE l.start_at >= ?1 AND l.start_at < ?2 ORDER BY l.start_at")    \
-    X(WINDOW_EVENTS,                                                        \
-      "SELECT x.job_id, x.team, x.to_state, x.at, x.next_at,"               \
-      " coalesce((SELECT provider FROM ledger WHERE job_id = x.job_id"      \
-      "  AND instance_token = i.token LIMIT 1), i.provider, ''),"           \
-      " coalesce(i.instance_type, ''),"                                     \
-      " coalesce(i.token, '')"                                              \
-      " FROM (SELECT e.job_id, j.team, e.to_state, e.at, lead(e.at)"        \
-      "  OVER (PARTITION BY e.job_id ORDER BY e.seq) AS next_at"            \
-      "  FROM job_events e JOIN jobs j ON j.id = e.job_id"                  \
-      "  WHERE e.job_id IN (SELECT DISTINCT job_id FROM job_events"         \
-      " WHERE at >= ?1"                                                     \
-      "   AND at < ?2 AND to_state IN ('preempted', 'checkpointing'))) x"   \
-      " LEFT JOIN instances i ON i.token = (SELECT token FROM instances"    \
-      "  WHERE job_id = x.job_id AND started_at <= x.at"                    \
-      "  ORDER BY started_at DESC LIMIT 1)"                                 \
-      " WHERE x.at >= ?1 AND x.at < ?2"                                     \
-      " AND x.to_state IN ('preempted', 'checkpointing')"                   \
-      " ORDER BY x.at")                                                     \
-    X(INSTANCE_RUNS,                                                        \
-      "SELECT l.instance_token, l.job_id, l.provider,"                      \
-      " coalesce(i.region, ''), coalesce(i.zone, ''),"                      \
-      " coalesce(i.instance_type, ''), coalesce(i.market, ''),"             \
-      " min(l.start_at), max(l.end_at)"                                     \
-      " FROM ledger l JOIN instances i ON i.token = l.instance_token"       \
-      " WHERE l.start_at >= ?1 AND l.start_at < ?2 AND l.kind <> 'fee'"     \
-      " GROUP BY l.instance_token ORDER BY 8, 1")                           \
-    X(PLAN_USAGE,                                                           \
-      "SELECT l.team, l.start_at, l.end_at, l.amount_micros, l.currency"    \
-      " FROM ledger l JOIN instances i ON i.token = l.instance_token"       \
-      " WHERE l.kind IN ('compute', 'overhead') AND l.start_at >= ?1"       \
-      " AND l.start_at < ?2 AND l.provider = ?3"                            \
-      " AND (?4 IS NULL OR i.region = ?4)"                                  \
-      " AND (?5 IS NULL OR i.instance_type = ?5)"                           \
-      " ORDER BY l.team")                                                   \
-    X(LEDGER_SUMS,                                                          \
-      "SELECT currency, SUM(amount_micros) FROM ledger"                     \
-      " GROUP BY currency ORDER BY currency")
+#define EBB__STORE_LEDGER_STATEMENTS(X)                                        \
+    X(LEDGER_WINDOW,                                                           \
+      "WITH before AS MATERIALIZED (SELECT w.job_id,"                          \
+      "  (SELECT sum(end_at - start_at)"                                       \
+      "  FROM ledger WHERE job_id = w.job_id AND start_at < ?1"                \
+      "  AND kind = 'compute') AS ms"                                          \
+      " FROM (SELECT DISTINCT job_id FROM ledger WHERE start_at >= ?1"         \
+      "  AND start_at < ?2 AND job_id IS NOT NULL) w)"                         \
+      " SELECT l.job_id, l.team, l.provider, l.kind, l.start_at, l.end_at,"    \
+      " l.amount_micros, l.currency, l.note,"                                  \
+      " coalesce(i.region, ''), coalesce(i.zone, ''),"                         \
+      " coalesce(i.instance_type, ''), coalesce(i.market, ''),"                \
+      " coalesce(j.submitted_at, l.start_at),"                                 \
+      " coalesce(b.ms, 0) + coalesce(sum(CASE WHEN l.kind = 'compute'"         \
+      "  THEN l.end_at - l.start_at END) OVER (PARTITION BY l.job_id"          \
+      "  ORDER BY l.start_at, l.id"                                            \
+      "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"                \
+      " FROM ledger l LEFT JOIN instances i ON i.token = l.instance_token"     \
+      " LEFT JOIN jobs j ON j.id = l.job_id"                                   \
+      " LEFT JOIN before b ON b.job_id = l.job_id"                             \
+      " WHERE l.start_at >= ?1 AND l.start_at < ?2 ORDER BY l.start_at")       \
+    X(WINDOW_EVENTS,                                                           \
+      "SELECT x.job_id, x.team, x.to_state, x.at, x.next_at,"                  \
+      " coalesce((SELECT provider FROM ledger WHERE job_id = x.job_id"         \
+      "  AND instance_token = i.token LIMIT 1), i.provider, ''),"              \
+      " coalesce(i.instance_type, ''),"                                        \
+      " coalesce(i.token, '')"                                                 \
+      " FROM (SELECT e.job_id, j.team, e.to_state, e.at, lead(e.at)"           \
+      "  OVER (PARTITION BY e.job_id ORDER BY e.seq) AS next_at"               \
+      "  FROM job_events e JOIN jobs j ON j.id = e.job_id"                     \
+      "  WHERE e.job_id IN (SELECT DISTINCT job_id FROM job_events"            \
+      " WHERE at >= ?1"                                                        \
+      "   AND at < ?2 AND to_state IN ('preempted', 'checkpointing'))) x"      \
+      " LEFT JOIN instances i ON i.token = (SELECT token FROM instances"       \
+      "  WHERE job_id = x.job_id AND started_at <= x.at"                       \
+      "  ORDER BY started_at DESC LIMIT 1)"                                    \
+      " WHERE x.at >= ?1 AND x.at < ?2"                                        \
+      " AND x.to_state IN ('preempted', 'checkpointing')"                      \
+      " ORDER BY x.at")                                                        \
+    X(INSTANCE_RUNS,                                                           \
+      "SELECT l.instance_token, l.job_id, l.provider,"                         \
+      " coalesce(i.region, ''), coalesce(i.zone, ''),"                         \
+      " coalesce(i.instance_type, ''), coalesce(i.market, ''),"                \
+      " min(l.start_at), max(l.end_at)"                                        \
+      " FROM ledger l JOIN instances i ON i.token = l.instance_token"          \
+      " WHERE l.start_at >= ?1 AND l.start_at < ?2 AND l.kind <> 'fee'"        \
+      " GROUP BY l.instance_token ORDER BY 8, 1")                              \
+    X(PLAN_USAGE,                                                              \
+      "SELECT l.team, l.start_at, l.end_at, l.amount_micros, l.currency"       \
+      " FROM ledger l JOIN instances i ON i.token = l.instance_token"          \
+      " WHERE l.kind IN ('compute', 'overhead') AND l.start_at >= ?1"          \
+      " AND l.start_at < ?2 AND l.provider = ?3"                               \
+      " AND (?4 IS NULL OR i.region = ?4)"                                     \
+      " AND (?5 IS NULL OR i.instance_type = ?5)"                              \
+      " ORDER BY l.team")                                                      \
+    X(LEDGER_SUMS, "SELECT currency, SUM(amount_micros) FROM ledger"           \
+                   " GROUP BY currency ORDER BY currency")
 
-#define EBB__STORE_STATEMENTS(X)                                            \
-    EBB__STORE_TXN_STATEMENTS(X)                                            \
-    EBB__STORE_PRICE_STATEMENTS(X)                                          \
-    EBB__STORE_JOB_STATEMENTS(X)                                            \
+#define EBB__STORE_STATEMENTS(X)                                               \
+    EBB__STORE_TXN_STATEMENTS(X)                                               \
+    EBB__STORE_PRICE_STATEMENTS(X)                                             \
+    EBB__STORE_JOB_STATEMENTS(X)                                               \
     EBB__STORE_LEDGER_STATEMENTS(X)
 
 #endif
