@@ -117,6 +117,24 @@ int ebb__store_finish(struct ebb__store *s, sqlite3_stmt *st, int rc)
     return r;
 }
 
+int ebb__store_each(struct ebb__store *s, sqlite3_stmt *st,
+                    int (*row)(sqlite3_stmt *st, void *arg), void *arg)
+{
+    int rc;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+            break;
+        int stop = row(st, arg);
+        if (stop != 0) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            return stop;
+        }
+    }
+    return ebb__store_finish(s, st, rc);
+}
+
 int ebb__store_bind_text(struct ebb__store *s, sqlite3_stmt *st, int i,
                      const char *v)
 {

@@ -54,6 +54,13 @@ int ebb__store_run(struct ebb__store *s, sqlite3_stmt *st);
  * result. */
 int ebb__store_finish(struct ebb__store *s, sqlite3_stmt *st, int rc);
 
+/* Steps the bound statement `st`, calling `row(st, arg)` for each result
+ * row until one returns non-zero, then resets it and clears its bindings
+ * (so that `row` may run other statements, not this one). Returns 0,
+ * row's non-zero value, or a negative EBB_E* code with the message kept. */
+int ebb__store_each(struct ebb__store *s, sqlite3_stmt *st,
+                    int (*row)(sqlite3_stmt *st, void *arg), void *arg);
+
 int ebb__store_bind_text(struct ebb__store *s, sqlite3_stmt *st, int i,
                          const char *v);
 int ebb__store_bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i,

@@ -1,6 +1,7 @@
 /* The ledger read back (see store_ledger.h). The SQL is in store_sql.h;
- * each walk binds its window, then hands every result row to an adapter
- * that fills the typed row and calls the caller's callback. */
+ * each walk binds its window, then ebb__store_each() hands every result
+ * row to an adapter that fills the typed row and calls the caller's
+ * callback. */
 #include "store/store_ledger.h"
 
 #include "store/store_internal.h"
@@ -23,27 +24,7 @@ struct walk {
     void *arg;
 };
 
-typedef int (*row_fn)(sqlite3_stmt *st, const struct walk *w);
-
-/* Steps the bound statement `st`, calling `row` per result row until it
- * returns non-zero. Returns 0, that value, or a negative EBB_E* code. */
-static int walk(struct ebb__store *s, sqlite3_stmt *st, row_fn row,
-                const struct walk *w)
-{
-    int rc;
-    for (;;) {
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW)
-            break;
-        int stop = row(st, w);
-        if (stop != 0) {
-            sqlite3_reset(st);
-            sqlite3_clear_bindings(st);
-            return stop;
-        }
-    }
-    return ebb__store_finish(s, st, rc);
-}
+typedef int (*row_fn)(sqlite3_stmt *st, void *walk);
 
 /* The cached statement `id` with ?1 = since and ?2 = until bound; NULL on
  * failure (the message kept, the bindings cleared). */
@@ -67,14 +48,14 @@ static sqlite3_stmt *window_stmt(struct ebb__store *s, enum ebb__sql id,
  * caller passed a callback. */
 static int walk_window(struct ebb__store *s, enum ebb__sql id,
                        ebb_time_ms since, ebb_time_ms until, row_fn row,
-                       int has_cb, const struct walk *w)
+                       int has_cb, struct walk *w)
 {
     if (!has_cb)
         return ebb__store_invalid(s, "no callback");
     sqlite3_stmt *st = window_stmt(s, id, since, until);
     if (st == NULL)
         return EBB_EDB;
-    return walk(s, st, row, w);
+    return ebb__store_each(s, st, row, w);
 }
 
 static const char *text(sqlite3_stmt *st, int i)
@@ -84,8 +65,9 @@ static const char *text(sqlite3_stmt *st, int i)
 
 /* ---- ledger rows of a window ------------------------------------------- */
 
-static int window_row(sqlite3_stmt *st, const struct walk *w)
+static int window_row(sqlite3_stmt *st, void *walk)
 {
+    const struct walk *w = walk;
     struct ebb__ledger_window_row r = {
         .job_id = text(st, 0), .team = text(st, 1), .provider = text(st, 2),
         .kind = text(st, 3), .currency = text(st, 7), .note = text(st, 8),
@@ -111,8 +93,9 @@ int ebb__store_ledger_window(
 
 /* ---- preemptions and checkpoints ---------------------------------------- */
 
-static int event_row(sqlite3_stmt *st, const struct walk *w)
+static int event_row(sqlite3_stmt *st, void *walk)
 {
+    const struct walk *w = walk;
     int has_next = sqlite3_column_type(st, 4) != SQLITE_NULL;
     struct ebb__window_event_row r = {
         .job_id = text(st, 0), .team = text(st, 1), .to_state = text(st, 2),
@@ -136,8 +119,9 @@ int ebb__store_window_events(
 
 /* ---- instance runs ------------------------------------------------------ */
 
-static int run_row(sqlite3_stmt *st, const struct walk *w)
+static int run_row(sqlite3_stmt *st, void *walk)
 {
+    const struct walk *w = walk;
     struct ebb__instance_run_row r = {
         .instance_token = text(st, 0), .job_id = text(st, 1),
         .provider = text(st, 2), .region = text(st, 3), .zone = text(st, 4),
@@ -159,8 +143,9 @@ int ebb__store_instance_runs(
 
 /* ---- plan usage --------------------------------------------------------- */
 
-static int usage_row(sqlite3_stmt *st, const struct walk *w)
+static int usage_row(sqlite3_stmt *st, void *walk)
 {
+    const struct walk *w = walk;
     struct ebb__usage_row r = {
         .team = text(st, 0), .currency = text(st, 4),
         .start_at = sqlite3_column_int64(st, 1),
@@ -192,13 +177,14 @@ int ebb__store_plan_usage(struct ebb__store *s,
         return r;
     }
     struct walk w = {.cb.usage = cb, .arg = arg};
-    return walk(s, st, usage_row, &w);
+    return ebb__store_each(s, st, usage_row, &w);
 }
 
 /* ---- sums --------------------------------------------------------------- */
 
-static int sum_row(sqlite3_stmt *st, const struct walk *w)
+static int sum_row(sqlite3_stmt *st, void *walk)
 {
+    const struct walk *w = walk;
     return w->cb.sum(w->arg, text(st, 0),
                                       sqlite3_column_int64(st, 1));
 }
@@ -212,5 +198,5 @@ int ebb__store_ledger_sums(struct ebb__store *s, ebb__store_sum_cb cb,
     if (st == NULL)
         return EBB_EDB;
     struct walk w = {.cb.sum = cb, .arg = arg};
-    return walk(s, st, sum_row, &w);
+    return ebb__store_each(s, st, sum_row, &w);
 }

@@ -287,40 +287,37 @@ static sqlite3_stmt *filtered_stmt(struct ebb__store *s, enum ebb__sql base,
     return st;
 }
 
-/* Steps a statement whose columns are provider, region, zone, instance
- * type, product, market, time, price, currency, calling `cb` per row. */
-static int price_rows(struct ebb__store *s, sqlite3_stmt *st,
-                      ebb__price_row_cb cb, void *arg)
+/* The caller's callback and its argument, for the adapters below. */
+struct price_walk {
+    union {
+        ebb__price_row_cb rows;
+        ebb__price_step_cb steps;
+    } cb;
+    void *arg;
+};
+
+/* A row whose columns are provider, region, zone, instance type, product,
+ * market, time, price, currency, to the caller as a price row. */
+static int price_row(sqlite3_stmt *st, void *walk)
 {
-    int rc;
-    for (;;) {
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW)
-            break;
-        struct ebb__price_row row = {
-            .provider = ebb__store_col_text(st, 0),
-            .price =
-                {
-                    .region = ebb__store_col_text(st, 1),
-                    .zone = ebb__store_col_text(st, 2),
-                    .instance_type = ebb__store_col_text(st, 3),
-                    .product = ebb__store_col_text(st, 4),
-                    .market = strcmp(ebb__store_col_text(st, 5), "on-demand") == 0
-                                  ? EBB_MARKET_ON_DEMAND
-                                  : EBB_MARKET_SPOT,
-                    .at = sqlite3_column_int64(st, 6),
-                    .price_per_hour = sqlite3_column_int64(st, 7),
-                    .currency = ebb__store_col_text(st, 8),
-                },
-        };
-        int stop = cb(arg, &row);
-        if (stop != 0) {
-            sqlite3_reset(st);
-            sqlite3_clear_bindings(st);
-            return stop;
-        }
-    }
-    return ebb__store_finish(s, st, rc);
+    const struct price_walk *w = walk;
+    struct ebb__price_row row = {
+        .provider = ebb__store_col_text(st, 0),
+        .price =
+            {
+                .region = ebb__store_col_text(st, 1),
+                .zone = ebb__store_col_text(st, 2),
+                .instance_type = ebb__store_col_text(st, 3),
+                .product = ebb__store_col_text(st, 4),
+                .market = strcmp(ebb__store_col_text(st, 5), "on-demand") == 0
+                              ? EBB_MARKET_ON_DEMAND
+                              : EBB_MARKET_SPOT,
+                .at = sqlite3_column_int64(st, 6),
+                .price_per_hour = sqlite3_column_int64(st, 7),
+                .currency = ebb__store_col_text(st, 8),
+            },
+    };
+    return w->cb.rows(w->arg, &row);
 }
 
 int ebb__store_latest_prices(struct ebb__store *s,
@@ -332,7 +329,8 @@ int ebb__store_latest_prices(struct ebb__store *s,
     sqlite3_stmt *st = filtered_stmt(s, EBB__SQL_LATEST_PRICES_0, f);
     if (st == NULL)
         return EBB_EDB;
-    return price_rows(s, st, cb, arg);
+    struct price_walk w = {.cb.rows = cb, .arg = arg};
+    return ebb__store_each(s, st, price_row, &w);
 }
 
 int ebb__store_price_history(struct ebb__store *s,
@@ -354,7 +352,20 @@ int ebb__store_price_history(struct ebb__store *s,
         sqlite3_clear_bindings(st);
         return r;
     }
-    return price_rows(s, st, cb, arg);
+    struct price_walk w = {.cb.rows = cb, .arg = arg};
+    return ebb__store_each(s, st, price_row, &w);
+}
+
+/* A row of PRICE_STEPS (time, lowest price, currency), to the caller. */
+static int price_step(sqlite3_stmt *st, void *walk)
+{
+    const struct price_walk *w = walk;
+    struct ebb__price_step step = {
+        .at = sqlite3_column_int64(st, 0),
+        .price = sqlite3_column_int64(st, 1),
+        .currency = ebb__store_col_text(st, 2),
+    };
+    return w->cb.steps(w->arg, &step);
 }
 
 int ebb__store_price_steps(struct ebb__store *s,
@@ -377,22 +388,6 @@ int ebb__store_price_steps(struct ebb__store *s,
         sqlite3_clear_bindings(st);
         return r;
     }
-    int rc;
-    for (;;) {
-        rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW)
-            break;
-        struct ebb__price_step step = {
-            .at = sqlite3_column_int64(st, 0),
-            .price = sqlite3_column_int64(st, 1),
-            .currency = ebb__store_col_text(st, 2),
-        };
-        int stop = cb(arg, &step);
-        if (stop != 0) {
-            sqlite3_reset(st);
-            sqlite3_clear_bindings(st);
-            return stop;
-        }
-    }
-    return ebb__store_finish(s, st, rc);
+    struct price_walk w = {.cb.steps = cb, .arg = arg};
+    return ebb__store_each(s, st, price_step, &w);
 }
