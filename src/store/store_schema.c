@@ -195,8 +195,8 @@ static const char v2[] =
     "CREATE INDEX instances_by_job ON instances (job_id, state);"
     "CREATE INDEX instances_by_state ON instances (state);"
     "CREATE INDEX checkpoints_by_job ON checkpoints (job_id, at);"
-    /* ebb__store_last_price_at(): the newest time per provider and region
-     * without walking every series of the region. */
+    /* The per-region poll cursor of versions 1 to 5: the newest time per
+     * provider and region without walking every series of the region. */
     "CREATE INDEX prices_by_region_time ON prices (provider, region,"
     " observed_at);";
 

@@ -524,7 +524,7 @@ static void version_5_cursors_become_per_series(void **state)
     struct ebb__store *s = NULL;
     char err[512];
     assert_int_equal(ebb__store_open_at_version(fx->db, 5, &s, err, sizeof(err)), 0);
-    exec_ok(ebb__store_sqlite(s),
+    exec_ok(ebb_test_store_db(s),
             "INSERT INTO prices (provider, region, zone, instance_type, product,"
             " market, observed_at, price_micros, currency) VALUES"
             " ('alibaba', 'r', 'z', 'a', 'Linux/UNIX', 'spot', 5000, 1, 'USD'),"
