@@ -17,6 +17,12 @@
 #define EBB_PRINTF(fmt, args)
 #endif
 
+/* 1 when the struct at `v`, a pointer to `type`, was built with field `f`:
+ * its struct_size covers the field. Every struct that crosses the plugin
+ * ABI starts with `uint32_t struct_size` (see provider.h). */
+#define EBB_HAS(type, v, f)                                                   \
+    ((size_t)(v)->struct_size >= offsetof(type, f) + sizeof((v)->f))
+
 /* Time is milliseconds since the Unix epoch, UTC; durations likewise. */
 typedef int64_t ebb_time_ms;
 typedef int64_t ebb_dur_ms;

@@ -38,7 +38,10 @@ typedef int (*ebb_http_prepare_fn)(void *arg, struct ebb_http_attempt *a);
  * 5xx and 429 are retried). */
 typedef int (*ebb_http_classify_fn)(void *arg, const struct ebb_http_response *res);
 
+/* Filled by the plugin (struct_size is its sizeof), read by the host under
+ * the rules of provider.h; fields are only ever appended. */
 struct ebb_http_request {
+    uint32_t struct_size; /* sizeof(struct ebb_http_request) in the plugin */
     const char *method;  /* "GET", "POST", "PUT", "DELETE" */
     const char *url;
     /* Extra request headers as "Name: value" strings; borrowed until the call
@@ -56,6 +59,10 @@ struct ebb_http_request {
     ebb_http_classify_fn classify; /* NULL: the host decides alone */
     void *hook_arg; /* for both; must stay valid until the callback ran */
 };
+
+/* The size of the first version: the least struct_size the host accepts. */
+#define EBB_HTTP_REQUEST_SIZE_V1                                              \
+    (offsetof(struct ebb_http_request, max_attempts) + sizeof(int))
 
 struct ebb_http_response {
     int status;         /* 0 (with `error` set) when no response arrived */

@@ -5,8 +5,8 @@
  * so the same code runs live, in tests and in `ebb backtest`, and the same
  * input always gives the same decision.
  *
- * A policy plugin exports ebb_policy_entry() returning a static struct
- * ebb_policy; ABI rules as for providers (see provider.h).
+ * A policy plugin exports ebb_policy_entry() (declared below) returning a
+ * static struct ebb_policy; ABI rules as for providers (see provider.h).
  *
  * The views ebbd passes to decide() (struct ebb_job_view, struct
  * ebb_market_view and each struct ebb_offer) grow the same way: each starts
@@ -157,6 +157,14 @@ struct ebb_policy {
                   struct ebb_decision *out);
 };
 
+/* The size of the first version of struct ebb_policy: the least
+ * struct_size the loader accepts. */
+#define EBB_POLICY_SIZE_V1                                                    \
+    (offsetof(struct ebb_policy, decide) + sizeof(((struct ebb_policy *)0)->decide))
+
+/* The one symbol a policy plugin exports: it returns the plugin's static
+ * struct ebb_policy, valid until the plugin is unloaded. */
+EBB_EXTERN const struct ebb_policy *ebb_policy_entry(void);
 typedef const struct ebb_policy *(*ebb_policy_entry_fn)(void);
 
 #endif

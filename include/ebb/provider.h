@@ -1,10 +1,32 @@
 /* ebb — the provider plugin ABI.
  *
  * A provider plugin is a shared module exporting one function,
- * ebb_provider_entry(), that returns a pointer to a static struct
- * ebb_provider. The loader refuses a plugin whose `abi` major differs from
- * EBB_PROVIDER_ABI and reads fields past the first version's only when
- * `struct_size` covers them, so fields are only ever appended.
+ * ebb_provider_entry() (declared below), that returns a pointer to a
+ * static struct ebb_provider.
+ *
+ * How the ABI grows (EBB_PROVIDER_ABI stays 1 while it does). Every struct
+ * that crosses it starts with `uint32_t struct_size`: struct ebb_provider
+ * (the plugin fills, the loader reads), struct ebb_price, ebb_shape,
+ * ebb_instance, ebb_instance_event and ebb_http_request (the plugin fills,
+ * the core reads), struct ebb_launch, ebb_job_model and ebb_host (the core
+ * fills, the plugin reads). Whoever fills one sets struct_size to the
+ * sizeof() it was compiled with. New fields are only ever appended, each
+ * with a comment saying so; within one EBB_PROVIDER_ABI no field is
+ * removed, reordered or retyped. A reader
+ * - refuses a struct whose struct_size does not cover the first version's
+ *   fields (the EBB_*_SIZE_V1 macros; the core logs an error naming the
+ *   plugin and drops what it was handed, a provider returns EBB_EINVAL);
+ * - reads an appended field only when struct_size covers it
+ *   (EBB_HAS(type, v, field)), and otherwise acts as its comment says for
+ *   an absent field (NULL, 0 or -1);
+ * - steps through an array (the prices of one poll, the instances of one
+ *   list) by the first element's struct_size, not by its own sizeof:
+ *   every element of one array has the same struct_size, and a plugin
+ *   built with more fields lays them out wider.
+ * So a plugin built against older headers (smaller structs) and one built
+ * against newer ones (fields this ebb does not know) both load and work.
+ * The loader also refuses a plugin whose `abi` differs from
+ * EBB_PROVIDER_ABI.
  *
  * Every asynchronous call completes exactly once through its callback, on
  * the loop, also on error and on shutdown. A call that returns an error
@@ -52,8 +74,9 @@ struct ebb_provider {
                      void *arg);
     int (*list_instances)(void *self, ebb_list_cb cb, void *arg);
 
-    /* Optional (NULL for providers whose jobs run under ebb-agent, which
-     * ebbd reaches itself). For providers that run or simulate the job
+    /* Appended, optional: NULL (or not covered by struct_size) for
+     * providers whose jobs run under ebb-agent, which ebbd reaches
+     * itself. For providers that run or simulate the job
      * themselves: ask the job on `instance_id` to checkpoint within `grace`
      * and exit; the provider reports CHECKPOINT and EXITED events with
      * EBB_EXIT_STOPPED. `cb` runs once the request is delivered. */
@@ -61,6 +84,15 @@ struct ebb_provider {
                     ebb_done_cb cb, void *arg);
 };
 
+/* The size of the first version: the least struct_size the loader accepts. */
+#define EBB_PROVIDER_SIZE_V1                                                  \
+    (offsetof(struct ebb_provider, list_instances) +                         \
+     sizeof(((struct ebb_provider *)0)->list_instances))
+
+/* The one symbol a provider plugin exports: it returns the plugin's static
+ * struct ebb_provider, which must stay valid until the plugin is unloaded.
+ * Define it in the plugin; the loader finds it with dlsym(). */
+EBB_EXTERN const struct ebb_provider *ebb_provider_entry(void);
 typedef const struct ebb_provider *(*ebb_provider_entry_fn)(void);
 
 #endif

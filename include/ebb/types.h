@@ -1,6 +1,14 @@
 /* ebb — value types shared by the core and plugins: prices, instances,
  * launches and the events a provider reports about its instances.
  *
+ * Every struct here starts with `struct_size`, set by whoever fills it to
+ * the sizeof() it was compiled with, and grows only by appending fields,
+ * each with a comment saying so. The rules for its reader are those of
+ * provider.h: refuse a struct smaller than its first version
+ * (EBB_*_SIZE_V1 below), read an appended field only when struct_size
+ * covers it (EBB_HAS()), and step through an array by its elements'
+ * struct_size.
+ *
  * "Instance" is deliberately abstract: a VM, a rented machine, a local
  * process tree, later a Kubernetes pod or a Slurm allocation. A launch may
  * ask for a gang of `count` members that start and stop as one unit.
@@ -10,20 +18,26 @@
 
 #include "common.h"
 
+struct ebb_job_model;
+
 /* What one instance of an offer is: the common shape every provider's
  * offer is normalised to, so policies compare an AWS p3.2xlarge with a
  * vast.ai V100 machine by cost per unit of work. */
 struct ebb_shape {
+    uint32_t struct_size;    /* sizeof(struct ebb_shape) in the plugin */
     const char *gpu_model;   /* normalised: "V100", "A100_80GB", "RTX_4090"; "" */
     uint32_t gpu_count;      /* 0 without GPUs */
     double gpu_memory_gb;    /* per GPU; 0 when unknown */
     uint32_t vcpus;          /* 0 when unknown */
     double memory_gb;        /* 0 when unknown */
-    const char *machine_id;  /* the provider's machine (vast.ai); "" otherwise */
+    /* Appended: the provider's machine (vast.ai); "" otherwise, and when
+     * struct_size does not cover it. */
+    const char *machine_id;
 };
 
 /* One observed price. Strings are borrowed for the duration of a callback. */
 struct ebb_price {
+    uint32_t struct_size;      /* sizeof(struct ebb_price) in the plugin */
     /* Whose market this is: NULL means the plugin's own name. A plugin that
      * replays or aggregates other markets (sim) names them ("aws"). */
     const char *provider;
@@ -35,10 +49,12 @@ struct ebb_price {
     ebb_time_ms at;            /* when this price took effect */
     ebb_micros price_per_hour; /* in `currency` micro-units */
     const char *currency;      /* "USD" */
-    /* Spot capacity in instances from `at` on, when the provider knows it
-     * (the sim market does): 0 = none; -1 = unknown or unlimited. */
+    /* Appended: spot capacity in instances from `at` on, when the provider
+     * knows it (the sim market does): 0 = none; -1 = unknown or unlimited,
+     * also when struct_size does not cover it. */
     int32_t capacity;
-    /* What the offer is; NULL: the shipped catalog's entry for the type. */
+    /* Appended: what the offer is; NULL (also when struct_size does not
+     * cover it): the shipped catalog's entry for the type. */
     const struct ebb_shape *shape;
 };
 
@@ -70,6 +86,7 @@ enum ebb_billing {
 
 /* What a provider knows of one instance it runs for ebb. */
 struct ebb_instance {
+    uint32_t struct_size;      /* sizeof(struct ebb_instance) in the plugin */
     const char *id;            /* the provider's id ("i-0abc...") */
     const char *token;         /* ebb's idempotency token, from its tags */
     const char *job_id;        /* ebb's job id, from its tags */
@@ -80,14 +97,17 @@ struct ebb_instance {
     enum ebb_instance_state state;
     ebb_time_ms launched_at;   /* 0 when unknown */
     int preempted;             /* 1 when the provider took it away */
+    /* Appended: EBB_BILLING_PER_SECOND when struct_size does not cover it. */
     enum ebb_billing billing;
 };
 
-/* A request to start an instance. The token is written to the store before
- * launch() is called and must be passed to the provider's idempotency
- * mechanism (EC2 ClientToken, ...) and tags, so that a retried or repeated
- * launch after a crash never starts a second instance. */
+/* A request to start an instance, filled by ebbd (struct_size is ebbd's
+ * sizeof) and read by the provider. The token is written to the store
+ * before launch() is called and must be passed to the provider's
+ * idempotency mechanism (EC2 ClientToken, ...) and tags, so that a retried
+ * or repeated launch after a crash never starts a second instance. */
 struct ebb_launch {
+    uint32_t struct_size;      /* sizeof(struct ebb_launch) in ebbd */
     const char *token;
     const char *job_id;
     const char *provider;      /* the market, as in ebb_price.provider */
@@ -104,15 +124,10 @@ struct ebb_launch {
     /* The job's command, for providers that run it directly (local). */
     const char *const *argv;
     size_t argc;
-    /* The job as a model, for providers that simulate it (sim): how much
-     * reference work is left since the checkpoint it resumes from, the
-     * instance's speed (reference work per wall time), the time lost at
-     * start, and its checkpoint settings. Real providers ignore these. */
-    ebb_dur_ms work_remaining;
-    double speed;
-    ebb_dur_ms restart_overhead;
-    ebb_dur_ms checkpoint_every; /* 0: no periodic checkpoints */
-    ebb_dur_ms checkpoint_grace;
+    /* Appended: the job as a model, for providers that simulate it (sim;
+     * see job_model.h). ebbd always fills it; real providers never read
+     * it. NULL when struct_size does not cover it. */
+    const struct ebb_job_model *model;
 };
 
 enum ebb_instance_event_kind {
@@ -129,6 +144,7 @@ enum ebb_instance_event_kind {
 #define EBB_EXIT_STOPPED (-1)
 
 struct ebb_instance_event {
+    uint32_t struct_size; /* sizeof(struct ebb_instance_event) in the plugin */
     enum ebb_instance_event_kind kind;
     const char *instance_id;
     const char *token;
@@ -139,7 +155,22 @@ struct ebb_instance_event {
      * started (not counting the checkpoint it resumed from). */
     ebb_dur_ms work_done;
     const char *reason;        /* human words, e.g. "spot capacity reclaimed" */
-    const char *checkpoint_path; /* CHECKPOINT: where it is; NULL: unknown */
+    /* Appended: CHECKPOINT: where it is; NULL: unknown, also when
+     * struct_size does not cover it. */
+    const char *checkpoint_path;
 };
+
+/* The sizes of the first versions: the least struct_size a reader
+ * accepts. */
+#define EBB_SHAPE_SIZE_V1                                                     \
+    (offsetof(struct ebb_shape, memory_gb) + sizeof(double))
+#define EBB_PRICE_SIZE_V1                                                     \
+    (offsetof(struct ebb_price, currency) + sizeof(const char *))
+#define EBB_INSTANCE_SIZE_V1                                                  \
+    (offsetof(struct ebb_instance, preempted) + sizeof(int))
+#define EBB_LAUNCH_SIZE_V1                                                    \
+    (offsetof(struct ebb_launch, argc) + sizeof(size_t))
+#define EBB_INSTANCE_EVENT_SIZE_V1                                            \
+    (offsetof(struct ebb_instance_event, reason) + sizeof(const char *))
 
 #endif

@@ -105,8 +105,6 @@ static const struct ebb_policy dl_policy = {
     .decide = dl_decide,
 };
 
-EBB_EXTERN const struct ebb_policy *ebb_policy_entry(void);
-
 const struct ebb_policy *ebb_policy_entry(void)
 {
     return &dl_policy;

@@ -189,8 +189,6 @@ static const struct ebb_policy greedy_policy = {
     .decide = greedy_decide,
 };
 
-EBB_EXTERN const struct ebb_policy *ebb_policy_entry(void);
-
 const struct ebb_policy *ebb_policy_entry(void)
 {
     return &greedy_policy;

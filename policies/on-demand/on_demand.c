@@ -74,8 +74,6 @@ static const struct ebb_policy on_demand_policy = {
     .decide = on_demand_decide,
 };
 
-EBB_EXTERN const struct ebb_policy *ebb_policy_entry(void);
-
 const struct ebb_policy *ebb_policy_entry(void)
 {
     return &on_demand_policy;

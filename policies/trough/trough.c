@@ -273,8 +273,6 @@ static const struct ebb_policy trough_policy = {
     .decide = trough_decide,
 };
 
-EBB_EXTERN const struct ebb_policy *ebb_policy_entry(void);
-
 const struct ebb_policy *ebb_policy_entry(void)
 {
     return &trough_policy;

@@ -305,8 +305,6 @@ static const struct ebb_policy up_policy = {
     .decide = up_decide,
 };
 
-EBB_EXTERN const struct ebb_policy *ebb_policy_entry(void);
-
 const struct ebb_policy *ebb_policy_entry(void)
 {
     return &up_policy;

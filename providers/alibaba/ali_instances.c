@@ -69,6 +69,7 @@ static void inst_free(struct inst *i)
 static void view(const struct inst *i, struct ebb_instance *v)
 {
     *v = (struct ebb_instance){
+        .struct_size = sizeof(struct ebb_instance),
         .id = i->id,
         .token = i->token ? i->token : "",
         .job_id = i->job_id ? i->job_id : "",

@@ -89,6 +89,7 @@ static void deliver(struct ali_poll *p, int status)
         for (size_t i = 0; i < p->n_rows; i++) {
             const struct row *r = &p->rows[i];
             struct ebb_price base = {
+                .struct_size = sizeof(struct ebb_price),
                 .region = cfg->regions.items[r->region],
                 .zone = r->zone,
                 .instance_type = cfg->instance_types.items[r->type],

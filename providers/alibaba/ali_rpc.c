@@ -179,6 +179,7 @@ static int send_call(struct ali_rpc *r)
         "Accept: application/json",
     };
     struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
         .method = "POST",
         .url = r->url,
         .headers = headers,

@@ -73,6 +73,7 @@ int ali_shape_of(const char *instance_type, struct ebb_shape *out)
     if (vcpus * per_g % per_v != 0 || vcpus * per_g / per_v == 0)
         return 0;
     *out = (struct ebb_shape){
+        .struct_size = sizeof(struct ebb_shape),
         .gpu_model = families[k].gpu_model,
         .gpu_count = (uint32_t)(vcpus * per_g / per_v),
         .gpu_memory_gb = families[k].gpu_memory_gb,

@@ -207,8 +207,6 @@ static const struct ebb_provider aws_provider = {
     .stop_job = NULL,
 };
 
-EBB_EXTERN const struct ebb_provider *ebb_provider_entry(void);
-
 const struct ebb_provider *ebb_provider_entry(void)
 {
     return &aws_provider;

@@ -214,6 +214,7 @@ int aws_call(struct aws *a, const char *region, const char *action,
             if (hdr[i] == NULL)
                 rc = EBB_ENOMEM;
         struct ebb_http_request hreq = {
+            .struct_size = sizeof(struct ebb_http_request),
             .method = "POST",
             .url = url,
             .headers = (const char *const *)hdr,

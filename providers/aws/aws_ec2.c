@@ -156,6 +156,7 @@ static void price_item_done(struct price_parse *pp)
         }
     }
     struct ebb_price pr = {
+        .struct_size = sizeof(struct ebb_price),
         .provider = NULL,
         .market = EBB_MARKET_SPOT,
         .capacity = -1,

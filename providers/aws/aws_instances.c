@@ -49,6 +49,7 @@ static int spot_preempted(const struct aws_ec2_instance *i)
 static void view(const struct aws_ec2_instance *i, struct ebb_instance *out)
 {
     *out = (struct ebb_instance){
+        .struct_size = sizeof(struct ebb_instance),
         .id = i->id,
         .token = i->token,
         .job_id = i->job_id,
@@ -171,6 +172,8 @@ int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
                void *arg)
 {
     struct aws *a = self;
+    if (req->struct_size < EBB_LAUNCH_SIZE_V1)
+        return EBB_EINVAL;
     if (!a->have_creds)
         return EBB_EAUTH;
     if (req->region == NULL || !aws_region_configured(a, req->region)) {
@@ -326,6 +329,7 @@ static void list_finish(struct list *l, int status)
                 continue;
             k->lost_reported = 1;
             struct ebb_instance_event ev = {
+                .struct_size = sizeof(struct ebb_instance_event),
                 .kind = EBB_EVENT_LOST,
                 .instance_id = in->id,
                 .token = in->token,

@@ -72,6 +72,7 @@ static void complete(struct local_call *c, int status)
     switch (c->kind) {
     case CALL_PRICES: {
         struct ebb_price p = {
+            .struct_size = sizeof(struct ebb_price),
             .provider = NULL, .region = "", .zone = "", .instance_type = "local",
             .product = "", .market = EBB_MARKET_ON_DEMAND,
             .at = l->host->now(l->host->ctx), .price_per_hour = l->cfg->price.amount,
@@ -88,6 +89,7 @@ static void complete(struct local_call *c, int status)
         if (status == 0 && c->inst->announce) {
             c->inst->announce = 0;
             struct ebb_instance_event ev = {
+                .struct_size = sizeof(struct ebb_instance_event),
                 .kind = EBB_EVENT_RUNNING, .instance_id = c->inst->id,
                 .token = c->inst->token, .at = c->inst->launched_at,
             };
@@ -201,6 +203,7 @@ static void on_watch(void *arg)
         local_kill(dead); /* whatever of its tree is left */
         local_state_remove(l, dead);
         struct ebb_instance_event ev = {
+            .struct_size = sizeof(struct ebb_instance_event),
             .kind = EBB_EVENT_LOST, .instance_id = dead->id, .token = dead->token,
             .at = l->host->now(l->host->ctx),
             .reason = "the local instance's processes exited",
@@ -217,6 +220,8 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
                         void *arg)
 {
     struct local *l = self;
+    if (req->struct_size < EBB_LAUNCH_SIZE_V1)
+        return EBB_EINVAL;
     int rc = ensure_dir(l);
     if (rc != 0)
         return rc;
@@ -348,8 +353,6 @@ static const struct ebb_provider local_provider = {
     .terminate = local_terminate,
     .list_instances = local_list,
 };
-
-EBB_EXTERN const struct ebb_provider *ebb_provider_entry(void);
 
 const struct ebb_provider *ebb_provider_entry(void)
 {

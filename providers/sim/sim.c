@@ -366,11 +366,32 @@ static int launch_reply(struct sim *s, ebb_launch_cb cb, void *arg, int status,
     return req_start(s, r);
 }
 
+/* The job model a launch carries, under the ABI's size rules: none (an
+ * ebbd that sends none, or a NULL one) is a job with no work to do, as a
+ * model of zeroes reads. Returns 0, or EBB_EINVAL for a model smaller than
+ * its first version. */
+static int read_model(const struct ebb_launch *req, struct ebb_job_model *out)
+{
+    *out = (struct ebb_job_model){.struct_size = sizeof(*out)};
+    const struct ebb_job_model *m =
+        EBB_HAS(struct ebb_launch, req, model) ? req->model : NULL;
+    if (m == NULL)
+        return 0;
+    if (m->struct_size < EBB_JOB_MODEL_SIZE_V1)
+        return EBB_EINVAL;
+    memcpy(out, m, m->struct_size < sizeof(*out) ? m->struct_size : sizeof(*out));
+    out->struct_size = sizeof(*out);
+    return 0;
+}
+
 static int sim_launch(void *self, const struct ebb_launch *req,
                       ebb_launch_cb cb, void *arg)
 {
     struct sim *s = self;
-    if (req == NULL || cb == NULL || req->token == NULL || req->token[0] == '\0')
+    struct ebb_job_model model;
+    if (req == NULL || cb == NULL || req->struct_size < EBB_LAUNCH_SIZE_V1 ||
+        read_model(req, &model) != 0 || req->token == NULL ||
+        req->token[0] == '\0')
         return EBB_EINVAL;
     if (s->destroying)
         return EBB_ESHUTDOWN;
@@ -388,7 +409,7 @@ static int sim_launch(void *self, const struct ebb_launch *req,
     }
     if (sim_index_reserve(s) != 0)
         return EBB_ENOMEM;
-    in = sim_instance_new(s, req, o);
+    in = sim_instance_new(s, req, &model, o);
     if (in == NULL)
         return EBB_ENOMEM;
     /* The reply's timer is started before the instance's, so at equal times
@@ -474,8 +495,6 @@ static const struct ebb_provider sim_provider = {
     .list_instances = sim_list_instances,
     .stop_job = sim_stop_job,
 };
-
-EBB_EXTERN const struct ebb_provider *ebb_provider_entry(void);
 
 const struct ebb_provider *ebb_provider_entry(void)
 {

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <ebb/job_model.h>
 #include <ebb/provider.h>
 #include <ebb/trace.h>
 
@@ -149,8 +150,10 @@ struct sim_instance {
     int dispatching;
 };
 
-/* Creates instance `n` for `req` (spot: on offer `o`, else o == NULL). */
+/* Creates the instance for `req`, playing out the job `model` (spot: on
+ * offer `o`, else o == NULL). */
 struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *req,
+                                      const struct ebb_job_model *model,
                                       const struct sim_offer *o);
 void sim_instance_free(struct sim *s, struct sim_instance *in);
 /* Starts its life: draws the hazard, plans preemptions, arms the timer. */

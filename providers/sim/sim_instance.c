@@ -34,6 +34,7 @@ static char *dup_or_empty(const char *s)
 }
 
 struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *req,
+                                      const struct ebb_job_model *model,
                                       const struct sim_offer *o)
 {
     struct sim_instance *in = calloc(1, sizeof(*in));
@@ -69,10 +70,10 @@ struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *re
     in->launched_at = sim_now(s);
     in->run_at = in->launched_at + s->cfg->launch_latency;
     in->phase = SIM_BOOT;
-    in->work_total = req->work_remaining > 0 ? req->work_remaining : 0;
-    in->speed = req->speed > 0 && isfinite(req->speed) ? req->speed : 1.0;
-    in->overhead = req->restart_overhead > 0 ? req->restart_overhead : 0;
-    in->every = req->checkpoint_every > 0 ? req->checkpoint_every : 0;
+    in->work_total = model->work_remaining > 0 ? model->work_remaining : 0;
+    in->speed = model->speed > 0 && isfinite(model->speed) ? model->speed : 1.0;
+    in->overhead = model->restart_overhead > 0 ? model->restart_overhead : 0;
+    in->every = model->checkpoint_every > 0 ? model->checkpoint_every : 0;
     in->hazard_at = INT64_MAX;
     in->doom_at = INT64_MAX;
     in->notice_at = INT64_MAX;
@@ -110,6 +111,7 @@ void sim_instance_view(const struct sim *s, const struct sim_instance *in,
     else if (in->noticed)
         st = EBB_INSTANCE_STOPPING;
     *out = (struct ebb_instance){
+        .struct_size = sizeof(struct ebb_instance),
         .id = in->id,
         .token = in->token,
         .job_id = in->job_id,
@@ -191,6 +193,7 @@ static void emit(struct sim *s, struct sim_instance *in,
                  double work, int exit_status, const char *reason)
 {
     struct ebb_instance_event ev = {
+        .struct_size = sizeof(struct ebb_instance_event),
         .kind = kind,
         .instance_id = in->id,
         .token = in->token,

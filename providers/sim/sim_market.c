@@ -300,6 +300,7 @@ static int obs_push(struct obs_buf *b, const struct sim_market *m, size_t i,
     const struct sim_offer *o = &m->offers[i];
     b->v[b->n++] = (struct sim_obs){
         .p = {
+            .struct_size = sizeof(struct ebb_price),
             .provider = o->ps->provider,
             .region = o->ps->region,
             .zone = o->ps->zone,

@@ -150,6 +150,7 @@ static int send_call(struct vast_call *c, const char *method, const char *path,
         "Content-Type: application/json",
     };
     struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
         .method = method,
         .url = url,
         .headers = headers,

@@ -38,6 +38,7 @@ struct row {
 static void view(const struct row *r, struct ebb_instance *out)
 {
     *out = (struct ebb_instance){
+        .struct_size = sizeof(struct ebb_instance),
         .id = r->id,
         .token = r->token,
         .job_id = r->job_id,
@@ -164,6 +165,7 @@ void vast_report_lost(struct vast *v, json_t *body)
         v->lost = grown;
         v->lost[v->n_lost++] = id;
         struct ebb_instance_event ev = {
+            .struct_size = sizeof(struct ebb_instance_event),
             .kind = EBB_EVENT_LOST,
             .instance_id = rows[i].id,
             .token = rows[i].token,

@@ -165,6 +165,7 @@ static void poll_finish(struct vast_poll *p, int status)
         if (!json_is_number(cores))
             cores = json_object_get(o, "cpu_cores");
         w->shape = (struct ebb_shape){
+            .struct_size = sizeof(struct ebb_shape),
             .gpu_model = w->model,
             .gpu_count = (uint32_t)json_integer_value(json_object_get(o, "num_gpus")),
             .gpu_memory_gb = json_number_value(json_object_get(o, "gpu_ram")) / 1024,
@@ -173,6 +174,7 @@ static void poll_finish(struct vast_poll *p, int status)
             .machine_id = w->zone,
         };
         struct ebb_price base = {
+            .struct_size = sizeof(struct ebb_price),
             .region = w->region,
             .zone = w->zone,
             .instance_type = w->type,

@@ -134,6 +134,8 @@ static int poll_prices(void *self, ebb_prices_cb cb, void *arg)
 static int launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
                   void *arg)
 {
+    if (req->struct_size < EBB_LAUNCH_SIZE_V1)
+        return EBB_EINVAL;
     return vast_launch(self, req, cb, arg);
 }
 
@@ -162,8 +164,6 @@ static const struct ebb_provider vast_provider = {
     .terminate = terminate,
     .list_instances = list_instances,
 };
-
-EBB_EXTERN const struct ebb_provider *ebb_provider_entry(void);
 
 const struct ebb_provider *ebb_provider_entry(void)
 {

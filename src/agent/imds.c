@@ -141,6 +141,7 @@ static void get_notice(struct agent_imds *m)
     char *hdr = ebb_strfmt("%s: %s", f->token_header, m->token);
     const char *headers[] = {hdr};
     struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
         .method = "GET", .url = url, .headers = headers, .n_headers = 1,
         .timeout = REQUEST_TIMEOUT_MS, .max_attempts = 1,
     };
@@ -184,6 +185,7 @@ static void put_token(struct agent_imds *m)
     char *hdr = ebb_strfmt("%s: %d", f->ttl_header, TOKEN_TTL_S);
     const char *headers[] = {hdr};
     struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
         .method = "PUT", .url = url, .headers = headers, .n_headers = 1,
         .timeout = REQUEST_TIMEOUT_MS, .max_attempts = 1,
     };

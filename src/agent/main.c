@@ -178,6 +178,7 @@ static void fetch_job(struct agent *a)
     char *url = ebb_strfmt("%s/v1/agent/job", a->rep.base_url);
     const char *headers[] = {a->rep.auth_header};
     struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
         .method = "GET", .url = url, .headers = headers, .n_headers = 1,
         .timeout = FETCH_TIMEOUT_MS, .max_attempts = 1,
     };

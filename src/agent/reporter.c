@@ -190,6 +190,7 @@ static void ev_send(struct agent_reporter *r)
     char *url = ebb_strfmt("%s/v1/agent/events", r->base_url);
     const char *headers[] = {r->auth_header, "Content-Type: application/json"};
     struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
         .method = "POST", .url = url, .headers = headers, .n_headers = 2,
         .body = body, .body_len = body ? strlen(body) : 0,
         .timeout = REQUEST_TIMEOUT_MS, .max_attempts = 1,
@@ -355,6 +356,7 @@ static void log_send(struct agent_reporter *r)
                             r->log_sending_stream == AGENT_STDOUT ? "stdout" : "stderr");
     const char *headers[] = {r->auth_header, "Content-Type: application/octet-stream"};
     struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
         .method = "POST", .url = url, .headers = headers, .n_headers = 2,
         .body = r->log_sending, .body_len = r->log_sending_len,
         .timeout = REQUEST_TIMEOUT_MS, .max_attempts = 1,

@@ -10,6 +10,7 @@
 #include "base/histogram.h"
 #include "base/log.h"
 #include "engine/internal.h"
+#include "plugin/provider_call.h"
 
 struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer)
 {
@@ -84,6 +85,7 @@ void ebb__engine_agent_report(struct ebb__job *job,
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     a->agent_seen = now;
     struct ebb_instance_event ev = {
+        .struct_size = sizeof(struct ebb_instance_event),
         .instance_id = a->instance_id,
         .token = a->token,
         .at = now,
@@ -192,6 +194,7 @@ static void on_confirm_list(void *arg, int status, const struct ebb_instance *li
         return;
     }
     struct ebb_instance_event ev = {
+        .struct_size = sizeof(struct ebb_instance_event),
         .kind = EBB_EVENT_LOST, .instance_id = a->instance_id, .token = a->token,
         .at = now, .reason = "the agent went silent and the provider no longer "
                              "runs the instance",
@@ -209,8 +212,9 @@ static void confirm_silent(struct ebb__job *job)
     c->e = job->engine;
     snprintf(c->token, sizeof(c->token), "%s", a->token);
     a->confirming = 1;
-    const struct ebb_provider *p = a->provider->plugin->provider;
-    int rc = p->list_instances(a->provider->self, on_confirm_list, c);
+    int rc = ebb__provider_list_instances(a->provider->plugin->name,
+                                          a->provider->plugin->provider,
+                                          a->provider->self, on_confirm_list, c);
     if (rc != 0)
         on_confirm_list(c, rc, NULL, 0);
 }

@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/job_model.h>
 #include <ebb/units.h>
 
 #include "base/log.h"
 #include "engine/internal.h"
 #include "market/billing.h"
+#include "plugin/provider_call.h"
 
 static const char *market_word(enum ebb_market m)
 {
@@ -219,7 +221,18 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
     int shadow = c->shadow;
     char bearer[sizeof(a->token) + sizeof(a->agent_secret) + 1];
     snprintf(bearer, sizeof(bearer), "%s.%s", a->token, a->agent_secret);
+    /* Every launch carries the job's model; only a provider that simulates
+     * the job (sim) reads it. */
+    struct ebb_job_model model = {
+        .struct_size = sizeof(model),
+        .work_remaining = shadow ? INT64_MAX / 4 : job->work_total - job->work_saved,
+        .speed = o->speed,
+        .restart_overhead = job->spec.restart_overhead,
+        .checkpoint_every = shadow ? 0 : job->spec.checkpoint.every,
+        .checkpoint_grace = job->spec.checkpoint.grace,
+    };
     struct ebb_launch req = {
+        .struct_size = sizeof(req),
         .token = a->token,
         .job_id = job->id,
         .provider = o->provider,
@@ -233,13 +246,10 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
         .agent_token = shadow || e->opt.agent_url == NULL ? NULL : bearer,
         .argv = shadow ? NULL : (const char *const *)job->spec.argv,
         .argc = shadow ? 0 : job->spec.argc,
-        .work_remaining = shadow ? INT64_MAX / 4 : job->work_total - job->work_saved,
-        .speed = o->speed,
-        .restart_overhead = job->spec.restart_overhead,
-        .checkpoint_every = shadow ? 0 : job->spec.checkpoint.every,
-        .checkpoint_grace = job->spec.checkpoint.grace,
+        .model = &model,
     };
-    return c->slot->plugin->provider->launch(c->slot->self, &req, c->cb, job);
+    return ebb__provider_launch(c->slot->plugin->name, c->slot->plugin->provider,
+                                c->slot->self, &req, c->cb, job);
 }
 
 static void launch_failed(struct ebb__job *job, const struct ebb__provider_call *c,

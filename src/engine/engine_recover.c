@@ -20,6 +20,7 @@
 
 #include "base/log.h"
 #include "engine/internal.h"
+#include "plugin/provider_call.h"
 #include "store/store_read.h"
 
 /* One instance row not known to have ended, copied from the store. */
@@ -498,7 +499,8 @@ void ebb__engine_reconcile(struct ebb__engine *e)
             continue;
         }
         *c = (struct list_ctx){e, slot->plugin->name};
-        int rc = slot->plugin->provider->list_instances(slot->self, on_listed, c);
+        int rc = ebb__provider_list_instances(slot->plugin->name, slot->plugin->provider,
+                                              slot->self, on_listed, c);
         if (rc != 0)
             on_listed(c, rc, NULL, 0);
     }

@@ -72,7 +72,9 @@ void ebb__plugin_path_free(struct ebb__plugin_path *path)
 
 /* Checks the exported struct: the major ABI must match exactly, and the
  * struct must be at least as large as the first version of this ABI so that
- * every field we read exists. Fields appended later are ignored. */
+ * every field we read exists. Fields appended since are read only when
+ * struct_size covers them (the copy in ebb__plugin_open_file()); fields this ebb does not know are
+ * ignored. */
 static int check_abi(enum ebb__plugin_kind kind, const char *file,
                      const void *entry, struct ebb_diag *d)
 {
@@ -83,13 +85,13 @@ static int check_abi(enum ebb__plugin_kind kind, const char *file,
         abi = p->abi;
         size = p->struct_size;
         want_abi = EBB_PROVIDER_ABI;
-        min_size = sizeof(struct ebb_provider);
+        min_size = EBB_PROVIDER_SIZE_V1;
     } else {
         const struct ebb_policy *p = entry;
         abi = p->abi;
         size = p->struct_size;
         want_abi = EBB_POLICY_ABI;
-        min_size = sizeof(struct ebb_policy);
+        min_size = EBB_POLICY_SIZE_V1;
     }
     if (abi != want_abi) {
         ebb_diag_set(d, NULL, 0,
@@ -100,12 +102,21 @@ static int check_abi(enum ebb__plugin_kind kind, const char *file,
     }
     if (size < min_size) {
         ebb_diag_set(d, NULL, 0,
-                      "%s: struct_size %u is smaller than ABI %u requires (%zu); "
-                      "set struct_size = sizeof(struct ebb_%s)",
-                      file, size, want_abi, min_size, kind_noun(kind));
+                      "%s: struct_size %u is smaller than the first version "
+                      "of struct ebb_%s in ABI %u (%zu bytes); set "
+                      "struct_size = sizeof(struct ebb_%s) and rebuild",
+                      file, size, kind_noun(kind), want_abi, min_size,
+                      kind_noun(kind));
         return EBB_EABI;
     }
     return 0;
+}
+
+/* How much of a plugin's struct of `struct_size` bytes fits the core's of
+ * `size`: the rest of the core's copy stays zero (calloc()). */
+static size_t covered(uint32_t struct_size, size_t size)
+{
+    return struct_size < size ? struct_size : size;
 }
 
 int ebb__plugin_open_file(enum ebb__plugin_kind kind, const char *file,
@@ -162,10 +173,16 @@ int ebb__plugin_open_file(enum ebb__plugin_kind kind, const char *file,
     p->dl = dl;
     p->path = strdup(file);
     if (kind == EBB__PLUGIN_PROVIDER) {
-        p->provider = entry;
+        const struct ebb_provider *src = entry;
+        memcpy(&p->copy.provider, src,
+               covered(src->struct_size, sizeof(p->copy.provider)));
+        p->provider = &p->copy.provider;
         p->name = strdup(p->provider->name ? p->provider->name : "");
     } else {
-        p->policy = entry;
+        const struct ebb_policy *src = entry;
+        memcpy(&p->copy.policy, src,
+               covered(src->struct_size, sizeof(p->copy.policy)));
+        p->policy = &p->copy.policy;
         p->name = strdup(p->policy->name ? p->policy->name : "");
     }
     if (p->path == NULL || p->name == NULL) {

@@ -26,9 +26,17 @@ struct ebb__plugin {
     char *name;
     char *path;
     void *dl;
-    /* Exactly one is set, by kind. */
+    /* Exactly one is set, by kind, and points at the copy below. */
     const struct ebb_provider *provider;
     const struct ebb_policy *policy;
+    /* The struct the plugin exported as this ebb reads it: the fields its
+     * struct_size covers, copied, and the rest zero (appended after the
+     * plugin was built; each reads as absent). So no reader tests
+     * struct_size again; struct_size here is the plugin's. */
+    union {
+        struct ebb_provider provider;
+        struct ebb_policy policy;
+    } copy;
 };
 
 struct ebb__plugin_path {
@@ -47,7 +55,8 @@ void ebb__plugin_path_free(struct ebb__plugin_path *path);
 const char *ebb__plugin_kind_dir(enum ebb__plugin_kind kind);
 
 /* Finds and opens plugin `name`. On failure returns EBB_ENOTFOUND (no such
- * plugin on the path), EBB_EABI (refused) or EBB_EIO (dlopen failed), with a
+ * plugin on the path), EBB_EABI (refused: another ABI, or a struct_size
+ * smaller than the first version's) or EBB_EIO (dlopen failed), with a
  * message in `d`. The caller owns *out; close it with ebb__plugin_close(). */
 int ebb__plugin_open(enum ebb__plugin_kind kind, const char *name,
                      const struct ebb__plugin_path *path,

@@ -7,11 +7,12 @@
 #include "base/log.h"
 #include "base/paths.h"
 #include "base/str.h"
+#include "plugin/plugin_abi.h"
 
 struct ebb__host_timer {
     struct ebb__timer timer;
     struct ebb__host *owner;
-    struct ebb__host_timer *prev, *next;
+    struct ebb_list node; /* in owner->timers */
     int64_t id;
     ebb_timer_fn fn;
     void *arg;
@@ -52,18 +53,20 @@ static int slots_grow(struct ebb__host *h)
     struct ebb__host_timer **slots = calloc(n, sizeof(*slots));
     if (slots == NULL)
         return EBB_ENOMEM;
-    for (struct ebb__host_timer *t = h->timers; t != NULL; t = t->next) {
+    size_t used = 0;
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &h->timers) {
+        struct ebb__host_timer *t = ebb_list_entry(pos, struct ebb__host_timer, node);
         size_t i = slot_of(t->id, n);
         while (slots[i] != NULL)
             i = (i + 1) & (n - 1);
         slots[i] = t;
+        used++;
     }
     free(h->slots);
     h->slots = slots;
     h->n_slots = n;
-    h->used_slots = 0;
-    for (struct ebb__host_timer *t = h->timers; t != NULL; t = t->next)
-        h->used_slots++;
+    h->used_slots = used;
     return 0;
 }
 
@@ -95,12 +98,7 @@ static struct ebb__host_timer **slots_find(struct ebb__host *h, int64_t id)
 static void timer_unlink(struct ebb__host_timer *t)
 {
     struct ebb__host *h = t->owner;
-    if (t->prev != NULL)
-        t->prev->next = t->next;
-    else
-        h->timers = t->next;
-    if (t->next != NULL)
-        t->next->prev = t->prev;
+    ebb_list_remove(&t->node);
     struct ebb__host_timer **slot = slots_find(h, t->id);
     if (slot != NULL)
         *slot = &slot_deleted;
@@ -140,10 +138,7 @@ static int64_t host_timer_start(void *ctx, ebb_time_ms due, ebb_timer_fn fn,
         free(t);
         return EBB_ENOMEM;
     }
-    t->next = h->timers;
-    if (h->timers != NULL)
-        h->timers->prev = t;
-    h->timers = t;
+    ebb_list_insert_head(&h->timers, &t->node);
     return t->id;
 }
 
@@ -165,14 +160,23 @@ static int host_http(void *ctx, const struct ebb_http_request *req,
     struct ebb__host *h = from_ctx(ctx);
     if (h->env->http == NULL)
         return EBB_EUNSUPPORTED;
-    return ebb__http_request(h->env->http, req, cb, arg);
+    struct ebb_http_request read;
+    int rc = ebb__abi_read_http(h->name, req, &read);
+    if (rc != 0)
+        return rc;
+    return ebb__http_request(h->env->http, &read, cb, arg);
 }
 
 static void host_instance_event(void *ctx, const struct ebb_instance_event *ev)
 {
     struct ebb__host *h = from_ctx(ctx);
+    struct ebb_instance_event read;
+    /* An event the core cannot read is dropped: the refusal is logged,
+     * and recovery's instance lists still say where the instance is. */
+    if (ebb__abi_read_event(h->name, ev, &read) != 0)
+        return;
     if (h->env->instance_event != NULL)
-        h->env->instance_event(h->env->sink, h->name, ev);
+        h->env->instance_event(h->env->sink, h->name, &read);
 }
 
 static void host_market_changed(void *ctx)
@@ -237,13 +241,15 @@ int ebb__host_init(struct ebb__host *h, const struct ebb__host_env *env,
         .env = env,
         .name = strdup(name),
     };
+    ebb_list_init(&h->timers);
     return h->name != NULL ? 0 : EBB_ENOMEM;
 }
 
 void ebb__host_fini(struct ebb__host *h)
 {
-    while (h->timers != NULL) {
-        struct ebb__host_timer *t = h->timers;
+    while (!ebb_list_empty(&h->timers)) {
+        struct ebb__host_timer *t =
+            ebb_list_entry(ebb_list_first(&h->timers), struct ebb__host_timer, node);
         ebb__timer_stop(h->env->clock, &t->timer);
         timer_unlink(t);
         free(t);

@@ -11,6 +11,7 @@
 #define EBB_HOST_IMPL_H
 
 #include <ebb/host.h>
+#include <ebb/list.h>
 
 #include "io/clock.h"
 #include "io/http_client.h"
@@ -40,7 +41,7 @@ struct ebb__host {
     const struct ebb__host_env *env;
     char *name;
     char *dir;                       /* plugin_dir(), once asked for */
-    struct ebb__host_timer *timers;  /* pending, a list for destroy */
+    struct ebb_list timers;          /* pending, for destroy */
     /* Pending timers by id, so stopping one is O(1): open addressing,
      * a power-of-two size, deleted slots marked (see host.c). */
     struct ebb__host_timer **slots;

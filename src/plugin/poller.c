@@ -5,6 +5,8 @@
 
 #include <ebb/backoff.h>
 
+#include "plugin/provider_call.h"
+
 struct entry {
     struct ebb_list node;
     struct ebb__poller *poller;
@@ -114,7 +116,7 @@ static void poll_one(struct entry *e)
     ebb__timer_stop(e->poller->clock, &e->timer);
     e->health.next_at = 0;
     e->in_flight = 1;
-    int rc = e->provider->poll_prices(e->self, on_prices, e);
+    int rc = ebb__provider_poll_prices(e->name, e->provider, e->self, on_prices, e);
     if (rc != 0) {
         /* A poll that cannot start fails like one that ran: counted,
          * backed off, and refused credentials stop it. */

@@ -279,7 +279,8 @@ static void throttling_is_bounded(void **state)
     (void)state;
     struct t *t = open_ecs(NULL);
     t->e.throttle_next = 100;
-    struct ebb_launch req = {.token = "tok-t", .job_id = "j-t", .region = "cn-hangzhou",
+    struct ebb_launch req = {.struct_size = sizeof(req),
+                             .token = "tok-t", .job_id = "j-t", .region = "cn-hangzhou",
                              .zone = "", .instance_type = TYPE, .count = 1};
     pfx_launch(&t->f, &req, &t->r);
     assert_int_equal(t->r.status, EBB_ETHROTTLED);
@@ -371,6 +372,7 @@ static void launch_is_idempotent_by_client_token(void **state)
      * client's retry carries the same ClientToken. */
     t->e.lose_next_run = 1;
     struct ebb_launch req = {
+        .struct_size = sizeof(struct ebb_launch),
         .token = "tok-1",
         .job_id = "j-20261130-0001",
         .provider = "alibaba",
@@ -428,7 +430,8 @@ static void launch_strategies(void **state)
 {
     (void)state;
     struct t *t = open_ecs(NULL);
-    struct ebb_launch req = {.token = "tok-od", .job_id = "j-2", .region = "cn-hangzhou",
+    struct ebb_launch req = {.struct_size = sizeof(req),
+                             .token = "tok-od", .job_id = "j-2", .region = "cn-hangzhou",
                              .zone = "", .instance_type = TYPE,
                              .market = EBB_MARKET_ON_DEMAND, .count = 1};
     pfx_launch(&t->f, &req, &t->r);
@@ -478,7 +481,8 @@ static void no_stock_is_no_capacity(void **state)
     (void)state;
     struct t *t = open_ecs(NULL);
     t->e.no_stock = 1;
-    struct ebb_launch req = {.token = "tok-ns", .job_id = "j-3", .region = "cn-hangzhou",
+    struct ebb_launch req = {.struct_size = sizeof(req),
+                             .token = "tok-ns", .job_id = "j-3", .region = "cn-hangzhou",
                              .zone = "cn-hangzhou-h", .instance_type = TYPE,
                              .count = 1};
     pfx_launch(&t->f, &req, &t->r);
@@ -491,7 +495,8 @@ static void terminate_known_unknown_and_gone(void **state)
 {
     (void)state;
     struct t *t = open_ecs(NULL);
-    struct ebb_launch req = {.token = "tok-d", .job_id = "j-4", .region = "cn-hangzhou",
+    struct ebb_launch req = {.struct_size = sizeof(req),
+                             .token = "tok-d", .job_id = "j-4", .region = "cn-hangzhou",
                              .zone = "", .instance_type = TYPE, .count = 1};
     pfx_launch(&t->f, &req, &t->r);
     char id[64];

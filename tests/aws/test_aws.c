@@ -125,6 +125,7 @@ static void on_launch(void *arg, int status, const struct ebb_instance *in)
 static struct ebb_launch launch_req(const char *token, enum ebb_market market)
 {
     return (struct ebb_launch){
+        .struct_size = sizeof(struct ebb_launch),
         .token = token,
         .job_id = "j-20261130-0001",
         .region = "us-east-1",

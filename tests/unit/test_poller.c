@@ -38,7 +38,8 @@ static void complete(struct ebb__timer *t)
     struct script *s = t->data;
     int k = s->started - 1;
     int status = k < 16 ? s->statuses[k] : 0;
-    const struct ebb_price p = {.region = "r", .instance_type = "t", .at = 1};
+    const struct ebb_price p = {.struct_size = sizeof(p), .region = "r",
+                                .instance_type = "t", .at = 1};
     s->cb(s->arg, status, status == 0 ? &p : NULL, status == 0 ? 1 : 0);
 }
 

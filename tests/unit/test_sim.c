@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/job_model.h>
 #include <ebb/provider.h>
 #include <ebb/units.h>
 
@@ -299,43 +300,62 @@ static void on_list(void *arg, int status, const struct ebb_instance *v, size_t 
         snprintf(r->ids[i], sizeof(r->ids[i]), "%s", v[i].id);
 }
 
+/* A launch request and the job model it carries (linked() points the one
+ * at the other once the pair has its final address). */
+struct sim_launch {
+    struct ebb_launch l;
+    struct ebb_job_model model;
+};
+
+static const struct ebb_launch *linked(struct sim_launch *j)
+{
+    j->l.model = &j->model;
+    return &j->l;
+}
+
 /* A launch request with a job model: `work` of reference work at `speed`. */
-static struct ebb_launch job(const char *token, const char *zone, const char *type,
+static struct sim_launch job(const char *token, const char *zone, const char *type,
                              enum ebb_market market, ebb_dur_ms work, double speed)
 {
-    return (struct ebb_launch){
-        .token = token,
-        .job_id = "job-1",
-        .provider = "aws",
-        .region = "us-east-1",
-        .zone = zone,
-        .instance_type = type,
-        .market = market,
-        .currency = "USD",
-        .count = 1,
-        .work_remaining = work,
-        .speed = speed,
+    return (struct sim_launch){
+        .l = {
+            .struct_size = sizeof(struct ebb_launch),
+            .token = token,
+            .job_id = "job-1",
+            .provider = "aws",
+            .region = "us-east-1",
+            .zone = zone,
+            .instance_type = type,
+            .market = market,
+            .currency = "USD",
+            .count = 1,
+        },
+        .model = {
+            .struct_size = sizeof(struct ebb_job_model),
+            .work_remaining = work,
+            .speed = speed,
+        },
     };
 }
 
 /* A spot launch of `work` at speed 1 on offer C (us-east-1c p2.xlarge, no
  * availability series: capacity unlimited) or on offer A (us-east-1a
  * p3.2xlarge). */
-static struct ebb_launch on_c(const char *token, ebb_dur_ms work)
+static struct sim_launch on_c(const char *token, ebb_dur_ms work)
 {
     return job(token, "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT, work, 1.0);
 }
 
-static struct ebb_launch on_a(const char *token, ebb_dur_ms work)
+static struct sim_launch on_a(const char *token, ebb_dur_ms work)
 {
     return job(token, "us-east-1a", "p3.2xlarge", EBB_MARKET_SPOT, work, 1.0);
 }
 
 /* Launches and runs the clock to the callback (at now). */
-static void launch(struct fx *f, const struct ebb_launch *req, struct launch_res *r)
+static void launch(struct fx *f, struct sim_launch *req, struct launch_res *r)
 {
     memset(r, 0, sizeof(*r));
-    assert_int_equal(f->p->launch(f->self, req, on_launch, r), 0);
+    assert_int_equal(f->p->launch(f->self, linked(req), on_launch, r), 0);
     assert_int_equal(r->calls, 0);
     run_to(f, ebb__clock_now(&f->clock));
     assert_int_equal(r->calls, 1);
@@ -347,11 +367,11 @@ static void launch(struct fx *f, const struct ebb_launch *req, struct launch_res
 static void launch_x_y(struct fx *f, ebb_time_ms y_at, struct launch_res *x,
                        struct launch_res *y)
 {
-    struct ebb_launch req = on_a("x", 100 * H);
+    struct sim_launch req = on_a("x", 100 * H);
     launch(f, &req, x);
     if (y_at > ebb__clock_now(&f->clock))
         run_to(f, y_at);
-    req.token = "y";
+    req.l.token = "y";
     launch(f, &req, y);
 }
 
@@ -502,7 +522,7 @@ static void launches_check_capacity_and_on_demand_always_works(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0 + 90 * MINUTE, base_yaml), 0);
     struct launch_res r;
-    struct ebb_launch req = job("t-b", "us-east-1b", "p3.2xlarge", EBB_MARKET_SPOT,
+    struct sim_launch req = job("t-b", "us-east-1b", "p3.2xlarge", EBB_MARKET_SPOT,
                                 H, 1.0);
     launch(&f, &req, &r);
     assert_int_equal(r.status, EBB_ENOCAPACITY);
@@ -545,12 +565,12 @@ static void a_launch_is_idempotent_by_token(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res a, b;
-    struct ebb_launch req = on_c("tok", H);
+    struct sim_launch req = on_c("tok", H);
     memset(&a, 0, sizeof(a));
     memset(&b, 0, sizeof(b));
     /* Also when the retry comes before the first answer. */
-    assert_int_equal(f.p->launch(f.self, &req, on_launch, &a), 0);
-    assert_int_equal(f.p->launch(f.self, &req, on_launch, &b), 0);
+    assert_int_equal(f.p->launch(f.self, linked(&req), on_launch, &a), 0);
+    assert_int_equal(f.p->launch(f.self, linked(&req), on_launch, &b), 0);
     run_to(&f, T0);
     assert_int_equal(a.calls, 1);
     assert_int_equal(b.calls, 1);
@@ -590,10 +610,10 @@ static void job_timeline_runs_exactly(void **state)
     struct launch_res r;
     /* 1000 s of reference work at speed 2, 60 s to restart, a checkpoint
      * every 300 s of work: 150 s of wall time between checkpoints. */
-    struct ebb_launch req = job("t", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
+    struct sim_launch req = job("t", "us-east-1c", "p2.xlarge", EBB_MARKET_SPOT,
                                 1000 * S, 2.0);
-    req.restart_overhead = 60 * S;
-    req.checkpoint_every = 300 * S;
+    req.model.restart_overhead = 60 * S;
+    req.model.checkpoint_every = 300 * S;
     launch(&f, &req, &r);
     assert_int_equal(r.status, 0);
     assert_int_equal(r.billing, EBB_BILLING_HOURLY_START_PRICE);
@@ -622,7 +642,7 @@ static void exited_instance_lives_until_terminated(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res r;
-    struct ebb_launch req = on_c("t", 60 * S);
+    struct sim_launch req = on_c("t", 60 * S);
     launch(&f, &req, &r);
     run_to(&f, T0 + H);
     assert_int_equal(f.ev[f.n_ev - 1].kind, EBB_EVENT_EXITED);
@@ -757,7 +777,7 @@ static void hazard_lifetimes(int64_t seed, double rate, size_t n, ebb_dur_ms *ou
     for (size_t i = 0; i < n; i++) {
         char tok[32];
         snprintf(tok, sizeof(tok), "h%zu", i);
-        struct ebb_launch req = on_c(tok, 10000 * H);
+        struct sim_launch req = on_c(tok, 10000 * H);
         struct launch_res r;
         launch(&f, &req, &r);
         assert_int_equal(r.status, 0);
@@ -814,7 +834,7 @@ static void a_hazard_preemption_gives_notice_and_checkpoint(void **state)
                                      "preemption_hazard: 0.2\n"),
                      0);
     struct launch_res r;
-    struct ebb_launch req = on_c("t", 10000 * H);
+    struct sim_launch req = on_c("t", 10000 * H);
     launch(&f, &req, &r);
     /* On-demand instances are never preempted. */
     struct launch_res od;
@@ -840,9 +860,9 @@ static void stop_job_checkpoints_then_exits_stopped(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res a, b;
-    struct ebb_launch req = on_c("a", 100 * H);
+    struct sim_launch req = on_c("a", 100 * H);
     launch(&f, &req, &a);
-    req.token = "b";
+    req.l.token = "b";
     launch(&f, &req, &b);
     run_to(&f, T0 + 100 * S);
     struct done_res d1 = {0}, d2 = {0}, d3 = {0};
@@ -877,8 +897,8 @@ static void terminate_cancels_pending_events(void **state)
                                      "launch_latency: 1m\n"),
                      0);
     struct launch_res r;
-    struct ebb_launch req = on_c("t", H);
-    req.checkpoint_every = 10 * MINUTE;
+    struct sim_launch req = on_c("t", H);
+    req.model.checkpoint_every = 10 * MINUTE;
     launch(&f, &req, &r);
     run_to(&f, T0 + 5 * MINUTE);
     size_t before = f.n_ev;
@@ -918,7 +938,7 @@ static void terminate_from_an_event_handler(void **state)
     reentrant_fx = &f;
     f.env.instance_event = terminate_on_exit;
     struct launch_res r;
-    struct ebb_launch req = on_c("t", MINUTE);
+    struct sim_launch req = on_c("t", MINUTE);
     launch(&f, &req, &r);
     run_to(&f, INT64_MAX);
     assert_int_equal(f.n_ev, 3);
@@ -935,15 +955,15 @@ static void destroy_cancels_pending_callbacks(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0, base_yaml), 0);
     struct launch_res r;
-    struct ebb_launch req = on_c("t", H);
+    struct sim_launch req = on_c("t", H);
     launch(&f, &req, &r);
     struct poll_res p = {0};
     struct launch_res l2 = {0};
     struct done_res t = {0}, s = {0};
     struct list_res l = {0};
-    req.token = "t2";
+    req.l.token = "t2";
     assert_int_equal(f.p->poll_prices(f.self, on_prices, &p), 0);
-    assert_int_equal(f.p->launch(f.self, &req, on_launch, &l2), 0);
+    assert_int_equal(f.p->launch(f.self, linked(&req), on_launch, &l2), 0);
     assert_int_equal(f.p->stop_job(f.self, r.id, 0, on_done, &s), 0);
     assert_int_equal(f.p->terminate(f.self, r.id, on_done, &t), 0);
     assert_int_equal(f.p->list_instances(f.self, on_list, &l), 0);
@@ -977,11 +997,11 @@ static void run_scenario(struct fx *f)
     for (int i = 0; i < 6; i++) {
         char tok[8];
         snprintf(tok, sizeof(tok), "s%d", i);
-        struct ebb_launch req = job(tok, i % 2 ? "us-east-1a" : "us-east-1c",
+        struct sim_launch req = job(tok, i % 2 ? "us-east-1a" : "us-east-1c",
                                     i % 2 ? "p3.2xlarge" : "p2.xlarge",
                                     EBB_MARKET_SPOT, 3 * H, 1.5);
-        req.checkpoint_every = 20 * MINUTE;
-        req.restart_overhead = 2 * MINUTE;
+        req.model.checkpoint_every = 20 * MINUTE;
+        req.model.restart_overhead = 2 * MINUTE;
         struct launch_res r;
         launch(f, &req, &r);
         run_to(f, ebb__clock_now(&f->clock) + 17 * MINUTE);
@@ -1052,11 +1072,11 @@ static void replays_the_shipped_aws_traces(void **state)
         assert_true(r.o[i - 1].at <= r.o[i].at && r.o[i].at <= start);
     /* us-east-1b p3.2xlarge held an instance for the whole March log. */
     struct launch_res l;
-    struct ebb_launch req = job("t", "us-east-1b", "p3.2xlarge", EBB_MARKET_SPOT,
+    struct sim_launch req = job("t", "us-east-1b", "p3.2xlarge", EBB_MARKET_SPOT,
                                 H, 1.0);
     launch(&f, &req, &l);
     assert_int_equal(l.status, 0);
-    req.token = "t2";
+    req.l.token = "t2";
     launch(&f, &req, &l);
     assert_int_equal(l.status, EBB_ENOCAPACITY);
     ebb_time_ms day;

@@ -168,6 +168,7 @@ static void on_demand_search(void **state)
 static struct ebb_launch bid_launch(const char *token, ebb_micros max_price)
 {
     return (struct ebb_launch){
+        .struct_size = sizeof(struct ebb_launch),
         .token = token,
         .job_id = "j-20261130-0007",
         .provider = "vastai",

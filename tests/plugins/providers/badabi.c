@@ -9,8 +9,6 @@ static const struct ebb_provider badabi_provider = {
     .description = "claims a future ABI",
 };
 
-EBB_EXTERN const struct ebb_provider *ebb_provider_entry(void);
-
 const struct ebb_provider *ebb_provider_entry(void)
 {
     return &badabi_provider;

@@ -61,6 +61,7 @@ static void deliver_prices(void *arg)
 {
     struct fake_self *t = arg;
     struct ebb_price p = {
+        .struct_size = sizeof(p),
         .region = t->cfg->regions.n ? t->cfg->regions.items[0] : "",
         .zone = "",
         .instance_type = "t.small",
@@ -134,8 +135,6 @@ static const struct ebb_provider fake_provider = {
     .terminate = fake_terminate,
     .list_instances = fake_list,
 };
-
-EBB_EXTERN const struct ebb_provider *ebb_provider_entry(void);
 
 const struct ebb_provider *ebb_provider_entry(void)
 {
