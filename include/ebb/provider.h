@@ -23,6 +23,11 @@
  *   list) by the first element's struct_size, not by its own sizeof:
  *   every element of one array has the same struct_size, and a plugin
  *   built with more fields lays them out wider.
+ * An appended field starts past the whole of the version before it, tail
+ * padding included (a plugin may leave padding uninitialised, and a field
+ * placed there would read as set): when a version ends in padding, the
+ * next field appended is as aligned as the struct, or an explicit
+ * reserved member fills the padding first.
  * So a plugin built against older headers (smaller structs) and one built
  * against newer ones (fields this ebb does not know) both load and work.
  * The loader also refuses a plugin whose `abi` differs from

@@ -97,7 +97,6 @@ struct ebb_instance {
     enum ebb_instance_state state;
     ebb_time_ms launched_at;   /* 0 when unknown */
     int preempted;             /* 1 when the provider took it away */
-    /* Appended: EBB_BILLING_PER_SECOND when struct_size does not cover it. */
     enum ebb_billing billing;
 };
 
@@ -167,7 +166,7 @@ struct ebb_instance_event {
 #define EBB_PRICE_SIZE_V1                                                     \
     (offsetof(struct ebb_price, currency) + sizeof(const char *))
 #define EBB_INSTANCE_SIZE_V1                                                  \
-    (offsetof(struct ebb_instance, preempted) + sizeof(int))
+    (offsetof(struct ebb_instance, billing) + sizeof(enum ebb_billing))
 #define EBB_LAUNCH_SIZE_V1                                                    \
     (offsetof(struct ebb_launch, argc) + sizeof(size_t))
 #define EBB_INSTANCE_EVENT_SIZE_V1                                            \

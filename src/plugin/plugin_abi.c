@@ -146,7 +146,7 @@ int ebb__abi_read_instances(const char *plugin, const struct ebb_instance *list,
     if (copy == NULL)
         return EBB_ENOMEM;
     for (size_t i = 0; i < n; i++) {
-        copy[i] = (struct ebb_instance){.billing = EBB_BILLING_PER_SECOND};
+        copy[i] = (struct ebb_instance){0};
         memcpy(&copy[i], (const char *)list + i * stride,
                covered(stride, sizeof(copy[i])));
         copy[i].struct_size = sizeof(copy[i]);

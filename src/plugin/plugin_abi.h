@@ -37,8 +37,8 @@ int ebb__abi_read_prices(const char *plugin, const struct ebb_price *prices,
                          const struct ebb_price **out);
 
 /* Reads the `n` instances the provider `plugin` passed to a list or launch
- * callback, as ebb__abi_read_prices() does (billing PER_SECOND where not
- * covered). */
+ * callback, as ebb__abi_read_prices() does (fields appended after the
+ * first version zero where not covered). */
 int ebb__abi_read_instances(const char *plugin, const struct ebb_instance *list,
                             size_t n, struct ebb__abi_room *room,
                             const struct ebb_instance **out);

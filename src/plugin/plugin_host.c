@@ -158,12 +158,12 @@ static int host_http(void *ctx, const struct ebb_http_request *req,
                      ebb_http_cb cb, void *arg)
 {
     struct ebb__host *h = from_ctx(ctx);
-    if (h->env->http == NULL)
-        return EBB_EUNSUPPORTED;
     struct ebb_http_request read;
     int rc = ebb__abi_read_http(h->name, req, &read);
     if (rc != 0)
         return rc;
+    if (h->env->http == NULL)
+        return EBB_EUNSUPPORTED;
     return ebb__http_request(h->env->http, &read, cb, arg);
 }
 

@@ -4,13 +4,19 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include <ebb/job_model.h>
+
 #include "config/config_file.h"
 #include "plugin/plugin.h"
+#include "plugin/plugin_abi.h"
 #include "plugin/poller.h"
+#include "plugin/provider_call.h"
 #include "plugin/registry.h"
 
 static struct ebb__plugin_path path;
@@ -233,6 +239,311 @@ static void registry_rejects_bad_sections(void **state)
     assert_non_null(strstr(d.msg, "default_policy \"no-such-policy\" is not installed"));
 }
 
+/* ---- the provider ABI's size rules ------------------------------------
+ * abi_v1 and abi_next (tests/plugins/providers/abi.c) are one provider
+ * built against the first version of every struct it fills and against a
+ * version with one field more than this ebb knows. */
+
+/* What the core saw of one provider's answers, copied out of the calls. */
+struct seen {
+    int calls, status;
+    size_t n;
+    char type[2][32];
+    int32_t capacity[2];
+    int has_shape;
+    char gpu_model[16], machine_id[16];
+    char ids[2][16];
+    enum ebb_billing billing;
+    int events;
+    ebb_dur_ms work_done;
+    char checkpoint_path[16];
+};
+
+static void seen_prices(void *arg, int status, const struct ebb_price *p, size_t n)
+{
+    struct seen *s = arg;
+    s->calls++;
+    s->status = status;
+    s->n = n;
+    for (size_t i = 0; i < n && i < 2; i++) {
+        assert_int_equal(p[i].struct_size, sizeof(struct ebb_price));
+        snprintf(s->type[i], sizeof(s->type[i]), "%s", p[i].instance_type);
+        s->capacity[i] = p[i].capacity;
+    }
+    if (n > 1 && p[1].shape != NULL) {
+        s->has_shape = 1;
+        assert_int_equal(p[1].shape->struct_size, sizeof(struct ebb_shape));
+        snprintf(s->gpu_model, sizeof(s->gpu_model), "%s", p[1].shape->gpu_model);
+        snprintf(s->machine_id, sizeof(s->machine_id), "%s", p[1].shape->machine_id);
+    }
+}
+
+static void seen_launch(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct seen *s = arg;
+    s->calls++;
+    s->status = status;
+    if (inst != NULL) {
+        snprintf(s->type[0], sizeof(s->type[0]), "%s", inst->instance_type);
+        snprintf(s->ids[0], sizeof(s->ids[0]), "%s", inst->id);
+        s->billing = inst->billing;
+    }
+}
+
+static void seen_list(void *arg, int status, const struct ebb_instance *list,
+                      size_t n)
+{
+    struct seen *s = arg;
+    s->calls++;
+    s->status = status;
+    s->n = n;
+    for (size_t i = 0; i < n && i < 2; i++)
+        snprintf(s->ids[i], sizeof(s->ids[i]), "%s", list[i].id);
+}
+
+static void seen_event(void *sink, const char *provider,
+                       const struct ebb_instance_event *ev)
+{
+    struct seen *s = sink;
+    s->events++;
+    assert_int_equal(ev->struct_size, sizeof(*ev));
+    assert_int_equal(ev->kind, EBB_EVENT_CHECKPOINT);
+    s->work_done = ev->work_done;
+    snprintf(s->checkpoint_path, sizeof(s->checkpoint_path), "%s",
+             ev->checkpoint_path ? ev->checkpoint_path : "(none)");
+}
+
+/* The arguments that name a started provider's instance. */
+#define SLOT(s) (s)->plugin->name, (s)->plugin->provider, (s)->self
+
+/* A provider from `yaml`, started under a virtual clock; events go to
+ * `events`. */
+struct abi_fx {
+    struct ebb__config *cfg;
+    struct ebb__registry r;
+    struct ebb__clock clock;
+    struct ebb__host_env env;
+    struct ebb__plugin_slot *slot;
+};
+
+static void abi_open(struct abi_fx *f, const char *yaml, const char *name,
+                     struct seen *events)
+{
+    struct ebb_diag d = {{0}};
+    if (load(yaml, &f->cfg, &f->r, &d) != 0)
+        fail_msg("%s", d.msg);
+    f->slot = ebb__registry_provider(&f->r, name);
+    assert_non_null(f->slot);
+    ebb__clock_init_virtual(&f->clock, 1000);
+    f->env = (struct ebb__host_env){
+        .clock = &f->clock, .sink = events, .instance_event = seen_event,
+    };
+    assert_int_equal(ebb__registry_start(&f->r, &f->env, &d), 0);
+}
+
+static void abi_close(struct abi_fx *f)
+{
+    ebb__registry_free(&f->r);
+    ebb__clock_close(&f->clock, NULL);
+    ebb__config_free(f->cfg);
+}
+
+/* Polls, launches and lists through the core's calls; fills the three. */
+static void abi_drive(struct abi_fx *f, struct seen *prices, struct seen *launched,
+                      struct seen *listed)
+{
+    assert_int_equal(ebb__provider_poll_prices(SLOT(f->slot), seen_prices, prices), 0);
+    ebb__clock_run_until(&f->clock, INT64_MAX);
+    assert_int_equal(prices->calls, 1);
+
+    struct ebb_job_model model = {.struct_size = sizeof(model), .speed = 1};
+    struct ebb_launch req = {
+        .struct_size = sizeof(req), .token = "tok-1", .job_id = "j-1",
+        .region = "r-1", .zone = "", .instance_type = "t.b",
+        .market = EBB_MARKET_SPOT, .currency = "USD", .count = 1,
+        .model = &model,
+    };
+    assert_int_equal(ebb__provider_launch(SLOT(f->slot), &req, seen_launch, launched), 0);
+    ebb__clock_run_until(&f->clock, INT64_MAX);
+    assert_int_equal(launched->calls, 1);
+
+    assert_int_equal(ebb__provider_list_instances(SLOT(f->slot), seen_list, listed), 0);
+    ebb__clock_run_until(&f->clock, INT64_MAX);
+    assert_int_equal(listed->calls, 1);
+}
+
+static void loads_a_provider_built_against_the_first_version(void **state)
+{
+    (void)state;
+    struct abi_fx f;
+    struct seen events = {0}, prices = {0}, launched = {0}, listed = {0};
+    abi_open(&f, "default_policy: on-demand\nproviders:\n  abi_v1: {}\n",
+             "abi_v1", &events);
+    /* The loader kept what the first version has; stop_job came later. */
+    assert_int_equal(f.slot->plugin->provider->struct_size, EBB_PROVIDER_SIZE_V1);
+    assert_true(EBB_PROVIDER_SIZE_V1 < sizeof(struct ebb_provider));
+    assert_null(f.slot->plugin->provider->stop_job);
+
+    abi_drive(&f, &prices, &launched, &listed);
+    assert_int_equal(prices.status, 0);
+    assert_int_equal(prices.n, 2);
+    assert_string_equal(prices.type[0], "t.a");
+    assert_string_equal(prices.type[1], "t.b"); /* stepped by struct_size */
+    assert_int_equal(prices.capacity[0], -1);   /* absent: unknown */
+    assert_int_equal(prices.capacity[1], -1);
+    assert_false(prices.has_shape);
+
+    assert_int_equal(launched.status, 0);
+    assert_string_equal(launched.type[0], "t.b");
+    assert_string_equal(launched.ids[0], "i-1");
+    assert_int_equal(launched.billing, EBB_BILLING_HOURLY_START_PRICE);
+    assert_int_equal(events.events, 1);
+    assert_int_equal(events.work_done, 42);
+    assert_string_equal(events.checkpoint_path, "(none)"); /* absent: NULL */
+
+    assert_int_equal(listed.status, 0);
+    assert_int_equal(listed.n, 2);
+    assert_string_equal(listed.ids[0], "i-1");
+    assert_string_equal(listed.ids[1], "i-2");
+    abi_close(&f);
+}
+
+static void loads_a_provider_built_against_a_later_version(void **state)
+{
+    (void)state;
+    struct abi_fx f;
+    struct seen events = {0}, prices = {0}, launched = {0}, listed = {0};
+    abi_open(&f, "default_policy: on-demand\nproviders:\n  abi_next: {}\n",
+             "abi_next", &events);
+    assert_true(f.slot->plugin->provider->struct_size > sizeof(struct ebb_provider));
+    assert_non_null(f.slot->plugin->provider->stop_job);
+
+    abi_drive(&f, &prices, &launched, &listed);
+    assert_int_equal(prices.status, 0);
+    assert_int_equal(prices.n, 2);
+    assert_string_equal(prices.type[0], "t.a");
+    assert_string_equal(prices.type[1], "t.b"); /* stepped by struct_size */
+    assert_int_equal(prices.capacity[1], 3);
+    assert_true(prices.has_shape);
+    assert_string_equal(prices.gpu_model, "V100");
+    assert_string_equal(prices.machine_id, "m-7");
+
+    /* The plugin read the launch by struct_size: the field it knows and
+     * this ebb does not was absent, so it launched what was asked. */
+    assert_int_equal(launched.status, 0);
+    assert_string_equal(launched.type[0], "t.b");
+    assert_int_equal(launched.billing, EBB_BILLING_HOURLY_START_PRICE);
+    assert_int_equal(events.events, 1);
+    assert_string_equal(events.checkpoint_path, "/ck");
+
+    assert_int_equal(listed.n, 2);
+    assert_string_equal(listed.ids[1], "i-2");
+    abi_close(&f);
+}
+
+/* Runs with stderr (where the log goes) sent to a file, and returns what
+ * was written there in `out`. */
+struct stderr_capture {
+    int saved;
+    FILE *file;
+};
+
+static void capture_begin(struct stderr_capture *c)
+{
+    fflush(stderr);
+    c->file = tmpfile();
+    assert_non_null(c->file);
+    c->saved = dup(STDERR_FILENO);
+    assert_true(c->saved >= 0);
+    assert_true(dup2(fileno(c->file), STDERR_FILENO) >= 0);
+}
+
+static void capture_end(struct stderr_capture *c, char *out, size_t size)
+{
+    fflush(stderr);
+    assert_true(dup2(c->saved, STDERR_FILENO) >= 0);
+    close(c->saved);
+    rewind(c->file);
+    size_t n = fread(out, 1, size - 1, c->file);
+    out[n] = '\0';
+    fclose(c->file);
+}
+
+static void refuses_structs_smaller_than_the_first_version(void **state)
+{
+    (void)state;
+    /* The provider struct: the loader refuses it and says what to set. */
+    struct ebb__plugin *p;
+    struct ebb_diag d = {{0}};
+    assert_int_equal(ebb__plugin_open(EBB__PLUGIN_PROVIDER, "abi_tiny", &path, &p, &d),
+                     EBB_EABI);
+    assert_non_null(strstr(d.msg, "abi_tiny.so: struct_size"));
+    assert_non_null(strstr(d.msg, "smaller than the first version of struct "
+                                  "ebb_provider"));
+    assert_non_null(strstr(d.msg, "set struct_size = sizeof(struct ebb_provider)"));
+
+    /* Prices that claim less than the first version: the poll completes
+     * with EBB_EABI and the log names the plugin. */
+    struct abi_fx f;
+    struct seen events = {0}, prices = {0};
+    abi_open(&f, "default_policy: on-demand\nproviders:\n  abi_v1:\n"
+                 "    price_struct_size: 16\n", "abi_v1", &events);
+    struct stderr_capture c;
+    char log[1024];
+    capture_begin(&c);
+    assert_int_equal(ebb__provider_poll_prices(SLOT(f.slot), seen_prices, &prices), 0);
+    ebb__clock_run_until(&f.clock, INT64_MAX);
+    capture_end(&c, log, sizeof(log));
+    assert_int_equal(prices.calls, 1);
+    assert_int_equal(prices.status, EBB_EABI);
+    assert_int_equal(prices.n, 0);
+    assert_non_null(strstr(log, "abi_v1: struct ebb_price with struct_size 16 is "
+                                "smaller than its first version"));
+
+    /* An event and an HTTP request, through the host lent to the plugin:
+     * the event is dropped, the request refused, both with the name. */
+    const struct ebb_host *host = &f.slot->host.host;
+    struct ebb_instance_event ev = {.struct_size = 8, .kind = EBB_EVENT_CHECKPOINT};
+    struct ebb_http_request req = {.struct_size = 12, .method = "GET", .url = "x"};
+    capture_begin(&c);
+    host->instance_event(host->ctx, &ev);
+    int rc = host->http(host->ctx, &req, NULL, NULL);
+    capture_end(&c, log, sizeof(log));
+    assert_int_equal(events.events, 0);
+    assert_int_equal(rc, EBB_EABI);
+    assert_non_null(strstr(log, "abi_v1: struct ebb_instance_event with struct_size 8"));
+    assert_non_null(strstr(log, "abi_v1: struct ebb_http_request with struct_size 12"));
+    abi_close(&f);
+}
+
+static void refuses_arrays_of_mixed_or_misaligned_sizes(void **state)
+{
+    (void)state;
+    struct ebb_price p[2] = {
+        {.struct_size = sizeof(struct ebb_price), .instance_type = "a"},
+        {.struct_size = sizeof(struct ebb_price) - 8, .instance_type = "b"},
+    };
+    struct ebb__abi_room room = {0};
+    const struct ebb_price *out;
+    struct stderr_capture c;
+    char log[1024];
+    capture_begin(&c);
+    int mixed = ebb__abi_read_prices("px", p, 2, &room, &out);
+    p[0].struct_size = EBB_PRICE_SIZE_V1 + 4;
+    int misaligned = ebb__abi_read_prices("px", p, 1, &room, &out);
+    capture_end(&c, log, sizeof(log));
+    assert_int_equal(mixed, EBB_EABI);
+    assert_int_equal(misaligned, EBB_EABI);
+    assert_non_null(strstr(log, "px: struct ebb_price [1] has struct_size"));
+    assert_non_null(strstr(log, "is not a multiple of its alignment"));
+
+    /* This ebb's own layout passes through without a copy. */
+    p[0].struct_size = p[1].struct_size = sizeof(struct ebb_price);
+    assert_int_equal(ebb__abi_read_prices("px", p, 2, &room, &out), 0);
+    assert_ptr_equal(out, p);
+    ebb__abi_room_free(&room);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +555,10 @@ int main(void)
         cmocka_unit_test(reports_dlopen_failures_with_ldd_hint),
         cmocka_unit_test(registry_configures_and_runs_a_provider),
         cmocka_unit_test(registry_rejects_bad_sections),
+        cmocka_unit_test(loads_a_provider_built_against_the_first_version),
+        cmocka_unit_test(loads_a_provider_built_against_a_later_version),
+        cmocka_unit_test(refuses_structs_smaller_than_the_first_version),
+        cmocka_unit_test(refuses_arrays_of_mixed_or_misaligned_sizes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
