@@ -15,20 +15,22 @@
 #define EBB_PLUGIN_OPS_H
 
 #include "host.h"
+#include "list.h"
 
 /* ---- operations ---- */
 
 struct ebb_op;
 
-/* A plugin's operations; zero-initialise, then set `host`. */
+/* A plugin's operations; zero-initialise, then set `host`. (A zeroed
+ * list head is taken for an empty list on first use.) */
 struct ebb_ops {
-    struct ebb_op *head;
+    struct ebb_list head;
     const struct ebb_host *host;
 };
 
-/* Embedded first in each operation's own struct. */
+/* Embedded in each operation's own struct. */
 struct ebb_op {
-    struct ebb_op *prev, *next;
+    struct ebb_list node; /* in set->head */
     struct ebb_ops *set;
     /* Completes the operation with EBB_ECANCELED and frees it (after
      * taking it off the list with ebb_op_remove). */
@@ -49,7 +51,7 @@ struct ebb_call;
 
 /* The calls in flight of one plugin instance; zero-initialise it. */
 struct ebb_calls {
-    struct ebb_call *head;
+    struct ebb_list head;
 };
 
 typedef void (*ebb_call_cb)(void *arg, const struct ebb_http_response *res);

@@ -32,7 +32,7 @@ union local_cb {
 };
 
 struct local_call {
-    struct local_call *next;
+    struct ebb_list node; /* in l->calls */
     struct local *l;
     enum call_kind kind;
     int status;
@@ -42,17 +42,15 @@ struct local_call {
     int64_t timer;
 };
 
-static void unlink_call(struct local *l, struct local_call *c)
+static struct local_inst *inst_of(struct ebb_list *node)
 {
-    struct local_call **p = &l->calls;
-    while (*p != c)
-        p = &(*p)->next;
-    *p = c->next;
+    return ebb_list_entry(node, struct local_inst, node);
 }
 
 static struct ebb_instance inst_view(const struct local_inst *i, int alive)
 {
     return (struct ebb_instance){
+        .struct_size = sizeof(struct ebb_instance),
         .id = i->id,
         .token = i->token,
         .job_id = i->job_id,
@@ -102,12 +100,16 @@ static void complete(struct local_call *c, int status)
         break;
     case CALL_LIST: {
         size_t n = 0;
-        for (struct local_inst *i = l->insts; i != NULL; i = i->next)
+        struct ebb_list *pos;
+        ebb_list_foreach(pos, &l->insts)
             n++;
         struct ebb_instance *list = calloc(n ? n : 1, sizeof(*list));
         size_t k = 0;
-        for (struct local_inst *i = l->insts; list != NULL && i != NULL; i = i->next)
-            list[k++] = inst_view(i, local_alive(i));
+        ebb_list_foreach(pos, &l->insts) {
+            if (list == NULL)
+                break;
+            list[k++] = inst_view(inst_of(pos), local_alive(inst_of(pos)));
+        }
         c->cb.list(c->arg, list ? status : EBB_ENOMEM, list, list ? k : 0);
         free(list);
         break;
@@ -118,7 +120,7 @@ static void complete(struct local_call *c, int status)
 static void on_call_timer(void *arg)
 {
     struct local_call *c = arg;
-    unlink_call(c->l, c);
+    ebb_list_remove(&c->node);
     complete(c, c->status);
     free(c);
 }
@@ -138,10 +140,7 @@ static int defer(struct local *l, enum call_kind kind, int status,
         free(c);
         return rc;
     }
-    struct local_call **tail = &l->calls;
-    while (*tail != NULL)
-        tail = &(*tail)->next;
-    *tail = c;
+    ebb_list_insert_tail(&l->calls, &c->node);
     return 0;
 }
 
@@ -159,26 +158,27 @@ static int ensure_dir(struct local *l)
 
 static struct local_inst *find(struct local *l, const char *token_or_id, int by_id)
 {
-    for (struct local_inst *i = l->insts; i != NULL; i = i->next)
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &l->insts) {
+        struct local_inst *i = inst_of(pos);
         if (strcmp(by_id ? i->id : i->token, token_or_id) == 0)
             return i;
+    }
     return NULL;
 }
 
 static size_t running(struct local *l)
 {
     size_t n = 0;
-    for (struct local_inst *i = l->insts; i != NULL; i = i->next)
-        n += local_alive(i);
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &l->insts)
+        n += local_alive(inst_of(pos));
     return n;
 }
 
 static void drop(struct local *l, struct local_inst *inst)
 {
-    struct local_inst **p = &l->insts;
-    while (*p != inst)
-        p = &(*p)->next;
-    *p = inst->next;
+    ebb_list_remove(&inst->node);
     local_state_remove(l, inst);
     free(inst);
 }
@@ -190,16 +190,14 @@ static void on_watch(void *arg)
 {
     struct local *l = arg;
     l->watch_timer = 0;
-    struct local_inst *dead = l->insts;
-    while (dead != NULL) {
+    struct ebb_list *pos = l->insts.next;
+    while (pos != &l->insts) {
+        struct local_inst *dead = inst_of(pos);
         if (local_alive(dead)) {
-            dead = dead->next;
+            pos = pos->next;
             continue;
         }
-        struct local_inst **p = &l->insts;
-        while (*p != dead)
-            p = &(*p)->next;
-        *p = dead->next;
+        ebb_list_remove(&dead->node);
         local_kill(dead); /* whatever of its tree is left */
         local_state_remove(l, dead);
         struct ebb_instance_event ev = {
@@ -210,7 +208,7 @@ static void on_watch(void *arg)
         };
         l->host->instance_event(l->host->ctx, &ev);
         free(dead);
-        dead = l->insts;
+        pos = l->insts.next;
     }
     l->watch_timer = l->host->timer_start(
         l->host->ctx, l->host->now(l->host->ctx) + l->cfg->watch_interval, on_watch, l);
@@ -250,8 +248,7 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
         free(inst);
         return defer(l, CALL_LAUNCH, rc, (union local_cb){.launch = cb}, arg, NULL);
     }
-    inst->next = l->insts;
-    l->insts = inst;
+    ebb_list_insert_head(&l->insts, &inst->node);
     inst->announce = 1;
     return defer(l, CALL_LAUNCH, 0, (union local_cb){.launch = cb}, arg, inst);
 }
@@ -268,7 +265,9 @@ static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
         return defer(l, CALL_DONE, EBB_ENOTFOUND, (union local_cb){.done = cb}, arg, NULL);
     local_kill(inst);
     local_alive(inst); /* reaps our child */
-    for (struct local_call *c = l->calls; c != NULL; c = c->next) {
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &l->calls) {
+        struct local_call *c = ebb_list_entry(pos, struct local_call, node);
         if (c->inst == inst) {
             c->inst = NULL;
             c->status = EBB_EIO; /* terminated before its launch answered */
@@ -306,6 +305,8 @@ static int local_create(const struct ebb_host *host, const void *config, void **
         return EBB_ENOMEM;
     l->host = host;
     l->cfg = cfg;
+    ebb_list_init(&l->insts);
+    ebb_list_init(&l->calls);
     if (local_find_agent(l) != 0) {
         free(l);
         return EBB_ECONFIG;
@@ -322,17 +323,18 @@ static void local_destroy(void *self)
     free(l->agent);
     if (l->watch_timer > 0)
         l->host->timer_stop(l->host->ctx, l->watch_timer);
-    while (l->calls != NULL) {
-        struct local_call *c = l->calls;
-        l->calls = c->next;
+    while (!ebb_list_empty(&l->calls)) {
+        struct local_call *c =
+            ebb_list_entry(ebb_list_first(&l->calls), struct local_call, node);
+        ebb_list_remove(&c->node);
         l->host->timer_stop(l->host->ctx, c->timer);
         complete(c, EBB_ECANCELED);
         free(c);
     }
     /* Instances outlive ebbd: the next one reconciles them. */
-    while (l->insts != NULL) {
-        struct local_inst *i = l->insts;
-        l->insts = i->next;
+    while (!ebb_list_empty(&l->insts)) {
+        struct local_inst *i = inst_of(ebb_list_first(&l->insts));
+        ebb_list_remove(&i->node);
         free(i);
     }
     free(l);

@@ -12,6 +12,7 @@
 
 #include <sys/types.h>
 
+#include <ebb/list.h>
 #include <ebb/provider.h>
 
 struct local_cfg {
@@ -32,7 +33,7 @@ struct local_inst {
     int ours;                /* a child of this ebbd: reap with waitpid */
     int gone;                /* its processes are no more */
     int announce;            /* new: say RUNNING once its launch answered */
-    struct local_inst *next;
+    struct ebb_list node;    /* in l->insts, newest first */
 };
 
 struct local_call;
@@ -42,8 +43,8 @@ struct local {
     const struct local_cfg *cfg;
     const char *dir;         /* plugin_dir(), NULL until first needed */
     char *agent;             /* the ebb-agent to run */
-    struct local_inst *insts;
-    struct local_call *calls; /* pending callbacks, oldest first */
+    struct ebb_list insts;   /* struct local_inst */
+    struct ebb_list calls;   /* struct local_call: pending callbacks, oldest first */
     int64_t watch_timer;
     int loaded;              /* state files read */
 };

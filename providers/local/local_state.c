@@ -93,8 +93,7 @@ void local_state_load(struct local *l)
         json_t *j = json_load_file(path, 0, NULL);
         struct local_inst *inst = j ? inst_from_json(j) : NULL;
         if (inst != NULL) {
-            inst->next = l->insts;
-            l->insts = inst;
+            ebb_list_insert_head(&l->insts, &inst->node);
         } else {
             l->host->log(l->host->ctx, EBB_LOG_WARN, "ignoring unreadable "
                          "instance file %s", path);

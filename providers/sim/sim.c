@@ -64,7 +64,7 @@ enum sim_req_kind {
 };
 
 struct sim_req {
-    struct sim_req *prev, *next;
+    struct ebb_list node; /* in s->reqs, in the order they were queued */
     struct sim *s;
     enum sim_req_kind kind;
     int status;
@@ -78,18 +78,6 @@ struct sim_req {
     struct sim_instance *inst; /* SIM_REQ_LAUNCH */
     int64_t timer;
 };
-
-static void req_unlink(struct sim *s, struct sim_req *r)
-{
-    if (r->prev != NULL)
-        r->prev->next = r->next;
-    else
-        s->req_head = r->next;
-    if (r->next != NULL)
-        r->next->prev = r->prev;
-    else
-        s->req_tail = r->prev;
-}
 
 static void run_list(struct sim *s, struct sim_req *r)
 {
@@ -154,7 +142,7 @@ static void on_req_timer(void *arg)
 {
     struct sim_req *r = arg;
     struct sim *s = r->s;
-    req_unlink(s, r);
+    ebb_list_remove(&r->node);
     req_run(s, r);
     free(r);
 }
@@ -170,12 +158,7 @@ static int req_start(struct sim *s, struct sim_req *r)
         return (int)id;
     }
     r->timer = id;
-    r->prev = s->req_tail;
-    if (s->req_tail != NULL)
-        s->req_tail->next = r;
-    else
-        s->req_head = r;
-    s->req_tail = r;
+    ebb_list_insert_tail(&s->reqs, &r->node);
     return 0;
 }
 
@@ -262,6 +245,7 @@ static int sim_create(const struct ebb_host *host, const void *config, void **se
         return EBB_ENOMEM;
     s->host = host;
     s->cfg = cfg;
+    ebb_list_init(&s->reqs);
     s->billing = billing;
     s->terminations_to_fail = cfg->failed_terminations;
     sim_rng_seed(&s->rng, (uint64_t)cfg->seed);
@@ -281,9 +265,10 @@ static void sim_destroy(void *self)
     if (s == NULL)
         return;
     s->destroying = 1;
-    while (s->req_head != NULL) {
-        struct sim_req *r = s->req_head;
-        req_unlink(s, r);
+    while (!ebb_list_empty(&s->reqs)) {
+        struct sim_req *r =
+            ebb_list_entry(ebb_list_first(&s->reqs), struct sim_req, node);
+        ebb_list_remove(&r->node);
         s->host->timer_stop(s->host->ctx, r->timer);
         r->status = EBB_ECANCELED;
         req_run(s, r);

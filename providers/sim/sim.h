@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <ebb/job_model.h>
+#include <ebb/list.h>
 #include <ebb/provider.h>
 #include <ebb/trace.h>
 
@@ -185,7 +186,7 @@ struct sim {
     size_t n_inst, cap_inst;
     struct sim_instance **by_token; /* hash table of inst (sim_index.c) */
     size_t cap_tokens;
-    struct sim_req *req_head, *req_tail; /* callbacks still to run */
+    struct ebb_list reqs; /* struct sim_req: callbacks still to run */
     int64_t terminations_to_fail;        /* failed_terminations left */
     int destroying;
 };

@@ -12,13 +12,13 @@
 #define MAX_LOG_POST (64 * 1024)
 
 struct agent_event {
-    struct agent_event *next;
+    struct ebb_list node; /* in r->events */
     json_t *body;
     char kind[16];
 };
 
 struct agent_chunk {
-    struct agent_chunk *next;
+    struct ebb_list node; /* in r->chunks */
     enum agent_stream stream;
     size_t len;
     char data[];
@@ -26,6 +26,27 @@ struct agent_chunk {
 
 static void ev_send(struct agent_reporter *r);
 static void log_send(struct agent_reporter *r);
+
+/* The oldest queued event or output chunk, the newest event; NULL when
+ * none. */
+static struct agent_event *ev_first(const struct agent_reporter *r)
+{
+    struct ebb_list *n = ebb_list_first(&r->events);
+    return n ? ebb_list_entry(n, struct agent_event, node) : NULL;
+}
+
+static struct agent_event *ev_last(const struct agent_reporter *r)
+{
+    return ebb_list_empty(&r->events)
+               ? NULL
+               : ebb_list_entry(r->events.prev, struct agent_event, node);
+}
+
+static struct agent_chunk *log_first(const struct agent_reporter *r)
+{
+    struct ebb_list *n = ebb_list_first(&r->chunks);
+    return n ? ebb_list_entry(n, struct agent_chunk, node) : NULL;
+}
 
 int64_t agent_backoff_ms(int64_t base, int64_t cap, int failures)
 {
@@ -82,6 +103,8 @@ int agent_reporter_init(struct agent_reporter *r, struct ebb__http *http,
         n--;
     r->base_url = ebb_strfmt("%.*s", (int)n, base_url);
     r->auth_header = ebb_strfmt("Authorization: Bearer %s", token);
+    ebb_list_init(&r->events);
+    ebb_list_init(&r->chunks);
     ebb__timer_init(&r->ev_timer, on_ev_timer, r);
     ebb__timer_init(&r->log_timer, on_log_timer, r);
     return r->base_url && r->auth_header ? 0 : EBB_ENOMEM;
@@ -89,14 +112,16 @@ int agent_reporter_init(struct agent_reporter *r, struct ebb__http *http,
 
 bool agent_reporter_idle(const struct agent_reporter *r)
 {
-    return r->ev_head == NULL && r->log_head == NULL && r->log_sending == NULL;
+    return ebb_list_empty(&r->events) && ebb_list_empty(&r->chunks) &&
+           r->log_sending == NULL;
 }
 
 void agent_reporter_pending(const struct agent_reporter *r, size_t *events,
                             size_t *log_bytes)
 {
     *events = 0;
-    for (const struct agent_event *e = r->ev_head; e != NULL; e = e->next)
+    const struct ebb_list *pos;
+    ebb_list_foreach(pos, &r->events)
         (*events)++;
     *log_bytes = r->log_queued + (r->log_sending ? r->log_sending_len : 0);
 }
@@ -147,7 +172,7 @@ static void on_ev_done(const struct ebb_http_response *res, void *arg)
     r->ev_in_flight = false;
     if (r->closed || res->error == EBB_ECANCELED)
         return;
-    struct agent_event *e = r->ev_head;
+    struct agent_event *e = ev_first(r);
     char what[48];
     snprintf(what, sizeof(what), "the \"%s\" event", e->kind);
     if (retryable(res)) {
@@ -156,9 +181,7 @@ static void on_ev_done(const struct ebb_http_response *res, void *arg)
     }
     note_success(r);
     r->ev_failures = 0;
-    r->ev_head = e->next;
-    if (r->ev_head == NULL)
-        r->ev_tail = NULL;
+    ebb_list_remove(&e->node);
     json_t *reply = NULL;
     if (res->status / 100 == 2) {
         reply = json_loadb(res->body, res->body_len, 0, NULL);
@@ -176,7 +199,7 @@ static void on_ev_done(const struct ebb_http_response *res, void *arg)
     free(e);
     if (r->closed)
         return;
-    if (r->ev_head != NULL)
+    if (!ebb_list_empty(&r->events))
         ev_send(r);
     else
         check_idle(r);
@@ -184,9 +207,9 @@ static void on_ev_done(const struct ebb_http_response *res, void *arg)
 
 static void ev_send(struct agent_reporter *r)
 {
-    if (r->ev_in_flight || r->ev_head == NULL || r->closed)
+    if (r->ev_in_flight || ebb_list_empty(&r->events) || r->closed)
         return;
-    char *body = json_dumps(r->ev_head->body, JSON_COMPACT);
+    char *body = json_dumps(ev_first(r)->body, JSON_COMPACT);
     char *url = ebb_strfmt("%s/v1/agent/events", r->base_url);
     const char *headers[] = {r->auth_header, "Content-Type: application/json"};
     struct ebb_http_request req = {
@@ -210,8 +233,8 @@ void agent_reporter_event(struct agent_reporter *r, json_t *event)
     kind = kind ? kind : "?";
     /* The tail is waiting (not in flight) when it is not also the head of
      * a queue with a request out. */
-    struct agent_event *tail = r->ev_tail;
-    bool tail_waiting = tail != NULL && !(tail == r->ev_head && r->ev_in_flight);
+    struct agent_event *tail = ev_last(r);
+    bool tail_waiting = tail != NULL && !(tail == ev_first(r) && r->ev_in_flight);
     if (tail_waiting && strcmp(tail->kind, kind) == 0 &&
         (strcmp(kind, "heartbeat") == 0 || strcmp(kind, "progress") == 0)) {
         json_decref(tail->body);
@@ -226,11 +249,7 @@ void agent_reporter_event(struct agent_reporter *r, json_t *event)
     }
     e->body = event;
     ebb__strlcpy(e->kind, kind, sizeof(e->kind));
-    if (r->ev_tail != NULL)
-        r->ev_tail->next = e;
-    else
-        r->ev_head = e;
-    r->ev_tail = e;
+    ebb_list_insert_tail(&r->events, &e->node);
     /* While a retry is pending the timer sends the head; otherwise now. */
     if (r->ev_failures == 0)
         ev_send(r);
@@ -257,8 +276,8 @@ static void enforce_bound(struct agent_reporter *r)
         drop_sending(r);
         ebb__timer_stop(r->clock, &r->log_timer);
     }
-    while (r->log_queued > r->log_limit && r->log_head != NULL) {
-        struct agent_chunk *old = r->log_head;
+    while (r->log_queued > r->log_limit && !ebb_list_empty(&r->chunks)) {
+        struct agent_chunk *old = log_first(r);
         size_t excess = r->log_queued - r->log_limit;
         if (old->len > excess) {
             memmove(old->data, old->data + excess, old->len - excess);
@@ -267,9 +286,7 @@ static void enforce_bound(struct agent_reporter *r)
             r->log_dropped += excess;
             break;
         }
-        r->log_head = old->next;
-        if (r->log_head == NULL)
-            r->log_tail = NULL;
+        ebb_list_remove(&old->node);
         r->log_queued -= old->len;
         r->log_dropped += old->len;
         free(old);
@@ -295,7 +312,7 @@ static void on_log_done(const struct ebb_http_response *res, void *arg)
     note_success(r);
     r->log_failures = 0;
     drop_sending(r);
-    if (r->log_head != NULL)
+    if (!ebb_list_empty(&r->chunks))
         log_send(r);
     else
         check_idle(r);
@@ -306,7 +323,7 @@ static void on_log_done(const struct ebb_http_response *res, void *arg)
 static void log_take_body(struct agent_reporter *r, size_t max)
 {
     struct ebb_buf b = {0};
-    enum agent_stream stream = r->log_head->stream;
+    enum agent_stream stream = log_first(r)->stream;
     r->log_sending_marked = r->log_dropped;
     if (r->log_dropped > 0) {
         ebb_buf_printf(&b, "[ebb-agent: %zu bytes of job output were dropped "
@@ -315,8 +332,10 @@ static void log_take_body(struct agent_reporter *r, size_t max)
     }
     r->log_sending_marker = b.len;
     size_t taken = 0;
-    while (r->log_head != NULL && r->log_head->stream == stream && taken < max) {
-        struct agent_chunk *c = r->log_head;
+    while (taken < max) {
+        struct agent_chunk *c = log_first(r);
+        if (c == NULL || c->stream != stream)
+            break;
         size_t n = c->len <= max - taken ? c->len : max - taken;
         ebb_buf_append(&b, c->data, n);
         taken += n;
@@ -326,11 +345,9 @@ static void log_take_body(struct agent_reporter *r, size_t max)
             c->len -= n;
             break;
         }
-        r->log_head = c->next;
+        ebb_list_remove(&c->node);
         free(c);
     }
-    if (r->log_head == NULL)
-        r->log_tail = NULL;
     r->log_sending_len = b.len;
     r->log_sending = ebb_buf_take(&b);
     r->log_sending_stream = stream;
@@ -341,7 +358,7 @@ static void log_send(struct agent_reporter *r)
     if (r->closed || r->log_timer.heap_index != SIZE_MAX)
         return;
     if (r->log_sending == NULL) {
-        if (r->log_head == NULL)
+        if (ebb_list_empty(&r->chunks))
             return;
         /* A body is at most half the bound, so what one failed request
          * holds back stays small against it. */
@@ -377,15 +394,10 @@ void agent_reporter_log(struct agent_reporter *r, enum agent_stream stream,
         r->log_dropped += len;
         return;
     }
-    c->next = NULL;
     c->stream = stream;
     c->len = len;
     memcpy(c->data, data, len);
-    if (r->log_tail != NULL)
-        r->log_tail->next = c;
-    else
-        r->log_head = c;
-    r->log_tail = c;
+    ebb_list_insert_tail(&r->chunks, &c->node);
     r->log_queued += len;
     enforce_bound(r);
     if (r->log_sending == NULL)
@@ -399,15 +411,16 @@ void agent_reporter_free(struct agent_reporter *r)
         ebb__timer_stop(r->clock, &r->ev_timer);
         ebb__timer_stop(r->clock, &r->log_timer);
     }
-    while (r->ev_head != NULL) {
-        struct agent_event *e = r->ev_head;
-        r->ev_head = e->next;
+    /* A reporter agent_reporter_init() never saw has no lists yet. */
+    while (r->events.next != NULL && !ebb_list_empty(&r->events)) {
+        struct agent_event *e = ev_first(r);
+        ebb_list_remove(&e->node);
         json_decref(e->body);
         free(e);
     }
-    while (r->log_head != NULL) {
-        struct agent_chunk *c = r->log_head;
-        r->log_head = c->next;
+    while (r->chunks.next != NULL && !ebb_list_empty(&r->chunks)) {
+        struct agent_chunk *c = log_first(r);
+        ebb_list_remove(&c->node);
         free(c);
     }
     free(r->log_sending);
@@ -415,6 +428,4 @@ void agent_reporter_free(struct agent_reporter *r)
     free(r->auth_header);
     r->log_sending = NULL;
     r->base_url = r->auth_header = NULL;
-    r->ev_tail = NULL;
-    r->log_tail = NULL;
 }

@@ -19,6 +19,8 @@
 
 #include <jansson.h>
 
+#include <ebb/list.h>
+
 #include "agent/job.h"
 #include "io/clock.h"
 #include "io/http_client.h"
@@ -43,12 +45,12 @@ struct agent_reporter {
     void (*on_idle)(void *arg);  /* both queues became empty */
     void *arg;
 
-    struct agent_event *ev_head, *ev_tail;
+    struct ebb_list events;  /* struct agent_event, oldest first */
     bool ev_in_flight;
     int ev_failures;
     struct ebb__timer ev_timer;
 
-    struct agent_chunk *log_head, *log_tail;
+    struct ebb_list chunks;  /* struct agent_chunk, oldest first */
     size_t log_queued;     /* bytes queued, not counting the one in flight */
     size_t log_limit;
     size_t log_dropped;    /* bytes dropped since the last marker */

@@ -3,28 +3,28 @@
 
 #include <ebb/ops.h>
 
+/* The sets are documented as zero-initialised, the way plugins calloc()
+ * their state; a zeroed head is not yet a circular list, so it becomes an
+ * empty one on first use. */
+static struct ebb_list *list_of(struct ebb_list *head)
+{
+    if (head->next == NULL)
+        ebb_list_init(head);
+    return head;
+}
+
 void ebb_op_add(struct ebb_ops *set, struct ebb_op *op,
                  void (*cancel)(struct ebb_op *op))
 {
     op->set = set;
     op->cancel = cancel;
-    op->prev = NULL;
-    op->next = set->head;
-    if (set->head != NULL)
-        set->head->prev = op;
-    set->head = op;
+    ebb_list_insert_head(list_of(&set->head), &op->node);
 }
 
 void ebb_op_remove(struct ebb_op *op)
 {
     struct ebb_ops *set = op->set;
-    if (op->prev != NULL)
-        op->prev->next = op->next;
-    else
-        set->head = op->next;
-    if (op->next != NULL)
-        op->next->prev = op->prev;
-    op->prev = op->next = NULL;
+    ebb_list_remove(&op->node);
     if (op->timer != 0)
         set->host->timer_stop(set->host->ctx, op->timer);
     op->timer = 0;
@@ -32,12 +32,15 @@ void ebb_op_remove(struct ebb_op *op)
 
 void ebb_ops_cancel_all(struct ebb_ops *set)
 {
-    while (set->head != NULL)
-        set->head->cancel(set->head);
+    struct ebb_list *head = list_of(&set->head);
+    while (!ebb_list_empty(head)) {
+        struct ebb_op *op = ebb_list_entry(ebb_list_first(head), struct ebb_op, node);
+        op->cancel(op);
+    }
 }
 
 struct ebb_call {
-    struct ebb_call *prev, *next;
+    struct ebb_list node;  /* in set->head while attached */
     struct ebb_calls *set; /* NULL once detached */
     ebb_call_cb cb;
     void *arg;
@@ -65,21 +68,11 @@ static int call_classify(void *arg, const struct ebb_http_response *res)
     return c->classify != NULL ? c->classify(c->hook_arg, res) : -1;
 }
 
-static void unlink_call(struct ebb_call *c)
-{
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        c->set->head = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-}
-
 static void on_answer(const struct ebb_http_response *res, void *arg)
 {
     struct ebb_call *c = arg;
     if (c->set != NULL) {
-        unlink_call(c);
+        ebb_list_remove(&c->node);
         c->cb(c->arg, res);
     }
     free(c);
@@ -93,9 +86,10 @@ struct ebb_call *ebb_call_start(struct ebb_calls *set,
     struct ebb_call *c = calloc(1, sizeof(*c));
     int rc = c != NULL ? 0 : EBB_ENOMEM;
     if (c != NULL) {
-        *c = (struct ebb_call){.next = set->head, .set = set, .cb = cb, .arg = arg,
+        *c = (struct ebb_call){.set = set, .cb = cb, .arg = arg,
                                .prepare = req->prepare, .classify = req->classify,
                                .hook_arg = req->hook_arg};
+        ebb_list_init(&c->node);
         struct ebb_http_request hooked = *req;
         if (req->prepare != NULL || req->classify != NULL) {
             hooked.prepare = call_prepare;
@@ -110,9 +104,7 @@ struct ebb_call *ebb_call_start(struct ebb_calls *set,
             *err = rc;
         return NULL;
     }
-    if (set->head != NULL)
-        set->head->prev = c;
-    set->head = c;
+    ebb_list_insert_head(list_of(&set->head), &c->node);
     return c;
 }
 
@@ -120,13 +112,16 @@ void ebb_call_detach(struct ebb_call *c)
 {
     if (c->set == NULL)
         return;
-    unlink_call(c);
+    ebb_list_remove(&c->node);
     c->set = NULL;
 }
 
 void ebb_calls_detach(struct ebb_calls *set)
 {
-    for (struct ebb_call *c = set->head; c != NULL; c = c->next)
+    struct ebb_list *pos, *tmp;
+    ebb_list_foreach_safe(pos, tmp, list_of(&set->head)) {
+        struct ebb_call *c = ebb_list_entry(pos, struct ebb_call, node);
+        ebb_list_remove(&c->node);
         c->set = NULL;
-    set->head = NULL;
+    }
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/list.h>
 #include <ebb/units.h>
 
 #include "base/log.h"
@@ -36,7 +37,7 @@
 #define NEXT_FIRES 5
 
 struct sched {
-    struct sched *next;
+    struct ebb_list node; /* in the schedules' list */
     char id[32];
     struct ebb__schedule s;
     char *yaml;              /* the file as added; each run re-reads it */
@@ -50,7 +51,7 @@ struct sched {
 
 struct ebb__daemon_schedules {
     struct ebb__daemon *d;
-    struct sched *list;
+    struct ebb_list list;
     struct ebb__timer timer;
     /* The first timer run after start deals with fire times that passed
      * while ebbd was down. */
@@ -92,18 +93,24 @@ static struct sched *sched_new(const char *id, struct ebb__schedule *s,
 static struct sched *sched_by_id(struct ebb__daemon_schedules *sch,
                                  const char *id)
 {
-    for (struct sched *sc = sch->list; sc != NULL; sc = sc->next)
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &sch->list) {
+        struct sched *sc = ebb_list_entry(pos, struct sched, node);
         if (strcmp(sc->id, id) == 0)
             return sc;
+    }
     return NULL;
 }
 
 static void rearm(struct ebb__daemon_schedules *sch)
 {
     ebb_time_ms due = INT64_MAX;
-    for (struct sched *sc = sch->list; sc != NULL; sc = sc->next)
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &sch->list) {
+        const struct sched *sc = ebb_list_entry(pos, struct sched, node);
         if (sc->has_next && sc->next_fire < due)
             due = sc->next_fire;
+    }
     struct ebb__clock *clock = &sch->d->clock;
     if (sch->catching_up)
         due = ebb__clock_now(clock);
@@ -282,7 +289,9 @@ static void on_timer(struct ebb__timer *t)
     ebb_dur_ms late_ok = ebb__clock_from_real_ms(clock, EBB__SCHEDULE_LATE_OK);
     int catching_up = sch->catching_up;
     sch->catching_up = 0;
-    for (struct sched *sc = sch->list; sc != NULL; sc = sc->next) {
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &sch->list) {
+        struct sched *sc = ebb_list_entry(pos, struct sched, node);
         if (catching_up)
             tick(sch, sc, now, now);
         else if (sc->has_next && sc->next_fire <= now)
@@ -314,8 +323,7 @@ static int load_one(void *arg, const struct ebb__schedule_row *r)
         return EBB_ENOMEM;
     sc->since = r->last_fire_at ? r->last_fire_at : r->created_at;
     snprintf(sc->last_job, sizeof(sc->last_job), "%s", r->last_job_id);
-    sc->next = sch->list;
-    sch->list = sc;
+    ebb_list_insert_head(&sch->list, &sc->node);
     return 0;
 }
 
@@ -327,6 +335,7 @@ int ebb__daemon_schedules_start(struct ebb__daemon *d)
         return 1;
     }
     sch->d = d;
+    ebb_list_init(&sch->list);
     d->schedules = sch;
     ebb__timer_init(&sch->timer, on_timer, sch);
     int rc = ebb__store_schedules_each(d->store, load_one, sch);
@@ -336,7 +345,8 @@ int ebb__daemon_schedules_start(struct ebb__daemon *d)
         return 1;
     }
     size_t n = 0;
-    for (struct sched *sc = sch->list; sc != NULL; sc = sc->next)
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &sch->list)
         n++;
     if (n > 0)
         ebb__info("%zu schedules loaded", n);
@@ -351,10 +361,11 @@ void ebb__daemon_schedules_stop(struct ebb__daemon *d)
     if (sch == NULL)
         return;
     ebb__timer_stop(&d->clock, &sch->timer);
-    while (sch->list != NULL) {
-        struct sched *next = sch->list->next;
-        sched_free(sch->list);
-        sch->list = next;
+    while (!ebb_list_empty(&sch->list)) {
+        struct sched *sc =
+            ebb_list_entry(ebb_list_first(&sch->list), struct sched, node);
+        ebb_list_remove(&sc->node);
+        sched_free(sc);
     }
     free(sch);
     d->schedules = NULL;
@@ -463,8 +474,7 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
     sc->since = now;
     sc->has_next = next != 0;
     sc->next_fire = next;
-    sc->next = sch->list;
-    sch->list = sc;
+    ebb_list_insert_head(&sch->list, &sc->node);
     rearm(sch);
     char at[40];
     ebb__info("schedule %s (%s) added by uid %ld from %s; next fire time %s",
@@ -548,13 +558,10 @@ void ebb__api_schedule_remove(void *ctx, struct ebb__api_call *call)
         fail_store(d, call);
         return;
     }
-    for (struct sched **p = &sch->list; *p != NULL; p = &(*p)->next) {
-        if (strcmp((*p)->id, id) == 0) {
-            struct sched *gone = *p;
-            *p = gone->next;
-            sched_free(gone);
-            break;
-        }
+    struct sched *gone = sched_by_id(sch, id);
+    if (gone != NULL) {
+        ebb_list_remove(&gone->node);
+        sched_free(gone);
     }
     rearm(sch);
     ebb__info("schedule %s removed by uid %ld; runs already started go on", id,

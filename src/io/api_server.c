@@ -19,8 +19,8 @@ struct ebb__api_server {
     char *socket_path;
     const struct ebb__api_method *methods;
     void *ctx;
-    struct ebb__api_conn *conns; /* list of open connections */
-    struct ebb__api_call *held;  /* answers waiting for the store's commit */
+    struct ebb_list conns; /* open connections */
+    struct ebb_list held;  /* answers waiting for the store's commit */
     int closing;
     int listener_closed;
     void (*close_cb)(void *arg);
@@ -29,13 +29,13 @@ struct ebb__api_server {
 
 struct ebb__api_conn {
     struct ebb__api_server *server;
-    struct ebb__api_conn *next;
+    struct ebb_list node; /* in server->conns */
     uv_pipe_t pipe;
     uv_shutdown_t shutdown_req;
     struct ebb_buf in;      /* bytes received, not yet a whole line */
     /* Calls not yet answered on the wire, oldest first: answers go out in
      * request order even when a later call is answered first. */
-    struct ebb__api_call *first, *last;
+    struct ebb_list calls;
     size_t pending_calls;    /* calls not yet answered */
     size_t pending_writes;   /* answers not yet written */
     int read_done;           /* EOF, error, or server closing */
@@ -58,12 +58,7 @@ static void on_conn_closed(uv_handle_t *handle)
 {
     struct ebb__api_conn *conn = handle->data;
     struct ebb__api_server *s = conn->server;
-    for (struct ebb__api_conn **p = &s->conns; *p != NULL; p = &(*p)->next) {
-        if (*p == conn) {
-            *p = conn->next;
-            break;
-        }
-    }
+    ebb_list_remove(&conn->node);
     ebb_buf_free(&conn->in);
     free(conn);
     server_maybe_finish(s);
@@ -141,11 +136,12 @@ static void conn_send(struct ebb__api_conn *conn, json_t *msg)
 /* Sends the answers at the head of the connection's queue that are ready. */
 static void conn_send_ready(struct ebb__api_conn *conn)
 {
-    struct ebb__api_call *call;
-    while ((call = conn->first) != NULL && call->answer != NULL && !call->held) {
-        conn->first = call->next;
-        if (conn->first == NULL)
-            conn->last = NULL;
+    while (!ebb_list_empty(&conn->calls)) {
+        struct ebb__api_call *call =
+            ebb_list_entry(ebb_list_first(&conn->calls), struct ebb__api_call, node);
+        if (call->answer == NULL || ebb_list_linked(&call->held_node))
+            break;
+        ebb_list_remove(&call->node);
         conn_send(conn, call->answer);
         json_decref(call->id);
         json_decref(call->params);
@@ -173,20 +169,19 @@ void ebb__api_reply(struct ebb__api_call *call, json_t *result)
 void ebb__api_reply_after_commit(struct ebb__api_call *call, json_t *result)
 {
     struct ebb__api_server *s = call->conn->server;
-    call->held = 1;
-    call->next_held = s->held;
-    s->held = call;
+    ebb_list_insert_head(&s->held, &call->held_node);
     ebb__api_reply(call, result);
 }
 
 void ebb__api_server_committed(struct ebb__api_server *server, int ok,
                                const char *why)
 {
-    struct ebb__api_call *call = server->held;
-    server->held = NULL;
-    while (call != NULL) {
-        struct ebb__api_call *next = call->next_held;
-        call->held = 0;
+    /* One at a time from the head: sending an answer frees its call and
+     * may free later ones of the same connection, never a held one. */
+    while (!ebb_list_empty(&server->held)) {
+        struct ebb__api_call *call = ebb_list_entry(ebb_list_first(&server->held),
+                                                    struct ebb__api_call, held_node);
+        ebb_list_remove(&call->held_node);
         json_t *error = ok ? NULL
                            : json_pack("{s:O,s:{s:s,s:s++}}", "id",
                                        call->id ? call->id : json_null(), "error",
@@ -197,7 +192,6 @@ void ebb__api_server_committed(struct ebb__api_server *server, int ok,
             call->answer = error;
         }
         conn_send_ready(call->conn);
-        call = next;
     }
 }
 
@@ -223,12 +217,9 @@ static void dispatch(struct ebb__api_conn *conn, const char *line, size_t len)
     call->uid = conn->uid;
     call->gid = conn->gid;
     call->pid = conn->pid;
+    ebb_list_init(&call->held_node);
     conn->pending_calls++;
-    if (conn->last != NULL)
-        conn->last->next = call;
-    else
-        conn->first = call;
-    conn->last = call;
+    ebb_list_insert_tail(&conn->calls, &call->node);
 
     json_error_t jerr;
     json_t *req = json_loadb(line, len, 0, &jerr);
@@ -326,8 +317,8 @@ static void on_connection(uv_stream_t *listener, int status)
     conn->server = s;
     uv_pipe_init(s->loop, &conn->pipe, 0);
     conn->pipe.data = conn;
-    conn->next = s->conns;
-    s->conns = conn;
+    ebb_list_init(&conn->calls);
+    ebb_list_insert_head(&s->conns, &conn->node);
     if (uv_accept(listener, (uv_stream_t *)&conn->pipe) != 0) {
         conn->closing = 1;
         uv_close((uv_handle_t *)&conn->pipe, on_conn_closed);
@@ -363,6 +354,8 @@ int ebb__api_server_start(struct ebb__api_server **out, uv_loop_t *loop,
     if (s == NULL)
         return EBB_ENOMEM;
     s->loop = loop;
+    ebb_list_init(&s->conns);
+    ebb_list_init(&s->held);
     s->methods = methods;
     s->ctx = ctx;
     s->socket_path = strdup(socket_path);
@@ -404,7 +397,7 @@ int ebb__api_server_start(struct ebb__api_server **out, uv_loop_t *loop,
 
 static void server_maybe_finish(struct ebb__api_server *s)
 {
-    if (!s->closing || !s->listener_closed || s->conns != NULL)
+    if (!s->closing || !s->listener_closed || !ebb_list_empty(&s->conns))
         return;
     unlink(s->socket_path);
     void (*cb)(void *) = s->close_cb;
@@ -428,7 +421,9 @@ void ebb__api_server_close(struct ebb__api_server *server,
     server->closing = 1;
     server->close_cb = cb;
     server->close_arg = arg;
-    for (struct ebb__api_conn *c = server->conns; c != NULL; c = c->next) {
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &server->conns) {
+        struct ebb__api_conn *c = ebb_list_entry(pos, struct ebb__api_conn, node);
         if (!c->read_done) {
             c->read_done = 1;
             uv_read_stop((uv_stream_t *)&c->pipe);
@@ -436,7 +431,7 @@ void ebb__api_server_close(struct ebb__api_server *server,
     }
     /* conn_maybe_close may unlink a connection from the list in a later
      * callback, never synchronously, so iterating a snapshot is safe. */
-    for (struct ebb__api_conn *c = server->conns; c != NULL; c = c->next)
-        conn_maybe_close(c);
+    ebb_list_foreach(pos, &server->conns)
+        conn_maybe_close(ebb_list_entry(pos, struct ebb__api_conn, node));
     uv_close((uv_handle_t *)&server->listener, on_listener_closed);
 }

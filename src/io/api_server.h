@@ -22,6 +22,7 @@
 #include <uv.h>
 
 #include <ebb/common.h>
+#include <ebb/list.h>
 
 #define EBB__API_MAX_MESSAGE (16u * 1024u * 1024u)
 
@@ -37,12 +38,12 @@ struct ebb__api_call {
     uid_t uid;
     gid_t gid;
     pid_t pid;
-    /* The server's: the connection's calls in request order, the answer
-     * once there is one, and whether it waits for the store's commit. */
-    struct ebb__api_call *next;
-    struct ebb__api_call *next_held;
+    /* The server's: its place in the connection's calls (request order),
+     * the answer once there is one, and its place among the answers that
+     * wait for the store's commit (linked only while it waits). */
+    struct ebb_list node;
+    struct ebb_list held_node;
     json_t *answer;
-    int held;
 };
 
 typedef void (*ebb__api_handler)(void *ctx, struct ebb__api_call *call);

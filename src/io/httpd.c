@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <ebb/list.h>
+
 #define MAX_HEAD (64 * 1024)
 #define MAX_HEADERS 100
 #define MAX_BODY ((size_t)16 << 20)
@@ -26,7 +28,7 @@ struct conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     struct ebb__httpd *s;
-    struct conn *prev, *next;
+    struct ebb_list node; /* in s->conns until closing */
     char *in;
     size_t in_len, in_cap;
     bool busy;    /* an answer is delayed or being written */
@@ -52,7 +54,7 @@ struct ebb__httpd {
     ebb__httpd_handler handler;
     void *arg;
     uint64_t requests;
-    struct conn *conns;
+    struct ebb_list conns; /* open connections */
     bool closing;
     unsigned handles;
     void (*closed)(void *arg);
@@ -89,13 +91,7 @@ static void conn_close(struct conn *c)
     if (c->closing)
         return;
     c->closing = true;
-    struct ebb__httpd *s = c->s;
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        s->conns = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
+    ebb_list_remove(&c->node);
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
 }
@@ -414,10 +410,7 @@ static void on_connection(uv_stream_t *listener, int status)
     c->timer.data = c;
     c->open_handles = 2;
     s->handles++; /* one per connection, released when both its handles are closed */
-    c->next = s->conns;
-    if (s->conns != NULL)
-        s->conns->prev = c;
-    s->conns = c;
+    ebb_list_insert_head(&s->conns, &c->node);
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
         uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
         conn_close(c);
@@ -446,6 +439,7 @@ int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
     if (s == NULL)
         return EBB_ENOMEM;
     s->loop = loop;
+    ebb_list_init(&s->conns);
     s->handler = handler;
     s->arg = arg;
     s->handles = 1;
@@ -515,8 +509,8 @@ void ebb__httpd_close(struct ebb__httpd *s, void (*closed)(void *arg),
     s->closing = true;
     s->closed = closed;
     s->closed_arg = arg;
-    while (s->conns != NULL)
-        conn_close(s->conns);
+    while (!ebb_list_empty(&s->conns))
+        conn_close(ebb_list_entry(ebb_list_first(&s->conns), struct conn, node));
     uv_close((uv_handle_t *)&s->listener, listener_closed);
 }
 
