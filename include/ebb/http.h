@@ -64,7 +64,10 @@ struct ebb_http_request {
 #define EBB_HTTP_REQUEST_SIZE_V1                                              \
     (offsetof(struct ebb_http_request, max_attempts) + sizeof(int))
 
+/* Filled by the host (struct_size is its sizeof), read by the plugin
+ * under the rules of provider.h. */
 struct ebb_http_response {
+    uint32_t struct_size; /* sizeof(struct ebb_http_response) in ebbd */
     int status;         /* 0 (with `error` set) when no response arrived */
     int error;          /* 0, or EBB_ETIMEDOUT, EBB_EIO, EBB_ECANCELED ... */
     const char *error_message; /* libcurl's words when error != 0, else "" */
@@ -73,6 +76,10 @@ struct ebb_http_response {
     const char *headers; /* raw response header block of the last attempt */
     int attempts;        /* how many attempts were made */
 };
+
+/* The size of the first version: what a plugin may read of any response. */
+#define EBB_HTTP_RESPONSE_SIZE_V1                                             \
+    (offsetof(struct ebb_http_response, attempts) + sizeof(int))
 
 /* Runs once per request; the response is valid only during the call. */
 typedef void (*ebb_http_cb)(const struct ebb_http_response *res, void *arg);

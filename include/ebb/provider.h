@@ -8,8 +8,8 @@
  * that crosses it starts with `uint32_t struct_size`: struct ebb_provider
  * (the plugin fills, the loader reads), struct ebb_price, ebb_shape,
  * ebb_instance, ebb_instance_event and ebb_http_request (the plugin fills,
- * the core reads), struct ebb_launch, ebb_job_model and ebb_host (the core
- * fills, the plugin reads). Whoever fills one sets struct_size to the
+ * the core reads), struct ebb_launch, ebb_job_model, ebb_http_response and
+ * ebb_host (the core fills, the plugin reads). Whoever fills one sets struct_size to the
  * sizeof() it was compiled with. New fields are only ever appended, each
  * with a comment saying so; within one EBB_PROVIDER_ABI no field is
  * removed, reordered or retyped. A reader

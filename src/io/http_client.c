@@ -163,6 +163,7 @@ static void req_finish(struct req *r, int error, const char *message, int status
     req_detach(r);
     req_unlink(r);
     struct ebb_http_response res = {
+        .struct_size = sizeof(struct ebb_http_response),
         .status = error ? 0 : status,
         .error = error,
         .error_message = error ? message : "",

@@ -169,6 +169,7 @@ static void run_until(struct fx *f, const int *count, int target)
 static void on_result(const struct ebb_http_response *res, void *arg)
 {
     struct result *r = arg;
+    assert_int_equal(res->struct_size, sizeof(*res));
     r->calls++;
     r->status = res->status;
     r->error = res->error;
