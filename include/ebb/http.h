@@ -19,9 +19,11 @@
 struct ebb_http_response;
 
 /* What one attempt sends instead of the request's own body and headers;
- * a prepare hook fills it, and the host copies it as soon as the hook
- * returns. */
+ * the host sets struct_size (its sizeof) and `attempt`, a prepare hook
+ * fills the rest, and the host copies it as soon as the hook returns. A
+ * hook writes only the fields struct_size covers (provider.h). */
 struct ebb_http_attempt {
+    uint32_t struct_size;       /* sizeof(struct ebb_http_attempt) in ebbd */
     int attempt;                /* 1 for the first */
     const void *body;           /* NULL: the request's own */
     size_t body_len;
@@ -52,8 +54,10 @@ struct ebb_http_request {
     size_t body_len;
     ebb_dur_ms timeout;  /* per attempt; 0 picks the host default (30 s) */
     int max_attempts;    /* 0 picks the host default (4); 1 disables retries */
-    /* The ceiling of the first retry's jittered wait, doubling with every
-     * retry up to the host's cap; 0 picks the host default (500 ms). */
+    /* Appended after the first version, as were the hooks below; absent
+     * (not covered by struct_size) they read as 0 and NULL. The ceiling
+     * of the first retry's jittered wait, doubling with every retry up to
+     * the host's cap; 0 picks the host default (500 ms). */
     ebb_dur_ms retry_backoff;
     ebb_http_prepare_fn prepare;   /* NULL: every attempt sends the same */
     ebb_http_classify_fn classify; /* NULL: the host decides alone */

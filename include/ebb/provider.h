@@ -9,8 +9,9 @@
  * (the plugin fills, the loader reads), struct ebb_price, ebb_shape,
  * ebb_instance, ebb_instance_event and ebb_http_request (the plugin fills,
  * the core reads), struct ebb_launch, ebb_job_model, ebb_http_response and
- * ebb_host (the core fills, the plugin reads). Whoever fills one sets struct_size to the
- * sizeof() it was compiled with. New fields are only ever appended, each
+ * ebb_host (the core fills, the plugin reads), struct ebb_http_attempt
+ * (the core sizes it, a prepare hook fills it). Whoever fills one sets
+ * struct_size to the sizeof() it was compiled with. New fields are only ever appended, each
  * with a comment saying so; within one EBB_PROVIDER_ABI no field is
  * removed, reordered or retyped. A reader
  * - refuses a struct whose struct_size does not cover the first version's

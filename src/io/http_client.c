@@ -210,7 +210,7 @@ static int prepare_attempt(struct req *r)
 {
     if (r->prepare == NULL)
         return 0;
-    struct ebb_http_attempt a = {.attempt = r->attempts};
+    struct ebb_http_attempt a = {.struct_size = sizeof(a), .attempt = r->attempts};
     int rc = r->prepare(r->hook_arg, &a);
     if (rc == 0 && a.headers != NULL)
         rc = set_headers(r, a.headers, a.n_headers);

@@ -482,6 +482,7 @@ struct hooks {
 static int prepare_attempt(void *arg, struct ebb_http_attempt *a)
 {
     struct hooks *h = arg;
+    assert_int_equal(a->struct_size, sizeof(*a));
     h->prepared++;
     if (a->attempt == h->fail_at)
         return EBB_EPERM;
