@@ -7,8 +7,8 @@
  * How the ABI grows (EBB_PROVIDER_ABI stays 1 while it does). Every struct
  * that crosses it starts with `uint32_t struct_size`: struct ebb_provider
  * (the plugin fills, the loader reads), struct ebb_price, ebb_shape,
- * ebb_instance, ebb_instance_event and ebb_http_request (the plugin fills,
- * the core reads), struct ebb_launch, ebb_job_model, ebb_http_response and
+ * ebb_instance, ebb_instance_event, ebb_series_key and ebb_http_request
+ * (the plugin fills, the core reads), struct ebb_launch, ebb_job_model, ebb_http_response and
  * ebb_host (the core fills, the plugin reads), struct ebb_http_attempt
  * (the core sizes it, a prepare hook fills it). Whoever fills one sets
  * struct_size to the sizeof() it was compiled with. New fields are only ever appended, each

@@ -59,8 +59,10 @@ struct ebb_price {
 };
 
 /* A price series of one provider, as poll cursors name it: a NULL field
- * matches every value ("" is a market without regions or zones). */
+ * matches every value ("" is a market without regions or zones). Filled
+ * by the plugin, read by the host. */
 struct ebb_series_key {
+    uint32_t struct_size;      /* sizeof(struct ebb_series_key) in the plugin */
     const char *region;
     const char *zone;
     const char *instance_type;
@@ -163,6 +165,8 @@ struct ebb_instance_event {
  * accepts. */
 #define EBB_SHAPE_SIZE_V1                                                     \
     (offsetof(struct ebb_shape, memory_gb) + sizeof(double))
+#define EBB_SERIES_KEY_SIZE_V1                                                \
+    (offsetof(struct ebb_series_key, product) + sizeof(const char *))
 #define EBB_PRICE_SIZE_V1                                                     \
     (offsetof(struct ebb_price, currency) + sizeof(const char *))
 #define EBB_INSTANCE_SIZE_V1                                                  \

@@ -133,6 +133,7 @@ static void start_series(struct ali_poll *p)
 {
     struct ali *a = p->a;
     const struct ebb_series_key key = {
+        .struct_size = sizeof(struct ebb_series_key),
         .region = a->cfg->regions.items[p->region],
         .instance_type = a->cfg->instance_types.items[p->type],
         .product = PRODUCT,

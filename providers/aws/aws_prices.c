@@ -105,6 +105,7 @@ static ebb_time_ms region_start(struct aws *a, const char *region)
     ebb_time_ms from = 0;
     for (size_t i = 0; i < cfg->instance_types.n; i++) {
         const struct ebb_series_key key = {
+            .struct_size = sizeof(struct ebb_series_key),
             .region = region,
             .instance_type = cfg->instance_types.items[i],
             .product = cfg->product,

@@ -168,6 +168,19 @@ int ebb__abi_read_event(const char *plugin, const struct ebb_instance_event *ev,
     return 0;
 }
 
+int ebb__abi_read_series_key(const char *plugin, const struct ebb_series_key *key,
+                             struct ebb_series_key *out)
+{
+    int rc = check_size(plugin, "ebb_series_key", key->struct_size,
+                        EBB_SERIES_KEY_SIZE_V1);
+    if (rc != 0)
+        return rc;
+    *out = (struct ebb_series_key){0};
+    memcpy(out, key, covered(key->struct_size, sizeof(*out)));
+    out->struct_size = sizeof(*out);
+    return 0;
+}
+
 int ebb__abi_read_http(const char *plugin, const struct ebb_http_request *req,
                        struct ebb_http_request *out)
 {

@@ -48,6 +48,11 @@ int ebb__abi_read_instances(const char *plugin, const struct ebb_instance *list,
 int ebb__abi_read_event(const char *plugin, const struct ebb_instance_event *ev,
                         struct ebb_instance_event *out);
 
+/* Copies the series key `key` the plugin `plugin` asked a cursor for into
+ * *out. Returns 0 or EBB_EABI. The strings stay the plugin's. */
+int ebb__abi_read_series_key(const char *plugin, const struct ebb_series_key *key,
+                             struct ebb_series_key *out);
+
 /* Copies the HTTP request `req` the plugin `plugin` asked for into *out.
  * Returns 0 or EBB_EABI. The strings and arrays stay the plugin's. */
 int ebb__abi_read_http(const char *plugin, const struct ebb_http_request *req,

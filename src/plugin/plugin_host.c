@@ -190,8 +190,13 @@ static ebb_time_ms host_price_cursor(void *ctx, const struct ebb_series_key *key
 {
     struct ebb__host *h = from_ctx(ctx);
     ebb_time_ms at = 0;
+    struct ebb_series_key read;
+    /* A key the host cannot read has no cursor: the plugin starts from
+     * its history, and the log says why. */
+    if (ebb__abi_read_series_key(h->name, key, &read) != 0)
+        return 0;
     if (h->env->store != NULL &&
-        ebb__store_price_cursor(h->env->store, h->name, key, &at) != 0)
+        ebb__store_price_cursor(h->env->store, h->name, &read, &at) != 0)
         ebb__error("%s: %s", h->name, ebb__store_errmsg(h->env->store));
     return at;
 }

@@ -209,8 +209,10 @@ static void added_type_reads_its_own_history(void **state)
     pfx_run_until(&t->f, &t->f.polled, 2);
     assert_int_equal(t->f.poll_status, 0);
     /* Both of the new type's zones, the 20 days old price too. */
-    const struct ebb_series_key h = {"cn-hangzhou", "cn-hangzhou-h", TYPE2, "Linux/UNIX"};
-    const struct ebb_series_key i = {"cn-hangzhou", "cn-hangzhou-i", TYPE2, "Linux/UNIX"};
+    const struct ebb_series_key h = {sizeof(h),
+                                     "cn-hangzhou", "cn-hangzhou-h", TYPE2, "Linux/UNIX"};
+    const struct ebb_series_key i = {sizeof(i),
+                                     "cn-hangzhou", "cn-hangzhou-i", TYPE2, "Linux/UNIX"};
     assert_int_equal(pfx_cursor(&t->f, &h), t->now - 3 * DAY);
     assert_int_equal(pfx_cursor(&t->f, &i), t->now - 20 * DAY);
     /* The old type resumed where its own prices end (an hour ago). */
@@ -243,7 +245,8 @@ static void failed_series_resumes_from_its_own_cursor(void **state)
     assert_int_equal(pfx_cursor(&t->f, &type1), t->now - HOUR);
     pfx_run_until(&t->f, &t->f.polled, 2);
     assert_int_equal(t->f.poll_status, 0);
-    const struct ebb_series_key i = {"cn-hangzhou", "cn-hangzhou-i", TYPE2, "Linux/UNIX"};
+    const struct ebb_series_key i = {sizeof(i),
+                                     "cn-hangzhou", "cn-hangzhou-i", TYPE2, "Linux/UNIX"};
     assert_int_equal(pfx_cursor(&t->f, &i), t->now - 20 * DAY);
     assert_int_equal(pfx_cursor(&t->f, &type2), t->now - 3 * DAY);
     close_ecs(t);

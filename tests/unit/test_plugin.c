@@ -500,17 +500,22 @@ static void refuses_structs_smaller_than_the_first_version(void **state)
     assert_non_null(strstr(log, "abi_v1: struct ebb_price with struct_size 16 is "
                                 "smaller than its first version"));
 
-    /* An event and an HTTP request, through the host lent to the plugin:
-     * the event is dropped, the request refused, both with the name. */
+    /* An event, an HTTP request and a cursor's key, through the host lent
+     * to the plugin: the event is dropped, the request refused, the key
+     * has no cursor, each with the name in the log. */
     const struct ebb_host *host = &f.slot->host.host;
     struct ebb_instance_event ev = {.struct_size = 8, .kind = EBB_EVENT_CHECKPOINT};
     struct ebb_http_request req = {.struct_size = 12, .method = "GET", .url = "x"};
+    struct ebb_series_key key = {.struct_size = 8, .region = "r-1"};
     capture_begin(&c);
     host->instance_event(host->ctx, &ev);
     int rc = host->http(host->ctx, &req, NULL, NULL);
+    ebb_time_ms cursor = host->price_cursor(host->ctx, &key);
     capture_end(&c, log, sizeof(log));
     assert_int_equal(events.events, 0);
     assert_int_equal(rc, EBB_EABI);
+    assert_int_equal(cursor, 0);
+    assert_non_null(strstr(log, "abi_v1: struct ebb_series_key with struct_size 8"));
     assert_non_null(strstr(log, "abi_v1: struct ebb_instance_event with struct_size 8"));
     assert_non_null(strstr(log, "abi_v1: struct ebb_http_request with struct_size 12"));
     abi_close(&f);

@@ -494,7 +494,8 @@ static void cursors_are_per_series(void **state)
     ebb_time_ms at = -1;
     const struct ebb_series_key gn6v = {.region = "cn-hangzhou", .instance_type = "gn6v"};
     const struct ebb_series_key gn6i = {.region = "cn-hangzhou", .instance_type = "gn6i"};
-    const struct ebb_series_key zone_i = {"cn-hangzhou", "cn-hangzhou-i", "gn6v",
+    const struct ebb_series_key zone_i = {sizeof(zone_i),
+                                          "cn-hangzhou", "cn-hangzhou-i", "gn6v",
                                           "Linux/UNIX"};
     const struct ebb_series_key other = {.region = "cn-hangzhou", .instance_type = "gn7i"};
     assert_int_equal(ebb__store_price_cursor(s, "alibaba", &gn6v, &at), 0);
