@@ -127,8 +127,14 @@ static void load_catalog(struct ebb__daemon *d)
     char *path = data ? ebb__path_join(data, "catalog.csv") : NULL;
     free(data);
     struct ebb_diag diag = {{0}};
-    if (path != NULL && access(path, R_OK) == 0 &&
-        ebb__catalog_load(path, &d->catalog, &diag) != 0)
+    /* Without the catalog the market has no on-demand offers and every
+     * instance type runs at the reference speed: on-demand jobs would wait
+     * for ever with nothing in the log. */
+    if (path != NULL && access(path, R_OK) != 0)
+        ebb__warn("no instance catalog at %s: on-demand offers and instance "
+                  "speeds are unknown, so on-demand jobs cannot run (set "
+                  "EBB_DATA_DIR to the directory with catalog.csv)", path);
+    else if (path != NULL && ebb__catalog_load(path, &d->catalog, &diag) != 0)
         ebb__warn("%s", diag.msg);
     free(path);
 }

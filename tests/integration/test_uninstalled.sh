@@ -12,8 +12,23 @@ expect_exit 0 "ebb prices answers" "$EBB" --state-dir "$S" prices
 check "the sim market replays the shipped traces" contains "$OUT" "p3.2xlarge"
 expect_exit 0 "ebb status answers" "$EBB" --state-dir "$S" status
 check "every shipped policy is loaded" contains "$OUT" "uniform-progress"
+check "it found the shipped catalog (no warning)" eval '! grep -q "no instance catalog" "$S.log"'
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
+
+# A catalog that is not where it is looked for is said, with what follows.
+mkdir -p "$TMP/nodata"
+cat >"$TMP/sim.yaml" <<YAML
+providers:
+  sim:
+    prices: ${EBB_SOURCE_ROOT:?}/data/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv
+YAML
+export EBB_DATA_DIR="$TMP/nodata"
+check "ebbd starts without its catalog" start_daemon "$TMP/state3" --config "$TMP/sim.yaml"
+unset EBB_DATA_DIR
+stop_daemon TERM
+check "it warns that on-demand jobs cannot run" \
+    grep -q "no instance catalog at $TMP/nodata/catalog.csv: on-demand offers" "$TMP/state3.log"
 
 mkdir -p "$TMP/elsewhere"
 cp "$EBBD" "$TMP/elsewhere/ebbd"
