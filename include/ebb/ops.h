@@ -21,8 +21,10 @@
 
 struct ebb_op;
 
-/* A plugin's operations; zero-initialise, then set `host`. (A zeroed
- * list head is taken for an empty list on first use.) */
+/* A plugin's operations, oldest first; zero-initialise, then set `host`.
+ * (A zeroed list head is taken for an empty list on first use; a plugin
+ * that walks `head` itself before its first ebb_op_add initialises it
+ * with ebb_list_init.) */
 struct ebb_ops {
     struct ebb_list head;
     const struct ebb_host *host;
@@ -38,11 +40,15 @@ struct ebb_op {
     int64_t timer; /* a pending host timer of the operation, or 0 */
 };
 
+/* Appends `op` to `set`, to be ended by `cancel` on ebb_ops_cancel_all.
+ * The caller owns `op` and sets its timer field, if it has one. */
 void ebb_op_add(struct ebb_ops *set, struct ebb_op *op,
                  void (*cancel)(struct ebb_op *op));
 /* Takes `op` off its list and stops its timer, if any. */
 void ebb_op_remove(struct ebb_op *op);
-/* Cancels every operation (for destroy()). */
+/* Cancels every operation (for destroy()), in the order they were added,
+ * so that callbacks see their ECANCELED in the order they were asked
+ * for; an operation added by a cancel callback is cancelled too. */
 void ebb_ops_cancel_all(struct ebb_ops *set);
 
 /* ---- HTTP calls ---- */

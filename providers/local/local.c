@@ -1,6 +1,8 @@
 /* The local provider's ABI glue: configuration, the provider calls (each
- * completes from a host timer due now, never inside the call), and a watch
- * timer that notices instances whose processes are gone. */
+ * completes from a host timer due now, never inside the call; pending ones
+ * are operations on the SDK's in-flight tracker, ebb/ops.h, which destroy()
+ * cancels), and a watch timer that notices instances whose processes are
+ * gone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,14 +34,13 @@ union local_cb {
 };
 
 struct local_call {
-    struct ebb_list node; /* in l->calls */
+    struct ebb_op op; /* on l->ops; op.timer is the timer due now */
     struct local *l;
     enum call_kind kind;
     int status;
     union local_cb cb;
     void *arg;
     struct local_inst *inst; /* CALL_LAUNCH */
-    int64_t timer;
 };
 
 static struct local_inst *inst_of(struct ebb_list *node)
@@ -120,8 +121,18 @@ static void complete(struct local_call *c, int status)
 static void on_call_timer(void *arg)
 {
     struct local_call *c = arg;
-    ebb_list_remove(&c->node);
+    c->op.timer = 0; /* it has fired */
+    ebb_op_remove(&c->op);
     complete(c, c->status);
+    free(c);
+}
+
+/* destroy(): the timer is stopped and the callback told EBB_ECANCELED. */
+static void call_cancel(struct ebb_op *op)
+{
+    struct local_call *c = ebb_list_entry(op, struct local_call, op);
+    ebb_op_remove(op);
+    complete(c, EBB_ECANCELED);
     free(c);
 }
 
@@ -133,14 +144,14 @@ static int defer(struct local *l, enum call_kind kind, int status,
         return EBB_ENOMEM;
     *c = (struct local_call){.l = l, .kind = kind, .status = status, .cb = cb,
                              .arg = arg, .inst = inst};
-    c->timer = l->host->timer_start(l->host->ctx, l->host->now(l->host->ctx),
-                                    on_call_timer, c);
-    if (c->timer < 0) {
-        int rc = (int)c->timer;
+    int64_t id = l->host->timer_start(l->host->ctx, l->host->now(l->host->ctx),
+                                      on_call_timer, c);
+    if (id < 0) {
         free(c);
-        return rc;
+        return (int)id;
     }
-    ebb_list_insert_tail(&l->calls, &c->node);
+    c->op.timer = id;
+    ebb_op_add(&l->ops, &c->op, call_cancel);
     return 0;
 }
 
@@ -266,8 +277,8 @@ static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
     local_kill(inst);
     local_alive(inst); /* reaps our child */
     struct ebb_list *pos;
-    ebb_list_foreach(pos, &l->calls) {
-        struct local_call *c = ebb_list_entry(pos, struct local_call, node);
+    ebb_list_foreach(pos, &l->ops.head) {
+        struct local_call *c = ebb_list_entry(pos, struct local_call, op.node);
         if (c->inst == inst) {
             c->inst = NULL;
             c->status = EBB_EIO; /* terminated before its launch answered */
@@ -306,7 +317,9 @@ static int local_create(const struct ebb_host *host, const void *config, void **
     l->host = host;
     l->cfg = cfg;
     ebb_list_init(&l->insts);
-    ebb_list_init(&l->calls);
+    /* Initialised here, not on first use: terminate walks it. */
+    ebb_list_init(&l->ops.head);
+    l->ops.host = host;
     if (local_find_agent(l) != 0) {
         free(l);
         return EBB_ECONFIG;
@@ -323,14 +336,7 @@ static void local_destroy(void *self)
     free(l->agent);
     if (l->watch_timer > 0)
         l->host->timer_stop(l->host->ctx, l->watch_timer);
-    while (!ebb_list_empty(&l->calls)) {
-        struct local_call *c =
-            ebb_list_entry(ebb_list_first(&l->calls), struct local_call, node);
-        ebb_list_remove(&c->node);
-        l->host->timer_stop(l->host->ctx, c->timer);
-        complete(c, EBB_ECANCELED);
-        free(c);
-    }
+    ebb_ops_cancel_all(&l->ops);
     /* Instances outlive ebbd: the next one reconciles them. */
     while (!ebb_list_empty(&l->insts)) {
         struct local_inst *i = inst_of(ebb_list_first(&l->insts));

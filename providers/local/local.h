@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <ebb/list.h>
+#include <ebb/ops.h>
 #include <ebb/provider.h>
 
 struct local_cfg {
@@ -36,15 +37,13 @@ struct local_inst {
     struct ebb_list node;    /* in l->insts, newest first */
 };
 
-struct local_call;
-
 struct local {
     const struct ebb_host *host;
     const struct local_cfg *cfg;
     const char *dir;         /* plugin_dir(), NULL until first needed */
     char *agent;             /* the ebb-agent to run */
     struct ebb_list insts;   /* struct local_inst */
-    struct ebb_list calls;   /* struct local_call: pending callbacks, oldest first */
+    struct ebb_ops ops;      /* struct local_call (local.c): pending callbacks */
     int64_t watch_timer;
     int loaded;              /* state files read */
 };

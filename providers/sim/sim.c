@@ -3,8 +3,9 @@
  * from a host timer due now, never inside the call itself, exactly as a
  * real cloud's answer arrives later on the loop.
  *
- * Callbacks still pending are kept in a FIFO list so that destroy() can
- * complete each one, in the order they were asked for, with EBB_ECANCELED.
+ * Callbacks still pending are operations on the SDK's in-flight tracker
+ * (ebb/ops.h), so that destroy() completes each one, in the order they
+ * were asked for, with EBB_ECANCELED.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -64,7 +65,7 @@ enum sim_req_kind {
 };
 
 struct sim_req {
-    struct ebb_list node; /* in s->reqs, in the order they were queued */
+    struct ebb_op op; /* on s->ops; op.timer is the timer due now */
     struct sim *s;
     enum sim_req_kind kind;
     int status;
@@ -76,7 +77,6 @@ struct sim_req {
     } cb;
     void *arg;
     struct sim_instance *inst; /* SIM_REQ_LAUNCH */
-    int64_t timer;
 };
 
 static void run_list(struct sim *s, struct sim_req *r)
@@ -141,9 +141,19 @@ static void req_run(struct sim *s, struct sim_req *r)
 static void on_req_timer(void *arg)
 {
     struct sim_req *r = arg;
-    struct sim *s = r->s;
-    ebb_list_remove(&r->node);
-    req_run(s, r);
+    r->op.timer = 0; /* it has fired */
+    ebb_op_remove(&r->op);
+    req_run(r->s, r);
+    free(r);
+}
+
+/* destroy(): the timer is stopped and the callback told EBB_ECANCELED. */
+static void req_cancel(struct ebb_op *op)
+{
+    struct sim_req *r = ebb_list_entry(op, struct sim_req, op);
+    ebb_op_remove(op);
+    r->status = EBB_ECANCELED;
+    req_run(r->s, r);
     free(r);
 }
 
@@ -157,8 +167,8 @@ static int req_start(struct sim *s, struct sim_req *r)
         free(r);
         return (int)id;
     }
-    r->timer = id;
-    ebb_list_insert_tail(&s->reqs, &r->node);
+    r->op.timer = id;
+    ebb_op_add(&s->ops, &r->op, req_cancel);
     return 0;
 }
 
@@ -245,7 +255,7 @@ static int sim_create(const struct ebb_host *host, const void *config, void **se
         return EBB_ENOMEM;
     s->host = host;
     s->cfg = cfg;
-    ebb_list_init(&s->reqs);
+    s->ops.host = host;
     s->billing = billing;
     s->terminations_to_fail = cfg->failed_terminations;
     sim_rng_seed(&s->rng, (uint64_t)cfg->seed);
@@ -265,15 +275,7 @@ static void sim_destroy(void *self)
     if (s == NULL)
         return;
     s->destroying = 1;
-    while (!ebb_list_empty(&s->reqs)) {
-        struct sim_req *r =
-            ebb_list_entry(ebb_list_first(&s->reqs), struct sim_req, node);
-        ebb_list_remove(&r->node);
-        s->host->timer_stop(s->host->ctx, r->timer);
-        r->status = EBB_ECANCELED;
-        req_run(s, r);
-        free(r);
-    }
+    ebb_ops_cancel_all(&s->ops);
     for (size_t i = 0; i < s->n_inst; i++)
         sim_instance_free(s, s->inst[i]);
     sim_index_free(s);

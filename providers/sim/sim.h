@@ -19,6 +19,7 @@
 
 #include <ebb/job_model.h>
 #include <ebb/list.h>
+#include <ebb/ops.h>
 #include <ebb/provider.h>
 #include <ebb/trace.h>
 
@@ -174,8 +175,6 @@ void sim_instance_disarm(struct sim *s, struct sim_instance *in);
 
 /* ---- the provider (sim.c) ---- */
 
-struct sim_req;
-
 struct sim {
     const struct ebb_host *host;
     const struct sim_cfg *cfg;
@@ -186,7 +185,7 @@ struct sim {
     size_t n_inst, cap_inst;
     struct sim_instance **by_token; /* hash table of inst (sim_index.c) */
     size_t cap_tokens;
-    struct ebb_list reqs; /* struct sim_req: callbacks still to run */
+    struct ebb_ops ops; /* struct sim_req (sim.c): callbacks still to run */
     int64_t terminations_to_fail;        /* failed_terminations left */
     int destroying;
 };

@@ -18,7 +18,7 @@ void ebb_op_add(struct ebb_ops *set, struct ebb_op *op,
 {
     op->set = set;
     op->cancel = cancel;
-    ebb_list_insert_head(list_of(&set->head), &op->node);
+    ebb_list_insert_tail(list_of(&set->head), &op->node);
 }
 
 void ebb_op_remove(struct ebb_op *op)
