@@ -986,6 +986,47 @@ static void destroy_cancels_pending_callbacks(void **state)
     fx_close(&f);
 }
 
+/* The order of the ECANCELED callbacks, recorded by on_done_in_order. */
+struct done_order {
+    int seen[4];
+    int n;
+};
+
+struct done_tag {
+    struct done_order *order;
+    int tag;
+};
+
+static void on_done_in_order(void *arg, int status)
+{
+    struct done_tag *d = arg;
+    assert_int_equal(status, EBB_ECANCELED);
+    assert_true(d->order->n < 4);
+    d->order->seen[d->order->n++] = d->tag;
+}
+
+static void destroy_cancels_in_the_order_asked(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, base_yaml), 0);
+    struct launch_res r;
+    struct sim_launch req = on_c("t", H);
+    launch(&f, &req, &r);
+    struct done_order order = {0};
+    struct done_tag d[3];
+    for (int i = 0; i < 3; i++) {
+        d[i] = (struct done_tag){.order = &order, .tag = i};
+        assert_int_equal(f.p->stop_job(f.self, r.id, 0, on_done_in_order, &d[i]), 0);
+    }
+    f.p->destroy(f.self);
+    f.self = NULL;
+    assert_int_equal(order.n, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(order.seen[i], i);
+    fx_close(&f);
+}
+
 /* ---- the same inputs give the same events ---- */
 
 static void run_scenario(struct fx *f)
@@ -1118,6 +1159,7 @@ int main(void)
         cmocka_unit_test(terminate_cancels_pending_events),
         cmocka_unit_test(terminate_from_an_event_handler),
         cmocka_unit_test(destroy_cancels_pending_callbacks),
+        cmocka_unit_test(destroy_cancels_in_the_order_asked),
         cmocka_unit_test(same_inputs_same_events),
         cmocka_unit_test(bad_traces_fail_create_with_the_readers_message),
         cmocka_unit_test(replays_the_shipped_aws_traces),
