@@ -217,6 +217,17 @@ static bool handle_one(struct conn *c)
         return false;
     }
     size_t head_len = (size_t)(end - c->in) + 4;
+    /* The cap holds for a head that arrived whole, too. A NUL byte would
+     * end the copy's strings before the CRLFs the parser below relies on
+     * finding, so a head with one is refused before it is parsed. */
+    if (head_len > MAX_HEAD) {
+        answer_error(c, 431);
+        return false;
+    }
+    if (memchr(c->in, '\0', head_len) != NULL) {
+        answer_error(c, 400);
+        return false;
+    }
 
     /* Parse a private copy, cut into NUL-terminated pieces. */
     char *head = malloc(head_len + 1);

@@ -15,6 +15,11 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "ebb_build_config.h"
 #include "io/http_client.h"
 #include "io/httpd.h"
@@ -380,6 +385,99 @@ static void bad_requests_refused(void **state)
     expect_result(&r, EBB_EINVAL, ANY, 1);
 }
 
+/* ---- raw requests to the server ---------------------------------------- */
+
+/* Bytes sent as they are, from a thread with a blocking socket while the
+ * loop serves them; the first bytes of the answer come back. */
+struct raw {
+    uint16_t port;
+    const char *data;
+    size_t len;
+    char answer[64];
+    uv_async_t async;
+    int done;
+};
+
+static void raw_thread(void *arg)
+{
+    struct raw *r = arg;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(r->port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+        size_t sent = 0;
+        while (sent < r->len) {
+            ssize_t n = send(fd, r->data + sent, r->len - sent, MSG_NOSIGNAL);
+            if (n <= 0)
+                break;
+            sent += (size_t)n;
+        }
+        size_t got = 0;
+        while (got < sizeof(r->answer) - 1) {
+            ssize_t n = recv(fd, r->answer + got, sizeof(r->answer) - 1 - got, 0);
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+        r->answer[got] = '\0';
+    }
+    if (fd >= 0)
+        close(fd);
+    uv_async_send(&r->async);
+}
+
+static void on_raw_done(uv_async_t *a)
+{
+    struct raw *r = a->data;
+    r->done = 1;
+    uv_close((uv_handle_t *)a, NULL);
+}
+
+/* Sends `len` bytes of `data` to the server and returns the first bytes
+ * of its answer in `r->answer` ("" when it closed without a word). */
+static void send_raw(struct fx *f, struct raw *r, const char *data, size_t len)
+{
+    unsigned port = 0;
+    assert_int_equal(sscanf(f->base, "http://127.0.0.1:%u", &port), 1);
+    *r = (struct raw){.port = (uint16_t)port, .data = data, .len = len};
+    assert_int_equal(uv_async_init(&f->loop, &r->async, on_raw_done), 0);
+    r->async.data = r;
+    uv_thread_t t;
+    assert_int_equal(uv_thread_create(&t, raw_thread, r), 0);
+    run_until(f, &r->done, 1);
+    uv_thread_join(&t);
+}
+
+/* A NUL in the request line or a header is a 400, and a head over the
+ * 64 KiB cap a 431 even when it arrives whole; the server lives on and
+ * answers the next request. */
+static void hostile_heads_refused(void **state)
+{
+    struct fx *f = *state;
+    struct raw r;
+    static const char nul_line[] = "GET /echo\0x HTTP/1.1\r\nHost: a\r\n\r\n";
+    send_raw(f, &r, nul_line, sizeof(nul_line) - 1);
+    assert_int_equal(strncmp(r.answer, "HTTP/1.1 400 Bad Request\r\n", 26), 0);
+    static const char nul_header[] = "GET /echo HTTP/1.1\r\nX-A: a\0b\r\n\r\n";
+    send_raw(f, &r, nul_header, sizeof(nul_header) - 1);
+    assert_int_equal(strncmp(r.answer, "HTTP/1.1 400 Bad Request\r\n", 26), 0);
+
+    size_t big = 70 * 1024;
+    char *head = malloc(big + 64);
+    assert_non_null(head);
+    int n = snprintf(head, 64, "GET /echo HTTP/1.1\r\nX-Big: ");
+    memset(head + n, 'a', big);
+    memcpy(head + n + big, "\r\n\r\n", 4);
+    send_raw(f, &r, head, (size_t)n + big + 4);
+    free(head);
+    assert_int_equal(strncmp(r.answer, "HTTP/1.1 431 ", 13), 0);
+
+    struct result ok = {.f = f};
+    get(f, "/echo", 1, 0, &ok);
+    run_until(f, &ok.calls, 1);
+    expect_result(&ok, 0, 200, 1);
+}
+
 static void close_cancels_in_flight(void **state)
 {
     struct fx *f = *state;
@@ -575,6 +673,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(dropped_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(response_size_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_requests_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(hostile_heads_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(close_cancels_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(close_from_callback, setup, teardown),
     };
