@@ -25,7 +25,10 @@
  * each unit at most once, no spaces: "90s", "5m", "8h", "2d", "1h30m",
  * "250ms", "1.5h". Units: d, h, m, s, ms. A fraction must come to a whole
  * number of milliseconds. Rejects "8" (no unit), "-5m", "5 parsecs" and
- * values beyond int64 milliseconds. On success stores into *out. */
+ * anything longer than EBB_DURATION_MAX (100 years), so that a time plus
+ * any parsed duration stays far inside int64 milliseconds. On success
+ * stores into *out. */
+#define EBB_DURATION_MAX ((ebb_dur_ms)36525 * 86400000)
 int ebb_parse_duration(const char *s, ebb_dur_ms *out);
 int ebb_parse_duration_why(const char *s, ebb_dur_ms *out, const char **why);
 

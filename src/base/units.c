@@ -147,6 +147,8 @@ int ebb_parse_duration_why(const char *s, ebb_dur_ms *out, const char **why)
             total += scaled / denom;
         }
     }
+    if (total > EBB_DURATION_MAX)
+        return fail(why, "longer than 100 years (36525d)");
     *out = total;
     return 0;
 }

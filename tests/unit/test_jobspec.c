@@ -403,6 +403,10 @@ static void errors(void **state)
     expect_error(HEAD "work: 8\n",
                  "job.yaml:3: work: \"8\" is not a duration (no unit; use d, "
                  "h, m, s or ms; example: 90s, 5m, 1h30m)");
+    expect_error(HEAD "work: 9223372036854775807ms\n",
+                 "job.yaml:3: work: \"9223372036854775807ms\" is not a "
+                 "duration (longer than 100 years (36525d); example: 90s, 5m, "
+                 "1h30m)");
     expect_error(HEAD "work: 0s\n",
                  "job.yaml:3: work: must be more than 0s (example: 8h)");
     expect_error(HEAD "work: 1h\nrestart_overhead: soon\n",
