@@ -75,6 +75,32 @@ static long read_pid(int fd)
     return strtol(buf, NULL, 10);
 }
 
+int ebb__state_dir_check(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+        return EBB_EIO;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: the state directory is not a directory", dir);
+        return EBB_EIO;
+    }
+    if (st.st_uid != geteuid()) {
+        snprintf(err, errlen, "%s: the state directory belongs to uid %ld, not "
+                 "to this ebbd (uid %ld); give it to this user (chown) or use "
+                 "another --state-dir", dir, (long)st.st_uid, (long)geteuid());
+        return EBB_EPERM;
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+        snprintf(err, errlen, "%s: the state directory is writable by others "
+                 "(mode %03o); chmod go-w it (700 or 750)", dir,
+                 (unsigned)(st.st_mode & 0777));
+        return EBB_EPERM;
+    }
+    return 0;
+}
+
 int ebb__state_lock(const char *dir, int *fd_out, long *holder_pid,
                     char *err, size_t errlen)
 {
@@ -83,10 +109,19 @@ int ebb__state_lock(const char *dir, int *fd_out, long *holder_pid,
     char *file = ebb__path_join(dir, "ebbd.lock");
     if (file == NULL)
         return EBB_ENOMEM;
-    /* No O_TRUNC: a second daemon must not disturb the first one's pid. */
-    int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    /* No O_TRUNC: a second daemon must not disturb the first one's pid.
+     * O_NOFOLLOW: the pid is written into this file, never through a link
+     * someone planted in its place. */
+    int fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+        errno = EINVAL;
+    }
     if (fd < 0) {
-        snprintf(err, errlen, "cannot open %s: %s", file, strerror(errno));
+        snprintf(err, errlen, "cannot open %s: %s (it must be a regular file, "
+                 "not a link; remove it and start again)", file, strerror(errno));
         free(file);
         return EBB_EIO;
     }

@@ -30,10 +30,19 @@ const char *ebb__uninstalled_build_root(void);
  * Returns 0 or EBB_EIO/EBB_EPERM with a message in err. */
 int ebb__mkdir_p(const char *dir, char *err, size_t errlen);
 
+/* Checks that the state directory `dir` can be trusted: a directory owned
+ * by this process's effective user that no one else may write into (a
+ * writer could plant ebbd.lock, ebb.db or the socket). Group and others may
+ * read and search it (a team's socket). Returns 0, or EBB_EPERM/EBB_EIO
+ * with a message saying how to fix it in err. */
+int ebb__state_dir_check(const char *dir, char *err, size_t errlen);
+
 /* "<dir>/<name>" as a heap string, NULL on allocation failure. */
 char *ebb__path_join(const char *dir, const char *name);
 
-/* Takes the exclusive lock <dir>/ebbd.lock without blocking. On success
+/* Takes the exclusive lock <dir>/ebbd.lock without blocking; a lock file
+ * that is a symbolic link or not a regular file is refused (EBB_EIO), so
+ * the pid is never written through a planted link. On success
  * returns an fd to keep open for the daemon's life and writes our pid into
  * the file. If another process holds it: EBB_EBUSY, with its pid in
  * *holder_pid when known (else 0). Other failures: EBB_EIO with err set. */

@@ -48,7 +48,8 @@ static int open_state(const struct ebb__daemon_options *opts,
         ebb__error("no state directory: pass --state-dir or set EBB_STATE_DIR");
         return 1;
     }
-    if (ebb__mkdir_p(d->state_dir, err, sizeof(err)) != 0) {
+    if (ebb__mkdir_p(d->state_dir, err, sizeof(err)) != 0 ||
+        ebb__state_dir_check(d->state_dir, err, sizeof(err)) != 0) {
         ebb__error("%s", err);
         return 1;
     }

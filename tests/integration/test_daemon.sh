@@ -32,6 +32,20 @@ expect_exit 2 "bad amount refused" "$EBBD" --state-dir "$TMP/never" --config "$T
 check "bad amount explained" contains "$ERR" 'bad2.yaml:3: providers.fake.limit: "forty" is not an amount'
 check "bad amount created no state" test ! -e "$TMP/never"
 
+# A state directory others may write into, or a lock file planted as a
+# link, is refused before anything is written through it.
+mkdir -p "$TMP/open" "$TMP/linked"
+chmod 777 "$TMP/open"
+expect_exit 1 "a state dir writable by others is refused" "$EBBD" --state-dir "$TMP/open"
+check "it says how to fix the mode" contains "$ERR" "writable by others (mode 777); chmod go-w"
+check "nothing was written into it" test -z "$(ls -A "$TMP/open")"
+echo keep >"$TMP/victim"
+ln -s "$TMP/victim" "$TMP/linked/ebbd.lock"
+chmod 700 "$TMP/linked"
+expect_exit 1 "a lock file that is a link is refused" "$EBBD" --state-dir "$TMP/linked"
+check "it says the lock must be a regular file" contains "$ERR" "must be a regular file, not a link"
+check "the link's target is untouched" test "$(cat "$TMP/victim")" = keep
+
 # Start on the built-in default configuration.
 check "ebbd starts" start_daemon "$S"
 
