@@ -141,8 +141,11 @@ def check_plugin_include(path, kind, target, problems, where):
     here = os.path.dirname(path)
     if '/' not in target and os.path.exists(os.path.join(here, target)):
         return
-    common = os.path.join(os.path.dirname(here), 'common', target)
-    if here.startswith(os.path.join(ROOT, 'policies')) and os.path.exists(common):
+    # policies/common/ is the policies' own shared code (compiled into
+    # each policy module, never part of the core): "common/policy_util.h".
+    policies = os.path.join(ROOT, 'policies')
+    if (here.startswith(policies) and target.startswith('common/') and
+            os.path.exists(os.path.join(policies, target))):
         return
     problems.append(f'{where}: "{target}": plugins include only the SDK '
                     f'(<ebb/...>) and their own folder\'s headers')

@@ -38,8 +38,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "dl_rules.h"
-#include "policy_util.h"
+#include "common/dl_rules.h"
+#include "common/policy_util.h"
 
 struct dl {
     const struct ebb_host *host;

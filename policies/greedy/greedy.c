@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "policy_util.h"
+#include "common/policy_util.h"
 
 struct greedy_cfg {
     ebb_dur_ms safety_margin;

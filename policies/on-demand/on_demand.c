@@ -17,7 +17,7 @@
 
 #include <stdlib.h>
 
-#include "policy_util.h"
+#include "common/policy_util.h"
 
 struct on_demand {
     const struct ebb_host *host;

@@ -41,8 +41,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "dl_rules.h"
-#include "policy_util.h"
+#include "common/dl_rules.h"
+#include "common/policy_util.h"
 
 struct trough_cfg {
     struct dl_cfg dl; /* the deadline rules' knobs, first */

@@ -45,7 +45,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "policy_util.h"
+#include "common/policy_util.h"
 
 struct up_cfg {
     double hysteresis_overheads;

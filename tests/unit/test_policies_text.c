@@ -12,7 +12,7 @@
 
 #include <math.h>
 
-#include "policy_util.h"
+#include "common/policy_util.h"
 
 /* pu_dur_text() as it was written with snprintf. */
 static void dur_reference(double ms, char buf[PU_DUR_TEXT])
