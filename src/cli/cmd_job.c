@@ -12,7 +12,8 @@ static const char usage[] =
     "\n"
     "Shows job ID: its state, where it runs now, what it has spent and on\n"
     "what, every state change with its reason, its instances and its\n"
-    "checkpoints.\n";
+    "checkpoints. Another user's job shows only its summary (state,\n"
+    "progress, spend) unless you are an admin or an admin of its team.\n";
 
 static const char *str(json_t *o, const char *key)
 {
@@ -54,6 +55,13 @@ static void print_job(json_t *j)
                : "");
     size_t i;
     json_t *row;
+    if (json_is_true(json_object_get(j, "redacted"))) {
+        printf("  team:        %s\n", str(j, "team")[0] ? str(j, "team") : "-");
+        printf("\n  redacted: not your job (its spec, env, events, instances "
+               "and checkpoints\n  are shown only to its owner, its team's "
+               "admins and ebbd's admins)\n");
+        return;
+    }
     json_array_foreach(json_object_get(j, "spent_by_kind"), i, row)
         printf("    %-9s  %s\n", str(row, "kind"),
                ebb_format_money(json_integer_value(json_object_get(row, "amount_micros")),

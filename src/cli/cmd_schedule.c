@@ -17,7 +17,9 @@ static const char usage[] =
     "examples/nightly.yaml). add prints the new schedule's id; a file with\n"
     "an error is refused with file:line and nothing is stored. ID is a\n"
     "schedule's id or name. remove stops future runs; runs already started\n"
-    "go on. Only the owner or an admin may remove a schedule.\n";
+    "go on. Only the owner or an admin may remove a schedule. Another\n"
+    "user's schedule shows only when it fires, not its spec, runs or\n"
+    "events, unless you are an admin or an admin of its team.\n";
 
 static const char *str(json_t *o, const char *key)
 {
@@ -113,10 +115,13 @@ static void print_show(json_t *s)
                                 a, sizeof(a)));
     printf("  budget:      %s per run\n", budget(s, a, sizeof(a)));
     printf("  missed:      %s\n", str(s, "missed"));
-    printf("  file:        %s (added %s by uid %lld)\n", str(s, "file"),
+    int redacted = json_is_true(json_object_get(s, "redacted"));
+    printf("  %-12s %s%s(added %s by uid %lld)\n", redacted ? "added:" : "file:",
+           redacted ? "" : str(s, "file"), redacted ? "" : " ",
            when(s, "created_at", a, sizeof(a)),
            (long long)json_integer_value(json_object_get(s, "owner_uid")));
     printf("  last fire:   %s\n", when(s, "last_fire_at", a, sizeof(a)));
+    printf("  team:        %s\n", str(s, "team"));
     printf("\nNext fire times:\n");
     size_t i;
     json_t *row;
@@ -125,6 +130,12 @@ static void print_show(json_t *s)
     if (json_array_size(json_object_get(s, "next_fires")) == 0)
         printf("  none\n");
 
+    if (redacted) {
+        printf("\n  redacted: not your schedule (its spec, runs and events are "
+               "shown only\n  to its owner, its team's admins and ebbd's "
+               "admins)\n");
+        return;
+    }
     printf("\nSpec (%s):\n", str(s, "file"));
     for (const char *line = str(s, "yaml"); *line != '\0';) {
         const char *end = strchr(line, '\n');

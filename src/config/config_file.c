@@ -40,11 +40,15 @@ static const char default_text[] =
 
 struct team_cfg {
     struct ebb_string_list members;
+    struct ebb_string_list admins;
     struct ebb_money budget;
 };
 static const struct ebb_cfg_key team_keys[] = {
     {"members", EBB_CFG_STRING_LIST, "[]", offsetof(struct team_cfg, members),
      "user names in the team"},
+    {"admins", EBB_CFG_STRING_LIST, "[]", offsetof(struct team_cfg, admins),
+     "user names who see every job and schedule of the team in full (they "
+     "are members too)"},
     {"budget", EBB_CFG_MONEY, NULL, offsetof(struct team_cfg, budget),
      "spending cap per calendar month"},
     EBB_CFG_END,
@@ -185,8 +189,9 @@ static int do_teams(struct ebb__config *cfg, const struct ebb__ynode *n,
         struct ebb__team *t = &cfg->teams[cfg->n_teams++];
         t->line = key->line;
         t->members = tc->members;
-        tc->members.n = 0;
-        tc->members.items = NULL;
+        tc->members = (struct ebb_string_list){0, NULL};
+        t->admins = tc->admins;
+        tc->admins = (struct ebb_string_list){0, NULL};
         t->budget = tc->budget;
         t->has_budget = tc->budget.currency[0] != '\0';
         ebb__cfg_free(team_keys, tc);
@@ -442,6 +447,7 @@ void ebb__config_free(struct ebb__config *cfg)
     for (size_t i = 0; i < cfg->n_teams; i++) {
         free(cfg->teams[i].name);
         ebb__string_list_free(&cfg->teams[i].members);
+        ebb__string_list_free(&cfg->teams[i].admins);
     }
     free(cfg->teams);
     ebb__string_list_free(&cfg->admins);

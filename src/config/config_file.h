@@ -34,6 +34,8 @@ struct ebb__team {
     char *name;
     int line;
     struct ebb_string_list members; /* user names */
+    struct ebb_string_list admins;  /* user names: members who see the
+                                     * team's jobs and schedules in full */
     int has_budget;                 /* 0: no monthly cap */
     struct ebb_money budget;        /* per calendar month */
 };

@@ -95,9 +95,43 @@ void ebb__daemon_metrics_close(struct ebb__daemon *d, void (*cb)(void *arg),
  * grown enough and none runs (daemon_checkpoint.c). */
 void ebb__daemon_checkpoint_maybe(struct ebb__daemon *d);
 
+/* Who may do what (daemon_access.c; docs/security.md). */
+
+/* The user name of `uid` into buf (len bytes); NULL when it has none. */
+const char *ebb__daemon_user_name(int64_t uid, char *buf, size_t len);
+
 /* Whether `uid` may act on anyone's jobs and schedules: root, ebbd's own
  * user, or a user named in the configuration's admins. */
 int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid);
+
+/* Which team a job of `uid` (a submit, a schedule add, each schedule
+ * fire) counts against, given the team its spec names (`named`, NULL for
+ * none; `file` names the spec in messages). A named team must be in the
+ * configuration and `uid` one of its members or admins, or an admin; with
+ * none named, the one team `uid` is a member of, or none. Returns 0 with
+ * *team borrowed from the configuration (NULL: no team); EBB_ENOTFOUND
+ * (no such team), EBB_EPERM (not a member) or EBB_EINVAL (a member of
+ * several teams who named none; the message lists them), with `why`
+ * filled and *team NULL. */
+int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
+                            const char *file, const char *named,
+                            const char **team, struct ebb_diag *why);
+
+/* The API error code for a refusal of ebb__daemon_settle_team(): a
+ * "forbidden" for EBB_EPERM, else "invalid". */
+const char *ebb__daemon_team_code(int rc);
+
+/* Whether `uid` sees in full a job or schedule that `owner` owns, in
+ * `team` (NULL or "": none): its owner, an admin, or an admin of that
+ * team (teams.NAME.admins). Everyone else gets the redacted view. */
+int ebb__daemon_may_see(const struct ebb__daemon *d, uid_t uid,
+                        int64_t owner, const char *team);
+
+/* Cut a job's or a schedule's answer (a JSON object, changed in place)
+ * down to what anyone may see (docs/security.md lists the fields) and set
+ * "redacted": true in it. */
+void ebb__daemon_redact_job(json_t *job);
+void ebb__daemon_redact_schedule(json_t *schedule);
 
 /* Schedules (daemon_schedules.c): start loads them from the store and
  * deals with fire times that passed while ebbd was down (on the loop's

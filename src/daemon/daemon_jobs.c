@@ -1,11 +1,12 @@
 /* The API methods about jobs: submit, jobs, job, cancel, logs.
  *
- * Who may do what: anyone who can reach the socket may submit and list;
- * only a job's owner, root, ebbd's own user or a configured admin may see
- * its logs or cancel it (a refused request says why). */
+ * Who may do what (daemon_access.c): anyone who can reach the socket may
+ * submit and list; a job's owner, an admin of its team, root, ebbd's own
+ * user or a configured admin see it in full, everyone else its summary;
+ * only the owner or an admin may see its logs or cancel it (a refused
+ * request says why). */
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,65 +19,26 @@
 /* The largest chunk of a log one `logs` call returns. */
 #define LOG_CHUNK (256 * 1024)
 
-/* The user name of `uid` into buf; NULL when it has none. */
-static const char *user_name(uid_t uid, char *buf, size_t len)
-{
-    struct passwd pw, *found = NULL;
-    char scratch[1024];
-    if (getpwuid_r(uid, &pw, scratch, sizeof(scratch), &found) != 0 || found == NULL)
-        return NULL;
-    snprintf(buf, len, "%s", pw.pw_name);
-    return buf;
-}
-
-static int listed(const struct ebb_string_list *l, const char *name)
-{
-    for (size_t i = 0; name != NULL && i < l->n; i++)
-        if (strcmp(l->items[i], name) == 0)
-            return 1;
-    return 0;
-}
-
-int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid)
-{
-    char name[256];
-    return uid == 0 || uid == getuid() ||
-           listed(&d->config->admins, user_name(uid, name, sizeof(name)));
-}
-
-/* A job counts against its team's budget: only the team's members (or an
- * admin) may submit for it, and a member of exactly one team who names
- * none submits for that team. Answers and returns 0 when refused. */
+/* A job counts against its team's budget: the shared rule
+ * (ebb__daemon_settle_team) says which, or answers why not and returns 0. */
 static int settle_team(struct ebb__daemon *d, struct ebb__api_call *call,
                        struct ebb__job_spec *spec)
 {
-    char name[256];
-    const char *user = user_name(call->uid, name, sizeof(name));
-    if (spec->team != NULL) {
-        const struct ebb__team *t = ebb__config_team(d->config, spec->team);
-        if (t == NULL) {
-            ebb__api_fail(call, "invalid", "%s: team \"%s\" is not in ebb.yaml "
-                          "(teams:)", spec->file ? spec->file : "job", spec->team);
+    const char *team = NULL;
+    struct ebb_diag why = {{0}};
+    int rc = ebb__daemon_settle_team(d, (int64_t)call->uid, spec->file,
+                                     spec->team, &team, &why);
+    if (rc != 0) {
+        ebb__api_fail(call, ebb__daemon_team_code(rc), "%s", why.msg);
+        return 0;
+    }
+    if (spec->team == NULL && team != NULL) {
+        spec->team = strdup(team);
+        if (spec->team == NULL) {
+            ebb__api_fail(call, "internal", "out of memory");
             return 0;
         }
-        if (!listed(&t->members, user) && !ebb__daemon_is_admin(d, call->uid)) {
-            ebb__api_fail(call, "forbidden", "%s is not a member of team %s "
-                          "(teams.%s.members in ebb.yaml)", user ? user : "this user",
-                          spec->team, spec->team);
-            return 0;
-        }
-        return 1;
     }
-    const struct ebb__team *only = NULL;
-    for (size_t i = 0; i < d->config->n_teams; i++) {
-        if (!listed(&d->config->teams[i].members, user))
-            continue;
-        if (only != NULL)
-            return 1; /* in several teams: the job must say which */
-        only = &d->config->teams[i];
-    }
-    if (only != NULL)
-        spec->team = strdup(only->name);
     return 1;
 }
 
@@ -148,6 +110,15 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
                                    ebb__job_state_name(ebb__engine_job_state(job))));
 }
 
+/* Whether the caller sees job row `job` (owner_uid, team) in full. */
+static int may_see_job(struct ebb__daemon *d, struct ebb__api_call *call,
+                       json_t *job)
+{
+    return ebb__daemon_may_see(
+        d, call->uid, json_integer_value(json_object_get(job, "owner_uid")),
+        json_string_value(json_object_get(job, "team")));
+}
+
 void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
 {
     struct ebb__daemon *d = ctx;
@@ -157,6 +128,12 @@ void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
         ebb__api_fail(call, "internal", "cannot read the store: %s",
                       ebb__store_errmsg(d->store));
         return;
+    }
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        if (!may_see_job(d, call, row))
+            ebb__daemon_redact_job(row);
     }
     ebb__api_reply(call, json_pack("{s:o}", "jobs", rows));
 }
@@ -193,7 +170,10 @@ void ebb__api_job(void *ctx, struct ebb__api_call *call)
                       ebb__store_errmsg(d->store));
         return;
     }
-    json_object_set_new(job, "current", current_json(d, id));
+    if (may_see_job(d, call, job))
+        json_object_set_new(job, "current", current_json(d, id));
+    else
+        ebb__daemon_redact_job(job);
     ebb__api_reply(call, job);
 }
 

@@ -13,6 +13,12 @@
  * second run of one fire time. A skipped, missed or failed fire time is a
  * schedule_events row written with the new last_fire_at.
  *
+ * Teams: a schedule's runs count against a team as a submit's job does
+ * (ebb__daemon_settle_team), checked when it is added and again at every
+ * fire, so an owner who has left the team since gets the fire refused: a
+ * failed fire time, logged and shown by `ebb schedule show`, and the next
+ * fire time is checked afresh.
+ *
  * "The previous run is still going" asks the engine. That holds across
  * restarts too: ebbd takes its unfinished jobs back before the schedules
  * start (ebb__engine_recover(), engine_recover.c), so a run an earlier
@@ -198,6 +204,37 @@ static void write_alone(struct ebb__daemon *d, const struct outcome *o)
     }
 }
 
+/* The team a run of the schedule's owner counts against, as for a submit
+ * and at every fire (the owner may have left the team since, or joined a
+ * second one): sets job->team to it, or returns the refusal with `why`
+ * filled. */
+static int settle_team(struct ebb__daemon *d, int64_t owner,
+                       struct ebb__job_spec *job, struct ebb_diag *why)
+{
+    const char *team = NULL;
+    int rc = ebb__daemon_settle_team(d, owner, job->file, job->team, &team, why);
+    if (rc == 0 && job->team == NULL && team != NULL) {
+        job->team = strdup(team);
+        if (job->team == NULL)
+            rc = EBB_ENOMEM;
+    }
+    return rc;
+}
+
+/* The team a schedule's runs count against today, for who may see it:
+ * the one its job names, or its owner's only team (NULL: none). */
+static const char *sched_team(struct ebb__daemon *d, const struct sched *sc)
+{
+    const char *team = NULL;
+    struct ebb_diag ignored = {{0}};
+    if (sc == NULL)
+        return NULL;
+    if (sc->s.job.team != NULL)
+        return sc->s.job.team;
+    ebb__daemon_settle_team(d, sc->owner_uid, NULL, NULL, &team, &ignored);
+    return team;
+}
+
 /* Submits the run of dec->fire: the job from a fresh read of the file
  * (the engine takes the spec), due at dec->deadline. Returns 0 or an
  * EBB_E* code with `why` filled. */
@@ -208,6 +245,8 @@ static int submit_run(struct ebb__daemon *d, struct outcome *o,
     struct ebb__schedule fresh;
     int rc = ebb__schedule_load_buffer(sc->s.file, sc->yaml, strlen(sc->yaml),
                                        &fresh, why);
+    if (rc == 0)
+        rc = settle_team(d, sc->owner_uid, &fresh.job, why);
     if (rc == 0) {
         fresh.job.deadline_is_relative = 0;
         fresh.job.deadline_at = o->dec->deadline;
@@ -431,6 +470,16 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
                       diag.msg);
         return;
     }
+    const char *team = NULL;
+    rc = ebb__daemon_settle_team(d, (int64_t)call->uid, s.job.file, s.job.team,
+                                 &team, &diag);
+    if (rc != 0) {
+        ebb__warn("refused schedule %s to uid %ld: %s", s.name, (long)call->uid,
+                  diag.msg);
+        ebb__api_fail(call, ebb__daemon_team_code(rc), "%s", diag.msg);
+        ebb__schedule_free(&s);
+        return;
+    }
     if (s.job.policy != NULL && ebb__registry_policy(&d->registry, s.job.policy) == NULL) {
         ebb__api_fail(call, "invalid", "%s:%d: job: no policy named \"%s\" is "
                       "installed (see ebb policies)", s.job.file, s.job.line,
@@ -484,6 +533,20 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
                                    "next_fire_at", (json_int_t)next));
 }
 
+/* Adds "team" to a schedule's answer `o`, and cuts it down to the
+ * summary unless the caller may see it in full. */
+static void team_and_view(struct ebb__daemon *d, struct ebb__api_call *call,
+                          json_t *o)
+{
+    const char *id = json_string_value(json_object_get(o, "id"));
+    const struct sched *sc = id != NULL ? sched_by_id(d->schedules, id) : NULL;
+    const char *team = sched_team(d, sc);
+    json_object_set_new(o, "team", team ? json_string(team) : json_null());
+    int64_t owner = json_integer_value(json_object_get(o, "owner_uid"));
+    if (!ebb__daemon_may_see(d, call->uid, owner, team))
+        ebb__daemon_redact_schedule(o);
+}
+
 void ebb__api_schedules(void *ctx, struct ebb__api_call *call)
 {
     struct ebb__daemon *d = ctx;
@@ -492,6 +555,10 @@ void ebb__api_schedules(void *ctx, struct ebb__api_call *call)
         fail_store(d, call);
         return;
     }
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+        team_and_view(d, call, row);
     ebb__api_reply(call, json_pack("{s:o}", "schedules", rows));
 }
 
@@ -535,6 +602,7 @@ void ebb__api_schedule(void *ctx, struct ebb__api_call *call)
     json_object_set_new(o, "next_fires", fires);
     json_object_set_new(o, "running", json_boolean(sc && run_going(d, sc)));
     json_object_set_new(o, "loaded", json_boolean(sc != NULL));
+    team_and_view(d, call, o);
     ebb__api_reply(call, o);
 }
 

@@ -229,6 +229,7 @@ static const char full_config[] =
     "    budget: 2000 USD\n"
     "  interns:\n"
     "    members: [carol]\n"
+    "    admins: [dave]\n"
     "admins: [root, alice]\n"
     "currency_rates:\n"
     "  CNY: 0.14\n"
@@ -269,8 +270,11 @@ static void config_full(void **state)
     assert_int_equal(ml->budget.amount, 2000000000);
     assert_string_equal(ml->budget.currency, "USD");
     assert_int_equal(ml->line, 18);
+    assert_int_equal(ml->admins.n, 0);
     const struct ebb__team *interns = ebb__config_team(cfg, "interns");
     assert_false(interns->has_budget);
+    assert_int_equal(interns->admins.n, 1);
+    assert_string_equal(interns->admins.items[0], "dave");
     assert_null(ebb__config_team(cfg, "nobody"));
 
     assert_int_equal(cfg->admins.n, 2);
@@ -459,7 +463,10 @@ static void config_errors(void **state)
                  "currency; add a code such as USD; example: 40 USD)");
     expect_error("teams:\n  ml:\n    memebrs: [a]\n",
                  "ebb.yaml:3: teams.ml: unknown key \"memebrs\" (known: "
-                 "members, budget)");
+                 "members, admins, budget)");
+    expect_error("teams:\n  ml:\n    admins: alice\n",
+                 "ebb.yaml:3: teams.ml.admins: expected a string list, not "
+                 "a single value (example: [a, b])");
     expect_error("currency_rates:\n  CNY: cheap\n",
                  "ebb.yaml:2: currency_rates.CNY: \"cheap\" is not a rate "
                  "(USD for 1 CNY, a positive decimal with at most 9 "

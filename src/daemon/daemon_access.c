@@ -1,0 +1,163 @@
+/* Who may do what in ebbd's API (docs/security.md): who a caller is, which
+ * team a job or a schedule's run counts against, and who sees a job or a
+ * schedule in full.
+ *
+ * One function settles the team for submit, schedule add and every
+ * schedule fire, so the three can never disagree about membership. One
+ * list per kind says what everyone may see of another's job or schedule
+ * (the redacted view); answers for others keep only those keys, so a
+ * field added to a job's answer later stays private until it is added
+ * here on purpose. */
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+
+const char *ebb__daemon_user_name(int64_t uid, char *buf, size_t len)
+{
+    struct passwd pw, *found = NULL;
+    char scratch[1024];
+    if (uid < 0 || (int64_t)(uid_t)uid != uid ||
+        getpwuid_r((uid_t)uid, &pw, scratch, sizeof(scratch), &found) != 0 ||
+        found == NULL)
+        return NULL;
+    snprintf(buf, len, "%s", pw.pw_name);
+    return buf;
+}
+
+static int listed(const struct ebb_string_list *l, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < l->n; i++)
+        if (strcmp(l->items[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid)
+{
+    char name[256];
+    return uid == 0 || uid == getuid() ||
+           listed(&d->config->admins,
+                  ebb__daemon_user_name(uid, name, sizeof(name)));
+}
+
+/* A team's admins are its members too. */
+static int in_team(const struct ebb__team *t, const char *user)
+{
+    return listed(&t->members, user) || listed(&t->admins, user);
+}
+
+int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
+                            const char *file, const char *named,
+                            const char **team, struct ebb_diag *why)
+{
+    char name[256];
+    const char *user = ebb__daemon_user_name(uid, name, sizeof(name));
+    const struct ebb__config *cfg = d->config;
+    *team = NULL;
+    if (named != NULL) {
+        const struct ebb__team *t = ebb__config_team(cfg, named);
+        if (t == NULL) {
+            ebb_diag_set(why, NULL, 0, "%s: team \"%s\" is not in ebb.yaml "
+                         "(teams:)", file ? file : "job", named);
+            return EBB_ENOTFOUND;
+        }
+        if (!in_team(t, user) && !ebb__daemon_is_admin(d, (uid_t)uid)) {
+            ebb_diag_set(why, NULL, 0, "%s is not a member of team %s "
+                         "(teams.%s.members in ebb.yaml)",
+                         user ? user : "this user", named, named);
+            return EBB_EPERM;
+        }
+        *team = t->name;
+        return 0;
+    }
+    /* Named none: the one team the user is in, if any. In several, the
+     * job must say which, or it would escape every team's cap. */
+    char teams[400] = "";
+    size_t at = 0, n = 0;
+    for (size_t i = 0; i < cfg->n_teams; i++) {
+        if (!in_team(&cfg->teams[i], user))
+            continue;
+        *team = cfg->teams[i].name;
+        int w = snprintf(teams + at, sizeof(teams) - at, "%s%s",
+                         n > 0 ? ", " : "", cfg->teams[i].name);
+        if (w > 0 && (size_t)w < sizeof(teams) - at)
+            at += (size_t)w;
+        n++;
+    }
+    if (n <= 1)
+        return 0;
+    *team = NULL;
+    ebb_diag_set(why, NULL, 0, "%s: %s is a member of several teams (%s); "
+                 "name one with team: in the job spec", file ? file : "job",
+                 user, teams);
+    return EBB_EINVAL;
+}
+
+const char *ebb__daemon_team_code(int rc)
+{
+    return rc == EBB_EPERM ? "forbidden" : "invalid";
+}
+
+int ebb__daemon_may_see(const struct ebb__daemon *d, uid_t uid,
+                        int64_t owner, const char *team)
+{
+    if ((int64_t)uid == owner || ebb__daemon_is_admin(d, uid))
+        return 1;
+    const struct ebb__team *t =
+        team != NULL && team[0] != '\0' ? ebb__config_team(d->config, team) : NULL;
+    char name[256];
+    return t != NULL &&
+           listed(&t->admins, ebb__daemon_user_name(uid, name, sizeof(name)));
+}
+
+/* What anyone may see of another's job: the columns `ebb jobs` lists.
+ * Never the spec (argv, env, workdir, checkpoint dir), its events (their
+ * reasons name instances), its instances or its checkpoints. */
+static const char *const job_summary[] = {
+    "id", "name", "state", "policy", "owner_uid", "team", "submitted_at",
+    "deadline", "work_ms", "work_done_ms", "budget_micros", "currency",
+    "spent_micros", "retries", "preemptions", "updated_at", NULL,
+};
+
+/* What anyone may see of another's schedule: the columns `ebb schedule
+ * list` shows, less the file it came from, and when it fires next. Never
+ * its YAML (the job's argv and env), file, workdir, runs or events. */
+static const char *const schedule_summary[] = {
+    "id", "name", "owner_uid", "team", "cron", "timezone", "window_ms",
+    "budget_micros", "currency", "missed", "created_at", "last_fire_at",
+    "next_fire_at", "last_job_id", "last_job_state", "next_fires", "running",
+    "loaded", NULL,
+};
+
+static int kept(const char *const *keep, const char *key)
+{
+    for (size_t i = 0; keep[i] != NULL; i++)
+        if (strcmp(keep[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+static void redact(json_t *o, const char *const *keep)
+{
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(o, tmp, key, v) {
+        if (!kept(keep, key))
+            json_object_del(o, key);
+    }
+    json_object_set_new(o, "redacted", json_true());
+}
+
+void ebb__daemon_redact_job(json_t *job)
+{
+    redact(job, job_summary);
+}
+
+void ebb__daemon_redact_schedule(json_t *schedule)
+{
+    redact(schedule, schedule_summary);
+}
