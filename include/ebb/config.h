@@ -14,13 +14,20 @@
 
 #include "common.h"
 
+/* An EBB_CFG_INT or EBB_CFG_DOUBLE value is refused, with the reason,
+ * unless it lies within -EBB_CFG_NUMBER_MAX to EBB_CFG_NUMBER_MAX (a
+ * billion): a count, a limit or a seed fits an int, and any product of two
+ * such values fits int64. A plugin checks its own narrower ranges. */
+#define EBB_CFG_NUMBER_MAX 1000000000
+
 enum ebb_cfg_type {
     EBB_CFG_STRING,      /* char *            ("" allowed; NULL when no default) */
-    EBB_CFG_INT,         /* int64_t */
-    EBB_CFG_DOUBLE,      /* double */
+    EBB_CFG_INT,         /* int64_t, within +-EBB_CFG_NUMBER_MAX */
+    EBB_CFG_DOUBLE,      /* double, within +-EBB_CFG_NUMBER_MAX */
     EBB_CFG_BOOL,        /* int, 0 or 1 */
     EBB_CFG_DURATION,    /* ebb_dur_ms, written "90s", "5m", "1h30m" */
-    EBB_CFG_MONEY,       /* struct ebb_money, written "40 USD" */
+    EBB_CFG_MONEY,       /* struct ebb_money, written "40 USD"; at most
+                          * EBB_MONEY_MAX (units.h) */
     EBB_CFG_STRING_LIST, /* struct ebb_string_list, a YAML sequence */
 };
 

@@ -41,7 +41,10 @@ const char *ebb_format_duration(ebb_dur_ms d, char *buf, size_t size);
  * space, and a 3-letter upper-case currency code: "40 USD", "40.5 USD",
  * "0.000001 USD", "1200 CNY". Exact (integer arithmetic, no double).
  * Rejects "forty", "40", "40 dollars", "-5 USD", more than 6 decimals and
- * amounts beyond int64 micro-units. */
+ * anything more than EBB_MONEY_MAX (a billion units of the currency), so
+ * that over nine thousand parsed amounts add up without leaving int64
+ * micro-units. */
+#define EBB_MONEY_MAX ((ebb_micros)1000000000 * 1000000)
 int ebb_parse_money(const char *s, struct ebb_money *out);
 int ebb_parse_money_why(const char *s, struct ebb_money *out,
                          const char **why);

@@ -291,11 +291,13 @@ const char *ali_json_str(json_t *obj, const char *key)
     return s != NULL ? s : "";
 }
 
-/* Prices arrive as JSON numbers (floats); micro-units round to nearest. */
+/* Prices arrive as JSON numbers (floats); micro-units round to nearest.
+ * One over EBB_MONEY_MAX (which would not even convert) is no price. */
 ebb_micros ali_json_micros(json_t *obj, const char *key, int *ok)
 {
     json_t *v = json_object_get(obj, key);
-    if (!json_is_number(v) || json_number_value(v) < 0) {
+    if (!json_is_number(v) || json_number_value(v) < 0 ||
+        json_number_value(v) > (double)(EBB_MONEY_MAX / EBB_MICROS_PER_UNIT)) {
         *ok = 0;
         return 0;
     }

@@ -45,6 +45,10 @@ int aws_parse_price(const char *s, ebb_micros *out)
         return EBB_EINVAL;
     for (int i = digits; i < 6; i++)
         frac *= 10;
+    /* units alone may be as large as 9.2e12: check before scaling. */
+    if (units > EBB_MONEY_MAX / EBB_MICROS_PER_UNIT ||
+        units * EBB_MICROS_PER_UNIT + frac + round_up > EBB_MONEY_MAX)
+        return EBB_EINVAL;
     *out = units * EBB_MICROS_PER_UNIT + frac + round_up;
     return 0;
 }

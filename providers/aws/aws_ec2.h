@@ -62,7 +62,8 @@ int aws_parse_error(const char *xml, size_t len, char *code, size_t code_size,
                     char *message, size_t message_size);
 
 /* Parses EC2's decimal price ("0.010000") into micro-units, rounding half
- * up past the sixth decimal. Returns 0 or EBB_EINVAL. */
+ * up past the sixth decimal. Returns 0, or EBB_EINVAL (also for a price
+ * over EBB_MONEY_MAX). */
 int aws_parse_price(const char *s, ebb_micros *out);
 
 #endif

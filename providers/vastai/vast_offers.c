@@ -18,6 +18,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <ebb/units.h>
+
 #include "vastai.h"
 
 json_t *vast_offers_query(const struct vast_cfg *cfg)
@@ -127,11 +129,15 @@ struct offer_view {
     struct ebb_shape shape;
 };
 
+/* A price in dollars, as micro-units; a negative one, or one over
+ * EBB_MONEY_MAX (which would not even convert), is no price. */
 static ebb_micros dollars(json_t *row, const char *key, int *ok)
 {
     json_t *v = json_object_get(row, key);
-    *ok = json_is_number(v) && json_number_value(v) >= 0;
-    return *ok ? (ebb_micros)llround(json_number_value(v) * 1e6) : 0;
+    double usd = json_number_value(v);
+    *ok = json_is_number(v) && usd >= 0 &&
+          usd <= (double)(EBB_MONEY_MAX / EBB_MICROS_PER_UNIT);
+    return *ok ? (ebb_micros)llround(usd * 1e6) : 0;
 }
 
 static void poll_finish(struct vast_poll *p, int status)

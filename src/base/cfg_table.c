@@ -97,6 +97,9 @@ static int nomem(const struct ebb__ynode *node, struct ebb_diag *d)
     return EBB_ENOMEM;
 }
 
+/* The reason for a number beyond EBB_CFG_NUMBER_MAX either way. */
+#define OUTSIDE "outside -1000000000 to 1000000000"
+
 static int parse_int(const char *s, int64_t *out, const char **why)
 {
     const char *p = s;
@@ -215,6 +218,8 @@ int ebb__cfg_parse_value(enum ebb_cfg_type type, const struct ebb__ynode *node,
         int64_t v;
         if (parse_int(s, &v, &why) != 0)
             return not_a(node, what, type, why, d);
+        if (v > EBB_CFG_NUMBER_MAX || v < -EBB_CFG_NUMBER_MAX)
+            return not_a(node, what, type, OUTSIDE, d);
         memcpy(dst, &v, sizeof(v));
         return 0;
     }
@@ -227,6 +232,8 @@ int ebb__cfg_parse_value(enum ebb_cfg_type type, const struct ebb__ynode *node,
             return not_a(node, what, type, NULL, d);
         if (!isfinite(v) || errno == ERANGE)
             return not_a(node, what, type, "out of range", d);
+        if (v > EBB_CFG_NUMBER_MAX || v < -EBB_CFG_NUMBER_MAX)
+            return not_a(node, what, type, OUTSIDE, d);
         memcpy(dst, &v, sizeof(v));
         return 0;
     }

@@ -118,6 +118,9 @@ int ebb_parse_decimal_micros(const char *s, ebb_micros *out, const char **why)
         return invalid(why, "is not a number");
     if (whole == max_whole && frac > INT64_MAX % EBB_MICROS_PER_UNIT)
         return invalid(why, "is too large");
+    if (whole * EBB_MICROS_PER_UNIT + frac > EBB_MONEY_MAX)
+        return invalid(why, "is more than 1000000000, the largest amount ebb "
+                            "takes");
     *out = whole * EBB_MICROS_PER_UNIT + frac;
     return 0;
 }

@@ -228,6 +228,8 @@ int ebb_parse_money_why(const char *s, struct ebb_money *out,
     if (micros > INT64_MAX - amount)
         return fail(why, "too large");
     amount += micros;
+    if (amount > EBB_MONEY_MAX)
+        return fail(why, "more than 1000000000, the largest amount ebb takes");
 
     if (*p == '\0')
         return fail(why, "no currency; add a code such as USD");

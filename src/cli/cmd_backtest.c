@@ -1,10 +1,13 @@
 /* ebb backtest: replay a workload against real price traces with the live
  * engine on a virtual clock (see src/report/backtest.h). Runs in this process. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <ebb/config.h>
 
 #include "cli/cli.h"
 #include "report/backtest.h"
@@ -152,9 +155,15 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
             o.billing = optarg;
             break;
         case 's':
+            /* The seed becomes the sim's seed key, an integer of its
+             * configuration table, so it has that table's bounds. */
+            errno = 0;
             o.seed = strtoll(optarg, &end, 10);
-            if (end == optarg || *end != '\0') {
-                fprintf(stderr, "ebb backtest: --seed: \"%s\" is not an integer\n", optarg);
+            if (end == optarg || *end != '\0' || errno == ERANGE ||
+                o.seed > EBB_CFG_NUMBER_MAX || o.seed < -EBB_CFG_NUMBER_MAX) {
+                fprintf(stderr, "ebb backtest: --seed: \"%s\" is not an integer "
+                        "from %d to %d\n", optarg, -EBB_CFG_NUMBER_MAX,
+                        EBB_CFG_NUMBER_MAX);
                 return CLI_USAGE;
             }
             break;

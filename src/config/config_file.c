@@ -209,14 +209,18 @@ static int do_admins(struct ebb__config *cfg, const struct ebb__ynode *n,
                                 &cfg->admins, d);
 }
 
+/* The most USD one unit of a currency may be worth: with amounts of at
+ * most EBB_MONEY_MAX, a converted amount stays inside int64 micro-units. */
+#define RATE_MAX_USD 1000000
+
 /* A rate is a plain decimal with up to 9 decimals, kept exact as an
- * integer count of billionths of a dollar. */
+ * integer count of billionths of a dollar, at most RATE_MAX_USD. */
 static int parse_rate(const char *s, int64_t *out)
 {
     int64_t whole = 0, frac = 0;
     int digits = 0, fdigits = 0;
     for (; *s >= '0' && *s <= '9'; s++, digits++) {
-        if (whole > 1000000)
+        if (whole > RATE_MAX_USD)
             return EBB_EINVAL;
         whole = whole * 10 + (*s - '0');
     }
@@ -235,7 +239,7 @@ static int parse_rate(const char *s, int64_t *out)
     for (int i = fdigits; i < 9; i++)
         frac *= 10;
     int64_t v = whole * 1000000000 + frac;
-    if (v <= 0)
+    if (v <= 0 || v > (int64_t)RATE_MAX_USD * 1000000000)
         return EBB_EINVAL;
     *out = v;
     return 0;
@@ -279,8 +283,10 @@ static int do_currency_rates(struct ebb__config *cfg,
         if (parse_rate(v->value, &r->usd_e9) != 0) {
             ebb_diag_set(d, v->file, v->line,
                           "%s: %s is not a rate (USD for 1 %s, a positive "
-                          "decimal with at most 9 decimals; example: 0.14)",
-                          what, ebb__yread_quote(v, q, sizeof(q)), key->value);
+                          "decimal up to %d with at most 9 decimals; "
+                          "example: 0.14)",
+                          what, ebb__yread_quote(v, q, sizeof(q)), key->value,
+                          RATE_MAX_USD);
             return EBB_ECONFIG;
         }
         memcpy(r->currency, key->value, 4);

@@ -345,6 +345,23 @@ static void forecast_run(struct store_read *r, struct ebb__store *store)
     ebb__forecast_acc_free(h.acc);
 }
 
+/* Whether `ms`, a time given as an integer, lies in the years 0000 to
+ * 9999 that ebb_parse_time() reads, so that a time param given either way
+ * has the same bounds and any duration added to it stays inside int64. */
+static int time_in_range(json_int_t ms)
+{
+    return ms >= ebb_days_from_civil(0, 1, 1) * EBB_MS_PER_DAY &&
+           ms < ebb_days_from_civil(10000, 1, 1) * EBB_MS_PER_DAY;
+}
+
+static int bad_time_ms(struct ebb__api_call *call, const char *key)
+{
+    ebb__api_fail(call, "bad_request", "%s: %lld ms is outside the years 0000 "
+                  "to 9999", key,
+                  (long long)json_integer_value(json_object_get(call->params, key)));
+    return EBB_EINVAL;
+}
+
 /* A time param: ms since the epoch, or an ISO-8601 string. */
 static int param_time(struct ebb__api_call *call, const char *key,
                       ebb_time_ms *out)
@@ -354,6 +371,8 @@ static int param_time(struct ebb__api_call *call, const char *key,
     if (v == NULL)
         return 0;
     if (json_is_integer(v)) {
+        if (!time_in_range(json_integer_value(v)))
+            return bad_time_ms(call, key);
         *out = json_integer_value(v);
         return 0;
     }
@@ -374,7 +393,14 @@ static int param_duration(struct ebb__api_call *call, const char *key,
     if (v == NULL)
         return 0;
     if (json_is_integer(v)) {
-        *out = json_integer_value(v);
+        /* The bounds ebb_parse_duration() puts on a written one. */
+        json_int_t ms = json_integer_value(v);
+        if (ms < 0 || ms > EBB_DURATION_MAX) {
+            ebb__api_fail(call, "bad_request", "%s: %lld ms is not a duration "
+                          "from 0 to 100 years (36525d)", key, (long long)ms);
+            return EBB_EINVAL;
+        }
+        *out = ms;
         return 0;
     }
     if (json_is_string(v) &&
@@ -433,6 +459,8 @@ static int param_when(struct ebb__api_call *call, const char *key,
     if (v == NULL)
         return 0;
     if (json_is_integer(v)) {
+        if (!time_in_range(json_integer_value(v)))
+            return bad_time_ms(call, key);
         *out = json_integer_value(v);
         return 0;
     }

@@ -16,8 +16,11 @@
 #include "jobs/jobspec.h"
 #include "store/store_read.h"
 
-/* The largest chunk of a log one `logs` call returns. */
+/* The largest chunk of a log one `logs` call returns, and the largest
+ * offset a call may ask for (1 TiB; offset plus a chunk stays far inside
+ * off_t and JSON's exact integers). */
 #define LOG_CHUNK (256 * 1024)
+#define LOG_OFFSET_MAX ((json_int_t)1 << 40)
 
 /* A job counts against its team's budget: the shared rule
  * (ebb__daemon_settle_team) says which, or answers why not and returns 0. */
@@ -223,7 +226,13 @@ void ebb__api_logs(void *ctx, struct ebb__api_call *call)
     const char *id = param_string(call, "id");
     if (id == NULL || !may_touch(d, call, id, "read the logs of"))
         return;
-    json_int_t offset = json_integer_value(json_object_get(call->params, "offset"));
+    json_t *at = json_object_get(call->params, "offset");
+    json_int_t offset = json_integer_value(at);
+    if (at != NULL && (!json_is_integer(at) || offset < 0 || offset > LOG_OFFSET_MAX)) {
+        ebb__api_fail(call, "bad_request", "offset: expected a byte offset "
+                      "from 0 to %lld", (long long)LOG_OFFSET_MAX);
+        return;
+    }
     char *path = ebb__agent_log_path(d->logs_dir, id);
     int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     if (fd < 0 && errno != ENOENT) {

@@ -501,9 +501,11 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
         char q[EBB_DIAG_QUOTE_SIZE];
         if (ebb_parse_money_why(budget, &s->budget, &why) != 0 ||
             s->budget.amount <= 0)
-            return fail(d, "budget: %s is not an amount more than 0",
+            return fail(d, "budget: %s is not an amount more than 0%s%s%s",
                         ebb_diag_quote(budget, strlen(budget), q,
-                                        sizeof(q)));
+                                        sizeof(q)),
+                        why != NULL ? " (" : "", why != NULL ? why : "",
+                        why != NULL ? ")" : "");
         s->has_budget = 1;
     }
     s->restart_overhead = EBB__JOB_RESTART_OVERHEAD_DEFAULT;

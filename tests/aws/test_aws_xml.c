@@ -229,8 +229,12 @@ static void test_price_text(void **state)
     assert_int_equal(m, 1);
     assert_int_equal(aws_parse_price("0.0000004", &m), 0);
     assert_int_equal(m, 0);
+    assert_int_equal(aws_parse_price("1000000000", &m), 0);
+    assert_int_equal(m, EBB_MONEY_MAX);
+    /* Over EBB_MONEY_MAX, and (the last) past int64 once scaled. */
     static const char *const bad[] = {"", "1.", ".5", "-1", "1e3", "0.1x",
-                                      "99999999999999999999"};
+                                      "99999999999999999999",
+                                      "1000000000.000001", "9223372036859"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_int_equal(aws_parse_price(bad[i], &m), EBB_EINVAL);
 }

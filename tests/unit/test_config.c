@@ -469,12 +469,25 @@ static void config_errors(void **state)
                  "a single value (example: [a, b])");
     expect_error("currency_rates:\n  CNY: cheap\n",
                  "ebb.yaml:2: currency_rates.CNY: \"cheap\" is not a rate "
-                 "(USD for 1 CNY, a positive decimal with at most 9 "
-                 "decimals; example: 0.14)");
+                 "(USD for 1 CNY, a positive decimal up to 1000000 with at "
+                 "most 9 decimals; example: 0.14)");
+    expect_error("teams:\n  ml:\n    budget: 2000000000 USD\n",
+                 "ebb.yaml:3: teams.ml.budget: \"2000000000 USD\" is not an "
+                 "amount (more than 1000000000, the largest amount ebb takes; "
+                 "example: 40 USD)");
+    expect_error("plans:\n  p:\n    provider: aws\n    instance_type: x\n"
+                 "    price: 9000000000 USD\n",
+                 "ebb.yaml:5: plans.p.price: \"9000000000 USD\" is not an "
+                 "amount (more than 1000000000, the largest amount ebb takes; "
+                 "example: 40 USD)");
+    expect_error("currency_rates:\n  CNY: 1000000.000000001\n",
+                 "ebb.yaml:2: currency_rates.CNY: \"1000000.000000001\" is "
+                 "not a rate (USD for 1 CNY, a positive decimal up to 1000000 "
+                 "with at most 9 decimals; example: 0.14)");
     expect_error("currency_rates:\n  CNY: 0\n",
                  "ebb.yaml:2: currency_rates.CNY: \"0\" is not a rate (USD "
-                 "for 1 CNY, a positive decimal with at most 9 decimals; "
-                 "example: 0.14)");
+                 "for 1 CNY, a positive decimal up to 1000000 with at most 9 "
+                 "decimals; example: 0.14)");
     expect_error("currency_rates:\n  yuan: 0.14\n",
                  "ebb.yaml:2: currency_rates: \"yuan\" is not a currency code "
                  "(3 upper-case letters; example: CNY)");
@@ -698,6 +711,19 @@ static void table_errors(void **state)
         {"providers:\n  aws:\n    max_instances: 9223372036854775808\n",
          "ebb.yaml:3: providers.aws.max_instances: \"9223372036854775808\" "
          "is not an integer (out of range; example: 42)"},
+        {"providers:\n  aws:\n    max_instances: 1000000001\n",
+         "ebb.yaml:3: providers.aws.max_instances: \"1000000001\" is not an "
+         "integer (outside -1000000000 to 1000000000; example: 42)"},
+        {"providers:\n  aws:\n    max_instances: -0x3B9ACA01\n",
+         "ebb.yaml:3: providers.aws.max_instances: \"-0x3B9ACA01\" is not an "
+         "integer (outside -1000000000 to 1000000000; example: 42)"},
+        {"providers:\n  aws:\n    spot_fraction: 1e10\n",
+         "ebb.yaml:3: providers.aws.spot_fraction: \"1e10\" is not a number "
+         "(outside -1000000000 to 1000000000; example: 0.5)"},
+        {"providers:\n  aws:\n    budget: 1000000000.5 USD\n",
+         "ebb.yaml:3: providers.aws.budget: \"1000000000.5 USD\" is not an "
+         "amount (more than 1000000000, the largest amount ebb takes; "
+         "example: 40 USD)"},
         {"providers:\n  aws:\n    max_instances: 1.5\n",
          "ebb.yaml:3: providers.aws.max_instances: \"1.5\" is not an integer "
          "(example: 42)"},

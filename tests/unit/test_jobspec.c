@@ -416,6 +416,18 @@ static void errors(void **state)
                  "job.yaml:4: budget: \"40 dollars\" is not an amount (the "
                  "currency must be a 3-letter upper-case code such as USD; "
                  "example: 40 USD)");
+    expect_error(HEAD "work: 1h\nbudget: 1000000000.000001 USD\n",
+                 "job.yaml:4: budget: \"1000000000.000001 USD\" is not an "
+                 "amount (more than 1000000000, the largest amount ebb takes; "
+                 "example: 40 USD)");
+    expect_error(HEAD "work: 1h\nresources:\n  gpu: {count: 1025}\n",
+                 "job.yaml:5: resources.gpu.count: 1025 must be between 1 and "
+                 "1024");
+    expect_error(HEAD "work: 1h\nresources:\n  gpu: {memory_gb: 1e12}\n",
+                 "job.yaml:5: resources.gpu.memory_gb: \"1e12\" is not a "
+                 "number (outside -1000000000 to 1000000000; example: 0.5)");
+    expect_error(HEAD "work: 1h\nmax_retries: 1001\n",
+                 "job.yaml:4: max_retries: 1001 must be between 0 and 1000");
     expect_error(HEAD "work: 1h\nbudget: 0 USD\n",
                  "job.yaml:4: budget: must be more than 0 (leave budget out "
                  "for no cap)");
@@ -850,6 +862,15 @@ static void json_reader(void **state)
                       "\"env\":{\"EBB_X\":\"1\"}}",
                       "job spec JSON: env: \"EBB_X\" is not a name a job may "
                       "set");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"budget\":\"1000000001 USD\"}",
+                      "job spec JSON: budget: \"1000000001 USD\" is not an "
+                      "amount more than 0 (more than 1000000000, the largest "
+                      "amount ebb takes)");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"max_retries\":1001}",
+                      "job spec JSON: max_retries: 1001 must be between 0 "
+                      "and 1000");
     expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
                       "\"budget\":\"0 USD\"}",
                       "job spec JSON: budget: \"0 USD\" is not an amount "

@@ -142,6 +142,9 @@ static void rejects(void **state)
          "name such as Asia/Shanghai, America/New_York or UTC)"},
         {"name: a\ncron: '@daily'\nbudget: 12 dollars\n",
          "s.yaml:3: budget: \"12 dollars\" is not an amount"},
+        {"name: a\ncron: '@daily'\nbudget: 1000000001 USD\n",
+         "s.yaml:3: budget: \"1000000001 USD\" is not an amount (more than "
+         "1000000000, the largest amount ebb takes; example: 40 USD)"},
         {"name: a\ncron: '@daily'\nbudget: 0 USD\n",
          "s.yaml:3: budget: must be more than 0 (leave budget out for no cap)"},
         {"name: a\ncron: '@daily'\nmissed: always\n",

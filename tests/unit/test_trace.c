@@ -201,9 +201,17 @@ static void decimal_micros(void **state)
     assert_int_equal(m, 0);
     assert_int_equal(ebb_parse_decimal_micros("0.9999995", &m, &why), 0);
     assert_int_equal(m, 1000000);
+    assert_int_equal(ebb_parse_decimal_micros("1000000000", &m, &why), 0);
+    assert_int_equal(m, EBB_MONEY_MAX);
+    m = 777;
+    assert_int_equal(ebb_parse_decimal_micros("1000000000.000001", &m, &why),
+                     EBB_EINVAL);
+    assert_string_equal(why, "is more than 1000000000, the largest amount "
+                             "ebb takes");
+    assert_int_equal(m, 777);
     assert_int_equal(
-        ebb_parse_decimal_micros("9223372036854.775807", &m, &why), 0);
-    assert_int_equal(m, INT64_MAX);
+        ebb_parse_decimal_micros("9223372036854.775807", &m, &why),
+        EBB_EINVAL);
     assert_int_equal(
         ebb_parse_decimal_micros("9223372036854.775808", &m, &why),
         EBB_EINVAL);
