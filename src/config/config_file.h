@@ -114,4 +114,29 @@ ebb__config_policy(const struct ebb__config *cfg, const char *name);
 const struct ebb__team *ebb__config_team(const struct ebb__config *cfg,
                                          const char *name);
 
+/* Teams and admins (teams.c). `user` is a user name; NULL (a uid with no
+ * name) is in no list. */
+
+/* Whether `user` is named in the top-level admins:. */
+int ebb__config_admin_named(const struct ebb__config *cfg, const char *user);
+
+/* Whether `user` is a member of team `t`: in its members or its admins. */
+int ebb__team_has_member(const struct ebb__team *t, const char *user);
+
+/* Whether `user` is one of team `t`'s admins. */
+int ebb__team_has_admin(const struct ebb__team *t, const char *user);
+
+/* Which team a job of `user` counts against, given the team its spec
+ * names (`named`, NULL for none; `file` names the spec in messages) and
+ * whether the user is an admin (who may submit for any team). A named
+ * team must be in cfg and `user` a member (or an admin); with none named,
+ * the one team `user` is a member of, or none. Returns 0 with *team
+ * borrowed from cfg (NULL: no team); EBB_ENOTFOUND (no such team),
+ * EBB_EPERM (not a member) or EBB_EINVAL (a member of several teams who
+ * named none; the message lists them), with `why` filled and *team
+ * NULL. */
+int ebb__config_settle_team(const struct ebb__config *cfg, const char *user,
+                            int is_admin, const char *file, const char *named,
+                            const char **team, struct ebb_diag *why);
+
 #endif

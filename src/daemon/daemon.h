@@ -105,14 +105,9 @@ const char *ebb__daemon_user_name(int64_t uid, char *buf, size_t len);
 int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid);
 
 /* Which team a job of `uid` (a submit, a schedule add, each schedule
- * fire) counts against, given the team its spec names (`named`, NULL for
- * none; `file` names the spec in messages). A named team must be in the
- * configuration and `uid` one of its members or admins, or an admin; with
- * none named, the one team `uid` is a member of, or none. Returns 0 with
- * *team borrowed from the configuration (NULL: no team); EBB_ENOTFOUND
- * (no such team), EBB_EPERM (not a member) or EBB_EINVAL (a member of
- * several teams who named none; the message lists them), with `why`
- * filled and *team NULL. */
+ * fire) counts against: ebb__config_settle_team() (config_file.h) for
+ * uid's user name, an admin being whoever ebb__daemon_is_admin() says.
+ * Same returns; *team is borrowed from the configuration. */
 int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
                             const char *file, const char *named,
                             const char **team, struct ebb_diag *why);

@@ -2,12 +2,12 @@
  * team a job or a schedule's run counts against, and who sees a job or a
  * schedule in full.
  *
- * One function settles the team for submit, schedule add and every
- * schedule fire, so the three can never disagree about membership. One
- * list per kind says what everyone may see of another's job or schedule
- * (the redacted view); answers for others keep only those keys, so a
- * field added to a job's answer later stays private until it is added
- * here on purpose. */
+ * One function (ebb__config_settle_team, config/teams.c) settles the team
+ * for submit, schedule add and every schedule fire, so the three can
+ * never disagree about membership. One list per kind says what everyone
+ * may see of another's job or schedule (the redacted view); answers for
+ * others keep only those keys, so a field added to a job's answer later
+ * stays private until it is added here on purpose. */
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,26 +27,12 @@ const char *ebb__daemon_user_name(int64_t uid, char *buf, size_t len)
     return buf;
 }
 
-static int listed(const struct ebb_string_list *l, const char *name)
-{
-    for (size_t i = 0; name != NULL && i < l->n; i++)
-        if (strcmp(l->items[i], name) == 0)
-            return 1;
-    return 0;
-}
-
 int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid)
 {
     char name[256];
     return uid == 0 || uid == getuid() ||
-           listed(&d->config->admins,
-                  ebb__daemon_user_name(uid, name, sizeof(name)));
-}
-
-/* A team's admins are its members too. */
-static int in_team(const struct ebb__team *t, const char *user)
-{
-    return listed(&t->members, user) || listed(&t->admins, user);
+           ebb__config_admin_named(d->config,
+                                   ebb__daemon_user_name(uid, name, sizeof(name)));
 }
 
 int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
@@ -54,46 +40,10 @@ int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
                             const char **team, struct ebb_diag *why)
 {
     char name[256];
-    const char *user = ebb__daemon_user_name(uid, name, sizeof(name));
-    const struct ebb__config *cfg = d->config;
-    *team = NULL;
-    if (named != NULL) {
-        const struct ebb__team *t = ebb__config_team(cfg, named);
-        if (t == NULL) {
-            ebb_diag_set(why, NULL, 0, "%s: team \"%s\" is not in ebb.yaml "
-                         "(teams:)", file ? file : "job", named);
-            return EBB_ENOTFOUND;
-        }
-        if (!in_team(t, user) && !ebb__daemon_is_admin(d, (uid_t)uid)) {
-            ebb_diag_set(why, NULL, 0, "%s is not a member of team %s "
-                         "(teams.%s.members in ebb.yaml)",
-                         user ? user : "this user", named, named);
-            return EBB_EPERM;
-        }
-        *team = t->name;
-        return 0;
-    }
-    /* Named none: the one team the user is in, if any. In several, the
-     * job must say which, or it would escape every team's cap. */
-    char teams[400] = "";
-    size_t at = 0, n = 0;
-    for (size_t i = 0; i < cfg->n_teams; i++) {
-        if (!in_team(&cfg->teams[i], user))
-            continue;
-        *team = cfg->teams[i].name;
-        int w = snprintf(teams + at, sizeof(teams) - at, "%s%s",
-                         n > 0 ? ", " : "", cfg->teams[i].name);
-        if (w > 0 && (size_t)w < sizeof(teams) - at)
-            at += (size_t)w;
-        n++;
-    }
-    if (n <= 1)
-        return 0;
-    *team = NULL;
-    ebb_diag_set(why, NULL, 0, "%s: %s is a member of several teams (%s); "
-                 "name one with team: in the job spec", file ? file : "job",
-                 user, teams);
-    return EBB_EINVAL;
+    return ebb__config_settle_team(d->config,
+                                   ebb__daemon_user_name(uid, name, sizeof(name)),
+                                   ebb__daemon_is_admin(d, (uid_t)uid), file,
+                                   named, team, why);
 }
 
 const char *ebb__daemon_team_code(int rc)
@@ -110,7 +60,7 @@ int ebb__daemon_may_see(const struct ebb__daemon *d, uid_t uid,
         team != NULL && team[0] != '\0' ? ebb__config_team(d->config, team) : NULL;
     char name[256];
     return t != NULL &&
-           listed(&t->admins, ebb__daemon_user_name(uid, name, sizeof(name)));
+           ebb__team_has_admin(t, ebb__daemon_user_name(uid, name, sizeof(name)));
 }
 
 /* What anyone may see of another's job: the columns `ebb jobs` lists.

@@ -286,6 +286,68 @@ static void config_full(void **state)
     ebb__config_free(cfg);
 }
 
+/* Which team a job counts against: the rule submit, schedule add and
+ * every schedule fire share (config/teams.c). */
+static void config_teams(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "teams:\n"
+        "  ml: {members: [alice, bob], admins: [dave]}\n"
+        "  vision: {members: [alice, carol]}\n";
+    struct ebb__config *cfg;
+    struct ebb_diag d;
+    assert_int_equal(load(text, &cfg, &d), 0);
+    static const struct {
+        const char *user, *named;
+        int is_admin, rc;
+        const char *team, *msg;
+    } cases[] = {
+        {"bob", "ml", 0, 0, "ml", NULL},
+        {"bob", NULL, 0, 0, "ml", NULL},      /* his one team */
+        {"dave", NULL, 0, 0, "ml", NULL},     /* a team admin is a member */
+        {"dave", "ml", 0, 0, "ml", NULL},
+        {"erin", NULL, 0, 0, NULL, NULL},     /* in no team: none */
+        {"root", "vision", 1, 0, "vision", NULL}, /* an admin: any team */
+        {NULL, NULL, 0, 0, NULL, NULL},       /* a uid without a name */
+        {"carol", "ml", 0, EBB_EPERM, NULL,
+         "carol is not a member of team ml (teams.ml.members in ebb.yaml)"},
+        {NULL, "ml", 0, EBB_EPERM, NULL,
+         "this user is not a member of team ml (teams.ml.members in "
+         "ebb.yaml)"},
+        {"bob", "nlp", 1, EBB_ENOTFOUND, NULL,
+         "job.yaml: team \"nlp\" is not in ebb.yaml (teams:)"},
+        {"alice", NULL, 0, EBB_EINVAL, NULL,
+         "job.yaml: alice is a member of several teams (ml, vision); name "
+         "one with team: in the job spec"},
+        {"alice", NULL, 1, EBB_EINVAL, NULL,
+         "job.yaml: alice is a member of several teams (ml, vision); name "
+         "one with team: in the job spec"},
+        {"alice", "vision", 0, 0, "vision", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *team = "unset";
+        ebb_diag_clear(&d);
+        int rc = ebb__config_settle_team(cfg, cases[i].user, cases[i].is_admin,
+                                         "job.yaml", cases[i].named, &team, &d);
+        if (rc != cases[i].rc)
+            fail_msg("case %zu: rc %d", i, rc);
+        if (cases[i].team == NULL)
+            assert_null(team);
+        else
+            assert_string_equal(team, cases[i].team);
+        if (cases[i].msg != NULL)
+            assert_string_equal(d.msg, cases[i].msg);
+    }
+    const struct ebb__team *ml = ebb__config_team(cfg, "ml");
+    assert_true(ebb__team_has_admin(ml, "dave"));
+    assert_false(ebb__team_has_admin(ml, "bob"));
+    assert_false(ebb__team_has_admin(ml, NULL));
+    assert_true(ebb__team_has_member(ml, "dave"));
+    assert_false(ebb__config_admin_named(cfg, "dave"));
+    ebb__config_free(cfg);
+}
+
 static void check_defaults(const struct ebb__config *cfg)
 {
     assert_int_equal(cfg->log_level, EBB_LOG_INFO);
@@ -825,6 +887,7 @@ int main(void)
         cmocka_unit_test(yaml_tree),
         cmocka_unit_test(yaml_errors),
         cmocka_unit_test(config_full),
+        cmocka_unit_test(config_teams),
         cmocka_unit_test(config_defaults),
         cmocka_unit_test(config_errors),
         cmocka_unit_test(config_clock_run_on_agent),
