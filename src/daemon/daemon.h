@@ -112,8 +112,16 @@ int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
                             const char *file, const char *named,
                             const char **team, struct ebb_diag *why);
 
+/* As ebb__daemon_settle_team() for a job spec about to be submitted (by
+ * `submit`, `schedule_add` or a schedule's fire): on success a spec that
+ * named no team gets the one settled (a copy it owns). Same returns, and
+ * EBB_ENOMEM. */
+struct ebb__job_spec;
+int ebb__daemon_settle_job_team(const struct ebb__daemon *d, int64_t uid,
+                                struct ebb__job_spec *spec, struct ebb_diag *why);
+
 /* The API error code for a refusal of ebb__daemon_settle_team(): a
- * "forbidden" for EBB_EPERM, else "invalid". */
+ * "forbidden" for EBB_EPERM, "internal" for EBB_ENOMEM, else "invalid". */
 const char *ebb__daemon_team_code(int rc);
 
 /* Whether `uid` sees in full a job or schedule that `owner` owns, in

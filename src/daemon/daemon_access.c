@@ -10,10 +10,12 @@
  * stays private until it is added here on purpose. */
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "daemon/daemon.h"
+#include "jobs/jobspec.h"
 
 const char *ebb__daemon_user_name(int64_t uid, char *buf, size_t len)
 {
@@ -46,9 +48,23 @@ int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
                                    named, team, why);
 }
 
+int ebb__daemon_settle_job_team(const struct ebb__daemon *d, int64_t uid,
+                                struct ebb__job_spec *spec, struct ebb_diag *why)
+{
+    const char *team = NULL;
+    int rc = ebb__daemon_settle_team(d, uid, spec->file, spec->team, &team, why);
+    if (rc != 0 || spec->team != NULL || team == NULL)
+        return rc;
+    spec->team = strdup(team);
+    if (spec->team != NULL)
+        return 0;
+    ebb_diag_set(why, NULL, 0, "out of memory");
+    return EBB_ENOMEM;
+}
+
 const char *ebb__daemon_team_code(int rc)
 {
-    return rc == EBB_EPERM ? "forbidden" : "invalid";
+    return rc == EBB_EPERM ? "forbidden" : rc == EBB_ENOMEM ? "internal" : "invalid";
 }
 
 int ebb__daemon_may_see(const struct ebb__daemon *d, uid_t uid,

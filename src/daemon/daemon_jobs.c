@@ -23,26 +23,16 @@
 #define LOG_OFFSET_MAX ((json_int_t)1 << 40)
 
 /* A job counts against its team's budget: the shared rule
- * (ebb__daemon_settle_team) says which, or answers why not and returns 0. */
+ * (ebb__daemon_settle_job_team) says which, or answers why not and
+ * returns 0. */
 static int settle_team(struct ebb__daemon *d, struct ebb__api_call *call,
                        struct ebb__job_spec *spec)
 {
-    const char *team = NULL;
     struct ebb_diag why = {{0}};
-    int rc = ebb__daemon_settle_team(d, (int64_t)call->uid, spec->file,
-                                     spec->team, &team, &why);
-    if (rc != 0) {
+    int rc = ebb__daemon_settle_job_team(d, (int64_t)call->uid, spec, &why);
+    if (rc != 0)
         ebb__api_fail(call, ebb__daemon_team_code(rc), "%s", why.msg);
-        return 0;
-    }
-    if (spec->team == NULL && team != NULL) {
-        spec->team = strdup(team);
-        if (spec->team == NULL) {
-            ebb__api_fail(call, "internal", "out of memory");
-            return 0;
-        }
-    }
-    return 1;
+    return rc == 0;
 }
 
 /* Answers and returns 0 unless the caller may act on job `id`. */

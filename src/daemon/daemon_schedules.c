@@ -14,7 +14,7 @@
  * schedule_events row written with the new last_fire_at.
  *
  * Teams: a schedule's runs count against a team as a submit's job does
- * (ebb__daemon_settle_team), checked when it is added and again at every
+ * (ebb__daemon_settle_job_team), checked when it is added and again at every
  * fire, so an owner who has left the team since gets the fire refused: a
  * failed fire time, logged and shown by `ebb schedule show`, and the next
  * fire time is checked afresh.
@@ -204,23 +204,6 @@ static void write_alone(struct ebb__daemon *d, const struct outcome *o)
     }
 }
 
-/* The team a run of the schedule's owner counts against, as for a submit
- * and at every fire (the owner may have left the team since, or joined a
- * second one): sets job->team to it, or returns the refusal with `why`
- * filled. */
-static int settle_team(struct ebb__daemon *d, int64_t owner,
-                       struct ebb__job_spec *job, struct ebb_diag *why)
-{
-    const char *team = NULL;
-    int rc = ebb__daemon_settle_team(d, owner, job->file, job->team, &team, why);
-    if (rc == 0 && job->team == NULL && team != NULL) {
-        job->team = strdup(team);
-        if (job->team == NULL)
-            rc = EBB_ENOMEM;
-    }
-    return rc;
-}
-
 /* The team a schedule's runs count against today, for who may see it:
  * the one its job names, or its owner's only team (NULL: none). */
 static const char *sched_team(struct ebb__daemon *d, const struct sched *sc)
@@ -246,7 +229,7 @@ static int submit_run(struct ebb__daemon *d, struct outcome *o,
     int rc = ebb__schedule_load_buffer(sc->s.file, sc->yaml, strlen(sc->yaml),
                                        &fresh, why);
     if (rc == 0)
-        rc = settle_team(d, sc->owner_uid, &fresh.job, why);
+        rc = ebb__daemon_settle_job_team(d, sc->owner_uid, &fresh.job, why);
     if (rc == 0) {
         fresh.job.deadline_is_relative = 0;
         fresh.job.deadline_at = o->dec->deadline;
@@ -470,9 +453,7 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
                       diag.msg);
         return;
     }
-    const char *team = NULL;
-    rc = ebb__daemon_settle_team(d, (int64_t)call->uid, s.job.file, s.job.team,
-                                 &team, &diag);
+    rc = ebb__daemon_settle_job_team(d, (int64_t)call->uid, &s.job, &diag);
     if (rc != 0) {
         ebb__warn("refused schedule %s to uid %ld: %s", s.name, (long)call->uid,
                   diag.msg);
