@@ -165,6 +165,27 @@ static void on_demand_search(void **state)
     close_vast(t);
 }
 
+/* A machine rate past EBB_MONEY_MAX (1e9 $/h, or 1e300, which would not
+ * even convert to micro-units) is no price: the offer is left out. */
+static void huge_prices(void **state)
+{
+    (void)state;
+    static const struct fake_offer huge[] = {
+        {2001, 77777, "RTX 4090", "Texas, US", 1, 1000000000.5, 0.25, 0.01, 24564, 64000, 16},
+        {2002, 66666, "RTX 4090", "Texas, US", 1, 1e300, 0.25, 0.01, 24564, 64000, 16},
+        {2003, 33333, "RTX 4090", "Texas, US", 1, 0.4, 0.25, 0.012, 24564, 64000, 16},
+    };
+    struct t *t = open_vast("interruptible: false\n");
+    t->v.offers = huge;
+    t->v.n_offers = 3;
+    pfx_poll(&t->f, &t->r);
+    assert_int_equal(t->r.n_prices, 1);
+    assert_null(find_on(&t->r, "77777", EBB_MARKET_ON_DEMAND));
+    assert_null(find_on(&t->r, "66666", EBB_MARKET_ON_DEMAND));
+    assert_int_equal(price_on(&t->r, "33333", EBB_MARKET_ON_DEMAND)->price, 412000);
+    close_vast(t);
+}
+
 static struct ebb_launch bid_launch(const char *token, ebb_micros max_price)
 {
     return (struct ebb_launch){
@@ -438,6 +459,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(offers_query_and_prices),
         cmocka_unit_test(on_demand_search),
+        cmocka_unit_test(huge_prices),
         cmocka_unit_test(bid_launch_rents_interruptibly),
         cmocka_unit_test(retried_launch_rents_once),
         cmocka_unit_test(launch_without_capacity),
