@@ -80,6 +80,14 @@ void ebb__http_set_connect_timeout(struct ebb__http *h, ebb_dur_ms timeout);
  * itself cannot be turned off. Returns 0 or EBB_ENOMEM. */
 int ebb__http_set_ca_file(struct ebb__http *h, const char *path);
 
+/* Trusts a TLS peer by its public key instead of a chain: `pin` is
+ * "sha256//<base64 of the SHA-256 of its SubjectPublicKeyInfo>" (curl's
+ * CURLOPT_PINNEDPUBLICKEY; several may be joined with ';'). With a pin
+ * the chain and host name are not checked, the key is, and a peer with
+ * another key fails the request (EBB_EIO). NULL restores chain checks.
+ * The pin is copied. Returns 0 or EBB_ENOMEM. */
+int ebb__http_set_pinned_key(struct ebb__http *h, const char *pin);
+
 /* Sets the largest response (header block plus body) a request accepts,
  * for later requests; larger ones fail with EBB_EIO. 0 restores the
  * default, 64 MiB. */

@@ -20,6 +20,9 @@
 
 #include <ebb/list.h>
 
+#include "base/log.h"
+#include "io/tls.h"
+
 #define MAX_HEAD (64 * 1024)
 #define MAX_HEADERS 100
 #define MAX_BODY ((size_t)16 << 20)
@@ -37,6 +40,8 @@ struct conn {
     char *pending; /* a delayed answer */
     size_t pending_len;
     bool pending_close;
+    struct ebb__tls *tls; /* NULL: plain HTTP */
+    bool peer_loopback;
 };
 
 struct write_req {
@@ -54,6 +59,7 @@ struct ebb__httpd {
     ebb__httpd_handler handler;
     void *arg;
     uint64_t requests;
+    struct ebb__tls_ctx *tls; /* borrowed; NULL: plain HTTP */
     struct ebb_list conns; /* open connections */
     bool closing;
     unsigned handles;
@@ -82,6 +88,7 @@ static void conn_handle_closed(uv_handle_t *handle)
     struct ebb__httpd *s = c->s;
     free(c->in);
     free(c->pending);
+    ebb__tls_free(c->tls);
     free(c);
     server_handle_closed(s);
 }
@@ -113,9 +120,25 @@ static void on_write(uv_write_t *w, int status)
     process(c);
 }
 
+/* TLS: replaces the plaintext `*data` with its records (and close_notify
+ * when the connection closes after it). */
+static int tls_seal(struct conn *c, char **data, size_t *len, bool close_after)
+{
+    int rc = ebb__tls_write(c->tls, *data, *len);
+    if (rc == 0 && close_after)
+        ebb__tls_shutdown(c->tls);
+    free(*data);
+    *data = rc == 0 ? ebb__tls_take(c->tls, len) : NULL;
+    return *data != NULL ? 0 : EBB_EIO;
+}
+
 /* Takes ownership of `data`. */
 static void send_bytes(struct conn *c, char *data, size_t len, bool close_after)
 {
+    if (c->tls != NULL && tls_seal(c, &data, &len, close_after) != 0) {
+        conn_close(c);
+        return;
+    }
     struct write_req *wr = calloc(1, sizeof(*wr));
     if (wr == NULL) {
         free(data);
@@ -327,6 +350,8 @@ static bool handle_one(struct conn *c)
                           : (conn_hdr && strcasecmp(conn_hdr, "keep-alive") == 0);
 
     req.seq = ++c->s->requests;
+    req.tls = c->tls != NULL;
+    req.peer_loopback = c->peer_loopback;
     struct ebb__httpd_response res = {.status = 200};
     c->s->handler(&req, &res, c->s->arg);
 
@@ -395,6 +420,63 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
 }
 
+static void on_tls_written(uv_write_t *w, int status)
+{
+    struct write_req *wr = (struct write_req *)w;
+    struct conn *c = wr->c;
+    free(wr->data);
+    free(wr);
+    if (status < 0 && !c->closing)
+        conn_close(c);
+}
+
+/* Sends the records a TLS session made on its own (the handshake's) apart
+ * from the answers, so they leave `busy` as it is. */
+static void tls_flush(struct conn *c)
+{
+    size_t len;
+    char *data = ebb__tls_take(c->tls, &len);
+    struct write_req *wr = data != NULL ? calloc(1, sizeof(*wr)) : NULL;
+    if (wr == NULL) {
+        free(data);
+        return;
+    }
+    wr->c = c;
+    wr->data = data;
+    uv_buf_t b = uv_buf_init(data, (unsigned)len);
+    if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, on_tls_written) != 0) {
+        free(data);
+        free(wr);
+        conn_close(c);
+    }
+}
+
+/* TLS: the `n` bytes just read into c->in's free space are records. The
+ * session takes a copy; the plaintext goes where they were, in room that
+ * on_alloc() grants as it would for a plain read. The loop ends: each
+ * round that fills the room consumes at least that much of what was fed.
+ * A peer that breaks the protocol (plain HTTP included) is cut off. */
+static bool tls_in(struct conn *c, const char *data, size_t n)
+{
+    bool ok = ebb__tls_feed(c->tls, data, n) == 0;
+    size_t got = 0;
+    uv_buf_t room = uv_buf_init(NULL, 0);
+    do {
+        on_alloc((uv_handle_t *)&c->tcp, 16384, &room);
+        ok = ok && room.base != NULL;
+        int rc = ok ? ebb__tls_read(c->tls, room.base, room.len, &got) : 0;
+        if (rc != 0)
+            ebb__debug("httpd: closing a TLS connection: %s", ebb__tls_error(c->tls));
+        ok = ok && rc == 0;
+        c->in_len += ok ? got : 0;
+    } while (ok && got == room.len);
+    if (ok)
+        tls_flush(c);
+    else
+        conn_close(c);
+    return !c->closing;
+}
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     struct conn *c = stream->data;
@@ -402,8 +484,22 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         conn_close(c);
         return;
     }
-    c->in_len += (size_t)nread;
+    if (c->tls == NULL)
+        c->in_len += (size_t)nread;
+    else if (!tls_in(c, buf->base, (size_t)nread))
+        return;
     process(c);
+}
+
+static bool is_loopback(const struct sockaddr_storage *a)
+{
+    if (a->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)a)->sin6_addr;
+    if (a->ss_family != AF_INET6)
+        return false;
+    return IN6_IS_ADDR_LOOPBACK(a6) ||
+           (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
 }
 
 static void on_connection(uv_stream_t *listener, int status)
@@ -422,8 +518,17 @@ static void on_connection(uv_stream_t *listener, int status)
     c->open_handles = 2;
     s->handles++; /* one per connection, released when both its handles are closed */
     ebb_list_insert_head(&s->conns, &c->node);
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 ||
-        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    struct sockaddr_storage peer;
+    int peer_len = sizeof(peer);
+    int rc = uv_accept(listener, (uv_stream_t *)&c->tcp);
+    if (rc == 0)
+        rc = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &peer_len);
+    c->peer_loopback = rc == 0 && is_loopback(&peer);
+    if (rc == 0 && s->tls != NULL) {
+        c->tls = ebb__tls_new(s->tls);
+        rc = c->tls != NULL ? 0 : UV_ENOMEM;
+    }
+    if (rc != 0 || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
         conn_close(c);
 }
 
@@ -505,6 +610,15 @@ uint16_t ebb__httpd_port(const struct ebb__httpd *s)
 const char *ebb__httpd_url(const struct ebb__httpd *s)
 {
     return s->url;
+}
+
+void ebb__httpd_set_tls(struct ebb__httpd *s, struct ebb__tls_ctx *ctx)
+{
+    s->tls = ctx;
+    const char *rest = strchr(s->url, ':');
+    char url[sizeof(s->url)];
+    snprintf(url, sizeof(url), "%s%s", ctx != NULL ? "https" : "http", rest);
+    memcpy(s->url, url, sizeof(url));
 }
 
 uint64_t ebb__httpd_requests(const struct ebb__httpd *s)

@@ -40,6 +40,8 @@ struct ebb__httpd_request {
     const char *body;    /* NUL-terminated; body_len bytes before the NUL */
     size_t body_len;
     uint64_t seq;        /* 1 for the server's first request, and so on */
+    bool tls;            /* it came over TLS (ebb__httpd_set_tls) */
+    bool peer_loopback;  /* the peer's address is 127.0.0.0/8 or ::1 */
 };
 
 /* What the handler answers. The server resets it before each call to
@@ -84,6 +86,14 @@ uint16_t ebb__httpd_port(const struct ebb__httpd *s);
 /* Its base URL, "http://127.0.0.1:<port>" (no trailing slash); owned by the
  * server. */
 const char *ebb__httpd_url(const struct ebb__httpd *s);
+
+struct ebb__tls_ctx;
+
+/* Serves TLS with `ctx` (borrowed: it must outlive the server) on the
+ * connections accepted from now on, and makes the URL https://; NULL
+ * goes back to plain HTTP. A peer that does not speak TLS, or breaks it,
+ * is disconnected. */
+void ebb__httpd_set_tls(struct ebb__httpd *s, struct ebb__tls_ctx *ctx);
 
 /* How many complete requests it has received (dropped and delayed ones
  * included). */
