@@ -129,6 +129,17 @@ struct ebb_launch {
      * see job_model.h). ebbd always fills it; real providers never read
      * it. NULL when struct_size does not cover it. */
     const struct ebb_job_model *model;
+    /* Appended: how the agent trusts ebbd's TLS certificate; NULL when
+     * struct_size does not cover them and for a plain http:// agent_url.
+     * `agent_tls_pin` is "sha256//<base64>", the SHA-256 of the
+     * certificate's SubjectPublicKeyInfo (ebb-agent --ebbd-pin PIN);
+     * `agent_tls_ca` is the PEM text of the CA its chain ends in (write it
+     * to a file: ebb-agent --ebbd-ca FILE). Give the agent the CA when
+     * there is one, else the pin; with neither an https:// URL is checked
+     * against the instance's own CAs. agent_token is then a one-time
+     * enrolment token ("enrol:..."), useless once the agent has used it. */
+    const char *agent_tls_pin;
+    const char *agent_tls_ca;
 };
 
 enum ebb_instance_event_kind {

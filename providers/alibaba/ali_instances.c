@@ -152,15 +152,30 @@ static struct inst_op *op_new(struct ali *a, enum kind kind, void *arg)
 /* ---- launch ---- */
 
 /* The boot script, base64 as UserData wants it: it writes the agent's
- * token to a file only root reads and starts the agent. */
+ * one-time enrolment token (and the CA ebbd's certificate chains to, when
+ * there is one) to files only root reads and starts the agent, told how
+ * to trust ebbd. */
 static char *user_data(const struct ali *a, const struct ebb_launch *req)
 {
     struct ebb_buf s = {0};
     ebb_buf_puts(&s, "#!/bin/sh\numask 077\nmkdir -p /run/ebb\nprintf '%s' ");
     ebb_buf_sh_quote(&s, req->agent_token ? req->agent_token : "");
-    ebb_buf_printf(&s, " > /run/ebb/agent-token\nexec %s --ebbd ",
-                    a->cfg->agent_command);
+    const char *pin = EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin : NULL;
+    const char *ca = EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca : NULL;
+    ebb_buf_puts(&s, " > /run/ebb/agent-token\n");
+    if (ca != NULL) {
+        ebb_buf_puts(&s, "printf '%s' ");
+        ebb_buf_sh_quote(&s, ca);
+        ebb_buf_puts(&s, " > /run/ebb/ebbd-ca.pem\n");
+    }
+    ebb_buf_printf(&s, "exec %s --ebbd ", a->cfg->agent_command);
     ebb_buf_sh_quote(&s, req->agent_url ? req->agent_url : "");
+    if (ca != NULL) {
+        ebb_buf_puts(&s, " --ebbd-ca /run/ebb/ebbd-ca.pem");
+    } else if (pin != NULL) {
+        ebb_buf_puts(&s, " --ebbd-pin ");
+        ebb_buf_sh_quote(&s, pin);
+    }
     ebb_buf_puts(&s, " --token-file /run/ebb/agent-token --metadata-kind alibaba\n");
     if (s.failed) {
         ebb_buf_free(&s);

@@ -158,8 +158,10 @@ static int launch_params(struct aws *a, const struct ebb_launch *req,
     aws_param(p, "TagSpecification.1.Tag.2.Key", TAG_TOKEN);
     aws_param(p, "TagSpecification.1.Tag.2.Value", req->token);
 
-    char *script = aws_userdata_script(a->cfg->agent_command, a->cfg->agent_setup,
-                                       req->agent_url, req->agent_token);
+    char *script = aws_userdata_script(
+        a->cfg->agent_command, a->cfg->agent_setup, req->agent_url, req->agent_token,
+        EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin : NULL,
+        EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca : NULL);
     char *b64 = script != NULL ? aws_base64(script) : NULL;
     if (b64 != NULL)
         aws_param(p, "UserData", b64);

@@ -25,7 +25,8 @@ static void shell_quote(struct ebb_buf *b, const char *s)
 }
 
 char *aws_userdata_script(const char *agent_command, const char *agent_setup,
-                          const char *agent_url, const char *agent_token)
+                          const char *agent_url, const char *agent_token,
+                          const char *tls_pin, const char *tls_ca)
 {
     struct ebb_buf b = {0};
     ebb_buf_puts(&b, "#!/bin/sh\n"
@@ -36,6 +37,11 @@ char *aws_userdata_script(const char *agent_command, const char *agent_setup,
                       "printf '%s' ");
     shell_quote(&b, agent_token);
     ebb_buf_puts(&b, " > /run/ebb/agent-token\n");
+    if (tls_ca != NULL) {
+        ebb_buf_puts(&b, "printf '%s' ");
+        shell_quote(&b, tls_ca);
+        ebb_buf_puts(&b, " > /run/ebb/ebbd-ca.pem\n");
+    }
     if (agent_setup != NULL && agent_setup[0] != '\0') {
         ebb_buf_puts(&b, agent_setup);
         ebb_buf_puts(&b, "\n");
@@ -44,6 +50,12 @@ char *aws_userdata_script(const char *agent_command, const char *agent_setup,
     shell_quote(&b, agent_command);
     ebb_buf_puts(&b, " --ebbd ");
     shell_quote(&b, agent_url);
+    if (tls_ca != NULL) {
+        ebb_buf_puts(&b, " --ebbd-ca /run/ebb/ebbd-ca.pem");
+    } else if (tls_pin != NULL) {
+        ebb_buf_puts(&b, " --ebbd-pin ");
+        shell_quote(&b, tls_pin);
+    }
     ebb_buf_puts(&b, " --token-file /run/ebb/agent-token --metadata-kind aws"
                       " >>/var/log/ebb-agent.log 2>&1 &\n");
     return ebb_buf_take(&b);

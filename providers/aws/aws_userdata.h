@@ -2,12 +2,16 @@
 #ifndef AWS_USERDATA_H
 #define AWS_USERDATA_H
 
-/* The boot script that writes `agent_token` to /run/ebb/agent-token, runs
- * `agent_setup` (shell, may be "" or NULL) and starts `agent_command`
- * against `agent_url`. Every value is shell-quoted. Returns a new string
- * or NULL when out of memory. */
+/* The boot script that writes `agent_token` (a one-time enrolment token)
+ * to /run/ebb/agent-token, runs `agent_setup` (shell, may be "" or NULL)
+ * and starts `agent_command` against `agent_url`, trusting ebbd's
+ * certificate by the CA `tls_ca` (PEM text, written to
+ * /run/ebb/ebbd-ca.pem) or else the pin `tls_pin` (either may be NULL).
+ * Every value is shell-quoted. Returns a new string or NULL when out of
+ * memory. */
 char *aws_userdata_script(const char *agent_command, const char *agent_setup,
-                          const char *agent_url, const char *agent_token);
+                          const char *agent_url, const char *agent_token,
+                          const char *tls_pin, const char *tls_ca);
 
 /* Standard base64 of the string `s` (EC2 wants UserData so); NULL when out
  * of memory. */

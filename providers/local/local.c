@@ -250,7 +250,9 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     snprintf(inst->id, sizeof(inst->id), "local-%s", req->token);
     snprintf(inst->job_id, sizeof(inst->job_id), "%s", req->job_id);
     inst->launched_at = l->host->now(l->host->ctx);
-    rc = local_spawn(l, inst, req->agent_url, req->agent_token);
+    rc = local_spawn(l, inst, req->agent_url, req->agent_token,
+                     EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin : NULL,
+                     EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca : NULL);
     if (rc == 0)
         rc = local_state_save(l, inst);
     if (rc != 0) {

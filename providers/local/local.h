@@ -52,10 +52,12 @@ struct local {
 /* Sets l->agent: the configured path, or ebb-agent beside the running
  * program; it must be executable. Returns 0, or EBB_ECONFIG (logged). */
 int local_find_agent(struct local *l);
-/* Starts ebb-agent for `inst` in a new session. Returns 0 or EBB_EIO with
- * the reason logged. */
+/* Starts ebb-agent for `inst` in a new session, told to trust ebbd by the
+ * CA `tls_ca` (PEM text, written to DIR/ebbd-ca.pem) or else the pin
+ * `tls_pin` (either may be NULL). Returns 0 or EBB_EIO with the reason
+ * logged. */
 int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
-                const char *agent_token);
+                const char *agent_token, const char *tls_pin, const char *tls_ca);
 /* Whether inst's agent still runs (reaping it when it is our child). */
 int local_alive(struct local_inst *inst);
 /* Kills the instance's whole process tree: the agent's group and every

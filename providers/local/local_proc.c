@@ -97,8 +97,40 @@ static void free_env(char **env)
     free(env);
 }
 
+/* DIR/ebbd-ca.pem holding `pem`, written beside and renamed into place
+ * (an agent starting meanwhile reads the old file or the new one). A new
+ * string, or NULL with the reason logged. */
+static char *write_ca(struct local *l, const char *pem)
+{
+    char *path = NULL, *tmp = NULL;
+    if (asprintf(&path, "%s/ebbd-ca.pem", l->dir) < 0)
+        path = NULL;
+    if (asprintf(&tmp, "%s/ebbd-ca.pem.new", l->dir) < 0)
+        tmp = NULL;
+    int fd = -1, ok = path != NULL && tmp != NULL;
+    if (ok) {
+        unlink(tmp);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    }
+    size_t len = strlen(pem);
+    ok = fd >= 0 && write(fd, pem, len) == (ssize_t)len;
+    if (fd >= 0)
+        ok = close(fd) == 0 && ok;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) {
+        l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot write %s/ebbd-ca.pem: %s",
+                     l->dir, strerror(errno));
+        if (tmp != NULL)
+            unlink(tmp);
+        free(path);
+        path = NULL;
+    }
+    free(tmp);
+    return path;
+}
+
 int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
-                const char *agent_token)
+                const char *agent_token, const char *tls_pin, const char *tls_ca)
 {
     char *metadata = NULL, *log = NULL;
     char **env = agent_env(inst, agent_token);
@@ -106,14 +138,17 @@ int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
         metadata = NULL;
     if (asprintf(&log, "%s/%s.agent.log", l->dir, inst->token) < 0)
         log = NULL;
+    char *ca_file = tls_ca != NULL ? write_ca(l, tls_ca) : NULL;
+    const char *trust = ca_file ? "--ebbd-ca" : tls_pin ? "--ebbd-pin" : NULL;
     char *const argv[] = {l->agent, "--ebbd", (char *)agent_url,
-                          "--metadata", metadata, NULL};
+                          "--metadata", metadata, (char *)trust,
+                          ca_file ? ca_file : (char *)tls_pin, NULL};
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     posix_spawn_file_actions_init(&fa);
     posix_spawnattr_init(&attr);
     int rc = EBB_EIO;
-    if (env != NULL && metadata != NULL && log != NULL) {
+    if (env != NULL && metadata != NULL && log != NULL && (tls_ca == NULL || ca_file)) {
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0640);
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
@@ -137,6 +172,7 @@ int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
     free_env(env);
     free(metadata);
     free(log);
+    free(ca_file);
     return rc;
 }
 

@@ -197,6 +197,7 @@ struct inst_op {
     /* LAUNCH: what is asked for, and the instance once known. */
     struct row want;
     char *agent_url, *agent_token;
+    char *agent_pin, *agent_ca; /* how the agent trusts ebbd; NULL: not given */
     ebb_micros max_price;
     int attempts;
 };
@@ -206,6 +207,8 @@ static void op_free(struct inst_op *o)
     ebb_op_remove(&o->op);
     free(o->agent_url);
     free(o->agent_token);
+    free(o->agent_pin);
+    free(o->agent_ca);
     free(o);
 }
 
@@ -225,6 +228,8 @@ static void complete_launch(struct inst_op *o, int status)
     o->cb.launch(o->arg, status, status == 0 ? &one : NULL);
     free(o->agent_url);
     free(o->agent_token);
+    free(o->agent_pin);
+    free(o->agent_ca);
     free(o);
 }
 
@@ -400,9 +405,20 @@ static int rent(struct inst_op *o)
         return EBB_ENOCAPACITY;
     }
     snprintf(o->want.zone, sizeof(o->want.zone), "%s", offer->machine);
+    /* The CA (PEM) rides in the environment; onstart writes it to a file
+     * for --ebbd-ca. */
     struct ebb_buf onstart = {0};
+    if (o->agent_ca != NULL)
+        ebb_buf_puts(&onstart, "umask 077; mkdir -p /run/ebb; printf '%s' \"$EBB_EBBD_CA\" "
+                               "> /run/ebb/ebbd-ca.pem; ");
     ebb_buf_printf(&onstart, "%s --ebbd ", v->cfg->agent_command);
     ebb_buf_sh_quote(&onstart, o->agent_url);
+    if (o->agent_ca != NULL) {
+        ebb_buf_puts(&onstart, " --ebbd-ca /run/ebb/ebbd-ca.pem");
+    } else if (o->agent_pin != NULL) {
+        ebb_buf_puts(&onstart, " --ebbd-pin ");
+        ebb_buf_sh_quote(&onstart, o->agent_pin);
+    }
     ebb_buf_puts(&onstart, " --metadata-kind none");
     char *label = ebb_strfmt(VAST_LABEL_PREFIX "%s:%s", o->want.job_id, o->want.token);
     json_t *body = onstart.failed || label == NULL
@@ -412,6 +428,9 @@ static int rent(struct inst_op *o)
                                    "disk", v->cfg->disk_gb, "label", label,
                                    "runtype", "ssh_direct", "onstart", onstart.data,
                                    "env", "EBB_AGENT_TOKEN", o->agent_token);
+    if (body != NULL && o->agent_ca != NULL)
+        json_object_set_new(json_object_get(body, "env"), "EBB_EBBD_CA",
+                            json_string(o->agent_ca));
     /* A price makes the rent a bid: an interruptible instance. */
     if (body != NULL && o->want.market == EBB_MARKET_SPOT)
         json_object_set_new(body, "price", json_real((double)bid / 1e6));
@@ -486,6 +505,14 @@ int vast_launch(struct vast *v, const struct ebb_launch *req, ebb_launch_cb cb,
     o->max_price = req->max_price_per_hour;
     o->agent_url = strdup(req->agent_url ? req->agent_url : "");
     o->agent_token = strdup(req->agent_token ? req->agent_token : "");
+    const char *pin = EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin : NULL;
+    const char *ca = EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca : NULL;
+    o->agent_pin = pin != NULL ? strdup(pin) : NULL;
+    o->agent_ca = ca != NULL ? strdup(ca) : NULL;
+    if ((pin != NULL && o->agent_pin == NULL) || (ca != NULL && o->agent_ca == NULL)) {
+        op_free(o);
+        return EBB_ENOMEM;
+    }
     if (!fits || strchr(w->job_id, ':') != NULL) {
         op_free(o);
         return EBB_EINVAL;

@@ -31,6 +31,8 @@
 struct agent_options {
     const char *ebbd_url;
     const char *token_file;
+    const char *ebbd_pin;       /* "sha256//...": trust ebbd by its key */
+    const char *ebbd_ca;        /* PEM file: verify ebbd's chain with it */
     const char *metadata_url;   /* NULL: the kind's default */
     enum agent_md_kind metadata_kind;
     int64_t metadata_interval_ms;
@@ -61,8 +63,9 @@ struct agent {
     enum agent_state state;
     int exit_code;
 
+    bool enrolling;                   /* trading an enrolment token */
     int fetch_failures;
-    struct ebb__timer fetch_timer;
+    struct ebb__timer fetch_timer;    /* retries enrolling and fetching */
     struct ebb__timer give_up_timer;  /* bounds fetching and finishing */
 
     /* Running. */
@@ -86,6 +89,17 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
 /* options.c: the token from --token-file or EBB_AGENT_TOKEN, in a new
  * string; NULL (with a message printed) when there is none. */
 char *agent_read_token(const struct agent_options *opt);
+
+/* enrol.c: whether `token` is a one-time enrolment token. */
+bool agent_token_is_enrolment(const char *token);
+
+/* enrol.c: trades a->token (an enrolment token) for the session token at
+ * POST /v1/enrol, then fetches the job. Retries what may pass (no answer,
+ * 5xx, 429) with backoff; a refusal ends the agent (AGENT_EXIT_REFUSED). */
+void agent_enrol(struct agent *a);
+
+/* main.c: asks ebbd for the job document (and goes on from there). */
+void agent_fetch_job(struct agent *a);
 
 /* run.c: initialises the running phase's timers (once, at setup). */
 void agent_run_init(struct agent *a);

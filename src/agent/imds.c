@@ -183,10 +183,11 @@ static void put_token(struct agent_imds *m)
     const struct flavor *f = &flavors[m->kind];
     char *url = ebb_strfmt("%s/latest/api/token", m->base);
     char *hdr = ebb_strfmt("%s: %d", f->ttl_header, TOKEN_TTL_S);
-    const char *headers[] = {hdr};
+    const char *headers[] = {hdr, m->auth_header};
     struct ebb_http_request req = {
         .struct_size = sizeof(struct ebb_http_request),
-        .method = "PUT", .url = url, .headers = headers, .n_headers = 1,
+        .method = "PUT", .url = url, .headers = headers,
+        .n_headers = m->auth_header != NULL ? 2 : 1,
         .timeout = REQUEST_TIMEOUT_MS, .max_attempts = 1,
     };
     int rc = url && hdr ? ebb__http_request(m->http, &req, on_token, m) : EBB_ENOMEM;
@@ -210,12 +211,12 @@ static void poll_now(struct agent_imds *m)
 
 int agent_imds_start(struct agent_imds *m, struct ebb__http *http,
                      struct ebb__clock *clock, enum agent_md_kind kind,
-                     const char *base, int64_t interval_ms,
+                     const char *base, const char *auth_header, int64_t interval_ms,
                      agent_notice_cb cb, void *arg)
 {
     *m = (struct agent_imds){
         .http = http, .clock = clock, .kind = kind, .interval_ms = interval_ms,
-        .on_notice = cb, .arg = arg,
+        .auth_header = auth_header, .on_notice = cb, .arg = arg,
     };
     ebb__timer_init(&m->timer, on_tick, m);
     if (kind == AGENT_MD_NONE)

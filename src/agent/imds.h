@@ -37,6 +37,7 @@ struct agent_imds {
     struct ebb__timer timer;
     enum agent_md_kind kind;
     char *base;             /* "http://169.254.169.254", no trailing slash */
+    const char *auth_header; /* borrowed; sent with the token PUT, or NULL */
     int64_t interval_ms;
     char *token;            /* NULL until fetched */
     int64_t token_fetched_at; /* clock time */
@@ -53,10 +54,13 @@ struct agent_imds {
 const char *agent_imds_default_base(enum agent_md_kind kind);
 
 /* Starts polling every `interval_ms` (the first poll at once). `base` is
- * copied. Returns 0 or EBB_ENOMEM. A NONE kind starts nothing. */
+ * copied. `auth_header` ("Authorization: Bearer ...", borrowed, or NULL)
+ * goes with each token PUT: ebbd's own metadata endpoint hands a session
+ * only to the instance's agent; a cloud's is never sent it. Returns 0 or
+ * EBB_ENOMEM. A NONE kind starts nothing. */
 int agent_imds_start(struct agent_imds *m, struct ebb__http *http,
                      struct ebb__clock *clock, enum agent_md_kind kind,
-                     const char *base, int64_t interval_ms,
+                     const char *base, const char *auth_header, int64_t interval_ms,
                      agent_notice_cb cb, void *arg);
 
 /* Stops polling and frees what it holds; a request still in flight must

@@ -17,8 +17,6 @@
 #define FETCH_TIMEOUT_MS 15000
 #define PROBE_TIMEOUT_MS 20000
 
-static void fetch_job(struct agent *a);
-
 static void on_http_closed(void *arg)
 {
     struct agent *a = arg;
@@ -173,7 +171,7 @@ static void on_job_doc(const struct ebb_http_response *res, void *arg)
     }
 }
 
-static void fetch_job(struct agent *a)
+void agent_fetch_job(struct agent *a)
 {
     char *url = ebb_strfmt("%s/v1/agent/job", a->rep.base_url);
     const char *headers[] = {a->rep.auth_header};
@@ -192,7 +190,11 @@ static void fetch_job(struct agent *a)
 
 static void on_fetch_timer(struct ebb__timer *t)
 {
-    fetch_job(t->data);
+    struct agent *a = t->data;
+    if (a->enrolling)
+        agent_enrol(a);
+    else
+        agent_fetch_job(a);
 }
 
 /* ---- signals to the agent ---- */
@@ -226,6 +228,14 @@ static int setup(struct agent *a)
         ebb__error("cannot initialise HTTP (libcurl)");
         return 1;
     }
+    if (ebb__http_set_pinned_key(a->http, a->opt.ebbd_pin) != 0 ||
+        ebb__http_set_ca_file(a->http, a->opt.ebbd_ca) != 0) {
+        ebb__error("out of memory");
+        return 1;
+    }
+    if (a->opt.ebbd_pin != NULL || a->opt.ebbd_ca != NULL)
+        ebb__info("ebbd's certificate must match %s %s", a->opt.ebbd_pin ? "the pin" : "the CA in",
+                  a->opt.ebbd_pin ? a->opt.ebbd_pin : a->opt.ebbd_ca);
     if (agent_reporter_init(&a->rep, a->http, &a->clock, a->opt.ebbd_url, a->token,
                             a->opt.log_buffer) != 0) {
         ebb__error("out of memory");
@@ -262,7 +272,11 @@ int main(int argc, char **argv)
     if (setup(a) == 0) {
         a->state = AGENT_FETCHING;
         start_give_up(a);
-        fetch_job(a);
+        a->enrolling = agent_token_is_enrolment(a->token);
+        if (a->enrolling)
+            agent_enrol(a);
+        else
+            agent_fetch_job(a);
     } else {
         agent_finish(a);
     }

@@ -21,6 +21,7 @@
 static void usage(FILE *out)
 {
     fputs("Usage: ebb-agent --ebbd URL [--token-file PATH]\n"
+          "                 [--ebbd-pin sha256//BASE64 | --ebbd-ca FILE]\n"
           "                 [--metadata URL] [--metadata-kind aws|alibaba|none]\n"
           "                 [--metadata-interval DURATION] [--exit-wait DURATION]\n"
           "                 [--log-buffer BYTES] [--log-level LEVEL]\n"
@@ -28,8 +29,14 @@ static void usage(FILE *out)
           "Runs one ebb job beside ebbd: fetches what to run from URL, starts it,\n"
           "reports heartbeats, progress, checkpoints and the exit, and asks the job\n"
           "to checkpoint on a spot termination notice or when ebbd says stop.\n"
-          "The token comes from --token-file or EBB_AGENT_TOKEN.\n"
+          "The token comes from --token-file or EBB_AGENT_TOKEN; a one-time\n"
+          "enrolment token (\"enrol:...\") is traded for a session token first.\n"
           "\n"
+          "  --ebbd-pin PIN              trust ebbd's TLS certificate by its public\n"
+          "                              key's SHA-256 (curl's sha256// form)\n"
+          "  --ebbd-ca FILE              verify ebbd's certificate with this CA (PEM)\n"
+          "                              Either needs an https:// URL; without them an\n"
+          "                              https:// URL is checked against the system CAs\n"
           "  --metadata URL              metadata base URL (default: the kind's)\n"
           "  --metadata-kind KIND        aws (default), alibaba or none\n"
           "  --metadata-interval DUR     metadata poll interval (default 2s)\n"
@@ -66,11 +73,38 @@ static int parse_duration_opt(const char *name, const char *value, int64_t *out)
     return 0;
 }
 
+/* Once told how to trust ebbd, the agent talks to it only over TLS:
+ * nothing is sent in clear, and nothing unverified is believed. */
+static int check_trust(const struct agent_options *opt)
+{
+    const char *given = opt->ebbd_pin ? "--ebbd-pin" : opt->ebbd_ca ? "--ebbd-ca" : NULL;
+    if (given == NULL)
+        return 0;
+    if (opt->ebbd_pin != NULL && opt->ebbd_ca != NULL)
+        return bad("give --ebbd-pin or --ebbd-ca, not both");
+    if (strncmp(opt->ebbd_url, "https://", 8) != 0)
+        return bad("%s needs an https:// --ebbd URL, not \"%s\" (the agent never "
+                   "talks to ebbd in clear once it is told how to verify it)",
+                   given, opt->ebbd_url);
+    if (opt->ebbd_pin != NULL &&
+        (strncmp(opt->ebbd_pin, "sha256//", 8) != 0 || strlen(opt->ebbd_pin) < 9))
+        return bad("--ebbd-pin: \"%s\" is not a pin (sha256// and the base64 "
+                   "SHA-256 of the certificate's public key)", opt->ebbd_pin);
+    FILE *f = opt->ebbd_ca != NULL ? fopen(opt->ebbd_ca, "r") : NULL;
+    if (opt->ebbd_ca != NULL && f == NULL)
+        return bad("--ebbd-ca %s: %s", opt->ebbd_ca, strerror(errno));
+    if (f != NULL)
+        fclose(f);
+    return 0;
+}
+
 int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *done)
 {
     static const struct option options[] = {
         {"ebbd", required_argument, NULL, 'e'},
         {"token-file", required_argument, NULL, 't'},
+        {"ebbd-pin", required_argument, NULL, 'p'},
+        {"ebbd-ca", required_argument, NULL, 'c'},
         {"metadata", required_argument, NULL, 'm'},
         {"metadata-kind", required_argument, NULL, 'k'},
         {"metadata-interval", required_argument, NULL, 'i'},
@@ -97,6 +131,8 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
         switch (c) {
         case 'e': opt->ebbd_url = optarg; break;
         case 't': opt->token_file = optarg; break;
+        case 'p': opt->ebbd_pin = optarg; break;
+        case 'c': opt->ebbd_ca = optarg; break;
         case 'm': opt->metadata_url = optarg; break;
         case 'k':
             if (strcmp(optarg, "aws") == 0)
@@ -149,6 +185,9 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
                    argv[optind]);
     if (opt->ebbd_url == NULL)
         return bad("--ebbd URL is required (ebbd's agent.url)");
+    rc = check_trust(opt);
+    if (rc != 0)
+        return rc;
     if (opt->metadata_url == NULL)
         opt->metadata_url = agent_imds_default_base(opt->metadata_kind);
     return 0;

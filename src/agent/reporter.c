@@ -110,6 +110,17 @@ int agent_reporter_init(struct agent_reporter *r, struct ebb__http *http,
     return r->base_url && r->auth_header ? 0 : EBB_ENOMEM;
 }
 
+int agent_reporter_set_token(struct agent_reporter *r, const char *token)
+{
+    char *header = ebb_strfmt("Authorization: Bearer %s", token);
+    if (header == NULL)
+        return EBB_ENOMEM;
+    explicit_bzero(r->auth_header, strlen(r->auth_header));
+    free(r->auth_header);
+    r->auth_header = header;
+    return 0;
+}
+
 bool agent_reporter_idle(const struct agent_reporter *r)
 {
     return ebb_list_empty(&r->events) && ebb_list_empty(&r->chunks) &&

@@ -73,6 +73,9 @@ int agent_reporter_init(struct agent_reporter *r, struct ebb__http *http,
                         struct ebb__clock *clock, const char *base_url,
                         const char *token, size_t log_limit);
 
+/* Sends `token` (copied) from now on. Returns 0 or EBB_ENOMEM. */
+int agent_reporter_set_token(struct agent_reporter *r, const char *token);
+
 /* Queues an event (a JSON object with "kind"); takes the reference. */
 void agent_reporter_event(struct agent_reporter *r, json_t *event);
 

@@ -378,8 +378,15 @@ void agent_run_start(struct agent *a)
     after(a, &a->scan_timer, a->opt.scan_ms);
     if (a->doc.every_ms > 0)
         after(a, &a->periodic_timer, a->doc.every_ms);
+    /* ebbd's own metadata endpoint (local instances) lives under its URL
+     * and wants the agent's token; a cloud's never gets it. */
+    const char *ebbd = a->rep.base_url;
+    bool at_ebbd = a->opt.metadata_url != NULL &&
+                   strncmp(a->opt.metadata_url, ebbd, strlen(ebbd)) == 0 &&
+                   a->opt.metadata_url[strlen(ebbd)] == '/';
     rc = agent_imds_start(&a->imds, a->http, &a->clock, a->opt.metadata_kind,
-                          a->opt.metadata_url, a->opt.metadata_interval_ms, on_notice, a);
+                          a->opt.metadata_url, at_ebbd ? a->rep.auth_header : NULL,
+                          a->opt.metadata_interval_ms, on_notice, a);
     if (rc != 0)
         ebb__error("cannot watch the metadata endpoint: %s", ebb_strerror(rc));
 }

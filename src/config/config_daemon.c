@@ -12,6 +12,7 @@
 #include "base/cfg_table.h"
 #include "base/str.h"
 #include "base/yaml_read.h"
+#include "io/httpd.h"
 
 struct api_cfg {
     char *socket_mode;
@@ -30,6 +31,12 @@ struct agent_api_cfg {
     char *url;
     ebb_dur_ms heartbeat;
     ebb_dur_ms heartbeat_timeout;
+    char *tls;
+    char *tls_cert;
+    char *tls_key;
+    char *tls_ca;
+    int insecure;
+    ebb_dur_ms enrol_ttl;
 };
 static const struct ebb_cfg_key agent_api_keys[] = {
     {"listen", EBB_CFG_STRING, "127.0.0.1:0",
@@ -41,6 +48,20 @@ static const struct ebb_cfg_key agent_api_keys[] = {
     {"heartbeat_timeout", EBB_CFG_DURATION, "60s",
      offsetof(struct agent_api_cfg, heartbeat_timeout),
      "silence after which ebbd asks the provider whether an instance is gone"},
+    {"tls", EBB_CFG_STRING, "auto", offsetof(struct agent_api_cfg, tls),
+     "auto (TLS unless listen is loopback-only and no tls_cert is set), on or off"},
+    {"tls_cert", EBB_CFG_STRING, NULL, offsetof(struct agent_api_cfg, tls_cert),
+     "PEM certificate (and chain) agents see; default: one ebbd makes in its "
+     "state directory"},
+    {"tls_key", EBB_CFG_STRING, NULL, offsetof(struct agent_api_cfg, tls_key),
+     "PEM private key of tls_cert"},
+    {"tls_ca", EBB_CFG_STRING, NULL, offsetof(struct agent_api_cfg, tls_ca),
+     "PEM CA certificate agents verify tls_cert with (default: the pin of a "
+     "self-signed tls_cert, else the instance's own CAs)"},
+    {"insecure", EBB_CFG_BOOL, "false", offsetof(struct agent_api_cfg, insecure),
+     "allow plain HTTP from agents that are not on this host"},
+    {"enrol_ttl", EBB_CFG_DURATION, "1h", offsetof(struct agent_api_cfg, enrol_ttl),
+     "how long after a launch an instance's one-time enrolment token is good"},
     EBB_CFG_END,
 };
 
@@ -135,6 +156,60 @@ static int valid_listen(const char *s)
     return port <= 65535; /* 0: the OS picks a free port */
 }
 
+/* Whether agents reach `listen` only from this host. */
+static bool loopback_only(const char *listen)
+{
+    char ip[64];
+    uint16_t port;
+    return ebb__httpd_parse_address(listen, ip, sizeof(ip), &port) == 0 &&
+           ebb__httpd_is_loopback_ip(ip);
+}
+
+/* Decides whether the agent listener speaks TLS, and refuses what would
+ * send agents' tokens and jobs' env across a network in clear. Returns
+ * NULL, or what is wrong and the key to blame in `*key`. */
+static const char *agent_tls_check(struct ebb__config *cfg, const struct agent_api_cfg *a,
+                                   const char **key)
+{
+    bool on = strcmp(a->tls, "on") == 0, off = strcmp(a->tls, "off") == 0;
+    bool loopback = loopback_only(a->listen);
+    *key = "tls";
+    if (!on && !off && strcmp(a->tls, "auto") != 0)
+        return "agent_api.tls: use auto, on or off";
+    if ((a->tls_cert == NULL) != (a->tls_key == NULL)) {
+        *key = a->tls_cert == NULL ? "tls_key" : "tls_cert";
+        return "agent_api.tls_cert and agent_api.tls_key go together";
+    }
+    if (off && a->tls_cert != NULL)
+        return "agent_api.tls is off but agent_api.tls_cert is set";
+    if (a->tls_ca != NULL && a->tls_cert == NULL) {
+        *key = "tls_ca";
+        return "agent_api.tls_ca needs agent_api.tls_cert (the certificate it signs)";
+    }
+    cfg->agent_tls = on || (!off && (a->tls_cert != NULL || !loopback));
+    if (!cfg->agent_tls && !loopback && !a->insecure) {
+        *key = "listen";
+        return "agent_api.listen is reachable from other hosts and agent_api.tls "
+               "is off: agents' tokens and jobs' env would cross the network in "
+               "clear; turn TLS on (agent_api.tls: auto) or, on a network you "
+               "trust, set agent_api.insecure: true";
+    }
+    const char *want = cfg->agent_tls ? "https://" : "http://";
+    if (a->url[0] != '\0' && strncmp(a->url, want, strlen(want)) != 0) {
+        *key = "url";
+        return cfg->agent_tls ? "agent_api.url must be https:// (the listener speaks TLS)"
+                              : "agent_api.url must be http:// (agent_api.tls is off)";
+    }
+    return NULL;
+}
+
+static void take_str(char **dst, char **src)
+{
+    free(*dst);
+    *dst = *src;
+    *src = NULL;
+}
+
 int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n,
                         struct ebb_diag *d)
 {
@@ -153,7 +228,21 @@ int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n
                       "agent_api.listen: %s is not an address and port "
                       "(example: 0.0.0.0:7311 or [::]:7311)", q);
         rc = EBB_ECONFIG;
-    } else {
+    }
+    const char *key = NULL;
+    const char *bad_tls = rc == 0 ? agent_tls_check(cfg, agent, &key) : NULL;
+    if (bad_tls != NULL) {
+        const struct ebb__ynode *m = ebb__ymap_get(n, key);
+        ebb_diag_set(d, m != NULL ? m->file : cfg->file, m != NULL ? m->line : 0,
+                     "%s", bad_tls);
+        rc = EBB_ECONFIG;
+    }
+    if (rc == 0) {
+        take_str(&cfg->agent_tls_cert, &agent->tls_cert);
+        take_str(&cfg->agent_tls_key, &agent->tls_key);
+        take_str(&cfg->agent_tls_ca, &agent->tls_ca);
+        cfg->agent_insecure = agent->insecure;
+        cfg->agent_enrol_ttl = agent->enrol_ttl;
         free(cfg->agent_listen);
         cfg->agent_listen = agent->listen;
         agent->listen = NULL;

@@ -441,6 +441,9 @@ void ebb__config_free(struct ebb__config *cfg)
     free(cfg->api_socket_group);
     free(cfg->agent_listen);
     free(cfg->agent_url);
+    free(cfg->agent_tls_cert);
+    free(cfg->agent_tls_key);
+    free(cfg->agent_tls_ca);
     free(cfg->metrics_listen);
     for (size_t i = 0; i < cfg->n_run_on; i++) {
         free(cfg->run_on[i].market);

@@ -56,7 +56,13 @@ struct ebb__config {
     unsigned api_socket_mode;  /* default 0600 */
     char *api_socket_group;    /* default NULL: the daemon's own group */
     char *agent_listen;        /* default "127.0.0.1:0": a port the OS picks, kept */
-    char *agent_url;           /* NULL: "http://" + the address listened on */
+    char *agent_url;           /* NULL: "http(s)://" + the address listened on */
+    int agent_tls;             /* the agent listener speaks TLS (decided from
+                                * agent_api.tls, tls_cert and listen) */
+    char *agent_tls_cert, *agent_tls_key; /* NULL: ebbd's own, in STATE */
+    char *agent_tls_ca;        /* NULL: agents pin a self-signed cert */
+    int agent_insecure;        /* agent_api.insecure: plain HTTP from afar */
+    ebb_dur_ms agent_enrol_ttl; /* default 1 h */
     ebb_dur_ms agent_heartbeat;         /* default 5 s */
     ebb_dur_ms agent_heartbeat_timeout; /* default 60 s */
     char *metrics_listen;      /* metrics.listen; NULL: no metrics endpoint */

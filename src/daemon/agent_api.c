@@ -24,6 +24,8 @@ struct ebb__agent_api {
     struct ebb__engine *engine;
     struct ebb__httpd *httpd;
     char *logs_dir;
+    struct ebb__tls_ctx *tls; /* NULL: plain HTTP */
+    bool insecure;            /* agent_api.insecure */
     void (*closed)(void *arg);
     void *closed_arg;
 };
@@ -73,6 +75,32 @@ static struct ebb__job *authenticate(struct ebb__agent_api *api,
     ebb__warn("agent API: refused %s %s: %s", req->method, req->path, why);
     reply_error(res, 401, why);
     return NULL;
+}
+
+/* ---- POST /v1/enrol ------------------------------------------------------- */
+
+/* The one-time trade of the enrolment token from the instance's boot data
+ * for the agent's session token (docs/agent-protocol.md). */
+static void post_enrol(struct ebb__agent_api *api, const struct ebb__httpd_request *req,
+                       struct ebb__httpd_response *res)
+{
+    const char *auth = ebb__httpd_header(req, "authorization");
+    char bearer[EBB__BEARER_SIZE], why[256];
+    int status = 401;
+    struct ebb__job *job = NULL;
+    if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+        snprintf(why, sizeof(why), "no enrolment token (Authorization: Bearer enrol:...)");
+    else
+        job = ebb__engine_agent_enrol(api->engine, auth + 7, bearer, &status, why,
+                                      sizeof(why));
+    if (job == NULL) {
+        ebb__warn("agent API: refused an enrolment: %s", why);
+        reply_error(res, status, why);
+        return;
+    }
+    ebb__info("job %s: its agent enrolled", ebb__engine_job_id(job));
+    reply_json(res, 200, json_pack("{s:s}", "token", bearer));
+    OPENSSL_cleanse(bearer, sizeof(bearer));
 }
 
 /* ---- GET /v1/agent/job ---------------------------------------------------- */
@@ -308,6 +336,19 @@ static void serve_imds(struct ebb__agent_api *api,
             res->status = 400;
             return;
         }
+        /* The path's token is no secret (it names the instance in ebb's
+         * store, the provider's tags and `ebb job show`): the session goes
+         * only to the holder of the instance's own bearer token. */
+        const char *auth = ebb__httpd_header(req, "authorization");
+        if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0 ||
+            ebb__engine_agent_job(api->engine, auth + 7) != job) {
+            ebb__warn("metadata endpoint: refused a session for %s: %s",
+                      ebb__engine_job_id(job),
+                      auth == NULL ? "no Authorization header"
+                                   : "not the instance's bearer token");
+            res->status = 401;
+            return;
+        }
         const char *session = ebb__engine_imds_token(job);
         if (session == NULL) {
             res->status = 500;
@@ -345,6 +386,23 @@ static void handle(const struct ebb__httpd_request *req,
                    struct ebb__httpd_response *res, void *arg)
 {
     struct ebb__agent_api *api = arg;
+    /* Plain HTTP is for agents on this host; the configuration refuses a
+     * plain listener others can reach, and this refuses what reaches a
+     * loopback one from afar (a port forward, a proxy). */
+    if (!req->tls && !req->peer_loopback && !api->insecure) {
+        ebb__warn("agent API: refused plain HTTP %s %s from another host "
+                  "(serve TLS, or set agent_api.insecure: true)", req->method, req->path);
+        reply_error(res, 403, "plain HTTP from another host: use https "
+                    "(agent_api.insecure is off)");
+        return;
+    }
+    if (strcmp(req->path, "/v1/enrol") == 0) {
+        if (strcmp(req->method, "POST") != 0)
+            reply_error(res, 405, "use POST");
+        else
+            post_enrol(api, req, res);
+        return;
+    }
     if (strncmp(req->path, "/imds/", 6) == 0) {
         serve_imds(api, req, res);
         return;
@@ -401,6 +459,14 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
     return 0;
 }
 
+void ebb__agent_api_secure(struct ebb__agent_api *api, struct ebb__tls_ctx *tls,
+                           bool insecure)
+{
+    api->tls = tls;
+    api->insecure = insecure;
+    ebb__httpd_set_tls(api->httpd, tls);
+}
+
 const char *ebb__agent_api_url(const struct ebb__agent_api *api)
 {
     return ebb__httpd_url(api->httpd);
@@ -411,6 +477,7 @@ static void on_httpd_closed(void *arg)
     struct ebb__agent_api *api = arg;
     if (api->closed != NULL)
         api->closed(api->closed_arg);
+    ebb__tls_ctx_free(api->tls);
     free(api->logs_dir);
     free(api);
 }

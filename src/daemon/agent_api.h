@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "engine/engine.h"
+#include "io/tls.h"
 
 struct ebb__agent_api;
 
@@ -22,7 +23,13 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
                          struct ebb__engine *engine, const char *address,
                          const char *logs_dir, char *err, size_t errlen);
 
-/* The URL agents reach it at: "http://IP:PORT" with the port it got. */
+/* Serves TLS with `tls` (taken: freed when the API is; NULL: plain HTTP)
+ * from now on. Unless `insecure`, a plain request from a peer that is not
+ * on this host is refused (403). Call it before the loop runs. */
+void ebb__agent_api_secure(struct ebb__agent_api *api, struct ebb__tls_ctx *tls,
+                           bool insecure);
+
+/* The URL agents reach it at: "http(s)://IP:PORT" with the port it got. */
 const char *ebb__agent_api_url(const struct ebb__agent_api *api);
 
 /* Closes the listener and its connections; `cb(arg)` runs once every

@@ -201,6 +201,7 @@ static int start_engine(struct ebb__daemon *d)
         .default_policy = d->config->default_policy,
         .store_prices = 1,
         .agent_heartbeat = d->config->agent_heartbeat,
+        .agent_enrol_ttl = d->config->agent_enrol_ttl,
         .agent_heartbeat_timeout = d->config->agent_heartbeat_timeout,
         .checkpoint_root = d->checkpoints_dir,
         .run_on = d->config->run_on,
@@ -273,6 +274,11 @@ static int start_agent_api(struct ebb__daemon *d, char *err, size_t errlen)
     if (keep != NULL && d->agent_api == NULL)
         rc = ebb__agent_api_start(&d->agent_api, &d->loop, d->engine, listen,
                                   d->logs_dir, err, errlen);
+    struct ebb__tls_ctx *tls = NULL;
+    if (rc == 0)
+        rc = ebb__daemon_agent_tls(d, &tls, err, errlen);
+    if (rc == 0)
+        ebb__agent_api_secure(d->agent_api, tls, d->config->agent_insecure);
     if (rc == 0 && port == 0) {
         const char *url = ebb__agent_api_url(d->agent_api);
         const char *colon = strrchr(url, ':');
@@ -338,6 +344,8 @@ static int start_api(struct ebb__daemon *d)
     const char *url = d->config->agent_url ? d->config->agent_url
                                            : ebb__agent_api_url(d->agent_api);
     ebb__engine_set_agent_url(d->engine, url);
+    ebb__engine_set_agent_tls(d->engine, d->agent_tls_pin[0] ? d->agent_tls_pin : NULL,
+                              d->agent_tls_ca);
     ebb__info("agents reach ebbd at %s", url);
     return 0;
 }
@@ -425,6 +433,7 @@ static void release_state(struct ebb__daemon *d)
     d->catalog = NULL;
     free(d->state_dir);
     free(d->logs_dir);
+    free(d->agent_tls_ca);
     free(d->checkpoints_dir);
     free(d->plugins_dir);
     free(d->config_name);

@@ -21,6 +21,7 @@
 #include "io/api_server.h"
 #include "io/clock.h"
 #include "io/http_client.h"
+#include "io/tls.h"
 #include "plugin/poller.h"
 #include "plugin/registry.h"
 #include "store/store.h"
@@ -51,6 +52,8 @@ struct ebb__daemon {
     struct ebb__http *http;
     struct ebb__api_server *api;
     struct ebb__agent_api *agent_api;
+    char agent_tls_pin[EBB__TLS_PIN_SIZE]; /* "": agents are not given one */
+    char *agent_tls_ca;      /* PEM text agents verify with; NULL: none */
     struct ebb__daemon_metrics *metrics; /* NULL unless metrics.listen is set */
     struct ebb__histogram checkpoint_durations; /* agents' reports, seconds */
     char *logs_dir;          /* STATE/logs: jobs' output */
@@ -90,6 +93,14 @@ struct ebb__daemon_metrics;
 int ebb__daemon_metrics_start(struct ebb__daemon *d);
 void ebb__daemon_metrics_close(struct ebb__daemon *d, void (*cb)(void *arg),
                                void *arg);
+
+/* The agent listener's TLS (daemon_tls.c): when the configuration
+ * decided on TLS, loads agent_api.tls_cert or makes ebbd's own in the
+ * state directory, sets `*out` (NULL for plain HTTP) and fills
+ * d->agent_tls_pin / d->agent_tls_ca with what agents are given. Returns
+ * 0, or an error with a message in `err`. */
+int ebb__daemon_agent_tls(struct ebb__daemon *d, struct ebb__tls_ctx **out,
+                          char *err, size_t errlen);
 
 /* After a commit: starts a WAL checkpoint off the loop when the WAL has
  * grown enough and none runs (daemon_checkpoint.c). */

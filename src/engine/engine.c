@@ -149,6 +149,13 @@ void ebb__engine_set_agent_url(struct ebb__engine *e, const char *url)
     e->opt.agent_url = url;
 }
 
+void ebb__engine_set_agent_tls(struct ebb__engine *e, const char *pin,
+                               const char *ca_pem)
+{
+    e->opt.agent_tls_pin = pin;
+    e->opt.agent_tls_ca = ca_pem;
+}
+
 void ebb__engine_set_budget_config(struct ebb__engine *e,
                                    const struct ebb__config *config)
 {

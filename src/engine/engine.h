@@ -87,6 +87,14 @@ struct ebb__engine_options {
     int store_prices;                /* write observed prices to the store */
     /* Where agents reach ebbd; NULL without an agent API (backtests). */
     const char *agent_url;
+    /* How agents trust ebbd's certificate (docs/agent-protocol.md); both
+     * NULL for a plain http:// URL. The pin is "sha256//<base64>"; the CA
+     * is PEM text, given when a configured certificate chains to it. */
+    const char *agent_tls_pin;
+    const char *agent_tls_ca;
+    /* Wall time an instance's enrolment token stays good after its
+     * launch was asked for; 0: EBB__ENROL_TTL_DEFAULT. */
+    ebb_dur_ms agent_enrol_ttl;
     ebb_dur_ms agent_heartbeat;       /* wall time between agent reports */
     ebb_dur_ms agent_heartbeat_timeout; /* wall time of silence before ebbd
                                          * asks the provider */
@@ -124,6 +132,11 @@ ebb__engine_options(const struct ebb__engine *e);
 /* Where agents reach ebbd from now on (borrowed; NULL: no agent API):
  * ebbd knows it only once the agent API, which needs the engine, listens. */
 void ebb__engine_set_agent_url(struct ebb__engine *e, const char *url);
+
+/* How agents trust ebbd's certificate from now on (both borrowed; NULL:
+ * not given), known once the agent API has its certificate. */
+void ebb__engine_set_agent_tls(struct ebb__engine *e, const char *pin,
+                               const char *ca_pem);
 
 /* Teams' caps and currency_rates from now on (borrowed; NULL: none). */
 void ebb__engine_set_budget_config(struct ebb__engine *e,
@@ -333,6 +346,23 @@ struct ebb__agent_reply {
 /* The job of the agent holding `bearer` ("<token>.<secret>"), or NULL
  * when no live instance holds it (compared in constant time). */
 struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer);
+
+/* An instance's enrolment token starts with this; the rest is
+ * "<token>.<secret>". */
+#define EBB__ENROL_PREFIX "enrol:"
+#define EBB__ENROL_TTL_DEFAULT EBB_MS_PER_HOUR
+/* A bearer token, "<token>.<64 hex digits>", fits in this. */
+#define EBB__BEARER_SIZE (EBB__TOKEN_SIZE + 66)
+
+/* Trades an instance's enrolment token for its agent's bearer token:
+ * once, before it expires. The new session secret's hash replaces the
+ * enrolment secret's in the store (a restart keeps the agent's session
+ * and never takes the enrolment token back). Returns the job and fills
+ * `bearer`, or returns NULL with the reason in `why` (unknown token, used
+ * already, expired, store failure: `*status` says 401 or 503). */
+struct ebb__job *ebb__engine_agent_enrol(struct ebb__engine *e, const char *enrol_token,
+                                         char bearer[EBB__BEARER_SIZE], int *status,
+                                         char *why, size_t whylen);
 
 /* The job whose current attempt has this token, or NULL. */
 struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token);

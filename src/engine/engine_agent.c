@@ -32,6 +32,73 @@ struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer
     return job;
 }
 
+/* Enrolment (docs/agent-protocol.md): the token the instance's boot data
+ * carries is good once. Which kind of hash the attempt holds says whether
+ * it was used: after the trade it holds the session secret's, which no
+ * enrolment secret matches, so a second use fails here and after a
+ * restart alike. `enrolled` only lets the log say which case it was. */
+struct ebb__job *ebb__engine_agent_enrol(struct ebb__engine *e, const char *enrol_token,
+                                         char bearer[EBB__BEARER_SIZE], int *status,
+                                         char *why, size_t whylen)
+{
+    size_t plen = strlen(EBB__ENROL_PREFIX);
+    const char *rest = enrol_token != NULL &&
+                               strncmp(enrol_token, EBB__ENROL_PREFIX, plen) == 0
+                           ? enrol_token + plen
+                           : NULL;
+    const char *dot = rest != NULL ? strrchr(rest, '.') : NULL;
+    char token[EBB__TOKEN_SIZE];
+    *status = 401;
+    if (dot == NULL || (size_t)(dot - rest) >= sizeof(token)) {
+        snprintf(why, whylen, "not an enrolment token");
+        return NULL;
+    }
+    memcpy(token, rest, (size_t)(dot - rest));
+    token[dot - rest] = '\0';
+    struct ebb__job *job = ebb__engine_job_of_token(e, token);
+    struct ebb__attempt *a = job != NULL ? job->current : NULL;
+    char hash[65];
+    if (a == NULL) {
+        snprintf(why, whylen, "no live instance has the token %s", token);
+        return NULL;
+    }
+    if (a->agent_hash[0] == '\0' || ebb__enrol_secret_hash(dot + 1, hash) != 0 ||
+        !ebb__secret_hash_equal(hash, a->agent_hash)) {
+        snprintf(why, whylen, "%s: %s", token,
+                 a->enrolled ? "its enrolment token was used already"
+                             : "not its enrolment token, or one used already");
+        return NULL;
+    }
+    ebb_dur_ms ttl = e->opt.agent_enrol_ttl > 0 ? e->opt.agent_enrol_ttl
+                                                : EBB__ENROL_TTL_DEFAULT;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    if (now > a->requested_at + ebb__clock_from_real_ms(e->opt.clock, ttl)) {
+        snprintf(why, whylen, "%s: its enrolment token expired (good for %lld s "
+                 "after the launch)", token, (long long)(ttl / EBB_MS_PER_SECOND));
+        return NULL;
+    }
+    char secret[65], session_hash[65];
+    if (ebb__random_hex(secret, sizeof(secret)) != 0 ||
+        ebb__agent_secret_hash(secret, session_hash) != 0) {
+        *status = 503;
+        snprintf(why, whylen, "cannot draw random bytes; enrol again");
+        return NULL;
+    }
+    /* Durable before the agent hears it: a restart must know the session. */
+    if (ebb__store_instance_agent_hash(e->opt.store, a->token, session_hash) != 0 ||
+        ebb__store_flush(e->opt.store) != 0) {
+        *status = 503;
+        snprintf(why, whylen, "cannot record the session: %s; enrol again",
+                 ebb__store_errmsg(e->opt.store));
+        return NULL;
+    }
+    memcpy(a->agent_hash, session_hash, sizeof(a->agent_hash));
+    a->agent_secret[0] = '\0';
+    a->enrolled = 1;
+    snprintf(bearer, EBB__BEARER_SIZE, "%s.%s", a->token, secret);
+    return job;
+}
+
 /* Whether the host the agent probed meets the job's needs: "" when it
  * does, else why not. Without nvidia-smi there is nothing to judge. */
 static void host_refusal(const struct ebb__job *job, const struct ebb__agent_report *r,

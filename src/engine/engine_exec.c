@@ -219,8 +219,8 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
     struct ebb__attempt *a = job->current;
     const struct ebb__offer *o = &e->market.offers[a->offer];
     int shadow = c->shadow;
-    char bearer[sizeof(a->token) + sizeof(a->agent_secret) + 1];
-    snprintf(bearer, sizeof(bearer), "%s.%s", a->token, a->agent_secret);
+    char enrol[sizeof(EBB__ENROL_PREFIX) + sizeof(a->token) + sizeof(a->agent_secret) + 1];
+    snprintf(enrol, sizeof(enrol), EBB__ENROL_PREFIX "%s.%s", a->token, a->agent_secret);
     /* Every launch carries the job's model; only a provider that simulates
      * the job (sim) reads it. */
     struct ebb_job_model model = {
@@ -243,10 +243,12 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
         .currency = o->currency,
         .count = 1,
         .agent_url = shadow ? NULL : e->opt.agent_url,
-        .agent_token = shadow || e->opt.agent_url == NULL ? NULL : bearer,
+        .agent_token = shadow || e->opt.agent_url == NULL ? NULL : enrol,
         .argv = shadow ? NULL : (const char *const *)job->spec.argv,
         .argc = shadow ? 0 : job->spec.argc,
         .model = &model,
+        .agent_tls_pin = shadow ? NULL : e->opt.agent_tls_pin,
+        .agent_tls_ca = shadow ? NULL : e->opt.agent_tls_ca,
     };
     return ebb__provider_launch(c->slot->plugin->name, c->slot->plugin->provider,
                                 c->slot->self, &req, c->cb, job);
@@ -338,7 +340,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     if (a == NULL)
         return;
     if (ebb__random_hex(a->agent_secret, sizeof(a->agent_secret)) != 0 ||
-        ebb__agent_secret_hash(a->agent_secret, a->agent_hash) != 0) {
+        ebb__enrol_secret_hash(a->agent_secret, a->agent_hash) != 0) {
         free(a);
         ebb__engine_set_state(job, EBB__JOB_WAITING, "cannot draw random bytes "
                               "for the agent's token");

@@ -26,14 +26,33 @@ int ebb__random_hex(char *hex, size_t size)
     return 0;
 }
 
-int ebb__agent_secret_hash(const char *secret, char hash[65])
+/* Hex SHA-256 of `prefix` followed by `secret`. */
+static int digest(const char *prefix, const char *secret, char hash[65])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    if (EVP_Digest(secret, strlen(secret), md, &n, EVP_sha256(), NULL) != 1 || n != 32)
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+             EVP_DigestUpdate(ctx, prefix, strlen(prefix)) == 1 &&
+             EVP_DigestUpdate(ctx, secret, strlen(secret)) == 1 &&
+             EVP_DigestFinal_ex(ctx, md, &n) == 1 && n == 32;
+    EVP_MD_CTX_free(ctx);
+    if (!ok)
         return EBB_EIO;
     to_hex(md, n, hash);
     return 0;
+}
+
+int ebb__agent_secret_hash(const char *secret, char hash[65])
+{
+    return digest("", secret, hash);
+}
+
+/* The prefix keeps the two kinds of hash apart: an enrolment secret never
+ * authenticates a request, and a session secret never enrols. */
+int ebb__enrol_secret_hash(const char *secret, char hash[65])
+{
+    return digest(EBB__ENROL_PREFIX, secret, hash);
 }
 
 int ebb__secret_hash_equal(const char *a, const char *b)

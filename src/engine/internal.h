@@ -68,10 +68,16 @@ struct ebb__attempt {
     struct ebb__plugin_slot *market; /* NULL: the runner is the market */
     char *shadow_id;         /* the market's instance, once launched */
     int shadow_lost;         /* the market took the instance away */
-    /* The agent channel (docs/agent-protocol.md): the agent's bearer token
-     * is "<token>.<agent_secret>". */
-    char agent_secret[65];   /* "" for an attempt taken back after a restart */
-    char agent_hash[65];     /* hex SHA-256 of the secret: what is stored */
+    /* The agent channel (docs/agent-protocol.md): the instance is given
+     * the enrolment token "enrol:<token>.<agent_secret>", which its agent
+     * trades once, at first contact, for the bearer token
+     * "<token>.<session secret>". Only hashes are kept: agent_hash is the
+     * enrolment secret's (ebb__enrol_secret_hash) until then, the
+     * session secret's (ebb__agent_secret_hash) after. */
+    char agent_secret[65];   /* the enrolment secret, for the launch call;
+                              * "" for an attempt taken back after a restart */
+    char agent_hash[65];     /* hex SHA-256: what is stored */
+    int enrolled;            /* its enrolment token was used (in this run) */
     ebb_time_ms agent_seen;  /* its latest report; 0: none yet */
     ebb_time_ms notice_deadline; /* what the metadata endpoint says; 0: none */
     int agent_exited;        /* it reported the job's end */
@@ -197,6 +203,9 @@ void ebb__engine_wake_offer(struct ebb__engine *e, size_t offer,
 int ebb__random_hex(char *hex, size_t size);
 /* Hex SHA-256 of `secret` into hash[65]. Returns 0 or EBB_EIO. */
 int ebb__agent_secret_hash(const char *secret, char hash[65]);
+/* Hex SHA-256 of EBB__ENROL_PREFIX and `secret`: what is kept of an
+ * enrolment secret until it is used. Returns 0 or EBB_EIO. */
+int ebb__enrol_secret_hash(const char *secret, char hash[65]);
 /* Whether the 64 hex digits at `a` and `b` are equal, in constant time. */
 int ebb__secret_hash_equal(const char *a, const char *b);
 

@@ -602,6 +602,15 @@ int ebb__httpd_parse_address(const char *address, char *ip, size_t ip_size,
     return 0;
 }
 
+bool ebb__httpd_is_loopback_ip(const char *ip)
+{
+    struct sockaddr_storage a = {0};
+    if (uv_ip4_addr(ip, 0, (struct sockaddr_in *)&a) != 0 &&
+        uv_ip6_addr(ip, 0, (struct sockaddr_in6 *)&a) != 0)
+        return false;
+    return is_loopback(&a);
+}
+
 uint16_t ebb__httpd_port(const struct ebb__httpd *s)
 {
     return s->port;

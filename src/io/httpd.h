@@ -80,6 +80,10 @@ int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
 int ebb__httpd_parse_address(const char *address, char *ip, size_t ip_size,
                              uint16_t *port);
 
+/* Whether `ip` (as ebb__httpd_parse_address() gives it) is a loopback
+ * address: 127.0.0.0/8 or ::1. */
+bool ebb__httpd_is_loopback_ip(const char *ip);
+
 /* The port it listens on. */
 uint16_t ebb__httpd_port(const struct ebb__httpd *s);
 

@@ -281,6 +281,11 @@ struct ebb__instance_row {
 int ebb__store_instance_insert(struct ebb__store *s,
                                const struct ebb__instance_row *r);
 
+/* Replaces the hash an instance's agent authenticates with (its
+ * enrolment token's, then its session secret's). */
+int ebb__store_instance_agent_hash(struct ebb__store *s, const char *token,
+                                   const char *hash);
+
 /* Records the market's shadow instance of an instance run elsewhere. */
 int ebb__store_instance_shadow(struct ebb__store *s, const char *token,
                                const char *shadow_id);

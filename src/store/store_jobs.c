@@ -155,6 +155,16 @@ int ebb__store_instance_shadow(struct ebb__store *s, const char *token,
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
 
+int ebb__store_instance_agent_hash(struct ebb__store *s, const char *token,
+                                   const char *hash)
+{
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_INSTANCE_AGENT_HASH);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc = bind(s, st, "tt", token, hash);
+    return rc != 0 ? rc : ebb__store_run(s, st);
+}
+
 int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
                                 ebb_time_ms from, ebb_time_ms to,
                                 ebb__store_sum_cb cb, void *arg)

@@ -144,6 +144,8 @@
       " ended_at = coalesce(nullif(?5, 0), ended_at),"                         \
       " end_reason = coalesce(?6, end_reason) WHERE token = ?1")               \
     X(INSTANCE_SHADOW, "UPDATE instances SET shadow_id = ?2 WHERE token = ?1") \
+    X(INSTANCE_AGENT_HASH,                                                     \
+      "UPDATE instances SET agent_token_hash = ?2 WHERE token = ?1")           \
     X(CHECKPOINT_ADD,                                                          \
       "INSERT INTO checkpoints (job_id, instance_token, at, path,"             \
       " work_done_ms, complete) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")              \

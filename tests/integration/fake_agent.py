@@ -5,8 +5,9 @@ ebbd's side of it (the real agent has its own tests in tests/agent).
 The "job" is simulated here: it advances its progress by 10% every 1.5 s,
 checkpoints into EBB_CHECKPOINT_DIR (a file holding the fraction), resumes
 from the newest checkpoint, and stops with a checkpoint on an IMDS notice
-or ebbd's stop. It first makes one request with a wrong token, which ebbd
-must refuse (the test checks ebbd's log)."""
+or ebbd's stop. It first trades its one-time enrolment token for a session
+token (POST /v1/enrol), then makes one request with a wrong token, which
+ebbd must refuse (the test checks ebbd's log)."""
 import json
 import os
 import sys
@@ -20,7 +21,9 @@ META = args.get("--metadata", "")
 TOKEN = os.environ["EBB_AGENT_TOKEN"]
 
 
-def call(method, path, body=None, token=TOKEN, base=EBBD, headers=None):
+def call(method, path, body=None, token="session", base=EBBD, headers=None):
+    if token == "session":
+        token = TOKEN
     data = None if body is None else (body if isinstance(body, bytes)
                                       else json.dumps(body).encode())
     req = urllib.request.Request(base + path, data=data, method=method)
@@ -43,6 +46,11 @@ def event(kind, **fields):
     return json.loads(body)
 
 
+if TOKEN.startswith("enrol:"):
+    status, body = call("POST", "/v1/enrol", b"")
+    if status != 200:
+        sys.exit("enrolment refused: %d %s" % (status, body))
+    TOKEN = json.loads(body)["token"]
 call("GET", "/v1/agent/job", token=TOKEN + "x")  # refused: wrong token
 status, body = call("GET", "/v1/agent/job")
 if status != 200:
@@ -54,7 +62,7 @@ done = [f for f in sorted(os.listdir(ckdir)) if not f.startswith(".")]
 fraction = float(open(os.path.join(ckdir, done[-1])).read()) if done else 0.0
 imds_token = None
 if META:
-    s, t = call("PUT", "/latest/api/token", token=None, base=META,
+    s, t = call("PUT", "/latest/api/token", base=META,
                 headers={"X-aws-ec2-metadata-token-ttl-seconds": "60"})
     imds_token = t.decode() if s == 200 else None
 
