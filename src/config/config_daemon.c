@@ -171,7 +171,9 @@ static bool loopback_only(const char *listen)
 static const char *agent_tls_check(struct ebb__config *cfg, const struct agent_api_cfg *a,
                                    const char **key)
 {
-    bool on = strcmp(a->tls, "on") == 0, off = strcmp(a->tls, "off") == 0;
+    /* YAML 1.1 people write on/off as true/false: the same here. */
+    bool on = strcmp(a->tls, "on") == 0 || strcmp(a->tls, "true") == 0;
+    bool off = strcmp(a->tls, "off") == 0 || strcmp(a->tls, "false") == 0;
     bool loopback = loopback_only(a->listen);
     *key = "tls";
     if (!on && !off && strcmp(a->tls, "auto") != 0)

@@ -495,9 +495,9 @@ static bool is_loopback(const struct sockaddr_storage *a)
 {
     if (a->ss_family == AF_INET)
         return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
-    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)a)->sin6_addr;
     if (a->ss_family != AF_INET6)
         return false;
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)a)->sin6_addr;
     return IN6_IS_ADDR_LOOPBACK(a6) ||
            (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
 }

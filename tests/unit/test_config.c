@@ -448,6 +448,54 @@ static void config_clock_run_on_agent(void **state)
                  "(example: run_on: {sim: local})");
 }
 
+/* TLS on the agent listener: by default whenever others can reach it; a
+ * plain listener they can reach only with agent_api.insecure. */
+static void config_agent_tls(void **state)
+{
+    (void)state;
+    struct ebb__config *cfg;
+    struct ebb_diag d;
+    assert_int_equal(load("", &cfg, &d), 0);
+    assert_false(cfg->agent_tls); /* 127.0.0.1:0 */
+    assert_false(cfg->agent_insecure);
+    assert_int_equal(cfg->agent_enrol_ttl, 3600000);
+    ebb__config_free(cfg);
+    assert_int_equal(load("agent_api: {listen: \"0.0.0.0:7400\"}\n", &cfg, &d), 0);
+    assert_true(cfg->agent_tls);
+    assert_null(cfg->agent_tls_cert);
+    ebb__config_free(cfg);
+    assert_int_equal(load("agent_api: {listen: \"[::1]:7400\"}\n", &cfg, &d), 0);
+    assert_false(cfg->agent_tls);
+    ebb__config_free(cfg);
+    assert_int_equal(load("agent_api: {listen: \"127.0.0.1:0\", tls_cert: /c.pem, "
+                          "tls_key: /k.pem, tls_ca: /ca.pem, enrol_ttl: 10m}\n", &cfg, &d), 0);
+    assert_true(cfg->agent_tls);
+    assert_string_equal(cfg->agent_tls_cert, "/c.pem");
+    assert_string_equal(cfg->agent_tls_key, "/k.pem");
+    assert_string_equal(cfg->agent_tls_ca, "/ca.pem");
+    assert_int_equal(cfg->agent_enrol_ttl, 600000);
+    ebb__config_free(cfg);
+    assert_int_equal(load("agent_api:\n  listen: \"0.0.0.0:7400\"\n  tls: off\n"
+                          "  insecure: true\n  url: http://10.0.0.5:7400\n", &cfg, &d), 0);
+    assert_false(cfg->agent_tls);
+    assert_true(cfg->agent_insecure);
+    ebb__config_free(cfg);
+
+    expect_error("agent_api:\n  listen: \"0.0.0.0:7400\"\n  tls: off\n",
+                 "ebb.yaml:2: agent_api.listen is reachable from other hosts and "
+                 "agent_api.tls is off: agents' tokens and jobs' env would cross "
+                 "the network in clear; turn TLS on (agent_api.tls: auto) or, on a "
+                 "network you trust, set agent_api.insecure: true");
+    expect_error("agent_api:\n  tls: maybe\n", "ebb.yaml:2: agent_api.tls: use auto, on or off");
+    expect_error("agent_api:\n  tls_cert: /c.pem\n",
+                 "ebb.yaml:2: agent_api.tls_cert and agent_api.tls_key go together");
+    expect_error("agent_api:\n  listen: \"0.0.0.0:7400\"\n  url: http://h:7400\n",
+                 "ebb.yaml:3: agent_api.url must be https:// (the listener speaks TLS)");
+    expect_error("agent_api:\n  tls_ca: /ca.pem\n",
+                 "ebb.yaml:2: agent_api.tls_ca needs agent_api.tls_cert (the "
+                 "certificate it signs)");
+}
+
 static void config_errors(void **state)
 {
     (void)state;
@@ -891,6 +939,7 @@ int main(void)
         cmocka_unit_test(config_defaults),
         cmocka_unit_test(config_errors),
         cmocka_unit_test(config_clock_run_on_agent),
+        cmocka_unit_test(config_agent_tls),
         cmocka_unit_test(config_file),
         cmocka_unit_test(table_defaults),
         cmocka_unit_test(table_values),
