@@ -426,6 +426,16 @@ static void launch_is_idempotent_by_client_token(void **state)
     assert_int_equal(t->r.status, 0);
     assert_string_equal(t->r.inst[0].id, first_id);
     assert_int_equal(t->e.n_inst, 1);
+
+    /* With a pin the agent is told it. */
+    req.token = "tok-pin";
+    req.agent_tls_pin = "sha256//pin=";
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    script = base64_decode(fake_ecs_run_param(&t->e, "UserData"));
+    assert_non_null(strstr(script, "--ebbd 'http://10.0.0.1:7427' --ebbd-pin "
+                                   "'sha256//pin=' --token-file /run/ebb/agent-token"));
+    free(script);
     close_ecs(t);
 }
 

@@ -519,6 +519,30 @@ static void test_launch_spot(void **state)
     assert_null(P("InstanceMarketOptions.MarketType"));
     assert_null(P("SubnetId"));
     assert_null(P("Placement.AvailabilityZone"));
+
+    /* The agent is told how to trust ebbd: the pin, or the CA (written
+     * to a file) when there is one. */
+    req = launch_req("tok-0004", EBB_MARKET_ON_DEMAND);
+    req.region = "us-west-2";
+    req.agent_tls_pin = "sha256//pin=";
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    script = b64_decode(P("UserData"));
+    assert_non_null(strstr(script, "--ebbd 'https://ebbd.example:7427' --ebbd-pin "
+                                   "'sha256//pin=' --token-file /run/ebb/agent-token"));
+    free(script);
+    req = launch_req("tok-0005", EBB_MARKET_ON_DEMAND);
+    req.region = "us-west-2";
+    req.agent_tls_pin = "sha256//pin=";
+    req.agent_tls_ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    script = b64_decode(P("UserData"));
+    assert_non_null(strstr(script, "printf '%s' '-----BEGIN CERTIFICATE-----\nMIIB\n"
+                                   "-----END CERTIFICATE-----\n' > /run/ebb/ebbd-ca.pem\n"));
+    assert_non_null(strstr(script, "--ebbd-ca /run/ebb/ebbd-ca.pem --token-file"));
+    assert_null(strstr(script, "--ebbd-pin"));
+    free(script);
 #undef P
     /* Launch requests the provider refuses before calling EC2. */
     req = launch_req("tok-0003", EBB_MARKET_SPOT);

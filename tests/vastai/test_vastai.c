@@ -241,6 +241,13 @@ static void bid_launch_rents_interruptibly(void **state)
     pfx_launch(&t->f, &req, &t->r);
     assert_int_equal(t->r.status, 0);
     assert_false(t->v.vm[2].is_bid);
+    /* With a pin the agent is told it. */
+    req = bid_launch("tok-4", 0);
+    req.agent_tls_pin = "sha256//pin=";
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_string_equal(t->v.vm[3].onstart, "ebb-agent --ebbd 'https://ebbd.example:7427' "
+                                            "--ebbd-pin 'sha256//pin=' --metadata-kind none");
     close_vast(t);
 }
 
