@@ -110,6 +110,8 @@ struct t_launch {
     size_t argc;
 #if ABI_NEXT
     const struct ebb_job_model *model;
+    const char *agent_tls_pin;
+    const char *agent_tls_ca;
     const char *next_field;
 #endif
 };
