@@ -4,7 +4,9 @@
  * While an answer is delayed or being written the connection keeps reading
  * (so a client that gives up and closes is noticed) but parses nothing
  * more. A connection owns two handles, its TCP stream and its delay timer,
- * and is freed when both are closed.
+ * and is freed when both are closed. Over TLS, tls_in() stands between the
+ * socket and the buffer and tls_seal() between an answer and the socket;
+ * everything in between is the same.
  */
 #include "io/httpd.h"
 

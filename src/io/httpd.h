@@ -9,6 +9,10 @@
  * alive as HTTP/1.1 says, and one request per connection is answered at a
  * time (clients do not pipeline).
  *
+ * With ebb__httpd_set_tls() it speaks TLS (io/tls.h) instead: the same
+ * requests and answers, decrypted on the way in and encrypted on the way
+ * out, and a peer that does not speak TLS is disconnected unanswered.
+ *
  * A handler can also delay its response (to make clients time out) or drop
  * the connection without answering. Closing the server closes every handle
  * it owns, so a test can end with uv_loop_close() == 0.
