@@ -166,6 +166,54 @@ check "the agent says so" wait_for 100 grep -q "ebbd refused the enrolment" \
     "$SX/plugins/local/$IDX-a1.agent.log"
 stop_daemon TERM
 
+# ---- a configured certificate that chains to a CA ---------------------
+
+# make_ca NAME: a CA certificate and key, NAME.crt and NAME.key.
+make_ca() {
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+        -subj "/CN=$1" -keyout "$TMP/$1.key" -out "$TMP/$1.crt" 2>/dev/null
+}
+make_ca test-ca && make_ca other-ca
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=127.0.0.1 \
+    -keyout "$TMP/server.key" -out "$TMP/server.csr" 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/san.ext"
+openssl x509 -req -in "$TMP/server.csr" -CA "$TMP/test-ca.crt" -CAkey "$TMP/test-ca.key" \
+    -CAcreateserial -days 2 -extfile "$TMP/san.ext" -out "$TMP/server.crt" 2>/dev/null
+chmod 600 "$TMP/server.key"
+SC="$TMP/ca"
+cat >"$TMP/ca.yaml" <<YAML
+providers:
+  sim:
+    prices: $EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv
+  local:
+    agent: $TMP/agent-wrapper
+run_on: {sim: local}
+clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
+agent_api:
+  listen: 127.0.0.1:0
+  tls_cert: $TMP/server.crt
+  tls_key: $TMP/server.key
+  tls_ca: $TMP/test-ca.crt
+YAML
+check "ebbd starts with a CA-signed certificate" start_daemon "$SC" --config "$TMP/ca.yaml"
+check "agents verify it by the CA" grep -q "by the CA in $TMP/test-ca.crt" "$SC.log"
+check "ebbd made no certificate of its own" test ! -e "$SC/agent-tls.key"
+URLC=$(agent_url "$SC")
+EBB_AGENT_TOKEN="enrol:j-x-a1.0000" expect_exit 3 "an agent with the CA reaches ebbd (which refuses the token)" \
+    "$EBB_AGENT" --ebbd "$URLC" --ebbd-ca "$TMP/test-ca.crt" --metadata-kind none --exit-wait 5s
+EBB_AGENT_TOKEN="enrol:j-x-a1.0000" expect_exit 5 "an agent with another CA gives up (exit 5)" \
+    "$EBB_AGENT" --ebbd "$URLC" --ebbd-ca "$TMP/other-ca.crt" --metadata-kind none --exit-wait 2s
+check "... saying the certificate did not verify" contains "$ERR" "SSL certificate problem"
+check "ebbd heard only the first" test "$(grep -c "refused an enrolment" "$SC.log")" = 1
+rm -f "$CAP/token"
+expect_exit 0 "submit" "$EBB" --state-dir "$SC" submit "$TMP/job.yaml"
+IDC=$OUT
+check "a local agent is started" wait_for 300 test -s "$CAP/token"
+check "... told the CA, in a file" grep -qx -- "--ebbd-ca" "$CAP/args"
+check "... which holds the CA" cmp -s "$SC/plugins/local/ebbd-ca.pem" "$TMP/test-ca.crt"
+check "... and it enrols" wait_for 300 grep -q "job $IDC: its agent enrolled" "$SC.log"
+stop_daemon TERM
+
 # ---- what ebbd refuses to start with, and TLS by default off loopback ----
 
 S2="$TMP/open"
