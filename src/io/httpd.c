@@ -455,9 +455,10 @@ static void tls_flush(struct conn *c)
 
 /* TLS: the `n` bytes just read into c->in's free space are records. The
  * session takes a copy; the plaintext goes where they were, in room that
- * on_alloc() grants as it would for a plain read. The loop ends: each
- * round that fills the room consumes at least that much of what was fed.
- * A peer that breaks the protocol (plain HTTP included) is cut off. */
+ * on_alloc() grants as it would for a plain read. A read yields one
+ * record at most, so the loop runs until nothing is left to decrypt; it
+ * ends, as each round that yields anything consumes what was fed. A peer
+ * that breaks the protocol (plain HTTP included) is cut off. */
 static bool tls_in(struct conn *c, const char *data, size_t n)
 {
     bool ok = ebb__tls_feed(c->tls, data, n) == 0;
@@ -471,7 +472,7 @@ static bool tls_in(struct conn *c, const char *data, size_t n)
             ebb__debug("httpd: closing a TLS connection: %s", ebb__tls_error(c->tls));
         ok = ok && rc == 0;
         c->in_len += ok ? got : 0;
-    } while (ok && got == room.len);
+    } while (ok && got > 0);
     if (ok)
         tls_flush(c);
     else

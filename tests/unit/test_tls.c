@@ -298,6 +298,13 @@ static void handler(const struct ebb__httpd_request *req,
 {
     struct fx *f = arg;
     f->saw_tls = req->tls;
+    if (strcmp(req->path, "/big") == 0) {
+        size_t ok = 0;
+        for (size_t i = 0; i < req->body_len; i++)
+            ok += req->body[i] == (char)('a' + i % 26);
+        ebb__httpd_set_bodyf(res, "%zu of %zu", ok, req->body_len);
+        return;
+    }
     ebb__httpd_set_bodyf(res, "hello %s", req->path);
 }
 
@@ -412,6 +419,33 @@ static void pinned_client(void **state)
     assert_int_equal(r.status, 200);
 }
 
+/* A body of many TLS records arrives whole, also when the client then
+ * only waits for the answer. */
+static void large_body(void **state)
+{
+    struct fx *f = *state;
+    enum { N = 300 * 1024 };
+    char *body = malloc(N);
+    assert_non_null(body);
+    for (size_t i = 0; i < N; i++)
+        body[i] = (char)('a' + i % 26);
+    char url[128];
+    snprintf(url, sizeof(url), "%s/big", ebb__httpd_url(f->srv));
+    struct ebb_http_request req = {
+        .struct_size = sizeof(req), .method = "POST", .url = url,
+        .body = body, .body_len = N, .max_attempts = 1,
+    };
+    struct result r = {0};
+    assert_int_equal(ebb__http_set_pinned_key(f->http, ebb__tls_ctx_pin(f->ctx)), 0);
+    assert_int_equal(ebb__http_request(f->http, &req, on_result, &r), 0);
+    while (r.calls == 0 && !f->watchdog_fired)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    assert_false(f->watchdog_fired);
+    free(body);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "307200 of 307200");
+}
+
 struct raw {
     uint16_t port;
     size_t answered;
@@ -478,6 +512,7 @@ int main(void)
         cmocka_unit_test(handshake_and_data),
         cmocka_unit_test(garbage_fails),
         cmocka_unit_test_setup_teardown(pinned_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(large_body, setup, teardown),
         cmocka_unit_test_setup_teardown(garbage_closes_connection, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
