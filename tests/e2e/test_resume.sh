@@ -4,6 +4,8 @@
 # of market time after its launch), instances as local processes. The job
 # must be preempted at least twice, resume from its checkpoints each time,
 # finish, and produce the same model, bit for bit, as an uninterrupted run.
+# The agents reach ebbd over TLS (agent_api.tls: on, its own certificate
+# and pin), as cloud agents do.
 . "$(dirname "$0")/../integration/lib.sh"
 
 TRAIN="$EBB_SOURCE_ROOT/examples/train.py"
@@ -23,7 +25,7 @@ providers:
   local: {}
 run_on: {sim: local}
 clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
-agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}
+agent_api: {listen: 127.0.0.1:0, heartbeat: 1s, tls: "on"}
 YAML
 cat >"$TMP/train.yaml" <<YAML
 name: train-linear
@@ -34,6 +36,7 @@ market: spot
 checkpoint: {grace: 60s}
 YAML
 check "ebbd starts" start_daemon "$S" --config "$TMP/ebb.yaml"
+check "agents reach ebbd over TLS" grep -q "agents reach ebbd at https://" "$S.log"
 expect_exit 0 "submit" "$EBB" --state-dir "$S" submit "$TMP/train.yaml"
 ID=$OUT
 
