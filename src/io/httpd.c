@@ -9,6 +9,7 @@
  * everything in between is the same.
  */
 #include "io/httpd.h"
+#include "io/http_head.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,10 +25,6 @@
 
 #include "base/log.h"
 #include "io/tls.h"
-
-#define MAX_HEAD (64 * 1024)
-#define MAX_HEADERS 100
-#define MAX_BODY ((size_t)16 << 20)
 
 struct conn {
     uv_tcp_t tcp;
@@ -226,130 +223,43 @@ static void answer_error(struct conn *c, int status)
     send_bytes(c, data, len, true);
 }
 
-static bool is_blank(char ch)
-{
-    return ch == ' ' || ch == '\t';
-}
-
 /* Parses and answers one complete request from c->in. Returns false when
  * more bytes are needed or the connection was given up. */
 static bool handle_one(struct conn *c)
 {
-    char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
-    if (end == NULL) {
-        if (c->in_len > MAX_HEAD)
-            answer_error(c, 431);
+    struct ebb__http_head h;
+    int rc = ebb__http_parse_head(c->in, c->in_len, &h);
+    if (rc == EBB__HTTP_HEAD_MORE)
         return false;
-    }
-    size_t head_len = (size_t)(end - c->in) + 4;
-    /* The cap holds for a head that arrived whole, too. A NUL byte would
-     * end the copy's strings before the CRLFs the parser below relies on
-     * finding, so a head with one is refused before it is parsed. */
-    if (head_len > MAX_HEAD) {
-        answer_error(c, 431);
-        return false;
-    }
-    if (memchr(c->in, '\0', head_len) != NULL) {
-        answer_error(c, 400);
-        return false;
-    }
-
-    /* Parse a private copy, cut into NUL-terminated pieces. */
-    char *head = malloc(head_len + 1);
-    const char *names[MAX_HEADERS], *values[MAX_HEADERS];
-    if (head == NULL) {
+    if (rc < 0) {
         conn_close(c);
         return false;
     }
-    memcpy(head, c->in, head_len);
-    head[head_len] = '\0';
-
-    struct ebb__httpd_request req = {.header_names = names,
-                                          .header_values = values};
-    char *line_end = strstr(head, "\r\n");
-    *line_end = '\0';
-    char *sp1 = strchr(head, ' ');
-    char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-    if (sp1 == NULL || sp2 == NULL) {
-        free(head);
-        answer_error(c, 400);
+    if (rc != EBB__HTTP_HEAD_DONE) {
+        answer_error(c, rc);
         return false;
     }
-    *sp1 = '\0';
-    *sp2 = '\0';
-    req.method = head;
-    req.target = sp1 + 1;
-    req.version = sp2 + 1;
-
-    for (char *line = line_end + 2; strncmp(line, "\r\n", 2) != 0;) {
-        char *eol = strstr(line, "\r\n");
-        *eol = '\0';
-        char *colon = strchr(line, ':');
-        if (colon == NULL || req.n_headers == MAX_HEADERS) {
-            free(head);
-            answer_error(c, 400);
-            return false;
-        }
-        *colon = '\0';
-        char *v = colon + 1;
-        while (is_blank(*v))
-            v++;
-        char *ve = v + strlen(v);
-        while (ve > v && is_blank(ve[-1]))
-            *--ve = '\0';
-        names[req.n_headers] = line;
-        values[req.n_headers] = v;
-        req.n_headers++;
-        line = eol + 2;
-    }
-
-    size_t body_len = 0;
-    const char *cl = ebb__httpd_header(&req, "Content-Length");
-    if (cl != NULL) {
-        char *cl_end;
-        unsigned long long v = strtoull(cl, &cl_end, 10);
-        if (cl_end == cl || *cl_end != '\0' || v > MAX_BODY) {
-            free(head);
-            answer_error(c, 400);
-            return false;
-        }
-        body_len = (size_t)v;
-    }
-    if (ebb__httpd_header(&req, "Transfer-Encoding") != NULL) {
-        free(head);
-        answer_error(c, 501);
-        return false;
-    }
+    size_t head_len = h.head_len, body_len = h.body_len;
     if (c->in_len < head_len + body_len) {
-        free(head);
+        ebb__http_head_free(&h);
         return false;
     }
 
     char *body = malloc(body_len + 1);
-    char *path = strdup(req.target);
-    if (body == NULL || path == NULL) {
-        free(body);
-        free(path);
-        free(head);
+    if (body == NULL) {
+        ebb__http_head_free(&h);
         conn_close(c);
         return false;
     }
     memcpy(body, c->in + head_len, body_len);
     body[body_len] = '\0';
-    req.body = body;
-    req.body_len = body_len;
-    char *q = strchr(path, '?');
-    req.query = "";
-    if (q != NULL) {
-        *q = '\0';
-        req.query = req.target + (q - path) + 1;
-    }
-    req.path = path;
-
-    const char *conn_hdr = ebb__httpd_header(&req, "Connection");
-    bool keep_alive = strcmp(req.version, "HTTP/1.1") == 0
-                          ? !(conn_hdr && strcasecmp(conn_hdr, "close") == 0)
-                          : (conn_hdr && strcasecmp(conn_hdr, "keep-alive") == 0);
+    struct ebb__httpd_request req = {
+        .method = h.method, .target = h.target, .path = h.path,
+        .query = h.query, .version = h.version, .n_headers = h.n_headers,
+        .header_names = h.names, .header_values = h.values,
+        .body = body, .body_len = body_len,
+    };
+    bool keep_alive = h.keep_alive, head_only = h.head_only;
 
     req.seq = ++c->s->requests;
     req.tls = c->tls != NULL;
@@ -361,10 +271,8 @@ static bool handle_one(struct conn *c)
     memmove(c->in, c->in + head_len + body_len, c->in_len - head_len - body_len);
     c->in_len -= head_len + body_len;
 
-    bool head_only = strcmp(req.method, "HEAD") == 0;
     free(body);
-    free(path);
-    free(head);
+    ebb__http_head_free(&h);
 
     bool ok = true;
     if (res.drop || c->closing) { /* the handler may close the server */

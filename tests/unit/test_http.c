@@ -22,6 +22,7 @@
 
 #include "ebb_build_config.h"
 #include "io/http_client.h"
+#include "io/http_head.h"
 #include "io/httpd.h"
 
 #define WATCHDOG_MS 8000
@@ -478,6 +479,91 @@ static void hostile_heads_refused(void **state)
     expect_result(&ok, 0, 200, 1);
 }
 
+/* The head parser on its own, as a fuzzer sees it: bytes in, a status out. */
+static int parse(const char *text, size_t len, struct ebb__http_head *h)
+{
+    return ebb__http_parse_head(text, len, h);
+}
+
+static void head_parser_statuses(void **state)
+{
+    (void)state;
+    struct ebb__http_head h;
+    static const char ok[] = "GET /a/b?x=1&y HTTP/1.1\r\nHost:  h \r\nContent-Length: 3\r\n\r\nabcGET";
+    assert_int_equal(parse(ok, sizeof(ok) - 1, &h), EBB__HTTP_HEAD_DONE);
+    assert_string_equal(h.method, "GET");
+    assert_string_equal(h.target, "/a/b?x=1&y");
+    assert_string_equal(h.path, "/a/b");
+    assert_string_equal(h.query, "x=1&y");
+    assert_string_equal(h.version, "HTTP/1.1");
+    assert_string_equal(ebb__http_head_header(&h, "host"), "h");
+    assert_int_equal(h.head_len, sizeof(ok) - 1 - 6);
+    assert_int_equal(h.body_len, 3);
+    assert_true(h.keep_alive);
+    assert_false(h.head_only);
+    ebb__http_head_free(&h);
+    ebb__http_head_free(&h);
+
+    /* Every prefix of a head is incomplete, not an error. */
+    for (size_t n = 0; n < sizeof(ok) - 1 - 9; n++)
+        assert_int_equal(parse(ok, n, &h), EBB__HTTP_HEAD_MORE);
+
+    static const char http10[] = "HEAD / HTTP/1.0\r\n\r\n";
+    assert_int_equal(parse(http10, sizeof(http10) - 1, &h), EBB__HTTP_HEAD_DONE);
+    assert_false(h.keep_alive);
+    assert_true(h.head_only);
+    ebb__http_head_free(&h);
+
+    static const struct {
+        const char *text;
+        size_t len;
+        int status;
+    } bad[] = {
+        {"GET /\0 HTTP/1.1\r\n\r\n", 19, 400},
+        {"GET / HTTP/1.1\r\nA: \0\r\n\r\n", 24, 400},
+        {"GET/HTTP/1.1\r\n\r\n", 16, 400},
+        {"\r\n\r\n", 4, 400},
+        {"GET / HTTP/1.1\r\nno colon\r\n\r\n", 28, 400},
+        {"GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 38, 400},
+        {"GET / HTTP/1.1\r\nContent-Length: +1\r\n\r\n", 38, 400},
+        {"GET / HTTP/1.1\r\nContent-Length: 16777217\r\n\r\n", 44, 400},
+        {"GET / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n", 56, 400},
+        {"GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 46, 501},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(parse(bad[i].text, bad[i].len, &h), bad[i].status);
+
+    /* 101 headers are too many, 100 are not. */
+    char many[4096];
+    size_t n = (size_t)snprintf(many, sizeof(many), "GET / HTTP/1.1\r\n");
+    for (int i = 0; i < EBB__HTTP_HEADERS_MAX; i++)
+        n += (size_t)snprintf(many + n, sizeof(many) - n, "H%d: v\r\n", i);
+    memcpy(many + n, "\r\n", 2);
+    assert_int_equal(parse(many, n + 2, &h), EBB__HTTP_HEAD_DONE);
+    ebb__http_head_free(&h);
+    n += (size_t)snprintf(many + n, sizeof(many) - n, "X: v\r\n\r\n");
+    assert_int_equal(parse(many, n, &h), 400);
+
+    /* The cap: a head of exactly EBB__HTTP_HEAD_MAX bytes passes; one byte
+     * more is 431, and so is as much without an end. */
+    size_t max = EBB__HTTP_HEAD_MAX;
+    char *big = malloc(max + 2);
+    assert_non_null(big);
+    int top = snprintf(big, 64, "GET / HTTP/1.1\r\nX: ");
+    memset(big + top, 'a', max + 1 - (size_t)top);
+    memcpy(big + max - 4, "\r\n\r\n", 4);
+    assert_int_equal(parse(big, max, &h), EBB__HTTP_HEAD_DONE);
+    assert_int_equal(h.head_len, max);
+    ebb__http_head_free(&h);
+    big[max - 4] = 'a';
+    memcpy(big + max - 3, "\r\n\r\n", 4);
+    assert_int_equal(parse(big, max + 1, &h), 431);
+    assert_int_equal(parse(big, max - 1, &h), EBB__HTTP_HEAD_MORE);
+    memset(big + top, 'a', max + 1 - (size_t)top);
+    assert_int_equal(parse(big, max, &h), 431);
+    free(big);
+}
+
 static void close_cancels_in_flight(void **state)
 {
     struct fx *f = *state;
@@ -674,6 +760,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(response_size_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_requests_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(hostile_heads_refused, setup, teardown),
+        cmocka_unit_test(head_parser_statuses),
         cmocka_unit_test_setup_teardown(close_cancels_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(close_from_callback, setup, teardown),
     };
