@@ -1,6 +1,8 @@
 #include "base/yaml_doc.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +25,24 @@ struct builder {
     const char *name;
     const char *buf;
     size_t len;
+    const struct ebb__ylimits *lim;
+    size_t nodes; /* created so far */
     struct ebb_diag *d;
     struct ebb__ynode *root;
     struct frame stack[EBB__YAML_MAX_DEPTH];
     int depth;
     int docs;
+};
+
+/* What every document may hold: only the limits in yaml_doc.h. */
+static const struct ebb__ylimits no_limits = {
+    .what = "a YAML file", .max_bytes = EBB__YAML_MAX_FILE, .max_nodes = SIZE_MAX,
+    .max_entries = SIZE_MAX, .max_depth = EBB__YAML_MAX_DEPTH,
+};
+
+const struct ebb__ylimits ebb__ylimits_spec = {
+    .what = "a job spec", .max_bytes = EBB__YAML_SPEC_MAX_BYTES, .max_nodes = 20000,
+    .max_entries = 1000, .max_depth = 16,
 };
 
 static void node_free(struct ebb__ynode *n)
@@ -91,6 +106,17 @@ static int attach(struct builder *b, struct ebb__ynode *child)
     }
     struct frame *f = &b->stack[b->depth - 1];
     struct ebb__ynode *parent = f->node;
+    /* A new item or key (a mapping's value completes an entry). */
+    bool adds = parent->kind == EBB__YSEQ || f->key == NULL;
+    if (adds && parent->n >= b->lim->max_entries) {
+        bool seq = parent->kind == EBB__YSEQ;
+        ebb_diag_set(b->d, b->name, child->line,
+                      "more than %zu %s in one %s; %s may have at most that many",
+                      b->lim->max_entries, seq ? "items" : "keys",
+                      seq ? "list" : "mapping", b->lim->what);
+        node_free(child);
+        return EBB_ECONFIG;
+    }
     if (parent->kind == EBB__YSEQ) {
         if (grow(&parent->items, parent->n) != 0) {
             node_free(child);
@@ -106,20 +132,6 @@ static int attach(struct builder *b, struct ebb__ynode *child)
                           ebb__ykind_name(child->kind));
             node_free(child);
             return EBB_ECONFIG;
-        }
-        for (size_t i = 0; i < parent->n; i++) {
-            const struct ebb__ynode *k = parent->keys[i];
-            if (k->len == child->len &&
-                memcmp(k->value, child->value, k->len) == 0) {
-                char q[EBB_DIAG_QUOTE_SIZE];
-                ebb_diag_set(b->d, b->name, child->line,
-                              "duplicate key %s (first at line %d)",
-                              ebb_diag_quote(child->value, child->len, q,
-                                              sizeof(q)),
-                              k->line);
-                node_free(child);
-                return EBB_ECONFIG;
-            }
         }
         f->key = child;
         return 0;
@@ -160,18 +172,98 @@ static int check_props(struct builder *b, const yaml_event_t *ev,
     return 0;
 }
 
+/* Counts one more node against the document's limit. */
+static int count_node(struct builder *b, const yaml_event_t *ev)
+{
+    if (b->nodes < b->lim->max_nodes) {
+        b->nodes++;
+        return 0;
+    }
+    ebb_diag_set(b->d, b->name, (int)ev->start_mark.line + 1,
+                  "more than %zu values, lists and mappings; %s may hold at "
+                  "most that many", b->lim->max_nodes, b->lim->what);
+    return EBB_ECONFIG;
+}
+
+struct key_ref {
+    const struct ebb__ynode *key;
+    size_t index; /* its place in the mapping */
+};
+
+static int same_key(const struct ebb__ynode *x, const struct ebb__ynode *y)
+{
+    return x->len == y->len && memcmp(x->value, y->value, x->len) == 0;
+}
+
+/* By length, then bytes, then place: a key's repeats follow it in the
+ * order they were written. */
+static int key_ref_cmp(const void *a, const void *b)
+{
+    const struct key_ref *x = a, *y = b;
+    if (x->key->len != y->key->len)
+        return x->key->len < y->key->len ? -1 : 1;
+    int c = memcmp(x->key->value, y->key->value, x->key->len);
+    if (c != 0)
+        return c;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Refuses a mapping that holds a key twice, naming the first repeat in
+ * the order written and the line of the key it repeats. Checked once the
+ * mapping is complete, by sorting references to its keys: O(n log n),
+ * where comparing each new key with those before it was O(n^2) (80,000
+ * keys held the loop for minutes). */
+static int check_unique(struct builder *b, const struct ebb__ynode *map)
+{
+    if (map->n < 2)
+        return 0;
+    struct key_ref *refs = malloc(map->n * sizeof(*refs));
+    if (refs == NULL)
+        return oom(b);
+    for (size_t i = 0; i < map->n; i++)
+        refs[i] = (struct key_ref){map->keys[i], i};
+    qsort(refs, map->n, sizeof(*refs), key_ref_cmp);
+    const struct key_ref *repeat = NULL, *first = NULL;
+    size_t group = 0; /* where the run of equal keys that holds i starts */
+    for (size_t i = 1; i < map->n; i++) {
+        if (!same_key(refs[i].key, refs[i - 1].key)) {
+            group = i;
+            continue;
+        }
+        if (i == group + 1 && (repeat == NULL || refs[i].index < repeat->index)) {
+            repeat = &refs[i];
+            first = &refs[group];
+        }
+    }
+    int rc = 0;
+    if (repeat != NULL) {
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(b->d, b->name, repeat->key->line,
+                      "duplicate key %s (first at line %d)",
+                      ebb_diag_quote(repeat->key->value, repeat->key->len, q,
+                                      sizeof(q)),
+                      first->key->line);
+        rc = EBB_ECONFIG;
+    }
+    free(refs);
+    return rc;
+}
+
 static int open_container(struct builder *b, const yaml_event_t *ev,
                           enum ebb__ykind kind)
 {
-    if (b->depth >= EBB__YAML_MAX_DEPTH) {
+    if (b->depth >= b->lim->max_depth) {
         ebb_diag_set(b->d, b->name, (int)ev->start_mark.line + 1,
-                      "nested deeper than %d levels", EBB__YAML_MAX_DEPTH);
+                      "nested deeper than %d levels", b->lim->max_depth);
         return EBB_ECONFIG;
     }
+    int rc = count_node(b, ev);
+    if (rc != 0)
+        return rc;
     struct ebb__ynode *n = node_new(b, kind, &ev->start_mark);
     if (n == NULL)
         return oom(b);
-    int rc = attach(b, n);
+    rc = attach(b, n);
     if (rc != 0)
         return rc;
     b->stack[b->depth].node = n;
@@ -201,6 +293,8 @@ static int on_event(struct builder *b, const yaml_event_t *ev)
     case YAML_SCALAR_EVENT: {
         int rc = check_props(b, ev, ev->data.scalar.anchor,
                              ev->data.scalar.tag);
+        if (rc == 0)
+            rc = count_node(b, ev);
         if (rc != 0)
             return rc;
         struct ebb__ynode *n = node_new(b, EBB__YSCALAR, &ev->start_mark);
@@ -229,12 +323,16 @@ static int on_event(struct builder *b, const yaml_event_t *ev)
         return rc != 0 ? rc : open_container(b, ev, EBB__YMAP);
     }
     case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
+    case YAML_MAPPING_END_EVENT: {
         /* libyaml only emits balanced events, and a mapping always ends
          * after a value, so the frame's pending key is NULL here. */
-        if (b->depth > 0)
-            b->depth--;
-        return 0;
+        if (b->depth == 0)
+            return 0;
+        const struct ebb__ynode *done = b->stack[b->depth - 1].node;
+        int rc = done->kind == EBB__YMAP ? check_unique(b, done) : 0;
+        b->depth--;
+        return rc;
+    }
     default:
         return 0;
     }
@@ -277,7 +375,19 @@ static void builder_cleanup(struct builder *b)
 int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
                           struct ebb__ydoc **out, struct ebb_diag *d)
 {
+    return ebb__ydoc_load_bounded(name, buf, len, &no_limits, out, d);
+}
+
+int ebb__ydoc_load_bounded(const char *name, const char *buf, size_t len,
+                           const struct ebb__ylimits *lim,
+                           struct ebb__ydoc **out, struct ebb_diag *d)
+{
     *out = NULL;
+    if (len > lim->max_bytes) {
+        ebb_diag_set(d, name, 0, "%zu bytes; %s may be at most %zu (%zu KiB)",
+                      len, lim->what, lim->max_bytes, lim->max_bytes / 1024);
+        return EBB_ECONFIG;
+    }
     struct ebb__ydoc *doc = calloc(1, sizeof(*doc));
     char *name_copy = strdup(name != NULL ? name : "<input>");
     if (doc == NULL || name_copy == NULL) {
@@ -288,7 +398,8 @@ int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
     }
     doc->name = name_copy;
 
-    struct builder b = {.name = name_copy, .buf = buf, .len = len, .d = d};
+    struct builder b = {.name = name_copy, .buf = buf, .len = len, .lim = lim,
+                        .d = d};
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         free(name_copy);

@@ -3,7 +3,7 @@
  *
  * Built on libyaml's event parser. Deliberately smaller than YAML: one
  * document per file, no anchors or aliases, no custom tags, mapping keys
- * are scalars and appear once. Scalars stay strings; their meaning (number,
+ * are scalars and appear once (checked in O(n log n) per mapping). Scalars stay strings; their meaning (number,
  * duration, amount) is decided by whoever reads them.
  */
 #ifndef EBB_YAML_DOC_H
@@ -23,6 +23,27 @@ enum ebb__ykind {
 #define EBB__YAML_MAX_DEPTH 64
 /* Files larger than this are rejected. */
 #define EBB__YAML_MAX_FILE (16u * 1024 * 1024)
+
+/* What a document may hold, beyond the limits above that bind every
+ * document. Our own files (ebb.yaml, a backtest workload) are read with
+ * no more than those; what other people send ebbd (job specs, schedules)
+ * with ebb__ylimits_spec, so that one spec cannot make ebbd spend long on
+ * it while the loop waits. */
+struct ebb__ylimits {
+    const char *what;  /* "a job spec", for messages */
+    size_t max_bytes;  /* the input's length */
+    size_t max_nodes;  /* values, lists and mappings in all, keys included */
+    size_t max_entries; /* keys in one mapping, items in one list */
+    int max_depth;     /* at most EBB__YAML_MAX_DEPTH */
+};
+
+/* A job spec or schedule file is at most this long; the CLI refuses a
+ * larger file before sending it, and ebbd refuses one it is sent. */
+#define EBB__YAML_SPEC_MAX_BYTES (256u * 1024)
+
+/* The limits for job specs and schedules: EBB__YAML_SPEC_MAX_BYTES, 20000
+ * nodes, 1000 keys per mapping and items per list, 16 levels. */
+extern const struct ebb__ylimits ebb__ylimits_spec;
 
 /* A node. All fields are read-only to users and owned by the document.
  * Iterate a sequence over items[0..n); a mapping over keys[i] -> items[i],
@@ -49,6 +70,13 @@ struct ebb__ydoc;
  * error or unsupported feature: d says "name:line: problem") or EBB_ENOMEM. */
 int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
                           struct ebb__ydoc **out, struct ebb_diag *d);
+
+/* As ebb__ydoc_load_buffer(), within `lim` (borrowed): a document over one
+ * of its limits is EBB_ECONFIG, and d names the limit ("job.yaml: 300000
+ * bytes; a job spec may be at most 262144"). */
+int ebb__ydoc_load_bounded(const char *name, const char *buf, size_t len,
+                           const struct ebb__ylimits *lim,
+                           struct ebb__ydoc **out, struct ebb_diag *d);
 
 /* Reads and loads the file at `path` (the path is the name in messages).
  * Returns as ebb__ydoc_load_buffer(), or EBB_ENOTFOUND when the file does

@@ -7,6 +7,7 @@
 
 #include "base/paths.h"
 #include "base/str.h"
+#include "base/yaml_doc.h"
 #include "io/api_client.h"
 
 /* Long enough for slow store queries, short enough that a wedged daemon
@@ -200,6 +201,12 @@ json_t *cli_file_params(const char *what, const char *file)
     char *text = read_file(file, &len);
     if (text == NULL) {
         fprintf(stderr, "%s: cannot read %s: %s\n", what, file, strerror(errno));
+        return NULL;
+    }
+    if (len > EBB__YAML_SPEC_MAX_BYTES) {
+        fprintf(stderr, "%s: %s is %zu bytes; a job spec or schedule may be at "
+                "most %u KiB\n", what, file, len, EBB__YAML_SPEC_MAX_BYTES / 1024);
+        free(text);
         return NULL;
     }
     if (strlen(text) != len) {

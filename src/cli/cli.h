@@ -32,7 +32,8 @@ int cli_call(struct cli *cli, const char *method, json_t *params,
              json_t **result);
 
 /* Reads the YAML file `file` for ebbd: params {"file", "yaml", "workdir"
- * (the current directory)}. On failure prints why, prefixed with `what`
+ * (the current directory)}. A file over EBB__YAML_SPEC_MAX_BYTES (256 KiB)
+ * is refused here, as ebbd would. On failure prints why, prefixed with `what`
  * ("ebb submit"), and returns NULL (exit with CLI_USAGE). */
 json_t *cli_file_params(const char *what, const char *file);
 

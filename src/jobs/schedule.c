@@ -294,7 +294,7 @@ int ebb__schedule_load_buffer(const char *name, const char *buf, size_t len,
 {
     memset(out, 0, sizeof(*out));
     struct ebb__ydoc *doc;
-    int rc = ebb__ydoc_load_buffer(name, buf, len, &doc, d);
+    int rc = ebb__ydoc_load_bounded(name, buf, len, &ebb__ylimits_spec, &doc, d);
     if (rc != 0)
         return rc;
     return from_doc(doc, out, d);

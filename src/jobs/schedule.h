@@ -66,7 +66,10 @@ int ebb__schedule_load_file(const char *path, struct ebb__schedule *out,
                             struct ebb_diag *d);
 
 /* As ebb__schedule_load_file() for `len` bytes at `buf`; `name` (copied)
- * is the file name shown in messages. */
+ * is the file name shown in messages. This is how ebbd reads what users
+ * send, so it holds the text to ebb__ylimits_spec (base/yaml_doc.h: 256 KiB,
+ * 20000 nodes, 1000 keys per mapping or items per list, 16 levels;
+ * EBB_ECONFIG beyond). */
 int ebb__schedule_load_buffer(const char *name, const char *buf, size_t len,
                               struct ebb__schedule *out, struct ebb_diag *d);
 

@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include <ebb/buf.h>
+
 #include "base/cfg_table.h"
 #include "base/yaml_doc.h"
 #include "config/config_file.h"
@@ -234,6 +236,141 @@ static const char full_config[] =
     "currency_rates:\n"
     "  CNY: 0.14\n"
     "  EUR: \"1.08\"\n";
+
+/* A document of `n` keys "k0: 1" ... and, when `repeat` is not SIZE_MAX,
+ * one more line repeating key `repeat`. Caller frees. */
+static char *many_keys(size_t n, size_t repeat, size_t *len)
+{
+    size_t cap = (n + 1) * 16 + 1;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(text + at, cap - at, "k%zu: 1\n", i);
+    if (repeat != SIZE_MAX)
+        at += (size_t)snprintf(text + at, cap - at, "k%zu: 2\n", repeat);
+    *len = at;
+    return text;
+}
+
+static void expect_doc_error(const char *text, const char *msg)
+{
+    struct ebb__ydoc *doc = (struct ebb__ydoc *)&doc;
+    struct ebb_diag d;
+    assert_int_equal(ebb__ydoc_load_buffer("t.yaml", text, strlen(text), &doc, &d),
+                     EBB_ECONFIG);
+    assert_null(doc);
+    assert_string_equal(d.msg, msg);
+}
+
+static void expect_bounded(const char *text, size_t len, const char *msg)
+{
+    struct ebb__ydoc *doc = (struct ebb__ydoc *)&doc;
+    struct ebb_diag d;
+    assert_int_equal(ebb__ydoc_load_bounded("job.yaml", text, len, &ebb__ylimits_spec,
+                                            &doc, &d),
+                     EBB_ECONFIG);
+    assert_null(doc);
+    assert_string_equal(d.msg, msg);
+}
+
+/* Duplicate keys are found by sorting once the mapping is complete; the
+ * message still names the first repeat in the order written. */
+static void yaml_duplicates(void **state)
+{
+    (void)state;
+    expect_doc_error("b: 1\na: 2\na: 3\nb: 4\n", "t.yaml:3: duplicate key \"a\" (first at line 2)");
+    expect_doc_error("a: 1\nb: 2\nb: 3\na: 4\n", "t.yaml:3: duplicate key \"b\" (first at line 2)");
+    expect_doc_error("a: 1\na: 2\na: 3\n", "t.yaml:2: duplicate key \"a\" (first at line 1)");
+    expect_doc_error("x: {a: 1, ab: 2, a: 3}\n", "t.yaml:1: duplicate key \"a\" (first at line 1)");
+    expect_doc_error("\"\": 1\nx: 2\n\"\": 3\n", "t.yaml:3: duplicate key \"\" (first at line 1)");
+    expect_doc_error("- a: 1\n  a: 2\n", "t.yaml:2: duplicate key \"a\" (first at line 1)");
+
+    /* 80,000 keys, the last repeating the first (#15 finding 4). */
+    size_t len;
+    char *text = many_keys(80000, 0, &len);
+    struct ebb__ydoc *doc;
+    struct ebb_diag d;
+    assert_int_equal(ebb__ydoc_load_buffer("t.yaml", text, len, &doc, &d), EBB_ECONFIG);
+    assert_string_equal(d.msg, "t.yaml:80001: duplicate key \"k0\" (first at line 1)");
+    free(text);
+    text = many_keys(80000, SIZE_MAX, &len);
+    assert_int_equal(ebb__ydoc_load_buffer("t.yaml", text, len, &doc, &d), 0);
+    assert_int_equal(ebb__ydoc_root(doc)->n, 80000);
+    assert_string_equal(ebb__ymap_get(ebb__ydoc_root(doc), "k79999")->value, "1");
+    ebb__ydoc_free(doc);
+    free(text);
+}
+
+/* What other people send (job specs, schedules) is bounded; each refusal
+ * names its limit. */
+static void yaml_spec_limits(void **state)
+{
+    (void)state;
+    size_t len;
+    char *text = many_keys(1000, SIZE_MAX, &len);
+    struct ebb__ydoc *doc;
+    struct ebb_diag d;
+    assert_int_equal(ebb__ydoc_load_bounded("job.yaml", text, len, &ebb__ylimits_spec,
+                                            &doc, &d),
+                     0);
+    ebb__ydoc_free(doc);
+    free(text);
+    text = many_keys(1001, SIZE_MAX, &len);
+    expect_bounded(text, len, "job.yaml:1001: more than 1000 keys in one mapping; "
+                              "a job spec may have at most that many");
+    free(text);
+    text = many_keys(80000, SIZE_MAX, &len);
+    expect_bounded(text, len, "job.yaml: 788890 bytes; a job spec may be at most "
+                              "262144 (256 KiB)");
+    free(text);
+
+    char *big = malloc(EBB__YAML_SPEC_MAX_BYTES + 2);
+    assert_non_null(big);
+    memcpy(big, "a: ", 3);
+    memset(big + 3, 'x', EBB__YAML_SPEC_MAX_BYTES - 4);
+    big[EBB__YAML_SPEC_MAX_BYTES - 1] = '\n';
+    assert_int_equal(ebb__ydoc_load_bounded("job.yaml", big, EBB__YAML_SPEC_MAX_BYTES,
+                                            &ebb__ylimits_spec, &doc, &d),
+                     0);
+    ebb__ydoc_free(doc);
+    big[EBB__YAML_SPEC_MAX_BYTES] = '\n';
+    expect_bounded(big, EBB__YAML_SPEC_MAX_BYTES + 1,
+                   "job.yaml: 262145 bytes; a job spec may be at most 262144 (256 KiB)");
+    free(big);
+
+    /* A list of 1001 items; lists of 999 under 21 keys (the 20th passes
+     * 20000 nodes: the root, and 1001 for each key, list and items). */
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "a: [");
+    for (int i = 0; i <= 1000; i++)
+        ebb_buf_puts(&b, i ? ",x" : "x");
+    ebb_buf_puts(&b, "]\n");
+    expect_bounded(b.data, b.len, "job.yaml:1: more than 1000 items in one list; "
+                                  "a job spec may have at most that many");
+    ebb_buf_clear(&b);
+    for (int l = 0; l < 21; l++) {
+        ebb_buf_printf(&b, "l%d: [", l);
+        for (int i = 0; i < 999; i++)
+            ebb_buf_puts(&b, i ? ",x" : "x");
+        ebb_buf_puts(&b, "]\n");
+    }
+    expect_bounded(b.data, b.len, "job.yaml:20: more than 20000 values, lists and "
+                                  "mappings; a job spec may hold at most that many");
+    ebb_buf_free(&b);
+
+    /* 16 levels pass, 17 do not. */
+    char deep[64];
+    memset(deep, '[', 16);
+    memset(deep + 16, ']', 16);
+    assert_int_equal(ebb__ydoc_load_bounded("job.yaml", deep, 32, &ebb__ylimits_spec,
+                                            &doc, &d),
+                     0);
+    ebb__ydoc_free(doc);
+    memset(deep, '[', 17);
+    memset(deep + 17, ']', 17);
+    expect_bounded(deep, 34, "job.yaml:1: nested deeper than 16 levels");
+}
 
 static void config_full(void **state)
 {
@@ -934,6 +1071,8 @@ int main(void)
         cmocka_unit_test(diag_formats),
         cmocka_unit_test(yaml_tree),
         cmocka_unit_test(yaml_errors),
+        cmocka_unit_test(yaml_duplicates),
+        cmocka_unit_test(yaml_spec_limits),
         cmocka_unit_test(config_full),
         cmocka_unit_test(config_teams),
         cmocka_unit_test(config_defaults),
