@@ -3,10 +3,19 @@
  * Each connection buffers what it reads and parses one request at a time.
  * While an answer is delayed or being written the connection keeps reading
  * (so a client that gives up and closes is noticed) but parses nothing
- * more. A connection owns two handles, its TCP stream and its delay timer,
- * and is freed when both are closed. Over TLS, tls_in() stands between the
- * socket and the buffer and tls_seal() between an answer and the socket;
- * everything in between is the same.
+ * more, and it stops reading once BUSY_INPUT_MAX bytes wait: a client that
+ * pipelines without reading its answers cannot make it buffer more. The
+ * buffer is consumed by moving an offset; its unread rest is moved to the
+ * front only when a read needs the room. A connection owns two handles,
+ * its TCP stream and its delay timer, and is freed when both are closed.
+ * Over TLS, tls_in() stands between the socket and the buffer and
+ * tls_seal() between an answer and the socket; everything in between is
+ * the same.
+ *
+ * The limits (ebb__httpd_set_limits) live in their own section below:
+ * the connection cap at accept, and one deadline per connection that
+ * conn_watch() re-arms as the connection moves between waiting for a
+ * request, reading one, and answering.
  */
 #include "io/httpd.h"
 #include "io/http_head.h"
@@ -26,14 +35,33 @@
 #include "base/log.h"
 #include "io/tls.h"
 
+/* How much a read asks room for, and how many unparsed bytes a connection
+ * keeps while it answers before it stops reading. */
+#define READ_CHUNK (64 * 1024)
+#define BUSY_INPUT_MAX (64 * 1024)
+
+/* What a connection is doing, for its deadline (conn_watch). */
+enum phase {
+    PHASE_NEW,     /* accepted, no byte yet: the header timeout runs */
+    PHASE_IDLE,    /* kept alive after an answer, no byte yet: idle timeout */
+    PHASE_HEAD,    /* part of a head: the header timeout, not moved by bytes */
+    PHASE_BODY,    /* part of a body: the idle timeout, from the last read */
+    PHASE_ANSWER,  /* writing an answer: the idle timeout */
+    PHASE_DELAYED, /* a handler delayed its answer: no deadline */
+};
+
 struct conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
+    struct ebb__timer deadline; /* on s->limits.clock */
     struct ebb__httpd *s;
     struct ebb_list node; /* in s->conns until closing */
-    char *in;
-    size_t in_len, in_cap;
+    char *in;             /* unparsed bytes are in[in_off, in_len) */
+    size_t in_off, in_len, in_cap;
+    size_t need;          /* head + body of a request whose body is due; 0 */
+    enum phase phase;
     bool busy;    /* an answer is delayed or being written */
+    bool reading;
     bool closing;
     int open_handles;
     char *pending; /* a delayed answer */
@@ -60,6 +88,8 @@ struct ebb__httpd {
     uint64_t requests;
     struct ebb__tls_ctx *tls; /* borrowed; NULL: plain HTTP */
     struct ebb_list conns; /* open connections */
+    struct ebb__httpd_limits limits;
+    struct ebb__httpd_stats stats;
     bool closing;
     unsigned handles;
     void (*closed)(void *arg);
@@ -67,6 +97,9 @@ struct ebb__httpd {
 };
 
 static void process(struct conn *c);
+static void conn_watch(struct conn *c);
+static void conn_flow(struct conn *c);
+static void answer_error(struct conn *c, int status);
 
 static void server_handle_closed(struct ebb__httpd *s)
 {
@@ -97,6 +130,9 @@ static void conn_close(struct conn *c)
     if (c->closing)
         return;
     c->closing = true;
+    if (c->s->limits.clock != NULL)
+        ebb__timer_stop(c->s->limits.clock, &c->deadline);
+    c->s->stats.open--;
     ebb_list_remove(&c->node);
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
@@ -117,6 +153,8 @@ static void on_write(uv_write_t *w, int status)
     }
     c->busy = false;
     process(c);
+    conn_flow(c);
+    conn_watch(c);
 }
 
 /* TLS: replaces the plaintext `*data` with its records (and close_notify
@@ -153,7 +191,9 @@ static void send_bytes(struct conn *c, char *data, size_t len, bool close_after)
         free(data);
         free(wr);
         conn_close(c);
+        return;
     }
+    conn_watch(c);
 }
 
 static void on_delay(uv_timer_t *timer)
@@ -174,6 +214,7 @@ static const char *reason(int status)
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
     case 404: return "Not Found";
+    case 408: return "Request Timeout";
     case 409: return "Conflict";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
@@ -223,12 +264,29 @@ static void answer_error(struct conn *c, int status)
     send_bytes(c, data, len, true);
 }
 
+/* Drops the first `n` unparsed bytes. An emptied buffer starts over at
+ * its front, and one grown past a read for a large body is freed. */
+static void consume(struct conn *c, size_t n)
+{
+    c->in_off += n;
+    if (c->in_off < c->in_len)
+        return;
+    c->in_off = c->in_len = 0;
+    if (c->in_cap > 2 * READ_CHUNK) {
+        free(c->in);
+        c->in = NULL;
+        c->in_cap = 0;
+    }
+}
+
 /* Parses and answers one complete request from c->in. Returns false when
  * more bytes are needed or the connection was given up. */
 static bool handle_one(struct conn *c)
 {
+    const char *in = c->in + c->in_off;
+    size_t in_len = c->in_len - c->in_off;
     struct ebb__http_head h;
-    int rc = ebb__http_parse_head(c->in, c->in_len, &h);
+    int rc = ebb__http_parse_head(in, in_len, &h);
     if (rc == EBB__HTTP_HEAD_MORE)
         return false;
     if (rc < 0) {
@@ -240,10 +298,12 @@ static bool handle_one(struct conn *c)
         return false;
     }
     size_t head_len = h.head_len, body_len = h.body_len;
-    if (c->in_len < head_len + body_len) {
+    if (in_len < head_len + body_len) {
+        c->need = head_len + body_len;
         ebb__http_head_free(&h);
         return false;
     }
+    c->need = 0;
 
     char *body = malloc(body_len + 1);
     if (body == NULL) {
@@ -251,7 +311,7 @@ static bool handle_one(struct conn *c)
         conn_close(c);
         return false;
     }
-    memcpy(body, c->in + head_len, body_len);
+    memcpy(body, in + head_len, body_len);
     body[body_len] = '\0';
     struct ebb__httpd_request req = {
         .method = h.method, .target = h.target, .path = h.path,
@@ -267,9 +327,7 @@ static bool handle_one(struct conn *c)
     struct ebb__httpd_response res = {.status = 200};
     c->s->handler(&req, &res, c->s->arg);
 
-    /* The request is consumed whatever the handler said. */
-    memmove(c->in, c->in + head_len + body_len, c->in_len - head_len - body_len);
-    c->in_len -= head_len + body_len;
+    consume(c, head_len + body_len); /* whatever the handler said */
 
     free(body);
     ebb__http_head_free(&h);
@@ -297,6 +355,7 @@ static bool handle_one(struct conn *c)
             c->pending_len = len;
             c->pending_close = close;
             uv_timer_start(&c->timer, on_delay, (uint64_t)res.delay_ms, 0);
+            conn_watch(c);
         } else {
             send_bytes(c, data, len, close);
         }
@@ -308,17 +367,28 @@ static bool handle_one(struct conn *c)
 
 static void process(struct conn *c)
 {
-    while (!c->busy && !c->closing && c->in_len > 0) {
+    while (!c->busy && !c->closing && c->in_len > c->in_off) {
         if (!handle_one(c))
             return;
     }
 }
 
+/* Room for one read at the end of the buffer: the unread rest moves to the
+ * front first when that makes room, so the bytes move once per read, not
+ * once per answer. */
 static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     struct conn *c = handle->data;
-    if (c->in_cap - c->in_len < suggested) {
-        size_t cap = c->in_len + suggested;
+    (void)suggested;
+    size_t want = READ_CHUNK;
+    if (c->in_off > 0 && c->in_cap - c->in_len < want) {
+        memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+        c->in_len -= c->in_off;
+        c->in_off = 0;
+    }
+    if (c->in_cap - c->in_len < want) {
+        /* Doubling keeps a 16 MiB body from being copied at every read. */
+        size_t cap = c->in_len + want > 2 * c->in_cap ? c->in_len + want : 2 * c->in_cap;
         char *in = realloc(c->in, cap);
         if (in == NULL) {
             *buf = uv_buf_init(NULL, 0); /* libuv reports UV_ENOBUFS */
@@ -326,6 +396,8 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
         }
         c->in = in;
         c->in_cap = cap;
+        if (cap > c->s->stats.input_peak)
+            c->s->stats.input_peak = cap;
     }
     *buf = uv_buf_init(c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
 }
@@ -400,6 +472,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     else if (!tls_in(c, buf->base, (size_t)nread))
         return;
     process(c);
+    conn_flow(c);
+    conn_watch(c);
 }
 
 static bool is_loopback(const struct sockaddr_storage *a)
@@ -413,21 +487,137 @@ static bool is_loopback(const struct sockaddr_storage *a)
            (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
 }
 
+/* ---- limits: the connection cap, reading, deadlines ---------------------- */
+
+static bool over_cap(const struct ebb__httpd *s)
+{
+    return s->limits.max_connections > 0 && s->stats.open >= s->limits.max_connections;
+}
+
+static void refused_closed(uv_handle_t *handle)
+{
+    struct ebb__httpd *s = handle->data;
+    free(handle);
+    server_handle_closed(s);
+}
+
+/* Over the cap, a connection is accepted and closed at once: the client
+ * learns at once, and neither the kernel's backlog nor ebbd's descriptors
+ * fill with connections nobody serves. */
+static void refuse(struct ebb__httpd *s)
+{
+    uv_tcp_t *t = malloc(sizeof(*t));
+    if (t == NULL)
+        return;
+    uv_tcp_init(s->loop, t);
+    t->data = s;
+    s->handles++;
+    s->stats.refused++;
+    uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)t);
+    uv_close((uv_handle_t *)t, refused_closed);
+}
+
+/* Reads while the bytes may be needed: always while no answer is under
+ * way (a head is capped by the parser, a body by its Content-Length), and
+ * while answering only until BUSY_INPUT_MAX bytes wait. */
+static void conn_flow(struct conn *c)
+{
+    if (c->closing)
+        return;
+    bool want = !c->busy || c->in_len - c->in_off < BUSY_INPUT_MAX;
+    if (want && !c->reading)
+        c->reading = uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0;
+    else if (!want && c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = false;
+    }
+}
+
+/* Sets the deadline `after` wall-clock ms from now (none for 0). */
+static void arm(struct conn *c, ebb_dur_ms after)
+{
+    struct ebb__clock *clock = c->s->limits.clock;
+    if (clock == NULL)
+        return;
+    if (after <= 0) {
+        ebb__timer_stop(clock, &c->deadline);
+        return;
+    }
+    ebb_time_ms due = ebb__clock_now(clock) + ebb__clock_from_real_ms(clock, after);
+    if (ebb__timer_start(clock, &c->deadline, due) != 0)
+        conn_close(c);
+}
+
+/* Re-arms the deadline when the connection's phase changed. A head's
+ * deadline is not moved by its bytes (a client sending one byte a second
+ * still has only header_timeout for all of it, counted from the accept or
+ * from the end of the last answer); a body's is moved by each read. */
+static void conn_watch(struct conn *c)
+{
+    if (c->closing || c->s->limits.clock == NULL)
+        return;
+    enum phase p;
+    if (c->pending != NULL)
+        p = PHASE_DELAYED;
+    else if (c->busy)
+        p = PHASE_ANSWER;
+    else if (c->in_len > c->in_off)
+        p = c->need > 0 ? PHASE_BODY : PHASE_HEAD;
+    else
+        p = c->phase == PHASE_NEW ? PHASE_NEW : PHASE_IDLE;
+    enum phase was = c->phase;
+    c->phase = p;
+    if (p == was && p != PHASE_BODY)
+        return;
+    const struct ebb__httpd_limits *l = &c->s->limits;
+    if (p == PHASE_HEAD && was == PHASE_NEW)
+        return; /* the accept started the header timeout */
+    if (p == PHASE_HEAD || p == PHASE_NEW)
+        arm(c, l->header_timeout);
+    else if (p == PHASE_DELAYED)
+        arm(c, 0);
+    else
+        arm(c, l->idle_timeout);
+}
+
+/* A deadline passed: a request that is late gets 408 and the connection
+ * closes; an idle connection, or one whose client does not take its
+ * answer, is closed. */
+static void on_deadline(struct ebb__timer *t)
+{
+    struct conn *c = t->data;
+    c->s->stats.timed_out++;
+    if ((c->phase == PHASE_HEAD || c->phase == PHASE_BODY) && !c->busy) {
+        c->need = 0;
+        c->in_off = c->in_len = 0; /* what came of it is not parsed */
+        answer_error(c, 408);
+        return;
+    }
+    conn_close(c);
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     struct ebb__httpd *s = listener->data;
     if (status < 0 || s->closing)
         return;
+    if (over_cap(s)) {
+        refuse(s);
+        return;
+    }
     struct conn *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return;
     c->s = s;
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
+    ebb__timer_init(&c->deadline, on_deadline, c);
     c->tcp.data = c;
     c->timer.data = c;
     c->open_handles = 2;
+    c->phase = PHASE_NEW;
     s->handles++; /* one per connection, released when both its handles are closed */
+    s->stats.open++;
     ebb_list_insert_head(&s->conns, &c->node);
     struct sockaddr_storage peer;
     int peer_len = sizeof(peer);
@@ -439,8 +629,16 @@ static void on_connection(uv_stream_t *listener, int status)
         c->tls = ebb__tls_new(s->tls);
         rc = c->tls != NULL ? 0 : UV_ENOMEM;
     }
-    if (rc != 0 || uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+    if (rc != 0) {
         conn_close(c);
+        return;
+    }
+    conn_flow(c);
+    if (!c->reading) {
+        conn_close(c);
+        return;
+    }
+    arm(c, s->limits.header_timeout);
 }
 
 static void listener_closed(uv_handle_t *handle)
@@ -544,6 +742,19 @@ void ebb__httpd_set_tls(struct ebb__httpd *s, struct ebb__tls_ctx *ctx)
 uint64_t ebb__httpd_requests(const struct ebb__httpd *s)
 {
     return s->requests;
+}
+
+int ebb__httpd_set_limits(struct ebb__httpd *s, const struct ebb__httpd_limits *lim)
+{
+    if (lim->clock == NULL && (lim->header_timeout > 0 || lim->idle_timeout > 0))
+        return EBB_EINVAL;
+    s->limits = *lim;
+    return 0;
+}
+
+struct ebb__httpd_stats ebb__httpd_stats(const struct ebb__httpd *s)
+{
+    return s->stats;
 }
 
 void ebb__httpd_close(struct ebb__httpd *s, void (*closed)(void *arg),

@@ -16,6 +16,12 @@
  * A handler can also delay its response (to make clients time out) or drop
  * the connection without answering. Closing the server closes every handle
  * it owns, so a test can end with uv_loop_close() == 0.
+ *
+ * A server facing the network is given limits (ebb__httpd_set_limits): a
+ * cap on open connections, and timeouts for a request to arrive and for a
+ * kept-alive connection to stay idle. Whatever the limits, a connection
+ * buffers at most one request (a head of 64 KiB, a body of 16 MiB) plus
+ * 128 KiB, and writes one answer at a time.
  */
 #ifndef EBB_HTTPD_H
 #define EBB_HTTPD_H
@@ -27,6 +33,8 @@
 #include <uv.h>
 
 #include <ebb/common.h>
+
+#include "io/clock.h"
 
 struct ebb__httpd;
 
@@ -78,6 +86,38 @@ int ebb__httpd_start(struct ebb__httpd **out, uv_loop_t *loop,
  * EBB_EIO when it cannot listen there (in use, not ours). */
 int ebb__httpd_listen(struct ebb__httpd **out, uv_loop_t *loop, const char *ip,
                       uint16_t port, ebb__httpd_handler handler, void *arg);
+
+/* What a server allows each connection. Zero means no limit. */
+struct ebb__httpd_limits {
+    unsigned max_connections; /* open at once; more are accepted and closed */
+    /* Wall-clock ms a request's head may take to arrive in full, counted
+     * from the accept or from the end of the previous answer; then 408
+     * and the connection closes. */
+    ebb_dur_ms header_timeout;
+    /* Wall-clock ms a kept-alive connection may wait for its next request,
+     * a body may go without a byte, and an answer may take to be written
+     * (a client that does not read); then the connection closes. */
+    ebb_dur_ms idle_timeout;
+    /* Runs the timeouts (borrowed; must outlive the server). Needed when
+     * either timeout is set; a virtual clock lets tests step them. */
+    struct ebb__clock *clock;
+};
+
+/* Sets the limits (copied) for connections accepted from now on; call it
+ * right after the server starts. Returns 0, or EBB_EINVAL for a timeout
+ * without a clock. */
+int ebb__httpd_set_limits(struct ebb__httpd *s, const struct ebb__httpd_limits *lim);
+
+/* What the limits did, for tests and metrics. */
+struct ebb__httpd_stats {
+    unsigned open;      /* connections open now */
+    uint64_t refused;   /* accepted and closed at max_connections */
+    uint64_t timed_out; /* closed (or answered 408) at a deadline */
+    size_t input_peak;  /* the largest input buffer a connection has had */
+};
+
+/* The server's counts now. */
+struct ebb__httpd_stats ebb__httpd_stats(const struct ebb__httpd *s);
 
 /* Splits "IPV4:PORT" or "[IPV6]:PORT" into the address (without brackets)
  * and the port. Returns 0 or EBB_EINVAL. */

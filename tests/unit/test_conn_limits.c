@@ -1,0 +1,296 @@
+/* The connection limits of the HTTP server (src/io/httpd.c) and of the API
+ * socket's server (src/io/api_server.c): caps, buffers that stay bounded
+ * when a client pipelines without reading, and the header and idle
+ * timeouts (#15 finding 5).
+ *
+ * The servers run on a real loop with real sockets, their deadlines on a
+ * virtual clock that each test steps, so no test sleeps: a timeout fires
+ * exactly when the test moves the clock past it. Clients are plain
+ * non-blocking sockets in the test's own thread; the loop is turned until
+ * what the test waits for is true, within a watchdog of a few seconds.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "io/api_server.h"
+#include "io/clock.h"
+#include "io/httpd.h"
+
+#define WATCHDOG_NS (5ull * 1000 * 1000 * 1000)
+#define HEADER_MS 5000
+#define IDLE_MS 20000
+
+struct fx {
+    uv_loop_t loop;
+    struct ebb__clock clock;
+    struct ebb__httpd *srv;
+    int srv_closed;
+    uint16_t port;
+};
+
+static void on_closed(void *arg)
+{
+    (*(int *)arg)++;
+}
+
+static void handler(const struct ebb__httpd_request *req,
+                    struct ebb__httpd_response *res, void *arg)
+{
+    (void)arg;
+    if (strcmp(req->path, "/big") == 0) {
+        static char big[4096];
+        memset(big, 'x', sizeof(big));
+        ebb__httpd_set_body(res, big, sizeof(big));
+        return;
+    }
+    ebb__httpd_set_bodyf(res, "ok");
+}
+
+static struct fx *start(unsigned max_connections)
+{
+    struct fx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    ebb__clock_init_virtual(&f->clock, 1000000);
+    assert_int_equal(ebb__httpd_start(&f->srv, &f->loop, handler, f), 0);
+    struct ebb__httpd_limits lim = {.max_connections = max_connections,
+                                    .header_timeout = HEADER_MS,
+                                    .idle_timeout = IDLE_MS,
+                                    .clock = &f->clock};
+    assert_int_equal(ebb__httpd_set_limits(f->srv, &lim), 0);
+    f->port = ebb__httpd_port(f->srv);
+    return f;
+}
+
+static void stop(struct fx *f)
+{
+    ebb__httpd_close(f->srv, on_closed, &f->srv_closed);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(f->srv_closed, 1);
+    ebb__clock_close(&f->clock, NULL);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    free(f);
+}
+
+/* Turns the loop (without blocking) until `cond` holds; fails after the
+ * watchdog. */
+#define SPIN_UNTIL(f, cond)                                                   \
+    do {                                                                      \
+        uint64_t spin_end_ = uv_hrtime() + WATCHDOG_NS;                       \
+        while (!(cond) && uv_hrtime() < spin_end_) {                          \
+            uv_run(&(f)->loop, UV_RUN_NOWAIT);                                \
+            usleep(200);                                                      \
+        }                                                                     \
+        if (!(cond))                                                          \
+            fail_msg("timed out waiting for: %s", #cond);                     \
+    } while (0)
+
+/* Steps the virtual clock by `ms` and runs what fell due. */
+static void advance(struct fx *f, ebb_dur_ms ms)
+{
+    ebb__clock_run_until(&f->clock, ebb__clock_now(&f->clock) + ms);
+}
+
+static int tcp_client(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+    return fd;
+}
+
+/* Sends all of `text`, then turns the loop until the peer's kernel has it
+ * and the server has had a turn to read it. */
+static void send_all(struct fx *f, int fd, const char *text)
+{
+    size_t len = strlen(text);
+    assert_int_equal(send(fd, text, len, MSG_NOSIGNAL), (ssize_t)len);
+    int queued = 1;
+    SPIN_UNTIL(f, ioctl(fd, SIOCOUTQ, &queued) == 0 && queued == 0);
+    for (int i = 0; i < 3; i++)
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+}
+
+/* 1 once the server closed `fd` (EOF or reset), 0 while it is open and
+ * has nothing to read; what it could read is appended to buf. */
+static int peer_closed(int fd, char *buf, size_t size)
+{
+    size_t used = strlen(buf);
+    ssize_t n = recv(fd, buf + used, size - 1 - used, MSG_DONTWAIT);
+    if (n > 0) {
+        buf[used + (size_t)n] = '\0';
+        return 0;
+    }
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+static void expect_open(struct fx *f, int fd)
+{
+    char buf[256] = "";
+    for (int i = 0; i < 3; i++)
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    assert_int_equal(peer_closed(fd, buf, sizeof(buf)), 0);
+}
+
+static void expect_closed(struct fx *f, int fd, const char *answer_prefix)
+{
+    char buf[4096] = "";
+    SPIN_UNTIL(f, peer_closed(fd, buf, sizeof(buf)));
+    assert_int_equal(strncmp(buf, answer_prefix, strlen(answer_prefix)), 0);
+}
+
+/* ---- httpd --------------------------------------------------------------- */
+
+static void httpd_caps_connections(void **state)
+{
+    (void)state;
+    struct fx *f = start(2);
+    int a = tcp_client(f->port), b = tcp_client(f->port);
+    SPIN_UNTIL(f, ebb__httpd_stats(f->srv).open == 2);
+    int c = tcp_client(f->port);
+    SPIN_UNTIL(f, ebb__httpd_stats(f->srv).refused == 1);
+    expect_closed(f, c, ""); /* accepted and closed: no answer */
+    close(c);
+    assert_int_equal(ebb__httpd_stats(f->srv).open, 2);
+
+    /* A slot freed is a slot taken, and the two still open are served. */
+    close(a);
+    SPIN_UNTIL(f, ebb__httpd_stats(f->srv).open == 1);
+    int d = tcp_client(f->port);
+    SPIN_UNTIL(f, ebb__httpd_stats(f->srv).open == 2);
+    char buf[256] = "";
+    send_all(f, d, "GET / HTTP/1.1\r\n\r\n");
+    SPIN_UNTIL(f, (peer_closed(d, buf, sizeof(buf)), strstr(buf, "\r\n\r\nok") != NULL));
+    assert_int_equal(strncmp(buf, "HTTP/1.1 200 OK\r\n", 17), 0);
+    assert_int_equal(ebb__httpd_stats(f->srv).refused, 1);
+    close(b);
+    close(d);
+    stop(f);
+}
+
+static void httpd_header_timeout(void **state)
+{
+    (void)state;
+    struct fx *f = start(0);
+    /* Nothing sent at all: closed at the header timeout. */
+    int quiet = tcp_client(f->port);
+    SPIN_UNTIL(f, ebb__httpd_stats(f->srv).open == 1);
+    advance(f, HEADER_MS - 1);
+    expect_open(f, quiet);
+    advance(f, 1);
+    expect_closed(f, quiet, "");
+    close(quiet);
+
+    /* A head sent a byte now and then: its bytes do not move the
+     * deadline, counted from the accept; it gets a 408. */
+    int slow = tcp_client(f->port);
+    SPIN_UNTIL(f, ebb__httpd_stats(f->srv).open == 1);
+    send_all(f, slow, "GET / HT");
+    advance(f, HEADER_MS / 2);
+    send_all(f, slow, "TP/1.1\r\nHost: a\r\n");
+    advance(f, HEADER_MS / 2 - 1);
+    expect_open(f, slow);
+    advance(f, 1);
+    expect_closed(f, slow, "HTTP/1.1 408 Request Timeout\r\n");
+    close(slow);
+
+    /* A body that stops coming: closed an idle timeout after its last byte. */
+    int body = tcp_client(f->port);
+    send_all(f, body, "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n12345");
+    advance(f, IDLE_MS - 1);
+    expect_open(f, body);
+    send_all(f, body, "6");
+    advance(f, IDLE_MS - 1);
+    expect_open(f, body);
+    advance(f, 1);
+    expect_closed(f, body, "HTTP/1.1 408 ");
+    close(body);
+    assert_int_equal(ebb__httpd_stats(f->srv).timed_out, 3);
+    stop(f);
+}
+
+static void httpd_idle_timeout(void **state)
+{
+    (void)state;
+    struct fx *f = start(0);
+    int fd = tcp_client(f->port);
+    char buf[512] = "";
+    send_all(f, fd, "GET / HTTP/1.1\r\n\r\n");
+    SPIN_UNTIL(f, (peer_closed(fd, buf, sizeof(buf)), strstr(buf, "\r\n\r\nok") != NULL));
+    /* Kept alive: the idle timeout, not the header timeout, applies. */
+    advance(f, IDLE_MS - 1);
+    expect_open(f, fd);
+    advance(f, 1);
+    expect_closed(f, fd, "");
+    close(fd);
+    assert_int_equal(ebb__httpd_stats(f->srv).timed_out, 1);
+    stop(f);
+}
+
+/* A client pipelines requests for 4 KiB answers and reads none: the server
+ * stops reading once its answer cannot be written, so the client's sends
+ * stall after the kernel's socket buffers fill (a few MiB on loopback,
+ * far below the 64 MiB the client would send); the server keeps at most
+ * 128 KiB of input and closes the connection at the idle timeout. */
+static void httpd_pipelining_bounded(void **state)
+{
+    (void)state;
+    struct fx *f = start(0);
+    int fd = tcp_client(f->port);
+    static const char req[] = "GET /big HTTP/1.1\r\n\r\n";
+    size_t sent = 0, stalled = 0;
+    char chunk[64 * 1024];
+    for (size_t i = 0; i + sizeof(req) - 1 <= sizeof(chunk); i += sizeof(req) - 1)
+        memcpy(chunk + i, req, sizeof(req) - 1);
+    size_t chunk_len = sizeof(chunk) / (sizeof(req) - 1) * (sizeof(req) - 1);
+    while (sent < ((size_t)64 << 20) && stalled < 200) {
+        ssize_t n = send(fd, chunk, chunk_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        stalled = n > 0 ? 0 : stalled + 1;
+        sent += n > 0 ? (size_t)n : 0;
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        if (n <= 0)
+            usleep(500);
+    }
+    struct ebb__httpd_stats st = ebb__httpd_stats(f->srv);
+    print_message("sent %zu bytes of requests; %llu answered; input peak %zu\n",
+                  sent, (unsigned long long)ebb__httpd_requests(f->srv), st.input_peak);
+    assert_true(stalled >= 200); /* the server stopped taking requests */
+    assert_true(sent < ((size_t)64 << 20));
+    assert_true(st.input_peak <= 128 * 1024);
+    advance(f, IDLE_MS);
+    SPIN_UNTIL(f, ebb__httpd_stats(f->srv).open == 0);
+    assert_int_equal(ebb__httpd_stats(f->srv).timed_out, 1);
+    close(fd);
+    stop(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(httpd_caps_connections),
+        cmocka_unit_test(httpd_header_timeout),
+        cmocka_unit_test(httpd_idle_timeout),
+        cmocka_unit_test(httpd_pipelining_bounded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
