@@ -1,3 +1,14 @@
+/* The API socket's server; see api_server.h.
+ *
+ * A connection reads lines and dispatches each as a call. It takes at most
+ * MAX_CALLS calls at a time and stops reading while they are open or while
+ * more than MAX_QUEUED answer bytes wait to be written, so a client that
+ * sends without reading cannot make ebbd queue without bound. The limits
+ * (ebb__api_server_set_limits) live in their own section: the connection
+ * cap at accept, and one deadline per connection that conn_watch()
+ * re-arms as it moves between waiting, receiving a message, working and
+ * writing.
+ */
 #include "io/api_server.h"
 
 #include <errno.h>
@@ -11,7 +22,22 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/ratelimit.h"
 #include "base/str.h"
+
+/* Calls one connection may have open, and answer bytes it may have queued,
+ * before it stops reading. */
+#define MAX_CALLS 32
+#define MAX_QUEUED (4u * 1024u * 1024u)
+
+/* What a connection is doing, for its deadline (conn_watch). */
+enum phase {
+    PHASE_NEW,     /* accepted, no byte yet: the request timeout */
+    PHASE_IDLE,    /* no call, nothing partial: the idle timeout */
+    PHASE_PARTIAL, /* part of a message: the request timeout, not moved */
+    PHASE_WORKING, /* calls being answered: ebbd's own time, no deadline */
+    PHASE_WRITING, /* answers not yet taken: the idle timeout per write */
+};
 
 struct ebb__api_server {
     uv_loop_t *loop;
@@ -23,6 +49,9 @@ struct ebb__api_server {
     struct ebb_list held;  /* answers waiting for the store's commit */
     int closing;
     int listener_closed;
+    struct ebb__api_limits limits;
+    struct ebb__api_stats stats;
+    struct ebb__ratelimit refusals; /* log lines about the cap */
     void (*close_cb)(void *arg);
     void *close_arg;
 };
@@ -39,7 +68,12 @@ struct ebb__api_conn {
     size_t pending_calls;    /* calls not yet answered */
     size_t pending_writes;   /* answers not yet written */
     int read_done;           /* EOF, error, or server closing */
+    int reading;
     int closing;
+    int aborted;             /* given up: answers are dropped, not written */
+    int counted;             /* in stats.open */
+    enum phase phase;
+    struct ebb__timer deadline; /* on server->limits.clock */
     uid_t uid;
     gid_t gid;
     pid_t pid;
@@ -53,11 +87,18 @@ struct write_req {
 
 static void conn_maybe_close(struct ebb__api_conn *conn);
 static void server_maybe_finish(struct ebb__api_server *s);
+static void conn_dispatch(struct ebb__api_conn *conn);
+static void conn_flow(struct ebb__api_conn *conn);
+static void conn_watch(struct ebb__api_conn *conn);
+static void conn_release(struct ebb__api_conn *conn);
+static int conn_full(const struct ebb__api_conn *conn);
+static void on_deadline(struct ebb__timer *t);
 
 static void on_conn_closed(uv_handle_t *handle)
 {
     struct ebb__api_conn *conn = handle->data;
     struct ebb__api_server *s = conn->server;
+    conn_release(conn);
     ebb_list_remove(&conn->node);
     ebb_buf_free(&conn->in);
     free(conn);
@@ -73,13 +114,23 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 
 /* A connection closes once the client is done sending (or we stopped
  * reading) and every call on it has been answered and written. Shutting
- * down first flushes what is queued, so no answer is cut off. */
+ * down first flushes what is queued, so no answer is cut off; a connection
+ * given up closes at once, cancelling its writes, once no call of it is
+ * open (a call keeps a pointer to it). */
 static void conn_maybe_close(struct ebb__api_conn *conn)
 {
-    if (conn->closing || !conn->read_done || conn->pending_calls > 0 ||
-        conn->pending_writes > 0)
+    if (conn->closing || !conn->read_done || conn->pending_calls > 0)
+        return;
+    if (conn->aborted) {
+        conn->closing = 1;
+        conn_release(conn);
+        uv_close((uv_handle_t *)&conn->pipe, on_conn_closed);
+        return;
+    }
+    if (conn->pending_writes > 0)
         return;
     conn->closing = 1;
+    conn_release(conn);
     uv_read_stop((uv_stream_t *)&conn->pipe);
     conn->shutdown_req.data = conn;
     if (uv_shutdown(&conn->shutdown_req, (uv_stream_t *)&conn->pipe, on_shutdown) != 0)
@@ -95,11 +146,20 @@ static void on_written(uv_write_t *req, int status)
     free(w->data);
     free(w);
     conn->pending_writes--;
+    if (!conn->closing) {
+        conn_dispatch(conn);
+        conn_flow(conn);
+        conn_watch(conn);
+    }
     conn_maybe_close(conn);
 }
 
 static void conn_send(struct ebb__api_conn *conn, json_t *msg)
 {
+    if (conn->aborted) {
+        json_decref(msg);
+        return;
+    }
     char *text = json_dumps(msg, JSON_COMPACT);
     json_decref(msg);
     struct write_req *w = text ? calloc(1, sizeof(*w)) : NULL;
@@ -130,7 +190,9 @@ static void conn_send(struct ebb__api_conn *conn, json_t *msg)
         conn->pending_writes--;
         free(line);
         free(w);
+        return;
     }
+    conn_watch(conn);
 }
 
 /* Sends the answers at the head of the connection's queue that are ready. */
@@ -262,33 +324,169 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         free(buf->base);
         conn->read_done = 1;
+        conn->reading = 0;
         uv_read_stop(stream);
         conn_maybe_close(conn);
         return;
     }
     ebb_buf_append(&conn->in, buf->base, (size_t)nread);
     free(buf->base);
-    if (conn->in.failed || conn->in.len > EBB__API_MAX_MESSAGE) {
-        ebb__warn("api: message from pid %ld too large or out of memory; "
-                  "closing the connection", (long)conn->pid);
-        ebb_buf_free(&conn->in);
-        conn->read_done = 1;
-        conn_maybe_close(conn);
-        return;
-    }
+    conn_dispatch(conn);
+    conn_flow(conn);
+    conn_watch(conn);
+}
+
+/* Dispatches the whole lines received, while the connection may take more
+ * calls, and keeps the partial rest (moved to the front once per read or
+ * answer, not once per line). A partial message over the cap ends the
+ * connection. */
+static void conn_dispatch(struct ebb__api_conn *conn)
+{
     size_t start = 0;
-    for (size_t i = 0; i < conn->in.len && !conn->read_done; i++) {
-        if (conn->in.data[i] != '\n')
-            continue;
-        if (i > start)
-            dispatch(conn, conn->in.data + start, i - start);
-        start = i + 1;
+    while (!conn->read_done && !conn_full(conn) && start < conn->in.len) {
+        const char *nl = memchr(conn->in.data + start, '\n', conn->in.len - start);
+        if (nl == NULL)
+            break;
+        size_t end = (size_t)(nl - conn->in.data);
+        if (end > start)
+            dispatch(conn, conn->in.data + start, end - start);
+        start = end + 1;
     }
     if (start > 0) {
         memmove(conn->in.data, conn->in.data + start, conn->in.len - start);
         conn->in.len -= start;
         conn->in.data[conn->in.len] = '\0';
     }
+    if (conn->in.failed || conn->in.len > EBB__API_MAX_MESSAGE) {
+        ebb__warn("api: message from pid %ld too large or out of memory; "
+                  "closing the connection", (long)conn->pid);
+        ebb_buf_free(&conn->in);
+        conn->read_done = 1;
+        conn_maybe_close(conn);
+    }
+}
+
+/* ---- limits: the connection cap, reading, deadlines ---------------------- */
+
+/* Takes a closing connection out of the counts and its deadline off the
+ * clock; safe to call twice. */
+static void conn_release(struct ebb__api_conn *conn)
+{
+    struct ebb__api_server *s = conn->server;
+    if (s->limits.clock != NULL)
+        ebb__timer_stop(s->limits.clock, &conn->deadline);
+    if (conn->counted) {
+        conn->counted = 0;
+        s->stats.open--;
+    }
+}
+
+static int conn_full(const struct ebb__api_conn *conn)
+{
+    return conn->pending_calls >= MAX_CALLS ||
+           uv_stream_get_write_queue_size((const uv_stream_t *)&conn->pipe) > MAX_QUEUED;
+}
+
+/* Reads while the connection may take more calls. */
+static void conn_flow(struct ebb__api_conn *conn)
+{
+    if (conn->closing || conn->read_done)
+        return;
+    int want = !conn_full(conn);
+    if (want && !conn->reading) {
+        conn->reading = uv_read_start((uv_stream_t *)&conn->pipe, on_alloc, on_read) == 0;
+        if (!conn->reading) {
+            conn->read_done = 1;
+            conn_maybe_close(conn);
+        }
+    } else if (!want && conn->reading) {
+        uv_read_stop((uv_stream_t *)&conn->pipe);
+        conn->reading = 0;
+    }
+}
+
+/* Sets the deadline `after` wall-clock ms from now (none for 0). */
+static void arm(struct ebb__api_conn *conn, ebb_dur_ms after)
+{
+    struct ebb__clock *clock = conn->server->limits.clock;
+    if (clock == NULL)
+        return;
+    if (after <= 0) {
+        ebb__timer_stop(clock, &conn->deadline);
+        return;
+    }
+    ebb__timer_start(clock, &conn->deadline,
+                     ebb__clock_now(clock) + ebb__clock_from_real_ms(clock, after));
+}
+
+/* Re-arms the deadline when the connection's phase changed: a message has
+ * request_timeout from its first byte (or the accept) to its newline, more
+ * bytes do not move that; a connection with nothing open may stay idle
+ * idle_timeout; answers not taken by the client get idle_timeout from the
+ * last write that completed. While ebbd works on calls there is none. */
+static void conn_watch(struct ebb__api_conn *conn)
+{
+    const struct ebb__api_limits *l = &conn->server->limits;
+    if (conn->closing || l->clock == NULL)
+        return;
+    enum phase p;
+    if (conn->pending_writes > 0)
+        p = PHASE_WRITING;
+    else if (conn->pending_calls > 0)
+        p = PHASE_WORKING;
+    else if (conn->in.len > 0)
+        p = PHASE_PARTIAL;
+    else
+        p = conn->phase == PHASE_NEW ? PHASE_NEW : PHASE_IDLE;
+    enum phase was = conn->phase;
+    conn->phase = p;
+    if ((p == was && p != PHASE_WRITING) || (p == PHASE_PARTIAL && was == PHASE_NEW))
+        return;
+    if (p == PHASE_NEW || p == PHASE_PARTIAL)
+        arm(conn, l->request_timeout);
+    else if (p == PHASE_WORKING)
+        arm(conn, 0);
+    else
+        arm(conn, l->idle_timeout);
+}
+
+/* A deadline passed: the connection reads no more and closes; answers a
+ * client does not take are dropped. */
+static void on_deadline(struct ebb__timer *t)
+{
+    struct ebb__api_conn *conn = t->data;
+    conn->server->stats.timed_out++;
+    conn->read_done = 1;
+    if (conn->reading) {
+        uv_read_stop((uv_stream_t *)&conn->pipe);
+        conn->reading = 0;
+    }
+    conn->aborted = conn->phase == PHASE_WRITING;
+    conn_maybe_close(conn);
+}
+
+static int over_cap(const struct ebb__api_server *s)
+{
+    return s->limits.max_connections > 0 && s->stats.open >= s->limits.max_connections;
+}
+
+/* Over the cap a connection gets one "busy" answer and is closed: the
+ * client says why instead of that ebbd is not running. */
+static void refuse(struct ebb__api_conn *conn)
+{
+    struct ebb__api_server *s = conn->server;
+    s->stats.refused++;
+    uint64_t held = 0;
+    if (ebb__ratelimit_allow(&s->refusals, (ebb_time_ms)uv_now(s->loop), &held))
+        ebb__warn("api: %u connections open (api.max_connections); refused one "
+                  "from uid %ld pid %ld (and %llu more since the last such line)",
+                  s->stats.open, (long)conn->uid, (long)conn->pid,
+                  (unsigned long long)held);
+    conn_send(conn, json_pack("{s:n,s:{s:s,s:s}}", "id", "error", "code", "busy",
+                              "message", "ebbd has as many API connections open "
+                              "as it allows (api.max_connections); try again"));
+    conn->read_done = 1;
+    conn_maybe_close(conn);
 }
 
 static void read_peer_credentials(struct ebb__api_conn *conn)
@@ -317,6 +515,7 @@ static void on_connection(uv_stream_t *listener, int status)
     conn->server = s;
     uv_pipe_init(s->loop, &conn->pipe, 0);
     conn->pipe.data = conn;
+    ebb__timer_init(&conn->deadline, on_deadline, conn);
     ebb_list_init(&conn->calls);
     ebb_list_insert_head(&s->conns, &conn->node);
     if (uv_accept(listener, (uv_stream_t *)&conn->pipe) != 0) {
@@ -325,7 +524,14 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     read_peer_credentials(conn);
-    uv_read_start((uv_stream_t *)&conn->pipe, on_alloc, on_read);
+    if (over_cap(s)) {
+        refuse(conn);
+        return;
+    }
+    conn->counted = 1;
+    s->stats.open++;
+    conn_flow(conn);
+    arm(conn, s->limits.request_timeout);
 }
 
 static int apply_group(const char *path, const char *group, char *err,
@@ -358,6 +564,7 @@ int ebb__api_server_start(struct ebb__api_server **out, uv_loop_t *loop,
     ebb_list_init(&s->held);
     s->methods = methods;
     s->ctx = ctx;
+    s->refusals.interval = EBB__API_REFUSAL_LOG_MS;
     s->socket_path = strdup(socket_path);
     uv_pipe_init(loop, &s->listener, 0);
     s->listener.data = s;
@@ -415,6 +622,20 @@ static void on_listener_closed(uv_handle_t *handle)
     server_maybe_finish(s);
 }
 
+int ebb__api_server_set_limits(struct ebb__api_server *server,
+                               const struct ebb__api_limits *lim)
+{
+    if (lim->clock == NULL && (lim->request_timeout > 0 || lim->idle_timeout > 0))
+        return EBB_EINVAL;
+    server->limits = *lim;
+    return 0;
+}
+
+struct ebb__api_stats ebb__api_server_stats(const struct ebb__api_server *server)
+{
+    return server->stats;
+}
+
 void ebb__api_server_close(struct ebb__api_server *server,
                            void (*cb)(void *arg), void *arg)
 {
@@ -426,6 +647,7 @@ void ebb__api_server_close(struct ebb__api_server *server,
         struct ebb__api_conn *c = ebb_list_entry(pos, struct ebb__api_conn, node);
         if (!c->read_done) {
             c->read_done = 1;
+            c->reading = 0;
             uv_read_stop((uv_stream_t *)&c->pipe);
         }
     }

@@ -8,7 +8,10 @@
  *     {"id": 1, "result": {...}}
  * or  {"id": 1, "error": {"code": "not_found", "message": "..."}}.
  * Messages larger than EBB__API_MAX_MESSAGE are refused and the connection
- * closed.
+ * closed. A connection has at most 32 calls open and 4 MiB of answers
+ * queued; past that it reads nothing more until the client takes them.
+ * Limits (ebb__api_server_set_limits) cap the connections and close those
+ * that stay idle or send half a message.
  *
  * Each request becomes a call that is answered exactly once, with
  * ebb__api_reply() or ebb__api_fail(), now or later.
@@ -24,7 +27,11 @@
 #include <ebb/common.h>
 #include <ebb/list.h>
 
+#include "io/clock.h"
+
 #define EBB__API_MAX_MESSAGE (16u * 1024u * 1024u)
+/* At most one log line a minute about connections refused at the cap. */
+#define EBB__API_REFUSAL_LOG_MS 60000
 
 struct ebb__api_server;
 struct ebb__api_conn;
@@ -62,6 +69,37 @@ int ebb__api_server_start(struct ebb__api_server **out, uv_loop_t *loop,
                           const char *socket_path, int mode, const char *group,
                           const struct ebb__api_method *methods, void *ctx,
                           char *err, size_t errlen);
+
+/* What the server allows. Zero means no limit. */
+struct ebb__api_limits {
+    /* Connections open at once; one more gets the error "busy" and is
+     * closed. */
+    unsigned max_connections;
+    /* Wall-clock ms a message may take from its first byte (or the accept)
+     * to its newline; then the connection closes. */
+    ebb_dur_ms request_timeout;
+    /* Wall-clock ms a connection with no call open may stay quiet, and
+     * answers may wait for a client that does not read them; then it
+     * closes. */
+    ebb_dur_ms idle_timeout;
+    /* Runs the timeouts (borrowed; must outlive the server); needed when
+     * either is set. */
+    struct ebb__clock *clock;
+};
+
+/* Sets the limits (copied) for connections accepted from now on; call it
+ * right after the server starts. Returns 0, or EBB_EINVAL for a timeout
+ * without a clock. */
+int ebb__api_server_set_limits(struct ebb__api_server *server,
+                               const struct ebb__api_limits *lim);
+
+/* What the limits did, for tests. */
+struct ebb__api_stats {
+    unsigned open;      /* connections open now (refused ones not counted) */
+    uint64_t refused;   /* turned away at max_connections */
+    uint64_t timed_out; /* closed at a deadline */
+};
+struct ebb__api_stats ebb__api_server_stats(const struct ebb__api_server *server);
 
 /* Stops accepting at once. Calls in flight still get their answers written;
  * each connection is shut down once its writes have finished; then the

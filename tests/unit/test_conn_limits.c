@@ -284,6 +284,189 @@ static void httpd_pipelining_bounded(void **state)
     stop(f);
 }
 
+/* ---- api_server ------------------------------------------------------------ */
+
+struct afx {
+    uv_loop_t loop;
+    struct ebb__clock clock;
+    struct ebb__api_server *srv;
+    char path[108];
+    int closed;
+    int calls;
+};
+
+static void api_echo(void *ctx, struct ebb__api_call *call)
+{
+    struct afx *f = ctx;
+    f->calls++;
+    static char big[4096];
+    memset(big, 'x', sizeof(big) - 1);
+    ebb__api_reply(call, json_pack("{s:s}", "text", big));
+}
+
+static const struct ebb__api_method api_methods[] = {
+    {"echo", api_echo},
+    {NULL, NULL},
+};
+
+static struct afx *api_start(unsigned max_connections)
+{
+    struct afx *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    ebb__clock_init_virtual(&f->clock, 1000000);
+    snprintf(f->path, sizeof(f->path), "/tmp/ebb-test-limits-%ld.sock", (long)getpid());
+    char err[256];
+    assert_int_equal(ebb__api_server_start(&f->srv, &f->loop, f->path, 0600, NULL,
+                                           api_methods, f, err, sizeof(err)),
+                     0);
+    struct ebb__api_limits lim = {.max_connections = max_connections,
+                                  .request_timeout = HEADER_MS,
+                                  .idle_timeout = IDLE_MS,
+                                  .clock = &f->clock};
+    assert_int_equal(ebb__api_server_set_limits(f->srv, &lim), 0);
+    return f;
+}
+
+static void api_stop(struct afx *f)
+{
+    ebb__api_server_close(f->srv, on_closed, &f->closed);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(f->closed, 1);
+    ebb__clock_close(&f->clock, NULL);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    free(f);
+}
+
+static int unix_client(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+    return fd;
+}
+
+static void api_advance(struct afx *f, ebb_dur_ms ms)
+{
+    ebb__clock_run_until(&f->clock, ebb__clock_now(&f->clock) + ms);
+}
+
+/* As send_all, for the API server's loop. */
+static void api_send(struct afx *f, int fd, const char *text)
+{
+    size_t len = strlen(text);
+    assert_int_equal(send(fd, text, len, MSG_NOSIGNAL), (ssize_t)len);
+    int queued = 1;
+    SPIN_UNTIL(f, ioctl(fd, SIOCOUTQ, &queued) == 0 && queued == 0);
+    for (int i = 0; i < 3; i++)
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+}
+
+static void api_expect_open(struct afx *f, int fd)
+{
+    char buf[256] = "";
+    for (int i = 0; i < 3; i++)
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    assert_int_equal(peer_closed(fd, buf, sizeof(buf)), 0);
+}
+
+static void api_caps_connections(void **state)
+{
+    (void)state;
+    struct afx *f = api_start(2);
+    int a = unix_client(f->path), b = unix_client(f->path);
+    SPIN_UNTIL(f, ebb__api_server_stats(f->srv).open == 2);
+    int c = unix_client(f->path);
+    char buf[1024] = "";
+    SPIN_UNTIL(f, peer_closed(c, buf, sizeof(buf)));
+    assert_non_null(strstr(buf, "\"code\":\"busy\""));
+    assert_non_null(strstr(buf, "api.max_connections"));
+    assert_int_equal(ebb__api_server_stats(f->srv).refused, 1);
+    close(c);
+
+    /* The two open ones are served; a closed one frees its slot. */
+    char answer[8192] = "";
+    api_send(f, a, "{\"id\":7,\"method\":\"echo\"}\n");
+    SPIN_UNTIL(f, (peer_closed(a, answer, sizeof(answer)), strchr(answer, '\n') != NULL));
+    assert_non_null(strstr(answer, "\"id\":7"));
+    assert_non_null(strstr(answer, "\"result\""));
+    close(b);
+    SPIN_UNTIL(f, ebb__api_server_stats(f->srv).open == 1);
+    int d = unix_client(f->path);
+    SPIN_UNTIL(f, ebb__api_server_stats(f->srv).open == 2);
+    close(a);
+    close(d);
+    api_stop(f);
+}
+
+static void api_timeouts(void **state)
+{
+    (void)state;
+    struct afx *f = api_start(0);
+    /* Half a message: closed at the request timeout from the accept. */
+    int half = unix_client(f->path);
+    SPIN_UNTIL(f, ebb__api_server_stats(f->srv).open == 1);
+    api_send(f, half, "{\"id\":1,\"meth");
+    api_advance(f, HEADER_MS - 1);
+    api_expect_open(f, half);
+    api_advance(f, 1);
+    char buf[8192] = "";
+    SPIN_UNTIL(f, peer_closed(half, buf, sizeof(buf)));
+    assert_string_equal(buf, "");
+    close(half);
+    assert_int_equal(f->calls, 0);
+
+    /* After an answer the idle timeout applies. */
+    int idle = unix_client(f->path);
+    api_send(f, idle, "{\"id\":2,\"method\":\"echo\"}\n");
+    SPIN_UNTIL(f, (peer_closed(idle, buf, sizeof(buf)), strchr(buf, '\n') != NULL));
+    api_advance(f, IDLE_MS - 1);
+    api_expect_open(f, idle);
+    api_advance(f, 1);
+    buf[0] = '\0';
+    SPIN_UNTIL(f, peer_closed(idle, buf, sizeof(buf)));
+    close(idle);
+    assert_int_equal(ebb__api_server_stats(f->srv).timed_out, 2);
+    SPIN_UNTIL(f, ebb__api_server_stats(f->srv).open == 0);
+    api_stop(f);
+}
+
+/* A client sends calls for 4 KiB answers and reads none: ebbd stops taking
+ * calls once 4 MiB of answers wait, its sends stall, and the connection is
+ * dropped at the idle timeout with what was queued. */
+static void api_pipelining_bounded(void **state)
+{
+    (void)state;
+    struct afx *f = api_start(0);
+    int fd = unix_client(f->path);
+    static const char req[] = "{\"id\":1,\"method\":\"echo\"}\n";
+    char chunk[64 * 1024];
+    size_t per = sizeof(req) - 1, chunk_len = sizeof(chunk) / per * per;
+    for (size_t i = 0; i < chunk_len; i += per)
+        memcpy(chunk + i, req, per);
+    size_t sent = 0, stalled = 0;
+    while (sent < ((size_t)64 << 20) && stalled < 200) {
+        ssize_t n = send(fd, chunk, chunk_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        stalled = n > 0 ? 0 : stalled + 1;
+        sent += n > 0 ? (size_t)n : 0;
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        if (n <= 0)
+            usleep(500);
+    }
+    print_message("sent %zu calls; %d answered\n", sent / per, f->calls);
+    assert_true(stalled >= 200);
+    /* 4 MiB of 4 KiB answers, what the socket holds, and MAX_CALLS. */
+    assert_true(f->calls < 2000);
+    api_advance(f, IDLE_MS);
+    SPIN_UNTIL(f, ebb__api_server_stats(f->srv).open == 0);
+    assert_int_equal(ebb__api_server_stats(f->srv).timed_out, 1);
+    close(fd);
+    api_stop(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -291,6 +474,9 @@ int main(void)
         cmocka_unit_test(httpd_header_timeout),
         cmocka_unit_test(httpd_idle_timeout),
         cmocka_unit_test(httpd_pipelining_bounded),
+        cmocka_unit_test(api_caps_connections),
+        cmocka_unit_test(api_timeouts),
+        cmocka_unit_test(api_pipelining_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
