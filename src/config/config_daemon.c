@@ -17,12 +17,25 @@
 struct api_cfg {
     char *socket_mode;
     char *socket_group;
+    int64_t max_connections;
+    ebb_dur_ms request_timeout;
+    ebb_dur_ms idle_timeout;
+    int64_t max_store_readers;
 };
 static const struct ebb_cfg_key api_keys[] = {
     {"socket_mode", EBB_CFG_STRING, "0600", offsetof(struct api_cfg, socket_mode),
      "permissions of the CLI socket, octal"},
     {"socket_group", EBB_CFG_STRING, NULL, offsetof(struct api_cfg, socket_group),
      "group that owns the CLI socket"},
+    {"max_connections", EBB_CFG_INT, "64", offsetof(struct api_cfg, max_connections),
+     "CLI connections open at once; one more is told ebbd is busy"},
+    {"request_timeout", EBB_CFG_DURATION, "10s",
+     offsetof(struct api_cfg, request_timeout),
+     "time a request may take to arrive in full (wall time)"},
+    {"idle_timeout", EBB_CFG_DURATION, "60s", offsetof(struct api_cfg, idle_timeout),
+     "time a connection with nothing to answer stays open (wall time)"},
+    {"max_store_readers", EBB_CFG_INT, "4", offsetof(struct api_cfg, max_store_readers),
+     "long reads of the store (history, report, forecast) at once; more are busy"},
     EBB_CFG_END,
 };
 
@@ -37,6 +50,9 @@ struct agent_api_cfg {
     char *tls_ca;
     int insecure;
     ebb_dur_ms enrol_ttl;
+    int64_t max_connections;
+    ebb_dur_ms header_timeout;
+    ebb_dur_ms idle_timeout;
 };
 static const struct ebb_cfg_key agent_api_keys[] = {
     {"listen", EBB_CFG_STRING, "127.0.0.1:0",
@@ -62,6 +78,15 @@ static const struct ebb_cfg_key agent_api_keys[] = {
      "allow plain HTTP from agents that are not on this host"},
     {"enrol_ttl", EBB_CFG_DURATION, "1h", offsetof(struct agent_api_cfg, enrol_ttl),
      "how long after a launch an instance's one-time enrolment token is good"},
+    {"max_connections", EBB_CFG_INT, "256",
+     offsetof(struct agent_api_cfg, max_connections),
+     "agent connections open at once; more are closed at once"},
+    {"header_timeout", EBB_CFG_DURATION, "10s",
+     offsetof(struct agent_api_cfg, header_timeout),
+     "time a request's head may take to arrive in full (wall time)"},
+    {"idle_timeout", EBB_CFG_DURATION, "60s",
+     offsetof(struct agent_api_cfg, idle_timeout),
+     "time a kept-alive connection waits for its next request (wall time)"},
     EBB_CFG_END,
 };
 
@@ -85,6 +110,34 @@ static const struct ebb_cfg_key clock_keys[] = {
      "how many times faster than the wall clock time runs"},
     EBB_CFG_END,
 };
+
+/* The connection limits must be positive: a cap of 0 would refuse
+ * everyone, a timeout of 0 close every connection at once. Sets d and
+ * returns EBB_ECONFIG when one is not. */
+static int check_limits(const struct ebb__ynode *n, const char *file, const char *section,
+                        int64_t max_connections, int64_t max_readers,
+                        const char *timeout_name, ebb_dur_ms timeout,
+                        ebb_dur_ms idle_timeout, struct ebb_diag *d)
+{
+    const char *bad = NULL;
+    if (max_connections < 1 || max_connections > 65536)
+        bad = "max_connections";
+    else if (max_readers < 1 || max_readers > 64)
+        bad = "max_store_readers";
+    else if (timeout <= 0)
+        bad = timeout_name;
+    else if (idle_timeout <= 0)
+        bad = "idle_timeout";
+    if (bad == NULL)
+        return 0;
+    const struct ebb__ynode *m = ebb__ymap_get(n, bad);
+    ebb_diag_set(d, m != NULL ? m->file : file, m != NULL ? m->line : 0,
+                  "%s.%s: must be %s", section, bad,
+                  strcmp(bad, "max_connections") == 0   ? "from 1 to 65536"
+                  : strcmp(bad, "max_store_readers") == 0 ? "from 1 to 64"
+                                                          : "longer than 0s (example: 10s)");
+    return EBB_ECONFIG;
+}
 
 static int parse_mode(const char *s, unsigned *out)
 {
@@ -116,7 +169,11 @@ int ebb__config_do_api(struct ebb__config *cfg, const struct ebb__ynode *n,
     /* A mode is always read as octal, as chmod reads it: YAML 1.1 would
      * read a plain 0600 as octal and YAML 1.2 as decimal 600, and neither
      * is what people mean by "600". */
-    if (parse_mode(api->socket_mode, &cfg->api_socket_mode) != 0) {
+    if (check_limits(n, cfg->file, "api", api->max_connections, api->max_store_readers,
+                     "request_timeout", api->request_timeout, api->idle_timeout,
+                     d) != 0) {
+        rc = EBB_ECONFIG;
+    } else if (parse_mode(api->socket_mode, &cfg->api_socket_mode) != 0) {
         const struct ebb__ynode *m = ebb__ymap_get(n, "socket_mode");
         char q[EBB_DIAG_QUOTE_SIZE];
         ebb_diag_quote(api->socket_mode, strlen(api->socket_mode), q,
@@ -130,6 +187,10 @@ int ebb__config_do_api(struct ebb__config *cfg, const struct ebb__ynode *n,
         free(cfg->api_socket_group);
         cfg->api_socket_group = api->socket_group;
         api->socket_group = NULL;
+        cfg->api_max_connections = (unsigned)api->max_connections;
+        cfg->api_request_timeout = api->request_timeout;
+        cfg->api_idle_timeout = api->idle_timeout;
+        cfg->api_max_store_readers = (unsigned)api->max_store_readers;
     }
     ebb__cfg_free(api_keys, api);
     return rc;
@@ -221,7 +282,11 @@ int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n
     if (rc != 0)
         return rc;
     struct agent_api_cfg *agent = raw;
-    if (!valid_listen(agent->listen)) {
+    if (check_limits(n, cfg->file, "agent_api", agent->max_connections, 1,
+                     "header_timeout", agent->header_timeout, agent->idle_timeout,
+                     d) != 0) {
+        rc = EBB_ECONFIG;
+    } else if (!valid_listen(agent->listen)) {
         const struct ebb__ynode *m = ebb__ymap_get(n, "listen");
         char q[EBB_DIAG_QUOTE_SIZE];
         ebb_diag_quote(agent->listen, strlen(agent->listen), q, sizeof(q));
@@ -256,6 +321,9 @@ int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n
         }
         cfg->agent_heartbeat = agent->heartbeat;
         cfg->agent_heartbeat_timeout = agent->heartbeat_timeout;
+        cfg->agent_max_connections = (unsigned)agent->max_connections;
+        cfg->agent_header_timeout = agent->header_timeout;
+        cfg->agent_idle_timeout = agent->idle_timeout;
     }
     ebb__cfg_free(agent_api_keys, agent);
     return rc;

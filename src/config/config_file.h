@@ -65,6 +65,14 @@ struct ebb__config {
     ebb_dur_ms agent_enrol_ttl; /* default 1 h */
     ebb_dur_ms agent_heartbeat;         /* default 5 s */
     ebb_dur_ms agent_heartbeat_timeout; /* default 60 s */
+    /* Connection limits (docs/security.md, "Hostile input"). */
+    unsigned api_max_connections;       /* api.max_connections, default 64 */
+    ebb_dur_ms api_request_timeout;     /* api.request_timeout, default 10 s */
+    ebb_dur_ms api_idle_timeout;        /* api.idle_timeout, default 60 s */
+    unsigned api_max_store_readers;     /* api.max_store_readers, default 4 */
+    unsigned agent_max_connections;     /* agent_api.max_connections, default 256 */
+    ebb_dur_ms agent_header_timeout;    /* agent_api.header_timeout, default 10 s */
+    ebb_dur_ms agent_idle_timeout;      /* agent_api.idle_timeout, default 60 s */
     char *metrics_listen;      /* metrics.listen; NULL: no metrics endpoint */
     ebb_time_ms clock_start;   /* 0: the wall clock's time */
     double clock_speed;        /* 1: real time */

@@ -15,14 +15,20 @@
 #include <ebb/units.h>
 
 #include "base/log.h"
+#include "base/ratelimit.h"
 #include "base/str.h"
 #include "io/clock.h"
 #include "io/httpd.h"
 #include "store/store.h"
 
+/* At most one log line per this many ms about refused requests. */
+#define REFUSAL_LOG_MS 10000
+
 struct ebb__agent_api {
     struct ebb__engine *engine;
     struct ebb__httpd *httpd;
+    uv_loop_t *loop;
+    struct ebb__ratelimit refusals; /* the 401 warnings */
     char *logs_dir;
     struct ebb__tls_ctx *tls; /* NULL: plain HTTP */
     bool insecure;            /* agent_api.insecure */
@@ -72,7 +78,17 @@ static struct ebb__job *authenticate(struct ebb__agent_api *api,
         why = "no live instance holds this token";
     if (job != NULL)
         return job;
-    ebb__warn("agent API: refused %s %s: %s", req->method, req->path, why);
+    /* Anyone who reaches the listener can send these, as fast as they
+     * like: at most one line per REFUSAL_LOG_MS, counting the rest. */
+    uint64_t held = 0;
+    if (ebb__ratelimit_allow(&api->refusals, (ebb_time_ms)uv_now(api->loop), &held)) {
+        if (held > 0)
+            ebb__warn("agent API: refused %s %s: %s (and %llu more since the "
+                      "last such line)", req->method, req->path, why,
+                      (unsigned long long)held);
+        else
+            ebb__warn("agent API: refused %s %s: %s", req->method, req->path, why);
+    }
     reply_error(res, 401, why);
     return NULL;
 }
@@ -447,6 +463,8 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
         return EBB_ENOMEM;
     }
     api->engine = engine;
+    api->loop = loop;
+    api->refusals.interval = REFUSAL_LOG_MS;
     int rc = ebb__httpd_listen(&api->httpd, loop, ip, port, handle, api);
     if (rc != 0) {
         snprintf(err, errlen, "cannot listen on %s for agents: %s", address,
@@ -465,6 +483,11 @@ void ebb__agent_api_secure(struct ebb__agent_api *api, struct ebb__tls_ctx *tls,
     api->tls = tls;
     api->insecure = insecure;
     ebb__httpd_set_tls(api->httpd, tls);
+}
+
+struct ebb__httpd *ebb__agent_api_httpd(struct ebb__agent_api *api)
+{
+    return api->httpd;
 }
 
 const char *ebb__agent_api_url(const struct ebb__agent_api *api)

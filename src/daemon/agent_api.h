@@ -29,6 +29,9 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
 void ebb__agent_api_secure(struct ebb__agent_api *api, struct ebb__tls_ctx *tls,
                            bool insecure);
 
+/* Its HTTP server, to give it limits (daemon_limits.c). Borrowed. */
+struct ebb__httpd *ebb__agent_api_httpd(struct ebb__agent_api *api);
+
 /* The URL agents reach it at: "http(s)://IP:PORT" with the port it got. */
 const char *ebb__agent_api_url(const struct ebb__agent_api *api);
 

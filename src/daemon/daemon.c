@@ -472,6 +472,8 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
     if (code == 0)
         code = ebb__daemon_metrics_start(d);
     if (code == 0)
+        code = ebb__daemon_limits_apply(d);
+    if (code == 0)
         code = ebb__daemon_schedules_start(d);
     if (code == 0) {
         ebb__info("ebbd %s started: state %s, config %s, %zu providers, %zu "

@@ -62,6 +62,7 @@ struct ebb__daemon {
     uv_check_t flush;        /* commits the store's group once per loop turn */
     int flush_ready;
     int checkpointing;       /* a WAL checkpoint runs (daemon_checkpoint.c) */
+    unsigned store_readers;  /* store reads off the loop now (daemon_api.c) */
     uv_signal_t sigterm;
     uv_signal_t sigint;
     double clock_speed;
@@ -101,6 +102,15 @@ void ebb__daemon_metrics_close(struct ebb__daemon *d, void (*cb)(void *arg),
  * 0, or an error with a message in `err`. */
 int ebb__daemon_agent_tls(struct ebb__daemon *d, struct ebb__tls_ctx **out,
                           char *err, size_t errlen);
+
+/* The HTTP server of a started metrics endpoint. */
+struct ebb__httpd *ebb__daemon_metrics_httpd(struct ebb__daemon_metrics *m);
+
+/* Gives the API socket, the agent listener and the metrics listener their
+ * caps and timeouts from the configuration, fitted into the files ebbd may
+ * open (daemon_limits.c). Call once all three have started. Returns 0, or
+ * 1 after logging why not. */
+int ebb__daemon_limits_apply(struct ebb__daemon *d);
 
 /* After a commit: starts a WAL checkpoint off the loop when the WAL has
  * grown enough and none runs (daemon_checkpoint.c). */

@@ -128,6 +128,7 @@ static const char *param_string(struct ebb__api_call *call, const char *key)
  * belongs to one thread), and answer from the loop when done. */
 struct store_read {
     uv_work_t req;
+    struct ebb__daemon *d;
     struct ebb__api_call *call;
     char *db_path;
     struct ebb__price_filter filter; /* strings owned here */
@@ -169,6 +170,7 @@ static void store_read_free(struct store_read *r)
 static void store_read_done(uv_work_t *req, int status)
 {
     struct store_read *r = req->data;
+    r->d->store_readers--;
     if (r->result != NULL)
         ebb__api_reply(r->call, r->result);
     else if (status == UV_ECANCELED)
@@ -187,15 +189,25 @@ static int dup_param(struct ebb__api_call *call, const char *key,
 }
 
 /* Starts `run` off the loop for `call`, with the provider, instance_type
- * and zone params as the filter; the call is answered when it is done. */
+ * and zone params as the filter; the call is answered when it is done.
+ * At most api.max_store_readers run at once: each holds a thread of
+ * libuv's pool (which DNS lookups and checkpoints share) and a store
+ * handle, so one more is answered "busy" rather than queued without end. */
 static void store_read_start(struct ebb__daemon *d, struct ebb__api_call *call,
                              void (*run)(struct store_read *, struct ebb__store *),
                              const struct ebb__forecast_opts *opts,
                              const struct ebb__report_opts *report)
 {
+    if (d->store_readers >= d->config->api_max_store_readers) {
+        ebb__api_fail(call, "busy", "ebbd is already answering %u long reads of "
+                      "the store (api.max_store_readers); try again in a moment",
+                      d->store_readers);
+        return;
+    }
     struct store_read *r = calloc(1, sizeof(*r));
     int ok = r != NULL;
     if (ok) {
+        r->d = d;
         r->call = call;
         r->run = run;
         r->opts = opts != NULL ? *opts : (struct ebb__forecast_opts){0};
@@ -210,6 +222,8 @@ static void store_read_start(struct ebb__daemon *d, struct ebb__api_call *call,
     int rc = ok ? uv_queue_work(&d->loop, &r->req, store_read_run,
                                 store_read_done)
                 : UV_ENOMEM;
+    if (rc == 0)
+        d->store_readers++;
     if (rc != 0) {
         if (r != NULL)
             store_read_free(r);

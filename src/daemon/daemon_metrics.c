@@ -300,6 +300,11 @@ static void handle(const struct ebb__httpd_request *req,
 
 /* ---- start and close ------------------------------------------------------ */
 
+struct ebb__httpd *ebb__daemon_metrics_httpd(struct ebb__daemon_metrics *m)
+{
+    return m->httpd;
+}
+
 int ebb__daemon_metrics_start(struct ebb__daemon *d)
 {
     const char *address = d->config->metrics_listen;

@@ -491,7 +491,14 @@ static void check_defaults(const struct ebb__config *cfg)
     assert_int_equal(cfg->plugin_dirs.n, 0);
     assert_int_equal(cfg->api_socket_mode, 0600);
     assert_null(cfg->api_socket_group);
+    assert_int_equal(cfg->api_max_connections, 64);
+    assert_int_equal(cfg->api_request_timeout, 10000);
+    assert_int_equal(cfg->api_idle_timeout, 60000);
+    assert_int_equal(cfg->api_max_store_readers, 4);
     assert_string_equal(cfg->agent_listen, "127.0.0.1:0");
+    assert_int_equal(cfg->agent_max_connections, 256);
+    assert_int_equal(cfg->agent_header_timeout, 10000);
+    assert_int_equal(cfg->agent_idle_timeout, 60000);
     assert_string_equal(cfg->default_policy, "deadline");
     assert_int_equal(cfg->n_providers, 0);
     assert_int_equal(cfg->n_policies, 0);
@@ -666,12 +673,20 @@ static void config_errors(void **state)
     expect_error("admins: [root, ~]\n",
                  "ebb.yaml:1: admins[1]: \"~\" is not a string (null; "
                  "example: \"some text\")");
+    expect_error("api:\n  max_connections: 0\n",
+                 "ebb.yaml:2: api.max_connections: must be from 1 to 65536");
+    expect_error("api:\n  max_store_readers: 100\n",
+                 "ebb.yaml:2: api.max_store_readers: must be from 1 to 64");
+    expect_error("agent_api:\n  header_timeout: 0s\n",
+                 "ebb.yaml:2: agent_api.header_timeout: must be longer than 0s "
+                 "(example: 10s)");
     expect_error("api:\n  socket_mode: 0999\n",
                  "ebb.yaml:2: api.socket_mode: \"0999\" is not a file mode "
                  "(octal, at most 0777; example: 0660)");
     expect_error("api:\n  socket_mod: 0600\n",
                  "ebb.yaml:2: api: unknown key \"socket_mod\" (known: "
-                 "socket_mode, socket_group)");
+                 "socket_mode, socket_group, max_connections, request_timeout, "
+                 "idle_timeout, max_store_readers)");
     expect_error("api: 0600\n",
                  "ebb.yaml:1: api: expected a mapping of keys, not a single "
                  "value");

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "base/log.h"
+#include "base/ratelimit.h"
 
 static void parse_levels(void **state)
 {
@@ -28,11 +29,29 @@ static void error_codes_have_messages(void **state)
     assert_string_equal(ebb_strerror(-9999), "unknown error");
 }
 
+/* One line per interval; the next one let through counts those held. */
+static void rate_limited_lines(void **state)
+{
+    (void)state;
+    struct ebb__ratelimit rl = {.interval = 10000};
+    uint64_t held = 99;
+    assert_true(ebb__ratelimit_allow(&rl, 5000, &held));
+    assert_int_equal(held, 0);
+    for (int i = 0; i < 1000; i++)
+        assert_false(ebb__ratelimit_allow(&rl, 5000 + i * 9, &held));
+    assert_false(ebb__ratelimit_allow(&rl, 14999, &held));
+    assert_true(ebb__ratelimit_allow(&rl, 15000, &held));
+    assert_int_equal(held, 1001);
+    assert_true(ebb__ratelimit_allow(&rl, 40000, &held));
+    assert_int_equal(held, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse_levels),
         cmocka_unit_test(error_codes_have_messages),
+        cmocka_unit_test(rate_limited_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
