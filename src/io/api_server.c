@@ -465,26 +465,44 @@ static void on_deadline(struct ebb__timer *t)
     conn_maybe_close(conn);
 }
 
-static int over_cap(const struct ebb__api_server *s)
+/* Why `conn` may not be served: NULL when it may. One user may hold at
+ * most half of the connections, so that no one user can shut the others
+ * out; it is O(connections), at most max_connections. */
+static const char *over_cap(const struct ebb__api_conn *conn)
 {
-    return s->limits.max_connections > 0 && s->stats.open >= s->limits.max_connections;
+    const struct ebb__api_server *s = conn->server;
+    unsigned max = s->limits.max_connections;
+    if (max == 0)
+        return NULL;
+    if (s->stats.open >= max)
+        return "ebbd has as many API connections open as it allows "
+               "(api.max_connections); try again";
+    unsigned mine = 0;
+    const struct ebb_list *pos;
+    ebb_list_foreach(pos, &s->conns) {
+        const struct ebb__api_conn *c = ebb_list_entry(pos, struct ebb__api_conn, node);
+        mine += c->counted && c->uid == conn->uid;
+    }
+    if (mine >= (max / 2 > 0 ? max / 2 : 1))
+        return "this user has half of the API connections ebbd allows open "
+               "(api.max_connections); close some and try again";
+    return NULL;
 }
 
-/* Over the cap a connection gets one "busy" answer and is closed: the
+/* Over a cap a connection gets one "busy" answer and is closed: the
  * client says why instead of that ebbd is not running. */
-static void refuse(struct ebb__api_conn *conn)
+static void refuse(struct ebb__api_conn *conn, const char *why)
 {
     struct ebb__api_server *s = conn->server;
     s->stats.refused++;
     uint64_t held = 0;
     if (ebb__ratelimit_allow(&s->refusals, (ebb_time_ms)uv_now(s->loop), &held))
-        ebb__warn("api: %u connections open (api.max_connections); refused one "
-                  "from uid %ld pid %ld (and %llu more since the last such line)",
-                  s->stats.open, (long)conn->uid, (long)conn->pid,
+        ebb__warn("api: refused a connection from uid %ld pid %ld: %s (%u open; "
+                  "and %llu more refused since the last such line)",
+                  (long)conn->uid, (long)conn->pid, why, s->stats.open,
                   (unsigned long long)held);
     conn_send(conn, json_pack("{s:n,s:{s:s,s:s}}", "id", "error", "code", "busy",
-                              "message", "ebbd has as many API connections open "
-                              "as it allows (api.max_connections); try again"));
+                              "message", why));
     conn->read_done = 1;
     conn_maybe_close(conn);
 }
@@ -524,8 +542,9 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     read_peer_credentials(conn);
-    if (over_cap(s)) {
-        refuse(conn);
+    const char *why = over_cap(conn);
+    if (why != NULL) {
+        refuse(conn, why);
         return;
     }
     conn->counted = 1;

@@ -72,8 +72,8 @@ int ebb__api_server_start(struct ebb__api_server **out, uv_loop_t *loop,
 
 /* What the server allows. Zero means no limit. */
 struct ebb__api_limits {
-    /* Connections open at once; one more gets the error "busy" and is
-     * closed. */
+    /* Connections open at once, and half of them for one user; one more
+     * gets the error "busy" and is closed. */
     unsigned max_connections;
     /* Wall-clock ms a message may take from its first byte (or the accept)
      * to its newline; then the connection closes. */

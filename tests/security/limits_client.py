@@ -6,6 +6,7 @@ Each prints one line of `key=value` facts for the test to check.
     half PORT                half a request head, then waits for the server
     unix-half SOCKET         half an API message, then waits
     flood PORT N SECONDS     N idle connections; how many the server closed
+    unix-flood SOCKET N      N idle API connections; how many were refused
     pipeline PORT SECONDS    pipelines requests and never reads an answer
     spec SOCKET FILE N       sends FILE as a submit N times, bypassing the CLI
     readers SOCKET N         N store reads on one connection in one write
@@ -87,6 +88,26 @@ def cmd_flood(port, n, seconds):
     print("closed=%d after=%.2f" % (len(closed), time.monotonic() - t0))
 
 
+def cmd_unix_flood(path, n):
+    conns = []
+    for _ in range(int(n)):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        conns.append(s)
+    # A refused connection gets a "busy" line, then EOF; a held one nothing.
+    time.sleep(0.5)
+    refused = 0
+    for s in conns:
+        s.setblocking(False)
+        try:
+            if b"busy" in s.recv(4096):
+                refused += 1
+        except BlockingIOError:
+            pass
+    print("held=%d refused=%d" % (len(conns) - refused, refused), flush=True)
+    time.sleep(1.5)  # held while the test checks another user's status
+
+
 def cmd_pipeline(port, seconds):
     s = tcp(port)
     s.setblocking(False)
@@ -148,6 +169,6 @@ def cmd_readers(path, n):
 
 if __name__ == "__main__":
     cmds = {"nul": cmd_nul, "half": cmd_half, "unix-half": cmd_unix_half,
-            "flood": cmd_flood, "pipeline": cmd_pipeline, "spec": cmd_spec,
+            "flood": cmd_flood, "unix-flood": cmd_unix_flood, "pipeline": cmd_pipeline, "spec": cmd_spec,
             "readers": cmd_readers}
     cmds[sys.argv[1]](*sys.argv[2:])

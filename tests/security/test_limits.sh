@@ -5,8 +5,9 @@
 # keys (refused at once while `ebb status` keeps answering), more idle
 # agent connections than it may open files, a client that pipelines and
 # never reads (ebbd's VmRSS grows by less than 16 MiB), half-sent heads
-# and API messages (closed at the timeouts), and a burst of store reads
-# (one runs, the rest are "busy").
+# and API messages (closed at the timeouts), one user holding API
+# connections (half of them at most), and a burst of store reads (one
+# runs, the rest are "busy").
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 client="$here/limits_client.py"
@@ -112,6 +113,21 @@ echo "# flood: $R"
 check "every idle connection was closed (cap or header timeout)" test "$(field "$R" closed)" = 200
 check "within the header timeout and a margin" below "$(field "$R" after)" 5
 check "ebbd lives after the flood" status_ok
+
+# --- one user cannot take every API connection ------------------------
+# Under 128 files ebbd serves 30 API connections, 15 for one user.
+as ebbsec-alice python3 "$client" unix-flood "$SOCK" 20 >"$W/uflood.out" &
+UFLOOD_PID=$!
+for _ in $(seq 1 100); do
+    grep -q refused= "$W/uflood.out" && break
+    sleep 0.05
+done
+R=$(head -1 "$W/uflood.out")
+echo "# alice opens 20 API connections: $R"
+check "alice gets half of the API connections" test "$(field "$R" held)" = 15
+check "the rest are told why" test "$(field "$R" refused)" = 5
+check "bob's ebb status answers meanwhile" as ebbsec-bob timeout 5 "$EBB" --state-dir "$S" status
+wait "$UFLOOD_PID"
 
 # --- a pipelining client that never reads -----------------------------
 before=$(rss_kib)
