@@ -41,7 +41,7 @@ static const struct ebb__ylimits no_limits = {
 };
 
 const struct ebb__ylimits ebb__ylimits_spec = {
-    .what = "a job spec", .max_bytes = EBB__YAML_SPEC_MAX_BYTES, .max_nodes = 20000,
+    .what = "a job spec or schedule", .max_bytes = EBB__YAML_SPEC_MAX_BYTES, .max_nodes = 20000,
     .max_entries = 1000, .max_depth = 16,
 };
 

@@ -30,7 +30,7 @@ enum ebb__ykind {
  * with ebb__ylimits_spec, so that one spec cannot make ebbd spend long on
  * it while the loop waits. */
 struct ebb__ylimits {
-    const char *what;  /* "a job spec", for messages */
+    const char *what;  /* "a job spec or schedule", for messages */
     size_t max_bytes;  /* the input's length */
     size_t max_nodes;  /* values, lists and mappings in all, keys included */
     size_t max_entries; /* keys in one mapping, items in one list */
@@ -73,7 +73,7 @@ int ebb__ydoc_load_buffer(const char *name, const char *buf, size_t len,
 
 /* As ebb__ydoc_load_buffer(), within `lim` (borrowed): a document over one
  * of its limits is EBB_ECONFIG, and d names the limit ("job.yaml: 300000
- * bytes; a job spec may be at most 262144"). */
+ * bytes; a job spec or schedule may be at most 262144"). */
 int ebb__ydoc_load_bounded(const char *name, const char *buf, size_t len,
                            const struct ebb__ylimits *lim,
                            struct ebb__ydoc **out, struct ebb_diag *d);

@@ -90,12 +90,12 @@ done
 wait "$SPEC_PID"
 R=$(cat "$W/spec.out")
 echo "# 1.3 MB spec: $R; slowest ebb status meanwhile: ${worst_status}s"
-check "ebbd refuses the 1.3 MB spec, naming the limit" contains "$(field "$R" message)" "bytes;_a_job_spec_may_be_at_most_262144_(256_KiB)"
+check "ebbd refuses the 1.3 MB spec, naming the limit" contains "$(field "$R" message)" "bytes;_a_job_spec_or_schedule_may_be_at_most_262144_(256_KiB)"
 check "and refuses it in under 1 s" below "$(field "$R" worst)" 1
 check "ebb status answered within 1 s meanwhile" below "$worst_status" 1
 R=$(as ebbsec-alice python3 "$client" spec "$SOCK" "$W/keys.yaml" 1)
 echo "# 1001 keys: $R"
-check "a spec with 1001 env keys is refused" contains "$(field "$R" message)" "more_than_1000_keys_in_one_mapping"
+check "a spec with 1001 env keys is refused" contains "$(field "$R" message)" "more_than_1000_keys_in_one_mapping;_a_job_spec_or_schedule"
 expect_exit 0 "no job was stored" "$EBB" --state-dir "$S" jobs --all
 check "the job list is empty" test -z "$(printf '%s' "$OUT" | grep -E 'big|keys')"
 

@@ -318,10 +318,10 @@ static void yaml_spec_limits(void **state)
     free(text);
     text = many_keys(1001, SIZE_MAX, &len);
     expect_bounded(text, len, "job.yaml:1001: more than 1000 keys in one mapping; "
-                              "a job spec may have at most that many");
+                              "a job spec or schedule may have at most that many");
     free(text);
     text = many_keys(80000, SIZE_MAX, &len);
-    expect_bounded(text, len, "job.yaml: 788890 bytes; a job spec may be at most "
+    expect_bounded(text, len, "job.yaml: 788890 bytes; a job spec or schedule may be at most "
                               "262144 (256 KiB)");
     free(text);
 
@@ -336,7 +336,7 @@ static void yaml_spec_limits(void **state)
     ebb__ydoc_free(doc);
     big[EBB__YAML_SPEC_MAX_BYTES] = '\n';
     expect_bounded(big, EBB__YAML_SPEC_MAX_BYTES + 1,
-                   "job.yaml: 262145 bytes; a job spec may be at most 262144 (256 KiB)");
+                   "job.yaml: 262145 bytes; a job spec or schedule may be at most 262144 (256 KiB)");
     free(big);
 
     /* A list of 1001 items; lists of 999 under 21 keys (the 20th passes
@@ -347,7 +347,7 @@ static void yaml_spec_limits(void **state)
         ebb_buf_puts(&b, i ? ",x" : "x");
     ebb_buf_puts(&b, "]\n");
     expect_bounded(b.data, b.len, "job.yaml:1: more than 1000 items in one list; "
-                                  "a job spec may have at most that many");
+                                  "a job spec or schedule may have at most that many");
     ebb_buf_clear(&b);
     for (int l = 0; l < 21; l++) {
         ebb_buf_printf(&b, "l%d: [", l);
@@ -356,7 +356,7 @@ static void yaml_spec_limits(void **state)
         ebb_buf_puts(&b, "]\n");
     }
     expect_bounded(b.data, b.len, "job.yaml:20: more than 20000 values, lists and "
-                                  "mappings; a job spec may hold at most that many");
+                                  "mappings; a job spec or schedule may hold at most that many");
     ebb_buf_free(&b);
 
     /* 16 levels pass, 17 do not. */
