@@ -35,6 +35,7 @@ field() { printf '%s\n' "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 below() { python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$1" "$2"; }
 rss_kib() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$DAEMON_PID/status"; }
 status_ok() { timeout 5 "$EBB" --state-dir "$S" status >/dev/null 2>&1; }
+bob_status_ok() { as ebbsec-bob timeout 5 "$EBB" --state-dir "$S" status >/dev/null 2>&1; }
 
 # ebbd under a 128-file limit, as a small container or a careless unit
 # would give it. In a build with AddressSanitizer, its quarantine of freed
@@ -108,7 +109,7 @@ for _ in $(seq 1 100); do
 done
 check "200 idle agent connections are open" grep -q "opened=200" "$W/flood.out"
 check "ebb status answers during the flood" status_ok
-check "a second user's ebb status answers too" as ebbsec-bob timeout 5 "$EBB" --state-dir "$S" status
+check "a second user's ebb status answers too" bob_status_ok
 wait "$FLOOD_PID"
 R=$(tail -1 "$W/flood.out")
 echo "# flood: $R"
@@ -128,7 +129,7 @@ R=$(head -1 "$W/uflood.out")
 echo "# alice opens 20 API connections: $R"
 check "alice gets half of the API connections" test "$(field "$R" held)" = 15
 check "the rest are told why" test "$(field "$R" refused)" = 5
-check "bob's ebb status answers meanwhile" as ebbsec-bob timeout 5 "$EBB" --state-dir "$S" status
+check "bob's ebb status answers meanwhile" bob_status_ok
 wait "$UFLOOD_PID"
 
 # --- a pipelining client that never reads -----------------------------
