@@ -69,6 +69,7 @@ struct ebb__api_conn {
     size_t pending_writes;   /* answers not yet written */
     int read_done;           /* EOF, error, or server closing */
     int reading;
+    int discarding;          /* skipping a request over EBB__API_MAX_REQUEST */
     int closing;
     int aborted;             /* given up: answers are dropped, not written */
     int counted;             /* in stats.open */
@@ -270,11 +271,12 @@ void ebb__api_fail(struct ebb__api_call *call, const char *code,
     call_finish(call, msg);
 }
 
-static void dispatch(struct ebb__api_conn *conn, const char *line, size_t len)
+/* A new call, last in the connection's queue; NULL when out of memory. */
+static struct ebb__api_call *call_new(struct ebb__api_conn *conn)
 {
     struct ebb__api_call *call = calloc(1, sizeof(*call));
     if (call == NULL)
-        return;
+        return NULL;
     call->conn = conn;
     call->uid = conn->uid;
     call->gid = conn->gid;
@@ -282,7 +284,14 @@ static void dispatch(struct ebb__api_conn *conn, const char *line, size_t len)
     ebb_list_init(&call->held_node);
     conn->pending_calls++;
     ebb_list_insert_tail(&conn->calls, &call->node);
+    return call;
+}
 
+static void dispatch(struct ebb__api_conn *conn, const char *line, size_t len)
+{
+    struct ebb__api_call *call = call_new(conn);
+    if (call == NULL)
+        return;
     json_error_t jerr;
     json_t *req = json_loadb(line, len, 0, &jerr);
     if (req == NULL || !json_is_object(req)) {
@@ -336,19 +345,48 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     conn_watch(conn);
 }
 
+/* A request over EBB__API_MAX_REQUEST is read to its end without being
+ * kept or parsed, then answered in its turn, so the client learns why
+ * (closing at once would leave it a broken pipe). */
+static void answer_too_large(struct ebb__api_conn *conn)
+{
+    struct ebb__api_call *call = call_new(conn);
+    if (call == NULL)
+        return;
+    call->method = strdup("");
+    ebb__api_fail(call, "bad_request", "a request may be at most %u KiB (a job "
+                  "spec at most 256 KiB); this one was longer and was not read",
+                  EBB__API_MAX_REQUEST / 1024);
+}
+
+/* While a request over the cap is skipped: where the input after its end
+ * starts, or conn->in.len while its end has not come. */
+static size_t skip_too_large(struct ebb__api_conn *conn)
+{
+    if (conn->in.len == 0)
+        return 0;
+    const char *nl = memchr(conn->in.data, '\n', conn->in.len);
+    if (nl == NULL)
+        return conn->in.len;
+    conn->discarding = 0;
+    answer_too_large(conn);
+    return (size_t)(nl - conn->in.data) + 1;
+}
+
 /* Dispatches the whole lines received, while the connection may take more
  * calls, and keeps the partial rest (moved to the front once per read or
- * answer, not once per line). A partial message over the cap ends the
- * connection. */
+ * answer, not once per line). */
 static void conn_dispatch(struct ebb__api_conn *conn)
 {
-    size_t start = 0;
+    size_t start = conn->discarding && !conn->read_done ? skip_too_large(conn) : 0;
     while (!conn->read_done && !conn_full(conn) && start < conn->in.len) {
         const char *nl = memchr(conn->in.data + start, '\n', conn->in.len - start);
         if (nl == NULL)
             break;
         size_t end = (size_t)(nl - conn->in.data);
-        if (end > start)
+        if (end - start > EBB__API_MAX_REQUEST)
+            answer_too_large(conn);
+        else if (end > start)
             dispatch(conn, conn->in.data + start, end - start);
         start = end + 1;
     }
@@ -357,12 +395,17 @@ static void conn_dispatch(struct ebb__api_conn *conn)
         conn->in.len -= start;
         conn->in.data[conn->in.len] = '\0';
     }
-    if (conn->in.failed || conn->in.len > EBB__API_MAX_MESSAGE) {
-        ebb__warn("api: message from pid %ld too large or out of memory; "
-                  "closing the connection", (long)conn->pid);
+    if (conn->in.failed) {
+        ebb__warn("api: out of memory reading from pid %ld; closing the "
+                  "connection", (long)conn->pid);
         ebb_buf_free(&conn->in);
         conn->read_done = 1;
         conn_maybe_close(conn);
+    } else if (conn->in.len > EBB__API_MAX_REQUEST) {
+        ebb__debug("api: skipping a request over %u KiB from pid %ld",
+                   EBB__API_MAX_REQUEST / 1024, (long)conn->pid);
+        ebb_buf_free(&conn->in);
+        conn->discarding = 1;
     }
 }
 
@@ -434,7 +477,7 @@ static void conn_watch(struct ebb__api_conn *conn)
         p = PHASE_WRITING;
     else if (conn->pending_calls > 0)
         p = PHASE_WORKING;
-    else if (conn->in.len > 0)
+    else if (conn->in.len > 0 || conn->discarding)
         p = PHASE_PARTIAL;
     else
         p = conn->phase == PHASE_NEW ? PHASE_NEW : PHASE_IDLE;

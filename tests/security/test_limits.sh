@@ -66,6 +66,13 @@ with open(sys.argv[1], "w") as f:
     for i in range(int(sys.argv[2])):
         f.write("  K%d: value\n" % i)
 PY
+python3 - "$W/mid.yaml" 30000 <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("name: mid\nrun: [python3, train.py]\nwork: 1h\nenv:\n")
+    for i in range(int(sys.argv[2])):
+        f.write("  K%d: value\n" % i)
+PY
 python3 - "$W/keys.yaml" 1001 <<'PY'
 import sys
 with open(sys.argv[1], "w") as f:
@@ -73,12 +80,13 @@ with open(sys.argv[1], "w") as f:
     for i in range(int(sys.argv[2])):
         f.write("  K%d: v\n" % i)
 PY
-chmod 644 "$W/big.yaml" "$W/keys.yaml"
+chmod 644 "$W/big.yaml" "$W/mid.yaml" "$W/keys.yaml"
 expect_exit 2 "the CLI refuses the 1.3 MB spec" as ebbsec-alice "$EBB" --state-dir "$S" submit "$W/big.yaml"
 check "the CLI names the limit" contains "$ERR" "a job spec or schedule may be at most 256 KiB"
 
 # The same bytes straight to the socket, three times, while `ebb status`
-# is timed: every call must answer within a second.
+# is timed: every call must answer within a second. As a request over
+# 1 MiB it is read to its end and refused without being parsed.
 as ebbsec-alice python3 "$client" spec "$SOCK" "$W/big.yaml" 3 >"$W/spec.out" &
 SPEC_PID=$!
 worst_status=0
@@ -91,14 +99,18 @@ done
 wait "$SPEC_PID"
 R=$(cat "$W/spec.out")
 echo "# 1.3 MB spec: $R; slowest ebb status meanwhile: ${worst_status}s"
-check "ebbd refuses the 1.3 MB spec, naming the limit" contains "$(field "$R" message)" "bytes;_a_job_spec_or_schedule_may_be_at_most_262144_(256_KiB)"
+check "ebbd refuses the 1.3 MB spec, naming the limit" contains "$(field "$R" message)" "a_request_may_be_at_most_1024_KiB"
 check "and refuses it in under 1 s" below "$(field "$R" worst)" 1
 check "ebb status answered within 1 s meanwhile" below "$worst_status" 1
+R=$(as ebbsec-alice python3 "$client" spec "$SOCK" "$W/mid.yaml" 3)
+echo "# 30,000 keys (420 KB): $R"
+check "a 420 KB spec is refused by its size" contains "$(field "$R" message)" "bytes;_a_job_spec_or_schedule_may_be_at_most_262144_(256_KiB)"
+check "in under 1 s" below "$(field "$R" worst)" 1
 R=$(as ebbsec-alice python3 "$client" spec "$SOCK" "$W/keys.yaml" 1)
 echo "# 1001 keys: $R"
 check "a spec with 1001 env keys is refused" contains "$(field "$R" message)" "more_than_1000_keys_in_one_mapping;_a_job_spec_or_schedule"
 expect_exit 0 "no job was stored" "$EBB" --state-dir "$S" jobs --all
-check "the job list is empty" test -z "$(printf '%s' "$OUT" | grep -E 'big|keys')"
+check "the job list is empty" test -z "$(printf '%s' "$OUT" | grep -E 'big|mid|keys')"
 
 # --- finding 5: an idle flood larger than ebbd may open files -----------
 python3 "$client" flood "$PORT" 200 8 >"$W/flood.out" &

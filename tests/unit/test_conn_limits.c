@@ -436,6 +436,57 @@ static void api_timeouts(void **state)
     api_stop(f);
 }
 
+/* A request of EBB__API_MAX_REQUEST bytes is answered; a longer one is
+ * answered bad_request without being kept. */
+static void api_request_size(void **state)
+{
+    (void)state;
+    struct afx *f = api_start(0);
+    size_t max = EBB__API_MAX_REQUEST;
+    char *big = malloc(max + 3);
+    assert_non_null(big);
+    static const char head[] = "{\"id\":3,\"method\":\"echo\",\"params\":{\"pad\":\"";
+    memcpy(big, head, sizeof(head) - 1);
+    memset(big + sizeof(head) - 1, 'p', max - (sizeof(head) - 1) - 4);
+    memcpy(big + max - 4, "\"}}\n", 4);
+    int fd = unix_client(f->path);
+    char buf[8192] = "";
+    size_t sent = 0;
+    while (sent < max) {
+        ssize_t n = send(fd, big + sent, max - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        sent += n > 0 ? (size_t)n : 0;
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    }
+    SPIN_UNTIL(f, (peer_closed(fd, buf, sizeof(buf)), strchr(buf, '\n') != NULL));
+    assert_non_null(strstr(buf, "\"id\":3"));
+    close(fd);
+
+    /* One byte more: read to its end, dropped and answered; the
+     * connection goes on. */
+    memset(big, 'x', max + 1);
+    big[max + 1] = '\n';
+    fd = unix_client(f->path);
+    sent = 0;
+    while (sent < max + 2) {
+        ssize_t n = send(fd, big + sent, max + 2 - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        sent += n > 0 ? (size_t)n : 0;
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    }
+    buf[0] = '\0';
+    SPIN_UNTIL(f, (peer_closed(fd, buf, sizeof(buf)), strchr(buf, '\n') != NULL));
+    assert_non_null(strstr(buf, "\"code\":\"bad_request\""));
+    if (strstr(buf, "a request may be at most 1024 KiB") == NULL)
+        fail_msg("answer: %s", buf);
+    buf[0] = '\0';
+    api_send(f, fd, "{\"id\":4,\"method\":\"echo\"}\n");
+    SPIN_UNTIL(f, (peer_closed(fd, buf, sizeof(buf)), strchr(buf, '\n') != NULL));
+    assert_non_null(strstr(buf, "\"id\":4"));
+    close(fd);
+    free(big);
+    assert_int_equal(f->calls, 2);
+    api_stop(f);
+}
+
 /* A client sends calls for 4 KiB answers and reads none: ebbd stops taking
  * calls once 4 MiB of answers wait, its sends stall, and the connection is
  * dropped at the idle timeout with what was queued. */
@@ -478,6 +529,7 @@ int main(void)
         cmocka_unit_test(httpd_pipelining_bounded),
         cmocka_unit_test(api_caps_connections),
         cmocka_unit_test(api_timeouts),
+        cmocka_unit_test(api_request_size),
         cmocka_unit_test(api_pipelining_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
