@@ -73,6 +73,7 @@ struct agent {
     char **job_extra_env;             /* EBB_* strings (owned) + doc env */
     char **job_envp;
     char *resume_from;
+    int ckpt_fd;                      /* the checkpoint directory; -1: none */
     struct agent_ckpt_list known;     /* checkpoints already reported */
     struct ebb__timer heartbeat_timer, periodic_timer, scan_timer, grace_timer;
     int64_t signal_sent_at;           /* last checkpoint signal not yet followed

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 #include "base/log.h"
@@ -43,12 +44,14 @@ static void report_checkpoint(struct agent *a, const struct agent_ckpt *c)
         a->checkpointed_since_stop = true;
 }
 
-/* Reports each complete checkpoint not seen before (oldest first), then
- * prunes down to `keep`. */
+/* Reports and marks each complete checkpoint not seen before (oldest
+ * first), marks the job's temporaries, then prunes the marked ones down
+ * to `keep`. */
 static void scan_checkpoints(struct agent *a)
 {
     struct agent_ckpt_list now;
-    int rc = agent_ckpt_scan(a->doc.ckpt_dir, &now);
+    agent_ckpt_mark_temporaries(a->ckpt_fd, a->doc.job_id);
+    int rc = agent_ckpt_scan(a->ckpt_fd, &now);
     if (rc != 0) {
         ebb__warn("cannot read the checkpoint directory %s: %s", a->doc.ckpt_dir,
                   strerror(-rc));
@@ -58,6 +61,10 @@ static void scan_checkpoints(struct agent *a)
     for (size_t i = 0; i < now.n; i++) {
         if (!agent_ckpt_contains(&a->known, &now.items[i])) {
             report_checkpoint(a, &now.items[i]);
+            rc = agent_ckpt_mark(a->ckpt_fd, now.items[i].name, a->doc.job_id);
+            if (rc != 0)
+                ebb__warn("cannot mark checkpoint %s as this job's (it will "
+                          "not be pruned): %s", now.items[i].name, strerror(-rc));
             any_new = true;
         }
     }
@@ -65,13 +72,14 @@ static void scan_checkpoints(struct agent *a)
         a->signal_sent_at = 0;
     if (any_new && now.n > (size_t)a->doc.keep) {
         size_t removed = 0;
-        rc = agent_ckpt_prune(a->doc.ckpt_dir, &now, (size_t)a->doc.keep, &removed);
+        rc = agent_ckpt_prune(a->ckpt_fd, &now, (size_t)a->doc.keep, a->doc.job_id,
+                              &removed);
         if (rc != 0)
             ebb__warn("cannot prune old checkpoints in %s: %s", a->doc.ckpt_dir,
                       strerror(-rc));
         ebb__debug("pruned %zu old checkpoint(s)", removed);
         agent_ckpt_list_free(&now);
-        rc = agent_ckpt_scan(a->doc.ckpt_dir, &now);
+        rc = agent_ckpt_scan(a->ckpt_fd, &now);
         if (rc != 0)
             return;
     }
@@ -312,33 +320,61 @@ static int build_argv(struct agent *a)
     return 0;
 }
 
-/* The job could not be started: ebbd hears it as an exit with status -1. */
+/* The job could not be started: ebbd hears it as an exit with status 127
+ * (a shell's "cannot run"), which counts as a failed run. Not -1: that is
+ * how a job stopped on request reads (EBB_EXIT_STOPPED), which ebbd would
+ * resume again and again. */
 static void fail_start(struct agent *a, const char *what, const char *why)
 {
     ebb__error("cannot start the job: %s: %s", what, why);
     a->exit_code = 127;
-    report_exit(a, -1, 0);
+    report_exit(a, 127, 0);
 }
 
-static int prepare_checkpoints(struct agent *a)
+/* Opens the checkpoint directory (created when missing; it must be the
+ * job's user's and not a link), removes what a killed run of this job
+ * left half-written, and finds the checkpoint to resume from. Returns 0
+ * or a negative errno with `why` set. */
+static int prepare_checkpoints(struct agent *a, char *why, size_t len)
 {
     int rc = agent_ckpt_mkdir(a->doc.ckpt_dir);
-    if (rc != 0)
+    if (rc != 0) {
+        snprintf(why, len, "%s: %s", a->doc.ckpt_dir, strerror(-rc));
         return rc;
+    }
+    a->ckpt_fd = agent_dir_open_owned(a->doc.ckpt_dir, why, len);
+    if (a->ckpt_fd < 0)
+        return a->ckpt_fd;
     size_t removed = 0;
-    rc = agent_ckpt_remove_temporaries(a->doc.ckpt_dir, &removed);
+    rc = agent_ckpt_remove_temporaries(a->ckpt_fd, a->doc.job_id, &removed);
     if (removed > 0)
         ebb__info("removed %zu unfinished checkpoint(s) from %s", removed, a->doc.ckpt_dir);
     if (rc != 0)
         ebb__warn("cannot remove every unfinished checkpoint in %s: %s", a->doc.ckpt_dir,
                   strerror(-rc));
-    rc = agent_ckpt_scan(a->doc.ckpt_dir, &a->known);
-    if (rc != 0)
+    rc = agent_ckpt_scan(a->ckpt_fd, &a->known);
+    if (rc != 0) {
+        snprintf(why, len, "%s: %s", a->doc.ckpt_dir, strerror(-rc));
         return rc;
+    }
     const struct agent_ckpt *latest = agent_ckpt_latest(&a->known);
     a->resume_from = latest ? agent_ckpt_path(a->doc.ckpt_dir, latest->name)
                             : ebb_strfmt("%s", "");
+    if (a->resume_from == NULL)
+        snprintf(why, len, "out of memory");
     return a->resume_from ? 0 : -ENOMEM;
+}
+
+/* The job's working directory must be its user's own, and not a link. */
+static int check_workdir(struct agent *a, char *why, size_t len)
+{
+    if (a->doc.workdir[0] == '\0')
+        return 0;
+    int fd = agent_dir_open_owned(a->doc.workdir, why, len);
+    if (fd < 0)
+        return fd;
+    close(fd);
+    return 0;
 }
 
 void agent_run_init(struct agent *a)
@@ -348,13 +384,20 @@ void agent_run_init(struct agent *a)
     ebb__timer_init(&a->scan_timer, on_scan, a);
     ebb__timer_init(&a->grace_timer, on_grace_over, a);
     a->last_progress = -1.0;
+    a->ckpt_fd = -1;
 }
 
 void agent_run_start(struct agent *a)
 {
-    int rc = prepare_checkpoints(a);
+    char why[512];
+    int rc = check_workdir(a, why, sizeof(why));
     if (rc != 0) {
-        fail_start(a, a->doc.ckpt_dir, strerror(-rc));
+        fail_start(a, "workdir", why);
+        return;
+    }
+    rc = prepare_checkpoints(a, why, sizeof(why));
+    if (rc != 0) {
+        fail_start(a, "checkpoint.dir", why);
         return;
     }
     if (build_env(a) != 0 || build_argv(a) != 0) {
@@ -398,6 +441,9 @@ void agent_run_free(struct agent *a)
     ebb__timer_stop(&a->clock, &a->scan_timer);
     ebb__timer_stop(&a->clock, &a->grace_timer);
     agent_ckpt_list_free(&a->known);
+    if (a->ckpt_fd >= 0)
+        close(a->ckpt_fd);
+    a->ckpt_fd = -1;
     if (a->job_extra_env != NULL) {
         size_t n_doc = 0;
         while (a->doc.env[n_doc] != NULL)

@@ -174,6 +174,31 @@ static void test_shell_true(void **state)
     assert_string_equal(F.out.data, "J-20261130-0001:ARG1\n");
 }
 
+/* A workdir that is not the agent's user's: the job never starts, and
+ * ebbd hears a failed run (127), not a stop (-1) it would resume forever
+ * (#15 finding 1). */
+static void test_foreign_workdir_refused(void **state)
+{
+    (void)state;
+    char theirs[600];
+    snprintf(theirs, sizeof(theirs), "%s/theirs", F.dir);
+    assert_int_equal(mkdir(theirs, 0755), 0);
+    const char *workdir = theirs;
+    if (geteuid() == 0)
+        assert_int_equal(chown(theirs, 65534, 65534), 0);
+    else
+        workdir = "/"; /* root's */
+    fake_set_job(&F, JOB_DOC, "[\"true\"]", "false", 0, workdir, F.ckpt_dir, "", "");
+    fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 127);
+    assert_kinds("host,exited");
+    json_t *ex = fake_event(&F, "exited", 0);
+    assert_int_equal(ev_int(ex, "status"), 127);
+    assert_false(ev_bool(ex, "stopped"));
+    assert_true(has(&F.agent_err, "not to the job's user"));
+}
+
 /* ---- stopping ---- */
 
 static void run_notice_test(bool alibaba)
@@ -749,6 +774,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_env_argv_no_shell, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shell_true, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_workdir_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_imds_notice_aws, setup, teardown),
         cmocka_unit_test_setup_teardown(test_imds_notice_alibaba, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_reply, setup, teardown),

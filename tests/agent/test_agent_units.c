@@ -1,7 +1,10 @@
 /* ebb-agent's pieces alone: the checkpoint directory, nvidia-smi's output,
  * progress lines, the job document, the job's environment, backoff. */
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,18 +23,24 @@
 #include "agent/reporter.h"
 
 static char dir[256];
+static int dfd = -1; /* dir, opened as the agent opens its checkpoint dir */
 
 static int setup(void **state)
 {
     (void)state;
     snprintf(dir, sizeof(dir), "%s/ebb-ckpt.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     assert_non_null(mkdtemp(dir));
+    char why[512];
+    dfd = agent_dir_open_owned(dir, why, sizeof(why));
+    assert_true(dfd >= 0);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
+    close(dfd);
+    dfd = -1;
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     assert_int_equal(system(cmd), 0);
@@ -62,8 +71,9 @@ static void make(const char *name, bool is_dir, time_t mtime)
 static bool exists(const char *name)
 {
     char path[512];
+    struct stat st;
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    return access(path, F_OK) == 0;
+    return lstat(path, &st) == 0;
 }
 
 static void test_scan_orders_by_mtime_then_name(void **state)
@@ -74,8 +84,9 @@ static void test_scan_orders_by_mtime_then_name(void **state)
     make("z", false, 1000);
     make("c", true, 3000);
     make(".tmp-1", true, 9000);
+    assert_int_equal(agent_ckpt_mark(dfd, "a", "j-1"), 0); /* markers are not listed */
     struct agent_ckpt_list l;
-    assert_int_equal(agent_ckpt_scan(dir, &l), 0);
+    assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
     assert_int_equal(l.n, 4);
     assert_string_equal(l.items[0].name, "z");
     assert_string_equal(l.items[1].name, "a");
@@ -88,57 +99,156 @@ static void test_scan_orders_by_mtime_then_name(void **state)
     agent_ckpt_list_free(&l);
 }
 
-static void test_scan_empty_and_missing(void **state)
+static void test_scan_empty(void **state)
 {
     (void)state;
     struct agent_ckpt_list l;
-    assert_int_equal(agent_ckpt_scan(dir, &l), 0);
+    assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
     assert_int_equal(l.n, 0);
     assert_null(agent_ckpt_latest(&l));
     agent_ckpt_list_free(&l);
-    char missing[300];
-    snprintf(missing, sizeof(missing), "%s/nope", dir);
-    assert_int_not_equal(agent_ckpt_scan(missing, &l), 0);
-    assert_int_equal(l.n, 0);
 }
 
-static void test_remove_temporaries(void **state)
+/* The checkpoint directory must be the agent's user's own directory and
+ * not a link (#15 finding 1: a spec naming another user's home). */
+static void test_dir_open_owned(void **state)
+{
+    (void)state;
+    char why[512], path[400];
+    snprintf(path, sizeof(path), "%s/nope", dir);
+    assert_int_equal(agent_dir_open_owned(path, why, sizeof(why)), -ENOENT);
+    snprintf(path, sizeof(path), "%s/link", dir);
+    assert_int_equal(symlink(dir, path), 0);
+    assert_int_equal(agent_dir_open_owned(path, why, sizeof(why)), -ELOOP);
+    assert_non_null(strstr(why, "symbolic link"));
+    /* Another user's directory: as root, one given to nobody; otherwise
+     * root's own "/". */
+    snprintf(path, sizeof(path), "%s/theirs", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    const char *foreign = path;
+    if (geteuid() == 0)
+        assert_int_equal(chown(path, 65534, 65534), 0);
+    else
+        foreign = "/";
+    assert_int_equal(agent_dir_open_owned(foreign, why, sizeof(why)), -EPERM);
+    assert_non_null(strstr(why, "not to the job's user"));
+}
+
+static void test_remove_temporaries_only_marked(void **state)
 {
     (void)state;
     make(".tmp-a", true, 1000);
     make(".tmp-b", false, 1000);
+    make(".bashrc", false, 1000);  /* the user's own: never marked */
+    make(".ssh", true, 1000);
+    make(".tmp-other", true, 1000); /* another job's */
     make("done", true, 1000);
+    agent_ckpt_mark_temporaries(dfd, "j-1");
+    assert_int_equal(agent_ckpt_mark(dfd, ".tmp-other", "j-2"), 0);
+    /* .bashrc and .ssh were there before the job ran: only what the job
+     * wrote while it ran is its. Marked by hand here, as j-2's. */
+    char marker[300];
+    snprintf(marker, sizeof(marker), "%s/" AGENT_CKPT_MARK ".bashrc", dir);
+    assert_int_equal(unlink(marker), 0);
+    snprintf(marker, sizeof(marker), "%s/" AGENT_CKPT_MARK ".ssh", dir);
+    assert_int_equal(unlink(marker), 0);
+    snprintf(marker, sizeof(marker), "%s/" AGENT_CKPT_MARK ".tmp-other", dir);
+    assert_int_equal(unlink(marker), 0);
+    assert_int_equal(agent_ckpt_mark(dfd, ".tmp-other", "j-2"), 0);
     size_t removed = 0;
-    assert_int_equal(agent_ckpt_remove_temporaries(dir, &removed), 0);
+    assert_int_equal(agent_ckpt_remove_temporaries(dfd, "j-1", &removed), 0);
     assert_int_equal(removed, 2);
     assert_false(exists(".tmp-a"));
     assert_false(exists(".tmp-b"));
-    assert_true(exists("done"));
+    assert_false(exists(AGENT_CKPT_MARK ".tmp-a"));
+    assert_true(exists(".bashrc"));
+    assert_true(exists(".ssh/weights"));
+    assert_true(exists(".tmp-other/weights"));
     assert_true(exists("done/weights"));
 }
 
-static void test_prune_keeps_newest(void **state)
+static void test_mark_temporaries_forgets_renamed(void **state)
+{
+    (void)state;
+    make(".tmp-1", true, 1000);
+    agent_ckpt_mark_temporaries(dfd, "j-1");
+    assert_true(exists(AGENT_CKPT_MARK ".tmp-1"));
+    char from[400], to[400];
+    snprintf(from, sizeof(from), "%s/.tmp-1", dir);
+    snprintf(to, sizeof(to), "%s/step-1", dir);
+    assert_int_equal(rename(from, to), 0);
+    agent_ckpt_mark_temporaries(dfd, "j-1");
+    assert_false(exists(AGENT_CKPT_MARK ".tmp-1"));
+}
+
+static void test_prune_only_marked(void **state)
 {
     (void)state;
     make("c1", true, 1000);
     make("c2", false, 2000);
     make("c3", true, 3000);
     make("c4", true, 4000);
+    make("mine", true, 500);    /* unmarked and oldest: never pruned */
+    make("theirs", true, 600);  /* another job's */
     make(".tmp", true, 500);
+    for (int i = 1; i <= 4; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "c%d", i);
+        assert_int_equal(agent_ckpt_mark(dfd, name, "j-1"), 0);
+    }
+    assert_int_equal(agent_ckpt_mark(dfd, "theirs", "j-2"), 0);
+    /* A marker that is a link is no marker. */
+    char target[400], link[400];
+    snprintf(target, sizeof(target), "%s/" AGENT_CKPT_MARK "c1", dir);
+    snprintf(link, sizeof(link), "%s/" AGENT_CKPT_MARK "mine", dir);
+    assert_int_equal(symlink(target, link), 0);
     struct agent_ckpt_list l;
-    assert_int_equal(agent_ckpt_scan(dir, &l), 0);
+    assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
     size_t removed = 0;
-    assert_int_equal(agent_ckpt_prune(dir, &l, 2, &removed), 0);
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 2, "j-1", &removed), 0);
     assert_int_equal(removed, 2);
     assert_false(exists("c1"));
     assert_false(exists("c2"));
+    assert_false(exists(AGENT_CKPT_MARK "c1"));
     assert_true(exists("c3"));
     assert_true(exists("c4"));
+    assert_true(exists("mine/weights"));
+    assert_true(exists("theirs/weights"));
     assert_true(exists(".tmp")); /* temporaries are not the pruner's */
     removed = 0;
-    assert_int_equal(agent_ckpt_prune(dir, &l, 10, &removed), 0);
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 10, "j-1", &removed), 0);
     assert_int_equal(removed, 0);
     agent_ckpt_list_free(&l);
+}
+
+/* Removing a marked checkpoint never follows a link inside it. */
+static void test_prune_never_follows_links(void **state)
+{
+    (void)state;
+    char outside[300], link[400];
+    snprintf(outside, sizeof(outside), "%s.outside", dir);
+    assert_int_equal(mkdir(outside, 0700), 0);
+    char keep[400];
+    snprintf(keep, sizeof(keep), "%s/precious", outside);
+    FILE *f = fopen(keep, "w");
+    assert_non_null(f);
+    fclose(f);
+    make("old", true, 1000);
+    make("new", true, 4000000000); /* newer than old once the link is in it */
+    snprintf(link, sizeof(link), "%s/old/escape", dir);
+    assert_int_equal(symlink(outside, link), 0);
+    assert_int_equal(agent_ckpt_mark(dfd, "old", "j-1"), 0);
+    assert_int_equal(agent_ckpt_mark(dfd, "new", "j-1"), 0);
+    struct agent_ckpt_list l;
+    assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
+    size_t removed = 0;
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 1, "j-1", &removed), 0);
+    agent_ckpt_list_free(&l);
+    assert_int_equal(removed, 1);
+    assert_false(exists("old"));
+    assert_int_equal(access(keep, F_OK), 0);
+    assert_int_equal(unlink(keep), 0);
+    assert_int_equal(rmdir(outside), 0);
 }
 
 static void test_mkdir_parents(void **state)
@@ -328,9 +438,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_scan_orders_by_mtime_then_name, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scan_empty_and_missing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_remove_temporaries, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_prune_keeps_newest, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scan_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dir_open_owned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_remove_temporaries_only_marked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mark_temporaries_forgets_renamed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_only_marked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_never_follows_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mkdir_parents, setup, teardown),
         cmocka_unit_test(test_nvidia_smi_parse),
         cmocka_unit_test(test_progress_parse),
