@@ -88,7 +88,16 @@ struct ebb_provider {
      * EBB_EXIT_STOPPED. `cb` runs once the request is delivered. */
     int (*stop_job)(void *self, const char *instance_id, ebb_dur_ms grace,
                     ebb_done_cb cb, void *arg);
+
+    /* Appended: EBB_PROVIDER_* bits; 0 when struct_size does not cover
+     * it. */
+    uint32_t flags;
 };
+
+/* The provider runs jobs' processes on ebbd's own machine, as the user
+ * ebb_launch.run_uid names (local): ebbd refuses at submit a job of
+ * another user when it could not start processes as that user. */
+#define EBB_PROVIDER_RUNS_HERE UINT32_C(1)
 
 /* The size of the first version: the least struct_size the loader accepts. */
 #define EBB_PROVIDER_SIZE_V1                                                  \

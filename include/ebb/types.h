@@ -140,6 +140,13 @@ struct ebb_launch {
      * enrolment token ("enrol:..."), useless once the agent has used it. */
     const char *agent_tls_pin;
     const char *agent_tls_ca;
+    /* Appended: the uid the job runs as where the provider runs it on
+     * this machine (local): its spec's run_as, else its owner's (the
+     * submitter's, from SO_PEERCRED). -1: unknown, also when struct_size
+     * does not cover it; such a provider then refuses with EBB_EPERM.
+     * Cloud providers ignore it: there the job runs as the agent's user
+     * on the instance. */
+    int64_t run_uid;
 };
 
 enum ebb_instance_event_kind {

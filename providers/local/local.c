@@ -196,11 +196,12 @@ static void drop(struct local *l, struct local_inst *inst)
 
 /* Instances whose processes died without being terminated are lost: each
  * is forgotten before its event goes out, since the engine may answer the
- * event with calls that change the list. */
+ * event with calls that change the list. Killed children are reaped. */
 static void on_watch(void *arg)
 {
     struct local *l = arg;
     l->watch_timer = 0;
+    local_reap(l);
     struct ebb_list *pos = l->insts.next;
     while (pos != &l->insts) {
         struct local_inst *dead = inst_of(pos);
@@ -225,6 +226,29 @@ static void on_watch(void *arg)
         l->host->ctx, l->host->now(l->host->ctx) + l->cfg->watch_interval, on_watch, l);
 }
 
+/* Who the job's processes run as: the user the request names, prepared
+ * here in the parent (see ebb/runas.h). A job ebbd may not start as its
+ * user is refused with EBB_EPERM, which fails the job with the reason
+ * instead of retrying it. Returns 0 with *out (caller frees) or an EBB_E*
+ * code, logged. */
+static int become_owner(struct local *l, const struct ebb_launch *req,
+                        struct ebb_runas **out)
+{
+    int64_t uid = EBB_HAS(struct ebb_launch, req, run_uid) ? req->run_uid : -1;
+    struct ebb_runas *who = malloc(sizeof(*who));
+    if (who == NULL)
+        return EBB_ENOMEM;
+    char why[512];
+    int rc = ebb_runas_prepare(uid, who, why, sizeof(why));
+    if (rc != 0) {
+        l->host->log(l->host->ctx, EBB_LOG_ERROR, "job %s: %s", req->job_id, why);
+        free(who);
+        return rc == EBB_ENOMEM ? rc : EBB_EPERM;
+    }
+    *out = who;
+    return 0;
+}
+
 static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
                         void *arg)
 {
@@ -243,21 +267,28 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
         return defer(l, CALL_LAUNCH, 0, (union local_cb){.launch = cb}, arg, inst);
     if (running(l) >= (size_t)l->cfg->slots)
         return defer(l, CALL_LAUNCH, EBB_ENOCAPACITY, (union local_cb){.launch = cb}, arg, NULL);
+    struct ebb_runas *who = NULL;
+    rc = become_owner(l, req, &who);
+    if (rc != 0)
+        return defer(l, CALL_LAUNCH, rc, (union local_cb){.launch = cb}, arg, NULL);
     inst = calloc(1, sizeof(*inst));
-    if (inst == NULL)
+    if (inst == NULL) {
+        free(who);
         return EBB_ENOMEM;
+    }
     snprintf(inst->token, sizeof(inst->token), "%s", req->token);
     snprintf(inst->id, sizeof(inst->id), "local-%s", req->token);
     snprintf(inst->job_id, sizeof(inst->job_id), "%s", req->job_id);
     inst->launched_at = l->host->now(l->host->ctx);
-    rc = local_spawn(l, inst, req->agent_url, req->agent_token,
-                     EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin : NULL,
-                     EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca : NULL);
+    rc = local_spawn(l, inst, req, who);
+    free(who);
     if (rc == 0)
         rc = local_state_save(l, inst);
     if (rc != 0) {
-        if (inst->pid > 0)
+        if (inst->pid > 0) {
             local_kill(inst);
+            local_reap_later(l, inst->pid);
+        }
         free(inst);
         return defer(l, CALL_LAUNCH, rc, (union local_cb){.launch = cb}, arg, NULL);
     }
@@ -277,7 +308,8 @@ static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
     if (inst == NULL)
         return defer(l, CALL_DONE, EBB_ENOTFOUND, (union local_cb){.done = cb}, arg, NULL);
     local_kill(inst);
-    local_alive(inst); /* reaps our child */
+    if (inst->ours)
+        local_reap_later(l, inst->pid);
     struct ebb_list *pos;
     ebb_list_foreach(pos, &l->ops.head) {
         struct local_call *c = ebb_list_entry(pos, struct local_call, op.node);
@@ -336,6 +368,7 @@ static void local_destroy(void *self)
 {
     struct local *l = self;
     free(l->agent);
+    free(l->reap);
     if (l->watch_timer > 0)
         l->host->timer_stop(l->host->ctx, l->watch_timer);
     ebb_ops_cancel_all(&l->ops);
@@ -362,6 +395,7 @@ static const struct ebb_provider local_provider = {
     .launch = local_launch,
     .terminate = local_terminate,
     .list_instances = local_list,
+    .flags = EBB_PROVIDER_RUNS_HERE,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

@@ -15,6 +15,7 @@
 #include <ebb/list.h>
 #include <ebb/ops.h>
 #include <ebb/provider.h>
+#include <ebb/runas.h>
 
 struct local_cfg {
     char *agent;             /* path of ebb-agent */
@@ -46,23 +47,34 @@ struct local {
     struct ebb_ops ops;      /* struct local_call (local.c): pending callbacks */
     int64_t watch_timer;
     int loaded;              /* state files read */
+    /* Children killed but not yet reaped (a terminated instance's agent
+     * exits only once the SIGKILL lands): waited for without blocking on
+     * each watch, so none stays a zombie. */
+    pid_t *reap;
+    size_t n_reap, cap_reap;
 };
 
 /* local_proc.c */
 /* Sets l->agent: the configured path, or ebb-agent beside the running
  * program; it must be executable. Returns 0, or EBB_ECONFIG (logged). */
 int local_find_agent(struct local *l);
-/* Starts ebb-agent for `inst` in a new session, told to trust ebbd by the
- * CA `tls_ca` (PEM text, written to DIR/ebbd-ca.pem) or else the pin
- * `tls_pin` (either may be NULL). Returns 0 or EBB_EIO with the reason
- * logged. */
-int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
-                const char *agent_token, const char *tls_pin, const char *tls_ca);
+/* Starts ebb-agent for `inst` of launch `req` in a new session as the user
+ * `who` (see ebb/runas.h; prepared by the caller), told to trust ebbd by
+ * the request's CA (PEM text, written to DIR/ebbd-ca.pem and handed to the
+ * agent as an open descriptor, since the job's user may not enter ebbd's
+ * state directory) or else its pin. Returns 0, or EBB_EPERM (the user
+ * cannot be become) or EBB_EIO with the reason logged. */
+int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launch *req,
+                const struct ebb_runas *who);
 /* Whether inst's agent still runs (reaping it when it is our child). */
 int local_alive(struct local_inst *inst);
-/* Kills the instance's whole process tree: the agent's group and every
- * process that carries its EBB_LOCAL_INSTANCE mark (the job, in a group of
- * its own). */
+/* Reaps child `pid` now if it has exited, else on a later local_reap(). */
+void local_reap_later(struct local *l, pid_t pid);
+/* Reaps every child handed to local_reap_later() that has exited since. */
+void local_reap(struct local *l);
+/* Kills the instance's whole process tree: the agent's group, the groups
+ * of its children (the job, in a session of its own) and of every process
+ * that carries its EBB_LOCAL_INSTANCE mark. */
 void local_kill(const struct local_inst *inst);
 /* The start time of process `pid` in clock ticks since boot; 0 if none. */
 unsigned long long local_start_ticks(pid_t pid);

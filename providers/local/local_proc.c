@@ -3,12 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <ebb/runas.h>
 
 #include "local.h"
 
@@ -42,51 +43,69 @@ int local_find_agent(struct local *l)
     return 0;
 }
 
-unsigned long long local_start_ticks(pid_t pid)
+/* What /proc/PID/stat says of a process: its state, parent and start time
+ * (fields 3, 4 and 22). Returns 0, or -1 when there is no such process. */
+static int proc_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *ticks)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return 0;
+        return -1;
     ssize_t n = read(fd, buf, sizeof(buf) - 1);
     close(fd);
     if (n <= 0)
-        return 0;
+        return -1;
     buf[n] = '\0';
     /* Field 2 is "(comm)" and may hold spaces: count from its ')'. */
     char *p = strrchr(buf, ')');
-    if (p == NULL)
-        return 0;
-    char state = p[2];
-    if (state == 'Z' || state == 'X')
-        return 0;
+    if (p == NULL || p[1] != ' ' || p[2] == '\0')
+        return -1;
+    *state = p[2];
+    *ppid = (pid_t)strtol(p + 3, NULL, 10);
     int field = 2;
     for (p++; *p != '\0' && field < 22; p++)
         if (*p == ' ')
             field++;
-    return field == 22 ? strtoull(p, NULL, 10) : 0;
+    *ticks = field == 22 ? strtoull(p, NULL, 10) : 0;
+    return 0;
+}
+
+unsigned long long local_start_ticks(pid_t pid)
+{
+    char state;
+    pid_t ppid;
+    unsigned long long ticks;
+    if (proc_stat(pid, &state, &ppid, &ticks) != 0 || state == 'Z' || state == 'X')
+        return 0;
+    return ticks;
+}
+
+/* "NAME=value" appended to env[*n] when it fits. */
+static void env_put(char **env, size_t *n, const char *name, const char *value)
+{
+    if (value != NULL && asprintf(&env[*n], "%s=%s", name, value) >= 0)
+        (*n)++;
 }
 
 /* The environment the agent gets: only what it needs, never ebbd's own
- * (which may hold cloud credentials). */
-static char **agent_env(const struct local_inst *inst, const char *agent_token)
+ * (which may hold cloud credentials). HOME, USER and LOGNAME are the
+ * job's user's, not ebbd's. */
+static char **agent_env(const struct local_inst *inst, const char *agent_token,
+                        const struct ebb_runas *who)
 {
-    static const char *const keep[] = {"PATH", "HOME", "LANG", "TZ", "USER",
-                                       "TMPDIR"};
+    static const char *const keep[] = {"PATH", "LANG", "TZ", "TMPDIR"};
     size_t n = 0;
-    char **env = calloc(sizeof(keep) / sizeof(keep[0]) + 3, sizeof(*env));
+    char **env = calloc(sizeof(keep) / sizeof(keep[0]) + 6, sizeof(*env));
     if (env == NULL)
         return NULL;
-    for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
-        const char *v = getenv(keep[i]);
-        if (v != NULL && asprintf(&env[n], "%s=%s", keep[i], v) >= 0)
-            n++;
-    }
-    if (asprintf(&env[n], "EBB_AGENT_TOKEN=%s", agent_token) >= 0)
-        n++;
-    if (asprintf(&env[n], MARK "%s", inst->id) >= 0)
-        n++;
+    for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+        env_put(env, &n, keep[i], getenv(keep[i]));
+    env_put(env, &n, "HOME", who->home);
+    env_put(env, &n, "USER", who->name);
+    env_put(env, &n, "LOGNAME", who->name);
+    env_put(env, &n, "EBB_AGENT_TOKEN", agent_token);
+    env_put(env, &n, "EBB_LOCAL_INSTANCE", inst->id);
     return env;
 }
 
@@ -129,51 +148,191 @@ static char *write_ca(struct local *l, const char *pem)
     return path;
 }
 
-int local_spawn(struct local *l, struct local_inst *inst, const char *agent_url,
-                const char *agent_token, const char *tls_pin, const char *tls_ca)
+/* The CA for the agent as a descriptor it inherits, named
+ * /proc/self/fd/N on its command line: the job's user may not enter
+ * ebbd's state directory, where the file is, but may read an open file
+ * of mode 0644 through its descriptor. -1 without a CA (ok stays 1) or
+ * when it cannot be written (ok 0, logged). */
+static int open_ca(struct local *l, const char *pem, char *name, size_t len, int *ok)
 {
+    *ok = 1;
+    if (pem == NULL)
+        return -1;
+    char *path = write_ca(l, pem);
+    int fd = path ? open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (path != NULL && fd < 0)
+        l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot open %s: %s", path,
+                     strerror(errno));
+    free(path);
+    *ok = fd >= 0;
+    snprintf(name, len, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
+/* The steps of the child between fork and exec; a failed one is reported
+ * to the parent through the status pipe as {step, errno}. */
+enum spawn_step { STEP_SESSION, STEP_STDIO, STEP_FDS, STEP_USER, STEP_EXEC };
+
+/* Descriptors the child keeps: its stdin and stdout/stderr, and the CA
+ * (-1: none), which stays at its number. */
+struct child_fds {
+    int null_fd, log_fd, ca_fd;
+};
+
+static const char *const step_names[] = {
+    [STEP_SESSION] = "setsid", [STEP_STDIO] = "dup2",
+    [STEP_FDS] = "close_range", [STEP_USER] = "becoming the job's user",
+    [STEP_EXEC] = "exec",
+};
+
+/* The child's steps: a session of its own, so ebbd's signals and
+ * terminal never reach it and its group is the instance's to kill; every
+ * descriptor but stdio closed at exec (ebbd's store, sockets and keys
+ * never reach the job's user); then the job's user, and the cwd its home
+ * (ebbd's may be closed to it). Only async-signal-safe calls: ebbd has
+ * threads. Returns a negative errno with *step the one that failed; on
+ * success it does not return. */
+static int child_steps(const struct child_fds *fds, const struct ebb_runas *who,
+                       const char *agent, char *const argv[], char *const env[],
+                       int *step)
+{
+    *step = STEP_SESSION;
+    if (setsid() < 0)
+        return -errno;
+    *step = STEP_STDIO;
+    if (dup2(fds->null_fd, 0) < 0 || dup2(fds->log_fd, 1) < 0 ||
+        dup2(fds->log_fd, 2) < 0)
+        return -errno;
+    *step = STEP_FDS;
+    if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0 ||
+        (fds->ca_fd > 2 && fcntl(fds->ca_fd, F_SETFD, 0) != 0))
+        return -errno;
+    *step = STEP_USER;
+    int rc = ebb_runas_become(who);
+    if (rc != 0)
+        return rc;
+    if (chdir(who->home) != 0 && chdir("/") != 0)
+        return -errno;
+    *step = STEP_EXEC;
+    execve(agent, argv, env);
+    return -errno;
+}
+
+static void child(int status_fd, const struct child_fds *fds, const struct ebb_runas *who,
+                  const char *agent, char *const argv[], char *const env[])
+{
+    int report[2] = {0, 0};
+    report[1] = -child_steps(fds, who, agent, argv, env, &report[0]);
+    ssize_t w = write(status_fd, report, sizeof(report));
+    (void)w;
+    _exit(127);
+}
+
+/* Reads the child's report: 0 once exec closed the pipe, else the step
+ * that failed. It blocks the loop only while the child runs from fork to
+ * exec, as posix_spawn would. */
+static int child_status(int fd, int step[2])
+{
+    for (int tries = 0; tries < 100; tries++) {
+        ssize_t n = read(fd, step, 2 * sizeof(int));
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n == (ssize_t)(2 * sizeof(int)) ? -1 : 0;
+    }
+    return 0;
+}
+
+int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launch *req,
+                const struct ebb_runas *who)
+{
+    const char *tls_pin = EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin
+                                                                        : NULL;
+    const char *tls_ca = EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca
+                                                                      : NULL;
     char *metadata = NULL, *log = NULL;
-    char **env = agent_env(inst, agent_token);
-    if (asprintf(&metadata, "%s/imds/%s", agent_url, inst->token) < 0)
+    char **env = agent_env(inst, req->agent_token, who);
+    if (asprintf(&metadata, "%s/imds/%s", req->agent_url, inst->token) < 0)
         metadata = NULL;
     if (asprintf(&log, "%s/%s.agent.log", l->dir, inst->token) < 0)
         log = NULL;
-    char *ca_file = tls_ca != NULL ? write_ca(l, tls_ca) : NULL;
-    const char *trust = ca_file ? "--ebbd-ca" : tls_pin ? "--ebbd-pin" : NULL;
-    char *const argv[] = {l->agent, "--ebbd", (char *)agent_url,
+    char ca_name[64];
+    int ca_ok;
+    struct child_fds fds = {
+        .null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC),
+        /* Opened here, as ebbd: the agent's log stays ebbd's file, which
+         * the agent only appends to. */
+        .log_fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                             0640) : -1,
+        .ca_fd = open_ca(l, tls_ca, ca_name, sizeof(ca_name), &ca_ok),
+    };
+    const char *trust = fds.ca_fd >= 0 ? "--ebbd-ca" : tls_pin ? "--ebbd-pin" : NULL;
+    char *const argv[] = {l->agent, "--ebbd", (char *)req->agent_url,
                           "--metadata", metadata, (char *)trust,
-                          ca_file ? ca_file : (char *)tls_pin, NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
+                          fds.ca_fd >= 0 ? ca_name : (char *)tls_pin, NULL};
     int rc = EBB_EIO;
-    if (env != NULL && metadata != NULL && log != NULL && (tls_ca == NULL || ca_file)) {
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0640);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
-        /* A session of its own: ebbd's signals and terminal never reach it,
-         * and its group is the instance's to kill. */
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
-        pid_t pid;
-        int err = posix_spawn(&pid, l->agent, &fa, &attr, argv, env);
-        if (err == 0) {
+    int pipe_fds[2] = {-1, -1};
+    if (env != NULL && metadata != NULL && fds.null_fd >= 0 && fds.log_fd >= 0 && ca_ok &&
+        pipe2(pipe_fds, O_CLOEXEC) == 0) {
+        pid_t pid = fork();
+        if (pid == 0)
+            child(pipe_fds[1], &fds, who, l->agent, argv, env);
+        int err = pid < 0 ? errno : 0;
+        close(pipe_fds[1]);
+        int step[2] = {0, 0};
+        if (pid > 0 && child_status(pipe_fds[0], step) == 0) {
             inst->pid = pid;
             inst->ours = 1;
             inst->start_ticks = local_start_ticks(pid);
             rc = 0;
         } else {
-            l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot start %s: %s",
-                         l->agent, strerror(err));
+            if (pid > 0) {
+                local_reap_later(l, pid);
+                err = step[1];
+            }
+            l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot start %s as %s "
+                         "(uid %ld): %s: %s", l->agent, who->name, (long)who->uid,
+                         pid > 0 ? step_names[step[0]] : "fork", strerror(err));
+            rc = err == EPERM ? EBB_EPERM : EBB_EIO;
         }
+        close(pipe_fds[0]);
+    } else {
+        l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot start %s: %s",
+                     l->agent, strerror(errno));
     }
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
+    if (fds.null_fd >= 0)
+        close(fds.null_fd);
+    if (fds.log_fd >= 0)
+        close(fds.log_fd);
+    if (fds.ca_fd >= 0)
+        close(fds.ca_fd);
     free_env(env);
     free(metadata);
     free(log);
-    free(ca_file);
     return rc;
+}
+
+void local_reap_later(struct local *l, pid_t pid)
+{
+    if (waitpid(pid, NULL, WNOHANG) != 0)
+        return; /* reaped now, or not a child of ours */
+    if (l->n_reap == l->cap_reap) {
+        size_t cap = l->cap_reap ? l->cap_reap * 2 : 8;
+        pid_t *more = realloc(l->reap, cap * sizeof(*more));
+        if (more == NULL)
+            return; /* a zombie until ebbd exits: better than a crash */
+        l->reap = more;
+        l->cap_reap = cap;
+    }
+    l->reap[l->n_reap++] = pid;
+}
+
+void local_reap(struct local *l)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < l->n_reap; i++)
+        if (waitpid(l->reap[i], NULL, WNOHANG) == 0)
+            l->reap[kept++] = l->reap[i];
+    l->n_reap = kept;
 }
 
 int local_alive(struct local_inst *inst)
@@ -213,10 +372,28 @@ static int has_mark(pid_t pid, const char *mark, size_t mark_len)
     return 0;
 }
 
+/* Whether process `pid` is part of the instance: it carries the mark in
+ * its environment (readable when it is ebbd's own user's or ebbd is root),
+ * or it is a child of the instance's agent (the job, in a session of its
+ * own; /proc/PID/stat is readable whoever runs it). */
+static int of_instance(pid_t pid, const struct local_inst *inst, int agent_alive,
+                       const char *mark, size_t mark_len)
+{
+    char state;
+    pid_t ppid;
+    unsigned long long ticks;
+    if (agent_alive && proc_stat(pid, &state, &ppid, &ticks) == 0 && ppid == inst->pid)
+        return 1;
+    return has_mark(pid, mark, mark_len);
+}
+
 void local_kill(const struct local_inst *inst)
 {
-    if (local_start_ticks(inst->pid) == inst->start_ticks && inst->start_ticks != 0)
-        kill(-inst->pid, SIGKILL);
+    int alive = inst->start_ticks != 0 && local_start_ticks(inst->pid) == inst->start_ticks;
+    /* Stopped first, so that the agent starts nothing while its children
+     * are looked for, and they keep it as their parent until then. */
+    if (alive)
+        kill(-inst->pid, SIGSTOP);
     char mark[160];
     int len = snprintf(mark, sizeof(mark), MARK "%s", inst->id);
     DIR *proc = opendir("/proc");
@@ -229,7 +406,7 @@ void local_kill(const struct local_inst *inst)
         long pid = strtol(de->d_name, &end, 10);
         if (*end != '\0' || pid <= 1 || pid == (long)getpid())
             continue;
-        if (has_mark((pid_t)pid, mark, (size_t)len)) {
+        if (of_instance((pid_t)pid, inst, alive, mark, (size_t)len)) {
             pid_t group = getpgid((pid_t)pid);
             if (group > 1 && group != getpgid(0))
                 kill(-group, SIGKILL);
@@ -238,4 +415,6 @@ void local_kill(const struct local_inst *inst)
     }
     if (proc != NULL)
         closedir(proc);
+    if (alive)
+        kill(-inst->pid, SIGKILL);
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,23 @@ static json_int_t wall_ms(const struct ebb__engine_options *o, ebb_dur_ms d,
     return w < floor ? floor : w;
 }
 
+/* Where a job's checkpoints go when its spec names no dir: under ebbd's
+ * state directory for a job that runs as ebbd's own user; in its user's
+ * home, ~/.local/state/ebb/checkpoints/ID, for a job that runs as another
+ * user (who may not enter ebbd's state directory). A new string. */
+static char *default_ckpt_dir(const struct ebb__engine_options *o,
+                              const struct ebb__job *job, const char *id)
+{
+    int64_t uid = ebb__engine_job_run_uid(job);
+    struct passwd pw, *found = NULL;
+    char scratch[4096];
+    if (uid < 0 || (uid_t)uid == geteuid() ||
+        getpwuid_r((uid_t)uid, &pw, scratch, sizeof(scratch), &found) != 0 ||
+        found == NULL)
+        return ebb_strfmt("%s/%s", o->checkpoint_root, id);
+    return ebb_strfmt("%s/.local/state/ebb/checkpoints/%s", pw.pw_dir, id);
+}
+
 static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
                     struct ebb__httpd_response *res)
 {
@@ -171,9 +189,8 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
     json_t *argv = json_array();
     for (size_t i = 0; i < spec->argc; i++)
         json_array_append_new(argv, json_string(spec->argv[i]));
-    char *dir = spec->checkpoint.dir
-                    ? strdup(spec->checkpoint.dir)
-                    : ebb_strfmt("%s/%s", o->checkpoint_root, ji.id);
+    char *dir = spec->checkpoint.dir ? strdup(spec->checkpoint.dir)
+                                     : default_ckpt_dir(o, job, ji.id);
     json_t *doc = json_pack(
         "{s:s,s:s,s:o,s:b,s:o,s:s,s:{s:s,s:s,s:s,s:I,s:I,s:i},s:s,s:I,s:o}",
         "job_id", ji.id,

@@ -157,6 +157,16 @@ int ebb__daemon_may_see(const struct ebb__daemon *d, uid_t uid,
 void ebb__daemon_redact_job(json_t *job);
 void ebb__daemon_redact_schedule(json_t *schedule);
 
+/* Whether `caller` may submit `spec` as it stands (daemon_runas.c): its
+ * run_as names a known user and the caller may name them (root or an
+ * admin, for an unprivileged user; anyone, for themselves), and, when a
+ * provider runs jobs on this machine, ebbd can start processes as the
+ * job's user. Returns 0, or EBB_EINVAL (unknown user) or EBB_EPERM with
+ * the sentence to answer in `why` (`len` bytes). */
+int ebb__daemon_check_run_as(const struct ebb__daemon *d, uid_t caller,
+                             const struct ebb__job_spec *spec, char *why,
+                             size_t len);
+
 /* Schedules (daemon_schedules.c): start loads them from the store and
  * deals with fire times that passed while ebbd was down (on the loop's
  * first turn); stop drops the timer and frees them. Start returns 0 or 1

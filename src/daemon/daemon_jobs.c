@@ -83,6 +83,14 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
         ebb__api_fail(call, "invalid", "%s", diag.msg);
         return;
     }
+    char why[512];
+    rc = ebb__daemon_check_run_as(d, call->uid, &spec, why, sizeof(why));
+    if (rc != 0) {
+        ebb__api_fail(call, rc == EBB_EPERM ? "forbidden" : "invalid", "%s: %s",
+                      file, why);
+        ebb__jobspec_free(&spec);
+        return;
+    }
     if (!settle_team(d, call, &spec)) {
         ebb__jobspec_free(&spec);
         return;

@@ -230,6 +230,14 @@ static int submit_run(struct ebb__daemon *d, struct outcome *o,
                                        &fresh, why);
     if (rc == 0)
         rc = ebb__daemon_settle_job_team(d, sc->owner_uid, &fresh.job, why);
+    /* Checked again at each fire: the owner may no longer be an admin. */
+    char run_as_why[512];
+    if (rc == 0) {
+        rc = ebb__daemon_check_run_as(d, (uid_t)sc->owner_uid, &fresh.job,
+                                      run_as_why, sizeof(run_as_why));
+        if (rc != 0)
+            ebb_diag_set(why, NULL, 0, "%s", run_as_why);
+    }
     if (rc == 0) {
         fresh.job.deadline_is_relative = 0;
         fresh.job.deadline_at = o->dec->deadline;
@@ -465,6 +473,14 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
         ebb__api_fail(call, "invalid", "%s:%d: job: no policy named \"%s\" is "
                       "installed (see ebb policies)", s.job.file, s.job.line,
                       s.job.policy);
+        ebb__schedule_free(&s);
+        return;
+    }
+    char why[512];
+    rc = ebb__daemon_check_run_as(d, call->uid, &s.job, why, sizeof(why));
+    if (rc != 0) {
+        ebb__api_fail(call, rc == EBB_EPERM ? "forbidden" : "invalid", "%s: %s",
+                      file, why);
         ebb__schedule_free(&s);
         return;
     }

@@ -241,6 +241,11 @@ struct ebb__job_info {
     int has_instance;        /* an instance is (being) launched for it */
 };
 
+/* The uid a provider that runs `job` on this machine runs it as: its
+ * spec's run_as (which ebbd let its owner name at submit), else its
+ * owner's; -1 when unknown or when run_as no longer names a user. */
+int64_t ebb__engine_job_run_uid(const struct ebb__job *job);
+
 /* Fills *out with what `job` is now. */
 void ebb__engine_job_info(const struct ebb__job *job,
                           struct ebb__job_info *out);

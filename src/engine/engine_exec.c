@@ -172,6 +172,15 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
         release_shadow(job);
         ebb__engine_attempt_free(e, a);
         job->current = NULL;
+        /* The provider may not run the job as its user: asking again
+         * changes nothing, so the job fails and says why. */
+        if (status == EBB_EPERM) {
+            ebb__engine_set_state(job, EBB__JOB_FAILED, "launch on %s refused: "
+                                  "ebbd may not run the job as uid %lld there "
+                                  "(see ebbd's log and docs/security.md)", what,
+                                  (long long)ebb__engine_job_run_uid(job));
+            return;
+        }
         ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
                               what, ebb_strerror(status));
         /* Without capacity, choose again now among the other offers. Other
@@ -249,6 +258,7 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
         .model = &model,
         .agent_tls_pin = shadow ? NULL : e->opt.agent_tls_pin,
         .agent_tls_ca = shadow ? NULL : e->opt.agent_tls_ca,
+        .run_uid = ebb__engine_job_run_uid(job),
     };
     return ebb__provider_launch(c->slot->plugin->name, c->slot->plugin->provider,
                                 c->slot->self, &req, c->cb, job);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/runas.h>
+
 #include "base/log.h"
 #include "engine/internal.h"
 
@@ -253,6 +255,14 @@ const char *ebb__engine_job_id(const struct ebb__job *job)
 enum ebb__job_state ebb__engine_job_state(const struct ebb__job *job)
 {
     return job->state;
+}
+
+int64_t ebb__engine_job_run_uid(const struct ebb__job *job)
+{
+    int64_t uid = -1;
+    if (job->spec.run_as == NULL)
+        return job->owner_uid;
+    return ebb_runas_lookup(job->spec.run_as, &uid) == 0 ? uid : -1;
 }
 
 void ebb__engine_job_info(const struct ebb__job *job, struct ebb__job_info *out)

@@ -331,6 +331,16 @@ static int do_small(struct ctx *c, const struct ebb__jy_layer *l)
     n = ebb__jy_get(l, "team");
     if (rc == 0 && n != NULL)
         rc = ebb__jy_ident(n, "team", "vision", &s->team, c->d);
+    n = ebb__jy_get(l, "run_as");
+    if (rc == 0 && n != NULL)
+        rc = ebb__yread_text(n, "run_as", "alice", &s->run_as, c->d);
+    if (rc == 0 && s->run_as != NULL && !ebb__job_user_valid(s->run_as)) {
+        char q[EBB_DIAG_QUOTE_SIZE];
+        ebb_diag_set(c->d, n->file, n->line, "run_as: %s is not a user name "
+                     "(1 to 32 letters, digits, ., _ and -; example: alice)",
+                     ebb__yread_quote(n, q, sizeof(q)));
+        rc = EBB_ECONFIG;
+    }
     s->max_retries = EBB__JOB_MAX_RETRIES_DEFAULT;
     n = ebb__jy_get(l, "max_retries");
     if (rc == 0 && n != NULL)

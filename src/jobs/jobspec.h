@@ -5,7 +5,7 @@
  * A job spec is one YAML mapping. The key names are fixed (users' scripts
  * depend on them): name, run, shell, work, deadline, budget,
  * restart_overhead, resources, market, checkpoint, policy, team,
- * max_retries, env, submit. Every problem is reported once, as
+ * max_retries, env, submit, run_as. Every problem is reported once, as
  * "file:line: message" naming the line of the bad value (or of the mapping
  * for a missing key), e.g.
  *   job.yaml:7: job: unknown key "deadine" (known: name, run, ...)
@@ -86,6 +86,9 @@ struct ebb__job_spec {
 
     char *policy; /* NULL: ebbd's default_policy */
     char *team;   /* NULL: none */
+    /* The user a local job runs as, when not its owner (root's or an
+     * admin's choice, checked by ebbd at submit); NULL: its owner. */
+    char *run_as;
     int max_retries;
     char **env;   /* "NAME=value", NULL-terminated; NULL when n_env is 0 */
     size_t n_env;
@@ -183,6 +186,10 @@ int ebb__job_ident_valid(const char *s);
 /* 1 when the `len` bytes at `s` are an environment variable name: letters,
  * digits and _, not starting with a digit. */
 int ebb__job_env_name_valid(const char *s, size_t len);
+
+/* 1 when `s` is a user name run_as may hold: 1 to 32 of [A-Za-z0-9._-],
+ * not starting with "-" (POSIX's portable user names). */
+int ebb__job_user_valid(const char *s);
 
 /* 1 when `s` is a valid job name: 1 to 64 of [A-Za-z0-9._-], and neither
  * "." nor ".." (names become directory names). */

@@ -146,6 +146,7 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
     bad |= put(o, "checkpoint", checkpoint_json(&s->checkpoint));
     bad |= put(o, "policy", jstr_or_null(s->policy));
     bad |= put(o, "team", jstr_or_null(s->team));
+    bad |= put(o, "run_as", jstr_or_null(s->run_as));
     bad |= put(o, "max_retries", json_integer(s->max_retries));
     bad |= put(o, "env", env_json(s->env, s->n_env));
     bad |= put(o, "submit", s->has_submit ? jtime(s->submit) : json_null());
@@ -534,6 +535,10 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
         rc = jcopy(j, "team", "team", &s->team, d);
     if (rc == 0 && s->team != NULL && !ebb__job_ident_valid(s->team))
         return fail(d, "team: not a valid name");
+    if (rc == 0)
+        rc = jcopy(j, "run_as", "run_as", &s->run_as, d);
+    if (rc == 0 && s->run_as != NULL && !ebb__job_user_valid(s->run_as))
+        return fail(d, "run_as: not a user name");
     s->max_retries = EBB__JOB_MAX_RETRIES_DEFAULT;
     if (rc == 0)
         rc = jint(j, "max_retries", "max_retries", 0,

@@ -17,7 +17,7 @@ const char *const ebb__jobspec_keys[] = {
     "name",       "run",    "shell",  "work",        "deadline",
     "budget",     "restart_overhead", "resources",   "market",
     "checkpoint", "policy", "team",   "max_retries", "env",
-    "submit",     NULL,
+    "submit",     "run_as", NULL,
 };
 const char *const ebb__jobspec_resource_keys[] = {
     "instance_types", "gpu", "zones", "regions", "providers", NULL,
@@ -103,6 +103,21 @@ int ebb__job_name_valid(const char *s)
     if (len == 0 || len > EBB__JOB_NAME_MAX)
         return 0;
     if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                 (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+int ebb__job_user_valid(const char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > 32 || s[0] == '-')
         return 0;
     for (size_t i = 0; i < len; i++) {
         char c = s[i];
@@ -263,6 +278,7 @@ void ebb__jobspec_free(struct ebb__job_spec *spec)
     free(spec->checkpoint.dir);
     free(spec->policy);
     free(spec->team);
+    free(spec->run_as);
     free_strv(spec->env, spec->n_env);
     free(spec->file);
     memset(spec, 0, sizeof(*spec));
