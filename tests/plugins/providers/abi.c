@@ -112,6 +112,7 @@ struct t_launch {
     const struct ebb_job_model *model;
     const char *agent_tls_pin;
     const char *agent_tls_ca;
+    int64_t run_uid;
     const char *next_field;
 #endif
 };
@@ -134,6 +135,7 @@ struct t_provider {
 #if ABI_NEXT
     int (*stop_job)(void *self, const char *instance_id, ebb_dur_ms grace,
                     ebb_done_cb cb, void *arg);
+    uint32_t flags;
     int (*next_hook)(void *self);
 #endif
 };
@@ -151,7 +153,9 @@ SAME_PREFIX(t_provider, ebb_provider, list_instances);
 SAME_PREFIX(t_price, ebb_price, shape);
 SAME_PREFIX(t_event, ebb_instance_event, checkpoint_path);
 SAME_PREFIX(t_launch, ebb_launch, model);
+SAME_PREFIX(t_launch, ebb_launch, run_uid);
 SAME_PREFIX(t_provider, ebb_provider, stop_job);
+SAME_PREFIX(t_provider, ebb_provider, flags);
 _Static_assert(sizeof(struct t_price) > sizeof(struct ebb_price), "wider");
 _Static_assert(sizeof(struct t_instance) > sizeof(struct ebb_instance), "wider");
 _Static_assert(sizeof(struct t_event) > sizeof(struct ebb_instance_event), "wider");
