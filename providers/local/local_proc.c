@@ -292,7 +292,9 @@ int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launc
             l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot start %s as %s "
                          "(uid %ld): %s: %s", l->agent, who->name, (long)who->uid,
                          pid > 0 ? step_names[step[0]] : "fork", strerror(err));
-            rc = err == EPERM ? EBB_EPERM : EBB_EIO;
+            /* The user may not be become, or may not run the agent: the
+             * same next time, so the job is told rather than retried. */
+            rc = err == EPERM || err == EACCES ? EBB_EPERM : EBB_EIO;
         }
         close(pipe_fds[0]);
     } else {

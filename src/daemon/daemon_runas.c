@@ -43,9 +43,9 @@ int ebb__daemon_check_run_as(const struct ebb__daemon *d, uid_t caller,
         /* Root's and ebbd's own rights go only to the jobs those users
          * submit themselves: an admin is not root. */
         if (uid != (int64_t)caller && (uid == 0 || uid == (int64_t)geteuid())) {
-            snprintf(why, len, "run_as: %s is %s; run_as names an "
+            snprintf(why, len, "run_as: %s is %s; run_as may name only an "
                      "unprivileged user", spec->run_as,
-                     uid == 0 ? "root" : "ebbd's own user");
+                     uid == 0 ? "uid 0" : "ebbd's own user");
             return EBB_EPERM;
         }
     }

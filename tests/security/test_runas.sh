@@ -98,6 +98,7 @@ providers:
     prices: ${1:-$EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv}
   local: {}
 run_on: {sim: local}
+admins: [ebbsec-bob]
 clock: {start: 2020-01-01T06:00:00Z, speed: 600}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}
 YAML
@@ -188,6 +189,17 @@ check "  (state succeeded)" test "$STATE" = succeeded
 spec_whoami "$W/root-wd/nobody.yaml" "run_as: ebbsec-no-such-user"
 expect_exit 2 "an unknown run_as user is refused" submit_in root "$W/root-wd" "$W/root-wd/nobody.yaml"
 check "  saying so" contains "$ERR" "no user named ebbsec-no-such-user"
+# An admin who is not root may name an unprivileged user, never root.
+P="$W/alice-shared"
+mkdir -p "$P" && chown ebbsec-alice:ebbsec-alice "$P" && chmod 755 "$P"
+spec_whoami "$B/runas-alice.yaml" "run_as: ebbsec-alice"
+expect_exit 0 "bob (an admin) submits with run_as: ebbsec-alice" \
+    submit_in ebbsec-bob "$P" "$B/runas-alice.yaml"
+check "  the job succeeds" wait_end "$OUT"
+check "  as alice" test "$(cat "$P/out.uid" 2>/dev/null)" = "$ALICE_UID"
+spec_whoami "$B/runas-root.yaml" "run_as: root"
+expect_exit 1 "bob (an admin) may not run_as root" submit_in ebbsec-bob "$B" "$B/runas-root.yaml"
+check "  saying run_as names only unprivileged users" contains "$ERR" "run_as: root is uid 0"
 spec_whoami "$W/root-wd/root.yaml" "run_as: root"
 expect_exit 0 "root naming itself is accepted" submit_in root "$W/root-wd" "$W/root-wd/root.yaml"
 check "  and runs" wait_end "$OUT"

@@ -116,6 +116,7 @@ static void every_key(void **state)
     struct ebb__job_spec s;
     load_data("tests/data/jobs/full.yaml", &s);
     assert_string_equal(s.name, "resnet50.v2_run-3");
+    assert_string_equal(s.run_as, "alice");
     assert_int_equal(s.argc, 6);
     assert_string_equal(s.argv[0], "python");
     assert_string_equal(s.argv[3], "90");
@@ -182,7 +183,8 @@ static void every_key(void **state)
         "[\"us-east-1\"],\"providers\":[\"aws\"]},\"market\":\"spot\","
         "\"checkpoint\":{\"dir\":\"/data/ckpt/resnet\",\"signal\":"
         "\"SIGUSR2\",\"grace\":\"2m\",\"every\":\"45m\"},\"policy\":"
-        "\"uniform-progress\",\"team\":\"vision\",\"max_retries\":5,"
+        "\"uniform-progress\",\"team\":\"vision\",\"run_as\":\"alice\","
+        "\"max_retries\":5,"
         "\"env\":{\"OMP_NUM_THREADS\":\"4\",\"WANDB_MODE\":\"offline\","
         "\"EMPTY\":\"\"},\"submit\":null,\"line\":2}");
     free(text);
@@ -241,7 +243,7 @@ static void defaults(void **state)
         "[],\"regions\":[],\"providers\":[]},\"market\":\"spot-fallback\","
         "\"checkpoint\":{\"dir\":null,\"signal\":\"SIGUSR1\",\"grace\":"
         "\"1m30s\",\"every\":null},\"policy\":null,\"team\":null,"
-        "\"max_retries\":2,\"env\":{},\"submit\":null,\"line\":2}");
+        "\"run_as\":null,\"max_retries\":2,\"env\":{},\"submit\":null,\"line\":2}");
     free(text);
     json_decref(j);
     ebb__jobspec_free(&s);
@@ -348,7 +350,14 @@ static void errors(void **state)
                  "job.yaml:4: job: unknown key \"deadine\" (known: name, "
                  "run, shell, work, deadline, budget, restart_overhead, "
                  "resources, market, checkpoint, policy, team, max_retries, "
-                 "env, submit)");
+                 "env, submit, run_as)");
+    /* run_as names a user (whether one exists is ebbd's to say). */
+    expect_error("name: n\nrun: [x]\nwork: 1h\nrun_as: \"-rf\"\n",
+                 "job.yaml:4: run_as: \"-rf\" is not a user name (1 to 32 "
+                 "letters, digits, ., _ and -; example: alice)");
+    expect_error("name: n\nrun: [x]\nwork: 1h\nrun_as: \"a b\"\n",
+                 "job.yaml:4: run_as: \"a b\" is not a user name (1 to 32 "
+                 "letters, digits, ., _ and -; example: alice)");
     /* Wrong types. */
     expect_error(HEAD "work: [1h]\n",
                  "job.yaml:3: work: expected a duration, not a list "
@@ -724,7 +733,7 @@ static void workload_errors(void **state)
                           "w.yaml:2: defaults: unknown key \"wrok\" (known: "
                           "name, run, shell, work, deadline, budget, "
                           "restart_overhead, resources, market, checkpoint, "
-                          "policy, team, max_retries, env, submit)");
+                          "policy, team, max_retries, env, submit, run_as)");
     expect_workload_error("defaults: [a]\njobs: []\n",
                           "w.yaml:1: defaults: expected a mapping of job "
                           "keys, not a list");
