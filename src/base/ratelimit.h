@@ -1,9 +1,12 @@
-/* A rate limit for repeated log lines: at most one line per interval, and
- * the next line that is let through says how many were held back.
+/* A rate limit for repeated log lines: a burst of lines, then one more per
+ * interval, and the next line that is let through says how many were held
+ * back.
  *
  * Refusals that anyone on the network can cause (an agent API request with
- * a wrong token, a connection over a cap) are logged through one, so that a
- * flood of them neither fills the disk nor hides everything else.
+ * a wrong token, a spent enrolment token, a connection over a cap) are
+ * logged through one, so that a flood of them neither fills the disk nor
+ * hides everything else, while the first few, which an operator looking
+ * into one failing agent needs, are all there.
  */
 #ifndef EBB_RATELIMIT_H
 #define EBB_RATELIMIT_H
@@ -14,10 +17,13 @@
 #include <ebb/common.h>
 
 struct ebb__ratelimit {
-    ebb_dur_ms interval; /* set by the owner; zero-initialise the rest */
-    ebb_time_ms last;    /* when a line was last let through */
+    /* Set by the owner; zero-initialise the rest. */
+    ebb_dur_ms interval; /* one line more may pass per interval */
+    unsigned burst;      /* lines that may pass back to back (0: one) */
+    ebb_time_ms last;    /* the start of the current interval */
     bool started;        /* a line has been let through */
-    uint64_t held;       /* lines held back since */
+    unsigned spent;      /* of the burst, not yet earned back */
+    uint64_t held;       /* lines held back since the last one let through */
 };
 
 /* Whether an event at `now` (any monotonic ms, e.g. a clock's) may be

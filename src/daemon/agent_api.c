@@ -1,6 +1,7 @@
 #include "daemon/agent_api.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
@@ -22,14 +23,26 @@
 #include "io/httpd.h"
 #include "store/store.h"
 
-/* At most one log line per this many ms about refused requests. */
+/* Log lines about refused requests, of each kind: a burst of
+ * REFUSAL_LOG_BURST, then one more per REFUSAL_LOG_MS. */
 #define REFUSAL_LOG_MS 10000
+#define REFUSAL_LOG_BURST 3
+
+/* The kinds of refusal anyone who reaches the listener can cause, each
+ * rate-limited on its own so that a flood of one does not hide another. */
+enum refusal {
+    REFUSED_TOKEN,    /* a request without a live instance's bearer token */
+    REFUSED_ENROL,    /* an enrolment with a bad, spent or expired token */
+    REFUSED_METADATA, /* a metadata session without the instance's token */
+    REFUSED_PLAIN,    /* plain HTTP from another host */
+    N_REFUSALS
+};
 
 struct ebb__agent_api {
     struct ebb__engine *engine;
     struct ebb__httpd *httpd;
     uv_loop_t *loop;
-    struct ebb__ratelimit refusals; /* the 401 warnings */
+    struct ebb__ratelimit refusals[N_REFUSALS];
     char *logs_dir;
     struct ebb__tls_ctx *tls; /* NULL: plain HTTP */
     bool insecure;            /* agent_api.insecure */
@@ -63,6 +76,30 @@ static void reply_error(struct ebb__httpd_response *res, int status,
     reply_json(res, status, json_pack("{s:s}", "error", message));
 }
 
+/* Logs a refusal of `kind` ("agent API: refused ..."), rate-limited:
+ * anyone who reaches the listener can cause these, as fast as they like.
+ * The first line after some were held back says how many. */
+static void warn_refused(struct ebb__agent_api *api, enum refusal kind,
+                         const char *fmt, ...) EBB_PRINTF(3, 4);
+static void warn_refused(struct ebb__agent_api *api, enum refusal kind,
+                         const char *fmt, ...)
+{
+    uint64_t held = 0;
+    if (!ebb__ratelimit_allow(&api->refusals[kind], (ebb_time_ms)uv_now(api->loop),
+                              &held))
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (held > 0)
+        ebb__warn("%s (and %llu more since the last such line)", line,
+                  (unsigned long long)held);
+    else
+        ebb__warn("%s", line);
+}
+
 /* The job the request's bearer token belongs to; answers 401 otherwise. */
 static struct ebb__job *authenticate(struct ebb__agent_api *api,
                                      const struct ebb__httpd_request *req,
@@ -79,17 +116,8 @@ static struct ebb__job *authenticate(struct ebb__agent_api *api,
         why = "no live instance holds this token";
     if (job != NULL)
         return job;
-    /* Anyone who reaches the listener can send these, as fast as they
-     * like: at most one line per REFUSAL_LOG_MS, counting the rest. */
-    uint64_t held = 0;
-    if (ebb__ratelimit_allow(&api->refusals, (ebb_time_ms)uv_now(api->loop), &held)) {
-        if (held > 0)
-            ebb__warn("agent API: refused %s %s: %s (and %llu more since the "
-                      "last such line)", req->method, req->path, why,
-                      (unsigned long long)held);
-        else
-            ebb__warn("agent API: refused %s %s: %s", req->method, req->path, why);
-    }
+    warn_refused(api, REFUSED_TOKEN, "agent API: refused %s %s: %s", req->method,
+                 req->path, why);
     reply_error(res, 401, why);
     return NULL;
 }
@@ -111,7 +139,7 @@ static void post_enrol(struct ebb__agent_api *api, const struct ebb__httpd_reque
         job = ebb__engine_agent_enrol(api->engine, auth + 7, bearer, &status, why,
                                       sizeof(why));
     if (job == NULL) {
-        ebb__warn("agent API: refused an enrolment: %s", why);
+        warn_refused(api, REFUSED_ENROL, "agent API: refused an enrolment: %s", why);
         reply_error(res, status, why);
         return;
     }
@@ -375,10 +403,11 @@ static void serve_imds(struct ebb__agent_api *api,
         const char *auth = ebb__httpd_header(req, "authorization");
         if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0 ||
             ebb__engine_agent_job(api->engine, auth + 7) != job) {
-            ebb__warn("metadata endpoint: refused a session for %s: %s",
-                      ebb__engine_job_id(job),
-                      auth == NULL ? "no Authorization header"
-                                   : "not the instance's bearer token");
+            warn_refused(api, REFUSED_METADATA,
+                         "metadata endpoint: refused a session for %s: %s",
+                         ebb__engine_job_id(job),
+                         auth == NULL ? "no Authorization header"
+                                      : "not the instance's bearer token");
             res->status = 401;
             return;
         }
@@ -423,8 +452,10 @@ static void handle(const struct ebb__httpd_request *req,
      * plain listener others can reach, and this refuses what reaches a
      * loopback one from afar (a port forward, a proxy). */
     if (!req->tls && !req->peer_loopback && !api->insecure) {
-        ebb__warn("agent API: refused plain HTTP %s %s from another host "
-                  "(serve TLS, or set agent_api.insecure: true)", req->method, req->path);
+        warn_refused(api, REFUSED_PLAIN,
+                     "agent API: refused plain HTTP %s %s from another host "
+                     "(serve TLS, or set agent_api.insecure: true)",
+                     req->method, req->path);
         reply_error(res, 403, "plain HTTP from another host: use https "
                     "(agent_api.insecure is off)");
         return;
@@ -481,7 +512,9 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
     }
     api->engine = engine;
     api->loop = loop;
-    api->refusals.interval = REFUSAL_LOG_MS;
+    for (int k = 0; k < N_REFUSALS; k++)
+        api->refusals[k] = (struct ebb__ratelimit){.interval = REFUSAL_LOG_MS,
+                                                   .burst = REFUSAL_LOG_BURST};
     int rc = ebb__httpd_listen(&api->httpd, loop, ip, port, handle, api);
     if (rc != 0) {
         snprintf(err, errlen, "cannot listen on %s for agents: %s", address,

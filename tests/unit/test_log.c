@@ -46,12 +46,36 @@ static void rate_limited_lines(void **state)
     assert_int_equal(held, 0);
 }
 
+/* A burst passes back to back; then one line per interval is earned back,
+ * never more than the burst however long it was quiet. */
+static void rate_limited_burst(void **state)
+{
+    (void)state;
+    struct ebb__ratelimit rl = {.interval = 10000, .burst = 3};
+    uint64_t held = 99;
+    for (int i = 0; i < 3; i++) {
+        assert_true(ebb__ratelimit_allow(&rl, 1000 + i, &held));
+        assert_int_equal(held, 0);
+    }
+    for (int i = 0; i < 50; i++)
+        assert_false(ebb__ratelimit_allow(&rl, 2000 + i, &held));
+    assert_false(ebb__ratelimit_allow(&rl, 10999, &held));
+    assert_true(ebb__ratelimit_allow(&rl, 11000, &held));
+    assert_int_equal(held, 51);
+    assert_false(ebb__ratelimit_allow(&rl, 11001, &held));
+    /* A long quiet earns back the whole burst and no more. */
+    for (int i = 0; i < 3; i++)
+        assert_true(ebb__ratelimit_allow(&rl, 500000 + i, &held));
+    assert_false(ebb__ratelimit_allow(&rl, 500003, &held));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse_levels),
         cmocka_unit_test(error_codes_have_messages),
         cmocka_unit_test(rate_limited_lines),
+        cmocka_unit_test(rate_limited_burst),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
