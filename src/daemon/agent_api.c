@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/ratelimit.h"
 #include "base/str.h"
+#include "daemon/agent_api_parse.h"
 #include "io/clock.h"
 #include "io/httpd.h"
 #include "store/store.h"
@@ -243,65 +244,6 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
 
 /* ---- POST /v1/agent/events ------------------------------------------------ */
 
-static const struct {
-    const char *name;
-    enum ebb__agent_kind kind;
-} kinds[] = {
-    {"host", EBB__AGENT_HOST},         {"started", EBB__AGENT_STARTED},
-    {"heartbeat", EBB__AGENT_HEARTBEAT}, {"progress", EBB__AGENT_PROGRESS},
-    {"checkpoint", EBB__AGENT_CHECKPOINT}, {"notice", EBB__AGENT_NOTICE},
-    {"exited", EBB__AGENT_EXITED},
-};
-
-static int parse_report(json_t *body, struct ebb__agent_report *r,
-                        const char **why)
-{
-    const char *kind = json_string_value(json_object_get(body, "kind"));
-    *r = (struct ebb__agent_report){.fraction = -1};
-    size_t i = 0;
-    while (i < sizeof(kinds) / sizeof(kinds[0]) &&
-           (kind == NULL || strcmp(kinds[i].name, kind) != 0))
-        i++;
-    if (i == sizeof(kinds) / sizeof(kinds[0])) {
-        *why = "\"kind\" is missing or not a known event";
-        return EBB_EINVAL;
-    }
-    r->kind = kinds[i].kind;
-    json_t *fraction = json_object_get(body, "fraction");
-    if (fraction != NULL && json_is_number(fraction))
-        r->fraction = json_number_value(fraction);
-    if (r->kind == EBB__AGENT_PROGRESS && r->fraction < 0) {
-        *why = "progress needs \"fraction\" (0..1)";
-        return EBB_EINVAL;
-    }
-    r->path = json_string_value(json_object_get(body, "path"));
-    if (r->kind == EBB__AGENT_CHECKPOINT && r->path == NULL) {
-        *why = "checkpoint needs \"path\"";
-        return EBB_EINVAL;
-    }
-    r->duration = json_integer_value(json_object_get(body, "duration_ms"));
-    r->deadline = json_integer_value(json_object_get(body, "deadline_ms"));
-    r->reason = json_string_value(json_object_get(body, "source"));
-    r->status = (int)json_integer_value(json_object_get(body, "status"));
-    r->signal = (int)json_integer_value(json_object_get(body, "signal"));
-    r->stopped = json_is_true(json_object_get(body, "stopped"));
-    r->nvidia_smi = json_is_true(json_object_get(body, "nvidia_smi"));
-    size_t k;
-    json_t *gpu;
-    json_array_foreach(json_object_get(body, "gpus"), k, gpu) {
-        double mem = (double)json_integer_value(json_object_get(gpu, "memory_mb")) / 1024;
-        int width = (int)json_integer_value(json_object_get(gpu, "pcie_width"));
-        if (r->n_gpus == 0 || mem < r->gpu_memory_gb_min)
-            r->gpu_memory_gb_min = mem;
-        if (width > 0 && (r->pcie_width_min == 0 || width < r->pcie_width_min))
-            r->pcie_width_min = width;
-        if (r->n_gpus == 0)
-            r->gpu_model = json_string_value(json_object_get(gpu, "model"));
-        r->n_gpus++;
-    }
-    return 0;
-}
-
 static void post_event(struct ebb__agent_api *api, struct ebb__job *job,
                        const struct ebb__httpd_request *req,
                        struct ebb__httpd_response *res)
@@ -310,7 +252,7 @@ static void post_event(struct ebb__agent_api *api, struct ebb__job *job,
     json_t *body = json_loadb(req->body, req->body_len, 0, &jerr);
     const char *why = "the body is not a JSON object";
     struct ebb__agent_report r;
-    if (!json_is_object(body) || parse_report(body, &r, &why) != 0) {
+    if (!json_is_object(body) || ebb__agent_report_parse(body, &r, &why) != 0) {
         ebb__warn("job %s: bad agent report: %s", ebb__engine_job_id(job), why);
         json_decref(body);
         reply_error(res, 400, why);

@@ -8,6 +8,7 @@
 
 #include "base/paths.h"
 #include "daemon/daemon.h"
+#include "daemon/daemon_params.h"
 #include "ebb_build_config.h"
 #include "report/forecast_report.h"
 #include "report/report_format.h"
@@ -359,81 +360,18 @@ static void forecast_run(struct store_read *r, struct ebb__store *store)
     ebb__forecast_acc_free(h.acc);
 }
 
-/* Whether `ms`, a time given as an integer, lies in the years 0000 to
- * 9999 that ebb_parse_time() reads, so that a time param given either way
- * has the same bounds and any duration added to it stays inside int64. */
-static int time_in_range(json_int_t ms)
-{
-    return ms >= ebb_days_from_civil(0, 1, 1) * EBB_MS_PER_DAY &&
-           ms < ebb_days_from_civil(10000, 1, 1) * EBB_MS_PER_DAY;
-}
-
-static int bad_time_ms(struct ebb__api_call *call, const char *key)
-{
-    ebb__api_fail(call, "bad_request", "%s: %lld ms is outside the years 0000 "
-                  "to 9999", key,
-                  (long long)json_integer_value(json_object_get(call->params, key)));
-    return EBB_EINVAL;
-}
-
-/* A time param: ms since the epoch, or an ISO-8601 string. */
-static int param_time(struct ebb__api_call *call, const char *key,
-                      ebb_time_ms *out)
-{
-    json_t *v = json_object_get(call->params, key);
-    const char *why = NULL;
-    if (v == NULL)
-        return 0;
-    if (json_is_integer(v)) {
-        if (!time_in_range(json_integer_value(v)))
-            return bad_time_ms(call, key);
-        *out = json_integer_value(v);
-        return 0;
-    }
-    if (json_is_string(v) && ebb_parse_time_why(json_string_value(v), out, &why) == 0)
-        return 0;
-    ebb__api_fail(call, "bad_request", "%s: not a time (ms since the epoch or "
-                  "ISO-8601, e.g. 2020-01-01T00:00:00Z)%s%s", key,
-                  why != NULL ? ": " : "", why != NULL ? why : "");
-    return EBB_EINVAL;
-}
-
-/* A duration param: ms, or a string such as "24h". */
-static int param_duration(struct ebb__api_call *call, const char *key,
-                          ebb_dur_ms *out)
-{
-    json_t *v = json_object_get(call->params, key);
-    const char *why = NULL;
-    if (v == NULL)
-        return 0;
-    if (json_is_integer(v)) {
-        /* The bounds ebb_parse_duration() puts on a written one. */
-        json_int_t ms = json_integer_value(v);
-        if (ms < 0 || ms > EBB_DURATION_MAX) {
-            ebb__api_fail(call, "bad_request", "%s: %lld ms is not a duration "
-                          "from 0 to 100 years (36525d)", key, (long long)ms);
-            return EBB_EINVAL;
-        }
-        *out = ms;
-        return 0;
-    }
-    if (json_is_string(v) &&
-        ebb_parse_duration_why(json_string_value(v), out, &why) == 0)
-        return 0;
-    ebb__api_fail(call, "bad_request", "%s: not a duration (ms or e.g. 1h)%s%s",
-                  key, why != NULL ? ": " : "", why != NULL ? why : "");
-    return EBB_EINVAL;
-}
-
 static void api_forecast(void *ctx, struct ebb__api_call *call)
 {
     struct ebb__daemon *d = ctx;
     ebb_time_ms at = ebb__clock_now(&d->clock);
     ebb_dur_ms horizon = 24 * EBB_MS_PER_HOUR, step = EBB_MS_PER_HOUR;
-    if (param_time(call, "at", &at) != 0 ||
-        param_duration(call, "horizon", &horizon) != 0 ||
-        param_duration(call, "step", &step) != 0)
+    struct ebb_diag bad;
+    if (ebb__param_time(call->params, "at", &at, &bad) != 0 ||
+        ebb__param_duration(call->params, "horizon", &horizon, &bad) != 0 ||
+        ebb__param_duration(call->params, "step", &step, &bad) != 0) {
+        ebb__api_fail(call, "bad_request", "%s", bad.msg);
         return;
+    }
     size_t n_steps = 0;
     const char *why = NULL;
     if (ebb__forecast_count_steps(horizon, step, &n_steps, &why) != 0) {
@@ -463,29 +401,6 @@ static void report_run(struct store_read *r, struct ebb__store *store)
     ebb__report_free(rep);
 }
 
-/* A report boundary: ms since the epoch, a date or ISO-8601 time, or (when
- * `ago`) a duration back from now such as "30d". */
-static int param_when(struct ebb__api_call *call, const char *key,
-                      ebb_time_ms now, int ago, ebb_time_ms *out)
-{
-    json_t *v = json_object_get(call->params, key);
-    const char *why = NULL;
-    if (v == NULL)
-        return 0;
-    if (json_is_integer(v)) {
-        if (!time_in_range(json_integer_value(v)))
-            return bad_time_ms(call, key);
-        *out = json_integer_value(v);
-        return 0;
-    }
-    if (json_is_string(v) &&
-        ebb__report_parse_when(json_string_value(v), now, ago, out, &why) == 0)
-        return 0;
-    ebb__api_fail(call, "bad_request", "%s: %s", key,
-                  why != NULL ? why : "not a time");
-    return EBB_EINVAL;
-}
-
 /* The latest price per series, or with "history" each series' observations
  * in [since, until) (default: the week before ebbd's now). */
 static void api_prices(void *ctx, struct ebb__api_call *call)
@@ -498,9 +413,12 @@ static void api_prices(void *ctx, struct ebb__api_call *call)
     ebb_time_ms now = ebb__clock_now(&d->clock);
     struct ebb__report_opts window = {.since = now - 7 * EBB_MS_PER_DAY,
                                       .until = now + 1};
-    if (param_when(call, "since", now, 1, &window.since) != 0 ||
-        param_when(call, "until", now, 0, &window.until) != 0)
+    struct ebb_diag bad;
+    if (ebb__param_when(call->params, "since", now, 1, &window.since, &bad) != 0 ||
+        ebb__param_when(call->params, "until", now, 0, &window.until, &bad) != 0) {
+        ebb__api_fail(call, "bad_request", "%s", bad.msg);
         return;
+    }
     if (window.since >= window.until) {
         ebb__api_fail(call, "bad_request", "since must come before until");
         return;
@@ -520,9 +438,12 @@ static void api_report(void *ctx, struct ebb__api_call *call)
         .plans = d->config->plans, .n_plans = d->config->n_plans,
         .chart = json_is_true(json_object_get(call->params, "chart")),
     };
-    if (param_when(call, "since", now, 1, &o.since) != 0 ||
-        param_when(call, "until", now, 0, &o.until) != 0)
+    struct ebb_diag bad;
+    if (ebb__param_when(call->params, "since", now, 1, &o.since, &bad) != 0 ||
+        ebb__param_when(call->params, "until", now, 0, &o.until, &bad) != 0) {
+        ebb__api_fail(call, "bad_request", "%s", bad.msg);
         return;
+    }
     const char *by = param_string(call, "by");
     if (ebb__report_by_parse(by, &o.by) != 0) {
         ebb__api_fail(call, "bad_request", "by: \"%s\" is not one of job, "

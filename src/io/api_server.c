@@ -24,6 +24,7 @@
 #include "base/log.h"
 #include "base/ratelimit.h"
 #include "base/str.h"
+#include "io/api_request.h"
 
 /* Calls one connection may have open, and answer bytes it may have queued,
  * before it stops reading. */
@@ -292,23 +293,15 @@ static void dispatch(struct ebb__api_conn *conn, const char *line, size_t len)
     struct ebb__api_call *call = call_new(conn);
     if (call == NULL)
         return;
-    json_error_t jerr;
-    json_t *req = json_loadb(line, len, 0, &jerr);
-    if (req == NULL || !json_is_object(req)) {
-        call->method = strdup("");
-        ebb__api_fail(call, "bad_request", "request is not a JSON object: %s",
-                      req ? "wrong type" : jerr.text);
-        json_decref(req);
-        return;
-    }
-    call->id = json_incref(json_object_get(req, "id"));
-    const char *method = json_string_value(json_object_get(req, "method"));
-    call->method = strdup(method ? method : "");
-    json_t *params = json_object_get(req, "params");
-    call->params = json_is_object(params) ? json_incref(params) : json_object();
-    json_decref(req); /* `method` points into req: use call->method now */
-    if (method == NULL) {
-        ebb__api_fail(call, "bad_request", "request has no \"method\"");
+    struct ebb__api_request r;
+    struct ebb_diag why;
+    int rc = ebb__api_request_parse(line, len, &r, &why);
+    call->id = r.id;
+    call->method = r.method != NULL ? r.method : strdup("");
+    call->params = r.params;
+    if (rc != 0) {
+        ebb__api_fail(call, rc == EBB_ENOMEM ? "internal" : "bad_request",
+                      "%s", why.msg);
         return;
     }
     for (const struct ebb__api_method *m = conn->server->methods; m->name; m++) {

@@ -1,0 +1,63 @@
+/* The agent's event reports (see agent_api_parse.h). */
+#include "daemon/agent_api_parse.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name;
+    enum ebb__agent_kind kind;
+} kinds[] = {
+    {"host", EBB__AGENT_HOST},         {"started", EBB__AGENT_STARTED},
+    {"heartbeat", EBB__AGENT_HEARTBEAT}, {"progress", EBB__AGENT_PROGRESS},
+    {"checkpoint", EBB__AGENT_CHECKPOINT}, {"notice", EBB__AGENT_NOTICE},
+    {"exited", EBB__AGENT_EXITED},
+};
+
+int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
+                            const char **why)
+{
+    const char *kind = json_string_value(json_object_get(body, "kind"));
+    *r = (struct ebb__agent_report){.fraction = -1};
+    size_t i = 0;
+    while (i < sizeof(kinds) / sizeof(kinds[0]) &&
+           (kind == NULL || strcmp(kinds[i].name, kind) != 0))
+        i++;
+    if (i == sizeof(kinds) / sizeof(kinds[0])) {
+        *why = "\"kind\" is missing or not a known event";
+        return EBB_EINVAL;
+    }
+    r->kind = kinds[i].kind;
+    json_t *fraction = json_object_get(body, "fraction");
+    if (fraction != NULL && json_is_number(fraction))
+        r->fraction = json_number_value(fraction);
+    if (r->kind == EBB__AGENT_PROGRESS && r->fraction < 0) {
+        *why = "progress needs \"fraction\" (0..1)";
+        return EBB_EINVAL;
+    }
+    r->path = json_string_value(json_object_get(body, "path"));
+    if (r->kind == EBB__AGENT_CHECKPOINT && r->path == NULL) {
+        *why = "checkpoint needs \"path\"";
+        return EBB_EINVAL;
+    }
+    r->duration = json_integer_value(json_object_get(body, "duration_ms"));
+    r->deadline = json_integer_value(json_object_get(body, "deadline_ms"));
+    r->reason = json_string_value(json_object_get(body, "source"));
+    r->status = (int)json_integer_value(json_object_get(body, "status"));
+    r->signal = (int)json_integer_value(json_object_get(body, "signal"));
+    r->stopped = json_is_true(json_object_get(body, "stopped"));
+    r->nvidia_smi = json_is_true(json_object_get(body, "nvidia_smi"));
+    size_t k;
+    json_t *gpu;
+    json_array_foreach(json_object_get(body, "gpus"), k, gpu) {
+        double mem = (double)json_integer_value(json_object_get(gpu, "memory_mb")) / 1024;
+        int width = (int)json_integer_value(json_object_get(gpu, "pcie_width"));
+        if (r->n_gpus == 0 || mem < r->gpu_memory_gb_min)
+            r->gpu_memory_gb_min = mem;
+        if (width > 0 && (r->pcie_width_min == 0 || width < r->pcie_width_min))
+            r->pcie_width_min = width;
+        if (r->n_gpus == 0)
+            r->gpu_model = json_string_value(json_object_get(gpu, "model"));
+        r->n_gpus++;
+    }
+    return 0;
+}
