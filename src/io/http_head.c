@@ -33,12 +33,14 @@ static bool parse_length(const char *text, size_t *out)
     return true;
 }
 
-/* Cuts "METHOD SP TARGET SP VERSION" in `line` (NUL-terminated). */
+/* Cuts "METHOD SP TARGET SP VERSION" in `line` (NUL-terminated); none of
+ * the three may be empty ("GET  HTTP/1.1" has no target). */
 static bool parse_request_line(char *line, struct ebb__http_head *h)
 {
     char *sp1 = strchr(line, ' ');
     char *sp2 = sp1 != NULL ? strchr(sp1 + 1, ' ') : NULL;
-    if (sp1 == NULL || sp2 == NULL)
+    if (sp1 == NULL || sp2 == NULL || sp1 == line || sp2 == sp1 + 1 ||
+        sp2[1] == '\0')
         return false;
     *sp1 = '\0';
     *sp2 = '\0';
