@@ -308,9 +308,12 @@ static int jlist_get(const json_t *o, const char *key, const char *what,
         return nomem(d);
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_array_get(a, i);
-        if (!json_is_string(v) || json_string_length(v) == 0 ||
-            strlen(json_string_value(v)) != json_string_length(v))
-            return fail(d, "%s[%zu]: expected a non-empty string", what, i);
+        /* Empty strings are allowed, as in the YAML lists (an argument
+         * "" is an argument); a NUL would cut the string short. */
+        if (!json_is_string(v))
+            return fail(d, "%s[%zu]: expected a string", what, i);
+        if (strlen(json_string_value(v)) != json_string_length(v))
+            return fail(d, "%s[%zu]: contains a NUL byte", what, i);
         out->items[i] = strdup(json_string_value(v));
         if (out->items[i] == NULL)
             return nomem(d);
@@ -349,6 +352,8 @@ static int read_run(const json_t *j, struct ebb__job_spec *s,
     s->argc = list.n;
     if (rc == 0 && s->argc == 0)
         return fail(d, "run: expected a non-empty list of strings");
+    if (rc == 0 && s->argv[0][0] == '\0')
+        return fail(d, "run[0]: empty program name");
     return rc;
 }
 

@@ -854,7 +854,9 @@ static void json_reader(void **state)
                       "job spec JSON: run: expected a non-empty list of "
                       "strings");
     expect_json_error("{\"name\":\"a\",\"run\":[\"x\", 3],\"work\":\"1h\"}",
-                      "job spec JSON: run[1]: expected a non-empty string");
+                      "job spec JSON: run[1]: expected a string");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"\", \"x\"],\"work\":\"1h\"}",
+                      "job spec JSON: run[0]: empty program name");
     expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"8h\","
                       "\"deadline\":\"2h\"}",
                       "job spec JSON: can never finish: deadline 2h is "
