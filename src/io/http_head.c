@@ -20,6 +20,19 @@ static bool is_blank(char ch)
     return ch == ' ' || ch == '\t';
 }
 
+/* Whether every CR and LF in the `len` bytes at `p` is part of a CRLF: a
+ * bare one would stay inside a value (RFC 9112 2.2: reject a bare CR). */
+static bool crlf_only(const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == '\r' && (i + 1 == len || p[i + 1] != '\n'))
+            return false;
+        if (p[i] == '\n' && (i == 0 || p[i - 1] != '\r'))
+            return false;
+    }
+    return true;
+}
+
 /* A Content-Length: 1 to 19 digits, at most EBB__HTTP_BODY_MAX. */
 static bool parse_length(const char *text, size_t *out)
 {
@@ -112,7 +125,7 @@ int ebb__http_parse_head(const char *buf, size_t len, struct ebb__http_head *out
     if (end == NULL)
         return len >= EBB__HTTP_HEAD_MAX ? 431 : EBB__HTTP_HEAD_MORE;
     size_t head_len = (size_t)(end - buf) + 4;
-    if (memchr(buf, '\0', head_len) != NULL)
+    if (memchr(buf, '\0', head_len) != NULL || !crlf_only(buf, head_len))
         return 400;
 
     /* The request line ends at the first CRLF, at the latest the one that

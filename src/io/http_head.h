@@ -49,9 +49,10 @@ struct ebb__http_head {
  * Returns EBB__HTTP_HEAD_DONE and fills `*out` (release it with
  * ebb__http_head_free()); EBB__HTTP_HEAD_MORE when the head is not complete
  * yet and may still become so; an HTTP status to answer before closing the
- * connection: 400 (a NUL byte, no method/target/version, a header line
- * without a colon, more than EBB__HTTP_HEADERS_MAX headers, a Content-Length
- * that is not digits or above EBB__HTTP_BODY_MAX), 431 (longer than
+ * connection: 400 (a NUL byte, a CR or LF outside a CRLF, no
+ * method/target/version, a header line without a colon, more than
+ * EBB__HTTP_HEADERS_MAX headers, a Content-Length that is not digits or
+ * above EBB__HTTP_BODY_MAX), 431 (longer than
  * EBB__HTTP_HEAD_MAX), 501 (Transfer-Encoding); or EBB_ENOMEM. On anything
  * but DONE, `*out` holds nothing to free. */
 int ebb__http_parse_head(const char *buf, size_t len, struct ebb__http_head *out);
