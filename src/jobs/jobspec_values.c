@@ -97,6 +97,19 @@ int ebb__job_signal_parse(const char *s, int *signo, char name[16])
     return EBB_EINVAL;
 }
 
+/* Whether every byte of s is a letter, a digit, '.', '_' or '-': the
+ * characters of job names and user names. */
+static int name_chars_only(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
 int ebb__job_name_valid(const char *s)
 {
     size_t len = strlen(s);
@@ -104,14 +117,7 @@ int ebb__job_name_valid(const char *s)
         return 0;
     if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
         return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                 (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-        if (!ok)
-            return 0;
-    }
-    return 1;
+    return name_chars_only(s, len);
 }
 
 int ebb__job_user_valid(const char *s)
@@ -119,14 +125,7 @@ int ebb__job_user_valid(const char *s)
     size_t len = strlen(s);
     if (len == 0 || len > 32 || s[0] == '-')
         return 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = s[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                 (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-        if (!ok)
-            return 0;
-    }
-    return 1;
+    return name_chars_only(s, len);
 }
 
 static int ident_char(char c)
