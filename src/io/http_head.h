@@ -1,9 +1,10 @@
-/* The HTTP/1.1 request-head parser of httpd.c, as a pure function.
+/* The HTTP/1.1 request-head parser of the HTTP server (httpd.h), as a
+ * pure function.
  *
  * It takes the bytes a connection has buffered and says whether they start
  * with a complete, well-formed request head; it touches no socket and no
- * loop, so a fuzzer can call it on any bytes (tests/fuzz/) and httpd.c
- * answers what it returns.
+ * loop, so a fuzzer can call it on any bytes (tests/fuzz/) and
+ * httpd_conn.c answers what it returns.
  */
 #ifndef EBB_HTTP_HEAD_H
 #define EBB_HTTP_HEAD_H

@@ -1,5 +1,5 @@
 /* What httpd.h gives handlers: the request's headers and the helpers that
- * fill in a response (the server renders and sends it, httpd.c). */
+ * fill in a response (the server renders and sends it, httpd_conn.c). */
 #include "io/httpd.h"
 
 #include <stdarg.h>

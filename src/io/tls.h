@@ -1,10 +1,10 @@
 /* TLS for ebbd's listeners: OpenSSL server sessions over memory BIOs.
  *
  * The socket stays libuv's: a session never touches a file descriptor.
- * httpd.c hands what it reads to ebb__tls_feed(), takes the plaintext out
- * with ebb__tls_read(), passes what it would write to ebb__tls_write(),
- * and sends whatever ebb__tls_take() gives it (handshake records,
- * encrypted answers, close_notify). The handshake runs inside
+ * httpd_conn.c hands what it reads to ebb__tls_feed(), takes the
+ * plaintext out with ebb__tls_read(), passes what it would write to
+ * ebb__tls_write(), and sends whatever ebb__tls_take() gives it (handshake
+ * records, encrypted answers, close_notify). The handshake runs inside
  * ebb__tls_read(). TLS 1.2 is the least version spoken; renegotiation and
  * session tickets are off, so after the handshake a session writes only
  * when asked to.
