@@ -37,6 +37,28 @@ const char *ebb__log_level_name(enum ebb_log_level level)
     return "?";
 }
 
+void ebb__log_escape(char *dst, size_t size, const char *msg)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p != '\0'; p++) {
+        int control = *p < 0x20 || *p == 0x7f;
+        size_t need = control ? 4 : 1;
+        if (n + need >= size)
+            break;
+        if (control) {
+            dst[n++] = '\\';
+            dst[n++] = 'x';
+            dst[n++] = hex[*p >> 4];
+            dst[n++] = hex[*p & 0xf];
+        } else {
+            dst[n++] = (char)*p;
+        }
+    }
+    if (size > 0)
+        dst[n] = '\0';
+}
+
 void ebb__logv(enum ebb_log_level level, const char *component,
                const char *fmt, va_list ap)
 {
@@ -52,13 +74,15 @@ void ebb__logv(enum ebb_log_level level, const char *component,
     char when[32];
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 
-    char line[2048];
+    char msg[2048];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    char line[4096];
     int n = snprintf(line, sizeof(line), "%s.%03ldZ %-5s ", when,
                      (long)(tv.tv_usec / 1000), ebb__log_level_name(level));
     if (component != NULL && n >= 0 && (size_t)n < sizeof(line))
         n += snprintf(line + n, sizeof(line) - (size_t)n, "[%s] ", component);
     if (n >= 0 && (size_t)n < sizeof(line))
-        vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+        ebb__log_escape(line + n, sizeof(line) - (size_t)n, msg);
     /* One fputs per line keeps lines whole when several processes share
      * the terminal. */
     size_t len = strlen(line);

@@ -2,6 +2,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -69,6 +72,36 @@ static void rate_limited_burst(void **state)
     assert_false(ebb__ratelimit_allow(&rl, 500003, &held));
 }
 
+/* A message with a newline from outside (a request's "file" field) stays
+ * one line: what follows the newline cannot pass for a line of its own. */
+static void log_lines_cannot_be_forged(void **state)
+{
+    (void)state;
+    char out[64];
+    ebb__log_escape(out, sizeof(out), "a\nb\r\x1b[31m\x7f\\x");
+    assert_string_equal(out, "a\\x0ab\\x0d\\x1b[31m\\x7f\\x");
+    ebb__log_escape(out, 6, "ab\ncd");
+    assert_string_equal(out, "ab"); /* never half an escape */
+
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    fflush(stderr);
+    int saved = dup(2);
+    assert_true(saved >= 0);
+    assert_true(dup2(fileno(tmp), 2) >= 0);
+    ebb__warn("refused job.yaml\n2026-01-01T00:00:00.000Z ERROR forged by %s", "bob");
+    fflush(stderr);
+    assert_true(dup2(saved, 2) >= 0);
+    close(saved);
+    rewind(tmp);
+    char text[512];
+    size_t got = fread(text, 1, sizeof(text) - 1, tmp);
+    fclose(tmp);
+    text[got] = '\0';
+    assert_non_null(strstr(text, "refused job.yaml\\x0a2026-01-01T00:00:00.000Z ERROR forged by bob\n"));
+    assert_ptr_equal(strchr(text, '\n'), text + got - 1); /* one line */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -76,6 +109,7 @@ int main(void)
         cmocka_unit_test(error_codes_have_messages),
         cmocka_unit_test(rate_limited_lines),
         cmocka_unit_test(rate_limited_burst),
+        cmocka_unit_test(log_lines_cannot_be_forged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
