@@ -201,6 +201,17 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
                             struct ebb__job **out, struct ebb_diag *d)
 {
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    /* A deadline already past can only be missed, at on-demand prices;
+     * checked here, not in job_new, which also restores jobs whose
+     * deadline passed while ebbd was down. */
+    if (spec->has_deadline && ebb__jobspec_deadline(spec, now) <= now) {
+        char at[40], clock_now[40];
+        ebb_diag_set(d, spec->file, 0, "deadline %s is in the past (now is %s): "
+                     "the job could only miss it",
+                     ebb_format_time(ebb__jobspec_deadline(spec, now), at, sizeof(at)),
+                     ebb_format_time(now, clock_now, sizeof(clock_now)));
+        return EBB_EINVAL;
+    }
     struct ebb__job *job = NULL;
     int rc = ebb__engine_job_new(e, spec, owner_uid, workdir, now, &job, d);
     if (rc != 0)

@@ -37,6 +37,12 @@ check "bad spec names file and line" contains "$ERR" "bad.yaml:3:"
 expect_exit 0 "jobs --all" "$EBB" --state-dir "$S" jobs --all --json
 check "bad spec stored nothing" test "$(json_get "$OUT" 'len(d["jobs"])')" = "0"
 expect_exit 2 "missing file refused" "$EBB" --state-dir "$S" submit "$TMP/nope.yaml"
+# A deadline already past (the clock starts 2020-01-01T06:00Z) is refused.
+sed 's/^work: 2h$/work: 2h\ndeadline: 2019-12-31T00:00:00Z/' "$TMP/job.yaml" >"$TMP/past.yaml"
+expect_exit 2 "a deadline in the past is refused" "$EBB" --state-dir "$S" submit "$TMP/past.yaml"
+check "... saying so" contains "$ERR" "deadline 2019-12-31T00:00:00Z is in the past (now is 2020-01-01T"
+expect_exit 0 "jobs --all" "$EBB" --state-dir "$S" jobs --all --json
+check "the past deadline stored nothing" test "$(json_get "$OUT" 'len(d["jobs"])')" = "0"
 
 expect_exit 0 "submit" "$EBB" --state-dir "$S" submit "$TMP/job.yaml"
 ID=$OUT
