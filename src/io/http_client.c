@@ -682,30 +682,29 @@ void ebb__http_set_connect_timeout(struct ebb__http *h, ebb_dur_ms timeout)
     h->connect_timeout = timeout > 0 ? timeout : EBB__HTTP_CONNECT_TIMEOUT_MS;
 }
 
-int ebb__http_set_ca_file(struct ebb__http *h, const char *path)
+/* Replaces the string in *slot with a copy of `value` (NULL clears it).
+ * Returns 0, or EBB_ENOMEM with *slot unchanged. */
+static int replace_string(char **slot, const char *value)
 {
     char *copy = NULL;
-    if (path != NULL) {
-        copy = strdup(path);
+    if (value != NULL) {
+        copy = strdup(value);
         if (copy == NULL)
             return EBB_ENOMEM;
     }
-    free(h->ca_file);
-    h->ca_file = copy;
+    free(*slot);
+    *slot = copy;
     return 0;
+}
+
+int ebb__http_set_ca_file(struct ebb__http *h, const char *path)
+{
+    return replace_string(&h->ca_file, path);
 }
 
 int ebb__http_set_pinned_key(struct ebb__http *h, const char *pin)
 {
-    char *copy = NULL;
-    if (pin != NULL) {
-        copy = strdup(pin);
-        if (copy == NULL)
-            return EBB_ENOMEM;
-    }
-    free(h->pinned_key);
-    h->pinned_key = copy;
-    return 0;
+    return replace_string(&h->pinned_key, pin);
 }
 
 void ebb__http_set_max_response(struct ebb__http *h, size_t bytes)
