@@ -51,6 +51,11 @@ int ebb_runas_prepare(int64_t uid, struct ebb_runas *out, char *why, size_t len)
 /* The uid of user `name` into *uid. Returns 0 or EBB_ENOTFOUND. */
 int ebb_runas_lookup(const char *name, int64_t *uid);
 
+/* The name and home directory of the user with `uid` (getpwuid_r) into
+ * `name` and `home` (`len` bytes each; either may be NULL). Returns 0, or
+ * EBB_ENOTFOUND for a negative uid or one no user has. */
+int ebb_runas_user(int64_t uid, char *name, char *home, size_t len);
+
 /* In the child of a fork(), before exec: becomes `r` (setgroups, setresgid,
  * setresuid when r->switch_ids) and then, when r->drop_caps, clears the
  * ambient, inheritable, permitted and effective capability sets.

@@ -62,6 +62,21 @@ int ebb_runas_lookup(const char *name, int64_t *uid)
     return 0;
 }
 
+int ebb_runas_user(int64_t uid, char *name, char *home, size_t len)
+{
+    struct passwd pw, *found = NULL;
+    char scratch[PW_SCRATCH];
+    if (uid < 0 || (int64_t)(uid_t)uid != uid ||
+        getpwuid_r((uid_t)uid, &pw, scratch, sizeof(scratch), &found) != 0 ||
+        found == NULL)
+        return EBB_ENOTFOUND;
+    if (name != NULL)
+        snprintf(name, len, "%s", pw.pw_name);
+    if (home != NULL)
+        snprintf(home, len, "%s", pw.pw_dir != NULL ? pw.pw_dir : "/");
+    return 0;
+}
+
 int ebb_runas_prepare(int64_t uid, struct ebb_runas *out, char *why, size_t len)
 {
     memset(out, 0, sizeof(*out));

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include <ebb/runas.h>
 #include <ebb/units.h>
 
 #include "base/log.h"
@@ -197,13 +197,10 @@ static char *default_ckpt_dir(const struct ebb__engine_options *o,
                               const struct ebb__job *job, const char *id)
 {
     int64_t uid = ebb__engine_job_run_uid(job);
-    struct passwd pw, *found = NULL;
-    char scratch[4096];
-    if (uid < 0 || (uid_t)uid == geteuid() ||
-        getpwuid_r((uid_t)uid, &pw, scratch, sizeof(scratch), &found) != 0 ||
-        found == NULL)
+    char home[4096];
+    if ((uid_t)uid == geteuid() || ebb_runas_user(uid, NULL, home, sizeof(home)) != 0)
         return ebb_strfmt("%s/%s", o->checkpoint_root, id);
-    return ebb_strfmt("%s/.local/state/ebb/checkpoints/%s", pw.pw_dir, id);
+    return ebb_strfmt("%s/.local/state/ebb/checkpoints/%s", home, id);
 }
 
 static void get_job(struct ebb__agent_api *api, struct ebb__job *job,

@@ -8,25 +8,19 @@
  * may see of another's job or schedule (the redacted view); answers for
  * others keep only those keys, so a field added to a job's answer later
  * stays private until it is added here on purpose. */
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <ebb/runas.h>
 
 #include "daemon/daemon.h"
 #include "jobs/jobspec.h"
 
 const char *ebb__daemon_user_name(int64_t uid, char *buf, size_t len)
 {
-    struct passwd pw, *found = NULL;
-    char scratch[1024];
-    if (uid < 0 || (int64_t)(uid_t)uid != uid ||
-        getpwuid_r((uid_t)uid, &pw, scratch, sizeof(scratch), &found) != 0 ||
-        found == NULL)
-        return NULL;
-    snprintf(buf, len, "%s", pw.pw_name);
-    return buf;
+    return ebb_runas_user(uid, buf, NULL, len) == 0 ? buf : NULL;
 }
 
 int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid)
