@@ -409,3 +409,88 @@ void ebb__cfg_free(const struct ebb_cfg_key *table, void *config)
         ebb__cfg_free_value(k->type, (char *)config + k->offset);
     free(config);
 }
+
+/* ---- ranges --------------------------------------------------------------- */
+
+/* A number or duration as users write it: "1m30s", "0.05". */
+static void format_number(enum ebb_cfg_type type, double v, char *buf,
+                          size_t size)
+{
+    if (type == EBB_CFG_DURATION)
+        ebb_format_duration((ebb_dur_ms)v, buf, size);
+    else
+        snprintf(buf, size, "%.15g", v);
+}
+
+const char *ebb__cfg_range_format(enum ebb_cfg_type type,
+                                  const struct ebb__cfg_range *r, char *buf,
+                                  size_t size)
+{
+    char lo[EBB_DURATION_BUFSZ], hi[EBB_DURATION_BUFSZ];
+    format_number(type, r->min, lo, sizeof(lo));
+    format_number(type, r->max, hi, sizeof(hi));
+    snprintf(buf, size, "%sfrom %s to %s", r->off ? "0 (none), or " : "", lo, hi);
+    return buf;
+}
+
+/* The value at `value` as a double: ranges compare in doubles, exact for
+ * every int and duration below 2^53 (285 000 years in milliseconds). */
+static int range_value(enum ebb_cfg_type type, const void *value, double *out)
+{
+    if (type == EBB_CFG_INT || type == EBB_CFG_DURATION) {
+        int64_t v;
+        memcpy(&v, value, sizeof(v));
+        *out = (double)v;
+        return 0;
+    }
+    if (type == EBB_CFG_DOUBLE) {
+        memcpy(out, value, sizeof(*out));
+        return 0;
+    }
+    return EBB_EINVAL;
+}
+
+int ebb__cfg_check_range(enum ebb_cfg_type type, const void *value,
+                         const struct ebb__cfg_range *r, const char *what,
+                         const struct ebb__ynode *node, const char *file,
+                         struct ebb_diag *d)
+{
+    double v;
+    if (range_value(type, value, &v) != 0) {
+        ebb_diag_set(d, NULL, 0, "%s: a range applies only to a number or a "
+                     "duration", what);
+        return EBB_ECONFIG;
+    }
+    if ((v >= r->min && v <= r->max) || (r->off && v == 0))
+        return 0;
+    char shown[EBB_DURATION_BUFSZ], range[3 * EBB_DURATION_BUFSZ];
+    format_number(type, v, shown, sizeof(shown));
+    ebb_diag_set(d, node != NULL ? node->file : file, node != NULL ? node->line : 0,
+                 "%s: %s is outside the allowed range (%s)", what, shown,
+                 ebb__cfg_range_format(type, r, range, sizeof(range)));
+    return EBB_ECONFIG;
+}
+
+int ebb__cfg_check_ranges(const struct ebb_cfg_key *table,
+                          const struct ebb__cfg_range *ranges,
+                          const void *config, const struct ebb__ynode *section,
+                          const char *file, const char *where,
+                          struct ebb_diag *d)
+{
+    char what[256];
+    for (const struct ebb__cfg_range *r = ranges; r->key != NULL; r++) {
+        const struct ebb_cfg_key *k = table;
+        while (k->key != NULL && strcmp(k->key, r->key) != 0)
+            k++;
+        key_what(where, r->key, what, sizeof(what));
+        if (k->key == NULL) {
+            ebb_diag_set(d, NULL, 0, "%s: a range for a key the table lacks", what);
+            return EBB_ECONFIG;
+        }
+        int rc = ebb__cfg_check_range(k->type, (const char *)config + k->offset, r,
+                                      what, ebb__ymap_get(section, r->key), file, d);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}

@@ -11,6 +11,7 @@
 #ifndef EBB_CFG_TABLE_H
 #define EBB_CFG_TABLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <ebb/config.h>
@@ -43,6 +44,46 @@ void ebb__cfg_free(const struct ebb_cfg_key *table, void *config);
  * d set to "file:line: what: ..." or EBB_ENOMEM. */
 int ebb__cfg_parse_value(enum ebb_cfg_type type, const struct ebb__ynode *node,
                          const char *what, void *dst, struct ebb_diag *d);
+
+/* The range a number or duration of a table must lie in, inclusive: an
+ * EBB_CFG_INT, EBB_CFG_DOUBLE or EBB_CFG_DURATION (in milliseconds) key.
+ * `off` also allows 0, meaning "none" (checkpoint.every: 0). Ranges are
+ * the core's own (a plugin checks its ranges in create()); a table of
+ * them ends with a NULL key. */
+struct ebb__cfg_range {
+    const char *key;
+    double min, max;
+    bool off;
+};
+#define EBB__CFG_RANGE_END { NULL, 0, 0, false }
+
+/* Writes a range for users into buf: "from 1s to 10m" for a duration,
+ * "from 0 to 10" for a number, with "0 (none), or " in front when 0 is
+ * allowed as off. Returns buf. */
+const char *ebb__cfg_range_format(enum ebb_cfg_type type,
+                                  const struct ebb__cfg_range *r, char *buf,
+                                  size_t size);
+
+/* Checks `value` (a field of the type's C type) against range `r`; on a
+ * value outside it sets d to "what: VALUE is outside the allowed range
+ * (RANGE)" at `node`'s line (file `file`, line 0 when node is NULL) and
+ * returns EBB_ECONFIG, else returns 0. */
+int ebb__cfg_check_range(enum ebb_cfg_type type, const void *value,
+                         const struct ebb__cfg_range *r, const char *what,
+                         const struct ebb__ynode *node, const char *file,
+                         struct ebb_diag *d);
+
+/* Checks each key of `ranges` in `config` (a struct ebb__cfg_apply() built
+ * from `table` and `section`): the first value outside its range sets d,
+ * at the key's line in `section`, or line 0 of `file` for a default, and
+ * returns EBB_ECONFIG. `where` prefixes key names as in ebb__cfg_apply().
+ * A key of `ranges` that `table` lacks, or of another type, is a bad table
+ * (EBB_ECONFIG with d set). */
+int ebb__cfg_check_ranges(const struct ebb_cfg_key *table,
+                          const struct ebb__cfg_range *ranges,
+                          const void *config, const struct ebb__ynode *section,
+                          const char *file, const char *where,
+                          struct ebb_diag *d);
 
 /* Frees a value ebb__cfg_parse_value() stored at `dst` (strings and string
  * lists; other types own nothing) and zeroes it. */

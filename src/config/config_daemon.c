@@ -90,6 +90,44 @@ static const struct ebb_cfg_key agent_api_keys[] = {
     EBB_CFG_END,
 };
 
+/* The agent API's timing. A heartbeat of 0 has every agent report in a
+ * busy loop and give up, and ebbd declare it lost at once; a timeout
+ * shorter than a few heartbeats declares an agent lost between two of its
+ * reports. The timeout must cover HEARTBEAT_MISSES heartbeats, so that one
+ * or two reports lost on the way (a slow network, a paused VM, a
+ * restarting ebbd) never end an instance that is fine. */
+#define HEARTBEAT_MISSES 3
+#define HEARTBEAT_TIMEOUT_MAX (24.0 * 3600 * 1000)
+static const struct ebb__cfg_range agent_api_ranges[] = {
+    {"heartbeat", 1000, 600000, false},
+    {"heartbeat_timeout", 1000 * HEARTBEAT_MISSES, HEARTBEAT_TIMEOUT_MAX, false},
+    EBB__CFG_RANGE_END,
+};
+
+/* heartbeat_timeout against heartbeat (each already in its range). Sets d
+ * and returns EBB_ECONFIG when the timeout covers fewer than
+ * HEARTBEAT_MISSES heartbeats. */
+static int check_heartbeat(const struct agent_api_cfg *a, const struct ebb__ynode *n,
+                           const char *file, struct ebb_diag *d)
+{
+    struct ebb__cfg_range r = {"heartbeat_timeout",
+                               (double)a->heartbeat * HEARTBEAT_MISSES,
+                               HEARTBEAT_TIMEOUT_MAX, false};
+    if ((double)a->heartbeat_timeout >= r.min)
+        return 0;
+    char to[EBB_DURATION_BUFSZ], hb[EBB_DURATION_BUFSZ], range[3 * EBB_DURATION_BUFSZ];
+    const struct ebb__ynode *m = ebb__ymap_get(n, "heartbeat_timeout");
+    if (m == NULL)
+        m = ebb__ymap_get(n, "heartbeat");
+    ebb_diag_set(d, m != NULL ? m->file : file, m != NULL ? m->line : 0,
+                 "agent_api.heartbeat_timeout: %s is outside the allowed range (%s): "
+                 "it must cover %d heartbeats of agent_api.heartbeat (%s)",
+                 ebb_format_duration(a->heartbeat_timeout, to, sizeof(to)),
+                 ebb__cfg_range_format(EBB_CFG_DURATION, &r, range, sizeof(range)),
+                 HEARTBEAT_MISSES, ebb_format_duration(a->heartbeat, hb, sizeof(hb)));
+    return EBB_ECONFIG;
+}
+
 struct metrics_cfg {
     char *listen;
 };
@@ -282,7 +320,11 @@ int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n
     if (rc != 0)
         return rc;
     struct agent_api_cfg *agent = raw;
-    if (check_limits(n, cfg->file, "agent_api", agent->max_connections, 1,
+    if (ebb__cfg_check_ranges(agent_api_keys, agent_api_ranges, agent, n, cfg->file,
+                              "agent_api", d) != 0 ||
+        check_heartbeat(agent, n, cfg->file, d) != 0) {
+        rc = EBB_ECONFIG;
+    } else if (check_limits(n, cfg->file, "agent_api", agent->max_connections, 1,
                      "header_timeout", agent->header_timeout, agent->idle_timeout,
                      d) != 0) {
         rc = EBB_ECONFIG;

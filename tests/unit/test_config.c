@@ -592,6 +592,50 @@ static void config_clock_run_on_agent(void **state)
                  "(example: run_on: {sim: local})");
 }
 
+/* agent_api.heartbeat and heartbeat_timeout are bounded when ebb.yaml is
+ * read, with the allowed range in the message: a heartbeat of 0 had every
+ * agent exit and ebbd log a preemption a second; a timeout below three
+ * heartbeats declares agents lost between two reports (#16 point 8). */
+static void config_agent_heartbeat_bounds(void **state)
+{
+    (void)state;
+    struct ebb__config *cfg;
+    struct ebb_diag d;
+    expect_error("agent_api: {heartbeat: 0s}\n",
+                 "ebb.yaml:1: agent_api.heartbeat: 0s is outside the allowed range "
+                 "(from 1s to 10m)");
+    expect_error("agent_api:\n  heartbeat: 11m\n",
+                 "ebb.yaml:2: agent_api.heartbeat: 11m is outside the allowed range "
+                 "(from 1s to 10m)");
+    expect_error("agent_api:\n  heartbeat: 1h\n  heartbeat_timeout: 1s\n",
+                 "ebb.yaml:2: agent_api.heartbeat: 1h is outside the allowed range "
+                 "(from 1s to 10m)");
+    expect_error("agent_api:\n  heartbeat: 10m\n  heartbeat_timeout: 1s\n",
+                 "ebb.yaml:3: agent_api.heartbeat_timeout: 1s is outside the allowed "
+                 "range (from 3s to 1d)");
+    expect_error("agent_api:\n  heartbeat: 10m\n  heartbeat_timeout: 29m59s\n",
+                 "ebb.yaml:3: agent_api.heartbeat_timeout: 29m59s is outside the "
+                 "allowed range (from 30m to 1d): it must cover 3 heartbeats of "
+                 "agent_api.heartbeat (10m)");
+    /* The default timeout (60 s) against a heartbeat it cannot cover: the
+     * message points at the heartbeat, the key the user wrote. */
+    expect_error("agent_api:\n  heartbeat: 30s\n",
+                 "ebb.yaml:2: agent_api.heartbeat_timeout: 1m is outside the allowed "
+                 "range (from 1m30s to 1d): it must cover 3 heartbeats of "
+                 "agent_api.heartbeat (30s)");
+    expect_error("agent_api: {heartbeat_timeout: 2d}\n",
+                 "ebb.yaml:1: agent_api.heartbeat_timeout: 2d is outside the allowed "
+                 "range (from 3s to 1d)");
+    assert_int_equal(load("agent_api: {heartbeat: 10m, heartbeat_timeout: 30m}\n",
+                          &cfg, &d), 0);
+    assert_int_equal(cfg->agent_heartbeat, 600000);
+    assert_int_equal(cfg->agent_heartbeat_timeout, 1800000);
+    ebb__config_free(cfg);
+    assert_int_equal(load("agent_api: {heartbeat: 1s, heartbeat_timeout: 3s}\n",
+                          &cfg, &d), 0);
+    ebb__config_free(cfg);
+}
+
 /* TLS on the agent listener: by default whenever others can reach it; a
  * plain listener they can reach only with agent_api.insecure. */
 static void config_agent_tls(void **state)
@@ -943,6 +987,79 @@ static void table_values(void **state)
     ebb__cfg_free(sample_keys, c);
 }
 
+/* Ranges over a table's values (the core's own bounds): a value outside
+ * is refused with the allowed range; 0 passes where it means "none". */
+static void table_ranges(void **state)
+{
+    (void)state;
+    static const struct ebb__cfg_range ranges[] = {
+        {"max_instances", 1, 100, false},
+        {"spot_fraction", 0, 1, false},
+        {"poll_interval", 60000, 3600000, true},
+        EBB__CFG_RANGE_END,
+    };
+    static const struct {
+        const char *text;
+        const char *msg; /* NULL: in range */
+    } cases[] = {
+        {"providers:\n  aws:\n    max_instances: 0\n",
+         "ebb.yaml:3: providers.aws.max_instances: 0 is outside the allowed range "
+         "(from 1 to 100)"},
+        {"providers:\n  aws:\n    spot_fraction: 1.5\n",
+         "ebb.yaml:3: providers.aws.spot_fraction: 1.5 is outside the allowed range "
+         "(from 0 to 1)"},
+        {"providers:\n  aws:\n    poll_interval: 59s\n",
+         "ebb.yaml:3: providers.aws.poll_interval: 59s is outside the allowed range "
+         "(0 (none), or from 1m to 1h)"},
+        {"providers:\n  aws:\n    poll_interval: 0s\n", NULL},
+        {"providers:\n  aws:\n    poll_interval: 1h\n    max_instances: 100\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct sample_cfg *c;
+        struct ebb_diag d;
+        assert_int_equal(apply(cases[i].text, &c, &d), 0);
+        /* apply() freed the document: a range message with a line needs
+         * one, so the check runs on a fresh copy of it. */
+        struct ebb__ydoc *doc;
+        assert_int_equal(ebb__ydoc_load_buffer("ebb.yaml", cases[i].text,
+                                               strlen(cases[i].text), &doc, &d), 0);
+        const struct ebb__ynode *aws = ebb__ymap_get(
+            ebb__ymap_get(ebb__ydoc_root(doc), "providers"), "aws");
+        int rc = ebb__cfg_check_ranges(sample_keys, ranges, c, aws, "ebb.yaml",
+                                       "providers.aws", &d);
+        if (cases[i].msg == NULL) {
+            assert_int_equal(rc, 0);
+        } else {
+            assert_int_equal(rc, EBB_ECONFIG);
+            assert_string_equal(d.msg, cases[i].msg);
+        }
+        ebb__ydoc_free(doc);
+        ebb__cfg_free(sample_keys, c);
+    }
+    /* A default outside its range is blamed on the file (line 0). */
+    void *raw;
+    struct ebb_diag d;
+    assert_int_equal(ebb__cfg_apply(sample_keys, sizeof(struct sample_cfg), NULL,
+                                    "providers.aws", &raw, &d), 0);
+    static const struct ebb__cfg_range tight[] = {{"max_instances", 1, 4, false},
+                                                  EBB__CFG_RANGE_END};
+    assert_int_equal(ebb__cfg_check_ranges(sample_keys, tight, raw, NULL, "ebb.yaml",
+                                           "providers.aws", &d), EBB_ECONFIG);
+    assert_string_equal(d.msg, "ebb.yaml: providers.aws.max_instances: 8 is outside "
+                               "the allowed range (from 1 to 4)");
+    static const struct ebb__cfg_range bad[] = {{"nosuch", 1, 4, false},
+                                                {"endpoint", 1, 4, false},
+                                                EBB__CFG_RANGE_END};
+    assert_int_equal(ebb__cfg_check_ranges(sample_keys, bad, raw, NULL, "ebb.yaml",
+                                           "providers.aws", &d), EBB_ECONFIG);
+    assert_string_equal(d.msg, "providers.aws.nosuch: a range for a key the table lacks");
+    assert_int_equal(ebb__cfg_check_ranges(sample_keys, bad + 1, raw, NULL, "ebb.yaml",
+                                           "providers.aws", &d), EBB_ECONFIG);
+    assert_string_equal(d.msg, "providers.aws.endpoint: a range applies only to a "
+                               "number or a duration");
+    ebb__cfg_free(sample_keys, raw);
+}
+
 static void table_errors(void **state)
 {
     (void)state;
@@ -1093,10 +1210,12 @@ int main(void)
         cmocka_unit_test(config_defaults),
         cmocka_unit_test(config_errors),
         cmocka_unit_test(config_clock_run_on_agent),
+        cmocka_unit_test(config_agent_heartbeat_bounds),
         cmocka_unit_test(config_agent_tls),
         cmocka_unit_test(config_file),
         cmocka_unit_test(table_defaults),
         cmocka_unit_test(table_values),
+        cmocka_unit_test(table_ranges),
         cmocka_unit_test(table_errors),
         cmocka_unit_test(table_bad_tables),
         cmocka_unit_test(table_names),
