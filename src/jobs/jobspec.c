@@ -289,9 +289,11 @@ static int do_checkpoint(struct ctx *c, const struct ebb__jy_layer *l)
     if (rc != 0)
         return rc;
     const struct ebb__ynode *n = ebb__jy_get(&ck, "dir");
-    if (n != NULL)
+    if (n != NULL) {
+        c->where.dir = n->line;
         rc = ebb__yread_text(n, "checkpoint.dir", "/data/ckpt/resnet",
                              &cp->dir, c->d);
+    }
     n = ebb__jy_get(&ck, "signal");
     if (rc == 0 && n != NULL) {
         rc = ebb__yread_scalar(n, "checkpoint.signal", "a signal name", c->d);

@@ -36,6 +36,13 @@
 #define EBB__JOB_RESTART_OVERHEAD_DEFAULT (5 * EBB_MS_PER_MINUTE)
 #define EBB__JOB_GRACE_DEFAULT (90 * EBB_MS_PER_SECOND)
 #define EBB__JOB_GRACE_MAX (10 * EBB_MS_PER_MINUTE)
+/* checkpoint.every: 0 (none), or from EVERY_MIN to EVERY_MAX. The floor is
+ * the agent's own (it never signals a job more often than once a second of
+ * wall time): 1ms asked for a storm of checkpoint signals that killed
+ * jobs, and a job signalled faster than it writes checkpoints does
+ * nothing else. */
+#define EBB__JOB_EVERY_MIN EBB_MS_PER_SECOND
+#define EBB__JOB_EVERY_MAX (7 * EBB_MS_PER_DAY)
 #define EBB__JOB_MAX_RETRIES_DEFAULT 2
 #define EBB__JOB_MAX_RETRIES_MAX 1000
 #define EBB__JOB_GPU_COUNT_MAX 1024
@@ -200,11 +207,12 @@ int ebb__job_name_valid(const char *s);
 struct ebb__jobspec_where {
     const char *file; /* NULL: no file (messages start with `prefix`) */
     const char *prefix; /* used when file is NULL, e.g. "job spec JSON" */
-    int job, work, deadline, grace, every;
+    int job, work, deadline, grace, every, dir;
 };
 
 /* The checks that involve more than one value: work > 0, grace <= 10m,
- * every >= 0, deadline after submit, and a deadline that leaves time for
+ * every 0 or within EBB__JOB_EVERY_MIN..MAX, a checkpoint dir whose ".."
+ * never climbs out of where it starts, deadline after submit, and a deadline that leaves time for
  * the work plus one restart. Returns 0 or EBB_ECONFIG with d set. */
 int ebb__jobspec_check(const struct ebb__job_spec *spec,
                        const struct ebb__jobspec_where *where,

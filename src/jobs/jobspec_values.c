@@ -12,6 +12,7 @@
 #include <ebb/units.h>
 
 #include "base/cfg_table.h"
+#include "base/pathname.h"
 
 const char *const ebb__jobspec_keys[] = {
     "name",       "run",    "shell",  "work",        "deadline",
@@ -192,9 +193,33 @@ int ebb__jobspec_check(const struct ebb__job_spec *spec,
             ebb_format_duration(spec->checkpoint.grace, c, sizeof(c)));
         return EBB_ECONFIG;
     }
-    if (spec->checkpoint.every < 0) {
-        say(d, w, w->every, "checkpoint.every: must not be negative");
+    static const struct ebb__cfg_range every = {"every", EBB__JOB_EVERY_MIN,
+                                                EBB__JOB_EVERY_MAX, true};
+    if (spec->checkpoint.every != 0 && (spec->checkpoint.every < EBB__JOB_EVERY_MIN ||
+                                        spec->checkpoint.every > EBB__JOB_EVERY_MAX)) {
+        char range[3 * EBB_DURATION_BUFSZ];
+        say(d, w, w->every, "checkpoint.every: %s is outside the allowed range (%s)",
+            ebb_format_duration(spec->checkpoint.every, c, sizeof(c)),
+            ebb__cfg_range_format(EBB_CFG_DURATION, &every, range, sizeof(range)));
         return EBB_ECONFIG;
+    }
+    if (spec->checkpoint.dir != NULL) {
+        char *resolved = NULL;
+        int rc = ebb__path_resolve(NULL, spec->checkpoint.dir, &resolved);
+        free(resolved);
+        if (rc == EBB_ENOMEM) {
+            say(d, w, w->dir, "out of memory");
+            return rc;
+        }
+        if (rc != 0) {
+            char q[EBB_DIAG_QUOTE_SIZE];
+            const char *dir = spec->checkpoint.dir;
+            say(d, w, w->dir, "checkpoint.dir: %s climbs out of %s with \"..\" "
+                "(write a path without it, e.g. ckpt or /data/ckpt)",
+                ebb_diag_quote(dir, strlen(dir), q, sizeof(q)),
+                dir[0] == '/' ? "/" : "the job's working directory");
+            return EBB_ECONFIG;
+        }
     }
     if (!spec->has_deadline)
         return 0;

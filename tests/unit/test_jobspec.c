@@ -898,6 +898,64 @@ static int has_suffix(const char *s, const char *suffix)
 
 /* Checks the promises examples/jobs/workload-small.yaml makes about itself
  * in its comments, so the file and its comments cannot drift apart. */
+/* checkpoint.every is 0 or at least a second, with the allowed range in
+ * the message (#16 point 8: 1ms had the agent signal a job to death), in
+ * both readers and in workload defaults. */
+static void checkpoint_every_bounds(void **state)
+{
+    (void)state;
+    expect_error(HEAD "work: 1h\ncheckpoint:\n  every: 1ms\n",
+                 "job.yaml:5: checkpoint.every: 1ms is outside the allowed range "
+                 "(0 (none), or from 1s to 7d)");
+    expect_error(HEAD "work: 1h\ncheckpoint: {every: 999ms}\n",
+                 "job.yaml:4: checkpoint.every: 999ms is outside the allowed range "
+                 "(0 (none), or from 1s to 7d)");
+    expect_error(HEAD "work: 1h\ncheckpoint: {every: 8d}\n",
+                 "job.yaml:4: checkpoint.every: 8d is outside the allowed range "
+                 "(0 (none), or from 1s to 7d)");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"checkpoint\":{\"every\":\"1ms\"}}",
+                      "job spec JSON: checkpoint.every: 1ms is outside the allowed "
+                      "range (0 (none), or from 1s to 7d)");
+    static const char *const fine[] = {"0s", "1s", "7d", "30m"};
+    for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), HEAD "work: 1h\ncheckpoint: {every: %s}\n",
+                 fine[i]);
+        struct ebb__job_spec sp;
+        struct ebb_diag d;
+        if (load_text(text, &sp, &d) != 0)
+            fail_msg("every: %s: %s", fine[i], d.msg);
+        ebb__jobspec_free(&sp);
+    }
+}
+
+/* A checkpoint.dir whose ".." climbs out of where it starts is refused at
+ * parse time: "relative/../../../x" once had root create /x (#16 point 7).
+ * A ".." that only takes back what the path added is fine. */
+static void checkpoint_dir_dots(void **state)
+{
+    (void)state;
+    expect_error(HEAD "work: 1h\ncheckpoint:\n  dir: relative/../../../x\n",
+                 "job.yaml:5: checkpoint.dir: \"relative/../../../x\" climbs out "
+                 "of the job's working directory with \"..\" (write a path without "
+                 "it, e.g. ckpt or /data/ckpt)");
+    expect_error(HEAD "work: 1h\ncheckpoint: {dir: /../x}\n",
+                 "job.yaml:4: checkpoint.dir: \"/../x\" climbs out of / with "
+                 "\"..\" (write a path without it, e.g. ckpt or /data/ckpt)");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"checkpoint\":{\"dir\":\"../ckpt\"}}",
+                      "job spec JSON: checkpoint.dir: \"../ckpt\" climbs out of the "
+                      "job's working directory with \"..\" (write a path without "
+                      "it, e.g. ckpt or /data/ckpt)");
+    struct ebb__job_spec sp;
+    struct ebb_diag d;
+    if (load_text(HEAD "work: 1h\ncheckpoint: {dir: runs/a/../b}\n", &sp, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_string_equal(sp.checkpoint.dir, "runs/a/../b"); /* as written */
+    ebb__jobspec_free(&sp);
+}
+
 static void check_small_workload(const struct ebb__workload *w)
 {
     assert_true(w->n >= 8 && w->n <= 12);
@@ -1006,6 +1064,8 @@ int main(void)
         cmocka_unit_test(workload_errors),
         cmocka_unit_test(from_node),
         cmocka_unit_test(json_reader),
+        cmocka_unit_test(checkpoint_every_bounds),
+        cmocka_unit_test(checkpoint_dir_dots),
         cmocka_unit_test(examples_load),
         cmocka_unit_test(truncated_inputs),
     };

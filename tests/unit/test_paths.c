@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ebb/common.h>
+
+#include "base/pathname.h"
 #include "base/paths.h"
 
 /* tests/meson.build sets both to the real trees. */
@@ -54,11 +57,57 @@ static void uninstalled_programs_use_the_source_data(void **state)
     free(saved);
 }
 
+/* Relative paths land below their base; ".." may take back what the path
+ * itself added, never climb out of the base (src/base/pathname.c). */
+static void paths_resolve_by_text(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *base, *path, *want; /* want NULL: refused */
+    } cases[] = {
+        {"/home/u/proj", "ckpt", "/home/u/proj/ckpt"},
+        {"/home/u/proj", "./a//b/", "/home/u/proj/a/b"},
+        {"/home/u/proj", "a/../b", "/home/u/proj/b"},
+        {"/home/u/proj", "a/..", "/home/u/proj"},
+        {"/home/u/proj/", "a/b/../../c", "/home/u/proj/c"},
+        {"/", "ckpt", "/ckpt"},
+        {"/", "a/..", "/"},
+        {"/home/u/proj", "/data/ckpt/../run", "/data/run"},
+        {NULL, "/data//ckpt/.", "/data/ckpt"},
+        {NULL, "a/./b/../c", "a/c"},
+        {NULL, "a/..", "."},
+        {"/home/u/proj", "relative/../../../x", NULL},
+        {"/home/u/proj", "..", NULL},
+        {"/home/u/proj", "../proj/ckpt", NULL},
+        {"/", "a/../..", NULL},
+        {NULL, "/..", NULL},
+        {NULL, "/a/../../etc", NULL},
+        {NULL, "../x", NULL},
+        {NULL, "", NULL},
+        {"relative/base", "x", "x"}, /* only an absolute base is one */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *out = (char *)"untouched";
+        int rc = ebb__path_resolve(cases[i].base, cases[i].path, &out);
+        if (cases[i].want == NULL) {
+            if (rc != EBB_EINVAL)
+                fail_msg("%s under %s: rc %d", cases[i].path, cases[i].base, rc);
+            assert_null(out);
+            continue;
+        }
+        if (rc != 0)
+            fail_msg("%s under %s: rc %d", cases[i].path, cases[i].base, rc);
+        assert_string_equal(out, cases[i].want);
+        free(out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_environment_wins),
         cmocka_unit_test(uninstalled_programs_use_the_source_data),
+        cmocka_unit_test(paths_resolve_by_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
