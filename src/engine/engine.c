@@ -212,6 +212,15 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
                      ebb_format_time(now, clock_now, sizeof(clock_now)));
         return EBB_EINVAL;
     }
+    /* A relative checkpoint dir lies below the job's working directory;
+     * without one it would lie wherever the agent happens to run. */
+    const char *ckpt = spec->checkpoint.dir;
+    if (ckpt != NULL && ckpt[0] != '/' && (workdir == NULL || workdir[0] != '/')) {
+        ebb_diag_set(d, spec->file, 0, "checkpoint.dir \"%s\" is relative, and the "
+                     "submit names no working directory to put it below: write an "
+                     "absolute path", ckpt);
+        return EBB_EINVAL;
+    }
     struct ebb__job *job = NULL;
     int rc = ebb__engine_job_new(e, spec, owner_uid, workdir, now, &job, d);
     if (rc != 0)

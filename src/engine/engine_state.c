@@ -11,6 +11,7 @@
 #include <ebb/runas.h>
 
 #include "base/log.h"
+#include "base/pathname.h"
 #include "engine/internal.h"
 
 static const char *const state_names[] = {
@@ -192,10 +193,32 @@ int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
                       policy_name ? policy_name : "(none)");
         return EBB_EINVAL;
     }
+    /* A relative checkpoint dir is the job's: below its working directory,
+     * where the job runs and looks for it, never where ebbd or the agent
+     * happen to run. Resolved here, for submits and restored jobs alike,
+     * so that the agent, the checkpoint rows and `ebb job show` all see
+     * one absolute path. */
+    char *ckpt_dir = NULL;
+    int rc = spec->checkpoint.dir != NULL
+                 ? ebb__path_resolve(workdir, spec->checkpoint.dir, &ckpt_dir)
+                 : 0;
+    if (rc != 0) {
+        if (rc == EBB_ENOMEM)
+            ebb_diag_set(d, NULL, 0, "out of memory");
+        else
+            ebb_diag_set(d, spec->file, 0, "%s: checkpoint.dir \"%s\" climbs out of "
+                         "its directory with \"..\"", spec->name, spec->checkpoint.dir);
+        return rc;
+    }
     struct ebb__job *job = calloc(1, sizeof(*job));
     if (job == NULL) {
+        free(ckpt_dir);
         ebb_diag_set(d, NULL, 0, "out of memory");
         return EBB_ENOMEM;
+    }
+    if (ckpt_dir != NULL) {
+        free(spec->checkpoint.dir);
+        spec->checkpoint.dir = ckpt_dir;
     }
     job->engine = e;
     ebb_list_init(&job->node);

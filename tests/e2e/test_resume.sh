@@ -6,7 +6,12 @@
 # finish, and produce the same model, bit for bit, as an uninterrupted run.
 # The agents reach ebbd over TLS (agent_api.tls: on, its own certificate
 # and pin), as cloud agents do.
+# Usage: test_resume.sh [relative]. With "relative" the spec says
+# checkpoint: {dir: ckpt}, submitted from a project directory while ebbd
+# runs in another: the checkpoints must lie below the project directory,
+# where the job runs, and every resume must find them there (#16 point 7).
 . "$(dirname "$0")/../integration/lib.sh"
+MODE=${1:-absolute}
 
 TRAIN="$EBB_SOURCE_ROOT/examples/train.py"
 STEPS=1000
@@ -35,10 +40,22 @@ resources: {instance_types: [p3.2xlarge]}
 market: spot
 checkpoint: {grace: 60s}
 YAML
+PROJECT="$TMP/project"
+mkdir -p "$PROJECT" "$TMP/ebbd-cwd"
+if [ "$MODE" = relative ]; then
+    echo "checkpoint: {grace: 60s, dir: ckpt}" >"$PROJECT/train.yaml"
+    grep -v '^checkpoint:' "$TMP/train.yaml" >>"$PROJECT/train.yaml"
+    mv "$PROJECT/train.yaml" "$TMP/train.yaml"
+fi
+# ebbd (and the agents it starts) run in a directory of their own; the job
+# is submitted from the project directory, as a user submits from theirs.
+cd "$TMP/ebbd-cwd" || exit 1
 check "ebbd starts" start_daemon "$S" --config "$TMP/ebb.yaml"
 check "agents reach ebbd over TLS" grep -q "agents reach ebbd at https://" "$S.log"
+cd "$PROJECT" || exit 1
 expect_exit 0 "submit" "$EBB" --state-dir "$S" submit "$TMP/train.yaml"
 ID=$OUT
+cd "$TMP" || exit 1
 
 state=""
 for _ in $(seq 1 1200); do
@@ -60,6 +77,15 @@ check "the job finished in its log" contains "$OUT" "done: $STEPS steps"
 check "the model equals the uninterrupted run's, bit for bit" \
     cmp "$TMP/reference.json" "$TMP/model.json"
 check "no job process is left" test -z "$(pgrep -f "$TMP/model.json" || true)"
+if [ "$MODE" = relative ]; then
+    check "the spec's checkpoint dir is resolved below the project directory" \
+        test "$(json_get "$J" 'd["spec"]["checkpoint"]["dir"]')" = "$PROJECT/ckpt"
+    check "every checkpoint was recorded below the project directory" \
+        test "$(json_get "$J" 'all(c["path"].startswith("'"$PROJECT"'/ckpt/")
+                                   for c in d["checkpoints"])')" = True
+    check "the checkpoints are there" test -n "$(ls -A "$PROJECT/ckpt")"
+    check "nothing was written where ebbd runs" test -z "$(ls -A "$TMP/ebbd-cwd")"
+fi
 
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
