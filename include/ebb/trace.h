@@ -120,9 +120,11 @@ ebb_time_ms ebb_avail_series_next_change(const struct ebb_avail_series *s,
 
 /* Parses a non-negative decimal amount ("0.918", "12", "3.5", ".5" is
  * rejected) into micro-units, exactly: up to 6 decimals as integers, more
- * rounded half up on the seventh, at most EBB_MONEY_MAX (units.h).
- * Returns 0, or EBB_EINVAL with a short reason in *why ("is negative",
- * "is not a number", "is too large", "is more than 1000000000, ...").
+ * rounded half up on the seventh, at most EBB_MONEY_MAX (units.h). An
+ * amount above 0 that would round to 0 (0.0000004) is refused, never
+ * silently made 0. Returns 0, or EBB_EINVAL with a short reason in *why
+ * ("is negative", "is not a number", "is too large", "is more than
+ * 1000000000, ...", "is below 0.000001, ...").
  * Shared with the catalog. */
 int ebb_parse_decimal_micros(const char *s, ebb_micros *out,
                               const char **why);

@@ -214,11 +214,12 @@ static int parse_billing(const struct ebb_host *host, const char *b,
 static int check_cfg(const struct ebb_host *host, const struct sim_cfg *c,
                      enum ebb_billing *billing)
 {
-    if (!isfinite(c->preemption_hazard) || c->preemption_hazard < 0) {
+    if (!isfinite(c->preemption_hazard) || c->preemption_hazard < 0 ||
+        c->preemption_hazard > SIM_HAZARD_MAX) {
         host->log(host->ctx, EBB_LOG_ERROR,
-                  "preemption_hazard: %g is not a rate (expected preemptions per "
-                  "instance-hour, 0 or more; example: 0.05)",
-                  c->preemption_hazard);
+                  "preemption_hazard: %g is outside the allowed range (from 0 to "
+                  "%g preemptions per spot instance-hour; example: 0.05)",
+                  c->preemption_hazard, SIM_HAZARD_MAX);
         return EBB_ECONFIG;
     }
     if (c->notice_lead < 0 || c->checkpoint_time < 0 || c->launch_latency < 0) {

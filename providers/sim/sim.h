@@ -25,11 +25,17 @@
 
 /* ---- configuration (sim.c) ---- */
 
+/* The largest preemption_hazard: 10 preemptions per spot instance-hour,
+ * a mean life of 6 minutes, far beyond any real market (AWS's worst band
+ * is above 20% a month). Past it a backtest spends minutes relaunching
+ * (60: 12 s for the small workload, 1e9: it never ends). */
+#define SIM_HAZARD_MAX 10.0
+
 struct sim_cfg {
     char *prices;
     char *availability;
     ebb_dur_ms notice_lead;
-    double preemption_hazard;
+    double preemption_hazard; /* 0 to SIM_HAZARD_MAX */
     int64_t seed;
     char *billing;
     ebb_dur_ms checkpoint_time;

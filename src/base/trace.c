@@ -103,16 +103,23 @@ int ebb_parse_decimal_micros(const char *s, ebb_micros *out, const char **why)
             return invalid(why, "is not a number");
         int digits = 0;
         bool round_up = false;
+        bool dropped = false; /* a non-zero digit past the sixth */
         for (; *p >= '0' && *p <= '9'; p++, digits++) {
             if (digits < 6)
                 frac = frac * 10 + (*p - '0');
             else if (digits == 6)
                 round_up = *p >= '5';
+            dropped = dropped || (digits >= 6 && *p != '0');
         }
         for (; digits < 6; digits++)
             frac *= 10;
         if (round_up)
             frac++;
+        /* Rounded to 0, a price of 0.0000004 would be free, and every
+         * saving against it 100%: refused rather than silently zeroed. */
+        if (whole == 0 && frac == 0 && dropped && *p == '\0')
+            return invalid(why, "is below 0.000001, the smallest amount ebb "
+                                "keeps (write 0 for free)");
     }
     if (*p != '\0')
         return invalid(why, "is not a number");

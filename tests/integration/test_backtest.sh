@@ -147,6 +147,16 @@ expect_exit 2 "unknown instance type" bt --workload "$BAD/workload_unknown_type.
 check "unknown type: file:line" contains "$ERR" "workload_unknown_type.yaml:8: job typo-job: unknown instance type \"p3.2xlarg\""
 expect_exit 2 "a job that can never finish" bt --workload "$BAD/workload_never.yaml"
 check "never finishes: file:line" contains "$ERR" "workload_never.yaml:5: job slow-k80 can never finish"
+# A hazard that would keep the backtest relaunching for minutes, and a
+# price that would round to 0, are refused with the reason (#16 point 8).
+expect_exit 2 "--preemption-hazard 1e9 is refused" bt --preemption-hazard 1e9
+check "... with the allowed range" contains "$ERR" \
+    "preemption_hazard: 1e+09 is outside the allowed range (from 0 to 10 preemptions per spot instance-hour"
+{ head -n 1 "$PRICES"; sed -n 2p "$PRICES" | sed 's/,[^,]*$/,0.0000004/'; } >"$TMP/tiny.csv"
+expect_exit 2 "a price below a micro-unit is refused" "$EBB" backtest \
+    --prices "$TMP/tiny.csv" --catalog "$CATALOG" --workload "$WORKLOAD"
+check "... not rounded to 0" contains "$ERR" \
+    "tiny.csv:2: price_usd_per_hour: \"0.0000004\" is below 0.000001"
 expect_exit 2 "missing --workload" "$EBB" backtest --prices "$PRICES" --catalog "$CATALOG"
 check "missing --workload is named" contains "$ERR" "--workload is required"
 check "nothing on stdout for bad input" test -z "$OUT"

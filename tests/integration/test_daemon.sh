@@ -31,6 +31,17 @@ printf 'providers:\n  fake:\n    limit: forty\n' >"$TMP/bad2.yaml"
 expect_exit 2 "bad amount refused" "$EBBD" --state-dir "$TMP/never" --config "$TMP/bad2.yaml"
 check "bad amount explained" contains "$ERR" 'bad2.yaml:3: providers.fake.limit: "forty" is not an amount'
 check "bad amount created no state" test ! -e "$TMP/never"
+# Self-defeating agent timing is refused with the allowed range (#16 point 8).
+printf 'agent_api:\n  heartbeat: 0s\n' >"$TMP/hb0.yaml"
+expect_exit 2 "agent_api.heartbeat: 0s refused" "$EBBD" --state-dir "$TMP/never" --config "$TMP/hb0.yaml"
+check "... with the allowed range" contains "$ERR" \
+    "hb0.yaml:2: agent_api.heartbeat: 0s is outside the allowed range (from 1s to 10m)"
+printf 'agent_api:\n  heartbeat: 10m\n  heartbeat_timeout: 1s\n' >"$TMP/hbto.yaml"
+expect_exit 2 "a heartbeat_timeout below 3 heartbeats refused" \
+    "$EBBD" --state-dir "$TMP/never" --config "$TMP/hbto.yaml"
+check "... with the allowed range" contains "$ERR" \
+    "hbto.yaml:3: agent_api.heartbeat_timeout: 1s is outside the allowed range (from 3s to 1d)"
+check "bad agent timing created no state" test ! -e "$TMP/never"
 
 # A state directory others may write into, or a lock file planted as a
 # link, is refused before anything is written through it.

@@ -41,6 +41,16 @@ expect_exit 2 "missing file refused" "$EBB" --state-dir "$S" submit "$TMP/nope.y
 sed 's/^work: 2h$/work: 2h\ndeadline: 2019-12-31T00:00:00Z/' "$TMP/job.yaml" >"$TMP/past.yaml"
 expect_exit 2 "a deadline in the past is refused" "$EBB" --state-dir "$S" submit "$TMP/past.yaml"
 check "... saying so" contains "$ERR" "deadline 2019-12-31T00:00:00Z is in the past (now is 2020-01-01T"
+# A checkpoint storm and a checkpoint dir out of the job's directory are
+# refused at submit with the reason (#16 points 7, 8).
+sed 's/^checkpoint: .*/checkpoint: {grace: 30s, every: 1ms}/' "$TMP/job.yaml" >"$TMP/storm.yaml"
+expect_exit 2 "checkpoint.every: 1ms is refused" "$EBB" --state-dir "$S" submit "$TMP/storm.yaml"
+check "... with the allowed range" contains "$ERR" \
+    "storm.yaml:6: checkpoint.every: 1ms is outside the allowed range (0 (none), or from 1s to 7d)"
+sed 's|^checkpoint: .*|checkpoint: {grace: 30s, dir: relative/../../../x}|' "$TMP/job.yaml" >"$TMP/dots.yaml"
+expect_exit 2 "a checkpoint.dir climbing out with .. is refused" "$EBB" --state-dir "$S" submit "$TMP/dots.yaml"
+check "... saying so" contains "$ERR" \
+    "dots.yaml:6: checkpoint.dir: \"relative/../../../x\" climbs out of the job's working directory"
 expect_exit 0 "jobs --all" "$EBB" --state-dir "$S" jobs --all --json
 check "the past deadline stored nothing" test "$(json_get "$OUT" 'len(d["jobs"])')" = "0"
 

@@ -176,6 +176,9 @@ static void errors(void **state)
          "catalog.csv:2: on_demand_usd_per_hour: \"$3.06\" is not a number"},
         {HDR "\naws,us-east-1,p3.2xlarge,-3.06,1,V100,8,61,1,x\n",
          "catalog.csv:2: on_demand_usd_per_hour: \"-3.06\" is negative"},
+        {HDR "\naws,us-east-1,p3.2xlarge,0.0000001,1,V100,8,61,1,x\n",
+         "catalog.csv:2: on_demand_usd_per_hour: \"0.0000001\" is below 0.000001, "
+         "the smallest amount ebb keeps (write 0 for free)"},
         {HDR "\naws,us-east-1,p3.2xlarge,3.06,one,V100,8,61,1,x\n",
          "catalog.csv:2: gpus: \"one\" is not a whole number >= 0"},
         {HDR "\naws,us-east-1,p3.2xlarge,3.06,1,,8,61,1,x\n",

@@ -1099,6 +1099,10 @@ static void table_errors(void **state)
         {"providers:\n  aws:\n    spot_fraction: 1e10\n",
          "ebb.yaml:3: providers.aws.spot_fraction: \"1e10\" is not a number "
          "(outside -1000000000 to 1000000000; example: 0.5)"},
+        /* An amount below a micro-unit is refused, never rounded to 0. */
+        {"providers:\n  aws:\n    budget: 0.0000001 USD\n",
+         "ebb.yaml:3: providers.aws.budget: \"0.0000001 USD\" is not an amount "
+         "(more than 6 decimals; example: 40 USD)"},
         {"providers:\n  aws:\n    budget: 1000000000.5 USD\n",
          "ebb.yaml:3: providers.aws.budget: \"1000000000.5 USD\" is not an "
          "amount (more than 1000000000, the largest amount ebb takes; "

@@ -1094,6 +1094,27 @@ static void bad_traces_fail_create_with_the_readers_message(void **state)
     fx_close(&f);
 }
 
+/* preemption_hazard is bounded with the allowed range in the message:
+ * 1e9 made a backtest run for minutes (#16 point 8). */
+static void the_hazard_is_bounded(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"1e9", "10.5", "-0.1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char cfg[128];
+        snprintf(cfg, sizeof(cfg), "prices: @/prices.csv\npreemption_hazard: %s\n", bad[i]);
+        struct fx f;
+        assert_int_equal(fx_open(&f, T0, cfg), EBB_ECONFIG);
+        if (strstr(logbuf, "is outside the allowed range (from 0 to 10 preemptions "
+                           "per spot instance-hour; example: 0.05)") == NULL)
+            fail_msg("%s: %s", bad[i], logbuf);
+        fx_close(&f);
+    }
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, "prices: @/prices.csv\npreemption_hazard: 10\n"), 0);
+    fx_close(&f);
+}
+
 static void replays_the_shipped_aws_traces(void **state)
 {
     (void)state;
@@ -1162,6 +1183,7 @@ int main(void)
         cmocka_unit_test(destroy_cancels_in_the_order_asked),
         cmocka_unit_test(same_inputs_same_events),
         cmocka_unit_test(bad_traces_fail_create_with_the_readers_message),
+        cmocka_unit_test(the_hazard_is_bounded),
         cmocka_unit_test(replays_the_shipped_aws_traces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

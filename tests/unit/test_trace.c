@@ -197,8 +197,22 @@ static void decimal_micros(void **state)
     assert_int_equal(m, 12000000);
     assert_int_equal(ebb_parse_decimal_micros("0.0000005", &m, &why), 0);
     assert_int_equal(m, 1);
-    assert_int_equal(ebb_parse_decimal_micros("0.00000049999", &m, &why), 0);
+    /* Above 0 but below a micro-unit: refused, never rounded to a free
+     * price (#16 point 8: "saved 100%"). Zeros stay zero. */
+    static const char *const tiny[] = {"0.00000049999", "0.0000004", "0.0000000001"};
+    for (size_t i = 0; i < sizeof(tiny) / sizeof(tiny[0]); i++) {
+        m = 777;
+        assert_int_equal(ebb_parse_decimal_micros(tiny[i], &m, &why), EBB_EINVAL);
+        assert_string_equal(why, "is below 0.000001, the smallest amount ebb keeps "
+                                 "(write 0 for free)");
+        assert_int_equal(m, 777);
+    }
+    assert_int_equal(ebb_parse_decimal_micros("0.0000000", &m, &why), 0);
     assert_int_equal(m, 0);
+    assert_int_equal(ebb_parse_decimal_micros("0", &m, &why), 0);
+    assert_int_equal(m, 0);
+    assert_int_equal(ebb_parse_decimal_micros("1.0000001", &m, &why), 0);
+    assert_int_equal(m, 1000000); /* rounded, not zeroed */
     assert_int_equal(ebb_parse_decimal_micros("0.9999995", &m, &why), 0);
     assert_int_equal(m, 1000000);
     assert_int_equal(ebb_parse_decimal_micros("1000000000", &m, &why), 0);
@@ -360,6 +374,9 @@ static void prices_errors(void **state)
                            "number (USD per hour, like 0.918)"},
         {PH "\n" ROW "-0.5\n", "prices.csv:2: price_usd_per_hour: \"-0.5\" is "
                                "negative (USD per hour, like 0.918)"},
+        {PH "\n" ROW "0.0000004\n",
+         "prices.csv:2: price_usd_per_hour: \"0.0000004\" is below 0.000001, the "
+         "smallest amount ebb keeps (write 0 for free) (USD per hour, like 0.918)"},
         {PH "\n" ROW "99999999999999\n",
          "prices.csv:2: price_usd_per_hour: \"99999999999999\" is too large "
          "(USD per hour, like 0.918)"},
