@@ -54,33 +54,88 @@ void agent_linescan_feed(struct agent_linescan *ls, const char *data, size_t len
     }
 }
 
-static bool name_in(const char *entry, char *const *extra, size_t n_extra)
+/* A variable's name in an environment entry: the bytes before its '='
+ * (all of it when there is none). */
+struct env_name {
+    const char *s;
+    size_t len;
+    size_t at; /* its index in `extra` */
+};
+
+static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
 {
-    size_t nlen = strcspn(entry, "=");
-    if (nlen == strlen("EBB_AGENT_TOKEN") && memcmp(entry, "EBB_AGENT_TOKEN", nlen) == 0)
-        return true;
-    for (size_t i = 0; i < n_extra; i++)
-        if (strncmp(extra[i], entry, nlen) == 0 && extra[i][nlen] == '=')
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    return c != 0 ? c : (alen > blen) - (alen < blen);
+}
+
+/* Sorts by name, then by place in `extra`: the last of a run of equal
+ * names is the one that wins. */
+static int by_name_then_at(const void *pa, const void *pb)
+{
+    const struct env_name *a = pa, *b = pb;
+    int c = name_cmp(a->s, a->len, b->s, b->len);
+    return c != 0 ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+static bool is_token(const char *s, size_t len)
+{
+    return len == strlen("EBB_AGENT_TOKEN") && memcmp(s, "EBB_AGENT_TOKEN", len) == 0;
+}
+
+/* Whether `sorted` (n names) holds the name s[0..len). */
+static bool name_in(const struct env_name *sorted, size_t n, const char *s, size_t len)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = name_cmp(sorted[mid].s, sorted[mid].len, s, len);
+        if (c == 0)
             return true;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return false;
 }
 
+/* The names of `extra` sorted once, so that each of the agent's variables
+ * is looked up in O(log n): comparing every entry with every other was
+ * quadratic, and a job document may carry a large environment. */
 char **agent_job_environ(char *const *extra, size_t n_extra)
 {
     size_t n = 0;
     while (environ[n] != NULL)
         n++;
     char **envp = calloc(n + n_extra + 1, sizeof(char *));
-    if (envp == NULL)
+    struct env_name *names = calloc(n_extra > 0 ? n_extra : 1, sizeof(*names));
+    bool *wins = calloc(n_extra > 0 ? n_extra : 1, sizeof(*wins));
+    if (envp == NULL || names == NULL || wins == NULL) {
+        free(envp);
+        free(names);
+        free(wins);
         return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!name_in(environ[i], extra, n_extra))
-            envp[k++] = environ[i];
-    /* A name set twice in `extra` keeps its last value. */
+    }
     for (size_t i = 0; i < n_extra; i++)
-        if (!name_in(extra[i], extra + i + 1, n_extra - i - 1))
+        names[i] = (struct env_name){extra[i], strcspn(extra[i], "="), i};
+    qsort(names, n_extra, sizeof(*names), by_name_then_at);
+    /* A name set twice in `extra` keeps its last value. */
+    for (size_t i = 0; i < n_extra; i++) {
+        bool last = i + 1 == n_extra ||
+                    name_cmp(names[i].s, names[i].len, names[i + 1].s, names[i + 1].len) != 0;
+        wins[names[i].at] = last && !is_token(names[i].s, names[i].len);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(environ[i], "=");
+        if (!is_token(environ[i], len) && !name_in(names, n_extra, environ[i], len))
+            envp[k++] = environ[i];
+    }
+    for (size_t i = 0; i < n_extra; i++)
+        if (wins[i])
             envp[k++] = extra[i];
+    free(names);
+    free(wins);
     return envp;
 }
 

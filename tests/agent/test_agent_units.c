@@ -421,6 +421,68 @@ static void test_job_environ(void **state)
     free(env);
 }
 
+extern char **environ;
+
+/* A large environment, on both sides: 100,000 variables of the agent's
+ * own and 100,000 set by the job document, half of them overriding the
+ * agent's and some set twice. Every name comes out once with the value
+ * that wins, in the agent's order then the document's (#16 point 11:
+ * the merge compared every entry with every other; bench-env times it). */
+#define BIG 100000
+static void test_job_environ_large(void **state)
+{
+    (void)state;
+    char **own = calloc(BIG + 2, sizeof(*own));
+    char **extra = calloc(BIG, sizeof(*extra));
+    assert_non_null(own);
+    assert_non_null(extra);
+    for (size_t i = 0; i < BIG; i++) {
+        own[i] = malloc(32);
+        extra[i] = malloc(32);
+        snprintf(own[i], 32, "V%06zu=own", i);
+        /* Even i override the agent's V; the rest set D names, each twice. */
+        if (i % 2 == 0)
+            snprintf(extra[i], 32, "V%06zu=doc", i);
+        else
+            snprintf(extra[i], 32, "D%06zu=%s", i / 4, i % 4 == 1 ? "first" : "last");
+    }
+    own[BIG] = (char *)"EBB_AGENT_TOKEN=secret";
+    char **saved = environ;
+    environ = own;
+    char **env = agent_job_environ(extra, BIG);
+    environ = saved;
+    assert_non_null(env);
+    size_t n = 0, own_kept = 0, doc_v = 0, doc_d = 0;
+    for (; env[n] != NULL; n++) {
+        const char *e = env[n];
+        assert_true(strncmp(e, "EBB_AGENT_TOKEN=", 16) != 0);
+        size_t i = strtoul(e + 1, NULL, 10);
+        if (strcmp(e + 7, "=own") == 0) {
+            assert_true(i % 2 == 1);           /* not overridden */
+            assert_int_equal(n, own_kept);     /* the agent's come first, in order */
+            assert_int_equal(i, 2 * own_kept + 1);
+            own_kept++;
+        } else if (e[0] == 'V') {
+            assert_string_equal(e + 7, "=doc");
+            doc_v++;
+        } else {
+            assert_string_equal(e + 7, "=last"); /* the later of the two wins */
+            doc_d++;
+        }
+    }
+    assert_int_equal(own_kept, BIG / 2);
+    assert_int_equal(doc_v, BIG / 2);
+    assert_int_equal(doc_d, BIG / 4);
+    assert_int_equal(n, BIG / 2 + BIG / 2 + BIG / 4);
+    free(env);
+    for (size_t i = 0; i < BIG; i++) {
+        free(own[i]);
+        free(extra[i]);
+    }
+    free(own);
+    free(extra);
+}
+
 static void test_backoff_is_capped(void **state)
 {
     (void)state;
@@ -451,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_jobdoc_defaults),
         cmocka_unit_test(test_jobdoc_errors),
         cmocka_unit_test(test_job_environ),
+        cmocka_unit_test(test_job_environ_large),
         cmocka_unit_test(test_backoff_is_capped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
