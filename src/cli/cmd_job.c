@@ -29,6 +29,15 @@ static const char *when(json_t *o, const char *key, char *buf, size_t len)
     return ebb_format_time(json_integer_value(v), buf, len);
 }
 
+/* The answer holds only a job's newest rows of each list: says how many
+ * older `what` it left out, when it did. */
+static void omitted(json_t *j, const char *what)
+{
+    json_int_t n = json_integer_value(json_object_get(json_object_get(j, "omitted"), what));
+    if (n > 0)
+        printf("  (%lld older %s not shown)\n", (long long)n, what);
+}
+
 static void print_job(json_t *j)
 {
     char a[48], b[48], c[48];
@@ -77,6 +86,7 @@ static void print_job(json_t *j)
                str(now, "provider"), str(now, "instance_id"));
 
     printf("\nEvents:\n");
+    omitted(j, "events");
     json_array_foreach(json_object_get(j, "events"), i, row)
         printf("  %s  %-15s %s\n", when(row, "at", a, sizeof(a)), str(row, "to_state"),
                str(row, "reason"));
@@ -92,6 +102,7 @@ static void print_job(json_t *j)
         cli_table_add(t, cells);
     }
     printf("\nInstances:\n");
+    omitted(j, "instances");
     cli_table_print(t, stdout, "  none yet");
 
     static const char *const ch[] = {"AT", "WORK SAVED", "PATH"};
@@ -105,6 +116,7 @@ static void print_job(json_t *j)
         cli_table_add(t, cells);
     }
     printf("\nCheckpoints:\n");
+    omitted(j, "checkpoints");
     cli_table_print(t, stdout, "  none yet");
 }
 

@@ -1,6 +1,7 @@
 /* The agent's event reports (see agent_api_parse.h). */
 #include "daemon/agent_api_parse.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 static const struct {
@@ -12,6 +13,23 @@ static const struct {
     {"checkpoint", EBB__AGENT_CHECKPOINT}, {"notice", EBB__AGENT_NOTICE},
     {"exited", EBB__AGENT_EXITED},
 };
+
+/* What one report may bring into the job's rows: a checkpoint's path is
+ * a path (PATH_MAX), a notice's source and a GPU's model are short names.
+ * An agent on a rented host is not trusted to keep its strings small, and
+ * each becomes a row of `ebb job show`. */
+#define REPORT_PATH_MAX 4096
+#define REPORT_NAME_MAX 256
+
+/* The string at `key` of `body`, NULL when absent; sets *too_long when it
+ * is over `max` bytes. */
+static const char *bounded(json_t *body, const char *key, size_t max, bool *too_long)
+{
+    json_t *v = json_object_get(body, key);
+    if (json_is_string(v) && json_string_length(v) > max)
+        *too_long = true;
+    return json_string_value(v);
+}
 
 int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
                             const char **why)
@@ -34,14 +52,15 @@ int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
         *why = "progress needs \"fraction\" (0..1)";
         return EBB_EINVAL;
     }
-    r->path = json_string_value(json_object_get(body, "path"));
+    bool too_long = false;
+    r->path = bounded(body, "path", REPORT_PATH_MAX, &too_long);
     if (r->kind == EBB__AGENT_CHECKPOINT && r->path == NULL) {
         *why = "checkpoint needs \"path\"";
         return EBB_EINVAL;
     }
     r->duration = json_integer_value(json_object_get(body, "duration_ms"));
     r->deadline = json_integer_value(json_object_get(body, "deadline_ms"));
-    r->reason = json_string_value(json_object_get(body, "source"));
+    r->reason = bounded(body, "source", REPORT_NAME_MAX, &too_long);
     r->status = (int)json_integer_value(json_object_get(body, "status"));
     r->signal = (int)json_integer_value(json_object_get(body, "signal"));
     r->stopped = json_is_true(json_object_get(body, "stopped"));
@@ -56,8 +75,13 @@ int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
         if (width > 0 && (r->pcie_width_min == 0 || width < r->pcie_width_min))
             r->pcie_width_min = width;
         if (r->n_gpus == 0)
-            r->gpu_model = json_string_value(json_object_get(gpu, "model"));
+            r->gpu_model = bounded(gpu, "model", REPORT_NAME_MAX, &too_long);
         r->n_gpus++;
+    }
+    if (too_long) {
+        *why = "\"path\" is longer than 4096 bytes, or \"source\" or a GPU's "
+               "\"model\" longer than 256";
+        return EBB_EINVAL;
     }
     return 0;
 }

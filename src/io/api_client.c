@@ -72,8 +72,10 @@ static int read_line(int fd, int timeout_ms, struct ebb_buf *buf, char *err,
         char *nl = memchr(chunk, '\n', (size_t)n);
         ebb_buf_append(buf, chunk, nl ? (size_t)(nl - chunk) : (size_t)n);
         if (buf->failed || buf->len > EBB__API_MAX_MESSAGE) {
-            snprintf(err, errlen, "answer too large");
-            return EBB_EIO;
+            /* Not EBB_EIO: ebbd is running, its answer is what failed. */
+            snprintf(err, errlen, "answer too large: more than the %u MiB an answer "
+                     "may hold", EBB__API_MAX_MESSAGE >> 20);
+            return EBB_EPROTO;
         }
         if (nl != NULL)
             return 0;

@@ -16,8 +16,10 @@
  * returns 1 and fills err with the daemon's message; 2 when the error says
  * the request's input was bad (codes "invalid" and "bad_request").
  * When the daemon is not running returns EBB_ENOTFOUND (no socket file) or
- * EBB_EIO (refused: a stale socket); other failures EBB_EIO/ETIMEDOUT; err
- * always says what happened. */
+ * EBB_EIO (refused: a stale socket); other failures EBB_EIO/ETIMEDOUT,
+ * EBB_EPROTO for an answer that is not JSON or is over
+ * EBB__API_MAX_MESSAGE ("answer too large: ..."); err always says what
+ * happened. */
 int ebb__api_call(const char *socket_path, const char *method,
                   json_t *params, int timeout_ms, json_t **result,
                   char *err, size_t errlen);

@@ -11,6 +11,7 @@
  */
 #include "io/internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,22 @@ void ebb__api_conn_send(struct ebb__api_conn *conn, json_t *msg)
         return;
     }
     char *text = json_dumps(msg, JSON_COMPACT);
+    if (text != NULL && strlen(text) >= EBB__API_MAX_MESSAGE) {
+        /* The client would read the line to its cap and find no answer:
+         * it gets one that says why instead. */
+        size_t len = strlen(text);
+        free(text);
+        ebb__warn("api: an answer of %zu bytes to pid %ld is over the %u MiB a "
+                  "message may hold; answered with an error", len, (long)conn->pid,
+                  EBB__API_MAX_MESSAGE >> 20);
+        char why[160];
+        snprintf(why, sizeof(why), "answer too large: %zu bytes, more than the %u MiB "
+                 "an answer may hold", len, EBB__API_MAX_MESSAGE >> 20);
+        json_t *err = json_pack("{s:O?,s:{s:s,s:s}}", "id", json_object_get(msg, "id"),
+                                "error", "code", "too_large", "message", why);
+        text = err != NULL ? json_dumps(err, JSON_COMPACT) : NULL;
+        json_decref(err);
+    }
     json_decref(msg);
     struct write_req *w = text ? calloc(1, sizeof(*w)) : NULL;
     if (w == NULL) {

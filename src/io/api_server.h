@@ -7,7 +7,8 @@
  * and its answer, in order on the same connection, is either
  *     {"id": 1, "result": {...}}
  * or  {"id": 1, "error": {"code": "not_found", "message": "..."}}.
- * An answer larger than EBB__API_MAX_MESSAGE closes the connection; a
+ * An answer larger than EBB__API_MAX_MESSAGE is replaced by the error
+ * "too_large" ("answer too large: N bytes, ..."); a
  * request larger than EBB__API_MAX_REQUEST is read to its end, dropped and
  * answered "bad_request". A connection has at most 32 calls open and 4 MiB of answers
  * queued; past that it reads nothing more until the client takes them.

@@ -68,22 +68,34 @@ int ebb__store_jobs_json(struct ebb__store *s, int all, json_t **out)
                       NULL, out);
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define NEWEST " LIMIT " STR(EBB__STORE_JOB_ROWS)
+
 int ebb__store_job_json(struct ebb__store *s, const char *id, json_t **out)
 {
+    /* Each list is its newest rows, put back in time order. */
     static const struct {
-        const char *key, *sql;
+        const char *key, *sql, *count;
     } parts[] = {
-        {"events", "SELECT at, from_state, to_state, reason FROM job_events "
-                   "WHERE job_id = ?1 ORDER BY seq"},
-        {"instances", "SELECT token, provider, region, zone, instance_type, "
-                      "market, provider_instance_id, state, requested_at, "
-                      "started_at, ended_at, end_reason, price_micros, currency "
-                      "FROM instances WHERE job_id = ?1 ORDER BY requested_at, token"},
-        {"checkpoints", "SELECT at, path, work_done_ms, instance_token FROM "
-                        "checkpoints WHERE job_id = ?1 AND complete = 1 ORDER BY id"},
+        {"events", "SELECT at, from_state, to_state, reason FROM (SELECT seq, at, "
+                   "from_state, to_state, reason FROM job_events WHERE job_id = ?1 "
+                   "ORDER BY seq DESC" NEWEST ") ORDER BY seq",
+         "SELECT COUNT(*) AS n FROM job_events WHERE job_id = ?1"},
+        {"instances", "SELECT * FROM (SELECT token, provider, region, zone, "
+                      "instance_type, market, provider_instance_id, state, "
+                      "requested_at, started_at, ended_at, end_reason, price_micros, "
+                      "currency FROM instances WHERE job_id = ?1 ORDER BY "
+                      "requested_at DESC, token DESC" NEWEST ") ORDER BY requested_at, token",
+         "SELECT COUNT(*) AS n FROM instances WHERE job_id = ?1"},
+        {"checkpoints", "SELECT at, path, work_done_ms, instance_token FROM (SELECT id, "
+                        "at, path, work_done_ms, instance_token FROM checkpoints WHERE "
+                        "job_id = ?1 AND complete = 1 ORDER BY id DESC" NEWEST
+                        ") ORDER BY id",
+         "SELECT COUNT(*) AS n FROM checkpoints WHERE job_id = ?1 AND complete = 1"},
         {"spent_by_kind", "SELECT kind, currency, SUM(amount_micros) AS amount_micros "
                           "FROM ledger WHERE job_id = ?1 GROUP BY kind, currency "
-                          "ORDER BY kind"},
+                          "ORDER BY kind", NULL},
     };
     json_t *rows;
     int rc = query_rows(s, "SELECT " JOB_COLUMNS ", spec_json, spec_yaml FROM jobs "
@@ -98,13 +110,27 @@ int ebb__store_job_json(struct ebb__store *s, const char *id, json_t **out)
                               0, NULL);
     json_object_set_new(job, "spec", spec ? spec : json_object());
     json_object_del(job, "spec_json");
+    json_t *omitted = json_object();
+    json_object_set_new(job, "omitted", omitted);
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        rows = NULL;
         rc = query_rows(s, parts[i].sql, id, &rows);
+        json_t *count = NULL;
+        if (rc == 0 && parts[i].count != NULL)
+            rc = query_rows(s, parts[i].count, id, &count);
         if (rc != 0) {
+            json_decref(rows);
             json_decref(job);
             return rc;
         }
         json_object_set_new(job, parts[i].key, rows);
+        if (count != NULL) {
+            json_int_t n = json_integer_value(
+                json_object_get(json_array_get(count, 0), "n"));
+            json_object_set_new(omitted, parts[i].key,
+                                json_integer(n - (json_int_t)json_array_size(rows)));
+            json_decref(count);
+        }
     }
     *out = job;
     return 0;

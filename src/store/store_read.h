@@ -12,9 +12,17 @@
 /* Jobs, newest first: unfinished ones, or with `all` every job. */
 int ebb__store_jobs_json(struct ebb__store *s, int all, json_t **out);
 
+/* The most events, instances and checkpoints one job's answer holds: the
+ * newest ones. A job relaunched for hours had 21.7 MB of them, over the
+ * API's 16 MiB answer; 1000 rows of each stay far below it. */
+#define EBB__STORE_JOB_ROWS 1000
+
 /* One job: its row with "spec" (the stored spec as JSON), "events",
- * "instances", "checkpoints" and "spent_by_kind". EBB_ENOTFOUND when no
- * job has this id. */
+ * "instances", "checkpoints" (each the newest EBB__STORE_JOB_ROWS, oldest
+ * first), "omitted" ({"events": n, "instances": n, "checkpoints": n}: how
+ * many older rows of each were left out) and "spent_by_kind" (all the
+ * job's spend, omitted rows included). EBB_ENOTFOUND when no job has this
+ * id. */
 int ebb__store_job_json(struct ebb__store *s, const char *id, json_t **out);
 
 /* The owner's uid of job `id` into *uid. EBB_ENOTFOUND when none. */

@@ -7,9 +7,12 @@
  *
  * Invariants: a refused report says why; an accepted one has a known kind,
  * progress has a fraction, a checkpoint a path, and one GPU is counted per
- * element of "gpus". A refused job document says why; an accepted one has
+ * element of "gpus", and its path is at most 4096 bytes, its source and
+ * GPU model at most 256 (#16 point 11). A refused job document says why; an accepted one has
  * an argv of at least one string, NULL-terminated argv and env of
  * NAME=value strings, a checkpoint dir, keep >= 1 and both signals. */
+#include <string.h>
+
 #include <jansson.h>
 
 #include "agent/jobdoc.h"
@@ -33,6 +36,10 @@ static void check_report(const uint8_t *data, size_t size)
             FUZZ_CHECK(r.fraction >= 0);
         if (r.kind == EBB__AGENT_CHECKPOINT)
             FUZZ_CHECK(r.path != NULL);
+        /* What a report brings into the job's rows is bounded. */
+        FUZZ_CHECK(r.path == NULL || strlen(r.path) <= 4096);
+        FUZZ_CHECK(r.reason == NULL || strlen(r.reason) <= 256);
+        FUZZ_CHECK(r.gpu_model == NULL || strlen(r.gpu_model) <= 256);
         json_t *gpus = json_object_get(body, "gpus");
         FUZZ_CHECK(r.n_gpus == (json_is_array(gpus) ? json_array_size(gpus)
                                                      : 0));

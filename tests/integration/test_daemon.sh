@@ -22,6 +22,26 @@ check "says ebbd is not running" contains "$ERR" "ebbd is not running"
 check "says how to start it" contains "$ERR" "ebbd --state-dir $S"
 check "one line only" test "$(printf '%s\n' "$ERR" | wc -l)" -eq 1
 
+# An answer over the 16 MiB a message may hold (here from a stand-in for
+# ebbd) is reported as such, not as ebbd not running (#16 point 11).
+mkdir -p "$TMP/huge"
+python3 - "$TMP/huge/ebb.sock" <<'EOF' &
+import socket, sys
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(sys.argv[1])
+srv.listen(1)
+conn, _ = srv.accept()
+conn.recv(65536)
+conn.sendall(b'{"id":1,"result":"' + b"x" * (17 << 20) + b'"}\n')
+conn.close()
+EOF
+HUGE_PID=$!
+for _ in $(seq 1 100); do [ -S "$TMP/huge/ebb.sock" ] && break; sleep 0.05; done
+expect_exit 1 "an answer over 16 MiB fails" "$EBB" --state-dir "$TMP/huge" status
+check "... saying answer too large" contains "$ERR" "answer too large"
+check "... not that ebbd is not running" test -z "$(printf '%s' "$ERR" | grep 'not running')"
+kill "$HUGE_PID" 2>/dev/null; wait "$HUGE_PID" 2>/dev/null
+
 # Bad configuration: exit 2 with file:line, nothing written.
 printf 'log_level: info\nbudget_cap: 3\n' >"$TMP/bad.yaml"
 expect_exit 2 "bad config refused" "$EBBD" --state-dir "$TMP/never" --config "$TMP/bad.yaml"

@@ -304,8 +304,23 @@ static void api_echo(void *ctx, struct ebb__api_call *call)
     ebb__api_reply(call, json_pack("{s:s}", "text", big));
 }
 
+/* An answer of more than EBB__API_MAX_MESSAGE. */
+static void api_huge(void *ctx, struct ebb__api_call *call)
+{
+    struct afx *f = ctx;
+    f->calls++;
+    size_t len = EBB__API_MAX_MESSAGE + 1024;
+    char *big = malloc(len + 1);
+    assert_non_null(big);
+    memset(big, 'x', len);
+    big[len] = '\0';
+    ebb__api_reply(call, json_pack("{s:s}", "text", big));
+    free(big);
+}
+
 static const struct ebb__api_method api_methods[] = {
     {"echo", api_echo},
+    {"huge", api_huge},
     {NULL, NULL},
 };
 
@@ -487,6 +502,30 @@ static void api_request_size(void **state)
     api_stop(f);
 }
 
+/* An answer over EBB__API_MAX_MESSAGE, which no client reads, is replaced
+ * by the error too_large ("answer too large: N bytes, ..."); the
+ * connection goes on (#16 point 11). */
+static void api_answer_size(void **state)
+{
+    (void)state;
+    struct afx *f = api_start(0);
+    int fd = unix_client(f->path);
+    char buf[8192] = "";
+    api_send(f, fd, "{\"id\":8,\"method\":\"huge\"}\n");
+    SPIN_UNTIL(f, (peer_closed(fd, buf, sizeof(buf)), strchr(buf, '\n') != NULL));
+    assert_non_null(strstr(buf, "\"id\":8"));
+    assert_non_null(strstr(buf, "\"code\":\"too_large\""));
+    if (strstr(buf, "answer too large: 16778269 bytes, more than the 16 MiB an answer "
+                    "may hold") == NULL)
+        fail_msg("answer: %.300s", buf);
+    buf[0] = '\0';
+    api_send(f, fd, "{\"id\":9,\"method\":\"echo\"}\n");
+    SPIN_UNTIL(f, (peer_closed(fd, buf, sizeof(buf)), strchr(buf, '\n') != NULL));
+    assert_non_null(strstr(buf, "\"id\":9"));
+    close(fd);
+    api_stop(f);
+}
+
 /* A client sends calls for 4 KiB answers and reads none: ebbd stops taking
  * calls once 4 MiB of answers wait, its sends stall, and the connection is
  * dropped at the idle timeout with what was queued. */
@@ -531,6 +570,7 @@ int main(void)
         cmocka_unit_test(api_timeouts),
         cmocka_unit_test(api_request_size),
         cmocka_unit_test(api_pipelining_bounded),
+        cmocka_unit_test(api_answer_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

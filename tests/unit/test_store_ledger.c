@@ -17,6 +17,7 @@
 
 #include "store/store.h"
 #include "store/store_ledger.h"
+#include "store/store_read.h"
 
 #define MIN EBB_MS_PER_MINUTE
 #define H EBB_MS_PER_HOUR
@@ -302,6 +303,67 @@ static void no_callback_is_refused(void **state)
     assert_string_equal(ebb__store_errmsg(s), "no series or no callback");
 }
 
+/* A job's answer holds its newest EBB__STORE_JOB_ROWS events, instances
+ * and checkpoints, oldest first, and says how many older ones it left
+ * out: a job relaunched for hours once made a 21.7 MB answer, over the
+ * API's 16 MiB (#16 point 11). Its spend still counts every row. */
+static void a_jobs_answer_holds_its_newest_rows(void **state)
+{
+    struct ebb__store *s = *state;
+    const size_t n_ev = EBB__STORE_JOB_ROWS + 500, n_in = EBB__STORE_JOB_ROWS + 200,
+                 n_ck = EBB__STORE_JOB_ROWS + 100;
+    job(s, "big", "ml", T);
+    assert_int_equal(ebb__store_begin(s), 0);
+    char name[64];
+    for (size_t i = 0; i < n_ev; i++) {
+        snprintf(name, sizeof(name), "event %zu", i);
+        assert_int_equal(ebb__store_job_event(s, "big", T + (ebb_time_ms)i, "waiting",
+                                              "launching", name), 0);
+    }
+    for (size_t i = 0; i < n_in; i++) {
+        snprintf(name, sizeof(name), "t%05zu", i);
+        instance(s, name, "big", "p3.2xlarge", T + (ebb_time_ms)i * MIN);
+        ledger(s, "big", name, "compute", T, T + MIN, 1000, "USD");
+    }
+    for (size_t i = 0; i < n_ck; i++) {
+        snprintf(name, sizeof(name), "/ckpt/%zu", i);
+        assert_int_equal(ebb__store_checkpoint_add(s, "big", "t00000", T + (ebb_time_ms)i,
+                                                   name, (ebb_dur_ms)i, 1), 0);
+    }
+    assert_int_equal(ebb__store_commit(s), 0);
+    json_t *j;
+    assert_int_equal(ebb__store_job_json(s, "big", &j), 0);
+    json_t *ev = json_object_get(j, "events"), *in = json_object_get(j, "instances"),
+           *ck = json_object_get(j, "checkpoints"), *om = json_object_get(j, "omitted");
+    assert_int_equal(json_array_size(ev), EBB__STORE_JOB_ROWS);
+    assert_int_equal(json_array_size(in), EBB__STORE_JOB_ROWS);
+    assert_int_equal(json_array_size(ck), EBB__STORE_JOB_ROWS);
+    assert_int_equal(json_integer_value(json_object_get(om, "events")), 500);
+    assert_int_equal(json_integer_value(json_object_get(om, "instances")), 200);
+    assert_int_equal(json_integer_value(json_object_get(om, "checkpoints")), 100);
+    /* The newest ones, in time order. */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ev, 0), "reason")),
+                        "event 500");
+    snprintf(name, sizeof(name), "event %zu", n_ev - 1);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(ev, EBB__STORE_JOB_ROWS - 1), "reason")), name);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(in, 0), "token")),
+                        "t00200");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ck, 0), "path")),
+                        "/ckpt/100");
+    json_t *spent = json_array_get(json_object_get(j, "spent_by_kind"), 0);
+    assert_int_equal(json_integer_value(json_object_get(spent, "amount_micros")),
+                     (json_int_t)n_in * 1000);
+    json_decref(j);
+
+    /* A job with few rows of each: all of them, nothing omitted. */
+    assert_int_equal(ebb__store_job_json(s, "j1", &j), 0);
+    om = json_object_get(j, "omitted");
+    assert_int_equal(json_integer_value(json_object_get(om, "instances")), 0);
+    assert_int_equal(json_array_size(json_object_get(j, "instances")), 2);
+    json_decref(j);
+}
+
 int main(void)
 {
 #define TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -314,6 +376,7 @@ int main(void)
         TEST(price_steps_lowest_product_before_until),
         TEST(a_callback_stops_the_walk_and_the_next_walk_starts_over),
         TEST(no_callback_is_refused),
+        TEST(a_jobs_answer_holds_its_newest_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
