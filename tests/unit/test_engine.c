@@ -756,11 +756,44 @@ static void a_taken_id_is_drawn_again(void **state)
     fx_stop(f);
 }
 
+/* A relative checkpoint.dir is the job's: resolved below its working
+ * directory when the job is made, stored so, and refused when the submit
+ * names no working directory (#16 point 7: it was resolved wherever ebbd
+ * and the agent ran, and every resume started from zero). */
+static void a_relative_checkpoint_dir_lies_below_the_workdir(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, NULL, "greedy");
+    const char *yaml = JOB_YAML("rel", "  dir: runs/a/../ckpt\nwork: 1h\nmarket: spot\n");
+    struct ebb__job_spec spec;
+    struct ebb_diag d = {{0}};
+    assert_int_equal(ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d), 0);
+    struct ebb__job *job = NULL;
+    assert_int_equal(ebb__engine_submit(f->v.engine, &spec, yaml, 0, NULL, &job, &d),
+                     EBB_EINVAL);
+    assert_string_equal(d.msg, "job.yaml: checkpoint.dir \"runs/a/../ckpt\" is relative, "
+                               "and the submit names no working directory to put it "
+                               "below: write an absolute path");
+    assert_int_equal(query_int(f, "SELECT count(*) FROM jobs", NULL), 0);
+    assert_int_equal(ebb__engine_submit(f->v.engine, &spec, yaml, 0, "/home/u/proj",
+                                        &job, &d), 0);
+    ebb__jobspec_free(&spec);
+    assert_string_equal(job->spec.checkpoint.dir, "/home/u/proj/runs/ckpt");
+    char *stored = query(f, "SELECT json_extract(spec_json, '$.checkpoint.dir'), workdir "
+                         "FROM jobs WHERE id = ?1", job->id);
+    assert_string_equal(stored, "/home/u/proj/runs/ckpt|/home/u/proj\n");
+    free(stored);
+    fx_stop(f);
+}
+
 int main(void)
 {
     assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(one_job_on_a_flat_market, teardown),
+        cmocka_unit_test_teardown(a_relative_checkpoint_dir_lies_below_the_workdir,
+                                  teardown),
         cmocka_unit_test_teardown(preempted_job_resumes_from_its_checkpoint,
                                   teardown),
         cmocka_unit_test_teardown(fallback_goes_on_demand_in_time, teardown),
