@@ -30,6 +30,8 @@ int ebb__store_code_of(int rc)
         return EBB_EBUSY;
     case SQLITE_NOMEM:
         return EBB_ENOMEM;
+    case SQLITE_CANTOPEN:
+        return EBB_EIO;
     default:
         return EBB_EDB;
     }

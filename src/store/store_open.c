@@ -6,12 +6,11 @@
 #include "store/store_internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -124,33 +123,51 @@ static int configure(sqlite3 *db, const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* Opens `path` with SQLite, creating a missing file owner-only: it holds
+ * job specs and agent token hashes, and SQLite gives the -wal and -shm
+ * files the permissions of the database file.
+ *
+ * The file is never opened outside SQLite, not even to create it: closing
+ * any descriptor of the file drops every POSIX lock this process holds on
+ * it, the locks of ebbd's own connection included ("How To Corrupt An
+ * SQLite Database File", section 2.2). A reader elsewhere then believes it
+ * is the last connection and deletes the WAL that holds ebbd's commits.
+ *
+ * SQLite creates the main file with mode 0644 less the umask, so the umask
+ * is 077 while it does. umask is per process, so this is done only when
+ * the file does not exist yet: ebbd's first start, on its main thread
+ * before any other thread runs. The connections ebbd opens in its thread
+ * pool later (reads, WAL checkpoints) find the file and leave the umask
+ * alone. (SQLite's `modeof` URI parameter would copy another file's mode,
+ * but needs such a file; no SQLite API hands out the descriptor to
+ * fchmod.) */
+static int open_db(const char *path, sqlite3 **db)
+{
+    struct stat sb;
+    int creating = is_file_path(path) && stat(path, &sb) != 0 && errno == ENOENT;
+    mode_t old = creating ? umask(077) : 0;
+    int rc = sqlite3_open_v2(path, db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                 SQLITE_OPEN_URI,
+                             NULL);
+    if (creating)
+        umask(old);
+    return rc;
+}
+
 int ebb__store_connect(const char *path, int version, struct sqlite3 **out,
                        char *err, size_t errlen)
 {
     *out = NULL;
-    /* Create the file ourselves so that it is born 0600: it holds job
-     * specs and agent token hashes. SQLite gives the -wal and -shm files
-     * the permissions of the database file. */
-    if (is_file_path(path)) {
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0) {
-            int e = errno;
-            ebb__store_setf(err, errlen, "cannot open %s: %s", path, strerror(e));
-            return e == ENOMEM                ? EBB_ENOMEM
-                   : e == EACCES || e == EPERM ? EBB_EPERM
-                                               : EBB_EIO;
-        }
-        close(fd);
-    }
-
     sqlite3 *db = NULL;
-    int rc = sqlite3_open_v2(path, &db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                 SQLITE_OPEN_URI,
-                             NULL);
+    int rc = open_db(path, &db);
     if (rc != SQLITE_OK) {
+        /* SQLite's words ("unable to open database file") say less than
+         * the errno of the open() that failed. */
+        int e = db != NULL ? sqlite3_system_errno(db) : 0;
         ebb__store_setf(err, errlen, "cannot open %s: %s", path,
-             db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+             e != 0 ? strerror(e)
+             : db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
         sqlite3_close(db);
         return ebb__store_code_of(rc);
     }
