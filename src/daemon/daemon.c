@@ -466,6 +466,8 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
     if (code == 0)
         code = open_state(opts, d);
     if (code == 0)
+        code = ebb__daemon_clock_start(d);
+    if (code == 0)
         code = start_engine(d);
     if (code == 0)
         code = start_api(d);

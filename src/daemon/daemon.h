@@ -112,6 +112,14 @@ struct ebb__httpd *ebb__daemon_metrics_httpd(struct ebb__daemon_metrics *m);
  * 1 after logging why not. */
 int ebb__daemon_limits_apply(struct ebb__daemon *d);
 
+/* Once the store is open (daemon_clock.c): makes the clock resume from
+ * the store's latest time when it would otherwise read earlier, records
+ * the clock in the store and has every commit record its position, and
+ * logs what the store's billing check finds. Returns 0, or an exit code
+ * after logging why: 2 when the clock would run backwards, 1 when the
+ * store fails. */
+int ebb__daemon_clock_start(struct ebb__daemon *d);
+
 /* After a commit: starts a WAL checkpoint off the loop when the WAL has
  * grown enough and none runs (daemon_checkpoint.c). */
 void ebb__daemon_checkpoint_maybe(struct ebb__daemon *d);

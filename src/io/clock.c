@@ -199,6 +199,19 @@ ebb_dur_ms ebb__clock_from_real_ms(const struct ebb__clock *clock, ebb_dur_ms d)
     return (ebb_dur_ms)((double)d * clock->speed);
 }
 
+void ebb__clock_advance(struct ebb__clock *clock, ebb_time_ms to)
+{
+    if (to <= ebb__clock_now(clock))
+        return;
+    if (clock->is_virtual) {
+        clock->virtual_now = to;
+        return;
+    }
+    clock->origin = to;
+    clock->wall_origin = wall_now();
+    arm_uv_timer(clock);
+}
+
 void ebb__timer_init(struct ebb__timer *timer, ebb__timer_cb cb, void *data)
 {
     *timer = (struct ebb__timer){.cb = cb, .data = data, .heap_index = SIZE_MAX};

@@ -94,6 +94,38 @@ static inline int ebb__timer_pending(const struct ebb__timer *timer)
     return timer->heap_index != SIZE_MAX;
 }
 
+/* Moves the clock forward so that it reads `to` now (nothing when it
+ * reads `to` or later already), then runs on at its speed; timers due by
+ * then run on the next turn. A clock that read the wall clock reads it
+ * shifted from then on. Time never goes back, so there is no way to move
+ * it the other way. */
+void ebb__clock_advance(struct ebb__clock *clock, ebb_time_ms to);
+
+/* What the store recorded of the clock that ran before this start
+ * (store/store_clock.h fills it). */
+struct ebb__clock_history {
+    ebb_time_ms latest;  /* the latest time recorded; 0: nothing yet */
+    int start_known;     /* 0: a store written before the clock was kept */
+    ebb_time_ms start;   /* clock.start of the ebbd that last ran; 0: none */
+    double speed;        /* its speed; 0 when not known */
+};
+
+/* Makes a clock that starts on a store with history never read earlier
+ * than the store's latest time (#16 point 1). `start` is the configured
+ * clock.start (0: none), with which `clock` was initialised.
+ *   - The clock reads `latest` or later already: it is left alone.
+ *   - A clock other than the wall clock (a clock.start, a speed other
+ *     than 1, or virtual) whose clock.start is the one the store last ran
+ *     with resumes: it is moved forward to `latest` (a restart, after
+ *     SIGTERM or SIGKILL, goes on from where the last run got to).
+ *   - Otherwise (the wall clock behind the store's time; a changed or
+ *     unknown clock.start before it) it would run backwards: refused.
+ * Returns 0 (left alone), 1 (resumed from `latest`), or EBB_ECONFIG with
+ * a message in `err` that names both times and what to do. */
+int ebb__clock_resume(struct ebb__clock *clock, ebb_time_ms start,
+                      const struct ebb__clock_history *h, char *err,
+                      size_t errlen);
+
 /* Virtual mode: runs timers in due order while the earliest is due at or
  * before `until`, then sets now = max(now, until) unless until is INT64_MAX.
  * Returns how many timers ran. */

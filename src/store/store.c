@@ -320,11 +320,18 @@ int ebb__store_checkpoint(struct ebb__store *s)
     return rc == SQLITE_OK ? 0 : ebb__store_fail(s, rc);
 }
 
+/* Commits the outermost transaction, with the clock's position in it. */
+static int commit_outer(struct ebb__store *s)
+{
+    int r = sqlite3_get_autocommit(s->db) ? 0 : ebb__store_clock_stamp(s);
+    return r != 0 ? r : exec_cached(s, EBB__SQL_COMMIT);
+}
+
 int ebb__store_flush(struct ebb__store *s)
 {
     if (!s->grouping || s->depth > 0 || sqlite3_get_autocommit(s->db))
         return 0;
-    return exec_cached(s, EBB__SQL_COMMIT);
+    return commit_outer(s);
 }
 
 int ebb__store_begin(struct ebb__store *s)
@@ -342,7 +349,7 @@ int ebb__store_begin(struct ebb__store *s)
 int ebb__store_commit(struct ebb__store *s)
 {
     if (!s->grouping || s->depth == 0)
-        return exec_cached(s, EBB__SQL_COMMIT);
+        return commit_outer(s);
     s->depth--;
     return exec_cached(s, EBB__SQL_RELEASE);
 }

@@ -27,6 +27,9 @@ struct ebb__store {
     /* Checkpoints left to another connection: the WAL's size in pages
      * after the latest commit (ebb__store_checkpoint_elsewhere). */
     int wal_pages;
+    /* Every commit records the time clock_now reads (store_clock.h). */
+    ebb_time_ms (*clock_now)(void *arg);
+    void *clock_arg;
 };
 
 /* The cached statement `id`, prepared from its SQL in store_sql.h on first
@@ -67,6 +70,11 @@ int ebb__store_bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i,
                         int64_t v);
 /* Column text, "" for NULL. */
 const char *ebb__store_col_text(sqlite3_stmt *st, int i);
+
+/* Implemented in store_clock.c: raises the clock's recorded position to
+ * clock_now() inside the transaction about to commit (nothing when no
+ * clock is followed). Returns 0 or a negative EBB_E* code. */
+int ebb__store_clock_stamp(struct ebb__store *s);
 
 /* Implemented in store_read.c: the rows of `sql`, with `id` (may be NULL)
  * bound to ?1, as a new JSON array of objects (column name: value) in

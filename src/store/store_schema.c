@@ -271,8 +271,32 @@ static const char v6[] =
     " product, max(observed_at) FROM prices"
     " GROUP BY provider, region, zone, instance_type, product;";
 
+/* Version 7: the clock's position (#16 point 1). One row: the latest time
+ * any commit recorded (every commit of ebbd's writer raises it), and the
+ * clock.start and speed of the ebbd that last ran, so that a restart on an
+ * accelerated clock resumes from there instead of going back to
+ * clock.start. A file written before this version gets the latest time its
+ * rows carry, with the clock it ran on unknown (NULL). */
+static const char v7[] =
+    "CREATE TABLE clock ("
+    " id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " start_at INTEGER CHECK (start_at IS NULL OR start_at >= 0),"
+    " speed REAL CHECK (speed IS NULL OR speed > 0),"
+    " now_at INTEGER NOT NULL CHECK (now_at >= 0)"
+    ");"
+    "INSERT INTO clock (id, start_at, speed, now_at)"
+    " SELECT 1, NULL, NULL, latest FROM (SELECT max("
+    "  coalesce((SELECT max(at) FROM job_events), 0),"
+    "  coalesce((SELECT max(updated_at) FROM jobs), 0),"
+    "  coalesce((SELECT max(max(requested_at, coalesce(started_at, 0),"
+    "   coalesce(ended_at, 0))) FROM instances), 0),"
+    "  coalesce((SELECT max(end_at) FROM ledger), 0),"
+    "  coalesce((SELECT max(at) FROM checkpoints), 0),"
+    "  coalesce((SELECT max(at) FROM schedule_events), 0)) AS latest)"
+    " WHERE latest > 0;";
+
 /* migrations[i] moves a file from version i to version i + 1. */
-static const char *const migrations[] = {v1, v2, v3, v4, v5, v6};
+static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

@@ -235,8 +235,19 @@
     X(LEDGER_SUMS, "SELECT currency, SUM(amount_micros) FROM ledger"           \
                    " GROUP BY currency ORDER BY currency")
 
+/* ---- the clock's position (store_clock.c) ------------------------------- */
+
+#define EBB__STORE_CLOCK_STATEMENTS(X)                                         \
+    X(CLOCK_GET, "SELECT start_at, speed, now_at FROM clock WHERE id = 1")     \
+    X(CLOCK_SET,                                                               \
+      "INSERT INTO clock (id, start_at, speed, now_at) VALUES (1, ?1, ?2, ?3)" \
+      " ON CONFLICT (id) DO UPDATE SET start_at = ?1, speed = ?2,"             \
+      " now_at = max(now_at, ?3)")                                             \
+    X(CLOCK_STAMP, "UPDATE clock SET now_at = max(now_at, ?1) WHERE id = 1")
+
 #define EBB__STORE_STATEMENTS(X)                                               \
     EBB__STORE_TXN_STATEMENTS(X)                                               \
+    EBB__STORE_CLOCK_STATEMENTS(X)                                             \
     EBB__STORE_PRICE_STATEMENTS(X)                                             \
     EBB__STORE_JOB_STATEMENTS(X)                                               \
     EBB__STORE_LEDGER_STATEMENTS(X)

@@ -3,7 +3,7 @@
 # started at fire times on an accelerated clock (speed 1200: a fire time of
 # "*/30 * * * *" every 1.5 s), a still-running run making the next fire
 # time skip with its reason, never two runs for one fire time (also after
-# SIGKILL and a start that replays the same fire times), missed fire times
+# SIGKILL; a start whose clock would replay them is refused), missed fire times
 # after downtime (run-once: exactly one run; skip: none), removal.
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -115,14 +115,22 @@ check "the next fire time after the run ends starts another" \
 consecutive='(lambda f: len(f) > 2 and f == list(range(f[0], f[0] + 1800000 * len(f), 1800000)))(sorted(e["fire_at"] for e in d["events"] if e["kind"] in ("started", "skipped")))'
 check "each fire time dealt with once" test "$(json_get "$(show catcher)" "$consecutive")" = True
 
-# SIGKILL, then a start whose clock replays the last fire times: none of
-# them starts again. ebbd takes the running run back, so the next fire
-# time is dealt with as during a run (skipped with its reason).
+# SIGKILL, then a start whose clock would replay the last fire times: it
+# is refused, since the clock would run backwards (#16 point 1). Started
+# again as before, the clock resumes where it got to, and no fire time
+# starts again. ebbd takes the running run back, so the next fire time is
+# dealt with as during a run (skipped with its reason).
 stop_daemon KILL
 L=$(sql "SELECT last_fire_at FROM schedules WHERE name = 'catcher'")
 RUNS=$(sql "SELECT count(*) FROM jobs WHERE schedule_id = '$CID'")
 config "$(iso $((L - 50 * 60000)))"
+expect_exit 2 "a clock that would replay the last fire times is refused" \
+    "$EBBD" --state-dir "$S" --config "$TMP/ebb.yaml"
+check "the refusal names the clock's start" contains "$ERR" "clock.start is $(iso $((L - 50 * 60000))), before "
+check "and says what to do" contains "$ERR" "Set clock.start to that time or later"
+config 2020-01-01T05:50:00Z
 check "ebbd starts again" start_daemon "$S" --config "$TMP/ebb.yaml"
+check "its clock resumes where it got to" grep -q "the clock resumes at" "$S.log"
 check "the next fire time after the restart is dealt with once" \
     wait_for catcher "sum(1 for e in d['events'] if e['fire_at'] == $L + 1800000 and e['kind'] in ('started', 'skipped')) == 1"
 check "the run taken back still blocks its schedule" \

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -175,6 +176,154 @@ static void real_mode_fires_through_libuv(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- resuming on a store with history (#16 point 1) ---- */
+
+#define T2020 1578268800000LL /* 2020-01-06T00:00:00Z, the built-in clock.start */
+#define HOUR 3600000LL
+
+struct real_clock {
+    uv_loop_t loop;
+    struct ebb__clock clock;
+};
+
+static void real_open(struct real_clock *r, ebb_time_ms start, double speed)
+{
+    assert_int_equal(uv_loop_init(&r->loop), 0);
+    assert_int_equal(ebb__clock_init_real_at(&r->clock, &r->loop, start, speed), 0);
+}
+
+static void real_close(struct real_clock *r)
+{
+    ebb__clock_close(&r->clock, NULL);
+    uv_run(&r->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&r->loop), 0);
+}
+
+static void advance_moves_forward_only(void **state)
+{
+    (void)state;
+    struct ebb__clock v;
+    ebb__clock_init_virtual(&v, 5000);
+    ebb__clock_advance(&v, 4000);
+    assert_int_equal(ebb__clock_now(&v), 5000);
+    ebb__clock_advance(&v, 9000);
+    assert_int_equal(ebb__clock_now(&v), 9000);
+
+    struct real_clock r;
+    real_open(&r, T2020, 720);
+    ebb__clock_advance(&r.clock, T2020 - HOUR);
+    ebb_time_ms now = ebb__clock_now(&r.clock);
+    assert_true(now >= T2020 && now < T2020 + HOUR);
+    ebb__clock_advance(&r.clock, T2020 + 5 * HOUR);
+    now = ebb__clock_now(&r.clock);
+    assert_true(now >= T2020 + 5 * HOUR && now < T2020 + 6 * HOUR);
+    real_close(&r);
+}
+
+/* The built-in configuration restarted (same clock.start, after SIGKILL
+ * or SIGTERM) goes on from the store's latest time, whatever the speed. */
+static void same_start_resumes_from_the_store(void **state)
+{
+    (void)state;
+    const double speeds[] = {1, 720};
+    for (size_t i = 0; i < 2; i++) {
+        struct real_clock r;
+        real_open(&r, T2020, speeds[i]);
+        struct ebb__clock_history h = {.latest = T2020 + 98 * 60000,
+                                       .start_known = 1, .start = T2020,
+                                       .speed = 720};
+        char err[512] = "";
+        assert_int_equal(ebb__clock_resume(&r.clock, T2020, &h, err, sizeof(err)), 1);
+        ebb_time_ms now = ebb__clock_now(&r.clock);
+        assert_true(now >= h.latest && now < h.latest + HOUR);
+        /* and runs on at its speed */
+        assert_true(ebb__clock_real_ms(&r.clock, 720000) == (ebb_dur_ms)(720000 / speeds[i]));
+        assert_string_equal(err, "");
+        real_close(&r);
+    }
+    /* An accelerated clock without clock.start resumes too. */
+    struct real_clock r;
+    real_open(&r, 0, 720);
+    ebb_time_ms ahead = ebb__clock_now(&r.clock) + 1000 * HOUR;
+    struct ebb__clock_history h = {.latest = ahead, .start_known = 1, .speed = 720};
+    char err[512] = "";
+    assert_int_equal(ebb__clock_resume(&r.clock, 0, &h, err, sizeof(err)), 1);
+    assert_true(ebb__clock_now(&r.clock) >= ahead);
+    real_close(&r);
+}
+
+/* A store whose time the clock already passed changes nothing; a store
+ * with nothing recorded neither. */
+static void a_clock_ahead_is_left_alone(void **state)
+{
+    (void)state;
+    struct real_clock r;
+    real_open(&r, T2020 + 10 * HOUR, 1);
+    struct ebb__clock_history none = {0};
+    struct ebb__clock_history behind = {.latest = T2020 + HOUR, .start_known = 1,
+                                        .start = T2020, .speed = 1};
+    char err[512] = "";
+    assert_int_equal(ebb__clock_resume(&r.clock, T2020 + 10 * HOUR, &none, err,
+                                       sizeof(err)), 0);
+    assert_int_equal(ebb__clock_resume(&r.clock, T2020 + 10 * HOUR, &behind, err,
+                                       sizeof(err)), 0);
+    ebb_time_ms now = ebb__clock_now(&r.clock);
+    assert_true(now >= T2020 + 10 * HOUR && now < T2020 + 11 * HOUR);
+    real_close(&r);
+}
+
+/* A clock.start earlier than the store's time that is not the one the
+ * store ran with (changed, or a store from before the clock was kept):
+ * refused, naming both times and what to do. */
+static void an_earlier_new_start_is_refused(void **state)
+{
+    (void)state;
+    struct real_clock r;
+    real_open(&r, T2020, 720);
+    struct ebb__clock_history h = {.latest = T2020 + 98 * 60000, .start_known = 1,
+                                   .start = T2020 + HOUR, .speed = 720};
+    char err[512] = "";
+    assert_int_equal(ebb__clock_resume(&r.clock, T2020, &h, err, sizeof(err)),
+                     EBB_ECONFIG);
+    assert_non_null(strstr(err, "clock.start is 2020-01-06T00:00:00"));
+    assert_non_null(strstr(err, "before 2020-01-06T01:38:00Z, the latest time "
+                                "recorded in the store"));
+    assert_non_null(strstr(err, "would run backwards"));
+    assert_non_null(strstr(err, "Set clock.start to that time or later"));
+    assert_non_null(strstr(err, "clock.start 2020-01-06T01:00:00Z (the one the "
+                                "store last ran with) resumes from there"));
+    assert_non_null(strstr(err, "or use a new --state-dir"));
+    ebb_time_ms now = ebb__clock_now(&r.clock);
+    assert_true(now >= T2020 && now < T2020 + HOUR); /* untouched */
+
+    struct ebb__clock_history unknown = {.latest = T2020 + 98 * 60000};
+    assert_int_equal(ebb__clock_resume(&r.clock, T2020, &unknown, err, sizeof(err)),
+                     EBB_ECONFIG);
+    assert_null(strstr(err, "last ran with"));
+    real_close(&r);
+}
+
+/* The wall clock behind the store's time (a store written by a clock run
+ * ahead, or a system clock set back) cannot be moved: refused. */
+static void the_wall_clock_behind_the_store_is_refused(void **state)
+{
+    (void)state;
+    struct real_clock r;
+    real_open(&r, 0, 1);
+    ebb_time_ms wall = ebb__clock_now(&r.clock);
+    struct ebb__clock_history h = {.latest = wall + 1000 * HOUR, .start_known = 1,
+                                   .start = 0, .speed = 720};
+    char err[512] = "";
+    assert_int_equal(ebb__clock_resume(&r.clock, 0, &h, err, sizeof(err)),
+                     EBB_ECONFIG);
+    assert_non_null(strstr(err, "the wall clock reads "));
+    assert_non_null(strstr(err, "Fix the system clock or wait until then"));
+    assert_non_null(strstr(err, "clock.speed 720 without clock.start"));
+    ebb_time_ms now = ebb__clock_now(&r.clock);
+    assert_true(now >= wall && now < wall + HOUR);
+    real_close(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +332,11 @@ int main(void)
         cmocka_unit_test(time_never_goes_back),
         cmocka_unit_test(many_timers_stay_ordered),
         cmocka_unit_test(real_mode_fires_through_libuv),
+        cmocka_unit_test(advance_moves_forward_only),
+        cmocka_unit_test(same_start_resumes_from_the_store),
+        cmocka_unit_test(a_clock_ahead_is_left_alone),
+        cmocka_unit_test(an_earlier_new_start_is_refused),
+        cmocka_unit_test(the_wall_clock_behind_the_store_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -263,7 +263,11 @@ static void too_new_file_is_refused_untouched(void **state)
 
     sqlite3 *raw = NULL;
     assert_int_equal(sqlite3_open(fx->db, &raw), SQLITE_OK);
-    exec_ok(raw, "PRAGMA user_version = 7");
+    /* One version past what this build knows. */
+    const int newer = EBB__STORE_SCHEMA_LATEST + 1;
+    char bump[48];
+    snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", newer);
+    exec_ok(raw, bump);
     sqlite3_close(raw);
 
     struct ebb__store *s = (struct ebb__store *)&s; /* must become NULL */
@@ -272,12 +276,12 @@ static void too_new_file_is_refused_untouched(void **state)
                      EBB_EDB);
     assert_null(s);
     char want[96];
-    snprintf(want, sizeof(want), "has schema version 7; this ebb knows up to "
-             "%d: upgrade ebb", EBB__STORE_SCHEMA_LATEST);
+    snprintf(want, sizeof(want), "has schema version %d; this ebb knows up to "
+             "%d: upgrade ebb", newer, EBB__STORE_SCHEMA_LATEST);
     assert_non_null(strstr(err, want));
 
     assert_int_equal(sqlite3_open(fx->db, &raw), SQLITE_OK);
-    assert_int_equal(query_i64(raw, "PRAGMA user_version"), 7);
+    assert_int_equal(query_i64(raw, "PRAGMA user_version"), newer);
     sqlite3_close(raw);
 }
 
