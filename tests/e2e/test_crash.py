@@ -17,8 +17,21 @@ succeeded with a model equal, bit for bit, to an uninterrupted run; no
 agent or job process may be left; every instance row is closed; each job's
 spend equals the sum of its ledger rows.
 
+With the argument `restart` it runs the randomized restart test instead
+(#16 point 1): ebbd on the built-in configuration (the sim market on the
+shipped AWS traces, jobs as local processes, its clock.start, the clock
+720 times as fast as the wall clock) with three running jobs is stopped
+ROUNDS times (EBB_RESTART_ROUNDS, default 16) at random moments, by
+SIGKILL or SIGTERM at random, from a seed it prints (EBB_RESTART_SEED to
+repeat one). After each stop: the clock's recorded position never went
+back, every job's events and checkpoints are in time order, no job runs
+twice, and the store's own check (store_check: integrity, then every
+instance that ran billed exactly once, none ending before it started)
+passes. At the end the jobs are cancelled, ebbd stops cleanly, and every
+instance is closed and passes the same check.
+
 Output is TAP. Arguments come from the environment (EBBD, EBB,
-EBB_SOURCE_ROOT) as for the shell tests.
+EBB_SOURCE_ROOT, EBB_STORE_CHECK) as for the shell tests.
 """
 import glob
 import json
@@ -38,8 +51,10 @@ TRAIN = os.path.join(ROOT, "examples", "train.py")
 ROUNDS = int(os.environ.get("EBB_CRASH_ROUNDS", "50"))
 STEPS, SLEEP = 1500, 0.02
 JOBS = 3
+STORE_CHECK = os.environ.get("EBB_STORE_CHECK", "")
 
 tmp = tempfile.mkdtemp(prefix="ebb-crash.")
+DAEMON_ARGS = ["--config", os.path.join(tmp, "ebb.yaml")]
 state = os.path.join(tmp, "state")
 checks = failures = 0
 daemon = None
@@ -65,10 +80,11 @@ def ebb(*args):
 
 
 def start():
+    """Starts ebbd with DAEMON_ARGS and waits until it answers."""
     global daemon
     log = open(state + ".log", "a")
-    daemon = subprocess.Popen([EBBD, "--state-dir", state, "--config",
-                               os.path.join(tmp, "ebb.yaml")], stderr=log)
+    daemon = subprocess.Popen([EBBD, "--state-dir", state] + DAEMON_ARGS,
+                              stderr=log)
     for _ in range(200):
         if ebb("status").returncode == 0:
             return True
@@ -120,6 +136,151 @@ def check_invariants(round_no):
     ok(not doubled, "round %d: no job runs twice" % round_no, doubled)
     ok(not unknown, "round %d: every live instance has an open row" % round_no,
        unknown)
+
+
+def read_log():
+    """ebbd's log as text; a byte that is not UTF-8 fails a check that
+    shows where, rather than the test."""
+    with open(state + ".log", "rb") as f:
+        raw = f.read()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        ok(False, "ebbd's log is UTF-8 text", raw[max(0, e.start - 300):e.end + 100])
+        return raw.decode("utf-8", "backslashreplace")
+
+
+def store_check():
+    """The store's own checks (tests/e2e/store_check.c): (passed, words)."""
+    r = subprocess.run([STORE_CHECK, os.path.join(state, "ebb.db")],
+                       capture_output=True, text=True, timeout=60)
+    return r.returncode == 0, (r.stdout + r.stderr).strip()
+
+
+def out_of_order(db):
+    """Jobs whose events or checkpoints, in the order written, go back in
+    time: {job: [(seq, at), ...]} from the first step back."""
+    bad = {}
+    for table, key in (("job_events", "seq"), ("checkpoints", "id")):
+        last = {}
+        for job, seq, at in db.execute("SELECT job_id, %s, at FROM %s ORDER BY %s"
+                                       % (key, table, key)):
+            if job in last and at < last[job][1]:
+                bad.setdefault(job, []).append((table, last[job], (seq, at)))
+            last[job] = (seq, at)
+    return bad
+
+
+def restart_main():
+    """The randomized restart test on the built-in configuration."""
+    global DAEMON_ARGS
+    DAEMON_ARGS = ["--clock-speed", "720"]
+    rounds = int(os.environ.get("EBB_RESTART_ROUNDS", "16"))
+    seed = int(os.environ.get("EBB_RESTART_SEED", str(random.SystemRandom().randrange(1 << 30))))
+    print("# seed %d (EBB_RESTART_SEED=%d repeats it), %d rounds" % (seed, seed, rounds))
+    rng = random.Random(seed)
+    ok(start(), "ebbd starts on the built-in configuration")
+    # Instances start well past clock.start (36 minutes of market time
+    # here): a clock put back there on a restart would see them end before
+    # they started.
+    time.sleep(3)
+    ids = []
+    for k in range(JOBS):
+        # Pinned where the availability trace reclaims spot capacity most
+        # (as examples/jobs/demo-train.yaml), so instances come and go
+        # between restarts; long enough to outlast the test.
+        spec = os.path.join(tmp, "job%d.yaml" % k)
+        with open(spec, "w") as f:
+            f.write("""name: restart-%d
+run: [python3, %s, --out, %s/model%d.json, --steps, "1000000", --step-sleep, "0.01"]
+work: 1h
+deadline: 48h
+resources: {instance_types: [p2.xlarge], zones: [us-east-1c]}
+market: spot
+checkpoint: {grace: 60s, every: 1h}
+""" % (k, TRAIN, tmp, k))
+        r = ebb("submit", spec)
+        ok(r.returncode == 0, "submit job %d" % k, r.stderr)
+        ids.append(r.stdout.strip())
+
+    latest = 0
+    for round_no in range(1, rounds + 1):
+        # Mostly short runs; every fourth long enough (an hour of market
+        # time is 5 s here) that instances come and go, and that a clock
+        # put back to clock.start would land before instances' starts.
+        time.sleep(rng.uniform(3.0, 5.0) if round_no % 4 == 0 else rng.uniform(0.2, 2.5))
+        how = rng.choice((signal.SIGKILL, signal.SIGTERM))
+        daemon.send_signal(how)
+        code = daemon.wait(timeout=60)
+        name = "round %d (%s)" % (round_no, how.name)
+        if how == signal.SIGTERM:
+            ok(code == 0, "%s: ebbd stops cleanly" % name, code)
+        check_invariants(round_no)
+        db = sqlite3.connect(os.path.join(state, "ebb.db"))
+        try:
+            back = out_of_order(db)
+            try:
+                row = db.execute("SELECT now_at FROM clock").fetchone()
+            except sqlite3.OperationalError:  # a store that keeps no clock
+                row = None
+        finally:
+            db.close()
+        at = row[0] if row else 0
+        ok(at >= latest and at > 0, "%s: the clock's position never went back" % name,
+           "%d after %d" % (at, latest))
+        latest = max(latest, at)
+        ok(not back, "%s: every job's events and checkpoints are in time order" % name,
+           back)
+        passed, words = store_check()
+        ok(passed, "%s: the store check passes" % name, words)
+        if not ok(start(), "%s: ebbd starts again" % name):
+            break
+
+    # The end: every job cancelled, every instance released and billed.
+    for job_id in ids:
+        ebb("cancel", job_id)
+    deadline = time.time() + 60
+    states = {}
+    while time.time() < deadline:
+        states = {}
+        for job_id in ids:
+            r = ebb("job", "show", job_id, "--json")
+            states[job_id] = json.loads(r.stdout)["state"] if r.returncode == 0 else "?"
+        if all(s in ("succeeded", "failed", "cancelled") for s in states.values()) \
+                and not live_instances():
+            break
+        time.sleep(0.2)
+    ok(all(s in ("succeeded", "failed", "cancelled") for s in states.values()),
+       "every job has ended", states)
+    ok(not live_instances(), "no agent is left")
+    daemon.send_signal(signal.SIGTERM)
+    ok(daemon.wait(timeout=30) == 0, "ebbd stops cleanly at the end")
+    db = sqlite3.connect(os.path.join(state, "ebb.db"))
+    try:
+        open_rows = db.execute("SELECT count(*) FROM instances WHERE state IN "
+                               "('intent', 'launching', 'running', 'terminating')"
+                               ).fetchone()[0]
+        ran = db.execute("SELECT count(*) FROM instances WHERE ended_at > started_at"
+                         ).fetchone()[0]
+        mismatched = db.execute(
+            "SELECT id, spent_micros, (SELECT coalesce(sum(amount_micros), 0) "
+            "FROM ledger l WHERE l.job_id = j.id) AS billed FROM jobs j "
+            "WHERE spent_micros <> billed").fetchall()
+        back = out_of_order(db)
+    finally:
+        db.close()
+    passed, words = store_check()
+    log = read_log()
+    print("# %d instances ran, %d adopted over %d restarts; %d clean stops" % (
+        ran, log.count("adopted"), log.count("took back"), log.count("stopped cleanly")))
+    ok(ran > 0, "instances ran", ran)
+    ok(log.count("adopted") > 0, "running instances were taken back after restarts")
+    ok(log.count("the clock resumes at") > 0, "the clock resumed after restarts")
+    ok(open_rows == 0, "every instance row is closed", open_rows)
+    ok(passed, "every instance's interval and ledger rows pass the store check", words)
+    ok(not mismatched, "each job's spend equals its ledger", mismatched)
+    ok(not back, "every job's events and checkpoints are in time order", back)
+    ok("store check:" not in log, "ebbd's own store check never complained")
 
 
 def main():
@@ -197,8 +358,7 @@ checkpoint: {grace: 60s, every: 30m}
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     finally:
         db.close()
-    with open(state + ".log") as f:
-        log = f.read()
+    log = read_log()
     print("# %d instances adopted, %d released or closed over %d restarts" % (
         log.count("adopted"), log.count("ended while ebbd was down") +
         log.count("no job wants it"), log.count("took back")))
@@ -209,7 +369,10 @@ checkpoint: {grace: 60s, every: 30m}
 
 
 try:
-    main()
+    if sys.argv[1:] == ["restart"]:
+        restart_main()
+    else:
+        main()
 finally:
     if daemon is not None and daemon.poll() is None:
         daemon.kill()
