@@ -338,6 +338,27 @@ static void adopt(struct ebb__engine *e, struct ebb__job *job, const struct held
     ebb__info("job %s: adopted %s on %s", job->id, runner->id, h->provider);
 }
 
+/* A launch that completed just before ebbd stopped may not have reached
+ * its row (the row commits with the loop turn): what the provider lists
+ * is kept in the row and in `h`, so that the instance is billed from its
+ * start when it ends, and never left unbilled. */
+static void learn_launch(struct ebb__engine *e, struct held *h,
+                         const struct listed *runner)
+{
+    if (h->started_at > 0 || runner->launched_at <= 0)
+        return;
+    char *id = h->instance_id != NULL ? h->instance_id : dup_or_null(runner->id);
+    if (id == NULL)
+        return;
+    h->instance_id = id;
+    h->started_at = runner->launched_at;
+    const char *state = strcmp(h->state, "intent") == 0 ? "launching" : h->state;
+    if (ebb__store_instance_update(e->opt.store, h->token, state, id,
+                                   h->started_at, 0, NULL) != 0)
+        ebb__error("instance %s: cannot record its launch: %s", h->token,
+                   ebb__store_errmsg(e->opt.store));
+}
+
 static void settle(struct ebb__engine *e, struct held *h)
 {
     struct ebb__recovery *r = e->recovery;
@@ -350,6 +371,8 @@ static void settle(struct ebb__engine *e, struct held *h)
     int wanted = job != NULL && !ebb__job_state_terminal(job->state) &&
                  job->current == NULL;
     h->settled = 1;
+    if (alive(runner))
+        learn_launch(e, h, runner);
     if (alive(runner) && wanted && offer != SIZE_MAX) {
         adopt(e, job, h, runner, shadow, offer);
         return;

@@ -88,11 +88,13 @@ static const char check_sql[] =
     "  OR (ended AND (started_at IS NULL OR ended_at <= started_at) AND n > 0)"
     " ORDER BY token";
 
-static const char *when(sqlite3_stmt *st, int col, char *buf, size_t len)
+/* Column `col` as a time in buf ("never" for NULL). */
+static void when(sqlite3_stmt *st, int col, char *buf, size_t len)
 {
     if (sqlite3_column_type(st, col) == SQLITE_NULL)
-        return "never";
-    return ebb_format_time(sqlite3_column_int64(st, col), buf, len);
+        snprintf(buf, len, "never");
+    else
+        ebb_format_time(sqlite3_column_int64(st, col), buf, len);
 }
 
 /* What is wrong with one row of check_sql, in words. */

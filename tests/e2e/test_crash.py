@@ -27,8 +27,10 @@ repeat one). After each stop: the clock's recorded position never went
 back, every job's events and checkpoints are in time order, no job runs
 twice, and the store's own check (store_check: integrity, then every
 instance that ran billed exactly once, none ending before it started)
-passes. At the end the jobs are cancelled, ebbd stops cleanly, and every
-instance is closed and passes the same check.
+passes. Once, a running instance's row is made to miss its launch (as a
+SIGKILL between the launch and its commit leaves it): recovery must learn
+it from the provider. At the end the jobs are cancelled, ebbd stops
+cleanly, and every instance is closed and passes the same check.
 
 Output is TAP. Arguments come from the environment (EBBD, EBB,
 EBB_SOURCE_ROOT, EBB_STORE_CHECK) as for the shell tests.
@@ -204,6 +206,7 @@ checkpoint: {grace: 60s, every: 1h}
         ids.append(r.stdout.strip())
 
     latest = 0
+    forgot = None
     for round_no in range(1, rounds + 1):
         # Mostly short runs; every fourth long enough (an hour of market
         # time is 5 s here) that instances come and go, and that a clock
@@ -233,6 +236,17 @@ checkpoint: {grace: 60s, every: 1h}
            back)
         passed, words = store_check()
         ok(passed, "%s: the store check passes" % name, words)
+        live = live_instances()
+        if forgot is None and live:
+            # What a SIGKILL right after a launch leaves: the instance runs,
+            # its row never heard of the launch. Recovery must learn it from
+            # the provider and bill it from its start.
+            forgot = live[0]["token"]
+            db = sqlite3.connect(os.path.join(state, "ebb.db"))
+            with db:
+                db.execute("UPDATE instances SET state = 'intent', started_at = NULL,"
+                           " provider_instance_id = NULL WHERE token = ?", (forgot,))
+            db.close()
         if not ok(start(), "%s: ebbd starts again" % name):
             break
 
@@ -267,6 +281,9 @@ checkpoint: {grace: 60s, every: 1h}
             "FROM ledger l WHERE l.job_id = j.id) AS billed FROM jobs j "
             "WHERE spent_micros <> billed").fetchall()
         back = out_of_order(db)
+        learnt = db.execute("SELECT started_at IS NOT NULL AND ended_at > started_at"
+                            " AND provider_instance_id IS NOT NULL FROM instances"
+                            " WHERE token = ?", (forgot,)).fetchone()
     finally:
         db.close()
     passed, words = store_check()
@@ -277,6 +294,9 @@ checkpoint: {grace: 60s, every: 1h}
     ok(log.count("adopted") > 0, "running instances were taken back after restarts")
     ok(log.count("the clock resumes at") > 0, "the clock resumed after restarts")
     ok(open_rows == 0, "every instance row is closed", open_rows)
+    ok(forgot is not None and learnt == (1,),
+       "an instance whose launch its row missed was taken back from its start",
+       (forgot, learnt))
     ok(passed, "every instance's interval and ledger rows pass the store check", words)
     ok(not mismatched, "each job's spend equals its ledger", mismatched)
     ok(not back, "every job's events and checkpoints are in time order", back)

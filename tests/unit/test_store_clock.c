@@ -235,7 +235,8 @@ static const struct inst_case bad[] = {
     {"no-end", "terminated", 0, 1000, -1, {{0, 0}},
      "instance no-end is terminated but has no end time"},
     {"never-ran", "failed", 0, -1, 2000, {{0, 2000}},
-     "instance never-ran never ran"},
+     "instance never-ran never ran (started never, ended "
+     "2020-01-06T00:00:02Z) but has 1 ledger rows"},
 };
 
 static void a_good_store_passes(void **state)
