@@ -143,7 +143,9 @@ struct clock_cfg {
 };
 static const struct ebb_cfg_key clock_keys[] = {
     {"start", EBB_CFG_STRING, "", offsetof(struct clock_cfg, start),
-     "time the clock reads when ebbd starts (ISO 8601; default: now)"},
+     "time the clock reads when ebbd first starts on a state directory; "
+     "a restart resumes where the store's clock got to (ISO 8601; "
+     "default: now)"},
     {"speed", EBB_CFG_DOUBLE, "1", offsetof(struct clock_cfg, speed),
      "how many times faster than the wall clock time runs"},
     EBB_CFG_END,
