@@ -115,7 +115,8 @@ int ebb__daemon_limits_apply(struct ebb__daemon *d);
 /* Once the store is open (daemon_clock.c): makes the clock resume from
  * the store's latest time when it would otherwise read earlier, records
  * the clock in the store and has every commit record its position, and
- * logs what the store's billing check finds. Returns 0, or an exit code
+ * starts the store's billing check in the thread pool (it logs what it
+ * finds). Returns 0, or an exit code
  * after logging why: 2 when the clock would run backwards, 1 when the
  * store fails. */
 int ebb__daemon_clock_start(struct ebb__daemon *d);

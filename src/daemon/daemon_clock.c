@@ -5,12 +5,67 @@
  * (store/store_clock.h): a clock that is not the wall clock resumes from
  * it, one that would run backwards is refused, and every commit moves the
  * position on. Once the clock is settled, the store's billing check runs
- * and says what it finds: it only reads. */
+ * and says what it finds: it only reads, on a connection of its own in
+ * libuv's thread pool (it reads every instance and its ledger rows: most
+ * of a second for a hundred thousand instances), so that ebbd does not
+ * wait for it. Whatever snapshot it reads is one that must pass: an
+ * instance's end and its ledger rows are committed together. */
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "base/log.h"
+#include "base/paths.h"
 #include "daemon/daemon.h"
 #include "store/store_clock.h"
 
 #include <ebb/units.h>
+
+struct check_work {
+    uv_work_t req;
+    char *db_path;
+    int rc;
+    char err[1024];
+};
+
+static void check_run(uv_work_t *req)
+{
+    struct check_work *w = req->data;
+    struct ebb__store *s = NULL;
+    w->rc = ebb__store_open(w->db_path, &s, w->err, sizeof(w->err));
+    if (w->rc == 0)
+        w->rc = ebb__store_check_billing(s, w->err, sizeof(w->err));
+    if (w->rc != 0 && w->err[0] == '\0' && s != NULL)
+        snprintf(w->err, sizeof(w->err), "%s", ebb__store_errmsg(s));
+    ebb__store_close(s);
+}
+
+static void check_done(uv_work_t *req, int status)
+{
+    struct check_work *w = req->data;
+    if (status == 0 && w->rc == EBB_EDB)
+        ebb__warn("store check: %s", w->err);
+    else if (status == 0 && w->rc != 0)
+        ebb__warn("store check could not run: %s",
+                  w->err[0] ? w->err : ebb_strerror(w->rc));
+    free(w->db_path);
+    free(w);
+}
+
+/* Queues the billing check; a check that cannot start is only skipped. */
+static void start_check(struct ebb__daemon *d)
+{
+    struct check_work *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return;
+    w->req.data = w;
+    w->db_path = ebb__path_join(d->state_dir, "ebb.db");
+    if (w->db_path == NULL ||
+        uv_queue_work(&d->loop, &w->req, check_run, check_done) != 0) {
+        ebb__warn("store check: cannot start it");
+        free(w->db_path);
+        free(w);
+    }
+}
 
 static ebb_time_ms clock_now(void *arg)
 {
@@ -45,7 +100,6 @@ int ebb__daemon_clock_start(struct ebb__daemon *d)
         return 1;
     }
     ebb__store_clock_follow(d->store, clock_now, &d->clock);
-    if (ebb__store_check_billing(d->store, err, sizeof(err)) != 0)
-        ebb__warn("store check: %s", err[0] ? err : ebb__store_errmsg(d->store));
+    start_check(d);
     return 0;
 }

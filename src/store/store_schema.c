@@ -276,7 +276,8 @@ static const char v6[] =
  * clock.start and speed of the ebbd that last ran, so that a restart on an
  * accelerated clock resumes from there instead of going back to
  * clock.start. A file written before this version gets the latest time its
- * rows carry, with the clock it ran on unknown (NULL). */
+ * rows carry, with the clock it ran on unknown (NULL). An index finds an
+ * instance's ledger rows. */
 static const char v7[] =
     "CREATE TABLE clock ("
     " id INTEGER PRIMARY KEY CHECK (id = 1),"
@@ -293,7 +294,10 @@ static const char v7[] =
     "  coalesce((SELECT max(end_at) FROM ledger), 0),"
     "  coalesce((SELECT max(at) FROM checkpoints), 0),"
     "  coalesce((SELECT max(at) FROM schedule_events), 0)) AS latest)"
-    " WHERE latest > 0;";
+    " WHERE latest > 0;"
+    /* The billing check (ebb__store_check_billing) finds each instance's
+     * ledger rows. */
+    "CREATE INDEX ledger_by_instance ON ledger (instance_token);";
 
 /* migrations[i] moves a file from version i to version i + 1. */
 static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7};

@@ -302,6 +302,26 @@ checkpoint: {grace: 60s, every: 1h}
     ok(not back, "every job's events and checkpoints are in time order", back)
     ok("store check:" not in log, "ebbd's own store check never complained")
 
+    # ebbd's own check at start-up names an instance that breaks the rule.
+    db = sqlite3.connect(os.path.join(state, "ebb.db"))
+    with db:
+        broken = db.execute("SELECT token FROM instances WHERE ended_at > started_at"
+                            " LIMIT 1").fetchone()[0]
+        db.execute("UPDATE instances SET ended_at = started_at - 60000 WHERE token = ?",
+                   (broken,))
+    db.close()
+    ok(start(), "ebbd starts on the store with a broken instance")
+    said = ""
+    for _ in range(100):
+        said = [l for l in read_log().splitlines() if "store check:" in l]
+        if said:
+            break
+        time.sleep(0.1)
+    ok(said and "1 instance not billed exactly once: instance %s ends" % broken in said[0],
+       "ebbd's store check at start-up names it", said)
+    daemon.send_signal(signal.SIGTERM)
+    ok(daemon.wait(timeout=30) == 0, "ebbd stops cleanly")
+
 
 def main():
     with open(os.path.join(tmp, "ebb.yaml"), "w") as f:
