@@ -28,7 +28,8 @@
  *
  * Files: store.c (handle, statement cache, errors, transactions),
  * store_open.c (opening and checking the file), store_schema.c (schema
- * history), store_sql.h (every cached statement, by name), and the queries
+ * history), store_sql.h (every cached statement, by name), store_clock.c
+ * (the clock's position, the billing check: store_clock.h), and the queries
  * by table: store_prices.c (prices and poll cursors), store_jobs.c (jobs,
  * instances, checkpoints, ledger writes, job counts), store_ledger.c (the
  * ledger read back for reports and metrics), store_read.c (the CLI's job
