@@ -442,7 +442,9 @@ def main():
         d.kill(signal.SIGKILL)
 
         # ---- restart on the same state, the clock continuing -------------
-        write_config(config, source, port, restart_at, a.speed)
+        # The same configuration: ebbd's clock resumes where the store's
+        # got to (a clock.start moved to restart_at, a little before it,
+        # would be refused as running backwards).
         d = Daemon(build, state, config, log)
         t0 = d.started_wall
         answers = wait_answering(d, 600)
