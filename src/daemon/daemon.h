@@ -117,8 +117,8 @@ int ebb__daemon_limits_apply(struct ebb__daemon *d);
  * the clock in the store and has every commit record its position, and
  * starts the store's billing check in the thread pool (it logs what it
  * finds). Returns 0, or an exit code
- * after logging why: 2 when the clock would run backwards, 1 when the
- * store fails. */
+ * after logging why: 1 when the clock would run backwards or the store
+ * fails. */
 int ebb__daemon_clock_start(struct ebb__daemon *d);
 
 /* After a commit: starts a WAL checkpoint off the loop when the WAL has

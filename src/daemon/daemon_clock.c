@@ -84,8 +84,11 @@ int ebb__daemon_clock_start(struct ebb__daemon *d)
     }
     rc = ebb__clock_resume(&d->clock, d->config->clock_start, &h, err, sizeof(err));
     if (rc < 0) {
+        /* 1, like the state directory's other refusals: the configuration
+         * itself is valid, and exit 2 promises that nothing was touched
+         * (the store may have just been migrated). */
         ebb__error("%s/ebb.db: %s", d->state_dir, err);
-        return 2;
+        return 1;
     }
     ebb_time_ms now = ebb__clock_now(&d->clock);
     d->started_at = now;

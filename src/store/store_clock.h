@@ -6,7 +6,7 @@
  * (end_at >= start_at) could not be written. The store keeps one row: the
  * latest time any commit of ebbd's writer recorded, and the clock.start
  * and speed of the ebbd that last ran. An accelerated clock resumes from
- * it (daemon.c, io/clock.h ebb__clock_resume()).
+ * it (daemon/daemon_clock.c, io/clock.h ebb__clock_resume()).
  */
 #ifndef EBB_STORE_CLOCK_H
 #define EBB_STORE_CLOCK_H
