@@ -100,7 +100,8 @@ struct ebb_job_view {
     ebb_dur_ms restart_overhead; /* lost at every (re)start */
     ebb_dur_ms checkpoint_grace;
     ebb_micros budget;           /* 0 = no cap */
-    ebb_micros spent;
+    ebb_micros spent;            /* billed, plus what the running instance
+                                    has cost so far */
     unsigned preemptions;
     /* The running instance, if any: index into the market view's offers
      * (SIZE_MAX when not running) and when it started. */

@@ -84,6 +84,17 @@ static int job_used(const struct ebb__job *job, ebb_time_ms now, ebb_micros *out
     return rc;
 }
 
+ebb_micros ebb__engine_spent_now(const struct ebb__job *job, ebb_time_ms now)
+{
+    ebb_micros run = 0;
+    if (job->current != NULL &&
+        ebb__engine_convert(job->engine, accrued(job, now),
+                            job->engine->market.offers[job->current->offer].currency,
+                            job->currency, EBB__ROUND_UP, &run) != 0)
+        run = 0; /* no rate: the planner leaves such offers out */
+    return job->spent + run;
+}
+
 int ebb__engine_job_budget(const struct ebb__job *job, ebb_time_ms now,
                            struct ebb__budget_usage *u)
 {
@@ -191,7 +202,8 @@ static ebb_micros cheapest_step(const struct ebb__job *job, ebb_time_ms now)
                               : left;
         ebb_dur_ms span = (ebb_dur_ms)((double)work / speed) +
                           job->spec.restart_overhead +
-                          job->spec.checkpoint.grace + EBB_MS_PER_SECOND;
+                          ebb__engine_offer_grace(job, job->allowed[i]) +
+                          EBB_MS_PER_SECOND;
         ebb_micros usd = 0;
         if (to_usd(e, ebb__cost_of(st->price, span), o->currency, 1, &usd) == 0 &&
             usd < best)
@@ -203,6 +215,36 @@ static ebb_micros cheapest_step(const struct ebb__job *job, ebb_time_ms now)
 static void money(ebb_micros usd, char *buf, size_t size)
 {
     ebb_format_money(usd > 0 ? usd : 0, "USD", buf, size);
+}
+
+/* Why the job ends budget_exhausted: spent, cap, and the cheapest step. */
+static void exhausted_reason(const struct ebb__budget_usage *ju, ebb_micros step,
+                             char *buf, size_t size)
+{
+    char a[48], b[48], c[48];
+    money(ju->spent, a, sizeof(a));
+    money(ju->cap, b, sizeof(b));
+    money(step, c, sizeof(c));
+    snprintf(buf, size, "budget: exhausted, spent %s of %s; the cheapest "
+             "step left (restart, one checkpoint interval, grace) costs up "
+             "to %s", a, b, c);
+}
+
+int ebb__engine_budget_idle(struct ebb__job *job, ebb_time_ms now,
+                            struct ebb__budget_verdict *v)
+{
+    *v = (struct ebb__budget_verdict){.act = EBB__BUDGET_NOTHING};
+    struct ebb__budget_usage ju;
+    if (job->current != NULL || job->budget < 0 ||
+        ebb__engine_job_budget(job, now, &ju) != 0)
+        return 0;
+    ebb_micros step = cheapest_step(job, now);
+    if (step == INT64_MAX || step <= ju.cap - ju.spent)
+        return 0;
+    v->act = EBB__BUDGET_ENTER;
+    v->to = EBB__JOB_BUDGET_EXHAUSTED;
+    exhausted_reason(&ju, step, v->reason, sizeof(v->reason));
+    return 1;
 }
 
 /* What is left under the job's cap and its team's (INT64_MAX: no cap),
@@ -265,7 +307,7 @@ static void stop_running(struct ebb__job *job, enum ebb__job_state to,
                          struct ebb__budget_verdict *v)
 {
     ebb_micros cost = 0, used = 0, job_left = 0, team_left = 0;
-    int rc = cost_until(job, now, now + job->spec.checkpoint.grace, &cost);
+    int rc = cost_until(job, now, now + ebb__engine_attempt_grace(job), &cost);
     if (rc == 0)
         rc = room(job, now, &used, &job_left, &team_left);
     v->to = to;
@@ -316,11 +358,7 @@ int ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now,
     if (!ebb__engine_budget_applies(job) || a == NULL || a->terminating ||
         !a->launched || (!a->stop_sent && !a->notice))
         return 0;
-    ebb_time_ms end = INT64_MAX;
-    if (a->stop_sent)
-        end = a->stop_at + job->spec.checkpoint.grace;
-    if (a->notice && a->notice_deadline > 0 && a->notice_deadline < end)
-        end = a->notice_deadline;
+    ebb_time_ms end = ebb__engine_grace_end(job);
     if (end == INT64_MAX)
         return 0;
     ebb_micros cost = 0, used = 0, job_left = 0, team_left = 0;
@@ -369,11 +407,9 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
         int exhausted = step > left;
         money(ju.spent, a, sizeof(a));
         money(ju.cap, b, sizeof(b));
-        money(exhausted ? step : worst, c, sizeof(c));
+        money(worst, c, sizeof(c));
         if (exhausted)
-            snprintf(reason, sizeof(reason), "budget: exhausted, spent %s of "
-                     "%s; the cheapest step left (restart, one checkpoint "
-                     "interval, grace) costs up to %s", a, b, c);
+            exhausted_reason(&ju, step, reason, sizeof(reason));
         else
             snprintf(reason, sizeof(reason), "budget: spent %s of %s; %s %s "
                      "could cost up to %s before its next checkpoint; waiting "

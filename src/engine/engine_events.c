@@ -110,6 +110,8 @@ static void on_notice(struct ebb__job *job, const struct ebb_instance_event *ev)
     struct ebb__attempt *a = job->current;
     int first = !a->notice;
     a->notice = 1;
+    if (first)
+        a->notice_at = ev->at;
     if (a->notice_deadline == 0 || ev->deadline < a->notice_deadline)
         a->notice_deadline = ev->deadline;
     /* A pool reclaiming capacity takes no new launch before it is done:
@@ -127,7 +129,11 @@ static void on_notice(struct ebb__job *job, const struct ebb_instance_event *ev)
                               "notice: the instance goes at %s", when);
     }
     if (a->agent_seen != 0 && !a->agent_exited)
-        ebb__engine_arm_backstop(job);
+        ebb__engine_arm_grace_end(job);
+    /* The caps are checked against what the notice lets the instance run
+     * (ebb__engine_budget_guard) at once, not at the next market change. */
+    if (ebb__engine_budget_applies(job))
+        ebb__engine_mark_dirty(job);
 }
 
 /* What the market says of a runner's machine: its notice reaches the agent
@@ -150,8 +156,8 @@ static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_even
         ebb__engine_release_aside(job->engine, a->market, a->shadow_id);
     if (a->agent_exited || a->terminating)
         return;
-    if (a->notice && a->agent_seen != 0 && job->engine->opt.clock->speed > 1.0) {
-        ebb__engine_arm_backstop(job);
+    if (ebb__engine_holds_past_loss(job)) {
+        ebb__engine_arm_grace_end(job);
         return;
     }
     on_lost(job, ev);

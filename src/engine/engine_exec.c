@@ -202,26 +202,6 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
 }
 
-/* The provider that runs the market `market`'s instances (run_on), or
- * NULL when the market runs its own. *missing is set when one is
- * configured but not loaded. */
-static struct ebb__plugin_slot *runner_for(struct ebb__engine *e,
-                                           const char *market,
-                                           const char **missing)
-{
-    *missing = NULL;
-    for (size_t i = 0; i < e->opt.n_run_on; i++) {
-        if (strcmp(e->opt.run_on[i].market, market) != 0)
-            continue;
-        struct ebb__plugin_slot *s =
-            ebb__registry_provider(e->opt.registry, e->opt.run_on[i].runner);
-        if (s == NULL || s->self == NULL)
-            *missing = e->opt.run_on[i].runner;
-        return s;
-    }
-    return NULL;
-}
-
 static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c)
 {
     struct ebb__engine *e = job->engine;
@@ -340,7 +320,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     const char *missing = NULL;
     struct ebb__plugin_slot *runner =
-        slot != NULL ? runner_for(e, o->plugin, &missing) : NULL;
+        slot != NULL ? ebb__engine_runner(e, o->plugin, &missing) : NULL;
     if (slot == NULL || slot->self == NULL || missing != NULL) {
         ebb__engine_set_state(job, EBB__JOB_WAITING, "provider %s is not loaded",
                               missing ? missing : o->plugin);
@@ -517,16 +497,18 @@ void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,
     const struct ebb_provider *p = a->provider->plugin->provider;
     if (p->stop_job != NULL && a->launched) {
         int rc = p->stop_job(a->provider->self, a->instance_id,
-                             job->spec.checkpoint.grace, on_stop_delivered, job);
-        if (rc == 0)
+                             ebb__engine_attempt_grace(job), on_stop_delivered, job);
+        if (rc == 0) {
+            ebb__engine_arm_grace_end(job);
             return;
+        }
         ebb__warn("job %s: stop_job: %s", job->id, ebb_strerror(rc));
     }
     /* Providers whose jobs run under ebb-agent get the stop as the answer
      * to the agent's next report; until an agent is attached, the instance
      * is released and the job resumes from its last periodic checkpoint. */
     if (a->agent_seen != 0 && !a->agent_exited) {
-        ebb__engine_arm_backstop(job);
+        ebb__engine_arm_grace_end(job);
         return;
     }
     ebb__engine_terminate(job);
@@ -549,29 +531,32 @@ void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
 
 ebb_dur_ms ebb__engine_agent_grace(const struct ebb__job *job)
 {
+    const struct ebb__attempt *a = job->current;
     const struct ebb__clock *c = job->engine->opt.clock;
-    ebb_dur_ms grace = ebb__clock_real_ms(c, job->spec.checkpoint.grace);
-    /* An accelerated clock shrinks the grace period, but writing a
-     * checkpoint takes the wall time it takes. */
-    if (c->speed > 1.0 && grace < EBB__AGENT_MIN_GRACE)
-        grace = EBB__AGENT_MIN_GRACE;
-    return grace;
+    ebb_dur_ms grace = ebb__engine_attempt_grace(job);
+    /* Once the instance is stopping, what is left of the grace the
+     * executor enforces: the stop reaches the agent with its next report. */
+    if (a->stop_sent) {
+        ebb_time_ms end = ebb__engine_grace_end(job), now = ebb__clock_now(c);
+        grace = end > now ? end - now : 0;
+    }
+    return ebb__clock_real_ms(c, grace);
 }
 
-/* The agent was told to stop (or got a notice): if the job has not ended
- * when its grace period and one more report have passed, release the
- * instance anyway. */
-void ebb__engine_arm_backstop(struct ebb__job *job)
+/* The instance must be gone when its grace period ends, whatever its
+ * agent (or the provider simulating the job) does: the budget priced that
+ * grace and no more. A timer in market time, restarted when a stop or a
+ * notice moves the end earlier. */
+void ebb__engine_arm_grace_end(struct ebb__job *job)
 {
     struct ebb__engine *e = job->engine;
     struct ebb__attempt *a = job->current;
-    if (ebb__timer_pending(&a->backstop))
+    ebb_time_ms end = ebb__engine_grace_end(job);
+    if (a->terminating || end == INT64_MAX)
         return;
-    ebb_dur_ms wall = ebb__engine_agent_grace(job) + 2 * e->opt.agent_heartbeat +
-                      5 * EBB_MS_PER_SECOND;
-    ebb__timer_start(e->opt.clock, &a->backstop,
-                     ebb__clock_now(e->opt.clock) +
-                         ebb__clock_from_real_ms(e->opt.clock, wall));
+    if (ebb__timer_pending(&a->backstop) && a->backstop.due <= end)
+        return;
+    ebb__timer_start(e->opt.clock, &a->backstop, end);
 }
 
 static void on_backstop(struct ebb__timer *t)
@@ -585,11 +570,14 @@ static void on_backstop(struct ebb__timer *t)
             send_terminate(job); /* a failed terminate, asked again */
         return;
     }
-    if (a->shadow_lost) {
-        ebb__engine_mark_preempted(job, "the instance was taken away");
-    } else {
-        ebb__warn("job %s: the agent did not end the job within its grace "
-                  "period; releasing %s", job->id, a->instance_id);
-    }
+    /* Under notice the market takes the instance now, or took it: the job
+     * resumes elsewhere, as when its agent reports a stopped job. */
+    if ((a->notice || a->shadow_lost) && job->after_release == EBB__JOB_WAITING &&
+        job->launch_next == SIZE_MAX)
+        ebb__engine_mark_preempted(job, a->shadow_lost ? "the instance was taken away"
+                                                       : "preemption notice");
+    if (!a->shadow_lost)
+        ebb__warn("job %s: the job did not end within its grace period; "
+                  "releasing %s", job->id, a->instance_id ? a->instance_id : a->token);
     ebb__engine_terminate(job);
 }

@@ -223,7 +223,7 @@ static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
         .restart_overhead = job->spec.restart_overhead,
         .checkpoint_grace = job->spec.checkpoint.grace,
         .budget = job->budget > 0 ? job->budget : 0,
-        .spent = job->spent,
+        .spent = ebb__engine_spent_now(job, now),
         .preemptions = job->preemptions,
         .running_offer = SIZE_MAX,
         .work_saved = job->work_saved,
@@ -299,11 +299,15 @@ static void carry_out(struct ebb__job *job, const struct ebb__budget_verdict *v)
 /* The budget caps, whatever the policy (engine_budget.c): the step a
  * decision takes is its worst-case spend until the job's next checkpoint.
  * Returns 1 when the caps refused the decision (and what they want done
- * instead is done). */
+ * instead is done). When a running job may stay, *recheck is when the
+ * stretch the caps allowed runs out: the job is planned again then even
+ * if no checkpoint came (a slow one, or none), so that the next step is
+ * judged before the reserve is spent; else 0. */
 static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
-                          size_t n_view, ebb_time_ms now)
+                          size_t n_view, ebb_time_ms now, ebb_time_ms *recheck)
 {
     struct ebb__engine *e = job->engine;
+    *recheck = 0;
     if (!ebb__engine_budget_applies(job))
         return 0;
     int running = job->current != NULL && job->state == EBB__JOB_RUNNING;
@@ -322,10 +326,16 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                            ? (ebb_dur_ms)((double)job->spec.checkpoint.every /
                                           (o->speed > 0 ? o->speed : 1))
                            : to_finish;
+    ebb_dur_ms stretch = every < to_finish ? every : to_finish;
+    /* An instance still in its restart overhead works only after it. */
+    if (running && !moving && job->current->launched) {
+        ebb_time_ms productive = job->current->launched_at + job->spec.restart_overhead;
+        if (productive > now)
+            stretch += productive - now;
+    }
     struct ebb__budget_step step = {
         .offer = e->view_map[view_k],
-        .span = (every < to_finish ? every : to_finish) +
-                job->spec.checkpoint.grace +
+        .span = stretch + ebb__engine_offer_grace(job, e->view_map[view_k]) +
                 (moving ? job->spec.restart_overhead : 0),
         .launching = moving,
     };
@@ -334,17 +344,20 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
         step.rate = max_micros(step.rate, billed_rate(job, now));
     /* Moving away: the current instance still runs its grace period. */
     if (running && moving) {
+        ebb_dur_ms grace = ebb__engine_attempt_grace(job);
         size_t cur = view_index(e, n_view, job->current->offer);
         if (cur != SIZE_MAX)
             step.extra = ebb__cost_of(
-                max_micros(worst_price(&e->view_offers[cur], now,
-                                       job->spec.checkpoint.grace),
+                max_micros(worst_price(&e->view_offers[cur], now, grace),
                            billed_rate(job, now)),
-                job->spec.checkpoint.grace);
+                grace);
     }
     struct ebb__budget_verdict v;
-    if (!ebb__engine_budget_refuses(job, &step, now, &v))
+    if (!ebb__engine_budget_refuses(job, &step, now, &v)) {
+        if (running && !moving)
+            *recheck = now + (stretch > EBB_MS_PER_SECOND ? stretch : EBB_MS_PER_SECOND);
         return 0;
+    }
     carry_out(job, &v);
     return 1;
 }
@@ -362,6 +375,11 @@ void ebb__engine_plan_job(struct ebb__job *job)
         if (ebb__engine_budget_guard(job, now, &v))
             carry_out(job, &v);
         return; /* launching, checkpointing: the next event will re-plan */
+    }
+    struct ebb__budget_verdict idle;
+    if (!running && ebb__engine_budget_idle(job, now, &idle)) {
+        carry_out(job, &idle);
+        return;
     }
     size_t n_view = build_market_view(e, job, now);
     struct ebb_market_view market = {
@@ -394,8 +412,11 @@ void ebb__engine_plan_job(struct ebb__job *job)
                    job->policy->plugin->name, d.offer, n_view);
         return;
     }
-    if (budget_refuses(job, &d, n_view, now))
+    ebb_time_ms recheck = 0;
+    if (budget_refuses(job, &d, n_view, now, &recheck))
         return;
+    if (recheck > 0 && (d.until <= 0 || d.until > recheck))
+        d.until = recheck;
     switch (d.kind) {
     case EBB_DECIDE_LAUNCH: {
         size_t offer = e->view_map[d.offer];

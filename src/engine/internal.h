@@ -17,6 +17,7 @@
  *   engine_outlook.c  forecasts and hazards of offers
  *   engine_exec.c     launching, releasing, billing attempts
  *   engine_budget.c   the caps: verdicts, never actions
+ *   engine_grace.c    the grace period: priced, told, enforced
  *   engine_calls.c    provider calls after a commit
  *   engine_release.c  terminating instances nothing waits for
  *   engine_secret.c   agents' random secrets and their hashes
@@ -59,6 +60,7 @@ struct ebb__attempt {
     int stop_sent;           /* asked to checkpoint and exit */
     ebb_time_ms stop_at;     /* when; the grace period runs from then */
     int notice;              /* a preemption notice arrived */
+    ebb_time_ms notice_at;   /* when the first one did */
     int terminating;         /* terminate called */
     unsigned terminate_failures; /* in a row; the backstop asks again */
     /* When the market's offers run on another provider (run_on: sim ->
@@ -83,7 +85,9 @@ struct ebb__attempt {
     int agent_exited;        /* it reported the job's end */
     char imds_token[33];     /* the metadata endpoint's session token */
     int confirming;          /* asking the provider whether it still runs */
-    /* Releases the instance if the agent does not finish in time. */
+    /* Releases the instance when its grace period ends, whatever the
+     * agent does (ebb__engine_grace_end); asks again after a failed
+     * terminate. */
     struct ebb__timer backstop;
 };
 
@@ -294,6 +298,17 @@ int ebb__engine_budget_applies(const struct ebb__job *job);
 int ebb__engine_budget_refuses(struct ebb__job *job,
                                const struct ebb__budget_step *s,
                                ebb_time_ms now, struct ebb__budget_verdict *v);
+/* For a job without an instance and with a cap of its own: whether even
+ * the cheapest step it could take on any offer it may use (restart, one
+ * checkpoint interval or the rest of the work, the grace period, at
+ * today's price) costs more than is left of its cap. Returns 1 when it
+ * does: the job is to end budget_exhausted (*v), whatever its policy
+ * says, so that no job waits for a step it can never afford; else 0. */
+int ebb__engine_budget_idle(struct ebb__job *job, ebb_time_ms now,
+                            struct ebb__budget_verdict *v);
+/* The job's spend by `now` in its own currency: what the ledger billed
+ * plus what its running instance has cost so far (rounded up). */
+ebb_micros ebb__engine_spent_now(const struct ebb__job *job, ebb_time_ms now);
 /* How to carry out a policy's STOP of a running capped job (or one in a
  * capped team): with a checkpoint when the grace period at today's price
  * fits the caps, else at once (*v). Returns 1 when a cap applies, 0 (the
@@ -307,13 +322,38 @@ int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
 int ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now,
                              struct ebb__budget_verdict *v);
 
+/* ---- the grace period (engine_grace.c) ---- */
+
+/* The shortest grace period an agent gets under an accelerated clock. */
+#define EBB__AGENT_MIN_GRACE (10 * EBB_MS_PER_SECOND)
+
+/* The provider that runs the market `market`'s instances (run_on), or
+ * NULL when the market runs its own. *missing is set when one is
+ * configured but not loaded. */
+struct ebb__plugin_slot *ebb__engine_runner(const struct ebb__engine *e,
+                                            const char *market,
+                                            const char **missing);
+/* The grace period, in market time, that the job gets, and the budget
+ * counts, on market offer `offer`: its checkpoint.grace, at least
+ * EBB__AGENT_MIN_GRACE of wall time where an agent runs it under an
+ * accelerated clock. */
+ebb_dur_ms ebb__engine_offer_grace(const struct ebb__job *job, size_t offer);
+/* The same for the job's current instance (which it must have). */
+ebb_dur_ms ebb__engine_attempt_grace(const struct ebb__job *job);
+/* Whether the current instance, under notice, is kept past the market's
+ * deadline for an agent on the wall clock to finish its checkpoint. */
+int ebb__engine_holds_past_loss(const struct ebb__job *job);
+/* When the executor releases the current instance whatever its agent
+ * does: its stop plus the grace period, or under notice the notice's
+ * deadline (its notice plus the grace period when it is kept past it),
+ * the earlier of the two; INT64_MAX when it is neither stopping nor
+ * under notice. */
+ebb_time_ms ebb__engine_grace_end(const struct ebb__job *job);
+
 /* ---- the executor (engine_exec.c) ---- */
 
 /* How long an offer whose provider reported no capacity stays unavailable. */
 #define EBB__NO_CAPACITY_PAUSE (15 * EBB_MS_PER_MINUTE)
-/* The shortest grace period an agent gets under an accelerated clock. */
-#define EBB__AGENT_MIN_GRACE (10 * EBB_MS_PER_SECOND)
-
 /* Launches the job on market offer `offer` (intent first, then the call). */
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason);
 /* Asks the job's instance to checkpoint, then releases it; the job then
@@ -328,14 +368,15 @@ void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
 /* The executor's steps the instance events (engine_events.c) take too:
  * bill and record the end of the current attempt at `end`; go where the
  * release said once the instance is gone; terminate the current instance;
- * count the coming release as a preemption; release the instance if the
- * agent does not end the job in time; "spot p3.2xlarge us-east-1a aws". */
+ * count the coming release as a preemption; (re)arm the release of the
+ * instance at ebb__engine_grace_end(), whatever the agent does; "spot
+ * p3.2xlarge us-east-1a aws". */
 void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
                                 const char *state, const char *why);
 void ebb__engine_after_instance(struct ebb__job *job);
 void ebb__engine_terminate(struct ebb__job *job);
 void ebb__engine_mark_preempted(struct ebb__job *job, const char *why);
-void ebb__engine_arm_backstop(struct ebb__job *job);
+void ebb__engine_arm_grace_end(struct ebb__job *job);
 void ebb__engine_describe_offer(const struct ebb__offer *o, char *buf, size_t len);
 /* Readies a new attempt's timers. */
 void ebb__engine_attempt_init(struct ebb__job *job, struct ebb__attempt *a);

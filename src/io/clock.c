@@ -187,14 +187,14 @@ ebb_time_ms ebb__clock_now(const struct ebb__clock *clock)
 
 ebb_dur_ms ebb__clock_real_ms(const struct ebb__clock *clock, ebb_dur_ms d)
 {
-    if (clock->is_virtual || clock->speed == 1.0)
+    if (clock->speed == 1.0)
         return d;
     return (ebb_dur_ms)((double)d / clock->speed);
 }
 
 ebb_dur_ms ebb__clock_from_real_ms(const struct ebb__clock *clock, ebb_dur_ms d)
 {
-    if (clock->is_virtual || clock->speed == 1.0)
+    if (clock->speed == 1.0)
         return d;
     return (ebb_dur_ms)((double)d * clock->speed);
 }

@@ -38,7 +38,9 @@ struct ebb__clock {
     int is_virtual;
     ebb_time_ms virtual_now;
     /* Real mode: an accelerated clock (demos) reads origin + speed x the
-     * wall time since wall_origin. */
+     * wall time since wall_origin. Virtual mode: 1, unless a test that
+     * plays an accelerated ebbd's wall-clock world (its agents) sets it;
+     * the conversions below use it either way. */
     double speed;
     ebb_time_ms origin, wall_origin;
     uv_loop_t *loop;     /* real mode only */
