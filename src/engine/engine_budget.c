@@ -1,8 +1,8 @@
 /* Budget caps, whatever the policy (docs/budgets.md): a job's own cap and
  * its team's cap for the calendar month (UTC). A launch, or staying on an
  * instance, must fit its worst-case spend until the job's next checkpoint
- * (the checkpoint grace period, the restart overhead when it moves, one
- * second of billing granularity) under what is left of both caps; for the
+ * (the grace period of engine_grace.c, the restart overhead when it
+ * moves, what the release itself may bill) under what is left of both caps; for the
  * team, what its other running jobs have committed the same way is taken
  * off first. All sums are in USD micro-units (currency_rates convert).
  *
@@ -203,7 +203,7 @@ static ebb_micros cheapest_step(const struct ebb__job *job, ebb_time_ms now)
         ebb_dur_ms span = (ebb_dur_ms)((double)work / speed) +
                           job->spec.restart_overhead +
                           ebb__engine_offer_grace(job, job->allowed[i]) +
-                          EBB_MS_PER_SECOND;
+                          ebb__engine_release_slack(e);
         ebb_micros usd = 0;
         if (to_usd(e, ebb__cost_of(st->price, span), o->currency, 1, &usd) == 0 &&
             usd < best)
@@ -289,13 +289,15 @@ ebb_micros ebb__engine_billed_rate(const struct ebb__job *job, ebb_time_ms now)
 }
 
 /* What the running instance costs at most from now to `end`, at the rate
- * it is billed now, plus one second of billing granularity, USD. */
+ * it is billed now, plus what the release may add
+ * (ebb__engine_release_slack), USD. */
 static int cost_until(const struct ebb__job *job, ebb_time_ms now,
                       ebb_time_ms end, ebb_micros *out)
 {
     const struct ebb__offer *o = &job->engine->market.offers[job->current->offer];
     ebb_micros rate = ebb__engine_billed_rate(job, now);
-    ebb_dur_ms span = (end > now ? end - now : 0) + EBB_MS_PER_SECOND;
+    ebb_dur_ms span = (end > now ? end - now : 0) +
+                      ebb__engine_release_slack(job->engine);
     return to_usd(job->engine, ebb__cost_of(rate, span), o->currency, 1, out);
 }
 
@@ -386,7 +388,7 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
     const struct ebb__offer *o = &e->market.offers[s->offer];
     ebb_micros worst = 0, extra = 0;
     char reason[320], a[48], b[48], c[48];
-    int rc = to_usd(e, ebb__cost_of(s->rate, s->span + EBB_MS_PER_SECOND),
+    int rc = to_usd(e, ebb__cost_of(s->rate, s->span + ebb__engine_release_slack(e)),
                     job->currency, 1, &worst);
     if (rc == 0)
         rc = to_usd(e, s->extra, job->currency, 1, &extra);

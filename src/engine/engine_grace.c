@@ -57,6 +57,12 @@ static ebb_dur_ms grace_on(const struct ebb__job *job,
     return grace;
 }
 
+ebb_dur_ms ebb__engine_release_slack(const struct ebb__engine *e)
+{
+    ebb_dur_ms latency = ebb__clock_from_real_ms(e->opt.clock, EBB__RELEASE_LATENCY);
+    return latency > EBB_MS_PER_SECOND ? latency : EBB_MS_PER_SECOND;
+}
+
 ebb_dur_ms ebb__engine_offer_grace(const struct ebb__job *job, size_t offer)
 {
     const struct ebb__engine *e = job->engine;

@@ -327,6 +327,15 @@ int ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now,
 /* The shortest grace period an agent gets under an accelerated clock. */
 #define EBB__AGENT_MIN_GRACE (10 * EBB_MS_PER_SECOND)
 
+/* Wall time a terminate may take to be answered (the instance bills
+ * until then): at x120, 250 ms are 30 s of market time. */
+#define EBB__RELEASE_LATENCY 250
+
+/* What a release may bill beyond the moment ebbd decides it: one second
+ * of billing granularity (a started second is billed whole), or under an
+ * accelerated clock EBB__RELEASE_LATENCY of wall time, whichever is more.
+ * The budget adds it to every worst case. */
+ebb_dur_ms ebb__engine_release_slack(const struct ebb__engine *e);
 /* The provider that runs the market `market`'s instances (run_on), or
  * NULL when the market runs its own. *missing is set when one is
  * configured but not loaded. */

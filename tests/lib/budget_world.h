@@ -1,0 +1,69 @@
+/* The world the randomised budget tests run (tests/unit/test_budget.c,
+ * test_budget_agents.c): the real engine on the virtual clock with the sim
+ * market replaying a spot price trace with random spikes, jobs submitted
+ * from YAML, the team `ml` with a random cap, and the check that no job's
+ * and no team's spend (ledger plus running instances) passed its cap.
+ *
+ * One world runs at a time (cmocka tests are sequential); budget_world_live
+ * points at it so that a failed test's teardown still closes it.
+ */
+#ifndef EBB_TEST_BUDGET_WORLD_H
+#define EBB_TEST_BUDGET_WORLD_H
+
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "engine/vengine.h"
+
+#define BUDGET_WORLD_JOBS 4
+
+struct budget_world {
+    struct ebb__vengine v;
+    char dir[64];
+    char trace[128];
+    struct ebb__job *jobs[BUDGET_WORLD_JOBS];
+    size_t n_jobs;
+    ebb_micros team_cap;
+    uint64_t rng;
+};
+
+extern struct budget_world *budget_world_live;
+
+/* Uniform in [lo, hi], from the world's seeded generator. */
+int64_t budget_world_rand(struct budget_world *w, int64_t lo, int64_t hi);
+
+/* Starts the world for `seed` at `start` (the trace runs from a calm day
+ * before it to a day after `end`): the sim market with random preemptions
+ * and billing, `providers_more` (more providers, indented by two, may be
+ * "") and `top_more` (more top-level keys, may be ""), default policy
+ * greedy, team ml with members [alice] and a cap of 3 to 9 USD, the teams
+ * handed to the engine as ebbd hands them. */
+void budget_world_start(struct budget_world *w, uint64_t seed, ebb_time_ms start,
+                        ebb_time_ms end, const char *providers_more,
+                        const char *top_more);
+/* Closes the world and removes its files. */
+void budget_world_stop(struct budget_world *w);
+/* A cmocka teardown that closes the live world, if any. */
+int budget_world_teardown(void **state);
+
+/* Submits a job spec (YAML) at the clock's time and lists it in the world. */
+struct ebb__job *budget_world_submit(struct budget_world *w, const char *yaml);
+/* What the job is now (engine.h's snapshot). */
+struct ebb__job_info budget_world_info(const struct ebb__job *job);
+
+/* The first column of the first row of `sql`, with ?1 = text and, where
+ * the statement has them, ?2 = a and ?3 = b. */
+int64_t budget_world_sql_int(struct budget_world *w, const char *sql,
+                             const char *text, int64_t a, int64_t b);
+/* A text column of the first row, a new string; "" when there is none. */
+char *budget_world_sql_text(struct budget_world *w, const char *sql,
+                            const char *text);
+
+/* Fails the test unless, at `now`, each capped job's ledger plus its
+ * running instance's cost so far is within its cap, team ml's ledger for
+ * this month and the last plus every running team instance's cost is
+ * within the team's, and the ledger and the engine agree on each job's
+ * spend. */
+void budget_world_check_caps(struct budget_world *w, ebb_time_ms now);
+
+#endif
