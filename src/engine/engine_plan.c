@@ -376,12 +376,12 @@ void ebb__engine_plan_job(struct ebb__job *job)
             carry_out(job, &v);
         return; /* launching, checkpointing: the next event will re-plan */
     }
+    size_t n_view = build_market_view(e, job, now); /* updates job->allowed */
     struct ebb__budget_verdict idle;
     if (!running && ebb__engine_budget_idle(job, now, &idle)) {
         carry_out(job, &idle);
         return;
     }
-    size_t n_view = build_market_view(e, job, now);
     struct ebb_market_view market = {
         .struct_size = sizeof(market),
         .offers = e->view_offers,

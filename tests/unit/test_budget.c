@@ -142,6 +142,25 @@ static void caps_hold_through_spikes_and_preemptions(void **state)
     assert_true(t.succeeded > 0);
 }
 
+/* A world on the flat market of tests/data/engine/prices_flat.csv
+ * (0.90 USD/h in us-east-1a) from 2020-01-01, jobs planned by `policy`. */
+static ebb_time_ms flat_world(struct budget_world *w, const char *policy)
+{
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 1) * DAY;
+    memset(w, 0, sizeof(*w));
+    budget_world_live = w;
+    const char *root = getenv("EBB_SOURCE_ROOT");
+    char text[1024];
+    snprintf(text, sizeof(text), "providers:\n  sim:\n    prices: \"%s/tests/"
+             "data/engine/prices_flat.csv\"\ndefault_policy: %s\n",
+             root ? root : ".", policy);
+    struct ebb_diag d = {{0}};
+    if (ebb__vengine_open(&w->v, "(test)", text, NULL, start, &d) != 0)
+        fail_msg("%s", d.msg);
+    ebb__clock_run_until(&w->v.clock, start);
+    return start;
+}
+
 /* On a flat market a job runs until the next checkpoint interval no
  * longer fits its cap; it checkpoints and ends budget_exhausted (no lower
  * price can come), its checkpoint kept and the reason saying what it
@@ -150,38 +169,31 @@ static void capped_job_ends_budget_exhausted(void **state)
 {
     (void)state;
     struct budget_world *w = &world_mem;
-    ebb_time_ms start = ebb_days_from_civil(2020, 1, 1) * DAY;
-    memset(w, 0, sizeof(*w));
-    budget_world_live = w;
-    const char *root = getenv("EBB_SOURCE_ROOT");
-    char text[1024];
-    snprintf(text, sizeof(text), "providers:\n  sim:\n    prices: \"%s/tests/"
-             "data/engine/prices_flat.csv\"\ndefault_policy: greedy\n",
-             root ? root : ".");
-    struct ebb_diag d = {{0}};
-    if (ebb__vengine_open(&w->v, "(test)", text, NULL, start, &d) != 0)
-        fail_msg("%s", d.msg);
-    ebb__clock_run_until(&w->v.clock, start);
+    ebb_time_ms start = flat_world(w, "greedy");
     /* 0.90 USD/h: 30m of work cost 0.45 USD; a 1.50 USD cap pays for the
      * first stretch (5m restart, 30m, 60s grace: 0.54 USD) and one more
      * (0.465), not a third. */
-    struct ebb__job *job = budget_world_submit(w, "name: capped\nrun: [python, train.py]\n"
-        "restart_overhead: 5m\nwork: 10h\nmarket: spot\n"
-        "checkpoint:\n  every: 30m\n  grace: 60s\nbudget: 1.50 USD\n");
+    struct ebb__job *job = budget_world_submit(w, "name: capped\n"
+        "run: [python, train.py]\nrestart_overhead: 5m\nwork: 10h\n"
+        "market: spot\ncheckpoint:\n  every: 30m\n  grace: 60s\n"
+        "budget: 1.50 USD\n");
     run_checked(w, start + DAY);
 
-    assert_int_equal(budget_world_info(job).state, EBB__JOB_BUDGET_EXHAUSTED);
-    assert_false(budget_world_info(job).has_instance);
-    assert_true(budget_world_info(job).spent <= 3 * USD / 2);
-    assert_true(budget_world_info(job).spent > USD);
+    struct ebb__job_info ji = budget_world_info(job);
+    assert_int_equal(ji.state, EBB__JOB_BUDGET_EXHAUSTED);
+    assert_false(ji.has_instance);
+    assert_true(ji.spent <= 3 * USD / 2);
+    assert_true(ji.spent > USD);
     /* Its checkpoint is kept: the work it saved is the last one recorded. */
-    assert_true(budget_world_info(job).work_saved >= 60 * MINUTE);
-    assert_int_equal(budget_world_sql_int(w, "SELECT max(work_done_ms) FROM checkpoints "
-                             "WHERE job_id = ?1", budget_world_info(job).id, 0, 0),
-                     budget_world_info(job).work_saved);
+    assert_true(ji.work_saved >= 60 * MINUTE);
+    assert_int_equal(budget_world_sql_int(w, "SELECT max(work_done_ms) FROM "
+                                          "checkpoints WHERE job_id = ?1",
+                                          ji.id, 0, 0),
+                     ji.work_saved);
     /* The reason, as `ebb job show` lists it with the job's events. */
-    char *why = budget_world_sql_text(w, "SELECT reason FROM job_events WHERE job_id = ?1 "
-                         "AND to_state = 'budget_exhausted'", budget_world_info(job).id);
+    char *why = budget_world_sql_text(w, "SELECT reason FROM job_events WHERE "
+                                      "job_id = ?1 AND to_state = "
+                                      "'budget_exhausted'", ji.id);
     assert_non_null(strstr(why, "budget: exhausted, spent "));
     assert_non_null(strstr(why, " of 1.50 USD"));
     assert_non_null(strstr(why, "cheapest step"));
@@ -189,10 +201,86 @@ static void capped_job_ends_budget_exhausted(void **state)
     budget_world_stop(w);
 }
 
+/* A budget below any first step (restart, one checkpoint interval, grace)
+ * ends the job budget_exhausted at once under every policy, the default
+ * deadline policy included (it used to wait for ever, saying nothing). */
+static void budget_below_any_step_ends_under_every_policy(void **state)
+{
+    (void)state;
+    static const char *const policies[] = {"deadline", "greedy",
+                                           "uniform-progress", "trough",
+                                           "on-demand"};
+    for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+        struct budget_world *w = &world_mem;
+        ebb_time_ms start = flat_world(w, policies[i]);
+        struct ebb__job *job = budget_world_submit(w, "name: tiny\n"
+            "run: [python, train.py]\nwork: 2h\ndeadline: 12h\n"
+            "checkpoint: {every: 30m, grace: 60s}\nbudget: 0.05 USD\n");
+        run_checked(w, start + H);
+        struct ebb__job_info ji = budget_world_info(job);
+        if (ji.state != EBB__JOB_BUDGET_EXHAUSTED)
+            fail_msg("policy %s: the job is %s, not budget_exhausted",
+                     policies[i], ebb__job_state_name(ji.state));
+        assert_int_equal(ji.spent, 0);
+        char *why = budget_world_sql_text(w, "SELECT reason FROM job_events "
+                                          "WHERE job_id = ?1 AND to_state = "
+                                          "'budget_exhausted'", ji.id);
+        assert_non_null(strstr(why, "budget: exhausted, spent 0.00 USD of "
+                                    "0.05 USD; the cheapest step left"));
+        free(why);
+        budget_world_stop(w);
+    }
+}
+
+/* The deadline policy's "only X left" counts what the running instance
+ * has cost so far, not only what the ledger billed (which is nothing
+ * until an instance ends). */
+static void deadline_policy_counts_the_running_instance(void **state)
+{
+    (void)state;
+    struct budget_world *w = &world_mem;
+    ebb_time_ms start = flat_world(w, "deadline");
+    struct ebb__job *job = budget_world_submit(w, "name: left\n"
+        "run: [python, train.py]\nrestart_overhead: 5m\nwork: 10h\n"
+        "market: spot\ncheckpoint:\n  every: 30m\n  grace: 60s\n"
+        "budget: 1.50 USD\n");
+    run_checked(w, start + DAY);
+    struct ebb__job_info ji = budget_world_info(job);
+    char *why = budget_world_sql_text(w, "SELECT reason FROM job_events WHERE "
+                                      "job_id = ?1 AND reason LIKE "
+                                      "'%only % left%'", ji.id);
+    char *at = budget_world_sql_text(w, "SELECT at FROM job_events WHERE "
+                                     "job_id = ?1 AND reason LIKE "
+                                     "'%only % left%'", ji.id);
+    char *since = budget_world_sql_text(w, "SELECT started_at FROM instances "
+                                        "WHERE job_id = ?1 ORDER BY "
+                                        "requested_at LIMIT 1", ji.id);
+    const char *only = strstr(why, "only ");
+    if (only == NULL)
+        fail_msg("no \"only ... left\" among the job's events");
+    /* 0.90 USD/h is 250 micro-USD a second, billed from the launch. */
+    double left = strtod(only + 5, NULL);
+    double spent = 250.0 * (double)(strtoll(at, NULL, 10) -
+                                    strtoll(since, NULL, 10)) / 1000 / USD;
+    if (left < 1.50 - spent - 0.006 || left > 1.50 - spent + 0.006)
+        fail_msg("\"%s\": %.2f left, but the instance had cost %.4f of "
+                 "1.50 by then", why, left, spent);
+    assert_true(left < 0.5);
+    assert_true(ji.spent <= 3 * USD / 2);
+    free(why);
+    free(at);
+    free(since);
+    budget_world_stop(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(capped_job_ends_budget_exhausted,
+                                  budget_world_teardown),
+        cmocka_unit_test_teardown(budget_below_any_step_ends_under_every_policy,
+                                  budget_world_teardown),
+        cmocka_unit_test_teardown(deadline_policy_counts_the_running_instance,
                                   budget_world_teardown),
         cmocka_unit_test_teardown(caps_hold_through_spikes_and_preemptions,
                                   budget_world_teardown),
