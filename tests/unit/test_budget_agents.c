@@ -322,9 +322,87 @@ static void caps_hold_with_agents_on_the_wall_clock(void **state)
     assert_true(t->succeeded > 0);
 }
 
+/* The grace arithmetic on one job at x120 (engine_grace.c): a 60 s grace
+ * becomes 20 minutes of market time where an agent runs the job (10 s of
+ * wall time), the sim market's own instances keep 60 s, and at x1 both
+ * keep 60 s; a release may bill 30 s more at x120 (250 ms of wall time),
+ * 1 s at x1. Once ebbd stops the job, the agent is told what is left of
+ * the grace at its next report, and an agent that never answers again has
+ * its instance released when the grace ends, billed to that instant. */
+static void grace_is_priced_told_and_enforced(void **state)
+{
+    (void)state;
+    struct run *r = &run_mem;
+    memset(r, 0, sizeof(*r));
+    struct budget_world *w = &r->w;
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 30) * DAY;
+    budget_world_start(w, 7, start, start + DAY, "  runner: {}\n",
+                       "run_on: {sim: runner}\n");
+    struct ebb__engine *e = w->v.engine;
+    e->opt.run_on = w->v.config->run_on;
+    e->opt.n_run_on = w->v.config->n_run_on;
+    e->opt.agent_heartbeat = HEARTBEAT;
+    struct ebb__job *job = budget_world_submit(w, "name: g\nrun: [python, t.py]\n"
+        "work: 10h\nmarket: spot\npolicy: greedy\n"
+        "checkpoint: {every: 30m, grace: 60s}\n");
+    ebb__clock_run_until(&w->v.clock, start + MINUTE);
+    struct ebb__attempt *a = job->current;
+    assert_non_null(a);
+    assert_true(a->launched);
+
+    w->v.clock.speed = 1;
+    assert_int_equal(ebb__engine_offer_grace(job, a->offer), 60 * S);
+    assert_int_equal(ebb__engine_release_slack(e), S);
+    w->v.clock.speed = 120;
+    assert_int_equal(ebb__engine_offer_grace(job, a->offer), 20 * MINUTE);
+    assert_int_equal(ebb__engine_attempt_grace(job), 20 * MINUTE);
+    assert_int_equal(ebb__engine_release_slack(e), 30 * S);
+    /* The sim market alone simulates the job in market time. */
+    e->opt.n_run_on = 0;
+    assert_int_equal(ebb__engine_offer_grace(job, a->offer), 60 * S);
+    e->opt.n_run_on = w->v.config->n_run_on;
+    assert_int_equal(ebb__engine_grace_end(job), INT64_MAX);
+
+    struct ebb__agent_reply reply;
+    ebb__engine_agent_report(job, &(struct ebb__agent_report){
+        .kind = EBB__AGENT_STARTED}, &reply);
+    assert_int_equal(reply.command, EBB__AGENT_NONE);
+    ebb_time_ms stop_at = now_of(r);
+    ebb__engine_release(job, EBB__JOB_PAUSED, SIZE_MAX, "a test stops it");
+    assert_int_equal(ebb__engine_grace_end(job), stop_at + 20 * MINUTE);
+    /* The next report, 5 s of wall time later, hears the stop with the
+     * 5 s of wall time left. */
+    ebb__clock_run_until(&w->v.clock, stop_at + market(r, HEARTBEAT));
+    ebb__engine_agent_report(job, &(struct ebb__agent_report){
+        .kind = EBB__AGENT_HEARTBEAT}, &reply);
+    assert_int_equal(reply.command, EBB__AGENT_STOP);
+    assert_int_equal(reply.grace, 5 * S);
+    char token[EBB__TOKEN_SIZE];
+    snprintf(token, sizeof(token), "%s", a->token);
+    ebb_time_ms launched = a->launched_at;
+    /* The agent hangs: ebbd releases the instance when the grace ends. */
+    ebb__clock_run_until(&w->v.clock, stop_at + 20 * MINUTE - 1);
+    assert_ptr_equal(job->current, a);
+    ebb__clock_run_until(&w->v.clock, stop_at + 20 * MINUTE);
+    assert_true(job->current == NULL || strcmp(job->current->token, token) != 0);
+    assert_int_equal(budget_world_sql_int(w, "SELECT max(end_at) FROM ledger "
+                                          "WHERE instance_token = ?1", token, 0, 0),
+                     stop_at + 20 * MINUTE);
+    assert_int_equal(budget_world_sql_int(w, "SELECT min(start_at) FROM ledger "
+                                          "WHERE instance_token = ?1", token, 0, 0),
+                     launched);
+    char *st = budget_world_sql_text(w, "SELECT state FROM instances WHERE "
+                                     "token = ?1", token);
+    assert_string_equal(st, "terminated");
+    free(st);
+    budget_world_stop(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(grace_is_priced_told_and_enforced,
+                                  budget_world_teardown),
         cmocka_unit_test_teardown(caps_hold_with_agents_on_the_wall_clock,
                                   budget_world_teardown),
     };
