@@ -344,7 +344,7 @@ enum ebb__agent_command { EBB__AGENT_NONE, EBB__AGENT_STOP, EBB__AGENT_RELEASE }
 
 struct ebb__agent_reply {
     enum ebb__agent_command command;
-    ebb_dur_ms grace;        /* STOP: wall time the job has */
+    ebb_dur_ms grace;        /* STOP: wall time the job has left */
     char reason[192];
 };
 
@@ -378,7 +378,9 @@ void ebb__engine_agent_report(struct ebb__job *job,
                               const struct ebb__agent_report *r,
                               struct ebb__agent_reply *reply);
 
-/* The job's checkpoint grace period in wall time, as its agent gets it. */
+/* The job's grace period (engine_grace.c) in wall time, as its agent gets
+ * it: whole in the job document; once the instance is stopping, what is
+ * left of it until ebbd releases the instance. */
 ebb_dur_ms ebb__engine_agent_grace(const struct ebb__job *job);
 
 /* The metadata endpoint's session token of the job's current instance
