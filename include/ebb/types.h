@@ -161,6 +161,10 @@ enum ebb_instance_event_kind {
 /* exit_status of a job that exited because it was asked to stop, after
  * writing its checkpoint. */
 #define EBB_EXIT_STOPPED (-1)
+/* exit_status of a job whose program could not be started at all (no
+ * such program, its working directory missing); `reason` says why. ebbd
+ * fails the job at once: starting it again would fail the same way. */
+#define EBB_EXIT_NOT_STARTED (-2)
 
 struct ebb_instance_event {
     uint32_t struct_size; /* sizeof(struct ebb_instance_event) in the plugin */
@@ -169,7 +173,8 @@ struct ebb_instance_event {
     const char *token;
     ebb_time_ms at;
     ebb_time_ms deadline;      /* NOTICE: when the instance goes */
-    int exit_status;           /* EXITED: the job's status or EBB_EXIT_STOPPED */
+    int exit_status;           /* EXITED: the job's status, EBB_EXIT_STOPPED
+                                * or EBB_EXIT_NOT_STARTED */
     /* PROGRESS, CHECKPOINT: reference work done on this instance since it
      * started (not counting the checkpoint it resumed from). */
     ebb_dur_ms work_done;

@@ -44,6 +44,10 @@ static const struct ebb_cfg_key sim_keys[] = {
      offsetof(struct sim_cfg, failed_terminations),
      "answer this many terminate calls, the first ones, with an I/O error, as "
      "a cloud API outage would (tests)"},
+    {"failed_launches", EBB_CFG_INT, "0",
+     offsetof(struct sim_cfg, failed_launches),
+     "answer this many launch calls, the first ones, with an I/O error, as a "
+     "cloud API outage would (tests)"},
     {"currency", EBB_CFG_STRING, "USD", offsetof(struct sim_cfg, currency),
      "currency of the trace's prices, an ISO 4217 code (the price column "
      "keeps its name; other currencies need currency_rates: in ebb.yaml)"},
@@ -228,10 +232,12 @@ static int check_cfg(const struct ebb_host *host, const struct sim_cfg *c,
                   "negative");
         return EBB_ECONFIG;
     }
-    if (c->failed_terminations < 0) {
+    if (c->failed_terminations < 0 || c->failed_launches < 0) {
         host->log(host->ctx, EBB_LOG_ERROR,
-                  "failed_terminations: %lld is not a count (0 or more)",
-                  (long long)c->failed_terminations);
+                  "%s: %lld is not a count (0 or more)",
+                  c->failed_launches < 0 ? "failed_launches" : "failed_terminations",
+                  (long long)(c->failed_launches < 0 ? c->failed_launches
+                                                     : c->failed_terminations));
         return EBB_ECONFIG;
     }
     const char *cur = c->currency != NULL ? c->currency : "";
@@ -259,6 +265,7 @@ static int sim_create(const struct ebb_host *host, const void *config, void **se
     s->ops.host = host;
     s->billing = billing;
     s->terminations_to_fail = cfg->failed_terminations;
+    s->launches_to_fail = cfg->failed_launches;
     sim_rng_seed(&s->rng, (uint64_t)cfg->seed);
     rc = sim_market_init(&s->market, host, cfg);
     if (rc != 0) {
@@ -388,6 +395,10 @@ static int sim_launch(void *self, const struct ebb_launch *req,
     struct sim_instance *in = sim_find_token(s, req->token);
     if (in != NULL)
         return launch_reply(s, cb, arg, 0, in);
+    if (s->launches_to_fail > 0) {
+        s->launches_to_fail--;
+        return launch_reply(s, cb, arg, EBB_EIO, NULL);
+    }
 
     const struct sim_offer *o = NULL;
     if (req->market == EBB_MARKET_SPOT) {

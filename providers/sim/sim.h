@@ -43,6 +43,7 @@ struct sim_cfg {
     ebb_dur_ms preempt_after;
     char *currency;
     int64_t failed_terminations;
+    int64_t failed_launches;
 };
 
 /* ---- random numbers (sim_rng.c) ---- */
@@ -193,6 +194,7 @@ struct sim {
     size_t cap_tokens;
     struct ebb_ops ops; /* struct sim_req (sim.c): callbacks still to run */
     int64_t terminations_to_fail;        /* failed_terminations left */
+    int64_t launches_to_fail;            /* failed_launches left */
     int destroying;
 };
 

@@ -216,9 +216,19 @@ static void on_ev_done(const struct ebb_http_response *res, void *arg)
         check_idle(r);
 }
 
+/* The final report waits for the output before it: ebbd releases the
+ * instance once it hears the job exited, and with it the agent, so output
+ * still queued then (a failed run's last lines, the reason a job could not
+ * start) would never reach `ebb logs`. */
+static bool ev_held(const struct agent_reporter *r)
+{
+    return strcmp(ev_first(r)->kind, "exited") == 0 &&
+           (!ebb_list_empty(&r->chunks) || r->log_sending != NULL);
+}
+
 static void ev_send(struct agent_reporter *r)
 {
-    if (r->ev_in_flight || ebb_list_empty(&r->events) || r->closed)
+    if (r->ev_in_flight || ebb_list_empty(&r->events) || r->closed || ev_held(r))
         return;
     char *body = json_dumps(ev_first(r)->body, JSON_COMPACT);
     char *url = ebb_strfmt("%s/v1/agent/events", r->base_url);
@@ -323,10 +333,13 @@ static void on_log_done(const struct ebb_http_response *res, void *arg)
     note_success(r);
     r->log_failures = 0;
     drop_sending(r);
-    if (!ebb_list_empty(&r->chunks))
+    if (!ebb_list_empty(&r->chunks)) {
         log_send(r);
-    else
-        check_idle(r);
+        return;
+    }
+    if (!ebb__timer_pending(&r->ev_timer))
+        ev_send(r); /* a final report held for this output */
+    check_idle(r);
 }
 
 /* Moves up to `max` bytes of the head's consecutive output of one stream

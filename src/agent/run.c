@@ -242,17 +242,21 @@ static void on_output(void *arg, enum agent_stream stream, const char *data, siz
     agent_reporter_log(&a->rep, stream, data, len);
 }
 
-static void report_exit(struct agent *a, int64_t status, int sig)
+/* `error`: why the job could not be started (NULL: it ran). */
+static void report_exit(struct agent *a, int64_t status, int sig, const char *error)
 {
     agent_imds_stop(&a->imds);
     ebb__timer_stop(&a->clock, &a->heartbeat_timer);
     ebb__timer_stop(&a->clock, &a->periodic_timer);
     ebb__timer_stop(&a->clock, &a->scan_timer);
     ebb__timer_stop(&a->clock, &a->grace_timer);
-    agent_reporter_event(&a->rep, json_pack("{s:s, s:I, s:i, s:b, s:b}", "kind", "exited",
-                                            "status", (json_int_t)(sig ? -1 : status),
-                                            "signal", sig, "stopped", a->stopping,
-                                            "checkpointed", a->checkpointed_since_stop));
+    json_t *ev = json_pack("{s:s, s:I, s:i, s:b, s:b}", "kind", "exited",
+                           "status", (json_int_t)(sig ? -1 : status),
+                           "signal", sig, "stopped", a->stopping,
+                           "checkpointed", a->checkpointed_since_stop);
+    if (ev != NULL && error != NULL)
+        json_object_set_new(ev, "error", json_string(error));
+    agent_reporter_event(&a->rep, ev);
     a->state = AGENT_FINISHING;
     ebb__timer_start(&a->clock, &a->give_up_timer, now_ms(a) + a->opt.exit_wait_ms);
     agent_check_done(a);
@@ -268,7 +272,7 @@ static void on_exited(void *arg, int64_t status, int sig)
     else
         ebb__info("the job exited with status %lld", (long long)status);
     a->exit_code = sig ? 128 + sig : (int)status;
-    report_exit(a, status, sig);
+    report_exit(a, status, sig, NULL);
 }
 
 /* EBB_* variables after the job's own env, so ebb's win. */
@@ -321,14 +325,41 @@ static int build_argv(struct agent *a)
 }
 
 /* The job could not be started: ebbd hears it as an exit with status 127
- * (a shell's "cannot run"), which counts as a failed run. Not -1: that is
- * how a job stopped on request reads (EBB_EXIT_STOPPED), which ebbd would
- * resume again and again. */
+ * (a shell's "cannot run") and the reason in `error`, and fails the job at
+ * once: starting it again would fail the same way. Not -1: that is how a
+ * job stopped on request reads (EBB_EXIT_STOPPED), which ebbd would resume
+ * again and again. The reason also goes into the job's log, where its
+ * owner looks first (`ebb logs`). */
 static void fail_start(struct agent *a, const char *what, const char *why)
 {
-    ebb__error("cannot start the job: %s: %s", what, why);
+    char error[768];
+    snprintf(error, sizeof(error), "cannot start the job: %s: %s", what, why);
+    ebb__error("%s", error);
+    char line[sizeof(error) + 16];
+    int len = snprintf(line, sizeof(line), "ebb-agent: %s\n", error);
+    if (len > 0)
+        agent_reporter_log(&a->rep, AGENT_STDERR, line,
+                           (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
     a->exit_code = 127;
-    report_exit(a, 127, 0);
+    report_exit(a, 127, 0, error);
+}
+
+/* Why exec'ing `prog` in `workdir` ("": the agent's) failed with libuv
+ * error `rc`, naming what is missing: a bare name is looked for on PATH,
+ * and exec says ENOENT also for a file whose #! interpreter is gone. */
+static void spawn_error(const char *prog, const char *workdir, int rc, char *why,
+                        size_t len)
+{
+    char *path = prog[0] == '/' || workdir[0] == '\0'
+                     ? ebb_strfmt("%s", prog)
+                     : ebb_strfmt("%s/%s", workdir, prog);
+    if (rc == UV_ENOENT && strchr(prog, '/') == NULL)
+        snprintf(why, len, "no such program on PATH");
+    else if (rc == UV_ENOENT && path != NULL && access(path, F_OK) == 0)
+        snprintf(why, len, "the interpreter its #! line names does not exist");
+    else
+        snprintf(why, len, "%s", uv_strerror(rc));
+    free(path);
 }
 
 /* Opens the checkpoint directory (created when missing; it must be the
@@ -409,7 +440,8 @@ void agent_run_start(struct agent *a)
     };
     rc = agent_job_start(&a->job, &a->loop, a->job_argv, a->job_envp, a->doc.workdir, &cbs);
     if (rc != 0) {
-        fail_start(a, a->job_argv[0], uv_strerror(rc));
+        spawn_error(a->job_argv[0], a->doc.workdir, rc, why, sizeof(why));
+        fail_start(a, a->job_argv[0], why);
         return;
     }
     ebb__info("started the job (pid %d)%s%s", a->job.pid,

@@ -44,6 +44,8 @@ static void print_job(json_t *j)
     const char *cur = str(j, "currency");
     printf("Job %s (%s)\n", str(j, "id"), str(j, "name"));
     printf("  state:       %s\n", str(j, "state"));
+    if (str(j, "waiting_reason")[0] != '\0')
+        printf("  waiting:     %s\n", str(j, "waiting_reason"));
     printf("  policy:      %s\n", str(j, "policy"));
     printf("  submitted:   %s by uid %lld\n", when(j, "submitted_at", a, sizeof(a)),
            (long long)json_integer_value(json_object_get(j, "owner_uid")));

@@ -10,7 +10,8 @@ static const char usage[] =
     "Usage: ebb jobs [--all] [--json]\n"
     "\n"
     "Lists unfinished jobs, newest first: id, name, state, policy, progress\n"
-    "(work done of the job's reference work), spend and preemptions.\n"
+    "(work done of the job's reference work), spend, preemptions and, for a\n"
+    "job that waits, why (JSON: waiting_reason).\n"
     "\n"
     "  --all   include finished jobs\n"
     "  --json  print JSON instead of a table\n";
@@ -43,8 +44,8 @@ int cmd_jobs(struct cli *cli, int argc, char **argv)
     }
     static const char *const headers[] = {"ID", "NAME", "STATE", "POLICY",
                                           "PROGRESS", "SPENT", "PREEMPTIONS",
-                                          "SUBMITTED"};
-    struct cli_table *t = cli_table_new(8, headers);
+                                          "SUBMITTED", "WAITING BECAUSE"};
+    struct cli_table *t = cli_table_new(9, headers);
     cli_table_right(t, 4);
     cli_table_right(t, 5);
     cli_table_right(t, 6);
@@ -69,6 +70,7 @@ int cmd_jobs(struct cli *cli, int argc, char **argv)
             json_string_value(json_object_get(j, "state")),
             json_string_value(json_object_get(j, "policy")),
             progress, spent, preempt, submitted,
+            json_string_value(json_object_get(j, "waiting_reason")),
         };
         cli_table_add(t, row);
     }

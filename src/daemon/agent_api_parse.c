@@ -64,6 +64,7 @@ int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
     r->status = (int)json_integer_value(json_object_get(body, "status"));
     r->signal = (int)json_integer_value(json_object_get(body, "signal"));
     r->stopped = json_is_true(json_object_get(body, "stopped"));
+    r->error = json_string_value(json_object_get(body, "error"));
     r->nvidia_smi = json_is_true(json_object_get(body, "nvidia_smi"));
     size_t k;
     json_t *gpu;

@@ -120,6 +120,21 @@ static int may_see_job(struct ebb__daemon *d, struct ebb__api_call *call,
         json_string_value(json_object_get(job, "team")));
 }
 
+/* Why the job in row `row` waits, from the engine (null when it does not
+ * wait). Added before a row is redacted, which drops it: a reason may
+ * name instances, like the job's events. */
+static void add_waiting_reason(struct ebb__daemon *d, json_t *row)
+{
+    const char *id = json_string_value(json_object_get(row, "id"));
+    struct ebb__job *job = id ? ebb__engine_job(d->engine, id) : NULL;
+    struct ebb__job_info info = {0};
+    if (job != NULL)
+        ebb__engine_job_info(job, &info);
+    json_object_set_new(row, "waiting_reason", info.waiting_reason
+                                                   ? json_string(info.waiting_reason)
+                                                   : json_null());
+}
+
 void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
 {
     struct ebb__daemon *d = ctx;
@@ -133,6 +148,7 @@ void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
     size_t i;
     json_t *row;
     json_array_foreach(rows, i, row) {
+        add_waiting_reason(d, row);
         if (!may_see_job(d, call, row))
             ebb__daemon_redact_job(row);
     }
@@ -171,6 +187,7 @@ void ebb__api_job(void *ctx, struct ebb__api_call *call)
                       ebb__store_errmsg(d->store));
         return;
     }
+    add_waiting_reason(d, job);
     if (may_see_job(d, call, job))
         json_object_set_new(job, "current", current_json(d, id));
     else

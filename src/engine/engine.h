@@ -239,6 +239,9 @@ struct ebb__job_info {
     int64_t owner_uid;       /* who submitted it; -1: unknown */
     const char *workdir;     /* where a local job runs; NULL: the agent's */
     int has_instance;        /* an instance is (being) launched for it */
+    /* Why it waits (pending, waiting, paused, preempted): the latest
+     * reason its policy or the engine gave; NULL when it does not wait. */
+    const char *waiting_reason;
 };
 
 /* The uid a provider that runs `job` on this machine runs it as: its
@@ -332,6 +335,8 @@ struct ebb__agent_report {
     ebb_time_ms deadline;   /* NOTICE */
     const char *reason;     /* NOTICE: where it came from */
     int status, signal, stopped; /* EXITED */
+    const char *error;      /* EXITED: why the job could not be started;
+                             * NULL: it ran */
     /* HOST: what the agent found (nvidia_smi: it could look). */
     int nvidia_smi;
     size_t n_gpus;

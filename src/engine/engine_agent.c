@@ -162,6 +162,7 @@ void ebb__engine_agent_report(struct ebb__job *job,
     switch (r->kind) {
     case EBB__AGENT_STARTED:
         ev.kind = EBB_EVENT_RUNNING;
+        job->start_failures = 0;
         break;
     case EBB__AGENT_PROGRESS:
     case EBB__AGENT_CHECKPOINT: {
@@ -186,9 +187,11 @@ void ebb__engine_agent_report(struct ebb__job *job,
         break;
     case EBB__AGENT_EXITED:
         ev.kind = EBB_EVENT_EXITED;
-        ev.exit_status = r->stopped ? EBB_EXIT_STOPPED
-                         : r->signal > 0 ? 128 + r->signal
-                                         : r->status;
+        ev.exit_status = r->error != NULL ? EBB_EXIT_NOT_STARTED
+                         : r->stopped     ? EBB_EXIT_STOPPED
+                         : r->signal > 0  ? 128 + r->signal
+                                          : r->status;
+        ev.reason = r->error;
         break;
     default:
         deliver = 0; /* a heartbeat or host report: seen is all */
@@ -286,19 +289,44 @@ static void confirm_silent(struct ebb__job *job)
         on_confirm_list(c, rc, NULL, 0);
 }
 
+/* An agent that has not reported by the time its enrolment token expires
+ * never will (it cannot start, or cannot reach ebbd): its instance only
+ * bills. It is released, and counts as a failed start. */
+static void release_unreported(struct ebb__job *job, ebb_dur_ms ttl)
+{
+    struct ebb__attempt *a = job->current;
+    ebb__warn("job %s: the agent on %s never reported; releasing it", job->id,
+              a->instance_id);
+    job->release_failed_start = 1;
+    job->after_release = EBB__JOB_WAITING;
+    job->launch_next = SIZE_MAX;
+    snprintf(job->after_reason, sizeof(job->after_reason), "the agent on %s "
+             "never reported within %lld s of the launch (agent_api.enrol_ttl)",
+             a->instance_id, (long long)(ttl / EBB_MS_PER_SECOND));
+    ebb__engine_terminate(job);
+}
+
 static void on_sweep(struct ebb__timer *t)
 {
     struct ebb__engine *e = t->data;
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     ebb_dur_ms silence = ebb__clock_from_real_ms(e->opt.clock,
                                                  e->opt.agent_heartbeat_timeout);
+    ebb_dur_ms ttl = e->opt.agent_enrol_ttl > 0 ? e->opt.agent_enrol_ttl
+                                                : EBB__ENROL_TTL_DEFAULT;
+    ebb_dur_ms unreported = ebb__clock_from_real_ms(e->opt.clock, ttl);
     struct ebb_list *node;
     ebb_list_foreach(node, &e->jobs) {
         struct ebb__job *job = ebb_list_entry(node, struct ebb__job, node);
         struct ebb__attempt *a = job->current;
-        if (a != NULL && a->launched && a->agent_seen != 0 && !a->agent_exited &&
-            !a->confirming && !a->terminating && now - a->agent_seen > silence)
+        if (a == NULL || !a->launched || a->terminating)
+            continue;
+        if (a->agent_seen != 0 && !a->agent_exited && !a->confirming &&
+            now - a->agent_seen > silence)
             confirm_silent(job);
+        else if (a->agent_seen == 0 && e->opt.agent_url != NULL &&
+                 now - a->requested_at > unreported)
+            release_unreported(job, ttl);
     }
     ebb__engine_agent_sweep_start(e);
 }

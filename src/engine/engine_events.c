@@ -20,6 +20,10 @@ static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev
     a->running_at = ev->at;
     if (job->attempts > 1)
         job->restarts++;
+    /* Without agents (backtests) the provider's word is all there is that
+     * the job started; with them, the agent's "started" says so. */
+    if (e->opt.agent_url == NULL)
+        job->start_failures = 0;
     if (ebb__store_instance_update(e->opt.store, a->token, "running", NULL,
                                    0, 0, NULL) != 0)
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
@@ -54,7 +58,18 @@ static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event 
         ebb__engine_mark_dirty(job);
 }
 
-static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
+/* Whether the attempt ended before its job ever started: ebbd has agents
+ * and this one never reported, and no notice explains the loss. */
+static int never_started(const struct ebb__job *job)
+{
+    const struct ebb__attempt *a = job->current;
+    return job->engine->opt.agent_url != NULL && a->agent_seen == 0 && !a->notice;
+}
+
+/* `from_market`: the market took the runner's machine away (run_on), which
+ * is a preemption whether or not the job had started. */
+static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev,
+                    int from_market)
 {
     const char *why = ev->reason ? ev->reason : "instance lost";
     struct ebb__attempt *a = job->current;
@@ -63,6 +78,16 @@ static void on_lost(struct ebb__job *job, const struct ebb_instance_event *ev)
      * still bills its storage and restarts if the bid wins again. */
     if (a->launched && !a->terminating)
         ebb__engine_release_aside(job->engine, a->provider, a->instance_id);
+    /* An instance that goes before its agent ever reported (an agent that
+     * cannot start or reach ebbd) is a failed start, bounded, not a
+     * preemption to resume from again and again. */
+    if (!from_market && never_started(job)) {
+        ebb__engine_finish_attempt(job, ev->at, "terminated", why);
+        char reason[256];
+        snprintf(reason, sizeof(reason), "%s before its agent reported", why);
+        ebb__engine_start_failed(job, reason);
+        return;
+    }
     job->preemptions++;
     job->engine->market.offers[job->current->offer].losses++;
     ebb__engine_finish_attempt(job, ev->at, "terminated", why);
@@ -87,9 +112,16 @@ static void on_exited(struct ebb__job *job, const struct ebb_instance_event *ev)
         job->launch_next = SIZE_MAX;
         snprintf(job->after_reason, sizeof(job->after_reason),
                  "the job exited with status 0");
+    } else if (ev->exit_status == EBB_EXIT_NOT_STARTED) {
+        /* No such program, no working directory: the same next time. */
+        job->after_release = EBB__JOB_FAILED;
+        job->launch_next = SIZE_MAX;
+        snprintf(job->after_reason, sizeof(job->after_reason), "%s",
+                 ev->reason ? ev->reason : "the job could not be started");
     } else if (ev->exit_status != EBB_EXIT_STOPPED) {
         if (job->retries < (unsigned)job->spec.max_retries) {
             job->retries++;
+            job->retry_wait = ebb__engine_retry_backoff(job->retries);
             job->after_release = EBB__JOB_WAITING;
             snprintf(job->after_reason, sizeof(job->after_reason),
                      "the job exited with status %d; retry %u of %d",
@@ -160,7 +192,7 @@ static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_even
         ebb__engine_arm_grace_end(job);
         return;
     }
-    on_lost(job, ev);
+    on_lost(job, ev, 1);
 }
 
 void ebb__engine_instance_event(void *sink, const char *provider,
@@ -193,7 +225,7 @@ void ebb__engine_instance_event(void *sink, const char *provider,
         on_notice(job, ev);
         break;
     case EBB_EVENT_LOST:
-        on_lost(job, ev);
+        on_lost(job, ev, 0);
         break;
     case EBB_EVENT_EXITED:
         on_exited(job, ev);

@@ -132,8 +132,19 @@ void ebb__engine_after_instance(struct ebb__job *job)
     job->launch_next = SIZE_MAX;
     if (ebb__job_state_terminal(job->state))
         return;
+    if (job->release_failed_start) {
+        job->release_failed_start = 0;
+        ebb__engine_start_failed(job, job->after_reason);
+        return;
+    }
     if (launch != SIZE_MAX) {
         ebb__engine_launch(job, launch, job->after_reason);
+        return;
+    }
+    if (next == EBB__JOB_WAITING && job->retry_wait > 0) {
+        job->retry_at = ebb__clock_now(job->engine->opt.clock) + job->retry_wait;
+        job->retry_wait = 0;
+        ebb__engine_wait_to_retry(job, job->after_reason);
         return;
     }
     if (next != EBB__JOB_WAITING) {
@@ -181,16 +192,20 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
                                   (long long)ebb__engine_job_run_uid(job));
             return;
         }
-        ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
-                              what, ebb_strerror(status));
-        /* Without capacity, choose again now among the other offers. Other
-         * failures: ask again after the market moves, or in a while at the
-         * latest, so a provider that keeps refusing does not spin the
-         * planner. */
-        if (status == EBB_ENOCAPACITY)
+        /* Without capacity, choose again now among the other offers (the
+         * pool stays out of the choice for a while). Other failures count
+         * as failed starts: tried again later and later, then the job
+         * fails, so a provider that refuses every launch neither spins
+         * the planner nor keeps the job waiting for ever. */
+        if (status == EBB_ENOCAPACITY) {
+            ebb__engine_set_state(job, EBB__JOB_WAITING, "launch on %s failed: %s",
+                                  what, ebb_strerror(status));
             ebb__engine_mark_dirty(job);
-        else
-            ebb__timer_start(e->opt.clock, &job->wake, now + 10 * EBB_MS_PER_MINUTE);
+            return;
+        }
+        char why[256];
+        snprintf(why, sizeof(why), "launch on %s failed: %s", what, ebb_strerror(status));
+        ebb__engine_start_failed(job, why);
         return;
     }
     a->launched = 1;

@@ -362,20 +362,47 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
     return 1;
 }
 
-void ebb__engine_plan_job(struct ebb__job *job)
+/* A job without an instance whose deadline has passed ends
+ * deadline_missed, its checkpoint kept: ebb neither starts nor resumes a
+ * job after its deadline (one running then runs on to its end, as its
+ * policy chose). Returns 1 when it ended. */
+static int deadline_passed(struct ebb__job *job, ebb_time_ms now)
+{
+    if (job->current != NULL || job->deadline <= 0 || now < job->deadline)
+        return 0;
+    char at[40], saved[32], total[32];
+    ebb__engine_set_state(job, EBB__JOB_DEADLINE_MISSED, "the deadline %s passed "
+                          "with %s of %s work saved; the checkpoint is kept",
+                          ebb_format_time(job->deadline, at, sizeof(at)),
+                          ebb_format_duration(job->work_saved, saved, sizeof(saved)),
+                          ebb_format_duration(job->work_total, total, sizeof(total)));
+    return 1;
+}
+
+/* A job that waits looks again at its deadline at the latest. */
+static void wake_by_deadline(struct ebb__job *job, ebb_time_ms now)
 {
     struct ebb__engine *e = job->engine;
-    if (job->held)
+    if (job->current != NULL || ebb__job_state_terminal(job->state) ||
+        job->deadline <= now)
         return;
+    if (!ebb__timer_pending(&job->wake) || job->wake.due > job->deadline)
+        ebb__timer_start(e->opt.clock, &job->wake, job->deadline);
+}
+
+static void plan_now(struct ebb__job *job, ebb_time_ms now)
+{
+    struct ebb__engine *e = job->engine;
     int running = job->state == EBB__JOB_RUNNING && job->current != NULL &&
                   !job->current->stop_sent && !job->current->notice;
-    ebb_time_ms now = ebb__clock_now(e->opt.clock);
     if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED) {
         struct ebb__budget_verdict v;
         if (ebb__engine_budget_guard(job, now, &v))
             carry_out(job, &v);
         return; /* launching, checkpointing: the next event will re-plan */
     }
+    if (!running && (deadline_passed(job, now) || ebb__engine_retry_pending(job, now)))
+        return; /* ended, or its wake-up is set for the next try */
     size_t n_view = build_market_view(e, job, now); /* updates job->allowed */
     struct ebb__budget_verdict idle;
     if (!running && ebb__engine_budget_idle(job, now, &idle)) {
@@ -447,4 +474,16 @@ void ebb__engine_plan_job(struct ebb__job *job)
         wake_at(job, d.until, now);
         break;
     }
+    if (job->current == NULL)
+        ebb__engine_note_waiting(job, d.reason[0] ? d.reason
+                                                  : "the policy chose to wait");
+}
+
+void ebb__engine_plan_job(struct ebb__job *job)
+{
+    if (job->held)
+        return;
+    ebb_time_ms now = ebb__clock_now(job->engine->opt.clock);
+    plan_now(job, now);
+    wake_by_deadline(job, now);
 }

@@ -66,6 +66,7 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
     enum ebb__job_state from = job->state;
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     job->state = to;
+    ebb__engine_note_waiting(job, reason);
     if (ebb__job_state_terminal(to) && !ebb__job_state_terminal(from)) {
         e->n_active--;
         job->finished_at = now;
@@ -92,6 +93,14 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
     }
     ebb__debug("job %s: %s -> %s: %s", job->id, ebb__job_state_name(from),
                ebb__job_state_name(to), reason);
+}
+
+void ebb__engine_note_waiting(struct ebb__job *job, const char *reason)
+{
+    int waits = job->state == EBB__JOB_PENDING || job->state == EBB__JOB_WAITING ||
+                job->state == EBB__JOB_PAUSED || job->state == EBB__JOB_PREEMPTED;
+    snprintf(job->waiting_reason, sizeof(job->waiting_reason), "%s",
+             waits && reason != NULL ? reason : "");
 }
 
 ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)
@@ -310,6 +319,7 @@ void ebb__engine_job_info(const struct ebb__job *job, struct ebb__job_info *out)
         .owner_uid = job->owner_uid,
         .workdir = job->workdir,
         .has_instance = job->current != NULL,
+        .waiting_reason = job->waiting_reason[0] ? job->waiting_reason : NULL,
     };
 }
 

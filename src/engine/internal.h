@@ -22,6 +22,7 @@
  *   engine_release.c  terminating instances nothing waits for
  *   engine_secret.c   agents' random secrets and their hashes
  *   engine_offers.c   which offers a job may use; currency conversion
+ *   engine_retry.c    when a failed job may launch again, and when not
  *   engine_state.c    job states, the dirty queue, jobs by id and token
  *
  * Upward only through callbacks that a higher file registers: the plan
@@ -109,6 +110,18 @@ struct ebb__job {
     ebb_micros reserve;
     char currency[4];
     unsigned attempts, preemptions, restarts, retries;
+    /* Launches in a row that never started the job (engine_retry.c). */
+    unsigned start_failures;
+    /* No launch before this (a failed run or start waits); 0: none. */
+    ebb_time_ms retry_at;
+    /* A failed run's wait, counted from its instance's release; 0: none. */
+    ebb_dur_ms retry_wait;
+    /* The release that comes counts as a failed start (its agent never
+     * reported). */
+    int release_failed_start;
+    /* Why the job waits now, for `ebb jobs` and `ebb job show`: the latest
+     * waiting state's reason or policy's answer; "" when it does not. */
+    char waiting_reason[256];
     struct ebb__attempt *current;
     /* What to do once the current instance is released. */
     enum ebb__job_state after_release;
@@ -188,6 +201,10 @@ void ebb__engine_mark_dirty(struct ebb__job *job);
 /* Moves the job to state `to`, recording why in job_events with it. */
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                            const char *fmt, ...) EBB_PRINTF(3, 4);
+/* Records why the job waits (`reason`; kept only while its state is one
+ * that waits: pending, waiting, paused, preempted), without an event:
+ * the planner's answer each time it looks. */
+void ebb__engine_note_waiting(struct ebb__job *job, const char *reason);
 /* The job's work done by `now`: saved work, plus the running instance's
  * progress extrapolated from its last report. */
 ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now);
@@ -199,6 +216,28 @@ int ebb__engine_update_allowed(struct ebb__job *job);
 /* Marks dirty every unfinished job that may use `offer` (SIZE_MAX: all). */
 void ebb__engine_wake_offer(struct ebb__engine *e, size_t offer,
                             const struct ebb__job *except);
+
+/* ---- failed runs and starts (engine_retry.c) ---- */
+
+/* The first wait before a failed job is tried again, doubling with each
+ * try up to the most (market time). */
+#define EBB__RETRY_BACKOFF_FIRST EBB_MS_PER_MINUTE
+#define EBB__RETRY_BACKOFF_MAX EBB_MS_PER_HOUR
+/* Launches in a row that never start the job before it fails. */
+#define EBB__MAX_FAILED_STARTS 8
+
+/* How long to wait before the `n`th try (n >= 1): 1 min, doubling, at most
+ * an hour. */
+ebb_dur_ms ebb__engine_retry_backoff(unsigned n);
+/* Whether the job must wait (job->retry_at) before it launches again. */
+int ebb__engine_retry_pending(const struct ebb__job *job, ebb_time_ms now);
+/* The job, without an instance, waits until job->retry_at, `why` in its
+ * event with the time it tries again. */
+void ebb__engine_wait_to_retry(struct ebb__job *job, const char *why);
+/* Counts a launch that never started the job (`why`): the job waits for
+ * its next try, or fails after EBB__MAX_FAILED_STARTS in a row. Returns
+ * 1 when it failed. The job must have no instance. */
+int ebb__engine_start_failed(struct ebb__job *job, const char *why);
 
 /* ---- agents' secrets (engine_secret.c) ---- */
 

@@ -706,6 +706,92 @@ static void failed_terminate_is_asked_again(void **state)
     fx_stop(f);
 }
 
+/* A provider that refuses every launch: each failure is a failed start,
+ * tried again after 1 minute, doubling, and the job fails after
+ * EBB__MAX_FAILED_STARTS launches in a row; nothing is billed. */
+static void launch_that_always_fails_gives_up(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start_with(f, "prices_flat.csv", NULL, "greedy",
+                  "    failed_launches: 1000\n");
+    struct ebb__job *job = submit(f, JOB_YAML("refused-launch", "work: 2h\n"
+        "market: spot\nresources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 30 * S);
+    assert_int_equal(job->state, EBB__JOB_WAITING);
+    assert_non_null(strstr(job->waiting_reason, "launch on spot p3.2xlarge"));
+    assert_non_null(strstr(job->waiting_reason, "trying again at"));
+    run_to(f, T0 + 24 * H);
+    assert_int_equal(job->state, EBB__JOB_FAILED);
+    assert_int_equal(job->attempts, EBB__MAX_FAILED_STARTS);
+    assert_int_equal(query_int(f, "SELECT count(*) FROM instances WHERE job_id = ?1 "
+                               "AND state = 'failed'", job->id), EBB__MAX_FAILED_STARTS);
+    char *asked = query(f, "SELECT requested_at FROM instances WHERE job_id = ?1 "
+                        "ORDER BY requested_at", job->id);
+    char *p = asked;
+    int64_t prev = strtoll(p, &p, 10);
+    for (unsigned n = 1; n < EBB__MAX_FAILED_STARTS; n++) {
+        int64_t at = strtoll(p, &p, 10);
+        assert_true(at - prev >= ebb__engine_retry_backoff(n));
+        assert_true(at - prev < ebb__engine_retry_backoff(n) + MINUTE);
+        prev = at;
+    }
+    free(asked);
+    char *why = query(f, "SELECT reason FROM job_events WHERE job_id = ?1 AND "
+                      "to_state = 'failed'", job->id);
+    assert_non_null(strstr(why, "launches in a row never started the job"));
+    free(why);
+    assert_int_equal(job->spent, 0);
+    fx_stop(f);
+}
+
+/* Two refused launches, then one that works: the job runs to its end. */
+static void launch_failures_then_success(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start_with(f, "prices_flat.csv", NULL, "greedy",
+                  "    failed_launches: 2\n");
+    struct ebb__job *job = submit(f, JOB_YAML("refused-twice", "work: 2h\n"
+        "market: spot\nresources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 12 * H);
+    assert_int_equal(job->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(job->attempts, 3);
+    assert_int_equal(job->start_failures, 0);
+    assert_int_equal(query_int(f, "SELECT count(*) FROM instances WHERE job_id = ?1 "
+                               "AND state = 'failed'", job->id), 2);
+    ebb_micros total = -1;
+    assert_int_equal(ebb__store_ledger_job_total(f->v.store, job->id, &total), 0);
+    assert_int_equal(total, job->spent);
+    assert_true(job->spent > 0);
+    fx_stop(f);
+}
+
+/* A job that cannot run (no spot capacity at all) waits with a reason and
+ * ends deadline_missed when its deadline passes. */
+static void deadline_passes_while_waiting(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, "avail_none.csv", "greedy");
+    struct ebb__job *job = submit(f, JOB_YAML("no-capacity", "work: 2h\n"
+        "deadline: 5h\nmarket: spot\nresources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + H);
+    assert_int_equal(job->state, EBB__JOB_WAITING);
+    struct ebb__job_info info;
+    ebb__engine_job_info(job, &info);
+    assert_non_null(info.waiting_reason);
+    assert_true(strlen(info.waiting_reason) > 0);
+    run_to(f, T0 + 5 * H - S);
+    assert_int_equal(job->state, EBB__JOB_WAITING);
+    run_to(f, T0 + 5 * H);
+    assert_int_equal(job->state, EBB__JOB_DEADLINE_MISSED);
+    assert_int_equal(job->finished_at, T0 + 5 * H);
+    ebb__engine_job_info(job, &info);
+    assert_null(info.waiting_reason);
+    fx_stop(f);
+}
+
 /* An instance nothing waits for (here the one the market took at 02:00,
  * released after its loss) is terminated again when the provider fails
  * the first time, 10 s later, and then forgotten. */
@@ -809,6 +895,9 @@ int main(void)
         cmocka_unit_test_teardown(no_launch_into_a_pool_under_notice, teardown),
         cmocka_unit_test_teardown(failed_terminate_is_asked_again, teardown),
         cmocka_unit_test_teardown(failed_release_is_asked_again, teardown),
+        cmocka_unit_test_teardown(launch_that_always_fails_gives_up, teardown),
+        cmocka_unit_test_teardown(launch_failures_then_success, teardown),
+        cmocka_unit_test_teardown(deadline_passes_while_waiting, teardown),
         cmocka_unit_test_teardown(a_taken_id_is_drawn_again, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
