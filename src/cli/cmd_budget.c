@@ -28,6 +28,18 @@ static const char *amount(json_t *o, const char *key, char *buf, size_t size)
     return ebb_format_money(json_integer_value(v), "USD", buf, size);
 }
 
+/* Rows whose amounts ebbd could not convert, with why, under a table. */
+static void print_errors(json_t *rows, const char *key)
+{
+    size_t i;
+    json_t *o;
+    json_array_foreach(rows, i, o) {
+        const char *error = json_string_value(json_object_get(o, "error"));
+        if (error != NULL)
+            printf("  %s: %s\n", json_string_value(json_object_get(o, key)), error);
+    }
+}
+
 static void print_budgets(json_t *r)
 {
     char cap[48], spent[48], committed[48], left[48];
@@ -47,6 +59,7 @@ static void print_budgets(json_t *r)
     }
     printf("Teams, %s:\n", json_string_value(json_object_get(r, "month")));
     cli_table_print(t, stdout, "  no teams configured");
+    print_errors(json_object_get(r, "teams"), "team");
 
     static const char *const jh[] = {"JOB", "NAME", "TEAM", "STATE", "CAP",
                                      "SPENT", "COMMITTED", "LEFT"};
@@ -67,6 +80,7 @@ static void print_budgets(json_t *r)
     }
     printf("\nJobs with a cap:\n");
     cli_table_print(t, stdout, "  none");
+    print_errors(json_object_get(r, "jobs"), "id");
 }
 
 int cmd_budget(struct cli *cli, int argc, char **argv)

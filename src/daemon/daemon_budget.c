@@ -3,15 +3,23 @@
  * case until their next checkpoint) and what is left, in USD micro-units
  * (docs/budgets.md). Params: "team" (optional) keeps one team and its
  * jobs. Reads the engine's memory and one small ledger sum per team: it
- * runs on the loop. */
+ * runs on the loop. A row whose amounts cannot be converted (a rate that
+ * left currency_rates since) carries null amounts and an "error"; the
+ * other rows are answered as ever. */
+#include <stdio.h>
 #include <string.h>
 
 #include <ebb/units.h>
 
 #include "daemon/daemon.h"
 
-static json_t *usage_json(const struct ebb__budget_usage *u)
+/* The row's figures; for rc != 0 (no rate converts them) null amounts
+ * and `error`. */
+static json_t *usage_json(const struct ebb__budget_usage *u, int rc, const char *error)
 {
+    if (rc != 0)
+        return json_pack("{s:n,s:n,s:n,s:n,s:s}", "spent_micros", "committed_micros",
+                         "cap_micros", "left_micros", "error", error);
     json_t *o = json_pack("{s:I,s:I}", "spent_micros", (json_int_t)u->spent,
                           "committed_micros", (json_int_t)u->committed);
     if (u->has_cap) {
@@ -52,41 +60,38 @@ void ebb__api_budget(void *ctx, struct ebb__api_call *call)
     char month[16];
     snprintf(month, sizeof(month), "%04lld-%02d", (long long)y, m);
     json_t *teams = json_array(), *jobs = json_array();
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < d->config->n_teams; i++) {
+    for (size_t i = 0; i < d->config->n_teams; i++) {
         const struct ebb__team *team = &d->config->teams[i];
         struct ebb__budget_usage u;
         if (!keep(want, team->name))
             continue;
-        rc = ebb__engine_team_budget(d->engine, team, now, &u);
-        json_t *o = usage_json(&u);
+        int rc = ebb__engine_team_budget(d->engine, team, now, &u);
+        json_t *o = usage_json(&u, rc, "cannot convert the team's spend to USD: "
+                               "a job of the team is billed or capped in a "
+                               "currency that has no currency_rates entry");
         json_object_set_new(o, "team", json_string(team->name));
         json_array_append_new(teams, o);
     }
     for (const struct ebb__job *j = ebb__engine_job_next(d->engine, NULL);
-         rc == 0 && j != NULL; j = ebb__engine_job_next(d->engine, j)) {
+         j != NULL; j = ebb__engine_job_next(d->engine, j)) {
         struct ebb__budget_usage u;
         struct ebb__job_info ji;
         ebb__engine_job_info(j, &ji);
         if (ji.budget < 0 || ebb__job_state_terminal(ji.state) ||
             !keep(want, ji.spec->team))
             continue;
-        rc = ebb__engine_job_budget(j, now, &u);
-        json_t *o = usage_json(&u);
+        int rc = ebb__engine_job_budget(j, now, &u);
+        char error[160];
+        snprintf(error, sizeof(error), "cannot convert the job's amounts to USD: "
+                 "no currency_rates entry for %s (or for what it was billed in); "
+                 "add one to ebb.yaml", ji.currency);
+        json_t *o = usage_json(&u, rc, error);
         json_object_set_new(o, "id", json_string(ji.id));
         json_object_set_new(o, "name", json_string(ji.spec->name ? ji.spec->name : ""));
         json_object_set_new(o, "team", ji.spec->team ? json_string(ji.spec->team)
                                                      : json_null());
         json_object_set_new(o, "state", json_string(ebb__job_state_name(ji.state)));
         json_array_append_new(jobs, o);
-    }
-    if (rc != 0) {
-        json_decref(teams);
-        json_decref(jobs);
-        ebb__api_fail(call, "internal", "cannot sum the budgets: %s (a "
-                      "currency without a currency_rates entry?)",
-                      ebb_strerror(rc));
-        return;
     }
     ebb__api_reply(call, json_pack("{s:s,s:s,s:o,s:o}", "month", month,
                                    "currency", "USD", "teams", teams,

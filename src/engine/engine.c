@@ -84,6 +84,7 @@ void ebb__engine_prices(void *engine, const char *provider, int status,
 void ebb__engine_all_polled(void *engine)
 {
     struct ebb__engine *e = engine;
+    e->all_polled = 1;
     if (e->recovery != NULL)
         ebb__engine_reconcile(e);
 }
@@ -225,6 +226,14 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
     int rc = ebb__engine_job_new(e, spec, owner_uid, workdir, now, &job, d);
     if (rc != 0)
         return rc;
+    /* What can never run is refused here rather than left waiting for
+     * ever; restored jobs (job_new alone) are not judged again. */
+    char why[512];
+    if (ebb__engine_job_runnable(e, job, why, sizeof(why)) != 0) {
+        ebb_diag_set(d, job->spec.file, 0, "%s", why);
+        ebb__engine_job_free(job);
+        return EBB_EINVAL;
+    }
     const struct ebb__plugin_slot *policy = job->policy;
     make_id(e, job->spec.name, now, job->id, sizeof(job->id));
 

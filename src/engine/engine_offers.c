@@ -1,5 +1,6 @@
 /* Which of the market's offers a job may use: its resources, its market
- * setting, and a rate to show the offer's prices in the job's currency.
+ * setting, and a rate to show the offer's prices in the job's currency;
+ * and whether a job could ever run (at submit).
  * Each job keeps the offers it may use (the market only ever appends, so
  * only new offers are examined), which lets a price change wake just the
  * jobs that may use the offer that changed. */
@@ -43,45 +44,186 @@ static int zone_allowed(const struct ebb_string_list *zones,
     return 0;
 }
 
+/* What an offer is judged on, in the order a refusal names them. */
+enum criterion {
+    CRIT_CURRENCY,
+    CRIT_MARKET,
+    CRIT_PROVIDERS,
+    CRIT_TYPES,
+    CRIT_REGIONS,
+    CRIT_ZONES,
+    CRIT_GPU,
+    CRIT_COUNT,
+};
+
+static int gpu_allowed(const struct ebb__job_resources *r, const struct ebb__offer *o)
+{
+    if (r->gpu_model == NULL && r->gpu_count == 0 && r->gpu_memory_gb <= 0)
+        return 1;
+    const struct ebb__catalog_entry *c = o->catalog;
+    if (c == NULL)
+        return 0;
+    if (r->gpu_model != NULL && strcasecmp(c->gpu_model, r->gpu_model) != 0)
+        return 0;
+    if (r->gpu_count > 0 && c->gpus != r->gpu_count)
+        return 0;
+    return !(r->gpu_memory_gb > 0 && c->gpu_memory_gb > 0 &&
+             c->gpu_memory_gb < r->gpu_memory_gb);
+}
+
+/* Whether offer `o` passes criterion `c` for the job, judged for market
+ * setting `market`. */
+static int passes(const struct ebb__engine *e, const struct ebb__job *job,
+                  const struct ebb__offer *o, enum criterion c,
+                  enum ebb_job_market market)
+{
+    const struct ebb__job_resources *r = &job->spec.resources;
+    ebb_micros unit;
+    switch (c) {
+    case CRIT_CURRENCY:
+        /* The planner shows a policy every price in the job's currency:
+         * an offer in another (CNY in Alibaba's Chinese regions) needs a
+         * rate. */
+        return strcmp(o->currency, job->currency) == 0 ||
+               ebb__engine_convert(e, EBB_MICROS_PER_UNIT, o->currency,
+                                   job->currency, EBB__ROUND_UP, &unit) == 0;
+    case CRIT_MARKET:
+        return !(market == EBB_JOB_SPOT && o->market != EBB_MARKET_SPOT) &&
+               !(market == EBB_JOB_ON_DEMAND && o->market != EBB_MARKET_ON_DEMAND);
+    case CRIT_PROVIDERS:
+        return r->providers.n == 0 || list_has(&r->providers, o->provider) ||
+               list_has(&r->providers, o->plugin);
+    case CRIT_TYPES:
+        return r->instance_types.n == 0 || list_has(&r->instance_types, o->instance_type);
+    case CRIT_REGIONS:
+        return r->regions.n == 0 || list_has(&r->regions, o->region);
+    case CRIT_ZONES:
+        return zone_allowed(&r->zones, o);
+    case CRIT_GPU:
+        return gpu_allowed(r, o);
+    case CRIT_COUNT:
+        break;
+    }
+    return 0;
+}
+
 int ebb__engine_offer_allowed(const struct ebb__engine *e,
                               const struct ebb__job *job, size_t offer,
                               enum ebb_job_market market)
 {
     const struct ebb__offer *o = &e->market.offers[offer];
-    const struct ebb__job_resources *r = &job->spec.resources;
-    /* The planner shows a policy every price in the job's currency: an
-     * offer in another (CNY in Alibaba's Chinese regions) needs a rate. */
-    ebb_micros unit;
-    if (strcmp(o->currency, job->currency) != 0 &&
-        ebb__engine_convert(e, EBB_MICROS_PER_UNIT, o->currency, job->currency,
-                            EBB__ROUND_UP, &unit) != 0)
-        return 0;
-    if (market == EBB_JOB_SPOT && o->market != EBB_MARKET_SPOT)
-        return 0;
-    if (market == EBB_JOB_ON_DEMAND && o->market != EBB_MARKET_ON_DEMAND)
-        return 0;
-    if (r->providers.n > 0 && !list_has(&r->providers, o->provider) &&
-        !list_has(&r->providers, o->plugin))
-        return 0;
-    if (r->instance_types.n > 0 && !list_has(&r->instance_types, o->instance_type))
-        return 0;
-    if (r->regions.n > 0 && !list_has(&r->regions, o->region))
-        return 0;
-    if (!zone_allowed(&r->zones, o))
-        return 0;
-    if (r->gpu_model != NULL || r->gpu_count > 0 || r->gpu_memory_gb > 0) {
-        const struct ebb__catalog_entry *c = o->catalog;
-        if (c == NULL)
+    for (int c = 0; c < CRIT_COUNT; c++)
+        if (!passes(e, job, o, (enum criterion)c, market))
             return 0;
-        if (r->gpu_model != NULL && strcasecmp(c->gpu_model, r->gpu_model) != 0)
-            return 0;
-        if (r->gpu_count > 0 && c->gpus != r->gpu_count)
-            return 0;
-        if (r->gpu_memory_gb > 0 && c->gpu_memory_gb > 0 &&
-            c->gpu_memory_gb < r->gpu_memory_gb)
-            return 0;
-    }
     return 1;
+}
+
+/* ---- can the job ever run ---------------------------------------------- */
+
+/* The field of offer `o` that criterion `c` looks at, to list what there
+ * is; NULL for criteria without one value to show. */
+static const char *offer_field(const struct ebb__offer *o, enum criterion c)
+{
+    switch (c) {
+    case CRIT_CURRENCY: return o->currency;
+    case CRIT_MARKET: return o->market == EBB_MARKET_SPOT ? "spot" : "on-demand";
+    case CRIT_PROVIDERS: return o->provider;
+    case CRIT_TYPES: return o->instance_type;
+    case CRIT_REGIONS: return o->region;
+    case CRIT_ZONES: return o->zone[0] ? o->zone : NULL;
+    case CRIT_GPU: return o->catalog && o->catalog->gpu_model[0] ? o->catalog->gpu_model
+                                                                 : NULL;
+    case CRIT_COUNT: break;
+    }
+    return NULL;
+}
+
+/* What the market has of criterion `c`'s field: distinct values, the first
+ * few, as "a, b, c, ..." into buf. */
+static void list_offered(const struct ebb__engine *e, enum criterion c, char *buf,
+                         size_t len)
+{
+    enum { SHOWN = 8 };
+    const char *seen[SHOWN];
+    size_t n_seen = 0, used = 0;
+    int more = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < e->market.n_offers; k++) {
+        const char *v = offer_field(&e->market.offers[k], c);
+        size_t i = 0;
+        while (v != NULL && i < n_seen && strcmp(seen[i], v) != 0)
+            i++;
+        if (v == NULL || v[0] == '\0' || i < n_seen)
+            continue;
+        if (n_seen == SHOWN) {
+            more = 1;
+            break;
+        }
+        seen[n_seen++] = v;
+        int w = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", v);
+        if (w < 0 || (size_t)w >= len - used)
+            break;
+        used += (size_t)w;
+    }
+    if (more && used + 6 < len)
+        snprintf(buf + used, len - used, ", ...");
+    if (n_seen == 0)
+        snprintf(buf, len, "none");
+}
+
+static const char *const criterion_key[] = {
+    [CRIT_CURRENCY] = "budget", [CRIT_MARKET] = "market",
+    [CRIT_PROVIDERS] = "resources.providers",
+    [CRIT_TYPES] = "resources.instance_types", [CRIT_REGIONS] = "resources.regions",
+    [CRIT_ZONES] = "resources.zones", [CRIT_GPU] = "resources.gpu",
+};
+
+static const char *const criterion_offered[] = {
+    [CRIT_CURRENCY] = "offers are priced in", [CRIT_MARKET] = "markets offered:",
+    [CRIT_PROVIDERS] = "providers offering:", [CRIT_TYPES] = "types offered:",
+    [CRIT_REGIONS] = "regions offered:", [CRIT_ZONES] = "zones offered:",
+    [CRIT_GPU] = "GPU models offered:",
+};
+
+int ebb__engine_job_runnable(struct ebb__engine *e, struct ebb__job *job,
+                             char *why, size_t len)
+{
+    /* Caps, spend and the team rule are compared in USD. */
+    ebb_micros usd;
+    if (strcmp(job->currency, "USD") != 0 &&
+        ebb__engine_convert(e, EBB_MICROS_PER_UNIT, job->currency, "USD",
+                            EBB__ROUND_DOWN, &usd) != 0) {
+        snprintf(why, len, "budget: no rate for %s in currency_rates (ebb.yaml), so "
+                 "ebbd cannot compare the job's budget with prices and caps; add "
+                 "one (USD per unit, e.g. currency_rates: {%s: 1.08})",
+                 job->currency, job->currency);
+        return EBB_EINVAL;
+    }
+    if (ebb__engine_update_allowed(job) != 0)
+        return 0; /* out of memory: the planner will judge */
+    /* Until every provider has answered a first poll the market is not
+     * complete, and what it lacks now may come. */
+    if (job->n_allowed > 0 || !e->all_polled || e->market.n_offers == 0)
+        return 0; /* with no offer at all (failed polls) there is nothing to judge by */
+    char offered[256];
+    for (int c = 0; c < CRIT_COUNT; c++) {
+        size_t k = 0;
+        while (k < e->market.n_offers &&
+               !passes(e, job, &e->market.offers[k], (enum criterion)c,
+                       job->spec.market))
+            k++;
+        if (k < e->market.n_offers)
+            continue;
+        list_offered(e, (enum criterion)c, offered, sizeof(offered));
+        snprintf(why, len, "%s: no offer of any configured provider matches, so "
+                 "the job could never run (%s %s; see ebb prices)", criterion_key[c],
+                 criterion_offered[c], offered);
+        return EBB_EINVAL;
+    }
+    snprintf(why, len, "resources: no offer of any configured provider matches "
+             "all of the job's resources and market together, so the job could "
+             "never run (see ebb prices)");
+    return EBB_EINVAL;
 }
 
 int ebb__engine_update_allowed(struct ebb__job *job)

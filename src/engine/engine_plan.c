@@ -372,10 +372,11 @@ static int deadline_passed(struct ebb__job *job, ebb_time_ms now)
         return 0;
     char at[40], saved[32], total[32];
     ebb__engine_set_state(job, EBB__JOB_DEADLINE_MISSED, "the deadline %s passed "
-                          "with %s of %s work saved; the checkpoint is kept",
+                          "with %s of %s work saved%s",
                           ebb_format_time(job->deadline, at, sizeof(at)),
                           ebb_format_duration(job->work_saved, saved, sizeof(saved)),
-                          ebb_format_duration(job->work_total, total, sizeof(total)));
+                          ebb_format_duration(job->work_total, total, sizeof(total)),
+                          job->work_saved > 0 ? "; its latest checkpoint is kept" : "");
     return 1;
 }
 

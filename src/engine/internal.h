@@ -157,6 +157,7 @@ struct ebb__engine {
     struct ebb__timer plan_timer;
     struct ebb__timer agent_sweep;   /* looks for silent agents */
     struct ebb__recovery *recovery;  /* instances to reconcile; NULL: none */
+    int all_polled;                  /* every provider answered a first poll */
     uint64_t id_seq;
     uint64_t decisions;              /* policy calls, for benchmarks */
     /* Reused buffers for the views handed to policies. */
@@ -211,6 +212,13 @@ ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now);
 
 /* ---- offers a job may use (engine_offers.c) ---- */
 
+/* Whether the job could ever run: its budget's currency converts to USD,
+ * and, once every provider has answered a first poll, some offer of the
+ * market matches its resources, market setting and currency. Returns 0,
+ * or EBB_EINVAL with why not in `why` (naming the key at fault and what
+ * the market has instead). */
+int ebb__engine_job_runnable(struct ebb__engine *e, struct ebb__job *job,
+                             char *why, size_t len);
 /* Brings job->allowed up to date with the market. Returns 0 or ENOMEM. */
 int ebb__engine_update_allowed(struct ebb__job *job);
 /* Marks dirty every unfinished job that may use `offer` (SIZE_MAX: all). */

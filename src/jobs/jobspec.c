@@ -231,6 +231,12 @@ static int do_gpu(struct ctx *c, const struct ebb__jy_layer *res)
                           "resources.gpu.memory_gb: must be more than 0 "
                           "(example: 16)");
             rc = EBB_ECONFIG;
+        } else if (rc == 0 && r->gpu_memory_gb > EBB__JOB_GPU_MEMORY_GB_MAX) {
+            ebb_diag_set(c->d, n->file, n->line,
+                          "resources.gpu.memory_gb: %.15g is more than any GPU has "
+                          "(at most %d GB per GPU; example: 16)",
+                          r->gpu_memory_gb, EBB__JOB_GPU_MEMORY_GB_MAX);
+            rc = EBB_ECONFIG;
         }
     }
     return rc;

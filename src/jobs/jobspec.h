@@ -46,6 +46,11 @@
 #define EBB__JOB_MAX_RETRIES_DEFAULT 2
 #define EBB__JOB_MAX_RETRIES_MAX 1000
 #define EBB__JOB_GPU_COUNT_MAX 1024
+/* Memory per GPU a job may ask for, in GB: well above the largest GPUs
+ * made (192 GB in 2025), so that only a value no instance can ever have
+ * is refused (the catalog seldom says how much memory a type's GPUs have,
+ * so the submit check cannot judge it against offers). */
+#define EBB__JOB_GPU_MEMORY_GB_MAX 1024
 #define EBB__JOB_NAME_MAX 64
 
 /* Where the job may run. Empty lists mean "anywhere"; gpu_count 0 means

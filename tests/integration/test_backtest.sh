@@ -74,8 +74,9 @@ for j in jobs:
     if budget is not None and j["cost_usd"] > budget:
         print(j["name"], "cost", j["cost_usd"], "> budget", budget)
     # A job whose budget cannot pay for what the policy chose is paused with
-    # its checkpoint instead (the on-demand policy on a budget set for spot).
-    if j.get("state") in ("paused", "waiting") and budget is not None:
+    # its checkpoint instead (the on-demand policy on a budget set for spot),
+    # and ends deadline_missed once its deadline passes.
+    if j.get("state") in ("paused", "waiting", "deadline_missed") and budget is not None:
         if j.get("finished_at") is not None: print(j["name"], "paused but finished")
         continue
     if not isinstance(j.get("finished_at"), str): print(j["name"], "finished_at", j.get("finished_at"))

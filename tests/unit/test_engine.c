@@ -604,13 +604,22 @@ static void prices_in_another_currency_are_converted(void **state)
     assert_int_equal(job->spent, 0);
     fx_stop(f);
 
-    /* Without a rate the CNY offers are not the job's to use: it waits. */
+    /* Without a rate the CNY offers are not the job's to use, and nothing
+     * else may run a spot p3.2xlarge: the job is refused at submit (once
+     * the market is known) rather than left waiting for ever. */
     fx_start_with(f, "prices_flat.csv", NULL, "greedy", "    currency: CNY\n");
     ebb__engine_set_budget_config(f->v.engine, f->v.config);
-    job = submit(f, job_yaml);
-    run_to(f, T0 + 2 * H);
-    assert_int_equal(job->state, EBB__JOB_WAITING);
-    assert_int_equal(job->attempts, 0);
+    struct ebb__job_spec spec;
+    struct ebb_diag d = {{0}};
+    assert_int_equal(ebb__jobspec_load_buffer("job.yaml", job_yaml, strlen(job_yaml),
+                                              &spec, &d), 0);
+    job = NULL;
+    assert_int_equal(ebb__engine_submit(f->v.engine, &spec, job_yaml, 0, NULL, &job, &d),
+                     EBB_EINVAL);
+    ebb__jobspec_free(&spec);
+    assert_null(job);
+    assert_non_null(strstr(d.msg, "could never run"));
+    assert_int_equal(f->v.engine->n_jobs, 0);
     fx_stop(f);
 }
 

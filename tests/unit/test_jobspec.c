@@ -435,6 +435,9 @@ static void errors(void **state)
     expect_error(HEAD "work: 1h\nresources:\n  gpu: {memory_gb: 1e12}\n",
                  "job.yaml:5: resources.gpu.memory_gb: \"1e12\" is not a "
                  "number (outside -1000000000 to 1000000000; example: 0.5)");
+    expect_error(HEAD "work: 1h\nresources:\n  gpu: {memory_gb: 100000}\n",
+                 "job.yaml:5: resources.gpu.memory_gb: 100000 is more than "
+                 "any GPU has (at most 1024 GB per GPU; example: 16)");
     expect_error(HEAD "work: 1h\nmax_retries: 1001\n",
                  "job.yaml:4: max_retries: 1001 must be between 0 and 1000");
     expect_error(HEAD "work: 1h\nbudget: 0 USD\n",
