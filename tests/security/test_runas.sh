@@ -88,14 +88,16 @@ for u in ebbsec-alice ebbsec-bob ebbsec-svc; do
 done
 A="$W/ebbsec-alice"
 
-# write_config [PRICES]: the sim market on PRICES (default: the flat
-# prices of p3.2xlarge and p3.8xlarge), run on local.
+# write_config [PRICES [AVAILABILITY]]: the sim market on PRICES (default:
+# the flat prices of p3.2xlarge and p3.8xlarge) with spot capacity as
+# AVAILABILITY says (default: unlimited), run on local.
 write_config() {
     cat >"$W/ebb.yaml" <<YAML
 api: {socket_mode: "0666"}
 providers:
   sim:
     prices: ${1:-$EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv}
+${2:+    availability: $2}
   local: {}
 run_on: {sim: local}
 admins: [ebbsec-bob]
@@ -292,9 +294,11 @@ SH
 }
 S="$W/state-svc"
 mkdir -p "$S" && chown ebbsec-svc:ebbsec-svc "$S" && chmod 700 "$S"
-grep -v p3.8xlarge "$EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv" >"$W/prices-2x.csv"
-chmod 644 "$W/prices-2x.csv"
-write_config "$W/prices-2x.csv"
+# No spot capacity for p3.8xlarge here (a type ebbd does not sell at all
+# would be refused at submit, as a job that could never run).
+grep -v p3.2xlarge "$EBB_SOURCE_ROOT/tests/data/engine/avail_none.csv" >"$W/avail-no-8x.csv"
+chmod 644 "$W/avail-no-8x.csv"
+write_config "$EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv" "$W/avail-no-8x.csv"
 check "ebbd starts as ebbsec-svc with CAP_SETUID, CAP_SETGID, CAP_KILL" \
     start_svc "+setuid,+setgid,+kill"
 SVC_PID=$DAEMON_PID
@@ -343,15 +347,15 @@ wait_gone() { for _ in $(seq 1 100); do gone && return 0; sleep 0.1; done; retur
 check "  and none of its processes is left" wait_gone
 check "no agent of the service user's ebbd is left a zombie" no_zombies "$SVC_PID"
 
-# A job accepted here waits for an instance type this market does not
-# sell yet; ebbd then loses its capabilities (restarted without them) and
-# the market (restarted with every price) offers it.
+# A job accepted here waits for spot capacity this market does not have
+# yet; ebbd then loses its capabilities (restarted without them) and the
+# market (restarted with capacity everywhere) offers it.
 spec_whoami "$A/later.yaml"
 sed -i 's/instance_types: \[p3.2xlarge\]/instance_types: [p3.8xlarge]/' "$A/later.yaml"
 expect_exit 0 "alice's job is accepted while ebbd has the capabilities" \
     submit_in ebbsec-alice "$A" "$A/later.yaml"
 JW=$OUT
-check "  it waits (no p3.8xlarge on sale)" wait_state "$JW" waiting
+check "  it waits (no p3.8xlarge spot capacity)" wait_state "$JW" waiting
 stop_daemon TERM
 check "ebbd (ebbsec-svc) stops cleanly" test "$DAEMON_EXIT" = 0
 
