@@ -15,7 +15,8 @@ static const struct {
 };
 
 /* What one report may bring into the job's rows: a checkpoint's path is
- * a path (PATH_MAX), a notice's source and a GPU's model are short names.
+ * a path (PATH_MAX), and so, with a few words, is why a job could not
+ * start; a notice's source and a GPU's model are short names.
  * An agent on a rented host is not trusted to keep its strings small, and
  * each becomes a row of `ebb job show`. */
 #define REPORT_PATH_MAX 4096
@@ -64,7 +65,7 @@ int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
     r->status = (int)json_integer_value(json_object_get(body, "status"));
     r->signal = (int)json_integer_value(json_object_get(body, "signal"));
     r->stopped = json_is_true(json_object_get(body, "stopped"));
-    r->error = json_string_value(json_object_get(body, "error"));
+    r->error = bounded(body, "error", REPORT_PATH_MAX, &too_long);
     r->nvidia_smi = json_is_true(json_object_get(body, "nvidia_smi"));
     size_t k;
     json_t *gpu;
