@@ -141,11 +141,12 @@ check "each fire time dealt with once after the restart" test "$(json_get "$(sho
 # Down for 95 minutes: three fire times pass. run-once starts exactly one
 # run, for the latest; skip starts none. The runs taken back are cancelled
 # first: a run still going would (rightly) hold its schedule.
+ENDED="('succeeded', 'failed', 'cancelled', 'budget_exhausted', 'deadline_missed')"
 for name in catcher skipper; do
-    LAST=$(json_get "$(show $name)" "d['runs'][0]['id'] if d['runs'] and d['runs'][0]['state'] not in ('cancelled', 'succeeded', 'failed') else ''")
+    LAST=$(json_get "$(show $name)" "d['runs'][0]['id'] if d['runs'] and d['runs'][0]['state'] not in $ENDED else ''")
     [ -n "$LAST" ] && "$EBB" --state-dir "$S" cancel "$LAST" >/dev/null
     check "$name's run taken back has ended" wait_for $name \
-        "not d['runs'] or d['runs'][0]['state'] in ('cancelled', 'succeeded', 'failed')"
+        "not d['runs'] or d['runs'][0]['state'] in $ENDED"
 done
 stop_daemon KILL
 L=$(sql "SELECT last_fire_at FROM schedules WHERE name = 'catcher'")
