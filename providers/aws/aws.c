@@ -165,7 +165,7 @@ static int aws_create(const struct ebb_host *host, const void *config, void **se
     }
     /* Missing credentials are not fatal to ebbd: other providers go on,
      * and this one answers EBB_EAUTH, which `ebb providers` shows. */
-    rc = aws_creds_load(&a->creds, a->creds_error, sizeof(a->creds_error));
+    rc = ebb_aws_creds_load(&a->creds, a->creds_error, sizeof(a->creds_error));
     if (rc == EBB_ENOMEM) {
         free(a);
         return rc;
@@ -186,7 +186,7 @@ static void aws_destroy(void *self)
     if (a == NULL)
         return;
     aws_call_cancel_all(a);
-    aws_creds_free(&a->creds);
+    ebb_aws_creds_free(&a->creds);
     free(a->known);
     free(a);
 }

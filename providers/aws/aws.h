@@ -12,7 +12,7 @@
 #include <ebb/ops.h>
 #include <ebb/provider.h>
 
-#include "aws_creds.h"
+#include <ebb/aws_creds.h>
 
 #define AWS_API_VERSION "2016-11-15"
 
@@ -38,7 +38,7 @@ struct aws_poll;
 struct aws {
     const struct ebb_host *host;
     const struct aws_cfg *cfg;
-    struct aws_creds creds;
+    struct ebb_aws_creds creds;
     int have_creds;
     char creds_error[512];
 

@@ -16,7 +16,7 @@
 
 #include "aws.h"
 #include "aws_ec2.h"
-#include "aws_sigv4.h"
+#include <ebb/sigv4.h>
 
 struct aws_call {
     struct ebb_op op; /* on a->ops */
@@ -170,16 +170,16 @@ int aws_call(struct aws *a, const char *region, const char *action,
     ebb_buf_printf(&body, "Action=%s&Version=%s%s", action, AWS_API_VERSION,
                     params);
     char amz_date[17];
-    aws_sigv4_amz_date(a->host->now(a->host->ctx), amz_date);
+    ebb_sigv4_amz_date(a->host->now(a->host->ctx), amz_date);
 
     const char *content_type = "application/x-www-form-urlencoded; charset=utf-8";
-    struct aws_header sh[4] = {
+    struct ebb_sigv4_header sh[4] = {
         {"Content-Type", content_type},
         {"Host", authority},
         {"X-Amz-Date", amz_date},
         {"X-Amz-Security-Token", a->creds.session_token},
     };
-    struct aws_sigv4_request sreq = {
+    struct ebb_sigv4_request sreq = {
         .method = "POST",
         .path = path,
         .query = "",
@@ -188,15 +188,15 @@ int aws_call(struct aws *a, const char *region, const char *action,
         .payload = body.data,
         .payload_len = body.len,
     };
-    struct aws_sigv4_scope scope = {
+    struct ebb_sigv4_scope scope = {
         .access_key_id = a->creds.access_key_id,
         .secret_access_key = a->creds.secret_access_key,
         .region = region,
         .service = "ec2",
         .amz_date = amz_date,
     };
-    struct aws_sigv4_result sig;
-    int rc = body.failed ? EBB_ENOMEM : aws_sigv4_sign(&sreq, &scope, &sig);
+    struct ebb_sigv4_result sig;
+    int rc = body.failed ? EBB_ENOMEM : ebb_sigv4_sign(&sreq, &scope, &sig);
     struct aws_call *c = rc == 0 ? calloc(1, sizeof(*c)) : NULL;
     if (rc == 0 && c == NULL)
         rc = EBB_ENOMEM;
@@ -235,7 +235,7 @@ int aws_call(struct aws *a, const char *region, const char *action,
             free(c);
         for (size_t i = 0; i < n; i++)
             free(hdr[i]);
-        aws_sigv4_result_free(&sig);
+        ebb_sigv4_result_free(&sig);
     }
     ebb_buf_free(&body);
     free(url);

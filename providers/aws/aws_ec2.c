@@ -1,5 +1,5 @@
 /* EC2 XML answers read as streams: each parser is a handful of states over
- * the element path (see aws_xml.h). */
+ * the element path (see ebb/xml.h). */
 #include "aws_ec2.h"
 
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <ebb/buf.h>
 #include <ebb/units.h>
 
-#include "aws_xml.h"
+#include <ebb/xml.h>
 
 static void copy_text(char *dst, size_t size, const char *text, size_t len)
 {
@@ -133,10 +133,10 @@ struct price_parse {
     int failed;
 };
 
-static int in_price_item(const struct aws_xml_path *p)
+static int in_price_item(const struct ebb_xml_path *p)
 {
-    return p->depth == 4 && strcmp(aws_xml_up(p, 1), "item") == 0 &&
-           strcmp(aws_xml_up(p, 2), "spotPriceHistorySet") == 0;
+    return p->depth == 4 && strcmp(ebb_xml_up(p, 1), "item") == 0 &&
+           strcmp(ebb_xml_up(p, 2), "spotPriceHistorySet") == 0;
 }
 
 /* "item 3: no spotPrice", "item 3: spotPrice \"abc\" is not a price" */
@@ -203,7 +203,7 @@ static void price_item_done(struct price_parse *pp)
     pp->items++;
 }
 
-static void price_start(void *ud, const struct aws_xml_path *p)
+static void price_start(void *ud, const struct ebb_xml_path *p)
 {
     struct price_parse *pp = ud;
     if (p->depth == 3 && strcmp(p->name[2], "item") == 0 &&
@@ -211,7 +211,7 @@ static void price_start(void *ud, const struct aws_xml_path *p)
         memset(pp->seen, 0, sizeof(pp->seen));
 }
 
-static void price_end(void *ud, const struct aws_xml_path *p, const char *text,
+static void price_end(void *ud, const struct ebb_xml_path *p, const char *text,
                       size_t len)
 {
     struct price_parse *pp = ud;
@@ -245,8 +245,8 @@ int aws_parse_price_page(const char *xml, size_t len, const char *region,
     next_token[0] = '\0';
     why[0] = '\0';
     size_t n_before = set->n;
-    struct aws_xml_handler h = {price_start, price_end, &pp.failed};
-    int rc = aws_xml_parse(xml, len, &h, &pp);
+    struct ebb_xml_handler h = {price_start, price_end, &pp.failed};
+    int rc = ebb_xml_parse(xml, len, &h, &pp);
     if (rc != 0) {
         if (why[0] == '\0')
             snprintf(why, why_size, "%s", rc == EBB_ENOMEM ? "out of memory"
@@ -269,15 +269,15 @@ struct inst_parse {
     int failed;
 };
 
-static void inst_start(void *ud, const struct aws_xml_path *p)
+static void inst_start(void *ud, const struct ebb_xml_path *p)
 {
     struct inst_parse *ip = ud;
-    if (ip->depth == 0 && strcmp(aws_xml_up(p, 0), "item") == 0 &&
-        strcmp(aws_xml_up(p, 1), "instancesSet") == 0) {
+    if (ip->depth == 0 && strcmp(ebb_xml_up(p, 0), "item") == 0 &&
+        strcmp(ebb_xml_up(p, 1), "instancesSet") == 0) {
         ip->depth = p->depth;
         memset(&ip->cur, 0, sizeof(ip->cur));
     } else if (ip->depth > 0 && p->depth == ip->depth + 2 &&
-               strcmp(aws_xml_up(p, 1), "tagSet") == 0) {
+               strcmp(ebb_xml_up(p, 1), "tagSet") == 0) {
         ip->tag_key[0] = ip->tag_value[0] = '\0';
     }
 }
@@ -310,7 +310,7 @@ static void inst_done(struct inst_parse *ip)
     s->v[s->n++] = ip->cur;
 }
 
-static void inst_end(void *ud, const struct aws_xml_path *p, const char *text,
+static void inst_end(void *ud, const struct ebb_xml_path *p, const char *text,
                      size_t len)
 {
     struct inst_parse *ip = ud;
@@ -321,7 +321,7 @@ static void inst_end(void *ud, const struct aws_xml_path *p, const char *text,
         return;
     }
     int rel = p->depth - ip->depth;
-    const char *name = aws_xml_up(p, 0), *parent = aws_xml_up(p, 1);
+    const char *name = ebb_xml_up(p, 0), *parent = ebb_xml_up(p, 1);
     if (rel == 0) {
         inst_done(ip);
         ip->depth = 0;
@@ -345,7 +345,7 @@ static void inst_end(void *ud, const struct aws_xml_path *p, const char *text,
             copy_text(c->zone, sizeof(c->zone), text, len);
         else if (strcmp(parent, "tagSet") == 0 && strcmp(name, "item") == 0)
             inst_tag_done(ip);
-    } else if (rel == 3 && strcmp(aws_xml_up(p, 2), "tagSet") == 0) {
+    } else if (rel == 3 && strcmp(ebb_xml_up(p, 2), "tagSet") == 0) {
         if (strcmp(name, "key") == 0)
             copy_text(ip->tag_key, sizeof(ip->tag_key), text, len);
         else if (strcmp(name, "value") == 0)
@@ -360,8 +360,8 @@ int aws_parse_instances(const char *xml, size_t len, struct aws_instance_set *se
                             .token_size = token_size};
     next_token[0] = '\0';
     size_t n_before = set->n;
-    struct aws_xml_handler h = {inst_start, inst_end, &ip.failed};
-    int rc = aws_xml_parse(xml, len, &h, &ip);
+    struct ebb_xml_handler h = {inst_start, inst_end, &ip.failed};
+    int rc = ebb_xml_parse(xml, len, &h, &ip);
     if (rc != 0) {
         set->n = n_before;
         next_token[0] = '\0';
@@ -377,7 +377,7 @@ struct err_parse {
     int found, failed;
 };
 
-static void err_end(void *ud, const struct aws_xml_path *p, const char *text,
+static void err_end(void *ud, const struct ebb_xml_path *p, const char *text,
                     size_t len)
 {
     struct err_parse *ep = ud;
@@ -399,8 +399,8 @@ int aws_parse_error(const char *xml, size_t len, char *code, size_t code_size,
 {
     struct err_parse ep = {code, message, code_size, message_size, 0, 0};
     code[0] = message[0] = '\0';
-    struct aws_xml_handler h = {NULL, err_end, &ep.failed};
-    if (aws_xml_parse(xml, len, &h, &ep) != 0 || !(ep.found & 1))
+    struct ebb_xml_handler h = {NULL, err_end, &ep.failed};
+    if (ebb_xml_parse(xml, len, &h, &ep) != 0 || !(ep.found & 1))
         return EBB_ENOTFOUND;
     return 0;
 }

@@ -1,5 +1,5 @@
 /* The fake EC2's own SigV4 check, written apart from the provider's signer
- * (providers/aws/aws_sigv4.c) so that one cannot hide the other's mistake. */
+ * (src/base/sigv4.c) so that one cannot hide the other's mistake. */
 #ifndef FAKE_SIGV4_H
 #define FAKE_SIGV4_H
 

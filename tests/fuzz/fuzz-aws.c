@@ -1,5 +1,5 @@
 /* Fuzz target: EC2's XML answers as the aws provider reads them
- * (providers/aws/aws_ec2.c over aws_xml.c and expat): spot price history
+ * (providers/aws/aws_ec2.c over base/xml.c and expat): spot price history
  * pages, instances (RunInstances, DescribeInstances) and error documents,
  * and EC2's decimal prices. Every input goes to all four.
  *
