@@ -7,7 +7,8 @@
  * query, the signed headers and the payload hash is hashed with SHA-256,
  * and "ACS3-HMAC-SHA256\n" + that hash is signed with HMAC-SHA256 keyed by
  * the raw secret. Both use RFC 3986 encoding (space %20, '*' %2A, '~'
- * kept), which src/base/urlenc.c provides. Known-answer vectors are in
+ * kept), which src/base/urlenc.c provides; SHA-256 and HMAC-SHA256 come
+ * from base too (ebb/digest.h), shared with SigV4. Known-answer vectors are in
  * tests/alibaba/test_alibaba_sign.c.
  */
 #include <ctype.h>
@@ -20,6 +21,7 @@
 #include <openssl/hmac.h>
 
 #include <ebb/buf.h>
+#include <ebb/digest.h>
 #include <ebb/urlenc.h>
 
 #include "alibaba.h"
@@ -130,24 +132,6 @@ int ali_sign_v1(const char *method, struct ali_params *p, const char *secret,
     return 0;
 }
 
-static void to_hex(const unsigned char *v, size_t n, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = hex[v[i] >> 4];
-        out[2 * i + 1] = hex[v[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-void ali_sha256_hex(const void *data, size_t len, char out[65])
-{
-    unsigned char md[32];
-    unsigned int md_len = 0;
-    EVP_Digest(data, len, md, &md_len, EVP_sha256(), NULL);
-    to_hex(md, 32, out);
-}
-
 /* One signed header: its lower-case name and its values, merged. */
 struct v3_header {
     char name[64];
@@ -253,17 +237,15 @@ char *ali_sign_v3(const char *method, const char *path, struct ali_params *query
     free(copies);
     free(canon_query);
     char *auth = NULL;
-    if (n >= 0 && !creq.failed && !names.failed) {
-        char hashed[65];
-        ali_sha256_hex(creq.data, creq.len, hashed);
+    char hashed[EBB_SHA256_HEX_LEN];
+    if (n >= 0 && !creq.failed && !names.failed &&
+        ebb_sha256_hex(creq.data, creq.len, hashed) == 0) {
         char *sts = ebb_strfmt("ACS3-HMAC-SHA256\n%s", hashed);
-        unsigned char mac[EVP_MAX_MD_SIZE];
-        unsigned int mac_len = 0;
+        unsigned char mac[EBB_SHA256_LEN];
         if (sts != NULL &&
-            HMAC(EVP_sha256(), secret, (int)strlen(secret),
-                 (const unsigned char *)sts, strlen(sts), mac, &mac_len) != NULL) {
-            char sig[65];
-            to_hex(mac, mac_len < 32 ? mac_len : 32, sig);
+            ebb_hmac_sha256(secret, strlen(secret), sts, strlen(sts), mac) == 0) {
+            char sig[EBB_SHA256_HEX_LEN];
+            ebb_hex(mac, sizeof(mac), sig);
             auth = ebb_strfmt("ACS3-HMAC-SHA256 Credential=%s,SignedHeaders=%s,"
                                "Signature=%s",
                                key_id, names.data ? names.data : "", sig);

@@ -96,8 +96,6 @@ char *ali_sign_v3(const char *method, const char *path, struct ali_params *query
                   const char *payload_hash, const char *key_id,
                   const char *secret);
 
-/* Lower-case hex SHA-256 of `len` bytes into out[65]. */
-void ali_sha256_hex(const void *data, size_t len, char out[65]);
 
 /* ---- one RPC call (ali_rpc.c) ---- */
 
