@@ -26,7 +26,7 @@ import os
 import re
 import sys
 
-LAYERS = ['base', 'io', 'store', 'config', 'plugin', 'market', 'jobs',
+LAYERS = ['base', 'io', 'objstore', 'store', 'config', 'plugin', 'market', 'jobs',
           'engine', 'report']
 PROGRAMS = {
     'daemon': set(LAYERS),

@@ -23,6 +23,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -60,6 +61,11 @@ struct req {
     bool in_multi;
     bool too_big;
     size_t max_response;
+    /* A streamed transfer (ebb__http_request_stream), or NULL. */
+    struct ebb__http_stream *stream;
+    int64_t up_pos;        /* bytes of the upload sent in this attempt */
+    int down_mode;         /* 0 not yet known, 1 to the file, 2 to memory */
+    bool write_failed;
     uv_timer_t retry_timer;
     struct ebb_buf body;
     struct ebb_buf head;
@@ -178,10 +184,74 @@ static void req_finish(struct req *r, int error, const char *message, int status
     req_release(r);
 }
 
+#define STREAM_ERROR_BODY_DEFAULT ((size_t)64 << 10)
+
+/* A streamed download's bytes: a 2xx body goes to the file at its offset,
+ * anything else (an error document) to memory, capped. Returns what curl
+ * expects: n, or 0 to fail the transfer. */
+static size_t stream_body(struct req *r, const char *ptr, size_t n)
+{
+    struct ebb__http_stream *s = r->stream;
+    if (r->down_mode == 0) {
+        long status = 0;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        r->down_mode = status >= 200 && status < 300 ? 1 : 2;
+    }
+    if (r->down_mode == 2) {
+        size_t cap = s->max_error_body ? s->max_error_body : STREAM_ERROR_BODY_DEFAULT;
+        if (r->body.len + n > cap) {
+            r->too_big = true;
+            return 0;
+        }
+        return buf_append(&r->body, ptr, n) == 0 ? n : 0;
+    }
+    for (size_t done = 0; done < n;) {
+        ssize_t w = pwrite(s->download_fd, ptr + done, n - done,
+                           (off_t)(s->download_offset + s->downloaded));
+        if (w <= 0) {
+            r->write_failed = true;
+            return 0;
+        }
+        done += (size_t)w;
+        s->downloaded += w;
+    }
+    return n;
+}
+
+/* A streamed upload's bytes, read where this attempt has got to. */
+static size_t stream_read(char *buf, size_t size, size_t nitems, void *userdata)
+{
+    struct req *r = userdata;
+    const struct ebb__http_stream *s = r->stream;
+    int64_t left = s->upload_len - r->up_pos;
+    size_t want = size * nitems;
+    if (left <= 0)
+        return 0;
+    if ((int64_t)want > left)
+        want = (size_t)left;
+    ssize_t n = pread(s->upload_fd, buf, want, (off_t)(s->upload_offset + r->up_pos));
+    if (n <= 0) /* the file shrank or cannot be read: never send short */
+        return CURL_READFUNC_ABORT;
+    r->up_pos += n;
+    return (size_t)n;
+}
+
+/* curl rewinds an upload it must resend on a new connection. */
+static int stream_seek(void *userdata, curl_off_t offset, int origin)
+{
+    struct req *r = userdata;
+    if (origin != SEEK_SET || offset < 0 || offset > r->stream->upload_len)
+        return CURL_SEEKFUNC_FAIL;
+    r->up_pos = offset;
+    return CURL_SEEKFUNC_OK;
+}
+
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     struct req *r = userdata;
     size_t n = size * nmemb;
+    if (r->stream != NULL && r->stream->download_fd >= 0)
+        return stream_body(r, ptr, n);
     if (r->head.len + r->body.len + n > r->max_response) {
         r->too_big = true;
         return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
@@ -195,8 +265,10 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
     size_t n = size * nmemb;
     /* A status line starts a new response (after "100 Continue", or a
      * proxy's reply to CONNECT); keep only the last one. */
-    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0)
+    if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
         ebb_buf_clear(&r->head);
+        r->down_mode = 0;
+    }
     if (r->head.len + r->body.len + n > r->max_response) {
         r->too_big = true;
         return 0;
@@ -214,6 +286,8 @@ static int prepare_attempt(struct req *r)
         return 0;
     struct ebb_http_attempt a = {.struct_size = sizeof(a), .attempt = r->attempts};
     int rc = r->prepare(r->hook_arg, &a);
+    if (rc == 0 && a.body != NULL && r->stream != NULL && r->stream->upload_fd >= 0)
+        rc = EBB_EINVAL;
     if (rc == 0 && a.headers != NULL)
         rc = set_headers(r, a.headers, a.n_headers);
     if (rc == 0 && a.body != NULL)
@@ -225,6 +299,11 @@ static int attempt_start(struct req *r)
 {
     r->attempts++;
     r->too_big = false;
+    r->write_failed = false;
+    r->down_mode = 0;
+    r->up_pos = 0;
+    if (r->stream != NULL)
+        r->stream->downloaded = 0;
     r->errbuf[0] = '\0';
     ebb_buf_clear(&r->body);
     ebb_buf_clear(&r->head);
@@ -272,6 +351,10 @@ static void on_transfer_done(struct req *r, CURLcode result)
     if (result == CURLE_OK)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 
+    if (r->write_failed) {
+        req_finish(r, EBB_EIO, "could not write the response to its file", 0);
+        return;
+    }
     if (r->too_big || result == CURLE_FILESIZE_EXCEEDED) {
         char msg[128];
         snprintf(msg, sizeof(msg),
@@ -602,8 +685,18 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
      * with NOBODY); any other method, or a body on another method, needs
      * CUSTOMREQUEST on top. */
     bool is_head = strcmp(r->method, "HEAD") == 0;
-    bool has_body = !is_head && (req->body != NULL || strcmp(r->method, "POST") == 0);
-    if (is_head) {
+    bool upload = r->stream != NULL && r->stream->upload_fd >= 0;
+    bool has_body = !is_head && !upload &&
+                    (req->body != NULL || strcmp(r->method, "POST") == 0);
+    if (upload) {
+        curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE,
+                         (curl_off_t)r->stream->upload_len);
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, stream_read);
+        curl_easy_setopt(e, CURLOPT_READDATA, (void *)r);
+        curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, stream_seek);
+        curl_easy_setopt(e, CURLOPT_SEEKDATA, (void *)r);
+    } else if (is_head) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (has_body) {
         rc = set_body(r, req->body ? req->body : "", req->body_len);
@@ -612,7 +705,7 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
     } else {
         curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
     }
-    const char *natural = is_head ? "HEAD" : has_body ? "POST" : "GET";
+    const char *natural = upload ? "PUT" : is_head ? "HEAD" : has_body ? "POST" : "GET";
     if (strcmp(r->method, natural) != 0 &&
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method) != CURLE_OK)
         return EBB_ENOMEM;
@@ -622,6 +715,16 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
 int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
                       ebb_http_cb cb, void *arg)
 {
+    return ebb__http_request_stream(h, req, NULL, cb, arg);
+}
+
+int ebb__http_request_stream(struct ebb__http *h, const struct ebb_http_request *req,
+                             struct ebb__http_stream *s, ebb_http_cb cb, void *arg)
+{
+    if (s != NULL && ((s->upload_fd >= 0 && (req->body != NULL || s->upload_len < 0 ||
+                                             s->upload_offset < 0)) ||
+                      (s->download_fd >= 0 && s->download_offset < 0)))
+        return EBB_EINVAL;
     if (h == NULL || req == NULL || cb == NULL || req->method == NULL ||
         req->url == NULL || req->method[0] == '\0' || has_crlf(req->method) ||
         (req->body == NULL && req->body_len != 0) ||
@@ -642,6 +745,7 @@ int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
     r->classify = req->classify;
     r->hook_arg = req->hook_arg;
     r->max_response = h->max_response;
+    r->stream = s;
     r->method = strdup(req->method);
     r->url = strdup(req->url);
     r->easy = curl_easy_init();

@@ -19,6 +19,7 @@
 #define EBB_SRC_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <uv.h>
 
@@ -63,6 +64,34 @@ void ebb__http_close(struct ebb__http *h, void (*closed)(void *arg), void *arg);
  * `res->error`. */
 int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
                       ebb_http_cb cb, void *arg);
+
+/* A request whose body is read from a file and whose successful (2xx)
+ * response body is written to one, so that memory does not grow with the
+ * size of what travels: libcurl's own buffers (64 KiB up, 16 KiB down)
+ * and at most `max_error_body` bytes of a non-2xx answer are all a
+ * streamed transfer holds. Every attempt starts again at the given
+ * offsets: a retried upload sends the same bytes, a retried download
+ * overwrites the same range. */
+struct ebb__http_stream {
+    int upload_fd;           /* -1: the request's own body (or none) */
+    int64_t upload_offset;   /* where the body starts in upload_fd */
+    int64_t upload_len;      /* its length, sent as Content-Length */
+    int download_fd;         /* -1: a 2xx body is kept in memory */
+    int64_t download_offset; /* where byte 0 of a 2xx body is written */
+    /* Set by the client before the callback runs: bytes of the last
+     * attempt's 2xx body written to download_fd. */
+    int64_t downloaded;
+    size_t max_error_body;   /* a non-2xx body beyond this fails (0: 64 KiB) */
+};
+
+/* As ebb__http_request(), with the body read from and the response
+ * written to the files `s` names (a method other than PUT with an upload
+ * is sent with CUSTOMREQUEST). `s` is borrowed and must stay valid until
+ * the callback has run; the descriptors are not closed. A prepare hook
+ * may change headers but not the body of a streamed upload (EBB_EINVAL).
+ * A failed write to download_fd ends the request with EBB_EIO. */
+int ebb__http_request_stream(struct ebb__http *h, const struct ebb_http_request *req,
+                             struct ebb__http_stream *s, ebb_http_cb cb, void *arg);
 
 /* Sets the backoff between attempts: attempt n waits a uniformly random
  * time in [0, min(cap, base * 2^(n-1))] ("full jitter", http_retry.c), or

@@ -1,0 +1,72 @@
+/* Private to src/objstore: the store itself and the signed requests its
+ * files share. The rest of ebb sees objstore/objstore.h. */
+#ifndef EBB_OBJSTORE_INTERNAL_H
+#define EBB_OBJSTORE_INTERNAL_H
+
+#include <stddef.h>
+
+#include <ebb/sigv4.h>
+
+#include "objstore/objstore.h"
+
+struct ebb__objstore {
+    enum ebb__objstore_kind kind;
+    char *bucket, *prefix, *dir; /* from the URL */
+    char *region;
+    char *scheme;   /* "https" or "http" */
+    char *host;     /* the endpoint's authority: "s3.us-east-1.amazonaws.com",
+                     * "127.0.0.1:9000" */
+    int path_style; /* bucket in the path (s3 only) */
+    struct ebb__objstore_creds creds;
+    struct ebb__http *http;
+    uv_loop_t *loop;
+    int max_attempts;
+    ebb_dur_ms timeout;
+    ebb_time_ms (*now)(void *ctx);
+    void *now_ctx;
+};
+
+/* The most headers one request carries (the signed ones, Authorization
+ * and the extras a caller adds). */
+#define OS_MAX_HEADERS 12
+
+/* One signed request: its URL and its "Name: value" header lines. */
+struct os_signed {
+    char *url;
+    char *lines[OS_MAX_HEADERS];
+    size_t n;
+};
+
+/* Signs `method` on `key` (relative to the prefix; NULL: the bucket) with
+ * `query` (as sent, "" for none) for an Authorization header, at the
+ * store's wall-clock time. `payload_hash` is the body's SHA-256 hex (S3;
+ * NULL: the empty body's) and is ignored for OSS, which signs
+ * UNSIGNED-PAYLOAD. `extra` headers (Range, Content-Type) are sent and
+ * signed. Returns 0, EBB_EINVAL or EBB_ENOMEM. */
+int ebb__os_sign(const struct ebb__objstore *st, const char *method,
+                 const char *key, const char *query, const char *payload_hash,
+                 const struct ebb_sigv4_header *extra, size_t n_extra,
+                 struct os_signed *out);
+void ebb__os_signed_free(struct os_signed *s);
+
+/* The full object key: prefix + "/" + key (or key). Caller frees. */
+char *ebb__os_full_key(const struct ebb__objstore *st, const char *key);
+
+/* Checks a key given to an operation: 1..1024 bytes, no NUL-less control
+ * characters, no empty, "." or ".." segment. Returns 0 or EBB_EINVAL. */
+int ebb__os_check_key(const char *key);
+
+/* file:// operations (objstore_file.c), same contracts as objstore.h. */
+int ebb__os_file_put(struct ebb__objstore *st, const char *key, int fd,
+                     int64_t offset, int64_t len, ebb__objstore_cb cb, void *arg);
+int ebb__os_file_get(struct ebb__objstore *st, const char *key, int64_t first,
+                     int64_t len, int fd, int64_t fd_offset, ebb__objstore_cb cb,
+                     void *arg);
+int ebb__os_file_head(struct ebb__objstore *st, const char *key,
+                      ebb__objstore_cb cb, void *arg);
+int ebb__os_file_delete(struct ebb__objstore *st, const char *key,
+                        ebb__objstore_cb cb, void *arg);
+int ebb__os_file_list(struct ebb__objstore *st, const char *prefix, size_t max,
+                      ebb__objstore_cb cb, void *arg);
+
+#endif

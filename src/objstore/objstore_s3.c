@@ -1,0 +1,688 @@
+/* The S3 and OSS operations over the HTTP client of io/.
+ *
+ * Each operation is one `struct op`: it is signed when it is sent and
+ * re-signed before every retry (prepare hook), so a signature is never
+ * older than one attempt. An upload to S3 first has its SHA-256 computed
+ * on libuv's thread pool (x-amz-content-sha256 names the body), reading
+ * the file through one EBB__OBJSTORE_HASH_BUF buffer; the body is then
+ * streamed from the file (io/http_client.h, ebb__http_request_stream).
+ * A download is streamed into the caller's file and checked against the
+ * Content-Length the server announced. Listings follow continuation
+ * tokens, one page (at most 1000 keys) in memory at a time besides the
+ * entries kept.
+ */
+#include "objstore/internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include <ebb/buf.h>
+#include <ebb/digest.h>
+#include <ebb/urlenc.h>
+
+#include "objstore/objstore_xml.h"
+
+enum op_kind { OP_PUT, OP_PART, OP_GET, OP_HEAD, OP_DELETE, OP_LIST, OP_CREATE,
+               OP_COMPLETE, OP_ABORT };
+
+struct op {
+    struct ebb__objstore *st;
+    enum op_kind kind;
+    ebb__objstore_cb cb;
+    void *arg;
+    const char *method;
+    char *key;   /* relative to the prefix; NULL for the bucket (list) */
+    char *query; /* as sent */
+    char hash[EBB_SHA256_HEX_LEN];
+    int hashed;
+    struct ebb__http_stream stream;
+    char range[64];
+    const char *content_type;
+    char *body; /* CompleteMultipartUpload's document */
+    size_t body_len;
+    struct os_signed sig;
+    uv_work_t work;
+    int work_rc;
+    /* list */
+    char *list_prefix; /* the full prefix asked for (store prefix + ...) */
+    size_t max;
+    struct ebb__os_list_page page;
+};
+
+static void op_free(struct op *o)
+{
+    ebb__os_signed_free(&o->sig);
+    ebb__os_list_page_free(&o->page);
+    free(o->key);
+    free(o->query);
+    free(o->body);
+    free(o->list_prefix);
+    free(o);
+}
+
+static void finish(struct op *o, struct ebb__objstore_result *r)
+{
+    if (r->code == NULL)
+        r->code = "";
+    if (r->message == NULL)
+        r->message = "";
+    if (r->etag == NULL)
+        r->etag = "";
+    if (r->upload_id == NULL)
+        r->upload_id = "";
+    o->cb(o->arg, r);
+    op_free(o);
+}
+
+static void finish_status(struct op *o, int status, const char *message)
+{
+    struct ebb__objstore_result r = {.status = status, .message = message};
+    finish(o, &r);
+}
+
+/* The value of header `name` in a raw header block into `out`, trimmed
+ * (and an ETag kept with its quotes, as complete needs it). */
+static int header_value(const char *headers, const char *name, char *out,
+                        size_t size)
+{
+    size_t n = strlen(name);
+    for (const char *line = headers; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        if (len > n && line[n] == ':' && strncasecmp(line, name, n) == 0) {
+            const char *v = line + n + 1;
+            size_t vl = len - n - 1;
+            while (vl > 0 && (*v == ' ' || *v == '\t')) {
+                v++;
+                vl--;
+            }
+            while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == ' '))
+                vl--;
+            if (vl >= size)
+                return EBB_EPROTO;
+            memcpy(out, v, vl);
+            out[vl] = '\0';
+            return 0;
+        }
+        line = end != NULL ? end + 1 : NULL;
+    }
+    return EBB_ENOTFOUND;
+}
+
+static int header_int(const char *headers, const char *name, int64_t *out)
+{
+    char v[32];
+    if (header_value(headers, name, v, sizeof(v)) != 0 || v[0] < '0' || v[0] > '9')
+        return EBB_EPROTO;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return EBB_EPROTO;
+    *out = x;
+    return 0;
+}
+
+/* ---- sending ---- */
+
+static int sign(struct op *o)
+{
+    struct ebb_sigv4_header extra[2];
+    size_t n = 0;
+    if (o->range[0] != '\0')
+        extra[n++] = (struct ebb_sigv4_header){"Range", o->range};
+    if (o->content_type != NULL)
+        extra[n++] = (struct ebb_sigv4_header){"Content-Type", o->content_type};
+    ebb__os_signed_free(&o->sig);
+    const char *hash = o->hashed ? o->hash : NULL;
+    char body_hash[EBB_SHA256_HEX_LEN];
+    if (o->body != NULL) {
+        int rc = ebb_sha256_hex(o->body, o->body_len, body_hash);
+        if (rc != 0)
+            return rc;
+        hash = body_hash;
+    }
+    return ebb__os_sign(o->st, o->method, o->key, o->query, hash, extra, n, &o->sig);
+}
+
+/* Every attempt after the first is signed anew, with the time it is
+ * sent at. */
+static int prepare(void *arg, struct ebb_http_attempt *a)
+{
+    struct op *o = arg;
+    if (a->attempt > 1) {
+        int rc = sign(o);
+        if (rc != 0)
+            return rc;
+    }
+    a->headers = (const char *const *)o->sig.lines;
+    a->n_headers = o->sig.n;
+    return 0;
+}
+
+static int classify(void *arg, const struct ebb_http_response *res)
+{
+    struct op *o = arg;
+    if (res->error != 0)
+        return -1;
+    if (o->kind == OP_COMPLETE && res->status == 200) {
+        /* S3 says a 200 may carry an <Error> or invalid XML: both are a
+         * failed attempt (botocore's _handle_200_error). */
+        char *etag = NULL;
+        struct ebb__os_error e;
+        int rc = ebb__os_parse_complete(res->body, res->body_len, &etag, &e);
+        free(etag);
+        return rc == 0 ? 0 : 1;
+    }
+    if (res->status >= 200 && res->status < 300)
+        return 0;
+    struct ebb__os_error e;
+    const char *code = ebb__os_parse_error(res->body, res->body_len, &e) == 0
+                           ? e.code : "";
+    return ebb__os_retryable(res->status, code) ? 1 : 0;
+}
+
+static void on_http(const struct ebb_http_response *res, void *arg);
+
+static int send_op(struct op *o)
+{
+    int rc = sign(o);
+    if (rc != 0)
+        return rc;
+    struct ebb_http_request req = {
+        .struct_size = sizeof(req),
+        .method = o->method,
+        .url = o->sig.url,
+        .headers = (const char *const *)o->sig.lines,
+        .n_headers = o->sig.n,
+        .body = o->body,
+        .body_len = o->body_len,
+        .timeout = o->st->timeout,
+        .max_attempts = o->st->max_attempts,
+        .prepare = prepare,
+        .classify = classify,
+        .hook_arg = o,
+    };
+    int streamed = o->stream.upload_fd >= 0 || o->stream.download_fd >= 0;
+    return ebb__http_request_stream(o->st->http, &req, streamed ? &o->stream : NULL,
+                                    on_http, o);
+}
+
+/* An error answer as a result: the code the body names, else the status. */
+static void finish_error(struct op *o, const struct ebb_http_response *res)
+{
+    struct ebb__os_error e;
+    if (ebb__os_parse_error(res->body, res->body_len, &e) != 0)
+        memset(&e, 0, sizeof(e));
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s %s: HTTP %d%s%s%s%s%s%s", o->method,
+             o->key != NULL ? o->key : "(bucket)", res->status,
+             e.code[0] ? " " : "", e.code, e.message[0] ? ": " : "", e.message,
+             e.ec[0] ? " EC " : "", e.ec);
+    struct ebb__objstore_result r = {
+        .status = ebb__os_status_of(res->status, e.code),
+        .http_status = res->status,
+        .code = e.code,
+        .message = msg,
+        .attempts = res->attempts,
+    };
+    finish(o, &r);
+}
+
+/* Strips the store's prefix (and its '/') from every listed key. */
+static int strip_prefix(struct op *o)
+{
+    size_t n = strlen(o->st->prefix);
+    for (size_t i = 0; n > 0 && i < o->page.n; i++) {
+        char *k = o->page.v[i].key;
+        if (strncmp(k, o->st->prefix, n) != 0 || k[n] != '/')
+            return EBB_EPROTO;
+        memmove(k, k + n + 1, strlen(k + n + 1) + 1);
+    }
+    return 0;
+}
+
+static int list_query(struct op *o)
+{
+    struct ebb_buf q = {0};
+    ebb_buf_puts(&q, "");
+    if (o->page.next_token != NULL) {
+        ebb_buf_puts(&q, "continuation-token=");
+        ebb_pct_encode(&q, o->page.next_token, strlen(o->page.next_token), 0);
+        ebb_buf_puts(&q, "&");
+    }
+    ebb_buf_puts(&q, "list-type=2&prefix=");
+    ebb_pct_encode(&q, o->list_prefix, strlen(o->list_prefix), 0);
+    if (q.failed) {
+        ebb_buf_free(&q);
+        return EBB_ENOMEM;
+    }
+    free(o->query);
+    o->query = ebb_buf_take(&q);
+    return 0;
+}
+
+static void on_list_page(struct op *o, const struct ebb_http_response *res)
+{
+    int rc = ebb__os_parse_list(res->body, res->body_len, &o->page);
+    if (rc != 0) {
+        finish_status(o, rc, "the listing is not a ListBucketResult");
+        return;
+    }
+    if (o->page.n > o->max) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "more than %zu keys under the prefix", o->max);
+        finish_status(o, EBB_EIO, msg);
+        return;
+    }
+    if (o->page.truncated) {
+        rc = list_query(o);
+        if (rc == 0)
+            rc = send_op(o);
+        if (rc != 0)
+            finish_status(o, rc, "could not ask for the next page");
+        return;
+    }
+    rc = strip_prefix(o);
+    struct ebb__objstore_result r = {.status = rc, .http_status = res->status,
+                                     .entries = o->page.v, .n_entries = o->page.n,
+                                     .attempts = res->attempts};
+    if (rc != 0)
+        r.message = "a listed key lies outside the store's prefix";
+    finish(o, &r);
+}
+
+static void on_http(const struct ebb_http_response *res, void *arg)
+{
+    struct op *o = arg;
+    if (res->error != 0) {
+        struct ebb__objstore_result r = {.status = res->error,
+                                         .message = res->error_message,
+                                         .attempts = res->attempts};
+        finish(o, &r);
+        return;
+    }
+    if (res->status < 200 || res->status >= 300) {
+        finish_error(o, res);
+        return;
+    }
+    struct ebb__objstore_result r = {.http_status = res->status,
+                                     .attempts = res->attempts};
+    char etag[256] = "";
+    char *owned = NULL;
+    switch (o->kind) {
+    case OP_LIST:
+        on_list_page(o, res);
+        return;
+    case OP_CREATE:
+        r.status = ebb__os_parse_upload_id(res->body, res->body_len, &owned);
+        r.upload_id = owned;
+        if (r.status != 0)
+            r.message = "the answer holds no UploadId";
+        break;
+    case OP_COMPLETE: {
+        struct ebb__os_error e;
+        r.status = ebb__os_parse_complete(res->body, res->body_len, &owned, &e);
+        r.etag = owned;
+        if (r.status != 0) {
+            r.code = e.code;
+            r.status = e.code[0] ? ebb__os_status_of(200, e.code) : EBB_EPROTO;
+            r.message = e.code[0] ? e.message : "the answer is not a "
+                                                "CompleteMultipartUploadResult";
+        }
+        break;
+    }
+    case OP_GET: {
+        int64_t want;
+        if (header_int(res->headers, "Content-Length", &want) != 0 ||
+            want != o->stream.downloaded) {
+            r.status = EBB_EIO;
+            r.message = "the object's body ended before its Content-Length";
+        }
+        r.size = o->stream.downloaded;
+        break;
+    }
+    case OP_HEAD:
+        if (header_int(res->headers, "Content-Length", &r.size) != 0) {
+            r.status = EBB_EPROTO;
+            r.message = "the answer has no Content-Length";
+        }
+        header_value(res->headers, "ETag", etag, sizeof(etag));
+        r.etag = etag;
+        break;
+    case OP_PUT:
+    case OP_PART:
+        if (header_value(res->headers, "ETag", etag, sizeof(etag)) != 0) {
+            r.status = EBB_EPROTO;
+            r.message = "the answer has no ETag";
+        }
+        r.etag = etag;
+        break;
+    case OP_DELETE:
+    case OP_ABORT:
+        break;
+    }
+    finish(o, &r);
+    free(owned);
+}
+
+/* ---- hashing uploads off the loop ---- */
+
+static void hash_work(uv_work_t *w)
+{
+    struct op *o = w->data;
+    unsigned char *buf = malloc(EBB__OBJSTORE_HASH_BUF);
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int rc = buf != NULL && ctx != NULL &&
+                     EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1
+                 ? 0
+                 : EBB_ENOMEM;
+    for (int64_t done = 0; rc == 0 && done < o->stream.upload_len;) {
+        int64_t left = o->stream.upload_len - done;
+        size_t want = left < (int64_t)EBB__OBJSTORE_HASH_BUF ? (size_t)left
+                                                             : EBB__OBJSTORE_HASH_BUF;
+        ssize_t n = pread(o->stream.upload_fd, buf, want,
+                          (off_t)(o->stream.upload_offset + done));
+        if (n <= 0)
+            rc = EBB_EIO; /* shorter than it was said to be, or unreadable */
+        else if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1)
+            rc = EBB_ENOMEM;
+        else
+            done += n;
+    }
+    unsigned char md[EBB_SHA256_LEN];
+    unsigned int md_len = 0;
+    if (rc == 0 && EVP_DigestFinal_ex(ctx, md, &md_len) != 1)
+        rc = EBB_ENOMEM;
+    if (rc == 0)
+        ebb_hex(md, sizeof(md), o->hash);
+    o->hashed = rc == 0;
+    o->work_rc = rc;
+    EVP_MD_CTX_free(ctx);
+    free(buf);
+}
+
+static void hash_done(uv_work_t *w, int status)
+{
+    struct op *o = w->data;
+    int rc = status != 0 ? EBB_ECANCELED : o->work_rc;
+    if (rc == 0)
+        rc = send_op(o);
+    if (rc != 0)
+        finish_status(o, rc, rc == EBB_EIO ? "could not read the file to upload"
+                                           : "could not start the upload");
+}
+
+/* ---- operations ---- */
+
+static struct op *op_new(struct ebb__objstore *st, enum op_kind kind,
+                         const char *method, const char *key, ebb__objstore_cb cb,
+                         void *arg)
+{
+    struct op *o = calloc(1, sizeof(*o));
+    if (o == NULL)
+        return NULL;
+    *o = (struct op){.st = st, .kind = kind, .method = method, .cb = cb, .arg = arg,
+                     .stream = {.upload_fd = -1, .download_fd = -1}};
+    o->key = key != NULL ? strdup(key) : NULL;
+    o->query = strdup("");
+    if ((key != NULL && o->key == NULL) || o->query == NULL) {
+        op_free(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Starts `o`: hashes its upload first where S3 needs the hash. On a
+ * refusal `o` is freed and the callback never runs. */
+static int start(struct op *o)
+{
+    int rc;
+    if (o->stream.upload_fd >= 0 && o->st->kind == EBB__OBJSTORE_S3) {
+        o->work.data = o;
+        rc = uv_queue_work(o->st->loop, &o->work, hash_work, hash_done) == 0
+                 ? 0 : EBB_ENOMEM;
+    } else {
+        rc = send_op(o);
+    }
+    if (rc != 0)
+        op_free(o);
+    return rc;
+}
+
+static int upload_args_ok(int fd, int64_t offset, int64_t len)
+{
+    return fd >= 0 && offset >= 0 && len >= 0 && len <= EBB__OBJSTORE_PART_MAX;
+}
+
+int ebb__objstore_put(struct ebb__objstore *st, const char *key, int fd,
+                      int64_t offset, int64_t len, ebb__objstore_cb cb, void *arg)
+{
+    if (ebb__os_check_key(key) != 0 || !upload_args_ok(fd, offset, len) || cb == NULL)
+        return EBB_EINVAL;
+    if (st->kind == EBB__OBJSTORE_FILE)
+        return ebb__os_file_put(st, key, fd, offset, len, cb, arg);
+    struct op *o = op_new(st, OP_PUT, "PUT", key, cb, arg);
+    if (o == NULL)
+        return EBB_ENOMEM;
+    o->stream.upload_fd = fd;
+    o->stream.upload_offset = offset;
+    o->stream.upload_len = len;
+    return start(o);
+}
+
+int ebb__objstore_get(struct ebb__objstore *st, const char *key, int64_t first,
+                      int64_t len, int fd, int64_t fd_offset, ebb__objstore_cb cb,
+                      void *arg)
+{
+    if (ebb__os_check_key(key) != 0 || fd < 0 || first < 0 || fd_offset < 0 ||
+        len == 0 || cb == NULL)
+        return EBB_EINVAL;
+    if (st->kind == EBB__OBJSTORE_FILE)
+        return ebb__os_file_get(st, key, first, len, fd, fd_offset, cb, arg);
+    struct op *o = op_new(st, OP_GET, "GET", key, cb, arg);
+    if (o == NULL)
+        return EBB_ENOMEM;
+    o->stream.download_fd = fd;
+    o->stream.download_offset = fd_offset;
+    if (len > 0)
+        snprintf(o->range, sizeof(o->range), "bytes=%" PRId64 "-%" PRId64, first,
+                 first + len - 1);
+    else if (first > 0)
+        snprintf(o->range, sizeof(o->range), "bytes=%" PRId64 "-", first);
+    return start(o);
+}
+
+int ebb__objstore_head(struct ebb__objstore *st, const char *key,
+                       ebb__objstore_cb cb, void *arg)
+{
+    if (ebb__os_check_key(key) != 0 || cb == NULL)
+        return EBB_EINVAL;
+    if (st->kind == EBB__OBJSTORE_FILE)
+        return ebb__os_file_head(st, key, cb, arg);
+    struct op *o = op_new(st, OP_HEAD, "HEAD", key, cb, arg);
+    return o != NULL ? start(o) : EBB_ENOMEM;
+}
+
+int ebb__objstore_delete(struct ebb__objstore *st, const char *key,
+                         ebb__objstore_cb cb, void *arg)
+{
+    if (ebb__os_check_key(key) != 0 || cb == NULL)
+        return EBB_EINVAL;
+    if (st->kind == EBB__OBJSTORE_FILE)
+        return ebb__os_file_delete(st, key, cb, arg);
+    struct op *o = op_new(st, OP_DELETE, "DELETE", key, cb, arg);
+    return o != NULL ? start(o) : EBB_ENOMEM;
+}
+
+int ebb__objstore_list(struct ebb__objstore *st, const char *prefix, size_t max,
+                       ebb__objstore_cb cb, void *arg)
+{
+    if (prefix == NULL || cb == NULL || max == 0 ||
+        (prefix[0] != '\0' && ebb__os_check_key(prefix) != 0 &&
+         !(strlen(prefix) > 1 && prefix[strlen(prefix) - 1] == '/')))
+        return EBB_EINVAL;
+    if (st->kind == EBB__OBJSTORE_FILE)
+        return ebb__os_file_list(st, prefix, max, cb, arg);
+    struct op *o = op_new(st, OP_LIST, "GET", NULL, cb, arg);
+    if (o == NULL)
+        return EBB_ENOMEM;
+    o->max = max;
+    o->list_prefix = st->prefix[0] != '\0' ? ebb_strfmt("%s/%s", st->prefix, prefix)
+                                           : strdup(prefix);
+    if (o->list_prefix == NULL || list_query(o) != 0) {
+        op_free(o);
+        return EBB_ENOMEM;
+    }
+    return start(o);
+}
+
+/* "uploadId=ENC" (and "partNumber=N&" before it) as the query. */
+static int upload_query(struct op *o, const char *upload_id, int part)
+{
+    struct ebb_buf q = {0};
+    ebb_buf_puts(&q, "");
+    if (part > 0)
+        ebb_buf_printf(&q, "partNumber=%d&", part);
+    ebb_buf_puts(&q, "uploadId=");
+    ebb_pct_encode(&q, upload_id, strlen(upload_id), 0);
+    if (q.failed) {
+        ebb_buf_free(&q);
+        return EBB_ENOMEM;
+    }
+    free(o->query);
+    o->query = ebb_buf_take(&q);
+    return 0;
+}
+
+static int remote_only(const struct ebb__objstore *st)
+{
+    /* Checkpoints to a directory are written whole (put); a file:// store
+     * has no multipart uploads. */
+    return st->kind != EBB__OBJSTORE_FILE;
+}
+
+int ebb__objstore_mpu_create(struct ebb__objstore *st, const char *key,
+                             ebb__objstore_cb cb, void *arg)
+{
+    if (ebb__os_check_key(key) != 0 || cb == NULL)
+        return EBB_EINVAL;
+    if (!remote_only(st))
+        return EBB_EUNSUPPORTED;
+    struct op *o = op_new(st, OP_CREATE, "POST", key, cb, arg);
+    if (o == NULL)
+        return EBB_ENOMEM;
+    free(o->query);
+    o->query = strdup("uploads=");
+    o->content_type = "application/octet-stream";
+    /* A POST without a body still sends one, empty, so that curl does
+     * not read a form from nowhere. */
+    o->body = strdup("");
+    if (o->query == NULL || o->body == NULL) {
+        op_free(o);
+        return EBB_ENOMEM;
+    }
+    return start(o);
+}
+
+int ebb__objstore_mpu_part(struct ebb__objstore *st, const char *key,
+                           const char *upload_id, int part, int fd,
+                           int64_t offset, int64_t len, ebb__objstore_cb cb,
+                           void *arg)
+{
+    if (ebb__os_check_key(key) != 0 || upload_id == NULL || upload_id[0] == '\0' ||
+        part < 1 || part > EBB__OBJSTORE_PARTS_MAX || !upload_args_ok(fd, offset, len) ||
+        cb == NULL)
+        return EBB_EINVAL;
+    if (!remote_only(st))
+        return EBB_EUNSUPPORTED;
+    struct op *o = op_new(st, OP_PART, "PUT", key, cb, arg);
+    if (o == NULL)
+        return EBB_ENOMEM;
+    o->stream.upload_fd = fd;
+    o->stream.upload_offset = offset;
+    o->stream.upload_len = len;
+    if (upload_query(o, upload_id, part) != 0) {
+        op_free(o);
+        return EBB_ENOMEM;
+    }
+    return start(o);
+}
+
+/* The CompleteMultipartUpload document; ETags are quoted hex from the
+ * server, but are escaped all the same. */
+static char *complete_doc(const char *const *etags, size_t n)
+{
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "<CompleteMultipartUpload>");
+    for (size_t i = 0; i < n; i++) {
+        ebb_buf_printf(&b, "<Part><PartNumber>%zu</PartNumber><ETag>", i + 1);
+        for (const char *p = etags[i]; *p != '\0'; p++) {
+            if (*p == '&')
+                ebb_buf_puts(&b, "&amp;");
+            else if (*p == '<')
+                ebb_buf_puts(&b, "&lt;");
+            else if (*p == '"')
+                ebb_buf_puts(&b, "&quot;");
+            else
+                ebb_buf_append(&b, p, 1);
+        }
+        ebb_buf_puts(&b, "</ETag></Part>");
+    }
+    ebb_buf_puts(&b, "</CompleteMultipartUpload>");
+    if (b.failed) {
+        ebb_buf_free(&b);
+        return NULL;
+    }
+    return ebb_buf_take(&b);
+}
+
+int ebb__objstore_mpu_complete(struct ebb__objstore *st, const char *key,
+                               const char *upload_id, const char *const *etags,
+                               size_t n, ebb__objstore_cb cb, void *arg)
+{
+    if (ebb__os_check_key(key) != 0 || upload_id == NULL || upload_id[0] == '\0' ||
+        n == 0 || n > EBB__OBJSTORE_PARTS_MAX || etags == NULL || cb == NULL)
+        return EBB_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (etags[i] == NULL || etags[i][0] == '\0')
+            return EBB_EINVAL;
+    if (!remote_only(st))
+        return EBB_EUNSUPPORTED;
+    struct op *o = op_new(st, OP_COMPLETE, "POST", key, cb, arg);
+    if (o == NULL)
+        return EBB_ENOMEM;
+    o->content_type = "application/xml";
+    o->body = complete_doc(etags, n);
+    if (o->body == NULL || upload_query(o, upload_id, 0) != 0) {
+        op_free(o);
+        return EBB_ENOMEM;
+    }
+    o->body_len = strlen(o->body);
+    return start(o);
+}
+
+int ebb__objstore_mpu_abort(struct ebb__objstore *st, const char *key,
+                            const char *upload_id, ebb__objstore_cb cb, void *arg)
+{
+    if (ebb__os_check_key(key) != 0 || upload_id == NULL || upload_id[0] == '\0' ||
+        cb == NULL)
+        return EBB_EINVAL;
+    if (!remote_only(st))
+        return EBB_EUNSUPPORTED;
+    struct op *o = op_new(st, OP_ABORT, "DELETE", key, cb, arg);
+    if (o == NULL)
+        return EBB_ENOMEM;
+    if (upload_query(o, upload_id, 0) != 0) {
+        op_free(o);
+        return EBB_ENOMEM;
+    }
+    return start(o);
+}
