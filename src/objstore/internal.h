@@ -4,10 +4,15 @@
 #define EBB_OBJSTORE_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include <uv.h>
+
+#include <ebb/digest.h>
 #include <ebb/sigv4.h>
 
 #include "objstore/objstore.h"
+#include "objstore/objstore_xml.h"
 
 struct ebb__objstore {
     enum ebb__objstore_kind kind;
@@ -55,6 +60,49 @@ char *ebb__os_full_key(const struct ebb__objstore *st, const char *key);
 /* Checks a key given to an operation: 1..1024 bytes, no NUL-less control
  * characters, no empty, "." or ".." segment. Returns 0 or EBB_EINVAL. */
 int ebb__os_check_key(const char *key);
+
+/* One S3/OSS operation in flight (objstore_s3.c sends it, objstore_ops.c
+ * makes it). */
+enum op_kind { OP_PUT, OP_PART, OP_GET, OP_HEAD, OP_DELETE, OP_LIST, OP_CREATE,
+               OP_COMPLETE, OP_ABORT };
+
+struct op {
+    struct ebb__objstore *st;
+    enum op_kind kind;
+    ebb__objstore_cb cb;
+    void *arg;
+    const char *method;
+    char *key;   /* relative to the prefix; NULL for the bucket (list) */
+    char *query; /* as sent */
+    char hash[EBB_SHA256_HEX_LEN];
+    int hashed;
+    struct ebb__http_stream stream;
+    char range[64];
+    const char *content_type;
+    char *body; /* CompleteMultipartUpload's document */
+    size_t body_len;
+    struct os_signed sig;
+    uv_work_t work;
+    int work_rc;
+    /* list */
+    char *list_prefix; /* the full prefix asked for (store prefix + ...) */
+    size_t max;
+    struct ebb__os_list_page page;
+};
+
+/* A new operation of `kind` on `key` (NULL: the bucket), or NULL. */
+struct op *ebb__os_op_new(struct ebb__objstore *st, enum op_kind kind,
+                          const char *method, const char *key, ebb__objstore_cb cb,
+                          void *arg);
+void ebb__os_op_free(struct op *o);
+
+/* Starts `o`: hashes its upload first where S3 needs the hash, then
+ * sends it. Returns 0 (the callback runs once, later) or an EBB_E* code
+ * (`o` is freed and the callback never runs). */
+int ebb__os_op_start(struct op *o);
+
+/* Sets a listing's query from its prefix and continuation token. */
+int ebb__os_list_query(struct op *o);
 
 /* file:// operations (objstore_file.c), same contracts as objstore.h. */
 int ebb__os_file_put(struct ebb__objstore *st, const char *key, int fd,
