@@ -13,6 +13,7 @@
 #include "base/yaml_read.h"
 #include "config/config_impl.h"
 #include "config/plans.h"
+#include "config/stores.h"
 
 /* The configuration used when there is no ebb.yaml. examples/ebb.yaml
  * shows the same values; keep the two in step. */
@@ -303,6 +304,13 @@ static int do_plans(struct ebb__config *cfg, const struct ebb__ynode *n,
     return ebb__plans_load(n, &cfg->plans, &cfg->n_plans, d);
 }
 
+/* Checkpoint stores (docs/stores.md). */
+static int do_stores(struct ebb__config *cfg, const struct ebb__ynode *n,
+                     struct ebb_diag *d)
+{
+    return ebb__stores_load(n, &cfg->stores, &cfg->n_stores, d);
+}
+
 static const struct {
     const char *key;
     int (*apply)(struct ebb__config *, const struct ebb__ynode *,
@@ -322,6 +330,7 @@ static const struct {
     {"clock", ebb__config_do_clock},
     {"run_on", ebb__config_do_run_on},
     {"plans", do_plans},
+    {"stores", do_stores},
 };
 #define N_TOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
@@ -462,6 +471,7 @@ void ebb__config_free(struct ebb__config *cfg)
     ebb__string_list_free(&cfg->admins);
     free(cfg->rates);
     ebb__plans_free(cfg->plans, cfg->n_plans);
+    ebb__stores_free(cfg->stores, cfg->n_stores);
     ebb__ydoc_free(cfg->doc);
     free(cfg);
 }

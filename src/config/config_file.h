@@ -20,6 +20,7 @@
 #include "base/yaml_doc.h"
 
 struct ebb__plan;
+struct ebb__store_cfg;
 
 /* A named plugin section: `providers: { aws: {...} }`. `node` is the
  * section's value (a mapping, or NULL / a null value for "all defaults"),
@@ -91,6 +92,8 @@ struct ebb__config {
     struct ebb__currency_rate *rates;
     size_t n_plans;
     struct ebb__plan *plans; /* report.h; read by report_advice.c */
+    size_t n_stores;
+    struct ebb__store_cfg *stores; /* config/stores.h */
 };
 
 /* Loads the file at `path`. On success *out is a new config the caller
@@ -123,6 +126,10 @@ const struct ebb__config_section *
 ebb__config_provider(const struct ebb__config *cfg, const char *name);
 const struct ebb__config_section *
 ebb__config_policy(const struct ebb__config *cfg, const char *name);
+
+/* The store named `name` under stores:, or NULL. Borrowed from cfg. */
+const struct ebb__store_cfg *ebb__config_store(const struct ebb__config *cfg,
+                                               const char *name);
 
 /* The team named `name`, or NULL. Borrowed from cfg. */
 const struct ebb__team *ebb__config_team(const struct ebb__config *cfg,

@@ -57,8 +57,8 @@ void ebb__os_signed_free(struct os_signed *s);
 /* The full object key: prefix + "/" + key (or key). Caller frees. */
 char *ebb__os_full_key(const struct ebb__objstore *st, const char *key);
 
-/* Checks a key given to an operation: 1..1024 bytes, no NUL-less control
- * characters, no empty, "." or ".." segment. Returns 0 or EBB_EINVAL. */
+/* Checks a key given to an operation: 1..1024 bytes, no control
+ * character, no empty, "." or ".." segment. Returns 0 or EBB_EINVAL. */
 int ebb__os_check_key(const char *key);
 
 /* One S3/OSS operation in flight (objstore_s3.c sends it, objstore_ops.c

@@ -111,6 +111,15 @@ int ebb__objstore_open(const struct ebb__objstore_cfg *cfg,
                        struct ebb__http *http, uv_loop_t *loop,
                        struct ebb__objstore **out, char *err, size_t err_size);
 
+/* The checks of ebb__objstore_open() without opening anything: the URL,
+ * the region (required for s3/oss, refused for file), the endpoint
+ * (http[s]://HOST[:PORT]), path_style (refused for OSS and file). Sets
+ * *kind (may be NULL). Returns 0, EBB_ECONFIG with a sentence in `err`
+ * that names the key, or EBB_ENOMEM. */
+int ebb__objstore_cfg_check(const struct ebb__objstore_cfg *cfg,
+                            enum ebb__objstore_kind *kind, char *err,
+                            size_t err_size);
+
 /* Frees the store. Operations still in flight must have completed (their
  * callbacks run); closing the HTTP client first completes them. */
 void ebb__objstore_free(struct ebb__objstore *st);

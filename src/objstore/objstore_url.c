@@ -232,6 +232,91 @@ static int is_ip_literal(const char *host)
     return n > 0;
 }
 
+/* The checks open and ebb.yaml's stores: share; on success *scheme and
+ * *host hold the endpoint's parts (caller frees) and *path_style the
+ * addressing used. */
+static int check_cfg(const struct ebb__objstore_cfg *cfg,
+                     const struct ebb__objstore_url *u, char **scheme, char **host,
+                     int *path_style, char *err, size_t err_size)
+{
+    *scheme = *host = NULL;
+    *path_style = 0;
+    if (u->kind == EBB__OBJSTORE_FILE) {
+        const char *extra = cfg->region != NULL        ? "region"
+                            : cfg->endpoint != NULL    ? "endpoint"
+                            : cfg->path_style          ? "path_style"
+                                                       : NULL;
+        if (extra == NULL)
+            return 0;
+        snprintf(err, err_size, "%s: a file:// store takes no %s (only s3:// "
+                 "and oss:// stores do)", extra, extra);
+        return EBB_ECONFIG;
+    }
+    const char *cloud = u->kind == EBB__OBJSTORE_S3 ? "s3" : "oss";
+    if (!valid_region(cfg->region)) {
+        snprintf(err, err_size, "region: an %s:// store needs its region, in "
+                 "lower-case letters, digits and '-' (such as %s)", cloud,
+                 u->kind == EBB__OBJSTORE_S3 ? "us-east-1" : "cn-hangzhou");
+        return EBB_ECONFIG;
+    }
+    if (u->kind == EBB__OBJSTORE_OSS && strncmp(cfg->region, "oss-", 4) == 0) {
+        snprintf(err, err_size, "region \"%s\": write the region ID (\"%s\"), "
+                 "not the OSS endpoint's name", cfg->region, cfg->region + 4);
+        return EBB_ECONFIG;
+    }
+    if (u->kind == EBB__OBJSTORE_OSS && cfg->path_style) {
+        snprintf(err, err_size, "path_style: OSS accepts only virtual-hosted "
+                 "addressing (the bucket in the host name); remove path_style");
+        return EBB_ECONFIG;
+    }
+    char *def = NULL;
+    if (cfg->endpoint == NULL || cfg->endpoint[0] == '\0')
+        def = u->kind == EBB__OBJSTORE_OSS
+                  ? ebb_strfmt("https://oss-%s.aliyuncs.com", cfg->region)
+              : strncmp(cfg->region, "cn-", 3) == 0
+                  ? ebb_strfmt("https://s3.%s.amazonaws.com.cn", cfg->region)
+                  : ebb_strfmt("https://s3.%s.amazonaws.com", cfg->region);
+    const char *ep = def != NULL ? def : cfg->endpoint;
+    int rc = ep == NULL ? EBB_ENOMEM : split_endpoint(ep, scheme, host);
+    if (rc == EBB_EINVAL) {
+        snprintf(err, err_size, "endpoint \"%s\" is not http[s]://HOST[:PORT]", ep);
+        rc = EBB_ECONFIG;
+    }
+    free(def);
+    if (rc != 0) {
+        free(*scheme);
+        free(*host);
+        *scheme = *host = NULL;
+        return rc;
+    }
+    /* A dotted bucket does not match the TLS wildcard of a virtual host
+     * (*.s3.REGION.amazonaws.com). */
+    int dotted_tls = strchr(u->bucket, '.') != NULL && strcmp(*scheme, "https") == 0;
+    *path_style = u->kind == EBB__OBJSTORE_S3 &&
+                  (cfg->path_style || is_ip_literal(*host) || dotted_tls);
+    return 0;
+}
+
+int ebb__objstore_cfg_check(const struct ebb__objstore_cfg *cfg,
+                            enum ebb__objstore_kind *kind, char *err,
+                            size_t err_size)
+{
+    err[0] = '\0';
+    struct ebb__objstore_url u;
+    int rc = ebb__objstore_url_parse(cfg->url, &u, err, err_size);
+    if (rc != 0)
+        return rc == EBB_EINVAL ? EBB_ECONFIG : rc;
+    char *scheme, *host;
+    int path_style;
+    rc = check_cfg(cfg, &u, &scheme, &host, &path_style, err, err_size);
+    if (kind != NULL)
+        *kind = u.kind;
+    free(scheme);
+    free(host);
+    ebb__objstore_url_free(&u);
+    return rc;
+}
+
 int ebb__objstore_open(const struct ebb__objstore_cfg *cfg,
                        const struct ebb__objstore_creds *creds,
                        struct ebb__http *http, uv_loop_t *loop,
@@ -258,56 +343,19 @@ int ebb__objstore_open(const struct ebb__objstore_cfg *cfg,
     st->timeout = cfg->timeout > 0 ? cfg->timeout : 10 * EBB_MS_PER_MINUTE;
     st->now = cfg->now;
     st->now_ctx = cfg->now_ctx;
-    if (st->kind != EBB__OBJSTORE_FILE) {
-        const char *cloud = st->kind == EBB__OBJSTORE_S3 ? "s3" : "oss";
-        if (!valid_region(cfg->region)) {
-            snprintf(err, err_size, "an %s:// store needs a region (such as %s)",
-                     cloud, st->kind == EBB__OBJSTORE_S3 ? "us-east-1" : "cn-hangzhou");
-            rc = EBB_ECONFIG;
-        } else if (st->kind == EBB__OBJSTORE_OSS && strncmp(cfg->region, "oss-", 4) == 0) {
-            snprintf(err, err_size, "region \"%s\": write the region ID (\"%s\"), "
-                     "not the OSS endpoint's name", cfg->region, cfg->region + 4);
-            rc = EBB_ECONFIG;
-        } else if (st->kind == EBB__OBJSTORE_OSS && cfg->path_style) {
-            snprintf(err, err_size, "path_style: OSS accepts only virtual-hosted "
-                     "addressing (the bucket in the host name); remove path_style");
-            rc = EBB_ECONFIG;
-        } else if (st->http == NULL || st->now == NULL || creds == NULL ||
-                   creds->access_key_id == NULL || creds->secret_access_key == NULL) {
+    rc = check_cfg(cfg, &u, &st->scheme, &st->host, &st->path_style, err, err_size);
+    if (rc == 0 && st->kind != EBB__OBJSTORE_FILE) {
+        if (st->http == NULL || st->now == NULL || creds == NULL ||
+            creds->access_key_id == NULL || creds->secret_access_key == NULL)
             rc = EBB_EINVAL;
-        }
+        st->region = rc == 0 ? strdup(cfg->region) : NULL;
         if (rc == 0) {
-            st->region = strdup(cfg->region);
-            char *def = NULL;
-            if (cfg->endpoint == NULL || cfg->endpoint[0] == '\0')
-                def = st->kind == EBB__OBJSTORE_OSS
-                          ? ebb_strfmt("https://oss-%s.aliyuncs.com", cfg->region)
-                      : strncmp(cfg->region, "cn-", 3) == 0
-                          ? ebb_strfmt("https://s3.%s.amazonaws.com.cn", cfg->region)
-                          : ebb_strfmt("https://s3.%s.amazonaws.com", cfg->region);
-            const char *ep = def != NULL ? def : cfg->endpoint;
-            rc = st->region == NULL || ep == NULL
-                     ? EBB_ENOMEM
-                     : split_endpoint(ep, &st->scheme, &st->host);
-            if (rc == EBB_EINVAL) {
-                snprintf(err, err_size, "endpoint \"%s\" is not http[s]://HOST[:PORT]",
-                         ep);
-                rc = EBB_ECONFIG;
-            }
-            free(def);
-        }
-        if (rc == 0) {
-            /* A dotted bucket does not match the TLS wildcard of a
-             * virtual host (*.s3.REGION.amazonaws.com). */
-            int dotted_tls = strchr(st->bucket, '.') != NULL &&
-                             strcmp(st->scheme, "https") == 0;
-            st->path_style = st->kind == EBB__OBJSTORE_S3 &&
-                             (cfg->path_style || is_ip_literal(st->host) || dotted_tls);
             st->creds.access_key_id = strdup(creds->access_key_id);
             st->creds.secret_access_key = strdup(creds->secret_access_key);
             st->creds.session_token =
                 creds->session_token != NULL ? strdup(creds->session_token) : NULL;
-            if (st->creds.access_key_id == NULL || st->creds.secret_access_key == NULL ||
+            if (st->region == NULL || st->creds.access_key_id == NULL ||
+                st->creds.secret_access_key == NULL ||
                 (creds->session_token != NULL && st->creds.session_token == NULL))
                 rc = EBB_ENOMEM;
         }

@@ -159,7 +159,8 @@ static struct ebb__objstore *open_store(const char *url, const char *endpoint,
 {
     struct ebb__objstore_creds creds = {.access_key_id = (char *)akid,
                                         .secret_access_key = (char *)secret};
-    struct ebb__objstore_cfg cfg = {.url = url, .region = "us-east-1",
+    int is_file = strncmp(url, "file://", 7) == 0;
+    struct ebb__objstore_cfg cfg = {.url = url, .region = is_file ? NULL : "us-east-1",
                                     .endpoint = endpoint, .path_style = path_style,
                                     .now = wall_now, .max_attempts = 4};
     struct ebb__objstore *st;

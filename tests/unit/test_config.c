@@ -16,6 +16,7 @@
 #include "base/cfg_table.h"
 #include "base/yaml_doc.h"
 #include "config/config_file.h"
+#include "config/stores.h"
 
 static int load(const char *text, struct ebb__config **cfg,
                 struct ebb_diag *d)
@@ -694,7 +695,8 @@ static void config_errors(void **state)
     expect_error("log_level: info\n\nprovders: {}\n",
                  "ebb.yaml:3: unknown key \"provders\" (known: log_level, "
                  "plugin_dirs, api, agent_api, metrics, default_policy, "
-                 "providers, policies, teams, admins, currency_rates, clock, run_on, plans)");
+                 "providers, policies, teams, admins, currency_rates, clock, run_on, plans, "
+                 "stores)");
     /* Duplicate key. */
     expect_error("log_level: info\nadmins: [a]\nlog_level: debug\n",
                  "ebb.yaml:3: duplicate key \"log_level\" (first at line 1)");
@@ -836,7 +838,7 @@ static void config_file(void **state)
     snprintf(want, sizeof(want),
              "%s:2: unknown key \"budget\" (known: log_level, plugin_dirs, "
              "api, agent_api, metrics, default_policy, providers, policies, "
-             "teams, admins, currency_rates, clock, run_on, plans)",
+             "teams, admins, currency_rates, clock, run_on, plans, stores)",
              path);
     assert_string_equal(d.msg, want);
 
@@ -1201,6 +1203,112 @@ static void table_names(void **state)
     assert_string_equal(ebb__cfg_type_example(EBB_CFG_MONEY), "40 USD");
 }
 
+/* ---- stores: ------------------------------------------------------------ */
+
+static void stores_read(void **state)
+{
+    (void)state;
+    struct ebb__config *cfg;
+    struct ebb_diag d;
+    assert_int_equal(load("stores:\n"
+                          "  ckpt:\n"
+                          "    url: s3://ml-ckpt/ebb\n"
+                          "    region: us-east-1\n"
+                          "    endpoint: http://127.0.0.1:9000\n"
+                          "    path_style: true\n"
+                          "    price_per_gb_month: 0.023 USD\n"
+                          "    egress_per_gb: 0.09 USD\n"
+                          "  ali:\n"
+                          "    url: oss://bucket-1\n"
+                          "    region: cn-hangzhou\n"
+                          "  shared:\n"
+                          "    url: file:///srv/ckpt/\n",
+                          &cfg, &d),
+                     0);
+    assert_int_equal(cfg->n_stores, 3);
+    const struct ebb__store_cfg *s = ebb__config_store(cfg, "ckpt");
+    assert_non_null(s);
+    assert_int_equal(s->kind, EBB__OBJSTORE_S3);
+    assert_string_equal(s->url, "s3://ml-ckpt/ebb");
+    assert_string_equal(s->region, "us-east-1");
+    assert_string_equal(s->endpoint, "http://127.0.0.1:9000");
+    assert_int_equal(s->path_style, 1);
+    assert_int_equal(s->line, 2);
+    assert_true(s->has_price && s->has_egress);
+    assert_int_equal(s->price_per_gb_month.amount, 23000);
+    assert_string_equal(s->price_per_gb_month.currency, "USD");
+    assert_int_equal(s->egress_per_gb.amount, 90000);
+    s = ebb__config_store(cfg, "ali");
+    assert_int_equal(s->kind, EBB__OBJSTORE_OSS);
+    assert_null(s->endpoint);
+    assert_int_equal(s->path_style, 0);
+    assert_false(s->has_price);
+    s = ebb__config_store(cfg, "shared");
+    assert_int_equal(s->kind, EBB__OBJSTORE_FILE);
+    assert_null(s->region);
+    assert_null(ebb__config_store(cfg, "nope"));
+    ebb__config_free(cfg);
+}
+
+static void stores_errors(void **state)
+{
+    (void)state;
+    expect_error("stores:\n  ckpt:\n    region: us-east-1\n",
+                 "ebb.yaml:2: stores.ckpt: url is required (s3://BUCKET[/PREFIX], "
+                 "oss://BUCKET[/PREFIX] or file:///DIR)");
+    expect_error("stores:\n  ckpt:\n    url: s3://b/x\n    bucket: b\n",
+                 "ebb.yaml:4: stores.ckpt: unknown key \"bucket\" (known: url, "
+                 "region, endpoint, path_style, price_per_gb_month, egress_per_gb)");
+    expect_error("stores:\n  ckpt:\n    url: gs://bucket\n    region: x\n",
+                 "ebb.yaml:2: stores.ckpt: \"gs://bucket\" is not a store URL "
+                 "(write s3://BUCKET[/PREFIX], oss://BUCKET[/PREFIX] or file:///DIR)");
+    expect_error("stores:\n  ckpt:\n    url: s3://Bucket_1\n    region: us-east-1\n",
+                 "ebb.yaml:2: stores.ckpt: \"s3://Bucket_1\": the bucket must be 3 to "
+                 "63 lower-case letters, digits, '-' or '.', starting and ending with "
+                 "a letter or digit");
+    expect_error("stores:\n  ckpt:\n    url: s3://bucket/a/../b\n    region: us-east-1\n",
+                 "ebb.yaml:2: stores.ckpt: \"s3://bucket/a/../b\": the prefix after "
+                 "the bucket must not hold empty, '.' or '..' parts or control "
+                 "characters");
+    expect_error("stores:\n  ckpt:\n    url: s3://bucket\n",
+                 "ebb.yaml:2: stores.ckpt: region: an s3:// store needs its region, "
+                 "in lower-case letters, digits and '-' (such as us-east-1)");
+    expect_error("stores:\n  ckpt:\n    url: oss://bucket\n    region: oss-cn-hangzhou\n",
+                 "ebb.yaml:2: stores.ckpt: region \"oss-cn-hangzhou\": write the "
+                 "region ID (\"cn-hangzhou\"), not the OSS endpoint's name");
+    expect_error("stores:\n  ckpt:\n    url: oss://bucket\n    region: cn-hangzhou\n"
+                 "    path_style: true\n",
+                 "ebb.yaml:2: stores.ckpt: path_style: OSS accepts only "
+                 "virtual-hosted addressing (the bucket in the host name); remove "
+                 "path_style");
+    expect_error("stores:\n  ckpt:\n    url: file:///srv/c\n    region: us-east-1\n",
+                 "ebb.yaml:2: stores.ckpt: region: a file:// store takes no region "
+                 "(only s3:// and oss:// stores do)");
+    expect_error("stores:\n  ckpt:\n    url: file://relative/dir\n",
+                 "ebb.yaml:2: stores.ckpt: \"file://relative/dir\" is not a store "
+                 "URL: file:// takes an absolute directory (file:///DIR)");
+    expect_error("stores:\n  ckpt:\n    url: s3://bucket\n    region: us-east-1\n"
+                 "    endpoint: ftp://host\n",
+                 "ebb.yaml:2: stores.ckpt: endpoint \"ftp://host\" is not "
+                 "http[s]://HOST[:PORT]");
+    expect_error("stores:\n  ckpt:\n    url: s3://bucket\n    region: us-east-1\n"
+                 "    endpoint: http://u:p@host/path\n",
+                 "ebb.yaml:2: stores.ckpt: endpoint \"http://u:p@host/path\" is not "
+                 "http[s]://HOST[:PORT]");
+    expect_error("stores:\n  ckpt:\n    url: s3://bucket\n    region: us-east-1\n"
+                 "    price_per_gb_month: -1 USD\n",
+                 "ebb.yaml:5: stores.ckpt.price_per_gb_month: \"-1 USD\" is not an "
+                 "amount (negative; example: 40 USD)");
+    expect_error("stores:\n  ckpt:\n    url: s3://bucket\n    region: us-east-1\n"
+                 "    path_style: maybe\n",
+                 "ebb.yaml:5: stores.ckpt.path_style: \"maybe\" is not a boolean "
+                 "(example: true or false)");
+    expect_error("stores:\n  \"a b\":\n    url: s3://bucket\n",
+                 "ebb.yaml:2: stores: \"a b\" is not a valid name (1 to 64 letters, "
+                 "digits, - and _)");
+    expect_error("stores: [a]\n", "ebb.yaml:1: stores: expected a mapping, not a list");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1223,6 +1331,8 @@ int main(void)
         cmocka_unit_test(table_errors),
         cmocka_unit_test(table_bad_tables),
         cmocka_unit_test(table_names),
+        cmocka_unit_test(stores_read),
+        cmocka_unit_test(stores_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

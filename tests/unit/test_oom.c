@@ -409,6 +409,8 @@ static const struct oom_case cases[] = {
      schedule_free, 0},
     {"config", "examples/ebb.yaml", config_parse, config_describe,
      config_free, 0},
+    {"config-stores", "tests/fuzz/corpus/config/stores.yaml", config_parse,
+     config_describe, config_free, 0},
     {"tz", "tests/fuzz/corpus/tz/America_New_York", tz_parse, tz_describe,
      tz_free, 0},
     {"trace", "tests/data/traces/prices_good.csv", trace_parse,
