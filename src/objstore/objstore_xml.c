@@ -144,7 +144,10 @@ int ebb__os_retryable(int http_status, const char *code)
         "Throttling", "ThrottlingException", "RequestLimitExceeded",
         "TooManyRequestsException", "PriorRequestNotComplete", "BadDigest",
     };
-    if (http_status >= 500 || http_status == 429)
+    /* As botocore's standard mode: not 501, which another try will not
+     * change. */
+    if (http_status == 500 || http_status == 502 || http_status == 503 ||
+        http_status == 504 || http_status == 429)
         return 1;
     for (size_t i = 0; code != NULL && i < sizeof(transient) / sizeof(transient[0]); i++)
         if (strcmp(code, transient[i]) == 0)
@@ -212,6 +215,7 @@ int ebb__os_parse_complete(const char *body, size_t len, char **etag,
                            struct ebb__os_error *e)
 {
     memset(e, 0, sizeof(*e));
+    *etag = NULL;
     if (ebb__os_parse_error(body, len, e) == 0)
         return EBB_EIO;
     int root_ok;

@@ -33,8 +33,8 @@ int ebb__os_parse_error(const char *body, size_t len, struct ebb__os_error *e);
  * ETHROTTLED, 5xx EIO, other 4xx EHTTP). */
 int ebb__os_status_of(int http_status, const char *code);
 
-/* Whether another attempt may succeed: 5xx, 429, and the codes S3 marks
- * transient whatever the status (SlowDown, RequestTimeout,
+/* Whether another attempt may succeed: 500, 502, 503, 504, 429, and the
+ * codes S3 marks transient whatever the status (SlowDown, RequestTimeout,
  * InternalError, ServiceUnavailable, Throttling, ...). */
 int ebb__os_retryable(int http_status, const char *code);
 
