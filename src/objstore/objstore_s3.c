@@ -288,6 +288,7 @@ static void on_http(const struct ebb_http_response *res, void *arg)
                                      .attempts = res->attempts};
     char etag[256] = "";
     char *owned = NULL;
+    struct ebb__os_error e; /* outlives the switch: r.code may point into it */
     switch (o->kind) {
     case OP_LIST:
         on_list_page(o, res);
@@ -298,8 +299,7 @@ static void on_http(const struct ebb_http_response *res, void *arg)
         if (r.status != 0)
             r.message = "the answer holds no UploadId";
         break;
-    case OP_COMPLETE: {
-        struct ebb__os_error e;
+    case OP_COMPLETE:
         r.status = ebb__os_parse_complete(res->body, res->body_len, &owned, &e);
         r.etag = owned;
         if (r.status != 0) {
@@ -309,7 +309,6 @@ static void on_http(const struct ebb_http_response *res, void *arg)
                                                 "CompleteMultipartUploadResult";
         }
         break;
-    }
     case OP_GET: {
         int64_t want;
         if (header_int(res->headers, "Content-Length", &want) != 0 ||
