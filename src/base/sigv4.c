@@ -275,7 +275,10 @@ static int canonical_headers(const struct ebb_sigv4_request *req,
             if (fl == EBB_SIGV4_AWS || !oss_default_signed(h[i].name))
                 ebb_buf_printf(names, "%s%s", names->len ? ";" : "", h[i].name);
         }
-        ebb_buf_puts(creq, "\n");
+        /* Every header line ends in a newline; no header, no line (an OSS
+         * presigned URL may sign none). */
+        if (n > 0)
+            ebb_buf_puts(creq, "\n");
         ebb_buf_puts(names, "");
     }
     for (size_t i = 0; i < n; i++) {

@@ -21,6 +21,11 @@ rules:
   upload part / complete (ascending parts, matching ETags, parts but the
   last >= --min-part bytes) / abort.
 
+With --flavour oss it is an Alibaba OSS endpoint instead: virtual-host
+addressing only, and OSS V4 signatures (OSS4-HMAC-SHA256, header and
+presigned) recomputed here from Alibaba's documented algorithm, apart
+from ebb's C signer.
+
 Faults on request: --faults FILE holds a JSON list of
 {"op": NAME, "status": N, "code": CODE, "count": K}; the next K requests of
 operation NAME (PutObject, UploadPart, CompleteMultipartUpload, ...) are
@@ -34,6 +39,7 @@ key, query, status.
 """
 import argparse
 import base64
+import hmac
 import datetime
 import hashlib
 import json
@@ -51,6 +57,21 @@ from botocore.credentials import Credentials
 AUTH_RE = re.compile(r'^AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/s3/aws4_request, '
                      r'SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$')
 SKEW = datetime.timedelta(minutes=15)
+
+
+OSS_AUTH_RE = re.compile(r'^OSS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/oss/aliyun_v4_request'
+                         r'(?:,AdditionalHeaders=([a-z0-9;-]+))?,Signature=([0-9a-f]{64})$')
+
+
+def oss_quote(s):
+    return urllib.parse.quote(s, safe='-_.~')
+
+
+def oss_signature(secret, date, region, string_to_sign):
+    key = ('aliyun_v4' + secret).encode()
+    for part in (date, region, 'oss', 'aliyun_v4_request'):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return hmac.new(key, string_to_sign.encode(), hashlib.sha256).hexdigest()
 
 
 class Fail(Exception):
@@ -125,6 +146,8 @@ class Handler(BaseHTTPRequestHandler):
         raw_path, _, query = self.path.partition('?')
         if host.startswith(bucket + '.'):
             style, rest = 'virtual', raw_path[1:]
+        elif self.server.state.args.flavour == 'oss':
+            raise Fail(403, 'AccessDenied', 'OSS denies path-style requests')
         else:
             prefix = '/' + bucket
             if raw_path != prefix and not raw_path.startswith(prefix + '/'):
@@ -135,6 +158,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def verify(self, raw_path, query, body):
         args = self.server.state.args
+        if args.flavour == 'oss':
+            return self.verify_oss(raw_path, query, body)
         creds = Credentials(args.access_key, args.secret_key)
         url = 'http://%s%s' % (self.headers['Host'], raw_path)
         params = urllib.parse.parse_qs(query, keep_blank_values=True)
@@ -209,6 +234,69 @@ class Handler(BaseHTTPRequestHandler):
         if want != one['X-Amz-Signature']:
             raise Fail(403, 'SignatureDoesNotMatch', 'canonical request:\n' + creq)
         return 'presigned'
+
+    def verify_oss(self, raw_path, query, body):
+        """OSS V4 as Alibaba documents it (the canonical URI is always
+        /BUCKET/KEY; an empty query value is written without '=')."""
+        args = self.server.state.args
+        pairs = [p.partition('=') for p in query.split('&') if p]
+        params = {urllib.parse.unquote(k): urllib.parse.unquote(v) for k, _, v in pairs}
+        presigned = 'x-oss-signature' in params
+        if presigned:
+            for need in ('x-oss-signature-version', 'x-oss-credential', 'x-oss-date',
+                         'x-oss-expires'):
+                if need not in params:
+                    raise Fail(400, 'InvalidArgument', 'missing ' + need)
+            if params['x-oss-signature-version'] != 'OSS4-HMAC-SHA256':
+                raise Fail(400, 'InvalidArgument', 'signature version')
+            akid, date, region, product, term = params['x-oss-credential'].split('/')
+            if product != 'oss' or term != 'aliyun_v4_request':
+                raise Fail(403, 'AccessDenied', 'credential scope')
+            expires = int(params['x-oss-expires'])
+            if not 1 <= expires <= 604800:
+                raise Fail(400, 'InvalidArgument', 'x-oss-expires out of range')
+            amz_date = params['x-oss-date']
+            when = parse_amz_date(amz_date)
+            if datetime.datetime.now(datetime.timezone.utc) > when + datetime.timedelta(seconds=expires):
+                raise Fail(403, 'AccessDenied', 'Request has expired')
+            extra = params.get('x-oss-additional-headers', '')
+            signature = params['x-oss-signature']
+            hashed = 'UNSIGNED-PAYLOAD'
+        else:
+            m = OSS_AUTH_RE.match(self.headers.get('Authorization', ''))
+            if not m:
+                raise Fail(403, 'AccessDenied', 'no OSS4-HMAC-SHA256 Authorization')
+            akid, date, region, extra, signature = m.groups()
+            extra = extra or ''
+            amz_date = self.headers.get('x-oss-date')
+            when = parse_amz_date(amz_date)
+            if abs(datetime.datetime.now(datetime.timezone.utc) - when) > SKEW:
+                raise Fail(403, 'RequestTimeTooSkewed', 'x-oss-date %s' % when)
+            hashed = self.headers.get('x-oss-content-sha256')
+            if hashed != 'UNSIGNED-PAYLOAD' and hashed != hashlib.sha256(body).hexdigest():
+                raise Fail(400, 'InvalidArgument', 'x-oss-content-sha256')
+        if akid != args.access_key:
+            raise Fail(403, 'InvalidAccessKeyId', akid)
+        if region != args.region or date != amz_date[:8]:
+            raise Fail(403, 'SignatureDoesNotMatch', 'scope')
+        extra_names = [n for n in extra.split(';') if n]
+        names = sorted({n.lower() for n in self.headers.keys()
+                        if n.lower().startswith('x-oss-') or n.lower() in
+                        ('content-type', 'content-md5') or n.lower() in extra_names})
+        canon_headers = ''.join('%s:%s\n' % (n, self.headers.get(n).strip()) for n in names)
+        canon_query = '&'.join(
+            oss_quote(k) + ('=' + oss_quote(v) if v else '')
+            for k, v in sorted(params.items()) if k != 'x-oss-signature')
+        key = urllib.parse.unquote(raw_path[1:])
+        canon_uri = oss_quote('/%s/%s' % (args.bucket, key)).replace('%2F', '/')
+        creq = '\n'.join([self.command, canon_uri, canon_query, canon_headers,
+                          ';'.join(sorted(extra_names)), hashed])
+        sts = '\n'.join(['OSS4-HMAC-SHA256', amz_date,
+                         '%s/%s/oss/aliyun_v4_request' % (date, region),
+                         hashlib.sha256(creq.encode()).hexdigest()])
+        if oss_signature(args.secret_key, date, region, sts) != signature:
+            raise Fail(403, 'SignatureDoesNotMatch', 'canonical request:\n' + creq)
+        return 'presigned' if presigned else 'header'
 
     # ---- operations ----
 
@@ -395,6 +483,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--bucket', required=True)
     ap.add_argument('--region', default='us-east-1')
+    ap.add_argument('--flavour', choices=['s3', 'oss'], default='s3')
     ap.add_argument('--access-key', required=True)
     ap.add_argument('--secret-key', required=True)
     ap.add_argument('--log', required=True)

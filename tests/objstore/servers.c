@@ -77,6 +77,12 @@ static void make_dir(struct test_server *s)
 
 void fake_start(struct test_server *s, const char *bucket, int page_size, long min_part)
 {
+    fake_start_flavour(s, "s3", bucket, page_size, min_part);
+}
+
+void fake_start_flavour(struct test_server *s, const char *flavour, const char *bucket,
+                        int page_size, long min_part)
+{
     make_dir(s);
     snprintf(s->log, sizeof(s->log), "%s/requests.log", s->dir);
     snprintf(s->faults, sizeof(s->faults), "%s/faults.json", s->dir);
@@ -84,7 +90,10 @@ void fake_start(struct test_server *s, const char *bucket, int page_size, long m
     snprintf(script, sizeof(script), "%s/tests/objstore/fake_s3.py", source_root());
     snprintf(pages, sizeof(pages), "%d", page_size);
     snprintf(part, sizeof(part), "%ld", min_part);
+    int oss = strcmp(flavour, "oss") == 0;
     char *const argv[] = {"python3", script, "--bucket", (char *)bucket,
+                          "--flavour", (char *)flavour,
+                          "--region", oss ? "cn-hangzhou" : "us-east-1",
                           "--access-key", FAKE_AKID, "--secret-key", FAKE_SECRET,
                           "--log", s->log, "--faults", s->faults,
                           "--page-size", pages, "--min-part", part, NULL};

@@ -23,6 +23,11 @@ struct test_server {
 void fake_start(struct test_server *s, const char *bucket, int page_size,
                 long min_part);
 
+/* The same as an OSS endpoint (flavour "oss": virtual host only, OSS V4
+ * signatures, region cn-hangzhou) or S3 ("s3"). */
+void fake_start_flavour(struct test_server *s, const char *flavour, const char *bucket,
+                        int page_size, long min_part);
+
 /* Starts s3rver with bucket `bucket` (keys S3RVER / S3RVER). */
 void s3rver_start(struct test_server *s, const char *bucket);
 

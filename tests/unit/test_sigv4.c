@@ -464,6 +464,23 @@ static void test_oss_vectors(void **state)
     oss_case(find_vector(list, "v4-query"), 1);
     oss_case(find_vector(list, "v4-query-sts-token"), 1);
     json_decref(all);
+
+    /* A presigned URL that signs no header (OSS does not sign Host): the
+     * header block is empty, not an empty line (the OSS fake found it). */
+    struct ebb_sigv4_header h[1] = {{"Host", "b.oss-cn-hangzhou.aliyuncs.com"}};
+    struct ebb_sigv4_request req = {.method = "GET", .path = "/b/k", .headers = h,
+                                    .n_headers = 1, .s3_path = 1,
+                                    .payload_hash = EBB_SIGV4_UNSIGNED_PAYLOAD};
+    struct ebb_sigv4_scope scope = {.flavour = EBB_SIGV4_OSS, .access_key_id = "ak",
+                                    .secret_access_key = "sk", .region = "cn-hangzhou",
+                                    .service = "oss", .amz_date = "20231217T025437Z"};
+    struct ebb_sigv4_result r;
+    assert_int_equal(ebb_sigv4_presign(&req, &scope, 60, &r), 0);
+    assert_string_equal(r.canonical_request,
+                        "GET\n/b/k\nx-oss-credential=ak%2F20231217%2Fcn-hangzhou%2Foss%2F"
+                        "aliyun_v4_request&x-oss-date=20231217T025437Z&x-oss-expires=60&"
+                        "x-oss-signature-version=OSS4-HMAC-SHA256\n\n\nUNSIGNED-PAYLOAD");
+    ebb_sigv4_result_free(&r);
 }
 
 /* ---- limits ---- */
