@@ -674,7 +674,10 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, pinned ? 0L : 2L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect);
-    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max_response);
+    /* A body streamed to a file is bounded by the file, not by memory. */
+    bool to_file = r->stream != NULL && r->stream->download_fd >= 0;
+    curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+                     (curl_off_t)(to_file ? 0 : r->max_response));
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)r);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -688,6 +691,13 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
     bool upload = r->stream != NULL && r->stream->upload_fd >= 0;
     bool has_body = !is_head && !upload &&
                     (req->body != NULL || strcmp(r->method, "POST") == 0);
+    /* Streamed bodies move in 128 KiB steps (curl's own tool uses 100
+     * KiB): eight times fewer callbacks and system calls than the 16 KiB
+     * default, for a bounded cost per transfer. */
+    if (r->stream != NULL) {
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)EBB__HTTP_STREAM_BUFFER);
+        curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, (long)EBB__HTTP_STREAM_BUFFER);
+    }
     if (upload) {
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE,

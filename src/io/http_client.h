@@ -65,11 +65,14 @@ void ebb__http_close(struct ebb__http *h, void (*closed)(void *arg), void *arg);
 int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
                       ebb_http_cb cb, void *arg);
 
+/* libcurl's receive and send buffers for a streamed transfer. */
+#define EBB__HTTP_STREAM_BUFFER (128 * 1024)
+
 /* A request whose body is read from a file and whose successful (2xx)
  * response body is written to one, so that memory does not grow with the
- * size of what travels: libcurl's own buffers (64 KiB up, 16 KiB down)
- * and at most `max_error_body` bytes of a non-2xx answer are all a
- * streamed transfer holds. Every attempt starts again at the given
+ * size of what travels: libcurl's own buffers (EBB__HTTP_STREAM_BUFFER
+ * each way) and at most `max_error_body` bytes of a non-2xx answer are all
+ * a streamed transfer holds. Every attempt starts again at the given
  * offsets: a retried upload sends the same bytes, a retried download
  * overwrites the same range. */
 struct ebb__http_stream {

@@ -40,10 +40,12 @@ enum ebb__objstore_kind {
 };
 
 /* What one transfer holds in memory at most, whatever the object's size:
- * libcurl's upload (64 KiB) and download (16 KiB) buffers, an error body
- * (64 KiB) and the 256 KiB buffer its SHA-256 is computed through. */
+ * libcurl's upload and download buffers (EBB__HTTP_STREAM_BUFFER, 128 KiB
+ * each), an error body (64 KiB) and the 256 KiB buffer an upload's SHA-256
+ * is computed through: 576 KiB, with curl's and OpenSSL's own state well
+ * inside 640 KiB. */
 #define EBB__OBJSTORE_HASH_BUF ((size_t)256 << 10)
-#define EBB__OBJSTORE_STREAM_BOUND ((size_t)400 << 10)
+#define EBB__OBJSTORE_STREAM_BOUND ((size_t)640 << 10)
 
 /* S3's multipart limits: parts of 5 MiB at least (the last excepted),
  * 5 GiB at most, numbered 1..10000. */
