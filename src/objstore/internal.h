@@ -61,6 +61,10 @@ char *ebb__os_full_key(const struct ebb__objstore *st, const char *key);
  * character, no empty, "." or ".." segment. Returns 0 or EBB_EINVAL. */
 int ebb__os_check_key(const char *key);
 
+/* Checks a listing's prefix: "" (everything), or a key with or without
+ * one trailing '/'. Returns 0 or EBB_EINVAL. */
+int ebb__os_check_prefix(const char *prefix);
+
 /* One S3/OSS operation in flight (objstore_s3.c sends it, objstore_ops.c
  * makes it). */
 enum op_kind { OP_PUT, OP_PART, OP_GET, OP_HEAD, OP_DELETE, OP_LIST, OP_CREATE,

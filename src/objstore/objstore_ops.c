@@ -79,9 +79,7 @@ int ebb__objstore_delete(struct ebb__objstore *st, const char *key,
 int ebb__objstore_list(struct ebb__objstore *st, const char *prefix, size_t max,
                        ebb__objstore_cb cb, void *arg)
 {
-    if (prefix == NULL || cb == NULL || max == 0 ||
-        (prefix[0] != '\0' && ebb__os_check_key(prefix) != 0 &&
-         !(strlen(prefix) > 1 && prefix[strlen(prefix) - 1] == '/')))
+    if (prefix == NULL || cb == NULL || max == 0 || ebb__os_check_prefix(prefix) != 0)
         return EBB_EINVAL;
     if (st->kind == EBB__OBJSTORE_FILE)
         return ebb__os_file_list(st, prefix, max, cb, arg);

@@ -58,6 +58,16 @@ int ebb__os_check_key(const char *key)
     return n > 0 && n <= 1024 && valid_segments(key, n) ? 0 : EBB_EINVAL;
 }
 
+int ebb__os_check_prefix(const char *prefix)
+{
+    size_t n = prefix != NULL ? strlen(prefix) : 0;
+    if (n > 0 && prefix[n - 1] == '/')
+        n--;
+    if (prefix == NULL || (n == 0 && prefix[0] != '\0'))
+        return EBB_EINVAL;
+    return n <= 1024 && valid_segments(prefix, n) ? 0 : EBB_EINVAL;
+}
+
 void ebb__objstore_url_free(struct ebb__objstore_url *u)
 {
     free(u->bucket);

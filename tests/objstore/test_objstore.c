@@ -598,8 +598,11 @@ static void test_file_store(void **state)
     assert_int_equal(ebb__objstore_presign(st, EBB__PRESIGN_GET, "x/y", NULL, 0, 60, &u),
                      EBB_EUNSUPPORTED);
     assert_int_equal(ebb__objstore_mpu_create(st, "x/y", on_done, &g), EBB_EUNSUPPORTED);
-    /* Keys never leave the directory. */
+    /* Keys and prefixes never leave the directory. */
     assert_int_equal(ebb__objstore_put(st, "../escape", a, 0, 1, on_done, &g), EBB_EINVAL);
+    assert_int_equal(ebb__objstore_list(st, "../", 10, on_done, &g), EBB_EINVAL);
+    assert_int_equal(ebb__objstore_list(st, "x//", 10, on_done, &g), EBB_EINVAL);
+    assert_int_equal(ebb__objstore_list(st, "/", 10, on_done, &g), EBB_EINVAL);
     assert_int_equal(ebb__objstore_put(st, "x//y", a, 0, 1, on_done, &g), EBB_EINVAL);
     close(a);
     close(b);
