@@ -380,7 +380,8 @@ static int sign_parts(const struct ebb_sigv4_request *req,
     if (rc == 0)
         rc = canonical_query(&creq, query, f);
     ebb_buf_puts(&creq, "\n");
-    ebb_buf_append(&creq, hdrs->data, hdrs->len);
+    if (hdrs->len > 0)
+        ebb_buf_append(&creq, hdrs->data, hdrs->len);
     ebb_buf_printf(&creq, "\n%s\n%s", names, payload_hash);
     if (rc == 0 && creq.failed)
         rc = EBB_ENOMEM;
