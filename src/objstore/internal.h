@@ -84,6 +84,7 @@ struct op {
     char range[64];
     const char *content_type;
     char *body; /* CompleteMultipartUpload's document */
+    size_t n_parts; /* CompleteMultipartUpload's */
     size_t body_len;
     struct os_signed sig;
     uv_work_t work;

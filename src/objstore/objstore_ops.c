@@ -218,6 +218,7 @@ int ebb__objstore_mpu_complete(struct ebb__objstore *st, const char *key,
         return EBB_ENOMEM;
     }
     o->body_len = strlen(o->body);
+    o->n_parts = n;
     return ebb__os_op_start(o);
 }
 

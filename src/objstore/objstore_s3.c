@@ -270,6 +270,41 @@ static void on_list_page(struct op *o, const struct ebb_http_response *res)
     finish(o, &r);
 }
 
+/* A retried CompleteMultipartUpload that meets NoSuchUpload may have
+ * completed on an attempt whose answer was lost. It did if the key now
+ * holds a multipart object of as many parts (its ETag ends in "-N", as
+ * S3's and OSS's do); then the upload is complete, else the error stands.
+ * Checkpoint keys are never reused, so an older object cannot pass. */
+static void on_confirmed(void *arg, const struct ebb__objstore_result *h)
+{
+    struct op *o = arg;
+    char suffix[32];
+    snprintf(suffix, sizeof(suffix), "-%zu", o->n_parts);
+    size_t el = strlen(h->etag), sl = strlen(suffix);
+    const char *end = h->etag + el - (el > 0 && h->etag[el - 1] == '"');
+    int done = h->status == 0 && (size_t)(end - h->etag) > sl &&
+               strncmp(end - sl, suffix, sl) == 0;
+    struct ebb__objstore_result r = {
+        .status = done ? 0 : EBB_ENOTFOUND,
+        .code = done ? "" : "NoSuchUpload",
+        .message = done ? "" : "the upload is gone and the key holds no object it made",
+        .etag = done ? h->etag : "",
+        .http_status = done ? 200 : 404,
+        .attempts = h->attempts,
+    };
+    finish(o, &r);
+}
+
+static int confirm_completed(struct op *o, const struct ebb_http_response *res)
+{
+    struct ebb__os_error e;
+    if (o->kind != OP_COMPLETE || res->status != 404 || res->attempts < 2 ||
+        ebb__os_parse_error(res->body, res->body_len, &e) != 0 ||
+        strcmp(e.code, "NoSuchUpload") != 0)
+        return -1;
+    return ebb__objstore_head(o->st, o->key, on_confirmed, o);
+}
+
 static void on_http(const struct ebb_http_response *res, void *arg)
 {
     struct op *o = arg;
@@ -281,7 +316,8 @@ static void on_http(const struct ebb_http_response *res, void *arg)
         return;
     }
     if (res->status < 200 || res->status >= 300) {
-        finish_error(o, res);
+        if (confirm_completed(o, res) != 0)
+            finish_error(o, res);
         return;
     }
     struct ebb__objstore_result r = {.http_status = res->status,

@@ -27,9 +27,10 @@ presigned) recomputed here from Alibaba's documented algorithm, apart
 from ebb's C signer.
 
 Faults on request: --faults FILE holds a JSON list of
-{"op": NAME, "status": N, "code": CODE, "count": K}; the next K requests of
-operation NAME (PutObject, UploadPart, CompleteMultipartUpload, ...) are
-answered with that status and an <Error> with that code (status 200 for
+{"op": NAME, "status": N, "code": CODE, "count": K, "applied": B}; the next
+K requests of operation NAME (PutObject, UploadPart, CompleteMultipartUpload,
+...) are answered with that status and an <Error> with that code (with
+"applied": true, after doing what they ask, as when an answer is lost) (status 200 for
 CompleteMultipartUpload: S3's late error, blanks and then <Error>). The
 file is rewritten as faults are used.
 
@@ -98,12 +99,17 @@ class State:
     def __init__(self, args):
         self.args = args
         self.objects = {}   # key -> bytes
+        self.etags = {}     # key -> its ETag (a multipart object's is "MD5-N")
         self.uploads = {}   # upload id -> {key, parts: {n: bytes}}
         self.next_upload = 1
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
+    # Buffered: the answer leaves when the request is done, after its log
+    # line is written, so a client that reads the log after an answer
+    # always finds that request in it.
+    wbufsize = 1 << 16
 
     def log_message(self, fmt, *args):  # quiet: the test reads --log
         pass
@@ -111,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
     # ---- plumbing ----
 
     def send(self, status, body=b'', headers=None, head=False):
+        if getattr(self, 'mute', False):
+            return
         self.send_response(status)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -321,6 +329,13 @@ class Handler(BaseHTTPRequestHandler):
             if fault is not None:
                 status = fault['status']
                 entry['fault'] = fault['code']
+                if fault.get('applied'):
+                    # Done, and the answer lost: what a retry then meets.
+                    self.mute = True
+                    try:
+                        getattr(self, 'op_' + op)(key, params, body)
+                    finally:
+                        self.mute = False
                 if op == 'CompleteMultipartUpload' and status == 200:
                     self.send(200, b'   \n  ' + error_xml(fault['code'], 'late error'))
                 else:
@@ -364,6 +379,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def op_PutObject(self, key, params, body):
         self.server.state.objects[key] = body
+        self.server.state.etags[key] = self.etag(body)
         self.send(200, headers={'ETag': self.etag(body)})
         return 200
 
@@ -372,8 +388,9 @@ class Handler(BaseHTTPRequestHandler):
         if data is None:
             raise Fail(404, 'NoSuchKey', key)
         rng = self.headers.get('Range')
+        etag = self.server.state.etags[key]
         if rng is None:
-            self.send(200, data, {'ETag': self.etag(data)}, head=head)
+            self.send(200, data, {'ETag': etag}, head=head)
             return 200
         m = re.match(r'^bytes=(\d+)-(\d*)$', rng)
         if not m:
@@ -385,7 +402,7 @@ class Handler(BaseHTTPRequestHandler):
         last = min(last, len(data) - 1)
         self.send(206, data[first:last + 1],
                   {'Content-Range': 'bytes %d-%d/%d' % (first, last, len(data)),
-                   'ETag': self.etag(data)}, head=head)
+                   'ETag': etag}, head=head)
         return 206
 
     def op_HeadObject(self, key, params, body):
@@ -393,6 +410,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def op_DeleteObject(self, key, params, body):
         self.server.state.objects.pop(key, None)
+        self.server.state.etags.pop(key, None)
         self.send(204)
         return 204
 
@@ -416,7 +434,7 @@ class Handler(BaseHTTPRequestHandler):
         for k in page:
             out.append('<Contents><Key>%s</Key><Size>%d</Size><ETag>%s</ETag></Contents>'
                        % (k.replace('&', '&amp;').replace('<', '&lt;'),
-                          len(st.objects[k]), self.etag(st.objects[k])))
+                          len(st.objects[k]), st.etags[k]))
         out.append('</ListBucketResult>')
         self.send(200, ''.join(out).encode(), {'Content-Type': 'application/xml'})
         return 200
@@ -465,9 +483,10 @@ class Handler(BaseHTTPRequestHandler):
             if i + 1 < len(parts) and len(part) < self.server.state.args.min_part:
                 raise Fail(400, 'EntityTooSmall', 'part %s' % n)
             data += part
-        self.server.state.objects[key] = data
-        del self.server.state.uploads[params['uploadId'][0]]
         etag = '"%s-%d"' % (hashlib.md5(data).hexdigest(), len(parts))
+        self.server.state.objects[key] = data
+        self.server.state.etags[key] = etag
+        del self.server.state.uploads[params['uploadId'][0]]
         self.send(200, ('<CompleteMultipartUploadResult><Key>%s</Key><ETag>%s</ETag>'
                         '</CompleteMultipartUploadResult>' % (key, etag)).encode())
         return 200

@@ -370,6 +370,24 @@ static void test_fake_retries(void **state)
     OK(g, ebb__objstore_get(st, "mp", 0, -1, out, 0, on_done, &g));
     assert_true(g.size == 30000 && same_bytes(src, 0, out, 0, 30000));
 
+    /* Completed, but the answer lost: the retry meets NoSuchUpload, and
+     * the object the upload made says it was done. */
+    fake_faults(&s, "[{\"op\": \"CompleteMultipartUpload\", \"status\": 500, \"code\": \"InternalError\", \"count\": 1, \"applied\": true}]");
+    OK(g, ebb__objstore_mpu_create(st, "lost", on_done, &g));
+    snprintf(upload, sizeof(upload), "%s", g.upload_id);
+    OK(g, ebb__objstore_mpu_part(st, "lost", upload, 1, src, 0, 20000, on_done, &g));
+    snprintf(e1, sizeof(e1), "%s", g.etag);
+    OK(g, ebb__objstore_mpu_part(st, "lost", upload, 2, src, 20000, 10000, on_done, &g));
+    snprintf(e2, sizeof(e2), "%s", g.etag);
+    OK(g, ebb__objstore_mpu_complete(st, "lost", upload, etags, 2, on_done, &g));
+    assert_true(strstr(g.etag, "-2") != NULL);
+    assert_int_equal(fake_count(&s, "CompleteMultipartUpload", "NoSuchUpload"), 1);
+    assert_int_equal(fake_count(&s, "HeadObject", "\"key\": \"jobs/j1/lost\""), 1);
+    /* An upload that is simply gone stays an error. */
+    RUN(g, ebb__objstore_mpu_complete(st, "lost", upload, etags, 2, on_done, &g));
+    assert_int_equal(g.status, EBB_ENOTFOUND);
+    assert_string_equal(g.code, "NoSuchUpload");
+
     /* A 200-with-Error on every attempt is a failure, not a success. */
     fake_faults(&s, "[{\"op\": \"CompleteMultipartUpload\", \"status\": 200, \"code\": \"InternalError\", \"count\": 9}]");
     OK(g, ebb__objstore_mpu_create(st, "mp2", on_done, &g));
