@@ -125,6 +125,16 @@ int ebb__http_set_pinned_key(struct ebb__http *h, const char *pin);
  * default, 64 MiB. */
 void ebb__http_set_max_response(struct ebb__http *h, size_t bytes);
 
+/* The value of header `name` (case-insensitive) in a raw response header
+ * block, trimmed, into `out` (`size` bytes). Returns 0, EBB_ENOTFOUND, or
+ * EBB_EPROTO when it does not fit. */
+int ebb__http_header(const char *block, const char *name, char *out, size_t size);
+
+/* Header `name` read as an HTTP-date (any form HTTP allows), in ms since
+ * the epoch: a server's Date, to learn how far its clock is from ours.
+ * Returns 0 or EBB_ENOTFOUND (absent or not a date). */
+int ebb__http_header_time(const char *block, const char *name, ebb_time_ms *out);
+
 /* Reads the Retry-After header from a raw response header block (as found
  * in ebb_http_response.headers). It may be delta-seconds or an HTTP-date;
  * a date is taken relative to the same response's Date header, so neither

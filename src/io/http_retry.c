@@ -40,18 +40,36 @@ static bool find_header(const char *block, const char *name, const char **val,
     return false;
 }
 
-/* curl_getdate() parses every date format HTTP allows. */
-static bool header_date(const char *block, const char *name, time_t *out)
+int ebb__http_header(const char *block, const char *name, char *out, size_t size)
 {
     const char *v;
     size_t n;
+    if (block == NULL || !find_header(block, name, &v, &n))
+        return EBB_ENOTFOUND;
+    if (n >= size)
+        return EBB_EPROTO;
+    memcpy(out, v, n);
+    out[n] = '\0';
+    return 0;
+}
+
+/* curl_getdate() parses every date format HTTP allows. */
+static bool header_date(const char *block, const char *name, time_t *out)
+{
     char tmp[128];
-    if (!find_header(block, name, &v, &n) || n == 0 || n >= sizeof(tmp))
+    if (ebb__http_header(block, name, tmp, sizeof(tmp)) != 0 || tmp[0] == '\0')
         return false;
-    memcpy(tmp, v, n);
-    tmp[n] = '\0';
     *out = curl_getdate(tmp, NULL);
     return *out != -1;
+}
+
+int ebb__http_header_time(const char *block, const char *name, ebb_time_ms *out)
+{
+    time_t t;
+    if (block == NULL || !header_date(block, name, &t))
+        return EBB_ENOTFOUND;
+    *out = (ebb_time_ms)t * 1000;
+    return 0;
 }
 
 int ebb__http_parse_retry_after(const char *headers, ebb_dur_ms *out)

@@ -29,7 +29,13 @@ struct ebb__objstore {
     ebb_dur_ms timeout;
     ebb_time_ms (*now)(void *ctx);
     void *now_ctx;
+    /* The server's clock minus ours, learned from a RequestTimeTooSkewed
+     * answer's Date header; signatures carry now + skew. */
+    ebb_dur_ms skew;
 };
+
+/* The time a signature carries: the wall clock, corrected by the skew. */
+ebb_time_ms ebb__os_now(const struct ebb__objstore *st);
 
 /* The most headers one request carries (the signed ones, Authorization
  * and the extras a caller adds). */

@@ -14,6 +14,11 @@
 
 /* ---- addressing and signing ---- */
 
+ebb_time_ms ebb__os_now(const struct ebb__objstore *st)
+{
+    return st->now(st->now_ctx) + st->skew;
+}
+
 char *ebb__os_full_key(const struct ebb__objstore *st, const char *key)
 {
     if (st->prefix == NULL || st->prefix[0] == '\0')
@@ -83,7 +88,7 @@ int ebb__os_sign(const struct ebb__objstore *st, const char *method,
     int rc = key != NULL && full == NULL ? EBB_ENOMEM
                                          : address(st, full, &host, &wire, &canonical);
     char amz_date[17];
-    ebb_sigv4_amz_date(st->now(st->now_ctx), amz_date);
+    ebb_sigv4_amz_date(ebb__os_now(st), amz_date);
     int oss = st->kind == EBB__OBJSTORE_OSS;
     const char *hash = oss ? EBB_SIGV4_UNSIGNED_PAYLOAD
                        : payload_hash != NULL ? payload_hash : EMPTY_SHA256;
@@ -171,7 +176,7 @@ int ebb__objstore_presign(const struct ebb__objstore *st,
     int rc = full == NULL || q.failed ? EBB_ENOMEM
                                       : address(st, full, &host, &wire, &canonical);
     char amz_date[17];
-    ebb_sigv4_amz_date(st->now(st->now_ctx), amz_date);
+    ebb_sigv4_amz_date(ebb__os_now(st), amz_date);
     struct ebb_sigv4_header h[1] = {{"Host", host}};
     struct ebb_sigv4_request req = {
         .method = op == EBB__PRESIGN_GET ? "GET" : "PUT",

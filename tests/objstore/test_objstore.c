@@ -327,6 +327,35 @@ static void test_fake_wrong_secret(void **state)
     server_stop(&s);
 }
 
+/* What a presigned URL's holder sends: the URL and nothing signed. */
+struct fetched {
+    int done, status;
+    char body[512];
+};
+
+static void on_fetched(const struct ebb_http_response *res, void *arg)
+{
+    struct fetched *f = arg;
+    f->done = 1;
+    f->status = res->error != 0 ? -res->error : res->status;
+    snprintf(f->body, sizeof(f->body), "%.*s", (int)res->body_len, res->body);
+}
+
+static struct fetched plain(const char *method, const char *url, int fd, int64_t len,
+                            int out)
+{
+    struct fetched f = {0};
+    struct ebb__http_stream s = {.upload_fd = fd, .upload_len = len, .download_fd = out};
+    struct ebb_http_request req = {.struct_size = sizeof(req), .method = method,
+                                   .url = url, .max_attempts = 1};
+    assert_int_equal(ebb__http_request_stream(http, &req, &s, on_fetched, &f), 0);
+    time_t end = time(NULL) + 30;
+    while (!f.done && time(NULL) < end)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_true(f.done);
+    return f;
+}
+
 static void test_fake_retries(void **state)
 {
     (void)state;
@@ -388,6 +417,20 @@ static void test_fake_retries(void **state)
     assert_int_equal(g.status, EBB_ENOTFOUND);
     assert_string_equal(g.code, "NoSuchUpload");
 
+    /* Our clock two hours slow: the first signature is refused as too
+     * skewed, the server's Date corrects the store's clock, and the next
+     * attempt and later presigned URLs are signed right. */
+    clock_offset = -2 * EBB_MS_PER_HOUR;
+    OK(g, ebb__objstore_put(st, "skewed", src, 0, 1000, on_done, &g));
+    assert_int_equal(g.attempts, 2);
+    assert_int_equal(fake_count(&s, "PutObject", "RequestTimeTooSkewed"), 1);
+    char *url;
+    assert_int_equal(ebb__objstore_presign(st, EBB__PRESIGN_GET, "skewed", NULL, 0, 60, &url), 0);
+    clock_offset = 0;
+    struct fetched f = plain("GET", url, -1, 0, -1);
+    assert_int_equal(f.status, 200);
+    free(url);
+
     /* A 200-with-Error on every attempt is a failure, not a success. */
     fake_faults(&s, "[{\"op\": \"CompleteMultipartUpload\", \"status\": 200, \"code\": \"InternalError\", \"count\": 9}]");
     OK(g, ebb__objstore_mpu_create(st, "mp2", on_done, &g));
@@ -403,35 +446,6 @@ static void test_fake_retries(void **state)
     ebb__objstore_free(st);
     ebb__http_set_backoff(http, 500, 30000);
     server_stop(&s);
-}
-
-/* What a presigned URL's holder sends: the URL and nothing signed. */
-struct fetched {
-    int done, status;
-    char body[512];
-};
-
-static void on_fetched(const struct ebb_http_response *res, void *arg)
-{
-    struct fetched *f = arg;
-    f->done = 1;
-    f->status = res->error != 0 ? -res->error : res->status;
-    snprintf(f->body, sizeof(f->body), "%.*s", (int)res->body_len, res->body);
-}
-
-static struct fetched plain(const char *method, const char *url, int fd, int64_t len,
-                            int out)
-{
-    struct fetched f = {0};
-    struct ebb__http_stream s = {.upload_fd = fd, .upload_len = len, .download_fd = out};
-    struct ebb_http_request req = {.struct_size = sizeof(req), .method = method,
-                                   .url = url, .max_attempts = 1};
-    assert_int_equal(ebb__http_request_stream(http, &req, &s, on_fetched, &f), 0);
-    time_t end = time(NULL) + 30;
-    while (!f.done && time(NULL) < end)
-        uv_run(&loop, UV_RUN_ONCE);
-    assert_true(f.done);
-    return f;
 }
 
 static void presigned(struct ebb__objstore *st, int check_expiry)
