@@ -47,9 +47,9 @@ enum ebb__objstore_kind {
 #define EBB__OBJSTORE_HASH_BUF ((size_t)256 << 10)
 #define EBB__OBJSTORE_STREAM_BOUND ((size_t)640 << 10)
 
-/* S3's multipart limits: parts of 5 MiB at least (the last excepted),
- * 5 GiB at most, numbered 1..10000. */
-#define EBB__OBJSTORE_PART_MIN ((int64_t)5 << 20)
+/* S3's multipart limits: parts (and single puts) of 5 GiB at most,
+ * numbered 1..10000. Parts but the last must be 5 MiB at least, which the
+ * server checks at complete (EntityTooSmall). */
 #define EBB__OBJSTORE_PART_MAX ((int64_t)5 << 30)
 #define EBB__OBJSTORE_PARTS_MAX 10000
 

@@ -573,8 +573,9 @@ static void test_fake_memory_bound(void **state)
     assert_int_equal(g.size, size);
     assert_true(same_bytes(src, 0, out, 0, size));
     long grown_kib = after.ru_maxrss - before.ru_maxrss;
-    print_message("max RSS grew by %ld KiB for a %lld MiB round trip\n", grown_kib,
-                  (long long)(size >> 20));
+    print_message("max RSS grew by %ld KiB for a %lld MiB round trip (stream bound "
+                  "%zu KiB)\n", grown_kib, (long long)(size >> 20),
+                  EBB__OBJSTORE_STREAM_BOUND >> 10);
     assert_true(grown_kib < 8 * 1024);
     close(src);
     close(out);
