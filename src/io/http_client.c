@@ -64,7 +64,7 @@ struct req {
     /* A streamed transfer (ebb__http_request_stream), or NULL. */
     struct ebb__http_stream *stream;
     int64_t up_pos;        /* bytes of the upload sent in this attempt */
-    int down_mode;         /* 0 not yet known, 1 to the file, 2 to memory */
+    enum { DOWN_UNKNOWN, DOWN_FILE, DOWN_MEMORY } down_mode; /* where the body goes */
     bool write_failed;
     uv_timer_t retry_timer;
     struct ebb_buf body;
@@ -192,12 +192,12 @@ static void req_finish(struct req *r, int error, const char *message, int status
 static size_t stream_body(struct req *r, const char *ptr, size_t n)
 {
     struct ebb__http_stream *s = r->stream;
-    if (r->down_mode == 0) {
+    if (r->down_mode == DOWN_UNKNOWN) {
         long status = 0;
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-        r->down_mode = status >= 200 && status < 300 ? 1 : 2;
+        r->down_mode = status >= 200 && status < 300 ? DOWN_FILE : DOWN_MEMORY;
     }
-    if (r->down_mode == 2) {
+    if (r->down_mode == DOWN_MEMORY) {
         size_t cap = s->max_error_body ? s->max_error_body : STREAM_ERROR_BODY_DEFAULT;
         if (r->body.len + n > cap) {
             r->too_big = true;
@@ -267,7 +267,7 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
      * proxy's reply to CONNECT); keep only the last one. */
     if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
         ebb_buf_clear(&r->head);
-        r->down_mode = 0;
+        r->down_mode = DOWN_UNKNOWN;
     }
     if (r->head.len + r->body.len + n > r->max_response) {
         r->too_big = true;
@@ -300,7 +300,7 @@ static int attempt_start(struct req *r)
     r->attempts++;
     r->too_big = false;
     r->write_failed = false;
-    r->down_mode = 0;
+    r->down_mode = DOWN_UNKNOWN;
     r->up_pos = 0;
     if (r->stream != NULL)
         r->stream->downloaded = 0;
