@@ -20,4 +20,11 @@ void ebb__short_id(const char *prefix, const char *name, int64_t at,
  * when `src` was truncated, else 0. */
 int ebb__strlcpy(char *dst, const char *src, size_t size);
 
+/* Significant digits every JSON writer gives reals (jansson's
+ * JSON_REAL_PRECISION): 15 prints back any decimal of up to 15 digits as
+ * it was written (a percentage rounded to 56.51 stays "56.51", never
+ * "56.509999999999998"; a price 0.3926 stays "0.3926"), and the same
+ * figure reads the same in ebbd's answers, `ebb ... --json` and backtests. */
+#define EBB__JSON_REAL_DIGITS 15
+
 #endif

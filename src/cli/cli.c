@@ -49,7 +49,8 @@ int cli_call(struct cli *cli, const char *method, json_t *params,
 
 void cli_print_json(json_t *value)
 {
-    char *text = json_dumps(value, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *text = json_dumps(value, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                  JSON_REAL_PRECISION(EBB__JSON_REAL_DIGITS));
     if (text != NULL) {
         puts(text);
         free(text);

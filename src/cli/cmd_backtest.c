@@ -9,6 +9,7 @@
 
 #include <ebb/config.h>
 
+#include "base/str.h"
 #include "cli/cli.h"
 #include "report/backtest.h"
 
@@ -52,6 +53,18 @@ static const char *money(double usd, char *buf, size_t len)
     return buf;
 }
 
+/* A percentage with one decimal, or "-" for null; returns whether there
+ * was one. */
+static int pct(const json_t *v, char *buf, size_t len)
+{
+    if (!json_is_number(v)) {
+        snprintf(buf, len, "-");
+        return 0;
+    }
+    snprintf(buf, len, "%.1f%%", json_number_value(v));
+    return 1;
+}
+
 static double num(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
@@ -72,14 +85,12 @@ static void print_table(json_t *r)
     json_t *j;
     json_array_foreach(json_object_get(r, "jobs"), i, j) {
         char cost[40], od[40], oracle[40], saved[16], pre[16], res[16];
-        double c = num(j, "cost_usd"), o = num(j, "on_demand_cost_usd");
-        money(c, cost, sizeof(cost));
-        money(o, od, sizeof(od));
+        money(num(j, "cost_usd"), cost, sizeof(cost));
+        money(num(j, "on_demand_cost_usd"), od, sizeof(od));
         money(num(j, "oracle_cost_usd"), oracle, sizeof(oracle));
-        if (o > 0)
-            snprintf(saved, sizeof(saved), "%.1f%%", 100.0 * (o - c) / o);
-        else
-            snprintf(saved, sizeof(saved), "-");
+        /* An unfinished job has no saving yet (its cost is what it spent
+         * so far): the JSON says null, the table "-". */
+        pct(json_object_get(j, "savings_pct"), saved, sizeof(saved));
         snprintf(pre, sizeof(pre), "%lld",
                  (long long)json_integer_value(json_object_get(j, "preemptions")));
         snprintf(res, sizeof(res), "%lld",
@@ -97,20 +108,21 @@ static void print_table(json_t *r)
     cli_table_print(t, stdout, "no jobs");
     double total = num(r, "total_cost_usd"), od = num(r, "total_on_demand_cost_usd");
     double oracle = num(r, "total_oracle_cost_usd");
-    char a[40], b[40], c[40];
+    char a[40], b[40], c[40], saved[16];
     printf("\n%s: %s, on-demand %s", json_string_value(json_object_get(r, "policy")),
            money(total, a, sizeof(a)), money(od, b, sizeof(b)));
-    if (od > 0)
-        printf(" (saved %.1f%%)", 100.0 * (od - total) / od);
-    if (oracle > 0)
-        printf(", oracle %s (gap %+.1f%%)", money(oracle, c, sizeof(c)),
-               100.0 * (total - oracle) / oracle);
     size_t unfinished = 0, n_jobs = json_array_size(json_object_get(r, "jobs"));
     json_array_foreach(json_object_get(r, "jobs"), i, j)
         if (strcmp(json_string_value(json_object_get(j, "state")), "succeeded") != 0)
             unfinished++;
+    if (pct(json_object_get(r, "savings_pct"), saved, sizeof(saved)))
+        printf(" (saved %s%s)", saved, unfinished ? " on the finished jobs" : "");
+    if (oracle > 0)
+        printf(", oracle %s (gap %+.1f%%)", money(oracle, c, sizeof(c)),
+               100.0 * (total - oracle) / oracle);
     if (unfinished > 0)
-        printf("; %zu of %zu jobs unfinished", unfinished, n_jobs);
+        printf("; %zu of %zu jobs unfinished (their cost so far, no saving)",
+               unfinished, n_jobs);
     printf("\n");
 }
 
@@ -202,7 +214,7 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
     }
     if (json) {
         char *text = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                       JSON_REAL_PRECISION(12));
+                                       JSON_REAL_PRECISION(EBB__JSON_REAL_DIGITS));
         if (text != NULL)
             puts(text);
         free(text);

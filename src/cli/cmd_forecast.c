@@ -9,6 +9,7 @@
 #include <ebb/trace.h>
 #include <ebb/units.h>
 
+#include "base/str.h"
 #include "cli/cli.h"
 #include "report/forecast_report.h"
 
@@ -48,10 +49,9 @@ static void print_doc(json_t *doc, int json)
         ebb__forecast_report_print(doc, stdout, "no series to forecast");
         return;
     }
-    /* Twelve digits print micro-unit prices back exactly ("0.9", not
-     * "0.90000000000000002"). */
+    /* Prices print back as written ("0.9", not "0.90000000000000002"). */
     char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                     JSON_REAL_PRECISION(12));
+                                     JSON_REAL_PRECISION(EBB__JSON_REAL_DIGITS));
     if (text != NULL)
         puts(text);
     free(text);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/str.h"
 
 /* Calls one connection may have open, and answer bytes it may have queued,
  * before it stops reading. */
@@ -114,7 +115,8 @@ void ebb__api_conn_send(struct ebb__api_conn *conn, json_t *msg)
         json_decref(msg);
         return;
     }
-    char *text = json_dumps(msg, JSON_COMPACT);
+    char *text = json_dumps(msg, JSON_COMPACT |
+                                 JSON_REAL_PRECISION(EBB__JSON_REAL_DIGITS));
     if (text != NULL && strlen(text) >= EBB__API_MAX_MESSAGE) {
         /* The client would read the line to its cap and find no answer:
          * it gets one that says why instead. */

@@ -1,5 +1,6 @@
 #include "report/backtest.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,7 +251,12 @@ static ebb_micros on_demand_cost(struct backtest *bt, const struct ebb__job *job
         if (!ebb__engine_offer_allowed(bt->v.engine, job, k, EBB_JOB_ON_DEMAND))
             continue;
         const struct ebb__offer *o = &m->offers[k];
+        /* A job submitted before the trace starts has no market at its
+         * submission; an on-demand offer's price is the catalog's list
+         * price, the same before the trace as at its first step. */
         const struct ebb__market_step *s = ebb__offer_at(o, ji.submitted_at);
+        if (s == NULL && o->n_steps > 0 && ji.submitted_at < o->steps[0].at)
+            s = &o->steps[0];
         if (s == NULL || o->speed <= 0)
             continue;
         ebb_dur_ms wall = ji.spec->restart_overhead +
@@ -346,30 +352,60 @@ static json_t *time_json(ebb_time_ms t)
     return json_string(ebb_format_time(t, buf, sizeof(buf)));
 }
 
+/* A saving as a percentage of `reference`, rounded to hundredths (JSON
+ * carries the rounded value); null without a reference. */
+static json_t *pct_json(ebb_micros reference, ebb_micros cost)
+{
+    if (reference <= 0)
+        return json_null();
+    double p = 100.0 * (double)(reference - cost) / (double)reference;
+    return json_real(round(p * 100.0) / 100.0);
+}
+
+/* The sums of a backtest: cost (billed plus what still-running instances
+ * accrued) and on-demand reference of every job, and of the finished jobs
+ * that have a reference, which alone carry a saving. */
+struct totals {
+    ebb_micros cost, on_demand, oracle;
+    ebb_micros done_cost, done_on_demand;
+    int oracle_complete;
+};
+
 static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
-                          ebb_micros totals[3], int *oracle_complete)
+                          struct totals *t)
 {
     ebb_micros od = on_demand_cost(bt, job);
     ebb_micros oracle = 0;
     int orc = oracle_cost(bt, job, &oracle);
     struct ebb__job_info ji;
     ebb__engine_job_info(job, &ji);
+    /* A job still on an instance when the backtest ends has been billed
+     * only for the instances it left: its cost is what it spent so far,
+     * accrued time included, and it has no saving until it ends. */
+    struct ebb__budget_usage use;
+    ebb_micros cost = ebb__engine_job_budget(job, ebb__clock_now(&bt->v.clock),
+                                             &use) == 0 ? use.spent : ji.spent;
     int finished = ji.state == EBB__JOB_SUCCEEDED;
     int met = finished && (ji.deadline <= 0 || ji.finished_at <= ji.deadline);
-    totals[0] += ji.spent;
-    totals[1] += od > 0 ? od : 0;
+    t->cost += cost;
+    t->on_demand += od > 0 ? od : 0;
+    if (finished && od > 0) {
+        t->done_cost += cost;
+        t->done_on_demand += od;
+    }
     if (orc == 0)
-        totals[2] += oracle;
+        t->oracle += oracle;
     else
-        *oracle_complete = 0;
-    return json_pack("{s:s,s:s,s:s,s:s,s:f,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:i,s:i,s:f}",
+        t->oracle_complete = 0;
+    return json_pack("{s:s,s:s,s:s,s:s,s:f,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:i,s:i,s:f}",
         "name", ji.spec->name,
         "id", ji.id,
         "policy", ji.policy,
         "state", ebb__job_state_name(ji.state),
-        "cost_usd", usd(ji.spent),
+        "cost_usd", usd(cost),
         "budget_usd", ji.budget >= 0 ? json_real(usd(ji.budget)) : json_null(),
         "on_demand_cost_usd", od >= 0 ? json_real(usd(od)) : json_null(),
+        "savings_pct", finished ? pct_json(od, cost) : json_null(),
         "oracle_cost_usd", orc == 0 ? json_real(usd(oracle)) : json_null(),
         "deadline_met", met,
         "submitted_at", time_json(ji.submitted_at),
@@ -390,12 +426,10 @@ static uint64_t decisions(const struct backtest *bt)
 static json_t *results(struct backtest *bt)
 {
     json_t *jobs = json_array();
-    ebb_micros totals[3] = {0, 0, 0};
-    int oracle_complete = 1;
+    struct totals t = {.oracle_complete = 1};
     for (size_t i = 0; i < bt->workload->n; i++)
         if (bt->jobs[i] != NULL)
-            json_array_append_new(jobs, job_result(bt, bt->jobs[i], totals,
-                                                   &oracle_complete));
+            json_array_append_new(jobs, job_result(bt, bt->jobs[i], &t));
     /* The policy every job ran with, or "mixed" when the workload's jobs
      * chose different ones. */
     const char *policy = NULL;
@@ -409,13 +443,14 @@ static json_t *results(struct backtest *bt)
         else if (strcmp(policy, ji.policy) != 0)
             policy = "mixed";
     }
-    return json_pack("{s:s,s:o,s:f,s:f,s:o,s:I,s:I}",
+    return json_pack("{s:s,s:o,s:f,s:f,s:o,s:o,s:I,s:I}",
         "policy", policy ? policy : bt->v.config->default_policy,
         "jobs", jobs,
-        "total_cost_usd", usd(totals[0]),
-        "total_on_demand_cost_usd", usd(totals[1]),
-        "total_oracle_cost_usd", oracle_complete ? json_real(usd(totals[2]))
-                                                 : json_null(),
+        "total_cost_usd", usd(t.cost),
+        "total_on_demand_cost_usd", usd(t.on_demand),
+        "savings_pct", pct_json(t.done_on_demand, t.done_cost),
+        "total_oracle_cost_usd", t.oracle_complete ? json_real(usd(t.oracle))
+                                                   : json_null(),
         "seed", (json_int_t)bt->opt->seed,
         "decisions", (json_int_t)decisions(bt));
 }

@@ -184,4 +184,51 @@ if not d["total_cost_usd"] < 0.5 * dl["total_cost_usd"]:
 if not d["total_cost_usd"] <= 1.05 * d["total_oracle_cost_usd"]:
     print("trough", d["total_cost_usd"], "vs oracle", d["total_oracle_cost_usd"])'
 
+# Figures that must not mislead (#16 point 9). A job submitted before the
+# trace starts is priced on-demand at the catalog's list price, never 0;
+# a job still running when the backtest ends shows what it spent so far
+# (its instance's accrued time included) and no saving; percentages in the
+# JSON are rounded to hundredths, as written.
+cat >"$TMP/early.yaml" <<'EOF'
+jobs:
+  - name: early
+    submit: 2019-12-01T00:00:00Z
+    run: [true]
+    work: 2h
+    deadline: 30d
+    restart_overhead: 5m
+    resources: {providers: [aws], instance_types: [p3.2xlarge], regions: [us-east-1]}
+  - name: slow
+    submit: 2020-01-06T00:00:00Z
+    run: [true]
+    work: 40h
+    deadline: 41h
+    market: spot
+    resources: {providers: [aws], instance_types: [p2.xlarge], regions: [us-east-1]}
+EOF
+expect_exit 0 "backtest of an early and an unfinished job" "$EBB" backtest \
+    --prices "$PRICES" --catalog "$CATALOG" --workload "$TMP/early.yaml" --json
+printf '%s\n' "$OUT" >"$TMP/early.out"
+pycheck "early job: on-demand priced at the list price, unfinished job: cost so far, no saving" "$TMP/early.out" '
+e, s = jobs
+# 2h of work plus 5m of overhead on p3.2xlarge at its 3.06 USD/h list price.
+if e["on_demand_cost_usd"] != 6.375: print("early on-demand", e["on_demand_cost_usd"])
+if e.get("savings_pct") != round(100 * (6.375 - e["cost_usd"]) / 6.375, 2): print("early saving", e.get("savings_pct"))
+if s["state"] == "succeeded": print("slow finished")
+if not s["cost_usd"] > 10: print("slow cost so far", s["cost_usd"])
+if s.get("savings_pct", 0) is not None: print("slow has a saving", s.get("savings_pct"))
+if d.get("savings_pct") != e.get("savings_pct"): print("total saving", d.get("savings_pct"), "is not over the finished job")'
+check "percentages printed with at most two decimals" python3 -c '
+import re, sys
+t = open(sys.argv[1]).read()
+bad = re.findall(r"\"savings_pct\": -?\d+\.\d{3,}", t)
+sys.exit(1 if bad or "\"savings_pct\"" not in t else 0)' "$TMP/early.out"
+expect_exit 0 "backtest table of an unfinished job" "$EBB" backtest \
+    --prices "$PRICES" --catalog "$CATALOG" --workload "$TMP/early.yaml"
+SLOW=$(printf '%s\n' "$OUT" | grep '^slow ')
+check "unfinished job: no 0.00 cost, no saving" test -n "$SLOW" -a \
+    "$(printf '%s' "$SLOW" | awk '{print $3, $7}')" != "0.00 100.0%"
+check "unfinished job's SAVED is -" test "$(printf '%s' "$SLOW" | awk '{print $7}')" = "-"
+check "summary says the saving is over the finished jobs" contains "$OUT" "on the finished jobs"
+
 finish
