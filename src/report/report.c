@@ -169,6 +169,7 @@ static int account(struct report_build *b, const struct fact *f,
         t->spot_at_once_basis += add->spot_at_once_basis;
         t->instance_ms += add->instance_ms;
         t->restart_ms += add->restart_ms;
+        t->lost_ms += add->lost_ms;
         t->checkpoint_ms += add->checkpoint_ms;
         t->preemptions += add->preemptions;
     }
@@ -246,6 +247,7 @@ static int add_row(struct report_build *b,
         .f = &f, .start = f.at, .end = end, .amount = amount,
         .submitted_at = l->submitted_at,
         .prior_compute = l->prior_compute,
+        .lost = l->lost_ms,
     };
     if (strcmp(kind, "fee") == 0) {
         add.fees = amount;
@@ -260,6 +262,7 @@ static int add_row(struct report_build *b,
         else
             add.overhead = amount, add.restart_ms = end - f.at;
         add.instance_ms = end - f.at;
+        add.lost_ms = l->lost_ms;
         rc = ebb__report_price_refs(b, &ref, compute, &add);
         if (rc != 0)
             return rc;

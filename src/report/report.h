@@ -75,14 +75,20 @@ struct ebb__report_figures {
     ebb_micros spend;             /* compute + overhead + fees */
     ebb_micros compute, overhead, fees;
     ebb_micros fee_storage, fee_egress; /* parts of fees, by the row's note */
-    /* The instance time of the rows whose on-demand price is known, priced
-     * on-demand, and what those rows actually cost. */
+    /* The useful instance time (not lost) of the rows whose on-demand
+     * price is known, priced on-demand, and what those rows actually
+     * cost. */
     ebb_micros on_demand, on_demand_basis;
     /* The jobs' productive spot time laid back to back from submission on
      * the spot series each ran on, and what those rows actually cost. */
     ebb_micros spot_at_once, spot_at_once_basis;
     ebb_dur_ms instance_ms;       /* billed instance time */
     ebb_dur_ms restart_ms;        /* of which restart overhead */
+    /* Of instance_ms, the time lost: restart overhead after each job's
+     * first instance and compute redone from an earlier checkpoint
+     * (store_ledger.h, lost_ms). The on-demand reference leaves it out:
+     * the same work on on-demand is the time that was not lost. */
+    ebb_dur_ms lost_ms;
     ebb_dur_ms checkpoint_ms;     /* time jobs spent checkpointing */
     int64_t preemptions;
 };

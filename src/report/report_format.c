@@ -34,6 +34,7 @@ static const struct field fields[] = {
     {"savings_vs_spot_at_once_pct", "savings_vs_spot_at_once_pct", PCT},
     {"instance_ms", "instance_s", DUR},
     {"restart_ms", "restart_s", DUR},
+    {"lost_ms", "lost_s", DUR},
     {"checkpoint_ms", "checkpoint_s", DUR},
     {"preemptions", "preemptions", COUNT},
 };
@@ -51,7 +52,7 @@ static json_t *figures_json(const struct ebb__report_figures *f)
 {
     return json_pack(
         "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
-        "s:I,s:I,s:I,s:I}",
+        "s:I,s:I,s:I,s:I,s:I}",
         "rows", (json_int_t)f->rows,
         "spend_micros", (json_int_t)f->spend,
         "compute_micros", (json_int_t)f->compute,
@@ -72,6 +73,7 @@ static json_t *figures_json(const struct ebb__report_figures *f)
         pct_json(f->spot_at_once, f->spot_at_once_basis),
         "instance_ms", (json_int_t)f->instance_ms,
         "restart_ms", (json_int_t)f->restart_ms,
+        "lost_ms", (json_int_t)f->lost_ms,
         "checkpoint_ms", (json_int_t)f->checkpoint_ms,
         "preemptions", (json_int_t)f->preemptions);
 }
@@ -195,7 +197,7 @@ static int cell(const json_t *figures, const char *key, enum kind kind,
 
 const char *const ebb__report_table_headers[EBB__REPORT_TABLE_COLS] = {
     "GROUP", "SPEND", "ON-DEMAND", "SAVED", "SAVED%", "VS SPOT NOW",
-    "PREEMPT", "RESTARTS", "CHECKPOINTS", "FEES", "INSTANCE TIME",
+    "PREEMPT", "RESTARTS", "LOST", "CHECKPOINTS", "FEES", "INSTANCE TIME",
 };
 
 static const struct field table_fields[EBB__REPORT_TABLE_COLS - 1] = {
@@ -206,6 +208,7 @@ static const struct field table_fields[EBB__REPORT_TABLE_COLS - 1] = {
     {"savings_vs_spot_at_once_pct", NULL, PCT},
     {"preemptions", NULL, COUNT},
     {"restart_ms", NULL, DUR},
+    {"lost_ms", NULL, DUR},
     {"checkpoint_ms", NULL, DUR},
     {"fees_micros", NULL, MONEY},
     {"instance_ms", NULL, DUR},

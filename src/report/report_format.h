@@ -16,7 +16,7 @@ json_t *ebb__report_json(const struct ebb__report *r);
 
 /* The table's columns: EBB__REPORT_TABLE_COLS headers, the group's name
  * first. */
-#define EBB__REPORT_TABLE_COLS 11
+#define EBB__REPORT_TABLE_COLS 12
 extern const char *const ebb__report_table_headers[EBB__REPORT_TABLE_COLS];
 
 /* Formats one group (or the total) of a JSON report as table cells:

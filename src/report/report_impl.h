@@ -23,6 +23,7 @@ struct ref_row {
     ebb_micros amount;          /* converted */
     ebb_time_ms submitted_at;   /* the job's */
     ebb_dur_ms prior_compute;   /* the job's productive time before this row */
+    ebb_dur_ms lost;            /* of [start, end), the time lost, at its end */
 };
 
 /* A price series an instance ran on, with its history up to the report's

@@ -142,11 +142,15 @@ int ebb__report_price_refs(struct report_build *b, const struct ref_row *row,
     ebb_dur_ms len = row->end - row->start;
     int rc = 0;
 
-    /* On-demand: an on-demand row is its own reference; a spot row is
-     * priced on its type's on-demand series (the prices a provider
-     * reported, else the catalog's list price, as the engine's on-demand
-     * offers are). The lookup comes first: adding a series may move the
-     * cache. */
+    /* On-demand: the same work on on-demand, which is the row's useful
+     * time (its lost time at the end left out: an on-demand run would
+     * not have been preempted). An on-demand row is its own reference,
+     * for its useful part; a spot row's useful time is priced on its
+     * type's on-demand series (the prices a provider reported, else the
+     * catalog's list price, as the engine's on-demand offers are). The
+     * basis stays what the whole row cost. The lookup comes first: adding
+     * a series may move the cache. */
+    ebb_time_ms useful_end = row->end - row->lost;
     if (strcmp(f->market, "spot") == 0) {
         struct fact od = *f;
         od.zone = "";
@@ -157,7 +161,7 @@ int ebb__report_price_refs(struct report_build *b, const struct ref_row *row,
         rc = ebb__report_series_load(b, o);
         if (rc == 0 && o->n > 0) {
             rc = ebb__report_to_currency(
-                b, ebb__report_cost_on(o->p, o->n, row->start, row->end),
+                b, ebb__report_cost_on(o->p, o->n, row->start, useful_end),
                 o->currency, &add->on_demand);
             add->on_demand_basis = row->amount;
         }
@@ -168,8 +172,12 @@ int ebb__report_price_refs(struct report_build *b, const struct ref_row *row,
     if (s == NULL)
         return EBB_ENOMEM;
     s->spend += row->amount;
-    if (s->market == EBB_MARKET_ON_DEMAND)
-        add->on_demand = add->on_demand_basis = row->amount;
+    if (s->market == EBB_MARKET_ON_DEMAND) {
+        add->on_demand_basis = row->amount;
+        add->on_demand = len > 0 ? (ebb_micros)((ebb__i128)row->amount *
+                                                (len - row->lost) / len)
+                                 : row->amount;
+    }
 
     /* Spot at once: the job's productive time on this series, laid back to
      * back from the job's submission. */

@@ -78,6 +78,7 @@ static int window_row(sqlite3_stmt *st, void *walk)
         .amount = sqlite3_column_int64(st, 6),
         .submitted_at = sqlite3_column_int64(st, 13),
         .prior_compute = sqlite3_column_int64(st, 14),
+        .lost_ms = sqlite3_column_int64(st, 15),
     };
     return w->cb.window(w->arg, &r);
 }

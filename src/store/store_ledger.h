@@ -33,6 +33,12 @@ struct ebb__ledger_window_row {
      * the window, and those in it that start earlier (or at the same time
      * and were written earlier). */
     ebb_dur_ms prior_compute;
+    /* Of [start_at, end_at), the time lost (at its end): the restart
+     * overhead of every instance after the job's first, and the compute
+     * time after an instance's last complete checkpoint (all of it
+     * without one) when the job did not finish on that instance. An
+     * on-demand run of the same work would not have spent it. */
+    ebb_dur_ms lost_ms;
 };
 
 /* Calls `cb` for each ledger row starting in [since, until), by start. */

@@ -164,7 +164,13 @@
  * LEDGER_WINDOW: the rows starting in [?1, ?2), each with its job's
  * productive time before it (which places the row on the spot-at-once
  * timeline): the running sum within the window, plus what the job ran
- * before the window, looked up once per job through ledger_by_job.
+ * before the window, looked up once per job through ledger_by_job. And
+ * the part of the row whose time was lost (the last column, ms): the
+ * restart overhead of every instance but the job's first, and the compute
+ * time after an instance's last complete checkpoint when the job did not
+ * finish on that instance (a later instance redid that work from the
+ * checkpoint, or the job ended otherwise); all of an instance's compute
+ * time when it wrote no checkpoint.
  *
  * WINDOW_EVENTS: preemptions and checkpoints in [?1, ?2), each with the
  * instance the job held then (the latest started at or before the event)
@@ -193,7 +199,19 @@
       " coalesce(b.ms, 0) + coalesce(sum(CASE WHEN l.kind = 'compute'"         \
       "  THEN l.end_at - l.start_at END) OVER (PARTITION BY l.job_id"          \
       "  ORDER BY l.start_at, l.id"                                            \
-      "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)"                \
+      "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0),"                \
+      " coalesce(l.end_at - max(l.start_at, min(l.end_at,"                     \
+      "  CASE WHEN l.instance_token IS NULL OR i.token IS NULL THEN NULL"      \
+      "  WHEN l.kind = 'overhead' THEN CASE WHEN l.instance_token ="           \
+      "   (SELECT f.instance_token FROM ledger f WHERE f.job_id = l.job_id"    \
+      "   AND f.kind <> 'fee' ORDER BY f.start_at, f.id LIMIT 1)"              \
+      "   THEN NULL ELSE l.start_at END"                                       \
+      "  WHEN l.kind = 'compute' AND (j.state IS NOT 'succeeded' OR EXISTS"    \
+      "   (SELECT 1 FROM instances n WHERE n.job_id = l.job_id"                \
+      "   AND n.started_at > i.started_at))"                                   \
+      "  THEN coalesce((SELECT max(c.at) FROM checkpoints c"                   \
+      "   WHERE c.job_id = l.job_id AND c.instance_token = l.instance_token"   \
+      "   AND c.complete = 1), l.start_at) END)), 0)"                          \
       " FROM ledger l LEFT JOIN instances i ON i.token = l.instance_token"     \
       " LEFT JOIN jobs j ON j.id = l.job_id"                                   \
       " LEFT JOIN before b ON b.job_id = l.job_id"                             \

@@ -51,7 +51,7 @@ def main():
         ("ablation", "cv", [("b", 75, 90, True), ("b", 91, 110, False)]),
     ]
     want = {"spend": 0, "on_demand": 0, "preemptions": 0, "rows": 0,
-            "teams": {}, "restart_ms": 0, "checkpoint_ms": 0}
+            "teams": {}, "restart_ms": 0, "checkpoint_ms": 0, "lost_ms": 0}
     for name, team, runs in jobs:
         c.execute("INSERT INTO jobs (id, name, owner_uid, team, spec_yaml,"
                   " spec_json, state, submitted_at, updated_at)"
@@ -69,6 +69,17 @@ def main():
                       (token, name, "us-east-1" + zone if zone else "", market,
                        start, start, end,
                        "spot capacity reclaimed" if preempted else "released"))
+            # A preempted instance saved its last checkpoint a minute before
+            # it went; one the job left for another checkpointed as it
+            # left. Time after the checkpoint, and the overhead of every
+            # instance after the first, is lost: the same work on
+            # on-demand would not have spent it.
+            last = k == len(runs) - 1
+            saved = end - MIN if preempted else end
+            if not last:
+                c.execute("INSERT INTO checkpoints (job_id, instance_token, at,"
+                          " path, work_done_ms, complete) VALUES (?,?,?,?,0,1)",
+                          (name, token, saved, "/ckpt/%s/%d" % (name, k)))
             t = start
             while t < end:
                 nxt = min(end, (t // H + 1) * H, start + 5 * MIN if t < start + 5 * MIN else end)
@@ -81,7 +92,15 @@ def main():
                           " (?,?,?,'aws',?,?,?,?,?,'USD','p3.2xlarge')",
                           (name, token, team, kind, t, nxt, rate, amount))
                 want["spend"] += amount
-                want["on_demand"] += cost(OD, nxt - t) if zone else amount
+                if kind == "overhead":
+                    useful = 0 if k > 0 else nxt - t
+                else:
+                    useful = max(0, min(nxt, end if last else saved) - t)
+                want["lost_ms"] += nxt - t - useful
+                if zone:
+                    want["on_demand"] += cost(OD, useful)
+                else:
+                    want["on_demand"] += amount * useful // (nxt - t)
                 want["rows"] += 1
                 want["teams"][team] = want["teams"].get(team, 0) + amount
                 if kind == "overhead":

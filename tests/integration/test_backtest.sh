@@ -227,8 +227,8 @@ expect_exit 0 "backtest table of an unfinished job" "$EBB" backtest \
     --prices "$PRICES" --catalog "$CATALOG" --workload "$TMP/early.yaml"
 SLOW=$(printf '%s\n' "$OUT" | grep '^slow ')
 check "unfinished job: no 0.00 cost, no saving" test -n "$SLOW" -a \
-    "$(printf '%s' "$SLOW" | awk '{print $3, $7}')" != "0.00 100.0%"
-check "unfinished job's SAVED is -" test "$(printf '%s' "$SLOW" | awk '{print $7}')" = "-"
+    "$(printf '%s' "$SLOW" | awk '{print $3, $8}')" != "0.00 100.0%"
+check "unfinished job's SAVED is -" test "$(printf '%s' "$SLOW" | awk '{print $8}')" = "-"
 check "summary says the saving is over the finished jobs" contains "$OUT" "on the finished jobs"
 
 finish

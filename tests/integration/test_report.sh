@@ -36,16 +36,21 @@ W="--since 2026-10-01 --until 2026-10-08"
 # shellcheck disable=SC2086
 expect_exit 0 "ebb report --json" "$EBB" --state-dir "$S" report $W --json
 J=$OUT
-for f in spend rows preemptions restart_ms checkpoint_ms on_demand_basis; do
+for f in spend rows preemptions restart_ms checkpoint_ms lost_ms on_demand_basis; do
     key=$f; case $f in spend|on_demand_basis) key=${f}_micros ;; esac
     check "total $f matches the ledger" test "$(json_get "$J" "d['total']['$key']")" = "$(json_get "$WANT" "d['$f']")"
 done
-check "on-demand reference from the observed on-demand price" \
+check "the on-demand reference is the same work: the time lost to preemptions and restarts left out" \
     test "$(json_get "$J" "d['total']['on_demand_micros']")" = "$(json_get "$WANT" "d['on_demand']")"
 check "ledger currency sum is the spend" \
     test "$(json_get "$J" "d['ledger'][0]['amount_micros']")" = "$(json_get "$WANT" "d['spend']")"
 check "savings are on-demand minus basis" \
     test "$(json_get "$J" "d['total']['savings_micros'] == d['total']['on_demand_micros'] - d['total']['on_demand_basis_micros']")" = True
+check "percentages are written as rounded, two decimals at most" python3 -c '
+import re, sys
+t = sys.argv[1]
+pcts = re.findall(r"\"savings(?:_vs_spot_at_once)?_pct\": ([^,}]+)", t)
+sys.exit(0 if pcts and all(re.fullmatch(r"null|-?\d+(\.\d{1,2})?", p.strip()) for p in pcts) else 1)' "$J"
 check "spot at once priced" test "$(json_get "$J" "d['total']['spot_at_once_micros'] > 0")" = True
 
 # shellcheck disable=SC2086
@@ -67,6 +72,7 @@ check "--by day has one group per day with rows" test "$(json_get "$OUT" "len(d[
 # shellcheck disable=SC2086
 expect_exit 0 "ebb report table" "$EBB" --state-dir "$S" report $W --by team
 check "table has a TOTAL line" contains "$OUT" "TOTAL"
+check "table shows the time lost" contains "$(printf '%s' "$OUT" | head -2)" "LOST"
 check "table names the teams" contains "$OUT" "ml"
 check "table shows the ledger sum" contains "$OUT" "Ledger: $(json_get "$WANT" "d['rows']") rows"
 

@@ -10,8 +10,9 @@
  *     overhead T+1h    .. T+1h6m  0.10 USD
  *     compute  T+1h6m  .. T+2h    0.90 USD
  *     compute  T+2h    .. T+3h    0.50 USD
- *     checkpointing T+2h30m .. T+2h35m, preempted at T+3h
- *   job j2 (team cv), on-demand instance j2-a1:
+ *     checkpointing T+2h30m .. T+2h35m, a checkpoint on the notice at
+ *     T+3h (no work lost), preempted at T+3h
+ *   job j2 (team cv, succeeded), on-demand instance j2-a1:
  *     compute  T+1d    .. T+1d1h  3.00 USD
  *   fees: storage 0.20 USD (team ml, T+1d), egress 1 CNY (team cv, T+1d;
  *   CNY = 0.14 USD).
@@ -132,6 +133,10 @@ static int setup(void **state)
                                           "checkpointing", "running", "saved"), 0);
     assert_int_equal(ebb__store_job_event(s, "j1", T + 3 * H, "running",
                                           "preempted", "reclaimed"), 0);
+    assert_int_equal(ebb__store_checkpoint_add(s, "j1", "j1-a1", T + 3 * H,
+                                               "/ckpt/j1/1", 2 * H, 1), 0);
+    assert_int_equal(ebb__store_job_update(s, "j2", "succeeded", H, 3000000,
+                                           0, 0, T + D + H), 0);
 
     char path[] = "/tmp/ebb-test-catalog-XXXXXX";
     int fd = mkstemp(path);
@@ -255,6 +260,7 @@ static void check_groups_add_up(const struct ebb__report *r)
         s.spot_at_once += g->spot_at_once;
         s.instance_ms += g->instance_ms;
         s.restart_ms += g->restart_ms;
+        s.lost_ms += g->lost_ms;
         s.checkpoint_ms += g->checkpoint_ms;
         s.preemptions += g->preemptions;
     }
@@ -386,6 +392,55 @@ static void test_on_demand_observed(void **state)
     r = build(f);
     assert_int_equal(r->total.on_demand, 3000000);
     assert_int_equal(r->total.on_demand_basis, 3000000);
+    ebb__report_free(r);
+}
+
+/* Time lost to a preemption is not part of the same work on on-demand
+ * (#16 point 9). Job j3 (team ml) runs on spot at 0.5 USD/h:
+ *   j3-a1 T+4h .. T+6h: overhead 6m, compute to T+6h; its last
+ *         checkpoint is at T+5h, then it is preempted: 1h of work lost;
+ *   j3-a2 T+7h .. T+8h: overhead 6m (a restart: lost), compute 54m, and
+ *         the job succeeds on it.
+ * Useful: a1's overhead and 54m of compute, a2's 54m: 1h54m, 5.70 USD at
+ * the 3 USD/h list price; lost: 1h6m. */
+static void test_lost_time(void **state)
+{
+    struct fixture *f = *state;
+    struct ebb__store *s = f->store;
+    job(s, "j3", "ml");
+    instance(s, "j3-a1", "j3", "us-east-1a", EBB_MARKET_SPOT, T + 4 * H, T + 6 * H);
+    instance(s, "j3-a2", "j3", "us-east-1a", EBB_MARKET_SPOT, T + 7 * H, T + 8 * H);
+    ledger(s, "j3", "j3-a1", "ml", "overhead", T + 4 * H, T + 4 * H + 6 * MIN,
+           50000, "USD", "p3.2xlarge");
+    ledger(s, "j3", "j3-a1", "ml", "compute", T + 4 * H + 6 * MIN, T + 6 * H,
+           950000, "USD", "p3.2xlarge");
+    ledger(s, "j3", "j3-a2", "ml", "overhead", T + 7 * H, T + 7 * H + 6 * MIN,
+           50000, "USD", "p3.2xlarge");
+    ledger(s, "j3", "j3-a2", "ml", "compute", T + 7 * H + 6 * MIN, T + 8 * H,
+           450000, "USD", "p3.2xlarge");
+    assert_int_equal(ebb__store_checkpoint_add(s, "j3", "j3-a1", T + 5 * H,
+                                               "/ckpt/j3/1", 54 * MIN, 1), 0);
+    /* A checkpoint left half-written does not save the work after it. */
+    assert_int_equal(ebb__store_checkpoint_add(s, "j3", "j3-a1", T + 5 * H + 30 * MIN,
+                                               "/ckpt/j3/.2", 84 * MIN, 0), 0);
+    assert_int_equal(ebb__store_job_update(s, "j3", "succeeded", 2 * H, 1500000,
+                                           0, 1, T + 8 * H), 0);
+    f->opts.by = EBB__REPORT_BY_JOB;
+    struct ebb__report *r = build(f);
+    const struct ebb__report_figures *j3 = group(r, "j3");
+    assert_int_equal(j3->instance_ms, 3 * H);
+    assert_int_equal(j3->lost_ms, 66 * MIN);
+    assert_int_equal(j3->on_demand, 5700000);
+    assert_int_equal(j3->on_demand_basis, 1500000);
+    /* j1 checkpointed on its notice and j2 finished: nothing lost. */
+    assert_int_equal(group(r, "j1")->lost_ms, 0);
+    assert_int_equal(group(r, "j2")->lost_ms, 0);
+    assert_int_equal(r->total.lost_ms, 66 * MIN);
+    check_groups_add_up(r);
+    json_t *j = ebb__report_json(r);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(j, "total"), "lost_ms")), 66 * MIN);
+    json_decref(j);
     ebb__report_free(r);
 }
 
@@ -713,6 +768,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_on_demand_observed, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_lost_time, setup, teardown),
         cmocka_unit_test(test_parse_when),
         cmocka_unit_test_setup_teardown(test_currency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_advice, setup, teardown),
