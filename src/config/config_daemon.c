@@ -227,6 +227,8 @@ int ebb__config_do_api(struct ebb__config *cfg, const struct ebb__ynode *n,
         free(cfg->api_socket_group);
         cfg->api_socket_group = api->socket_group;
         api->socket_group = NULL;
+        const struct ebb__ynode *g = ebb__ymap_get(n, "socket_group");
+        cfg->api_socket_group_line = g != NULL ? g->line : 0;
         cfg->api_max_connections = (unsigned)api->max_connections;
         cfg->api_request_timeout = api->request_timeout;
         cfg->api_idle_timeout = api->idle_timeout;

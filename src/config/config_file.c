@@ -102,6 +102,7 @@ static int do_default_policy(struct ebb__config *cfg,
                       "default_policy: empty (example: uniform-progress)");
         return EBB_ECONFIG;
     }
+    cfg->default_policy_line = n->line;
     return set_string(&cfg->default_policy, n->value, d);
 }
 

@@ -56,6 +56,7 @@ struct ebb__config {
 
     unsigned api_socket_mode;  /* default 0600 */
     char *api_socket_group;    /* default NULL: the daemon's own group */
+    int api_socket_group_line; /* where it was set; 0: not set */
     char *agent_listen;        /* default "127.0.0.1:0": a port the OS picks, kept */
     char *agent_url;           /* NULL: "http(s)://" + the address listened on */
     int agent_tls;             /* the agent listener speaks TLS (decided from
@@ -79,7 +80,8 @@ struct ebb__config {
     double clock_speed;        /* 1: real time */
     size_t n_run_on;
     struct ebb__run_on *run_on;
-    char *default_policy;      /* default "uniform-progress" */
+    char *default_policy;      /* default "deadline" */
+    int default_policy_line;   /* where it was set; 0: the default */
 
     size_t n_providers;
     struct ebb__config_section *providers;
@@ -148,7 +150,8 @@ int ebb__team_has_member(const struct ebb__team *t, const char *user);
 int ebb__team_has_admin(const struct ebb__team *t, const char *user);
 
 /* Which team a job of `user` counts against, given the team its spec
- * names (`named`, NULL for none; `file` names the spec in messages) and
+ * names (`named`, NULL for none; `file` and `line`, 0 when unknown, say
+ * where it was named, for messages) and
  * whether the user is an admin (who may submit for any team). A named
  * team must be in cfg and `user` a member (or an admin); with none named,
  * the one team `user` is a member of, or none. Returns 0 with *team
@@ -157,7 +160,8 @@ int ebb__team_has_admin(const struct ebb__team *t, const char *user);
  * named none; the message lists them), with `why` filled and *team
  * NULL. */
 int ebb__config_settle_team(const struct ebb__config *cfg, const char *user,
-                            int is_admin, const char *file, const char *named,
-                            const char **team, struct ebb_diag *why);
+                            int is_admin, const char *file, int line,
+                            const char *named, const char **team,
+                            struct ebb_diag *why);
 
 #endif

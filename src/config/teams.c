@@ -30,15 +30,20 @@ int ebb__team_has_admin(const struct ebb__team *t, const char *user)
 }
 
 int ebb__config_settle_team(const struct ebb__config *cfg, const char *user,
-                            int is_admin, const char *file, const char *named,
-                            const char **team, struct ebb_diag *why)
+                            int is_admin, const char *file, int line,
+                            const char *named, const char **team,
+                            struct ebb_diag *why)
 {
     *team = NULL;
     if (named != NULL) {
         const struct ebb__team *t = ebb__config_team(cfg, named);
         if (t == NULL) {
-            ebb_diag_set(why, NULL, 0, "%s: team \"%s\" is not in ebb.yaml "
-                         "(teams:)", file ? file : "job", named);
+            if (file != NULL)
+                ebb_diag_set(why, file, line, "team \"%s\" is not in ebb.yaml "
+                             "(teams:)", named);
+            else
+                ebb_diag_set(why, NULL, 0, "job: team \"%s\" is not in "
+                             "ebb.yaml (teams:)", named);
             return EBB_ENOTFOUND;
         }
         if (!ebb__team_has_member(t, user) && !is_admin) {

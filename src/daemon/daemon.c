@@ -16,6 +16,26 @@
 #include "io/httpd.h"
 #include "report/metrics.h"
 
+/* api.socket_group must name a group: a typo is bad configuration,
+ * refused at its line before the state directory is touched, not a
+ * failure found once the socket is made. Returns 0 or 2. */
+static int check_socket_group(const struct ebb__config *cfg)
+{
+    const char *group = cfg->api_socket_group;
+    if (group == NULL)
+        return 0;
+    struct group gr, *found = NULL;
+    char buf[4096];
+    if (getgrnam_r(group, &gr, buf, sizeof(buf), &found) == 0 && found != NULL)
+        return 0;
+    struct ebb_diag diag = {{0}};
+    ebb_diag_set(&diag, cfg->file, cfg->api_socket_group_line,
+                 "api.socket_group: no group named \"%s\" (getent group lists "
+                 "them)", group);
+    ebb__error("%s", diag.msg);
+    return 2;
+}
+
 static int load_config(const struct ebb__daemon_options *opts,
                        struct ebb__daemon *d)
 {
@@ -36,7 +56,7 @@ static int load_config(const struct ebb__daemon_options *opts,
         ebb__error("%s", diag.msg);
         return 2;
     }
-    return 0;
+    return check_socket_group(d->config);
 }
 
 static int open_state(const struct ebb__daemon_options *opts,

@@ -139,7 +139,7 @@ int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid);
  * uid's user name, an admin being whoever ebb__daemon_is_admin() says.
  * Same returns; *team is borrowed from the configuration. */
 int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
-                            const char *file, const char *named,
+                            const char *file, int line, const char *named,
                             const char **team, struct ebb_diag *why);
 
 /* As ebb__daemon_settle_team() for a job spec about to be submitted (by

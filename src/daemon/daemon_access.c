@@ -32,21 +32,22 @@ int ebb__daemon_is_admin(const struct ebb__daemon *d, uid_t uid)
 }
 
 int ebb__daemon_settle_team(const struct ebb__daemon *d, int64_t uid,
-                            const char *file, const char *named,
+                            const char *file, int line, const char *named,
                             const char **team, struct ebb_diag *why)
 {
     char name[256];
     return ebb__config_settle_team(d->config,
                                    ebb__daemon_user_name(uid, name, sizeof(name)),
                                    ebb__daemon_is_admin(d, (uid_t)uid), file,
-                                   named, team, why);
+                                   line, named, team, why);
 }
 
 int ebb__daemon_settle_job_team(const struct ebb__daemon *d, int64_t uid,
                                 struct ebb__job_spec *spec, struct ebb_diag *why)
 {
     const char *team = NULL;
-    int rc = ebb__daemon_settle_team(d, uid, spec->file, spec->team, &team, why);
+    int rc = ebb__daemon_settle_team(d, uid, spec->file, spec->team_line,
+                                     spec->team, &team, why);
     if (rc != 0 || spec->team != NULL || team == NULL)
         return rc;
     spec->team = strdup(team);

@@ -214,7 +214,7 @@ static const char *sched_team(struct ebb__daemon *d, const struct sched *sc)
         return NULL;
     if (sc->s.job.team != NULL)
         return sc->s.job.team;
-    ebb__daemon_settle_team(d, sc->owner_uid, NULL, NULL, &team, &ignored);
+    ebb__daemon_settle_team(d, sc->owner_uid, NULL, 0, NULL, &team, &ignored);
     return team;
 }
 

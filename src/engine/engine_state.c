@@ -197,7 +197,8 @@ int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
     struct ebb__plugin_slot *policy =
         policy_name ? ebb__registry_policy(e->opt.registry, policy_name) : NULL;
     if (policy == NULL) {
-        ebb_diag_set(d, spec->file, spec->line, "%s: no policy named \"%s\" is "
+        ebb_diag_set(d, spec->file, spec->policy_line ? spec->policy_line : spec->line,
+                     "%s: no policy named \"%s\" is "
                       "installed (see ebb policies)", spec->name,
                       policy_name ? policy_name : "(none)");
         return EBB_EINVAL;

@@ -334,11 +334,15 @@ static int do_small(struct ctx *c, const struct ebb__jy_layer *l)
     struct ebb__job_spec *s = c->spec;
     const struct ebb__ynode *n = ebb__jy_get(l, "policy");
     int rc = 0;
-    if (n != NULL)
+    if (n != NULL) {
+        s->policy_line = n->line;
         rc = ebb__jy_ident(n, "policy", "uniform-progress", &s->policy, c->d);
+    }
     n = ebb__jy_get(l, "team");
-    if (rc == 0 && n != NULL)
+    if (rc == 0 && n != NULL) {
+        s->team_line = n->line;
         rc = ebb__jy_ident(n, "team", "vision", &s->team, c->d);
+    }
     n = ebb__jy_get(l, "run_as");
     if (rc == 0 && n != NULL)
         rc = ebb__yread_text(n, "run_as", "alice", &s->run_as, c->d);

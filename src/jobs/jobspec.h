@@ -110,6 +110,9 @@ struct ebb__job_spec {
 
     char *file; /* where the spec was read from, for later messages */
     int line;   /* line of its mapping; 0 when unknown */
+    /* Lines of `policy:` and `team:` (0: unknown or absent), for the
+     * messages ebbd gives when it cannot honour them at submit. */
+    int policy_line, team_line;
 };
 
 /* Reads the job spec in the file at `path` (the path is the name in

@@ -108,8 +108,10 @@ static int load_policies(struct ebb__registry *r, const struct ebb__config *cfg,
     }
     if (cfg->default_policy != NULL &&
         ebb__registry_policy(r, cfg->default_policy) == NULL) {
-        ebb_diag_set(d, NULL, 0, "default_policy \"%s\" is not installed "
-                      "(check plugin_dirs or EBB_PLUGIN_PATH)", cfg->default_policy);
+        ebb_diag_set(d, cfg->default_policy_line ? cfg->file : NULL,
+                     cfg->default_policy_line, "default_policy: \"%s\" is not "
+                     "installed (check plugin_dirs or EBB_PLUGIN_PATH)",
+                     cfg->default_policy);
         return EBB_ECONFIG;
     }
     return 0;

@@ -454,7 +454,7 @@ static void config_teams(void **state)
          "this user is not a member of team ml (teams.ml.members in "
          "ebb.yaml)"},
         {"bob", "nlp", 1, EBB_ENOTFOUND, NULL,
-         "job.yaml: team \"nlp\" is not in ebb.yaml (teams:)"},
+         "job.yaml:4: team \"nlp\" is not in ebb.yaml (teams:)"},
         {"alice", NULL, 0, EBB_EINVAL, NULL,
          "job.yaml: alice is a member of several teams (ml, vision); name "
          "one with team: in the job spec"},
@@ -467,7 +467,7 @@ static void config_teams(void **state)
         const char *team = "unset";
         ebb_diag_clear(&d);
         int rc = ebb__config_settle_team(cfg, cases[i].user, cases[i].is_admin,
-                                         "job.yaml", cases[i].named, &team, &d);
+                                         "job.yaml", 4, cases[i].named, &team, &d);
         if (rc != cases[i].rc)
             fail_msg("case %zu: rc %d", i, rc);
         if (cases[i].team == NULL)

@@ -236,7 +236,7 @@ static void registry_rejects_bad_sections(void **state)
 
     assert_int_equal(load("default_policy: no-such-policy\n", &cfg, &r, &d),
                      EBB_ECONFIG);
-    assert_non_null(strstr(d.msg, "default_policy \"no-such-policy\" is not installed"));
+    assert_non_null(strstr(d.msg, "default_policy: \"no-such-policy\" is not installed"));
 }
 
 /* ---- the provider ABI's size rules ------------------------------------
