@@ -257,14 +257,15 @@ int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launc
         log = NULL;
     char ca_name[64];
     int ca_ok;
-    struct child_fds fds = {
-        .null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC),
-        /* Opened here, as ebbd: the agent's log stays ebbd's file, which
-         * the agent only appends to. */
-        .log_fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                             0640) : -1,
-        .ca_fd = open_ca(l, tls_ca, ca_name, sizeof(ca_name), &ca_ok),
-    };
+    struct child_fds fds = {.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)};
+    /* Opened here, as ebbd: the agent's log stays ebbd's file, which the
+     * agent only appends to. Why it could not be opened is kept for the
+     * message: a log file that cannot be created is not an agent that
+     * cannot start. */
+    fds.log_fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                            0640) : -1;
+    int log_errno = errno;
+    fds.ca_fd = open_ca(l, tls_ca, ca_name, sizeof(ca_name), &ca_ok);
     const char *trust = fds.ca_fd >= 0 ? "--ebbd-ca" : tls_pin ? "--ebbd-pin" : NULL;
     char *const argv[] = {l->agent, "--ebbd", (char *)req->agent_url,
                           "--metadata", metadata, (char *)trust,
@@ -297,6 +298,9 @@ int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launc
             rc = err == EPERM || err == EACCES ? EBB_EPERM : EBB_EIO;
         }
         close(pipe_fds[0]);
+    } else if (log != NULL && fds.log_fd < 0) {
+        l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot open the agent's log "
+                     "%s: %s", log, strerror(log_errno));
     } else {
         l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot start %s: %s",
                      l->agent, strerror(errno));

@@ -6,6 +6,7 @@
 
 #include <ebb/units.h>
 
+#include "base/currency.h"
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -34,8 +35,8 @@ static const char usage[] =
 static void add_row(struct cli_table *t, json_t *series, json_t *obs)
 {
     char price[48];
-    ebb_format_money(json_integer_value(json_object_get(obs, "price_micros")),
-                      NULL, price, sizeof(price));
+    ebb__format_amount(json_integer_value(json_object_get(obs, "price_micros")),
+                       EBB__RATE_DECIMALS, NULL, price, sizeof(price));
     const char *row[] = {
         json_string_value(json_object_get(series, "provider")),
         json_string_value(json_object_get(series, "region")),
@@ -112,12 +113,14 @@ int cmd_prices(struct cli *cli, int argc, char **argv)
     }
     json_t *r;
     int code = cli_call(cli, "prices", params, &r);
-    json_decref(params);
-    if (code != CLI_OK)
+    if (code != CLI_OK) {
+        json_decref(params);
         return code;
+    }
     if (json) {
         cli_print_json(r);
         json_decref(r);
+        json_decref(params);
         return CLI_OK;
     }
     static const char *const headers[] = {"PROVIDER", "REGION", "ZONE", "TYPE",
@@ -134,9 +137,18 @@ int cmd_prices(struct cli *cli, int argc, char **argv)
     else
         json_array_foreach(json_object_get(r, "prices"), i, p)
             add_row(t, p, p);
-    cli_table_print(t, stdout, history ? "no prices observed in that window"
-                                       : "no prices yet (configure a provider "
-                                         "under providers: in ebb.yaml)");
+    /* With a filter, nothing may match it while ebbd has other prices:
+     * say which, rather than that no provider is configured. */
+    int filtered = json_object_get(params, "provider") != NULL ||
+                   json_object_get(params, "instance_type") != NULL ||
+                   json_object_get(params, "zone") != NULL;
+    cli_table_print(t, stdout,
+                    filtered ? "no prices match --provider, --type and --zone "
+                               "(ebb prices without them lists every series)"
+                    : history ? "no prices observed in that window"
+                              : "no prices yet (configure a provider under "
+                                "providers: in ebb.yaml)");
     json_decref(r);
+    json_decref(params);
     return CLI_OK;
 }

@@ -58,6 +58,11 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[i], "--state-dir") == 0 && i + 1 < argc) {
             cli.state_dir_option = argv[++i];
+        } else if (strcmp(argv[i], "--state-dir") == 0 ||
+                   strcmp(argv[i], "--state-dir=") == 0) {
+            fprintf(stderr, "ebb: --state-dir needs a directory "
+                    "(ebb --state-dir DIR COMMAND ...)\n");
+            return CLI_USAGE;
         } else if (strncmp(argv[i], "--state-dir=", 12) == 0) {
             cli.state_dir_option = argv[i] + 12;
         } else {

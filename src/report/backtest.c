@@ -81,11 +81,6 @@ static char *config_text(const struct backtest *bt)
         yaml_quote(&b, o->billing);
         ebb_buf_puts(&b, "\n");
     }
-    if (o->policy != NULL) {
-        ebb_buf_puts(&b, "default_policy: ");
-        yaml_quote(&b, o->policy);
-        ebb_buf_puts(&b, "\n");
-    }
     return ebb_buf_take(&b);
 }
 
@@ -155,6 +150,22 @@ static int validate(struct backtest *bt)
     }
     ebb_price_trace_free(trace);
     return rc;
+}
+
+/* --policy names an installed policy; the message lists them. */
+static int check_policy(struct backtest *bt)
+{
+    const char *want = bt->opt->policy;
+    struct ebb__registry *r = &bt->v.registry;
+    if (want == NULL || ebb__registry_policy(r, want) != NULL)
+        return 0;
+    struct ebb_buf names = {0};
+    for (size_t i = 0; i < r->n_policies; i++)
+        ebb_buf_printf(&names, "%s%s", i ? ", " : "", r->policies[i].plugin->name);
+    ebb_diag_set(bt->d, NULL, 0, "--policy: no policy named \"%s\" is installed "
+                 "(installed: %s)", want, names.data ? names.data : "none");
+    ebb_buf_free(&names);
+    return EBB_EINVAL;
 }
 
 /* ---- running ----------------------------------------------------------- */
@@ -444,7 +455,8 @@ static json_t *results(struct backtest *bt)
             policy = "mixed";
     }
     return json_pack("{s:s,s:o,s:f,s:f,s:o,s:o,s:I,s:I}",
-        "policy", policy ? policy : bt->v.config->default_policy,
+        "policy", policy ? policy
+                  : bt->opt->policy ? bt->opt->policy : bt->v.config->default_policy,
         "jobs", jobs,
         "total_cost_usd", usd(t.cost),
         "total_on_demand_cost_usd", usd(t.on_demand),
@@ -492,6 +504,8 @@ static int setup(struct backtest *bt)
                                           bt->catalog, bt->start, bt->d)
                       : EBB_ENOMEM;
     free(text);
+    if (rc == 0)
+        rc = check_policy(bt);
     bt->submits = calloc(bt->workload->n, sizeof(*bt->submits));
     bt->jobs = calloc(bt->workload->n, sizeof(*bt->jobs));
     if (rc == 0 && (bt->submits == NULL || bt->jobs == NULL))

@@ -205,13 +205,16 @@ int ebb__report_to_currency(struct report_build *b, ebb_micros amount,
 {
     int rc = ebb__currency_convert(amount, from, b->r->currency, b->o->rates,
                                    b->o->n_rates, EBB__ROUND_NEAREST, out);
-    if (rc == EBB_ENOTFOUND)
+    /* The rate to add is the currency's own, in USD for one unit: no
+     * example figure, which would be some other currency's rate. */
+    if (rc == EBB_ENOTFOUND) {
+        const char *missing = strcmp(from, "USD") != 0 ? from : b->r->currency;
         ebb_diag_set(b->d, NULL, 0,
-                      "no exchange rate between %s and %s: add it under "
-                      "currency_rates: in ebb.yaml (USD for one unit, e.g. "
-                      "currency_rates: {%s: 0.14})",
-                      from, b->r->currency,
-                      strcmp(from, "USD") != 0 ? from : b->r->currency);
+                      "no exchange rate between %s and %s: add %s under "
+                      "currency_rates: in ebb.yaml, as how many USD one %s is "
+                      "worth (currency_rates: {%s: RATE})",
+                      from, b->r->currency, missing, missing, missing);
+    }
     else if (rc != 0)
         ebb_diag_set(b->d, NULL, 0, "%s: amount too large to convert", from);
     return rc != 0 ? EBB_EINVAL : 0;

@@ -87,6 +87,8 @@ check "CNY total converted" test "$(json_get "$OUT" "abs(d['total']['spend_micro
 # shellcheck disable=SC2086
 expect_exit 2 "a currency without a rate" "$EBB" --state-dir "$S" report $W --currency EUR
 check "missing rate explained" contains "$ERR" "currency_rates:"
+check "the rate to add is EUR's own, no other currency's figure" contains "$ERR" "add EUR under currency_rates: in ebb.yaml, as how many USD one EUR is worth (currency_rates: {EUR: RATE})"
+check "no CNY rate suggested for EUR" test "${ERR#*0.14}" = "$ERR"
 
 # The chart renders to a PNG that is not blank.
 # shellcheck disable=SC2086
