@@ -64,8 +64,8 @@ const char *ebb_format_money(ebb_micros amount, const char *currency,
 int ebb_parse_time(const char *s, ebb_time_ms *out);
 int ebb_parse_time_why(const char *s, ebb_time_ms *out, const char **why);
 
-/* Formats as UTC "2026-11-30T12:00:00Z", with ".mmm" before the Z only when
- * the milliseconds are not zero. Returns buf. */
+/* Formats as UTC "2026-11-30T12:00:00Z": whole seconds (the time rounded
+ * down to its second), one form for every time ebb shows. Returns buf. */
 const char *ebb_format_time(ebb_time_ms t, char *buf, size_t size);
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (month 1-12), and

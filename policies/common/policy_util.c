@@ -343,10 +343,14 @@ static const char *offer_text(const struct pu_ctx *c, size_t k,
     char speed[24] = "";
     if (o->speed != 1.0)
         snprintf(speed, sizeof(speed), " speed %.2f", o->speed);
-    snprintf(buf, PU_OFFER_TEXT, "%s %s%s%s at %.3f/h%s",
+    /* Prices in the job's currency, with the four decimals every table
+     * and message gives a price per hour. */
+    const char *cur = text(c->job->currency);
+    snprintf(buf, PU_OFFER_TEXT, "%s %s%s%s at %.4f %s/h%s",
              o->market == EBB_MARKET_SPOT ? "spot" : "on-demand",
              type != NULL ? type : "instance", where != NULL ? " " : "",
-             where != NULL ? where : "", money(o->price_per_hour), speed);
+             where != NULL ? where : "", money(o->price_per_hour),
+             cur != NULL ? cur : "USD", speed);
     return buf;
 }
 

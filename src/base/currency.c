@@ -1,4 +1,6 @@
 /* Money between currencies (currency.h). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/currency.h"
@@ -64,4 +66,32 @@ int ebb__currency_convert(ebb_micros amount, const char *from, const char *to,
         return EBB_EINVAL;
     *out = (ebb_micros)q;
     return 0;
+}
+
+const char *ebb__format_amount(ebb_micros amount, int decimals,
+                               const char *currency, char *buf, size_t size)
+{
+    if (size == 0)
+        return buf;
+    if (decimals < 0)
+        decimals = 0;
+    if (decimals > 6)
+        decimals = 6;
+    uint64_t unit = 1;
+    for (int i = decimals; i < 6; i++)
+        unit *= 10;
+    /* On the magnitude, so that halves round away from zero both ways and
+     * INT64_MIN has a magnitude. */
+    uint64_t mag = amount < 0 ? 0 - (uint64_t)amount : (uint64_t)amount;
+    uint64_t q = mag / unit + (mag % unit >= (unit + 1) / 2 && unit > 1);
+    uint64_t scale = 1000000 / unit;
+    int has_cur = currency != NULL && currency[0] != '\0';
+    if (decimals == 0)
+        snprintf(buf, size, "%s%" PRIu64 "%s%s", amount < 0 && q ? "-" : "", q,
+                 has_cur ? " " : "", has_cur ? currency : "");
+    else
+        snprintf(buf, size, "%s%" PRIu64 ".%0*" PRIu64 "%s%s",
+                 amount < 0 && q ? "-" : "", q / scale, decimals, q % scale,
+                 has_cur ? " " : "", has_cur ? currency : "");
+    return buf;
 }

@@ -31,4 +31,17 @@ int ebb__currency_convert(ebb_micros amount, const char *from, const char *to,
                           const struct ebb__currency_rate *rates, size_t n_rates,
                           enum ebb__rounding how, ebb_micros *out);
 
+/* How many decimals people read, one rule for every table and message:
+ * amounts (spend, budgets, costs) to the cent, prices per hour to a
+ * hundredth of a cent (spot prices differ in the fourth decimal). Exact
+ * figures are in the JSON, in micro-units. */
+#define EBB__AMOUNT_DECIMALS 2
+#define EBB__RATE_DECIMALS 4
+
+/* Writes `amount` (micro-units) rounded half away from zero to `decimals`
+ * (0 to 6) decimals, then " currency" unless `currency` is NULL or "":
+ * "0.39 USD", "1250.5000". Returns buf. */
+const char *ebb__format_amount(ebb_micros amount, int decimals,
+                               const char *currency, char *buf, size_t size);
+
 #endif

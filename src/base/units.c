@@ -443,12 +443,7 @@ const char *ebb_format_time(ebb_time_ms t, char *buf, size_t size)
     int h = (int)(rem / EBB_MS_PER_HOUR);
     int mi = (int)(rem / EBB_MS_PER_MINUTE % 60);
     int sec = (int)(rem / EBB_MS_PER_SECOND % 60);
-    int ms = (int)(rem % 1000);
-    if (ms != 0)
-        snprintf(buf, size, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d.%03dZ", y,
-                 m, d, h, mi, sec, ms);
-    else
-        snprintf(buf, size, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02dZ", y, m,
-                 d, h, mi, sec);
+    snprintf(buf, size, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02dZ", y, m, d, h,
+             mi, sec);
     return buf;
 }

@@ -5,6 +5,7 @@
 
 #include <ebb/units.h>
 
+#include "base/currency.h"
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -25,7 +26,8 @@ static const char *amount(json_t *o, const char *key, char *buf, size_t size)
     json_t *v = json_object_get(o, key);
     if (!json_is_integer(v))
         return "-";
-    return ebb_format_money(json_integer_value(v), "USD", buf, size);
+    return ebb__format_amount(json_integer_value(v), EBB__AMOUNT_DECIMALS, "USD",
+                              buf, size);
 }
 
 /* Rows whose amounts ebbd could not convert, with why, under a table. */

@@ -5,6 +5,7 @@
 
 #include <ebb/units.h>
 
+#include "base/currency.h"
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -58,11 +59,12 @@ static void print_job(json_t *j)
            work > 0 ? 100.0 * (double)done / (double)work : 0.0);
     json_t *budget = json_object_get(j, "budget_micros");
     printf("  spent:       %s%s%s\n",
-           ebb_format_money(json_integer_value(json_object_get(j, "spent_micros")),
-                             cur, a, sizeof(a)),
+           ebb__format_amount(json_integer_value(json_object_get(j, "spent_micros")),
+                              EBB__AMOUNT_DECIMALS, cur, a, sizeof(a)),
            json_is_integer(budget) ? " of a budget of " : " (no budget cap)",
            json_is_integer(budget)
-               ? ebb_format_money(json_integer_value(budget), cur, c, sizeof(c))
+               ? ebb__format_amount(json_integer_value(budget), EBB__AMOUNT_DECIMALS,
+                                    cur, c, sizeof(c))
                : "");
     size_t i;
     json_t *row;
@@ -75,8 +77,9 @@ static void print_job(json_t *j)
     }
     json_array_foreach(json_object_get(j, "spent_by_kind"), i, row)
         printf("    %-9s  %s\n", str(row, "kind"),
-               ebb_format_money(json_integer_value(json_object_get(row, "amount_micros")),
-                                 str(row, "currency"), a, sizeof(a)));
+               ebb__format_amount(json_integer_value(json_object_get(row, "amount_micros")),
+                                  EBB__AMOUNT_DECIMALS, str(row, "currency"), a,
+                                  sizeof(a)));
     printf("  retries:     %lld    preemptions: %lld\n",
            (long long)json_integer_value(json_object_get(j, "retries")),
            (long long)json_integer_value(json_object_get(j, "preemptions")));

@@ -4,6 +4,7 @@
 
 #include <ebb/units.h>
 
+#include "base/currency.h"
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -57,9 +58,10 @@ int cmd_jobs(struct cli *cli, int argc, char **argv)
         json_int_t done = json_integer_value(json_object_get(j, "work_done_ms"));
         snprintf(progress, sizeof(progress), "%.0f%%",
                  work > 0 ? 100.0 * (double)done / (double)work : 0.0);
-        ebb_format_money(json_integer_value(json_object_get(j, "spent_micros")),
-                          json_string_value(json_object_get(j, "currency")), spent,
-                          sizeof(spent));
+        ebb__format_amount(json_integer_value(json_object_get(j, "spent_micros")),
+                           EBB__AMOUNT_DECIMALS,
+                           json_string_value(json_object_get(j, "currency")), spent,
+                           sizeof(spent));
         snprintf(preempt, sizeof(preempt), "%lld",
                  (long long)json_integer_value(json_object_get(j, "preemptions")));
         ebb_format_time(json_integer_value(json_object_get(j, "submitted_at")),

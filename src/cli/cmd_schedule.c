@@ -4,6 +4,7 @@
 
 #include <ebb/units.h>
 
+#include "base/currency.h"
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -40,7 +41,8 @@ static const char *budget(json_t *o, char *buf, size_t len)
     json_t *b = json_object_get(o, "budget_micros");
     if (!json_is_integer(b))
         return "no cap";
-    return ebb_format_money(json_integer_value(b), str(o, "currency"), buf, len);
+    return ebb__format_amount(json_integer_value(b), EBB__AMOUNT_DECIMALS,
+                              str(o, "currency"), buf, len);
 }
 
 /* Parses [--json] and one positional argument when `want_arg`. */

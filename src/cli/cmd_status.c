@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <ebb/units.h>
+
 #include "cli/cli.h"
 
 static const char usage[] =
@@ -15,7 +17,7 @@ static const char usage[] =
 
 static void print_names(const char *label, json_t *plugins)
 {
-    printf("%-15s", label);
+    printf("%-17s", label);
     if (json_array_size(plugins) == 0)
         printf("(none)");
     size_t i;
@@ -48,21 +50,27 @@ int cmd_status(struct cli *cli, int argc, char **argv)
         return CLI_OK;
     }
     json_int_t up = json_integer_value(json_object_get(r, "uptime_s"));
-    printf("%-15sebbd %s (pid %lld)\n", "daemon:",
+    printf("%-17sebbd %s (pid %lld)\n", "daemon:",
            json_string_value(json_object_get(r, "version")),
            (long long)json_integer_value(json_object_get(r, "pid")));
-    printf("%-15s%lldd %02lldh %02lldm %02llds (since %s)\n", "uptime:",
-           (long long)(up / 86400), (long long)(up / 3600 % 24),
-           (long long)(up / 60 % 60), (long long)(up % 60),
-           json_string_value(json_object_get(r, "started_at")));
-    printf("%-15s%s\n", "state dir:", json_string_value(json_object_get(r, "state_dir")));
-    printf("%-15s%s\n", "config:", json_string_value(json_object_get(r, "config")));
+    char uptime[32];
+    printf("%-17s%s\n", "uptime:",
+           ebb_format_duration(up * EBB_MS_PER_SECOND, uptime, sizeof(uptime)));
+    /* An accelerated clock (demos, --clock-speed) runs market time of its
+     * own: shown apart from the wall uptime. */
+    double speed = json_real_value(json_object_get(r, "clock_speed"));
+    if (speed > 0 && speed != 1.0)
+        printf("%-17s%s (x%g, started at %s)\n", "market clock:",
+               json_string_value(json_object_get(r, "clock_now")), speed,
+               json_string_value(json_object_get(r, "started_at")));
+    printf("%-17s%s\n", "state dir:", json_string_value(json_object_get(r, "state_dir")));
+    printf("%-17s%s\n", "config:", json_string_value(json_object_get(r, "config")));
     print_names("providers:", json_object_get(r, "providers"));
     print_names("policies:", json_object_get(r, "policies"));
-    printf("%-15s%s\n", "default policy:",
+    printf("%-17s%s\n", "default policy:",
            json_string_value(json_object_get(r, "default_policy")));
     json_t *jobs = json_object_get(r, "jobs");
-    printf("%-15s", "jobs:");
+    printf("%-17s", "jobs:");
     if (json_object_size(jobs) == 0)
         printf("none");
     const char *state;

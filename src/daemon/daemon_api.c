@@ -77,13 +77,19 @@ static void api_status(void *ctx, struct ebb__api_call *call)
     for (size_t i = 0; i < d->registry.n_policies; i++)
         json_array_append_new(policies, plugin_json(&d->registry.policies[i]));
     ebb_time_ms now = ebb__clock_now(&d->clock);
-    char started[40];
+    char started[40], clock_now[40];
     ebb_format_time(d->started_at, started, sizeof(started));
-    ebb__api_reply(call, json_pack("{s:s,s:I,s:s,s:I,s:s,s:s,s:s,s:s,s:o,s:o,s:o}",
+    ebb_format_time(now, clock_now, sizeof(clock_now));
+    /* Uptime is wall time, whatever the clock's speed: an accelerated
+     * clock's market time is the clock's own (clock_now, clock_speed). */
+    ebb__api_reply(call, json_pack("{s:s,s:I,s:s,s:I,s:s,s:f,s:s,s:s,s:s,s:s,s:o,s:o,s:o}",
         "version", EBB_VERSION,
         "pid", (json_int_t)getpid(),
         "started_at", started,
-        "uptime_s", (json_int_t)((now - d->started_at) / 1000),
+        "uptime_s", (json_int_t)(ebb__clock_real_ms(&d->clock, now - d->started_at) /
+                                 EBB_MS_PER_SECOND),
+        "clock_now", clock_now,
+        "clock_speed", d->clock_speed > 0 ? d->clock_speed : 1.0,
         "state_dir", d->state_dir,
         "config", d->config_name,
         "clock", d->clock.is_virtual ? "virtual" : "real",

@@ -6,6 +6,7 @@
 
 #include <ebb/units.h>
 
+#include "base/currency.h"
 #include "base/log.h"
 #include "engine/internal.h"
 
@@ -32,7 +33,8 @@ static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev
         const struct ebb__market_step *st = ebb__offer_at(o, ev->at);
         char what[160], price[48];
         ebb__engine_describe_offer(o, what, sizeof(what));
-        ebb_format_money(st ? st->price : 0, o->currency, price, sizeof(price));
+        ebb__format_amount(st ? st->price : 0, EBB__RATE_DECIMALS, o->currency,
+                           price, sizeof(price));
         ebb__engine_set_state(job, EBB__JOB_RUNNING, "running on %s (%s) at %s/h",
                               what, a->instance_id, price);
     }

@@ -87,6 +87,28 @@ static void test_large_amounts(void **state)
                      EBB_EINVAL);
 }
 
+/* Tables print every amount of a currency with the same decimals: half
+ * away from zero, padded, whatever the micro-units (#16, alignment). */
+static void test_format_amount(void **state)
+{
+    (void)state;
+    char b[64];
+    assert_string_equal(ebb__format_amount(2580000, 2, "USD", b, sizeof(b)), "2.58 USD");
+    assert_string_equal(ebb__format_amount(392600, 2, "USD", b, sizeof(b)), "0.39 USD");
+    assert_string_equal(ebb__format_amount(1234565, 2, NULL, b, sizeof(b)), "1.23");
+    assert_string_equal(ebb__format_amount(1235000, 2, NULL, b, sizeof(b)), "1.24");
+    assert_string_equal(ebb__format_amount(-1235000, 2, "", b, sizeof(b)), "-1.24");
+    assert_string_equal(ebb__format_amount(-4000, 2, NULL, b, sizeof(b)), "0.00");
+    assert_string_equal(ebb__format_amount(10608000, 4, NULL, b, sizeof(b)), "10.6080");
+    assert_string_equal(ebb__format_amount(392550, 4, "USD", b, sizeof(b)), "0.3926 USD");
+    assert_string_equal(ebb__format_amount(7, 6, NULL, b, sizeof(b)), "0.000007");
+    assert_string_equal(ebb__format_amount(2500000, 0, "JPY", b, sizeof(b)), "3 JPY");
+    assert_string_equal(ebb__format_amount(INT64_MIN, 2, NULL, b, sizeof(b)),
+                        "-9223372036854.78");
+    assert_string_equal(ebb__format_amount(INT64_MAX, 6, NULL, b, sizeof(b)),
+                        "9223372036854.775807");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -94,6 +116,7 @@ int main(void)
         cmocka_unit_test(test_rounding),
         cmocka_unit_test(test_identity_and_missing),
         cmocka_unit_test(test_large_amounts),
+        cmocka_unit_test(test_format_amount),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,7 +146,7 @@ static void greedy_takes_spot(void **state)
         OD("p3.2xlarge", 3.06, 1.0),
     };
     struct ebb_decision d = ph_decide_is(&pol, &job, offers, 4, T0, LAUNCH, 2);
-    ph_reason_has(&d, "spot p3.8xlarge us-east-1a at 3.200/h");
+    ph_reason_has(&d, "spot p3.8xlarge us-east-1a at 3.2000 USD/h");
     ph_reason_has(&d, "available");
 
     /* On spot, kept. */
