@@ -9,6 +9,8 @@
 #include "base/str.h"
 #include "base/yaml_doc.h"
 #include "io/api_client.h"
+#include "jobs/jobspec.h"
+#include "jobs/schedule.h"
 
 /* Long enough for slow store queries, short enough that a wedged daemon
  * does not hang scripts forever. */
@@ -223,4 +225,30 @@ json_t *cli_file_params(const char *what, const char *file)
     if (params == NULL)
         fprintf(stderr, "%s: %s is not UTF-8 text\n", what, file);
     return params;
+}
+
+int cli_check_file(const char *what, const char *file, int schedule)
+{
+    json_t *params = cli_file_params(what, file);
+    if (params == NULL)
+        return CLI_USAGE;
+    const char *text = json_string_value(json_object_get(params, "yaml"));
+    struct ebb_diag d = {{0}};
+    int rc;
+    if (schedule) {
+        struct ebb__schedule s;
+        rc = ebb__schedule_load_buffer(file, text, strlen(text), &s, &d);
+        ebb__schedule_free(&s);
+    } else {
+        struct ebb__job_spec spec;
+        rc = ebb__jobspec_load_buffer(file, text, strlen(text), &spec, &d);
+        ebb__jobspec_free(&spec);
+    }
+    json_decref(params);
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s\n", what, d.msg[0] ? d.msg : ebb_strerror(rc));
+        return CLI_USAGE;
+    }
+    printf("%s: ok\n", file);
+    return CLI_OK;
 }

@@ -37,6 +37,14 @@ int cli_call(struct cli *cli, const char *method, json_t *params,
  * ("ebb submit"), and returns NULL (exit with CLI_USAGE). */
 json_t *cli_file_params(const char *what, const char *file);
 
+/* `--check`: reads `file` as cli_file_params() does and parses it with the
+ * parser ebbd uses, a job spec (or a schedule when `schedule` is set),
+ * without asking ebbd: what ebbd checks against its own state (installed
+ * policies, teams, its clock) is left to submit. Prints "FILE: ok", or the
+ * first problem as file:line prefixed with `what`. Returns CLI_OK or
+ * CLI_USAGE. */
+int cli_check_file(const char *what, const char *file, int schedule);
+
 /* Prints `value` as indented JSON followed by a newline. */
 void cli_print_json(json_t *value);
 

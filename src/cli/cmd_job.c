@@ -14,7 +14,9 @@ static const char usage[] =
     "Shows job ID: its state, where it runs now, what it has spent and on\n"
     "what, every state change with its reason, its instances and its\n"
     "checkpoints. Another user's job shows only its summary (state,\n"
-    "progress, spend) unless you are an admin or an admin of its team.\n";
+    "progress, spend) unless you are an admin or an admin of its team.\n"
+    "\n"
+    "  --json  print ebbd's answer as JSON\n";
 
 static const char *str(json_t *o, const char *key)
 {

@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 
 static const char usage[] =
-    "Usage: ebb schedule add FILE.yaml\n"
+    "Usage: ebb schedule add [--check] FILE.yaml\n"
     "       ebb schedule list [--json]\n"
     "       ebb schedule show ID [--json]\n"
     "       ebb schedule remove ID\n"
@@ -20,7 +20,11 @@ static const char usage[] =
     "schedule's id or name. remove stops future runs; runs already started\n"
     "go on. Only the owner or an admin may remove a schedule. Another\n"
     "user's schedule shows only when it fires, not its spec, runs or\n"
-    "events, unless you are an admin or an admin of its team.\n";
+    "events, unless you are an admin or an admin of its team.\n"
+    "\n"
+    "  --json   print ebbd's answer as JSON\n"
+    "  --check  add: only parse FILE.yaml as ebbd would, without ebbd:\n"
+    "           prints \"FILE.yaml: ok\" or the first problem as file:line\n";
 
 static const char *str(json_t *o, const char *key)
 {
@@ -45,13 +49,16 @@ static const char *budget(json_t *o, char *buf, size_t len)
                               str(o, "currency"), buf, len);
 }
 
-/* Parses [--json] and one positional argument when `want_arg`. */
+/* Parses [--json] (when `json`), [--check] (when `check`) and one
+ * positional argument when `want_arg`. */
 static int args(int argc, char **argv, int want_arg, const char **arg,
-                int *json)
+                int *json, int *check)
 {
     for (int i = 2; i < argc; i++) {
         if (json != NULL && strcmp(argv[i], "--json") == 0) {
             *json = 1;
+        } else if (check != NULL && strcmp(argv[i], "--check") == 0) {
+            *check = 1;
         } else if (argv[i][0] == '-' || !want_arg || *arg != NULL) {
             fprintf(stderr, "ebb schedule %s: unexpected argument \"%s\"\n%s",
                     argv[1], argv[i], usage);
@@ -177,7 +184,10 @@ int cmd_schedule(struct cli *cli, int argc, char **argv)
     const char *arg = NULL;
     int json = 0, code;
     if (strcmp(sub, "add") == 0) {
-        code = args(argc, argv, 1, &arg, NULL);
+        int check = 0;
+        code = args(argc, argv, 1, &arg, NULL, &check);
+        if (code == CLI_OK && check)
+            return cli_check_file("ebb schedule add", arg, 1);
         return code != CLI_OK ? code : do_add(cli, arg);
     }
     const char *method = strcmp(sub, "list") == 0     ? "schedules"
@@ -189,7 +199,7 @@ int cmd_schedule(struct cli *cli, int argc, char **argv)
         return CLI_USAGE;
     }
     int is_list = strcmp(sub, "list") == 0, is_remove = strcmp(sub, "remove") == 0;
-    code = args(argc, argv, !is_list, &arg, is_remove ? NULL : &json);
+    code = args(argc, argv, !is_list, &arg, is_remove ? NULL : &json, NULL);
     if (code != CLI_OK)
         return code;
     json_t *params = arg ? json_pack("{s:s}", "id", arg) : json_object();

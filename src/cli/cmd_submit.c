@@ -6,21 +6,28 @@
 
 static const char usage[] =
     "Usage: ebb submit JOB.yaml [--json]\n"
+    "       ebb submit --check JOB.yaml\n"
     "\n"
     "Submits the job described in JOB.yaml (see README: Jobs) and prints its\n"
     "id. A spec with an error is refused with file:line and nothing is\n"
     "stored. The job's relative paths are resolved from the current\n"
-    "directory, where local instances run it.\n";
+    "directory, where local instances run it.\n"
+    "\n"
+    "  --json   print ebbd's answer as JSON\n"
+    "  --check  only parse JOB.yaml as ebbd would, without ebbd: prints\n"
+    "           \"JOB.yaml: ok\" or the first problem as file:line (exit 2)\n";
 
 int cmd_submit(struct cli *cli, int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return CLI_OK;
     const char *file = NULL;
-    int json = 0;
+    int json = 0, check = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--check") == 0) {
+            check = 1;
         } else if (argv[i][0] == '-' || file != NULL) {
             fprintf(stderr, "ebb submit: unexpected argument \"%s\"\n%s", argv[i], usage);
             return CLI_USAGE;
@@ -32,6 +39,8 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
         fputs(usage, stderr);
         return CLI_USAGE;
     }
+    if (check)
+        return cli_check_file("ebb submit", file, 0);
     json_t *params = cli_file_params("ebb submit", file);
     if (params == NULL)
         return CLI_USAGE;

@@ -460,6 +460,44 @@ static void release_state(struct ebb__daemon *d)
     ebb__config_free(d->config);
 }
 
+/* --check ends here: everything a configuration can be refused for is
+ * known once the plugins are created, and nothing has touched the state
+ * directory. */
+static int checked(struct ebb__daemon *d)
+{
+    printf("%s: ok (%zu providers, %zu policies)\n", d->config_name,
+           d->registry.n_providers, d->registry.n_policies);
+    fflush(stdout);
+    ebb__log_set_level(EBB_LOG_WARN);
+    return 0;
+}
+
+/* From the state directory to the schedules: what a running ebbd needs
+ * beyond its plugins. Returns 0 or the exit code. */
+static int start_the_rest(const struct ebb__daemon_options *opts,
+                          struct ebb__daemon *d)
+{
+    int code = open_state(opts, d);
+    if (code == 0)
+        code = ebb__daemon_clock_start(d);
+    if (code == 0)
+        code = start_engine(d);
+    if (code == 0)
+        code = start_api(d);
+    if (code == 0)
+        code = ebb__daemon_metrics_start(d);
+    if (code == 0)
+        code = ebb__daemon_limits_apply(d);
+    if (code == 0)
+        code = ebb__daemon_schedules_start(d);
+    if (code == 0)
+        ebb__info("ebbd %s started: state %s, config %s, %zu providers, %zu "
+                  "policies, pid %ld", EBB_VERSION, d->state_dir,
+                  d->config_name, d->registry.n_providers,
+                  d->registry.n_policies, (long)getpid());
+    return code;
+}
+
 int ebb__daemon_run(const struct ebb__daemon_options *opts)
 {
     struct ebb__daemon *d = calloc(1, sizeof(*d));
@@ -483,29 +521,13 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
     code = start_plugins(d);
     if (code == 0)
         code = check_run_on(d);
-    if (code == 0)
-        code = open_state(opts, d);
-    if (code == 0)
-        code = ebb__daemon_clock_start(d);
-    if (code == 0)
-        code = start_engine(d);
-    if (code == 0)
-        code = start_api(d);
-    if (code == 0)
-        code = ebb__daemon_metrics_start(d);
-    if (code == 0)
-        code = ebb__daemon_limits_apply(d);
-    if (code == 0)
-        code = ebb__daemon_schedules_start(d);
-    if (code == 0) {
-        ebb__info("ebbd %s started: state %s, config %s, %zu providers, %zu "
-                  "policies, pid %ld", EBB_VERSION, d->state_dir,
-                  d->config_name, d->registry.n_providers,
-                  d->registry.n_policies, (long)getpid());
-    } else {
-        d->exit_code = code;
+    if (code == 0 && opts->check)
+        code = checked(d);
+    else if (code == 0)
+        code = start_the_rest(opts, d);
+    d->exit_code = code;
+    if (code != 0 || opts->check)
         begin_shutdown(d);
-    }
     uv_run(&d->loop, UV_RUN_DEFAULT);
     code = d->exit_code;
     int rc = uv_loop_close(&d->loop);

@@ -32,6 +32,8 @@ struct ebb__daemon_options {
     int log_level_set;
     enum ebb_log_level log_level;
     double clock_speed;      /* 0: the configuration's clock.speed */
+    int check;               /* --check: read the configuration, create the
+                              * plugins, say whether all is well, stop */
 };
 
 struct ebb__daemon {

@@ -13,6 +13,7 @@ static void usage(FILE *out)
 {
     fputs("Usage: ebbd [--config FILE] [--state-dir DIR] [--log-level LEVEL]\n"
           "            [--clock-speed N]\n"
+          "       ebbd --check [--config FILE]\n"
           "\n"
           "The ebb scheduler daemon: watches spot prices, runs jobs on the\n"
           "cheapest capacity, checkpoints and resumes them on preemption.\n"
@@ -28,6 +29,10 @@ static void usage(FILE *out)
           "  --clock-speed N    run the clock N times as fast as the wall clock\n"
           "                     (demos on the sim market: 1440 = a day a minute);\n"
           "                     overrides clock.speed in the configuration\n"
+          "  --check            read the configuration and create its plugins,\n"
+          "                     print \"FILE: ok\" or the first problem as\n"
+          "                     file:line, and exit 0 or 2; nothing is started\n"
+          "                     and the state directory is not touched\n"
           "  --version          print the version and exit\n"
           "  --help             print this help and exit\n"
           "\n"
@@ -43,6 +48,7 @@ int main(int argc, char **argv)
         {"state-dir", required_argument, NULL, 's'},
         {"log-level", required_argument, NULL, 'l'},
         {"clock-speed", required_argument, NULL, 'k'},
+        {"check", no_argument, NULL, 'C'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -78,6 +84,9 @@ int main(int argc, char **argv)
             }
             break;
         }
+        case 'C':
+            opts.check = 1;
+            break;
         case 'V':
             printf("ebbd %s\n", EBB_VERSION);
             return 0;

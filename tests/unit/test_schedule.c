@@ -47,7 +47,7 @@ static void loads_example(void **state)
     struct ebb_diag d = {{0}};
     if (ebb__schedule_load_file(path, &s, &d) != 0)
         fail_msg("%s", d.msg);
-    assert_string_equal(s.name, "nightly-eval");
+    assert_string_equal(s.name, "nightly-train");
     assert_string_equal(s.cron_text, "30 1 * * *");
     assert_string_equal(s.timezone, "Asia/Shanghai");
     assert_int_equal(s.window, 6 * EBB_MS_PER_HOUR);
@@ -56,9 +56,9 @@ static void loads_example(void **state)
     assert_true(s.has_budget);
     assert_int_equal(s.budget.amount, 12000000);
     /* The job template: the schedule's name, budget and window. */
-    assert_string_equal(s.job.name, "nightly-eval");
+    assert_string_equal(s.job.name, "nightly-train");
     assert_int_equal(s.job.argc, 6);
-    assert_string_equal(s.job.argv[1], "eval.py");
+    assert_string_equal(s.job.argv[1], "examples/train.py");
     assert_int_equal(s.job.work, 90 * EBB_MS_PER_MINUTE);
     assert_true(s.job.has_budget);
     assert_int_equal(s.job.budget.amount, 12000000);
@@ -67,7 +67,7 @@ static void loads_example(void **state)
     assert_int_equal(ebb__jobspec_deadline(&s.job, fire),
                      fire + 6 * EBB_MS_PER_HOUR);
     assert_int_equal(s.job.checkpoint.every, 20 * EBB_MS_PER_MINUTE);
-    assert_string_equal(s.job.env[0], "EVAL_REPORT_DIR=/data/reports");
+    assert_string_equal(s.job.env[0], "PYTHONUNBUFFERED=1");
     /* 01:30 in Shanghai is 17:30 UTC. */
     ebb_time_ms next;
     assert_int_equal(ebb__cron_next(&s.cron, s.tz, T("2026-12-01T00:00:00Z"),
