@@ -58,13 +58,9 @@ struct bill_ctx {
     int rc;
 };
 
-static int write_charge(void *arg, const struct ebb__charge *c)
+static int add_row(struct bill_ctx *b, const char *kind, ebb_time_ms start,
+                   ebb_time_ms end, ebb_micros rate, ebb_micros amount)
 {
-    struct bill_ctx *b = arg;
-    /* The first restart_overhead of every instance buys no progress:
-     * reports count it apart from compute. */
-    ebb_time_ms productive = b->a->launched_at + b->job->spec.restart_overhead;
-    const char *kind = c->end <= productive ? "overhead" : "compute";
     struct ebb__ledger_row row = {
         .job_id = b->job->id,
         .instance_token = b->a->token,
@@ -73,13 +69,34 @@ static int write_charge(void *arg, const struct ebb__charge *c)
         .kind = kind,
         .currency = b->o->currency,
         .note = b->o->instance_type,
-        .start_at = c->start,
-        .end_at = c->end,
-        .rate = c->rate,
-        .amount = c->amount,
+        .start_at = start,
+        .end_at = end,
+        .rate = rate,
+        .amount = amount,
     };
     b->rc = ebb__store_ledger_add(b->job->engine->opt.store, &row);
     return b->rc;
+}
+
+static int write_charge(void *arg, const struct ebb__charge *c)
+{
+    struct bill_ctx *b = arg;
+    /* The first restart_overhead of every instance buys no progress:
+     * reports count it apart from compute (restart and lost time). A
+     * segment across that moment is cut there, the overhead part priced
+     * at the segment's rate and the compute part the rest, so the rows
+     * still add up to the segment exactly. */
+    ebb_time_ms productive = b->a->launched_at + b->job->spec.restart_overhead;
+    if (c->end <= productive)
+        return add_row(b, "overhead", c->start, c->end, c->rate, c->amount);
+    if (c->start >= productive)
+        return add_row(b, "compute", c->start, c->end, c->rate, c->amount);
+    ebb_micros head = ebb__cost_of(c->rate, productive - c->start);
+    if (head > c->amount)
+        head = c->amount;
+    if (add_row(b, "overhead", c->start, productive, c->rate, head) != 0)
+        return b->rc;
+    return add_row(b, "compute", productive, c->end, c->rate, c->amount - head);
 }
 
 /* Bills the attempt up to `end`, records the instance as ended and drops

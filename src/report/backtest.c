@@ -15,6 +15,7 @@
 #include "market/billing.h"
 #include "market/catalog.h"
 #include "report/oracle.h"
+#include "report/report.h"
 
 /* The oracle's grid: whole minutes, at most ORACLE_MAX_STEPS of them over
  * a job's window (1 minute up to 6 hours, 5 minutes for 30 hours). The
@@ -382,8 +383,19 @@ struct totals {
     int oracle_complete;
 };
 
+/* The instance time job `id` lost (report.h, lost_ms: restarts after its
+ * first start and work redone from an earlier checkpoint), from the
+ * backtest's own ledger grouped by job; 0 when it has none. */
+static ebb_dur_ms lost_ms(const struct ebb__report *by_job, const char *id)
+{
+    for (size_t i = 0; by_job != NULL && i < by_job->n_groups; i++)
+        if (strcmp(by_job->groups[i].key, id) == 0)
+            return by_job->groups[i].f.lost_ms;
+    return 0;
+}
+
 static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
-                          struct totals *t)
+                          const struct ebb__report *by_job, struct totals *t)
 {
     ebb_micros od = on_demand_cost(bt, job);
     ebb_micros oracle = 0;
@@ -408,7 +420,7 @@ static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
         t->oracle += oracle;
     else
         t->oracle_complete = 0;
-    return json_pack("{s:s,s:s,s:s,s:s,s:f,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:i,s:i,s:f}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:f,s:o,s:o,s:o,s:o,s:b,s:o,s:o,s:o,s:i,s:i,s:f,s:f}",
         "name", ji.spec->name,
         "id", ji.id,
         "policy", ji.policy,
@@ -424,7 +436,8 @@ static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
         "finished_at", finished ? time_json(ji.finished_at) : json_null(),
         "preemptions", (int)ji.preemptions,
         "restarts", (int)ji.restarts,
-        "work_done_hours", (double)ji.work_saved / EBB_MS_PER_HOUR);
+        "work_done_hours", (double)ji.work_saved / EBB_MS_PER_HOUR,
+        "lost_hours", (double)lost_ms(by_job, ji.id) / EBB_MS_PER_HOUR);
 }
 
 static uint64_t decisions(const struct backtest *bt)
@@ -438,9 +451,19 @@ static json_t *results(struct backtest *bt)
 {
     json_t *jobs = json_array();
     struct totals t = {.oracle_complete = 1};
+    /* Lost time is the report's figure, read from the same ledger. */
+    struct ebb__report_opts ro = {
+        .since = bt->start, .until = ebb__clock_now(&bt->v.clock) + 1,
+        .by = EBB__REPORT_BY_JOB, .catalog = bt->catalog,
+    };
+    struct ebb__report *by_job = NULL;
+    struct ebb_diag rd = {{0}};
+    if (ebb__report_build(bt->v.store, &ro, &by_job, &rd) != 0)
+        ebb__warn("backtest: lost time not known: %s", rd.msg);
     for (size_t i = 0; i < bt->workload->n; i++)
         if (bt->jobs[i] != NULL)
-            json_array_append_new(jobs, job_result(bt, bt->jobs[i], &t));
+            json_array_append_new(jobs, job_result(bt, bt->jobs[i], by_job, &t));
+    ebb__report_free(by_job);
     /* The policy every job ran with, or "mixed" when the workload's jobs
      * chose different ones. */
     const char *policy = NULL;

@@ -168,8 +168,9 @@ json_t *ebb__report_json(const struct ebb__report *r)
 
 /* ---- cells ------------------------------------------------------------- */
 
-/* One figure as text: money in units, durations as "1h30m", percentages
- * with one decimal ("-" when there is no reference). */
+/* One figure as text: money in units, durations as "1h30m" (to the
+ * second), percentages with one decimal ("-" when there is no
+ * reference). */
 static int cell(const json_t *figures, const char *key, enum kind kind,
                 int csv, char *buf, size_t len)
 {
@@ -188,8 +189,9 @@ static int cell(const json_t *figures, const char *key, enum kind kind,
         ebb_format_money(csv ? n : ebb__report_round_cents(n), NULL, buf, len);
     else if (kind == DUR && csv)
         snprintf(buf, len, "%.3f", (double)n / 1000.0);
-    else if (kind == DUR)
-        ebb_format_duration(n, buf, len);
+    else if (kind == DUR) /* whole seconds, as every time in a table */
+        ebb_format_duration((n + EBB_MS_PER_SECOND / 2) / EBB_MS_PER_SECOND *
+                                EBB_MS_PER_SECOND, buf, len);
     else
         snprintf(buf, len, "%lld", (long long)n);
     return 0;

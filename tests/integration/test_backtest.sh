@@ -120,6 +120,12 @@ for p in od gr up hz; do
     check "$p: two runs give identical output" cmp -s "$TMP/${p}1.out" "$TMP/${p}2.out"
 done
 check "another seed gives another run" test "$(cat "$TMP/hz1.out")" != "$(cat "$TMP/hz8.out")"
+pycheck "lost time: none without a restart, at least a 5m overhead per restart" "$TMP/hz1.out" '
+for j in jobs:
+    lost = j.get("lost_hours")
+    if not isinstance(lost, float): print(j["name"], "lost_hours", lost); continue
+    if j["restarts"] == 0 and lost != 0: print(j["name"], "lost", lost, "without a restart")
+    if lost < j["restarts"] * 5 / 60 - 1e-9: print(j["name"], "lost", lost, "for", j["restarts"], "restarts")'
 pycheck "the hazard preempts someone" "$TMP/hz1.out" '
 if sum(j["preemptions"] for j in jobs) == 0: print("no preemptions")
 if d["seed"] != 7: print("seed", d["seed"])'

@@ -612,6 +612,12 @@ static void test_json_csv(void **state)
     assert_string_equal(cells[3], "4.50");
     assert_string_equal(cells[4], "50.0%");
     assert_string_equal(cells[6], "1");
+    assert_string_equal(cells[7], "6m");  /* RESTARTS */
+    assert_string_equal(cells[8], "0s");  /* LOST */
+    /* Durations to the second, as every time in a table: no "400ms". */
+    json_object_set_new(t, "checkpoint_ms", json_integer(71400));
+    assert_int_equal(ebb__report_table_row(t, "TOTAL", cells, buf, sizeof(buf)), 0);
+    assert_string_equal(cells[9], "1m11s");
     json_t *empty = json_object();
     assert_int_equal(ebb__report_table_row(empty, "x", cells, buf, sizeof(buf)),
                      EBB_EINVAL);
