@@ -96,7 +96,7 @@ static void print_table(const json_t *r)
     }
 }
 
-static int write_svg(const json_t *r, const char *path)
+static int write_svg(const json_t *r, int fit, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
@@ -104,7 +104,7 @@ static int write_svg(const json_t *r, const char *path)
                 strerror(errno));
         return CLI_FAIL;
     }
-    int rc = ebb__report_write_svg(r, f);
+    int rc = ebb__report_write_svg(r, fit, f);
     if (fclose(f) != 0 || rc != 0) {
         fprintf(stderr, "ebb report: cannot write the chart to %s: %s\n", path,
                 ebb_strerror(rc != 0 ? rc : EBB_EIO));
@@ -183,11 +183,15 @@ int cmd_report(struct cli *cli, int argc, char **argv)
     json_t *r = NULL;
     if (code == CLI_OK)
         code = cli_call(cli, "report", params, &r);
+    int fit = json_object_get(params, "since") == NULL &&
+              json_object_get(params, "until") == NULL;
     json_decref(params);
     if (code != CLI_OK)
         return code;
+    /* Without --since or --until the window is a default (30 days): the
+     * chart's axis then spans what it shows instead. */
     if (svg != NULL)
-        code = write_svg(r, svg);
+        code = write_svg(r, fit, svg);
     if (json)
         cli_print_json(r);
     else if (csv && ebb__report_write_csv(r, stdout) != 0)

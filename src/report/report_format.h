@@ -33,8 +33,11 @@ int ebb__report_table_row(const json_t *figures, const char *name,
 int ebb__report_write_csv(const json_t *report, FILE *out);
 
 /* Writes the chart of a report built with opts.chart as a standalone SVG
- * document. Returns 0, EBB_EINVAL when the report has no chart data, or
- * EBB_EIO. (report_svg.c) */
-int ebb__report_write_svg(const json_t *report, FILE *out);
+ * document. Its time axis is the report's window, or with `fit` the span
+ * of what the chart shows (instances' runs and spend; the whole window
+ * when it shows nothing), so that a 7-hour job is not a sliver of a
+ * 30-day default window. Returns 0, EBB_EINVAL when the report has no
+ * chart data, or EBB_EIO. (report_svg.c) */
+int ebb__report_write_svg(const json_t *report, int fit, FILE *out);
 
 #endif

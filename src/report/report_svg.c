@@ -486,7 +486,38 @@ static void headline(const struct chart *c, const json_t *report)
     text_at(c->out, LEFT, 50, "class=\"tick\"", sub);
 }
 
-int ebb__report_write_svg(const json_t *report, FILE *out)
+/* The span of the chart's runs and cumulative spend, with a margin of a
+ * twentieth of it on each side, within [c->t0, c->t1]; unchanged when the
+ * chart has neither. */
+static void fit_to_data(struct chart *c, const json_t *chart)
+{
+    ebb_time_ms lo = INT64_MAX, hi = INT64_MIN;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(json_object_get(chart, "runs"), i, v) {
+        ebb_time_ms a = json_integer_value(json_object_get(v, "start_ms"));
+        ebb_time_ms b = json_integer_value(json_object_get(v, "end_ms"));
+        lo = a < lo ? a : lo;
+        hi = b > hi ? b : hi;
+    }
+    json_array_foreach(json_object_get(chart, "cumulative"), i, v) {
+        ebb_time_ms t = json_integer_value(json_array_get(v, 0));
+        lo = t < lo ? t : lo;
+        hi = t > hi ? t : hi;
+    }
+    if (lo > hi)
+        return;
+    ebb_time_ms pad = (hi - lo) / 20 > EBB_MS_PER_MINUTE ? (hi - lo) / 20
+                                                          : EBB_MS_PER_MINUTE;
+    lo = lo - pad > c->t0 ? lo - pad : c->t0;
+    hi = hi + pad < c->t1 ? hi + pad : c->t1;
+    if (hi > lo) {
+        c->t0 = lo;
+        c->t1 = hi;
+    }
+}
+
+int ebb__report_write_svg(const json_t *report, int fit, FILE *out)
 {
     const json_t *chart = json_object_get(report, "chart");
     struct chart c = {
@@ -497,6 +528,8 @@ int ebb__report_write_svg(const json_t *report, FILE *out)
     };
     if (!json_is_object(chart) || c.t1 <= c.t0 || c.currency == NULL)
         return EBB_EINVAL;
+    if (fit)
+        fit_to_data(&c, chart);
     /* Drawn into a temporary buffer first: the height is known at the end. */
     char *body = NULL;
     size_t body_len = 0;

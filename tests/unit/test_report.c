@@ -700,7 +700,7 @@ static void test_svg(void **state)
     char *svg = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&svg, &len);
-    assert_int_equal(ebb__report_write_svg(j, out), 0);
+    assert_int_equal(ebb__report_write_svg(j, 0, out), 0);
     fclose(out);
     XML_Parser p = XML_ParserCreate("UTF-8");
     struct svg_count c = {0};
@@ -720,10 +720,29 @@ static void test_svg(void **state)
     assert_non_null(strstr(svg, "#D00000")); /* the preemption mark */
     free(svg);
 
+    /* In a 30-day window (ebb report's default), the day the jobs ran is a
+     * sliver of the axis; fitted to the data, the axis spans the runs, in
+     * hours (#16, the demo's chart). */
+    f->opts.since = T - 30 * D;
+    r = build(f);
+    json_t *wide = ebb__report_json(r);
+    ebb__report_free(r);
+    for (int fit = 0; fit <= 1; fit++) {
+        out = open_memstream(&svg, &len);
+        assert_int_equal(ebb__report_write_svg(wide, fit, out), 0);
+        fclose(out);
+        if (fit)
+            assert_non_null(strstr(svg, "Nov 01 06:00"));
+        else
+            assert_null(strstr(svg, "Nov 01 06:00"));
+        free(svg);
+    }
+    json_decref(wide);
+
     /* Without chart data there is nothing to draw. */
     json_object_del(j, "chart");
     out = open_memstream(&svg, &len);
-    assert_int_equal(ebb__report_write_svg(j, out), EBB_EINVAL);
+    assert_int_equal(ebb__report_write_svg(j, 0, out), EBB_EINVAL);
     fclose(out);
     free(svg);
     json_decref(j);
