@@ -142,12 +142,15 @@ int cmd_prices(struct cli *cli, int argc, char **argv)
     int filtered = json_object_get(params, "provider") != NULL ||
                    json_object_get(params, "instance_type") != NULL ||
                    json_object_get(params, "zone") != NULL;
-    cli_table_print(t, stdout,
-                    filtered ? "no prices match --provider, --type and --zone "
-                               "(ebb prices without them lists every series)"
-                    : history ? "no prices observed in that window"
-                              : "no prices yet (configure a provider under "
-                                "providers: in ebb.yaml)");
+    const char *none =
+        history ? (filtered ? "no prices observed in that window match "
+                              "--provider, --type and --zone"
+                            : "no prices observed in that window")
+        : filtered ? "no prices match --provider, --type and --zone (ebb "
+                     "prices without them lists every series)"
+                   : "no prices yet (configure a provider under providers: in "
+                     "ebb.yaml)";
+    cli_table_print(t, stdout, none);
     json_decref(r);
     json_decref(params);
     return CLI_OK;

@@ -307,7 +307,11 @@ static void history_run(struct store_read *r, struct ebb__store *store)
     char since[40], until[40];
     ebb_format_time(r->report.since, since, sizeof(since));
     ebb_format_time(r->report.until, until, sizeof(until));
-    r->result = json_pack("{s:s,s:s,s:o}", "since", since, "until", until,
+    /* The strings are in whole seconds, as every time ebb shows; the
+     * window exactly is in since_ms and until_ms. */
+    r->result = json_pack("{s:s,s:s,s:I,s:I,s:o}", "since", since, "until", until,
+                          "since_ms", (json_int_t)r->report.since,
+                          "until_ms", (json_int_t)r->report.until,
                           "series", h.series);
 }
 
