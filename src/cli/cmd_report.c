@@ -6,6 +6,7 @@
 
 #include <ebb/units.h>
 
+#include "base/currency.h"
 #include "cli/cli.h"
 #include "report/report_format.h"
 
@@ -73,12 +74,12 @@ static void print_table(const json_t *r)
     json_t *a;
     json_array_foreach(json_object_get(r, "advice"), i, a) {
         char spend[48], plan[48], saved[48];
-        ebb_format_money(cents(a, "spend_micros"),
-                          cur, spend, sizeof(spend));
-        ebb_format_money(cents(a, "with_plan_micros"),
-                          cur, plan, sizeof(plan));
-        ebb_format_money(cents(a, "savings_micros"),
-                          cur, saved, sizeof(saved));
+        ebb__format_amount(cents(a, "spend_micros"), EBB__AMOUNT_DECIMALS,
+                           cur, spend, sizeof(spend));
+        ebb__format_amount(cents(a, "with_plan_micros"), EBB__AMOUNT_DECIMALS,
+                           cur, plan, sizeof(plan));
+        ebb__format_amount(cents(a, "savings_micros"), EBB__AMOUNT_DECIMALS,
+                           cur, saved, sizeof(saved));
         printf("Advice: team %s would have paid %s instead of %s on plan %s "
                "over %d whole periods (saving %s, %.1f%%)\n",
                json_string_value(json_object_get(a, "team")), plan, spend,
@@ -86,13 +87,15 @@ static void print_table(const json_t *r)
                (int)json_integer_value(json_object_get(a, "periods")), saved,
                json_number_value(json_object_get(a, "savings_pct")));
     }
+    /* The ledger's own sums, exact: every micro-unit, always six
+     * decimals, to compare with the store's rows. */
     json_array_foreach(json_object_get(r, "ledger"), i, a) {
         char amount[48];
-        printf("Ledger: %lld rows, %s\n",
+        printf("Ledger: %lld rows, %s (exact)\n",
                (long long)json_integer_value(json_object_get(a, "rows")),
-               ebb_format_money(json_integer_value(json_object_get(a, "amount_micros")),
-                                 json_string_value(json_object_get(a, "currency")),
-                                 amount, sizeof(amount)));
+               ebb__format_amount(json_integer_value(json_object_get(a, "amount_micros")),
+                                  6, json_string_value(json_object_get(a, "currency")),
+                                  amount, sizeof(amount)));
     }
 }
 

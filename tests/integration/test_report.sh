@@ -74,7 +74,7 @@ expect_exit 0 "ebb report table" "$EBB" --state-dir "$S" report $W --by team
 check "table has a TOTAL line" contains "$OUT" "TOTAL"
 check "table shows the time lost" contains "$(printf '%s' "$OUT" | head -2)" "LOST"
 check "table names the teams" contains "$OUT" "ml"
-check "table shows the ledger sum" contains "$OUT" "Ledger: $(json_get "$WANT" "d['rows']") rows"
+check "table shows the ledger sum, exact to the micro-unit" contains "$OUT" "Ledger: $(json_get "$WANT" "d['rows']") rows, $(json_get "$WANT" "'%d.%06d USD (exact)' % divmod(d['spend'], 1000000)")"
 
 # shellcheck disable=SC2086
 expect_exit 0 "ebb report --csv" "$EBB" --state-dir "$S" report $W --by team --csv
