@@ -10,6 +10,7 @@
 
 #include <ebb/units.h>
 
+#include "base/currency.h"
 #include "market/forecast.h"
 
 int ebb__forecast_count_steps(ebb_dur_ms horizon, ebb_dur_ms step, size_t *n,
@@ -388,6 +389,12 @@ static size_t find_troughs(const ebb_micros *p50, size_t n, size_t *out)
 
 /* One column per point up to SPARK_WIDTH points; beyond that each column
  * shows the lowest median of its share of points, so no trough vanishes. */
+/* A price per hour, with the four decimals every table gives one. */
+static const char *rate_text(ebb_micros v, const char *unit, char *buf, size_t size)
+{
+    return ebb__format_amount(v, EBB__RATE_DECIMALS, unit, buf, size);
+}
+
 static void print_sparkline(FILE *out, const ebb_micros *p50, size_t n)
 {
     static const char *const blocks[8] = {"\u2581", "\u2582", "\u2583", "\u2584",
@@ -408,8 +415,8 @@ static void print_sparkline(FILE *out, const ebb_micros *p50, size_t n)
         fputs(blocks[level], out);
     }
     char a[EBB_MONEY_BUFSZ], b[EBB_MONEY_BUFSZ];
-    fprintf(out, "  %s..%s\n", ebb_format_money(lo, NULL, a, sizeof(a)),
-            ebb_format_money(hi, "USD/h", b, sizeof(b)));
+    fprintf(out, "  %s..%s\n", rate_text(lo, NULL, a, sizeof(a)),
+            rate_text(hi, "USD/h", b, sizeof(b)));
 }
 
 static void print_one(json_t *f, FILE *out)
@@ -422,7 +429,7 @@ static void print_one(json_t *f, FILE *out)
     json_t *cur = json_object_get(f, "current_price");
     if (json_is_number(cur))
         fprintf(out, "  now     %s  (since %s)\n",
-                ebb_format_money(micros_of(cur), "USD/h", money, sizeof(money)),
+                rate_text(micros_of(cur), "USD/h", money, sizeof(money)),
                 str_of(f, "current_price_at"));
     json_t *points = json_object_get(f, "points");
     size_t n = json_array_size(points);
@@ -439,10 +446,10 @@ static void print_one(json_t *f, FILE *out)
         json_t *pt = json_array_get(points, troughs[i]);
         char p10[EBB_MONEY_BUFSZ], p90[EBB_MONEY_BUFSZ];
         fprintf(out, "  trough  %s  at %s  (p10..p90 %s..%s)\n",
-                ebb_format_money(p50[troughs[i]], "USD/h", money, sizeof(money)),
+                rate_text(p50[troughs[i]], "USD/h", money, sizeof(money)),
                 str_of(pt, "t"),
-                ebb_format_money(micros_of(json_object_get(pt, "p10")), NULL, p10, sizeof(p10)),
-                ebb_format_money(micros_of(json_object_get(pt, "p90")), NULL, p90, sizeof(p90)));
+                rate_text(micros_of(json_object_get(pt, "p10")), NULL, p10, sizeof(p10)),
+                rate_text(micros_of(json_object_get(pt, "p90")), NULL, p90, sizeof(p90)));
     }
     print_sparkline(out, p50, n);
     free(p50);

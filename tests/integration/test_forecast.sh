@@ -84,7 +84,7 @@ check "table names the series" contains "$TABLE" "aws us-east-1 us-east-1a p3.2x
 check "table shows the current price" contains "$TABLE" "now "
 check "table has trough lines" test "$(printf '%s\n' "$TABLE" | grep -c '^  trough ')" -ge 3
 check "table has one sparkline per series" test "$(printf '%s\n' "$TABLE" | grep -c '^  p50  [▁▂▃▄▅▆▇█]\{24\}  ')" -eq 3
-check "flat series: flat sparkline" contains "$TABLE" "p50  ▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁  0.27..0.27 USD/h"
+check "flat series: flat sparkline" contains "$TABLE" "p50  ▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁▁  0.2700..0.2700 USD/h"
 expect_exit 0 "table of a long horizon" "$EBB" forecast --prices "$P" --at "$AT" --horizon 7d --step 5m
 check "sparkline stays one line of at most 72 blocks" test "$(printf '%s\n' "$OUT" | grep -c '^  p50  [▁▂▃▄▅▆▇█]\{72\}  ')" -eq 3
 
