@@ -470,8 +470,9 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
         return;
     }
     if (s.job.policy != NULL && ebb__registry_policy(&d->registry, s.job.policy) == NULL) {
-        ebb__api_fail(call, "invalid", "%s:%d: job: no policy named \"%s\" is "
-                      "installed (see ebb policies)", s.job.file, s.job.line,
+        ebb__api_fail(call, "invalid", "%s:%d: job.policy: no policy named \"%s\" "
+                      "is installed (see ebb policies)", s.job.file,
+                      s.job.policy_line ? s.job.policy_line : s.job.line,
                       s.job.policy);
         ebb__schedule_free(&s);
         return;

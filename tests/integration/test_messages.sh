@@ -28,6 +28,13 @@ printf 'name: typo\nrun: [true]\nwork: 1h\nteam: nosuch\n' >"$TMP/team-job.yaml"
 expect_exit 2 "a job naming an unknown team" "${E[@]}" submit "$TMP/team-job.yaml"
 check "team: refused at line 4" contains "$ERR" "$TMP/team-job.yaml:4: team \"nosuch\" is not in ebb.yaml"
 
+printf 'name: typo\ncron: "0 1 * * *"\nwindow: 6h\njob:\n  run: [true]\n  work: 1h\n  policy: nosuch\n' >"$TMP/policy-schedule.yaml"
+expect_exit 2 "a schedule whose job names an unknown policy" "${E[@]}" schedule add "$TMP/policy-schedule.yaml"
+check "job.policy: refused at line 7" contains "$ERR" "$TMP/policy-schedule.yaml:7: job.policy: no policy named \"nosuch\""
+printf 'name: typo\ncron: "0 1 * * *"\nwindow: 6h\njob:\n  run: [true]\n  work: 1h\n  team: nosuch\n' >"$TMP/team-schedule.yaml"
+expect_exit 2 "a schedule whose job names an unknown team" "${E[@]}" schedule add "$TMP/team-schedule.yaml"
+check "job.team: refused at line 7" contains "$ERR" "$TMP/team-schedule.yaml:7: team \"nosuch\" is not in ebb.yaml"
+
 # ---- texts that said something else ------------------------------------
 
 expect_exit 2 "ebb --state-dir without a value" "$EBB" --state-dir
