@@ -95,18 +95,19 @@ expect_exit 0 "the commented samples of examples/ebb.yaml are accepted" \
 
 # Commands in code blocks (a block with "$ " prompts: only those lines)
 # and in the README's command table, continuation lines joined: "ebb CMD
-# [flags]" or "ebbd [flags]", each with the --flags it shows.
+# [flags]", "ebbd [flags]" or "ebb-agent [flags]", each with the --flags
+# it shows.
 python3 - README.md docs/*.md >"$TMP/commands" <<'PY'
 import re, sys
 def emit(src, text):
     text = re.sub(r"^(\$ )?(\S+=\S+ )*(build/src/)?", "", text.strip())
     words = text.split()
-    if not words or words[0] not in ("ebb", "ebbd"):
+    if not words or words[0] not in ("ebb", "ebbd", "ebb-agent"):
         return
     prog, rest = words[0], words[1:]
     while rest and rest[0] == "--state-dir":
         rest = rest[2:]
-    cmd = "" if prog == "ebbd" or not rest or rest[0].startswith("-") else rest[0]
+    cmd = "" if prog != "ebb" or not rest or rest[0].startswith("-") else rest[0]
     flags = sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", " ".join(words))))
     print("%s\t%s\t%s\t%s" % (src, prog, cmd, " ".join(flags)))
 for path in sys.argv[1:]:
@@ -136,7 +137,7 @@ for path in sys.argv[1:]:
             continue
         if path == "README.md" and lines[i].startswith("| `ebb"):
             cell = re.split(r"(?<!\\)\|", lines[i])[1]
-            for code in re.findall(r"`(ebbd?[^`]*)`", cell.replace("\\|", "|")):
+            for code in re.findall(r"`(ebb[^`]*)`", cell.replace("\\|", "|")):
                 emit("%s:%d" % (path, i + 1), code)
         i += 1
 PY
@@ -144,6 +145,8 @@ check "documented commands found" test "$(wc -l <"$TMP/commands")" -ge 30
 while IFS=$'\t' read -r src prog cmd flags; do
     if [ "$prog" = ebbd ]; then
         help=$("$EBBD" --help 2>&1); rc=$?
+    elif [ "$prog" = ebb-agent ]; then
+        help=$("$EBB_AGENT" --help 2>&1); rc=$?
     else
         help=$("$EBB" $cmd --help 2>&1); rc=$?
     fi
