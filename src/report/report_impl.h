@@ -22,7 +22,8 @@ struct ref_row {
     ebb_time_ms start, end;
     ebb_micros amount;          /* converted */
     ebb_time_ms submitted_at;   /* the job's */
-    ebb_dur_ms prior_compute;   /* the job's productive time before this row */
+    ebb_dur_ms prior_compute;   /* the job's productive (not lost) compute
+                                 * time before this row */
     ebb_dur_ms lost;            /* of [start, end), the time lost, at its end */
 };
 

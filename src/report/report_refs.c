@@ -179,15 +179,17 @@ int ebb__report_price_refs(struct report_build *b, const struct ref_row *row,
                                  : row->amount;
     }
 
-    /* Spot at once: the job's productive time on this series, laid back to
-     * back from the job's submission. */
+    /* Spot at once: the job's productive time on this series (lost time
+     * left out, as for on-demand), laid back to back from the job's
+     * submission. */
     if (!compute || s->market != EBB_MARKET_SPOT)
         return 0;
     rc = ebb__report_series_load(b, s);
     if (rc != 0 || s->n == 0)
         return rc;
     ebb_time_ms t0 = row->submitted_at + row->prior_compute;
-    rc = ebb__report_to_currency(b, ebb__report_cost_on(s->p, s->n, t0, t0 + len),
+    rc = ebb__report_to_currency(b, ebb__report_cost_on(s->p, s->n, t0,
+                                                        t0 + len - row->lost),
                                  s->currency, &add->spot_at_once);
     if (rc == 0)
         add->spot_at_once_basis = row->amount;

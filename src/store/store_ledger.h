@@ -29,9 +29,9 @@ struct ebb__ledger_window_row {
     ebb_time_ms start_at, end_at;
     ebb_micros amount;        /* in `currency` */
     ebb_time_ms submitted_at; /* the job's; start_at for a row without one */
-    /* The job's compute time in ledger rows before this one: those before
-     * the window, and those in it that start earlier (or at the same time
-     * and were written earlier). */
+    /* The job's productive compute time (not lost, see lost_ms) in ledger
+     * rows before this one: those before the window, and those in it that
+     * start earlier (or at the same time and were written earlier). */
     ebb_dur_ms prior_compute;
     /* Of [start_at, end_at), the time lost (at its end): the restart
      * overhead of every instance after the job's first, and the compute

@@ -161,14 +161,14 @@
 
 /* ---- the ledger read back (store_ledger.c) -------------------------------
  *
- * LEDGER_WINDOW: the rows starting in [?1, ?2), each with its job's
- * productive time before it (which places the row on the spot-at-once
- * timeline): the running sum within the window, plus what the job ran
- * before the window, looked up once per job through ledger_by_job. And
- * the part of the row whose time was lost (the last column, ms): the
+ * LEDGER_WINDOW: the rows starting in [?1, ?2), each with the part of it
+ * whose time was lost (the last column, ms) and its job's productive time
+ * before it, which places the row on the spot-at-once timeline: the
+ * compute time not lost of the job's earlier rows, those before the
+ * window included (read through ledger_by_job). Lost time is the
  * restart overhead of every instance but the job's first, and the compute
- * time after an instance's last complete checkpoint when the job did not
- * finish on that instance (a later instance redid that work from the
+ * time after an ended instance's last complete checkpoint when the job did
+ * not finish on that instance (a later instance redid that work from the
  * checkpoint, or the job ended otherwise); all of an instance's compute
  * time when it wrote no checkpoint.
  *
@@ -185,37 +185,39 @@
  * LEDGER_SUMS: the whole ledger's sum per currency. */
 #define EBB__STORE_LEDGER_STATEMENTS(X)                                        \
     X(LEDGER_WINDOW,                                                           \
-      "WITH before AS MATERIALIZED (SELECT w.job_id,"                          \
-      "  (SELECT sum(end_at - start_at)"                                       \
-      "  FROM ledger WHERE job_id = w.job_id AND start_at < ?1"                \
-      "  AND kind = 'compute') AS ms"                                          \
-      " FROM (SELECT DISTINCT job_id FROM ledger WHERE start_at >= ?1"         \
-      "  AND start_at < ?2 AND job_id IS NOT NULL) w)"                         \
-      " SELECT l.job_id, l.team, l.provider, l.kind, l.start_at, l.end_at,"    \
-      " l.amount_micros, l.currency, l.note,"                                  \
-      " coalesce(i.region, ''), coalesce(i.zone, ''),"                         \
-      " coalesce(i.instance_type, ''), coalesce(i.market, ''),"                \
-      " coalesce(j.submitted_at, l.start_at),"                                 \
-      " coalesce(b.ms, 0) + coalesce(sum(CASE WHEN l.kind = 'compute'"         \
-      "  THEN l.end_at - l.start_at END) OVER (PARTITION BY l.job_id"          \
-      "  ORDER BY l.start_at, l.id"                                            \
-      "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0),"                \
+      "WITH w AS MATERIALIZED (SELECT DISTINCT job_id FROM ledger"             \
+      "  WHERE start_at >= ?1 AND start_at < ?2 AND job_id IS NOT NULL),"      \
+      " r AS (SELECT l.id, l.job_id, l.team, l.provider, l.kind, l.start_at,"  \
+      " l.end_at, l.amount_micros, l.currency, l.note,"                        \
+      " coalesce(i.region, '') AS region, coalesce(i.zone, '') AS zone,"       \
+      " coalesce(i.instance_type, '') AS instance_type,"                       \
+      " coalesce(i.market, '') AS market,"                                     \
+      " coalesce(j.submitted_at, l.start_at) AS submitted_at,"                 \
       " coalesce(l.end_at - max(l.start_at, min(l.end_at,"                     \
       "  CASE WHEN l.instance_token IS NULL OR i.token IS NULL THEN NULL"      \
       "  WHEN l.kind = 'overhead' THEN CASE WHEN l.instance_token ="           \
       "   (SELECT f.instance_token FROM ledger f WHERE f.job_id = l.job_id"    \
       "   AND f.kind <> 'fee' ORDER BY f.start_at, f.id LIMIT 1)"              \
       "   THEN NULL ELSE l.start_at END"                                       \
-      "  WHEN l.kind = 'compute' AND (j.state IS NOT 'succeeded' OR EXISTS"    \
+      "  WHEN l.kind = 'compute' AND i.ended_at IS NOT NULL"                    \
+      "  AND (j.state IS NOT 'succeeded' OR EXISTS"                            \
       "   (SELECT 1 FROM instances n WHERE n.job_id = l.job_id"                \
       "   AND n.started_at > i.started_at))"                                   \
       "  THEN coalesce((SELECT max(c.at) FROM checkpoints c"                   \
       "   WHERE c.job_id = l.job_id AND c.instance_token = l.instance_token"   \
-      "   AND c.complete = 1), l.start_at) END)), 0)"                          \
+      "   AND c.complete = 1), l.start_at) END)), 0) AS lost"                  \
       " FROM ledger l LEFT JOIN instances i ON i.token = l.instance_token"     \
       " LEFT JOIN jobs j ON j.id = l.job_id"                                   \
-      " LEFT JOIN before b ON b.job_id = l.job_id"                             \
-      " WHERE l.start_at >= ?1 AND l.start_at < ?2 ORDER BY l.start_at")       \
+      " WHERE l.start_at < ?2 AND (l.start_at >= ?1"                           \
+      "  OR l.job_id IN (SELECT job_id FROM w))),"                             \
+      " x AS (SELECT r.*, coalesce(sum(CASE WHEN kind = 'compute'"             \
+      "  THEN end_at - start_at - lost END) OVER (PARTITION BY job_id"         \
+      "  ORDER BY start_at, id"                                                \
+      "  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS prior"       \
+      " FROM r)"                                                               \
+      " SELECT job_id, team, provider, kind, start_at, end_at, amount_micros," \
+      " currency, note, region, zone, instance_type, market, submitted_at,"    \
+      " prior, lost FROM x WHERE start_at >= ?1 ORDER BY start_at, id")        \
     X(WINDOW_EVENTS,                                                           \
       "SELECT x.job_id, x.team, x.to_state, x.at, x.next_at,"                  \
       " coalesce((SELECT provider FROM ledger WHERE job_id = x.job_id"         \

@@ -402,7 +402,7 @@ static void test_on_demand_observed(void **state)
  *   j3-a2 T+7h .. T+8h: overhead 6m (a restart: lost), compute 54m, and
  *         the job succeeds on it.
  * Useful: a1's overhead and 54m of compute, a2's 54m: 1h54m, 5.70 USD at
- * the 3 USD/h list price; lost: 1h6m. */
+ * the 3 USD/h list price; lost: 1h6m. The spot before T+2h is 1 USD/h. */
 static void test_lost_time(void **state)
 {
     struct fixture *f = *state;
@@ -432,6 +432,10 @@ static void test_lost_time(void **state)
     assert_int_equal(j3->lost_ms, 66 * MIN);
     assert_int_equal(j3->on_demand, 5700000);
     assert_int_equal(j3->on_demand_basis, 1500000);
+    /* Spot at once, too, is the productive time: 54m and 54m laid back to
+     * back from T at 1 USD/h, against what those compute rows cost. */
+    assert_int_equal(j3->spot_at_once, 1800000);
+    assert_int_equal(j3->spot_at_once_basis, 1400000);
     /* j1 checkpointed on its notice and j2 finished: nothing lost. */
     assert_int_equal(group(r, "j1")->lost_ms, 0);
     assert_int_equal(group(r, "j2")->lost_ms, 0);
