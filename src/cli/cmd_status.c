@@ -56,10 +56,11 @@ int cmd_status(struct cli *cli, int argc, char **argv)
     char uptime[32];
     printf("%-17s%s\n", "uptime:",
            ebb_format_duration(up * EBB_MS_PER_SECOND, uptime, sizeof(uptime)));
-    /* An accelerated clock (demos, --clock-speed) runs market time of its
-     * own: shown apart from the wall uptime. */
+    /* A clock set to another time (clock.start) or accelerated (demos,
+     * --clock-speed) runs market time of its own: shown apart from the
+     * wall uptime. */
     double speed = json_real_value(json_object_get(r, "clock_speed"));
-    if (speed > 0 && speed != 1.0)
+    if ((speed > 0 && speed != 1.0) || json_is_true(json_object_get(r, "clock_set")))
         printf("%-17s%s (x%g, started at %s)\n", "market clock:",
                json_string_value(json_object_get(r, "clock_now")), speed,
                json_string_value(json_object_get(r, "started_at")));

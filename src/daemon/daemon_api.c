@@ -82,7 +82,7 @@ static void api_status(void *ctx, struct ebb__api_call *call)
     ebb_format_time(now, clock_now, sizeof(clock_now));
     /* Uptime is wall time, whatever the clock's speed: an accelerated
      * clock's market time is the clock's own (clock_now, clock_speed). */
-    ebb__api_reply(call, json_pack("{s:s,s:I,s:s,s:I,s:s,s:f,s:s,s:s,s:s,s:s,s:o,s:o,s:o}",
+    ebb__api_reply(call, json_pack("{s:s,s:I,s:s,s:I,s:s,s:f,s:b,s:s,s:s,s:s,s:s,s:o,s:o,s:o}",
         "version", EBB_VERSION,
         "pid", (json_int_t)getpid(),
         "started_at", started,
@@ -90,6 +90,7 @@ static void api_status(void *ctx, struct ebb__api_call *call)
                                  EBB_MS_PER_SECOND),
         "clock_now", clock_now,
         "clock_speed", d->clock_speed > 0 ? d->clock_speed : 1.0,
+        "clock_set", d->config->clock_start != 0,
         "state_dir", d->state_dir,
         "config", d->config_name,
         "clock", d->clock.is_virtual ? "virtual" : "real",
