@@ -150,7 +150,7 @@ char *ebb__metrics_render(const struct ebb__metrics *m)
         sample(&b, "ebb_spend_total", "currency", m->money[i].currency,
                (double)m->money[i].spend / EBB_MICROS_PER_UNIT);
     family(&b, "ebb_savings", "gauge",
-           "Savings against running the same instance time on-demand, in "
+           "Savings against running the same work on-demand, in "
            "units of the currency label.");
     for (size_t i = 0; i < m->n_money; i++)
         sample(&b, "ebb_savings", "currency", m->money[i].currency,

@@ -1,6 +1,7 @@
 /* Savings reports: what was spent in a time window, against what the same
- * instance time would have cost on-demand and against starting at once on
- * spot, with preemptions, time lost to restarts and checkpoints, and fees.
+ * work (the instance time not lost to preemptions and restarts) would have
+ * cost on-demand and started at once on spot, with preemptions, time lost,
+ * time checkpointing, and fees.
  *
  * Everything is read from the store (ledger, instances, jobs, job_events,
  * prices) as typed rows (store_ledger.h, ebb__store_price_steps()) through

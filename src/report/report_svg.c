@@ -435,7 +435,7 @@ static double draw_cumulative(const struct chart *c, const json_t *cum,
     fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"3\" "
             "fill=\"" ON_DEMAND_GREY "\"/>\n", lx + 130, ly - 4);
     text_at(c->out, lx + 148, ly, "class=\"legend\"",
-            "on-demand for the same instance time, plus fees");
+            "on-demand for the same work, plus fees");
     fprintf(c->out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"9\" "
             "fill=\"#009E73\" fill-opacity=\"0.3\"/>\n", lx + 450, ly - 8);
     text_at(c->out, lx + 468, ly, "class=\"legend\"", "saved");
