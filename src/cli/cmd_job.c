@@ -86,11 +86,16 @@ static void print_job(json_t *j)
            (long long)json_integer_value(json_object_get(j, "retries")),
            (long long)json_integer_value(json_object_get(j, "preemptions")));
     json_t *now = json_object_get(j, "current");
-    if (json_is_object(now))
+    if (json_is_object(now)) {
         printf("  running on:  %s %s %s via %s (instance %s)\n", str(now, "market_provider"),
                str(now, "instance_type"), str(now, "zone")[0] ? str(now, "zone")
                                                              : str(now, "region"),
                str(now, "provider"), str(now, "instance_id"));
+        /* Billed when the instance ends: until then "spent" leaves it out. */
+        printf("  accruing:    %s on this instance so far, not yet in spent\n",
+               ebb__format_amount(json_integer_value(json_object_get(now, "accrued_micros")),
+                                  EBB__AMOUNT_DECIMALS, str(now, "currency"), a, sizeof(a)));
+    }
 
     printf("\nEvents:\n");
     omitted(j, "events");

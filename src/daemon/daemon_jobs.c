@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "daemon/daemon.h"
 #include "jobs/jobspec.h"
+#include "market/billing.h"
 #include "store/store_read.h"
 
 /* The largest chunk of a log one `logs` call returns, and the largest
@@ -155,7 +156,9 @@ void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
     ebb__api_reply(call, json_pack("{s:o}", "jobs", rows));
 }
 
-/* Where the job runs now, from the engine (the store has the history). */
+/* Where the job runs now, from the engine (the store has the history),
+ * with what the instance has cost so far: the ledger bills it only when
+ * it ends, and a running job is not free meanwhile. */
 static json_t *current_json(struct ebb__daemon *d, const char *id)
 {
     struct ebb__job *job = ebb__engine_job(d->engine, id);
@@ -163,11 +166,15 @@ static json_t *current_json(struct ebb__daemon *d, const char *id)
     if (job == NULL || ebb__engine_job_attempt(job, &a) != 0)
         return json_null();
     const struct ebb__offer *o = &ebb__engine_market(d->engine)->offers[a.offer];
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b}",
+    ebb_micros accrued = a.launched ? ebb__bill(o, a.billing, a.launched_at,
+                                                ebb__clock_now(&d->clock), NULL, NULL)
+                                    : 0;
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b,s:I,s:s}",
                      "token", a.token, "provider", a.provider,
                      "market_provider", o->provider, "region", o->region,
                      "zone", o->zone, "instance_type", o->instance_type,
-                     "instance_id", a.instance_id, "notice", a.notice);
+                     "instance_id", a.instance_id, "notice", a.notice,
+                     "accrued_micros", (json_int_t)accrued, "currency", o->currency);
 }
 
 void ebb__api_job(void *ctx, struct ebb__api_call *call)
