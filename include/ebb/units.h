@@ -67,6 +67,11 @@ int ebb_parse_time_why(const char *s, ebb_time_ms *out, const char **why);
 /* Formats as UTC "2026-11-30T12:00:00Z": whole seconds (the time rounded
  * down to its second), one form for every time ebb shows. Returns buf. */
 const char *ebb_format_time(ebb_time_ms t, char *buf, size_t size);
+/* The same with the milliseconds when there are any
+ * ("2026-11-30T12:00:00.250Z"), for what is read back by a program (a
+ * spec's JSON, a checkpoint manifest): ebb_parse_time() returns exactly
+ * `t`. Returns buf. */
+const char *ebb_format_time_exact(ebb_time_ms t, char *buf, size_t size);
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (month 1-12), and
  * back. Exposed for the cron and report code. */

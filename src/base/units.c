@@ -447,3 +447,13 @@ const char *ebb_format_time(ebb_time_ms t, char *buf, size_t size)
              mi, sec);
     return buf;
 }
+
+const char *ebb_format_time_exact(ebb_time_ms t, char *buf, size_t size)
+{
+    ebb_format_time(t, buf, size);
+    int ms = (int)(((t % 1000) + 1000) % 1000);
+    size_t len = strlen(buf);
+    if (ms != 0 && len > 0 && len + 4 < size)
+        snprintf(buf + len - 1, size - len + 1, ".%03dZ", ms);
+    return buf;
+}

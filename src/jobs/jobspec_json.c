@@ -25,17 +25,11 @@ static json_t *jdur(ebb_dur_ms v)
 }
 
 /* A spec's times are read back from this JSON, so they keep what the
- * user wrote: the milliseconds too, when there are any (ebb_format_time
- * shows whole seconds). */
+ * user wrote, milliseconds too. */
 static json_t *jtime(ebb_time_ms v)
 {
     char buf[EBB_TIME_BUFSZ];
-    ebb_format_time(v, buf, sizeof(buf));
-    int ms = (int)(((v % 1000) + 1000) % 1000);
-    size_t len = strlen(buf);
-    if (ms != 0 && len > 0 && len + 4 < sizeof(buf))
-        snprintf(buf + len - 1, sizeof(buf) - len + 1, ".%03dZ", ms);
-    return json_string(buf);
+    return json_string(ebb_format_time_exact(v, buf, sizeof(buf)));
 }
 
 static json_t *jstr_or_null(const char *s)

@@ -406,6 +406,13 @@ static void times_format(void **state)
                         "1969-12-31T23:59:59Z");
     assert_string_equal(ebb_format_time(951782400000LL, buf, sizeof(buf)),
                         "2000-02-29T00:00:00Z");
+    /* The exact form adds milliseconds only when there are any. */
+    assert_string_equal(ebb_format_time_exact(1796040000250LL, buf, sizeof(buf)),
+                        "2026-11-30T12:00:00.250Z");
+    assert_string_equal(ebb_format_time_exact(1796040000000LL, buf, sizeof(buf)),
+                        "2026-11-30T12:00:00Z");
+    assert_string_equal(ebb_format_time_exact(-1, buf, sizeof(buf)),
+                        "1969-12-31T23:59:59.999Z");
 }
 
 static void times_round_trip(void **state)
@@ -427,6 +434,11 @@ static void times_round_trip(void **state)
         ebb_format_time(t, buf, sizeof(buf));
         if (ebb_parse_time(buf, &back) != 0 || back != want)
             fail_msg("%lld -> %s -> %lld", (long long)t, buf,
+                     (long long)back);
+        /* The exact form gives t itself back. */
+        ebb_format_time_exact(t, buf, sizeof(buf));
+        if (ebb_parse_time(buf, &back) != 0 || back != t)
+            fail_msg("exact: %lld -> %s -> %lld", (long long)t, buf,
                      (long long)back);
     }
     /* Every day of a few leap and non-leap years maps back to itself. */
