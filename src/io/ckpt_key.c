@@ -1,0 +1,130 @@
+/* A job's checkpoint key: generating it, naming it, its hex form, and the
+ * keys HKDF-SHA256 derives from it (see ckpt_crypt.h). */
+#include <stdarg.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+#include <openssl/rand.h>
+
+#include "io/ckpt_crypt.h"
+#include "io/ckpt_internal.h"
+
+void ebb__ckpt_fail(struct ebb__ckpt_error *err, enum ebb__ckpt_fault fault,
+                    uint64_t chunk, const char *fmt, ...)
+{
+    if (err == NULL)
+        return;
+    err->fault = fault;
+    err->chunk = chunk;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->diag.msg, sizeof(err->diag.msg), fmt, ap);
+    va_end(ap);
+}
+
+int ebb__ckpt_key_generate(struct ebb__ckpt_key *out)
+{
+    if (RAND_bytes(out->bytes, (int)sizeof(out->bytes)) != 1) {
+        OPENSSL_cleanse(out->bytes, sizeof(out->bytes));
+        return EBB_EIO;
+    }
+    return 0;
+}
+
+void ebb__ckpt_key_wipe(struct ebb__ckpt_key *k)
+{
+    OPENSSL_cleanse(k->bytes, sizeof(k->bytes));
+}
+
+int ebb__ckpt_hkdf(const unsigned char *ikm, size_t ikm_len,
+                   const unsigned char *salt, size_t salt_len,
+                   const unsigned char *info, size_t info_len,
+                   unsigned char *out, size_t out_len)
+{
+    EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
+    size_t n = out_len;
+    int ok = c != NULL && EVP_PKEY_derive_init(c) == 1 &&
+             EVP_PKEY_CTX_set_hkdf_md(c, EVP_sha256()) == 1 &&
+             EVP_PKEY_CTX_set1_hkdf_key(c, ikm, (int)ikm_len) == 1 &&
+             (salt_len == 0 ||
+              EVP_PKEY_CTX_set1_hkdf_salt(c, salt, (int)salt_len) == 1) &&
+             EVP_PKEY_CTX_add1_hkdf_info(c, info, (int)info_len) == 1 &&
+             EVP_PKEY_derive(c, out, &n) == 1 && n == out_len;
+    EVP_PKEY_CTX_free(c);
+    if (!ok) {
+        OPENSSL_cleanse(out, out_len);
+        return EBB_EIO;
+    }
+    return 0;
+}
+
+static int derive_label(const struct ebb__ckpt_key *k, const char *label,
+                        unsigned char *out, size_t len)
+{
+    return ebb__ckpt_hkdf(k->bytes, sizeof(k->bytes), NULL, 0,
+                          (const unsigned char *)label, strlen(label), out, len);
+}
+
+int ebb__ckpt_key_id(const struct ebb__ckpt_key *k, char *out)
+{
+    unsigned char id[16];
+    int rc = derive_label(k, "ebb ckpt v1 key id", id, sizeof(id));
+    if (rc != 0)
+        return rc;
+    ebb__ckpt_hex(id, sizeof(id), out);
+    return 0;
+}
+
+int ebb__ckpt_manifest_key(const struct ebb__ckpt_key *k, unsigned char out[32])
+{
+    return derive_label(k, "ebb ckpt v1 manifest", out, 32);
+}
+
+void ebb__ckpt_hex(const unsigned char *bytes, size_t len, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
+static int nibble(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int ebb__ckpt_unhex(const char *hex, unsigned char *out, size_t len)
+{
+    if (strlen(hex) != 2 * len)
+        return EBB_EINVAL;
+    for (size_t i = 0; i < len; i++) {
+        int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return EBB_EINVAL;
+        out[i] = (unsigned char)(hi << 4 | lo);
+    }
+    return 0;
+}
+
+void ebb__ckpt_key_to_hex(const struct ebb__ckpt_key *k, char *out)
+{
+    ebb__ckpt_hex(k->bytes, sizeof(k->bytes), out);
+}
+
+int ebb__ckpt_key_from_hex(const char *hex, struct ebb__ckpt_key *out)
+{
+    int rc = ebb__ckpt_unhex(hex, out->bytes, sizeof(out->bytes));
+    if (rc != 0)
+        ebb__ckpt_key_wipe(out);
+    return rc;
+}
