@@ -17,6 +17,8 @@
  * derived key (the key check), which tells a wrong key, or an object of
  * another checkpoint or file, from a damaged chunk before any chunk is
  * opened, and commits the object to one key (GCM alone does not). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -36,6 +38,19 @@ static const unsigned char MAGIC[8] = {'E', 'B', 'B', '-', 'C', 'K', 'P', 'T'};
 #define OFF_CHUNK 12
 #define OFF_SALT 16
 #define OFF_CHECK 48
+
+void ebb__ckpt_fail(struct ebb__ckpt_error *err, enum ebb__ckpt_fault fault,
+                    uint64_t chunk, const char *fmt, ...)
+{
+    if (err == NULL)
+        return;
+    err->fault = fault;
+    err->chunk = chunk;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->diag.msg, sizeof(err->diag.msg), fmt, ap);
+    va_end(ap);
+}
 
 static void put_be(unsigned char *p, uint64_t v, int bytes)
 {

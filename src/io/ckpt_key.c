@@ -1,6 +1,5 @@
 /* A job's checkpoint key: generating it, naming it, its hex form, and the
  * keys HKDF-SHA256 derives from it (see ckpt_crypt.h). */
-#include <stdarg.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -10,19 +9,6 @@
 
 #include "io/ckpt_crypt.h"
 #include "io/ckpt_internal.h"
-
-void ebb__ckpt_fail(struct ebb__ckpt_error *err, enum ebb__ckpt_fault fault,
-                    uint64_t chunk, const char *fmt, ...)
-{
-    if (err == NULL)
-        return;
-    err->fault = fault;
-    err->chunk = chunk;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->diag.msg, sizeof(err->diag.msg), fmt, ap);
-    va_end(ap);
-}
 
 int ebb__ckpt_key_generate(struct ebb__ckpt_key *out)
 {

@@ -245,6 +245,7 @@ static int diagnose_last(struct stream *s, struct ebb__ckpt_file *f, uint64_t i,
         ebb__ckpt_fail(s->err, EBB__CKPT_TRUNCATED, i,
                        "the object ends after chunk %llu, which was not its last: "
                        "the chunks after it are missing", (unsigned long long)i);
+        return EBB_EPROTO;
     }
     return EBB_EAUTH;
 }
@@ -326,9 +327,10 @@ int ebb__ckpt_decrypt(const struct ebb__ckpt_key *k, const char *name,
     for (uint64_t i = 0; rc == 0 && !last && i < MAX_CHUNKS; i++) {
         size_t got = 0;
         rc = next_stored(&s, expect_stored, i, &got, &last);
+        if (rc != 0)
+            break;
         size_t len = got - EBB__CKPT_TAG_LEN;
-        if (rc == 0)
-            rc = hash(&s, s.stored, s.buf, got);
+        rc = hash(&s, s.stored, s.buf, got);
         if (rc == 0 && ebb__ckpt_chunk_open(&f, i, last, s.buf, len, s.buf + len, err) != 0)
             rc = last ? diagnose_last(&s, &f, i, len) : EBB_EAUTH;
         if (rc == 0)
