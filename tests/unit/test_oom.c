@@ -23,6 +23,7 @@
 #include "config/config_file.h"
 #include "failalloc.h"
 #include "io/api_request.h"
+#include "io/ckpt_manifest.h"
 #include "io/http_head.h"
 #include "jobs/jobspec.h"
 #include "jobs/schedule.h"
@@ -398,6 +399,39 @@ static void store_free(void *obj)
     ebb__store_close(obj);
 }
 
+/* a checkpoint manifest, under the fuzz corpus's fixed key */
+static int manifest_parse(const struct input *in, void **obj)
+{
+    struct ebb__ckpt_key k;
+    for (size_t i = 0; i < sizeof(k.bytes); i++)
+        k.bytes[i] = (unsigned char)i;
+    struct ebb__ckpt_manifest *m = NULL;
+    struct ebb__ckpt_error err;
+    int rc = ebb__ckpt_manifest_read(in->text, in->len, &k, &m, &err);
+    if (rc != 0) {
+        assert_null(m);
+        snprintf(diag.msg, sizeof(diag.msg), "%s", err.diag.msg);
+    }
+    *obj = m;
+    return rc;
+}
+
+static char *manifest_describe(void *obj)
+{
+    struct ebb__ckpt_key k;
+    for (size_t i = 0; i < sizeof(k.bytes); i++)
+        k.bytes[i] = (unsigned char)i;
+    char *text = NULL;
+    size_t len;
+    struct ebb__ckpt_error err;
+    return ebb__ckpt_manifest_write(obj, &k, &text, &len, &err) == 0 ? text : NULL;
+}
+
+static void manifest_free(void *obj)
+{
+    ebb__ckpt_manifest_free(obj);
+}
+
 static const struct oom_case cases[] = {
     {"jobspec", "tests/data/jobs/full.yaml", jobspec_parse, jobspec_describe,
      jobspec_free, 0},
@@ -421,6 +455,8 @@ static const struct oom_case cases[] = {
      api_free, 0},
     {"http", "tests/fuzz/corpus/http/agent-event.txt", http_parse,
      http_describe, http_free, 0},
+    {"ckpt-manifest", "tests/fuzz/corpus/ckpt-manifest/valid-encrypted-dir.json",
+     manifest_parse, manifest_describe, manifest_free, 0},
     {"store", "tests/fuzz/corpus/api/req-01.json", store_parse,
      store_describe, store_free, 1},
 };
