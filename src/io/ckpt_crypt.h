@@ -199,10 +199,12 @@ int ebb__ckpt_encrypt(const struct ebb__ckpt_key *k, const char *name,
  * `expect_stored` is the object's size from its manifest, or -1 when it is
  * not known (the end of the input then decides, and a cut on a chunk
  * boundary is still found: the chunk before it was not sealed as the
- * last). Returns 0 and fills `sums`; or EBB_EPROTO, EBB_EAUTH, EBB_EIO with
- * the fault in err: BAD_HEADER, KEY_MISMATCH, CHUNK_AUTH, TRUNCATED,
- * TRAILING, TOO_LARGE, IO. After an error `wr` has had a prefix of the
- * plaintext at most, every byte of it verified. */
+ * last). Returns 0 and fills `sums`; or, with the fault in err:
+ * EBB_EPROTO (BAD_HEADER, TRUNCATED, TRAILING, TOO_LARGE), EBB_EAUTH
+ * (KEY_MISMATCH, CHUNK_AUTH), EBB_EINVAL (MISMATCH: `expect_stored` is no
+ * object's size), or the code of `rd`, `wr` or OpenSSL (IO), EBB_ENOMEM.
+ * After an error `wr` has had a prefix of the plaintext at most, every
+ * byte of it verified. */
 int ebb__ckpt_decrypt(const struct ebb__ckpt_key *k, const char *name,
                       const char *path, int64_t expect_stored,
                       ebb__ckpt_read_fn rd, void *rd_arg,
