@@ -52,7 +52,7 @@ struct ebb__ckpt_manifest {
     bool encrypt;
     char key_id[EBB__CKPT_KEY_ID_SIZE];  /* the key the MAC (and the files) use */
     uint32_t key_version;                /* 1 or more: ebbd's number for that key */
-    struct ebb__ckpt_manifest_file *files;  /* sorted by path (strcmp), owned */
+    struct ebb__ckpt_manifest_file *files;  /* sorted by path ('/' first), owned */
     size_t n_files;
 };
 
@@ -68,14 +68,16 @@ int ebb__ckpt_path_check(const char *path, const char **why);
 
 /* Checks every field of `m` as the reader does: names and paths as above,
  * a job id of 1..EBB__CKPT_JOB_MAX printable bytes, at most
- * EBB__CKPT_FILES_MAX files in strictly increasing path order with no
+ * EBB__CKPT_FILES_MAX files in strictly increasing path order (as
+ * ebb__ckpt_manifest_sort sorts) with no
  * file inside another's path, a file checkpoint one file named as it,
  * stored sizes matching the plaintext sizes. Returns 0 or EBB_EINVAL with
  * the problem in `err` (EBB__CKPT_MANIFEST_INVALID). */
 int ebb__ckpt_manifest_check(const struct ebb__ckpt_manifest *m,
                              struct ebb__ckpt_error *err);
 
-/* Sorts m->files by path, as the format wants them. */
+/* Sorts m->files by path, as the format wants them: byte by byte, with
+ * '/' before every other byte ("a", "a/b", "a-b"). */
 void ebb__ckpt_manifest_sort(struct ebb__ckpt_manifest *m);
 
 /* Sets m->key_id from `k` (and m->key_version to `version`). Returns 0 or

@@ -402,6 +402,39 @@ static void test_paths(void **state)
     json_object_set_new(json_array_get(json_object_get(doc, "files"), 1), "path",
                         json_string("model.pt/x"));
     expect_refusal(doc, EBB__CKPT_MANIFEST_INVALID, "files[1].path: lies below another");
+    /* The order puts '/' before every other byte, so that what lies
+     * below a path follows it at once. */
+    struct ebb__ckpt_manifest m;
+    sample(&m, false);
+    const char *order[][3] = {{"a", "a/b", "a-b"}, {"a", "a/a", "a/b/c"},
+                              {"a/b", "a-b", "a.b"}, {"a-b", "a/b", "b"}};
+    const char *want[] = {"files[1].path: lies below another",
+                          "files[1].path: lies below another", NULL,
+                          "files[1].path: paths are unique and sorted"};
+    for (size_t i = 0; i < 4; i++) {
+        for (size_t j = 0; j < 3; j++) {
+            free(m.files[j].path);
+            m.files[j].path = strdup(order[i][j]);
+        }
+        struct ebb__ckpt_error err;
+        int rc = ebb__ckpt_manifest_check(&m, &err);
+        if (want[i] == NULL)
+            assert_int_equal(rc, 0);
+        else if (rc == 0 || strstr(err.diag.msg, want[i]) == NULL)
+            fail_msg("%s %s %s: \"%s\"", order[i][0], order[i][1], order[i][2],
+                     rc == 0 ? "accepted" : err.diag.msg);
+    }
+    /* Sorting puts them in that order. */
+    static const char *shuffled[] = {"a.b", "a/b", "a-b"};
+    for (size_t j = 0; j < 3; j++) {
+        free(m.files[j].path);
+        m.files[j].path = strdup(shuffled[j]);
+    }
+    ebb__ckpt_manifest_sort(&m);
+    assert_string_equal(m.files[0].path, "a/b");
+    assert_string_equal(m.files[1].path, "a-b");
+    assert_string_equal(m.files[2].path, "a.b");
+    ebb__ckpt_manifest_clear(&m);
     /* A file checkpoint holds one file named as the checkpoint. */
     doc = sample_json(false);
     json_object_set_new(doc, "kind", json_string("file"));
