@@ -195,7 +195,9 @@ int ebb__ckpt_file_open(struct ebb__ckpt_file *f, const struct ebb__ckpt_key *k,
 }
 
 /* The nonce (the chunk's index) and the additional data (header, file id,
- * index, last flag) of one chunk. */
+ * index, last flag) of one chunk. The file id is in the object's key as
+ * well; binding it in the AAD too keeps a chunk tied to its checkpoint
+ * and file by GCM's own check, whatever the key derivation. */
 #define AAD_LEN (EBB__CKPT_HEADER_LEN + 32 + 8 + 1)
 static void chunk_params(const struct ebb__ckpt_file *f, uint64_t index, bool last,
                          unsigned char iv[12], unsigned char aad[AAD_LEN])

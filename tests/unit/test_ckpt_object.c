@@ -375,6 +375,41 @@ static void test_chunk_shape(void **state)
     assert_int_equal(ebb__ckpt_file_seal(&f, &key_a, "", "f", &err), EBB_EINVAL);
 }
 
+/* Parts sealed apart, as a parallel multipart upload would: one context
+ * seals the header and chunk 2, another opened on that header seals
+ * chunks 1 and 0, out of order; the stream opens the assembled object. */
+static void test_parallel_parts(void **state)
+{
+    (void)state;
+    size_t n = 2 * CHUNK + 333;
+    unsigned char *plain = ckpt_mem_pattern(n, 10);
+    unsigned char *obj = malloc(ebb__ckpt_stored_size(n));
+    struct ebb__ckpt_file a, b;
+    struct ebb__ckpt_error err;
+    assert_int_equal(ebb__ckpt_file_seal(&a, &key_a, "c", "f", &err), 0);
+    assert_int_equal(ebb__ckpt_file_open(&b, &key_a, "c", "f", a.header, &err), 0);
+    memcpy(obj, a.header, HDR);
+    struct { struct ebb__ckpt_file *f; uint64_t i; } order[] = {{&a, 2}, {&b, 1}, {&b, 0}};
+    for (size_t j = 0; j < 3; j++) {
+        uint64_t i = order[j].i;
+        size_t len = i == 2 ? 333 : CHUNK;
+        unsigned char *at = obj + HDR + i * FULL;
+        memcpy(at, plain + i * CHUNK, len);
+        assert_int_equal(ebb__ckpt_chunk_seal(order[j].f, i, i == 2, at, len, at + len), 0);
+    }
+    ebb__ckpt_file_close(&a);
+    ebb__ckpt_file_close(&b);
+    struct ckpt_mem_sink out;
+    assert_int_equal(open_obj(&key_a, "c", "f", obj, ebb__ckpt_stored_size(n),
+                              (int64_t)ebb__ckpt_stored_size(n), &out, &err),
+                     EBB__CKPT_OK);
+    assert_int_equal(out.len, n);
+    assert_memory_equal(out.p, plain, n);
+    free(out.p);
+    free(obj);
+    free(plain);
+}
+
 /* `encrypt: false`: the bytes pass unchanged, hashed. */
 static void test_copy(void **state)
 {
@@ -462,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_trailing),
         cmocka_unit_test(test_nonce_unique),
         cmocka_unit_test(test_chunk_shape),
+        cmocka_unit_test(test_parallel_parts),
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_write_error),
         cmocka_unit_test(test_keys),
