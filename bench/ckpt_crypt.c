@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io/ckpt_crypt.h"
+#include "io/ckpt_object.h"
 
 #define BUF (4u << 20)
 

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "io/ckpt_crypt.h"
+#include "io/ckpt_object.h"
 #include "io/ckpt_manifest.h"
 
 /* The manifest's "format" value, and the latest "created" it accepts

@@ -1,5 +1,5 @@
 /* A job's checkpoint key: generating it, naming it, its hex form, and the
- * keys HKDF-SHA256 derives from it (see ckpt_crypt.h). */
+ * keys HKDF-SHA256 derives from it (see ckpt_object.h). */
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -7,7 +7,7 @@
 #include <openssl/kdf.h>
 #include <openssl/rand.h>
 
-#include "io/ckpt_crypt.h"
+#include "io/ckpt_object.h"
 #include "io/ckpt_internal.h"
 
 int ebb__ckpt_key_generate(struct ebb__ckpt_key *out)

@@ -24,7 +24,7 @@
 
 #include <ebb/common.h>
 
-#include "io/ckpt_crypt.h"
+#include "io/ckpt_object.h"
 
 /* The bounds a reader holds a manifest to. */
 #define EBB__CKPT_MANIFEST_MAX (16u << 20)   /* bytes of JSON */

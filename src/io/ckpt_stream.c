@@ -7,7 +7,7 @@
 
 #include <openssl/evp.h>
 
-#include "io/ckpt_crypt.h"
+#include "io/ckpt_object.h"
 #include "io/ckpt_internal.h"
 
 #define FULL ((size_t)EBB__CKPT_CHUNK_SIZE + EBB__CKPT_TAG_LEN)

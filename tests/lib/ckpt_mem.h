@@ -1,5 +1,5 @@
 /* For the checkpoint format's tests: memory as the two ends of a stream
- * (io/ckpt_crypt.h), a source that hands its bytes out in uneven pieces
+ * (io/ckpt_object.h), a source that hands its bytes out in uneven pieces
  * so that the streams' refilling is exercised, and a growing sink. */
 #ifndef EBB_TEST_CKPT_MEM_H
 #define EBB_TEST_CKPT_MEM_H

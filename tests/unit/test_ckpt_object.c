@@ -1,4 +1,4 @@
-/* The checkpoint format's stored objects (src/io/ckpt_crypt.c,
+/* The checkpoint format's stored objects (src/io/ckpt_object.c,
  * ckpt_stream.c, ckpt_key.c): round trips at the chunk boundaries, every
  * kind of tampering refused with its own fault, no (key, nonce) pair used
  * twice, and the plain copy of `encrypt: false`. */
@@ -18,7 +18,7 @@
 #include <openssl/evp.h>
 
 #include "ckpt_mem.h"
-#include "io/ckpt_crypt.h"
+#include "io/ckpt_object.h"
 
 #define CHUNK ((size_t)EBB__CKPT_CHUNK_SIZE)
 #define FULL (CHUNK + EBB__CKPT_TAG_LEN)

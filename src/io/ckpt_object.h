@@ -18,8 +18,8 @@
  * Decrypted bytes are written as each chunk verifies, so a caller writes
  * them to a temporary and keeps it only when the whole object verified.
  */
-#ifndef EBB_IO_CKPT_CRYPT_H
-#define EBB_IO_CKPT_CRYPT_H
+#ifndef EBB_IO_CKPT_OBJECT_H
+#define EBB_IO_CKPT_OBJECT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -114,7 +114,7 @@ int ebb__ckpt_unhex(const char *hex, unsigned char *out, size_t len);
  * HKDF-SHA256(job key, "ebb ckpt v1 manifest"). Returns 0 or EBB_EIO. */
 int ebb__ckpt_manifest_key(const struct ebb__ckpt_key *k, unsigned char out[32]);
 
-/* ---- one file's object (ckpt_crypt.c) ------------------------------------ */
+/* ---- one file's object (ckpt_object.c) ----------------------------------- */
 
 /* The keys and header of one stored object, to seal or to open it. The
  * struct is plain data plus an OpenSSL context; it allocates nothing else. */

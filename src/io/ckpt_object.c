@@ -1,5 +1,5 @@
 /* One stored object of a checkpoint: its header, its keys and its chunks
- * (the layout is in ckpt_crypt.h and docs/checkpoint-format.md).
+ * (the layout is in ckpt_object.h and docs/checkpoint-format.md).
  *
  * Why a key per file from a random salt, and the chunk index as nonce:
  * GCM fails badly when one key seals two messages under one nonce (the
@@ -26,7 +26,7 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
-#include "io/ckpt_crypt.h"
+#include "io/ckpt_object.h"
 #include "io/ckpt_internal.h"
 
 static const unsigned char MAGIC[8] = {'E', 'B', 'B', '-', 'C', 'K', 'P', 'T'};
