@@ -227,7 +227,7 @@ json_t *ebb__ckpt_manifest_body(const struct ebb__ckpt_manifest *m)
                                                                             : "directory"));
     json_object_set_new(o, "job", json_string(m->job));
     json_object_set_new(o, "created",
-                        json_string(ebb_format_time(m->created, created, sizeof(created))));
+                        json_string(ebb_format_time_exact(m->created, created, sizeof(created))));
     json_object_set_new(o, "encrypt", json_boolean(m->encrypt));
     if (m->encrypt) {
         json_t *e = json_object();
