@@ -105,7 +105,7 @@ int main(int argc, char **argv)
     if (getenv("EBB_PLUGIN_PATH") == NULL)
         setenv("EBB_PLUGIN_PATH", EBB_BENCH_BUILD_ROOT, 1);
     static const char *const policies[] = {"greedy", "uniform-progress", "on-demand",
-                                           "deadline", "trough"};
+                                           "deadline", "trough", "renewal"};
     printf("bench-plan: one planning pass in which every active job re-plans,\n"
            "as after a price change on an offer all of them may use; CPU time\n\n");
     printf("%-18s %8s %12s %12s %12s %10s\n", "POLICY", "JOBS", "SUBMIT s",

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "base/log.h"
+#include "policies_cbl.h"
 #include "report/backtest.h"
 
 #ifndef EBB_BENCH_BUILD_ROOT
@@ -53,7 +54,7 @@ static const struct scenario scenarios[] = {
 
 static const char *const policies[] = {"on-demand", "greedy",
                                        "uniform-progress", "trough",
-                                       "deadline"};
+                                       "deadline", "renewal"};
 #define N_POL (sizeof(policies) / sizeof(policies[0]))
 #define UP 2 /* the named baseline for "never costlier" */
 
@@ -113,11 +114,18 @@ static struct result run(const struct scenario *s, const char *policy)
     return r;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     if (setenv("EBB_PLUGIN_PATH", EBB_BENCH_BUILD_ROOT, 0) != 0)
         return 1;
     ebb__log_set_level(EBB_LOG_ERROR);
+    if (argc > 1 && strcmp(argv[1], "--cbl") == 0)
+        return bench_cbl_main(argc - 2, argv + 2);
+    if (argc > 1) {
+        fprintf(stderr, "usage: bench-policies [--cbl [--every HOURS] "
+                        "[--pools FILE]]\n");
+        return 2;
+    }
     printf("bench-policies: ebb backtest in-process, seed 1, no random "
            "hazard; baselines: on-demand, the oracle (hindsight optimum per "
            "job), uniform-progress (xUP)\n\n");

@@ -37,6 +37,9 @@
 #define EBB_POLICY_HAS(type, v, f)                                            \
     ((size_t)(v)->struct_size >= offsetof(type, f) + sizeof((v)->f))
 
+/* Buckets of ebb_offer's up_lengths and down_lengths. */
+#define EBB_PERIOD_BUCKETS 16
+
 /* One forecast step of an offer's price. */
 struct ebb_forecast_point {
     ebb_time_ms at;
@@ -67,6 +70,18 @@ struct ebb_offer {
      * 0). NULL when the history says nothing about the time of day; then
      * preemption_per_hour holds at every hour. Valid during the call. */
     const double *preemption_by_hour;
+    /* Appended: the offer's spot capacity history as alternating periods
+     * with capacity (up, capacity > 0) and without (down, 0), over the
+     * hazard's window (the last 28 days, as of ebbd's latest outlook, at
+     * most an hour old). up_lengths[b] and down_lengths[b] count the
+     * periods that ended with a length in [2^b, 2^(b+1)) minutes (b = 0
+     * also holds shorter ones, the last bucket longer ones);
+     * availability_since is when the period in effect began (0: unknown,
+     * e.g. before the window). NULL / 0 when the history says nothing;
+     * on-demand offers have none. Valid during the call. */
+    const unsigned *up_lengths;
+    const unsigned *down_lengths;
+    ebb_time_ms availability_since;
 };
 
 struct ebb_market_view {

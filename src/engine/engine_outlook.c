@@ -1,5 +1,5 @@
-/* What policies see of an offer's future: its price forecast and its
- * preemption hazard, computed from the market's history with the pure
+/* What policies see of an offer's future: its price forecast, its
+ * preemption hazard and its record of up and down periods, computed from the market's history with the pure
  * forecaster (market/forecast.c) and cached on the offer until the hour or the
  * history moves, so that many jobs planning at one instant share one
  * forecast per offer. */
@@ -109,6 +109,7 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
     o->fc_p50_low = 0;
     o->hazard = 0;
     o->has_by_hour = 0;
+    o->has_record = 0;
     const struct ebb__market_step *cur = ebb__offer_at(o, now);
     if (cur == NULL)
         return;
@@ -132,4 +133,8 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
     struct ebb__capacity_history ch = {s.at, s.capacity, n};
     o->hazard = ebb__preemption_hazard(&ch, now + 1, o->losses, o->instance_hours);
     hazard_by_hour(o, &ch, now + 1);
+    ebb__availability_record(&ch, now + 1, &o->record);
+    for (size_t b = 0; b < EBB_PERIOD_BUCKETS && !o->has_record; b++)
+        o->has_record = o->record.up[b] > 0 || o->record.down[b] > 0;
+    o->has_record |= o->record.since > 0;
 }

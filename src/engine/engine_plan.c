@@ -149,6 +149,9 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             .n_forecast = o->n_fc,
             .forecast_p50_low = price_in(e, o, o->fc_p50_low, job->currency),
             .preemption_by_hour = o->has_by_hour ? o->hazard_by_hour : NULL,
+            .up_lengths = o->has_record ? o->record.up : NULL,
+            .down_lengths = o->has_record ? o->record.down : NULL,
+            .availability_since = o->has_record ? o->record.since : 0,
         };
         e->view_map[n] = k;
         n++;

@@ -54,4 +54,21 @@ double ebb__preemption_hazard(const struct ebb__capacity_history *h,
 int ebb__preemption_hazard_by_hour(const struct ebb__capacity_history *h,
                                    ebb_time_ms origin, double out[24]);
 
+/* The capacity history before `origin` as alternating up (capacity > 0)
+ * and down (capacity 0) periods, for struct ebb_offer's record: the
+ * lengths of the periods that ended there, counted in EBB_PERIOD_BUCKETS
+ * log2 buckets of minutes, and when the period in effect at `origin`
+ * began (0 when it began at the first row, before which nothing is
+ * known, or the history says nothing). Rows of -1 (unknown) end no
+ * period and start none: a period across them is not counted. */
+struct ebb__avail_record {
+    unsigned up[EBB_PERIOD_BUCKETS], down[EBB_PERIOD_BUCKETS];
+    ebb_time_ms since;
+};
+void ebb__availability_record(const struct ebb__capacity_history *h,
+                              ebb_time_ms origin, struct ebb__avail_record *out);
+
+/* The bucket of a period `ms` long (see struct ebb__avail_record). */
+unsigned ebb__period_bucket(ebb_dur_ms ms);
+
 #endif

@@ -100,3 +100,40 @@ int ebb__preemption_hazard_by_hour(const struct ebb__capacity_history *h,
                  (d.by_hour_hours[k] + PRIOR_HOURS);
     return 0;
 }
+
+unsigned ebb__period_bucket(ebb_dur_ms ms)
+{
+    unsigned b = 0;
+    for (ebb_dur_ms m = ms / 60000; m >= 2 && b + 1 < EBB_PERIOD_BUCKETS; m /= 2)
+        b++;
+    return b;
+}
+
+/* Alternating renewal record: one pass over the rows before the origin.
+ * A period's state is whether capacity is > 0; it begins at a change of
+ * state between known rows (a first known row begins an unknown one). */
+void ebb__availability_record(const struct ebb__capacity_history *h,
+                              ebb_time_ms origin, struct ebb__avail_record *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!h || !h->at || !h->capacity)
+        return;
+    size_t n = ebb__fc_first_at(h->at, h->n, origin);
+    int prev = -1;          /* -1 unknown, 0 down, 1 up */
+    ebb_time_ms begin = 0;  /* of the period in effect; 0 unknown */
+    for (size_t i = 0; i < n; i++) {
+        int state = h->capacity[i] < 0 ? -1 : h->capacity[i] > 0;
+        if (state == prev)
+            continue;
+        if (prev >= 0 && state >= 0 && begin > 0) {
+            unsigned b = ebb__period_bucket(h->at[i] - begin);
+            if (prev == 1)
+                out->up[b]++;
+            else
+                out->down[b]++;
+        }
+        begin = prev >= 0 && state >= 0 ? h->at[i] : 0;
+        prev = state;
+    }
+    out->since = prev >= 0 ? begin : 0;
+}

@@ -18,6 +18,7 @@
 #include <ebb/types.h>
 
 #include "market/catalog.h"
+#include "market/forecast.h"
 
 /* One step of an offer's history: from `at` until the next step. */
 struct ebb__market_step {
@@ -58,6 +59,10 @@ struct ebb__offer {
     double hazard;
     double hazard_by_hour[24]; /* by UTC hour of day, when has_by_hour */
     int has_by_hour;
+    /* Up and down periods of the capacity history (ebb_offer's record),
+     * as of fc_origin; has_record when it has any. */
+    struct ebb__avail_record record;
+    int has_record;
 };
 
 struct ebb__market {

@@ -82,6 +82,8 @@ static char *config_text(const struct backtest *bt)
         yaml_quote(&b, o->billing);
         ebb_buf_puts(&b, "\n");
     }
+    if (o->policies != NULL)
+        ebb_buf_printf(&b, "policies: %s\n", o->policies);
     return ebb_buf_take(&b);
 }
 

@@ -22,6 +22,9 @@ struct ebb__backtest_options {
     const char *catalog;       /* required */
     const char *workload;      /* required */
     const char *policy;        /* NULL: each job's own, else the default */
+    const char *policies;      /* NULL, or a YAML flow mapping for
+                                  ebb.yaml's `policies` key: the policies'
+                                  settings ("{renewal: {prior_up: 8h}}") */
     long long seed;            /* for the sim's random preemptions */
     double preemption_hazard;  /* sim: preemptions per spot instance-hour */
     const char *billing;       /* sim: "per-second" (NULL) or "aws-hourly" */

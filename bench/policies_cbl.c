@@ -1,0 +1,397 @@
+/* bench-policies --cbl: the Can't-Be-Late setting (Wu et al., NSDI'24) on
+ * every shipped availability trace, with leave-one-trace-out.
+ *
+ * Pools: bench/scenarios/cbl-pools.csv (bench/scenarios/cbl_pools.py: every
+ * pool of the shipped availability traces whose capacity changes; the
+ * provider column names the trace, the fold). Each pool is replayed as the
+ * spot capacity of one offer (relabelled aws us-east-1c p3.2xlarge, spot at
+ * a constant 0.9701 USD/h, on demand 3.06 from data/catalog.csv) for one
+ * job of 48 h of work submitted at the pool's first row + k * --every
+ * hours (default 6) for every k with a start before the pool's last row.
+ * A pool shorter than the job's window is repeated back to back from its
+ * first row (the harness writes those rows itself, and says so); the rows
+ * before the submission are the pool's history, which ebb's market sees
+ * as it would live.
+ *
+ * Settings: 52 h deadline / 12 min restarts, 60 h / 3 min, 70 h / 12 min.
+ * Policies: greedy, uniform-progress, deadline (the default today) and
+ * renewal, each through ebb__backtest_run (the real engine and sim); the
+ * oracle is the backtest's own per job.
+ *
+ * Leave-one-trace-out: renewal's prior (its up_* and down_* settings: a
+ * two-kind mixture of up and down period lengths, rn_model.h) is fitted
+ * with the policy's own fit on the pools of the other traces and set
+ * through the backtest's policies settings for the pools of the held-out
+ * trace; the figures are those held-out runs. The other
+ * policies have no fitted constants (their shipped defaults).
+ *
+ * Figures per setting and policy: mean cost / oracle over windows, the
+ * worst window, deadlines missed among windows the oracle finds feasible,
+ * windows costlier than uniform-progress, and the mean per trace;
+ * --windows prints every window's ratios too; --only TEXT runs only the
+ * pools whose zone or instance type contains TEXT. */
+#include "policies_cbl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include <ebb/trace.h>
+#include <ebb/units.h>
+
+#include "market/forecast.h"
+#include "renewal/rn_model.h"
+#include "report/backtest.h"
+
+#ifndef EBB_BENCH_SOURCE_ROOT
+#define EBB_BENCH_SOURCE_ROOT "."
+#endif
+
+#define HOUR EBB_MS_PER_HOUR
+#define MINUTE (60 * 1000LL)
+
+struct setting {
+    const char *name;
+    int deadline_h, overhead_min;
+};
+
+static const struct setting settings[] = {
+    {"52h/12m", 52, 12},
+    {"60h/3m", 60, 3},
+    {"70h/12m", 70, 12},
+};
+#define N_SET (sizeof(settings) / sizeof(settings[0]))
+
+static const char *const policies[] = {"greedy", "uniform-progress",
+                                       "deadline", "renewal"};
+#define N_POL (sizeof(policies) / sizeof(policies[0]))
+#define P_UP 1
+#define P_RENEWAL 3
+
+#define MAX_FOLDS 8
+
+/* The prior the renewal policy gets: its own fit (rn_fit, with no prior
+ * weight) of the lengths of every period that ended in the pools not in
+ * `skip` (NULL: all), counted as ebb's market counts them for an offer's
+ * record (ebb__availability_record). */
+struct prior {
+    struct rn_mix up, down;
+};
+
+static struct prior fit_prior(const struct ebb_avail_trace *t,
+                              const char *skip)
+{
+    unsigned up[EBB_PERIOD_BUCKETS] = {0}, down[EBB_PERIOD_BUCKETS] = {0};
+    for (size_t s = 0; s < t->n_series; s++) {
+        const struct ebb_avail_series *a = &t->series[s];
+        if (skip != NULL && strcmp(a->provider, skip) == 0)
+            continue;
+        struct ebb__capacity_history h = {a->at, a->available, a->n};
+        struct ebb__avail_record rec;
+        ebb__availability_record(&h, a->at[a->n - 1] + 1, &rec);
+        for (size_t b = 0; b < EBB_PERIOD_BUCKETS; b++) {
+            up[b] += rec.up[b];
+            down[b] += rec.down[b];
+        }
+    }
+    /* EM's start: a short and a long kind, half and half. */
+    const struct rn_mix start = {0.5, 0.25, 8};
+    struct prior p;
+    rn_fit(up, &start, 0, &p.up);
+    rn_fit(down, &start, 0, &p.down);
+    return p;
+}
+
+static void print_mix(const char *what, const struct rn_mix *m)
+{
+    printf("%s %.0f%% short of %.2f h, long %.2f h", what,
+           100 * m->p_short, m->short_h, m->long_h);
+}
+
+/* The pool's capacity at t, the pool repeated from its first row. */
+static int32_t cycled(const struct ebb_avail_series *a, ebb_time_ms t)
+{
+    ebb_time_ms period = a->at[a->n - 1] - a->at[0];
+    ebb_time_ms off = period > 0 ? (t - a->at[0]) % period : 0;
+    int32_t v = 0;
+    ebb_avail_series_at(a, a->at[0] + off, &v);
+    return v;
+}
+
+struct files {
+    char dir[64];
+    char prices[128], avail[128], workload[128];
+};
+
+static int write_window(const struct files *f, const struct ebb_avail_series *a,
+                        ebb_time_ms submit, const struct setting *st)
+{
+    char t0[EBB_TIME_BUFSZ], t1[EBB_TIME_BUFSZ], ts[EBB_TIME_BUFSZ];
+    ebb_time_ms end = submit + (ebb_time_ms)st->deadline_h * HOUR;
+    FILE *p = fopen(f->prices, "w");
+    if (p == NULL)
+        return -1;
+    fprintf(p, "timestamp_utc,provider,region,zone,instance_type,product,"
+               "price_usd_per_hour\n"
+               "%s,aws,us-east-1,us-east-1c,p3.2xlarge,Linux/UNIX,0.9701\n"
+               "%s,aws,us-east-1,us-east-1c,p3.2xlarge,Linux/UNIX,0.9701\n",
+            ebb_format_time(a->at[0], t0, sizeof(t0)),
+            ebb_format_time(end + 2 * HOUR, t1, sizeof(t1)));
+    fclose(p);
+    FILE *v = fopen(f->avail, "w");
+    if (v == NULL)
+        return -1;
+    fprintf(v, "timestamp_utc,provider,zone,instance_type,available\n");
+    /* Rows of cycle c at at[k] + c * period; the last row of a cycle is the
+     * first of the next, so each cycle writes rows 0..n-2, and the pool's
+     * own last row only where no cycle follows within the window. */
+    ebb_time_ms period = a->at[a->n - 1] - a->at[0];
+    for (int c = 0; c < 64; c++) {
+        ebb_time_ms base = (ebb_time_ms)c * period;
+        int more = period > 0 && a->at[0] + base + period <= end;
+        size_t n = more ? a->n - 1 : a->n;
+        for (size_t k = 0; k < n && a->at[k] + base <= end; k++)
+            fprintf(v, "%s,aws,us-east-1c,p3.2xlarge,%d\n",
+                    ebb_format_time(a->at[k] + base, ts, sizeof(ts)),
+                    (int)cycled(a, a->at[k] + base));
+        if (!more)
+            break;
+    }
+    fclose(v);
+    FILE *w = fopen(f->workload, "w");
+    if (w == NULL)
+        return -1;
+    fprintf(w, "defaults:\n  market: spot-fallback\n  resources:\n"
+               "    providers: [aws]\n    regions: [us-east-1]\n"
+               "    instance_types: [p3.2xlarge]\n"
+               "jobs:\n  - name: cbl\n    submit: %s\n"
+               "    run: [python, train.py]\n    work: 48h\n"
+               "    deadline: %dh\n    restart_overhead: %dm\n",
+            ebb_format_time(submit, ts, sizeof(ts)), st->deadline_h,
+            st->overhead_min);
+    fclose(w);
+    return 0;
+}
+
+struct outcome {
+    int ok, feasible, met;
+    double cost, oracle;
+};
+
+static struct outcome run_one(const struct files *f, const char *policy,
+                              const char *settings_yaml)
+{
+    struct outcome r = {0};
+    struct ebb__backtest_options o = {
+        .prices = f->prices,
+        .availability = f->avail,
+        .catalog = EBB_BENCH_SOURCE_ROOT "/data/catalog.csv",
+        .workload = f->workload,
+        .policy = policy,
+        .policies = settings_yaml,
+        .seed = 1,
+    };
+    json_t *res = NULL;
+    struct ebb_diag d = {{0}};
+    if (ebb__backtest_run(&o, &res, &d) != 0) {
+        fprintf(stderr, "bench-policies --cbl: %s: %s\n", policy,
+                d.msg[0] ? d.msg : "failed");
+        return r;
+    }
+    json_t *job = json_array_get(json_object_get(res, "jobs"), 0);
+    json_t *oc = json_object_get(job, "oracle_cost_usd");
+    r.ok = job != NULL;
+    r.cost = json_number_value(json_object_get(res, "total_cost_usd"));
+    r.feasible = json_is_number(oc);
+    r.oracle = json_number_value(oc);
+    r.met = json_is_true(json_object_get(job, "deadline_met"));
+    json_decref(res);
+    return r;
+}
+
+/* Per setting and policy. */
+struct tally {
+    double sum, worst;
+    size_t n, missed, costlier_up;
+    char worst_at[160];
+    double fold_sum[MAX_FOLDS];
+    size_t fold_n[MAX_FOLDS];
+};
+
+static int fold_of(char folds[][32], size_t n_folds, const char *name)
+{
+    for (size_t i = 0; i < n_folds; i++)
+        if (strcmp(folds[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+int bench_cbl_main(int argc, char **argv)
+{
+    double every_h = 6;
+    int verbose = 0;
+    const char *only = NULL;
+    const char *pools = EBB_BENCH_SOURCE_ROOT "/bench/scenarios/cbl-pools.csv";
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--every") == 0 && i + 1 < argc)
+            every_h = atof(argv[++i]);
+        else if (strcmp(argv[i], "--pools") == 0 && i + 1 < argc)
+            pools = argv[++i];
+        else if (strcmp(argv[i], "--windows") == 0)
+            verbose = 1;
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench-policies --cbl [--every HOURS] "
+                            "[--pools FILE] [--windows] "
+                            "[--only TEXT]\n");
+            return 2;
+        }
+    }
+    if (!(every_h >= 0.5)) {
+        fprintf(stderr, "bench-policies --cbl: --every must be >= 0.5\n");
+        return 2;
+    }
+    struct ebb_avail_trace *t = NULL;
+    struct ebb_diag d = {{0}};
+    if (ebb_avail_trace_load(pools, &t, &d) != 0) {
+        fprintf(stderr, "bench-policies --cbl: %s\n", d.msg);
+        return 1;
+    }
+    char folds[MAX_FOLDS][32];
+    size_t n_folds = 0;
+    for (size_t s = 0; s < t->n_series; s++)
+        if (fold_of(folds, n_folds, t->series[s].provider) < 0 &&
+            n_folds < MAX_FOLDS)
+            snprintf(folds[n_folds++], sizeof(folds[0]), "%s",
+                     t->series[s].provider);
+    struct prior all = fit_prior(t, NULL);
+    printf("bench-policies --cbl: %zu pools from %zu traces (%s); windows "
+           "every %.1f h\n  prior fitted on all:", t->n_series, n_folds, pools,
+           every_h);
+    print_mix(" up", &all.up);
+    print_mix("; down", &all.down);
+    printf("\n");
+    char fold_yaml[MAX_FOLDS][320];
+    for (size_t f = 0; f < n_folds; f++) {
+        struct prior p = fit_prior(t, folds[f]);
+        snprintf(fold_yaml[f], sizeof(fold_yaml[f]),
+                 "{renewal: {up_short: %llds, up_long: %llds, "
+                 "up_short_share: %.4f, down_short: %llds, down_long: %llds, "
+                 "down_short_share: %.4f}}",
+                 (long long)llround(p.up.short_h * 3600),
+                 (long long)llround(p.up.long_h * 3600), p.up.p_short,
+                 (long long)llround(p.down.short_h * 3600),
+                 (long long)llround(p.down.long_h * 3600), p.down.p_short);
+        printf("  held out %-10s prior from the others:", folds[f]);
+        print_mix(" up", &p.up);
+        print_mix("; down", &p.down);
+        printf("\n");
+    }
+    struct files f;
+    snprintf(f.dir, sizeof(f.dir), "/tmp/ebb-cbl-XXXXXX");
+    if (mkdtemp(f.dir) == NULL) {
+        perror("mkdtemp");
+        ebb_avail_trace_free(t);
+        return 1;
+    }
+    snprintf(f.prices, sizeof(f.prices), "%s/prices.csv", f.dir);
+    snprintf(f.avail, sizeof(f.avail), "%s/availability.csv", f.dir);
+    snprintf(f.workload, sizeof(f.workload), "%s/job.yaml", f.dir);
+    int failed = 0;
+    static struct tally tl[N_SET][N_POL];
+    memset(tl, 0, sizeof(tl));
+    size_t repeated[N_SET] = {0}, windows[N_SET] = {0}, oracle_n[N_SET] = {0};
+    double oracle_sum[N_SET] = {0};
+    for (size_t si = 0; si < N_SET && !failed; si++) {
+        const struct setting *st = &settings[si];
+        for (size_t s = 0; s < t->n_series && !failed; s++) {
+            const struct ebb_avail_series *a = &t->series[s];
+            int fold = fold_of(folds, n_folds, a->provider);
+            if (only != NULL && strstr(a->instance_type, only) == NULL &&
+                strstr(a->zone, only) == NULL)
+                continue;
+            ebb_time_ms last = a->at[a->n - 1];
+            for (ebb_time_ms sub = a->at[0]; sub < last && !failed;
+                 sub += (ebb_time_ms)(every_h * (double)HOUR)) {
+                windows[si]++;
+                repeated[si] += sub + (ebb_time_ms)st->deadline_h * HOUR > last;
+                if (write_window(&f, a, sub, st) != 0) {
+                    perror("bench-policies --cbl: writing a window");
+                    failed = 1;
+                    break;
+                }
+                struct outcome r[N_POL];
+                for (size_t p = 0; p < N_POL; p++) {
+                    r[p] = run_one(&f, policies[p],
+                                   p == P_RENEWAL ? fold_yaml[fold] : NULL);
+                    failed |= !r[p].ok;
+                }
+                if (failed || !r[0].feasible || !(r[0].oracle > 0))
+                    continue;
+                oracle_sum[si] += r[0].oracle;
+                oracle_n[si]++;
+                if (verbose) {
+                    char when[EBB_TIME_BUFSZ];
+                    printf("%s %s %s %s %s oracle %.2f", st->name,
+                           a->provider, a->zone, a->instance_type,
+                           ebb_format_time(sub, when, sizeof(when)),
+                           r[0].oracle);
+                    for (size_t p = 0; p < N_POL; p++)
+                        printf(" %s %.4f%s", policies[p],
+                               r[p].cost / r[0].oracle, r[p].met ? "" : "!");
+                    printf("\n");
+                }
+                for (size_t p = 0; p < N_POL; p++) {
+                    struct tally *y = &tl[si][p];
+                    double x = r[p].cost / r[0].oracle;
+                    y->sum += x;
+                    y->n++;
+                    y->fold_sum[fold] += x;
+                    y->fold_n[fold]++;
+                    y->missed += !r[p].met;
+                    y->costlier_up += r[p].cost > r[P_UP].cost * 1.0000001;
+                    if (x > y->worst) {
+                        char when[EBB_TIME_BUFSZ];
+                        y->worst = x;
+                        snprintf(y->worst_at, sizeof(y->worst_at),
+                                 "%s %s %s from %s", a->provider, a->zone,
+                                 a->instance_type,
+                                 ebb_format_time(sub, when, sizeof(when)));
+                    }
+                }
+            }
+        }
+        printf("\n%s: %zu windows (%zu run past their pool's end and repeat "
+               "it), %zu feasible; mean oracle %.2f USD\n", st->name,
+               windows[si], repeated[si], oracle_n[si],
+               oracle_n[si] ? oracle_sum[si] / (double)oracle_n[si] : 0.0);
+        printf("  %-17s %9s %9s %7s %8s", "POLICY", "xORACLE", "WORST",
+               "MISSED", ">UP WIN");
+        for (size_t k = 0; k < n_folds; k++)
+            printf(" %10.10s", folds[k]);
+        printf("  WORST WINDOW\n");
+        for (size_t p = 0; p < N_POL; p++) {
+            const struct tally *y = &tl[si][p];
+            printf("  %-17s %9.4f %9.4f %7zu %8zu",
+                   policies[p], y->n ? y->sum / (double)y->n : 0.0, y->worst,
+                   y->missed, y->costlier_up);
+            for (size_t k = 0; k < n_folds; k++)
+                printf(" %10.4f", y->fold_n[k] ? y->fold_sum[k] /
+                                                     (double)y->fold_n[k]
+                                               : 0.0);
+            printf("  %s\n", y->worst_at);
+        }
+        fflush(stdout);
+    }
+    unlink(f.prices);
+    unlink(f.avail);
+    unlink(f.workload);
+    rmdir(f.dir);
+    ebb_avail_trace_free(t);
+    return failed;
+}

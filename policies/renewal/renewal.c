@@ -1,0 +1,526 @@
+/* renewal — spot or on-demand by solving the job's finite-horizon problem
+ * against a learned model of the spot pool's availability.
+ *
+ * The model (rn_model.h): up and down periods of the spot offer's capacity
+ * alternate, each a mixture of a short and a long exponential kind,
+ * fitted to the lengths in the offer's record (ebb_offer up_lengths,
+ * down_lengths) plus a prior worth prior_weight periods (the settings
+ * up_short, up_long, up_short_share and the same for down), so a pool's
+ * first job plans with the prior and later jobs with what the pool
+ * showed; how long the period in effect has lasted says which kind it
+ * likely is.
+ * The decision (rn_dp.h): the least expected cost to finish by the
+ * deadline over (work left, slack left, job idle / on spot / on
+ * on-demand, the chain's phase), solved by backward induction on a grid
+ * whose step divides the restart overhead; the job takes the action with
+ * the lowest expected cost under its belief about the phase. Solved
+ * tables and fits are kept in the instance and shared by every job and
+ * decision with the same inputs (the answers are those of solving anew).
+ *
+ * The safety net, and why it always finishes on on-demand. Let q be the
+ * slack on the on-demand fallback counting one restart (pu_guard: deadline
+ * - now - work left / its speed - restart overhead d) and F >= 0 the floor
+ * (safety_margin). The policy keeps q >= F whenever the job is not on
+ * on-demand:
+ * - idle, q falls at rate 1: the policy never waits past q = F (it asks
+ *   to be woken then) and at q <= F launches on-demand, which finishes
+ *   d + work / speed = deadline - now - q <= deadline - F after now;
+ * - on on-demand q stays put; the job leaves it (for spot or to wait)
+ *   only while q > F + one grid step, or q - d >= F for a spot start;
+ * - a spot start is allowed only when q - d >= F: its overhead spends d of
+ *   q, and at the fallback's speed or faster q does not fall after, so a
+ *   preemption at the worst moment leaves q >= F, and on-demand as above;
+ *   a spot offer slower than the fallback is left for on-demand when q
+ *   reaches F (it is asked again then).
+ * So whatever spot capacity does, a job whose deadline was feasible when
+ * it could still start on-demand with q >= F finishes by it, whatever the
+ * model believes: the model only chooses among safe moves. A job already
+ * past saving runs on the fastest on-demand offer.
+ *
+ * Rules for a spot-fallback job (others as in every policy: pu_decide):
+ * without a deadline or an on-demand offer it runs on spot only; with no
+ * spot offer in its view at all it runs on on-demand. Otherwise the spot
+ * offer planned for is the one it runs on, else the cheapest available
+ * per unit of work, else the cheapest of all (waiting for it to come).
+ */
+#include <ebb/policy.h>
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/policy_util.h"
+#include "rn_dp.h"
+#include "rn_model.h"
+
+struct rn_cfg {
+    ebb_dur_ms up_short, up_long, down_short, down_long;
+    double up_short_share, down_short_share;
+    double prior_weight;
+    ebb_dur_ms safety_margin;
+};
+
+/* Solved tables kept across decisions: a few, least recently used out;
+ * and the fits of the last records seen. */
+#define RN_CACHE 4
+#define RN_FITS 8
+struct rn_fit_memo {
+    unsigned up[EBB_PERIOD_BUCKETS], down[EBB_PERIOD_BUCKETS];
+    int has;
+    struct rn_mix up_fit, down_fit;
+};
+struct rn_cache {
+    struct rn_table t[RN_CACHE];
+    uint64_t used[RN_CACHE];
+    uint64_t tick;
+    struct rn_fit_memo fit[RN_FITS];
+    size_t next_fit;
+};
+
+struct rn {
+    const struct ebb_host *host;
+    struct rn_cfg cfg;
+    struct rn_mix up, down;       /* the prior */
+    struct rn_mix up_no, down_no; /* the fit of an empty record */
+    struct rn_cache *cache;
+};
+
+/* Defaults: the prior fitted on every shipped availability trace
+ * (bench-policies --cbl prints the fit; docs/policies.md). */
+static const struct ebb_cfg_key rn_keys[] = {
+    {"up_short", EBB_CFG_DURATION, "20m", offsetof(struct rn_cfg, up_short),
+     "Prior: mean length of a short period with spot capacity."},
+    {"up_long", EBB_CFG_DURATION, "12h", offsetof(struct rn_cfg, up_long),
+     "Prior: mean length of a long period with spot capacity."},
+    {"up_short_share", EBB_CFG_DOUBLE, "0.5",
+     offsetof(struct rn_cfg, up_short_share),
+     "Prior: share of periods with capacity that are short (0..1)."},
+    {"down_short", EBB_CFG_DURATION, "15m",
+     offsetof(struct rn_cfg, down_short),
+     "Prior: mean length of a short period without spot capacity."},
+    {"down_long", EBB_CFG_DURATION, "4h", offsetof(struct rn_cfg, down_long),
+     "Prior: mean length of a long period without spot capacity."},
+    {"down_short_share", EBB_CFG_DOUBLE, "0.5",
+     offsetof(struct rn_cfg, down_short_share),
+     "Prior: share of periods without capacity that are short (0..1)."},
+    {"prior_weight", EBB_CFG_DOUBLE, "4",
+     offsetof(struct rn_cfg, prior_weight),
+     "How many periods the prior counts for against the pool's own record."},
+    {"safety_margin", EBB_CFG_DURATION, "5m",
+     offsetof(struct rn_cfg, safety_margin),
+     "Slack kept on the on-demand fallback at all times (the safety net's "
+     "floor): launch latency, rounding."},
+    EBB_CFG_END,
+};
+
+static struct rn_cfg rn_defaults(void)
+{
+    return (struct rn_cfg){
+        .up_short = 20 * 60000LL,
+        .up_long = 12 * 3600000LL,
+        .up_short_share = 0.5,
+        .down_short = 15 * 60000LL,
+        .down_long = 4 * 3600000LL,
+        .down_short_share = 0.5,
+        .prior_weight = 4,
+        .safety_margin = 5 * 60000LL,
+    };
+}
+
+static int share_ok(double x)
+{
+    return isfinite(x) && x > 0 && x < 1;
+}
+
+static int rn_cfg_ok(const struct rn_cfg *k)
+{
+    return k->up_short > 0 && k->up_long >= k->up_short &&
+           k->down_short > 0 && k->down_long >= k->down_short &&
+           share_ok(k->up_short_share) && share_ok(k->down_short_share) &&
+           isfinite(k->prior_weight) && k->prior_weight >= 0 &&
+           k->safety_margin >= 0;
+}
+
+static int rn_create(const struct ebb_host *host, const void *config,
+                     void **self)
+{
+    struct rn *p = calloc(1, sizeof(*p));
+    struct rn_cache *cache = calloc(1, sizeof(*cache));
+    if (p == NULL || cache == NULL) {
+        free(p);
+        free(cache);
+        return EBB_ENOMEM;
+    }
+    p->host = host;
+    p->cache = cache;
+    p->cfg = config != NULL ? *(const struct rn_cfg *)config : rn_defaults();
+    const struct rn_cfg *k = &p->cfg;
+    if (!rn_cfg_ok(k)) {
+        if (host != NULL && host->log != NULL)
+            host->log(host->ctx, EBB_LOG_ERROR, "renewal: the prior's "
+                      "lengths must be > 0 with short <= long, its shares "
+                      "strictly between 0 and 1, prior_weight and "
+                      "safety_margin >= 0 (try up_short: 20m, up_long: 12h, "
+                      "up_short_share: 0.5)");
+        free(cache);
+        free(p);
+        return EBB_ECONFIG;
+    }
+    p->up = (struct rn_mix){k->up_short_share, (double)k->up_short / 3600000.0,
+                            (double)k->up_long / 3600000.0};
+    p->down = (struct rn_mix){k->down_short_share,
+                              (double)k->down_short / 3600000.0,
+                              (double)k->down_long / 3600000.0};
+    rn_fit(NULL, &p->up, k->prior_weight, &p->up_no);
+    rn_fit(NULL, &p->down, k->prior_weight, &p->down_no);
+    *self = p;
+    return 0;
+}
+
+static void rn_destroy(void *self)
+{
+    struct rn *p = self;
+    if (p == NULL)
+        return;
+    for (size_t i = 0; i < RN_CACHE; i++)
+        rn_table_free(&p->cache->t[i]);
+    free(p->cache);
+    free(p);
+}
+
+/* The solved table for *want: a kept one with the same parameters, else
+ * solved now into the least recently used slot. NULL when out of memory. */
+static const struct rn_table *rn_table_for(struct rn_cache *cache,
+                                           const struct rn_params *want)
+{
+    size_t slot = 0;
+    cache->tick++;
+    for (size_t i = 0; i < RN_CACHE; i++) {
+        if (cache->t[i].v != NULL &&
+            memcmp(&cache->t[i].p, want, sizeof(*want)) == 0) {
+            cache->used[i] = cache->tick;
+            return &cache->t[i];
+        }
+        if (cache->used[i] < cache->used[slot])
+            slot = i;
+    }
+    rn_table_free(&cache->t[slot]);
+    if (rn_solve(want, &cache->t[slot]) != 0) {
+        cache->used[slot] = 0;
+        return NULL;
+    }
+    cache->used[slot] = cache->tick;
+    return &cache->t[slot];
+}
+
+/* The up and down mixtures for offer *o: its record fitted with the
+ * prior (memoized by the record's counts), or the prior without one. */
+static void rn_fits(const struct rn *p, const struct ebb_offer *o,
+                    struct rn_mix *up, struct rn_mix *down)
+{
+    int has = EBB_POLICY_HAS(struct ebb_offer, o, availability_since) &&
+              o->up_lengths != NULL && o->down_lengths != NULL;
+    if (!has) {
+        *up = p->up_no;
+        *down = p->down_no;
+        return;
+    }
+    struct rn_cache *cache = p->cache;
+    for (size_t i = 0; i < RN_FITS; i++) {
+        const struct rn_fit_memo *f = &cache->fit[i];
+        if (f->has &&
+            memcmp(f->up, o->up_lengths, sizeof(f->up)) == 0 &&
+            memcmp(f->down, o->down_lengths, sizeof(f->down)) == 0) {
+            *up = f->up_fit;
+            *down = f->down_fit;
+            return;
+        }
+    }
+    rn_fit(o->up_lengths, &p->up, p->cfg.prior_weight, up);
+    rn_fit(o->down_lengths, &p->down, p->cfg.prior_weight, down);
+    struct rn_fit_memo *f = &cache->fit[cache->next_fit];
+    cache->next_fit = (cache->next_fit + 1) % RN_FITS;
+    memcpy(f->up, o->up_lengths, sizeof(f->up));
+    memcpy(f->down, o->down_lengths, sizeof(f->down));
+    f->up_fit = *up;
+    f->down_fit = *down;
+    f->has = 1;
+}
+
+/* The cheapest usable spot offer the job may use, available or not. */
+static size_t rn_any_spot(const struct pu_ctx *c)
+{
+    size_t best = PU_NONE;
+    for (size_t k = 0; k < c->n; k++) {
+        const struct ebb_offer *o = pu_offer(c, k);
+        if (o->market != EBB_MARKET_SPOT || !pu_usable(o) || !pu_allowed(c, k))
+            continue;
+        if (best == PU_NONE ||
+            (double)o->price_per_hour * pu_offer(c, best)->speed <
+                (double)pu_offer(c, best)->price_per_hour * o->speed)
+            best = k;
+    }
+    return best;
+}
+
+/* One decision's facts. */
+struct rn_job {
+    const struct pu_ctx *c;
+    struct pu_guard g;
+    size_t spot;     /* the spot offer planned for */
+    int spot_up;     /* it can be run now */
+    const struct rn_table *t;
+    double step;     /* the table's step, ms */
+    double w;        /* work left, wall ms on the fallback */
+    double s;        /* slack: time left - w - overhead still to run */
+    int i, j;        /* the grid point of (w, s) */
+    enum rn_job_state state;
+    struct rn_mix up, down;
+    double belief[RN_PHASES];
+};
+
+/* Fills the plan's parameters for the job and finds its table. */
+static void rn_plan(const struct rn *p, struct rn_job *r)
+{
+    const struct pu_ctx *c = r->c;
+    const struct ebb_job_view *job = c->job;
+    const struct ebb_offer *od = pu_offer(c, r->g.od);
+    const struct ebb_offer *sp = pu_offer(c, r->spot);
+    rn_fits(p, sp, &r->up, &r->down);
+    struct rn_params want;
+    memset(&want, 0, sizeof(want)); /* compared bytewise: no stray padding */
+    struct rn_mix up = {rn_quantize(r->up.p_short), rn_quantize(r->up.short_h),
+                        rn_quantize(r->up.long_h)};
+    struct rn_mix down = {rn_quantize(r->down.p_short),
+                          rn_quantize(r->down.short_h),
+                          rn_quantize(r->down.long_h)};
+    up.p_short = fmin(up.p_short, 1 - 1e-3);
+    down.p_short = fmin(down.p_short, 1 - 1e-3);
+    rn_chain_params(&up, &down, &want);
+    want.spot_price = (double)sp->price_per_hour * od->speed / sp->speed;
+    want.od_price = (double)od->price_per_hour;
+    /* The grid is the job's own from submission to deadline, so that every
+     * decision of the job (and of jobs like it) finds the same table. */
+    double total = (double)job->work_total / od->speed;
+    double span = (double)job->deadline - (double)job->submitted_at;
+    rn_grid(total, span - total, pu_restart_ms(c), &want);
+    r->t = rn_table_for(p->cache, &want);
+    r->step = want.step_ms;
+
+    r->w = c->remaining / od->speed;
+    double warm = 0;
+    if (c->running != PU_NONE) {
+        double left = (double)job->running_since + pu_restart_ms(c) -
+                      (double)c->now;
+        warm = left > 0 ? left : 0;
+    }
+    r->s = (double)job->deadline - (double)c->now - r->w - warm;
+    r->i = (int)fmin(nearbyint(r->w / r->step), (double)INT32_MAX);
+    r->j = r->s < 0 ? -1 : (int)fmin(floor(r->s / r->step), (double)INT32_MAX);
+    if (c->running == PU_NONE)
+        r->state = RN_JOB_IDLE;
+    else if (pu_offer(c, c->running)->market == EBB_MARKET_SPOT)
+        r->state = RN_JOB_SPOT;
+    else
+        r->state = RN_JOB_OD;
+    ebb_time_ms since = EBB_POLICY_HAS(struct ebb_offer, sp, availability_since)
+                            ? sp->availability_since
+                            : 0;
+    double age = since > 0 && since < c->now
+                     ? (double)(c->now - since) / 3600000.0
+                     : 0;
+    rn_belief(&up, &down, r->spot_up, age, r->belief);
+}
+
+/* Ask again at least this often: the record, and so the fits, move. */
+#define RN_REPLAN_MS 3600000.0
+
+/* When, within RN_REPLAN_MS, the plan's best move from here stops being
+ * `now_best` if nothing else changes: idle, slack falls one step per
+ * step; on on-demand, work does. Returns ms from now, or INFINITY when
+ * it does not within that time. */
+static double rn_change_in(const struct rn_job *r, enum rn_action now_best)
+{
+    if (r->t == NULL)
+        return INFINITY;
+    int steps = (int)ceil(RN_REPLAN_MS / r->step);
+    if (r->state == RN_JOB_IDLE) {
+        for (int j = r->j - 1; j >= 0 && j >= r->j - steps; j--)
+            if (rn_best(r->t, r->i, j, r->state, r->belief, NULL) != now_best)
+                return r->s - (double)(j + 1) * r->step;
+        return INFINITY;
+    }
+    for (int i = r->i - 1; i >= 1 && i >= r->i - steps; i--)
+        if (rn_best(r->t, i, r->j, r->state, r->belief, NULL) != now_best)
+            return r->w - ((double)i + 0.5) * r->step;
+    return INFINITY;
+}
+
+static ebb_time_ms rn_until(const struct rn_job *r, double change_ms,
+                            double guard_ms)
+{
+    double d = fmin(fmin(change_ms, guard_ms), RN_REPLAN_MS);
+    return pu_after(r->c->now, d > 1 ? d : 1);
+}
+
+/* The plan's best action, or (no table: out of memory) greedy's. */
+static enum rn_action rn_choice(const struct rn_job *r, float *value)
+{
+    if (r->t != NULL)
+        return rn_best(r->t, r->i, r->j, r->state, r->belief, value);
+    *value = 0;
+    if (r->state == RN_JOB_SPOT || r->spot_up)
+        return RN_RUN_SPOT;
+    return r->state == RN_JOB_OD ? RN_RUN_OD : RN_WAIT;
+}
+
+static void rn_note(const struct rn_job *r, struct ebb_decision *out,
+                    float value)
+{
+    size_t len = strlen(out->reason);
+    char money[PU_MONEY_TEXT];
+    if (r->t == NULL)
+        snprintf(out->reason + len, sizeof(out->reason) - len,
+                 " (no memory for the plan: greedy)");
+    else
+        snprintf(out->reason + len, sizeof(out->reason) - len,
+                 " (expected %s to finish; %s %.0f%% long)",
+                 value < RN_BIG ? pu_money_text(value, money) : "-",
+                 r->spot_up ? "up" : "down",
+                 100 * r->belief[r->spot_up ? 1 : RN_UP_PHASES + 1]);
+}
+
+static void rn_idle(const struct rn_job *r, enum rn_action a,
+                    struct ebb_decision *out)
+{
+    const struct pu_ctx *c = r->c;
+    char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT];
+    double room = r->g.q - r->g.floor; /* waiting time the net allows */
+    if (room <= 0) {
+        pu_launch(out, r->g.od, "safety net: slack %s on %s is at its floor",
+                  pu_dur_text(r->g.q, dur), pu_offer_text(c, r->g.od, what));
+        return;
+    }
+    if (a == RN_RUN_SPOT && r->spot_up &&
+        pu_guard_spot_ok(c, &r->g, r->spot, 0)) {
+        pu_launch(out, r->spot, "the plan starts %s",
+                  pu_offer_text(c, r->spot, what));
+        return;
+    }
+    if (a == RN_WAIT) {
+        pu_wait(out, rn_until(r, rn_change_in(r, a), room),
+                "the plan waits for spot (slack %s)", pu_dur_text(r->s, dur));
+        return;
+    }
+    pu_launch(out, r->g.od, "the plan starts %s%s",
+              pu_offer_text(c, r->g.od, what),
+              a == RN_RUN_SPOT ? " (no room left for a spot start)" : "");
+}
+
+static void rn_on_spot(const struct rn_job *r, enum rn_action a,
+                       struct ebb_decision *out)
+{
+    const struct pu_ctx *c = r->c;
+    char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT];
+    double room = r->g.q - r->g.floor;
+    if (room < 0 || a == RN_RUN_OD) {
+        pu_launch(out, r->g.od, "%s: moving to %s",
+                  room < 0 ? "safety net: slack at its floor"
+                           : "the plan leaves spot",
+                  pu_offer_text(c, r->g.od, what));
+        return;
+    }
+    /* q falls only on spot slower than the fallback: be asked at F. */
+    double slower = pu_offer(c, c->running)->speed <
+                            pu_offer(c, r->g.od)->speed
+                        ? room
+                        : INFINITY;
+    pu_keep(out, rn_until(r, INFINITY, slower),
+            "the plan keeps %s (slack %s)", pu_offer_text(c, c->running, what),
+            pu_dur_text(r->s, dur));
+}
+
+static void rn_on_demand(const struct rn_job *r, enum rn_action a,
+                         struct ebb_decision *out)
+{
+    const struct pu_ctx *c = r->c;
+    char what[PU_OFFER_TEXT], dur[PU_DUR_TEXT];
+    if (a == RN_RUN_SPOT && r->spot_up &&
+        pu_guard_spot_ok(c, &r->g, r->spot, 0)) {
+        pu_launch(out, r->spot, "the plan leaves on-demand for %s",
+                  pu_offer_text(c, r->spot, what));
+        return;
+    }
+    if (a == RN_WAIT && r->g.q - r->g.floor > r->step) {
+        pu_stop(out, "the plan releases on-demand to wait for spot (slack %s)",
+                pu_dur_text(r->s, dur));
+        return;
+    }
+    pu_keep(out, rn_until(r, rn_change_in(r, RN_RUN_OD), INFINITY),
+            "the plan keeps %s (slack %s)", pu_offer_text(c, c->running, what),
+            pu_dur_text(r->s, dur));
+}
+
+static void rn_fallback(const void *self, const struct pu_ctx *c,
+                        struct ebb_decision *out)
+{
+    const struct rn *p = self;
+    struct pu_model m = {.margin_ms = (double)p->cfg.safety_margin};
+    struct rn_job r = {.c = c};
+    pu_guard_init(c, &m, &r.g);
+    if (!r.g.on) {
+        pu_run_market(c, EBB_MARKET_SPOT, out);
+        return;
+    }
+    int on_spot = c->running != PU_NONE &&
+                  pu_offer(c, c->running)->market == EBB_MARKET_SPOT;
+    r.spot = on_spot ? c->running : pu_cheapest_spot(c);
+    r.spot_up = r.spot != PU_NONE;
+    if (r.spot == PU_NONE)
+        r.spot = rn_any_spot(c);
+    if (r.spot == PU_NONE) {
+        pu_run_market(c, EBB_MARKET_ON_DEMAND, out);
+        return;
+    }
+    rn_plan(p, &r);
+    float value = 0;
+    enum rn_action a = rn_choice(&r, &value);
+    if (c->running == PU_NONE)
+        rn_idle(&r, a, out);
+    else if (on_spot)
+        rn_on_spot(&r, a, out);
+    else
+        rn_on_demand(&r, a, out);
+    rn_note(&r, out, value);
+    if (out->kind == EBB_DECIDE_LAUNCH)
+        pu_budget_note(c, out->offer, out);
+}
+
+static int rn_decide(void *self, const struct ebb_job_view *job,
+                     const struct ebb_market_view *market, ebb_time_ms now,
+                     struct ebb_decision *out)
+{
+    return pu_decide(self, job, market, now, out, rn_fallback);
+}
+
+static const struct ebb_policy rn_policy = {
+    .abi = EBB_POLICY_ABI,
+    .struct_size = sizeof(struct ebb_policy),
+    .name = "renewal",
+    .description = "Learns each spot pool's up and down periods and solves "
+                   "the job's finish-by-the-deadline problem against them; "
+                   "an on-demand safety net keeps every feasible deadline.",
+    .config_keys = rn_keys,
+    .config_size = sizeof(struct rn_cfg),
+    .create = rn_create,
+    .destroy = rn_destroy,
+    .decide = rn_decide,
+};
+
+const struct ebb_policy *ebb_policy_entry(void)
+{
+    return &rn_policy;
+}

@@ -1,0 +1,306 @@
+/* Backward induction for the renewal policy: see rn_dp.h for the problem. */
+#include "rn_dp.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The most grid points a table may have (a bound, not a target: the
+ * policy sizes its grids far below it). */
+#define RN_MAX_POINTS (1u << 24)
+
+static void mat_mul(double a[RN_PHASES][RN_PHASES],
+                    double b[RN_PHASES][RN_PHASES],
+                    double out[RN_PHASES][RN_PHASES])
+{
+    double r[RN_PHASES][RN_PHASES];
+    for (int x = 0; x < RN_PHASES; x++)
+        for (int y = 0; y < RN_PHASES; y++) {
+            double s = 0;
+            for (int z = 0; z < RN_PHASES; z++)
+                s += a[x][z] * b[z][y];
+            r[x][y] = s;
+        }
+    memcpy(out, r, sizeof(r));
+}
+
+/* exp(Q * hours) by scaling and squaring: Q scaled until its largest
+ * exit rate times the span is under 1/8, a Taylor series to 12 terms
+ * (error far below float precision), then squared back. */
+void rn_chain(const struct rn_params *p, double hours,
+              double m[RN_PHASES][RN_PHASES])
+{
+    double q[RN_PHASES][RN_PHASES] = {{0}};
+    double su = p->to_short_up, sd = p->to_short_down;
+    for (int c = 0; c < RN_UP_PHASES; c++) {
+        q[c][2] = p->rate[c] * sd;
+        q[c][3] = p->rate[c] * (1 - sd);
+        q[c][c] = -p->rate[c];
+    }
+    for (int c = RN_UP_PHASES; c < RN_PHASES; c++) {
+        q[c][0] = p->rate[c] * su;
+        q[c][1] = p->rate[c] * (1 - su);
+        q[c][c] = -p->rate[c];
+    }
+    double top = 0;
+    for (int c = 0; c < RN_PHASES; c++)
+        top = fmax(top, p->rate[c]);
+    int squarings = 0;
+    double t = hours > 0 ? hours : 0;
+    while (top * t > 0.125 && squarings < 60) {
+        t /= 2;
+        squarings++;
+    }
+    double term[RN_PHASES][RN_PHASES], a[RN_PHASES][RN_PHASES];
+    for (int x = 0; x < RN_PHASES; x++)
+        for (int y = 0; y < RN_PHASES; y++) {
+            m[x][y] = x == y;
+            term[x][y] = x == y;
+            a[x][y] = q[x][y] * t;
+        }
+    for (int n = 1; n <= 12; n++) {
+        mat_mul(term, a, term);
+        for (int x = 0; x < RN_PHASES; x++)
+            for (int y = 0; y < RN_PHASES; y++) {
+                term[x][y] /= n;
+                m[x][y] += term[x][y];
+            }
+    }
+    for (int s = 0; s < squarings; s++)
+        mat_mul(m, m, m);
+}
+
+static size_t at(const struct rn_params *p, int i, int j)
+{
+    return ((size_t)i * (size_t)(p->ns + 1) + (size_t)j) * RN_VALUES;
+}
+
+static int is_up(int c)
+{
+    return c < RN_UP_PHASES;
+}
+
+/* After a spot step or start: on spot where the chain stays up, idle
+ * where it went down. */
+static float spot_next(const float *v, const double row[RN_PHASES])
+{
+    double s = 0;
+    for (int c = 0; c < RN_PHASES; c++) {
+        float x = is_up(c) ? v[RN_SPOT(c)] : v[RN_IDLE(c)];
+        if (row[c] > 0)
+            s += row[c] * x;
+    }
+    return s < RN_BIG ? (float)s : RN_BIG;
+}
+
+static float mix(const float *v, const double row[RN_PHASES], int base)
+{
+    double s = 0;
+    for (int c = 0; c < RN_PHASES; c++)
+        if (row[c] > 0)
+            s += row[c] * v[base + c];
+    return s < RN_BIG ? (float)s : RN_BIG;
+}
+
+static float add(double a, float b)
+{
+    double v = a + b;
+    return b >= RN_BIG || !(v < RN_BIG) ? RN_BIG : (float)v;
+}
+
+/* Every action's value at (i, j), i >= 1, from points already solved:
+ * (i - 1, j), (i, j - 1) and (i, j - k); with k = 0 a start is the
+ * continuation itself. */
+struct rn_cell {
+    float wait[RN_PHASES];
+    float run_spot[RN_UP_PHASES];
+    float run_od[RN_PHASES];
+    float start_spot[RN_UP_PHASES];
+    float start_od[RN_PHASES];
+};
+
+static void cell(const struct rn_table *t, int i, int j, struct rn_cell *x)
+{
+    const struct rn_params *p = &t->p;
+    double h = p->step_ms / 3600000.0;
+    double cs = p->spot_price * h, co = p->od_price * h;
+    const float *prev = t->v + at(p, i - 1, j);
+    const float *left = j >= 1 ? t->v + at(p, i, j - 1) : NULL;
+    const float *back = p->k > 0 && j >= p->k ? t->v + at(p, i, j - p->k)
+                                              : NULL;
+    for (int c = 0; c < RN_PHASES; c++) {
+        x->wait[c] = left != NULL ? mix(left, t->one[c], RN_IDLE(0)) : RN_BIG;
+        x->run_od[c] = add(co, mix(prev, t->one[c], RN_OD(0)));
+        if (p->k == 0)
+            x->start_od[c] = x->run_od[c];
+        else
+            x->start_od[c] = back != NULL
+                                 ? add(p->k * co, mix(back, t->over[c], RN_OD(0)))
+                                 : RN_BIG;
+        if (!is_up(c))
+            continue;
+        x->run_spot[c] = add(cs, spot_next(prev, t->one[c]));
+        if (p->k == 0)
+            x->start_spot[c] = x->run_spot[c];
+        else
+            x->start_spot[c] = back != NULL
+                                   ? add(p->k * cs, spot_next(back, t->over[c]))
+                                   : RN_BIG;
+    }
+}
+
+static float min2(float a, float b)
+{
+    return b < a ? b : a;
+}
+
+static int params_ok(const struct rn_params *p)
+{
+    double sum = 0;
+    for (int c = 0; c < RN_PHASES; c++) {
+        if (!(p->rate[c] >= 0))
+            return 0;
+        sum += p->rate[c];
+    }
+    return isfinite(sum) && p->step_ms > 0 && isfinite(p->step_ms) &&
+           p->k >= 0 && p->nw >= 0 && p->ns >= 0 &&
+           p->to_short_up >= 0 && p->to_short_up <= 1 &&
+           p->to_short_down >= 0 && p->to_short_down <= 1 &&
+           p->spot_price >= 0 && p->od_price >= 0 &&
+           isfinite(p->spot_price + p->od_price) &&
+           (uint64_t)(p->nw + 1) * (uint64_t)(p->ns + 1) <= RN_MAX_POINTS;
+}
+
+int rn_solve(const struct rn_params *p, struct rn_table *t)
+{
+    t->v = NULL;
+    t->p = *p;
+    if (!params_ok(p))
+        return -1;
+    double h = p->step_ms / 3600000.0;
+    rn_chain(p, h, t->one);
+    rn_chain(p, h * p->k, t->over);
+    t->v = malloc((at(p, p->nw, p->ns) + RN_VALUES) * sizeof(*t->v));
+    if (t->v == NULL)
+        return -1;
+    for (size_t q = 0; q < (size_t)(p->ns + 1) * RN_VALUES; q++)
+        t->v[q] = 0; /* i = 0: done */
+    for (int i = 1; i <= p->nw; i++) {
+        for (int j = 0; j <= p->ns; j++) {
+            struct rn_cell x;
+            cell(t, i, j, &x);
+            float *v = t->v + at(p, i, j);
+            for (int c = 0; c < RN_PHASES; c++) {
+                float idle = min2(x.wait[c], x.start_od[c]);
+                if (is_up(c))
+                    idle = min2(idle, x.start_spot[c]);
+                v[RN_IDLE(c)] = idle;
+                v[RN_OD(c)] = min2(min2(x.run_od[c], idle),
+                                   is_up(c) ? x.start_spot[c] : RN_BIG);
+                if (is_up(c))
+                    v[RN_SPOT(c)] = min2(x.run_spot[c], x.start_od[c]);
+            }
+        }
+    }
+    return 0;
+}
+
+void rn_table_free(struct rn_table *t)
+{
+    free(t->v);
+    t->v = NULL;
+}
+
+static int clampi(int x, int hi)
+{
+    return x < 0 ? 0 : x > hi ? hi : x;
+}
+
+float rn_value(const struct rn_table *t, int i, int j, int slot)
+{
+    if (i <= 0)
+        return 0;
+    if (j < 0)
+        return RN_BIG;
+    return t->v[at(&t->p, clampi(i, t->p.nw), clampi(j, t->p.ns)) + slot];
+}
+
+/* One phase's value of action a from state s (see rn_action_value). */
+static float phase_value(const struct rn_table *t, const struct rn_cell *x,
+                         int i, int j, enum rn_job_state s, int c,
+                         enum rn_action a)
+{
+    switch (a) {
+    case RN_WAIT:
+        return s == RN_JOB_IDLE ? x->wait[c] : rn_value(t, i, j, RN_IDLE(c));
+    case RN_RUN_SPOT:
+        if (!is_up(c))
+            return RN_BIG;
+        return s == RN_JOB_SPOT ? x->run_spot[c] : x->start_spot[c];
+    case RN_RUN_OD:
+        return s == RN_JOB_OD ? x->run_od[c] : x->start_od[c];
+    }
+    return RN_BIG;
+}
+
+/* Where a query lands: 0 done, -1 infeasible, else 1 with i and j
+ * clamped into the grid and the cell's action values in *x. */
+static int locate(const struct rn_table *t, int *i, int *j, struct rn_cell *x)
+{
+    if (*i <= 0)
+        return 0;
+    if (*j < 0)
+        return -1;
+    *i = clampi(*i, t->p.nw);
+    *j = clampi(*j, t->p.ns);
+    if (*i == 0)
+        return 0;
+    cell(t, *i, *j, x);
+    return 1;
+}
+
+static float belief_value(const struct rn_table *t, const struct rn_cell *x,
+                          int i, int j, enum rn_job_state state,
+                          const double *belief, enum rn_action a)
+{
+    double s = 0;
+    for (int c = 0; c < RN_PHASES; c++)
+        if (belief[c] > 0)
+            s += belief[c] * phase_value(t, x, i, j, state, c, a);
+    return s < RN_BIG ? (float)s : RN_BIG;
+}
+
+float rn_action_value(const struct rn_table *t, int i, int j,
+                      enum rn_job_state state, const double *belief,
+                      enum rn_action a)
+{
+    struct rn_cell x;
+    int where = locate(t, &i, &j, &x);
+    if (where <= 0)
+        return where == 0 ? 0 : RN_BIG;
+    return belief_value(t, &x, i, j, state, belief, a);
+}
+
+enum rn_action rn_best(const struct rn_table *t, int i, int j,
+                       enum rn_job_state state, const double *belief,
+                       float *value)
+{
+    static const enum rn_action order[] = {RN_RUN_SPOT, RN_WAIT, RN_RUN_OD};
+    enum rn_action best = RN_RUN_OD;
+    float bv = RN_BIG;
+    struct rn_cell x;
+    int where = locate(t, &i, &j, &x);
+    for (size_t q = 0; q < sizeof(order) / sizeof(order[0]); q++) {
+        float v = where == 0   ? 0
+                  : where < 0 ? RN_BIG
+                              : belief_value(t, &x, i, j, state, belief, order[q]);
+        if (v < bv) {
+            bv = v;
+            best = order[q];
+        }
+    }
+    if (value != NULL)
+        *value = bv;
+    return best;
+}
