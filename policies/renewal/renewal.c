@@ -278,6 +278,7 @@ struct rn_job {
     double s;        /* slack: time left - w - overhead still to run */
     int i, j;        /* the grid point of (w, s) */
     enum rn_job_state state;
+    unsigned allowed; /* the actions weighed (rn_best) */
     struct rn_mix up, down;
     double belief[RN_PHASES];
 };
@@ -326,6 +327,16 @@ static void rn_plan(const struct rn *p, struct rn_job *r)
         r->state = RN_JOB_SPOT;
     else
         r->state = RN_JOB_OD;
+    /* Which actions are weighed. The belief about the phase is weighed as
+     * if the phase were known after one step (the plan is solved per
+     * phase), which overvalues waiting to see: so the job waits only for
+     * spot that is not there (idle, or stopping on-demand to wait), and
+     * with spot there chooses between spot and on-demand. On spot, the
+     * choice is to keep it or move to on-demand. */
+    if (r->state == RN_JOB_SPOT || r->spot_up)
+        r->allowed = (1u << RN_RUN_SPOT) | (1u << RN_RUN_OD);
+    else
+        r->allowed = (1u << RN_WAIT) | (1u << RN_RUN_OD);
     ebb_time_ms since = EBB_POLICY_HAS(struct ebb_offer, sp, availability_since)
                             ? sp->availability_since
                             : 0;
@@ -349,12 +360,12 @@ static double rn_change_in(const struct rn_job *r, enum rn_action now_best)
     int steps = (int)ceil(RN_REPLAN_MS / r->step);
     if (r->state == RN_JOB_IDLE) {
         for (int j = r->j - 1; j >= 0 && j >= r->j - steps; j--)
-            if (rn_best(r->t, r->i, j, r->state, r->belief, NULL) != now_best)
+            if (rn_best(r->t, r->i, j, r->state, r->belief, r->allowed, NULL) != now_best)
                 return r->s - (double)(j + 1) * r->step;
         return INFINITY;
     }
     for (int i = r->i - 1; i >= 1 && i >= r->i - steps; i--)
-        if (rn_best(r->t, i, r->j, r->state, r->belief, NULL) != now_best)
+        if (rn_best(r->t, i, r->j, r->state, r->belief, r->allowed, NULL) != now_best)
             return r->w - ((double)i + 0.5) * r->step;
     return INFINITY;
 }
@@ -370,7 +381,7 @@ static ebb_time_ms rn_until(const struct rn_job *r, double change_ms,
 static enum rn_action rn_choice(const struct rn_job *r, float *value)
 {
     if (r->t != NULL)
-        return rn_best(r->t, r->i, r->j, r->state, r->belief, value);
+        return rn_best(r->t, r->i, r->j, r->state, r->belief, r->allowed, value);
     *value = 0;
     if (r->state == RN_JOB_SPOT || r->spot_up)
         return RN_RUN_SPOT;

@@ -233,7 +233,9 @@ static float phase_value(const struct rn_table *t, const struct rn_cell *x,
 {
     switch (a) {
     case RN_WAIT:
-        return s == RN_JOB_IDLE ? x->wait[c] : rn_value(t, i, j, RN_IDLE(c));
+        /* Stopping a running instance is worth it only to wait: to start
+         * another one, start it instead. */
+        return x->wait[c];
     case RN_RUN_SPOT:
         if (!is_up(c))
             return RN_BIG;
@@ -284,7 +286,7 @@ float rn_action_value(const struct rn_table *t, int i, int j,
 
 enum rn_action rn_best(const struct rn_table *t, int i, int j,
                        enum rn_job_state state, const double *belief,
-                       float *value)
+                       unsigned allowed, float *value)
 {
     static const enum rn_action order[] = {RN_RUN_SPOT, RN_WAIT, RN_RUN_OD};
     enum rn_action best = RN_RUN_OD;
@@ -292,6 +294,8 @@ enum rn_action rn_best(const struct rn_table *t, int i, int j,
     struct rn_cell x;
     int where = locate(t, &i, &j, &x);
     for (size_t q = 0; q < sizeof(order) / sizeof(order[0]); q++) {
+        if (!(allowed & (1u << order[q])))
+            continue;
         float v = where == 0   ? 0
                   : where < 0 ? RN_BIG
                               : belief_value(t, &x, i, j, state, belief, order[q]);

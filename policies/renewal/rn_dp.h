@@ -38,7 +38,7 @@
 enum rn_job_state { RN_JOB_IDLE, RN_JOB_SPOT, RN_JOB_OD };
 
 enum rn_action {
-    RN_WAIT,      /* idle: wait a step; running: stop and be idle */
+    RN_WAIT,      /* wait a step idle (stopping a running instance) */
     RN_RUN_SPOT,  /* start spot, or keep running on it */
     RN_RUN_OD,    /* start on-demand, or keep running on it */
 };
@@ -84,13 +84,15 @@ float rn_action_value(const struct rn_table *t, int i, int j,
                       enum rn_job_state state, const double *belief,
                       enum rn_action a);
 
-/* The best action from there, ties going to spot, then to waiting, then
- * to on-demand (cheapest now first). Every action at RN_BIG answers
- * RN_RUN_OD (finish as early as possible). *value (may be NULL) gets its
- * expected cost. */
+/* The best of the actions in `allowed` (bits 1 << action) from there,
+ * ties going to spot, then to waiting, then to on-demand (cheapest now
+ * first). With every allowed action at RN_BIG it answers RN_RUN_OD
+ * (finish as early as possible). *value (may be NULL) gets its expected
+ * cost. */
+#define RN_ALL ((1u << RN_WAIT) | (1u << RN_RUN_SPOT) | (1u << RN_RUN_OD))
 enum rn_action rn_best(const struct rn_table *t, int i, int j,
                        enum rn_job_state state, const double *belief,
-                       float *value);
+                       unsigned allowed, float *value);
 
 /* The chain's transition matrix over `hours` for the rates and shares of
  * *p: m[a][b] = P(phase b after | phase a now). */

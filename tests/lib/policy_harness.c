@@ -12,19 +12,20 @@
 /* Opens policy `name` from $EBB_BUILD_ROOT/policies by name (so the loader's
  * name check runs), configures it from `yaml` (a mapping, or NULL for the
  * defaults) and creates it. */
-struct ph_pol ph_load(const char *name, const char *yaml)
+/* Opens and configures policy `name` into *pol (see ph_load). */
+static void open_configured(struct ph_pol *pol, const char *name,
+                            const char *yaml)
 {
-    struct ph_pol pol = {0};
     const char *root = getenv("EBB_BUILD_ROOT");
     assert_non_null(root);
     char *dirs[1] = {(char *)root};
     struct ebb__plugin_path path = {.dirs = dirs, .n = 1};
     struct ebb_diag d = {{0}};
-    int rc = ebb__plugin_open(EBB__PLUGIN_POLICY, name, &path, &pol.plugin, &d);
+    int rc = ebb__plugin_open(EBB__PLUGIN_POLICY, name, &path, &pol->plugin, &d);
     if (rc != 0)
         fail_msg("open %s: %s", name, d.msg);
-    pol.p = pol.plugin->policy;
-    assert_string_equal(pol.p->name, name);
+    pol->p = pol->plugin->policy;
+    assert_string_equal(pol->p->name, name);
 
     struct ebb__ydoc *doc = NULL;
     const struct ebb__ynode *section = NULL;
@@ -34,15 +35,33 @@ struct ph_pol ph_load(const char *name, const char *yaml)
             fail_msg("yaml: %s", d.msg);
         section = ebb__ydoc_root(doc);
     }
-    rc = ebb__cfg_apply(pol.p->config_keys, pol.p->config_size, section,
-                        name, &pol.cfg, &d);
+    rc = ebb__cfg_apply(pol->p->config_keys, pol->p->config_size, section,
+                        name, &pol->cfg, &d);
     ebb__ydoc_free(doc);
     if (rc != 0)
         fail_msg("config %s: %s", name, d.msg);
-    rc = pol.p->create(NULL, pol.cfg, &pol.self);
+}
+
+struct ph_pol ph_load(const char *name, const char *yaml)
+{
+    struct ph_pol pol = {0};
+    open_configured(&pol, name, yaml);
+    int rc = pol.p->create(NULL, pol.cfg, &pol.self);
     assert_int_equal(rc, 0);
     assert_non_null(pol.self);
     return pol;
+}
+
+int ph_create_rc(const char *name, const char *yaml)
+{
+    struct ph_pol pol = {0};
+    open_configured(&pol, name, yaml);
+    int rc = pol.p->create(NULL, pol.cfg, &pol.self);
+    if (rc == 0)
+        pol.p->destroy(pol.self);
+    ebb__cfg_free(pol.p->config_keys, pol.cfg);
+    ebb__plugin_close(pol.plugin);
+    return rc;
 }
 
 void ph_unload(struct ph_pol *pol)

@@ -42,6 +42,11 @@ struct ph_pol {
 struct ph_pol ph_load(const char *name, const char *yaml);
 void ph_unload(struct ph_pol *pol);
 
+/* Opens and configures policy `name` as ph_load() does (the settings must
+ * parse), then returns what its create() answers (0: created, and
+ * destroyed again). */
+int ph_create_rc(const char *name, const char *yaml);
+
 /* An offer in us-east-1 of provider aws. */
 struct ebb_offer ph_offer(enum ebb_market m, const char *type, const char *zone,
                           double usd_per_hour, double speed, int available);

@@ -336,6 +336,49 @@ static void test_hazard_by_hour(void **state)
     assert_memory_equal(by, again, sizeof by);
 }
 
+/* The renewal record (ebb_offer up_lengths / down_lengths): periods that
+ * ended, by log2 bucket of minutes; the first period's start is unknown,
+ * so it is not counted; an unknown row breaks the record; rows at or after
+ * the origin do not count; `since` is when the period in effect began. */
+static void test_availability_record(void **state)
+{
+    (void)state;
+    const ebb_time_ms M = 60 * 1000;
+    ebb_time_ms at[] = {T0,            T0 + 10 * M,  T0 + 13 * M,
+                        T0 + 73 * M,   T0 + 74 * M,  T0 + 90 * M,
+                        T0 + 100 * M,  T0 + 400 * M};
+    int32_t cap[] = {1, 0, 2, 0, 3, -1, 0, 1};
+    struct ebb__capacity_history h = {at, cap, 8};
+    struct ebb__avail_record r;
+    ebb__availability_record(&h, T0 + 500 * M, &r);
+    /* up 10 min (its start unknown: not counted), down 3 min, up 60 min
+     * (2 and 0: the same kind of period), down 1 min, up 16 min cut by
+     * the unknown row (not counted), down 300 min after it (its start
+     * unknown: not counted), up since T0 + 400 min. */
+    unsigned up[EBB_PERIOD_BUCKETS] = {0}, down[EBB_PERIOD_BUCKETS] = {0};
+    up[ebb__period_bucket(60 * M)]++;
+    down[ebb__period_bucket(3 * M)]++;
+    down[ebb__period_bucket(1 * M)]++;
+    assert_memory_equal(r.up, up, sizeof(up));
+    assert_memory_equal(r.down, down, sizeof(down));
+    assert_true(r.since == T0 + 400 * M);
+    assert_int_equal(ebb__period_bucket(1 * M), 0);
+    assert_int_equal(ebb__period_bucket(2 * M), 1);
+    assert_int_equal(ebb__period_bucket(60 * M), 5);
+    assert_int_equal(ebb__period_bucket(100 * DAY), EBB_PERIOD_BUCKETS - 1);
+    /* Before the origin only: down 3 min and up 60 min ended, down since
+     * T0 + 73 min. */
+    ebb__availability_record(&h, T0 + 74 * M, &r);
+    assert_true(r.since == T0 + 73 * M);
+    unsigned none[EBB_PERIOD_BUCKETS] = {0};
+    down[ebb__period_bucket(1 * M)]--;
+    assert_memory_equal(r.up, up, sizeof(up));
+    assert_memory_equal(r.down, down, sizeof(down));
+    ebb__availability_record(NULL, T0, &r);
+    assert_memory_equal(r.up, none, sizeof(none));
+    assert_true(r.since == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_hazard_none),
         cmocka_unit_test(test_hazard_regular),
         cmocka_unit_test(test_hazard_by_hour),
+        cmocka_unit_test(test_availability_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
