@@ -7,7 +7,7 @@
  * spot capacity of one offer (relabelled aws us-east-1c p3.2xlarge, spot at
  * a constant 0.9701 USD/h, on demand 3.06 from data/catalog.csv) for one
  * job of 48 h of work submitted at the pool's first row + k * --every
- * hours (default 6) for every k with a start before the pool's last row.
+ * hours (default 24) for every k with a start before the pool's last row.
  * A pool shorter than the job's window is repeated back to back from its
  * first row (the harness writes those rows itself, and says so); the rows
  * before the submission are the pool's history, which ebb's market sees
@@ -22,7 +22,10 @@
  * two-kind mixture of up and down period lengths, rn_model.h) is fitted
  * with the policy's own fit on the pools of the other traces and set
  * through the backtest's policies settings for the pools of the held-out
- * trace; the figures are those held-out runs. The other
+ * trace, with its prior_weight chosen among 1, 4 and 16 on the other
+ * traces alone (nested: each of their windows scored with a prior fitted
+ * on the traces neither held out nor scored, windows every 24 h); the
+ * figures are those held-out runs. The other
  * policies have no fitted constants (their shipped defaults).
  *
  * Figures per setting and policy: mean cost / oracle over windows, the
@@ -75,20 +78,28 @@ static const char *const policies[] = {"greedy", "uniform-progress",
 #define MAX_FOLDS 8
 
 /* The prior the renewal policy gets: its own fit (rn_fit, with no prior
- * weight) of the lengths of every period that ended in the pools not in
- * `skip` (NULL: all), counted as ebb's market counts them for an offer's
- * record (ebb__availability_record). */
+ * weight) of the lengths of every period that ended in the pools of no
+ * trace in `skip` (NULL-terminated; may be empty), counted as ebb's
+ * market counts them for an offer's record (ebb__availability_record). */
 struct prior {
     struct rn_mix up, down;
 };
 
+static int skipped(const char *const *skip, const char *trace)
+{
+    for (; *skip != NULL; skip++)
+        if (strcmp(*skip, trace) == 0)
+            return 1;
+    return 0;
+}
+
 static struct prior fit_prior(const struct ebb_avail_trace *t,
-                              const char *skip)
+                              const char *const *skip)
 {
     unsigned up[EBB_PERIOD_BUCKETS] = {0}, down[EBB_PERIOD_BUCKETS] = {0};
     for (size_t s = 0; s < t->n_series; s++) {
         const struct ebb_avail_series *a = &t->series[s];
-        if (skip != NULL && strcmp(a->provider, skip) == 0)
+        if (skipped(skip, a->provider))
             continue;
         struct ebb__capacity_history h = {a->at, a->available, a->n};
         struct ebb__avail_record rec;
@@ -122,10 +133,30 @@ static int32_t cycled(const struct ebb_avail_series *a, ebb_time_ms t)
     return v;
 }
 
+/* A trace: its pools' provider column. */
+struct fold {
+    char name[32];
+};
+
 struct files {
     char dir[64];
     char prices[128], avail[128], workload[128];
 };
+
+/* renewal's settings for the backtest: the prior and its weight. */
+static void prior_yaml(char *buf, size_t n, const struct prior *p,
+                       double weight)
+{
+    snprintf(buf, n,
+             "{renewal: {up_short: %llds, up_long: %llds, "
+             "up_short_share: %.4f, down_short: %llds, down_long: %llds, "
+             "down_short_share: %.4f, prior_weight: %g}}",
+             (long long)llround(p->up.short_h * 3600),
+             (long long)llround(p->up.long_h * 3600), p->up.p_short,
+             (long long)llround(p->down.short_h * 3600),
+             (long long)llround(p->down.long_h * 3600), p->down.p_short,
+             weight);
+}
 
 static int write_window(const struct files *f, const struct ebb_avail_series *a,
                         ebb_time_ms submit, const struct setting *st)
@@ -213,6 +244,65 @@ static struct outcome run_one(const struct files *f, const char *policy,
     return r;
 }
 
+/* The first window of each pool every INNER_EVERY_H hours: where the
+ * prior's weight is chosen (coarser than the figures' windows, to keep the
+ * nested runs few). */
+#define INNER_EVERY_H 24
+static const double weights[] = {1, 4, 16};
+#define N_WEIGHTS (sizeof(weights) / sizeof(weights[0]))
+
+/* renewal's prior_weight for held-out trace `held`, chosen on the others
+ * alone: the candidate with the least mean cost / oracle over their
+ * windows in every setting, each window's trace itself left out of the
+ * prior as in the outer runs (the prior is fitted on the traces that are
+ * neither held out nor scored). Ties: the first. */
+static double select_weight(const struct ebb_avail_trace *t,
+                            const struct fold *folds, size_t held,
+                            const struct files *f, int *failed)
+{
+    double sum[N_WEIGHTS] = {0};
+    size_t n = 0;
+    for (size_t si = 0; si < N_SET && !*failed; si++) {
+        for (size_t s = 0; s < t->n_series && !*failed; s++) {
+            const struct ebb_avail_series *a = &t->series[s];
+            if (strcmp(a->provider, folds[held].name) == 0)
+                continue;
+            const char *skip[] = {folds[held].name, a->provider, NULL};
+            struct prior p = fit_prior(t, skip);
+            ebb_time_ms last = a->at[a->n - 1];
+            for (ebb_time_ms sub = a->at[0]; sub < last && !*failed;
+                 sub += INNER_EVERY_H * HOUR) {
+                if (write_window(f, a, sub, &settings[si]) != 0) {
+                    *failed = 1;
+                    break;
+                }
+                struct outcome r[N_WEIGHTS];
+                for (size_t w = 0; w < N_WEIGHTS; w++) {
+                    char yaml[320];
+                    prior_yaml(yaml, sizeof(yaml), &p, weights[w]);
+                    r[w] = run_one(f, "renewal", yaml);
+                    *failed |= !r[w].ok;
+                }
+                if (*failed || !r[0].feasible || !(r[0].oracle > 0))
+                    continue;
+                for (size_t w = 0; w < N_WEIGHTS; w++)
+                    sum[w] += r[w].cost / r[0].oracle;
+                n++;
+            }
+        }
+    }
+    size_t best = 0;
+    for (size_t w = 1; w < N_WEIGHTS; w++)
+        if (sum[w] < sum[best])
+            best = w;
+    printf("  held out %-10s inner mean cost / oracle over %zu windows:",
+           folds[held].name, n);
+    for (size_t w = 0; w < N_WEIGHTS; w++)
+        printf(" weight %g %.4f", weights[w], n ? sum[w] / (double)n : 0.0);
+    printf("\n");
+    return weights[best];
+}
+
 /* Per setting and policy. */
 struct tally {
     double sum, worst;
@@ -222,17 +312,17 @@ struct tally {
     size_t fold_n[MAX_FOLDS];
 };
 
-static int fold_of(char folds[][32], size_t n_folds, const char *name)
+static int fold_of(const struct fold *folds, size_t n_folds, const char *name)
 {
     for (size_t i = 0; i < n_folds; i++)
-        if (strcmp(folds[i], name) == 0)
+        if (strcmp(folds[i].name, name) == 0)
             return (int)i;
     return -1;
 }
 
 int bench_cbl_main(int argc, char **argv)
 {
-    double every_h = 6;
+    double every_h = 24;
     int verbose = 0;
     const char *only = NULL;
     const char *pools = EBB_BENCH_SOURCE_ROOT "/bench/scenarios/cbl-pools.csv";
@@ -262,40 +352,44 @@ int bench_cbl_main(int argc, char **argv)
         fprintf(stderr, "bench-policies --cbl: %s\n", d.msg);
         return 1;
     }
-    char folds[MAX_FOLDS][32];
+    struct fold folds[MAX_FOLDS];
     size_t n_folds = 0;
-    for (size_t s = 0; s < t->n_series; s++)
-        if (fold_of(folds, n_folds, t->series[s].provider) < 0 &&
-            n_folds < MAX_FOLDS)
-            snprintf(folds[n_folds++], sizeof(folds[0]), "%s",
+    int *fold_at = calloc(t->n_series, sizeof(*fold_at)); /* by pool */
+    if (fold_at == NULL) {
+        ebb_avail_trace_free(t);
+        return 1;
+    }
+    for (size_t s = 0; s < t->n_series; s++) {
+        int k = fold_of(folds, n_folds, t->series[s].provider);
+        if (k < 0 && n_folds < MAX_FOLDS) {
+            snprintf(folds[n_folds].name, sizeof(folds[0].name), "%s",
                      t->series[s].provider);
-    struct prior all = fit_prior(t, NULL);
+            k = (int)n_folds++;
+        }
+        fold_at[s] = k;
+    }
+    const char *none[] = {NULL};
+    struct prior all = fit_prior(t, none);
     printf("bench-policies --cbl: %zu pools from %zu traces (%s); windows "
            "every %.1f h\n  prior fitted on all:", t->n_series, n_folds, pools,
            every_h);
     print_mix(" up", &all.up);
     print_mix("; down", &all.down);
     printf("\n");
-    char fold_yaml[MAX_FOLDS][320];
+    struct prior held_prior[MAX_FOLDS];
     for (size_t f = 0; f < n_folds; f++) {
-        struct prior p = fit_prior(t, folds[f]);
-        snprintf(fold_yaml[f], sizeof(fold_yaml[f]),
-                 "{renewal: {up_short: %llds, up_long: %llds, "
-                 "up_short_share: %.4f, down_short: %llds, down_long: %llds, "
-                 "down_short_share: %.4f}}",
-                 (long long)llround(p.up.short_h * 3600),
-                 (long long)llround(p.up.long_h * 3600), p.up.p_short,
-                 (long long)llround(p.down.short_h * 3600),
-                 (long long)llround(p.down.long_h * 3600), p.down.p_short);
-        printf("  held out %-10s prior from the others:", folds[f]);
-        print_mix(" up", &p.up);
-        print_mix("; down", &p.down);
+        const char *skip[] = {folds[f].name, NULL};
+        held_prior[f] = fit_prior(t, skip);
+        printf("  held out %-10s prior from the others:", folds[f].name);
+        print_mix(" up", &held_prior[f].up);
+        print_mix("; down", &held_prior[f].down);
         printf("\n");
     }
     struct files f;
     snprintf(f.dir, sizeof(f.dir), "/tmp/ebb-cbl-XXXXXX");
     if (mkdtemp(f.dir) == NULL) {
         perror("mkdtemp");
+        free(fold_at);
         ebb_avail_trace_free(t);
         return 1;
     }
@@ -303,6 +397,13 @@ int bench_cbl_main(int argc, char **argv)
     snprintf(f.avail, sizeof(f.avail), "%s/availability.csv", f.dir);
     snprintf(f.workload, sizeof(f.workload), "%s/job.yaml", f.dir);
     int failed = 0;
+    char fold_yaml[MAX_FOLDS][320];
+    for (size_t k = 0; k < n_folds && !failed; k++) {
+        double w = select_weight(t, folds, k, &f, &failed);
+        prior_yaml(fold_yaml[k], sizeof(fold_yaml[k]), &held_prior[k], w);
+        printf("  held out %-10s prior_weight %g (chosen on the others)\n",
+               folds[k].name, w);
+    }
     static struct tally tl[N_SET][N_POL];
     memset(tl, 0, sizeof(tl));
     size_t repeated[N_SET] = {0}, windows[N_SET] = {0}, oracle_n[N_SET] = {0};
@@ -311,7 +412,9 @@ int bench_cbl_main(int argc, char **argv)
         const struct setting *st = &settings[si];
         for (size_t s = 0; s < t->n_series && !failed; s++) {
             const struct ebb_avail_series *a = &t->series[s];
-            int fold = fold_of(folds, n_folds, a->provider);
+            int fold = fold_at[s];
+            if (fold < 0) /* past MAX_FOLDS traces */
+                continue;
             if (only != NULL && strstr(a->instance_type, only) == NULL &&
                 strstr(a->zone, only) == NULL)
                 continue;
@@ -373,7 +476,7 @@ int bench_cbl_main(int argc, char **argv)
         printf("  %-17s %9s %9s %7s %8s", "POLICY", "xORACLE", "WORST",
                "MISSED", ">UP WIN");
         for (size_t k = 0; k < n_folds; k++)
-            printf(" %10.10s", folds[k]);
+            printf(" %10.10s", folds[k].name);
         printf("  WORST WINDOW\n");
         for (size_t p = 0; p < N_POL; p++) {
             const struct tally *y = &tl[si][p];
@@ -392,6 +495,7 @@ int bench_cbl_main(int argc, char **argv)
     unlink(f.avail);
     unlink(f.workload);
     rmdir(f.dir);
+    free(fold_at);
     ebb_avail_trace_free(t);
     return failed;
 }

@@ -91,19 +91,19 @@ struct rn {
 /* Defaults: the prior fitted on every shipped availability trace
  * (bench-policies --cbl prints the fit; docs/policies.md). */
 static const struct ebb_cfg_key rn_keys[] = {
-    {"up_short", EBB_CFG_DURATION, "20m", offsetof(struct rn_cfg, up_short),
+    {"up_short", EBB_CFG_DURATION, "22m", offsetof(struct rn_cfg, up_short),
      "Prior: mean length of a short period with spot capacity."},
-    {"up_long", EBB_CFG_DURATION, "12h", offsetof(struct rn_cfg, up_long),
+    {"up_long", EBB_CFG_DURATION, "18h", offsetof(struct rn_cfg, up_long),
      "Prior: mean length of a long period with spot capacity."},
-    {"up_short_share", EBB_CFG_DOUBLE, "0.5",
+    {"up_short_share", EBB_CFG_DOUBLE, "0.74",
      offsetof(struct rn_cfg, up_short_share),
      "Prior: share of periods with capacity that are short (0..1)."},
-    {"down_short", EBB_CFG_DURATION, "15m",
+    {"down_short", EBB_CFG_DURATION, "16m",
      offsetof(struct rn_cfg, down_short),
      "Prior: mean length of a short period without spot capacity."},
-    {"down_long", EBB_CFG_DURATION, "4h", offsetof(struct rn_cfg, down_long),
+    {"down_long", EBB_CFG_DURATION, "5h49m", offsetof(struct rn_cfg, down_long),
      "Prior: mean length of a long period without spot capacity."},
-    {"down_short_share", EBB_CFG_DOUBLE, "0.5",
+    {"down_short_share", EBB_CFG_DOUBLE, "0.78",
      offsetof(struct rn_cfg, down_short_share),
      "Prior: share of periods without capacity that are short (0..1)."},
     {"prior_weight", EBB_CFG_DOUBLE, "4",
@@ -119,12 +119,12 @@ static const struct ebb_cfg_key rn_keys[] = {
 static struct rn_cfg rn_defaults(void)
 {
     return (struct rn_cfg){
-        .up_short = 20 * 60000LL,
-        .up_long = 12 * 3600000LL,
-        .up_short_share = 0.5,
-        .down_short = 15 * 60000LL,
-        .down_long = 4 * 3600000LL,
-        .down_short_share = 0.5,
+        .up_short = 22 * 60000LL,
+        .up_long = 18 * 3600000LL,
+        .up_short_share = 0.74,
+        .down_short = 16 * 60000LL,
+        .down_long = (5 * 60 + 49) * 60000LL,
+        .down_short_share = 0.78,
         .prior_weight = 4,
         .safety_margin = 5 * 60000LL,
     };
