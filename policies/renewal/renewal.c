@@ -163,8 +163,8 @@ static int rn_create(const struct ebb_host *host, const void *config,
             host->log(host->ctx, EBB_LOG_ERROR, "renewal: the prior's "
                       "lengths must be > 0 with short <= long, its shares "
                       "strictly between 0 and 1, prior_weight and "
-                      "safety_margin >= 0 (try up_short: 20m, up_long: 12h, "
-                      "up_short_share: 0.5)");
+                      "safety_margin >= 0 (try up_short: 22m, up_long: 18h, "
+                      "up_short_share: 0.74)");
         free(cache);
         free(p);
         return EBB_ECONFIG;
