@@ -53,6 +53,7 @@
 #include <string.h>
 
 #include "common/policy_util.h"
+#include "rn_cache.h"
 #include "rn_dp.h"
 #include "rn_model.h"
 
@@ -61,23 +62,6 @@ struct rn_cfg {
     double up_short_share, down_short_share;
     double prior_weight;
     ebb_dur_ms safety_margin;
-};
-
-/* Solved tables kept across decisions: a few, least recently used out;
- * and the fits of the last records seen. */
-#define RN_CACHE 4
-#define RN_FITS 8
-struct rn_fit_memo {
-    unsigned up[EBB_PERIOD_BUCKETS], down[EBB_PERIOD_BUCKETS];
-    int has;
-    struct rn_mix up_fit, down_fit;
-};
-struct rn_cache {
-    struct rn_table t[RN_CACHE];
-    uint64_t used[RN_CACHE];
-    uint64_t tick;
-    struct rn_fit_memo fit[RN_FITS];
-    size_t next_fit;
 };
 
 struct rn {
@@ -148,10 +132,10 @@ static int rn_create(const struct ebb_host *host, const void *config,
                      void **self)
 {
     struct rn *p = calloc(1, sizeof(*p));
-    struct rn_cache *cache = calloc(1, sizeof(*cache));
+    struct rn_cache *cache = rn_cache_new();
     if (p == NULL || cache == NULL) {
         free(p);
-        free(cache);
+        rn_cache_free(cache);
         return EBB_ENOMEM;
     }
     p->host = host;
@@ -165,7 +149,7 @@ static int rn_create(const struct ebb_host *host, const void *config,
                       "strictly between 0 and 1, prior_weight and "
                       "safety_margin >= 0 (try up_short: 22m, up_long: 18h, "
                       "up_short_share: 0.74)");
-        free(cache);
+        rn_cache_free(cache);
         free(p);
         return EBB_ECONFIG;
     }
@@ -185,69 +169,8 @@ static void rn_destroy(void *self)
     struct rn *p = self;
     if (p == NULL)
         return;
-    for (size_t i = 0; i < RN_CACHE; i++)
-        rn_table_free(&p->cache->t[i]);
-    free(p->cache);
+    rn_cache_free(p->cache);
     free(p);
-}
-
-/* The solved table for *want: a kept one with the same parameters, else
- * solved now into the least recently used slot. NULL when out of memory. */
-static const struct rn_table *rn_table_for(struct rn_cache *cache,
-                                           const struct rn_params *want)
-{
-    size_t slot = 0;
-    cache->tick++;
-    for (size_t i = 0; i < RN_CACHE; i++) {
-        if (cache->t[i].v != NULL &&
-            memcmp(&cache->t[i].p, want, sizeof(*want)) == 0) {
-            cache->used[i] = cache->tick;
-            return &cache->t[i];
-        }
-        if (cache->used[i] < cache->used[slot])
-            slot = i;
-    }
-    rn_table_free(&cache->t[slot]);
-    if (rn_solve(want, &cache->t[slot]) != 0) {
-        cache->used[slot] = 0;
-        return NULL;
-    }
-    cache->used[slot] = cache->tick;
-    return &cache->t[slot];
-}
-
-/* The up and down mixtures for offer *o: its record fitted with the
- * prior (memoized by the record's counts), or the prior without one. */
-static void rn_fits(const struct rn *p, const struct ebb_offer *o,
-                    struct rn_mix *up, struct rn_mix *down)
-{
-    int has = EBB_POLICY_HAS(struct ebb_offer, o, availability_since) &&
-              o->up_lengths != NULL && o->down_lengths != NULL;
-    if (!has) {
-        *up = p->up_no;
-        *down = p->down_no;
-        return;
-    }
-    struct rn_cache *cache = p->cache;
-    for (size_t i = 0; i < RN_FITS; i++) {
-        const struct rn_fit_memo *f = &cache->fit[i];
-        if (f->has &&
-            memcmp(f->up, o->up_lengths, sizeof(f->up)) == 0 &&
-            memcmp(f->down, o->down_lengths, sizeof(f->down)) == 0) {
-            *up = f->up_fit;
-            *down = f->down_fit;
-            return;
-        }
-    }
-    rn_fit(o->up_lengths, &p->up, p->cfg.prior_weight, up);
-    rn_fit(o->down_lengths, &p->down, p->cfg.prior_weight, down);
-    struct rn_fit_memo *f = &cache->fit[cache->next_fit];
-    cache->next_fit = (cache->next_fit + 1) % RN_FITS;
-    memcpy(f->up, o->up_lengths, sizeof(f->up));
-    memcpy(f->down, o->down_lengths, sizeof(f->down));
-    f->up_fit = *up;
-    f->down_fit = *down;
-    f->has = 1;
 }
 
 /* The cheapest usable spot offer the job may use, available or not. */
@@ -290,7 +213,11 @@ static void rn_plan(const struct rn *p, struct rn_job *r)
     const struct ebb_job_view *job = c->job;
     const struct ebb_offer *od = pu_offer(c, r->g.od);
     const struct ebb_offer *sp = pu_offer(c, r->spot);
-    rn_fits(p, sp, &r->up, &r->down);
+    if (!rn_offer_fits(p->cache, sp, &p->up, &p->down, p->cfg.prior_weight,
+                       &r->up, &r->down)) {
+        r->up = p->up_no;
+        r->down = p->down_no;
+    }
     struct rn_params want;
     memset(&want, 0, sizeof(want)); /* compared bytewise: no stray padding */
     struct rn_mix up = {rn_quantize(r->up.p_short), rn_quantize(r->up.short_h),
@@ -308,7 +235,7 @@ static void rn_plan(const struct rn *p, struct rn_job *r)
     double total = (double)job->work_total / od->speed;
     double span = (double)job->deadline - (double)job->submitted_at;
     rn_grid(total, span - total, pu_restart_ms(c), &want);
-    r->t = rn_table_for(p->cache, &want);
+    r->t = rn_cache_table(p->cache, &want);
     r->step = want.step_ms;
 
     r->w = c->remaining / od->speed;
