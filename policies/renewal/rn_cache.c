@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RN_TABLES 4
+#define RN_TABLES 8
 #define RN_FITS 8
 
 struct rn_fit_memo {
@@ -36,22 +36,37 @@ void rn_cache_free(struct rn_cache *c)
     free(c);
 }
 
+/* 1 when table *t answers for *want: the same chain, prices and step,
+ * and a grid at least as large (the values at a grid point do not depend
+ * on the grid's extent: it is the job's work and slack left). */
+static int covers(const struct rn_table *t, const struct rn_params *want)
+{
+    if (t->v == NULL || t->p.nw < want->nw || t->p.ns < want->ns)
+        return 0;
+    struct rn_params a = t->p, b = *want;
+    a.nw = b.nw = a.ns = b.ns = 0;
+    return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
 const struct rn_table *rn_cache_table(struct rn_cache *c,
                                       const struct rn_params *want)
 {
     size_t slot = 0;
     c->tick++;
     for (size_t i = 0; i < RN_TABLES; i++) {
-        if (c->t[i].v != NULL &&
-            memcmp(&c->t[i].p, want, sizeof(*want)) == 0) {
+        if (covers(&c->t[i], want)) {
             c->used[i] = c->tick;
             return &c->t[i];
         }
         if (c->used[i] < c->used[slot])
             slot = i;
     }
+    /* A quarter more room, for the next job a little larger. */
+    struct rn_params p = *want;
+    p.nw += p.nw / 4;
+    p.ns += p.ns / 4;
     rn_table_free(&c->t[slot]);
-    if (rn_solve(want, &c->t[slot]) != 0) {
+    if (rn_solve(&p, &c->t[slot]) != 0) {
         c->used[slot] = 0;
         return NULL;
     }

@@ -19,10 +19,12 @@ struct rn_cache *rn_cache_new(void);
 /* Frees the cache and its tables; NULL is a no-op. */
 void rn_cache_free(struct rn_cache *c);
 
-/* The solved table for *want (compared bytewise: clear its padding): a
- * kept one with the same parameters, else solved now in place of the
- * least recently used of a few. Valid until the next call. NULL when the
- * parameters are invalid or memory runs out. */
+/* A solved table for *want (compared bytewise: clear its padding): a
+ * kept one with the same parameters and a grid at least as large (its
+ * values at every point of want's grid are want's), else one solved now,
+ * a quarter larger each way, in place of the least recently used of a
+ * few. Valid until the next call. NULL when the parameters are invalid
+ * or memory runs out. */
 const struct rn_table *rn_cache_table(struct rn_cache *c,
                                       const struct rn_params *want);
 

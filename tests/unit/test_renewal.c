@@ -441,6 +441,38 @@ static void record_changes_the_plan(void **state)
     ph_unload(&s.pol);
 }
 
+/* What the instance keeps (tables solved for larger jobs, fits) never
+ * changes an answer: jobs of several sizes decided in one order by one
+ * instance, and each by a fresh one, give the same bytes. */
+static void cache_changes_nothing(void **state)
+{
+    (void)state;
+    static const int hours[] = {70, 52, 60, 100, 49, 52};
+    unsigned up[EBB_PERIOD_BUCKETS] = {0}, down[EBB_PERIOD_BUCKETS] = {0};
+    up[3] = 5;
+    up[10] = 2;
+    down[4] = 3;
+    struct sim shared;
+    sim_init(&shared, NULL, 52, 12 * MIN);
+    for (int round = 0; round < 2; round++) {
+        for (size_t k = 0; k < sizeof(hours) / sizeof(hours[0]); k++) {
+            struct sim s;
+            sim_init(&s, NULL, hours[k], k % 2 ? 3 * MIN : 12 * MIN);
+            s.offers[0].up_lengths = up;
+            s.offers[0].down_lengths = down;
+            s.offers[0].available = (int)(k % 3 != 0);
+            ebb_time_ms now = s.job.submitted_at + (ebb_time_ms)k * H;
+            struct ebb_decision fresh =
+                ph_decide_ok(&s.pol, &s.job, s.offers, 2, now);
+            struct ebb_decision kept =
+                ph_decide_ok(&shared.pol, &s.job, s.offers, 2, now);
+            assert_memory_equal(&fresh, &kept, sizeof(fresh));
+            ph_unload(&s.pol);
+        }
+    }
+    ph_unload(&shared.pol);
+}
+
 static void bad_settings_refused(void **state)
 {
     (void)state;
@@ -469,6 +501,7 @@ int main(void)
         cmocka_unit_test(infeasible_runs_on_demand),
         cmocka_unit_test(no_history),
         cmocka_unit_test(record_changes_the_plan),
+        cmocka_unit_test(cache_changes_nothing),
         cmocka_unit_test(bad_settings_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
