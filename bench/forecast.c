@@ -122,7 +122,8 @@ static int family_of(const struct ebb_price_series *s)
     return F_MKT_PROV;
 }
 
-static void evaluate(const struct ebb_price_series *s, struct tally *t)
+static void evaluate(const struct ebb_price_series *s,
+                     const struct ebb__forecast_model *model, struct tally *t)
 {
     struct ebb__price_history h = {s->at, s->price, s->n};
     ebb_time_ms first = (s->at[0] / DAY + 2) * DAY + DAY;
@@ -131,7 +132,7 @@ static void evaluate(const struct ebb_price_series *s, struct tally *t)
     for (ebb_time_ms o = first; o + HORIZON * HOUR <= last; o += DAY) {
         struct ebb_forecast_point fc[HORIZON];
         double hw[HORIZON];
-        if (ebb__forecast_prices(&h, o, HOUR, HORIZON, fc) != 0)
+        if (ebb__forecast_prices_model(model, &h, o, HOUR, HORIZON, fc) != 0)
             continue;
         holt_winters(s, o, hw);
         double lastv = before(s, o - 1, o);
@@ -189,37 +190,68 @@ static void pit_shares(const struct tally *t, double out[3])
               0.1 * (double)t->at_point) / P;
 }
 
-static void print_table(const struct tally *tal)
+/* Adds b into a. */
+static void tally_add(struct tally *a, const struct tally *b)
 {
-    printf("rolling origin: daily at 00:00 UTC, 1 h steps over 24 h; MAE in "
-           "USD/h (and %% of the mean actual price)\n\n");
+    for (int m = 0; m < N_METHOD; m++)
+        a->abs_err[m] += b->abs_err[m];
+    a->sum_actual += b->sum_actual;
+    a->points += b->points;
+    a->origins += b->origins;
+    a->series += b->series;
+    a->below += b->below;
+    a->at_lo += b->at_lo;
+    a->inside += b->inside;
+    a->at_hi += b->at_hi;
+    a->above += b->above;
+    a->at_point += b->at_point;
+}
+
+/* ebb's MAE over the best baseline's in t (1 when both are 0). */
+static double ratio_to_best(const struct tally *t)
+{
+    double best = INFINITY;
+    for (int m = 0; m < N_METHOD; m++)
+        if (m != M_EBB && t->abs_err[m] < best)
+            best = t->abs_err[m];
+    return best > 0 ? t->abs_err[M_EBB] / best
+                    : (t->abs_err[M_EBB] > 0 ? INFINITY : 1.0);
+}
+
+static void print_row(const char *name, const struct tally *t)
+{
+    printf("%-18s %6zu %7zu %7zu", name, t->series, t->origins, t->points);
+    for (int m = 0; m < N_METHOD; m++) {
+        double mae = t->abs_err[m] / (double)t->points / 1e6;
+        double rel = 100.0 * t->abs_err[m] / t->sum_actual;
+        printf("   %9.6f (%5.2f%%)", mae, rel);
+    }
+    double pit[3];
+    pit_shares(t, pit);
+    size_t incl = t->points - t->below - t->above;
+    printf(" %9.4f %5.1f%% %8.1f%% %5.1f%% %6.1f%%\n", ratio_to_best(t),
+           pit[0], pit[1], pit[2], 100.0 * (double)incl / (double)t->points);
+}
+
+static void print_table(const char *title, const struct tally *tal)
+{
+    printf("%s\nrolling origin: daily at 00:00 UTC, 1 h steps over 24 h; "
+           "MAE in USD/h (and %% of the mean actual price)\n\n",
+           title);
     printf("%-18s %6s %7s %7s", "family", "series", "origins", "points");
     for (int m = 0; m < N_METHOD; m++)
         printf(" %20s", method_name[m]);
     printf(" %9s %6s %9s %6s %7s\n", "ebb/best", "<p10", "p10..p90", ">p90",
            "incl.");
+    struct tally all;
+    memset(&all, 0, sizeof all);
     for (int f = 0; f < N_FAMILY; f++) {
-        const struct tally *t = &tal[f];
-        if (!t->points)
+        if (!tal[f].points)
             continue;
-        printf("%-18s %6zu %7zu %7zu", family_name[f], t->series, t->origins,
-               t->points);
-        double best = INFINITY;
-        for (int m = 0; m < N_METHOD; m++) {
-            double mae = t->abs_err[m] / (double)t->points / 1e6;
-            double rel = 100.0 * t->abs_err[m] / t->sum_actual;
-            printf("   %9.6f (%5.2f%%)", mae, rel);
-            if (m != M_EBB && t->abs_err[m] < best)
-                best = t->abs_err[m];
-        }
-        double ratio = best > 0 ? t->abs_err[M_EBB] / best
-                                : (t->abs_err[M_EBB] > 0 ? INFINITY : 1.0);
-        double pit[3];
-        pit_shares(t, pit);
-        size_t incl = t->points - t->below - t->above;
-        printf(" %9.4f %5.1f%% %8.1f%% %5.1f%% %6.1f%%\n", ratio, pit[0],
-               pit[1], pit[2], 100.0 * (double)incl / (double)t->points);
+        print_row(family_name[f], &tal[f]);
+        tally_add(&all, &tal[f]);
     }
+    print_row("overall", &all);
     printf("\nwhere actuals fall against ebb's band (raw counts behind the "
            "shares above):\n");
     printf("%-18s %7s %7s %7s %7s %7s %7s\n", "family", "<p10", "=p10",
@@ -235,7 +267,8 @@ static void print_table(const struct tally *tal)
                (double)t->above / P, (double)t->at_point / P);
     }
     printf("\nebb/best: ebb's MAE over the best baseline's (<= 1 means no "
-           "worse).\n<p10, p10..p90, >p90: shares of actuals below, inside "
+           "worse); overall: summed over\nevery point, against the baseline "
+           "best over all of them.\n<p10, p10..p90, >p90: shares of actuals below, inside "
            "and above ebb's band by the\nrandomised PIT (ties at a band edge "
            "split half and half, a hit on a one-point band\ncounts 10/80/10, "
            "see pit_shares()); calibrated is 10/80/10. incl.: share with\n"
@@ -281,6 +314,76 @@ static void speed(struct ebb_price_trace *const *traces, size_t n_traces)
            (unsigned long long)(check % 1000));
 }
 
+/* The constants searched by leave-one-trace-out cross-validation: the
+ * drift window, its damping and the prior's weight (in origins). */
+static const int grid_trend[] = {12, 24, 48};
+static const double grid_damp[] = {0.9, 0.95, 0.97, 0.99};
+static const double grid_prior[] = {1.0, 3.0, 10.0};
+#define N_TREND (sizeof grid_trend / sizeof grid_trend[0])
+#define N_DAMP (sizeof grid_damp / sizeof grid_damp[0])
+#define N_PRIOR (sizeof grid_prior / sizeof grid_prior[0])
+#define N_CONF (N_TREND * N_DAMP * N_PRIOR)
+
+static struct ebb__forecast_model conf_model(size_t c)
+{
+    struct ebb__forecast_model m = {
+        .trend_hours = grid_trend[c / (N_DAMP * N_PRIOR)],
+        .damping = grid_damp[(c / N_PRIOR) % N_DAMP],
+        .prior_origins = grid_prior[c % N_PRIOR],
+    };
+    return m;
+}
+
+/* Which trace file a family comes from. */
+static size_t file_of_family(int f)
+{
+    return f == F_AWS ? 0 : (f == F_AZURE ? 1 : 2);
+}
+
+/* Mean over the trace files not `skip` (pass a value >= n_files to use
+ * every file) of ebb's MAE over the file's best baseline. */
+static double train_score(const struct tally tal[N_FAMILY], size_t n_files,
+                          size_t skip)
+{
+    double sum = 0.0;
+    size_t n = 0;
+    for (size_t fi = 0; fi < n_files; fi++) {
+        if (fi == skip)
+            continue;
+        struct tally t;
+        memset(&t, 0, sizeof t);
+        for (int f = 0; f < N_FAMILY; f++)
+            if (file_of_family(f) == fi)
+                tally_add(&t, &tal[f]);
+        if (!t.points)
+            continue;
+        sum += ratio_to_best(&t);
+        n++;
+    }
+    return n ? sum / (double)n : INFINITY;
+}
+
+static size_t best_conf(struct tally (*grid)[N_FAMILY], size_t n_files,
+                        size_t skip)
+{
+    size_t best = 0;
+    double best_score = INFINITY;
+    for (size_t c = 0; c < N_CONF; c++) {
+        double sc = train_score(grid[c], n_files, skip);
+        if (sc < best_score) {
+            best_score = sc;
+            best = c;
+        }
+    }
+    return best;
+}
+
+static void print_model(const char *what, const struct ebb__forecast_model *m)
+{
+    printf("%s: trend_hours %d, damping %.2f, prior_origins %.0f\n", what,
+           m->trend_hours, m->damping, m->prior_origins);
+}
+
 int main(void)
 {
     static const char *const files[] = {
@@ -290,6 +393,7 @@ int main(void)
     };
     enum { N_FILES = sizeof files / sizeof files[0] };
     struct ebb_price_trace *traces[N_FILES] = {0};
+    static struct tally grid[N_CONF][N_FAMILY];
     struct tally tal[N_FAMILY];
     memset(tal, 0, sizeof tal);
     int rc = 0;
@@ -305,10 +409,40 @@ int main(void)
         }
         for (size_t j = 0; j < traces[i]->n_series; j++) {
             const struct ebb_price_series *s = &traces[i]->series[j];
-            evaluate(s, &tal[family_of(s)]);
+            evaluate(s, &ebb__forecast_default_model, &tal[family_of(s)]);
+            for (size_t c = 0; c < N_CONF; c++) {
+                struct ebb__forecast_model m = conf_model(c);
+                evaluate(s, &m, &grid[c][family_of(s)]);
+            }
         }
     }
-    print_table(tal);
+    print_table("== shipped constants, scored on every trace (in sample)",
+                tal);
+    print_model("shipped", &ebb__forecast_default_model);
+    struct ebb__forecast_model all = conf_model(best_conf(grid, N_FILES,
+                                                          N_FILES));
+    print_model("best on every trace (what ships should match)", &all);
+
+    /* Leave one trace file out: the constants are chosen on the other
+     * files, the figures are the held-out file's. */
+    struct tally held[N_FAMILY];
+    memset(held, 0, sizeof held);
+    printf("\n");
+    for (size_t fi = 0; fi < N_FILES; fi++) {
+        struct ebb__forecast_model m = conf_model(best_conf(grid, N_FILES, fi));
+        char what[256];
+        snprintf(what, sizeof what, "held out %s, chosen on the others",
+                 files[fi] + strlen("data/traces/"));
+        print_model(what, &m);
+        size_t c = best_conf(grid, N_FILES, fi);
+        for (int f = 0; f < N_FAMILY; f++)
+            if (file_of_family(f) == fi)
+                held[f] = grid[c][f];
+    }
+    printf("\n");
+    print_table("== leave-one-trace-out: each file scored with constants "
+                "chosen on the other files (held out)",
+                held);
     speed(traces, N_FILES);
 done:
     for (size_t i = 0; i < N_FILES; i++)

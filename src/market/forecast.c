@@ -2,17 +2,22 @@
  * for the contract and docs/forecast.md for the method and the
  * measurements behind it.
  *
- * Outline of ebb__forecast_prices():
+ * Outline of ebb__forecast_prices_model():
  *   1. Resample the step function onto an hourly grid ending just before
  *      the origin, over at most the last 28 days (bounded work).
- *   2. Replay a few simple candidate models on earlier origins inside that
- *      window (one per day, at the same hour of day as the real origin);
- *      keep the last value unless another candidate beats it on those
- *      origins by more than a sign-flip test allows for chance.
- *   3. The band is the empirical p10/p90 of the chosen candidate's replay
- *      errors, per horizon bucket, blended with a random-walk band when few
- *      origins support it (short history gives a wider, not a tighter,
- *      band).
+ *   2. The forecast is the last value plus three corrections, each the
+ *      difference between a simple forecast and the last value: the
+ *      recent median (a level for flickering prices), the seasonal naive
+ *      forecast (the same hour a day earlier) and a damped drift (the
+ *      change over the last trend_hours, continued with damping). Each
+ *      correction has a weight in [0, 1], fitted by least absolute
+ *      deviations on earlier origins inside the window (one per day) and
+ *      shrunk toward 0 by a prior worth prior_origins origins: with no
+ *      history, or no evidence, the forecast is the last value.
+ *   3. The band is the empirical p10/p90 of the model's own errors at
+ *      those origins, per horizon bucket, blended with a random-walk band
+ *      when few origins support it (short history gives a wider, not a
+ *      tighter, band).
  * Everything is O(window + horizon) per series; nothing is kept between
  * calls.
  */
@@ -26,24 +31,36 @@
 
 #define HOUR EBB_MS_PER_HOUR
 
-/* 28 days: enough for two to three weekly seasons and a month of replayed
- * origins, short enough that an old regime does not dominate. */
+/* 28 days: enough for a month of replayed origins, short enough that an
+ * old regime does not dominate. */
 #define WINDOW_H (28 * 24)
 /* The longest horizon replayed; beyond it the band grows with sqrt(h). */
 #define MAX_H 168
 /* An internal origin needs this much history before it (one day). */
 #define MIN_HIST_H 24
-
-enum { C_LAST, C_MEDIAN, C_DAILY, C_WEEKLY, N_CAND };
-
-/* Model choice: see step 2 of ebb__forecast_prices(). SELECT_Z is the
- * one-sided normal quantile of the sign-flip test (about 97.7%). */
-#define SELECT_Z 2.0
-#define MIN_ORIGINS 5
+/* The season of the seasonal naive correction, in hours. */
+#define SEASON_H 24
 /* The random-walk band counts as this many replayed origins of evidence. */
 #define PRIOR_ORIGINS 4.0
 /* z for the 10% and 90% normal quantiles. */
 #define Z90 1.2815515655446004
+
+/* Horizons (hours) at which each replayed origin enters the weight fit:
+ * the first day, roughly evenly in log(h). Every hour of it would cost
+ * four times as much for little more information: neighbouring horizons
+ * of one origin err almost alike. */
+static const int fit_h[] = {1, 2, 4, 8, 16, 24};
+#define N_FIT ((int)(sizeof fit_h / sizeof fit_h[0]))
+
+enum { Z_LEVEL, Z_SEASON, Z_TREND, N_Z };
+
+/* Fitted on the shipped traces by bench-forecast's leave-one-trace-out
+ * search (docs/forecast.md, "Measured"). */
+const struct ebb__forecast_model ebb__forecast_default_model = {
+    .trend_hours = 24,
+    .damping = 0.99,
+    .prior_origins = 3.0,
+};
 
 /* Horizon buckets, in hours: [edge[b], edge[b+1]). */
 static const int bucket_edge[] = {1, 2, 4, 7, 13, 25, 49, 97, MAX_H + 1};
@@ -87,130 +104,6 @@ size_t ebb__fc_first_at(const ebb_time_ms *at, size_t n, ebb_time_ms t)
     return lo;
 }
 
-static void swapd(double *a, double *b)
-{
-    double t = *a;
-    *a = *b;
-    *b = t;
-}
-
-/* The k-th smallest of v[0..n) (0-based), partially reordering v so that
- * v[0..k) <= v[k] <= v[k+1..n). Quickselect with a median-of-three pivot
- * (the classic "select" of Numerical Recipes): O(n) expected, and runs of
- * equal values (common: most replay errors of a flat price are 0) stop the
- * scans early instead of degrading them. */
-static double select_kth(double *v, size_t n, size_t k)
-{
-    size_t l = 0, ir = n - 1;
-    for (;;) {
-        if (ir <= l + 1) {
-            if (ir == l + 1 && v[ir] < v[l])
-                swapd(&v[l], &v[ir]);
-            return v[k];
-        }
-        size_t mid = l + (ir - l) / 2;
-        swapd(&v[mid], &v[l + 1]);
-        if (v[l] > v[ir])
-            swapd(&v[l], &v[ir]);
-        if (v[l + 1] > v[ir])
-            swapd(&v[l + 1], &v[ir]);
-        if (v[l] > v[l + 1])
-            swapd(&v[l], &v[l + 1]);
-        size_t i = l + 1, j = ir;
-        double pivot = v[l + 1];
-        for (;;) {
-            do
-                i++;
-            while (v[i] < pivot);
-            do
-                j--;
-            while (v[j] > pivot);
-            if (j < i)
-                break;
-            swapd(&v[i], &v[j]);
-        }
-        v[l + 1] = v[j];
-        v[j] = pivot;
-        if (j >= k)
-            ir = j - 1;
-        if (j <= k)
-            l = i;
-    }
-}
-
-/* Quantile q (0..1) of v[0..n), linear between order statistics (the
- * usual "type 7"). Reorders v. n > 0. */
-static double quantile(double *v, size_t n, double q)
-{
-    double pos = q * (double)(n - 1);
-    size_t k = (size_t)pos;
-    double frac = pos - (double)k;
-    double a = select_kth(v, n, k);
-    if (frac <= 0.0 || k + 1 >= n)
-        return a;
-    /* After selection everything above k is >= a: the next order
-     * statistic is the minimum of that part. */
-    double b = v[k + 1];
-    for (size_t i = k + 2; i < n; i++)
-        if (v[i] < b)
-            b = v[i];
-    return a + frac * (b - a);
-}
-
-/* Seasonal deviations for one period P (24 or 168 hours): dev[i] is x[i]
- * minus its centred P-hour moving average (the classical 2xP average for
- * an even period), defined for i in [P/2, n - 1 - P/2]. csum[i] is the
- * running sum of dev over the indices i, i - P, i - 2P, ... in that range,
- * so the mean of one class up to any index is O(1). */
-struct season {
-    int period;
-    int phase;     /* class of grid index 0 */
-    double *csum;  /* n entries, valid in [P/2, n - 1 - P/2] */
-};
-
-static void season_build(struct season *s, const double *x,
-                         const double *prefix, size_t n)
-{
-    size_t half = (size_t)s->period / 2;
-    if (n < (size_t)s->period + 1)
-        return;
-    for (size_t i = half; i + half < n; i++) {
-        double inner = prefix[i + half] - prefix[i - half + 1];
-        double cma = (inner + 0.5 * (x[i - half] + x[i + half])) /
-                     (double)s->period;
-        double d = x[i] - cma;
-        s->csum[i] = d + (i >= half + (size_t)s->period
-                              ? s->csum[i - (size_t)s->period]
-                              : 0.0);
-    }
-}
-
-/* The seasonal profile as seen from internal origin c (history x[0..c)):
- * deviations are usable up to index c - 1 - P/2, whose moving average
- * needs nothing at or after c. Fills prof[0..P) with class means centred
- * to sum to zero. Returns 0, or -1 when fewer than two full seasons of
- * deviations are available. */
-static int season_profile(const struct season *s, size_t c, double *prof)
-{
-    size_t P = (size_t)s->period, half = P / 2;
-    if (c < 1 + half || c - 1 - half < half + 2 * P - 1)
-        return -1;
-    size_t last = c - 1 - half;
-    int cls_last = (int)((s->phase + last) % P);
-    double total = 0.0;
-    for (size_t k = 0; k < P; k++) {
-        size_t back = (size_t)((cls_last - (int)k + (int)P) % (int)P);
-        size_t idx = last - back;
-        size_t count = (idx - half) / P + 1;
-        prof[k] = s->csum[idx] / (double)count;
-        total += prof[k];
-    }
-    double mean = total / (double)P;
-    for (size_t k = 0; k < P; k++)
-        prof[k] -= mean;
-    return 0;
-}
-
 /* Median of x[c - 24 .. c) (or of what there is), for the robust level.
  * With an even count every value between the two middle order statistics
  * minimises the absolute deviation equally; of those we take the one
@@ -242,88 +135,143 @@ static double recent_median(const double *x, size_t c)
     return last > hi ? hi : last;
 }
 
-/* What one candidate needs at one origin. */
-struct cand_state {
-    int ok;
-    double level;        /* deseasonalised level */
-    const double *prof;  /* NULL: no profile */
-    int period;
+/* What the corrections need at one origin c (history x[0..c), c >= 1). */
+struct origin_state {
+    double last;     /* x[c - 1] */
+    double zlevel;   /* recent median - last */
+    double slope;    /* drift per hour, 0 without trend_hours of history */
+    const double *day; /* x[c - 24 .. c), NULL with less than a day */
 };
 
-/* The candidate's forecast for the hour `hour` (hours since the epoch). */
-static double cand_predict(const struct cand_state *cs, int64_t hour)
+static void origin_setup(const struct ebb__forecast_model *m, const double *x,
+                         size_t c, struct origin_state *o)
 {
-    if (!cs->prof)
-        return cs->level;
-    int64_t r = hour % cs->period;
-    return cs->level + cs->prof[r < 0 ? r + cs->period : r];
+    size_t W = (size_t)m->trend_hours;
+    o->last = x[c - 1];
+    o->zlevel = recent_median(x, c) - o->last;
+    o->slope = c > W ? (x[c - 1] - x[c - 1 - W]) / (double)W : 0.0;
+    o->day = c >= SEASON_H ? x + c - SEASON_H : NULL;
 }
 
-/* Sets up candidate `k` at internal origin c. `prof` is scratch space of
- * the season's period; hour0 is the hour of grid index 0. */
-static void cand_setup(int k, const double *x, size_t c, int64_t hour0,
-                       const struct season *daily,
-                       const struct season *weekly, double *prof,
-                       struct cand_state *cs)
+/* damp[h] = sum_{i=1..h} phi^i for h = 0..MAX_H: how far a drift carries
+ * over h hours when each hour keeps phi of the one before (a table:
+ * the replay asks for it J x H times). */
+static void damp_table(double phi, double damp[MAX_H + 1])
 {
-    cs->ok = 1;
-    cs->prof = NULL;
-    switch (k) {
-    case C_LAST:
-        cs->level = x[c - 1];
-        return;
-    case C_MEDIAN:
-        cs->level = recent_median(x, c);
-        return;
-    default: {
-        const struct season *s = k == C_DAILY ? daily : weekly;
-        if (season_profile(s, c, prof) != 0) {
-            cs->ok = 0;
-            return;
-        }
-        cs->prof = prof;
-        cs->period = s->period;
-        cs->level = 0.0;
-        cs->level = x[c - 1] - cand_predict(cs, hour0 + (int64_t)c - 1);
-        return;
-    }
+    double term = 1.0;
+    damp[0] = 0.0;
+    for (int h = 1; h <= MAX_H; h++) {
+        term *= phi;
+        damp[h] = damp[h - 1] + term;
     }
 }
 
-/* Mean absolute error of one candidate set up at origin c over horizons
- * 1..H (those that the grid still holds). */
-static double origin_mae(const struct cand_state *cs, const double *x,
-                         size_t c, size_t N, int H, int64_t hour0)
+/* damp[] beyond the table, in closed form. */
+static double damped_hours(double phi, const double damp[MAX_H + 1],
+                           int64_t h)
 {
-    size_t end = c - 1 + (size_t)H;
-    if (end > N - 1)
-        end = N - 1;
-    double sum = 0.0;
-    if (!cs->prof) {
-        for (size_t t = c; t <= end; t++)
-            sum += fabs(x[t] - cs->level);
-    } else {
-        int64_t r = (hour0 + (int64_t)c) % cs->period;
-        size_t k = (size_t)(r < 0 ? r + cs->period : r);
-        for (size_t t = c; t <= end; t++) {
-            sum += fabs(x[t] - cs->level - cs->prof[k]);
-            if (++k == (size_t)cs->period)
-                k = 0;
+    if (h <= MAX_H)
+        return damp[h];
+    return phi * (1.0 - pow(phi, (double)h)) / (1.0 - phi);
+}
+
+/* The three corrections for horizon h >= 1 hours. */
+static void corrections(const struct ebb__forecast_model *m,
+                        const double damp[MAX_H + 1],
+                        const struct origin_state *o, int64_t h,
+                        double z[N_Z])
+{
+    z[Z_LEVEL] = o->zlevel;
+    z[Z_SEASON] = o->day ? o->day[(h - 1) % SEASON_H] - o->last : 0.0;
+    z[Z_TREND] = o->slope * damped_hours(m->damping, damp, h);
+}
+
+static double predict(const struct origin_state *o, const double z[N_Z],
+                      const double wt[N_Z])
+{
+    double p = o->last;
+    for (int k = 0; k < N_Z; k++)
+        p += wt[k] * z[k];
+    return p;
+}
+
+/* Fits the weights by least absolute deviations, one coordinate at a
+ * time: for weight k the objective sum_i |r_i - w z_ki| (r_i the target
+ * minus the other corrections) is sum_i |z_ki| |r_i / z_ki - w|, so its
+ * minimiser is the weighted median of r_i / z_ki with weights |z_ki|. The
+ * prior is one more point at w = 0 with the weight of prior_origins
+ * average origins' sum of |z_k|: a correction must earn its place against
+ * the last value, and with little history it does not. The objective is
+ * convex in each w, so clamping the minimiser to [0, 1] (0: the last
+ * value; 1: the simple forecast itself) gives the constrained minimiser.
+ * Two sweeps: the corrections overlap little (a step price rarely has a
+ * daily cycle and a drift at once), and a third changed no weight on the
+ * shipped traces. LAD, not least squares: marketplace prices jump, and
+ * least squares let a few jumps set the weights (docs/forecast.md). */
+static void fit_weights(const double *zs, const double *ys, size_t n,
+                        size_t n_orig, double prior_origins,
+                        struct ebb__fc_wpoint *scratch, double wt[N_Z])
+{
+    for (int k = 0; k < N_Z; k++)
+        wt[k] = 0.0;
+    if (n == 0 || n_orig == 0)
+        return;
+    for (int sweep = 0; sweep < 2; sweep++) {
+        for (int k = 0; k < N_Z; k++) {
+            size_t m = 0;
+            double mass = 0.0;
+            for (size_t i = 0; i < n; i++) {
+                const double *z = zs + i * N_Z;
+                if (z[k] == 0.0)
+                    continue;
+                double r = ys[i];
+                for (int q = 0; q < N_Z; q++)
+                    if (q != k)
+                        r -= wt[q] * z[q];
+                scratch[m].v = r / z[k];
+                scratch[m].w = fabs(z[k]);
+                mass += scratch[m].w;
+                m++;
+            }
+            if (m == 0) {
+                wt[k] = 0.0;
+                continue;
+            }
+            scratch[m].v = 0.0;
+            scratch[m].w = prior_origins * mass / (double)n_orig;
+            double v = ebb__fc_weighted_median(scratch, m + 1);
+            wt[k] = v < 0.0 ? 0.0 : (v > 1.0 ? 1.0 : v);
         }
     }
-    return end >= c ? sum / (double)(end - c + 1) : 0.0;
 }
 
 struct work {
-    double *x, *prefix, *dcsum, *wcsum, *err;
-    double dprof[24], wprof[168];
+    double *x, *err, *zs, *ys;
+    struct ebb__fc_wpoint *pts;
+    double damp[MAX_H + 1];
 };
+
+static int model_ok(const struct ebb__forecast_model *m)
+{
+    return m && m->trend_hours >= 1 && m->trend_hours <= WINDOW_H &&
+           m->damping > 0.0 && m->damping < 1.0 && m->prior_origins >= 0.0 &&
+           isfinite(m->prior_origins);
+}
 
 int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
                          ebb_dur_ms step, size_t n_steps,
                          struct ebb_forecast_point *out)
 {
-    if (!h || !out || step <= 0 || n_steps == 0)
+    return ebb__forecast_prices_model(&ebb__forecast_default_model, h, origin,
+                                      step, n_steps, out);
+}
+
+int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
+                               const struct ebb__price_history *h,
+                               ebb_time_ms origin, ebb_dur_ms step,
+                               size_t n_steps, struct ebb_forecast_point *out)
+{
+    if (!model_ok(m) || !h || !out || step <= 0 || n_steps == 0)
         return EBB_EINVAL;
     size_t n_rows = ebb__fc_first_at(h->at, h->n, origin);
     if (n_rows == 0)
@@ -353,96 +301,48 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
     struct work w;
     memset(&w, 0, sizeof w);
     w.x = malloc(N * sizeof *w.x);
-    w.prefix = malloc((N + 1) * sizeof *w.prefix);
-    w.dcsum = malloc(N * sizeof *w.dcsum);
-    w.wcsum = malloc(N * sizeof *w.wcsum);
     w.err = malloc((J * (size_t)H + 1) * sizeof *w.err);
+    w.zs = malloc((J * N_FIT + 1) * N_Z * sizeof *w.zs);
+    w.ys = malloc((J * N_FIT + 1) * sizeof *w.ys);
+    w.pts = malloc((J * N_FIT + 2) * sizeof *w.pts);
     int rc = EBB_ENOMEM;
-    if (!w.x || !w.prefix || !w.dcsum || !w.wcsum || !w.err)
+    if (!w.x || !w.err || !w.zs || !w.ys || !w.pts)
         goto done;
     rc = 0;
+    damp_table(m->damping, w.damp);
 
     /* 1. Resample. */
     size_t r = ebb__fc_first_at(h->at, n_rows, t0 + 1); /* first row > t0 */
     r = r > 0 ? r - 1 : 0;
-    w.prefix[0] = 0.0;
     double sq_diff = 0.0;
     for (size_t i = 0; i < N; i++) {
         ebb_time_ms ti = t0 + (ebb_time_ms)i * HOUR;
         while (r + 1 < n_rows && h->at[r + 1] <= ti)
             r++;
         w.x[i] = (double)h->price[r];
-        w.prefix[i + 1] = w.prefix[i] + w.x[i];
         if (i > 0)
             sq_diff += (w.x[i] - w.x[i - 1]) * (w.x[i] - w.x[i - 1]);
     }
     /* One-hour volatility for the random-walk prior band. */
     double sigma1 = N > 1 ? sqrt(sq_diff / (double)(N - 1)) : 0.0;
 
-    int64_t hour0 = ebb__fc_floor_div(t0, HOUR);
-    struct season daily = {24, ebb__fc_hour_class(t0, 24), w.dcsum};
-    struct season weekly = {168, ebb__fc_hour_class(t0, 168), w.wcsum};
-    season_build(&daily, w.x, w.prefix, N);
-    season_build(&weekly, w.x, w.prefix, N);
-
-    /* 2. Replay every candidate on the internal origins, and compare each
-     * with the last value origin by origin (paired). */
-    double sum_d[N_CAND] = {0}, sumsq_d[N_CAND] = {0};
-    size_t n_orig = 0;
+    /* 2. The corrections at every internal origin, and the change that
+     * followed, at the fit horizons the grid still holds. */
+    size_t n_fit = 0;
     for (size_t j = 1; j <= J; j++) {
         size_t c = N - 24 * j;
-        double mae[N_CAND];
-        for (int k = 0; k < N_CAND; k++) {
-            struct cand_state cs;
-            cand_setup(k, w.x, c, hour0, &daily, &weekly,
-                       k == C_WEEKLY ? w.wprof : w.dprof, &cs);
-            /* Too little history yet for this profile: the candidate
-             * would have run as the last value then. */
-            if (!cs.ok)
-                cand_setup(C_LAST, w.x, c, hour0, &daily, &weekly, w.dprof,
-                           &cs);
-            mae[k] = origin_mae(&cs, w.x, c, N, H, hour0);
-        }
-        for (int k = 1; k < N_CAND; k++) {
-            double d = mae[C_LAST] - mae[k];
-            sum_d[k] += d;
-            sumsq_d[k] += d * d;
-        }
-        n_orig++;
-    }
-    /* A candidate replaces the last value only when its gain is clearly
-     * more than noise. The test is the sign-flip (randomisation) test of
-     * the paired per-origin gains d_j in its normal form: under "no
-     * difference" each d_j is as likely to be -d_j, so sum(d) has mean 0
-     * and variance sum(d^2), and we ask sum(d) > SELECT_Z * sqrt(sum(d^2))
-     * (one-sided, about 97.7%).
-     *
-     * This replaced a paired t-test (mean > 2 standard errors, the error
-     * estimated around the sample mean). On step prices most origins tie
-     * exactly (both candidates err by the same amount, often 0), and then
-     * the t-test's standard error collapses: four wins among eleven
-     * origins gave t = 2.3 and a pick, though four coin flips all landing
-     * heads happen one time in sixteen. The sign-flip statistic estimates
-     * the spread under the hypothesis being tested, ignores ties by
-     * construction, cannot exceed sqrt(number of untied origins) (so it
-     * needs at least five untied origins before it can pass), and agrees
-     * with the t-test when few origins tie. Origins whose horizons overlap
-     * are not independent, so the test is, if anything, lenient; hence
-     * also MIN_ORIGINS. Of the candidates that pass, the largest gain
-     * wins. */
-    int best = C_LAST;
-    if (n_orig >= MIN_ORIGINS) {
-        double best_gain = 0.0;
-        for (int k = 1; k < N_CAND; k++) {
-            if (sum_d[k] > best_gain &&
-                sum_d[k] > SELECT_Z * sqrt(sumsq_d[k])) {
-                best = k;
-                best_gain = sum_d[k];
-            }
+        struct origin_state os;
+        origin_setup(m, w.x, c, &os);
+        for (int f = 0; f < N_FIT && c - 1 + (size_t)fit_h[f] < N; f++) {
+            corrections(m, w.damp, &os, fit_h[f], w.zs + n_fit * N_Z);
+            w.ys[n_fit] = w.x[c - 1 + (size_t)fit_h[f]] - os.last;
+            n_fit++;
         }
     }
+    double wt[N_Z];
+    fit_weights(w.zs, w.ys, n_fit, J, m->prior_origins, w.pts, wt);
 
-    /* 3. Errors of the chosen candidate, grouped by horizon bucket. */
+    /* 3. The model's errors at the internal origins, by horizon bucket. */
     size_t b_off[N_BUCKET + 1], b_n[N_BUCKET], b_orig[N_BUCKET];
     memset(b_n, 0, sizeof b_n);
     memset(b_orig, 0, sizeof b_orig);
@@ -454,31 +354,19 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
     }
     for (size_t j = 1; j <= J; j++) {
         size_t c = N - 24 * j;
-        struct cand_state cs;
-        cand_setup(best, w.x, c, hour0, &daily, &weekly,
-                   best == C_WEEKLY ? w.wprof : w.dprof, &cs);
-        if (!cs.ok)
-            cand_setup(C_LAST, w.x, c, hour0, &daily, &weekly, w.dprof, &cs);
+        struct origin_state os;
+        origin_setup(m, w.x, c, &os);
         int b = 0;
-        size_t k = 0;
-        if (cs.prof) {
-            int64_t r0 = (hour0 + (int64_t)c) % cs.period;
-            k = (size_t)(r0 < 0 ? r0 + cs.period : r0);
-        }
         for (int hh = 1; hh <= H && c - 1 + (size_t)hh < N; hh++) {
-            size_t t = c - 1 + (size_t)hh;
             if (hh == 1 || hh == bucket_edge[b + 1]) {
                 if (hh != 1)
                     b++;
                 b_orig[b]++;
             }
-            double pred = cs.level;
-            if (cs.prof) {
-                pred += cs.prof[k];
-                if (++k == (size_t)cs.period)
-                    k = 0;
-            }
-            w.err[b_off[b] + b_n[b]++] = w.x[t] - pred;
+            double z[N_Z];
+            corrections(m, w.damp, &os, hh, z);
+            w.err[b_off[b] + b_n[b]++] =
+                w.x[c - 1 + (size_t)hh] - predict(&os, z, wt);
         }
     }
     double qlo[N_BUCKET], qhi[N_BUCKET];
@@ -489,8 +377,8 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
         double elo, ehi;
         double wgt;
         if (b_n[b] > 0) {
-            elo = quantile(w.err + b_off[b], b_n[b], 0.10);
-            ehi = quantile(w.err + b_off[b], b_n[b], 0.90);
+            elo = ebb__fc_quantile(w.err + b_off[b], b_n[b], 0.10);
+            ehi = ebb__fc_quantile(w.err + b_off[b], b_n[b], 0.90);
             wgt = (double)b_orig[b] / ((double)b_orig[b] + PRIOR_ORIGINS);
             last_emp = b;
         } else if (last_emp >= 0) {
@@ -518,20 +406,22 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
             qhi[b] = qhi[b - 1];
     }
 
+
     /* 4. The forecast at the real origin (c = N). */
-    struct cand_state cs;
-    cand_setup(best, w.x, N, hour0, &daily, &weekly,
-               best == C_WEEKLY ? w.wprof : w.dprof, &cs);
-    if (!cs.ok)
-        cand_setup(C_LAST, w.x, N, hour0, &daily, &weekly, w.dprof, &cs);
+    struct origin_state os;
+    origin_setup(m, w.x, N, &os);
     for (size_t k = 0; k < n_steps; k++) {
         ebb_time_ms t = origin + (ebb_time_ms)(k + 1) * step;
         ebb_dur_ms ahead = t - origin;
         int64_t hh = ahead / HOUR + (ahead % HOUR != 0);
-        double p50 = cand_predict(&cs, ebb__fc_floor_div(t, HOUR));
+        if (hh < 1)
+            hh = 1;
+        double z[N_Z];
+        corrections(m, w.damp, &os, hh, z);
+        double p50 = predict(&os, z, wt);
         double lo, hi;
         if (hh <= MAX_H) {
-            int b = bucket_of(hh < 1 ? 1 : (int)hh);
+            int b = bucket_of((int)hh);
             lo = qlo[b];
             hi = qhi[b];
         } else {
@@ -556,9 +446,9 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
 
 done:
     free(w.x);
-    free(w.prefix);
-    free(w.dcsum);
-    free(w.wcsum);
     free(w.err);
+    free(w.zs);
+    free(w.ys);
+    free(w.pts);
     return rc;
 }

@@ -21,6 +21,22 @@ struct ebb__price_history {
     size_t n;
 };
 
+/* The price model's free constants (docs/forecast.md, "Model"). The
+ * forecast is last + w_level z_level + w_season z_season + w_trend
+ * z_trend, each weight fitted on the series' own replayed origins and
+ * shrunk toward 0 (the last value) with a prior worth `prior_origins`
+ * origins. `trend_hours` is the window of the drift (at least 1),
+ * `damping` in (0, 1) its per-hour damping. */
+struct ebb__forecast_model {
+    int trend_hours;
+    double damping;
+    double prior_origins;
+};
+
+/* The constants ebb__forecast_prices() uses, chosen by bench-forecast's
+ * leave-one-trace-out search over the shipped traces. */
+extern const struct ebb__forecast_model ebb__forecast_default_model;
+
 /* Forecasts the price in effect at origin + k*step for k = 1..n_steps,
  * using only rows with at < origin, into out[0..n_steps). Each point has
  * p10 <= p50 <= p90. Returns 0; EBB_ENOTFOUND when no row is before the
@@ -28,6 +44,14 @@ struct ebb__price_history {
 int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
                          ebb_dur_ms step, size_t n_steps,
                          struct ebb_forecast_point *out);
+
+/* ebb__forecast_prices() with the given constants instead of the default
+ * ones (for the bench's cross-validation). Same arguments, same returns;
+ * EBB_EINVAL also for constants out of range. */
+int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
+                               const struct ebb__price_history *h,
+                               ebb_time_ms origin, ebb_dur_ms step,
+                               size_t n_steps, struct ebb_forecast_point *out);
 
 /* A spot capacity history, borrowed: n rows sorted by time, capacity in
  * effect from at[i] (-1 unknown or unlimited, 0 none, else instances). */

@@ -1,4 +1,4 @@
-/* Shared by forecast.c and forecast_hazard.c only. */
+/* Shared by forecast.c, forecast_stats.c and forecast_hazard.c only. */
 #ifndef EBB_FORECAST_IMPL_H
 #define EBB_FORECAST_IMPL_H
 
@@ -16,5 +16,18 @@ int ebb__fc_hour_class(ebb_time_ms t, int period);
 
 /* First index with at[i] >= t in an ascending array. */
 size_t ebb__fc_first_at(const ebb_time_ms *at, size_t n, ebb_time_ms t);
+
+/* Quantile q (0..1) of v[0..n), linear between order statistics (the
+ * usual "type 7"), by quickselect. Reorders v. n > 0. */
+double ebb__fc_quantile(double *v, size_t n, double q);
+
+/* A value with a non-negative weight, for ebb__fc_weighted_median(). */
+struct ebb__fc_wpoint {
+    double v, w;
+};
+
+/* The lower weighted median of p[0..n): a value m minimising
+ * sum w_i |v_i - m|. Sorts p. Returns 0 for n == 0. */
+double ebb__fc_weighted_median(struct ebb__fc_wpoint *p, size_t n);
 
 #endif
