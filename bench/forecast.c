@@ -380,7 +380,7 @@ static size_t best_conf(struct tally (*grid)[N_FAMILY], size_t n_files,
 
 static void print_model(const char *what, const struct ebb__forecast_model *m)
 {
-    printf("%s: trend_hours %d, damping %.2f, prior_origins %.0f\n", what,
+    printf("%s: trend_hours %d, damping %.2f, prior_origins %.1f\n", what,
            m->trend_hours, m->damping, m->prior_origins);
 }
 
