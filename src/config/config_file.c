@@ -332,6 +332,7 @@ static const struct {
     {"run_on", ebb__config_do_run_on},
     {"plans", do_plans},
     {"stores", do_stores},
+    {"notify", ebb__config_do_notify},
 };
 #define N_TOP_KEYS (sizeof(top_keys) / sizeof(top_keys[0]))
 
@@ -473,6 +474,7 @@ void ebb__config_free(struct ebb__config *cfg)
     free(cfg->rates);
     ebb__plans_free(cfg->plans, cfg->n_plans);
     ebb__stores_free(cfg->stores, cfg->n_stores);
+    ebb__notify_config_free(&cfg->notify);
     ebb__ydoc_free(cfg->doc);
     free(cfg);
 }

@@ -18,6 +18,7 @@
 
 #include "base/currency.h"
 #include "base/yaml_doc.h"
+#include "config/notify.h"
 
 struct ebb__plan;
 struct ebb__store_cfg;
@@ -96,6 +97,7 @@ struct ebb__config {
     struct ebb__plan *plans; /* report.h; read by report_advice.c */
     size_t n_stores;
     struct ebb__store_cfg *stores; /* config/stores.h */
+    struct ebb__notify_config notify; /* notify: (config/notify.h) */
 };
 
 /* Loads the file at `path`. On success *out is a new config the caller

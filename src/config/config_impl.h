@@ -15,6 +15,9 @@ int ebb__config_do_metrics(struct ebb__config *cfg, const struct ebb__ynode *n,
                            struct ebb_diag *d);
 int ebb__config_do_clock(struct ebb__config *cfg, const struct ebb__ynode *n,
                          struct ebb_diag *d);
+/* notify: (notify.c). */
+int ebb__config_do_notify(struct ebb__config *cfg, const struct ebb__ynode *n,
+                          struct ebb_diag *d);
 int ebb__config_do_run_on(struct ebb__config *cfg, const struct ebb__ynode *n,
                           struct ebb_diag *d);
 

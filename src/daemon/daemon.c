@@ -13,6 +13,7 @@
 #include "base/paths.h"
 #include "base/str.h"
 #include "ebb_build_config.h"
+#include "daemon/daemon_notify.h"
 #include "io/httpd.h"
 #include "report/metrics.h"
 
@@ -228,6 +229,8 @@ static int start_engine(struct ebb__daemon *d)
         .n_run_on = d->config->n_run_on,
         .checkpoint_durations = &d->checkpoint_durations,
         .budget_config = d->config,
+        .note = ebb__daemon_note,
+        .note_arg = d,
     };
     ebb__histogram_init(&d->checkpoint_durations, ebb__metrics_checkpoint_bounds,
                         ebb__metrics_checkpoint_n_bounds);
@@ -432,6 +435,7 @@ static void begin_shutdown(struct ebb__daemon *d)
     if (d->shutting_down)
         return;
     d->shutting_down = 1;
+    ebb__daemon_notify_stop(d);
     ebb__daemon_metrics_close(d, close_agent_api, d);
 }
 
@@ -490,6 +494,8 @@ static int start_the_rest(const struct ebb__daemon_options *opts,
         code = ebb__daemon_limits_apply(d);
     if (code == 0)
         code = ebb__daemon_schedules_start(d);
+    if (code == 0)
+        code = ebb__daemon_notify_start(d);
     if (code == 0)
         ebb__info("ebbd %s started: state %s, config %s, %zu providers, %zu "
                   "policies, pid %ld", EBB_VERSION, d->state_dir,

@@ -51,6 +51,7 @@ struct ebb__daemon {
     struct ebb__poller poller;  /* ready with the engine */
     int poller_ready;
     struct ebb__daemon_schedules *schedules; /* daemon_schedules.c */
+    struct ebb__daemon_notify *notify; /* daemon_notify_send.c */
     struct ebb__http *http;
     struct ebb__api_server *api;
     struct ebb__agent_api *agent_api;

@@ -8,6 +8,7 @@
 
 #include "base/paths.h"
 #include "daemon/daemon.h"
+#include "daemon/daemon_notify.h"
 #include "daemon/daemon_params.h"
 #include "ebb_build_config.h"
 #include "report/forecast_report.h"
@@ -480,5 +481,6 @@ const struct ebb__api_method ebb__daemon_methods[] = {
     {"schedule", ebb__api_schedule},
     {"schedule_remove", ebb__api_schedule_remove},
     {"budget", ebb__api_budget},
+    {"notifications", ebb__api_notifications},
     {NULL, NULL},
 };

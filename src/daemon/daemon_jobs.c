@@ -96,6 +96,12 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
         ebb__jobspec_free(&spec);
         return;
     }
+    struct ebb_diag why_notify = {{0}};
+    if (ebb__config_notify_check(d->config, file, &spec.notify, &why_notify) != 0) {
+        ebb__api_fail(call, "invalid", "%s", why_notify.msg);
+        ebb__jobspec_free(&spec);
+        return;
+    }
     struct ebb__job *job = NULL;
     rc = ebb__engine_submit(d->engine, &spec, yaml, (int64_t)call->uid,
                             workdir != NULL && workdir[0] == '/' ? workdir : NULL,

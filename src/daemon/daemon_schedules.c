@@ -35,6 +35,7 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "daemon/daemon.h"
+#include "daemon/daemon_notify.h"
 #include "jobs/schedule.h"
 #include "store/store_schedules.h"
 
@@ -137,11 +138,27 @@ static int run_going(struct ebb__daemon *d, const struct sched *sc)
 /* What one decision leaves in the store, written in one transaction: the
  * events of the fire times dealt with and the new last_fire_at. */
 struct outcome {
+    struct ebb__daemon *d;
     struct sched *sc;
     const struct ebb__schedule_decision *dec;
     ebb_time_ms now;
     const char *failure; /* the run could not start: why */
 };
+
+/* A fire time's event for notifications (docs/notify.md), once per
+ * schedule, fire time and kind: its key names all three. */
+static int note_fire(const struct outcome *o, const char *type, const char *kind,
+                     ebb_time_ms fire, const char *job_id, const char *why)
+{
+    char key[96];
+    snprintf(key, sizeof(key), "schedule:%s:%s:%lld", o->sc->id, kind,
+             (long long)fire);
+    struct ebb__engine_note n = {
+        .type = type, .key = key, .spec = &o->sc->s.job, .job_id = job_id,
+        .reason = why, .at = o->now,
+    };
+    return ebb__daemon_notify_event(o->d, &n);
+}
 
 static int write_outcome(struct ebb__store *s, const struct outcome *o,
                          const char *job_id)
@@ -158,6 +175,9 @@ static int write_outcome(struct ebb__store *s, const struct outcome *o,
                  ebb__missed_name(o->sc->s.missed));
         rc = ebb__store_schedule_event(s, id, o->now, dec->missed_first,
                                        "missed", NULL, why);
+        if (rc == 0)
+            rc = note_fire(o, "schedule.missed", "missed", dec->missed_first,
+                           NULL, why);
     }
     if (rc == 0 && dec->skip != EBB__SKIP_NONE) {
         snprintf(why, sizeof(why), "%s (job %s)",
@@ -173,10 +193,15 @@ static int write_outcome(struct ebb__store *s, const struct outcome *o,
         if (rc == 0)
             rc = ebb__store_schedule_event(s, id, o->now, dec->fire, "started",
                                            job_id, why);
+        if (rc == 0)
+            rc = note_fire(o, "schedule.fired", "fired", dec->fire, job_id, why);
     }
     if (rc == 0 && o->failure != NULL)
         rc = ebb__store_schedule_event(s, id, o->now, dec->fire, "failed",
                                        NULL, o->failure);
+    if (rc == 0 && o->failure != NULL)
+        rc = note_fire(o, "schedule.failed", "failed", dec->fire, NULL,
+                       o->failure);
     if (rc == 0)
         rc = ebb__store_schedule_fired(s, id, dec->last_fire,
                                        dec->has_next ? dec->next_fire : 0);
@@ -278,7 +303,7 @@ static void tick(struct ebb__daemon_schedules *sch, struct sched *sc,
                                      .running = run_going(d, sc)};
     struct ebb__schedule_decision dec;
     ebb__schedule_due(&sc->s, &st, at, &dec);
-    struct outcome o = {.sc = sc, .dec = &dec, .now = now};
+    struct outcome o = {.d = d, .sc = sc, .dec = &dec, .now = now};
     log_decision(sc, &dec);
     char a[40];
     struct ebb_diag why = {{0}};

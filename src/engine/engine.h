@@ -78,6 +78,17 @@ int ebb__job_state_terminal(enum ebb__job_state s);
 
 /* ---- the engine's life --------------------------------------------------- */
 
+/* One event for notifications. Strings and `spec` borrowed for the call. */
+struct ebb__engine_note {
+    const char *type;     /* "job.state", "job.preempted", "budget.threshold" */
+    const char *key;      /* NULL: a new event; else the event happens once
+                           * and this names it ("budget:<job>:80") */
+    const struct ebb__job_spec *spec; /* its notify: list and team */
+    const char *job_id, *state, *reason, *currency;
+    ebb_micros spent;     /* the job's spend so far, in `currency` */
+    ebb_time_ms at;       /* the engine's clock */
+};
+
 struct ebb__engine_options {
     struct ebb__clock *clock;
     struct ebb__store *store;
@@ -108,6 +119,12 @@ struct ebb__engine_options {
     /* Teams' monthly caps and currency_rates (borrowed); NULL: no team
      * caps, and only USD amounts convert (backtests). */
     const struct ebb__config *budget_config;
+    /* Events worth a person's attention (docs/notify.md): called inside
+     * the store transaction that records what the event reports, so that
+     * what it writes (ebbd's outbox) commits with the change or not at
+     * all. NULL: no notifications (backtests). */
+    void (*note)(void *arg, const struct ebb__engine_note *n);
+    void *note_arg;
 };
 
 /* Makes an engine with options `o` (copied; what they point to is

@@ -84,6 +84,10 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                                    job->work_saved, job->spent,
                                    (int)job->retries, (int)job->preemptions, now);
     if (rc == 0)
+        ebb__engine_note(job, to == EBB__JOB_PREEMPTED ? "job.preempted"
+                                                        : "job.state",
+                         NULL, reason);
+    if (rc == 0)
         rc = ebb__store_commit(s);
     if (rc != 0) {
         ebb__store_rollback(s);
@@ -101,6 +105,21 @@ void ebb__engine_note_waiting(struct ebb__job *job, const char *reason)
                 job->state == EBB__JOB_PAUSED || job->state == EBB__JOB_PREEMPTED;
     snprintf(job->waiting_reason, sizeof(job->waiting_reason), "%s",
              waits && reason != NULL ? reason : "");
+}
+
+void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
+                      const char *reason)
+{
+    struct ebb__engine *e = job->engine;
+    if (e->opt.note == NULL)
+        return;
+    struct ebb__engine_note n = {
+        .type = type, .key = key, .spec = &job->spec, .job_id = job->id,
+        .state = ebb__job_state_name(job->state), .reason = reason,
+        .currency = job->currency, .spent = job->spent,
+        .at = ebb__clock_now(e->opt.clock),
+    };
+    e->opt.note(e->opt.note_arg, &n);
 }
 
 ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)

@@ -353,6 +353,11 @@ static int do_small(struct ctx *c, const struct ebb__jy_layer *l)
                      ebb__yread_quote(n, q, sizeof(q)));
         rc = EBB_ECONFIG;
     }
+    n = ebb__jy_get(l, "notify");
+    if (rc == 0 && n != NULL) {
+        s->has_notify = 1;
+        rc = ebb__yread_list(n, "notify", &s->notify, c->d);
+    }
     s->max_retries = EBB__JOB_MAX_RETRIES_DEFAULT;
     n = ebb__jy_get(l, "max_retries");
     if (rc == 0 && n != NULL)

@@ -102,6 +102,11 @@ struct ebb__job_spec {
      * admin's choice, checked by ebbd at submit); NULL: its owner. */
     char *run_as;
     int max_retries;
+    /* notify: the ebb.yaml channels (notify:) its events go to. has_notify
+     * 0: the key is absent and notify.defaults apply; 1: exactly these
+     * (an empty list: none). Checked against ebb.yaml at submit. */
+    int has_notify;
+    struct ebb_string_list notify;
     char **env;   /* "NAME=value", NULL-terminated; NULL when n_env is 0 */
     size_t n_env;
 

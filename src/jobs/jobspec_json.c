@@ -150,6 +150,8 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
     bad |= put(o, "team", jstr_or_null(s->team));
     bad |= put(o, "run_as", jstr_or_null(s->run_as));
     bad |= put(o, "max_retries", json_integer(s->max_retries));
+    bad |= put(o, "notify", s->has_notify ? jlist(s->notify.items, s->notify.n)
+                                          : json_null());
     bad |= put(o, "env", env_json(s->env, s->n_env));
     bad |= put(o, "submit", s->has_submit ? jtime(s->submit) : json_null());
     /* A path need not be UTF-8; losing it only costs later messages their
@@ -550,6 +552,9 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
     if (rc == 0)
         rc = jint(j, "max_retries", "max_retries", 0,
                   EBB__JOB_MAX_RETRIES_MAX, &s->max_retries, d);
+    s->has_notify = json_is_array(jget(j, "notify"));
+    if (rc == 0)
+        rc = jlist_get(j, "notify", "notify", &s->notify, d);
     if (rc == 0)
         rc = read_env(j, s, d);
     if (rc == 0)

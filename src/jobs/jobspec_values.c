@@ -18,7 +18,7 @@ const char *const ebb__jobspec_keys[] = {
     "name",       "run",    "shell",  "work",        "deadline",
     "budget",     "restart_overhead", "resources",   "market",
     "checkpoint", "policy", "team",   "max_retries", "env",
-    "submit",     "run_as", NULL,
+    "submit",     "run_as", "notify", NULL,
 };
 const char *const ebb__jobspec_resource_keys[] = {
     "instance_types", "gpu", "zones", "regions", "providers", NULL,
@@ -303,6 +303,7 @@ void ebb__jobspec_free(struct ebb__job_spec *spec)
     free(spec->policy);
     free(spec->team);
     free(spec->run_as);
+    ebb__string_list_free(&spec->notify);
     free_strv(spec->env, spec->n_env);
     free(spec->file);
     memset(spec, 0, sizeof(*spec));

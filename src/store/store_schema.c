@@ -299,8 +299,33 @@ static const char v7[] =
      * ledger rows. */
     "CREATE INDEX ledger_by_instance ON ledger (instance_token);";
 
+/* Version 8: the notification outbox (store_outbox.h). One row per event
+ * and channel, written in the transaction of the change that caused the
+ * event; ebbd delivers pending rows after the commit and marks each
+ * delivered or, past its channel's attempts, dead. (event_id, channel) is
+ * unique, so an event that must be sent once (a budget threshold) is
+ * inserted with an id derived from what it says and cannot repeat. */
+static const char v8[] =
+    "CREATE TABLE notify_outbox ("
+    " seq INTEGER PRIMARY KEY,"
+    " event_id TEXT NOT NULL,"
+    " channel TEXT NOT NULL,"
+    " type TEXT NOT NULL,"
+    " job_id TEXT,"
+    " created_at INTEGER NOT NULL,"
+    " body TEXT NOT NULL,"
+    " status TEXT NOT NULL DEFAULT 'pending'"
+    "  CHECK (status IN ('pending', 'delivered', 'dead')),"
+    " attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),"
+    " next_at INTEGER NOT NULL,"
+    " last_error TEXT,"
+    " done_at INTEGER,"
+    " UNIQUE (event_id, channel)"
+    ");"
+    "CREATE INDEX notify_outbox_due ON notify_outbox (status, next_at);";
+
 /* migrations[i] moves a file from version i to version i + 1. */
-static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7};
+static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

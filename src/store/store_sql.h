@@ -265,11 +265,48 @@
       " now_at = max(now_at, ?3)")                                             \
     X(CLOCK_STAMP, "UPDATE clock SET now_at = max(now_at, ?1) WHERE id = 1")
 
+/* ---- the notification outbox (store_outbox.c) --------------------------
+ *
+ * OUTBOX_NEXT_DUE: ?1 to ?8 are rows in flight (EBB__OUTBOX_SKIP_MAX), -1
+ * for none.
+ *
+ * OUTBOX_TRIM: the oldest pending rows beyond ?1 turn dead; the pending
+ * count is read through the (status, next_at) index. */
+#define EBB__STORE_OUTBOX_STATEMENTS(X)                                        \
+    X(OUTBOX_ADD,                                                              \
+      "INSERT INTO notify_outbox (event_id, channel, type, job_id,"           \
+      " created_at, body, next_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?5)"        \
+      " ON CONFLICT (event_id, channel) DO NOTHING")                           \
+    X(OUTBOX_TRIM,                                                             \
+      "UPDATE notify_outbox SET status = 'dead', last_error = 'outbox full',"  \
+      " done_at = ?2 WHERE seq IN (SELECT seq FROM notify_outbox"              \
+      " WHERE status = 'pending' ORDER BY seq LIMIT max(0, (SELECT count(*)"   \
+      " FROM notify_outbox WHERE status = 'pending') - ?1))")                  \
+    X(OUTBOX_DUE,                                                              \
+      "SELECT seq, event_id, channel, type, body, attempts FROM notify_outbox" \
+      " WHERE status = 'pending' AND next_at <= ?1 ORDER BY seq")              \
+    X(OUTBOX_NEXT_DUE,                                                         \
+      "SELECT coalesce(min(next_at), 0) FROM notify_outbox"                    \
+      " WHERE status = 'pending'"                                              \
+      " AND seq NOT IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")                      \
+    X(OUTBOX_DELIVERED,                                                        \
+      "UPDATE notify_outbox SET status = 'delivered', attempts = ?2,"          \
+      " done_at = ?3, last_error = NULL WHERE seq = ?1")                       \
+    X(OUTBOX_FAILED,                                                           \
+      "UPDATE notify_outbox SET attempts = ?2, last_error = substr(?3, 1, 300),"\
+      " next_at = ?4, status = CASE WHEN ?5 THEN 'dead' ELSE 'pending' END,"   \
+      " done_at = CASE WHEN ?5 THEN ?6 END WHERE seq = ?1")                    \
+    X(OUTBOX_PRUNE,                                                            \
+      "DELETE FROM notify_outbox WHERE status <> 'pending' AND seq NOT IN"     \
+      " (SELECT seq FROM notify_outbox WHERE status <> 'pending'"              \
+      " ORDER BY seq DESC LIMIT ?1)")
+
 #define EBB__STORE_STATEMENTS(X)                                               \
     EBB__STORE_TXN_STATEMENTS(X)                                               \
     EBB__STORE_CLOCK_STATEMENTS(X)                                             \
     EBB__STORE_PRICE_STATEMENTS(X)                                             \
     EBB__STORE_JOB_STATEMENTS(X)                                               \
-    EBB__STORE_LEDGER_STATEMENTS(X)
+    EBB__STORE_LEDGER_STATEMENTS(X)                                            \
+    EBB__STORE_OUTBOX_STATEMENTS(X)
 
 #endif
