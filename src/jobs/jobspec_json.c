@@ -150,8 +150,9 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
     bad |= put(o, "team", jstr_or_null(s->team));
     bad |= put(o, "run_as", jstr_or_null(s->run_as));
     bad |= put(o, "max_retries", json_integer(s->max_retries));
-    bad |= put(o, "notify", s->has_notify ? jlist(s->notify.items, s->notify.n)
-                                          : json_null());
+    /* Written only when the spec has it: absent means notify.defaults. */
+    if (s->has_notify)
+        bad |= put(o, "notify", jlist(s->notify.items, s->notify.n));
     bad |= put(o, "env", env_json(s->env, s->n_env));
     bad |= put(o, "submit", s->has_submit ? jtime(s->submit) : json_null());
     /* A path need not be UTF-8; losing it only costs later messages their

@@ -696,7 +696,7 @@ static void config_errors(void **state)
                  "ebb.yaml:3: unknown key \"provders\" (known: log_level, "
                  "plugin_dirs, api, agent_api, metrics, default_policy, "
                  "providers, policies, teams, admins, currency_rates, clock, run_on, plans, "
-                 "stores)");
+                 "stores, notify)");
     /* Duplicate key. */
     expect_error("log_level: info\nadmins: [a]\nlog_level: debug\n",
                  "ebb.yaml:3: duplicate key \"log_level\" (first at line 1)");
@@ -838,7 +838,7 @@ static void config_file(void **state)
     snprintf(want, sizeof(want),
              "%s:2: unknown key \"budget\" (known: log_level, plugin_dirs, "
              "api, agent_api, metrics, default_policy, providers, policies, "
-             "teams, admins, currency_rates, clock, run_on, plans, stores)",
+             "teams, admins, currency_rates, clock, run_on, plans, stores, notify)",
              path);
     assert_string_equal(d.msg, want);
 

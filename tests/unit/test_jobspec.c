@@ -350,7 +350,7 @@ static void errors(void **state)
                  "job.yaml:4: job: unknown key \"deadine\" (known: name, "
                  "run, shell, work, deadline, budget, restart_overhead, "
                  "resources, market, checkpoint, policy, team, max_retries, "
-                 "env, submit, run_as)");
+                 "env, submit, run_as, notify)");
     /* run_as names a user (whether one exists is ebbd's to say). */
     expect_error("name: n\nrun: [x]\nwork: 1h\nrun_as: \"-rf\"\n",
                  "job.yaml:4: run_as: \"-rf\" is not a user name (1 to 32 "
@@ -736,7 +736,7 @@ static void workload_errors(void **state)
                           "w.yaml:2: defaults: unknown key \"wrok\" (known: "
                           "name, run, shell, work, deadline, budget, "
                           "restart_overhead, resources, market, checkpoint, "
-                          "policy, team, max_retries, env, submit, run_as)");
+                          "policy, team, max_retries, env, submit, run_as, notify)");
     expect_workload_error("defaults: [a]\njobs: []\n",
                           "w.yaml:1: defaults: expected a mapping of job "
                           "keys, not a list");
