@@ -86,8 +86,8 @@ static char *event_body(const char *id, const struct ebb__engine_note *n)
     bad |= json_object_set_new(o, "type", json_string(n->type));
     bad |= json_object_set_new(o, "time", json_string(when));
     bad |= json_object_set_new(o, "job_id", str_or_null(n->job_id));
-    bad |= json_object_set_new(o, "team",
-                               str_or_null(n->spec ? n->spec->team : NULL));
+    const char *team = n->team != NULL ? n->team : n->spec ? n->spec->team : NULL;
+    bad |= json_object_set_new(o, "team", str_or_null(team));
     bad |= json_object_set_new(o, "state", str_or_null(n->state));
     bad |= json_object_set_new(o, "reason", str_or_null(n->reason));
     bad |= json_object_set_new(o, "spent", money ? json_string(spent) : json_null());

@@ -84,6 +84,7 @@ struct ebb__engine_note {
     const char *key;      /* NULL: a new event; else the event happens once
                            * and this names it ("budget:<job>:80") */
     const struct ebb__job_spec *spec; /* its notify: list and team */
+    const char *team;     /* NULL: spec's team */
     const char *job_id, *state, *reason, *currency;
     ebb_micros spent;     /* the job's spend so far, in `currency` */
     ebb_time_ms at;       /* the engine's clock */
@@ -158,6 +159,12 @@ void ebb__engine_set_agent_tls(struct ebb__engine *e, const char *pin,
 /* Teams' caps and currency_rates from now on (borrowed; NULL: none). */
 void ebb__engine_set_budget_config(struct ebb__engine *e,
                                    const struct ebb__config *config);
+
+/* Where events for notifications go from now on (opt.note, opt.note_arg;
+ * NULL: nowhere): for tests of an engine that vengine made. */
+void ebb__engine_set_note(struct ebb__engine *e,
+                          void (*note)(void *arg, const struct ebb__engine_note *n),
+                          void *arg);
 
 /* Fills the sink part of a host env so instance events reach `e`. */
 void ebb__engine_host_env(struct ebb__engine *e, struct ebb__host_env *env);

@@ -21,29 +21,6 @@
 #include "engine/internal.h"
 #include "market/billing.h"
 
-/* A job's spend crossing 50, 80 or 100% of its cap is an event, once per
- * threshold (its key names the job and the threshold). Spend is added when
- * an instance's ledger rows are written, and ebbd's group commit puts the
- * event in the transaction of those rows. */
-static void note_thresholds(struct ebb__job *job, ebb_micros before)
-{
-    static const int pct[] = {50, 80, 100};
-    if (job->budget <= 0)
-        return;
-    for (size_t i = 0; i < sizeof(pct) / sizeof(pct[0]); i++) {
-        ebb_micros mark = job->budget / 100 * pct[i];
-        if (before >= mark || job->spent < mark)
-            continue;
-        char key[96], why[200], spent[EBB_MONEY_BUFSZ], cap[EBB_MONEY_BUFSZ];
-        snprintf(key, sizeof(key), "budget:%s:%d", job->id, pct[i]);
-        snprintf(why, sizeof(why), "the job has spent %d%% of its budget (%s "
-                 "of %s)", pct[i],
-                 ebb_format_money(job->spent, job->currency, spent, sizeof(spent)),
-                 ebb_format_money(job->budget, job->currency, cap, sizeof(cap)));
-        ebb__engine_note(job, "budget.threshold", key, why);
-    }
-}
-
 void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
                            const char *currency)
 {
@@ -59,7 +36,7 @@ void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
     }
     ebb_micros before = job->spent;
     job->spent += converted;
-    note_thresholds(job, before);
+    ebb__engine_note_spend(job, before);
 }
 
 /* `amount` of `currency` in USD micro-units; costs round up and caps

@@ -200,11 +200,15 @@ void ebb__engine_job_free(struct ebb__job *job);
 /* Puts the job on the dirty queue (once) and arms the planning pass. */
 void ebb__engine_mark_dirty(struct ebb__job *job);
 /* Moves the job to state `to`, recording why in job_events with it. */
-/* Tells opt.note of an event of `job` (engine.h, struct ebb__engine_note);
- * call it inside the transaction that records the change. `key`: NULL or
- * the name of an event that happens once. */
+/* Events for notifications (engine_notify.c). ebb__engine_note tells
+ * opt.note of an event of `job` (engine.h, struct ebb__engine_note); call
+ * it inside the transaction that records the change. `key`: NULL or the
+ * name of an event that happens once. ebb__engine_note_spend: the job's
+ * spend went from `before` to job->spent; notes the budget thresholds of
+ * the job's cap and its team's that this crossed. */
 void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
                       const char *reason);
+void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before);
 
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                            const char *fmt, ...) EBB_PRINTF(3, 4);

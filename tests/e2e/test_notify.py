@@ -180,6 +180,8 @@ def write_config(secret_mode):
 run_on: {sim: local}
 clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}
+teams:
+  vision: {members: [root], budget: 0.90 USD}
 notify:
   audit: %s
   flaky: %s
@@ -197,7 +199,7 @@ def job_spec(name, extra=""):
     with open(path, "w") as f:
         f.write("""name: %s
 run: [python3, %s, --out, %s/%s.json, --steps, "200", --step-sleep, "0.005"]
-work: 1h
+work: 10m
 resources: {instance_types: [p3.2xlarge]}
 market: spot
 %s""" % (name, TRAIN, tmp, name, extra))
@@ -205,7 +207,7 @@ market: spot
 
 
 try:
-    print("1..17")
+    print("1..18")
     os.makedirs(state)
     # A secret others may read is refused, with the reason.
     write_config(0o644)
@@ -226,7 +228,7 @@ try:
        (r.returncode, r.stderr))
 
     # audit is down: events reach it, are refused, stay pending.
-    a = ebb("submit", job_spec("a")).stdout.strip()
+    a = ebb("submit", job_spec("a", "team: vision\n")).stdout.strip()
     ok(wait_for(lambda: len(outbox("channel = 'audit' AND attempts > 0 "
                                    "AND status = 'pending'")) >= 2, 30),
        "job a's events wait in the outbox while audit answers 500")
@@ -261,6 +263,11 @@ try:
        "events sent again after the restart carry the same id and body",
        (len(audit_ids), len(rows)))
     ok(not bad, "every signature, timestamp and event id was valid", bad)
+    team = [json.loads(r[4]) for r in outbox("type = 'budget.threshold'")]
+    ok(team and all(e["team"] == "vision" and e["currency"] == "USD" and
+                    e["job_id"] == a for e in team) and
+       "50%" in team[0]["reason"] and len({e["id"] for e in team}) == len(team),
+       "the team's 50% threshold is one event", team)
 
     flaky = outbox("channel = 'flaky'")
     ok(flaky and all(r[2] == "delivered" and r[3] == 3 for r in flaky),

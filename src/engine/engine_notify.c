@@ -1,0 +1,115 @@
+/* Events for notifications (docs/notify.md): the engine tells opt.note,
+ * inside the transaction of what it records, and ebbd writes the outbox.
+ * Budget thresholds are 50, 80 and 100% of a job's cap and of its team's
+ * monthly cap, each crossed once: the event's key names the job (or the
+ * team and month) and the threshold, so checking again never repeats it. */
+#include <stdio.h>
+
+#include <ebb/units.h>
+
+#include "config/config_file.h"
+#include "store/store.h"
+#include "engine/internal.h"
+
+void ebb__engine_set_note(struct ebb__engine *e,
+                          void (*note)(void *arg, const struct ebb__engine_note *n),
+                          void *arg)
+{
+    e->opt.note = note;
+    e->opt.note_arg = arg;
+}
+
+static const int thresholds[] = {50, 80, 100};
+#define N_THRESHOLDS (sizeof(thresholds) / sizeof(thresholds[0]))
+
+static void note_as(struct ebb__job *job, const char *type, const char *key,
+                    const char *reason, const char *team, ebb_micros spent,
+                    const char *currency)
+{
+    struct ebb__engine *e = job->engine;
+    if (e->opt.note == NULL)
+        return;
+    struct ebb__engine_note n = {
+        .type = type, .key = key, .spec = &job->spec, .team = team,
+        .job_id = job->id, .state = ebb__job_state_name(job->state),
+        .reason = reason, .currency = currency, .spent = spent,
+        .at = ebb__clock_now(e->opt.clock),
+    };
+    e->opt.note(e->opt.note_arg, &n);
+}
+
+void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
+                      const char *reason)
+{
+    note_as(job, type, key, reason, NULL, job->spent, job->currency);
+}
+
+struct team_sum {
+    const struct ebb__engine *e;
+    ebb_micros usd;
+    int rc;
+};
+
+static int add_usd(void *arg, const char *currency, ebb_micros total)
+{
+    struct team_sum *t = arg;
+    ebb_micros usd = 0;
+    t->rc = ebb__engine_convert(t->e, total, currency, "USD", EBB__ROUND_UP, &usd);
+    t->usd += usd;
+    return t->rc;
+}
+
+/* The team's billed spend this month (its ledger, not what running
+ * instances accrued, which a provider may yet not charge) against its
+ * cap. Spend is added when an instance's ledger rows are written, and
+ * ebbd's group commit puts the event in the transaction of those rows. */
+static void note_team(struct ebb__job *job)
+{
+    struct ebb__engine *e = job->engine;
+    const struct ebb__config *c = e->opt.budget_config;
+    const struct ebb__team *t =
+        c != NULL && job->spec.team != NULL ? ebb__config_team(c, job->spec.team)
+                                            : NULL;
+    if (t == NULL || !t->has_budget)
+        return;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock), from, to;
+    ebb__budget_month(now, &from, &to);
+    struct ebb__budget_usage u = {0};
+    struct team_sum sum = {e, 0, 0};
+    if (ebb__engine_team_budget(e, t, now, &u) != 0 || u.cap <= 0 ||
+        ebb__store_ledger_team_sums(e->opt.store, t->name, from, to, add_usd,
+                                    &sum) != 0 || sum.rc != 0)
+        return;
+    u.spent = sum.usd;
+    for (size_t i = 0; i < N_THRESHOLDS; i++) {
+        if (u.spent < u.cap / 100 * thresholds[i])
+            continue;
+        char key[160], why[240], spent[EBB_MONEY_BUFSZ], cap[EBB_MONEY_BUFSZ];
+        snprintf(key, sizeof(key), "budget:team:%s:%lld:%d", t->name,
+                 (long long)from, thresholds[i]);
+        snprintf(why, sizeof(why), "team %s has spent %d%% of its monthly "
+                 "budget (%s of %s)", t->name, thresholds[i],
+                 ebb_format_money(u.spent, "USD", spent, sizeof(spent)),
+                 ebb_format_money(u.cap, "USD", cap, sizeof(cap)));
+        note_as(job, "budget.threshold", key, why, t->name, u.spent, "USD");
+    }
+}
+
+void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before)
+{
+    if (job->engine->opt.note == NULL)
+        return;
+    for (size_t i = 0; job->budget > 0 && i < N_THRESHOLDS; i++) {
+        ebb_micros mark = job->budget / 100 * thresholds[i];
+        if (before >= mark || job->spent < mark)
+            continue;
+        char key[96], why[200], spent[EBB_MONEY_BUFSZ], cap[EBB_MONEY_BUFSZ];
+        snprintf(key, sizeof(key), "budget:%s:%d", job->id, thresholds[i]);
+        snprintf(why, sizeof(why), "the job has spent %d%% of its budget (%s "
+                 "of %s)", thresholds[i],
+                 ebb_format_money(job->spent, job->currency, spent, sizeof(spent)),
+                 ebb_format_money(job->budget, job->currency, cap, sizeof(cap)));
+        ebb__engine_note(job, "budget.threshold", key, why);
+    }
+    note_team(job);
+}
