@@ -36,7 +36,9 @@ void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
     }
     ebb_micros before = job->spent;
     job->spent += converted;
-    ebb__engine_note_spend(job, before);
+    ebb_time_ms from, to;
+    ebb__budget_month(ebb__clock_now(job->engine->opt.clock), &from, &to);
+    ebb__engine_note_spend(job, before, from, to);
 }
 
 /* `amount` of `currency` in USD micro-units; costs round up and caps

@@ -1,5 +1,6 @@
-/* Events for notifications (docs/notify.md): the engine tells opt.note,
- * inside the transaction of what it records, and ebbd writes the outbox.
+/* Budget thresholds as events for notifications (docs/notify.md): the
+ * engine tells opt.note (ebb__engine_note, engine_state.c) inside the
+ * transaction of what it records, and ebbd writes the outbox.
  * Budget thresholds are 50, 80 and 100% of a job's cap and of its team's
  * monthly cap, each crossed once: the event's key names the job (or the
  * team and month) and the threshold, so checking again never repeats it. */
@@ -22,26 +23,20 @@ void ebb__engine_set_note(struct ebb__engine *e,
 static const int thresholds[] = {50, 80, 100};
 #define N_THRESHOLDS (sizeof(thresholds) / sizeof(thresholds[0]))
 
-static void note_as(struct ebb__job *job, const char *type, const char *key,
-                    const char *reason, const char *team, ebb_micros spent,
-                    const char *currency)
+/* As ebb__engine_note, with the team's spend in place of the job's. */
+static void note_team_as(struct ebb__job *job, const char *key, const char *reason,
+                         const char *team, ebb_micros spent)
 {
     struct ebb__engine *e = job->engine;
     if (e->opt.note == NULL)
         return;
     struct ebb__engine_note n = {
-        .type = type, .key = key, .spec = &job->spec, .team = team,
+        .type = "budget.threshold", .key = key, .spec = &job->spec, .team = team,
         .job_id = job->id, .state = ebb__job_state_name(job->state),
-        .reason = reason, .currency = currency, .spent = spent,
+        .reason = reason, .currency = "USD", .spent = spent,
         .at = ebb__clock_now(e->opt.clock),
     };
     e->opt.note(e->opt.note_arg, &n);
-}
-
-void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
-                      const char *reason)
-{
-    note_as(job, type, key, reason, NULL, job->spent, job->currency);
 }
 
 struct team_sum {
@@ -63,7 +58,7 @@ static int add_usd(void *arg, const char *currency, ebb_micros total)
  * instances accrued, which a provider may yet not charge) against its
  * cap. Spend is added when an instance's ledger rows are written, and
  * ebbd's group commit puts the event in the transaction of those rows. */
-static void note_team(struct ebb__job *job)
+static void note_team(struct ebb__job *job, ebb_time_ms from, ebb_time_ms to)
 {
     struct ebb__engine *e = job->engine;
     const struct ebb__config *c = e->opt.budget_config;
@@ -72,30 +67,30 @@ static void note_team(struct ebb__job *job)
                                             : NULL;
     if (t == NULL || !t->has_budget)
         return;
-    ebb_time_ms now = ebb__clock_now(e->opt.clock), from, to;
-    ebb__budget_month(now, &from, &to);
-    struct ebb__budget_usage u = {0};
+    /* The cap rounds down and costs up, as the budget check has them. */
+    ebb_micros cap = 0;
     struct team_sum sum = {e, 0, 0};
-    if (ebb__engine_team_budget(e, t, now, &u) != 0 || u.cap <= 0 ||
+    if (ebb__engine_convert(e, t->budget.amount, t->budget.currency, "USD",
+                            EBB__ROUND_DOWN, &cap) != 0 || cap <= 0 ||
         ebb__store_ledger_team_sums(e->opt.store, t->name, from, to, add_usd,
                                     &sum) != 0 || sum.rc != 0)
         return;
-    u.spent = sum.usd;
     for (size_t i = 0; i < N_THRESHOLDS; i++) {
-        if (u.spent < u.cap / 100 * thresholds[i])
+        if (sum.usd < cap / 100 * thresholds[i])
             continue;
-        char key[160], why[240], spent[EBB_MONEY_BUFSZ], cap[EBB_MONEY_BUFSZ];
+        char key[160], why[240], spent[EBB_MONEY_BUFSZ], cap_s[EBB_MONEY_BUFSZ];
         snprintf(key, sizeof(key), "budget:team:%s:%lld:%d", t->name,
                  (long long)from, thresholds[i]);
         snprintf(why, sizeof(why), "team %s has spent %d%% of its monthly "
                  "budget (%s of %s)", t->name, thresholds[i],
-                 ebb_format_money(u.spent, "USD", spent, sizeof(spent)),
-                 ebb_format_money(u.cap, "USD", cap, sizeof(cap)));
-        note_as(job, "budget.threshold", key, why, t->name, u.spent, "USD");
+                 ebb_format_money(sum.usd, "USD", spent, sizeof(spent)),
+                 ebb_format_money(cap, "USD", cap_s, sizeof(cap_s)));
+        note_team_as(job, key, why, t->name, sum.usd);
     }
 }
 
-void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before)
+void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before,
+                            ebb_time_ms month_from, ebb_time_ms month_to)
 {
     if (job->engine->opt.note == NULL)
         return;
@@ -111,5 +106,5 @@ void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before)
                  ebb_format_money(job->budget, job->currency, cap, sizeof(cap)));
         ebb__engine_note(job, "budget.threshold", key, why);
     }
-    note_team(job);
+    note_team(job, month_from, month_to);
 }

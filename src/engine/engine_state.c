@@ -107,6 +107,21 @@ void ebb__engine_note_waiting(struct ebb__job *job, const char *reason)
              waits && reason != NULL ? reason : "");
 }
 
+void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
+                      const char *reason)
+{
+    struct ebb__engine *e = job->engine;
+    if (e->opt.note == NULL)
+        return;
+    struct ebb__engine_note n = {
+        .type = type, .key = key, .spec = &job->spec, .job_id = job->id,
+        .state = ebb__job_state_name(job->state), .reason = reason,
+        .currency = job->currency, .spent = job->spent,
+        .at = ebb__clock_now(e->opt.clock),
+    };
+    e->opt.note(e->opt.note_arg, &n);
+}
+
 ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)
 {
     const struct ebb__attempt *a = job->current;

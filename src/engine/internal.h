@@ -17,6 +17,7 @@
  *   engine_outlook.c  forecasts and hazards of offers
  *   engine_exec.c     launching, releasing, billing attempts
  *   engine_budget.c   the caps: verdicts, never actions
+ *   engine_notify.c   budget thresholds as events for notifications
  *   engine_grace.c    the grace period: priced, told, enforced
  *   engine_calls.c    provider calls after a commit
  *   engine_release.c  terminating instances nothing waits for
@@ -200,15 +201,18 @@ void ebb__engine_job_free(struct ebb__job *job);
 /* Puts the job on the dirty queue (once) and arms the planning pass. */
 void ebb__engine_mark_dirty(struct ebb__job *job);
 /* Moves the job to state `to`, recording why in job_events with it. */
-/* Events for notifications (engine_notify.c). ebb__engine_note tells
+/* Events for notifications (engine_state.c, engine_notify.c).
+ * ebb__engine_note tells
  * opt.note of an event of `job` (engine.h, struct ebb__engine_note); call
  * it inside the transaction that records the change. `key`: NULL or the
  * name of an event that happens once. ebb__engine_note_spend: the job's
  * spend went from `before` to job->spent; notes the budget thresholds of
- * the job's cap and its team's that this crossed. */
+ * the job's cap and its team's (this calendar month: [month_from,
+ * month_to), ebb__budget_month) that this crossed. */
 void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
                       const char *reason);
-void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before);
+void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before,
+                            ebb_time_ms month_from, ebb_time_ms month_to);
 
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                            const char *fmt, ...) EBB_PRINTF(3, 4);
