@@ -222,7 +222,8 @@ static void on_ev_done(const struct ebb_http_response *res, void *arg)
  * start) would never reach `ebb logs`. */
 static bool ev_held(const struct agent_reporter *r)
 {
-    return strcmp(ev_first(r)->kind, "exited") == 0 &&
+    const struct agent_event *e = ev_first(r);
+    return e != NULL && strcmp(e->kind, "exited") == 0 &&
            (!ebb_list_empty(&r->chunks) || r->log_sending != NULL);
 }
 
