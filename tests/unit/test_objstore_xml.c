@@ -16,23 +16,17 @@
 
 #include "objstore/objstore.h"
 #include "objstore/objstore_xml.h"
+#include "test_data.h"
 
+/* A file of tests/data/s3-oss, its length in *len. */
 static char *slurp(const char *rel, size_t *len)
 {
-    const char *root = getenv("EBB_SOURCE_ROOT");
     char path[1024];
-    snprintf(path, sizeof(path), "%s/tests/data/s3-oss/%s", root ? root : ".", rel);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
+    char s3_oss[512];
+    snprintf(s3_oss, sizeof(s3_oss), "s3-oss/%s", rel);
+    test_data_path(path, sizeof(path), s3_oss);
+    char *s = test_slurp(path, len);
     assert_non_null(s);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    *len = (size_t)n;
     return s;
 }
 
