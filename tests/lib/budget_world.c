@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ebb/buf.h>
 #include <ebb/units.h>
 
 #include "base/str.h"
@@ -160,6 +161,34 @@ struct ebb__job *budget_world_submit(struct budget_world *w, const char *yaml)
     assert_true(w->n_jobs < BUDGET_WORLD_JOBS);
     w->jobs[w->n_jobs++] = job;
     return job;
+}
+
+void budget_world_submit_random(struct budget_world *w,
+                                const char *const policies[3],
+                                int64_t grace_min_s)
+{
+    for (int j = 0; j < BUDGET_WORLD_JOBS; j++) {
+        struct ebb_buf b = {0};
+        ebb_buf_printf(&b, "name: j%d\nrun: [python, train.py]\n"
+                        "restart_overhead: %lldm\nwork: %lldh\n"
+                        "deadline: 4d\nmarket: spot\npolicy: %s\n"
+                        "checkpoint:\n  every: %lldm\n  grace: %llds\n",
+                        j, (long long)budget_world_rand(w, 1, 10),
+                        (long long)budget_world_rand(w, 2, 30),
+                        policies[budget_world_rand(w, 0, 2)],
+                        (long long)budget_world_rand(w, 10, 60),
+                        (long long)budget_world_rand(w, grace_min_s, 300));
+        if (j != 3) /* one job is capped by the team only */
+            ebb_buf_printf(&b, "budget: %lld.%02lld USD\n",
+                            (long long)budget_world_rand(w, 0, 5),
+                            (long long)budget_world_rand(w, 1, 99));
+        if (j != 2) /* one job has no team */
+            ebb_buf_printf(&b, "team: ml\n");
+        char *yaml = ebb_buf_take(&b);
+        assert_non_null(yaml);
+        budget_world_submit(w, yaml);
+        free(yaml);
+    }
 }
 
 static sqlite3_stmt *prepare(struct budget_world *w, const char *sql,

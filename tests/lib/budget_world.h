@@ -48,6 +48,14 @@ int budget_world_teardown(void **state);
 
 /* Submits a job spec (YAML) at the clock's time and lists it in the world. */
 struct ebb__job *budget_world_submit(struct budget_world *w, const char *yaml);
+/* Submits BUDGET_WORLD_JOBS random jobs j0.. (spot, 4d deadline, a policy
+ * of `policies`' three, restart overhead 1..10 min, 2..30 h of work, a
+ * checkpoint every 10..60 min with a grace of grace_min_s..300 s); all but
+ * j3 have a budget of 0.01..5.99 USD (j3 is capped by the team only), all
+ * but j2 are in team ml. The draws come in that order, job after job. */
+void budget_world_submit_random(struct budget_world *w,
+                                const char *const policies[3],
+                                int64_t grace_min_s);
 /* What the job is now (engine.h's snapshot). */
 struct ebb__job_info budget_world_info(const struct ebb__job *job);
 

@@ -24,7 +24,6 @@
 
 #include <ebb/units.h>
 
-#include "base/str.h"
 #include "budget_world.h"
 #include "engine/engine.h"
 #include "engine/vengine.h"
@@ -35,7 +34,6 @@
 #define USD EBB_MICROS_PER_UNIT
 
 #define N_SEEDS 60
-#define N_JOBS BUDGET_WORLD_JOBS
 
 static struct budget_world world_mem; /* not on a stack a failed test unwinds */
 
@@ -100,28 +98,7 @@ static void caps_hold_through_spikes_and_preemptions(void **state)
         budget_world_start(w, seed, start, end, "", "");
         static const char *const policies[] = {"greedy", "uniform-progress",
                                                "trough"};
-        for (int j = 0; j < N_JOBS; j++) {
-            struct ebb_buf b = {0};
-            ebb_buf_printf(&b, "name: j%d\nrun: [python, train.py]\n"
-                            "restart_overhead: %lldm\nwork: %lldh\n"
-                            "deadline: 4d\nmarket: spot\npolicy: %s\n"
-                            "checkpoint:\n  every: %lldm\n  grace: %llds\n",
-                            j, (long long)budget_world_rand(w, 1, 10),
-                            (long long)budget_world_rand(w, 2, 30),
-                            policies[budget_world_rand(w, 0, 2)],
-                            (long long)budget_world_rand(w, 10, 60),
-                            (long long)budget_world_rand(w, 180, 300));
-            if (j != 3) /* one job is capped by the team only */
-                ebb_buf_printf(&b, "budget: %lld.%02lld USD\n",
-                                (long long)budget_world_rand(w, 0, 5),
-                                (long long)budget_world_rand(w, 1, 99));
-            if (j != 2) /* one job has no team */
-                ebb_buf_printf(&b, "team: ml\n");
-            char *yaml = ebb_buf_take(&b);
-            assert_non_null(yaml);
-            budget_world_submit(w, yaml);
-            free(yaml);
-        }
+        budget_world_submit_random(w, policies, 180);
         instants += run_checked(w, end);
         count_outcomes(w, &t);
         budget_world_stop(w);

@@ -29,7 +29,6 @@
 
 #include <ebb/units.h>
 
-#include "base/str.h"
 #include "budget_world.h"
 #include "engine/internal.h" /* attempts and their grace: internals */
 
@@ -240,28 +239,7 @@ static void one_seed(struct run *r, uint64_t seed)
     e->opt.n_run_on = w->v.config->n_run_on;
     e->opt.agent_heartbeat = HEARTBEAT;
     w->v.clock.speed = speeds[budget_world_rand(w, 0, 3)];
-    for (int j = 0; j < N_JOBS; j++) {
-        struct ebb_buf b = {0};
-        ebb_buf_printf(&b, "name: j%d\nrun: [python, train.py]\n"
-                        "restart_overhead: %lldm\nwork: %lldh\n"
-                        "deadline: 4d\nmarket: spot\npolicy: %s\n"
-                        "checkpoint:\n  every: %lldm\n  grace: %llds\n",
-                        j, (long long)budget_world_rand(w, 1, 10),
-                        (long long)budget_world_rand(w, 2, 30),
-                        policies[budget_world_rand(w, 0, 2)],
-                        (long long)budget_world_rand(w, 10, 60),
-                        (long long)budget_world_rand(w, 30, 300));
-        if (j != 3) /* one job is capped by the team only */
-            ebb_buf_printf(&b, "budget: %lld.%02lld USD\n",
-                            (long long)budget_world_rand(w, 0, 5),
-                            (long long)budget_world_rand(w, 1, 99));
-        if (j != 2) /* one job has no team */
-            ebb_buf_printf(&b, "team: ml\n");
-        char *yaml = ebb_buf_take(&b);
-        assert_non_null(yaml);
-        budget_world_submit(w, yaml);
-        free(yaml);
-    }
+    budget_world_submit_random(w, policies, 30);
     /* Bounded: the clock only moves forward, to `end`. */
     for (;;) {
         ebb_time_ms due = ebb__clock_next_due(&w->v.clock);
