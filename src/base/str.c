@@ -37,6 +37,20 @@ int ebb__strlcpy(char *dst, const char *src, size_t size)
     return len != n;
 }
 
+void *ebb__grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
+{
+    if (n < *cap)
+        return v;
+    size_t want = *cap ? *cap * 2 : first;
+    if (want < *cap || (size != 0 && want > SIZE_MAX / size))
+        return NULL;
+    void *nv = realloc(v, want * size);
+    if (nv == NULL)
+        return NULL;
+    *cap = want;
+    return nv;
+}
+
 static int buf_reserve(struct ebb_buf *b, size_t extra)
 {
     if (b->failed)

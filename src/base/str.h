@@ -20,6 +20,14 @@ void ebb__short_id(const char *prefix, const char *name, int64_t at,
  * when `src` was truncated, else 0. */
 int ebb__strlcpy(char *dst, const char *src, size_t size);
 
+/* Room for one more element in a growing array `v` of `n` used and *cap
+ * allocated elements of `size` bytes each: while n < *cap, returns v;
+ * at n == *cap, reallocates it to twice *cap elements (`first` when *cap
+ * is 0), sets *cap and returns the new array, which the caller stores
+ * (v's ownership passes to it). NULL, with v and *cap unchanged, when
+ * memory runs out or the size would overflow. */
+void *ebb__grow(void *v, size_t *cap, size_t n, size_t size, size_t first);
+
 /* Significant digits every JSON writer gives reals (jansson's
  * JSON_REAL_PRECISION): 15 prints back any decimal of up to 15 digits as
  * it was written (a percentage rounded to 56.51 stays "56.51", never

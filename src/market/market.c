@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/str.h"
+
 static const char *or_empty(const char *s)
 {
     return s != NULL ? s : "";
@@ -51,14 +53,11 @@ size_t ebb__market_find(const struct ebb__market *m,
 static int push_step(struct ebb__offer *o, ebb_time_ms at, ebb_micros price,
                      int32_t capacity)
 {
-    if (o->n_steps == o->cap_steps) {
-        size_t cap = o->cap_steps ? o->cap_steps * 2 : 16;
-        struct ebb__market_step *steps = realloc(o->steps, cap * sizeof(*steps));
-        if (steps == NULL)
-            return EBB_ENOMEM;
-        o->steps = steps;
-        o->cap_steps = cap;
-    }
+    struct ebb__market_step *steps = ebb__grow(o->steps, &o->cap_steps, o->n_steps,
+                                               sizeof(*steps), 16);
+    if (steps == NULL)
+        return EBB_ENOMEM;
+    o->steps = steps;
     o->steps[o->n_steps++] = (struct ebb__market_step){at, price, capacity};
     return 0;
 }
@@ -66,14 +65,11 @@ static int push_step(struct ebb__offer *o, ebb_time_ms at, ebb_micros price,
 static size_t add_offer(struct ebb__market *m, const struct ebb__offer_key *key,
                         const char *currency, const struct ebb_shape *shape)
 {
-    if (m->n_offers == m->cap_offers) {
-        size_t cap = m->cap_offers ? m->cap_offers * 2 : 32;
-        struct ebb__offer *offers = realloc(m->offers, cap * sizeof(*offers));
-        if (offers == NULL)
-            return SIZE_MAX;
-        m->offers = offers;
-        m->cap_offers = cap;
-    }
+    struct ebb__offer *offers = ebb__grow(m->offers, &m->cap_offers, m->n_offers,
+                                          sizeof(*offers), 32);
+    if (offers == NULL)
+        return SIZE_MAX;
+    m->offers = offers;
     struct ebb__offer *o = &m->offers[m->n_offers];
     *o = (struct ebb__offer){
         .plugin = strdup(key->plugin),

@@ -23,6 +23,8 @@
 
 #include <ebb/buf.h>
 
+#include "base/str.h"
+
 #define TMP_PREFIX ".ebb-tmp."
 #define LIST_DEPTH_MAX 32
 
@@ -237,16 +239,12 @@ static int add_entry(struct fop *f, const char *key, int64_t size)
                  "more than %zu keys under the prefix", f->max);
         return -1;
     }
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? f->cap * 2 : 64;
-        struct ebb__objstore_entry *v = realloc(f->v, cap * sizeof(*v));
-        if (v == NULL) {
-            f->status = EBB_ENOMEM;
-            return -1;
-        }
-        f->v = v;
-        f->cap = cap;
+    struct ebb__objstore_entry *v = ebb__grow(f->v, &f->cap, f->n, sizeof(*v), 64);
+    if (v == NULL) {
+        f->status = EBB_ENOMEM;
+        return -1;
     }
+    f->v = v;
     f->v[f->n] = (struct ebb__objstore_entry){.key = strdup(key), .size = size};
     if (f->v[f->n].key == NULL) {
         f->status = EBB_ENOMEM;

@@ -10,6 +10,8 @@
 
 #include <ebb/xml.h>
 
+#include "base/str.h"
+
 /* S3 may keep a connection alive with blanks before a late <Error>
  * (CompleteMultipartUpload); an XML declaration must come first, so they
  * are skipped. */
@@ -263,14 +265,10 @@ static int push_entry(struct list_state *s)
     struct ebb__os_list_page *pg = s->page;
     if (s->cur.key == NULL || !s->have_size)
         return EBB_EPROTO;
-    if (pg->n == pg->cap) {
-        size_t cap = pg->cap ? pg->cap * 2 : 64;
-        struct ebb__objstore_entry *v = realloc(pg->v, cap * sizeof(*v));
-        if (v == NULL)
-            return EBB_ENOMEM;
-        pg->v = v;
-        pg->cap = cap;
-    }
+    struct ebb__objstore_entry *v = ebb__grow(pg->v, &pg->cap, pg->n, sizeof(*v), 64);
+    if (v == NULL)
+        return EBB_ENOMEM;
+    pg->v = v;
     pg->v[pg->n++] = s->cur;
     s->cur = (struct ebb__objstore_entry){0};
     return 0;

@@ -1,0 +1,47 @@
+/* base/str.h's growing arrays (ebb__grow): the first allocation, doubling
+ * when full, nothing done while there is room, and a size that would
+ * overflow refused with the array and its capacity left as they were. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdlib.h>
+
+#include "base/str.h"
+
+static void test_grow(void **state)
+{
+    (void)state;
+    int *v = NULL;
+    size_t cap = 0, n = 0;
+    for (int i = 0; i < 100; i++) {
+        int *nv = ebb__grow(v, &cap, n, sizeof(*v), 4);
+        assert_non_null(nv);
+        v = nv;
+        v[n++] = i;
+        assert_true(n <= cap);
+    }
+    /* 4, 8, 16, 32, 64, 128: each time full, twice as many. */
+    assert_int_equal(cap, 128);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(v[i], i);
+    /* Room left: the same array back, the capacity unchanged. */
+    assert_ptr_equal(ebb__grow(v, &cap, 100, sizeof(*v), 4), v);
+    assert_int_equal(cap, 128);
+    /* Full, and twice the capacity's bytes would overflow size_t. */
+    size_t huge = SIZE_MAX / 8 + 1;
+    assert_null(ebb__grow(v, &huge, huge, 4, 4));
+    assert_int_equal(huge, SIZE_MAX / 8 + 1);
+    free(v);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grow),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
