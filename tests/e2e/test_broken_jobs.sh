@@ -30,20 +30,30 @@ wait_ended() {
     return 1
 }
 
-# On demand: no spot preemption can add a launch of its own.
-cat >"$TMP/typo.yaml" <<YAML
-name: typo
-run: [pyhton3, train.py]
-work: 1h
-max_retries: 2
-market: on-demand
-resources: {instance_types: [p3.2xlarge], regions: [us-east-1]}
-YAML
+# ondemand_job NAME RUN [MAX_RETRIES]: writes $TMP/NAME.yaml, a job of 1 h
+# of work running RUN (a YAML list) on demand, where no spot preemption
+# can add a launch of its own.
+ondemand_job() {
+    {
+        printf 'name: %s\nrun: %s\nwork: 1h\n' "$1" "$2"
+        [ -n "${3:-}" ] && printf 'max_retries: %s\n' "$3"
+        printf 'market: on-demand\n'
+        printf 'resources: {instance_types: [p3.2xlarge], regions: [us-east-1]}\n'
+    } >"$TMP/$1.yaml"
+}
+
+# failed_after WHAT ID LAUNCHES: job ID (the WHAT job) ends, failed, after
+# LAUNCHES launches; $JOB is its `job show --json`.
+failed_after() {
+    check "the $1 job ends" wait_ended "$2"
+    check "the $1 job failed" test "$(json_get "$JOB" 'd["state"]')" = failed
+    check "after $3 launches ($1)" test "$(json_get "$JOB" 'len(d["instances"])')" = "$3"
+}
+
+ondemand_job typo "[pyhton3, train.py]" 2
 expect_exit 0 "submit a job whose program has a typo" "$EBB" --state-dir "$S" submit "$TMP/typo.yaml"
 TYPO=$OUT
-check "the typo job ends" wait_ended "$TYPO"
-check "the typo job failed" test "$(json_get "$JOB" 'd["state"]')" = failed
-check "after one launch" test "$(json_get "$JOB" 'len(d["instances"])')" = 1
+failed_after typo "$TYPO" 1
 check "no retry was counted" test "$(json_get "$JOB" 'd["retries"]')" = 0
 expect_exit 0 "job show" "$EBB" --state-dir "$S" job show "$TYPO"
 check "job show gives the exec error" contains "$OUT" "cannot start the job: pyhton3: no such program on PATH"
@@ -51,38 +61,21 @@ expect_exit 0 "logs" "$EBB" --state-dir "$S" logs "$TYPO"
 check "ebb logs gives the exec error" contains "$OUT" "ebb-agent: cannot start the job: pyhton3: no such program on PATH"
 
 mkdir "$TMP/gone"
-cat >"$TMP/nodir.yaml" <<YAML
-name: nodir
-run: [python3, -c, "print('never')"]
-work: 1h
-market: on-demand
-resources: {instance_types: [p3.2xlarge], regions: [us-east-1]}
-YAML
+ondemand_job nodir "[python3, -c, \"print('never')\"]"
 (cd "$TMP/gone" && "$EBB" --state-dir "$S" submit "$TMP/nodir.yaml") >"$TMP/nodir.id"
 NODIR=$(cat "$TMP/nodir.id")
 rmdir "$TMP/gone"
-check "the missing-workdir job ends" wait_ended "$NODIR"
-check "the missing-workdir job failed" test "$(json_get "$JOB" 'd["state"]')" = failed
-check "after one launch" test "$(json_get "$JOB" 'len(d["instances"])')" = 1
+failed_after missing-workdir "$NODIR" 1
 expect_exit 0 "job show" "$EBB" --state-dir "$S" job show "$NODIR"
 check "job show names the missing directory" \
     contains "$OUT" "cannot start the job: workdir: $TMP/gone: No such file or directory"
 expect_exit 0 "logs" "$EBB" --state-dir "$S" logs "$NODIR"
 check "ebb logs names the missing directory" contains "$OUT" "workdir: $TMP/gone: No such file"
 
-cat >"$TMP/exit1.yaml" <<YAML
-name: exit1
-run: [sh, -c, "echo trying; exit 1"]
-work: 1h
-max_retries: 2
-market: on-demand
-resources: {instance_types: [p3.2xlarge], regions: [us-east-1]}
-YAML
+ondemand_job exit1 '[sh, -c, "echo trying; exit 1"]' 2
 expect_exit 0 "submit a job that exits 1 every time" "$EBB" --state-dir "$S" submit "$TMP/exit1.yaml"
 EXIT1=$OUT
-check "the exit-1 job ends" wait_ended "$EXIT1"
-check "the exit-1 job failed" test "$(json_get "$JOB" 'd["state"]')" = failed
-check "after exactly 3 launches" test "$(json_get "$JOB" 'len(d["instances"])')" = 3
+failed_after exit-1 "$EXIT1" 3
 check "2 retries counted" test "$(json_get "$JOB" 'd["retries"]')" = 2
 # Each launch waits its backoff after the previous instance ended: 1 min,
 # then 2 min, in market time.
@@ -128,9 +121,7 @@ for mode in exit hang; do
     echo "$mode" >"$TMP/agent.mode"
     expect_exit 0 "submit (agent: $mode)" "$EBB" --state-dir "$S" submit "$TMP/local.yaml"
     ID=$OUT
-    check "the job ends (agent: $mode)" wait_ended "$ID"
-    check "it failed (agent: $mode)" test "$(json_get "$JOB" 'd["state"]')" = failed
-    check "after 8 launches (agent: $mode)" test "$(json_get "$JOB" 'len(d["instances"])')" = 8
+    failed_after "agent: $mode" "$ID" 8
     check "the end says why (agent: $mode)" \
         test "$(json_get "$JOB" '"8 launches in a row never started the job" in d["events"][-1]["reason"]')" = True
 done
