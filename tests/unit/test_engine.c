@@ -126,17 +126,28 @@ static void run_to(struct fx *f, ebb_time_ms t)
 }
 
 /* Submits a job spec (YAML) at the clock's time. */
-static struct ebb__job *submit(struct fx *f, const char *yaml)
+/* Loads `yaml` (it must load) and submits it from `workdir` (may be
+ * NULL); returns the engine's answer, the job in *job (NULL when
+ * refused), why in *d. */
+static int submit_from(struct fx *f, const char *yaml, const char *workdir,
+                       struct ebb__job **job, struct ebb_diag *d)
 {
     struct ebb__job_spec spec;
-    struct ebb_diag d = {{0}};
-    if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
+    *d = (struct ebb_diag){{0}};
+    if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, d) != 0)
+        fail_msg("%s", d->msg);
+    *job = NULL;
+    int rc = ebb__engine_submit(f->v.engine, &spec, yaml, 0, workdir, job, d);
+    ebb__jobspec_free(&spec); /* zeroed by the submit when it took it */
+    return rc;
+}
+
+static struct ebb__job *submit(struct fx *f, const char *yaml)
+{
+    struct ebb__job *job;
+    struct ebb_diag d;
+    if (submit_from(f, yaml, NULL, &job, &d) != 0)
         fail_msg("%s", d.msg);
-    struct ebb__job *job = NULL;
-    if (ebb__engine_submit(f->v.engine, &spec, yaml, 0, NULL, &job, &d) != 0) {
-        ebb__jobspec_free(&spec);
-        fail_msg("%s", d.msg);
-    }
     return job;
 }
 
@@ -609,14 +620,8 @@ static void prices_in_another_currency_are_converted(void **state)
      * the market is known) rather than left waiting for ever. */
     fx_start_with(f, "prices_flat.csv", NULL, "greedy", "    currency: CNY\n");
     ebb__engine_set_budget_config(f->v.engine, f->v.config);
-    struct ebb__job_spec spec;
-    struct ebb_diag d = {{0}};
-    assert_int_equal(ebb__jobspec_load_buffer("job.yaml", job_yaml, strlen(job_yaml),
-                                              &spec, &d), 0);
-    job = NULL;
-    assert_int_equal(ebb__engine_submit(f->v.engine, &spec, job_yaml, 0, NULL, &job, &d),
-                     EBB_EINVAL);
-    ebb__jobspec_free(&spec);
+    struct ebb_diag d;
+    assert_int_equal(submit_from(f, job_yaml, NULL, &job, &d), EBB_EINVAL);
     assert_null(job);
     assert_non_null(strstr(d.msg, "could never run"));
     assert_int_equal(f->v.engine->n_jobs, 0);
@@ -861,19 +866,14 @@ static void a_relative_checkpoint_dir_lies_below_the_workdir(void **state)
     struct fx *f = &fx_mem;
     fx_start(f, NULL, "greedy");
     const char *yaml = JOB_YAML("rel", "  dir: runs/a/../ckpt\nwork: 1h\nmarket: spot\n");
-    struct ebb__job_spec spec;
-    struct ebb_diag d = {{0}};
-    assert_int_equal(ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d), 0);
-    struct ebb__job *job = NULL;
-    assert_int_equal(ebb__engine_submit(f->v.engine, &spec, yaml, 0, NULL, &job, &d),
-                     EBB_EINVAL);
+    struct ebb_diag d;
+    struct ebb__job *job;
+    assert_int_equal(submit_from(f, yaml, NULL, &job, &d), EBB_EINVAL);
     assert_string_equal(d.msg, "job.yaml: checkpoint.dir \"runs/a/../ckpt\" is relative, "
                                "and the submit names no working directory to put it "
                                "below: write an absolute path");
     assert_int_equal(query_int(f, "SELECT count(*) FROM jobs", NULL), 0);
-    assert_int_equal(ebb__engine_submit(f->v.engine, &spec, yaml, 0, "/home/u/proj",
-                                        &job, &d), 0);
-    ebb__jobspec_free(&spec);
+    assert_int_equal(submit_from(f, yaml, "/home/u/proj", &job, &d), 0);
     assert_string_equal(job->spec.checkpoint.dir, "/home/u/proj/runs/ckpt");
     char *stored = query(f, "SELECT json_extract(spec_json, '$.checkpoint.dir'), workdir "
                          "FROM jobs WHERE id = ?1", job->id);
