@@ -37,6 +37,17 @@ int ebb__strlcpy(char *dst, const char *src, size_t size)
     return len != n;
 }
 
+int ebb__hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 void *ebb__grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
 {
     if (n < *cap)

@@ -20,6 +20,9 @@ void ebb__short_id(const char *prefix, const char *name, int64_t at,
  * when `src` was truncated, else 0. */
 int ebb__strlcpy(char *dst, const char *src, size_t size);
 
+/* The value of the hex digit c (either case), or -1 when c is none. */
+int ebb__hex_digit(char c);
+
 /* Room for one more element in a growing array `v` of `n` used and *cap
  * allocated elements of `size` bytes each: while n < *cap, returns v;
  * at n == *cap, reallocates it to twice *cap elements (`first` when *cap

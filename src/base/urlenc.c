@@ -3,6 +3,8 @@
 
 #include <ebb/urlenc.h>
 
+#include "base/str.h"
+
 static int unreserved(unsigned char c)
 {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
@@ -24,17 +26,6 @@ void ebb_pct_encode(struct ebb_buf *b, const char *s, size_t len, int keep_slash
     }
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 char *ebb_pct_decode(const char *s, size_t len, int plus_is_space)
 {
     char *out = malloc(len + 1);
@@ -43,8 +34,8 @@ char *ebb_pct_decode(const char *s, size_t len, int plus_is_space)
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '%') {
-            int hi = i + 2 < len ? hex_value(s[i + 1]) : -1;
-            int lo = hi >= 0 ? hex_value(s[i + 2]) : -1;
+            int hi = i + 2 < len ? ebb__hex_digit(s[i + 1]) : -1;
+            int lo = hi >= 0 ? ebb__hex_digit(s[i + 2]) : -1;
             if (lo < 0) {
                 free(out);
                 return NULL;

@@ -7,6 +7,9 @@
 #include <openssl/kdf.h>
 #include <openssl/rand.h>
 
+#include <ebb/digest.h>
+
+#include "base/str.h"
 #include "io/ckpt_object.h"
 #include "io/ckpt_internal.h"
 
@@ -59,7 +62,7 @@ int ebb__ckpt_key_id(const struct ebb__ckpt_key *k, char *out)
     int rc = derive_label(k, "ebb ckpt v1 key id", id, sizeof(id));
     if (rc != 0)
         return rc;
-    ebb__ckpt_hex(id, sizeof(id), out);
+    ebb_hex(id, sizeof(id), out);
     return 0;
 }
 
@@ -68,33 +71,12 @@ int ebb__ckpt_manifest_key(const struct ebb__ckpt_key *k, unsigned char out[32])
     return derive_label(k, "ebb ckpt v1 manifest", out, 32);
 }
 
-void ebb__ckpt_hex(const unsigned char *bytes, size_t len, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < len; i++) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    out[2 * len] = '\0';
-}
-
-static int nibble(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int ebb__ckpt_unhex(const char *hex, unsigned char *out, size_t len)
 {
     if (strlen(hex) != 2 * len)
         return EBB_EINVAL;
     for (size_t i = 0; i < len; i++) {
-        int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+        int hi = ebb__hex_digit(hex[2 * i]), lo = ebb__hex_digit(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return EBB_EINVAL;
         out[i] = (unsigned char)(hi << 4 | lo);
@@ -104,7 +86,7 @@ int ebb__ckpt_unhex(const char *hex, unsigned char *out, size_t len)
 
 void ebb__ckpt_key_to_hex(const struct ebb__ckpt_key *k, char *out)
 {
-    ebb__ckpt_hex(k->bytes, sizeof(k->bytes), out);
+    ebb_hex(k->bytes, sizeof(k->bytes), out);
 }
 
 int ebb__ckpt_key_from_hex(const char *hex, struct ebb__ckpt_key *out)

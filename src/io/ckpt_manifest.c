@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <ebb/digest.h>
 #include <ebb/units.h>
 
 #include "io/ckpt_internal.h"
@@ -197,7 +198,7 @@ int ebb__ckpt_manifest_set_key(struct ebb__ckpt_manifest *m,
 static json_t *hex_json(const unsigned char *b, size_t len)
 {
     char hex[2 * 32 + 1];
-    ebb__ckpt_hex(b, len, hex);
+    ebb_hex(b, len, hex);
     return json_string(hex);
 }
 

@@ -102,10 +102,6 @@ void ebb__ckpt_key_to_hex(const struct ebb__ckpt_key *k, char *out);
 /* Parses 64 hex digits (either case) into `out`. Returns 0 or EBB_EINVAL. */
 int ebb__ckpt_key_from_hex(const char *hex, struct ebb__ckpt_key *out);
 
-/* Writes `len` bytes as lower-case hex and a NUL into `out`
- * (2 * len + 1 bytes). */
-void ebb__ckpt_hex(const unsigned char *bytes, size_t len, char *out);
-
 /* Parses exactly 2 * len hex digits of `hex` (NUL-terminated) into `out`.
  * Returns 0, or EBB_EINVAL for another length or a non-hex digit. */
 int ebb__ckpt_unhex(const char *hex, unsigned char *out, size_t len);

@@ -1,6 +1,7 @@
 /* base/str.h's growing arrays (ebb__grow): the first allocation, doubling
  * when full, nothing done while there is room, and a size that would
- * overflow refused with the array and its capacity left as they were. */
+ * overflow refused with the array and its capacity left as they were;
+ * hex digits (ebb__hex_digit) in either case, anything else -1. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,10 +39,26 @@ static void test_grow(void **state)
     free(v);
 }
 
+static void test_hex_digit(void **state)
+{
+    (void)state;
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        assert_int_equal(ebb__hex_digit(digits[i]), i);
+        assert_int_equal(ebb__hex_digit((char)(digits[i] >= 'a' ? digits[i] - 32
+                                                               : digits[i])), i);
+    }
+    static const char not_hex[] = "gG/:@`xX \0";
+    for (size_t i = 0; i < sizeof(not_hex); i++)
+        assert_int_equal(ebb__hex_digit(not_hex[i]), -1);
+    assert_int_equal(ebb__hex_digit((char)0xff), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grow),
+        cmocka_unit_test(test_hex_digit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
