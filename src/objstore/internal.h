@@ -8,6 +8,7 @@
 
 #include <uv.h>
 
+#include <ebb/buf.h>
 #include <ebb/digest.h>
 #include <ebb/sigv4.h>
 
@@ -111,6 +112,10 @@ void ebb__os_op_free(struct op *o);
  * sends it. Returns 0 (the callback runs once, later) or an EBB_E* code
  * (`o` is freed and the callback never runs). */
 int ebb__os_op_start(struct op *o);
+
+/* Makes what `q` holds o's query (o owns it; q is emptied). Returns 0, or
+ * EBB_ENOMEM when q failed to grow (q is freed, the query unchanged). */
+int ebb__os_op_take_query(struct op *o, struct ebb_buf *q);
 
 /* Sets a listing's query from its prefix and continuation token. */
 int ebb__os_list_query(struct op *o);

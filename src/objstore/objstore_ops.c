@@ -105,13 +105,7 @@ static int upload_query(struct op *o, const char *upload_id, int part)
         ebb_buf_printf(&q, "partNumber=%d&", part);
     ebb_buf_puts(&q, "uploadId=");
     ebb_pct_encode(&q, upload_id, strlen(upload_id), 0);
-    if (q.failed) {
-        ebb_buf_free(&q);
-        return EBB_ENOMEM;
-    }
-    free(o->query);
-    o->query = ebb_buf_take(&q);
-    return 0;
+    return ebb__os_op_take_query(o, &q);
 }
 
 static int remote_only(const struct ebb__objstore *st)

@@ -200,6 +200,17 @@ static int strip_prefix(struct op *o)
     return 0;
 }
 
+int ebb__os_op_take_query(struct op *o, struct ebb_buf *q)
+{
+    if (q->failed) {
+        ebb_buf_free(q);
+        return EBB_ENOMEM;
+    }
+    free(o->query);
+    o->query = ebb_buf_take(q);
+    return 0;
+}
+
 int ebb__os_list_query(struct op *o)
 {
     struct ebb_buf q = {0};
@@ -211,13 +222,7 @@ int ebb__os_list_query(struct op *o)
     }
     ebb_buf_puts(&q, "list-type=2&prefix=");
     ebb_pct_encode(&q, o->list_prefix, strlen(o->list_prefix), 0);
-    if (q.failed) {
-        ebb_buf_free(&q);
-        return EBB_ENOMEM;
-    }
-    free(o->query);
-    o->query = ebb_buf_take(&q);
-    return 0;
+    return ebb__os_op_take_query(o, &q);
 }
 
 static void on_list_page(struct op *o, const struct ebb_http_response *res)
