@@ -516,16 +516,14 @@ void ebb_sigv4_result_free(struct ebb_sigv4_result *r)
 
 void ebb_sigv4_amz_date(ebb_time_ms t, char out[17])
 {
-    int64_t days = t / EBB_MS_PER_DAY;
-    int64_t ms = t % EBB_MS_PER_DAY;
-    if (ms < 0) {
-        ms += EBB_MS_PER_DAY;
-        days--;
-    }
-    int64_t y;
-    int m, d;
-    ebb_civil_from_days(days, &y, &m, &d);
-    int64_t s = ms / 1000;
-    snprintf(out, 17, "%04d%02d%02dT%02d%02d%02dZ", (int)y, m, d,
-             (int)(s / 3600), (int)(s / 60 % 60), (int)(s % 60));
+    /* ISO 8601's basic form: ebb_format_time's extended one
+     * (YYYY-MM-DDTHH:MM:SSZ) without its separators; a leading '-' is a
+     * year's sign. */
+    char iso[32];
+    ebb_format_time(t, iso, sizeof(iso));
+    size_t n = 0;
+    for (size_t i = 0; iso[i] != '\0' && n < 16; i++)
+        if (i == 0 || (iso[i] != '-' && iso[i] != ':'))
+            out[n++] = iso[i];
+    out[n] = '\0';
 }

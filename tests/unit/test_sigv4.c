@@ -171,6 +171,12 @@ static void test_amz_date(void **state)
     char d[17];
     ebb_sigv4_amz_date(INT64_C(1440938160000), d); /* 2015-08-30T12:36:00Z */
     assert_string_equal(d, "20150830T123600Z");
+    ebb_sigv4_amz_date(INT64_C(1440938160999), d); /* milliseconds dropped */
+    assert_string_equal(d, "20150830T123600Z");
+    ebb_sigv4_amz_date(-1, d); /* before 1970: the day before */
+    assert_string_equal(d, "19691231T235959Z");
+    ebb_sigv4_amz_date(INT64_C(253402300799000), d);
+    assert_string_equal(d, "99991231T235959Z");
 }
 
 /* ---- aws-c-auth suite ---- */
