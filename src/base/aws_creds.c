@@ -10,20 +10,13 @@
 
 #include <ebb/common.h>
 
-static void wipe(char **s)
-{
-    if (*s != NULL) {
-        OPENSSL_cleanse(*s, strlen(*s));
-        free(*s);
-        *s = NULL;
-    }
-}
+#include "base/str.h"
 
 void ebb_aws_creds_free(struct ebb_aws_creds *c)
 {
-    wipe(&c->access_key_id);
-    wipe(&c->secret_access_key);
-    wipe(&c->session_token);
+    ebb__str_wipe(&c->access_key_id);
+    ebb__str_wipe(&c->secret_access_key);
+    ebb__str_wipe(&c->session_token);
 }
 
 static const char *nonempty_env(const char *name)
@@ -62,7 +55,7 @@ static int take_key(struct ebb_aws_creds *c, const char *key, const char *value,
         field = &c->session_token;
     if (field == NULL)
         return 0;
-    wipe(field);
+    ebb__str_wipe(field);
     *field = trimmed_copy(value, value_len);
     return *field != NULL ? 0 : EBB_ENOMEM;
 }
@@ -136,7 +129,7 @@ static int from_file(struct ebb_aws_creds *c, char *err, size_t err_size)
         return EBB_EAUTH;
     }
     if (c->session_token != NULL && c->session_token[0] == '\0')
-        wipe(&c->session_token);
+        ebb__str_wipe(&c->session_token);
     snprintf(c->source, sizeof(c->source), "profile \"%s\" in %s", profile, path);
     return 0;
 }

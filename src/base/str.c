@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 char *ebb_vstrfmt(const char *fmt, va_list ap)
 {
     va_list copy;
@@ -35,6 +37,15 @@ int ebb__strlcpy(char *dst, const char *src, size_t size)
     memcpy(dst, src, n);
     dst[n] = '\0';
     return len != n;
+}
+
+void ebb__str_wipe(char **s)
+{
+    if (*s != NULL) {
+        OPENSSL_cleanse(*s, strlen(*s));
+        free(*s);
+        *s = NULL;
+    }
 }
 
 int ebb__hex_digit(char c)

@@ -23,6 +23,10 @@ int ebb__strlcpy(char *dst, const char *src, size_t size);
 /* The value of the hex digit c (either case), or -1 when c is none. */
 int ebb__hex_digit(char c);
 
+/* Overwrites the secret *s (OpenSSL's cleanse, which the compiler keeps),
+ * frees it and sets *s to NULL; nothing when *s is NULL. */
+void ebb__str_wipe(char **s);
+
 /* Room for one more element in a growing array `v` of `n` used and *cap
  * allocated elements of `size` bytes each: while n < *cap, returns v;
  * at n == *cap, reallocates it to twice *cap elements (`first` when *cap

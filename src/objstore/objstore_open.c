@@ -8,27 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
 #include <ebb/aws_creds.h>
 #include <ebb/buf.h>
 
-/* ---- credentials ---- */
+#include "base/str.h"
 
-static void wipe(char **s)
-{
-    if (*s != NULL) {
-        OPENSSL_cleanse(*s, strlen(*s));
-        free(*s);
-        *s = NULL;
-    }
-}
+/* ---- credentials ---- */
 
 void ebb__objstore_creds_free(struct ebb__objstore_creds *c)
 {
-    wipe(&c->access_key_id);
-    wipe(&c->secret_access_key);
-    wipe(&c->session_token);
+    ebb__str_wipe(&c->access_key_id);
+    ebb__str_wipe(&c->secret_access_key);
+    ebb__str_wipe(&c->session_token);
 }
 
 static const char *env(const char *name)

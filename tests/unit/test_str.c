@@ -1,7 +1,8 @@
 /* base/str.h's growing arrays (ebb__grow): the first allocation, doubling
  * when full, nothing done while there is room, and a size that would
  * overflow refused with the array and its capacity left as they were;
- * hex digits (ebb__hex_digit) in either case, anything else -1. */
+ * hex digits (ebb__hex_digit) in either case, anything else -1; a
+ * wiped secret (ebb__str_wipe) is freed and its pointer NULL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <cmocka.h>
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/str.h"
 
@@ -54,11 +56,23 @@ static void test_hex_digit(void **state)
     assert_int_equal(ebb__hex_digit((char)0xff), -1);
 }
 
+static void test_str_wipe(void **state)
+{
+    (void)state;
+    char *secret = strdup("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY");
+    assert_non_null(secret);
+    ebb__str_wipe(&secret);
+    assert_null(secret);
+    ebb__str_wipe(&secret); /* NULL: nothing to do */
+    assert_null(secret);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grow),
         cmocka_unit_test(test_hex_digit),
+        cmocka_unit_test(test_str_wipe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
