@@ -16,22 +16,16 @@
 
 #include "aws.h"
 #include "aws_ec2.h"
+#include "test_data.h"
 
+/* A file of tests/aws/fixtures, its length in *len. */
 static char *fixture(const char *name, size_t *len)
 {
     const char *root = getenv("EBB_SOURCE_ROOT");
     char path[1024];
     snprintf(path, sizeof(path), "%s/tests/aws/fixtures/%s", root ? root : ".", name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc(*len + 1);
+    char *s = test_slurp(path, len);
     assert_non_null(s);
-    assert_int_equal(fread(s, 1, *len, f), *len);
-    s[*len] = '\0';
-    fclose(f);
     return s;
 }
 
