@@ -145,7 +145,7 @@ static int hash(struct stream *s, EVP_MD_CTX *md, const unsigned char *p, size_t
 }
 
 /* Reads the next plaintext chunk: up to a full one, `last` when the input
- * ends with it. */
+ * ends with it; adds it to the plaintext's SHA-256. */
 static int next_plain(struct stream *s, uint64_t index, size_t *len, bool *last)
 {
     int rc = fill(s, s->buf, EBB__CKPT_CHUNK_SIZE, len);
@@ -158,6 +158,8 @@ static int next_plain(struct stream *s, uint64_t index, size_t *len, bool *last)
                        (unsigned long long)EBB__CKPT_FILE_MAX);
         rc = EBB_EINVAL;
     }
+    if (rc == 0)
+        rc = hash(s, s->plain, s->buf, *len);
     return rc;
 }
 
@@ -180,8 +182,6 @@ int ebb__ckpt_encrypt(const struct ebb__ckpt_key *k, const char *name,
     for (uint64_t i = 0; rc == 0 && !last && i < MAX_CHUNKS; i++) {
         size_t len = 0;
         rc = next_plain(&s, i, &len, &last);
-        if (rc == 0)
-            rc = hash(&s, s.plain, s.buf, len);
         if (rc == 0 && ebb__ckpt_chunk_seal(&f, i, last, s.buf, len, s.buf + len) != 0) {
             ebb__ckpt_fail(err, EBB__CKPT_IO, i, "sealing chunk %llu failed (OpenSSL)",
                            (unsigned long long)i);
@@ -208,8 +208,6 @@ int ebb__ckpt_copy(ebb__ckpt_read_fn rd, void *rd_arg, ebb__ckpt_write_fn wr,
     for (uint64_t i = 0; rc == 0 && !last && i < MAX_CHUNKS; i++) {
         size_t len = 0;
         rc = next_plain(&s, i, &len, &last);
-        if (rc == 0)
-            rc = hash(&s, s.plain, s.buf, len);
         if (rc == 0)
             rc = emit(&s, s.buf, len);
         sums->size += len;
