@@ -34,8 +34,12 @@ static void usage(FILE *out)
           "for root, else $XDG_STATE_HOME/ebb or ~/.local/state/ebb).\n"
           "\n"
           "Commands:\n", out);
+    /* The summaries line up after the longest name. */
+    int width = 0;
     for (const struct cli_command *c = commands; c->name; c++)
-        fprintf(out, "  %-10s  %s\n", c->name, c->summary);
+        width = (int)strlen(c->name) > width ? (int)strlen(c->name) : width;
+    for (const struct cli_command *c = commands; c->name; c++)
+        fprintf(out, "  %-*s  %s\n", width, c->name, c->summary);
     fputs("\n"
           "Every command takes --help; listing commands take --json.\n"
           "Options:\n"
