@@ -51,6 +51,13 @@ check "backtest does not speak of default_policy" test "${ERR#*default_policy}" 
 
 # ---- alignment and units ----------------------------------------------
 
+expect_exit 0 "ebb --help" "$EBB" --help
+# Each command's summary starts in one column, whatever the name's length.
+check "command summaries line up" python3 -c '
+import re, sys
+rows = [l for l in sys.argv[1].splitlines() if re.match(r"  [a-z]+  +\S", l)]
+cols = {re.match(r"  [a-z]+ +", l).end() for l in rows}
+sys.exit(0 if len(rows) > 10 and len(cols) == 1 else 1)' "$OUT"
 expect_exit 0 "ebb status" "${E[@]}" status
 check "labels and values apart" contains "$OUT" "default policy:  deadline"
 UP=$(printf '%s\n' "$OUT" | sed -n 's/^uptime: *//p')
