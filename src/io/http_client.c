@@ -2,9 +2,10 @@
  *
  * The shape follows curl's docs/examples/multi-uv.c. libcurl tells us which
  * sockets to watch (CURLMOPT_SOCKETFUNCTION: one uv_poll_t per socket) and
- * when it next needs to run (CURLMOPT_TIMERFUNCTION: one uv_timer_t). Each
- * poll or timer event is handed back through curl_multi_socket_action(),
- * after which finished transfers are always collected with
+ * when it next needs to run (CURLMOPT_TIMERFUNCTION: one uv_timer_t); that
+ * glue is io/http_multi.c. Each poll or timer event is handed back through
+ * curl_multi_socket_action(), after which finished transfers are always
+ * collected (ebb__http_drain, here) with
  * curl_multi_info_read() -- also when no transfer is left running, because
  * the last one to finish is exactly the one that would be lost otherwise.
  *
@@ -33,15 +34,9 @@
 #include "base/log.h"
 #include "ebb_build_config.h"
 #include "io/http_retry.h"
+#include "io/internal.h"
 
 #define LOG_COMPONENT "http"
-
-struct sock {
-    uv_poll_t poll;
-    curl_socket_t fd;
-    struct ebb__http *h;
-    struct ebb_list node; /* on h->socks */
-};
 
 struct req {
     struct ebb__http *h;
@@ -72,27 +67,6 @@ struct req {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-struct ebb__http {
-    uv_loop_t *loop;
-    CURLM *multi;
-    uv_timer_t timer;
-    struct ebb_list reqs;
-    struct ebb_list socks;
-    /* Open uv handles: the curl timer, the socket polls and one timer per
-     * request. The client is freed when this drops to zero while closing. */
-    unsigned handles;
-    bool closing;
-    void (*closed)(void *arg);
-    void *closed_arg;
-    ebb_dur_ms backoff_base;
-    ebb_dur_ms backoff_cap;
-    ebb_dur_ms connect_timeout;
-    size_t max_response;
-    char *ca_file;
-    char *pinned_key;
-    uint64_t rng;
-};
-
 static const char cancel_message[] = "canceled: the HTTP client was closed";
 
 /* curl_global_init() is not thread-safe and neither is this flag; ebb
@@ -117,7 +91,7 @@ static int buf_append(struct ebb_buf *b, const char *p, size_t n)
     return b->failed ? EBB_ENOMEM : 0;
 }
 
-static void handle_closed(struct ebb__http *h)
+void ebb__http_handle_closed(struct ebb__http *h)
 {
     if (--h->handles > 0 || !h->closing)
         return;
@@ -139,7 +113,7 @@ static void req_closed(uv_handle_t *handle)
     free(r->method);
     free(r->url);
     free(r);
-    handle_closed(h);
+    ebb__http_handle_closed(h);
 }
 
 /* Releases a request that is out of the multi handle and off the list. */
@@ -399,7 +373,7 @@ static void on_transfer_done(struct req *r, CURLcode result)
 /* Collects every finished transfer. A completion callback may close the
  * client, which cancels the rest and destroys the multi handle, so the
  * loop checks for that before each read. */
-static void drain(struct ebb__http *h)
+void ebb__http_drain(struct ebb__http *h)
 {
     for (;;) {
         if (h->closing)
@@ -417,101 +391,6 @@ static void drain(struct ebb__http *h)
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv);
         on_transfer_done((struct req *)(void *)priv, result);
     }
-}
-
-static void on_poll(uv_poll_t *poll, int status, int events)
-{
-    struct sock *s = poll->data;
-    struct ebb__http *h = s->h;
-    int flags = 0;
-    /* On an error libuv has stopped watching the socket; telling curl lets
-     * it fail the transfer and remove the socket instead of waiting for a
-     * timeout. */
-    if (status < 0) {
-        flags = CURL_CSELECT_ERR;
-    } else {
-        if (events & UV_READABLE)
-            flags |= CURL_CSELECT_IN;
-        if (events & UV_WRITABLE)
-            flags |= CURL_CSELECT_OUT;
-    }
-    int running;
-    curl_multi_socket_action(h->multi, s->fd, flags, &running);
-    drain(h);
-}
-
-static void on_timeout(uv_timer_t *timer)
-{
-    struct ebb__http *h = timer->data;
-    int running;
-    curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    drain(h);
-}
-
-static void sock_closed(uv_handle_t *handle)
-{
-    struct sock *s = handle->data;
-    struct ebb__http *h = s->h;
-    free(s);
-    handle_closed(h);
-}
-
-static void sock_close(struct sock *s)
-{
-    ebb_list_remove(&s->node);
-    uv_poll_stop(&s->poll);
-    uv_close((uv_handle_t *)&s->poll, sock_closed);
-}
-
-static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
-                     void *socketp)
-{
-    struct ebb__http *h = userp;
-    struct sock *s = socketp;
-    if (what == CURL_POLL_REMOVE) {
-        if (s != NULL) {
-            sock_close(s);
-            if (h->multi != NULL)
-                curl_multi_assign(h->multi, fd, NULL);
-        }
-        return 0;
-    }
-    if (s == NULL) {
-        s = calloc(1, sizeof(*s));
-        if (s == NULL)
-            return -1;
-        if (uv_poll_init_socket(h->loop, &s->poll, fd) != 0) {
-            free(s);
-            return -1;
-        }
-        s->poll.data = s;
-        s->fd = fd;
-        s->h = h;
-        ebb_list_insert_head(&h->socks, &s->node);
-        h->handles++;
-        curl_multi_assign(h->multi, fd, s);
-    }
-    int events = 0;
-    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-        events |= UV_READABLE;
-    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-        events |= UV_WRITABLE;
-    return uv_poll_start(&s->poll, events, on_poll) == 0 ? 0 : -1;
-}
-
-/* curl asks for at most one pending wake-up; a timeout of 0 means "as soon
- * as possible", which a 0 ms uv timer gives without recursing into curl
- * from inside its own callback. */
-static int on_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-    struct ebb__http *h = userp;
-    if (h->multi == NULL) /* curl_multi_cleanup() is running */
-        return 0;
-    if (timeout_ms < 0)
-        uv_timer_stop(&h->timer);
-    else
-        uv_timer_start(&h->timer, on_timeout, (uint64_t)timeout_ms, 0);
-    return 0;
 }
 
 int ebb__http_init(struct ebb__http **out, uv_loop_t *loop)
@@ -541,12 +420,7 @@ int ebb__http_init(struct ebb__http **out, uv_loop_t *loop)
     if (getrandom(&h->rng, sizeof(h->rng), GRND_NONBLOCK) != (ssize_t)sizeof(h->rng))
         h->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)h;
 
-    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
-    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
-    uv_timer_init(loop, &h->timer);
-    h->timer.data = h;
+    ebb__http_multi_init(h);
     h->handles = 1;
     *out = h;
     return 0;
@@ -554,7 +428,7 @@ int ebb__http_init(struct ebb__http **out, uv_loop_t *loop)
 
 static void timer_closed(uv_handle_t *handle)
 {
-    handle_closed(handle->data);
+    ebb__http_handle_closed(handle->data);
 }
 
 void ebb__http_close(struct ebb__http *h, void (*closed)(void *arg), void *arg)
@@ -577,8 +451,7 @@ void ebb__http_close(struct ebb__http *h, void (*closed)(void *arg), void *arg)
     CURLM *multi = h->multi;
     h->multi = NULL;
     curl_multi_cleanup(multi);
-    while (!ebb_list_empty(&h->socks))
-        sock_close(ebb_list_entry(ebb_list_first(&h->socks), struct sock, node));
+    ebb__http_multi_close_socks(h);
     uv_close((uv_handle_t *)&h->timer, timer_closed);
 }
 

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <curl/curl.h>
 #include <uv.h>
 
 #include <ebb/list.h>
@@ -241,5 +242,52 @@ void ebb__api_deadline_stop(struct ebb__api_conn *conn);
 /* api_limits.c: re-arms the deadline when the connection's phase changed;
  * call it after anything that may have moved it on. */
 void ebb__api_conn_watch(struct ebb__api_conn *conn);
+
+
+/* ---- the HTTP client ------------------------------------------------------
+ * Two files: http_client.c (requests, attempts, retries, completion) and
+ * http_multi.c (libcurl's multi socket API on libuv: socket polls and the
+ * curl timer). The glue hands finished transfers back to the client
+ * (ebb__http_drain), and both count the client's open uv handles. */
+
+struct sock {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    struct ebb__http *h;
+    struct ebb_list node; /* on h->socks */
+};
+
+struct ebb__http {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;
+    struct ebb_list reqs;
+    struct ebb_list socks;
+    /* Open uv handles: the curl timer, the socket polls and one timer per
+     * request. The client is freed when this drops to zero while closing. */
+    unsigned handles;
+    bool closing;
+    void (*closed)(void *arg);
+    void *closed_arg;
+    ebb_dur_ms backoff_base;
+    ebb_dur_ms backoff_cap;
+    ebb_dur_ms connect_timeout;
+    size_t max_response;
+    char *ca_file;
+    char *pinned_key;
+    uint64_t rng;
+};
+
+/* http_multi.c: sets libcurl's socket and timer callbacks on h->multi and
+ * initialises h->timer (the caller counts it in h->handles). */
+void ebb__http_multi_init(struct ebb__http *h);
+/* http_multi.c: closes the socket polls libcurl did not report removed. */
+void ebb__http_multi_close_socks(struct ebb__http *h);
+/* http_client.c: completes every transfer libcurl reports finished; stops
+ * when a completion closed the client. */
+void ebb__http_drain(struct ebb__http *h);
+/* http_client.c: one of the client's uv handles has closed; frees the
+ * client when it was the last and the client is closing. */
+void ebb__http_handle_closed(struct ebb__http *h);
 
 #endif
