@@ -289,6 +289,7 @@ static int do_checkpoint(struct ctx *c, const struct ebb__jy_layer *l)
     struct ebb__job_checkpoint *cp = &c->spec->checkpoint;
     ebb__job_signal_parse("SIGUSR1", &cp->signal, cp->signal_name);
     cp->grace = EBB__JOB_GRACE_DEFAULT;
+    cp->keep = EBB__JOB_KEEP_DEFAULT;
     struct ebb__jy_layer ck;
     int rc = ebb__jy_sub(l, "checkpoint", ebb__jobspec_checkpoint_keys,
                          "checkpoint", &ck, c->d);
@@ -326,6 +327,24 @@ static int do_checkpoint(struct ctx *c, const struct ebb__jy_layer *l)
         rc = ebb__cfg_parse_value(EBB_CFG_DURATION, n, "checkpoint.every",
                                   &cp->every, c->d);
     }
+    n = ebb__jy_get(&ck, "store");
+    if (rc == 0 && n != NULL) {
+        cp->store_line = n->line;
+        rc = ebb__jy_ident(n, "checkpoint.store", "ckpt", &cp->store, c->d);
+    }
+    n = ebb__jy_get(&ck, "encrypt");
+    if (rc == 0 && n != NULL) {
+        cp->encrypt_line = n->line;
+        cp->has_encrypt = 1;
+        rc = ebb__cfg_parse_value(EBB_CFG_BOOL, n, "checkpoint.encrypt",
+                                  &cp->encrypt, c->d);
+    }
+    n = ebb__jy_get(&ck, "keep");
+    if (rc == 0 && n != NULL)
+        rc = ebb__yread_int(n, "checkpoint.keep", 1, EBB__JOB_KEEP_MAX, &cp->keep,
+                            c->d);
+    if (!cp->has_encrypt)
+        cp->encrypt = cp->store != NULL;
     return rc;
 }
 

@@ -69,7 +69,18 @@ struct ebb__job_checkpoint {
     char signal_name[16]; /* canonical: "SIGUSR1" */
     ebb_dur_ms grace;     /* time allowed to finish a checkpoint; <= 10m */
     ebb_dur_ms every;     /* periodic checkpoint interval; 0: none */
+    /* The ebb.yaml store (stores:) its checkpoints go to; NULL: none, they
+     * stay on the instance's disk. Checked against ebb.yaml at submit. */
+    char *store;
+    int encrypt;          /* 1 unless `encrypt: false` (only with a store) */
+    int has_encrypt;      /* `encrypt:` was written */
+    int keep;             /* durable checkpoints kept in the store: 1..100 */
+    int store_line, encrypt_line; /* 0: unknown or absent, for ebbd's refusals */
 };
+
+/* checkpoint.keep: its default and bounds. */
+#define EBB__JOB_KEEP_DEFAULT 3
+#define EBB__JOB_KEEP_MAX 100
 
 struct ebb__job_spec {
     char *name;

@@ -94,6 +94,13 @@ static json_t *checkpoint_json(const struct ebb__job_checkpoint *cp)
     bad |= put(o, "signal", json_string(cp->signal_name));
     bad |= put(o, "grace", jdur(cp->grace));
     bad |= put(o, "every", cp->every > 0 ? jdur(cp->every) : json_null());
+    /* Written only when set, so a spec without them reads as before. */
+    if (cp->store != NULL)
+        bad |= put(o, "store", json_string(cp->store));
+    if (cp->has_encrypt)
+        bad |= put(o, "encrypt", json_boolean(cp->encrypt));
+    if (cp->keep != EBB__JOB_KEEP_DEFAULT)
+        bad |= put(o, "keep", json_integer(cp->keep));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -441,6 +448,17 @@ static int read_checkpoint(const json_t *j, struct ebb__job_checkpoint *cp,
         rc = jdur_get(o, "grace", "checkpoint.grace", &cp->grace, d);
     if (rc == 0)
         rc = jdur_get(o, "every", "checkpoint.every", &cp->every, d);
+    if (rc == 0)
+        rc = jcopy(o, "store", "checkpoint.store", &cp->store, d);
+    if (rc == 0 && cp->store != NULL && !ebb__job_ident_valid(cp->store))
+        return fail(d, "checkpoint.store: not a valid name");
+    const json_t *enc = jget(o, "encrypt");
+    if (rc == 0 && enc != NULL && !json_is_boolean(enc))
+        return fail(d, "checkpoint.encrypt: expected true or false");
+    cp->has_encrypt = enc != NULL;
+    cp->encrypt = enc != NULL ? json_is_true(enc) : cp->store != NULL;
+    if (rc == 0)
+        rc = jint(o, "keep", "checkpoint.keep", 1, EBB__JOB_KEEP_MAX, &cp->keep, d);
     return rc;
 }
 
@@ -535,6 +553,7 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
     ebb__job_signal_parse("SIGUSR1", &s->checkpoint.signal,
                           s->checkpoint.signal_name);
     s->checkpoint.grace = EBB__JOB_GRACE_DEFAULT;
+    s->checkpoint.keep = EBB__JOB_KEEP_DEFAULT;
     if (rc == 0)
         rc = read_checkpoint(j, &s->checkpoint, d);
     if (rc == 0)

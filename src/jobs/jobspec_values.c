@@ -25,8 +25,8 @@ const char *const ebb__jobspec_resource_keys[] = {
 };
 const char *const ebb__jobspec_gpu_keys[] = {"model", "count", "memory_gb",
                                              NULL};
-const char *const ebb__jobspec_checkpoint_keys[] = {"dir", "signal", "grace",
-                                                    "every", NULL};
+const char *const ebb__jobspec_checkpoint_keys[] = {
+    "dir", "signal", "grace", "every", "store", "encrypt", "keep", NULL};
 
 static const struct {
     enum ebb_job_market market;
@@ -300,6 +300,7 @@ void ebb__jobspec_free(struct ebb__job_spec *spec)
     ebb__string_list_free(&spec->resources.providers);
     free(spec->resources.gpu_model);
     free(spec->checkpoint.dir);
+    free(spec->checkpoint.store);
     free(spec->policy);
     free(spec->team);
     free(spec->run_as);

@@ -407,7 +407,7 @@ static void errors(void **state)
                  "model, count, memory_gb)");
     expect_error(HEAD "work: 1h\ncheckpoint:\n  path: /x\n",
                  "job.yaml:5: checkpoint: unknown key \"path\" (known: dir, "
-                 "signal, grace, every)");
+                 "signal, grace, every, store, encrypt, keep)");
     /* Bad values. */
     expect_error(HEAD "work: 8\n",
                  "job.yaml:3: work: \"8\" is not a duration (no unit; use d, "
@@ -959,6 +959,71 @@ static void checkpoint_dir_dots(void **state)
     ebb__jobspec_free(&sp);
 }
 
+/* checkpoint.store, encrypt and keep: defaults, bounds with file:line,
+ * and the JSON round trip (written only when set). */
+static void checkpoint_store_keys(void **state)
+{
+    (void)state;
+    struct ebb__job_spec sp;
+    struct ebb_diag d;
+    if (load_text(HEAD "work: 1h\n", &sp, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_null(sp.checkpoint.store);
+    assert_false(sp.checkpoint.encrypt);
+    assert_int_equal(sp.checkpoint.keep, EBB__JOB_KEEP_DEFAULT);
+    ebb__jobspec_free(&sp);
+    if (load_text(HEAD "work: 1h\ncheckpoint: {store: ckpt, keep: 5}\n", &sp, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_string_equal(sp.checkpoint.store, "ckpt");
+    assert_true(sp.checkpoint.encrypt); /* the default with a store */
+    assert_false(sp.checkpoint.has_encrypt);
+    assert_int_equal(sp.checkpoint.keep, 5);
+    assert_int_equal(sp.checkpoint.store_line, 4);
+    json_t *j = ebb__jobspec_to_json(&sp);
+    char *text = json_dumps(json_object_get(j, "checkpoint"), JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "{\"dir\":null,\"every\":null,\"grace\":\"1m30s\","
+                              "\"keep\":5,\"signal\":\"SIGUSR1\",\"store\":\"ckpt\"}");
+    free(text);
+    struct ebb__job_spec back;
+    if (ebb__jobspec_from_json(j, &back, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_string_equal(back.checkpoint.store, "ckpt");
+    assert_true(back.checkpoint.encrypt);
+    assert_int_equal(back.checkpoint.keep, 5);
+    ebb__jobspec_free(&back);
+    json_decref(j);
+    ebb__jobspec_free(&sp);
+    if (load_text(HEAD "work: 1h\ncheckpoint:\n  store: s3\n  encrypt: false\n", &sp, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_false(sp.checkpoint.encrypt);
+    assert_true(sp.checkpoint.has_encrypt);
+    assert_int_equal(sp.checkpoint.encrypt_line, 6);
+    j = ebb__jobspec_to_json(&sp);
+    if (ebb__jobspec_from_json(j, &back, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_false(back.checkpoint.encrypt);
+    assert_true(back.checkpoint.has_encrypt);
+    ebb__jobspec_free(&back);
+    json_decref(j);
+    ebb__jobspec_free(&sp);
+    expect_error(HEAD "work: 1h\ncheckpoint:\n  keep: 0\n",
+                 "job.yaml:5: checkpoint.keep: 0 must be between 1 and 100");
+    expect_error(HEAD "work: 1h\ncheckpoint:\n  keep: 101\n",
+                 "job.yaml:5: checkpoint.keep: 101 must be between 1 and 100");
+    expect_error(HEAD "work: 1h\ncheckpoint:\n  encrypt: maybe\n",
+                 "job.yaml:5: checkpoint.encrypt: \"maybe\" is not a boolean (example: "
+                 "true or false)");
+    expect_error(HEAD "work: 1h\ncheckpoint:\n  store: \"a/b\"\n",
+                 "job.yaml:5: checkpoint.store: \"a/b\" is not a valid name (1 to 64 "
+                 "letters, digits, - and _; example: ckpt)");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"checkpoint\":{\"keep\":1000}}",
+                      "job spec JSON: checkpoint.keep: 1000 must be between 1 and 100");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"checkpoint\":{\"encrypt\":\"no\"}}",
+                      "job spec JSON: checkpoint.encrypt: expected true or false");
+}
+
 static void check_small_workload(const struct ebb__workload *w)
 {
     assert_true(w->n >= 8 && w->n <= 12);
@@ -1069,6 +1134,7 @@ int main(void)
         cmocka_unit_test(json_reader),
         cmocka_unit_test(checkpoint_every_bounds),
         cmocka_unit_test(checkpoint_dir_dots),
+        cmocka_unit_test(checkpoint_store_keys),
         cmocka_unit_test(examples_load),
         cmocka_unit_test(truncated_inputs),
     };
