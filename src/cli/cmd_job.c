@@ -41,6 +41,31 @@ static void omitted(json_t *j, const char *what)
         printf("  (%lld older %s not shown)\n", (long long)n, what);
 }
 
+/* A job with a store: its stored checkpoints, newest first. */
+static void stored_checkpoints(json_t *j)
+{
+    static const char *const ch[] = {"ID", "NAME", "STATE", "BYTES", "UPLOAD", "CREATED"};
+    struct cli_table *t = cli_table_new(6, ch);
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(j, "checkpoints"), i, row) {
+        char id[24], bytes[24], up[24], at[EBB_TIME_BUFSZ];
+        snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(row, "id")));
+        snprintf(bytes, sizeof(bytes), "%lld",
+                 (long long)json_integer_value(json_object_get(row, "bytes")));
+        json_t *secs = json_object_get(row, "upload_seconds");
+        snprintf(up, sizeof(up), json_is_number(secs) ? "%.1fs" : "-",
+                 json_number_value(secs));
+        const char *cells[] = {id, str(row, "name"), str(row, "state"), bytes, up,
+                               when(row, "created", at, sizeof(at))};
+        cli_table_add(t, cells);
+    }
+    printf("\nCheckpoints (store %s):\n",
+           str(json_array_get(json_object_get(j, "checkpoints"), 0), "store"));
+    omitted(j, "checkpoints");
+    cli_table_print(t, stdout, "  none yet");
+}
+
 static void print_job(json_t *j)
 {
     char a[48], b[48], c[48];
@@ -117,6 +142,11 @@ static void print_job(json_t *j)
     omitted(j, "instances");
     cli_table_print(t, stdout, "  none yet");
 
+    json_t *first = json_array_get(json_object_get(j, "checkpoints"), 0);
+    if (json_object_get(first, "name") != NULL) {
+        stored_checkpoints(j);
+        return;
+    }
     static const char *const ch[] = {"AT", "WORK SAVED", "PATH"};
     t = cli_table_new(3, ch);
     json_array_foreach(json_object_get(j, "checkpoints"), i, row) {

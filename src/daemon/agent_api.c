@@ -49,6 +49,7 @@ struct ebb__agent_api {
     bool insecure;            /* agent_api.insecure */
     void (*closed)(void *arg);
     void *closed_arg;
+    struct ebb__agent_ckpt_hooks ckpt;
 };
 
 char *ebb__agent_log_path(const char *logs_dir, const char *id)
@@ -231,12 +232,42 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
             "periodic_signal", "SIGUSR2",
             "every_ms", wall_ms(o, spec->checkpoint.every, EBB_MS_PER_SECOND),
             "grace_ms", (json_int_t)ebb__engine_agent_grace(job),
-            "keep", 3,
+            "keep", spec->checkpoint.keep,
         "progress_file", "",
         "heartbeat_ms", (json_int_t)o->agent_heartbeat,
         "requirements", requirements_json(&spec->resources));
     free(dir);
+    if (doc != NULL && api->ckpt.job_doc != NULL &&
+        api->ckpt.job_doc(api->ckpt.arg, job, doc) != 0) {
+        json_decref(doc);
+        reply_error(res, 503, "cannot give the job's store now; ask again");
+        return;
+    }
     reply_json(res, 200, doc);
+}
+
+/* The agent's reports about stored checkpoints become job events. */
+static void store_report(struct ebb__agent_api *api, struct ebb__job *job,
+                         const struct ebb__agent_report *r)
+{
+    char reason[640];
+    if (r->kind == EBB__AGENT_CHECKPOINT_FALLBACK)
+        snprintf(reason, sizeof(reason), "stored checkpoint %s refused: %s",
+                 r->path ? r->path : "?", r->reason);
+    else if (r->kind == EBB__AGENT_CHECKPOINT_SKIPPED)
+        snprintf(reason, sizeof(reason), "final checkpoint %snot stored: %s",
+                 r->path ? r->path : "", r->reason);
+    else if (r->kind == EBB__AGENT_STARTED && r->resume_id > 0)
+        snprintf(reason, sizeof(reason), "resumed from stored checkpoint %lld "
+                 "(%lld bytes in %.1f s)", (long long)r->resume_id,
+                 (long long)r->download_bytes, (double)r->download_ms / 1000.0);
+    else
+        return;
+    const struct ebb__engine_options *o = ebb__engine_options(api->engine);
+    const char *state = ebb__job_state_name(ebb__engine_job_state(job));
+    ebb__info("job %s: %s", ebb__engine_job_id(job), reason);
+    ebb__store_job_event(o->store, ebb__engine_job_id(job), ebb__clock_now(o->clock),
+                         state, state, reason);
 }
 
 /* ---- POST /v1/agent/events ------------------------------------------------ */
@@ -255,6 +286,13 @@ static void post_event(struct ebb__agent_api *api, struct ebb__job *job,
         reply_error(res, 400, why);
         return;
     }
+    struct ebb__job_info ji;
+    ebb__engine_job_info(job, &ji);
+    /* A job with a store moves on only when a checkpoint is durable
+     * (ebbd reports it then): the agent's own word is progress. */
+    if (r.kind == EBB__AGENT_CHECKPOINT && ji.spec->checkpoint.store != NULL)
+        r.kind = r.fraction >= 0 ? EBB__AGENT_PROGRESS : EBB__AGENT_HEARTBEAT;
+    store_report(api, job, &r);
     struct ebb__agent_reply reply;
     ebb__engine_agent_report(job, &r, &reply);
     json_decref(body);
@@ -410,6 +448,17 @@ static void handle(const struct ebb__httpd_request *req,
         serve_imds(api, req, res);
         return;
     }
+    const char *ck = "/v1/agent/checkpoints";
+    if (strcmp(req->path, "/v1/agent/resume") == 0 ||
+        (strncmp(req->path, ck, strlen(ck)) == 0 &&
+         (req->path[strlen(ck)] == '\0' || req->path[strlen(ck)] == '/'))) {
+        struct ebb__job *job = api->ckpt.serve ? authenticate(api, req, res) : NULL;
+        if (job != NULL)
+            api->ckpt.serve(api->ckpt.arg, job, req, res);
+        else if (api->ckpt.serve == NULL)
+            reply_error(res, 404, "no such endpoint");
+        return;
+    }
     int get_job_doc = strcmp(req->path, "/v1/agent/job") == 0;
     int events = strcmp(req->path, "/v1/agent/events") == 0;
     int log = strcmp(req->path, "/v1/agent/log") == 0;
@@ -472,6 +521,12 @@ void ebb__agent_api_secure(struct ebb__agent_api *api, struct ebb__tls_ctx *tls,
     api->tls = tls;
     api->insecure = insecure;
     ebb__httpd_set_tls(api->httpd, tls);
+}
+
+void ebb__agent_api_ckpt(struct ebb__agent_api *api,
+                         const struct ebb__agent_ckpt_hooks *hooks)
+{
+    api->ckpt = *hooks;
 }
 
 struct ebb__httpd *ebb__agent_api_httpd(struct ebb__agent_api *api)

@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #include "engine/engine.h"
+#include "io/httpd.h"
 #include "io/tls.h"
 
 struct ebb__agent_api;
@@ -28,6 +29,19 @@ int ebb__agent_api_start(struct ebb__agent_api **out, uv_loop_t *loop,
  * on this host is refused (403). Call it before the loop runs. */
 void ebb__agent_api_secure(struct ebb__agent_api *api, struct ebb__tls_ctx *tls,
                            bool insecure);
+
+/* Durable checkpoints (daemon_ckpt.h): `job_doc` adds a job's store to
+ * its job document (non-zero: the document is not served, 503); `serve`
+ * answers /v1/agent/checkpoints... and /v1/agent/resume for an
+ * authenticated job. Without hooks those answer 404. */
+struct ebb__agent_ckpt_hooks {
+    int (*job_doc)(void *arg, struct ebb__job *job, json_t *doc);
+    void (*serve)(void *arg, struct ebb__job *job, const struct ebb__httpd_request *req,
+                  struct ebb__httpd_response *res);
+    void *arg;
+};
+void ebb__agent_api_ckpt(struct ebb__agent_api *api,
+                         const struct ebb__agent_ckpt_hooks *hooks);
 
 /* Its HTTP server, to give it limits (daemon_limits.c). Borrowed. */
 struct ebb__httpd *ebb__agent_api_httpd(struct ebb__agent_api *api);

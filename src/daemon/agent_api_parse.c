@@ -12,7 +12,14 @@ static const struct {
     {"heartbeat", EBB__AGENT_HEARTBEAT}, {"progress", EBB__AGENT_PROGRESS},
     {"checkpoint", EBB__AGENT_CHECKPOINT}, {"notice", EBB__AGENT_NOTICE},
     {"exited", EBB__AGENT_EXITED},
+    {"checkpoint_fallback", EBB__AGENT_CHECKPOINT_FALLBACK},
+    {"checkpoint_skipped", EBB__AGENT_CHECKPOINT_SKIPPED},
 };
+
+/* Bytes and milliseconds an agent measures: not negative, and below
+ * what any transfer could take (a petabyte, a week). */
+#define REPORT_BYTES_MAX ((int64_t)1 << 50)
+#define REPORT_MS_MAX ((int64_t)7 * 24 * 3600 * 1000)
 
 /* What one report may bring into the job's rows: a checkpoint's path is
  * a path (PATH_MAX), and so, with a few words, is why a job could not
@@ -30,6 +37,20 @@ static const char *bounded(json_t *body, const char *key, size_t max, bool *too_
     if (json_is_string(v) && json_string_length(v) > max)
         *too_long = true;
     return json_string_value(v);
+}
+
+/* The non-negative integer at `key`, 0 when absent; sets *bad when it is
+ * not one or over `max`. */
+static int64_t measured(json_t *body, const char *key, int64_t max, bool *bad)
+{
+    json_t *v = json_object_get(body, key);
+    if (v == NULL)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) {
+        *bad = true;
+        return 0;
+    }
+    return json_integer_value(v);
 }
 
 int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
@@ -60,8 +81,27 @@ int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
         return EBB_EINVAL;
     }
     r->duration = json_integer_value(json_object_get(body, "duration_ms"));
+    bool out_of_range = false;
+    r->bytes = measured(body, "bytes", REPORT_BYTES_MAX, &out_of_range);
+    r->upload_ms = measured(body, "upload_ms", REPORT_MS_MAX, &out_of_range);
+    r->resume_id = measured(body, "resume_id", INT64_MAX, &out_of_range);
+    r->download_bytes = measured(body, "download_bytes", REPORT_BYTES_MAX, &out_of_range);
+    r->download_ms = measured(body, "download_ms", REPORT_MS_MAX, &out_of_range);
+    if (out_of_range) {
+        *why = "\"bytes\", \"upload_ms\", \"resume_id\", \"download_bytes\" and "
+               "\"download_ms\" are integers from 0 (a petabyte, a week at most)";
+        return EBB_EINVAL;
+    }
     r->deadline = json_integer_value(json_object_get(body, "deadline_ms"));
     r->reason = bounded(body, "source", REPORT_NAME_MAX, &too_long);
+    if (r->kind == EBB__AGENT_CHECKPOINT_FALLBACK || r->kind == EBB__AGENT_CHECKPOINT_SKIPPED) {
+        r->path = bounded(body, "name", REPORT_NAME_MAX, &too_long);
+        r->reason = bounded(body, "reason", REPORT_NAME_MAX, &too_long);
+        if (r->reason == NULL) {
+            *why = "checkpoint_fallback and checkpoint_skipped need \"reason\"";
+            return EBB_EINVAL;
+        }
+    }
     r->status = (int)json_integer_value(json_object_get(body, "status"));
     r->signal = (int)json_integer_value(json_object_get(body, "signal"));
     r->stopped = json_is_true(json_object_get(body, "stopped"));
@@ -81,8 +121,8 @@ int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
         r->n_gpus++;
     }
     if (too_long) {
-        *why = "\"path\" is longer than 4096 bytes, or \"source\" or a GPU's "
-               "\"model\" longer than 256";
+        *why = "\"path\" is longer than 4096 bytes, or \"source\", \"name\", "
+               "\"reason\" or a GPU's \"model\" longer than 256";
         return EBB_EINVAL;
     }
     return 0;

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/paths.h"
 #include "base/str.h"
+#include "daemon/daemon_ckpt.h"
 #include "ebb_build_config.h"
 #include "daemon/daemon_notify.h"
 #include "io/httpd.h"
@@ -366,6 +367,9 @@ static int start_api(struct ebb__daemon *d)
      * (the port the OS picked for port 0). */
     const char *url = d->config->agent_url ? d->config->agent_url
                                            : ebb__agent_api_url(d->agent_api);
+    const struct ebb__agent_ckpt_hooks hooks = {
+        .job_doc = ebb__daemon_ckpt_job_doc, .serve = ebb__daemon_ckpt_serve, .arg = d};
+    ebb__agent_api_ckpt(d->agent_api, &hooks);
     ebb__engine_set_agent_url(d->engine, url);
     ebb__engine_set_agent_tls(d->engine, d->agent_tls_pin[0] ? d->agent_tls_pin : NULL,
                               d->agent_tls_ca);
@@ -436,6 +440,7 @@ static void begin_shutdown(struct ebb__daemon *d)
         return;
     d->shutting_down = 1;
     ebb__daemon_notify_stop(d);
+    ebb__daemon_ckpt_stop(d);
     ebb__daemon_metrics_close(d, close_agent_api, d);
 }
 
@@ -493,6 +498,8 @@ static int start_the_rest(const struct ebb__daemon_options *opts,
     if (code == 0)
         code = ebb__daemon_limits_apply(d);
     if (code == 0)
+        code = ebb__daemon_ckpt_start(d);
+    if (code == 0)
         code = ebb__daemon_schedules_start(d);
     if (code == 0)
         code = ebb__daemon_notify_start(d);
@@ -527,6 +534,8 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
     code = start_plugins(d);
     if (code == 0)
         code = check_run_on(d);
+    if (code == 0)
+        code = ebb__daemon_stores_open(d);
     if (code == 0 && opts->check)
         code = checked(d);
     else if (code == 0)
@@ -544,6 +553,8 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
     } else if (code == 0) {
         ebb__info("stopped cleanly");
     }
+    ebb__daemon_ckpt_free(d);
+    ebb__daemon_stores_free(d);
     release_state(d);
     free(d);
     return code;

@@ -53,6 +53,8 @@ struct ebb__daemon {
     struct ebb__daemon_schedules *schedules; /* daemon_schedules.c */
     struct ebb__daemon_notify *notify; /* daemon_notify_send.c */
     struct ebb__http *http;
+    struct ebb__objstore **objstores; /* one per config->stores (daemon_stores.c) */
+    struct ebb__daemon_ckpt *ckpt;    /* checkpoint work (daemon_ckpt_store.c) */
     struct ebb__api_server *api;
     struct ebb__agent_api *agent_api;
     char agent_tls_pin[EBB__TLS_PIN_SIZE]; /* "": agents are not given one */

@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "daemon/daemon.h"
+#include "daemon/daemon_ckpt.h"
 #include "jobs/jobspec.h"
 #include "market/billing.h"
 #include "store/store_read.h"
@@ -99,6 +100,11 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
     struct ebb_diag why_notify = {{0}};
     if (ebb__config_notify_check(d->config, file, &spec.notify, &why_notify) != 0) {
         ebb__api_fail(call, "invalid", "%s", why_notify.msg);
+        ebb__jobspec_free(&spec);
+        return;
+    }
+    if (ebb__daemon_ckpt_spec_check(d, &spec, why, sizeof(why)) != 0) {
+        ebb__api_fail(call, "invalid", "%s", why);
         ebb__jobspec_free(&spec);
         return;
     }

@@ -348,16 +348,31 @@ enum ebb__agent_kind {
     EBB__AGENT_CHECKPOINT,
     EBB__AGENT_NOTICE,
     EBB__AGENT_EXITED,
+    /* A stored checkpoint the agent refused (path: its name, reason: the
+     * fault), and a final checkpoint it did not upload (reason: why):
+     * job events, nothing for the engine. */
+    EBB__AGENT_CHECKPOINT_FALLBACK,
+    EBB__AGENT_CHECKPOINT_SKIPPED,
 };
 
 struct ebb__agent_report {
     enum ebb__agent_kind kind;
     double fraction;        /* PROGRESS, CHECKPOINT; < 0: not given */
-    const char *path;       /* CHECKPOINT */
+    const char *path;       /* CHECKPOINT, CHECKPOINT_*: its path or name */
     ebb_dur_ms duration;    /* CHECKPOINT: wall ms from the signal; 0: the
                              * job took it unasked (or not given) */
+    /* CHECKPOINT of a job with a store (ebbd's own, once it is durable):
+     * its plaintext bytes and the agent's wall time uploading them; 0:
+     * not known. */
+    int64_t bytes;
+    ebb_dur_ms upload_ms;
+    /* STARTED: the stored checkpoint it resumed from (its id; 0: none)
+     * and what downloading it took; 0: nothing was downloaded. */
+    int64_t resume_id;
+    int64_t download_bytes;
+    ebb_dur_ms download_ms;
     ebb_time_ms deadline;   /* NOTICE */
-    const char *reason;     /* NOTICE: where it came from */
+    const char *reason;     /* NOTICE: where it came from; CHECKPOINT_*: why */
     int status, signal, stopped; /* EXITED */
     const char *error;      /* EXITED: why the job could not be started;
                              * NULL: it ran */

@@ -33,7 +33,8 @@
  * by table: store_prices.c (prices and poll cursors), store_jobs.c (jobs,
  * instances, checkpoints, ledger writes, job counts), store_ledger.c (the
  * ledger read back for reports and metrics), store_read.c (the CLI's job
- * reads, recovery), store_schedules.c (schedules). Adding a query: add its
+ * reads, recovery), store_schedules.c (schedules), store_ckpt.c (checkpoint
+ * keys and checkpoints in object stores: store_ckpt.h). Adding a query: add its
  * name and SQL to store_sql.h, then a function to the header of its file.
  */
 #ifndef EBB_STORE_H
@@ -49,7 +50,7 @@ struct ebb__store;
 
 /* The newest schema version this build knows. Bumped by every migration
  * added to store_schema.c (a static assertion there keeps them in step). */
-#define EBB__STORE_SCHEMA_LATEST 8
+#define EBB__STORE_SCHEMA_LATEST 9
 
 /* PRAGMA application_id of an ebb database ("ebb!"), set by migration 1 so
  * that another program's SQLite file is never mistaken for ours. */

@@ -72,6 +72,8 @@ int ebb__store_jobs_json(struct ebb__store *s, int all, json_t **out)
 #define STR(x) STR_(x)
 #define NEWEST " LIMIT " STR(EBB__STORE_JOB_ROWS)
 
+static int stored_checkpoints(struct ebb__store *s, const char *id, json_t *job);
+
 int ebb__store_job_json(struct ebb__store *s, const char *id, json_t **out)
 {
     /* Each list is its newest rows, put back in time order. */
@@ -132,7 +134,41 @@ int ebb__store_job_json(struct ebb__store *s, const char *id, json_t **out)
             json_decref(count);
         }
     }
+    rc = stored_checkpoints(s, id, job);
+    if (rc != 0) {
+        json_decref(job);
+        return rc;
+    }
     *out = job;
+    return 0;
+}
+
+/* A job with a store lists its stored checkpoints instead, newest first
+ * (store_read.h). */
+static int stored_checkpoints(struct ebb__store *s, const char *id, json_t *job)
+{
+    json_t *rows = NULL, *count = NULL;
+    int rc = query_rows(s, "SELECT COUNT(*) AS n FROM stored_checkpoints WHERE job_id = ?1",
+                        id, &count);
+    json_int_t n = json_integer_value(json_object_get(json_array_get(count, 0), "n"));
+    json_decref(count);
+    if (rc != 0 || n == 0)
+        return rc;
+    rc = query_rows(s, "SELECT seq AS id, name, state, state = 'durable' AS durable, bytes,"
+                    " upload_ms / 1000.0 AS upload_seconds, created_at AS created, store,"
+                    " durable_at, reason FROM stored_checkpoints WHERE job_id = ?1"
+                    " ORDER BY seq DESC" NEWEST, id, &rows);
+    if (rc != 0)
+        return rc;
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row) {
+        json_object_set_new(row, "durable", json_boolean(json_integer_value(
+                                                json_object_get(row, "durable"))));
+    }
+    json_object_set_new(job, "checkpoints", rows);
+    json_object_set_new(json_object_get(job, "omitted"), "checkpoints",
+                        json_integer(n - (json_int_t)json_array_size(rows)));
     return 0;
 }
 

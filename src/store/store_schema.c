@@ -324,8 +324,42 @@ static const char v8[] =
     ");"
     "CREATE INDEX notify_outbox_due ON notify_outbox (status, next_at);";
 
+/* Version 9: checkpoints in object stores (store_ckpt.h). ckpt_keys holds
+ * each job's checkpoint key (hex; never logged, never in a store);
+ * stored_checkpoints one row per checkpoint an agent offered, its seq the
+ * object keys' <seq>, its files the JSON list ebbd keeps upload ids in. */
+static const char v9[] =
+    "CREATE TABLE ckpt_keys ("
+    " job_id TEXT PRIMARY KEY REFERENCES jobs (id),"
+    " key_hex TEXT NOT NULL CHECK (length(key_hex) = 64),"
+    " version INTEGER NOT NULL CHECK (version >= 1),"
+    " created_at INTEGER NOT NULL"
+    ");"
+    "CREATE TABLE stored_checkpoints ("
+    " seq INTEGER PRIMARY KEY,"
+    " job_id TEXT NOT NULL REFERENCES jobs (id),"
+    " instance_token TEXT NOT NULL,"
+    " store TEXT NOT NULL,"
+    " name TEXT NOT NULL,"
+    " kind TEXT NOT NULL CHECK (kind IN ('file', 'directory')),"
+    " state TEXT NOT NULL CHECK (state IN ('preparing', 'uploading',"
+    "  'completing', 'durable', 'failed', 'deleted')),"
+    " files TEXT NOT NULL,"
+    " encrypt INTEGER NOT NULL CHECK (encrypt IN (0, 1)),"
+    " bytes INTEGER NOT NULL CHECK (bytes >= 0),"
+    " upload_ms INTEGER,"
+    " duration_ms INTEGER,"
+    " periodic INTEGER NOT NULL DEFAULT 0,"
+    " created_at INTEGER NOT NULL,"
+    " durable_at INTEGER,"
+    " updated_at INTEGER NOT NULL,"
+    " reason TEXT"
+    ");"
+    "CREATE INDEX stored_checkpoints_by_job ON stored_checkpoints (job_id, seq);"
+    "CREATE INDEX stored_checkpoints_by_state ON stored_checkpoints (state);";
+
 /* migrations[i] moves a file from version i to version i + 1. */
-static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8};
+static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8, v9};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

@@ -301,12 +301,48 @@
       " (SELECT seq FROM notify_outbox WHERE status <> 'pending'"              \
       " ORDER BY seq DESC LIMIT ?1)")
 
+/* ---- checkpoints in object stores (store_ckpt.c) ------------------------ */
+
+#define EBB__SQL_CKPT_COLUMNS                                                  \
+    "seq, job_id, instance_token, store, name, kind, state, files, encrypt,"   \
+    " bytes, coalesce(upload_ms, 0), coalesce(duration_ms, 0), periodic,"      \
+    " created_at, coalesce(durable_at, 0), updated_at, coalesce(reason, '')"
+
+#define EBB__STORE_CKPT_STATEMENTS(X)                                          \
+    X(CKPT_KEY_GET,                                                            \
+      "SELECT key_hex, version FROM ckpt_keys WHERE job_id = ?1")              \
+    X(CKPT_KEY_PUT,                                                            \
+      "INSERT INTO ckpt_keys (job_id, key_hex, version, created_at)"           \
+      " VALUES (?1, ?2, 1, ?3)")                                               \
+    X(CKPT_INSERT,                                                             \
+      "INSERT INTO stored_checkpoints (job_id, instance_token, store, name,"   \
+      " kind, state, files, encrypt, bytes, created_at, updated_at)"           \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)")                \
+    X(CKPT_UPDATE,                                                             \
+      "UPDATE stored_checkpoints SET state = ?2, files = coalesce(?3, files)," \
+      " reason = coalesce(?4, reason), updated_at = ?5,"                       \
+      " durable_at = CASE WHEN ?6 > 0 THEN ?6 ELSE durable_at END,"            \
+      " upload_ms = CASE WHEN ?7 >= 0 THEN ?7 ELSE upload_ms END,"             \
+      " duration_ms = CASE WHEN ?8 >= 0 THEN ?8 ELSE duration_ms END,"         \
+      " periodic = CASE WHEN ?9 >= 0 THEN ?9 ELSE periodic END WHERE seq = ?1")\
+    X(CKPT_GET, "SELECT " EBB__SQL_CKPT_COLUMNS " FROM stored_checkpoints"     \
+                " WHERE seq = ?1 AND (?2 IS NULL OR job_id = ?2)")             \
+    X(CKPT_OF_JOB, "SELECT " EBB__SQL_CKPT_COLUMNS " FROM stored_checkpoints"  \
+                   " WHERE job_id = ?1 AND (?2 IS NULL OR state = ?2)"         \
+                   " ORDER BY seq DESC")                                       \
+    X(CKPT_OPEN, "SELECT " EBB__SQL_CKPT_COLUMNS " FROM stored_checkpoints c"  \
+                 " WHERE state IN ('preparing', 'uploading', 'completing')"    \
+                 " OR (?1 AND state = 'durable' AND (SELECT state FROM jobs"   \
+                 " WHERE id = c.job_id) IN ('succeeded', 'failed', 'cancelled',"\
+                 " 'budget_exhausted', 'deadline_missed')) ORDER BY seq")
+
 #define EBB__STORE_STATEMENTS(X)                                               \
     EBB__STORE_TXN_STATEMENTS(X)                                               \
     EBB__STORE_CLOCK_STATEMENTS(X)                                             \
     EBB__STORE_PRICE_STATEMENTS(X)                                             \
     EBB__STORE_JOB_STATEMENTS(X)                                               \
     EBB__STORE_LEDGER_STATEMENTS(X)                                            \
-    EBB__STORE_OUTBOX_STATEMENTS(X)
+    EBB__STORE_OUTBOX_STATEMENTS(X)                                            \
+    EBB__STORE_CKPT_STATEMENTS(X)
 
 #endif

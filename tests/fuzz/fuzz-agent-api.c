@@ -31,7 +31,13 @@ static void check_report(const uint8_t *data, size_t size)
     if (ebb__agent_report_parse(body, &r, &why) != 0) {
         FUZZ_CHECK(why != NULL && why[0] != '\0');
     } else {
-        FUZZ_CHECK(r.kind >= EBB__AGENT_HOST && r.kind <= EBB__AGENT_EXITED);
+        FUZZ_CHECK(r.kind >= EBB__AGENT_HOST &&
+                   r.kind <= EBB__AGENT_CHECKPOINT_SKIPPED);
+        FUZZ_CHECK(r.bytes >= 0 && r.upload_ms >= 0 && r.resume_id >= 0 &&
+                   r.download_bytes >= 0 && r.download_ms >= 0);
+        if (r.kind == EBB__AGENT_CHECKPOINT_FALLBACK ||
+            r.kind == EBB__AGENT_CHECKPOINT_SKIPPED)
+            FUZZ_CHECK(r.reason != NULL);
         if (r.kind == EBB__AGENT_PROGRESS)
             FUZZ_CHECK(r.fraction >= 0);
         if (r.kind == EBB__AGENT_CHECKPOINT)
