@@ -238,6 +238,17 @@ static int etag_same(const char *a, const char *b)
     return la == lb && memcmp(a, b, la) == 0;
 }
 
+/* A multipart object's ETag ends in "-N", N its parts: the upload's
+ * parts made it (S3 and OSS; a store whose ETag says nothing passes). */
+static int parts_match(const struct task *t, long file, const char *etag)
+{
+    json_t *parts = json_object_get(json_array_get(t->files, (size_t)file), "parts");
+    const char *dash = strrchr(etag, '-');
+    if (!json_is_array(parts) || dash == NULL)
+        return 1;
+    return strtoll(dash + 1, NULL, 10) == (long long)json_array_size(parts);
+}
+
 static int start_op(struct op *o);
 
 static void on_op(void *arg, const struct ebb__objstore_result *r)
@@ -260,7 +271,9 @@ static void on_op(void *arg, const struct ebb__objstore_result *r)
                                 json_string(r->upload_id));
         break;
     case OP_COMPLETE:
-        if (r->status != 0)
+        /* NoSuchUpload: completed already, by an ebbd that stopped before
+         * it recorded so; the object's size and part count decide. */
+        if (r->status != 0 && r->status != EBB_ENOTFOUND)
             op_fail(t, o, "cannot complete the upload of", r->message);
         else
             o->kind = OP_HEAD, again = 1;
@@ -279,6 +292,9 @@ static void on_op(void *arg, const struct ebb__objstore_result *r)
                    !etag_same(etag, r->etag)) {
             op_fail(t, o, "another object than the agent uploaded for",
                     "its ETag differs");
+        } else if (!parts_match(t, o->file, r->etag)) {
+            op_fail(t, o, "another object than the parts uploaded for",
+                    "its ETag does not count them");
         }
         break;
     }

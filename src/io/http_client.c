@@ -547,10 +547,13 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, pinned ? 0L : 2L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)timeout);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect);
-    /* A body streamed to a file is bounded by the file, not by memory. */
+    /* A body streamed to a file is bounded by the file, not by memory; a
+     * HEAD's answer has none (its Content-Length is the object's size,
+     * which the limit would refuse above 64 MiB). */
     bool to_file = r->stream != NULL && r->stream->download_fd >= 0;
+    bool no_body = strcmp(r->method, "HEAD") == 0;
     curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
-                     (curl_off_t)(to_file ? 0 : r->max_response));
+                     (curl_off_t)(to_file || no_body ? 0 : r->max_response));
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)r);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);

@@ -36,7 +36,8 @@ file is rewritten as faults are used.
 
 Prints "PORT <n>" when it listens. Every request is appended to --log as
 one JSON line: op, method, style ("path", "virtual" or "presigned-..."),
-key, query, status.
+key, query, status. With --dump FILE, FILE holds what the bucket holds
+after each request: {"objects": {key: size}, "uploads": {id: key}}.
 """
 import argparse
 import base64
@@ -128,8 +129,16 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def record(self, entry):
-        with open(self.server.state.args.log, 'a') as f:
+        st = self.server.state
+        with open(st.args.log, 'a') as f:
             f.write(json.dumps(entry) + '\n')
+        if st.args.dump:
+            # What the bucket holds now, for tests that look from outside.
+            tmp = st.args.dump + '.tmp'
+            with open(tmp, 'w') as f:
+                json.dump({'objects': {k: len(v) for k, v in st.objects.items()},
+                           'uploads': {u: up['key'] for u, up in st.uploads.items()}}, f)
+            os.replace(tmp, st.args.dump)
 
     def take_fault(self, op):
         path = self.server.state.args.faults
@@ -507,6 +516,8 @@ def main():
     ap.add_argument('--secret-key', required=True)
     ap.add_argument('--log', required=True)
     ap.add_argument('--faults')
+    ap.add_argument('--dump', help='rewritten after each request: the objects '
+                    '(key: size) and open multipart uploads (id: key) held')
     ap.add_argument('--page-size', type=int, default=1000)
     ap.add_argument('--min-part', type=int, default=5 << 20)
     args = ap.parse_args()
