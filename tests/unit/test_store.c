@@ -25,6 +25,7 @@
 #include <sqlite3.h>
 
 #include "store/store.h"
+#include "store/store_ckpt.h"
 #include "store_peek.h"
 
 struct fixture {
@@ -892,6 +893,102 @@ static void checkpoints_run_on_another_connection(void **state)
     ebb__store_close(s);
 }
 
+/* ---- checkpoints in object stores (store_ckpt.h) ------------------------ */
+
+struct ck_seen {
+    int64_t seq[8];
+    char state[8][16], files[8][128], reason[8][64];
+    int64_t upload_ms[8], durable_at[8];
+    int n;
+};
+
+static int ck_collect(void *arg, const struct ebb__ckpt_row *r)
+{
+    struct ck_seen *c = arg;
+    if (c->n == 8)
+        return 99;
+    c->seq[c->n] = r->seq;
+    snprintf(c->state[c->n], sizeof(c->state[0]), "%s", r->state);
+    snprintf(c->files[c->n], sizeof(c->files[0]), "%s", r->files);
+    snprintf(c->reason[c->n], sizeof(c->reason[0]), "%s", r->reason);
+    c->upload_ms[c->n] = r->upload_ms;
+    c->durable_at[c->n] = r->durable_at;
+    c->n++;
+    return 0;
+}
+
+static void checkpoint_keys_and_rows(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    sqlite3 *db = ebb_test_store_db(s);
+    add_job(db, "j1", "running");
+    add_job(db, "j2", "succeeded");
+    char hex[65];
+    int version = 0;
+    assert_int_equal(ebb__store_ckpt_key_get(s, "j1", hex, &version), EBB_ENOTFOUND);
+    const char *key = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    assert_int_equal(ebb__store_ckpt_key_put(s, "j1", key, 7), 0);
+    assert_int_equal(ebb__store_ckpt_key_put(s, "j1", key, 8), EBB_EEXISTS);
+    assert_int_equal(ebb__store_ckpt_key_put(s, "j2", "abc", 8), EBB_EDB); /* not 64 */
+    assert_int_equal(ebb__store_ckpt_key_get(s, "j1", hex, &version), 0);
+    assert_string_equal(hex, key);
+    assert_int_equal(version, 1);
+
+    struct ebb__ckpt_row r = {.job_id = "j1", .instance_token = "j1-a1", .store = "ckpt",
+                              .name = "step-1", .kind = "directory", .state = "preparing",
+                              .files = "[{\"path\":\"a\"}]", .encrypt = 1, .bytes = 10,
+                              .created_at = 100};
+    int64_t a = 0, b = 0, c = 0;
+    assert_int_equal(ebb__store_ckpt_insert(s, &r, &a), 0);
+    r.name = "step-2";
+    assert_int_equal(ebb__store_ckpt_insert(s, &r, &b), 0);
+    r.job_id = "j2";
+    assert_int_equal(ebb__store_ckpt_insert(s, &r, &c), 0);
+    assert_true(a > 0 && b > a && c > b);
+    r.state = "nonsense";
+    int64_t d = 0;
+    assert_int_equal(ebb__store_ckpt_insert(s, &r, &d), EBB_EDB); /* CHECK */
+
+    /* An update keeps what it is not given; durable_at sets the time. */
+    assert_int_equal(ebb__store_ckpt_update(s, a, "completing", "[1]", NULL, 200, 0,
+                                            1500, 700, 1), 0);
+    assert_int_equal(ebb__store_ckpt_update(s, a, "durable", NULL, NULL, 300, 300,
+                                            -1, -1, -1), 0);
+    assert_int_equal(ebb__store_ckpt_update(s, c, "durable", NULL, NULL, 300, 300,
+                                            -1, -1, -1), 0);
+    assert_int_equal(ebb__store_ckpt_update(s, b, "failed", NULL, "too short", 300, 0,
+                                            -1, -1, -1), 0);
+    assert_int_equal(ebb__store_ckpt_update(s, 999, "failed", NULL, NULL, 1, 0, -1, -1,
+                                            -1), EBB_ENOTFOUND);
+    struct ck_seen seen = {0};
+    assert_int_equal(ebb__store_ckpt_get(s, a, "j1", ck_collect, &seen), 0);
+    assert_string_equal(seen.state[0], "durable");
+    assert_string_equal(seen.files[0], "[1]");
+    assert_int_equal(seen.upload_ms[0], 1500);
+    assert_int_equal(seen.durable_at[0], 300);
+    /* Another job's row is not found through this one. */
+    assert_int_equal(ebb__store_ckpt_get(s, c, "j1", ck_collect, &seen), EBB_ENOTFOUND);
+
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(ebb__store_ckpt_of_job(s, "j1", NULL, ck_collect, &seen), 0);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.seq[0], b); /* newest first */
+    assert_string_equal(seen.reason[0], "too short");
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(ebb__store_ckpt_of_job(s, "j1", "durable", ck_collect, &seen), 0);
+    assert_int_equal(seen.n, 1);
+
+    /* In flight: none now; with durable_of_ended, j2's durable one. */
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(ebb__store_ckpt_open(s, 0, ck_collect, &seen), 0);
+    assert_int_equal(seen.n, 0);
+    assert_int_equal(ebb__store_ckpt_open(s, 1, ck_collect, &seen), 0);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.seq[0], c);
+    ebb__store_close(s);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -909,6 +1006,7 @@ int main(void)
         T(survives_sigkill_at_random_moments),
         T(group_commit_batches_and_scopes_rollbacks),
         T(checkpoints_run_on_another_connection),
+        T(checkpoint_keys_and_rows),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
