@@ -535,7 +535,7 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
     if (code == 0)
         code = check_run_on(d);
     if (code == 0)
-        code = ebb__daemon_stores_open(d);
+        code = ebb__daemon_stores_open(d, opts->check);
     if (code == 0 && opts->check)
         code = checked(d);
     else if (code == 0)

@@ -1,16 +1,37 @@
 /* The stores of ebb.yaml, opened at start, and each job's checkpoint key
  * (daemon_ckpt.h). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <openssl/crypto.h>
 
 #include "base/log.h"
+#include "base/paths.h"
 #include "daemon/daemon.h"
 #include "daemon/daemon_ckpt.h"
 #include "daemon/daemon_notify.h"
 #include "store/store_ckpt.h"
+
+/* A file:// store's directory, made when it is missing: 0711, so that
+ * jobs of other users reach their own job's directory in it. */
+static int file_store_dir(const struct ebb__store_cfg *s, char *err, size_t len)
+{
+    struct ebb__objstore_url u = {0};
+    int rc = ebb__objstore_url_parse(s->url, &u, err, len);
+    struct stat st;
+    if (rc == 0 && stat(u.dir, &st) != 0) {
+        rc = ebb__mkdir_p(u.dir, err, len);
+        if (rc == 0 && chmod(u.dir, 0711) != 0) {
+            snprintf(err, len, "%s: %s", u.dir, strerror(errno));
+            rc = EBB_EIO;
+        }
+    }
+    ebb__objstore_url_free(&u);
+    return rc;
+}
 
 static ebb_time_ms store_now(void *ctx)
 {
@@ -18,7 +39,7 @@ static ebb_time_ms store_now(void *ctx)
     return ebb__daemon_wall_ms();
 }
 
-int ebb__daemon_stores_open(struct ebb__daemon *d)
+int ebb__daemon_stores_open(struct ebb__daemon *d, int check)
 {
     const struct ebb__config *cfg = d->config;
     if (cfg->n_stores == 0)
@@ -37,6 +58,12 @@ int ebb__daemon_stores_open(struct ebb__daemon *d)
             ebb__error("%s:%d: stores.%s: no credentials for %s: %s", cfg->file,
                        s->line, s->name, s->url, err[0] ? err : ebb_strerror(rc));
             return 2;
+        }
+        if (!check && s->kind == EBB__OBJSTORE_FILE &&
+            file_store_dir(s, err, sizeof(err)) != 0) {
+            ebb__error("%s:%d: stores.%s: cannot make its directory: %s", cfg->file,
+                       s->line, s->name, err);
+            return 1;
         }
         struct ebb__objstore_cfg oc = ebb__store_objstore_cfg(s);
         oc.now = store_now;

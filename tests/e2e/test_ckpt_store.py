@@ -40,6 +40,7 @@ tmp = tempfile.mkdtemp(prefix="ebb-ckpt.")
 state = os.path.join(tmp, "state")
 config = os.path.join(tmp, "ebb.yaml")
 out = os.path.join(tmp, "out")
+fstore = os.path.join(tmp, "fstore")
 s3log, s3dump = os.path.join(tmp, "s3.log"), os.path.join(tmp, "s3.json")
 checks = failures = 0
 daemon = s3 = None
@@ -212,7 +213,9 @@ stores:
     region: us-east-1
     endpoint: http://127.0.0.1:%d
     path_style: true
-""" % (ROOT, HERE, s3port))
+  files:
+    url: file://%s
+""" % (ROOT, HERE, s3port, fstore))
 
 
 def job_spec(name, checkpoint):
@@ -230,7 +233,7 @@ checkpoint: %s
 
 
 try:
-    print("1..26")
+    print("1..31")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
@@ -345,6 +348,44 @@ try:
     ok(start(), "ebbd starts again after SIGKILL")
     st4 = agent.poll(seq4, ("durable", "failed"), 60)
     ok(st4.get("state") == "durable", "the completing checkpoint became durable", st4)
+
+    # A file:// store: file:///PATH URLs into directories ebbd made for
+    # the job (mode 0700), no multipart, encrypt: false allowed here.
+    jb = ebb("submit", job_spec("b", "{store: files, encrypt: false}")).stdout.strip()
+    ok(wait_for(lambda: os.path.exists(os.path.join(out, jb + ".json")), 60),
+       "a job with a file:// store starts", jb)
+    bgent = Agent(jb)
+    bst = bgent.doc.get("store", {})
+    ok(bst.get("kind") == "file" and bst.get("encrypt") is False and "key" not in bst,
+       "its job document says file, unencrypted, and gives no key", bst)
+    status, body = bgent.call("POST", "/v1/agent/checkpoints",
+                              {"name": "model.pt", "kind": "file", "files": [
+                                  {"path": "model.pt", "size": 10, "stored_size": 10}]})
+    seqf = body.get("id")
+    up = bgent.poll(seqf, ("uploading", "failed"))
+    url = (up.get("files") or [{}])[0].get("url", "")
+    want = "file://%s/jobs/%s/ckpt/%s-model.pt/f0" % (fstore, jb, seqf)
+    ckdir = os.path.dirname(url[len("file://"):])
+    ok(url == want and "parts" not in up["files"][0] and
+       os.stat(ckdir).st_mode & 0o777 == 0o700 and
+       os.stat(os.path.dirname(os.path.dirname(ckdir))).st_mode & 0o777 == 0o700,
+       "the upload URL is file:///PATH in a 0700 directory of the job's", (up, want))
+    data = b"0123456789"
+    with open(url[len("file://"):], "wb") as f:
+        f.write(data)
+    sha = hashlib.sha256(data).hexdigest()
+    status, body = bgent.call("POST", "/v1/agent/checkpoints/%d/commit" % seqf, {
+        "files": [{"path": "model.pt", "size": 10, "stored_size": 10, "sha256": sha}],
+        "upload_ms": 3})
+    stf = bgent.poll(seqf, ("durable", "failed"))
+    ok(status == 202 and stf.get("state") == "durable" and
+       os.path.exists(os.path.join(ckdir, "manifest.json")),
+       "committed: durable, its manifest beside the file", (body, stf))
+    status, body = bgent.call("GET", "/v1/agent/resume")
+    c = (body.get("checkpoints") or [{}])[0]
+    ok(c.get("manifest_url") == "file://" + os.path.join(ckdir, "manifest.json") and
+       c.get("files", [{}])[0].get("url") == want, "resume gives file:// URLs", body)
+    open(os.path.join(out, jb + ".exit"), "w").close()
 
     # The instance's end aborts an upload left open; the job's end
     # deletes its checkpoints.
