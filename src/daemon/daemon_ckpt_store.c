@@ -200,6 +200,14 @@ static void set_state(struct task *t, const char *state, const char *reason)
                    state, ebb__store_errmsg(t->d->store));
 }
 
+static void compact(struct task *t, const char *state)
+{
+    if (ebb__store_ckpt_update(t->d->store, t->seq, state, "[]", NULL, now_wall(), 0,
+                               -1, -1, -1) != 0)
+        ebb__warn("checkpoint %lld: cannot drop its file list: %s", (long long)t->seq,
+                  ebb__store_errmsg(t->d->store));
+}
+
 /* ---- running operations ----------------------------------------------------- */
 
 static void phase_done(struct task *t);
@@ -637,6 +645,10 @@ static void phase_done(struct task *t)
         durable(t);
         break;
     case ABORT:
+        /* What is gone need not be remembered: a failed row keeps its
+         * name and reason, not its (up to 100000) files. */
+        if (!t->failed)
+            compact(t, "failed");
         break;
     case DELETE_MANIFEST:
         if (t->failed) /* left durable; the next sweep or prune tries again */
@@ -644,8 +656,10 @@ static void phase_done(struct task *t)
         begin(t, DELETE_FILES);
         return;
     case DELETE_FILES:
-        if (!t->failed)
+        if (!t->failed) {
             set_state(t, "deleted", t->why);
+            compact(t, "deleted");
+        }
         break;
     }
     task_free(t);
@@ -811,13 +825,12 @@ static int collect_row(void *arg, const struct ebb__ckpt_row *r)
     return 0;
 }
 
-/* Whether the instance that offered a row is still the job's. */
-static int instance_live(struct ebb__daemon *d, const char *job_id, const char *token)
+/* Whether the instance that offered a row may still run: its row in the
+ * store says so (the engine's own view waits, after a restart, until the
+ * providers have listed their instances). */
+static int instance_live(struct ebb__daemon *d, const char *token)
 {
-    struct ebb__job *job = ebb__engine_job(d->engine, job_id);
-    struct ebb__attempt_info a;
-    return job != NULL && ebb__engine_job_attempt(job, &a) == 0 &&
-           strcmp(a.token, token) == 0;
+    return ebb__store_ckpt_instance_ended(d->store, token) == 0;
 }
 
 static void sweep(struct ebb__daemon *d, int first)
@@ -841,7 +854,7 @@ static void sweep(struct ebb__daemon *d, int first)
             ebb__daemon_ckpt_abort(d, w->seq, first ? "ebbd restarted while it "
                                    "prepared the uploads" : "its uploads were not "
                                    "prepared");
-        else if (!instance_live(d, w->job_id, w->token))
+        else if (!instance_live(d, w->token))
             ebb__daemon_ckpt_abort(d, w->seq, "its instance ended before the commit");
         else if (now - w->created_at > EBB__CKPT_ABANDON_MS)
             ebb__daemon_ckpt_abort(d, w->seq, "abandoned: not committed within 6 h");

@@ -189,3 +189,17 @@ int ebb__store_ckpt_open(struct ebb__store *s, int durable_of_ended,
     struct row_cb c = {cb, arg, 0};
     return ebb__store_each(s, st, row, &c);
 }
+
+int ebb__store_ckpt_instance_ended(struct ebb__store *s, const char *token)
+{
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_CKPT_INSTANCE_ENDED);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc = ebb__store_bind_text(s, st, 1, token);
+    if (rc != 0)
+        return rc;
+    int step = sqlite3_step(st);
+    int ended = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    rc = ebb__store_finish(s, st, step == SQLITE_ROW ? SQLITE_DONE : step);
+    return rc != 0 ? rc : ended;
+}

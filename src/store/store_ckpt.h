@@ -66,6 +66,10 @@ int ebb__store_ckpt_get(struct ebb__store *s, int64_t seq, const char *job_id,
 int ebb__store_ckpt_of_job(struct ebb__store *s, const char *job_id,
                            const char *state, ebb__ckpt_row_cb cb, void *arg);
 
+/* 1 when the instance with launch token `token` has ended (terminated or
+ * failed) or is unknown, 0 while it may run, or a negative code. */
+int ebb__store_ckpt_instance_ended(struct ebb__store *s, const char *token);
+
 /* Every row still in flight (preparing, uploading, completing), oldest
  * first, or with `durable` also the durable rows of jobs that have ended.
  * `cb` may run the store's writes. */

@@ -330,6 +330,9 @@
     X(CKPT_OF_JOB, "SELECT " EBB__SQL_CKPT_COLUMNS " FROM stored_checkpoints"  \
                    " WHERE job_id = ?1 AND (?2 IS NULL OR state = ?2)"         \
                    " ORDER BY seq DESC")                                       \
+    X(CKPT_INSTANCE_ENDED,                                                     \
+      "SELECT coalesce((SELECT state IN ('terminated', 'failed')"              \
+      " FROM instances WHERE token = ?1), 1)")                                 \
     X(CKPT_OPEN, "SELECT " EBB__SQL_CKPT_COLUMNS " FROM stored_checkpoints c"  \
                  " WHERE state IN ('preparing', 'uploading', 'completing')"    \
                  " OR (?1 AND state = 'durable' AND (SELECT state FROM jobs"   \

@@ -35,6 +35,7 @@ ROOT = os.environ["EBB_SOURCE_ROOT"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 AKID, SECRET = "AKIDCKPTTEST", "ckpt-secret-" + os.urandom(8).hex()
 PART = 64 << 20
+EBB_SWEEP_S = 5  # EBB__CKPT_SWEEP_MS
 
 tmp = tempfile.mkdtemp(prefix="ebb-ckpt.")
 state = os.path.join(tmp, "state")
@@ -233,7 +234,7 @@ checkpoint: %s
 
 
 try:
-    print("1..31")
+    print("1..32")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
@@ -333,7 +334,8 @@ try:
        agent.poll(seqd, ("failed",)).get("state") == "failed",
        "DELETE aborts it", (status, body, s3_state()))
 
-    # ebbd SIGKILLed while it completes: completed after the restart.
+    # ebbd SIGKILLed while it completes: completed after the restart. An
+    # upload in flight meanwhile survives the restart.
     status, body, files = offer(agent, "step-4", [PART + 10])
     seq4 = body["id"]
     commit, _ = upload(agent, seq4, files)
@@ -341,6 +343,9 @@ try:
     status, body = agent.call("POST", "/v1/agent/checkpoints/%d/commit" % seq4, commit)
     ok(status == 202 and body.get("state") == "completing", "a commit is accepted (202)",
        body)
+    status, body, sfiles = offer(agent, "survivor", [4000])  # a single PUT: no MPU
+    seqs = body["id"]
+    agent.poll(seqs, ("uploading",))
     time.sleep(0.5)
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
@@ -348,6 +353,12 @@ try:
     ok(start(), "ebbd starts again after SIGKILL")
     st4 = agent.poll(seq4, ("durable", "failed"), 60)
     ok(st4.get("state") == "durable", "the completing checkpoint became durable", st4)
+    time.sleep(EBB_SWEEP_S + 1)
+    commit, sts = upload(agent, seqs, sfiles)
+    status, body = agent.call("POST", "/v1/agent/checkpoints/%d/commit" % seqs, commit or {})
+    sts = agent.poll(seqs, ("durable", "failed"))
+    ok(sts.get("state") == "durable",
+       "an upload open across the restart is still taken and made durable", sts)
 
     # A file:// store: file:///PATH URLs into directories ebbd made for
     # the job (mode 0700), no multipart, encrypt: false allowed here.

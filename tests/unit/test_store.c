@@ -986,6 +986,16 @@ static void checkpoint_keys_and_rows(void **state)
     assert_int_equal(ebb__store_ckpt_open(s, 1, ck_collect, &seen), 0);
     assert_int_equal(seen.n, 1);
     assert_int_equal(seen.seq[0], c);
+
+    /* An instance may run until its row says it ended; an unknown one
+     * has ended. */
+    exec_ok(db, "INSERT INTO instances (token, job_id, provider, region, zone,"
+                " instance_type, market, state, requested_at) VALUES ('j1-a1', 'j1',"
+                " 'local', 'r', 'z', 't', 'spot', 'running', 1)");
+    assert_int_equal(ebb__store_ckpt_instance_ended(s, "j1-a1"), 0);
+    exec_ok(db, "UPDATE instances SET state = 'terminated' WHERE token = 'j1-a1'");
+    assert_int_equal(ebb__store_ckpt_instance_ended(s, "j1-a1"), 1);
+    assert_int_equal(ebb__store_ckpt_instance_ended(s, "nosuch"), 1);
     ebb__store_close(s);
 }
 
