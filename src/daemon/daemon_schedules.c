@@ -35,6 +35,7 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "daemon/daemon.h"
+#include "daemon/daemon_ckpt.h"
 #include "daemon/daemon_notify.h"
 #include "jobs/schedule.h"
 #include "store/store_schedules.h"
@@ -255,11 +256,15 @@ static int submit_run(struct ebb__daemon *d, struct outcome *o,
                                        &fresh, why);
     if (rc == 0)
         rc = ebb__daemon_settle_job_team(d, sc->owner_uid, &fresh.job, why);
-    /* Checked again at each fire: the owner may no longer be an admin. */
+    /* Checked again at each fire: the owner may no longer be an admin,
+     * ebb.yaml's stores may have changed. */
     char run_as_why[512];
     if (rc == 0) {
         rc = ebb__daemon_check_run_as(d, (uid_t)sc->owner_uid, &fresh.job,
                                       run_as_why, sizeof(run_as_why));
+        if (rc == 0)
+            rc = ebb__daemon_ckpt_spec_check(d, &fresh.job, run_as_why,
+                                             sizeof(run_as_why));
         if (rc != 0)
             ebb_diag_set(why, NULL, 0, "%s", run_as_why);
     }
@@ -491,6 +496,12 @@ void ebb__api_schedule_add(void *ctx, struct ebb__api_call *call)
         ebb__warn("refused schedule %s to uid %ld: %s", s.name, (long)call->uid,
                   diag.msg);
         ebb__api_fail(call, ebb__daemon_team_code(rc), "%s", diag.msg);
+        ebb__schedule_free(&s);
+        return;
+    }
+    char ckpt_why[512];
+    if (ebb__daemon_ckpt_spec_check(d, &s.job, ckpt_why, sizeof(ckpt_why)) != 0) {
+        ebb__api_fail(call, "invalid", "%s", ckpt_why);
         ebb__schedule_free(&s);
         return;
     }
