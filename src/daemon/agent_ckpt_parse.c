@@ -71,6 +71,7 @@ int ebb__agent_ckpt_offer_parse(const json_t *body,
     if (m->files == NULL)
         return EBB_ENOMEM;
     m->n_files = n;
+    int64_t urls = 0;
     int64_t max_object = rules->multipart ? rules->part_size * EBB__OBJSTORE_PARTS_MAX
                                           : EBB__OBJSTORE_PART_MAX;
     for (size_t i = 0; i < n; i++) {
@@ -91,6 +92,12 @@ int ebb__agent_ckpt_offer_parse(const json_t *body,
             return refuse(why, why_len, "files[%zu]: %llu bytes is more than one object "
                           "of this store holds (%lld)", i,
                           (unsigned long long)mf->stored_size, (long long)max_object);
+        int64_t parts = ebb__ckpt_parts_of((int64_t)mf->stored_size, rules->part_size,
+                                           rules->multipart);
+        urls += parts > 0 ? parts : 1;
+        if (urls > EBB__CKPT_URLS_MAX)
+            return refuse(why, why_len, "the files need more than %d uploads (parts "
+                          "and PUTs) in all", EBB__CKPT_URLS_MAX);
         mf->path = strdup(json_string_value(path));
         if (mf->path == NULL)
             return EBB_ENOMEM;

@@ -24,6 +24,12 @@
  * multipart one a few more; anything much longer is not an ETag. */
 #define EBB__CKPT_ETAG_MAX 128
 
+/* The most URLs one checkpoint's uploads need (a file's PUT or each of its
+ * parts): what one GET of its state holds (about 500 bytes each) and the
+ * multipart uploads ebbd creates for it stay bounded whatever sizes an
+ * agent claims. 100000 parts of 64 MiB are 6.4 TB. */
+#define EBB__CKPT_URLS_MAX 100000
+
 /* What the checkpoint's store allows. */
 struct ebb__ckpt_offer_rules {
     const char *job_id;

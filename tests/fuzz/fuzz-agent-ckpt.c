@@ -7,7 +7,7 @@
  * Invariants: a refusal says why; an accepted offer passes the manifest
  * reader's own checks (so object keys built from its name and indexes
  * stay inside the job's prefix), has 1..100000 files each within the
- * format's and the store's sizes; an accepted commit has one ETag (or
+ * format's and the store's sizes, and at most EBB__CKPT_URLS_MAX uploads; an accepted commit has one ETag (or
  * one per part, in part order) per file, each 1..128 printable bytes. */
 #include <string.h>
 
@@ -43,9 +43,14 @@ static void one(json_t *body, bool multipart)
     FUZZ_CHECK(m.n_files >= 1 && m.n_files <= EBB__CKPT_FILES_MAX);
     FUZZ_CHECK(ebb__ckpt_manifest_check(&m, NULL) == 0);
     FUZZ_CHECK(strchr(m.name, '/') == NULL && m.name[0] != '.');
-    for (size_t i = 0; i < m.n_files; i++)
+    int64_t urls = 0;
+    for (size_t i = 0; i < m.n_files; i++) {
         FUZZ_CHECK((int64_t)m.files[i].stored_size <=
                    (multipart ? PART * EBB__OBJSTORE_PARTS_MAX : EBB__OBJSTORE_PART_MAX));
+        int64_t parts = ebb__ckpt_parts_of((int64_t)m.files[i].stored_size, PART, multipart);
+        urls += parts > 0 ? parts : 1;
+    }
+    FUZZ_CHECK(urls <= EBB__CKPT_URLS_MAX);
     json_t *etags = NULL;
     struct ebb__ckpt_commit_meta meta;
     why[0] = '\0';

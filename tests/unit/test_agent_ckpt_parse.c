@@ -81,6 +81,19 @@ static void offers(void **state)
             "stored");
     refused("{\"name\":\"x\",\"files\":[{\"path\":\"a\",\"size\":687194767360,"
             "\"stored_size\":687357624400}]}", "more than one object");
+    /* Sizes that need more uploads than one checkpoint may have: 11 files
+     * of 10000 parts each. */
+    char many[2048];
+    size_t used = (size_t)snprintf(many, sizeof(many), "{\"name\":\"x\",\"files\":[");
+    for (int i = 0; i < 11; i++) {
+        int64_t size = PART * 9999;
+        used += (size_t)snprintf(many + used, sizeof(many) - used,
+                                 "%s{\"path\":\"f%02d\",\"size\":%lld,\"stored_size\":%lld}",
+                                 i ? "," : "", i, (long long)size,
+                                 (long long)(size + 80 + 16 * ((size + (4 << 20) - 1) / (4 << 20))));
+    }
+    snprintf(many + used, sizeof(many) - used, "]}");
+    refused(many, "more than 100000 uploads");
     /* A path with a NUL inside. */
     refused("{\"name\":\"x\",\"files\":[{\"path\":\"a\\u0000b\",\"size\":0,\"stored_size\":96}]}",
             "path");
