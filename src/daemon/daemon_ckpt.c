@@ -286,6 +286,17 @@ static void post_offer(struct ebb__daemon *d, struct ebb__job *job,
         reply_error(res, 400, "the body is not a JSON object");
         return;
     }
+    /* One offer is prepared at a time per job: an agent that offers
+     * faster than ebbd creates its uploads waits. */
+    int64_t preparing[8] = {0};
+    ebb__store_ckpt_of_job(d->store, job_id, "preparing", collect, preparing);
+    for (int i = 0; i < 8 && preparing[i] != 0; i++)
+        if (ebb__daemon_ckpt_busy(d, preparing[i])) {
+            json_decref(body);
+            reply_error(res, 429, "checkpoint %lld is still being prepared; offer "
+                        "again once it is uploading", (long long)preparing[i]);
+            return;
+        }
     struct ebb__ckpt_key key;
     int version = 0;
     char key_id[EBB__CKPT_KEY_ID_SIZE];
