@@ -234,7 +234,7 @@ checkpoint: %s
 
 
 try:
-    print("1..32")
+    print("1..33")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
@@ -295,6 +295,9 @@ try:
        "ebb job show --json lists the durable checkpoint", ck)
     ok(any("checkpoint stored: step-1" in e["reason"] for e in show.get("events", [])),
        "a job event records it", show.get("events"))
+    text = ebb("job", "show", jid).stdout
+    ok("Checkpoints (store ckpt):" in text and "step-1" in text and "durable" in text,
+       "ebb job show lists it", text)
 
     # An object one byte short: failed, nothing durable, no manifest.
     seqb, stb = checkpoint(agent, "bad", [5000], short="f0.bin")
