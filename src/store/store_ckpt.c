@@ -13,8 +13,10 @@ int ebb__store_ckpt_key_get(struct ebb__store *s, const char *job_id,
     if (st == NULL)
         return EBB_EDB;
     int rc = ebb__store_bind_text(s, st, 1, job_id);
-    if (rc != 0)
+    if (rc != 0) {
+        sqlite3_clear_bindings(st);
         return rc;
+    }
     int step = sqlite3_step(st);
     rc = EBB_ENOTFOUND;
     if (step == SQLITE_ROW) {
@@ -184,8 +186,10 @@ int ebb__store_ckpt_open(struct ebb__store *s, int durable_of_ended,
     if (st == NULL)
         return EBB_EDB;
     int rc = ebb__store_bind_i64(s, st, 1, durable_of_ended ? 1 : 0);
-    if (rc != 0)
+    if (rc != 0) {
+        sqlite3_clear_bindings(st);
         return rc;
+    }
     struct row_cb c = {cb, arg, 0};
     return ebb__store_each(s, st, row, &c);
 }
@@ -196,8 +200,10 @@ int ebb__store_ckpt_instance_ended(struct ebb__store *s, const char *token)
     if (st == NULL)
         return EBB_EDB;
     int rc = ebb__store_bind_text(s, st, 1, token);
-    if (rc != 0)
+    if (rc != 0) {
+        sqlite3_clear_bindings(st);
         return rc;
+    }
     int step = sqlite3_step(st);
     int ended = step == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
     rc = ebb__store_finish(s, st, step == SQLITE_ROW ? SQLITE_DONE : step);
