@@ -412,6 +412,14 @@ static int multipart(const struct task *t, long file)
                                   EBB__OBJSTORE_FILE) > 0;
 }
 
+/* The manifest alone. */
+static int no_file(const struct task *t, long file)
+{
+    (void)t;
+    (void)file;
+    return 0;
+}
+
 /* Starts the task's phase `p` with its operations. */
 static void begin(struct task *t, enum phase p)
 {
@@ -428,9 +436,7 @@ static void begin(struct task *t, enum phase p)
                 t->ops[i].kind = OP_COMPLETE;
         break;
     case MANIFEST:
-        rc = plan_ops(t, OP_PUT, NULL, 1);
-        if (rc == 0)
-            t->n_ops = 1; /* the manifest alone */
+        rc = plan_ops(t, OP_PUT, no_file, 1);
         break;
     case ABORT:
         rc = plan_ops(t, OP_DELETE, NULL, 1);
@@ -439,9 +445,7 @@ static void begin(struct task *t, enum phase p)
                 t->ops[i].kind = OP_ABORT;
         break;
     case DELETE_MANIFEST:
-        rc = plan_ops(t, OP_DELETE, NULL, 1);
-        if (rc == 0)
-            t->n_ops = 1;
+        rc = plan_ops(t, OP_DELETE, no_file, 1);
         break;
     case DELETE_FILES:
         rc = plan_ops(t, OP_DELETE, NULL, 0);
