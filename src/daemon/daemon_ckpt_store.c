@@ -12,6 +12,7 @@
 #include "daemon/daemon_ckpt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -671,45 +672,50 @@ static void phase_done(struct task *t)
 
 /* ---- entry points ----------------------------------------------------------- */
 
-/* A directory of a file:// store the job's agent writes into: owned by
- * the job's user (when ebbd can give it away, as root), mode 0700. */
-static int make_dir(const char *path, mode_t mode, int64_t uid)
-{
-    if (mkdir(path, mode) != 0 && errno != EEXIST)
-        return -1;
-    if (uid >= 0 && geteuid() == 0 && chown(path, (uid_t)uid, (gid_t)-1) != 0)
-        return -1;
-    return chmod(path, mode);
-}
-
 /* The job's directories in a file:// store: DIR/jobs (0711: users reach
  * their own job's and list none), then DIR/jobs/JOB, .../ckpt and
- * .../SEQ-NAME, the job's user's. */
+ * .../SEQ-NAME, the job's user's (when ebbd, as root, can give them
+ * away), mode 0700. Each is made and opened below the one before it and
+ * never through a link: the job's user owns those directories and could
+ * put a link where ebbd expects one. */
 static int file_dirs(struct task *t)
 {
     struct ebb__job *job = ebb__engine_job(t->d->engine, t->job_id);
     int64_t uid = job != NULL ? ebb__engine_job_run_uid(job) : -1;
-    char *rel[4] = {
-        strdup("jobs"),
-        ebb_strfmt("jobs/%s", t->job_id),
-        ebb_strfmt("jobs/%s/ckpt", t->job_id),
-        ebb_strfmt("jobs/%s/ckpt/%lld-%s", t->job_id, (long long)t->seq, t->name),
-    };
-    int rc = 0;
-    for (int i = 0; i < 4; i++) {
-        char *path = rel[i] && rc == 0 ? ebb__ckpt_file_path(t->d, t->store, rel[i]) : NULL;
-        if (rc == 0 && path == NULL)
-            rc = EBB_ENOMEM;
-        if (rc == 0 && make_dir(path, i == 0 ? 0711 : 0700, i == 0 ? -1 : uid) != 0) {
-            snprintf(t->reason, sizeof(t->reason), "cannot make %s in the store: %s",
-                     path, strerror(errno));
+    char *root = ebb__ckpt_file_path(t->d, t->store, "");
+    char *seq_name = ebb_strfmt("%lld-%s", (long long)t->seq, t->name);
+    const char *parts[4] = {"jobs", t->job_id, "ckpt", seq_name};
+    int dir = root != NULL && seq_name != NULL
+                  ? open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    int rc = dir < 0 ? EBB_EIO : 0, err = dir < 0 ? errno : 0;
+    const char *failed = root ? root : "the store";
+    for (int i = 0; rc == 0 && i < 4; i++) {
+        mode_t mode = i == 0 ? 0711 : 0700;
+        int next = -1;
+        if (mkdirat(dir, parts[i], mode) != 0 && errno != EEXIST)
             rc = EBB_EIO;
+        if (rc == 0 && (next = openat(dir, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                     O_CLOEXEC)) < 0)
+            rc = EBB_EIO;
+        if (rc == 0 && i > 0 && uid >= 0 && geteuid() == 0 &&
+            fchown(next, (uid_t)uid, (gid_t)-1) != 0)
+            rc = EBB_EIO;
+        if (rc == 0 && fchmod(next, mode) != 0)
+            rc = EBB_EIO;
+        if (rc != 0) {
+            err = errno;
+            failed = parts[i];
         }
-        free(path);
-        free(rel[i]);
+        close(dir);
+        dir = next;
     }
-    if (rc == EBB_ENOMEM)
-        snprintf(t->reason, sizeof(t->reason), "out of memory");
+    if (rc != 0)
+        snprintf(t->reason, sizeof(t->reason), "cannot make the directory %s in the "
+                 "store (a directory, not a link): %s", failed, strerror(err));
+    if (dir >= 0)
+        close(dir);
+    free(root);
+    free(seq_name);
     return rc;
 }
 

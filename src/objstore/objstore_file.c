@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,23 +58,41 @@ static void fail(struct fop *f, int status, const char *what, int err)
              err != 0 ? strerror(err) : "failed");
 }
 
-/* Creates every directory above `path` below the root. */
-static int make_parents(struct fop *f)
+/* Opens the directory that holds f->path's object, walking down from the
+ * root one component at a time and following no link: directories below
+ * the root may belong to a job's user (ebbd makes a job's own for its
+ * agent), who could swap one for a link to anywhere else ebbd may write.
+ * With `create` missing directories are made (0700). Returns the
+ * directory's descriptor with *leaf the object's name in it, or -1 after
+ * fail() (EBB_ENOTFOUND when a directory is missing). */
+static int open_parent(struct fop *f, int create, const char **leaf)
 {
-    size_t root_len = strlen(f->root);
-    for (char *p = f->path + root_len + 1; *p != '\0'; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int rc = mkdir(f->path, 0700);
-        int err = errno;
-        *p = '/';
-        if (rc != 0 && err != EEXIST) {
-            fail(f, EBB_EIO, "cannot create the directory for", err);
+    int dir = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+        fail(f, EBB_EIO, "cannot open the store's directory for", errno);
+        return -1;
+    }
+    char *p = f->path + strlen(f->root) + 1;
+    for (char *slash; (slash = strchr(p, '/')) != NULL; p = slash + 1) {
+        *slash = '\0';
+        int err = 0;
+        if (create && mkdirat(dir, p, 0700) != 0 && errno != EEXIST)
+            err = errno;
+        int next = err ? -1 : openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && err == 0)
+            err = errno;
+        *slash = '/';
+        close(dir);
+        if (next < 0) {
+            fail(f, err == ENOENT ? EBB_ENOTFOUND : EBB_EIO,
+                 "cannot open a directory (not a link) above", err);
+            f->code = err == ENOENT ? "NoSuchKey" : "";
             return -1;
         }
+        dir = next;
     }
-    return 0;
+    *leaf = p;
+    return dir;
 }
 
 /* Copies `len` bytes (len < 0: to the end) from `in` at `in_off` to `out`
@@ -125,21 +144,32 @@ static void set_etag(struct fop *f, const struct stat *st)
              (long)st->st_mtim.tv_nsec);
 }
 
+/* A new temporary file beside the target in `dir`: ".ebb-tmp.LEAF.N". */
+static int temp_file(int dir, const char *leaf, char *name, size_t len)
+{
+    static unsigned counter;
+    for (int tries = 0; tries < 16; tries++) {
+        snprintf(name, len, TMP_PREFIX "%s.%ld.%u", leaf, (long)getpid(),
+                 __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+        int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
 static void do_put(struct fop *f)
 {
-    if (make_parents(f) != 0)
+    const char *leaf = NULL;
+    int dir = open_parent(f, 1, &leaf);
+    if (dir < 0)
         return;
-    char *slash = strrchr(f->path, '/');
-    char *tmp = ebb_strfmt("%.*s/" TMP_PREFIX "%s.XXXXXX", (int)(slash - f->path),
-                           f->path, slash + 1);
-    if (tmp == NULL) {
-        fail(f, EBB_ENOMEM, "cannot write", ENOMEM);
-        return;
-    }
-    int out = mkostemp(tmp, O_CLOEXEC);
+    char tmp[NAME_MAX + 1];
+    int out = strlen(leaf) + 48 < sizeof(tmp) ? temp_file(dir, leaf, tmp, sizeof(tmp)) : -1;
     if (out < 0) {
-        fail(f, EBB_EIO, "cannot create a temporary file for", errno);
-        free(tmp);
+        fail(f, EBB_EIO, "cannot create a temporary file for", errno ? errno : ENAMETOOLONG);
+        close(dir);
         return;
     }
     int64_t n = copy_range(f->fd, f->offset, out, 0, f->len);
@@ -148,31 +178,33 @@ static void do_put(struct fop *f)
         err = errno;
     if (close(out) != 0 && err == 0)
         err = errno;
-    if (err == 0 && rename(tmp, f->path) != 0)
+    if (err == 0 && renameat(dir, tmp, dir, leaf) != 0)
         err = errno;
     if (err != 0) {
-        unlink(tmp);
+        unlinkat(dir, tmp, 0);
         fail(f, EBB_EIO, "cannot write", err);
     } else {
         /* The rename is durable once its directory is. */
-        *slash = '\0';
-        int dir = open(f->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        *slash = '/';
-        if (dir < 0 || fsync(dir) != 0)
+        if (fsync(dir) != 0)
             fail(f, EBB_EIO, "cannot sync the directory of", errno);
-        if (dir >= 0)
-            close(dir);
         f->size = n;
         struct stat st;
-        if (stat(f->path, &st) == 0)
+        if (fstatat(dir, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0)
             set_etag(f, &st);
     }
-    free(tmp);
+    close(dir);
 }
 
 static int open_object(struct fop *f, struct stat *st)
 {
-    int fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    const char *leaf = NULL;
+    int dir = open_parent(f, 0, &leaf);
+    if (dir < 0)
+        return -1;
+    int fd = openat(dir, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int open_err = errno;
+    close(dir);
+    errno = open_err;
     if (fd < 0) {
         int err = errno;
         fail(f, err == ENOENT ? EBB_ENOTFOUND : EBB_EIO, "cannot open", err);
@@ -221,8 +253,19 @@ static void do_head(struct fop *f)
 
 static void do_delete(struct fop *f)
 {
-    if (unlink(f->path) != 0 && errno != ENOENT)
+    const char *leaf = NULL;
+    int dir = open_parent(f, 0, &leaf);
+    if (dir < 0) {
+        if (f->status == EBB_ENOTFOUND) { /* a missing key is not an error */
+            f->status = 0;
+            f->code = "";
+            f->message[0] = '\0';
+        }
+        return;
+    }
+    if (unlinkat(dir, leaf, 0) != 0 && errno != ENOENT)
         fail(f, EBB_EIO, "cannot delete", errno);
+    close(dir);
 }
 
 static int entry_cmp(const void *a, const void *b)

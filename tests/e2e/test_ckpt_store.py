@@ -234,7 +234,7 @@ checkpoint: %s
 
 
 try:
-    print("1..33")
+    print("1..35")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
@@ -399,6 +399,39 @@ try:
     c = (body.get("checkpoints") or [{}])[0]
     ok(c.get("manifest_url") == "file://" + os.path.join(ckdir, "manifest.json") and
        c.get("files", [{}])[0].get("url") == want, "resume gives file:// URLs", body)
+    # The job's user owns its directories there: links put in place of
+    # them lead ebbd nowhere.
+    victim = os.path.join(tmp, "victim")
+    os.mkdir(victim)
+    jobdir = os.path.join(fstore, "jobs", jb)
+    os.rename(os.path.join(jobdir, "ckpt"), os.path.join(jobdir, "ckpt.real"))
+    os.symlink(victim, os.path.join(jobdir, "ckpt"))
+    status, body = bgent.call("POST", "/v1/agent/checkpoints",
+                              {"name": "m2", "kind": "file", "files": [
+                                  {"path": "m2", "size": 1, "stored_size": 1}]})
+    st2 = bgent.poll(body.get("id", 0), ("uploading", "failed"))
+    ok(st2.get("state") == "failed" and "not a link" in st2.get("reason", "") and
+       not os.listdir(victim), "a link in place of the job's ckpt directory is refused",
+       (st2, os.listdir(victim)))
+    os.unlink(os.path.join(jobdir, "ckpt"))
+    os.rename(os.path.join(jobdir, "ckpt.real"), os.path.join(jobdir, "ckpt"))
+    status, body = bgent.call("POST", "/v1/agent/checkpoints",
+                              {"name": "m3", "kind": "file", "files": [
+                                  {"path": "m3", "size": 1, "stored_size": 1}]})
+    seq3f = body.get("id", 0)
+    up = bgent.poll(seq3f, ("uploading", "failed"))
+    d3 = os.path.dirname(up["files"][0]["url"][len("file://"):])
+    os.rename(d3, d3 + ".real")
+    os.symlink(victim, d3)
+    with open(os.path.join(victim, "f0"), "wb") as f:
+        f.write(b"x")
+    bgent.call("POST", "/v1/agent/checkpoints/%d/commit" % seq3f, {
+        "files": [{"path": "m3", "size": 1, "stored_size": 1,
+                   "sha256": hashlib.sha256(b"x").hexdigest()}]})
+    st3 = bgent.poll(seq3f, ("durable", "failed"))
+    ok(st3.get("state") == "failed" and sorted(os.listdir(victim)) == ["f0"],
+       "a link in place of a checkpoint's directory: no manifest written through it",
+       (st3, os.listdir(victim)))
     open(os.path.join(out, jb + ".exit"), "w").close()
 
     # The instance's end aborts an upload left open; the job's end
