@@ -30,8 +30,12 @@ class Tap:
         sys.stdout.flush()
         return cond
 
-    def finish(self):
+    def plan(self):
         print("1..%d" % self.checks)
+        sys.stdout.flush()
+
+    def finish(self):
+        self.plan()
         sys.exit(1 if self.failures else 0)
 
 
@@ -49,8 +53,9 @@ def wait_for(cond, seconds, step=0.1):
 class Daemon:
     """One ebbd on a state directory of its own, and the ebb CLI for it."""
 
-    def __init__(self, state, config, env=None):
-        self.state, self.config = state, config
+    def __init__(self, state, args, env=None):
+        """`args`: ebbd's arguments after --state-dir (["--config", F])."""
+        self.state, self.args = state, list(args)
         self.env = dict(os.environ, **(env or {}))
         self.proc = None
 
@@ -61,9 +66,8 @@ class Daemon:
 
     def start(self):
         log = open(self.state + ".log", "a")
-        self.proc = subprocess.Popen(
-            [EBBD, "--state-dir", self.state, "--config", self.config],
-            stderr=log, env=self.env)
+        self.proc = subprocess.Popen([EBBD, "--state-dir", self.state] + self.args,
+                                     stderr=log, env=self.env)
         log.close()
         return wait_for(lambda: self.ebb("status").returncode == 0 or
                         self.proc.poll() is not None, 20) and \

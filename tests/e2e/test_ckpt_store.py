@@ -23,7 +23,6 @@ Output is TAP.
 """
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -61,7 +60,7 @@ stores:
 """ % (ROOT, s3.endpoint))
 creds = {"AWS_ACCESS_KEY_ID": s3.AKID, "AWS_SECRET_ACCESS_KEY": s3.SECRET,
          "AWS_SHARED_CREDENTIALS_FILE": os.path.join(tmp, "no-credentials")}
-d = Daemon(state, config, creds)
+d = Daemon(state, ["--config", config], creds)
 
 
 def reference(name):
