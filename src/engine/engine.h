@@ -80,7 +80,8 @@ int ebb__job_state_terminal(enum ebb__job_state s);
 
 /* One event for notifications. Strings and `spec` borrowed for the call. */
 struct ebb__engine_note {
-    const char *type;     /* "job.state", "job.preempted", "budget.threshold" */
+    const char *type;     /* "job.state", "job.preempted", "budget.threshold",
+                           * "budget.forecast", "deadline.at_risk" */
     const char *key;      /* NULL: a new event; else the event happens once
                            * and this names it ("budget:<job>:80") */
     const struct ebb__job_spec *spec; /* its notify: list and team */

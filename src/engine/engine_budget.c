@@ -39,6 +39,7 @@ void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
     ebb_time_ms from, to;
     ebb__budget_month(ebb__clock_now(job->engine->opt.clock), &from, &to);
     ebb__engine_note_spend(job, before, from, to);
+    ebb__engine_budget_burn(job, job); /* its instance has just ended */
 }
 
 /* `amount` of `currency` in USD micro-units; costs round up and caps
@@ -449,4 +450,40 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
     }
     job->reserve = ju.spent + worst;
     return 0;
+}
+
+/* What the team's running instances, but `ending`'s, are billed per hour
+ * now, USD; -1 when a rate cannot be converted. */
+static ebb_micros team_burn(const struct ebb__engine *e, const char *team,
+                            const struct ebb__job *ending, ebb_time_ms now)
+{
+    ebb_micros burn = 0;
+    const struct ebb_list *node;
+    ebb_list_foreach(node, &e->jobs) {
+        const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (j == ending || j->current == NULL || !j->current->launched ||
+            j->spec.team == NULL || strcmp(j->spec.team, team) != 0)
+            continue;
+        ebb_micros usd = 0;
+        if (ebb__engine_convert(e, ebb__engine_billed_rate(j, now),
+                                e->market.offers[j->current->offer].currency, "USD",
+                                EBB__ROUND_UP, &usd) != 0)
+            return -1;
+        burn += usd;
+    }
+    return burn;
+}
+
+void ebb__engine_budget_burn(struct ebb__job *job, const struct ebb__job *ending)
+{
+    struct ebb__engine *e = job->engine;
+    const struct ebb__team *t = team_cap(job);
+    if (e->opt.note == NULL || t == NULL)
+        return;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock), from, to;
+    ebb__budget_month(now, &from, &to);
+    struct ebb__budget_usage u;
+    ebb_micros burn = team_burn(e, t->name, ending, now);
+    if (burn > 0 && ebb__engine_team_budget(e, t, now, &u) == 0)
+        ebb__engine_note_forecast(job, t->name, u.spent, u.cap, burn, from, to);
 }

@@ -37,6 +37,7 @@ static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev
                            price, sizeof(price));
         ebb__engine_set_state(job, EBB__JOB_RUNNING, "running on %s (%s) at %s/h",
                               what, a->instance_id, price);
+        ebb__engine_budget_burn(job, NULL);
     }
     ebb__engine_mark_dirty(job);
 }

@@ -421,6 +421,7 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
     };
     struct ebb_job_view view;
     fill_job_view(job, now, n_view, &view);
+    ebb__engine_note_deadline(job, e->view_offers, n_view, now);
     if (running && view.running_offer == SIZE_MAX)
         return; /* its offer lost its price: wait for the market */
 

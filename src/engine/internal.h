@@ -17,7 +17,8 @@
  *   engine_outlook.c  forecasts and hazards of offers
  *   engine_exec.c     launching, releasing, billing attempts
  *   engine_budget.c   the caps: verdicts, never actions
- *   engine_notify.c   budget thresholds as events for notifications
+ *   engine_notify.c   budget thresholds, cap forecasts and deadlines at
+ *                     risk as events for notifications
  *   engine_grace.c    the grace period: priced, told, enforced
  *   engine_calls.c    provider calls after a commit
  *   engine_release.c  terminating instances nothing waits for
@@ -213,6 +214,18 @@ void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
                       const char *reason);
 void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before,
                             ebb_time_ms month_from, ebb_time_ms month_to);
+/* Notes once a month (the month [month_from, month_to)) that `team`'s
+ * cap, `spent` of `cap` USD, runs out before the month ends at `burn` USD
+ * an hour. */
+void ebb__engine_note_forecast(struct ebb__job *job, const char *team,
+                               ebb_micros spent, ebb_micros cap, ebb_micros burn,
+                               ebb_time_ms month_from, ebb_time_ms month_to);
+/* Notes once that the job's deadline is at risk: on the fastest on-demand
+ * offer of its view (`offers`, `n`; the fastest offer when it has no
+ * on-demand one) it would finish with less slack than one restart
+ * overhead. */
+void ebb__engine_note_deadline(struct ebb__job *job, const struct ebb_offer *offers,
+                               size_t n, ebb_time_ms now);
 
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                            const char *fmt, ...) EBB_PRINTF(3, 4);
@@ -382,6 +395,10 @@ int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
  * latest checkpoint (*v); 0 when it fits or no cap applies. */
 int ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now,
                              struct ebb__budget_verdict *v);
+/* Tells engine_notify.c the job's team's burn: what its running instances
+ * (but `ending`'s: NULL, or the job whose instance just ended) are billed
+ * an hour now, against what is left of its monthly cap. */
+void ebb__engine_budget_burn(struct ebb__job *job, const struct ebb__job *ending);
 
 /* ---- the grace period (engine_grace.c) ---- */
 
