@@ -36,6 +36,7 @@
 #include "market/market.h"
 
 struct ebb__catalog;
+struct ebb__store_prices;
 struct ebb__clock;
 struct ebb__config;
 struct ebb__histogram;
@@ -98,6 +99,9 @@ struct ebb__engine_options {
     const struct ebb__catalog *catalog; /* may be NULL */
     const char *default_policy;
     int store_prices;                /* write observed prices to the store */
+    /* Default prices of checkpoint stores (data/store_prices.csv,
+     * market/store_prices.h); NULL: only what ebb.yaml's stores say. */
+    const struct ebb__store_prices *store_fees;
     /* Where agents reach ebbd; NULL without an agent API (backtests). */
     const char *agent_url;
     /* How agents trust ebbd's certificate (docs/agent-protocol.md); both
@@ -296,6 +300,12 @@ struct ebb__attempt_info {
     const char *imds_token;  /* the metadata endpoint's session; "": none */
 };
 
+/* The periodic checkpoint interval the job's agent is told: the spec's
+ * checkpoint.every, or, when it leaves it out and the job has a store,
+ * the one the engine chose for the offer it runs on (docs/stores.md);
+ * 0: none. */
+ebb_dur_ms ebb__engine_job_checkpoint_every(const struct ebb__job *job);
+
 /* Fills *out with the job's current instance. Returns 0, or EBB_ENOTFOUND
  * when the job has none. */
 int ebb__engine_job_attempt(const struct ebb__job *job,
@@ -357,6 +367,12 @@ struct ebb__agent_report {
     const char *path;       /* CHECKPOINT */
     ebb_dur_ms duration;    /* CHECKPOINT: wall ms from the signal; 0: the
                              * job took it unasked (or not given) */
+    int64_t bytes;          /* CHECKPOINT: a durable checkpoint's plaintext
+                             * bytes in the job's store; 0: not stored */
+    ebb_dur_ms upload_ms;   /* CHECKPOINT: wall ms its upload took */
+    int64_t download_bytes; /* STARTED: what the agent downloaded from the
+                             * store to resume; 0: nothing */
+    ebb_dur_ms download_ms; /* STARTED: wall ms that took */
     ebb_time_ms deadline;   /* NOTICE */
     const char *reason;     /* NOTICE: where it came from */
     int status, signal, stopped; /* EXITED */

@@ -69,6 +69,10 @@ struct ebb__job_checkpoint {
     char signal_name[16]; /* canonical: "SIGUSR1" */
     ebb_dur_ms grace;     /* time allowed to finish a checkpoint; <= 10m */
     ebb_dur_ms every;     /* periodic checkpoint interval; 0: none */
+    char *store;          /* the ebb.yaml store it goes to; NULL: none */
+    int encrypt;          /* 1 (default with a store): AES-256-GCM */
+    int has_encrypt;      /* encrypt: was given */
+    int keep;             /* durable checkpoints kept in the store (3) */
 };
 
 struct ebb__job_spec {

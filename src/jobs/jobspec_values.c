@@ -300,6 +300,7 @@ void ebb__jobspec_free(struct ebb__job_spec *spec)
     ebb__string_list_free(&spec->resources.providers);
     free(spec->resources.gpu_model);
     free(spec->checkpoint.dir);
+    free(spec->checkpoint.store);
     free(spec->policy);
     free(spec->team);
     free(spec->run_as);
