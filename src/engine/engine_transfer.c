@@ -30,14 +30,6 @@ static int keep_of(const struct ebb__job *job)
                                          : EBB__CKPT_KEEP_DEFAULT;
 }
 
-static const struct ebb__store_cfg *job_store(const struct ebb__job *job)
-{
-    const struct ebb__config *c = job->engine->opt.budget_config;
-    if (c == NULL || job->spec.checkpoint.store == NULL)
-        return NULL;
-    return ebb__config_store(c, job->spec.checkpoint.store);
-}
-
 /* The job's transfer facts, made on first need; NULL without memory. */
 static struct ebb__job_transfer *xfer(struct ebb__job *job)
 {
@@ -111,7 +103,7 @@ int ebb__engine_transfer_checkpoint(struct ebb__job *job, ebb_time_ms at,
     if (r->upload_ms > 0)
         x->up_rate = (double)r->bytes / (double)r->upload_ms;
     x->held[x->n_held++] = (struct ebb__held_ckpt){at, r->bytes};
-    const struct ebb__store_cfg *s = job_store(job);
+    const struct ebb__store_cfg *s = ebb__engine_job_store(job);
     int rc = 0;
     while (rc == 0 && x->n_held > (size_t)keep_of(job))
         rc = bill_held(job, s, 0, at);
@@ -122,7 +114,7 @@ int ebb__engine_transfer_job_end(struct ebb__job *job, ebb_time_ms now)
 {
     if (job->xfer == NULL)
         return 0;
-    const struct ebb__store_cfg *s = job_store(job);
+    const struct ebb__store_cfg *s = ebb__engine_job_store(job);
     int rc = 0;
     while (rc == 0 && job->xfer->n_held > 0)
         rc = bill_held(job, s, 0, now);
@@ -167,7 +159,7 @@ void ebb__engine_transfer_download(struct ebb__job *job,
     a->download_billed = 1; /* once per instance, whatever the agent says */
     if (r->download_ms > 0)
         x->down_rate = (double)r->download_bytes / (double)r->download_ms;
-    const struct ebb__store_cfg *s = job_store(job);
+    const struct ebb__store_cfg *s = ebb__engine_job_store(job);
     if (s == NULL)
         return;
     const struct ebb__offer *o = &e->market.offers[a->offer];
@@ -257,7 +249,7 @@ ebb_micros ebb__engine_transfer_cost(const struct ebb__job *job, size_t offer)
     if (x == NULL || x->last_bytes <= 0 || offer >= e->market.n_offers ||
         (job->current != NULL && job->current->offer == offer))
         return 0;
-    const struct ebb__store_cfg *s = job_store(job);
+    const struct ebb__store_cfg *s = ebb__engine_job_store(job);
     if (s == NULL)
         return 0;
     const struct ebb__offer *o = &e->market.offers[offer];

@@ -460,8 +460,12 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
 int ebb__engine_budget_idle(struct ebb__job *job, ebb_time_ms now,
                             struct ebb__budget_verdict *v);
 /* The job's spend by `now` in its own currency: what the ledger billed
- * plus what its running instance has cost so far (rounded up). */
+ * plus what its running instance and the checkpoints it holds in its
+ * store have cost so far (rounded up). Caps count the same. */
 ebb_micros ebb__engine_spent_now(const struct ebb__job *job, ebb_time_ms now);
+/* The ebb.yaml store the job's checkpoints go to; NULL: none (or no
+ * config, as in backtests). */
+const struct ebb__store_cfg *ebb__engine_job_store(const struct ebb__job *job);
 /* How to carry out a policy's STOP of a running capped job (or one in a
  * capped team): with a checkpoint when the grace period at today's price
  * fits the caps, else at once (*v). Returns 1 when a cap applies, 0 (the

@@ -159,6 +159,16 @@ static void storage_billed_once_from_durable_to_deletion(void **state)
     assert_int_equal(job->xfer->last_bytes, 130 * GIB);
     ebb_time_ms end = c4 + 30 * MINUTE;
     ebb__clock_run_until(&world.v.clock, end);
+    /* Caps count what the held ones have cost so far, before it is
+     * billed: the spend the budget and the policy see. */
+    ebb_micros with = ebb__engine_spent_now(job, end);
+    size_t held = job->xfer->n_held;
+    job->xfer->n_held = 0;
+    ebb_micros without = ebb__engine_spent_now(job, end);
+    job->xfer->n_held = held;
+    assert_int_equal(with - without, expect_storage(110 * GIB, end - c2, 23000, 730) +
+                                         expect_storage(120 * GIB, end - c3, 23000, 730) +
+                                         expect_storage(130 * GIB, end - c4, 23000, 730));
     ebb_micros spent_before = job->spent;
     ebb__engine_cancel(job, "the test is done");
     ebb__clock_run_until(&world.v.clock, end + 10 * MINUTE);
