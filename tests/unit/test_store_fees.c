@@ -30,6 +30,7 @@
 #include "budget_world.h"
 #include "engine/internal.h"
 #include "market/store_prices.h"
+#include "report/report.h"
 
 #define MINUTE EBB_MS_PER_MINUTE
 #define S EBB_MS_PER_SECOND
@@ -120,6 +121,22 @@ static int64_t expect_storage(int64_t bytes, ebb_dur_ms ms, int64_t price, int h
     return (int64_t)ceill(v);
 }
 
+/* What the savings report (ebb report, src/report) makes of the rows the
+ * engine wrote: fees, split by note into fee_storage and fee_egress. */
+static void report_shows(ebb_time_ms since, ebb_time_ms until,
+                         ebb_micros storage, ebb_micros egress)
+{
+    struct ebb__report_opts o = {.since = since, .until = until};
+    struct ebb__report *r = NULL;
+    struct ebb_diag d = {{0}};
+    if (ebb__report_build(world.v.store, &o, &r, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_int_equal(r->total.fee_storage, storage);
+    assert_int_equal(r->total.fee_egress, egress);
+    assert_int_equal(r->total.fees, storage + egress);
+    ebb__report_free(r);
+}
+
 static void storage_billed_once_from_durable_to_deletion(void **state)
 {
     (void)state;
@@ -186,6 +203,7 @@ static void storage_billed_once_from_durable_to_deletion(void **state)
     assert_int_equal(budget_world_sql_int(&world, "SELECT sum(amount_micros) FROM "
                                           "ledger WHERE job_id = ?1", job->id, 0, 0),
                      job->spent);
+    report_shows(t0, t0 + DAY, all, 0);
     stop();
 }
 
@@ -208,6 +226,7 @@ static void egress_billed_across_regions_not_within(void **state)
                                            .download_bytes = 2 * GIB,
                                            .download_ms = 8 * S});
     assert_int_equal(fee(job, "egress", "count(*)"), 1);
+    report_shows(t0, t0 + DAY, 0, 40000);
     stop();
 
     /* The same job with its store in its own region: free. */
