@@ -164,21 +164,19 @@ static void load_catalog(struct ebb__daemon *d)
 
 /* The default prices of checkpoint stores (data/store_prices.csv): a
  * store whose ebb.yaml entry sets no price_per_gb_month / egress_per_gb
- * is billed at them (docs/stores.md). Only needed when a store is
- * configured; without the file such a store is billed what it sets. */
+ * is billed at them (docs/stores.md). Without the file such a store is
+ * billed what it sets; that is worth a warning only when there is one. */
 static void load_store_prices(struct ebb__daemon *d)
 {
-    if (d->config->n_stores == 0)
-        return;
     char *data = ebb__data_dir();
     char *path = data ? ebb__path_join(data, "store_prices.csv") : NULL;
     free(data);
     struct ebb_diag diag = {{0}};
-    if (path != NULL && access(path, R_OK) != 0)
+    if (path != NULL && access(path, R_OK) != 0 && d->config->n_stores > 0)
         ebb__warn("no store prices at %s: stores without price_per_gb_month "
                   "and egress_per_gb in ebb.yaml are billed nothing (set "
                   "EBB_DATA_DIR to the directory with store_prices.csv)", path);
-    else if (path != NULL &&
+    else if (path != NULL && access(path, R_OK) == 0 &&
              ebb__store_prices_load(path, &d->store_fees, &diag) != 0)
         ebb__warn("%s", diag.msg);
     free(path);
