@@ -69,6 +69,9 @@ static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event 
         ebb__store_rollback(s);
         ebb__error("job %s: cannot record a checkpoint: %s", job->id,
                    ebb__store_errmsg(s));
+        /* What it holds is what the store says, as after a restart. */
+        if (bytes > 0 && ebb__engine_transfer_recover(job) != 0)
+            ebb__error("job %s: cannot read back its stored checkpoints", job->id);
     }
     /* The budget check bounds spend until the next checkpoint: a capped job
      * is checked again at each one. */
