@@ -386,6 +386,16 @@ struct ebb__agent_report {
     int pcie_width_min;          /* the narrowest link; 0: unknown */
 };
 
+/* A checkpoint of the job became durable in its store (r: the CHECKPOINT
+ * report with its bytes, duration and upload_ms) after the instance that
+ * took it stopped running the job, so that no agent report carries it:
+ * the engine holds it for its storage fee (docs/stores.md) and its next
+ * download, and moves no progress. A job without a store, or one that
+ * has ended, ignores it. The instance's own durable checkpoints go
+ * through ebb__engine_agent_report() instead, never both. */
+void ebb__engine_durable_checkpoint(struct ebb__job *job,
+                                    const struct ebb__agent_report *r);
+
 enum ebb__agent_command { EBB__AGENT_NONE, EBB__AGENT_STOP, EBB__AGENT_RELEASE };
 
 struct ebb__agent_reply {

@@ -110,6 +110,32 @@ int ebb__engine_transfer_checkpoint(struct ebb__job *job, ebb_time_ms at,
     return rc;
 }
 
+void ebb__engine_durable_checkpoint(struct ebb__job *job,
+                                    const struct ebb__agent_report *r)
+{
+    if (r->bytes <= 0 || job->spec.checkpoint.store == NULL ||
+        ebb__job_state_terminal(job->state))
+        return;
+    struct ebb__store *s = job->engine->opt.store;
+    ebb_time_ms now = ebb__clock_now(job->engine->opt.clock);
+    /* No instance and no progress: only the holding, for its fee. */
+    int rc = ebb__store_begin(s);
+    if (rc == 0)
+        rc = ebb__store_checkpoint_add(s, job->id, NULL, now, r->path,
+                                       job->work_saved, 0, r->bytes);
+    if (rc == 0)
+        rc = ebb__engine_transfer_checkpoint(job, now, r);
+    if (rc == 0)
+        rc = ebb__store_commit(s);
+    if (rc != 0) {
+        ebb__store_rollback(s);
+        ebb__error("job %s: cannot record a stored checkpoint: %s", job->id,
+                   ebb__store_errmsg(s));
+        if (ebb__engine_transfer_recover(job) != 0)
+            ebb__error("job %s: cannot read back its stored checkpoints", job->id);
+    }
+}
+
 int ebb__engine_transfer_job_end(struct ebb__job *job, ebb_time_ms now)
 {
     if (job->xfer == NULL)

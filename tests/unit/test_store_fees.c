@@ -164,6 +164,17 @@ static void storage_billed_once_from_durable_to_deletion(void **state)
                                       "ledger WHERE job_id = ?1 AND kind = 'fee'", job->id);
     assert_string_equal(cur, "USDaws");
     free(cur);
+    /* One made durable after its instance stopped running the job (ebbd
+     * completes it late): held all the same, so it is billed, and it
+     * pushes the oldest out. */
+    ebb_time_ms late = c4 + MINUTE;
+    ebb__clock_run_until(&world.v.clock, late);
+    ebb__engine_durable_checkpoint(job, &(struct ebb__agent_report){
+        .kind = EBB__AGENT_CHECKPOINT, .path = "late", .bytes = 140 * GIB});
+    first += expect_storage(110 * GIB, late - c2, 23000, 730);
+    assert_int_equal(fee(job, "storage", "count(*)"), 2);
+    assert_int_equal(fee(job, "storage", "sum(amount_micros)"), first);
+    c2 = c3, c3 = c4, c4 = late;
     /* What a restart reads back (engine_recover.c): the three held, oldest
      * first, from the store's checkpoint rows; the billed one is not. */
     job->xfer->n_held = 0;
@@ -171,9 +182,9 @@ static void storage_billed_once_from_durable_to_deletion(void **state)
     assert_int_equal(ebb__engine_transfer_recover(job), 0);
     assert_int_equal(job->xfer->n_held, 3);
     assert_int_equal(job->xfer->held[0].at, c2);
-    assert_int_equal(job->xfer->held[0].bytes, 110 * GIB);
+    assert_int_equal(job->xfer->held[0].bytes, 120 * GIB);
     assert_int_equal(job->xfer->held[2].at, c4);
-    assert_int_equal(job->xfer->last_bytes, 130 * GIB);
+    assert_int_equal(job->xfer->last_bytes, 140 * GIB);
     ebb_time_ms end = c4 + 30 * MINUTE;
     ebb__clock_run_until(&world.v.clock, end);
     /* Caps count what the held ones have cost so far, before it is
@@ -183,19 +194,19 @@ static void storage_billed_once_from_durable_to_deletion(void **state)
     job->xfer->n_held = 0;
     ebb_micros without = ebb__engine_spent_now(job, end);
     job->xfer->n_held = held;
-    assert_int_equal(with - without, expect_storage(110 * GIB, end - c2, 23000, 730) +
-                                         expect_storage(120 * GIB, end - c3, 23000, 730) +
-                                         expect_storage(130 * GIB, end - c4, 23000, 730));
+    assert_int_equal(with - without, expect_storage(120 * GIB, end - c2, 23000, 730) +
+                                         expect_storage(130 * GIB, end - c3, 23000, 730) +
+                                         expect_storage(140 * GIB, end - c4, 23000, 730));
     ebb_micros spent_before = job->spent;
     ebb__engine_cancel(job, "the test is done");
     ebb__clock_run_until(&world.v.clock, end + 10 * MINUTE);
     assert_true(ebb__job_state_terminal(job->state));
     /* At its end the three left are billed up to then, once. */
     ebb_time_ms ended = job->finished_at;
-    int64_t all = first + expect_storage(110 * GIB, ended - c2, 23000, 730) +
-                  expect_storage(120 * GIB, ended - c3, 23000, 730) +
-                  expect_storage(130 * GIB, ended - c4, 23000, 730);
-    assert_int_equal(fee(job, "storage", "count(*)"), 4);
+    int64_t all = first + expect_storage(120 * GIB, ended - c2, 23000, 730) +
+                  expect_storage(130 * GIB, ended - c3, 23000, 730) +
+                  expect_storage(140 * GIB, ended - c4, 23000, 730);
+    assert_int_equal(fee(job, "storage", "count(*)"), 5);
     assert_int_equal(fee(job, "storage", "sum(amount_micros)"), all);
     assert_int_equal(fee(job, "egress", "count(*)"), 0);
     /* The job's spend counts the fees, as its budget does. */
