@@ -113,6 +113,7 @@ def write_config(path, source, port, start, speed):
   sim:
     prices: {src}/data/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv
     availability: {src}/data/availability_aws_2020-03.csv
+    align_availability: true
 clock: {{start: {start}, speed: {speed}}}
 metrics: {{listen: 127.0.0.1:{port}}}
 """.format(src=source, start=start, speed=speed, port=port))

@@ -79,6 +79,9 @@ static struct result run(const struct scenario *s, const char *policy)
     struct ebb__backtest_options o = {
         .prices = path(p, sizeof(p), s->prices),
         .availability = path(a, sizeof(a), s->availability),
+        /* The shipped scenario pairs prices and availability from different
+         * periods; the others overlap and are played as recorded. */
+        .align_availability = 1,
         .catalog = path(c, sizeof(c), "data/catalog.csv"),
         .workload = path(w, sizeof(w), s->workload),
         .policy = policy,

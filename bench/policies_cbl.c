@@ -180,18 +180,26 @@ static int write_window(const struct files *f, const struct ebb_avail_series *a,
     /* Rows of cycle c at at[k] + c * period; the last row of a cycle is the
      * first of the next, so each cycle writes rows 0..n-2, and the pool's
      * own last row only where no cycle follows within the window. */
-    ebb_time_ms period = a->at[a->n - 1] - a->at[0];
+    ebb_time_ms period = a->at[a->n - 1] - a->at[0], last_at = 0;
+    int last = 0;
     for (int c = 0; c < 64; c++) {
         ebb_time_ms base = (ebb_time_ms)c * period;
         int more = period > 0 && a->at[0] + base + period <= end;
         size_t n = more ? a->n - 1 : a->n;
-        for (size_t k = 0; k < n && a->at[k] + base <= end; k++)
+        for (size_t k = 0; k < n && a->at[k] + base <= end; k++) {
+            last_at = a->at[k] + base;
+            last = (int)cycled(a, last_at);
             fprintf(v, "%s,aws,us-east-1c,p3.2xlarge,%d\n",
-                    ebb_format_time(a->at[k] + base, ts, sizeof(ts)),
-                    (int)cycled(a, a->at[k] + base));
+                    ebb_format_time(last_at, ts, sizeof(ts)), last);
+        }
         if (!more)
             break;
     }
+    /* The value in effect at the deadline, written there: a backtest uses
+     * availability as recorded, and the window must be covered to its end. */
+    if (last_at < end)
+        fprintf(v, "%s,aws,us-east-1c,p3.2xlarge,%d\n",
+                ebb_format_time(end, ts, sizeof(ts)), last);
     fclose(v);
     FILE *w = fopen(f->workload, "w");
     if (w == NULL)

@@ -82,6 +82,11 @@ struct ebb_offer {
     const unsigned *up_lengths;
     const unsigned *down_lengths;
     ebb_time_ms availability_since;
+    /* Appended: what moving the job here costs once, in the job's
+     * currency, beyond the price per hour: the egress of its newest
+     * durable checkpoint out of its store's region or cloud (0: free, no
+     * store or checkpoint, or the offer it runs on). Absent: 0. */
+    ebb_micros transfer_cost;
 };
 
 struct ebb_market_view {

@@ -118,6 +118,24 @@ int ebb_avail_series_at(const struct ebb_avail_series *s, ebb_time_ms t,
 ebb_time_ms ebb_avail_series_next_change(const struct ebb_avail_series *s,
                                           ebb_time_ms t);
 
+/* How an availability trace recorded in another period than its prices is
+ * replayed when that is asked for (the sim's `align_availability`, `ebb
+ * backtest --align-availability`): when the traces do not overlap, row
+ * time r is replayed at start + k * period + (r - orig_first) for cycle
+ * k = 0, 1, ... up to `end` (the prices' last row), after which capacity
+ * holds still. Traces that overlap are used as recorded (shifted 0). */
+struct ebb_avail_alignment {
+    int shifted;
+    ebb_time_ms start;      /* the prices' first row */
+    ebb_time_ms orig_first; /* the availability's first row */
+    ebb_time_ms period;     /* the availability's span */
+    ebb_time_ms end;        /* the prices' last row */
+};
+
+/* The alignment of availability `a` over prices `p`. */
+struct ebb_avail_alignment ebb_avail_trace_align(const struct ebb_avail_trace *a,
+                                                 const struct ebb_price_trace *p);
+
 /* Parses a non-negative decimal amount ("0.918", "12", "3.5", ".5" is
  * rejected) into micro-units, exactly: up to 6 decimals as integers, more
  * rounded half up on the seventh, at most EBB_MONEY_MAX (units.h). An

@@ -296,7 +296,8 @@ static double expected_cost(const struct pu_ctx *c, size_t k, double delay_ms,
     int restart = !(delay_ms == 0 && k == c->running);
     double ms = expected_ms(c, k, restart, m, (double)c->now + delay_ms);
     return pu_cost_span(c, k, (double)c->now + delay_ms,
-                        ms / (double)EBB_MS_PER_HOUR, 50);
+                        ms / (double)EBB_MS_PER_HOUR, 50) +
+           pu_transfer_cost(c, k);
 }
 
 static struct pu_cost_cache *cache_for(const struct pu_ctx *c, size_t k,
@@ -353,7 +354,9 @@ static int cost_upto(const struct pu_ctx *c, size_t k, const struct pu_model *m,
     }
     if (cache != NULL && cache->above[k] >= bound)
         return 0;
-    int64_t limit = prune_limit(bound);
+    /* The span has to stay under what the move's transfer leaves. */
+    double move = pu_transfer_cost(c, k);
+    int64_t limit = prune_limit(bound - move);
     if (limit != INT64_MAX) {
         double ms = expected_ms(c, k, k != c->running, m, (double)c->now);
         double hours = ms / (double)EBB_MS_PER_HOUR;
@@ -367,6 +370,7 @@ static int cost_upto(const struct pu_ctx *c, size_t k, const struct pu_model *m,
                 return 0;
             }
             if (rc == 1) {
+                *e += move;
                 if (cache != NULL)
                     cache->cost[k] = *e;
                 return 1;

@@ -46,6 +46,14 @@ const double *pu_hazard_by_hour(const struct pu_ctx *c, size_t k)
                : NULL;
 }
 
+double pu_transfer_cost(const struct pu_ctx *c, size_t k)
+{
+    const struct ebb_offer *o = pu_offer(c, k);
+    if (!EBB_POLICY_HAS(struct ebb_offer, o, transfer_cost) || o->transfer_cost <= 0)
+        return 0;
+    return (double)o->transfer_cost;
+}
+
 int pu_usable(const struct ebb_offer *o)
 {
     return isfinite(o->speed) && o->speed > 0 && o->price_per_hour >= 0;

@@ -67,6 +67,11 @@ static inline const struct ebb_offer *pu_offer(const struct pu_ctx *c,
  * has none or ebbd predates the field. */
 const double *pu_hazard_by_hour(const struct pu_ctx *c, size_t k);
 
+/* What moving the job to offer k costs once, beyond its price per hour
+ * (ebb_offer.transfer_cost: its checkpoint's egress); 0 for the offer it
+ * runs on and from an ebbd that predates the field. */
+double pu_transfer_cost(const struct pu_ctx *c, size_t k);
+
 /* Decides the cases every policy treats alike: the budget cap is spent
  * (STOP or WAIT), the work is done (KEEP while the job exits, or WAIT), no
  * usable offer exists (WAIT). Returns 1 when *out was written, else 0. */

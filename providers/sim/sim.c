@@ -19,7 +19,14 @@ static const struct ebb_cfg_key sim_keys[] = {
      "instance_type,product,price_usd_per_hour)"},
     {"availability", EBB_CFG_STRING, NULL, offsetof(struct sim_cfg, availability),
      "availability trace CSV giving spot capacity (timestamp_utc,provider,zone,"
-     "instance_type,available); none: unlimited capacity"},
+     "instance_type,available); none: unlimited capacity. Used as recorded: "
+     "before its first row capacity is unlimited, after its last row it holds"},
+    {"align_availability", EBB_CFG_BOOL, "false",
+     offsetof(struct sim_cfg, align_availability),
+     "replay an availability trace recorded in another period than the prices "
+     "over them: its first row at the prices' first row, repeated back to "
+     "back until their last (the built-in configuration pairs January-February "
+     "2020 prices with March 2020 availability)"},
     {"notice_lead", EBB_CFG_DURATION, "120s", offsetof(struct sim_cfg, notice_lead),
      "how long before a preemption its notice comes (AWS: 2 minutes)"},
     {"preemption_hazard", EBB_CFG_DOUBLE, "0",

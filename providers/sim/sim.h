@@ -34,6 +34,7 @@
 struct sim_cfg {
     char *prices;
     char *availability;
+    int align_availability; /* replay availability from another period */
     ebb_dur_ms notice_lead;
     double preemption_hazard; /* 0 to SIM_HAZARD_MAX */
     int64_t seed;
@@ -78,11 +79,9 @@ struct sim_market {
     struct ebb_avail_trace *avail; /* NULL without an availability trace */
     struct sim_offer *offers;
     size_t n_offers;
-    /* Availability from another period, moved onto the price period: row
-     * time r is replayed at start + k * period + (r - orig_first) for cycle
-     * k = 0, 1, ... up to `end`, after which capacity holds still. */
-    int shifted;
-    ebb_time_ms start, orig_first, period, end;
+    /* Availability from another period, moved onto the price period when
+     * align_availability asks for it (ebb/trace.h); shifted 0: as recorded. */
+    struct ebb_avail_alignment align;
     ebb_time_ms delivered; /* observations up to here have been polled */
     int64_t timer;      /* the one market_changed timer, 0 when none */
 };

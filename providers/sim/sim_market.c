@@ -4,13 +4,15 @@
  *
  * Every series of the price trace is a spot offer. Its capacity comes from
  * the availability series with the same (provider, zone, instance_type),
- * or is unlimited (-1) when there is none. The recorded traces do not come
- * from the same period (the shipped AWS prices end in February 2020, the
- * availability starts in March 2020), so an availability trace that does
- * not overlap the price trace at all is moved onto it: its first row is
- * replayed at the price trace's first row, and the whole trace is repeated
- * back to back until the price trace ends. After that nothing changes any
- * more, so a virtual clock run to "the end" terminates.
+ * or is unlimited (-1) when there is none. Availability is used exactly as
+ * recorded unless the configuration says `align_availability: true`: the
+ * recorded traces do not come from the same period (the shipped AWS prices
+ * end in February 2020, the availability starts in March 2020), and then
+ * an availability trace that does not overlap the price trace at all is
+ * moved onto it: its first row is replayed at the price trace's first row,
+ * and the whole trace is repeated back to back until the price trace ends.
+ * After that nothing changes any more, so a virtual clock run to "the end"
+ * terminates.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,28 +51,36 @@ static int offer_init(struct sim_offer *o, const struct ebb_price_series *ps,
     return 0;
 }
 
-static void plan_shift(struct sim_market *m)
+/* Moves the availability onto the prices when asked to and they do not
+ * overlap, saying so; warns when they do not overlap and it was not
+ * asked, since the availability then changes nothing the prices cover. */
+static void plan_shift(struct sim_market *m, int align)
 {
     const struct ebb_price_trace *p = m->prices;
     const struct ebb_avail_trace *a = m->avail;
-    if (a->first_at <= p->last_at && a->last_at >= p->first_at)
+    struct ebb_avail_alignment al = ebb_avail_trace_align(a, p);
+    if (!al.shifted)
         return;
-    m->shifted = 1;
-    m->start = p->first_at;
-    m->orig_first = a->first_at;
-    m->period = a->last_at - a->first_at;
-    m->end = p->last_at;
-    char af[EBB_TIME_BUFSZ], al[EBB_TIME_BUFSZ], pf[EBB_TIME_BUFSZ],
-        pl[EBB_TIME_BUFSZ], per[EBB_DURATION_BUFSZ];
+    char a_first[EBB_TIME_BUFSZ], a_last[EBB_TIME_BUFSZ], p_first[EBB_TIME_BUFSZ],
+        p_last[EBB_TIME_BUFSZ], per[EBB_DURATION_BUFSZ];
+    ebb_format_time(a->first_at, a_first, sizeof(a_first));
+    ebb_format_time(a->last_at, a_last, sizeof(a_last));
+    ebb_format_time(p->first_at, p_first, sizeof(p_first));
+    ebb_format_time(p->last_at, p_last, sizeof(p_last));
+    if (!align) {
+        m->host->log(m->host->ctx, EBB_LOG_WARN,
+                     "availability %s (%s to %s) does not overlap prices %s "
+                     "(%s to %s): used as recorded; set align_availability: "
+                     "true to replay it over the prices", a->path, a_first, a_last,
+                     p->path, p_first, p_last);
+        return;
+    }
+    m->align = al;
     m->host->log(m->host->ctx, EBB_LOG_INFO,
                  "availability %s (%s to %s) does not overlap prices %s "
                  "(%s to %s): replaying it from %s, repeated every %s until %s "
-                 "(traces from different periods)",
-                 a->path, ebb_format_time(a->first_at, af, sizeof(af)),
-                 ebb_format_time(a->last_at, al, sizeof(al)), p->path,
-                 ebb_format_time(p->first_at, pf, sizeof(pf)),
-                 ebb_format_time(p->last_at, pl, sizeof(pl)), pf,
-                 ebb_format_duration(m->period, per, sizeof(per)), pl);
+                 "(align_availability)", a->path, a_first, a_last, p->path, p_first, p_last, p_first,
+                 ebb_format_duration(al.period, per, sizeof(per)), p_last);
 }
 
 int sim_market_init(struct sim_market *m, const struct ebb_host *host,
@@ -95,7 +105,7 @@ int sim_market_init(struct sim_market *m, const struct ebb_host *host,
             sim_market_fini(m);
             return load_error(host, rc, &d);
         }
-        plan_shift(m);
+        plan_shift(m, cfg->align_availability);
     }
     m->offers = calloc(m->prices->n_series, sizeof(*m->offers));
     if (m->offers == NULL) {
@@ -137,16 +147,17 @@ int32_t sim_market_capacity(const struct sim_market *m, ssize_t a,
         return -1;
     const struct ebb_avail_series *s = &m->avail->series[a];
     int32_t v;
-    if (!m->shifted)
+    const struct ebb_avail_alignment *al = &m->align;
+    if (!al->shifted)
         return ebb_avail_series_at(s, t, &v) == 0 ? v : -1;
-    if (t < m->start)
+    if (t < al->start)
         return -1;
-    if (t > m->end)
-        t = m->end;
-    ebb_time_ms k = 0, off = m->orig_first;
-    if (m->period > 0) {
-        k = (t - m->start) / m->period;
-        off += (t - m->start) % m->period;
+    if (t > al->end)
+        t = al->end;
+    ebb_time_ms k = 0, off = al->orig_first;
+    if (al->period > 0) {
+        k = (t - al->start) / al->period;
+        off += (t - al->start) % al->period;
     }
     if (ebb_avail_series_at(s, off, &v) == 0)
         return v;
@@ -160,28 +171,29 @@ int32_t sim_market_capacity(const struct sim_market *m, ssize_t a,
 static ebb_time_ms next_row(const struct sim_market *m, ssize_t a, ebb_time_ms t)
 {
     const struct ebb_avail_series *s = &m->avail->series[a];
-    if (!m->shifted)
+    const struct ebb_avail_alignment *al = &m->align;
+    if (!al->shifted)
         return ebb_avail_series_next_change(s, t);
-    if (t >= m->end)
+    if (t >= al->end)
         return INT64_MAX;
     ebb_time_ms cand;
-    if (t < m->start) {
-        cand = m->start + (s->at[0] - m->orig_first);
+    if (t < al->start) {
+        cand = al->start + (s->at[0] - al->orig_first);
     } else {
-        ebb_time_ms base = m->start, off = m->orig_first;
-        if (m->period > 0) {
-            base += (t - m->start) / m->period * m->period;
-            off += (t - m->start) % m->period;
+        ebb_time_ms base = al->start, off = al->orig_first;
+        if (al->period > 0) {
+            base += (t - al->start) / al->period * al->period;
+            off += (t - al->start) % al->period;
         }
         ebb_time_ms r = ebb_avail_series_next_change(s, off);
         if (r != INT64_MAX)
-            cand = base + (r - m->orig_first);
-        else if (m->period > 0)
-            cand = base + m->period + (s->at[0] - m->orig_first);
+            cand = base + (r - al->orig_first);
+        else if (al->period > 0)
+            cand = base + al->period + (s->at[0] - al->orig_first);
         else
             return INT64_MAX;
     }
-    return cand > m->end ? INT64_MAX : cand;
+    return cand > al->end ? INT64_MAX : cand;
 }
 
 ebb_time_ms sim_market_next_capacity_change(const struct sim_market *m,

@@ -667,3 +667,17 @@ ebb_time_ms ebb_avail_series_next_change(const struct ebb_avail_series *s,
 {
     return next_change(s->at, s->n, t);
 }
+
+struct ebb_avail_alignment ebb_avail_trace_align(const struct ebb_avail_trace *a,
+                                                 const struct ebb_price_trace *p)
+{
+    if (a->first_at <= p->last_at && a->last_at >= p->first_at)
+        return (struct ebb_avail_alignment){0};
+    return (struct ebb_avail_alignment){
+        .shifted = 1,
+        .start = p->first_at,
+        .orig_first = a->first_at,
+        .period = a->last_at - a->first_at,
+        .end = p->last_at,
+    };
+}

@@ -14,8 +14,8 @@
 #include "report/backtest.h"
 
 static const char usage[] =
-    "Usage: ebb backtest --prices P.csv [--availability A.csv] --catalog C.csv\n"
-    "                    --workload W.yaml [--policy NAME] [--seed N]\n"
+    "Usage: ebb backtest --prices P.csv [--availability A.csv [--align-availability]]\n"
+    "                    --catalog C.csv --workload W.yaml [--policy NAME] [--seed N]\n"
     "                    [--preemption-hazard X] [--billing RULE] [--json]\n"
     "\n"
     "Runs the workload W.yaml (jobs: a list of job specs, each with submit:)\n"
@@ -27,7 +27,13 @@ static const char usage[] =
     "  --prices P.csv           price trace (timestamp_utc,provider,region,zone,\n"
     "                           instance_type,product,price_usd_per_hour)\n"
     "  --availability A.csv     spot capacity (timestamp_utc,provider,zone,\n"
-    "                           instance_type,available); default unlimited\n"
+    "                           instance_type,available); default unlimited.\n"
+    "                           Used as recorded: a job window it does not\n"
+    "                           cover is an error (exit 2)\n"
+    "  --align-availability     replay A.csv over P.csv's period when they do\n"
+    "                           not overlap (first row at the prices' first,\n"
+    "                           repeated back to back); said on stderr and in\n"
+    "                           the JSON (availability_alignment)\n"
     "  --catalog C.csv          on-demand prices and instance facts\n"
     "  --workload W.yaml        the jobs to run\n"
     "  --policy NAME            run every job with this policy (default: each\n"
@@ -39,6 +45,9 @@ static const char usage[] =
     "                           second) or aws-hourly (the price at the start of\n"
     "                           each instance-hour, billed per second)\n"
     "  --json                   print one JSON object\n"
+    "\n"
+    "A price series holds from its last row to the end of the run; a job\n"
+    "submitted before every series it may use begins is an error (exit 2).\n"
     "\n"
     "Exit codes: 0 done, 1 failure, 2 bad input (the message names file:line).\n";
 
@@ -134,6 +143,7 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
     static const struct option options[] = {
         {"prices", required_argument, NULL, 'p'},
         {"availability", required_argument, NULL, 'a'},
+        {"align-availability", no_argument, NULL, 'A'},
         {"catalog", required_argument, NULL, 'c'},
         {"workload", required_argument, NULL, 'w'},
         {"policy", required_argument, NULL, 'P'},
@@ -154,6 +164,7 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
         switch (c) {
         case 'p': o.prices = optarg; break;
         case 'a': o.availability = optarg; break;
+        case 'A': o.align_availability = 1; break;
         case 'c': o.catalog = optarg; break;
         case 'w': o.workload = optarg; break;
         case 'P': o.policy = optarg; break;
@@ -203,6 +214,7 @@ int cmd_backtest(struct cli *cli, int argc, char **argv)
         return CLI_USAGE;
     }
     o.progress = isatty(STDERR_FILENO) ? stderr : NULL;
+    o.notes = stderr;
     json_t *r;
     struct ebb_diag d = {{0}};
     int rc = ebb__backtest_run(&o, &r, &d);

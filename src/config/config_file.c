@@ -29,6 +29,7 @@ static const char default_text[] =
     "  sim:\n"
     "    prices: @DATA@/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv\n"
     "    availability: @DATA@/availability_aws_2020-03.csv\n"
+    "    align_availability: true\n"
     "  local: {}\n"
     "run_on:\n"
     "  sim: local\n"

@@ -17,6 +17,7 @@
 #include "daemon/daemon_notify.h"
 #include "io/httpd.h"
 #include "report/metrics.h"
+#include "market/store_prices.h"
 
 /* api.socket_group must name a group: a typo is bad configuration,
  * refused at its line before the state directory is touched, not a
@@ -162,6 +163,26 @@ static void load_catalog(struct ebb__daemon *d)
     free(path);
 }
 
+/* The default prices of checkpoint stores (data/store_prices.csv): a
+ * store whose ebb.yaml entry sets no price_per_gb_month / egress_per_gb
+ * is billed at them (docs/stores.md). Without the file such a store is
+ * billed what it sets; that is worth a warning only when there is one. */
+static void load_store_prices(struct ebb__daemon *d)
+{
+    char *data = ebb__data_dir();
+    char *path = data ? ebb__path_join(data, "store_prices.csv") : NULL;
+    free(data);
+    struct ebb_diag diag = {{0}};
+    if (path != NULL && access(path, R_OK) != 0 && d->config->n_stores > 0)
+        ebb__warn("no store prices at %s: stores without price_per_gb_month "
+                  "and egress_per_gb in ebb.yaml are billed nothing (set "
+                  "EBB_DATA_DIR to the directory with store_prices.csv)", path);
+    else if (path != NULL && access(path, R_OK) == 0 &&
+             ebb__store_prices_load(path, &d->store_fees, &diag) != 0)
+        ebb__warn("%s", diag.msg);
+    free(path);
+}
+
 /* run_on names providers that must be configured. */
 static int check_run_on(struct ebb__daemon *d)
 {
@@ -213,6 +234,7 @@ static void on_loop_turn(uv_check_t *handle)
 static int start_engine(struct ebb__daemon *d)
 {
     load_catalog(d);
+    load_store_prices(d);
     if (make_state_subdirs(d) != 0)
         return 1;
     struct ebb__engine_options eo = {
@@ -220,6 +242,7 @@ static int start_engine(struct ebb__daemon *d)
         .store = d->store,
         .registry = &d->registry,
         .catalog = d->catalog,
+        .store_fees = d->store_fees,
         .default_policy = d->config->default_policy,
         .store_prices = 1,
         .agent_heartbeat = d->config->agent_heartbeat,
@@ -460,6 +483,8 @@ static void release_state(struct ebb__daemon *d)
     d->lock_fd = -1;
     ebb__catalog_free(d->catalog);
     d->catalog = NULL;
+    ebb__store_prices_free(d->store_fees);
+    d->store_fees = NULL;
     free(d->state_dir);
     free(d->logs_dir);
     free(d->agent_tls_ca);

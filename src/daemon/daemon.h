@@ -47,6 +47,7 @@ struct ebb__daemon {
     int lock_fd;
     struct ebb__store *store;
     struct ebb__catalog *catalog;
+    struct ebb__store_prices *store_fees; /* data/store_prices.csv; NULL: none */
     struct ebb__engine *engine; /* NULL until it starts */
     struct ebb__poller poller;  /* ready with the engine */
     int poller_ready;

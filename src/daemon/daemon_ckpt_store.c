@@ -573,21 +573,25 @@ static void durable(struct task *t)
         const char *state = ebb__job_state_name(ebb__engine_job_state(job));
         ebb__store_job_event(s, t->job_id, ebb__clock_now(&d->clock), state, state,
                              reason);
-        /* Only the instance that took it moves the job on: the engine
-         * counts a checkpoint against its current attempt. */
+        /* Only the instance that took it moves the job on (the engine
+         * counts a checkpoint against its current attempt); one made
+         * durable after that instance stopped is held for its fee and the
+         * next download only. */
+        struct ebb__agent_report r = {
+            .kind = EBB__AGENT_CHECKPOINT,
+            .fraction = t->fraction,
+            .path = t->name,
+            .duration = t->periodic ? t->duration_ms : 0,
+            .bytes = bytes,
+            .upload_ms = t->upload_ms,
+        };
         struct ebb__attempt_info a;
         if (ebb__engine_job_attempt(job, &a) == 0 &&
             strcmp(a.token, t->instance_token) == 0) {
-            struct ebb__agent_report r = {
-                .kind = EBB__AGENT_CHECKPOINT,
-                .fraction = t->fraction,
-                .path = t->name,
-                .duration = t->periodic ? t->duration_ms : 0,
-                .bytes = bytes,
-                .upload_ms = t->upload_ms,
-            };
             struct ebb__agent_reply reply;
             ebb__engine_agent_report(job, &r, &reply);
+        } else {
+            ebb__engine_durable_checkpoint(job, &r);
         }
     }
     if (ebb__store_flush(s) != 0)

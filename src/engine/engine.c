@@ -104,6 +104,7 @@ int ebb__engine_new(const struct ebb__engine_options *o, struct ebb__engine **ou
     if (e == NULL)
         return EBB_ENOMEM;
     e->opt = *o;
+    e->job_end = ebb__engine_transfer_job_end;
     ebb_list_init(&e->jobs);
     ebb_list_init(&e->dirty);
     ebb_list_init(&e->releases);

@@ -36,6 +36,7 @@
 #include "market/market.h"
 
 struct ebb__catalog;
+struct ebb__store_prices;
 struct ebb__clock;
 struct ebb__config;
 struct ebb__histogram;
@@ -80,7 +81,8 @@ int ebb__job_state_terminal(enum ebb__job_state s);
 
 /* One event for notifications. Strings and `spec` borrowed for the call. */
 struct ebb__engine_note {
-    const char *type;     /* "job.state", "job.preempted", "budget.threshold" */
+    const char *type;     /* "job.state", "job.preempted", "budget.threshold",
+                           * "budget.forecast", "deadline.at_risk" */
     const char *key;      /* NULL: a new event; else the event happens once
                            * and this names it ("budget:<job>:80") */
     const struct ebb__job_spec *spec; /* its notify: list and team */
@@ -97,6 +99,9 @@ struct ebb__engine_options {
     const struct ebb__catalog *catalog; /* may be NULL */
     const char *default_policy;
     int store_prices;                /* write observed prices to the store */
+    /* Default prices of checkpoint stores (data/store_prices.csv,
+     * market/store_prices.h); NULL: only what ebb.yaml's stores say. */
+    const struct ebb__store_prices *store_fees;
     /* Where agents reach ebbd; NULL without an agent API (backtests). */
     const char *agent_url;
     /* How agents trust ebbd's certificate (docs/agent-protocol.md); both
@@ -295,6 +300,12 @@ struct ebb__attempt_info {
     const char *imds_token;  /* the metadata endpoint's session; "": none */
 };
 
+/* The periodic checkpoint interval the job's agent is told: the spec's
+ * checkpoint.every, or, when it leaves it out and the job has a store,
+ * the one the engine chose for the offer it runs on (docs/stores.md);
+ * 0: none. */
+ebb_dur_ms ebb__engine_job_checkpoint_every(const struct ebb__job *job);
+
 /* Fills *out with the job's current instance. Returns 0, or EBB_ENOTFOUND
  * when the job has none. */
 int ebb__engine_job_attempt(const struct ebb__job *job,
@@ -383,6 +394,16 @@ struct ebb__agent_report {
     double gpu_memory_gb_min;    /* the smallest GPU's memory */
     int pcie_width_min;          /* the narrowest link; 0: unknown */
 };
+
+/* A checkpoint of the job became durable in its store (r: the CHECKPOINT
+ * report with its bytes, duration and upload_ms) after the instance that
+ * took it stopped running the job, so that no agent report carries it:
+ * the engine holds it for its storage fee (docs/stores.md) and its next
+ * download, and moves no progress. A job without a store, or one that
+ * has ended, ignores it. The instance's own durable checkpoints go
+ * through ebb__engine_agent_report() instead, never both. */
+void ebb__engine_durable_checkpoint(struct ebb__job *job,
+                                    const struct ebb__agent_report *r);
 
 enum ebb__agent_command { EBB__AGENT_NONE, EBB__AGENT_STOP, EBB__AGENT_RELEASE };
 

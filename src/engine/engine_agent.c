@@ -163,6 +163,8 @@ void ebb__engine_agent_report(struct ebb__job *job,
     case EBB__AGENT_STARTED:
         ev.kind = EBB_EVENT_RUNNING;
         job->start_failures = 0;
+        if (r->download_bytes > 0)
+            ebb__engine_transfer_download(job, r);
         break;
     case EBB__AGENT_PROGRESS:
     case EBB__AGENT_CHECKPOINT: {
@@ -212,7 +214,9 @@ void ebb__engine_agent_report(struct ebb__job *job,
         reply->grace = ebb__engine_agent_grace(job);
         snprintf(reply->reason, sizeof(reply->reason), "%s", job->after_reason);
     }
-    if (deliver)
+    if (deliver && r->kind == EBB__AGENT_CHECKPOINT && r->bytes > 0)
+        ebb__engine_stored_checkpoint(job, &ev, r);
+    else if (deliver)
         ebb__engine_instance_event(e, a->provider->plugin->name, &ev);
 }
 

@@ -20,6 +20,7 @@
 #include "config/config_file.h"
 #include "engine/internal.h"
 #include "market/billing.h"
+#include "market/store_prices.h"
 
 void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
                            const char *currency)
@@ -39,6 +40,7 @@ void ebb__engine_add_spend(struct ebb__job *job, ebb_micros amount,
     ebb_time_ms from, to;
     ebb__budget_month(ebb__clock_now(job->engine->opt.clock), &from, &to);
     ebb__engine_note_spend(job, before, from, to);
+    ebb__engine_budget_burn(job, job); /* its instance has just ended */
 }
 
 /* `amount` of `currency` in USD micro-units; costs round up and caps
@@ -75,28 +77,70 @@ static ebb_micros accrued(const struct ebb__job *job, ebb_time_ms now)
     return ebb__bill(o, a->billing, a->launched_at, now, NULL, NULL);
 }
 
-/* The job's spend by `now` (billed plus accrued), USD. */
+const struct ebb__store_cfg *ebb__engine_job_store(const struct ebb__job *job)
+{
+    const struct ebb__config *c = job->engine->opt.budget_config;
+    if (c == NULL || job->spec.checkpoint.store == NULL)
+        return NULL;
+    return ebb__config_store(c, job->spec.checkpoint.store);
+}
+
+/* What the checkpoints the job holds in its store have cost by `now`, not
+ * billed yet (each is, when it leaves the store: engine_transfer.c), in
+ * the store's storage currency (into `currency`). */
+static ebb_micros stored(const struct ebb__job *job, ebb_time_ms now,
+                         char currency[4])
+{
+    const struct ebb__store_cfg *s = job->xfer != NULL ? ebb__engine_job_store(job)
+                                                       : NULL;
+    memcpy(currency, "USD", 4);
+    if (s == NULL || job->xfer->n_held == 0)
+        return 0;
+    struct ebb__store_rates r;
+    ebb__store_rates(job->engine->opt.store_fees, s, &r);
+    memcpy(currency, r.storage_currency, 4);
+    ebb_micros sum = 0;
+    for (size_t i = 0; i < job->xfer->n_held; i++) {
+        const struct ebb__held_ckpt *h = &job->xfer->held[i];
+        if (now > h->at)
+            sum += ebb__store_storage_cost(&r, h->bytes, now - h->at);
+    }
+    return sum;
+}
+
+/* The job's spend by `now` (billed, accrued by its instance and by its
+ * stored checkpoints), USD. */
 static int job_used(const struct ebb__job *job, ebb_time_ms now, ebb_micros *out)
 {
     const struct ebb__engine *e = job->engine;
-    ebb_micros spent = 0, run = 0;
+    ebb_micros spent = 0, run = 0, kept = 0;
+    char kept_in[4];
+    ebb_micros kept_native = stored(job, now, kept_in);
     int rc = to_usd(e, job->spent, job->currency, 1, &spent);
     if (rc == 0 && job->current != NULL)
         rc = to_usd(e, accrued(job, now),
                     e->market.offers[job->current->offer].currency, 1, &run);
-    *out = spent + run;
+    if (rc == 0 && kept_native > 0)
+        rc = to_usd(e, kept_native, kept_in, 1, &kept);
+    *out = spent + run + kept;
     return rc;
 }
 
 ebb_micros ebb__engine_spent_now(const struct ebb__job *job, ebb_time_ms now)
 {
-    ebb_micros run = 0;
+    ebb_micros run = 0, kept = 0;
+    char kept_in[4];
+    ebb_micros kept_native = stored(job, now, kept_in);
     if (job->current != NULL &&
         ebb__engine_convert(job->engine, accrued(job, now),
                             job->engine->market.offers[job->current->offer].currency,
                             job->currency, EBB__ROUND_UP, &run) != 0)
         run = 0; /* no rate: the planner leaves such offers out */
-    return job->spent + run;
+    if (kept_native > 0 &&
+        ebb__engine_convert(job->engine, kept_native, kept_in, job->currency,
+                            EBB__ROUND_UP, &kept) != 0)
+        kept = 0; /* no rate: billed at deletion, counted then */
+    return job->spent + run + kept;
 }
 
 int ebb__engine_job_budget(const struct ebb__job *job, ebb_time_ms now,
@@ -158,8 +202,14 @@ static int team_usage(const struct ebb__engine *e, const char *team,
         const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
         if (rc != 0)
             break;
-        if (j->current == NULL || j->spec.team == NULL ||
-            strcmp(j->spec.team, team) != 0)
+        if (j->spec.team == NULL || strcmp(j->spec.team, team) != 0)
+            continue;
+        char kept_in[4];
+        ebb_micros kept_native = stored(j, now, kept_in), kept = 0;
+        if (kept_native > 0)
+            rc = to_usd(e, kept_native, kept_in, 1, &kept);
+        u->spent += kept;
+        if (rc != 0 || j->current == NULL)
             continue;
         ebb_micros run = 0;
         rc = to_usd(e, accrued(j, now),
@@ -449,4 +499,40 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
     }
     job->reserve = ju.spent + worst;
     return 0;
+}
+
+/* What the team's running instances, but `ending`'s, are billed per hour
+ * now, USD; -1 when a rate cannot be converted. */
+static ebb_micros team_burn(const struct ebb__engine *e, const char *team,
+                            const struct ebb__job *ending, ebb_time_ms now)
+{
+    ebb_micros burn = 0;
+    const struct ebb_list *node;
+    ebb_list_foreach(node, &e->jobs) {
+        const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (j == ending || j->current == NULL || !j->current->launched ||
+            j->spec.team == NULL || strcmp(j->spec.team, team) != 0)
+            continue;
+        ebb_micros usd = 0;
+        if (ebb__engine_convert(e, ebb__engine_billed_rate(j, now),
+                                e->market.offers[j->current->offer].currency, "USD",
+                                EBB__ROUND_UP, &usd) != 0)
+            return -1;
+        burn += usd;
+    }
+    return burn;
+}
+
+void ebb__engine_budget_burn(struct ebb__job *job, const struct ebb__job *ending)
+{
+    struct ebb__engine *e = job->engine;
+    const struct ebb__team *t = team_cap(job);
+    if (e->opt.note == NULL || t == NULL)
+        return;
+    ebb_time_ms now = ebb__clock_now(e->opt.clock), from, to;
+    ebb__budget_month(now, &from, &to);
+    struct ebb__budget_usage u;
+    ebb_micros burn = team_burn(e, t->name, ending, now);
+    if (burn > 0 && ebb__engine_team_budget(e, t, now, &u) == 0)
+        ebb__engine_note_forecast(job, t->name, u.spent, u.cap, burn, from, to);
 }

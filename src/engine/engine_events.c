@@ -37,11 +37,15 @@ static void on_running(struct ebb__job *job, const struct ebb_instance_event *ev
                            price, sizeof(price));
         ebb__engine_set_state(job, EBB__JOB_RUNNING, "running on %s (%s) at %s/h",
                               what, a->instance_id, price);
+        ebb__engine_budget_burn(job, NULL);
     }
     ebb__engine_mark_dirty(job);
 }
 
-static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event *ev)
+/* `r`: the agent's report of a checkpoint durable in the job's store
+ * (r->bytes > 0), recorded with its row; NULL for any other. */
+static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event *ev,
+                          const struct ebb__agent_report *r)
 {
     struct ebb__attempt *a = job->current;
     ebb_dur_ms saved = a->work_base + ev->work_done;
@@ -52,12 +56,34 @@ static void on_checkpoint(struct ebb__job *job, const struct ebb_instance_event 
     struct ebb__store *s = job->engine->opt.store;
     const char *path = ev->checkpoint_path ? ev->checkpoint_path
                                            : job->spec.checkpoint.dir;
-    if (ebb__store_checkpoint_add(s, job->id, a->token, ev->at, path, saved, 1) != 0)
-        ebb__error("job %s: %s", job->id, ebb__store_errmsg(s));
+    int64_t bytes = r != NULL ? r->bytes : 0;
+    int rc = ebb__store_begin(s);
+    if (rc == 0)
+        rc = ebb__store_checkpoint_add(s, job->id, a->token, ev->at, path, saved,
+                                       1, bytes);
+    if (rc == 0 && bytes > 0)
+        rc = ebb__engine_transfer_checkpoint(job, ev->at, r);
+    if (rc == 0)
+        rc = ebb__store_commit(s);
+    if (rc != 0) {
+        ebb__store_rollback(s);
+        ebb__error("job %s: cannot record a checkpoint: %s", job->id,
+                   ebb__store_errmsg(s));
+        /* What it holds is what the store says, as after a restart. */
+        if (bytes > 0 && ebb__engine_transfer_recover(job) != 0)
+            ebb__error("job %s: cannot read back its stored checkpoints", job->id);
+    }
     /* The budget check bounds spend until the next checkpoint: a capped job
      * is checked again at each one. */
     if (ebb__engine_budget_applies(job))
         ebb__engine_mark_dirty(job);
+}
+
+void ebb__engine_stored_checkpoint(struct ebb__job *job,
+                                   const struct ebb_instance_event *ev,
+                                   const struct ebb__agent_report *r)
+{
+    on_checkpoint(job, ev, r);
 }
 
 /* Whether the attempt ended before its job ever started: ebbd has agents
@@ -221,7 +247,7 @@ void ebb__engine_instance_event(void *sink, const char *provider,
         a->reported_at = ev->at;
         break;
     case EBB_EVENT_CHECKPOINT:
-        on_checkpoint(job, ev);
+        on_checkpoint(job, ev, NULL);
         break;
     case EBB_EVENT_NOTICE:
         on_notice(job, ev);

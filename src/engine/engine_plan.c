@@ -210,6 +210,26 @@ static size_t own_offer_available(struct ebb__engine *e, const struct ebb__job *
     return i;
 }
 
+/* The shared view's offers carry no transfer cost (it is the job's, not
+ * the market's): a job whose checkpoint would travel gets its own for its
+ * decision and the budget check after it; the next job's planning clears
+ * them first. Returns 1 when some offer has one. */
+static int transfer_costs(struct ebb__engine *e, const struct ebb__job *job,
+                          size_t n_view)
+{
+    if (e->view_transfer_set)
+        for (size_t i = 0; i < n_view; i++)
+            e->view_offers[i].transfer_cost = 0;
+    e->view_transfer_set = 0;
+    if (job->xfer == NULL || job->xfer->last_bytes <= 0)
+        return 0;
+    for (size_t i = 0; i < n_view; i++) {
+        e->view_offers[i].transfer_cost = ebb__engine_transfer_cost(job, e->view_map[i]);
+        e->view_transfer_set |= e->view_offers[i].transfer_cost != 0;
+    }
+    return e->view_transfer_set;
+}
+
 static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
                           size_t n_view, struct ebb_job_view *v)
 {
@@ -223,7 +243,7 @@ static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
         .work_done = ebb__job_work_done(job, now),
         .submitted_at = job->submitted_at,
         .deadline = job->deadline,
-        .restart_overhead = job->spec.restart_overhead,
+        .restart_overhead = ebb__engine_restart_overhead(job),
         .checkpoint_grace = job->spec.checkpoint.grace,
         .budget = job->budget > 0 ? job->budget : 0,
         .spent = ebb__engine_spent_now(job, now),
@@ -231,7 +251,7 @@ static void fill_job_view(const struct ebb__job *job, ebb_time_ms now,
         .running_offer = SIZE_MAX,
         .work_saved = job->work_saved,
         .currency = job->currency,
-        .checkpoint_every = job->spec.checkpoint.every,
+        .checkpoint_every = ebb__engine_job_checkpoint_every(job),
     };
     if (job->current != NULL && job->state == EBB__JOB_RUNNING) {
         v->running_offer = view_index(e, n_view, job->current->offer);
@@ -325,8 +345,9 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
     int moving = !running || e->view_map[view_k] != job->current->offer;
     ebb_dur_ms left = job->work_total - ebb__job_work_done(job, now);
     ebb_dur_ms to_finish = (ebb_dur_ms)((double)left / (o->speed > 0 ? o->speed : 1));
-    ebb_dur_ms every = job->spec.checkpoint.every > 0
-                           ? (ebb_dur_ms)((double)job->spec.checkpoint.every /
+    ebb_dur_ms every_on = ebb__engine_every_on(job, e->view_map[view_k]);
+    ebb_dur_ms every = every_on > 0
+                           ? (ebb_dur_ms)((double)every_on /
                                           (o->speed > 0 ? o->speed : 1))
                            : to_finish;
     ebb_dur_ms stretch = every < to_finish ? every : to_finish;
@@ -339,8 +360,10 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
     struct ebb__budget_step step = {
         .offer = e->view_map[view_k],
         .span = stretch + ebb__engine_offer_grace(job, e->view_map[view_k]) +
-                (moving ? job->spec.restart_overhead : 0),
+                (moving ? ebb__engine_restart_overhead(job) : 0),
         .launching = moving,
+        /* A move brings the checkpoint along: its egress is spent at once. */
+        .extra = moving ? o->transfer_cost : 0,
     };
     step.rate = worst_price(o, now, step.span);
     if (running && !moving)
@@ -350,7 +373,7 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
         ebb_dur_ms grace = ebb__engine_attempt_grace(job);
         size_t cur = view_index(e, n_view, job->current->offer);
         if (cur != SIZE_MAX)
-            step.extra = ebb__cost_of(
+            step.extra += ebb__cost_of(
                 max_micros(worst_price(&e->view_offers[cur], now, grace),
                            billed_rate(job, now)),
                 grace);
@@ -421,6 +444,7 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
     };
     struct ebb_job_view view;
     fill_job_view(job, now, n_view, &view);
+    ebb__engine_note_deadline(job, e->view_offers, n_view, now);
     if (running && view.running_offer == SIZE_MAX)
         return; /* its offer lost its price: wait for the market */
 
@@ -429,6 +453,8 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
     e->decisions++;
     int saved = 0;
     size_t patched = own_offer_available(e, job, n_view, now, &saved);
+    if (transfer_costs(e, job, n_view))
+        market.generation = 0; /* this job's own: no promise for the next */
     int rc = policy->decide(job->policy->self, &view, &market, now, &d);
     if (patched != SIZE_MAX)
         e->view_offers[patched].available = saved;

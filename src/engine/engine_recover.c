@@ -138,6 +138,11 @@ static int load_job(void *arg, const struct ebb__recover_job_row *row)
     job->preemptions = (unsigned)row->preemptions;
     job->attempts = (unsigned)row->attempts;
     job->state = state_of(row->state);
+    /* Its checkpoints in its store, for their storage fees and its next
+     * download (their rates are measured again). */
+    if (ebb__engine_transfer_recover(job) != 0)
+        ebb__error("job %s: cannot read back its stored checkpoints: %s; their "
+                   "storage is not billed", row->id, ebb__store_errmsg(e->opt.store));
     if (ebb__engine_job_add(e, job) != 0) {
         ebb__engine_job_free(job);
         return EBB_ENOMEM;

@@ -67,18 +67,21 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     job->state = to;
     ebb__engine_note_waiting(job, reason);
-    if (ebb__job_state_terminal(to) && !ebb__job_state_terminal(from)) {
+    int ends = ebb__job_state_terminal(to) && !ebb__job_state_terminal(from);
+    if (ends) {
         e->n_active--;
         job->finished_at = now;
         ebb__timer_stop(e->opt.clock, &job->wake);
     }
     /* The state and its event commit together, so job_events always
-     * explains the state a job is in. */
+     * explains the state a job is in; so do the fees its end brings. */
     struct ebb__store *s = e->opt.store;
     int rc = ebb__store_begin(s);
     if (rc == 0)
         rc = ebb__store_job_event(s, job->id, now, ebb__job_state_name(from),
                                   ebb__job_state_name(to), reason);
+    if (rc == 0 && ends && e->job_end != NULL)
+        rc = e->job_end(job, now);
     if (rc == 0)
         rc = ebb__store_job_update(s, job->id, ebb__job_state_name(to),
                                    job->work_saved, job->spent,
@@ -287,6 +290,9 @@ void ebb__engine_job_free(struct ebb__job *job)
     ebb__jobspec_free(&job->spec);
     free(job->workdir);
     free(job->allowed);
+    if (job->xfer != NULL)
+        free(job->xfer->held);
+    free(job->xfer);
     free(job);
 }
 

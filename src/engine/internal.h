@@ -15,9 +15,12 @@
  *   engine_plan.c     asking policies; acting on their decisions and on
  *                     the budget's verdicts
  *   engine_outlook.c  forecasts and hazards of offers
+ *   engine_transfer.c checkpoint stores: fees, download and upload times,
+ *                     the chosen checkpoint interval, moves' transfer cost
  *   engine_exec.c     launching, releasing, billing attempts
  *   engine_budget.c   the caps: verdicts, never actions
- *   engine_notify.c   budget thresholds as events for notifications
+ *   engine_notify.c   budget thresholds, cap forecasts and deadlines at
+ *                     risk as events for notifications
  *   engine_grace.c    the grace period: priced, told, enforced
  *   engine_calls.c    provider calls after a commit
  *   engine_release.c  terminating instances nothing waits for
@@ -91,6 +94,22 @@ struct ebb__attempt {
      * agent does (ebb__engine_grace_end); asks again after a failed
      * terminate. */
     struct ebb__timer backstop;
+    int download_billed;     /* its resume download's egress is in the ledger */
+};
+
+/* A durable checkpoint in the job's store (engine_transfer.c). */
+struct ebb__held_ckpt {
+    ebb_time_ms at;          /* when it became durable */
+    int64_t bytes;           /* its plaintext bytes */
+};
+
+/* What the engine knows of a store job's checkpoints and transfers. */
+struct ebb__job_transfer {
+    struct ebb__held_ckpt *held; /* oldest first; room for keep + 1 */
+    size_t n_held;
+    int64_t last_bytes;      /* the newest durable checkpoint's */
+    ebb_dur_ms last_duration; /* its write, wall ms from the signal */
+    double up_rate, down_rate; /* bytes per wall ms measured; 0: not yet */
 };
 
 struct ebb__job {
@@ -139,6 +158,9 @@ struct ebb__job {
      * (the market only ever appends). */
     size_t *allowed;
     size_t n_allowed, cap_allowed, offers_examined;
+    /* Its checkpoint store's side (engine_transfer.c); NULL until needed,
+     * and for a job without a store. */
+    struct ebb__job_transfer *xfer;
 };
 
 struct ebb__recovery;
@@ -175,6 +197,7 @@ struct ebb__engine {
     int view_valid;
     uint64_t view_generation; /* bumped by every rebuild (ebb_market_view) */
     char view_currency[4];    /* the view's prices are in it */
+    int view_transfer_set;    /* some offer holds a job's transfer_cost */
     /* Forecasts of the view's offers in another currency, converted. */
     struct ebb_forecast_point *view_fc;
     size_t view_fc_n, view_fc_cap;
@@ -183,7 +206,64 @@ struct ebb__engine {
     int batching;
     struct ebb__provider_call *calls;
     size_t n_calls, calls_cap;
+    /* Called when a job reaches a terminal state, inside the transaction
+     * that records it (engine_transfer.c's storage fees); set by engine.c
+     * so that engine_state.c calls nothing above it. */
+    int (*job_end)(struct ebb__job *job, ebb_time_ms now);
 };
+
+/* ---- checkpoint stores in money and time (engine_transfer.c) ---- */
+
+/* Durable checkpoints a job keeps in its store when its spec gives none
+ * (the spec's own default). */
+#define EBB__CKPT_KEEP_DEFAULT 3
+/* Transfer rate assumed until the job's agent measured one: 100 MB/s, in
+ * bytes per wall ms (a cloud instance reading its region's object store
+ * does several times that; across regions or from home, less). */
+#define EBB__TRANSFER_RATE_DEFAULT 100000.0
+/* What a checkpoint is taken to cost before the job wrote one. */
+#define EBB__CKPT_COST_DEFAULT EBB_MS_PER_MINUTE
+/* The interval the engine chooses (checkpoint.every left out): at least
+ * the spec's own floor, at most 6 hours (a hazard of 0, unknown, gets the
+ * most). */
+#define EBB__CKPT_EVERY_CHOSEN_MIN EBB__JOB_EVERY_MIN
+#define EBB__CKPT_EVERY_CHOSEN_MAX (6 * EBB_MS_PER_HOUR)
+
+/* The job's agent made a checkpoint durable in its store at `at` (report
+ * `r`: bytes, duration, upload_ms): it is held, and the one it pushes out
+ * of `keep` is billed for its storage. Call inside the transaction that
+ * records the checkpoint. Returns 0 or an EBB_E* code. */
+int ebb__engine_transfer_checkpoint(struct ebb__job *job, ebb_time_ms at,
+                                    const struct ebb__agent_report *r);
+/* The job ended at `now`: every checkpoint it holds is billed for its
+ * storage (ebbd deletes them). Called inside the transaction that records
+ * the terminal state (through engine->job_end). */
+int ebb__engine_transfer_job_end(struct ebb__job *job, ebb_time_ms now);
+/* Reads back the checkpoints a recovered job holds. Returns 0 or a code. */
+int ebb__engine_transfer_recover(struct ebb__job *job);
+/* The job's agent downloaded report r's download_bytes to resume: its
+ * rate is measured, and bytes that left the store's region or cloud are
+ * billed as egress (once per instance). */
+void ebb__engine_transfer_download(struct ebb__job *job,
+                                   const struct ebb__agent_report *r);
+/* The restart overhead a policy sees: the spec's, plus, with a store, the
+ * download of the newest durable checkpoint at the measured rate (else
+ * EBB__TRANSFER_RATE_DEFAULT). */
+ebb_dur_ms ebb__engine_restart_overhead(const struct ebb__job *job);
+/* The checkpoint interval on market offer `offer`: the spec's when it
+ * gives one or the job has no store; else ebb__checkpoint_interval() of
+ * the job's checkpoint cost (last write plus upload at the measured rate;
+ * EBB__CKPT_COST_DEFAULT before any) and the offer's hazard. */
+ebb_dur_ms ebb__engine_every_on(const struct ebb__job *job, size_t offer);
+/* Young/Daly's interval sqrt(2 C M) for checkpoints costing `cost` and a
+ * hazard of `hazard_per_hour` (M = 1 / hazard), clamped to
+ * [EBB__CKPT_EVERY_CHOSEN_MIN, EBB__CKPT_EVERY_CHOSEN_MAX]. */
+ebb_dur_ms ebb__checkpoint_interval(ebb_dur_ms cost, double hazard_per_hour);
+/* What moving the job to market offer `offer` costs in transfer, in the
+ * job's currency: the egress of its newest durable checkpoint when the
+ * offer is not in the store's region and cloud; 0 for the offer it runs
+ * on, without a store or checkpoint, or without a currency rate. */
+ebb_micros ebb__engine_transfer_cost(const struct ebb__job *job, size_t offer);
 
 /* ---- job states, the dirty queue, jobs by id (engine_state.c) ---- */
 
@@ -213,6 +293,18 @@ void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
                       const char *reason);
 void ebb__engine_note_spend(struct ebb__job *job, ebb_micros before,
                             ebb_time_ms month_from, ebb_time_ms month_to);
+/* Notes once a month (the month [month_from, month_to)) that `team`'s
+ * cap, `spent` of `cap` USD, runs out before the month ends at `burn` USD
+ * an hour. */
+void ebb__engine_note_forecast(struct ebb__job *job, const char *team,
+                               ebb_micros spent, ebb_micros cap, ebb_micros burn,
+                               ebb_time_ms month_from, ebb_time_ms month_to);
+/* Notes once that the job's deadline is at risk: on the fastest on-demand
+ * offer of its view (`offers`, `n`; the fastest offer when it has no
+ * on-demand one) it would finish with less slack than one restart
+ * overhead. */
+void ebb__engine_note_deadline(struct ebb__job *job, const struct ebb_offer *offers,
+                               size_t n, ebb_time_ms now);
 
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                            const char *fmt, ...) EBB_PRINTF(3, 4);
@@ -368,8 +460,12 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
 int ebb__engine_budget_idle(struct ebb__job *job, ebb_time_ms now,
                             struct ebb__budget_verdict *v);
 /* The job's spend by `now` in its own currency: what the ledger billed
- * plus what its running instance has cost so far (rounded up). */
+ * plus what its running instance and the checkpoints it holds in its
+ * store have cost so far (rounded up). Caps count the same. */
 ebb_micros ebb__engine_spent_now(const struct ebb__job *job, ebb_time_ms now);
+/* The ebb.yaml store the job's checkpoints go to; NULL: none (or no
+ * config, as in backtests). */
+const struct ebb__store_cfg *ebb__engine_job_store(const struct ebb__job *job);
 /* How to carry out a policy's STOP of a running capped job (or one in a
  * capped team): with a checkpoint when the grace period at today's price
  * fits the caps, else at once (*v). Returns 1 when a cap applies, 0 (the
@@ -382,6 +478,10 @@ int ebb__engine_budget_stop(struct ebb__job *job, const char *reason,
  * latest checkpoint (*v); 0 when it fits or no cap applies. */
 int ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now,
                              struct ebb__budget_verdict *v);
+/* Tells engine_notify.c the job's team's burn: what its running instances
+ * (but `ending`'s: NULL, or the job whose instance just ended) are billed
+ * an hour now, against what is left of its monthly cap. */
+void ebb__engine_budget_burn(struct ebb__job *job, const struct ebb__job *ending);
 
 /* ---- the grace period (engine_grace.c) ---- */
 
@@ -470,6 +570,11 @@ void ebb__engine_plan_job(struct ebb__job *job);
 /* The host env's instance_event: what provider `provider` reports. */
 void ebb__engine_instance_event(void *sink, const char *provider,
                                 const struct ebb_instance_event *ev);
+/* A checkpoint event `ev` of the job's agent that made a checkpoint
+ * durable in the job's store (report `r`, r->bytes > 0). */
+void ebb__engine_stored_checkpoint(struct ebb__job *job,
+                                   const struct ebb_instance_event *ev,
+                                   const struct ebb__agent_report *r);
 
 /* ---- agents (engine_agent.c) ---- */
 

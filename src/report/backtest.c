@@ -14,6 +14,7 @@
 #include "jobs/jobspec.h"
 #include "market/billing.h"
 #include "market/catalog.h"
+#include "report/backtest_input.h"
 #include "report/oracle.h"
 #include "report/report.h"
 
@@ -46,6 +47,7 @@ struct backtest {
     int failed;
     ebb_time_ms start, end;
     struct ebb__timer progress;
+    struct ebb_avail_alignment align; /* shifted 0: availability as recorded */
 };
 
 /* ---- set-up ------------------------------------------------------------ */
@@ -74,6 +76,8 @@ static char *config_text(const struct backtest *bt)
     if (o->availability != NULL) {
         ebb_buf_puts(&b, "\n    availability: ");
         yaml_quote(&b, o->availability);
+        if (o->align_availability)
+            ebb_buf_puts(&b, "\n    align_availability: true");
     }
     ebb_buf_printf(&b, "\n    seed: %lld\n    preemption_hazard: %.17g\n",
                     o->seed, o->preemption_hazard);
@@ -85,74 +89,6 @@ static char *config_text(const struct backtest *bt)
     if (o->policies != NULL)
         ebb_buf_printf(&b, "policies: %s\n", o->policies);
     return ebb_buf_take(&b);
-}
-
-static int known_type(const struct ebb_price_trace *t,
-                      const struct ebb__catalog *c, const char *type)
-{
-    for (size_t i = 0; i < t->n_series; i++)
-        if (strcmp(t->series[i].instance_type, type) == 0)
-            return 1;
-    for (size_t i = 0; i < c->n_entry; i++)
-        if (strcmp(c->entry[i].instance_type, type) == 0)
-            return 1;
-    return 0;
-}
-
-/* The fastest speed any on-demand catalog entry allowed to the job offers;
- * 0 when none is. */
-static double fastest_on_demand(const struct ebb__catalog *c,
-                                const struct ebb__job_spec *spec)
-{
-    double best = 0;
-    const struct ebb_string_list *types = &spec->resources.instance_types;
-    for (size_t i = 0; i < c->n_entry; i++) {
-        const struct ebb__catalog_entry *e = &c->entry[i];
-        int ok = types->n == 0;
-        for (size_t k = 0; k < types->n && !ok; k++)
-            ok = strcmp(types->items[k], e->instance_type) == 0;
-        if (ok && e->speed > best)
-            best = e->speed;
-    }
-    return best;
-}
-
-/* Input checks a backtest can make before it runs: every instance type is
- * known, and every job could finish by its deadline at least on the
- * fastest on-demand type it may use. */
-static int validate(struct backtest *bt)
-{
-    struct ebb_price_trace *trace = NULL;
-    int rc = ebb_price_trace_load(bt->opt->prices, &trace, bt->d);
-    if (rc != 0)
-        return rc;
-    for (size_t i = 0; i < bt->workload->n && rc == 0; i++) {
-        const struct ebb__job_spec *s = &bt->workload->jobs[i];
-        const struct ebb_string_list *types = &s->resources.instance_types;
-        for (size_t k = 0; k < types->n && rc == 0; k++) {
-            if (!known_type(trace, bt->catalog, types->items[k])) {
-                ebb_diag_set(bt->d, s->file, s->line, "job %s: unknown instance "
-                              "type \"%s\" (not in %s nor in %s)", s->name,
-                              types->items[k], bt->opt->prices, bt->opt->catalog);
-                rc = EBB_EINVAL;
-            }
-        }
-        double speed = fastest_on_demand(bt->catalog, s);
-        ebb_time_ms deadline = ebb__jobspec_deadline(s, s->submit);
-        if (rc == 0 && deadline > 0 && s->market != EBB_JOB_SPOT && speed > 0 &&
-            s->submit + s->restart_overhead + (ebb_dur_ms)((double)s->work / speed) >
-                deadline) {
-            char work[32], window[32];
-            ebb_format_duration(s->work, work, sizeof(work));
-            ebb_format_duration(deadline - s->submit, window, sizeof(window));
-            ebb_diag_set(bt->d, s->file, s->line, "job %s can never finish: %s "
-                          "of work plus restart overhead does not fit in %s even "
-                          "on its fastest instance type", s->name, work, window);
-            rc = EBB_EINVAL;
-        }
-    }
-    ebb_price_trace_free(trace);
-    return rc;
 }
 
 /* --policy names an installed policy; the message lists them. */
@@ -479,7 +415,7 @@ static json_t *results(struct backtest *bt)
         else if (strcmp(policy, ji.policy) != 0)
             policy = "mixed";
     }
-    return json_pack("{s:s,s:o,s:f,s:f,s:o,s:o,s:I,s:I}",
+    json_t *r = json_pack("{s:s,s:o,s:f,s:f,s:o,s:o,s:I,s:I}",
         "policy", policy ? policy
                   : bt->opt->policy ? bt->opt->policy : bt->v.config->default_policy,
         "jobs", jobs,
@@ -490,9 +426,32 @@ static json_t *results(struct backtest *bt)
                                                    : json_null(),
         "seed", (json_int_t)bt->opt->seed,
         "decisions", (json_int_t)decisions(bt));
+    const struct ebb_avail_alignment *al = &bt->align;
+    if (r != NULL && al->shifted)
+        json_object_set_new(r, "availability_alignment", json_pack(
+            "{s:I,s:I,s:I,s:I}", "start", (json_int_t)al->start,
+            "orig_first", (json_int_t)al->orig_first,
+            "period_ms", (json_int_t)al->period, "end", (json_int_t)al->end));
+    return r;
 }
 
 /* ---- driver ------------------------------------------------------------ */
+
+/* Says on opt->notes how the availability is replayed, when it is moved. */
+static void note_alignment(const struct backtest *bt)
+{
+    const struct ebb_avail_alignment *al = &bt->align;
+    if (!al->shifted || bt->opt->notes == NULL)
+        return;
+    char from[EBB_TIME_BUFSZ], orig[EBB_TIME_BUFSZ], until[EBB_TIME_BUFSZ],
+        period[EBB_DURATION_BUFSZ];
+    fprintf(bt->opt->notes, "ebb backtest: --align-availability: %s (from %s) is "
+            "replayed from %s, repeated every %s until %s\n", bt->opt->availability,
+            ebb_format_time(al->orig_first, orig, sizeof(orig)),
+            ebb_format_time(al->start, from, sizeof(from)),
+            ebb_format_duration(al->period, period, sizeof(period)),
+            ebb_format_time(al->end, until, sizeof(until)));
+}
 
 static void span(struct backtest *bt)
 {
@@ -520,9 +479,11 @@ static int setup(struct backtest *bt)
         rc = EBB_EINVAL;
     }
     if (rc == 0)
-        rc = validate(bt);
+        rc = ebb__backtest_check_input(bt->opt, bt->workload, bt->catalog,
+                                       &bt->align, bt->d);
     if (rc != 0)
         return rc;
+    note_alignment(bt);
     span(bt);
     char *text = config_text(bt);
     rc = text != NULL ? ebb__vengine_open(&bt->v, "(backtest)", text,

@@ -19,6 +19,9 @@
 struct ebb__backtest_options {
     const char *prices;        /* required */
     const char *availability;  /* may be NULL */
+    int align_availability;    /* replay it over the prices' period when
+                                  the two do not overlap (the sim's
+                                  align_availability); else as recorded */
     const char *catalog;       /* required */
     const char *workload;      /* required */
     const char *policy;        /* NULL: each job's own, else the default */
@@ -29,11 +32,18 @@ struct ebb__backtest_options {
     double preemption_hazard;  /* sim: preemptions per spot instance-hour */
     const char *billing;       /* sim: "per-second" (NULL) or "aws-hourly" */
     FILE *progress;            /* NULL: quiet */
+    FILE *notes;               /* what was done to the input; NULL: quiet */
 };
 
 /* Runs a backtest. On success returns 0 and *result, the JSON document
- * `ebb backtest --json` prints (caller decrefs). Bad input returns
- * EBB_EINVAL / EBB_ECONFIG with d naming the file and line. */
+ * `ebb backtest --json` prints (caller decrefs); with align_availability
+ * and traces that do not overlap, it carries "availability_alignment"
+ * (start, orig_first, period_ms, end) and the same is said on `notes`
+ * when not NULL. Bad input returns EBB_EINVAL / EBB_ECONFIG with d naming
+ * the file and line, and a job window a trace does not cover is such bad
+ * input: prices are known from a series' first row on (each holds until
+ * the next, the last to the end of the run), availability from a series'
+ * first row to the trace's last. */
 int ebb__backtest_run(const struct ebb__backtest_options *o, json_t **result,
                       struct ebb_diag *d);
 

@@ -304,7 +304,17 @@ int ebb__store_instance_update(struct ebb__store *s, const char *token,
 int ebb__store_checkpoint_add(struct ebb__store *s, const char *job_id,
                               const char *instance_token, ebb_time_ms at,
                               const char *path, ebb_dur_ms work_done_ms,
-                              int complete);
+                              int complete, int64_t bytes);
+
+/* A job's checkpoints kept in a checkpoint store (bytes > 0: the plaintext
+ * bytes of a durable one), newest first, at most `most` of them: `cb`
+ * with each one's time and bytes; non-zero from it stops the walk, which
+ * returns it. Otherwise 0 or a negative code. */
+int ebb__store_checkpoints_stored(struct ebb__store *s, const char *job_id,
+                                  size_t most,
+                                  int (*cb)(void *arg, ebb_time_ms at,
+                                            int64_t bytes),
+                                  void *arg);
 
 struct ebb__ledger_row {
     const char *job_id, *instance_token, *team, *provider, *kind, *currency,

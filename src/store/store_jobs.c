@@ -108,14 +108,40 @@ int ebb__store_instance_update(struct ebb__store *s, const char *token,
 int ebb__store_checkpoint_add(struct ebb__store *s, const char *job_id,
                               const char *instance_token, ebb_time_ms at,
                               const char *path, ebb_dur_ms work_done_ms,
-                              int complete)
+                              int complete, int64_t bytes)
 {
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_CHECKPOINT_ADD);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "ttitii", job_id, instance_token, (int64_t)at,
-                  path ? path : "", (int64_t)work_done_ms, (int64_t)complete);
+    int rc = bind(s, st, "ttitiii", job_id, instance_token, (int64_t)at,
+                  path ? path : "", (int64_t)work_done_ms, (int64_t)complete,
+                  bytes > 0 ? bytes : 0);
     return rc != 0 ? rc : ebb__store_run(s, st);
+}
+
+struct stored_walk {
+    int (*cb)(void *arg, ebb_time_ms at, int64_t bytes);
+    void *arg;
+};
+
+static int stored_row(sqlite3_stmt *st, void *arg)
+{
+    struct stored_walk *w = arg;
+    return w->cb(w->arg, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+}
+
+int ebb__store_checkpoints_stored(struct ebb__store *s, const char *job_id,
+                                  size_t most,
+                                  int (*cb)(void *arg, ebb_time_ms at,
+                                            int64_t bytes),
+                                  void *arg)
+{
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_CHECKPOINTS_STORED);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc = bind(s, st, "ti", job_id, (int64_t)most);
+    struct stored_walk w = {cb, arg};
+    return rc != 0 ? rc : ebb__store_each(s, st, stored_row, &w);
 }
 
 int ebb__store_ledger_add(struct ebb__store *s, const struct ebb__ledger_row *r)

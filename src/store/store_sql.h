@@ -148,7 +148,10 @@
       "UPDATE instances SET agent_token_hash = ?2 WHERE token = ?1")           \
     X(CHECKPOINT_ADD,                                                          \
       "INSERT INTO checkpoints (job_id, instance_token, at, path,"             \
-      " work_done_ms, complete) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")              \
+      " work_done_ms, complete, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")   \
+    X(CHECKPOINTS_STORED,                                                      \
+      "SELECT at, bytes FROM checkpoints WHERE job_id = ?1 AND bytes > 0"      \
+      " ORDER BY at DESC, id DESC LIMIT ?2")                                   \
     X(LEDGER_ADD,                                                              \
       "INSERT INTO ledger (job_id, instance_token, team, provider, kind,"      \
       " start_at, end_at, rate_micros, amount_micros, currency, note)"         \

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The agent end of test_ckpt_store.py: the local provider starts it in
+"""The agent end of test_ckpt_daemon.py: the local provider starts it in
 place of ebb-agent. It enrols, reads its job document, hands its session
 token, ebbd's URL and the document to the test (OUT/<job id>.json, OUT
 being the job's env OUT) and then only keeps the instance alive with

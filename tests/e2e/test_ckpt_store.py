@@ -1,470 +1,236 @@
 #!/usr/bin/env python3
-"""ebbd's side of durable checkpoints end to end (docs/stores.md,
-docs/agent-protocol.md "Checkpoint transfer (ebbd)", #17): a real ebbd
-with an s3:// store on tests/objstore/fake_s3.py (which recomputes every
-SigV4 signature, presigned ones included, with botocore), a local
-provider whose "agent" (ckpt_agent.py) only enrols and hands its token
-over, and this script acting as the agent over the protocol with urllib.
+"""Checkpoints that travel through a store (#17), end to end: real ebbd,
+real agents on local instances with private disks, the live sim market
+preempting every spot instance, and the strict S3 fake (SigV4 recomputed
+with botocore) as the store `ckpt`.
 
-It checks: start fails naming the store and the variables without
-credentials; an unknown store is refused at submit; the job document's
-store; offer -> uploads (a single PUT and two parts) -> commit -> durable,
-the job event and `ebb job show`; the manifest is written last (the
-fake's request log); a commit whose object has another size fails and
-leaves nothing durable; keep prunes the oldest (manifest deleted first,
-objects gone); resume lists newest first; DELETE and the instance's end
-abort open uploads; ebbd SIGKILLed while completing completes after its
-restart; the job's end deletes its checkpoints; the store's keys appear
-in no answer and no event. Output is TAP; EBBD, EBB and EBB_SOURCE_ROOT
-come from the environment.
+  A  examples/train.py is preempted at least twice and ends with the model
+     of an uninterrupted run, bit for bit. Each instance's disk dies with
+     it, so every resume came through the store: the agent read manifests
+     and objects back. No stored object holds plaintext of a checkpoint;
+     ebbd's credentials are in no agent's or job's environment or command
+     line. The manifest of each checkpoint is written after its objects,
+     and a finished job's checkpoints are deleted from the store.
+  B  with periodic checkpoints, the newest stored checkpoint comes back
+     damaged (the fake flips a byte of the first object read): the agent
+     falls back to the previous one, says why, and the model is still
+     exact.
+  C  the agent is SIGKILLed while an upload is on the wire: that
+     checkpoint never becomes durable, the job resumes from the one before
+     and still ends with the exact model.
+
+Output is TAP.
 """
-import hashlib
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 
-EBBD, EBB = os.environ["EBBD"], os.environ["EBB"]
-ROOT = os.environ["EBB_SOURCE_ROOT"]
-HERE = os.path.dirname(os.path.abspath(__file__))
-AKID, SECRET = "AKIDCKPTTEST", "ckpt-secret-" + os.urandom(8).hex()
-PART = 64 << 20
-EBB_SWEEP_S = 5  # EBB__CKPT_SWEEP_MS
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import ROOT, Daemon, FakeS3, Tap, wait_for  # noqa: E402
 
-tmp = tempfile.mkdtemp(prefix="ebb-ckpt.")
+TRAIN = os.path.join(ROOT, "examples", "train.py")
+STEPS, SLEEP = 600, "0.02"
+PLAINTEXT = b'"weights"'   # every checkpoint of train.py holds it
+
+t = Tap()
+tmp = tempfile.mkdtemp(prefix="ebb-ckpt-store.")
 state = os.path.join(tmp, "state")
+s3 = FakeS3(tmp, "ml-ckpt")
+t.ok(s3.port > 0, "the S3 fake listens")
+
 config = os.path.join(tmp, "ebb.yaml")
-out = os.path.join(tmp, "out")
-fstore = os.path.join(tmp, "fstore")
-s3log, s3dump = os.path.join(tmp, "s3.log"), os.path.join(tmp, "s3.json")
-checks = failures = 0
-daemon = s3 = None
-
-
-def ok(cond, name, detail=""):
-    global checks, failures
-    checks += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", checks, name))
-    if not cond and detail:
-        print("#   " + str(detail).replace("\n", "\n#   "))
-    if not cond:
-        failures += 1
-    sys.stdout.flush()
-    return cond
-
-
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    return cond()
-
-
-def ebb(*args):
-    return subprocess.run([EBB, "--state-dir", state] + list(args),
-                          capture_output=True, text=True, timeout=60)
-
-
-def env(creds=True):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    e["HOME"] = tmp
-    e["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(tmp, "no-credentials")
-    if creds:
-        e["AWS_ACCESS_KEY_ID"], e["AWS_SECRET_ACCESS_KEY"] = AKID, SECRET
-    return e
-
-
-def start():
-    global daemon
-    log = open(state + ".log", "a")
-    daemon = subprocess.Popen([EBBD, "--state-dir", state, "--config", config],
-                              stderr=log, env=env())
-    for _ in range(200):
-        if ebb("status").returncode == 0:
-            return True
-        if daemon.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
-
-
-def s3_state():
-    try:
-        with open(s3dump) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {"objects": {}, "uploads": {}}
-
-
-def s3_requests():
-    with open(s3log) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-class Agent:
-    def __init__(self, job_id):
-        with open(os.path.join(out, job_id + ".json")) as f:
-            info = json.load(f)
-        self.job, self.token, self.base = job_id, info["token"], info["ebbd"]
-        self.doc = info["doc"]
-
-    def call(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method)
-        req.add_header("Authorization", "Bearer " + self.token)
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return r.status, json.loads(r.read() or b"{}")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
-
-    def poll(self, seq, until, seconds=30):
-        last = [None]
-
-        def look():
-            last[0] = self.call("GET", "/v1/agent/checkpoints/%d" % seq)[1]
-            return last[0].get("state") in until and last[0]
-        return wait_for(look, seconds) or last[0]
-
-
-def stored_size(n):
-    return n + 80 + 16 * max(1, -(-n // (4 << 20)))
-
-
-def put(url, data):
-    req = urllib.request.Request(url, data=data, method="PUT")
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return r.headers["ETag"]
-
-
-def offer(agent, name, sizes):
-    """Offers files f0.. of the given plaintext sizes; returns (seq, files)."""
-    files = [{"path": "f%d.bin" % i, "size": n, "stored_size": stored_size(n)}
-             for i, n in enumerate(sizes)]
-    status, body = agent.call("POST", "/v1/agent/checkpoints",
-                              {"name": name, "kind": "directory", "files": files})
-    return status, body, files
-
-
-def upload(agent, seq, files, short=None):
-    """Uploads every file (random bytes of its stored size, or one byte
-    less for the file named `short`); returns the commit body."""
-    st = agent.poll(seq, ("uploading", "failed"))
-    if st.get("state") != "uploading":
-        return None, st
-    done = []
-    for f, u in zip(files, st["files"]):
-        n = f["stored_size"] - (1 if f["path"] == short else 0)
-        data = os.urandom(n)
-        entry = {"path": f["path"], "size": f["size"], "stored_size": f["stored_size"],
-                 "sha256": hashlib.sha256(b"plain" + data).hexdigest(),
-                 "stored_sha256": hashlib.sha256(data).hexdigest()}
-        if "parts" in u:
-            entry["parts"] = [{"number": p["number"],
-                               "etag": put(p["url"], data[p["offset"]:p["offset"] + p["length"]])}
-                              for p in u["parts"]]
-        else:
-            entry["etag"] = put(u["url"], data)
-        done.append(entry)
-    return {"files": done, "upload_ms": 1500, "periodic": True, "duration_ms": 700}, st
-
-
-def checkpoint(agent, name, sizes, short=None):
-    status, body, files = offer(agent, name, sizes)
-    if status != 202:
-        return None, body
-    seq = body["id"]
-    commit, st = upload(agent, seq, files, short)
-    if commit is None:
-        return seq, st
-    status, body = agent.call("POST", "/v1/agent/checkpoints/%d/commit" % seq, commit)
-    if status != 202:
-        return seq, body
-    return seq, agent.poll(seq, ("durable", "failed"))
-
-
-def job_show(jid):
-    r = ebb("job", "show", jid, "--json")
-    try:
-        return json.loads(r.stdout)
-    except ValueError:
-        return {}
-
-
-def write_config():
-    with open(config, "w") as f:
-        f.write("""providers:
+with open(config, "w") as f:
+    f.write("""providers:
   sim:
     prices: %s/tests/data/engine/prices_flat.csv
-  local: {slots: 4, agent: %s/ckpt_agent.py}
+    preempt_after: 2h
+    notice_lead: 2m
+  local: {slots: 4, disk: private}
 run_on: {sim: local}
-agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}
+clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
+agent_api: {listen: 127.0.0.1:0, heartbeat: 1s, heartbeat_timeout: 3s}
 stores:
   ckpt:
-    url: s3://ebb-ckpt/pre
+    url: s3://ml-ckpt/ebb
     region: us-east-1
-    endpoint: http://127.0.0.1:%d
+    endpoint: %s
     path_style: true
-  files:
-    url: file://%s
-""" % (ROOT, HERE, s3port, fstore))
+""" % (ROOT, s3.endpoint))
+creds = {"AWS_ACCESS_KEY_ID": s3.AKID, "AWS_SECRET_ACCESS_KEY": s3.SECRET,
+         "AWS_SHARED_CREDENTIALS_FILE": os.path.join(tmp, "no-credentials")}
+d = Daemon(state, ["--config", config], creds)
 
 
-def job_spec(name, checkpoint):
-    path = os.path.join(tmp, name + ".yaml")
-    with open(path, "w") as f:
+def reference(name):
+    out = os.path.join(tmp, name + "-reference.json")
+    subprocess.run([sys.executable, TRAIN, "--out", out, "--steps", str(STEPS)],
+                   check=True, capture_output=True)
+    return out
+
+
+def submit(name, checkpoint):
+    spec = os.path.join(tmp, name + ".yaml")
+    with open(spec, "w") as f:
         f.write("""name: %s
-run: [sleep, "600"]
-work: 1h
+run: [python3, %s, --out, %s/%s.json, --steps, "%d", --step-sleep, "%s"]
+work: 8h
 resources: {instance_types: [p3.2xlarge]}
 market: spot
-env: {OUT: %s}
 checkpoint: %s
-""" % (name, out, checkpoint))
-    return path
+""" % (name, TRAIN, tmp, name, STEPS, SLEEP, checkpoint))
+    r = d.ebb("submit", spec)
+    t.ok(r.returncode == 0, "%s is accepted" % name, r.stderr)
+    return r.stdout.strip()
 
 
-try:
-    print("1..35")
-    os.makedirs(state)
-    os.makedirs(out)
-    os.chmod(tmp, 0o755)
-    os.chmod(out, 0o777)
-    s3 = subprocess.Popen(["python3", os.path.join(ROOT, "tests/objstore/fake_s3.py"),
-                           "--bucket", "ebb-ckpt", "--access-key", AKID, "--secret-key",
-                           SECRET, "--log", s3log, "--dump", s3dump],
-                          stdout=subprocess.PIPE, text=True)
-    s3port = int(s3.stdout.readline().split()[1])
-    write_config()
+def same_file(a, b):
+    try:
+        with open(a, "rb") as x, open(b, "rb") as y:
+            return x.read() == y.read()
+    except OSError:
+        return False
 
-    r = subprocess.run([EBBD, "--state-dir", state, "--config", config, "--check"],
-                       capture_output=True, text=True, timeout=30, env=env(False))
-    ok(r.returncode == 2 and "stores.ckpt" in r.stderr and "AWS_ACCESS_KEY_ID" in r.stderr,
-       "without credentials ebbd refuses to start, naming the store and the variables",
-       (r.returncode, r.stderr))
-    ok(start(), "ebbd starts with an s3:// store")
-    r = ebb("submit", job_spec("nostore", "{store: nosuch}"))
-    ok(r.returncode == 2 and 'no store named "nosuch"' in r.stderr and "ckpt" in r.stderr
-       and "nostore.yaml:7" in r.stderr,
-       "an unknown store is refused at submit with file:line and the stores there are",
-       r.stderr)
 
-    jid = ebb("submit", job_spec("a", "{store: ckpt, keep: 2}")).stdout.strip()
-    ok(wait_for(lambda: os.path.exists(os.path.join(out, jid + ".json")), 60),
-       "the job's agent enrols", jid)
-    agent = Agent(jid)
-    st = agent.doc.get("store", {})
-    ok(st.get("name") == "ckpt" and st.get("kind") == "s3" and st.get("encrypt") is True
-       and len(st.get("key", "")) == 64 and st.get("key_version") == 1
-       and st.get("part_size") == PART and st.get("parallel") == 4
-       and agent.doc["checkpoint"]["dir"] == "" and agent.doc["checkpoint"]["keep"] == 2,
-       "the job document gives the store, its key and keep", agent.doc)
-    ok(SECRET not in json.dumps(agent.doc) and AKID not in json.dumps(agent.doc),
-       "the store's credentials are not in the job document")
+def job_objects(jid):
+    return s3.objects("ebb/jobs/%s/" % jid)
 
-    # One small file in one PUT and one of two parts.
-    seq1, st1 = checkpoint(agent, "step-1", [1000, PART + 100])
-    ok(st1.get("state") == "durable" and st1.get("bytes") == 1000 + PART + 100
-       and st1.get("upload_ms") == 1500, "offer, upload, commit: durable", st1)
-    reqs = s3_requests()
-    mkey = "pre/jobs/%s/ckpt/%d-step-1/manifest.json" % (jid, seq1)
-    order = [(r["op"], r["key"]) for r in reqs if r.get("key", "").startswith(
-        "pre/jobs/%s/ckpt/%d-" % (jid, seq1))]
-    ok(order and order[-1] == ("PutObject", mkey) and
-       ("CompleteMultipartUpload", mkey[:-len("manifest.json")] + "f1") in order and
-       order.index(("CompleteMultipartUpload", mkey[:-len("manifest.json")] + "f1")) <
-       order.index(("PutObject", mkey)), "the manifest is written last", order)
-    ok(all(r.get("style", "").startswith("presigned") for r in reqs
-           if r["op"] in ("UploadPart",) or (r["op"] == "PutObject" and
-                                             not r["key"].endswith("manifest.json"))),
-       "the agent's uploads went through presigned URLs")
-    show = job_show(jid)
-    ck = show.get("checkpoints", [])
-    ok(ck and ck[0].get("name") == "step-1" and ck[0].get("durable") is True and
-       ck[0].get("bytes") == 1000 + PART + 100 and ck[0].get("upload_seconds") == 1.5 and
-       ck[0].get("store") == "ckpt" and ck[0].get("id") == seq1,
-       "ebb job show --json lists the durable checkpoint", ck)
-    ok(any("checkpoint stored: step-1" in e["reason"] for e in show.get("events", [])),
-       "a job event records it", show.get("events"))
-    text = ebb("job", "show", jid).stdout
-    ok("Checkpoints (store ckpt):" in text and "step-1" in text and "durable" in text,
-       "ebb job show lists it", text)
 
-    # An object one byte short: failed, nothing durable, no manifest.
-    seqb, stb = checkpoint(agent, "bad", [5000], short="f0.bin")
-    ok(stb.get("state") == "failed" and "size" in stb.get("reason", ""),
-       "a commit whose object has another size fails", stb)
-    objs = s3_state()["objects"]
-    ok(not any(k.startswith("pre/jobs/%s/ckpt/%d-bad/" % (jid, seqb)) for k in objs),
-       "the failed checkpoint left no manifest and no object", objs)
+def durable(j):
+    return [c for c in (j or {}).get("checkpoints", []) if c.get("durable")]
 
-    # keep 2: a third durable one prunes the first, manifest first.
-    seq2, st2 = checkpoint(agent, "step-2", [2000])
-    seq3, st3 = checkpoint(agent, "step-3", [3000])
-    ok(st2.get("state") == "durable" and st3.get("state") == "durable",
-       "two more are durable", (st2, st3))
-    prefix1 = "pre/jobs/%s/ckpt/%d-step-1/" % (jid, seq1)
-    ok(wait_for(lambda: not any(k.startswith(prefix1) for k in s3_state()["objects"]), 20),
-       "keep: the oldest's objects and manifest are gone", s3_state()["objects"])
-    dels = [r["key"] for r in s3_requests() if r["op"] == "DeleteObject" and
-            r["key"].startswith(prefix1)]
-    ok(dels and dels[0] == prefix1 + "manifest.json" and len(dels) == 3,
-       "its manifest was deleted first", dels)
-    status, body = agent.call("GET", "/v1/agent/resume")
-    ids = [c["id"] for c in body.get("checkpoints", [])]
-    ok(status == 200 and ids == [seq3, seq2] and
-       all(c["manifest_url"].startswith("http://127.0.0.1") and len(c["files"]) == 1
-           for c in body["checkpoints"]), "resume lists the durable ones, newest first",
-       body)
 
-    # DELETE aborts an open multipart upload.
-    status, body, files = offer(agent, "given-up", [PART + 1])
-    seqd = body.get("id")
-    agent.poll(seqd, ("uploading",))
-    ok(len(s3_state()["uploads"]) == 1, "an offered big file has a multipart upload",
-       s3_state())
-    status, body = agent.call("DELETE", "/v1/agent/checkpoints/%d" % seqd)
-    ok(status == 200 and wait_for(lambda: not s3_state()["uploads"], 20) and
-       agent.poll(seqd, ("failed",)).get("state") == "failed",
-       "DELETE aborts it", (status, body, s3_state()))
+def environments_of(pattern):
+    """The environment and command line of every process matching `pattern`."""
+    r = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    seen = []
+    for pid in r.stdout.split():
+        for what in ("environ", "cmdline"):
+            try:
+                with open("/proc/%s/%s" % (pid, what), "rb") as f:
+                    seen.append(f.read())
+            except OSError:
+                pass
+    return seen
 
-    # ebbd SIGKILLed while it completes: completed after the restart. An
-    # upload in flight meanwhile survives the restart.
-    status, body, files = offer(agent, "step-4", [PART + 10])
-    seq4 = body["id"]
-    commit, _ = upload(agent, seq4, files)
-    s3.send_signal(signal.SIGSTOP)
-    status, body = agent.call("POST", "/v1/agent/checkpoints/%d/commit" % seq4, commit)
-    ok(status == 202 and body.get("state") == "completing", "a commit is accepted (202)",
-       body)
-    status, body, sfiles = offer(agent, "survivor", [4000])  # a single PUT: no MPU
-    seqs = body["id"]
-    agent.poll(seqs, ("uploading",))
-    time.sleep(0.5)
-    daemon.send_signal(signal.SIGKILL)
-    daemon.wait()
-    s3.send_signal(signal.SIGCONT)
-    ok(start(), "ebbd starts again after SIGKILL")
-    st4 = agent.poll(seq4, ("durable", "failed"), 60)
-    ok(st4.get("state") == "durable", "the completing checkpoint became durable", st4)
-    time.sleep(EBB_SWEEP_S + 1)
-    commit, sts = upload(agent, seqs, sfiles)
-    status, body = agent.call("POST", "/v1/agent/checkpoints/%d/commit" % seqs, commit or {})
-    sts = agent.poll(seqs, ("durable", "failed"))
-    ok(sts.get("state") == "durable",
-       "an upload open across the restart is still taken and made durable", sts)
 
-    # A file:// store: file:///PATH URLs into directories ebbd made for
-    # the job (mode 0700), no multipart, encrypt: false allowed here.
-    jb = ebb("submit", job_spec("b", "{store: files, encrypt: false}")).stdout.strip()
-    ok(wait_for(lambda: os.path.exists(os.path.join(out, jb + ".json")), 60),
-       "a job with a file:// store starts", jb)
-    bgent = Agent(jb)
-    bst = bgent.doc.get("store", {})
-    ok(bst.get("kind") == "file" and bst.get("encrypt") is False and "key" not in bst,
-       "its job document says file, unencrypted, and gives no key", bst)
-    status, body = bgent.call("POST", "/v1/agent/checkpoints",
-                              {"name": "model.pt", "kind": "file", "files": [
-                                  {"path": "model.pt", "size": 10, "stored_size": 10}]})
-    seqf = body.get("id")
-    up = bgent.poll(seqf, ("uploading", "failed"))
-    url = (up.get("files") or [{}])[0].get("url", "")
-    want = "file://%s/jobs/%s/ckpt/%s-model.pt/f0" % (fstore, jb, seqf)
-    ckdir = os.path.dirname(url[len("file://"):])
-    ok(url == want and "parts" not in up["files"][0] and
-       os.stat(ckdir).st_mode & 0o777 == 0o700 and
-       os.stat(os.path.dirname(os.path.dirname(ckdir))).st_mode & 0o777 == 0o700,
-       "the upload URL is file:///PATH in a 0700 directory of the job's", (up, want))
-    data = b"0123456789"
-    with open(url[len("file://"):], "wb") as f:
-        f.write(data)
-    sha = hashlib.sha256(data).hexdigest()
-    status, body = bgent.call("POST", "/v1/agent/checkpoints/%d/commit" % seqf, {
-        "files": [{"path": "model.pt", "size": 10, "stored_size": 10, "sha256": sha}],
-        "upload_ms": 3})
-    stf = bgent.poll(seqf, ("durable", "failed"))
-    ok(status == 202 and stf.get("state") == "durable" and
-       os.path.exists(os.path.join(ckdir, "manifest.json")),
-       "committed: durable, its manifest beside the file", (body, stf))
-    status, body = bgent.call("GET", "/v1/agent/resume")
-    c = (body.get("checkpoints") or [{}])[0]
-    ok(c.get("manifest_url") == "file://" + os.path.join(ckdir, "manifest.json") and
-       c.get("files", [{}])[0].get("url") == want, "resume gives file:// URLs", body)
-    # The job's user owns its directories there: links put in place of
-    # them lead ebbd nowhere.
-    victim = os.path.join(tmp, "victim")
-    os.mkdir(victim)
-    jobdir = os.path.join(fstore, "jobs", jb)
-    os.rename(os.path.join(jobdir, "ckpt"), os.path.join(jobdir, "ckpt.real"))
-    os.symlink(victim, os.path.join(jobdir, "ckpt"))
-    status, body = bgent.call("POST", "/v1/agent/checkpoints",
-                              {"name": "m2", "kind": "file", "files": [
-                                  {"path": "m2", "size": 1, "stored_size": 1}]})
-    st2 = bgent.poll(body.get("id", 0), ("uploading", "failed"))
-    ok(st2.get("state") == "failed" and "not a link" in st2.get("reason", "") and
-       not os.listdir(victim), "a link in place of the job's ckpt directory is refused",
-       (st2, os.listdir(victim)))
-    os.unlink(os.path.join(jobdir, "ckpt"))
-    os.rename(os.path.join(jobdir, "ckpt.real"), os.path.join(jobdir, "ckpt"))
-    status, body = bgent.call("POST", "/v1/agent/checkpoints",
-                              {"name": "m3", "kind": "file", "files": [
-                                  {"path": "m3", "size": 1, "stored_size": 1}]})
-    seq3f = body.get("id", 0)
-    up = bgent.poll(seq3f, ("uploading", "failed"))
-    d3 = os.path.dirname(up["files"][0]["url"][len("file://"):])
-    os.rename(d3, d3 + ".real")
-    os.symlink(victim, d3)
-    with open(os.path.join(victim, "f0"), "wb") as f:
-        f.write(b"x")
-    bgent.call("POST", "/v1/agent/checkpoints/%d/commit" % seq3f, {
-        "files": [{"path": "m3", "size": 1, "stored_size": 1,
-                   "sha256": hashlib.sha256(b"x").hexdigest()}]})
-    st3 = bgent.poll(seq3f, ("durable", "failed"))
-    ok(st3.get("state") == "failed" and sorted(os.listdir(victim)) == ["f0"],
-       "a link in place of a checkpoint's directory: no manifest written through it",
-       (st3, os.listdir(victim)))
-    open(os.path.join(out, jb + ".exit"), "w").close()
+def logs(jid):
+    return d.ebb("logs", jid).stdout
 
-    # The instance's end aborts an upload left open; the job's end
-    # deletes its checkpoints.
-    status, body, files = offer(agent, "left-open", [PART + 1])
-    seqo = body["id"]
-    agent.poll(seqo, ("uploading",))
-    open(os.path.join(out, jid + ".exit"), "w").close()
-    ok(wait_for(lambda: not s3_state()["uploads"], 60),
-       "the instance's end aborts its open upload", s3_state())
-    ok(wait_for(lambda: not any(k.startswith("pre/jobs/%s/" % jid)
-                                for k in s3_state()["objects"]), 60),
-       "the job's end deletes its checkpoints from the store", s3_state())
-    show = job_show(jid)
-    text = json.dumps(show)
-    ok(SECRET not in text and AKID not in text and st["key"] not in text,
-       "no key or credential in the job's answer and events")
-    with open(state + ".log") as f:
-        log = f.read()
-    ok(SECRET not in log and st["key"] not in log, "nor in ebbd's log")
-finally:
-    if daemon is not None and daemon.poll() is None:
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-    if s3 is not None:
-        s3.send_signal(signal.SIGCONT)
-        s3.kill()
-    if failures and os.path.exists(state + ".log"):
-        with open(state + ".log") as f:
-            print("# ebbd's log:\n#   " + f.read()[-6000:].replace("\n", "\n#   "))
-    if not failures:
-        shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+
+t.ok(d.start(), "ebbd starts with the store configured")
+
+# ---- A: resume only through the store ----------------------------------
+
+ref = reference("a")
+a = submit("train-a", "{store: ckpt, grace: 60s}")
+leaks, plaintext, watched = [], [], {"procs": 0, "objects": 0}
+
+
+def watch_a():
+    """While A runs: what its processes hold, what the store holds."""
+    for blob in environments_of("ebb-agent") + environments_of("train-a.json"):
+        watched["procs"] += 1
+        if s3.SECRET.encode() in blob or s3.AKID.encode() in blob:
+            leaks.append(blob[:200])
+    for key, body in job_objects(a).items():
+        if not key.endswith("manifest.json"):
+            watched["objects"] += 1
+            if PLAINTEXT in body:
+                plaintext.append(key)
+    j = d.job(a)
+    return j is not None and j["state"] in ("succeeded", "failed", "cancelled")
+
+
+wait_for(watch_a, 240, 0.5)
+ja = d.job(a) or {}
+t.ok(ja.get("state") == "succeeded", "A succeeds", ja.get("state"))
+t.ok(ja.get("preemptions", 0) >= 2, "A was preempted at least twice",
+     ja.get("preemptions"))
+t.ok(same_file(ref, os.path.join(tmp, "train-a.json")),
+     "A's model equals the uninterrupted run's, bit for bit")
+t.ok(logs(a).count("resuming at step") >= 2, "A resumed from a checkpoint each time")
+cks = durable(ja)
+t.ok(len(cks) >= 2, "A's checkpoints are listed as durable", ja.get("checkpoints"))
+t.ok(all(c.get("bytes", 0) > 0 and "upload_seconds" in c and c.get("name")
+         for c in cks), "each names its bytes and upload time", cks)
+reqs = s3.requests()
+manifest_gets = [r for r in reqs if r.get("op") == "GetObject" and
+                 r.get("key", "").startswith("ebb/jobs/%s/" % a) and
+                 r["key"].endswith("manifest.json")]
+t.ok(len(manifest_gets) >= 2, "every resume read its manifest from the store",
+     len(manifest_gets))
+t.ok(all(r.get("style", "").startswith("presigned") for r in manifest_gets),
+     "the agent read it through presigned URLs", manifest_gets[:2])
+order_ok = True
+for i, r in enumerate(reqs):
+    key = r.get("key") or ""
+    if r.get("op") == "PutObject" and key.endswith("/manifest.json") and r["status"] == 200:
+        prefix = key[:-len("manifest.json")]
+        later = [x for x in reqs[i + 1:] if (x.get("key") or "").startswith(prefix) and
+                 x.get("op") in ("PutObject", "UploadPart", "CompleteMultipartUpload")]
+        order_ok = order_ok and not later
+t.ok(order_ok, "a manifest is written after its checkpoint's objects")
+t.ok(watched["objects"] > 0 and not plaintext,
+     "the store held checkpoint objects and none holds plaintext",
+     (watched, plaintext[:3]))
+t.ok(watched["procs"] > 0 and not leaks,
+     "ebbd's credentials reach no agent or job", leaks[:1])
+t.ok(s3.SECRET not in d.log(), "ebbd's log never shows the secret key")
+t.ok(wait_for(lambda: not job_objects(a), 30),
+     "a finished job's checkpoints are deleted from the store")
+disks = os.path.join(state, "plugins", "local", "disks")
+t.ok(wait_for(lambda: not os.path.isdir(disks) or not os.listdir(disks), 30),
+     "every instance's private disk is gone with it",
+     os.listdir(disks) if os.path.isdir(disks) else "")
+
+# ---- B: a damaged checkpoint, and the one before it ----------------------
+
+s3.set_faults([{"op": "GetObject", "corrupt": True, "key_contains": "/f",
+                "count": 1}])
+b = submit("train-b", "{store: ckpt, grace: 60s, every: 20m, keep: 3}")
+jb = {"state": d.wait_end(b, 240)}
+jb = d.job(b) or jb
+t.ok(jb.get("state") == "succeeded", "B succeeds", jb.get("state"))
+t.ok(same_file(ref, os.path.join(tmp, "train-b.json")),
+     "B's model is exact after the fallback")
+events = json.dumps(jb.get("events", []))
+t.ok("checkpoint_fallback" in events or "falling back" in events,
+     "the fallback is a job event with its reason", events[:2000])
+corrupted = [r for r in s3.requests() if r.get("fault") == "corrupt"]
+t.ok(len(corrupted) == 1, "the store served one damaged object", corrupted)
+
+# ---- C: the agent dies mid-upload ------------------------------------------
+
+c = submit("train-c", "{store: ckpt, grace: 60s, every: 20m}")
+t.ok(wait_for(lambda: len(durable(d.job(c))) >= 1, 120, 0.2),
+     "C has a durable checkpoint")
+before = {x["name"] for x in durable(d.job(c))}
+# The next object put hangs in the fake: the agent is killed meanwhile.
+s3.set_faults([{"op": "PutObject", "delay": 8, "key_contains": "/f", "count": 1}])
+
+
+def upload_on_the_wire():
+    with open(s3.faults_path) as f:
+        return json.load(f)[0]["count"] == 0
+
+
+t.ok(wait_for(upload_on_the_wire, 120, 0.05), "an upload of C is in flight")
+killed = subprocess.run(["pkill", "-KILL", "-f", "ebb-agent"], capture_output=True)
+t.ok(killed.returncode == 0, "its agent is SIGKILLed")
+jc = {"state": d.wait_end(c, 240)}
+jc = d.job(c) or jc
+t.ok(jc.get("state") == "succeeded", "C succeeds", jc.get("state"))
+t.ok(same_file(ref, os.path.join(tmp, "train-c.json")), "C's model is exact")
+never = [x for x in jc.get("checkpoints", []) if x["name"] not in before and
+         not x.get("durable") and x.get("state") != "deleted"]
+t.ok(all(not x.get("durable") for x in never),
+     "the checkpoint cut short never became durable", never)
+started = [e for e in jc.get("events", []) if "resum" in json.dumps(e)]
+t.ok(not any(x["name"] in json.dumps(started) for x in never),
+     "no start resumed from it", started)
+
+t.ok(d.stop() == 0, "ebbd stops cleanly")
+s3.stop()
+t.finish()

@@ -47,8 +47,9 @@ import sys
 import tempfile
 import time
 
-EBBD, EBB = os.environ["EBBD"], os.environ["EBB"]
-ROOT = os.environ["EBB_SOURCE_ROOT"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import ROOT, Daemon, Tap  # noqa: E402
+
 TRAIN = os.path.join(ROOT, "examples", "train.py")
 ROUNDS = int(os.environ.get("EBB_CRASH_ROUNDS", "50"))
 STEPS, SLEEP = 1500, 0.02
@@ -58,42 +59,20 @@ STORE_CHECK = os.environ.get("EBB_STORE_CHECK", "")
 tmp = tempfile.mkdtemp(prefix="ebb-crash.")
 DAEMON_ARGS = ["--config", os.path.join(tmp, "ebb.yaml")]
 state = os.path.join(tmp, "state")
-checks = failures = 0
+tap = Tap()
+ok = tap.ok
+ebbd = Daemon(state, DAEMON_ARGS)
+ebb = ebbd.ebb
 daemon = None
-
-
-def ok(cond, name, detail=""):
-    global checks, failures
-    checks += 1
-    if cond:
-        print("ok %d - %s" % (checks, name))
-    else:
-        failures += 1
-        print("not ok %d - %s" % (checks, name))
-        if detail:
-            print("#   " + str(detail).replace("\n", "\n#   "))
-    sys.stdout.flush()
-    return cond
-
-
-def ebb(*args):
-    return subprocess.run([EBB, "--state-dir", state] + list(args),
-                          capture_output=True, text=True, timeout=60)
 
 
 def start():
     """Starts ebbd with DAEMON_ARGS and waits until it answers."""
     global daemon
-    log = open(state + ".log", "a")
-    daemon = subprocess.Popen([EBBD, "--state-dir", state] + DAEMON_ARGS,
-                              stderr=log)
-    for _ in range(200):
-        if ebb("status").returncode == 0:
-            return True
-        if daemon.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
+    ebbd.args = DAEMON_ARGS
+    started = ebbd.start()
+    daemon = ebbd.proc
+    return started
 
 
 def pid_alive(pid, ticks):
@@ -422,6 +401,5 @@ finally:
         except OSError:
             pass
     subprocess.run(["pkill", "-KILL", "-f", tmp + "/model"], capture_output=True)
-    print("1..%d" % checks)
     shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+tap.finish()

@@ -36,28 +36,20 @@ import tempfile
 import threading
 import time
 
-EBBD, EBB = os.environ["EBBD"], os.environ["EBB"]
-ROOT = os.environ["EBB_SOURCE_ROOT"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import EBBD, ROOT, Daemon, Tap, wait_for  # noqa: E402
+
 TRAIN = os.path.join(ROOT, "examples", "train.py")
 
 tmp = tempfile.mkdtemp(prefix="ebb-notify.")
 state = os.path.join(tmp, "state")
 config = os.path.join(tmp, "ebb.yaml")
-checks = failures = 0
-daemon = None
 SECRET = b"s3cret-" + os.urandom(8).hex().encode()
-
-
-def ok(cond, name, detail=""):
-    global checks, failures
-    checks += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", checks, name))
-    if not cond and detail:
-        print("#   " + str(detail).replace("\n", "\n#   "))
-    if not cond:
-        failures += 1
-    sys.stdout.flush()
-    return cond
+tap = Tap()
+ok = tap.ok
+ebbd = Daemon(state, ["--config", config])
+ebb = ebbd.ebb
+daemon = None
 
 
 # ---- the receiver --------------------------------------------------------
@@ -117,23 +109,11 @@ URL = "http://127.0.0.1:%d" % server.server_address[1]
 
 # ---- ebbd ------------------------------------------------------------------
 
-def ebb(*args):
-    return subprocess.run([EBB, "--state-dir", state] + list(args),
-                          capture_output=True, text=True, timeout=60)
-
-
 def start():
     global daemon
-    log = open(state + ".log", "a")
-    daemon = subprocess.Popen([EBBD, "--state-dir", state, "--config", config],
-                              stderr=log)
-    for _ in range(200):
-        if ebb("status").returncode == 0:
-            return True
-        if daemon.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
+    started = ebbd.start()
+    daemon = ebbd.proc
+    return started
 
 
 def outbox(where="1"):
@@ -144,15 +124,6 @@ def outbox(where="1"):
                           " ORDER BY seq").fetchall()
     finally:
         db.close()
-
-
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return cond()
 
 
 def job_state(jid):
@@ -306,7 +277,7 @@ finally:
         except subprocess.TimeoutExpired:
             daemon.kill()
     server.shutdown()
-    if failures:
+    if tap.failures:
         print("# state kept in %s" % tmp)
         try:
             with open(state + ".log") as f:
@@ -315,4 +286,4 @@ finally:
             pass
     else:
         shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if tap.failures else 0)  # the plan came first

@@ -121,10 +121,18 @@ def main():
     c.execute("INSERT INTO ledger (team, provider, kind, start_at, end_at,"
               " amount_micros, currency, note) VALUES ('ml','aws','fee',?,?,"
               "4200000,'USD','storage: checkpoints')", (T0 + 160 * H, T0 + 160 * H))
-    want["spend"] += 4200000
-    want["on_demand_basis"] = want["spend"] - 4200000
-    want["rows"] += 1
-    want["teams"]["ml"] += 4200000
+    # A resume download out of the store's region (engine_transfer.c's
+    # egress row: kind fee, note egress).
+    c.execute("INSERT INTO ledger (team, provider, kind, start_at, end_at,"
+              " rate_micros, amount_micros, currency, note) VALUES ('ml','aws',"
+              "'fee',?,?,20000,180000,'USD','egress')", (T0 + 161 * H, T0 + 161 * H))
+    want["fee_storage"] = 4200000
+    want["fee_egress"] = 180000
+    fees = want["fee_storage"] + want["fee_egress"]
+    want["spend"] += fees
+    want["on_demand_basis"] = want["spend"] - fees
+    want["rows"] += 2
+    want["teams"]["ml"] += fees
     db.commit()
     print(json.dumps(want))
 

@@ -27,7 +27,7 @@ while IFS= read -r f; do
         if grep -q '^jobs:' "$f"; then
             expect_exit 0 "$f: a workload, through ebb backtest" "$EBB" backtest \
                 --prices data/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv \
-                --availability data/availability_aws_2020-03.csv \
+                --availability data/availability_aws_2020-03.csv --align-availability \
                 --catalog data/catalog.csv --workload "$f" --json
         else
             expect_exit 0 "$f: ebb submit --check" "$EBB" submit --check "$f"

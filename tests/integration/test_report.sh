@@ -52,6 +52,10 @@ t = sys.argv[1]
 pcts = re.findall(r"\"savings(?:_vs_spot_at_once)?_pct\": ([^,}]+)", t)
 sys.exit(0 if pcts and all(re.fullmatch(r"null|-?\d+(\.\d{1,2})?", p.strip()) for p in pcts) else 1)' "$J"
 check "spot at once priced" test "$(json_get "$J" "d['total']['spot_at_once_micros'] > 0")" = True
+for f in fee_storage fee_egress; do
+    check "total $f is the ledger's $f rows" test "$(json_get "$J" "d['total']['${f}_micros']")" = "$(json_get "$WANT" "d['$f']")"
+done
+check "fees are storage plus egress" test "$(json_get "$J" "d['total']['fees_micros']")" = "$(json_get "$WANT" "d['fee_storage'] + d['fee_egress']")"
 
 # shellcheck disable=SC2086
 expect_exit 0 "ebb report --by team --json" "$EBB" --state-dir "$S" report $W --by team --json
@@ -80,6 +84,11 @@ check "table shows the ledger sum, exact to the micro-unit" contains "$OUT" "Led
 expect_exit 0 "ebb report --csv" "$EBB" --state-dir "$S" report $W --by team --csv
 check "csv header" contains "$(printf '%s' "$OUT" | head -1)" "group,currency,rows,spend,"
 check "csv: header, two teams, total" test "$(printf '%s\n' "$OUT" | wc -l)" -eq 4
+check "csv: fee_storage and fee_egress of team ml" python3 -c '
+import csv, io, sys
+rows = list(csv.DictReader(io.StringIO(sys.argv[1])))
+ml = [r for r in rows if r["group"] == "ml"][0]
+sys.exit(0 if (ml["fee_storage"], ml["fee_egress"]) == ("4.20", "0.18") else 1)' "$OUT"
 
 # shellcheck disable=SC2086
 expect_exit 0 "ebb report in CNY" "$EBB" --state-dir "$S" report $W --currency CNY --json

@@ -31,8 +31,12 @@ Faults on request: --faults FILE holds a JSON list of
 K requests of operation NAME (PutObject, UploadPart, CompleteMultipartUpload,
 ...) are answered with that status and an <Error> with that code (with
 "applied": true, after doing what they ask, as when an answer is lost) (status 200 for
-CompleteMultipartUpload: S3's late error, blanks and then <Error>). The
-file is rewritten as faults are used.
+CompleteMultipartUpload: S3's late error, blanks and then <Error>). With
+"key_contains": S, only requests for keys containing S count; with
+"corrupt": true a GetObject is answered 200 with the object's middle byte
+flipped (damage in the store or on the way); with "delay": S a request is
+answered normally S seconds after it arrived. The file is rewritten as
+faults are used.
 
 Prints "PORT <n>" when it listens. Every request is appended to --log as
 one JSON line: op, method, style ("path", "virtual" or "presigned-..."),
@@ -50,6 +54,7 @@ import re
 import sys
 import urllib.parse
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from botocore.auth import S3SigV4Auth, S3SigV4QueryAuth
@@ -140,14 +145,15 @@ class Handler(BaseHTTPRequestHandler):
                            'uploads': {u: up['key'] for u, up in st.uploads.items()}}, f)
             os.replace(tmp, st.args.dump)
 
-    def take_fault(self, op):
+    def take_fault(self, op, key):
         path = self.server.state.args.faults
         if not path or not os.path.exists(path):
             return None
         with open(path) as f:
             faults = json.load(f)
         for fault in faults:
-            if fault['op'] == op and fault.get('count', 1) > 0:
+            if fault['op'] == op and fault.get('count', 1) > 0 and \
+                    fault.get('key_contains', '') in (key or ''):
                 fault['count'] = fault.get('count', 1) - 1
                 with open(path, 'w') as f:
                     json.dump(faults, f)
@@ -334,7 +340,25 @@ class Handler(BaseHTTPRequestHandler):
             entry.update(op=op, key=key, query=query)
             auth = self.verify(raw_path, query, body)
             entry['style'] = style if auth == 'header' else 'presigned-' + style
-            fault = self.take_fault(op)
+            fault = self.take_fault(op, key)
+            if fault is not None and fault.get('delay'):
+                # A slow answer: the request is done only after `delay` s,
+                # and the others are served meanwhile.
+                self.server.lock.release()
+                try:
+                    time.sleep(fault['delay'])
+                finally:
+                    self.server.lock.acquire()
+                fault = None
+            if fault is not None and fault.get('corrupt'):
+                # A damaged object served as if whole: one byte flipped.
+                entry['fault'] = 'corrupt'
+                self.corrupt = True
+                try:
+                    entry['status'] = getattr(self, 'op_' + op)(key, params, body)
+                finally:
+                    self.corrupt = False
+                return
             if fault is not None:
                 status = fault['status']
                 entry['fault'] = fault['code']
@@ -396,6 +420,9 @@ class Handler(BaseHTTPRequestHandler):
         data = self.server.state.objects.get(key)
         if data is None:
             raise Fail(404, 'NoSuchKey', key)
+        if getattr(self, 'corrupt', False) and data:
+            data = data[:len(data) // 2] + bytes([data[len(data) // 2] ^ 0x01]) + \
+                data[len(data) // 2 + 1:]
         rng = self.headers.get('Range')
         etag = self.server.state.etags[key]
         if rng is None:

@@ -17,11 +17,22 @@ mkdir -p "$W"
 chmod 755 "$TMP" "$W"
 
 # ensure_user NAME: a system user with a home directory and its own group.
-# Concurrent tests may race to create the same user; the loser finds it.
+# The suite's tests run in parallel and all want the same users on a fresh
+# machine: unserialised, two useradd runs once left a home owned by a uid
+# that the user did not get. So users are made under one lock, and a home
+# that is not its user's (left by an earlier user of that name) becomes
+# its user's.
 ensure_user() {
-    local name=$1
-    id -u "$name" >/dev/null 2>&1 && return 0
-    useradd --create-home --user-group --shell /bin/sh "$name" 2>/dev/null
+    local name=$1 home
+    (
+        flock 9
+        id -u "$name" >/dev/null 2>&1 ||
+            useradd --create-home --user-group --shell /bin/sh "$name" 2>/dev/null
+        home=$(getent passwd "$name" | cut -d: -f6)
+        if [ -d "$home" ] && [ "$(stat -c %u "$home")" != "$(id -u "$name")" ]; then
+            chown -R "$name:$name" "$home"
+        fi
+    ) 9>/run/lock/ebb-test-users.lock
     id -u "$name" >/dev/null 2>&1
 }
 

@@ -115,10 +115,99 @@ static void thresholds_are_noted_once_when_crossed(void **state)
     assert_true(team_crossed > 0);
 }
 
+/* Every note of one type, with the spend and reason it carried. */
+struct typed {
+    const char *type;
+    int n;
+    char keys[64][96];
+    ebb_micros spent[64];
+};
+
+static void collect_type(void *arg, const struct ebb__engine_note *n)
+{
+    struct typed *k = arg;
+    if (strcmp(n->type, k->type) != 0)
+        return;
+    assert_non_null(n->key);
+    assert_true(k->n < 64);
+    snprintf(k->keys[k->n], sizeof(k->keys[0]), "%s", n->key);
+    k->spent[k->n++] = n->spent;
+}
+
+/* A team whose running instance would spend the rest of its 3..9 USD cap
+ * long before the month ends hears so once, before the cap is reached; a
+ * job outside the team adds nothing. */
+static void a_team_cap_forecast_to_run_out_is_noted_once(void **state)
+{
+    (void)state;
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 10) * DAY;
+    int noted = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        struct budget_world *w = &world_mem;
+        static struct typed k;
+        memset(&k, 0, sizeof(k));
+        k.type = "budget.forecast";
+        budget_world_start(w, seed, start, start + 2 * DAY, "", "");
+        ebb__engine_set_note(w->v.engine, collect_type, &k);
+        budget_world_submit(w, "name: big\nrun: [python, train.py]\nwork: 40h\n"
+                               "market: spot\npolicy: greedy\nteam: ml\n"
+                               "checkpoint: {every: 30m}\n");
+        budget_world_submit(w, "name: solo\nrun: [python, train.py]\nwork: 40h\n"
+                               "market: spot\npolicy: greedy\n"
+                               "checkpoint: {every: 30m}\n");
+        ebb__clock_run_until(&w->v.clock, start + 2 * DAY);
+        ebb_time_ms month = ebb_days_from_civil(2020, 1, 1) * DAY;
+        char key[96];
+        snprintf(key, sizeof(key), "forecast:team:ml:%lld", (long long)month);
+        /* The engine may note it again; the outbox keeps one per key. */
+        for (int i = 0; i < k.n; i++) {
+            assert_string_equal(k.keys[i], key);
+            assert_true(k.spent[i] < w->team_cap);
+        }
+        noted += k.n > 0;
+        budget_world_stop(w);
+    }
+    assert_int_equal(noted, 3);
+}
+
+/* A job whose deadline leaves less than one restart of slack beyond an
+ * on-demand finish hears once that it is at risk; one with days to spare
+ * never does. */
+static void a_deadline_at_risk_is_noted_once(void **state)
+{
+    (void)state;
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 10) * DAY;
+    struct budget_world *w = &world_mem;
+    static struct typed k;
+    memset(&k, 0, sizeof(k));
+    k.type = "deadline.at_risk";
+    budget_world_start(w, 1, start, start + 2 * DAY, "", "");
+    ebb__engine_set_note(w->v.engine, collect_type, &k);
+    struct ebb__job *tight = budget_world_submit(
+        w, "name: tight\nrun: [python, train.py]\nwork: 4h\ndeadline: 4h20m\n"
+           "restart_overhead: 15m\nmarket: spot-fallback\npolicy: greedy\n"
+           "checkpoint: {every: 30m}\n");
+    budget_world_submit(w, "name: easy\nrun: [python, train.py]\nwork: 2h\n"
+                           "deadline: 3d\nrestart_overhead: 15m\nmarket: spot-fallback\n"
+                           "policy: greedy\ncheckpoint: {every: 30m}\n");
+    ebb__clock_run_until(&w->v.clock, start + 2 * DAY);
+    struct ebb__job_info info = budget_world_info(tight);
+    char key[96];
+    snprintf(key, sizeof(key), "deadline:%s", info.id);
+    assert_true(k.n >= 1);
+    for (int i = 0; i < k.n; i++)
+        assert_string_equal(k.keys[i], key);
+    budget_world_stop(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(thresholds_are_noted_once_when_crossed,
+                                  budget_world_teardown),
+        cmocka_unit_test_teardown(a_team_cap_forecast_to_run_out_is_noted_once,
+                                  budget_world_teardown),
+        cmocka_unit_test_teardown(a_deadline_at_risk_is_noted_once,
                                   budget_world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,7 @@
 #include "jobs/jobspec.h"
 #include "jobs/schedule.h"
 #include "market/catalog.h"
+#include "market/store_prices.h"
 #include "store/store.h"
 
 /* Every one of the first EVERY_UPTO allocations of a run fails once; past
@@ -288,6 +289,29 @@ static void catalog_free(void *obj)
     ebb__catalog_free(obj);
 }
 
+/* the default prices of checkpoint stores */
+static int store_prices_parse(const struct input *in, void **obj)
+{
+    struct ebb__store_prices *p = NULL;
+    int rc = ebb__store_prices_load(in->path, &p, &diag);
+    if (rc != 0)
+        assert_null(p);
+    *obj = p;
+    return rc;
+}
+
+static char *store_prices_describe(void *obj)
+{
+    struct ebb__store_prices *p = obj;
+    return ebb_strfmt("%zu %s %lld", p->n_row, p->row[0].region,
+                      (long long)p->row[0].storage);
+}
+
+static void store_prices_free(void *obj)
+{
+    ebb__store_prices_free(obj);
+}
+
 /* an API request line */
 static int api_parse(const struct input *in, void **obj)
 {
@@ -451,6 +475,8 @@ static const struct oom_case cases[] = {
      trace_describe, trace_free, 0},
     {"catalog", "tests/data/traces/catalog_good.csv", catalog_parse,
      catalog_describe, catalog_free, 0},
+    {"store-prices", "data/store_prices.csv", store_prices_parse,
+     store_prices_describe, store_prices_free, 0},
     {"api", "tests/fuzz/corpus/api/req-11.json", api_parse, api_describe,
      api_free, 0},
     {"http", "tests/fuzz/corpus/http/agent-event.txt", http_parse,

@@ -253,6 +253,43 @@ static void faster_pricier_offer_wins(void **state)
     }
 }
 
+/* A checkpoint that must travel (ebb_offer.transfer_cost, the egress of a
+ * move out of the store's region) counts in the cost of starting there:
+ * the faster offer's 8 USD run loses to 9.18 USD once 2 USD of transfer
+ * come on top, not with 0.50; and a move that paid stops paying. */
+static void transfer_cost_counts(void **state)
+{
+    (void)state;
+    struct ebb_offer offers[] = {
+        SPOT("p3.2xlarge", 0.918, 1.0, 1),
+        SPOT("p3.8xlarge", 3.2, 4.0, 1),
+        OD("p3.2xlarge", 3.06, 1.0),
+    };
+    for (size_t i = 0; i < N_NAMES; i++) {
+        struct ph_pol pol = ph_load(names[i], NULL);
+        struct ebb_job_view job = ph_job10();
+        offers[1].transfer_cost = USD(0.5);
+        ph_decide_is(&pol, &job, offers, 3, T0, LAUNCH, 1);
+        offers[1].transfer_cost = USD(2);
+        ph_decide_is(&pol, &job, offers, 3, T0, LAUNCH, 0);
+        offers[1].transfer_cost = 0;
+        ph_unload(&pol);
+    }
+    struct ph_pol pol = ph_load("deadline", NULL);
+    struct ebb_offer zones[] = {
+        SPOT("p3.2xlarge", 0.918, 1.0, 1),
+        ph_offer(EBB_MARKET_SPOT, "p3.2xlarge", "us-east-1b", 0.55, 1.0, 1),
+        OD("p3.2xlarge", 3.06, 1.0),
+    };
+    struct ebb_job_view job = ph_job10();
+    job.running_offer = 0;
+    job.running_since = T0;
+    ph_decide_is(&pol, &job, zones, 3, T0 + H, LAUNCH, 1);
+    zones[1].transfer_cost = USD(5);
+    ph_decide_is(&pol, &job, zones, 3, T0 + H, KEEP, 0);
+    ph_unload(&pol);
+}
+
 static void preemption_risk_steers_away(void **state)
 {
     (void)state;
@@ -819,6 +856,7 @@ int main(void)
         cmocka_unit_test(deadline_waits_for_spot_then_on_demand),
         cmocka_unit_test(deadline_moves_zone_only_when_it_pays),
         cmocka_unit_test(faster_pricier_offer_wins),
+        cmocka_unit_test(transfer_cost_counts),
         cmocka_unit_test(preemption_risk_steers_away),
         cmocka_unit_test(budget_stops_a_launch),
         cmocka_unit_test(job_checkpoint_interval_counts),

@@ -134,7 +134,7 @@ static int setup(void **state)
     assert_int_equal(ebb__store_job_event(s, "j1", T + 3 * H, "running",
                                           "preempted", "reclaimed"), 0);
     assert_int_equal(ebb__store_checkpoint_add(s, "j1", "j1-a1", T + 3 * H,
-                                               "/ckpt/j1/1", 2 * H, 1), 0);
+                                               "/ckpt/j1/1", 2 * H, 1, 0), 0);
     assert_int_equal(ebb__store_job_update(s, "j2", "succeeded", H, 3000000,
                                            0, 0, T + D + H), 0);
 
@@ -419,10 +419,10 @@ static void test_lost_time(void **state)
     ledger(s, "j3", "j3-a2", "ml", "compute", T + 7 * H + 6 * MIN, T + 8 * H,
            450000, "USD", "p3.2xlarge");
     assert_int_equal(ebb__store_checkpoint_add(s, "j3", "j3-a1", T + 5 * H,
-                                               "/ckpt/j3/1", 54 * MIN, 1), 0);
+                                               "/ckpt/j3/1", 54 * MIN, 1, 0), 0);
     /* A checkpoint left half-written does not save the work after it. */
     assert_int_equal(ebb__store_checkpoint_add(s, "j3", "j3-a1", T + 5 * H + 30 * MIN,
-                                               "/ckpt/j3/.2", 84 * MIN, 0), 0);
+                                               "/ckpt/j3/.2", 84 * MIN, 0, 0), 0);
     assert_int_equal(ebb__store_job_update(s, "j3", "succeeded", 2 * H, 1500000,
                                            0, 1, T + 8 * H), 0);
     f->opts.by = EBB__REPORT_BY_JOB;

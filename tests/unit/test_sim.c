@@ -479,7 +479,8 @@ static void availability_from_another_period_is_shifted_and_cycled(void **state)
     struct fx f;
     assert_int_equal(fx_open(&f, T0 + 12 * H,
                              "prices: @/prices.csv\n"
-                             "availability: @/avail_march.csv\n"),
+                             "availability: @/avail_march.csv\n"
+                             "align_availability: true\n"),
                      0);
     assert_non_null(strstr(logbuf, "does not overlap"));
     assert_non_null(strstr(logbuf, "repeated every 3h"));
@@ -504,13 +505,42 @@ static void availability_from_another_period_is_shifted_and_cycled(void **state)
 
     /* The changes are announced too, and stop at the end of the prices. */
     assert_int_equal(fx_open(&f, T0, "prices: @/prices.csv\n"
-                                     "availability: @/avail_march.csv\n"),
+                                     "availability: @/avail_march.csv\n"
+                                     "align_availability: true\n"),
                      0);
     run_to(&f, INT64_MAX);
     const ebb_time_ms ch[] = {H, 2 * H, 3 * H, 4 * H, 6 * H, 7 * H, 9 * H, 10 * H};
     assert_int_equal(f.n_changes, 8);
     for (size_t i = 0; i < 8; i++)
         assert_int_equal(f.changes[i], T0 + ch[i]);
+    fx_close(&f);
+}
+
+/* Unasked, availability from another period is used as recorded: nothing
+ * is known of capacity during the prices (unlimited), and a warning says
+ * why the trace changes nothing. */
+static void availability_from_another_period_is_not_moved_unasked(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0 + 12 * H,
+                             "prices: @/prices.csv\n"
+                             "availability: @/avail_march.csv\n"),
+                     0);
+    assert_non_null(strstr(logbuf, "does not overlap"));
+    assert_non_null(strstr(logbuf, "used as recorded; set align_availability"));
+    assert_null(strstr(logbuf, "repeated every"));
+    struct poll_res r = {0};
+    poll(&f, &r);
+    size_t seen = 0;
+    for (size_t i = 0; i < r.n; i++) {
+        if (strcmp(r.o[i].zone, "us-east-1a") != 0)
+            continue;
+        assert_int_equal(r.o[i].capacity, -1);
+        seen++;
+    }
+    assert_true(seen > 0);
+    free(r.o);
     fx_close(&f);
 }
 
@@ -1124,7 +1154,8 @@ static void replays_the_shipped_aws_traces(void **state)
     assert_int_equal(fx_open(&f, start,
                              "prices: @/../../../data/traces/"
                              "aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv\n"
-                             "availability: @/../../../data/availability_aws_2020-03.csv\n"),
+                             "availability: @/../../../data/availability_aws_2020-03.csv\n"
+                             "align_availability: true\n"),
                      0);
     assert_non_null(strstr(logbuf, "does not overlap"));
     struct poll_res r = {0};
@@ -1166,6 +1197,7 @@ int main(void)
         cmocka_unit_test(first_poll_is_history_then_only_new_rows),
         cmocka_unit_test(market_changed_fires_only_at_real_changes),
         cmocka_unit_test(availability_from_another_period_is_shifted_and_cycled),
+        cmocka_unit_test(availability_from_another_period_is_not_moved_unasked),
         cmocka_unit_test(launches_check_capacity_and_on_demand_always_works),
         cmocka_unit_test(a_launch_is_idempotent_by_token),
         cmocka_unit_test(job_timeline_runs_exactly),

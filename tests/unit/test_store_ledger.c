@@ -328,7 +328,7 @@ static void a_jobs_answer_holds_its_newest_rows(void **state)
     for (size_t i = 0; i < n_ck; i++) {
         snprintf(name, sizeof(name), "/ckpt/%zu", i);
         assert_int_equal(ebb__store_checkpoint_add(s, "big", "t00000", T + (ebb_time_ms)i,
-                                                   name, (ebb_dur_ms)i, 1), 0);
+                                                   name, (ebb_dur_ms)i, 1, 0), 0);
     }
     assert_int_equal(ebb__store_commit(s), 0);
     json_t *j;

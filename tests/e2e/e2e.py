@@ -1,0 +1,166 @@
+"""What the Python end-to-end tests share: TAP output, ebb and ebbd runs,
+polling with a bound, and the strict S3 fake (tests/objstore/fake_s3.py).
+
+EBBD, EBB and EBB_SOURCE_ROOT come from the environment (meson sets them).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+EBBD, EBB = os.environ["EBBD"], os.environ["EBB"]
+ROOT = os.environ["EBB_SOURCE_ROOT"]
+FAKE_S3 = os.path.join(ROOT, "tests", "objstore", "fake_s3.py")
+
+
+class Tap:
+    """Numbered TAP checks; finish() prints the plan and exits."""
+
+    def __init__(self):
+        self.checks = self.failures = 0
+
+    def ok(self, cond, name, detail=""):
+        self.checks += 1
+        print("%s %d - %s" % ("ok" if cond else "not ok", self.checks, name))
+        if not cond:
+            self.failures += 1
+            if detail:
+                print("#   " + str(detail).replace("\n", "\n#   "))
+        sys.stdout.flush()
+        return cond
+
+    def plan(self):
+        print("1..%d" % self.checks)
+        sys.stdout.flush()
+
+    def finish(self):
+        self.plan()
+        sys.exit(1 if self.failures else 0)
+
+
+def wait_for(cond, seconds, step=0.1):
+    """Polls cond() until it is true or `seconds` have passed; its last value."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(step)
+    return cond()
+
+
+class Daemon:
+    """One ebbd on a state directory of its own, and the ebb CLI for it."""
+
+    def __init__(self, state, args, env=None):
+        """`args`: ebbd's arguments after --state-dir (["--config", F])."""
+        self.state, self.args = state, list(args)
+        self.env = dict(os.environ, **(env or {}))
+        self.proc = None
+
+    def ebb(self, *args):
+        # The CLI gets the test's environment, not ebbd's extra variables.
+        return subprocess.run([EBB, "--state-dir", self.state] + list(args),
+                              capture_output=True, text=True, timeout=60)
+
+    def start(self):
+        log = open(self.state + ".log", "a")
+        self.proc = subprocess.Popen([EBBD, "--state-dir", self.state] + self.args,
+                                     stderr=log, env=self.env)
+        log.close()
+        return wait_for(lambda: self.ebb("status").returncode == 0 or
+                        self.proc.poll() is not None, 20) and \
+            self.proc.poll() is None
+
+    def stop(self, sig=15):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def log(self):
+        with open(self.state + ".log", errors="replace") as f:
+            return f.read()
+
+    def job(self, jid):
+        """`ebb job show ID --json`, parsed; None when it fails."""
+        r = self.ebb("job", "show", jid, "--json")
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return None
+
+    def wait_end(self, jid, seconds):
+        """The job's final state, or its state when `seconds` ran out."""
+        def ended():
+            j = self.job(jid)
+            return j if j and j["state"] in ("succeeded", "failed", "cancelled") else None
+        j = wait_for(ended, seconds, 0.2)
+        return j["state"] if j else (self.job(jid) or {}).get("state")
+
+
+class FakeS3:
+    """tests/objstore/fake_s3.py on 127.0.0.1: SigV4 recomputed with
+    botocore, requests logged as JSON lines, faults on request."""
+
+    AKID, SECRET = "AKIDTEST", "fake/secret+key"
+
+    def __init__(self, tmp, bucket, min_part=5 << 20):
+        self.bucket = bucket
+        self.log_path = os.path.join(tmp, "fake_s3.log")
+        self.faults_path = os.path.join(tmp, "fake_s3.faults")
+        self.set_faults([])
+        self.proc = subprocess.Popen(
+            [sys.executable, FAKE_S3, "--bucket", bucket, "--access-key", self.AKID,
+             "--secret-key", self.SECRET, "--log", self.log_path,
+             "--faults", self.faults_path, "--min-part", str(min_part)],
+            stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline().split()
+        self.port = int(line[1]) if len(line) == 2 and line[0] == "PORT" else 0
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+
+    def set_faults(self, faults):
+        with open(self.faults_path + ".new", "w") as f:
+            json.dump(faults, f)
+        os.rename(self.faults_path + ".new", self.faults_path)
+
+    def requests(self):
+        try:
+            with open(self.log_path) as f:
+                return [json.loads(line) for line in f if line.strip()]
+        except FileNotFoundError:
+            return []
+
+    def client(self):
+        """A botocore S3 client for the fake, to look at what it holds."""
+        import botocore.session
+        from botocore.config import Config
+        return botocore.session.get_session().create_client(
+            "s3", region_name="us-east-1", endpoint_url=self.endpoint,
+            aws_access_key_id=self.AKID, aws_secret_access_key=self.SECRET,
+            config=Config(s3={"addressing_style": "path"}))
+
+    def objects(self, prefix=""):
+        """{key: bytes} of every object under `prefix`."""
+        c, out, token = self.client(), {}, None
+        while True:
+            kw = {"Bucket": self.bucket, "Prefix": prefix}
+            if token:
+                kw["ContinuationToken"] = token
+            page = c.list_objects_v2(**kw)
+            for o in page.get("Contents", []):
+                out[o["Key"]] = c.get_object(Bucket=self.bucket,
+                                             Key=o["Key"])["Body"].read()
+            token = page.get("NextContinuationToken")
+            if not token:
+                return out
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
