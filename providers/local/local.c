@@ -19,6 +19,9 @@ static const struct ebb_cfg_key local_keys[] = {
      "how often to check that instances' processes still run"},
     {"price", EBB_CFG_MONEY, "0 USD", offsetof(struct local_cfg, price),
      "what an hour of this machine costs, for its own offer"},
+    {"disk", EBB_CFG_STRING, "private", offsetof(struct local_cfg, disk),
+     "private (each instance gets a directory of its own, removed when it "
+     "ends) or shared (instances share this machine's disk)"},
     EBB_CFG_END,
 };
 
@@ -163,7 +166,10 @@ static int ensure_dir(struct local *l)
         l->dir = l->host->plugin_dir ? l->host->plugin_dir(l->host->ctx) : NULL;
     if (l->dir == NULL)
         return EBB_EUNSUPPORTED;
-    local_state_load(l);
+    if (!l->loaded) {
+        local_state_load(l);
+        local_disk_sweep(l);
+    }
     return 0;
 }
 
@@ -187,10 +193,19 @@ static size_t running(struct local *l)
     return n;
 }
 
-static void drop(struct local *l, struct local_inst *inst)
+/* Forgets an ended instance: its disk first, then its state file, so an
+ * ebbd that dies between the two still finds the instance, and removes a
+ * disk that is no more. */
+static void forget(struct local *l, struct local_inst *inst)
 {
     ebb_list_remove(&inst->node);
+    local_disk_remove(l, inst->token);
     local_state_remove(l, inst);
+}
+
+static void drop(struct local *l, struct local_inst *inst)
+{
+    forget(l, inst);
     free(inst);
 }
 
@@ -209,9 +224,8 @@ static void on_watch(void *arg)
             pos = pos->next;
             continue;
         }
-        ebb_list_remove(&dead->node);
         local_kill(dead); /* whatever of its tree is left */
-        local_state_remove(l, dead);
+        forget(l, dead);
         struct ebb_instance_event ev = {
             .struct_size = sizeof(struct ebb_instance_event),
             .kind = EBB_EVENT_LOST, .instance_id = dead->id, .token = dead->token,
@@ -280,7 +294,12 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     snprintf(inst->id, sizeof(inst->id), "local-%s", req->token);
     snprintf(inst->job_id, sizeof(inst->job_id), "%s", req->job_id);
     inst->launched_at = l->host->now(l->host->ctx);
-    rc = local_spawn(l, inst, req, who);
+    char *disk = NULL;
+    if (l->private_disks)
+        rc = local_disk_create(l, inst, who, &disk);
+    if (rc == 0)
+        rc = local_spawn(l, inst, req, who, disk);
+    free(disk);
     free(who);
     if (rc == 0)
         rc = local_state_save(l, inst);
@@ -289,6 +308,7 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
             local_kill(inst);
             local_reap_later(l, inst->pid);
         }
+        local_disk_remove(l, inst->token);
         free(inst);
         return defer(l, CALL_LAUNCH, rc, (union local_cb){.launch = cb}, arg, NULL);
     }
@@ -345,11 +365,17 @@ static int local_create(const struct ebb_host *host, const void *config, void **
         host->log(host->ctx, EBB_LOG_ERROR, "watch_interval must be at least 100ms");
         return EBB_ECONFIG;
     }
+    if (strcmp(cfg->disk, "private") != 0 && strcmp(cfg->disk, "shared") != 0) {
+        host->log(host->ctx, EBB_LOG_ERROR, "disk: \"%s\" is not private or shared",
+                  cfg->disk);
+        return EBB_ECONFIG;
+    }
     struct local *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return EBB_ENOMEM;
     l->host = host;
     l->cfg = cfg;
+    l->private_disks = strcmp(cfg->disk, "private") == 0;
     ebb_list_init(&l->insts);
     /* Initialised here, not on first use: terminate walks it. */
     ebb_list_init(&l->ops.head);

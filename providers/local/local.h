@@ -6,6 +6,10 @@
  * start time, job id), written before launch() answers, so an ebbd started
  * again finds, lists and terminates instances it launched before it died;
  * the process start time guards against a recycled pid.
+ *
+ * With `disk: private` (the default) each instance also has a directory
+ * of its own, PLUGIN_DIR/disks/<token>, handed to the agent as --disk and
+ * removed when the instance ends (local_disk.c).
  */
 #ifndef EBB_PROVIDER_LOCAL_H
 #define EBB_PROVIDER_LOCAL_H
@@ -22,6 +26,7 @@ struct local_cfg {
     int64_t slots;           /* instances at once */
     ebb_dur_ms watch_interval;
     struct ebb_money price;  /* what an hour of this machine is worth */
+    char *disk;              /* "private" (a disk per instance) or "shared" */
 };
 
 /* One instance, as its state file says. */
@@ -47,6 +52,7 @@ struct local {
     struct ebb_ops ops;      /* struct local_call (local.c): pending callbacks */
     int64_t watch_timer;
     int loaded;              /* state files read */
+    int private_disks;       /* cfg->disk is "private" */
     /* Children killed but not yet reaped (a terminated instance's agent
      * exits only once the SIGKILL lands): waited for without blocking on
      * each watch, so none stays a zombie. */
@@ -65,7 +71,7 @@ int local_find_agent(struct local *l);
  * state directory) or else its pin. Returns 0, or EBB_EPERM (the user
  * cannot be become) or EBB_EIO with the reason logged. */
 int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launch *req,
-                const struct ebb_runas *who);
+                const struct ebb_runas *who, const char *disk);
 /* Whether inst's agent still runs (reaping it when it is our child). */
 int local_alive(struct local_inst *inst);
 /* Reaps child `pid` now if it has exited, else on a later local_reap(). */
@@ -78,6 +84,19 @@ void local_reap(struct local *l);
 void local_kill(const struct local_inst *inst);
 /* The start time of process `pid` in clock ticks since boot; 0 if none. */
 unsigned long long local_start_ticks(pid_t pid);
+
+/* local_disk.c: private disks, PLUGIN_DIR/disks/<token> */
+/* Makes inst's disk, empty, owned by `who`, mode 0700; *path (caller
+ * frees) is where. Returns 0, EBB_EPERM (the user cannot reach it) or
+ * EBB_EIO, logged. */
+int local_disk_create(struct local *l, const struct local_inst *inst,
+                      const struct ebb_runas *who, char **path);
+/* Removes the disk of instance `token` with all in it, if there is one
+ * (links removed, never followed). */
+void local_disk_remove(struct local *l, const char *token);
+/* Removes every disk that no instance of l->insts owns (their instances
+ * ended while no ebbd ran). */
+void local_disk_sweep(struct local *l);
 
 /* local_state.c */
 int local_state_save(struct local *l, const struct local_inst *inst);

@@ -243,7 +243,7 @@ static int child_status(int fd, int step[2])
 }
 
 int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launch *req,
-                const struct ebb_runas *who)
+                const struct ebb_runas *who, const char *disk)
 {
     const char *tls_pin = EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin
                                                                         : NULL;
@@ -267,9 +267,17 @@ int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launc
     int log_errno = errno;
     fds.ca_fd = open_ca(l, tls_ca, ca_name, sizeof(ca_name), &ca_ok);
     const char *trust = fds.ca_fd >= 0 ? "--ebbd-ca" : tls_pin ? "--ebbd-pin" : NULL;
-    char *const argv[] = {l->agent, "--ebbd", (char *)req->agent_url,
-                          "--metadata", metadata, (char *)trust,
-                          fds.ca_fd >= 0 ? ca_name : (char *)tls_pin, NULL};
+    char *argv[10] = {l->agent, "--ebbd", (char *)req->agent_url,
+                      "--metadata", metadata};
+    size_t argc = 5;
+    if (disk != NULL) {
+        argv[argc++] = "--disk";
+        argv[argc++] = (char *)disk;
+    }
+    if (trust != NULL) {
+        argv[argc++] = (char *)trust;
+        argv[argc++] = fds.ca_fd >= 0 ? ca_name : (char *)tls_pin;
+    }
     int rc = EBB_EIO;
     int pipe_fds[2] = {-1, -1};
     if (env != NULL && metadata != NULL && fds.null_fd >= 0 && fds.log_fd >= 0 && ca_ok &&

@@ -39,6 +39,7 @@ struct agent_options {
     int64_t exit_wait_ms;       /* how long to wait for ebbd at the end */
     size_t log_buffer;          /* bytes of job output kept for ebbd */
     int64_t scan_ms;            /* checkpoint dir and progress file checks */
+    const char *disk;           /* --disk: the instance's disk root; NULL: none given */
 };
 
 enum agent_state {

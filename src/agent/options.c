@@ -24,7 +24,7 @@ static void usage(FILE *out)
           "                 [--ebbd-pin sha256//BASE64 | --ebbd-ca FILE]\n"
           "                 [--metadata URL] [--metadata-kind aws|alibaba|none]\n"
           "                 [--metadata-interval DURATION] [--exit-wait DURATION]\n"
-          "                 [--log-buffer BYTES] [--log-level LEVEL]\n"
+          "                 [--log-buffer BYTES] [--log-level LEVEL] [--disk DIR]\n"
           "\n"
           "Runs one ebb job beside ebbd: fetches what to run from URL, starts it,\n"
           "reports heartbeats, progress, checkpoints and the exit, and asks the job\n"
@@ -45,6 +45,8 @@ static void usage(FILE *out)
           "  --log-buffer BYTES          job output kept while ebbd is away\n"
           "                              (default 4194304)\n"
           "  --log-level LEVEL           error, warn, info (default) or debug\n"
+          "  --disk DIR                  the instance's own disk (default\n"
+          "                              $HOME/.local/state/ebb)\n"
           "  --version                   print the version and exit\n"
           "  --help                      print this help and exit\n"
           "\n"
@@ -111,6 +113,7 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
         {"exit-wait", required_argument, NULL, 'w'},
         {"log-buffer", required_argument, NULL, 'b'},
         {"log-level", required_argument, NULL, 'l'},
+        {"disk", required_argument, NULL, 'd'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -134,6 +137,7 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
         case 'p': opt->ebbd_pin = optarg; break;
         case 'c': opt->ebbd_ca = optarg; break;
         case 'm': opt->metadata_url = optarg; break;
+        case 'd': opt->disk = optarg; break;
         case 'k':
             if (strcmp(optarg, "aws") == 0)
                 opt->metadata_kind = AGENT_MD_AWS;

@@ -56,6 +56,22 @@ status, body = call("GET", "/v1/agent/job")
 if status != 200:
     sys.exit("job document refused: %d" % status)
 job = json.loads(body)
+# The instance's own disk (local's disk: private): the "job" leaves files,
+# a directory it may not write, and links out of the disk, to a file and
+# to a directory, all of which ebbd removes without following a link.
+DISK = args.get("--disk")
+if DISK:
+    st = os.stat(DISK)
+    print("disk %s %o %d" % (DISK, st.st_mode & 0o7777, st.st_uid), flush=True)
+    os.makedirs(os.path.join(DISK, "scratch/deep"), exist_ok=True)
+    with open(os.path.join(DISK, "scratch/deep/data"), "w") as f:
+        f.write("scratch")
+    os.chmod(os.path.join(DISK, "scratch/deep"), 0o500)
+    os.symlink("../..", os.path.join(DISK, "up"))
+    token = os.path.basename(DISK)
+    os.symlink("../../%s.agent.log" % token, os.path.join(DISK, "log-link"))
+else:
+    print("no disk", flush=True)
 ckdir = job["checkpoint"]["dir"]
 os.makedirs(ckdir, exist_ok=True)
 done = [f for f in sorted(os.listdir(ckdir)) if not f.startswith(".")]
