@@ -455,6 +455,47 @@ static int do_env(struct ctx *c, const struct ebb__jy_layer *l)
     return rc;
 }
 
+/* workdir and workdir_exclude: the directory packed at submit, and what
+ * it leaves out (each pattern checked at its own line). */
+static int do_workdir(struct ctx *c, const struct ebb__jy_layer *l)
+{
+    struct ebb__job_spec *s = c->spec;
+    const struct ebb__ynode *n = ebb__jy_get(l, "workdir");
+    const struct ebb__ynode *ex = ebb__jy_get(l, "workdir_exclude");
+    int rc = 0;
+    if (n != NULL) {
+        s->workdir_line = n->line;
+        rc = ebb__yread_text(n, "workdir", ". (the spec file's directory)",
+                             &s->workdir_src, c->d);
+    }
+    if (rc != 0 || ex == NULL)
+        return rc;
+    if (n == NULL) {
+        ebb_diag_set(c->d, ex->file, ex->line, "workdir_exclude: leaves out "
+                     "files of the workdir, but the job has no workdir: (add "
+                     "workdir: . or remove this key)");
+        return EBB_ECONFIG;
+    }
+    rc = ebb__yread_list(ex, "workdir_exclude", &s->workdir_exclude, c->d);
+    for (size_t i = 0; rc == 0 && i < s->workdir_exclude.n; i++) {
+        const char *why;
+        if (!ebb__workdir_pattern_check(s->workdir_exclude.items[i], &why)) {
+            const struct ebb__ynode *item = ex->kind == EBB__YSEQ ? ex->items[i] : ex;
+            char q[EBB_DIAG_QUOTE_SIZE];
+            ebb_diag_set(c->d, item->file, item->line, "workdir_exclude[%zu]: "
+                         "%s %s (examples: .git, \"*.pt\", data/)", i,
+                         ebb__yread_quote(item, q, sizeof(q)), why);
+            rc = EBB_ECONFIG;
+        }
+    }
+    if (rc == 0 && s->workdir_exclude.n > EBB__WORKDIR_EXCLUDE_MAX) {
+        ebb_diag_set(c->d, ex->file, ex->line, "workdir_exclude: %zu patterns; at "
+                     "most %d", s->workdir_exclude.n, EBB__WORKDIR_EXCLUDE_MAX);
+        rc = EBB_ECONFIG;
+    }
+    return rc;
+}
+
 static int do_submit(struct ctx *c, const struct ebb__jy_layer *l,
                      int want_submit)
 {
@@ -520,6 +561,8 @@ static int build(struct ctx *c, const struct ebb__ynode *defaults,
         rc = do_small(c, &l);
     if (rc == 0)
         rc = do_env(c, &l);
+    if (rc == 0)
+        rc = do_workdir(c, &l);
     if (rc == 0)
         rc = do_submit(c, &l, want_submit);
     if (rc == 0)

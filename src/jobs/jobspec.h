@@ -5,7 +5,7 @@
  * A job spec is one YAML mapping. The key names are fixed (users' scripts
  * depend on them): name, run, shell, work, deadline, budget,
  * restart_overhead, resources, market, checkpoint, policy, team,
- * max_retries, env, submit, run_as. Every problem is reported once, as
+ * max_retries, env, submit, run_as, notify, workdir, workdir_exclude. Every problem is reported once, as
  * "file:line: message" naming the line of the bad value (or of the mapping
  * for a missing key), e.g.
  *   job.yaml:7: job: unknown key "deadine" (known: name, run, ...)
@@ -120,6 +120,12 @@ struct ebb__job_spec {
     struct ebb_string_list notify;
     char **env;   /* "NAME=value", NULL-terminated; NULL when n_env is 0 */
     size_t n_env;
+    /* workdir: the directory packed at submit and unpacked as the job's
+     * working directory on each instance, as written (relative to the spec
+     * file's directory); NULL: absent. workdir_exclude: what the packing
+     * leaves out (see ebb__workdir_pattern_check()). */
+    char *workdir_src;
+    struct ebb_string_list workdir_exclude;
 
     int has_submit; /* workloads only */
     ebb_time_ms submit;
@@ -129,6 +135,7 @@ struct ebb__job_spec {
     /* Lines of `policy:` and `team:` (0: unknown or absent), for the
      * messages ebbd gives when it cannot honour them at submit. */
     int policy_line, team_line;
+    int workdir_line; /* of `workdir:`, for the packing's messages */
 };
 
 /* Reads the job spec in the file at `path` (the path is the name in
@@ -225,6 +232,25 @@ int ebb__job_user_valid(const char *s);
 /* 1 when `s` is a valid job name: 1 to 64 of [A-Za-z0-9._-], and neither
  * "." nor ".." (names become directory names). */
 int ebb__job_name_valid(const char *s);
+
+/* The most workdir_exclude patterns, and the longest. */
+#define EBB__WORKDIR_EXCLUDE_MAX 1000
+#define EBB__WORKDIR_PATTERN_MAX 255
+
+/* Whether `p` is a workdir_exclude pattern: gitignore's simple forms, a
+ * name or glob (`.git`, `*.pt`: any file or directory of that name, at
+ * any depth), one ending in "/" (`data/`: directories only), one holding
+ * "/" (`src/gen/x.c`, globs allowed: that path from the workdir; a
+ * leading "/" anchors it too). Globs are fnmatch(3)'s (*, ?, [...]; * never crosses a "/").
+ * Refused, with why (static): "", ".", "..", a ".." part, "!" negation,
+ * "**", longer than EBB__WORKDIR_PATTERN_MAX. Returns 1 or 0. */
+int ebb__workdir_pattern_check(const char *p, const char **why);
+
+/* Whether `path` (relative to the workdir, "a/b/c", no leading "./"), a
+ * directory when is_dir, is left out by `exclude`. A directory left out
+ * takes everything below it. */
+int ebb__workdir_excluded(const struct ebb_string_list *exclude, const char *path,
+                          int is_dir);
 
 /* Where the values that the cross-field checks look at were written, for
  * ebb__jobspec_check(). A line of 0 means "unknown". */

@@ -161,6 +161,13 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
     if (s->has_notify)
         bad |= put(o, "notify", jlist(s->notify.items, s->notify.n));
     bad |= put(o, "env", env_json(s->env, s->n_env));
+    /* Written only when the spec has them: specs stored before they
+     * existed read the same. */
+    if (s->workdir_src != NULL)
+        bad |= put(o, "workdir", jstr_or_null(s->workdir_src));
+    if (s->workdir_exclude.n > 0)
+        bad |= put(o, "workdir_exclude",
+                   jlist(s->workdir_exclude.items, s->workdir_exclude.n));
     bad |= put(o, "submit", s->has_submit ? jtime(s->submit) : json_null());
     /* A path need not be UTF-8; losing it only costs later messages their
      * file name. */
@@ -495,6 +502,25 @@ static int read_env(const json_t *j, struct ebb__job_spec *s,
     return 0;
 }
 
+static int read_workdir(const json_t *j, struct ebb__job_spec *s, struct ebb_diag *d)
+{
+    int rc = jcopy(j, "workdir", "workdir", &s->workdir_src, d);
+    if (rc == 0)
+        rc = jlist_get(j, "workdir_exclude", "workdir_exclude", &s->workdir_exclude, d);
+    if (rc != 0)
+        return rc;
+    if (s->workdir_src == NULL && s->workdir_exclude.n > 0)
+        return fail(d, "workdir_exclude: the job has no workdir");
+    if (s->workdir_exclude.n > EBB__WORKDIR_EXCLUDE_MAX)
+        return fail(d, "workdir_exclude: more than %d patterns", EBB__WORKDIR_EXCLUDE_MAX);
+    for (size_t i = 0; i < s->workdir_exclude.n; i++) {
+        const char *why;
+        if (!ebb__workdir_pattern_check(s->workdir_exclude.items[i], &why))
+            return fail(d, "workdir_exclude[%zu]: %s", i, why);
+    }
+    return 0;
+}
+
 static int read_spec(const json_t *j, struct ebb__job_spec *s,
                      struct ebb_diag *d)
 {
@@ -577,6 +603,8 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
         rc = jlist_get(j, "notify", "notify", &s->notify, d);
     if (rc == 0)
         rc = read_env(j, s, d);
+    if (rc == 0)
+        rc = read_workdir(j, s, d);
     if (rc == 0)
         rc = jtime_get(j, "submit", "submit", &s->has_submit, &s->submit, d);
     if (rc == 0)

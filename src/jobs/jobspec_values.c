@@ -18,7 +18,7 @@ const char *const ebb__jobspec_keys[] = {
     "name",       "run",    "shell",  "work",        "deadline",
     "budget",     "restart_overhead", "resources",   "market",
     "checkpoint", "policy", "team",   "max_retries", "env",
-    "submit",     "run_as", "notify", NULL,
+    "submit",     "run_as", "notify", "workdir", "workdir_exclude", NULL,
 };
 const char *const ebb__jobspec_resource_keys[] = {
     "instance_types", "gpu", "zones", "regions", "providers", NULL,
@@ -306,6 +306,8 @@ void ebb__jobspec_free(struct ebb__job_spec *spec)
     free(spec->run_as);
     ebb__string_list_free(&spec->notify);
     free_strv(spec->env, spec->n_env);
+    free(spec->workdir_src);
+    ebb__string_list_free(&spec->workdir_exclude);
     free(spec->file);
     memset(spec, 0, sizeof(*spec));
 }

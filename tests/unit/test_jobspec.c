@@ -343,6 +343,83 @@ static void run_forms_and_deadlines(void **state)
 
 #define HEAD "name: n\nrun: [x]\n"
 
+/* workdir and workdir_exclude: read, round-tripped through JSON, checked
+ * at the line of the bad value; and what the patterns leave out. */
+static void workdir_keys(void **state)
+{
+    (void)state;
+    struct ebb__job_spec s;
+    struct ebb_diag d;
+    assert_int_equal(load_text("name: n\nrun: [x]\nwork: 1h\nworkdir: .\n"
+                               "workdir_exclude: [.git, \"*.pt\", data/, /top, src/gen/*.c]\n",
+                               &s, &d), 0);
+    assert_string_equal(s.workdir_src, ".");
+    assert_int_equal(s.workdir_line, 4);
+    assert_int_equal(s.workdir_exclude.n, 5);
+    assert_string_equal(s.workdir_exclude.items[2], "data/");
+    round_trip(&s);
+    json_t *j = ebb__jobspec_to_json(&s);
+    assert_string_equal(json_string_value(json_object_get(j, "workdir")), ".");
+    assert_int_equal(json_array_size(json_object_get(j, "workdir_exclude")), 5);
+    json_decref(j);
+    const struct ebb_string_list *ex = &s.workdir_exclude;
+    assert_true(ebb__workdir_excluded(ex, ".git", 1));
+    assert_true(ebb__workdir_excluded(ex, "sub/.git", 1));
+    assert_true(ebb__workdir_excluded(ex, "model.pt", 0));
+    assert_true(ebb__workdir_excluded(ex, "runs/a/.best.pt", 0));
+    assert_false(ebb__workdir_excluded(ex, "model.pth", 0));
+    assert_true(ebb__workdir_excluded(ex, "data", 1));
+    assert_true(ebb__workdir_excluded(ex, "x/data", 1));
+    assert_false(ebb__workdir_excluded(ex, "data", 0)); /* data/: directories only */
+    assert_true(ebb__workdir_excluded(ex, "top", 0));
+    assert_false(ebb__workdir_excluded(ex, "sub/top", 0)); /* anchored */
+    assert_true(ebb__workdir_excluded(ex, "src/gen/a.c", 0));
+    assert_false(ebb__workdir_excluded(ex, "src/gen/deep/a.c", 0)); /* * stops at / */
+    assert_false(ebb__workdir_excluded(ex, "train.py", 0));
+    ebb__jobspec_free(&s);
+
+    /* Absent: nothing in the JSON, so older stored specs read the same. */
+    assert_int_equal(load_text("name: n\nrun: [x]\nwork: 1h\n", &s, &d), 0);
+    assert_null(s.workdir_src);
+    j = ebb__jobspec_to_json(&s);
+    assert_null(json_object_get(j, "workdir"));
+    assert_null(json_object_get(j, "workdir_exclude"));
+    json_decref(j);
+    ebb__jobspec_free(&s);
+
+    expect_error("name: n\nrun: [x]\nwork: 1h\nworkdir_exclude: [.git]\n",
+                 "job.yaml:4: workdir_exclude: leaves out files of the workdir, but "
+                 "the job has no workdir: (add workdir: . or remove this key)");
+    expect_error("name: n\nrun: [x]\nwork: 1h\nworkdir: \"\"\n",
+                 "job.yaml:4: workdir: empty (example: . (the spec file's "
+                 "directory))");
+    expect_error("name: n\nrun: [x]\nwork: 1h\nworkdir: .\nworkdir_exclude:\n"
+                 "  - ok\n  - \"!keep.pt\"\n",
+                 "job.yaml:7: workdir_exclude[1]: \"!keep.pt\" negates: \"!\" patterns "
+                 "are not supported (leave the file out of the other patterns "
+                 "instead) (examples: .git, \"*.pt\", data/)");
+    expect_error("name: n\nrun: [x]\nwork: 1h\nworkdir: .\nworkdir_exclude: [\"a/../b\"]\n",
+                 "job.yaml:5: workdir_exclude[0]: \"a/../b\" holds a \".\" or \"..\" part "
+                 "(patterns name paths inside the workdir) (examples: .git, \"*.pt\", data/)");
+    expect_error("name: n\nrun: [x]\nwork: 1h\nworkdir: .\nworkdir_exclude: [\"**/x\"]\n",
+                 "job.yaml:5: workdir_exclude[0]: \"**/x\" holds \"**\", which is not "
+                 "supported (a pattern without \"/\" already matches at any depth) "
+                 "(examples: .git, \"*.pt\", data/)");
+    expect_error("name: n\nrun: [x]\nwork: 1h\nworkdir: .\nworkdir_exclude: [\"\"]\n",
+                 "job.yaml:5: workdir_exclude[0]: empty");
+
+    /* The JSON reader checks the same. */
+    json_t *bad = json_pack("{s:s,s:[s],s:s,s:[s]}", "name", "n", "run", "x", "work",
+                            "1h", "workdir_exclude", ".git");
+    assert_int_equal(ebb__jobspec_from_json(bad, &s, &d), EBB_ECONFIG);
+    assert_non_null(strstr(d.msg, "workdir_exclude: the job has no workdir"));
+    json_object_set_new(bad, "workdir", json_string("."));
+    json_array_set_new(json_object_get(bad, "workdir_exclude"), 0, json_string("!x"));
+    assert_int_equal(ebb__jobspec_from_json(bad, &s, &d), EBB_ECONFIG);
+    assert_non_null(strstr(d.msg, "workdir_exclude[0]: negates"));
+    json_decref(bad);
+}
+
 static void errors(void **state)
 {
     (void)state;
@@ -350,7 +427,7 @@ static void errors(void **state)
                  "job.yaml:4: job: unknown key \"deadine\" (known: name, "
                  "run, shell, work, deadline, budget, restart_overhead, "
                  "resources, market, checkpoint, policy, team, max_retries, "
-                 "env, submit, run_as, notify)");
+                 "env, submit, run_as, notify, workdir, workdir_exclude)");
     /* run_as names a user (whether one exists is ebbd's to say). */
     expect_error("name: n\nrun: [x]\nwork: 1h\nrun_as: \"-rf\"\n",
                  "job.yaml:4: run_as: \"-rf\" is not a user name (1 to 32 "
@@ -736,7 +813,8 @@ static void workload_errors(void **state)
                           "w.yaml:2: defaults: unknown key \"wrok\" (known: "
                           "name, run, shell, work, deadline, budget, "
                           "restart_overhead, resources, market, checkpoint, "
-                          "policy, team, max_retries, env, submit, run_as, notify)");
+                          "policy, team, max_retries, env, submit, run_as, notify, "
+                          "workdir, workdir_exclude)");
     expect_workload_error("defaults: [a]\njobs: []\n",
                           "w.yaml:1: defaults: expected a mapping of job "
                           "keys, not a list");
@@ -1137,6 +1215,7 @@ int main(void)
         cmocka_unit_test(checkpoint_store_keys),
         cmocka_unit_test(examples_load),
         cmocka_unit_test(truncated_inputs),
+        cmocka_unit_test(workdir_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
