@@ -294,12 +294,7 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     snprintf(inst->id, sizeof(inst->id), "local-%s", req->token);
     snprintf(inst->job_id, sizeof(inst->job_id), "%s", req->job_id);
     inst->launched_at = l->host->now(l->host->ctx);
-    char *disk = NULL;
-    if (l->private_disks)
-        rc = local_disk_create(l, inst, who, &disk);
-    if (rc == 0)
-        rc = local_spawn(l, inst, req, who, disk);
-    free(disk);
+    rc = local_spawn(l, inst, req, who);
     free(who);
     if (rc == 0)
         rc = local_state_save(l, inst);

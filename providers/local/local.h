@@ -65,13 +65,14 @@ struct local {
  * program; it must be executable. Returns 0, or EBB_ECONFIG (logged). */
 int local_find_agent(struct local *l);
 /* Starts ebb-agent for `inst` of launch `req` in a new session as the user
- * `who` (see ebb/runas.h; prepared by the caller), told to trust ebbd by
+ * `who` (see ebb/runas.h; prepared by the caller), with its own disk as
+ * --disk when disks are private (local_disk_create), told to trust ebbd by
  * the request's CA (PEM text, written to DIR/ebbd-ca.pem and handed to the
  * agent as an open descriptor, since the job's user may not enter ebbd's
  * state directory) or else its pin. Returns 0, or EBB_EPERM (the user
  * cannot be become) or EBB_EIO with the reason logged. */
 int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launch *req,
-                const struct ebb_runas *who, const char *disk);
+                const struct ebb_runas *who);
 /* Whether inst's agent still runs (reaping it when it is our child). */
 int local_alive(struct local_inst *inst);
 /* Reaps child `pid` now if it has exited, else on a later local_reap(). */

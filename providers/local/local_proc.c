@@ -243,7 +243,7 @@ static int child_status(int fd, int step[2])
 }
 
 int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launch *req,
-                const struct ebb_runas *who, const char *disk)
+                const struct ebb_runas *who)
 {
     const char *tls_pin = EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin
                                                                         : NULL;
@@ -265,6 +265,11 @@ int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launc
     fds.log_fd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
                             0640) : -1;
     int log_errno = errno;
+    /* The instance's own disk, once its log is open (a log that cannot be
+     * opened is named as such). */
+    char *disk = NULL;
+    int disk_rc = fds.log_fd >= 0 && l->private_disks ? local_disk_create(l, inst, who, &disk)
+                                                      : 0;
     fds.ca_fd = open_ca(l, tls_ca, ca_name, sizeof(ca_name), &ca_ok);
     const char *trust = fds.ca_fd >= 0 ? "--ebbd-ca" : tls_pin ? "--ebbd-pin" : NULL;
     char *argv[10] = {l->agent, "--ebbd", (char *)req->agent_url,
@@ -280,8 +285,10 @@ int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launc
     }
     int rc = EBB_EIO;
     int pipe_fds[2] = {-1, -1};
-    if (env != NULL && metadata != NULL && fds.null_fd >= 0 && fds.log_fd >= 0 && ca_ok &&
-        pipe2(pipe_fds, O_CLOEXEC) == 0) {
+    if (disk_rc != 0) {
+        rc = disk_rc; /* logged */
+    } else if (env != NULL && metadata != NULL && fds.null_fd >= 0 && fds.log_fd >= 0 &&
+               ca_ok && pipe2(pipe_fds, O_CLOEXEC) == 0) {
         pid_t pid = fork();
         if (pid == 0)
             child(pipe_fds[1], &fds, who, l->agent, argv, env);
@@ -322,6 +329,7 @@ int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launc
     free_env(env);
     free(metadata);
     free(log);
+    free(disk);
     return rc;
 }
 

@@ -37,6 +37,15 @@ int cli_call(struct cli *cli, const char *method, json_t *params,
  * ("ebb submit"), and returns NULL (exit with CLI_USAGE). */
 json_t *cli_file_params(const char *what, const char *file);
 
+/* submit_workdir.c: when the spec in params' "yaml" has `workdir:`,
+ * resolves it from `file`'s directory, packs it (workdir_exclude, no
+ * links, at most 2 GiB), sends the tar with workdir_put when ebbd asks
+ * for it, and sets params' "workdir" (the directory) and
+ * "workdir_archive" ({sha256, size}). CLI_OK (also for a spec that does
+ * not parse: ebbd refuses it), or CLI_USAGE / CLI_FAIL with why printed
+ * as file:line. */
+int cli_submit_workdir(struct cli *cli, const char *file, json_t *params);
+
 /* `--check`: reads `file` as cli_file_params() does and parses it with the
  * parser ebbd uses, a job spec (or a schedule when `schedule` is set),
  * without asking ebbd: what ebbd checks against its own state (installed

@@ -11,7 +11,10 @@ static const char usage[] =
     "Submits the job described in JOB.yaml (see README: Jobs) and prints its\n"
     "id. A spec with an error is refused with file:line and nothing is\n"
     "stored. The job's relative paths are resolved from the current\n"
-    "directory, where local instances run it.\n"
+    "directory, where local instances run it; with `workdir:`, from that\n"
+    "directory (relative to JOB.yaml's), which is packed and sent to ebbd.\n"
+    "Warnings (what a preemption would cost the job, a workdir that only\n"
+    "this machine's instances reach) are printed on stderr.\n"
     "\n"
     "  --json   print ebbd's answer as JSON\n"
     "  --check  only parse JOB.yaml as ebbd would, without ebbd: prints\n"
@@ -45,10 +48,20 @@ int cmd_submit(struct cli *cli, int argc, char **argv)
     if (params == NULL)
         return CLI_USAGE;
     json_t *r;
-    int code = cli_call(cli, "submit", params, &r);
+    int code = cli_submit_workdir(cli, file, params);
+    if (code != CLI_OK) {
+        json_decref(params);
+        return code;
+    }
+    code = cli_call(cli, "submit", params, &r);
     json_decref(params);
     if (code != CLI_OK)
         return code;
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(r, "warnings"), i, w)
+        if (json_is_string(w))
+            fprintf(stderr, "ebb submit: warning: %s\n", json_string_value(w));
     if (json)
         cli_print_json(r);
     else

@@ -216,6 +216,10 @@ static int make_state_subdirs(struct ebb__daemon *d)
         return 1;
     }
     d->host_env.plugins_dir = d->plugins_dir;
+    if (ebb__daemon_workdirs_open(d, err, sizeof(err)) != 0) {
+        ebb__error("%s", err);
+        return 1;
+    }
     return 0;
 }
 
@@ -490,6 +494,7 @@ static void release_state(struct ebb__daemon *d)
     free(d->agent_tls_ca);
     free(d->checkpoints_dir);
     free(d->plugins_dir);
+    ebb__daemon_workdirs_close(d);
     free(d->config_name);
     ebb__config_free(d->config);
 }

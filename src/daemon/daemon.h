@@ -53,6 +53,7 @@ struct ebb__daemon {
     int poller_ready;
     struct ebb__daemon_schedules *schedules; /* daemon_schedules.c */
     struct ebb__daemon_notify *notify; /* daemon_notify_send.c */
+    struct ebb__daemon_workdirs *workdirs; /* daemon_workdir.c: the spool */
     struct ebb__http *http;
     struct ebb__objstore **objstores; /* one per config->stores (daemon_stores.c) */
     struct ebb__daemon_ckpt *ckpt;    /* checkpoint work (daemon_ckpt_store.c) */
@@ -85,6 +86,20 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts);
 
 /* The job methods (daemon_jobs.c). */
 void ebb__api_submit(void *ctx, struct ebb__api_call *call);
+/* daemon_workdir.c: `workdir_put` {sha256, size[, offset, data]}: begins
+ * or continues the upload of a packed workdir (docs/stores.md). */
+void ebb__api_workdir_put(void *ctx, struct ebb__api_call *call);
+/* daemon_workdir.c: STATE/spool made (0700) and emptied. 0 or an EBB_E*
+ * code with err set. */
+int ebb__daemon_workdirs_open(struct ebb__daemon *d, char *err, size_t len);
+void ebb__daemon_workdirs_close(struct ebb__daemon *d);
+/* daemon_workdir.c: a submit of `spec` with `workdir:` must name its packed
+ * workdir (params "workdir_archive"); `dir` is where it was packed from.
+ * Appends what the submitter should know to `warnings`. Returns 0, or -1
+ * with the call failed. */
+int ebb__daemon_workdir_submit(struct ebb__daemon *d, struct ebb__api_call *call,
+                               const struct ebb__job_spec *spec, const char *dir,
+                               json_t *warnings);
 void ebb__api_jobs(void *ctx, struct ebb__api_call *call);
 void ebb__api_job(void *ctx, struct ebb__api_call *call);
 void ebb__api_cancel(void *ctx, struct ebb__api_call *call);

@@ -108,20 +108,30 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
         ebb__jobspec_free(&spec);
         return;
     }
+    json_t *warnings = json_array();
+    if (warnings == NULL || ebb__daemon_workdir_submit(d, call, &spec, workdir, warnings) != 0) {
+        if (warnings == NULL)
+            ebb__api_fail(call, "internal", "out of memory");
+        json_decref(warnings);
+        ebb__jobspec_free(&spec);
+        return;
+    }
     struct ebb__job *job = NULL;
     rc = ebb__engine_submit(d->engine, &spec, yaml, (int64_t)call->uid,
                             workdir != NULL && workdir[0] == '/' ? workdir : NULL,
                             &job, &diag);
     ebb__jobspec_free(&spec);
     if (rc != 0) {
+        json_decref(warnings);
         ebb__api_fail(call, rc == EBB_EINVAL ? "invalid" : "internal", "%s",
                       diag.msg[0] ? diag.msg : ebb_strerror(rc));
         return;
     }
     const char *job_id = ebb__engine_job_id(job);
     ebb__info("job %s submitted by uid %ld from %s", job_id, (long)call->uid, file);
-    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s}", "id", job_id, "state",
-                                   ebb__job_state_name(ebb__engine_job_state(job))));
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s,s:o}", "id", job_id, "state",
+                                   ebb__job_state_name(ebb__engine_job_state(job)),
+                                   "warnings", warnings));
 }
 
 /* Whether the caller sees job row `job` (owner_uid, team) in full. */

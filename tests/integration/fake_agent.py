@@ -56,6 +56,7 @@ status, body = call("GET", "/v1/agent/job")
 if status != 200:
     sys.exit("job document refused: %d" % status)
 job = json.loads(body)
+print("workdir %s" % job.get("workdir", ""), flush=True)
 # The instance's own disk (local's disk: private): the "job" leaves files,
 # a directory it may not write, and links out of the disk, to a file and
 # to a directory, all of which ebbd removes without following a link.
