@@ -89,6 +89,11 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call);
 /* daemon_workdir.c: `workdir_put` {sha256, size[, offset, data]}: begins
  * or continues the upload of a packed workdir (docs/stores.md). */
 void ebb__api_workdir_put(void *ctx, struct ebb__api_call *call);
+/* daemon_submit_warn.c: appends to `warnings` what a preemption will cost
+ * a spot job without a checkpoint store on a provider whose disks end with
+ * their instances. 0 or EBB_ENOMEM. */
+int ebb__daemon_spot_warning(struct ebb__daemon *d, const struct ebb__job_spec *spec,
+                             json_t *warnings);
 /* daemon_workdir.c: STATE/spool made (0700) and emptied. 0 or an EBB_E*
  * code with err set. */
 int ebb__daemon_workdirs_open(struct ebb__daemon *d, char *err, size_t len);

@@ -109,9 +109,10 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
         return;
     }
     json_t *warnings = json_array();
-    if (warnings == NULL || ebb__daemon_workdir_submit(d, call, &spec, workdir, warnings) != 0) {
-        if (warnings == NULL)
-            ebb__api_fail(call, "internal", "out of memory");
+    int bad = warnings == NULL || ebb__daemon_spot_warning(d, &spec, warnings) != 0;
+    if (bad)
+        ebb__api_fail(call, "internal", "out of memory");
+    if (bad || ebb__daemon_workdir_submit(d, call, &spec, workdir, warnings) != 0) {
         json_decref(warnings);
         ebb__jobspec_free(&spec);
         return;
