@@ -110,6 +110,14 @@ void agent_run_init(struct agent *a);
  * exited and finishes. */
 void agent_run_start(struct agent *a);
 
+/* workdir.c: makes the job document's workdir_archive, when there is
+ * one, the job's working directory (a->doc.workdir: <disk>/work/<job id>,
+ * <disk> the --disk option or $HOME/.local/state/ebb), then calls
+ * `done(a, NULL)`, or `done(a, why)` when it cannot; without one, `done`
+ * at once. */
+typedef void (*agent_workdir_done)(struct agent *a, const char *why);
+void agent_workdir_prepare(struct agent *a, agent_workdir_done done);
+
 /* run.c: asks the job to checkpoint and stop within `grace_ms`. */
 void agent_run_stop(struct agent *a, int64_t grace_ms, const char *reason);
 

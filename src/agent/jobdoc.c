@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <openssl/crypto.h>
 
 #include <ebb/common.h>
 
@@ -136,6 +137,42 @@ static int get_env(json_t *root, struct agent_jobdoc *doc, char *err, size_t err
     return 0;
 }
 
+/* Copies `n` lowercase hex digits of string member `key` into out. */
+static int get_hex(json_t *obj, const char *key, size_t n, char *out)
+{
+    const char *v = json_string_value(json_object_get(obj, key));
+    if (v == NULL || strlen(v) != n || strspn(v, "0123456789abcdef") != n)
+        return -1;
+    memcpy(out, v, n + 1);
+    return 0;
+}
+
+/* workdir_archive {url, sha256, size, stored_size[, key]}, when present. */
+static int get_workdir_archive(json_t *root, struct agent_workdir_archive *w, char *err,
+                               size_t err_size)
+{
+    json_t *o = json_object_get(root, "workdir_archive");
+    if (o == NULL || json_is_null(o))
+        return 0;
+    json_t *size = json_object_get(o, "size"), *stored = json_object_get(o, "stored_size");
+    const char *url = json_string_value(json_object_get(o, "url"));
+    json_t *key = json_object_get(o, "key");
+    if (!json_is_object(o) || url == NULL ||
+        (strncmp(url, "file:///", 8) != 0 && strncmp(url, "https://", 8) != 0 &&
+         strncmp(url, "http://", 7) != 0) ||
+        get_hex(o, "sha256", 64, w->sha256) != 0 || !json_is_integer(size) ||
+        json_integer_value(size) <= 0 || !json_is_integer(stored) ||
+        json_integer_value(stored) < json_integer_value(size) ||
+        (key != NULL && !json_is_null(key) && get_hex(o, "key", 64, w->key) != 0))
+        return fail(err, err_size, "job document: \"workdir_archive\" is not {url "
+                    "(file:///, http:// or https://), sha256 (64 hex digits), size, "
+                    "stored_size (>= size), key (64 hex digits, optional)}");
+    w->size = (uint64_t)json_integer_value(size);
+    w->stored_size = (uint64_t)json_integer_value(stored);
+    w->url = ebb_strfmt("%s", url);
+    return w->url ? 0 : EBB_ENOMEM;
+}
+
 static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
 {
     int rc = get_string(root, "job_id", NULL, &doc->job_id, err, err_size);
@@ -152,6 +189,8 @@ static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t 
     if (rc == 0)
         rc = get_int(root, "heartbeat_ms", DEFAULT_HEARTBEAT_MS, 1, &doc->heartbeat_ms,
                      err, err_size);
+    if (rc == 0)
+        rc = get_workdir_archive(root, &doc->workdir_archive, err, err_size);
     if (rc != 0)
         return rc;
     json_t *shell = json_object_get(root, "shell");
@@ -222,5 +261,7 @@ void agent_jobdoc_free(struct agent_jobdoc *doc)
     free(doc->signal_name);
     free(doc->periodic_signal_name);
     free(doc->progress_file);
+    free(doc->workdir_archive.url);
+    OPENSSL_cleanse(doc->workdir_archive.key, sizeof(doc->workdir_archive.key));
     *doc = (struct agent_jobdoc){0};
 }

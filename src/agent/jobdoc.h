@@ -6,6 +6,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The packed workdir to unpack as the job's working directory
+ * (workdir.c); url NULL: none. */
+struct agent_workdir_archive {
+    char *url;            /* file:///PATH or a presigned http(s) GET */
+    char sha256[65];      /* of the plaintext tar, lowercase hex */
+    uint64_t size;        /* of the plaintext tar */
+    uint64_t stored_size; /* of the stored object */
+    char key[65];         /* hex; "": stored unencrypted */
+};
+
 struct agent_jobdoc {
     char *job_id;
     char *instance_id;
@@ -23,6 +33,7 @@ struct agent_jobdoc {
     int keep;             /* complete checkpoints kept, >= 1 */
     char *progress_file;  /* "" = none */
     int64_t heartbeat_ms;
+    struct agent_workdir_archive workdir_archive;
 };
 
 /* Parses the JSON `text`. Absent optional fields take the protocol's

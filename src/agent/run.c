@@ -418,8 +418,12 @@ void agent_run_init(struct agent *a)
     a->ckpt_fd = -1;
 }
 
-void agent_run_start(struct agent *a)
+static void start_job(struct agent *a, const char *workdir_failed)
 {
+    if (workdir_failed != NULL) {
+        fail_start(a, "workdir", workdir_failed);
+        return;
+    }
     char why[512];
     int rc = check_workdir(a, why, sizeof(why));
     if (rc != 0) {
@@ -464,6 +468,12 @@ void agent_run_start(struct agent *a)
                           a->opt.metadata_interval_ms, on_notice, a);
     if (rc != 0)
         ebb__error("cannot watch the metadata endpoint: %s", ebb_strerror(rc));
+}
+
+/* The one way into a job's start: its workdir first (workdir.c). */
+void agent_run_start(struct agent *a)
+{
+    agent_workdir_prepare(a, start_job);
 }
 
 void agent_run_free(struct agent *a)

@@ -8,14 +8,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "fake.h"
+#include "io/ckpt_object.h"
+#include "io/workdir_tar.h"
 #include "jobs.h"
 
 #define WATCHDOG_MS 15000
@@ -660,6 +665,104 @@ static void expect_usage_error(const char *args, const char *words)
         fail_msg("\"%s\" does not say \"%s\"", out, words);
 }
 
+/* ---- the packed workdir ---- */
+
+/* Packs DIR/src, seals it as ebbd stores a workdir (checkpoint "workdir",
+ * file "<sha256>") into DIR/store/obj, and writes the job document's
+ * workdir_archive member into `more` (with a leading comma). */
+static void store_workdir(char *more, size_t len, const char *sha_override)
+{
+    char src[600], tar[600], obj[600];
+    snprintf(src, sizeof(src), "%s/src", F.dir);
+    snprintf(tar, sizeof(tar), "%s/wd.tar", F.dir);
+    snprintf(obj, sizeof(obj), "%s/store", F.dir);
+    mkdir(src, 0700);
+    mkdir(obj, 0700);
+    snprintf(obj, sizeof(obj), "%s/store/obj", F.dir);
+    fake_script(&F, "src/code.sh", "#!/bin/sh\necho hello from the workdir\n");
+    int fd = open(tar, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    struct ebb__workdir_packed p;
+    char err[256];
+    assert_int_equal(ebb__workdir_pack(src, fd, NULL, NULL, EBB__WORKDIR_MAX_BYTES, &p, err,
+                                       sizeof(err)), 0);
+    char sha[65];
+    for (size_t i = 0; i < 32; i++)
+        snprintf(sha + 2 * i, 3, "%02x", p.sha256[i]);
+    struct ebb__ckpt_key key;
+    assert_int_equal(ebb__ckpt_key_generate(&key), 0);
+    char hex[EBB__CKPT_KEY_HEX_SIZE];
+    ebb__ckpt_key_to_hex(&key, hex);
+    int out = open(obj, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    assert_true(out >= 0 && lseek(fd, 0, SEEK_SET) == 0);
+    struct ebb__ckpt_sums sums;
+    struct ebb__ckpt_error cerr;
+    assert_int_equal(ebb__ckpt_encrypt(&key, "workdir", sha, ebb__ckpt_fd_read, &fd,
+                                       ebb__ckpt_fd_write, &out, &sums, &cerr), 0);
+    close(out);
+    close(fd);
+    snprintf(more, len, ", \"workdir_archive\": {\"url\": \"file://%s\", \"sha256\": "
+             "\"%s\", \"size\": %llu, \"stored_size\": %llu, \"key\": \"%s\"}", obj,
+             sha_override ? sha_override : sha, (unsigned long long)p.size,
+             (unsigned long long)sums.stored_size, hex);
+}
+
+static void run_in_workdir(const char *more, const char *disk)
+{
+    next_run();
+    fake_set_job(&F, JOB_DOC, "[\"sh\", \"-c\", \"pwd; ./code.sh\"]", "false", 0, "",
+                 F.ckpt_dir, "", more);
+    const char *const extra[] = {"--disk", disk, NULL};
+    fake_start_agent(&F, FAKE_TOKEN, NULL, extra);
+    fake_run_until(&F, fake_agent_done);
+}
+
+/* The job's workdir comes from the store: decrypted, verified, unpacked
+ * into <disk>/work/<job id>, where the job runs; a tampered object, or
+ * one that is not the tar submitted, never starts the job. */
+static void test_workdir_archive(void **state)
+{
+    (void)state;
+    char more[1024], disk[600], want[800], obj[600];
+    store_workdir(more, sizeof(more), NULL);
+    snprintf(disk, sizeof(disk), "%s/disk", F.dir);
+    run_in_workdir(more, disk);
+    assert_int_equal(F.agent_status, 0);
+    snprintf(want, sizeof(want), "%s/work/j-20261130-0001\nhello from the workdir\n", disk);
+    assert_true(has(&F.out, want));
+
+    /* One byte of the stored object changed: refused, and nothing left. */
+    snprintf(obj, sizeof(obj), "%s/store/obj", F.dir);
+    int fd = open(obj, O_RDWR | O_CLOEXEC);
+    char c;
+    assert_int_equal(pread(fd, &c, 1, 100), 1);
+    c ^= 1;
+    assert_int_equal(pwrite(fd, &c, 1, 100), 1);
+    close(fd);
+    snprintf(disk, sizeof(disk), "%s/disk2", F.dir);
+    run_in_workdir(more, disk);
+    assert_int_equal(F.agent_status, 127);
+    assert_kinds("host,exited");
+    assert_true(has(&F.agent_err, "cannot start the job: workdir: the stored workdir is refused"));
+    snprintf(want, sizeof(want), "%s/work", disk);
+    DIR *d = opendir(want);
+    assert_non_null(d);
+    struct dirent *de;
+    int entries = 0;
+    while ((de = readdir(d)) != NULL)
+        entries += de->d_name[0] != '.' || (de->d_name[1] != '\0' && de->d_name[1] != '.');
+    closedir(d);
+    assert_int_equal(entries, 0);
+
+    /* Another tar's hash: not the workdir submitted. */
+    store_workdir(more, sizeof(more),
+                  "0000000000000000000000000000000000000000000000000000000000000000");
+    snprintf(disk, sizeof(disk), "%s/disk3", F.dir);
+    run_in_workdir(more, disk);
+    assert_int_equal(F.agent_status, 127);
+    assert_true(has(&F.agent_err, "cannot start the job: workdir: the stored workdir is refused"));
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -797,6 +900,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gives_up_on_ebbd_after_exit_wait, setup,
                                         teardown),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test_setup_teardown(test_workdir_archive, setup, teardown),
         cmocka_unit_test_setup_teardown(test_train_py_resumes_bit_for_bit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
