@@ -36,7 +36,11 @@ static const char default_text[] =
     "agent_api:\n"
     "  listen: 127.0.0.1:0\n"
     "clock:\n"
-    "  start: 2020-01-06T00:00:00Z\n";
+    "  start: 2020-01-06T00:00:00Z\n"
+    "# Checkpoints (checkpoint.store: ckpt) kept beside the state, as a\n"
+    "# bucket would keep them: the demo's job resumes from there.\n"
+    "stores:\n"
+    "  ckpt: {url: \"file://@STATE@/store\"}\n";
 
 #define DEFAULT_NAME "<built-in configuration>"
 
@@ -413,16 +417,19 @@ int ebb__config_load_file(const char *path, struct ebb__config **out,
     return finish_load(doc, out, d);
 }
 
-int ebb__config_load_default(struct ebb__config **out, struct ebb_diag *d)
+int ebb__config_load_default(const char *state_dir, struct ebb__config **out,
+                             struct ebb_diag *d)
 {
     char *data = ebb__data_dir();
     struct ebb_buf text = {0};
     const char *s = default_text;
-    for (const char *at = strstr(s, "@DATA@"); data != NULL && at != NULL;
-         at = strstr(s, "@DATA@")) {
+    for (const char *at = strpbrk(s, "@"); data != NULL && at != NULL; at = strpbrk(s, "@")) {
+        const char *value = strncmp(at, "@DATA@", 6) == 0    ? data
+                            : strncmp(at, "@STATE@", 7) == 0 ? state_dir
+                                                             : "@";
         ebb_buf_append(&text, s, (size_t)(at - s));
-        ebb_buf_puts(&text, data);
-        s = at + strlen("@DATA@");
+        ebb_buf_puts(&text, value);
+        s = at + (value == data ? 6 : value == state_dir ? 7 : 1);
     }
     ebb_buf_puts(&text, s);
     free(data);

@@ -114,9 +114,11 @@ int ebb__config_load_buffer(const char *name, const char *buf, size_t len,
                             struct ebb__config **out, struct ebb_diag *d);
 
 /* Loads the configuration compiled into the binary (used when no ebb.yaml
- * exists): log_level info, default_policy uniform-progress, no providers.
- * Same return values. */
-int ebb__config_load_default(struct ebb__config **out, struct ebb_diag *d);
+ * exists): the sim market on the shipped data run on local processes, and
+ * the store `ckpt` at file://STATE_DIR/store (`state_dir` absolute, without
+ * "." or ".." parts). Same return values. */
+int ebb__config_load_default(const char *state_dir, struct ebb__config **out,
+                             struct ebb_diag *d);
 
 /* The text of that built-in configuration. Static; never freed. */
 const char *ebb__config_default_text(void);

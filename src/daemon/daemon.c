@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "base/paths.h"
+#include "base/pathname.h"
 #include "base/str.h"
 #include "daemon/daemon_ckpt.h"
 #include "ebb_build_config.h"
@@ -39,13 +40,37 @@ static int check_socket_group(const struct ebb__config *cfg)
     return 2;
 }
 
+/* The state directory as an absolute path without "." or ".." parts, by
+ * text (it need not exist yet): where the built-in configuration keeps
+ * its store. NULL when it cannot be known. */
+static char *state_dir_absolute(const struct ebb__daemon_options *opts)
+{
+    char *dir = ebb__state_dir_resolve(opts->state_dir), cwd[4096];
+    char *joined = dir == NULL               ? NULL
+                   : dir[0] == '/'           ? ebb_strfmt("%s", dir)
+                   : getcwd(cwd, sizeof(cwd)) ? ebb_strfmt("%s/%s", cwd, dir)
+                                             : NULL;
+    char *abs = NULL;
+    if (joined == NULL || ebb__path_resolve(NULL, joined, &abs) != 0)
+        abs = NULL;
+    free(joined);
+    free(dir);
+    return abs;
+}
+
 static int load_config(const struct ebb__daemon_options *opts,
                        struct ebb__daemon *d)
 {
     struct ebb_diag diag = {{0}};
+    char *state = opts->config_path == NULL ? state_dir_absolute(opts) : NULL;
+    if (opts->config_path == NULL && state == NULL) {
+        ebb__error("no state directory: pass --state-dir or set EBB_STATE_DIR");
+        return 1;
+    }
     int rc = opts->config_path != NULL
                  ? ebb__config_load_file(opts->config_path, &d->config, &diag)
-                 : ebb__config_load_default(&d->config, &diag);
+                 : ebb__config_load_default(state, &d->config, &diag);
+    free(state);
     if (rc != 0) {
         ebb__error("%s", diag.msg);
         return 2;

@@ -530,7 +530,7 @@ static void config_defaults(void **state)
     /* The built-in configuration: the sim market from the shipped data,
      * run on local processes. */
     setenv("EBB_DATA_DIR", "/opt/ebb-data", 1);
-    assert_int_equal(ebb__config_load_default(&cfg, &d), 0);
+    assert_int_equal(ebb__config_load_default("/var/lib/ebb", &cfg, &d), 0);
     unsetenv("EBB_DATA_DIR");
     assert_string_equal(cfg->file, "<built-in configuration>");
     assert_string_equal(cfg->default_policy, "deadline");
@@ -544,6 +544,10 @@ static void config_defaults(void **state)
     assert_string_equal(cfg->run_on[0].runner, "local");
     assert_int_equal(cfg->clock_start, INT64_C(1578268800000));
     assert_non_null(strstr(ebb__config_default_text(), "run_on:"));
+    /* A file:// store in the state directory, which the demo's job uses. */
+    assert_int_equal(cfg->n_stores, 1);
+    assert_string_equal(cfg->stores[0].name, "ckpt");
+    assert_string_equal(cfg->stores[0].url, "file:///var/lib/ebb/store");
     ebb__config_free(cfg);
     ebb__config_free(NULL);
 }
