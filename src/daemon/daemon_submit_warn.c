@@ -1,28 +1,28 @@
 /* The warning a spot job gets at submit when a preemption would take its
  * checkpoints with the instance: it has no checkpoint store, and one of
  * the providers it may run on keeps nothing of an instance once it ends
- * (aws, alibaba and vastai instances' disks, the local provider's private
- * disks). Such a job is accepted: the warning says what each preemption
- * will cost it. */
+ * (aws, alibaba and vastai instances' disks). Such a job is accepted: the
+ * warning says what each preemption will cost it.
+ *
+ * Not local, whatever its `disk:`: a job without a store checkpoints in
+ * a directory of this machine (checkpoint.dir, or STATE/checkpoints/ID),
+ * never on an instance's private disk, so its checkpoints outlive the
+ * instance; a market run_on local runs there too. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/str.h"
 #include "daemon/daemon.h"
 
-/* Whether the instances of provider section `s` lose their disk when they
- * end. The local provider's own `disk:` key decides for it (default
- * private); markets that run nothing themselves (sim) have no disks. */
+/* Whether the instances of provider section `s` lose their disk, and the
+ * checkpoints on it, when they end. */
 static int disk_dies(const struct ebb__config_section *s)
 {
     static const char *const cloud[] = {"aws", "alibaba", "vastai"};
     for (size_t i = 0; i < sizeof(cloud) / sizeof(cloud[0]); i++)
         if (strcmp(s->name, cloud[i]) == 0)
             return 1;
-    if (strcmp(s->name, "local") != 0)
-        return 0;
-    const struct ebb__ynode *disk = s->node ? ebb__ymap_get(s->node, "disk") : NULL;
-    return disk == NULL || disk->kind != EBB__YSCALAR || strcmp(disk->value, "shared") != 0;
+    return 0;
 }
 
 /* Where the instances of market `name` run: its run_on runner, or itself. */
@@ -59,13 +59,12 @@ int ebb__daemon_spot_warning(struct ebb__daemon *d, const struct ebb__job_spec *
     }
     if (loses == NULL)
         return 0;
-    char *w = ebb_strfmt("%s: a spot job without a checkpoint store: on %s%s its "
+    char *w = ebb_strfmt("%s: a spot job without a checkpoint store: on %s its "
                          "checkpoints stay on the instance's disk, which a preemption "
                          "takes with the instance, so every preemption costs it all "
                          "the work done since it started (name a store in "
                          "checkpoint.store to resume where it stopped)",
-                         spec->file, loses->name,
-                         strcmp(loses->name, "local") == 0 ? " (disk: private)" : "");
+                         spec->file, loses->name);
     int rc = w != NULL && json_array_append_new(warnings, json_string(w)) == 0 ? 0
                                                                              : EBB_ENOMEM;
     free(w);

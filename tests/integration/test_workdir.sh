@@ -137,4 +137,43 @@ if [ "$(id -u)" = 0 ]; then
 fi
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
+
+# What a preemption costs a spot job without a store where disks die with
+# their instances (vastai here, which never answers: nothing runs).
+warn_config() { # warn_config RUN_ON_LINE
+    cat <<YAML
+providers:
+  vastai: {api_url: "http://127.0.0.1:9", gpu_names: ["RTX 4090"]}
+  local: {agent: $here/fake_agent.py}
+$1
+agent_api: {listen: 127.0.0.1:0}
+YAML
+}
+cat >"$TMP/spot.yaml" <<YAML
+name: spotty
+run: [python3, train.py]
+work: 1h
+market: spot
+resources: {providers: [vastai]}
+YAML
+W="$TMP/warn"
+warn_config "" >"$TMP/warn.yaml"
+VAST_API_KEY=test-key check "ebbd starts with vastai" start_daemon "$W" --config "$TMP/warn.yaml"
+expect_exit 0 "a spot job for vastai without a store is accepted" "$EBB" --state-dir "$W" submit "$TMP/spot.yaml"
+check "... warned what a preemption costs it" contains "$ERR" \
+    "ebb submit: warning: $TMP/spot.yaml: a spot job without a checkpoint store: on vastai its checkpoints stay on the instance's disk, which a preemption takes with the instance, so every preemption costs it all the work done since it started (name a store in checkpoint.store to resume where it stopped)"
+expect_exit 0 "submit --json" "$EBB" --state-dir "$W" submit "$TMP/spot.yaml" --json
+check "... the API answer carries it in warnings" test "$(json_get "$OUT" 'len(d["warnings"])')" = 1
+sed 's/^market: spot$/market: on-demand/' "$TMP/spot.yaml" >"$TMP/od.yaml"
+expect_exit 0 "an on-demand job" "$EBB" --state-dir "$W" submit "$TMP/od.yaml"
+check "... is not warned" test -z "$ERR"
+sed 's/providers: \[vastai\]/providers: [local]/' "$TMP/spot.yaml" >"$TMP/local.yaml"
+expect_exit 0 "a spot job for local" "$EBB" --state-dir "$W" submit "$TMP/local.yaml"
+check "... is not warned (its checkpoints are on this machine)" test -z "$ERR"
+stop_daemon TERM
+warn_config "run_on: {vastai: local}" >"$TMP/runon.yaml"
+VAST_API_KEY=test-key check "ebbd starts with vastai run on local" start_daemon "$W.2" --config "$TMP/runon.yaml"
+expect_exit 0 "a spot job for vastai run on local" "$EBB" --state-dir "$W.2" submit "$TMP/spot.yaml"
+check "... is not warned" test -z "$ERR"
+stop_daemon TERM
 finish
