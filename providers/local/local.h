@@ -88,8 +88,8 @@ unsigned long long local_start_ticks(pid_t pid);
 
 /* local_disk.c: private disks, PLUGIN_DIR/disks/<token> */
 /* Makes inst's disk, empty, owned by `who`, mode 0700; *path (caller
- * frees) is where. Returns 0, EBB_EPERM (the user cannot reach it) or
- * EBB_EIO, logged. */
+ * frees) is where, or NULL when `who` could not reach it (the instance
+ * then runs without one, logged). Returns 0, or EBB_EIO, logged. */
 int local_disk_create(struct local *l, const struct local_inst *inst,
                       const struct ebb_runas *who, char **path);
 /* Removes the disk of instance `token` with all in it, if there is one

@@ -20,12 +20,18 @@
 #define DISK_DEPTH_MAX 256
 
 /* PLUGIN_DIR/disks opened (created 0711 when missing: the job's user
- * enters its own disk by path, but lists no other), or -1 with errno. */
+ * enters its own disk by path, but lists no other), or -1 with errno.
+ * PLUGIN_DIR itself is made searchable (not readable) by all for the same
+ * reason: what else is in it is ebbd's (logs 0640) or meant for the agent
+ * (the CA, 0644). */
 static int open_disks(const struct local *l)
 {
     int dir = open(l->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
     if (dir < 0)
         return -1;
+    if (fstat(dir, &st) == 0 && (st.st_mode & 0011) != 0011)
+        (void)fchmod(dir, (st.st_mode & 07777) | 0011);
     if (mkdirat(dir, "disks", 0711) != 0 && errno != EEXIST) {
         close(dir);
         return -1;
@@ -106,8 +112,8 @@ static int remove_tree(int parent, const char *name, int depth)
 }
 
 /* Whether the user `who` may search (x) every directory from / to `path`,
- * by the mode bits: a disk the job's user cannot reach is refused at
- * launch with the reason rather than failing inside the agent. */
+ * by the mode bits: a disk the job's user cannot reach is not handed to
+ * the agent, which would fail on it. */
 static int reachable(const char *path, const struct ebb_runas *who)
 {
     if (who->uid == 0)
@@ -151,15 +157,20 @@ int local_disk_create(struct local *l, const struct local_inst *inst,
     if (ok && who->switch_ids)
         ok = fchownat(disks, inst->token, who->uid, who->gid, AT_SYMLINK_NOFOLLOW) == 0;
     const char *why = ok ? NULL : strerror(errno);
-    /* The same next time: the job is told rather than retried. */
     int rc = ok ? 0 : EBB_EIO;
-    if (ok && !reachable(path, who)) {
-        why = "the job's user cannot enter it (open the state directory to that user, "
-              "or set providers.local.disk: shared)";
-        rc = EBB_EPERM;
-    }
     if (disks >= 0)
         close(disks);
+    /* A user who cannot reach the state directory (ebbd's, 0700 unless
+     * api.socket_mode opens it) runs on this machine's disk, as with
+     * disk: shared, rather than not at all. */
+    if (ok && !reachable(path, who)) {
+        l->host->log(l->host->ctx, EBB_LOG_WARN, "job %s: user %s cannot enter %s, "
+                     "so the instance gets no disk of its own (disk: shared for it)",
+                     inst->job_id, who->name, path);
+        local_disk_remove(l, inst->token);
+        free(path);
+        return 0;
+    }
     if (rc != 0) {
         l->host->log(l->host->ctx, EBB_LOG_ERROR, "job %s: cannot make the "
                      "instance's disk %s: %s", inst->job_id, path, why);

@@ -4,7 +4,8 @@
  * the SHA-256 the client named and renames it <uid>-<sha256>.tar. Each
  * upload belongs to the uid that began it (SO_PEERCRED): every chunk is
  * matched on the caller's uid, so no user writes another's spool. Uploads
- * in progress live in memory only; the spool is emptied when ebbd starts.
+ * in progress live in memory only; the spool is emptied when ebbd starts,
+ * and keeps at most 4 finished tars per user that no submit took.
  *
  * At submit (ebb__daemon_workdir_submit) the tar named by
  * `workdir_archive` is what the job's store receives; a job without a
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dirent.h>
@@ -158,6 +160,41 @@ static struct upload *find(struct ebb__daemon_workdirs *w, uid_t uid, const char
     return found;
 }
 
+/* Keeps at most UPLOADS_PER_UID finished tars of `uid` in the spool (ones
+ * a submit never took, as when ebbd refused the job): the oldest go. */
+static void bound_finished(const struct ebb__daemon_workdirs *w, uid_t uid)
+{
+    char prefix[32];
+    int plen = snprintf(prefix, sizeof(prefix), "%ld-", (long)uid);
+    for (int round = 0; round < 64; round++) {
+        DIR *dir = opendir(w->spool);
+        if (dir == NULL)
+            return;
+        struct dirent *de;
+        char oldest[128] = "";
+        time_t oldest_at = 0;
+        int n = 0;
+        while ((de = readdir(dir)) != NULL) {
+            size_t len = strlen(de->d_name);
+            struct stat st;
+            if (strncmp(de->d_name, prefix, (size_t)plen) != 0 || len < 5 ||
+                strcmp(de->d_name + len - 4, ".tar") != 0 || len >= sizeof(oldest) ||
+                fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                continue;
+            n++;
+            if (oldest[0] == '\0' || st.st_mtime < oldest_at) {
+                oldest_at = st.st_mtime;
+                snprintf(oldest, sizeof(oldest), "%s", de->d_name);
+            }
+        }
+        if (n >= UPLOADS_PER_UID)
+            unlinkat(dirfd(dir), oldest, 0);
+        closedir(dir);
+        if (n < UPLOADS_PER_UID)
+            return;
+    }
+}
+
 /* workdir_put without "data": begins (or begins again) an upload, unless
  * ebbd does not want it: it holds it already, or it has no store to keep
  * it in (the job then runs in its directory on this machine). */
@@ -173,6 +210,7 @@ static void begin(struct ebb__daemon *d, struct ebb__api_call *call, const char 
         ebb__api_reply(call, json_pack("{s:b,s:I}", "needed", 0, "offset", (json_int_t)size));
         return;
     }
+    bound_finished(w, call->uid);
     size_t of_uid;
     struct upload *u = find(w, call->uid, sha, &of_uid);
     char *part = spool_path(w, call->uid, sha, "part");

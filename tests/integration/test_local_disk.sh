@@ -100,6 +100,23 @@ check "... and the orphan disk" test ! -e "$D/orphan"
 check "the plugin directory survived the disk's link to it" \
     test -f "$S/plugins/local/$t2.agent.log"
 expect_exit 0 "cancel the second job" "$EBB" --state-dir "$S" cancel "$ID2"
+check "the plugin directory is searchable by the jobs' users, not listable" \
+    test "$(stat -c %a "$S/plugins/local")" = 711
+# A user who cannot reach the state directory (0700 here) runs without a
+# disk of its own rather than not at all (root runs this check: run_as).
+if [ "$(id -u)" = 0 ]; then
+    sed 's/^name: disk-train$/name: theirs\nrun_as: nobody/' "$TMP/job.yaml" >"$TMP/theirs.yaml"
+    expect_exit 0 "root submits a job run as nobody" "$EBB" --state-dir "$S" submit "$TMP/theirs.yaml"
+    ID4=$OUT
+    for _ in $(seq 1 200); do
+        grep -qs "^no disk$" "$S/plugins/local/$ID4-a1.agent.log" && break
+        sleep 0.05
+    done
+    check "its agent got no --disk" grep -qx "no disk" "$S/plugins/local/$ID4-a1.agent.log"
+    check "... and ebbd says why" grep -q "job $ID4: user nobody cannot enter $D/$ID4-a1, so the instance gets no disk of its own" "$S.log"
+    check "... leaving no disk behind" test ! -e "$D/$ID4-a1"
+    "$EBB" --state-dir "$S" cancel "$ID4" >/dev/null 2>&1
+fi
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
 

@@ -131,6 +131,22 @@ check "a workdir ebbd holds is not sent again" test "$(json_get "$R" 'd["again"]
 check "bytes whose hash is not the one named are refused" contains "$(json_get "$R" 'd["badsum"]["message"]')" "the bytes sent have SHA-256"
 check "... and not kept" test "$(ls "$S/spool" | wc -l)" = 1
 check "a bad id is refused" contains "$(json_get "$R" 'd["badid"]["message"]')" "\"sha256\" (64 lowercase hex digits)"
+python3 - "$S/ebb.sock" <<'PY'
+import base64, hashlib, json, os, socket, sys, time
+def call(params):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(sys.argv[1])
+    c.sendall(json.dumps({"id": 1, "method": "workdir_put", "params": params}).encode() + b"\n")
+    c.shutdown(socket.SHUT_WR)
+    return json.loads(c.makefile().readline())
+for i in range(6):  # finished uploads no submit takes
+    data = os.urandom(100)
+    sha = hashlib.sha256(data).hexdigest()
+    call({"sha256": sha, "size": 100})
+    call({"sha256": sha, "size": 100, "offset": 0, "data": base64.b64encode(data).decode()})
+    time.sleep(1.05)  # distinct modification times: the oldest goes first
+PY
+check "at most 4 finished tars per user stay in the spool" test "$(ls "$S/spool" | wc -l)" = 4
 if [ "$(id -u)" = 0 ]; then
     check "another user cannot add to an upload (root runs this check)" \
         contains "$(json_get "$R" 'd["other_uid"]["message"]')" "no upload of"
