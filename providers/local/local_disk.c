@@ -154,19 +154,27 @@ int local_disk_create(struct local *l, const struct local_inst *inst,
      * ran is not this instance's: it starts empty. */
     int ok = disks >= 0 && remove_tree(disks, inst->token, 0) == 0 &&
              mkdirat(disks, inst->token, 0700) == 0;
-    if (ok && who->switch_ids)
-        ok = fchownat(disks, inst->token, who->uid, who->gid, AT_SYMLINK_NOFOLLOW) == 0;
+    /* Giving it to the job's user needs CAP_CHOWN, which the shipped unit
+     * does not grant (it grants what starting the job needs). */
+    int cannot_give = 0;
+    if (ok && who->switch_ids &&
+        fchownat(disks, inst->token, who->uid, who->gid, AT_SYMLINK_NOFOLLOW) != 0) {
+        ok = errno == EPERM;
+        cannot_give = ok;
+    }
     const char *why = ok ? NULL : strerror(errno);
     int rc = ok ? 0 : EBB_EIO;
     if (disks >= 0)
         close(disks);
     /* A user who cannot reach the state directory (ebbd's, 0700 unless
-     * api.socket_mode opens it) runs on this machine's disk, as with
-     * disk: shared, rather than not at all. */
-    if (ok && !reachable(path, who)) {
-        l->host->log(l->host->ctx, EBB_LOG_WARN, "job %s: user %s cannot enter %s, "
-                     "so the instance gets no disk of its own (disk: shared for it)",
-                     inst->job_id, who->name, path);
+     * api.socket_mode opens it), or to whom ebbd cannot give the disk,
+     * runs on this machine's disk, as with disk: shared, rather than not
+     * at all. */
+    if (ok && (cannot_give || !reachable(path, who))) {
+        l->host->log(l->host->ctx, EBB_LOG_WARN, "job %s: %s %s, so the instance gets "
+                     "no disk of its own (disk: shared for it)", inst->job_id,
+                     cannot_give ? "ebbd may not give (CAP_CHOWN) to its user" : "its user "
+                     "cannot enter", path);
         local_disk_remove(l, inst->token);
         free(path);
         return 0;

@@ -113,7 +113,7 @@ if [ "$(id -u)" = 0 ]; then
         sleep 0.05
     done
     check "its agent got no --disk" grep -qx "no disk" "$S/plugins/local/$ID4-a1.agent.log"
-    check "... and ebbd says why" grep -q "job $ID4: user nobody cannot enter $D/$ID4-a1, so the instance gets no disk of its own" "$S.log"
+    check "... and ebbd says why" grep -q "job $ID4: its user cannot enter $D/$ID4-a1, so the instance gets no disk of its own" "$S.log"
     check "... leaving no disk behind" test ! -e "$D/$ID4-a1"
     "$EBB" --state-dir "$S" cancel "$ID4" >/dev/null 2>&1
 fi
