@@ -47,7 +47,7 @@ static int allowed(const struct ebb__job_spec *spec, const char *provider)
 int ebb__daemon_spot_warning(struct ebb__daemon *d, const struct ebb__job_spec *spec,
                              json_t *warnings)
 {
-    if (spec->market == EBB_JOB_ON_DEMAND)
+    if (spec->market == EBB_JOB_ON_DEMAND || spec->checkpoint.store != NULL)
         return 0;
     const struct ebb__config *cfg = d->config;
     const struct ebb__config_section *loses = NULL;

@@ -360,9 +360,19 @@ int ebb__daemon_workdir_submit(struct ebb__daemon *d, struct ebb__api_call *call
                       "an absolute \"workdir\"; submit with ebb submit)", spec->file);
         return -1;
     }
-    /* No job has a store to keep the tar in: the job runs in the
-     * directory it was packed from, which only instances on this
-     * machine reach. The spooled tar is not needed. */
+    /* Sealing the tar into the job's store (PREFIX/workdirs/<sha256>) and
+     * handing it to the agent as workdir_archive needs ebbd's opened
+     * stores, which are not wired yet: refused, rather than a job whose
+     * instances elsewhere would lack its code. */
+    if (spec->checkpoint.store != NULL) {
+        ebb__api_fail(call, "invalid", "%s:%d: workdir: a packed workdir cannot go to "
+                      "store %s yet (#17); leave out workdir: or checkpoint.store",
+                      spec->file, spec->workdir_line, spec->checkpoint.store);
+        return -1;
+    }
+    /* The job has no store to keep the tar in: it runs in the directory
+     * it was packed from, which only instances on this machine reach. The
+     * spooled tar is not needed. */
     char *done = spool_path(d->workdirs, call->uid, sha, "tar");
     if (done != NULL)
         unlink(done);
