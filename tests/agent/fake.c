@@ -24,6 +24,22 @@ static void ebbd_handler(const struct ebb__httpd_request *req,
                          struct ebb__httpd_response *res, void *arg)
 {
     struct fake *f = arg;
+    /* A store's presigned GET: no token of the agent's may reach it. */
+    if (strcmp(req->path, "/store/obj") == 0) {
+        f->object_gets++;
+        if (ebb__httpd_header(req, "Authorization") != NULL) {
+            res->status = 400;
+            ebb__httpd_set_bodyf(res, "an Authorization header reached the store");
+        } else if (f->object_gets <= f->object_fail_first) {
+            res->status = 503;
+            ebb__httpd_set_bodyf(res, "<Error><Code>SlowDown</Code></Error>");
+        } else if (f->object == NULL) {
+            res->status = 404;
+        } else {
+            ebb__httpd_set_body(res, f->object, f->object_len);
+        }
+        return;
+    }
     if (!authorized(req)) {
         f->refused++;
         res->status = 401;
@@ -361,6 +377,7 @@ void fake_close(struct fake *f)
     assert_int_equal(uv_loop_close(&f->loop), 0);
     json_decref(f->events);
     free(f->job_json);
+    free(f->object);
     ebb_buf_free(&f->out);
     ebb_buf_free(&f->err);
     ebb_buf_free(&f->agent_out);

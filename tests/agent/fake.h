@@ -42,6 +42,11 @@ struct fake {
     int log_posts;
     fake_event_hook hook;
     void *user;
+    /* A stored object served at /store/obj without a token (a presigned
+     * GET's stand-in): the first object_fail_first GETs answer 503. */
+    char *object;
+    size_t object_len;
+    int object_gets, object_fail_first;
 
     /* metadata */
     struct ebb__httpd *imds;

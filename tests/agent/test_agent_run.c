@@ -763,6 +763,46 @@ static void test_workdir_archive(void **state)
     assert_true(has(&F.agent_err, "cannot start the job: workdir: the stored workdir is refused"));
 }
 
+/* The same through a presigned GET (the fake ebbd's /store/obj, which
+ * refuses any Authorization header): a 503 is retried, and the object
+ * downloaded into the disk, verified and unpacked. */
+static void test_workdir_archive_over_http(void **state)
+{
+    (void)state;
+    char more[1024], disk[600], want[800], obj[600];
+    store_workdir(more, sizeof(more), NULL);
+    snprintf(obj, sizeof(obj), "%s/store/obj", F.dir);
+    FILE *fp = fopen(obj, "rb");
+    assert_non_null(fp);
+    static char buf[1 << 16];
+    F.object_len = fread(buf, 1, sizeof(buf), fp);
+    fclose(fp);
+    F.object = malloc(F.object_len);
+    assert_non_null(F.object);
+    memcpy(F.object, buf, F.object_len);
+    F.object_fail_first = 1;
+    char url[700], *at = strstr(more, "file://");
+    assert_non_null(at);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/store/obj", F.ebbd_port);
+    char edited[1200];
+    snprintf(edited, sizeof(edited), "%.*s%s%s", (int)(at - more), more, url,
+             at + strlen("file://") + strlen(obj));
+    snprintf(disk, sizeof(disk), "%s/disk", F.dir);
+    run_in_workdir(edited, disk);
+    assert_int_equal(F.agent_status, 0);
+    assert_int_equal(F.object_gets, 2); /* the 503, then the object */
+    snprintf(want, sizeof(want), "%s/work/j-20261130-0001\nhello from the workdir\n", disk);
+    assert_true(has(&F.out, want));
+
+    /* A body cut short is refused, and the job never starts. */
+    F.object_len -= 10;
+    F.object_gets = 0;
+    snprintf(disk, sizeof(disk), "%s/disk2", F.dir);
+    run_in_workdir(edited, disk);
+    assert_int_equal(F.agent_status, 127);
+    assert_true(has(&F.agent_err, "cannot start the job: workdir: the stored workdir is "));
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -901,6 +941,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test_setup_teardown(test_workdir_archive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_workdir_archive_over_http, setup, teardown),
         cmocka_unit_test_setup_teardown(test_train_py_resumes_bit_for_bit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
