@@ -543,6 +543,8 @@ static int start_the_rest(const struct ebb__daemon_options *opts,
 {
     int code = open_state(opts, d);
     if (code == 0)
+        code = ebb__daemon_stores_make_dirs(d);
+    if (code == 0)
         code = ebb__daemon_clock_start(d);
     if (code == 0)
         code = start_engine(d);
@@ -590,7 +592,7 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
     if (code == 0)
         code = check_run_on(d);
     if (code == 0)
-        code = ebb__daemon_stores_open(d, opts->check);
+        code = ebb__daemon_stores_open(d);
     if (code == 0 && opts->check)
         code = checked(d);
     else if (code == 0)

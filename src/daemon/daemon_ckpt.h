@@ -43,11 +43,13 @@ struct ebb__job_spec;
 /* ---- stores and keys (daemon_stores.c) ---------------------------------- */
 
 /* Opens every store of ebb.yaml (ebb__objstore_open with the credentials
- * of its kind) and, unless `check` (ebbd --check changes nothing), makes
- * a file:// store's missing directory (0711). Returns 0, or 2 after
- * logging which store lacks which credentials or cannot open (1: its
- * directory cannot be made). */
-int ebb__daemon_stores_open(struct ebb__daemon *d, int check);
+ * of its kind). Returns 0, or 2 after logging which store lacks which
+ * credentials or cannot open. */
+int ebb__daemon_stores_open(struct ebb__daemon *d);
+/* Makes a file:// store's missing directory (0711), once the state
+ * directory is checked and locked (the built-in configuration's store is
+ * in it; ebbd --check changes nothing). Returns 0, or 1 after logging. */
+int ebb__daemon_stores_make_dirs(struct ebb__daemon *d);
 void ebb__daemon_stores_free(struct ebb__daemon *d);
 
 /* The open store named `name`, or NULL; and its configuration. */

@@ -39,7 +39,7 @@ static ebb_time_ms store_now(void *ctx)
     return ebb__daemon_wall_ms();
 }
 
-int ebb__daemon_stores_open(struct ebb__daemon *d, int check)
+int ebb__daemon_stores_open(struct ebb__daemon *d)
 {
     const struct ebb__config *cfg = d->config;
     if (cfg->n_stores == 0)
@@ -59,12 +59,6 @@ int ebb__daemon_stores_open(struct ebb__daemon *d, int check)
                        s->line, s->name, s->url, err[0] ? err : ebb_strerror(rc));
             return 2;
         }
-        if (!check && s->kind == EBB__OBJSTORE_FILE &&
-            file_store_dir(s, err, sizeof(err)) != 0) {
-            ebb__error("%s:%d: stores.%s: cannot make its directory: %s", cfg->file,
-                       s->line, s->name, err);
-            return 1;
-        }
         struct ebb__objstore_cfg oc = ebb__store_objstore_cfg(s);
         oc.now = store_now;
         rc = ebb__objstore_open(&oc, &creds, d->http, &d->loop, &d->objstores[i],
@@ -74,6 +68,21 @@ int ebb__daemon_stores_open(struct ebb__daemon *d, int check)
             ebb__error("%s:%d: stores.%s: %s", cfg->file, s->line, s->name,
                        err[0] ? err : ebb_strerror(rc));
             return 2;
+        }
+    }
+    return 0;
+}
+
+int ebb__daemon_stores_make_dirs(struct ebb__daemon *d)
+{
+    const struct ebb__config *cfg = d->config;
+    for (size_t i = 0; i < cfg->n_stores; i++) {
+        const struct ebb__store_cfg *s = &cfg->stores[i];
+        char err[512] = "";
+        if (s->kind == EBB__OBJSTORE_FILE && file_store_dir(s, err, sizeof(err)) != 0) {
+            ebb__error("%s:%d: stores.%s: cannot make its directory: %s", cfg->file,
+                       s->line, s->name, err);
+            return 1;
         }
     }
     return 0;
