@@ -2,8 +2,11 @@
  * directory, packed into a tar (io/workdir_tar.h) honouring
  * workdir_exclude, and handed to ebbd with `workdir_put` in chunks that
  * fit the API's 1 MiB requests, when ebbd wants it (it has a store to
- * keep it in and does not hold it yet). The submit then names the tar by
- * its SHA-256. */
+ * keep it in and does not hold it yet). For a job with checkpoint.store
+ * the upload names that store, and ebb submit waits (polling workdir_put
+ * every 200 ms, at most 10 minutes) until ebbd has the tar in it: a
+ * failure is an error and nothing is submitted. The submit then names the
+ * tar by its SHA-256. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -24,6 +28,10 @@
 /* Raw bytes per workdir_put: 4/3 of it in base64 stays well below the
  * 1 MiB request. */
 #define CHUNK (512 * 1024)
+/* Polls of ebbd while it keeps the tar in the store: 200 ms apart, for at
+ * most 10 minutes. */
+#define POLL_MS 200
+#define POLLS (10 * 60 * 1000 / POLL_MS)
 
 static int skip_excluded(void *arg, const char *path, int is_dir)
 {
@@ -85,11 +93,53 @@ static int put(struct cli *cli, json_t *params, json_t **r)
     return code;
 }
 
+/* workdir_put's begin: {sha256, size[, store]}. */
+static json_t *begin_params(const char *sha, uint64_t size, const char *store)
+{
+    json_t *p = json_pack("{s:s,s:I}", "sha256", sha, "size", (json_int_t)size);
+    if (p != NULL && store != NULL && json_object_set_new(p, "store", json_string(store)) != 0) {
+        json_decref(p);
+        p = NULL;
+    }
+    return p;
+}
+
+/* Waits until ebbd has the tar in `store`: stored, or an error. */
+static int wait_stored(struct cli *cli, const char *file, int line, const char *sha,
+                       uint64_t size, const char *store)
+{
+    for (int polls = 0; polls <= POLLS; polls++) {
+        json_t *r = NULL;
+        int code = put(cli, begin_params(sha, size, store), &r);
+        if (code != CLI_OK)
+            return code;
+        const char *state = json_string_value(json_object_get(r, "state"));
+        const char *reason = json_string_value(json_object_get(r, "reason"));
+        if (state != NULL && strcmp(state, "stored") == 0) {
+            json_decref(r);
+            return CLI_OK;
+        }
+        if (state == NULL || strcmp(state, "sealing") != 0) {
+            fprintf(stderr, "ebb submit: %s:%d: workdir: ebbd could not keep the packed "
+                    "workdir in store %s: %s; nothing was submitted\n", file, line, store,
+                    reason ? reason : state ? state : "it lost the upload");
+            json_decref(r);
+            return CLI_FAIL;
+        }
+        json_decref(r);
+        nanosleep(&(struct timespec){0, POLL_MS * 1000000L}, NULL);
+    }
+    fprintf(stderr, "ebb submit: %s:%d: workdir: ebbd did not finish keeping the packed "
+            "workdir in store %s within 10 minutes; nothing was submitted\n", file, line,
+            store);
+    return CLI_FAIL;
+}
+
 /* Sends the tar in `fd` to ebbd from the offset it asks for. */
-static int upload(struct cli *cli, int fd, const char *sha, uint64_t size)
+static int upload(struct cli *cli, int fd, const char *sha, uint64_t size, const char *store)
 {
     json_t *r = NULL;
-    int code = put(cli, json_pack("{s:s,s:I}", "sha256", sha, "size", (json_int_t)size), &r);
+    int code = put(cli, begin_params(sha, size, store), &r);
     if (code != CLI_OK)
         return code;
     int needed = json_is_true(json_object_get(r, "needed"));
@@ -157,7 +207,9 @@ int cli_submit_workdir(struct cli *cli, const char *file, json_t *params)
     for (size_t i = 0; code == CLI_OK && i < 32; i++)
         snprintf(sha + 2 * i, 3, "%02x", packed.sha256[i]);
     if (code == CLI_OK)
-        code = upload(cli, fd, sha, packed.size);
+        code = upload(cli, fd, sha, packed.size, s.checkpoint.store);
+    if (code == CLI_OK && s.checkpoint.store != NULL)
+        code = wait_stored(cli, file, s.workdir_line, sha, packed.size, s.checkpoint.store);
     if (code == CLI_OK &&
         (json_object_set_new(params, "workdir", json_string(dir)) != 0 ||
          json_object_set_new(params, "workdir_archive",

@@ -14,6 +14,7 @@
 #include "base/pathname.h"
 #include "base/str.h"
 #include "daemon/daemon_ckpt.h"
+#include "daemon/daemon_workdir.h"
 #include "ebb_build_config.h"
 #include "daemon/daemon_notify.h"
 #include "io/httpd.h"
@@ -611,6 +612,7 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
         ebb__info("stopped cleanly");
     }
     ebb__daemon_ckpt_free(d);
+    ebb__daemon_workdir_seals_free(d);
     ebb__daemon_stores_free(d);
     release_state(d);
     free(d);

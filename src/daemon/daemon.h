@@ -54,6 +54,7 @@ struct ebb__daemon {
     struct ebb__daemon_schedules *schedules; /* daemon_schedules.c */
     struct ebb__daemon_notify *notify; /* daemon_notify_send.c */
     struct ebb__daemon_workdirs *workdirs; /* daemon_workdir.c: the spool */
+    struct ebb__workdir_seals *workdir_seals; /* daemon_workdir_store.c; NULL: none yet */
     struct ebb__http *http;
     struct ebb__objstore **objstores; /* one per config->stores (daemon_stores.c) */
     struct ebb__daemon_ckpt *ckpt;    /* checkpoint work (daemon_ckpt_store.c) */
@@ -100,11 +101,14 @@ int ebb__daemon_workdirs_open(struct ebb__daemon *d, char *err, size_t len);
 void ebb__daemon_workdirs_close(struct ebb__daemon *d);
 /* daemon_workdir.c: a submit of `spec` with `workdir:` must name its packed
  * workdir (params "workdir_archive"); `dir` is where it was packed from.
- * Appends what the submitter should know to `warnings`. Returns 0, or -1
- * with the call failed. */
+ * A job with a store is accepted only when that store holds the tar:
+ * *stored is then the job's row to write with the job (its store[0] is
+ * '\0' otherwise). Appends what the submitter should know to `warnings`.
+ * Returns 0, or -1 with the call failed. */
+struct ebb__job_workdir;
 int ebb__daemon_workdir_submit(struct ebb__daemon *d, struct ebb__api_call *call,
                                const struct ebb__job_spec *spec, const char *dir,
-                               json_t *warnings);
+                               json_t *warnings, struct ebb__job_workdir *stored);
 void ebb__api_jobs(void *ctx, struct ebb__api_call *call);
 void ebb__api_job(void *ctx, struct ebb__api_call *call);
 void ebb__api_cancel(void *ctx, struct ebb__api_call *call);

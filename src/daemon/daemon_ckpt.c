@@ -18,6 +18,7 @@
 #include "daemon/agent_ckpt_parse.h"
 #include "daemon/daemon.h"
 #include "daemon/daemon_notify.h"
+#include "daemon/daemon_workdir.h"
 #include "store/store_ckpt.h"
 
 static void reply_json(struct ebb__httpd_response *res, int status, json_t *body)
@@ -89,7 +90,7 @@ int ebb__daemon_ckpt_job_doc(void *arg, struct ebb__job *job, json_t *doc)
         return EBB_ENOMEM;
     if (spec->checkpoint.dir == NULL)
         json_object_set_new(json_object_get(doc, "checkpoint"), "dir", json_string(""));
-    return 0;
+    return ebb__daemon_workdir_job_doc(d, job, doc);
 }
 
 /* ---- one row ------------------------------------------------------------------ */

@@ -17,6 +17,7 @@
 #include "jobs/jobspec.h"
 #include "market/billing.h"
 #include "store/store_read.h"
+#include "store/store_workdir.h"
 
 /* The largest chunk of a log one `logs` call returns, and the largest
  * offset a call may ask for (1 TiB; offset plus a chunk stays far inside
@@ -70,6 +71,11 @@ static const char *param_string(struct ebb__api_call *call, const char *key)
     return v;
 }
 
+static int write_job_workdir(void *arg, struct ebb__store *s, const char *job_id)
+{
+    return ebb__store_job_workdir_put(s, job_id, arg);
+}
+
 void ebb__api_submit(void *ctx, struct ebb__api_call *call)
 {
     struct ebb__daemon *d = ctx;
@@ -112,15 +118,19 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
     int bad = warnings == NULL || ebb__daemon_spot_warning(d, &spec, warnings) != 0;
     if (bad)
         ebb__api_fail(call, "internal", "out of memory");
-    if (bad || ebb__daemon_workdir_submit(d, call, &spec, workdir, warnings) != 0) {
+    struct ebb__job_workdir stored;
+    if (bad ||
+        ebb__daemon_workdir_submit(d, call, &spec, workdir, warnings, &stored) != 0) {
         json_decref(warnings);
         ebb__jobspec_free(&spec);
         return;
     }
+    /* The job's row in job_workdirs commits with the job or not at all. */
+    struct ebb__submit_also also = {.write = write_job_workdir, .arg = &stored};
     struct ebb__job *job = NULL;
-    rc = ebb__engine_submit(d->engine, &spec, yaml, (int64_t)call->uid,
-                            workdir != NULL && workdir[0] == '/' ? workdir : NULL,
-                            &job, &diag);
+    rc = ebb__engine_submit_also(d->engine, &spec, yaml, (int64_t)call->uid,
+                                 workdir != NULL && workdir[0] == '/' ? workdir : NULL,
+                                 stored.store[0] != '\0' ? &also : NULL, &job, &diag);
     ebb__jobspec_free(&spec);
     if (rc != 0) {
         json_decref(warnings);

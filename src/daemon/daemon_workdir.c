@@ -7,8 +7,11 @@
  * in progress live in memory only; the spool is emptied when ebbd starts,
  * and keeps at most 4 finished tars per user that no submit took.
  *
- * At submit (ebb__daemon_workdir_submit) the tar named by
- * `workdir_archive` is what the job's store receives; a job without a
+ * An upload begun with a `store` is kept in that store once its last
+ * chunk verified (daemon_workdir_store.c: sealed, HEAD, PUT), and the
+ * client polls the same begin call until it is stored. At submit
+ * (ebb__daemon_workdir_submit) a job with a store is accepted only when
+ * that store holds the tar named by `workdir_archive`; a job without a
  * store runs in its directory on this machine, with a warning. */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +29,10 @@
 #include "base/paths.h"
 #include "base/str.h"
 #include "daemon/daemon.h"
+#include "daemon/daemon_ckpt.h"
+#include "daemon/daemon_workdir.h"
 #include "io/workdir_tar.h"
+#include "store/store_workdir.h"
 
 /* Uploads at once, per user and in all. */
 #define UPLOADS_PER_UID 4
@@ -38,6 +44,7 @@ struct upload {
     uid_t uid;
     char sha[65];
     uint64_t size, offset;
+    char *store;            /* the store to keep it in; NULL: none named */
     int fd;
     EVP_MD_CTX *hash;
     struct ebb_list node;
@@ -58,6 +65,7 @@ static void upload_free(struct ebb__daemon_workdirs *w, struct upload *u, const 
     if (unlink_path != NULL)
         unlink(unlink_path);
     EVP_MD_CTX_free(u->hash);
+    free(u->store);
     free(u);
 }
 
@@ -197,14 +205,25 @@ static void bound_finished(const struct ebb__daemon_workdirs *w, uid_t uid)
 
 /* workdir_put without "data": begins (or begins again) an upload, unless
  * ebbd does not want it: it holds it already, or it has no store to keep
- * it in (the job then runs in its directory on this machine). */
+ * it in (the job then runs in its directory on this machine). With a
+ * `store`, a tar ebbd seals or that store holds is answered with its
+ * state (ebb__daemon_workdir_answer), which is how the client polls. */
 static void begin(struct ebb__daemon *d, struct ebb__api_call *call, const char *sha,
-                  uint64_t size)
+                  uint64_t size, const char *store)
 {
     struct ebb__daemon_workdirs *w = d->workdirs;
+    if (store != NULL && ebb__daemon_workdir_answer(d, call, store, sha, size))
+        return;
     char *done = spool_path(w, call->uid, sha, "tar");
     struct stat st;
     int have = done != NULL && stat(done, &st) == 0 && (uint64_t)st.st_size == size;
+    if (have && store != NULL) { /* spooled before, for no store: keep it now */
+        ebb__daemon_workdir_seal(d, store, sha, size, done);
+        free(done);
+        ebb__api_reply(call, json_pack("{s:b,s:I,s:s}", "needed", 0, "offset",
+                                       (json_int_t)size, "state", "sealing"));
+        return;
+    }
     free(done);
     if (have || d->config->n_stores == 0) {
         ebb__api_reply(call, json_pack("{s:b,s:I}", "needed", 0, "offset", (json_int_t)size));
@@ -243,6 +262,16 @@ static void begin(struct ebb__daemon *d, struct ebb__api_call *call, const char 
         return;
     }
     u->uid = call->uid;
+    u->store = store != NULL ? strdup(store) : NULL;
+    if (store != NULL && u->store == NULL) {
+        close(u->fd);
+        unlink(part);
+        EVP_MD_CTX_free(u->hash);
+        free(u);
+        free(part);
+        ebb__api_fail(call, "internal", "out of memory");
+        return;
+    }
     snprintf(u->sha, sizeof(u->sha), "%s", sha);
     u->size = size;
     ebb_list_insert_head(&w->uploads, &u->node);
@@ -251,9 +280,11 @@ static void begin(struct ebb__daemon *d, struct ebb__api_call *call, const char 
     ebb__api_reply(call, json_pack("{s:b,s:I}", "needed", 1, "offset", (json_int_t)0));
 }
 
-/* The last chunk is in: the hash must be the one named. */
-static int finish(struct ebb__daemon_workdirs *w, struct upload *u, char *why, size_t len)
+/* The last chunk is in: the hash must be the one named. An upload for a
+ * store goes on to be sealed into it. */
+static int finish(struct ebb__daemon *d, struct upload *u, char *why, size_t len)
 {
+    struct ebb__daemon_workdirs *w = d->workdirs;
     unsigned char sum[32];
     unsigned int n = 0;
     char hex[65];
@@ -276,6 +307,8 @@ static int finish(struct ebb__daemon_workdirs *w, struct upload *u, char *why, s
     if (rc == 0)
         ebb__info("workdir %s spooled for uid %ld: %llu bytes", u->sha, (long)u->uid,
                   (unsigned long long)u->size);
+    if (rc == 0 && u->store != NULL)
+        ebb__daemon_workdir_seal(d, u->store, u->sha, u->size, done);
     upload_free(w, u, rc != 0 ? part : NULL);
     free(part);
     free(done);
@@ -325,7 +358,7 @@ static void chunk(struct ebb__daemon *d, struct ebb__api_call *call, const char 
     u->offset += (uint64_t)n;
     uint64_t reached = u->offset;
     char why[256];
-    int rc = reached == u->size ? finish(w, u, why, sizeof(why)) : 0;
+    int rc = reached == u->size ? finish(d, u, why, sizeof(why)) : 0;
     if (rc != 0) {
         ebb__api_fail(call, rc == EBB_EINVAL ? "invalid" : "internal", "%s", why);
         return;
@@ -340,17 +373,53 @@ void ebb__api_workdir_put(void *ctx, struct ebb__api_call *call)
     uint64_t size;
     if (read_id(call, &sha, &size) != 0)
         return;
+    json_t *st = json_object_get(call->params, "store");
+    const char *store = json_string_value(st);
+    if (st != NULL && (store == NULL || ebb__daemon_objstore(d, store) == NULL)) {
+        ebb__api_fail(call, "bad_request", "workdir: \"store\" must name a store of "
+                      "ebb.yaml's stores: (%s is not one)", store ? store : "a non-string");
+        return;
+    }
     if (json_object_get(call->params, "data") == NULL)
-        begin(d, call, sha, size);
+        begin(d, call, sha, size, store);
     else
         chunk(d, call, sha, size);
 }
 
+/* A job with a store: the store must hold the tar (ebb submit stored it
+ * before submitting), and *stored becomes the job's row. */
+static int stored_archive(struct ebb__daemon *d, struct ebb__api_call *call,
+                          const struct ebb__job_spec *spec, const char *sha,
+                          json_t *size, struct ebb__job_workdir *stored)
+{
+    const char *store = spec->checkpoint.store;
+    int64_t have = 0, stored_size = 0;
+    int rc = ebb__store_workdir_stored(d->store, store, sha, &have, &stored_size);
+    if (rc != 0 && rc != EBB_ENOTFOUND) {
+        ebb__api_fail(call, "internal", "cannot read the store: %s",
+                      ebb__store_errmsg(d->store));
+        return -1;
+    }
+    if (rc != 0 || !json_is_integer(size) || json_integer_value(size) != have ||
+        strlen(store) >= sizeof(stored->store)) {
+        ebb__api_fail(call, "invalid", "%s:%d: workdir: store %s does not hold the packed "
+                      "workdir %.12s; submit with ebb submit, which stores it first",
+                      spec->file, spec->workdir_line, store, sha);
+        return -1;
+    }
+    snprintf(stored->store, sizeof(stored->store), "%s", store);
+    snprintf(stored->sha256, sizeof(stored->sha256), "%s", sha);
+    stored->size = have;
+    stored->stored_size = stored_size;
+    return 0;
+}
+
 int ebb__daemon_workdir_submit(struct ebb__daemon *d, struct ebb__api_call *call,
                                const struct ebb__job_spec *spec, const char *dir,
-                               json_t *warnings)
+                               json_t *warnings, struct ebb__job_workdir *stored)
 {
     json_t *a = json_object_get(call->params, "workdir_archive");
+    stored->store[0] = '\0';
     if (spec->workdir_src == NULL)
         return 0;
     const char *sha = json_string_value(json_object_get(a, "sha256"));
@@ -360,16 +429,10 @@ int ebb__daemon_workdir_submit(struct ebb__daemon *d, struct ebb__api_call *call
                       "an absolute \"workdir\"; submit with ebb submit)", spec->file);
         return -1;
     }
-    /* Sealing the tar into the job's store (PREFIX/workdirs/<sha256>) and
-     * handing it to the agent as workdir_archive needs ebbd's opened
-     * stores, which are not wired yet: refused, rather than a job whose
-     * instances elsewhere would lack its code. */
-    if (spec->checkpoint.store != NULL) {
-        ebb__api_fail(call, "invalid", "%s:%d: workdir: a packed workdir cannot go to "
-                      "store %s yet (#17); leave out workdir: or checkpoint.store",
-                      spec->file, spec->workdir_line, spec->checkpoint.store);
-        return -1;
-    }
+    /* The job's instances, wherever they run, fetch the tar from its
+     * store (the job document's workdir_archive). */
+    if (spec->checkpoint.store != NULL)
+        return stored_archive(d, call, spec, sha, json_object_get(a, "size"), stored);
     /* The job has no store to keep the tar in: it runs in the directory
      * it was packed from, which only instances on this machine reach. The
      * spooled tar is not needed. */

@@ -1,5 +1,6 @@
 /* A job's checkpoint key: generating it, naming it, its hex form, and the
- * keys HKDF-SHA256 derives from it (see ckpt_object.h). */
+ * keys HKDF-SHA256 derives from it, a packed workdir's among them (see
+ * ckpt_object.h). */
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -69,6 +70,17 @@ int ebb__ckpt_key_id(const struct ebb__ckpt_key *k, char *out)
 int ebb__ckpt_manifest_key(const struct ebb__ckpt_key *k, unsigned char out[32])
 {
     return derive_label(k, "ebb ckpt v1 manifest", out, 32);
+}
+
+int ebb__ckpt_workdir_key(const unsigned char secret[EBB__CKPT_KEY_LEN],
+                          const unsigned char sha256[32], struct ebb__ckpt_key *out)
+{
+    static const char label[] = "ebb workdir v1";
+    unsigned char info[sizeof(label) - 1 + 32];
+    memcpy(info, label, sizeof(label) - 1);
+    memcpy(info + sizeof(label) - 1, sha256, 32);
+    return ebb__ckpt_hkdf(secret, EBB__CKPT_KEY_LEN, NULL, 0, info, sizeof(info),
+                          out->bytes, sizeof(out->bytes));
 }
 
 int ebb__ckpt_unhex(const char *hex, unsigned char *out, size_t len)

@@ -110,6 +110,16 @@ int ebb__ckpt_unhex(const char *hex, unsigned char *out, size_t len);
  * HKDF-SHA256(job key, "ebb ckpt v1 manifest"). Returns 0 or EBB_EIO. */
 int ebb__ckpt_manifest_key(const struct ebb__ckpt_key *k, unsigned char out[32]);
 
+/* The key a packed workdir (a tar of `ebb submit`) is sealed under:
+ * HKDF-SHA256(secret, info "ebb workdir v1" || the tar's SHA-256 bytes),
+ * no salt. Workdirs are stored content-addressed and shared by every job
+ * that submits the same tar, so their key follows the content, not the
+ * job: `secret` is ebbd's 32-byte workdir secret, which never leaves it;
+ * an agent gets only the key of its own job's tar. Returns 0 or EBB_EIO
+ * (out wiped). */
+int ebb__ckpt_workdir_key(const unsigned char secret[EBB__CKPT_KEY_LEN],
+                          const unsigned char sha256[32], struct ebb__ckpt_key *out);
+
 /* ---- one file's object (ckpt_object.c) ----------------------------------- */
 
 /* The keys and header of one stored object, to seal or to open it. The

@@ -358,8 +358,36 @@ static const char v9[] =
     "CREATE INDEX stored_checkpoints_by_job ON stored_checkpoints (job_id, seq);"
     "CREATE INDEX stored_checkpoints_by_state ON stored_checkpoints (state);";
 
+/* Version 10: packed workdirs in object stores (store_workdir.h).
+ * workdir_secret holds ebbd's one workdir secret (hex; never logged, never
+ * in a store), from which each tar's key is derived; stored_workdirs one
+ * row per tar ebbd has put into a store (content-addressed: shared by
+ * every job that submits the same tar); job_workdirs the tar each job
+ * runs, written with the job. */
+static const char v10[] =
+    "CREATE TABLE workdir_secret ("
+    " id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " secret_hex TEXT NOT NULL CHECK (length(secret_hex) = 64),"
+    " created_at INTEGER NOT NULL"
+    ");"
+    "CREATE TABLE stored_workdirs ("
+    " store TEXT NOT NULL,"
+    " sha256 TEXT NOT NULL CHECK (length(sha256) = 64),"
+    " size INTEGER NOT NULL CHECK (size > 0),"
+    " stored_size INTEGER NOT NULL CHECK (stored_size >= size),"
+    " stored_at INTEGER NOT NULL,"
+    " PRIMARY KEY (store, sha256)"
+    ");"
+    "CREATE TABLE job_workdirs ("
+    " job_id TEXT PRIMARY KEY REFERENCES jobs (id),"
+    " store TEXT NOT NULL,"
+    " sha256 TEXT NOT NULL CHECK (length(sha256) = 64),"
+    " size INTEGER NOT NULL CHECK (size > 0),"
+    " stored_size INTEGER NOT NULL CHECK (stored_size >= size)"
+    ");";
+
 /* migrations[i] moves a file from version i to version i + 1. */
-static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8, v9};
+static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8, v9, v10};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

@@ -342,6 +342,26 @@
                  " WHERE id = c.job_id) IN ('succeeded', 'failed', 'cancelled',"\
                  " 'budget_exhausted', 'deadline_missed')) ORDER BY seq")
 
+/* ---- packed workdirs in object stores (store_workdir.c) ---------------- */
+
+#define EBB__STORE_WORKDIR_STATEMENTS(X)                                       \
+    X(WORKDIR_SECRET_GET, "SELECT secret_hex FROM workdir_secret WHERE id = 1")\
+    X(WORKDIR_SECRET_PUT,                                                      \
+      "INSERT INTO workdir_secret (id, secret_hex, created_at)"                \
+      " VALUES (1, ?1, ?2)")                                                   \
+    X(WORKDIR_STORED_GET,                                                      \
+      "SELECT size, stored_size FROM stored_workdirs"                          \
+      " WHERE store = ?1 AND sha256 = ?2")                                     \
+    X(WORKDIR_STORED_PUT,                                                      \
+      "INSERT OR REPLACE INTO stored_workdirs (store, sha256, size,"           \
+      " stored_size, stored_at) VALUES (?1, ?2, ?3, ?4, ?5)")                  \
+    X(WORKDIR_JOB_PUT,                                                         \
+      "INSERT INTO job_workdirs (job_id, store, sha256, size, stored_size)"    \
+      " VALUES (?1, ?2, ?3, ?4, ?5)")                                          \
+    X(WORKDIR_JOB_GET,                                                         \
+      "SELECT store, sha256, size, stored_size FROM job_workdirs"              \
+      " WHERE job_id = ?1")
+
 #define EBB__STORE_STATEMENTS(X)                                               \
     EBB__STORE_TXN_STATEMENTS(X)                                               \
     EBB__STORE_CLOCK_STATEMENTS(X)                                             \
@@ -349,6 +369,7 @@
     EBB__STORE_JOB_STATEMENTS(X)                                               \
     EBB__STORE_LEDGER_STATEMENTS(X)                                            \
     EBB__STORE_OUTBOX_STATEMENTS(X)                                            \
-    EBB__STORE_CKPT_STATEMENTS(X)
+    EBB__STORE_CKPT_STATEMENTS(X)                                              \
+    EBB__STORE_WORKDIR_STATEMENTS(X)
 
 #endif

@@ -17,6 +17,8 @@
 
 #include <openssl/evp.h>
 
+#include <ebb/digest.h>
+
 #include "ckpt_mem.h"
 #include "io/ckpt_object.h"
 
@@ -483,6 +485,54 @@ static void test_keys(void **state)
     assert_memory_equal(back.bytes, zero, EBB__CKPT_KEY_LEN);
 }
 
+/* A workdir's key: HKDF-SHA256(secret, "ebb workdir v1" || sha256), the
+ * same for the same tar and secret, another for another of either. The
+ * expected bytes were computed with Python's hmac (RFC 5869 by hand). */
+static void test_workdir_key(void **state)
+{
+    (void)state;
+    unsigned char secret[EBB__CKPT_KEY_LEN], sha[32], other[32];
+    for (size_t i = 0; i < sizeof(secret); i++)
+        secret[i] = (unsigned char)i;
+    static const char abc[] = "abc";
+    ebb_sha256(abc, 3, sha);
+    memcpy(other, sha, sizeof(other));
+    other[31] ^= 1;
+    struct ebb__ckpt_key k, again, k_other, k_secret;
+    assert_int_equal(ebb__ckpt_workdir_key(secret, sha, &k), 0);
+    char hex[EBB__CKPT_KEY_HEX_SIZE];
+    ebb__ckpt_key_to_hex(&k, hex);
+    assert_string_equal(hex, "5f63be257c39e8e8dbc08f0d3984083298d37b91f97fa037d4c4b2ebc04f0a06");
+    assert_int_equal(ebb__ckpt_workdir_key(secret, sha, &again), 0);
+    assert_memory_equal(k.bytes, again.bytes, EBB__CKPT_KEY_LEN);
+    assert_int_equal(ebb__ckpt_workdir_key(secret, other, &k_other), 0);
+    assert_memory_not_equal(k.bytes, k_other.bytes, EBB__CKPT_KEY_LEN);
+    secret[0] ^= 1;
+    assert_int_equal(ebb__ckpt_workdir_key(secret, sha, &k_secret), 0);
+    assert_memory_not_equal(k.bytes, k_secret.bytes, EBB__CKPT_KEY_LEN);
+    /* A tar sealed under one tar's key opens only under that key. */
+    unsigned char plain[100];
+    memset(plain, 'w', sizeof(plain));
+    struct ckpt_mem_src src = {plain, sizeof(plain), 0, 0};
+    struct ckpt_mem_sink sealed = {0}, back = {0};
+    struct ebb__ckpt_sums sums;
+    struct ebb__ckpt_error err = {0};
+    assert_int_equal(ebb__ckpt_encrypt(&k, "workdir", hex, ckpt_mem_read, &src,
+                                       ckpt_mem_write, &sealed, &sums, &err), 0);
+    struct ckpt_mem_src in = {sealed.p, sealed.len, 0, 0};
+    assert_int_equal(ebb__ckpt_decrypt(&k_other, "workdir", hex, (int64_t)sealed.len,
+                                       ckpt_mem_read, &in, ckpt_mem_write, &back, &sums,
+                                       &err), EBB_EAUTH);
+    in.off = 0;
+    assert_int_equal(ebb__ckpt_decrypt(&again, "workdir", hex, (int64_t)sealed.len,
+                                       ckpt_mem_read, &in, ckpt_mem_write, &back, &sums,
+                                       &err), 0);
+    assert_int_equal(back.len, sizeof(plain));
+    assert_memory_equal(back.p, plain, sizeof(plain));
+    free(sealed.p);
+    free(back.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -501,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_write_error),
         cmocka_unit_test(test_keys),
+        cmocka_unit_test(test_workdir_key),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
