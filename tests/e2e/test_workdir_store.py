@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""A job's packed workdir kept in its store (#17, docs/stores.md
+"Workdirs"), end to end: real ebbd with an s3:// store on the strict S3
+fake (tests/objstore/fake_s3.py, every SigV4 signature recomputed with
+botocore, presigned GETs included), real ebb submit, and the real
+ebb-agent on local instances with private disks.
+
+  A  a job with `workdir:` (a script, a data file and an excluded file)
+     and checkpoint.store runs in <disk>/work/<job id> on its instance's
+     own disk, sees its files and not the excluded one; the store holds
+     PREFIX/workdirs/<sha256> and no plaintext of the script.
+  B  the same tar submitted again is not uploaded again: one PutObject.
+  C  an object that comes back tampered (a byte flipped) is refused by the
+     agent: the job does not start, and says why.
+  D  a store that refuses the PUT: ebb submit fails (exit 1) saying why,
+     and nothing is submitted.
+
+Output is TAP.
+"""
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import ROOT, Daemon, FakeS3, Tap, wait_for  # noqa: E402
+
+MARKER = "workdir-marker-" + os.urandom(8).hex()
+
+t = Tap()
+tmp = tempfile.mkdtemp(prefix="ebb-workdir-store.")
+state = os.path.join(tmp, "state")
+s3 = FakeS3(tmp, "ml-ckpt")
+t.ok(s3.port > 0, "the S3 fake listens")
+
+config = os.path.join(tmp, "ebb.yaml")
+with open(config, "w") as f:
+    f.write("""providers:
+  sim:
+    prices: %s/tests/data/engine/prices_flat.csv
+  local: {slots: 4, disk: private}
+run_on: {sim: local}
+clock: {start: 2020-01-01T06:00:00Z, speed: 60}
+agent_api: {listen: 127.0.0.1:0, heartbeat: 1s, heartbeat_timeout: 5s}
+stores:
+  ckpt:
+    url: s3://ml-ckpt/ebb
+    region: us-east-1
+    endpoint: %s
+    path_style: true
+""" % (ROOT, s3.endpoint))
+creds = {"AWS_ACCESS_KEY_ID": s3.AKID, "AWS_SECRET_ACCESS_KEY": s3.SECRET,
+         "AWS_SHARED_CREDENTIALS_FILE": os.path.join(tmp, "no-credentials")}
+d = Daemon(state, ["--config", config], creds)
+
+# The project: a script, a data file, and a file workdir_exclude leaves out.
+proj = os.path.join(tmp, "proj")
+os.makedirs(os.path.join(proj, "code", "data"))
+with open(os.path.join(proj, "code", "job.py"), "w") as f:
+    f.write("""# %s
+import json, os, sys
+files = sorted(os.path.join(r, n)[2:] for r, _, ns in os.walk(".") for n in ns)
+with open(sys.argv[1], "w") as out:
+    json.dump({"cwd": os.getcwd(), "files": files,
+               "data": open("data/input.txt").read()}, out)
+""" % MARKER)
+with open(os.path.join(proj, "code", "data", "input.txt"), "w") as f:
+    f.write("the data\n")
+with open(os.path.join(proj, "code", "weights.pt"), "w") as f:
+    f.write("excluded\n")
+
+
+def spec(name):
+    path = os.path.join(proj, name + ".yaml")
+    with open(path, "w") as f:
+        f.write("""name: %s
+run: [python3, job.py, %s/%s.json]
+work: 10m
+resources: {instance_types: [p3.2xlarge]}
+market: on-demand
+checkpoint: {dir: %s/ckpt-%s, store: ckpt}
+workdir: code
+workdir_exclude: ["*.pt"]
+""" % (name, tmp, name, tmp, name))
+    return path
+
+
+def result(name):
+    try:
+        with open(os.path.join(tmp, name + ".json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def workdir_puts():
+    return [r for r in s3.requests()
+            if r.get("op") == "PutObject" and "workdirs/" in (r.get("key") or "")]
+
+
+t.ok(d.start(), "ebbd starts with the store configured")
+
+# ---- A: the job runs in its unpacked workdir on its own disk -----------------
+
+r = d.ebb("submit", spec("a"))
+t.ok(r.returncode == 0, "a job with workdir: and checkpoint.store is accepted", r.stderr)
+a = r.stdout.strip()
+t.ok(d.wait_end(a, 120) == "succeeded", "A succeeds", d.ebb("logs", a).stdout[-2000:])
+out = result("a") or {}
+cwd = out.get("cwd", "")
+t.ok(cwd.endswith("/work/" + a) and "/disks/" in cwd,
+     "A ran in <disk>/work/<job id> on its instance's private disk", cwd)
+t.ok(not cwd.startswith(proj), "... not in the directory it was packed from", cwd)
+t.ok(out.get("files") == ["data/input.txt", "job.py"],
+     "A sees its script and data file, not the excluded one", out.get("files"))
+t.ok(out.get("data") == "the data\n", "... with their contents", out.get("data"))
+objects = s3.objects("ebb/workdirs/")
+t.ok(len(objects) == 1 and all(len(k) == len("ebb/workdirs/") + 64 for k in objects),
+     "the store holds one object, PREFIX/workdirs/<sha256>", list(objects))
+t.ok(objects and not any(MARKER.encode() in b or b"the data" in b
+                         for b in s3.objects("").values()),
+     "no object in the store holds plaintext of the workdir")
+t.ok(len(workdir_puts()) == 1, "the tar was PUT once", workdir_puts())
+t.ok(s3.SECRET not in d.log(), "ebbd's log never shows the store's secret key")
+spool = os.path.join(state, "spool")
+t.ok(os.listdir(spool) == [], "the spooled files are removed once stored",
+     os.listdir(spool))
+
+# ---- B: the same tar again: not uploaded again ---------------------------------
+
+r = d.ebb("submit", spec("b"))
+t.ok(r.returncode == 0, "B (the same tar) is accepted", r.stderr)
+b = r.stdout.strip()
+t.ok(d.wait_end(b, 120) == "succeeded", "B succeeds", d.ebb("logs", b).stdout[-2000:])
+t.ok((result("b") or {}).get("files") == ["data/input.txt", "job.py"],
+     "B sees the same files")
+t.ok(len(workdir_puts()) == 1, "the same tar submitted twice was PUT once",
+     workdir_puts())
+
+# ---- C: a tampered object is refused ------------------------------------------
+
+s3.set_faults([{"op": "GetObject", "corrupt": True, "key_contains": "workdirs/",
+                "count": 100}])
+r = d.ebb("submit", spec("c"))
+t.ok(r.returncode == 0, "C is accepted", r.stderr)
+c = r.stdout.strip()
+
+
+def refused():
+    logs = d.ebb("logs", c).stdout
+    return logs if "the stored workdir is refused" in logs else None
+
+
+logs = wait_for(refused, 60, 0.3) or d.ebb("logs", c).stdout
+t.ok("cannot start the job: workdir: the stored workdir is refused" in logs,
+     "C does not start: the agent refuses the tampered object and says why",
+     logs[-2000:])
+t.ok(result("c") is None, "C's code never ran")
+d.ebb("cancel", c)
+s3.set_faults([])
+
+# ---- D: a store that refuses the PUT: nothing is submitted ----------------------
+
+with open(os.path.join(proj, "code", "job.py"), "a") as f:
+    f.write("# another tar\n")
+s3.set_faults([{"op": "PutObject", "status": 403, "code": "AccessDenied",
+                "key_contains": "workdirs/", "count": 10}])
+before = len(json.loads(d.ebb("jobs", "--all", "--json").stdout)["jobs"])
+r = d.ebb("submit", spec("d"))
+t.ok(r.returncode == 1, "D: ebb submit fails when the store refuses the tar",
+     (r.returncode, r.stderr))
+t.ok("ebbd could not keep the packed workdir in store ckpt" in r.stderr and
+     "AccessDenied" in r.stderr, "... saying why", r.stderr)
+after = len(json.loads(d.ebb("jobs", "--all", "--json").stdout)["jobs"])
+t.ok(after == before, "... and nothing is submitted", (before, after))
+s3.set_faults([])
+r = d.ebb("submit", spec("d"))
+t.ok(r.returncode == 0, "D submitted again once the store takes it", r.stderr)
+t.ok(d.wait_end(r.stdout.strip(), 120) == "succeeded", "D succeeds")
+
+t.ok(d.stop() == 0, "ebbd stops cleanly")
+s3.stop()
+t.finish()
