@@ -123,6 +123,14 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
     int64_t want = offer_gpus(e, s->offer);
     struct ebb__quota_use tu;
     ebb__engine_quota_use(e, t->name, -1, job, now, &tu);
+    if (t->max_gpus > 0 && want > t->max_gpus) {
+        snprintf(v->reason, sizeof(v->reason), "team %s's max_gpus %lld is less "
+                 "than the %lld GPUs of %s: waiting for an offer that fits or a "
+                 "larger quota", t->name, (long long)t->max_gpus,
+                 (long long)want, type);
+        refuse(job, v);
+        return 1;
+    }
     if (t->max_gpus > 0 && tu.gpus + want > t->max_gpus) {
         snprintf(v->reason, sizeof(v->reason), "team %s's max_gpus %lld is in "
                  "use (%lld GPUs on %zu instances; %s has %lld)", t->name,
