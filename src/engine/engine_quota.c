@@ -105,6 +105,14 @@ int ebb__engine_quota_applies(const struct ebb__job *job)
     return t != NULL && team_has_quota(t);
 }
 
+/* "4 GPUs on 2 instances" of `u`, into buf. */
+static const char *held(const struct ebb__quota_use *u, char *buf, size_t size)
+{
+    snprintf(buf, size, "%lld GPU%s on %zu instance%s", (long long)u->gpus,
+             u->gpus == 1 ? "" : "s", u->instances, u->instances == 1 ? "" : "s");
+    return buf;
+}
+
 static void refuse(struct ebb__job *job, struct ebb__budget_verdict *v)
 {
     v->act = EBB__BUDGET_NOTHING;
@@ -132,10 +140,10 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
         return 1;
     }
     if (t->max_gpus > 0 && tu.gpus + want > t->max_gpus) {
+        char h[80];
         snprintf(v->reason, sizeof(v->reason), "team %s's max_gpus %lld is in "
-                 "use (%lld GPUs on %zu instances; %s has %lld)", t->name,
-                 (long long)t->max_gpus, (long long)tu.gpus, tu.instances, type,
-                 (long long)want);
+                 "use (%s; %s has %lld)", t->name, (long long)t->max_gpus,
+                 held(&tu, h, sizeof(h)), type, (long long)want);
         refuse(job, v);
         return 1;
     }
@@ -152,8 +160,9 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
             ebb_format_money(tu.burn, "USD", b, sizeof(b));
             ebb_format_money(rate, "USD", c, sizeof(c));
             snprintf(v->reason, sizeof(v->reason), "team %s's max_burn %s/h: "
-                     "its %zu instances are billed %s/h now and %s could cost "
-                     "up to %s/h", t->name, a, tu.instances, b, type, c);
+                     "its %zu instance%s billed %s/h now and %s could cost "
+                     "up to %s/h", t->name, a, tu.instances,
+                     tu.instances == 1 ? " is" : "s are", b, type, c);
             refuse(job, v);
             return 1;
         }
@@ -163,10 +172,11 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
         struct ebb__quota_use uu;
         ebb__engine_quota_use(e, t->name, job->owner_uid, job, now, &uu);
         if (uu.gpus + want > user->max_gpus) {
+            char h[80];
             snprintf(v->reason, sizeof(v->reason), "user %s's max_gpus %lld in "
-                     "team %s is in use (%lld GPUs on %zu instances; %s has "
-                     "%lld)", user->name, (long long)user->max_gpus, t->name,
-                     (long long)uu.gpus, uu.instances, type, (long long)want);
+                     "team %s is in use (%s; %s has %lld)", user->name,
+                     (long long)user->max_gpus, t->name, held(&uu, h, sizeof(h)),
+                     type, (long long)want);
             refuse(job, v);
             return 1;
         }
