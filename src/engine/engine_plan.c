@@ -326,10 +326,11 @@ static void carry_out(struct ebb__job *job, const struct ebb__budget_verdict *v)
 /* The budget caps and the quotas, whatever the policy (engine_budget.c,
  * engine_quota.c): the step a decision takes is its worst-case spend
  * until the job's next checkpoint. Returns 1 when the caps or the quotas
- * refused the decision (and what they want done instead is done). When a running job may stay, *recheck is when the
- * stretch the caps allowed runs out: the job is planned again then even
- * if no checkpoint came (a slow one, or none), so that the next step is
- * judged before the reserve is spent; else 0. */
+ * refused the decision (and what they want done instead is done). When a
+ * running capped job may stay, *recheck is when the stretch the caps
+ * allowed runs out: the job is planned again then even if no checkpoint
+ * came (a slow one, or none), so that the next step is judged before the
+ * reserve is spent; else 0. */
 static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                           size_t n_view, ebb_time_ms now, ebb_time_ms *recheck)
 {
