@@ -1,5 +1,5 @@
-/* The world the randomised budget tests run (tests/unit/test_budget.c,
- * test_budget_agents.c): the real engine on the virtual clock with the sim
+/* The world the randomised budget and quota tests run
+ * (tests/unit/test_budget.c, test_budget_agents.c, test_quota.c): the real engine on the virtual clock with the sim
  * market replaying a spot price trace with random spikes, jobs submitted
  * from YAML, the team `ml` with a random cap, and the check that no job's
  * and no team's spend (ledger plus running instances) passed its cap.

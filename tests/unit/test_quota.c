@@ -449,6 +449,95 @@ static void reasons_name_the_quota(void **state)
     budget_world_stop(w);
 }
 
+/* The GPUs the team's instances hold at `now` (all of the world's jobs). */
+static int64_t team_gpus(const struct budget_world *w)
+{
+    int64_t gpus = 0;
+    for (size_t i = 0; i < w->n_jobs; i++) {
+        struct ebb__attempt_info a;
+        if (ebb__engine_job_attempt(w->jobs[i], &a) == 0)
+            gpus += gpus_of(w, a.offer);
+    }
+    return gpus;
+}
+
+/* A job that moves from a 1-GPU instance to a 4-GPU one counts 4 while it
+ * moves: a launch judged in between must not take the GPUs the move will
+ * use. */
+static void a_move_counts_the_instance_it_moves_to(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    load_catalog();
+    struct budget_world *w = &world_mem;
+    memset(w, 0, sizeof(*w));
+    budget_world_live = w;
+    snprintf(w->dir, sizeof(w->dir), "/tmp/ebb-quota-XXXXXX");
+    assert_non_null(mkdtemp(w->dir));
+    snprintf(w->trace, sizeof(w->trace), "%.63s/prices.csv", w->dir);
+    FILE *f = fopen(w->trace, "w");
+    assert_non_null(f);
+    /* p3.8xlarge (speed 2) falls from 1.80 to 0.05 USD per unit of work at
+     * 02:00: moving there pays. */
+    fputs("timestamp_utc,provider,region,zone,instance_type,product,"
+          "price_usd_per_hour\n"
+          "2020-01-01T00:00:00Z,aws,us-east-1,us-east-1a,p3.2xlarge,Linux/UNIX,0.90\n"
+          "2020-01-01T00:00:00Z,aws,us-east-1,us-east-1a,p3.8xlarge,Linux/UNIX,3.60\n"
+          "2020-01-01T02:00:00Z,aws,us-east-1,us-east-1a,p3.2xlarge,Linux/UNIX,0.90\n"
+          "2020-01-01T02:00:00Z,aws,us-east-1,us-east-1a,p3.8xlarge,Linux/UNIX,0.10\n"
+          "2020-01-05T00:00:00Z,aws,us-east-1,us-east-1a,p3.2xlarge,Linux/UNIX,0.90\n"
+          "2020-01-05T00:00:00Z,aws,us-east-1,us-east-1a,p3.8xlarge,Linux/UNIX,0.10\n", f);
+    assert_int_equal(fclose(f), 0);
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 1) * DAY;
+    char text[1024];
+    snprintf(text, sizeof(text), "providers:\n  sim:\n    prices: \"%s\"\n"
+             "    checkpoint_time: 170s\n"
+             "default_policy: deadline\nteams:\n  ml:\n    members: [%s]\n"
+             "    max_gpus: 5\n", w->trace, q.users[0].name);
+    struct ebb_diag d = {{0}};
+    if (ebb__vengine_open(&w->v, "(test)", text, catalog, start, &d) != 0)
+        fail_msg("%s", d.msg);
+    ebb__engine_set_budget_config(w->v.engine, w->v.config);
+    ebb__clock_run_until(&w->v.clock, start);
+    struct ebb__job *x = budget_world_submit_as(w, "name: x\nrun: [python, train.py]\n"
+        "work: 20h\ndeadline: 3d\nmarket: spot\nteam: ml\nrestart_overhead: 1m\n"
+        "checkpoint: {every: 30m, grace: 300s}\n", q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 2 * H + MINUTE);
+    struct ebb__job_info xi = budget_world_info(x);
+    struct ebb__attempt_info a;
+    assert_int_equal(ebb__engine_job_attempt(x, &a), 0);
+    /* x checkpoints on its p3.2xlarge to move. */
+    assert_int_equal(xi.state, EBB__JOB_CHECKPOINTING);
+    assert_string_equal(ebb__engine_market(w->v.engine)->offers[a.offer].instance_type,
+                        "p3.2xlarge");
+    struct ebb__job *y = budget_world_submit_as(w, "name: y\n"
+        "run: [python, train.py]\nwork: 2h\nmarket: spot\nteam: ml\n"
+        "resources: {gpu: {count: 4}}\ncheckpoint: {every: 30m, grace: 60s}\n",
+        q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 2 * H + MINUTE + EBB_MS_PER_SECOND);
+    waits_saying(y, "team ml's max_gpus 5 is in use (4 GPUs on 1 instance; "
+                    "p3.8xlarge has 4)");
+    for (;;) {
+        ebb_time_ms due = ebb__clock_next_due(&w->v.clock);
+        if (due > start + 2 * DAY)
+            break;
+        ebb__clock_run_until(&w->v.clock, due);
+        if (team_gpus(w) > 5)
+            fail_msg("%lld GPUs in use at %lld, max_gpus 5", (long long)team_gpus(w),
+                     (long long)due);
+    }
+    assert_int_equal(budget_world_info(x).state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(budget_world_info(y).state, EBB__JOB_SUCCEEDED);
+    /* x did move: its last instance was a p3.8xlarge. */
+    char *type = budget_world_sql_text(w, "SELECT instance_type FROM instances "
+                                       "WHERE job_id = ?1 ORDER BY requested_at "
+                                       "DESC LIMIT 1", xi.id);
+    assert_string_equal(type, "p3.8xlarge");
+    free(type);
+    budget_world_stop(w);
+}
+
 static int free_catalog(void **state)
 {
     (void)state;
@@ -463,6 +552,8 @@ int main(void)
         cmocka_unit_test_teardown(full_team_waits_then_runs_when_an_instance_ends,
                                   budget_world_teardown),
         cmocka_unit_test_teardown(reasons_name_the_quota, budget_world_teardown),
+        cmocka_unit_test_teardown(a_move_counts_the_instance_it_moves_to,
+                                  budget_world_teardown),
         cmocka_unit_test_teardown(quotas_hold_through_spikes_and_preemptions,
                                   budget_world_teardown),
     };
