@@ -139,10 +139,12 @@ static void up_fail(struct agent_upload *u, const char *fmt, ...) EBB_PRINTF(2, 
 static void up_fail(struct agent_upload *u, const char *fmt, ...)
 {
     struct agent *a = u->a;
+    char why[sizeof(u->why)];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(u->why, sizeof(u->why), fmt, ap);
+    vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
+    memcpy(u->why, why, sizeof(why));
     ebb__warn("checkpoint %s is not stored: %s", u->m.name, u->why);
     u->failed = true;
     ebb__timer_stop(&a->clock, &u->poll_timer);
@@ -660,9 +662,13 @@ static void on_posted(struct agent *a, void *arg, const struct ebb_http_response
 static void stage_work(uv_work_t *w)
 {
     struct agent_upload *u = w->data;
-    u->work_rc = agent_ckpt_walk(u->dirfd, u->m.name, &u->m, u->why, sizeof(u->why));
-    if (u->work_rc != 0)
+    char name[sizeof(u->m.name)];
+    memcpy(name, u->m.name, sizeof(name));
+    u->work_rc = agent_ckpt_walk(u->dirfd, name, &u->m, u->why, sizeof(u->why));
+    if (u->work_rc != 0) {
+        memcpy(u->m.name, name, sizeof(name));
         return;
+    }
     u->offsets = calloc(u->m.n_files, sizeof(*u->offsets));
     if (u->offsets == NULL) {
         u->work_rc = EBB_ENOMEM;
@@ -680,11 +686,13 @@ static void stage_done(uv_work_t *w, int status)
         return;
     struct agent *a = u->a;
     if (status != 0 || u->work_rc != 0) {
-        char name[EBB__CKPT_NAME_MAX + 1];
-        ebb__strlcpy(name, u->m.name, sizeof(name));
+        /* A checkpoint the store cannot hold (a link in it, say): ebbd
+         * hears that it was not stored, and why. */
+        if (status == 0)
+            agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:s}", "kind",
+                                                    "checkpoint_skipped", "name", u->m.name,
+                                                    "reason", u->why));
         up_fail(u, "%s", status != 0 ? "cancelled" : u->why);
-        agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:s}", "kind", "checkpoint_skipped",
-                                                "name", name, "reason", u->why));
         return;
     }
     json_t *files = json_array();
