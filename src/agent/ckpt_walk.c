@@ -285,6 +285,12 @@ static int unstage_one(int parent, const char *base, const struct ebb__ckpt_mani
                                   err);
     if (rc == 0)
         rc = ebb__ckpt_manifest_match(f, key != NULL, &sums, err);
+    if (rc != 0 && err != NULL && strncmp(err->diag.msg, f->path, strlen(f->path)) != 0) {
+        /* Say which file: a chunk's fault does not. */
+        char msg[sizeof(err->diag.msg)];
+        memcpy(msg, err->diag.msg, sizeof(msg));
+        ebb_diag_set(&err->diag, NULL, 0, "%.200s: %.800s", f->path, msg);
+    }
     if (rc == 0 && fsync(out) != 0) {
         ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", f->path, strerror(errno));
         rc = EBB_EIO;
