@@ -57,6 +57,10 @@ static char *url_for(struct fake_store *fs, enum ebb__objstore_presign_op op,
         return ebb_strfmt("file://%s/%s", fs->dir, key);
     char *url = NULL;
     assert_int_equal(ebb__objstore_presign(fs->os, op, key, upload_id, part, 3600, &url), 0);
+    if (op != EBB__PRESIGN_GET && fs->spoil_urls > 0) {
+        char *last = url + strlen(url) - 1;  /* X-Amz-Signature's last digit */
+        *last = *last == '0' ? '1' : '0';
+    }
     return url;
 }
 
@@ -366,6 +370,8 @@ static void get_checkpoint(struct fake_store *fs, json_t *row,
         fs->url_gets++;
         json_object_set_new(body, "expires_at", json_integer(wall_ms(NULL) + 3600000));
         json_object_set_new(body, "files", upload_urls(fs, row));
+        if (fs->spoil_urls > 0)
+            fs->spoil_urls--;
     } else if (strcmp(state, "failed") == 0) {
         json_object_set(body, "reason", json_object_get(row, "reason"));
     } else if (strcmp(state, "durable") == 0) {

@@ -41,6 +41,8 @@ struct fake_store {
     json_t *rows;               /* every checkpoint, oldest first */
     int posts, commits, deletes, url_gets, resume_gets;
     int ops;                    /* object-store operations in flight */
+    int spoil_urls;             /* s3: this many `uploading` answers carry bad
+                                 * signatures (the store answers 403) */
     /* Called after an `uploading` answer went out (the SIGKILL test). */
     void (*on_uploading)(struct fake_store *fs);
 };

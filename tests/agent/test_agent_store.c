@@ -271,6 +271,23 @@ static void test_s3_multipart_parallel(void **state)
 
 /* ---- faults ---- */
 
+/* The store refuses the first URLs (403, as for expired ones): the agent
+ * asks ebbd for fresh ones and the upload goes on. */
+static void test_refused_urls_are_refreshed(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, true, 5 << 20, 2, true);
+    make_source("ck1", (size_t)6 << 20);
+    S.spoil_urls = 1;
+    set_job("ck1", false, "");
+    run_agent("disk1");
+    if (fstore_count(&S, "durable") != 1)
+        dump();
+    assert_int_equal(fstore_count(&S, "durable"), 1);
+    assert_int_equal(S.url_gets, 2);
+    assert_true(has(&F.agent_err, "asking ebbd for fresh ones"));
+}
+
 /* ck2's object altered: the agent says why and resumes from ck1. Then
  * ck1's manifest cut short as well: no checkpoint is left, the job
  * starts afresh. */
@@ -427,6 +444,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_s3_multipart_parallel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store_plain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_urls_are_refreshed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tampered_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_mid_upload_never_commits, setup,
                                         teardown),
