@@ -780,7 +780,9 @@ void agent_upload_cancel(struct agent *a, const char *why)
     free(a->upload_next);
     a->upload_next = NULL;
     a->upload_cancelled = true;
-    if (a->upload != NULL && a->upload->state != UP_ENDING)
+    if (a->upload == NULL)
+        agent_upload_idle(a);
+    else if (a->upload->state != UP_ENDING)
         up_fail(a->upload, "%s", why);
 }
 

@@ -271,6 +271,27 @@ static void test_s3_multipart_parallel(void **state)
 
 /* ---- faults ---- */
 
+/* A link inside a checkpoint: the store could not bring it back as it
+ * was, so it is not stored, and ebbd hears why. */
+static void test_link_in_checkpoint_is_not_stored(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, false, 5 << 20, 4, true);
+    make_source("ck1", 10);
+    char path[700];
+    snprintf(path, sizeof(path), "%s/src/ck1/sub/passwd", F.dir);
+    assert_int_equal(symlink("/etc/passwd", path), 0);
+    set_job("ck1", false, "");
+    run_agent("disk1");
+    assert_int_equal(F.agent_status, 0);
+    assert_int_equal(S.posts, 0);
+    assert_int_equal(count("checkpoint_skipped"), 1);
+    json_t *sk = fake_event(&F, "checkpoint_skipped", 0);
+    assert_string_equal(json_string_value(json_object_get(sk, "name")), "ck1");
+    assert_non_null(strstr(json_string_value(json_object_get(sk, "reason")),
+                           "sub/passwd is a symbolic link"));
+}
+
 /* The store refuses the first URLs (403, as for expired ones): the agent
  * asks ebbd for fresh ones and the upload goes on. */
 static void test_refused_urls_are_refreshed(void **state)
@@ -445,6 +466,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_file_store_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store_plain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_urls_are_refreshed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_link_in_checkpoint_is_not_stored, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_tampered_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_mid_upload_never_commits, setup,
                                         teardown),
