@@ -439,12 +439,11 @@ static int start_xfer(struct agent_upload *u, struct xfer *x)
         .upload_len = (int64_t)x->length,
         .download_fd = -1,
     };
-    /* Presigned URLs sign only Host: nothing else may be signed, and the
-     * object's type is none of the store's business. */
-    const char *headers[] = {"Content-Type: application/octet-stream"};
+    /* No header of our own: OSS V4 signs Content-Type when one is sent,
+     * and the presigned URL signed none. */
     struct ebb_http_request req = {
         .struct_size = sizeof(struct ebb_http_request),
-        .method = "PUT", .url = x->url, .headers = headers, .n_headers = 1,
+        .method = "PUT", .url = x->url,
         .timeout = XFER_TIMEOUT_MS, .max_attempts = XFER_ATTEMPTS,
     };
     return ebb__http_request_stream(a->http, &req, &x->s, on_put, x);

@@ -475,12 +475,13 @@ static bool route(struct fake *f, const struct ebb__httpd_request *req,
 
 /* ---- setup ---- */
 
-void fstore_init(struct fake_store *fs, struct fake *f, bool s3, int64_t part_size,
+void fstore_init(struct fake_store *fs, struct fake *f, int kind, int64_t part_size,
                  int parallel, bool encrypt)
 {
     memset(fs, 0, sizeof(*fs));
     fs->f = f;
-    fs->s3 = s3;
+    fs->s3 = kind != FSTORE_FILE;
+    fs->oss = kind == FSTORE_OSS;
     fs->part_size = part_size;
     fs->parallel = parallel;
     fs->encrypt = encrypt;
@@ -490,19 +491,21 @@ void fstore_init(struct fake_store *fs, struct fake *f, bool s3, int64_t part_si
     char url[512], endpoint[64];
     struct ebb__objstore_cfg cfg = {.url = url, .now = wall_ms};
     struct ebb__objstore_creds creds = {0};
-    if (s3) {
+    if (fs->s3) {
         struct test_server srv;
-        fake_start(&srv, BUCKET, 1000, 5 << 20);
+        fake_start_flavour(&srv, fs->oss ? "oss" : "s3", BUCKET, 1000, 5 << 20);
         fs->s3_pid = srv.pid;
         fs->s3_port = srv.port;
         memcpy(fs->s3_dir, srv.dir, sizeof(fs->s3_dir));
         memcpy(fs->s3_log, srv.log, sizeof(fs->s3_log));
         memcpy(fs->s3_faults, srv.faults, sizeof(fs->s3_faults));
-        snprintf(url, sizeof(url), "s3://" BUCKET "/" PREFIX);
-        snprintf(endpoint, sizeof(endpoint), "http://127.0.0.1:%d", srv.port);
-        cfg.region = "us-east-1";
+        /* OSS addresses buckets by host only: BUCKET.localhost. */
+        snprintf(url, sizeof(url), "%s://" BUCKET "/" PREFIX, fs->oss ? "oss" : "s3");
+        snprintf(endpoint, sizeof(endpoint), "http://%s:%d",
+                 fs->oss ? "localhost" : "127.0.0.1", srv.port);
+        cfg.region = fs->oss ? "cn-hangzhou" : "us-east-1";
         cfg.endpoint = endpoint;
-        cfg.path_style = 1;
+        cfg.path_style = !fs->oss;
         creds.access_key_id = FAKE_AKID;
         creds.secret_access_key = FAKE_SECRET;
     } else {
@@ -549,12 +552,12 @@ const char *fstore_doc(const struct fake_store *fs)
     if (fs->encrypt)
         snprintf(doc, sizeof(doc), ", \"store\": {\"name\": \"ckpt\", \"kind\": \"%s\", "
                  "\"encrypt\": true, \"key\": \"%s\", \"key_version\": 1, "
-                 "\"part_size\": %lld, \"parallel\": %d}", fs->s3 ? "s3" : "file",
+                 "\"part_size\": %lld, \"parallel\": %d}", fs->oss ? "oss" : fs->s3 ? "s3" : "file",
                  fs->key_hex, (long long)fs->part_size, fs->parallel);
     else
         snprintf(doc, sizeof(doc), ", \"store\": {\"name\": \"ckpt\", \"kind\": \"%s\", "
                  "\"encrypt\": false, \"key\": \"%s\", \"part_size\": %lld, "
-                 "\"parallel\": %d}", fs->s3 ? "s3" : "file", fs->key_hex,
+                 "\"parallel\": %d}", fs->oss ? "oss" : fs->s3 ? "s3" : "file", fs->key_hex,
                  (long long)fs->part_size, fs->parallel);
     return doc;
 }

@@ -24,9 +24,12 @@ struct ebb__objstore;
 
 #define FSTORE_JOB "j-20261130-0001"
 
+enum { FSTORE_FILE = 0, FSTORE_S3 = 1, FSTORE_OSS = 2 };
+
 struct fake_store {
     struct fake *f;
-    bool s3;
+    bool s3;                    /* presigned URLs: S3 or OSS */
+    bool oss;
     char dir[400];              /* file://: the store's directory */
     pid_t s3_pid;               /* s3: the fake S3 (tests/objstore/servers.h) */
     char s3_dir[256], s3_log[320], s3_faults[320];
@@ -47,10 +50,10 @@ struct fake_store {
     void (*on_uploading)(struct fake_store *fs);
 };
 
-/* Starts the store (s3: the fake S3 too) with parts of `part_size`,
- * `parallel` transfers and encryption on or off, and routes the fake
- * ebbd's store endpoints to it. */
-void fstore_init(struct fake_store *fs, struct fake *f, bool s3, int64_t part_size,
+/* Starts a store of `kind` (FSTORE_*; S3 and OSS: the fake S3 in that
+ * flavour too) with parts of `part_size`, `parallel` transfers and
+ * encryption on or off, and routes the fake ebbd's store endpoints to it. */
+void fstore_init(struct fake_store *fs, struct fake *f, int kind, int64_t part_size,
                  int parallel, bool encrypt);
 
 /* Stops it (waits for its operations) and removes what it made. */
