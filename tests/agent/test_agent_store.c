@@ -27,7 +27,7 @@ static struct fake F;
 static struct fake_store S;
 
 /* Writes checkpoints $CKPTS (copies of $SRC/NAME, each into a temporary,
- * then renamed), one a second; says what it resumed from and whether it
+ * then renamed), one a second ($GAP); says what it resumed from and whether it
  * is bit-identical to the source. With $STOP_SLOW: the first periodic
  * signal writes ck1 slowly (1.2 s), the stop signal writes ck2, SIGTERM
  * says so and ends it. */
@@ -46,7 +46,7 @@ static struct fake_store S;
     "  trap 'echo got TERM; exit 3' TERM\n" \
     "  i=0; while [ $i -lt 400 ]; do i=$((i+1)); sleep 0.05; done; exit 9\n" \
     "fi\n" \
-    "for c in $CKPTS; do save $c; sleep 1; done\n"
+    "for c in $CKPTS; do save $c; sleep ${GAP:-1}; done\n"
 
 static int setup(void **state)
 {
@@ -291,6 +291,28 @@ static void test_oss_multipart_round_trip(void **state)
     assert_true(has(&F.out, "resumed=[ck1] same"));
 }
 
+/* Checkpoints that complete while one uploads wait, and only the newest
+ * of them is stored next. */
+static void test_newest_waiting_wins(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, FSTORE_FILE, 5 << 20, 4, true);
+    make_source("ck1", 1000);
+    make_source("ck2", 1000);
+    make_source("ck3", 1000);
+    const char *job = fake_script(&F, "job.sh", JOB_STORE);
+    fake_set_job(&F, "{\"job_id\": \"" FSTORE_JOB "\", \"argv\": [\"%s\"], \"env\": "
+                 "{\"SRC\": \"%s/src\", \"CKPTS\": \"ck1 ck2 ck3\", \"GAP\": \"0.1\"}, "
+                 "\"checkpoint\": {\"dir\": \"\"}%s}", job, F.dir, fstore_doc(&S));
+    run_agent("disk1");
+    assert_int_equal(F.agent_status, 0);
+    assert_int_equal(S.posts, 2);
+    assert_int_equal(fstore_count(&S, "durable"), 2);
+    assert_string_equal(json_string_value(json_object_get(fstore_row(&S, 0), "name")), "ck1");
+    assert_string_equal(json_string_value(json_object_get(fstore_row(&S, 1), "name")), "ck3");
+    assert_true(has(&F.agent_err, "checkpoint ck2 is not stored: ck3 is newer"));
+}
+
 /* ---- faults ---- */
 
 /* A link inside a checkpoint: the store could not bring it back as it
@@ -488,6 +510,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_file_store_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store_plain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oss_multipart_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newest_waiting_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_urls_are_refreshed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_link_in_checkpoint_is_not_stored, setup,
                                         teardown),
