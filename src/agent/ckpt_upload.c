@@ -230,11 +230,22 @@ static int add_xfer(struct agent_upload *u, size_t *cap, size_t file, int number
     return 0;
 }
 
+/* An object URL the agent may use: http(s) for s3 and oss; for file://
+ * an absolute path with no "." or ".." component and no empty one. */
 static bool is_url(const char *url, bool store_file)
 {
-    if (store_file)
-        return strncmp(url, "file:///", 8) == 0;
-    return strncmp(url, "https://", 8) == 0 || strncmp(url, "http://", 7) == 0;
+    if (!store_file)
+        return strncmp(url, "https://", 8) == 0 || strncmp(url, "http://", 7) == 0;
+    if (strncmp(url, "file:///", 8) != 0)
+        return false;
+    for (const char *c = url + 7; *c == '/';) {
+        const char *seg = c + 1;
+        size_t n = strcspn(seg, "/");
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return false;
+        c = seg + n;
+    }
+    return true;
 }
 
 /* The `uploading` answer's files: every file exactly once, one PUT or
@@ -249,13 +260,21 @@ static int take_urls(struct agent_upload *u, json_t *files, char *why, size_t le
     }
     size_t cap = u->n_xfers, i;
     json_t *f;
+    bool *seen = calloc(u->m.n_files, sizeof(*seen));
+    if (seen == NULL) {
+        snprintf(why, len, "out of memory");
+        return EBB_ENOMEM;
+    }
     json_array_foreach(files, i, f) {
         const char *path = json_string_value(json_object_get(f, "path"));
         size_t fi = path ? find_file(u, path) : SIZE_MAX;
-        if (fi == SIZE_MAX) {
-            snprintf(why, len, "ebbd sent URLs for a file the checkpoint does not have");
+        if (fi == SIZE_MAX || seen[fi]) {
+            free(seen);
+            snprintf(why, len, "ebbd sent URLs for a file the checkpoint does not have, "
+                     "or twice for one");
             return EBB_EPROTO;
         }
+        seen[fi] = true;
         uint64_t stored = u->m.files[fi].stored_size;
         json_t *parts = json_object_get(f, "parts");
         const char *url = json_string_value(json_object_get(f, "url"));
@@ -295,12 +314,16 @@ static int take_urls(struct agent_upload *u, json_t *files, char *why, size_t le
             rc = EBB_EPROTO;
         }
         if (rc != 0) {
-            snprintf(why, len, rc == EBB_ENOMEM ? "out of memory"
-                     : "ebbd's upload URLs for %s are not usable (parts must cover the "
-                       "object in order)", path);
+            free(seen);
+            if (rc == EBB_ENOMEM)
+                snprintf(why, len, "out of memory");
+            else
+                snprintf(why, len, "ebbd's upload URLs for %.200s are not usable (parts "
+                         "must cover the object in order)", path);
             return rc;
         }
     }
+    free(seen);
     return 0;
 }
 
