@@ -10,11 +10,9 @@
  */
 #include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ebb/digest.h>
@@ -22,59 +20,9 @@
 #include "agent/agent.h"
 #include "agent/ckpt_walk.h"
 #include "agent/store.h"
+#include "agent/upload_internal.h"
 #include "base/log.h"
 #include "base/str.h"
-
-/* Per object or part: one attempt may take this long, and the HTTP
- * client tries this often (5xx, SlowDown, 429, no answer). */
-#define XFER_TIMEOUT_MS (10 * 60 * 1000)
-#define XFER_ATTEMPTS 6
-/* How often expired URLs are asked for again in one upload. */
-#define REFRESH_MAX 3
-
-enum up_state { UP_STAGING, UP_POSTING, UP_PREPARING, UP_TRANSFER, UP_COMMITTING,
-                UP_COMPLETING, UP_ENDING };
-
-struct xfer {
-    struct agent_upload *u;
-    size_t file;
-    int number;          /* 0: the whole object in one PUT */
-    uint64_t offset, length;  /* in the stored object */
-    char *url;
-    char etag[256];
-    bool done, running;
-    struct ebb__http_stream s;
-    uv_work_t work;      /* file:// */
-    int work_rc;
-    char why[256];
-};
-
-struct agent_upload {
-    struct agent *a;      /* NULL once the agent let go of it */
-    enum up_state state;
-    struct ebb__ckpt_manifest m;
-    uint64_t *offsets;    /* where each object starts in the staging file */
-    uint64_t stored_bytes;
-    int stage_fd;
-    /* What the thread pool reads: copies, so that the agent may let go. */
-    int dirfd;
-    bool encrypt;
-    struct ebb__ckpt_key key;
-    bool periodic;
-    int64_t duration_ms;
-    int64_t seq;
-    uv_work_t work;
-    int work_rc;
-    char why[512];
-    struct ebb__timer poll_timer;
-    int64_t poll_deadline;
-    struct xfer *xfers;
-    size_t n_xfers, running, done;
-    int refreshes;
-    bool refresh_wanted, failed;
-    int64_t started_ms, transfer_ms;
-    int pending;          /* callbacks still to come (HTTP, thread pool) */
-};
 
 static int64_t now_ms(struct agent *a)
 {
@@ -97,7 +45,7 @@ static void up_free(struct agent_upload *u)
 }
 
 /* A callback came back: true when the upload is still the agent's. */
-static bool up_alive(struct agent_upload *u)
+bool agent_up_alive(struct agent_upload *u)
 {
     u->pending--;
     if (u->a != NULL)
@@ -130,13 +78,12 @@ static void on_deleted(struct agent *a, void *arg, const struct ebb_http_respons
 {
     (void)a, (void)res, (void)body;
     struct agent_upload *u = arg;
-    if (up_alive(u))
+    if (agent_up_alive(u))
         up_end(u);
 }
 
 /* Gives up: says why, tells ebbd to abort (when it knows the checkpoint). */
-static void up_fail(struct agent_upload *u, const char *fmt, ...) EBB_PRINTF(2, 3);
-static void up_fail(struct agent_upload *u, const char *fmt, ...)
+void agent_up_fail(struct agent_upload *u, const char *fmt, ...)
 {
     struct agent *a = u->a;
     char why[sizeof(u->why)];
@@ -146,7 +93,6 @@ static void up_fail(struct agent_upload *u, const char *fmt, ...)
     va_end(ap);
     memcpy(u->why, why, sizeof(why));
     ebb__warn("checkpoint %s is not stored: %s", u->m.name, u->why);
-    u->failed = true;
     ebb__timer_stop(&a->clock, &u->poll_timer);
     if (u->seq > 0 && u->state != UP_ENDING) {
         u->state = UP_ENDING;
@@ -170,7 +116,7 @@ static void poll_later(struct agent_upload *u)
 {
     struct agent *a = u->a;
     if (now_ms(a) + AGENT_POLL_MS > u->poll_deadline) {
-        up_fail(u, "ebbd did not get the checkpoint %s within %d minutes",
+        agent_up_fail(u, "ebbd did not get the checkpoint %s within %d minutes",
                 u->state == UP_PREPARING ? "ready for upload" : "stored",
                 AGENT_POLL_LIMIT_MS / 60000);
         return;
@@ -181,326 +127,6 @@ static void poll_later(struct agent_upload *u)
 static void on_poll_timer(struct ebb__timer *t)
 {
     poll_now(t->data);
-}
-
-/* ---- transfers ---- */
-
-static void run_xfers(struct agent_upload *u);
-
-static struct xfer *find_xfer(struct agent_upload *u, size_t file, int number)
-{
-    for (size_t i = 0; i < u->n_xfers; i++)
-        if (u->xfers[i].file == file && u->xfers[i].number == number)
-            return &u->xfers[i];
-    return NULL;
-}
-
-static size_t find_file(const struct agent_upload *u, const char *path)
-{
-    for (size_t i = 0; i < u->m.n_files; i++)
-        if (strcmp(u->m.files[i].path, path) == 0)
-            return i;
-    return SIZE_MAX;
-}
-
-static int add_xfer(struct agent_upload *u, size_t *cap, size_t file, int number,
-                    uint64_t offset, uint64_t length, const char *url)
-{
-    struct xfer *x = find_xfer(u, file, number);
-    if (x != NULL) {   /* fresh URLs for what is still to do */
-        if (x->offset != offset || x->length != length)
-            return EBB_EPROTO;
-        char *copy = ebb_strfmt("%s", url);
-        if (copy == NULL)
-            return EBB_ENOMEM;
-        free(x->url);
-        x->url = copy;
-        return 0;
-    }
-    struct xfer *v = ebb__grow(u->xfers, cap, u->n_xfers, sizeof(*v), 16);
-    if (v == NULL)
-        return EBB_ENOMEM;
-    u->xfers = v;
-    x = &v[u->n_xfers];
-    *x = (struct xfer){.u = u, .file = file, .number = number, .offset = offset,
-                       .length = length, .url = ebb_strfmt("%s", url)};
-    if (x->url == NULL)
-        return EBB_ENOMEM;
-    u->n_xfers++;
-    return 0;
-}
-
-/* An object URL the agent may use: http(s) for s3 and oss; for file://
- * an absolute path with no "." or ".." component and no empty one. */
-static bool is_url(const char *url, bool store_file)
-{
-    if (!store_file)
-        return strncmp(url, "https://", 8) == 0 || strncmp(url, "http://", 7) == 0;
-    if (strncmp(url, "file:///", 8) != 0)
-        return false;
-    for (const char *c = url + 7; *c == '/';) {
-        const char *seg = c + 1;
-        size_t n = strcspn(seg, "/");
-        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
-            return false;
-        c = seg + n;
-    }
-    return true;
-}
-
-/* The `uploading` answer's files: every file exactly once, one PUT or
- * parts covering the stored object in order. */
-static int take_urls(struct agent_upload *u, json_t *files, char *why, size_t len)
-{
-    bool store_file = u->a->doc.store.kind == AGENT_STORE_FILE;
-    if (!json_is_array(files) || json_array_size(files) != u->m.n_files) {
-        snprintf(why, len, "ebbd's upload URLs do not list the checkpoint's %zu files",
-                 u->m.n_files);
-        return EBB_EPROTO;
-    }
-    size_t cap = u->n_xfers, i;
-    json_t *f;
-    bool *seen = calloc(u->m.n_files, sizeof(*seen));
-    if (seen == NULL) {
-        snprintf(why, len, "out of memory");
-        return EBB_ENOMEM;
-    }
-    json_array_foreach(files, i, f) {
-        const char *path = json_string_value(json_object_get(f, "path"));
-        size_t fi = path ? find_file(u, path) : SIZE_MAX;
-        if (fi == SIZE_MAX || seen[fi]) {
-            free(seen);
-            snprintf(why, len, "ebbd sent URLs for a file the checkpoint does not have, "
-                     "or twice for one");
-            return EBB_EPROTO;
-        }
-        seen[fi] = true;
-        uint64_t stored = u->m.files[fi].stored_size;
-        json_t *parts = json_object_get(f, "parts");
-        const char *url = json_string_value(json_object_get(f, "url"));
-        int rc = 0;
-        if (url != NULL && parts == NULL) {
-            if (!is_url(url, store_file) || stored > (uint64_t)AGENT_PART_MAX)
-                rc = EBB_EPROTO;
-            else
-                rc = add_xfer(u, &cap, fi, 0, 0, stored, url);
-        } else if (json_is_array(parts) && json_array_size(parts) > 0 &&
-                   json_array_size(parts) <= 10000 && !store_file) {
-            uint64_t at = 0;
-            size_t k;
-            json_t *p;
-            json_array_foreach(parts, k, p) {
-                json_t *n = json_object_get(p, "number"), *o = json_object_get(p, "offset"),
-                       *l = json_object_get(p, "length");
-                const char *purl = json_string_value(json_object_get(p, "url"));
-                if (!json_is_integer(n) || json_integer_value(n) != (json_int_t)k + 1 ||
-                    !json_is_integer(o) || json_integer_value(o) != (json_int_t)at ||
-                    !json_is_integer(l) || json_integer_value(l) <= 0 ||
-                    json_integer_value(l) > AGENT_PART_MAX ||
-                    (uint64_t)json_integer_value(l) > stored - at || purl == NULL ||
-                    !is_url(purl, false)) {
-                    rc = EBB_EPROTO;
-                    break;
-                }
-                rc = add_xfer(u, &cap, fi, (int)k + 1, at, (uint64_t)json_integer_value(l),
-                              purl);
-                if (rc != 0)
-                    break;
-                at += (uint64_t)json_integer_value(l);
-            }
-            if (rc == 0 && at != stored)
-                rc = EBB_EPROTO;
-        } else {
-            rc = EBB_EPROTO;
-        }
-        if (rc != 0) {
-            free(seen);
-            if (rc == EBB_ENOMEM)
-                snprintf(why, len, "out of memory");
-            else
-                snprintf(why, len, "ebbd's upload URLs for %.200s are not usable (parts "
-                         "must cover the object in order)", path);
-            return rc;
-        }
-    }
-    free(seen);
-    return 0;
-}
-
-/* ETag of a PUT answer, quotes kept (CompleteMultipartUpload wants them). */
-static void take_etag(struct xfer *x, const struct ebb_http_response *res)
-{
-    if (res->headers == NULL ||
-        ebb__http_header(res->headers, "ETag", x->etag, sizeof(x->etag)) != 0)
-        x->etag[0] = '\0';
-}
-
-static void xfer_finished(struct xfer *x, bool ok)
-{
-    struct agent_upload *u = x->u;
-    x->running = false;
-    u->running--;
-    if (ok) {
-        x->done = true;
-        u->done++;
-    }
-    if (u->state != UP_ENDING)
-        run_xfers(u);
-}
-
-static void on_put(const struct ebb_http_response *res, void *arg)
-{
-    struct xfer *x = arg;
-    struct agent_upload *u = x->u;
-    if (!up_alive(u))
-        return;
-    if (res->error == 0 && res->status / 100 == 2) {
-        take_etag(x, res);
-        if (x->etag[0] == '\0') {
-            xfer_finished(x, false);
-            if (u->state != UP_ENDING)
-                up_fail(u, "the store's answer to %s has no ETag", u->m.files[x->file].path);
-            return;
-        }
-        xfer_finished(x, true);
-        return;
-    }
-    if (res->error == 0 && res->status == 403 && u->refreshes < REFRESH_MAX) {
-        /* Most likely an expired URL: ask ebbd for fresh ones once the
-         * transfers in flight are back. */
-        u->refresh_wanted = true;
-        xfer_finished(x, false);
-        return;
-    }
-    char why[300];
-    agent_describe_failure(res, why, sizeof(why));
-    xfer_finished(x, false);
-    if (u->state != UP_ENDING)
-        up_fail(u, "uploading %s%s: %s", u->m.files[x->file].path,
-                x->number ? " (a part)" : "", why);
-}
-
-/* file:// objects: a temporary beside the object, fsync()ed and renamed;
- * no link followed in the last component. Runs on the thread pool. */
-static void file_put_work(uv_work_t *w)
-{
-    struct xfer *x = w->data;
-    struct agent_upload *u = x->u;
-    const char *path = x->url + strlen("file://");
-    const char *slash = strrchr(path, '/');
-    x->work_rc = 0;
-    char *dir = ebb_strfmt("%.*s", (int)(slash - path), path);
-    char *tmp = ebb_strfmt(".%s.tmp-%d", slash + 1, (int)getpid());
-    int dfd = dir && tmp ? open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                      O_CLOEXEC) : -1;
-    int out = dfd >= 0 ? openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-                                              O_CLOEXEC, 0600) : -1;
-    int rc = out >= 0 ? 0 : -errno;
-    uint64_t at = u->offsets[x->file] + x->offset, left = x->length;
-    static const size_t buf_size = 256 << 10;
-    char *buf = rc == 0 ? malloc(buf_size) : NULL;
-    if (rc == 0 && buf == NULL)
-        rc = -ENOMEM;
-    while (rc == 0 && left > 0) {
-        ssize_t n = pread(u->stage_fd, buf, left < buf_size ? left : buf_size, (off_t)at);
-        if (n <= 0) {
-            rc = n < 0 ? -errno : -EIO;
-            break;
-        }
-        int wfd = out;
-        rc = ebb__ckpt_fd_write(&wfd, buf, (size_t)n) == 0 ? 0 : -EIO;
-        at += (uint64_t)n;
-        left -= (uint64_t)n;
-    }
-    free(buf);
-    if (rc == 0 && fsync(out) != 0)
-        rc = -errno;
-    if (out >= 0 && close(out) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && renameat(dfd, tmp, dfd, slash + 1) != 0)
-        rc = -errno;
-    if (rc == 0 && fsync(dfd) != 0)
-        rc = -errno;
-    if (rc != 0 && dfd >= 0)
-        unlinkat(dfd, tmp, 0);
-    if (rc != 0) {
-        snprintf(x->why, sizeof(x->why), "%s: %s", path,
-                 strerror(-(rc ? rc : -EIO)));
-        x->work_rc = rc ? rc : -EIO;
-    }
-    if (dfd >= 0)
-        close(dfd);
-    free(dir);
-    free(tmp);
-}
-
-static void file_put_done(uv_work_t *w, int status)
-{
-    struct xfer *x = w->data;
-    struct agent_upload *u = x->u;
-    if (!up_alive(u))
-        return;
-    bool ok = status == 0 && x->work_rc == 0;
-    xfer_finished(x, ok);
-    if (!ok && u->state != UP_ENDING)
-        up_fail(u, "writing %s to the store: %s", u->m.files[x->file].path,
-                x->why[0] ? x->why : "cancelled");
-}
-
-static int start_xfer(struct agent_upload *u, struct xfer *x)
-{
-    struct agent *a = u->a;
-    x->why[0] = '\0';
-    if (strncmp(x->url, "file://", 7) == 0) {
-        x->work.data = x;
-        int rc = uv_queue_work(&a->loop, &x->work, file_put_work, file_put_done);
-        return rc == 0 ? 0 : EBB_EIO;
-    }
-    x->s = (struct ebb__http_stream){
-        .upload_fd = u->stage_fd,
-        .upload_offset = (int64_t)(u->offsets[x->file] + x->offset),
-        .upload_len = (int64_t)x->length,
-        .download_fd = -1,
-    };
-    /* No header of our own: OSS V4 signs Content-Type when one is sent,
-     * and the presigned URL signed none. */
-    struct ebb_http_request req = {
-        .struct_size = sizeof(struct ebb_http_request),
-        .method = "PUT", .url = x->url,
-        .timeout = XFER_TIMEOUT_MS, .max_attempts = XFER_ATTEMPTS,
-    };
-    return ebb__http_request_stream(a->http, &req, &x->s, on_put, x);
-}
-
-static void commit(struct agent_upload *u);
-static void refresh(struct agent_upload *u);
-
-/* Starts transfers up to `parallel`; when all are done, commits. */
-static void run_xfers(struct agent_upload *u)
-{
-    if (u->state != UP_TRANSFER)
-        return;
-    if (u->refresh_wanted) {
-        if (u->running == 0)
-            refresh(u);
-        return;
-    }
-    for (size_t i = 0; i < u->n_xfers && u->running < (size_t)u->a->doc.store.parallel;
-         i++) {
-        struct xfer *x = &u->xfers[i];
-        if (x->done || x->running)
-            continue;
-        int rc = start_xfer(u, x);
-        if (rc != 0) {
-            up_fail(u, "cannot start an upload: %s", ebb_strerror(rc));
-            return;
-        }
-        x->running = true;
-        u->running++;
-        u->pending++;
-    }
-    if (u->done == u->n_xfers && u->running == 0)
-        commit(u);
 }
 
 /* ---- ebbd's answers ---- */
@@ -516,10 +142,10 @@ static void poll_now(struct agent_upload *u)
     if (rc == 0)
         u->pending++;
     else
-        up_fail(u, "cannot ask ebbd about the checkpoint: %s", ebb_strerror(rc));
+        agent_up_fail(u, "cannot ask ebbd about the checkpoint: %s", ebb_strerror(rc));
 }
 
-static void refresh(struct agent_upload *u)
+void agent_up_refresh(struct agent_upload *u)
 {
     u->refresh_wanted = false;
     u->refreshes++;
@@ -550,11 +176,11 @@ static void on_state(struct agent *a, void *arg, const struct ebb_http_response 
 {
     (void)a;
     struct agent_upload *u = arg;
-    if (!up_alive(u) || u->state == UP_ENDING)
+    if (!agent_up_alive(u) || u->state == UP_ENDING)
         return;
     char why[400];
     if (res->error != 0 || res->status != 200 || body == NULL) {
-        up_fail(u, "ebbd's answer about checkpoint %lld: %s", (long long)u->seq,
+        agent_up_fail(u, "ebbd's answer about checkpoint %lld: %s", (long long)u->seq,
                 agent_api_why(res, body, why, sizeof(why)));
         return;
     }
@@ -563,7 +189,7 @@ static void on_state(struct agent *a, void *arg, const struct ebb_http_response 
     if (strcmp(state, "failed") == 0) {
         const char *reason = json_string_value(json_object_get(body, "reason"));
         u->seq = 0; /* ebbd gave it up itself: nothing to DELETE */
-        up_fail(u, "ebbd failed it: %s", reason ? reason : "no reason given");
+        agent_up_fail(u, "ebbd failed it: %s", reason ? reason : "no reason given");
         return;
     }
     if (strcmp(state, "durable") == 0 && u->state == UP_COMPLETING) {
@@ -572,22 +198,22 @@ static void on_state(struct agent *a, void *arg, const struct ebb_http_response 
     }
     if (strcmp(state, "uploading") == 0 && (u->state == UP_PREPARING ||
                                             u->state == UP_TRANSFER)) {
-        int rc = take_urls(u, json_object_get(body, "files"), why, sizeof(why));
+        int rc = agent_up_take_urls(u, json_object_get(body, "files"), why, sizeof(why));
         if (rc != 0) {
-            up_fail(u, "%s", why);
+            agent_up_fail(u, "%s", why);
             return;
         }
         if (u->state == UP_PREPARING)
             u->transfer_ms = -now_ms(a);
         u->state = UP_TRANSFER;
-        run_xfers(u);
+        agent_up_run(u);
         return;
     }
     bool waiting = (u->state == UP_PREPARING && strcmp(state, "preparing") == 0) ||
                    (u->state == UP_COMPLETING && (strcmp(state, "completing") == 0 ||
                                                   strcmp(state, "uploading") == 0));
     if (!waiting) {
-        up_fail(u, "ebbd says the checkpoint is \"%.32s\"", state);
+        agent_up_fail(u, "ebbd says the checkpoint is \"%.32s\"", state);
         return;
     }
     poll_later(u);
@@ -597,11 +223,11 @@ static void on_committed(struct agent *a, void *arg, const struct ebb_http_respo
                          json_t *body)
 {
     struct agent_upload *u = arg;
-    if (!up_alive(u) || u->state == UP_ENDING)
+    if (!agent_up_alive(u) || u->state == UP_ENDING)
         return;
     if (res->error != 0 || res->status / 100 != 2) {
         char why[400];
-        up_fail(u, "ebbd refused the commit: %s", agent_api_why(res, body, why, sizeof(why)));
+        agent_up_fail(u, "ebbd refused the commit: %s", agent_api_why(res, body, why, sizeof(why)));
         return;
     }
     u->state = UP_COMPLETING;
@@ -641,7 +267,7 @@ static json_t *commit_files(struct agent_upload *u)
     return files;
 }
 
-static void commit(struct agent_upload *u)
+void agent_up_commit(struct agent_upload *u)
 {
     struct agent *a = u->a;
     u->transfer_ms += now_ms(a);
@@ -656,20 +282,20 @@ static void commit(struct agent_upload *u)
     if (rc == 0)
         u->pending++;
     else
-        up_fail(u, "cannot commit: %s", ebb_strerror(rc));
+        agent_up_fail(u, "cannot commit: %s", ebb_strerror(rc));
 }
 
 static void on_posted(struct agent *a, void *arg, const struct ebb_http_response *res,
                       json_t *body)
 {
     struct agent_upload *u = arg;
-    if (!up_alive(u) || u->state == UP_ENDING)
+    if (!agent_up_alive(u) || u->state == UP_ENDING)
         return;
     json_t *id = json_object_get(body, "id");
     if (res->error != 0 || res->status / 100 != 2 || !json_is_integer(id) ||
         json_integer_value(id) <= 0) {
         char why[400];
-        up_fail(u, "ebbd did not take it: %s", agent_api_why(res, body, why, sizeof(why)));
+        agent_up_fail(u, "ebbd did not take it: %s", agent_api_why(res, body, why, sizeof(why)));
         return;
     }
     u->seq = json_integer_value(id);
@@ -704,7 +330,7 @@ static void stage_work(uv_work_t *w)
 static void stage_done(uv_work_t *w, int status)
 {
     struct agent_upload *u = w->data;
-    if (!up_alive(u))
+    if (!agent_up_alive(u))
         return;
     struct agent *a = u->a;
     if (status != 0 || u->work_rc != 0) {
@@ -714,7 +340,7 @@ static void stage_done(uv_work_t *w, int status)
             agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:s}", "kind",
                                                     "checkpoint_skipped", "name", u->m.name,
                                                     "reason", u->why));
-        up_fail(u, "%s", status != 0 ? "cancelled" : u->why);
+        agent_up_fail(u, "%s", status != 0 ? "cancelled" : u->why);
         return;
     }
     json_t *files = json_array();
@@ -734,7 +360,7 @@ static void stage_done(uv_work_t *w, int status)
     if (rc == 0)
         u->pending++;
     else
-        up_fail(u, "cannot offer it to ebbd: %s", ebb_strerror(rc));
+        agent_up_fail(u, "cannot offer it to ebbd: %s", ebb_strerror(rc));
 }
 
 static void start_upload(struct agent *a, const char *name, bool periodic,
@@ -757,7 +383,7 @@ static void start_upload(struct agent *a, const char *name, bool periodic,
     if (u->stage_fd >= 0 && u->dirfd < 0)
         snprintf(u->why, sizeof(u->why), "%s", strerror(errno));
     if (u->stage_fd < 0 || u->dirfd < 0 || uv_queue_work(&a->loop, &u->work, stage_work, stage_done) != 0) {
-        up_fail(u, "cannot stage it: %s", u->stage_fd < 0 || u->dirfd < 0 ? u->why
+        agent_up_fail(u, "cannot stage it: %s", u->stage_fd < 0 || u->dirfd < 0 ? u->why
                                                                            : "thread pool");
         return;
     }
@@ -805,7 +431,7 @@ void agent_upload_cancel(struct agent *a, const char *why)
     if (a->upload == NULL)
         agent_upload_idle(a);
     else if (a->upload->state != UP_ENDING)
-        up_fail(a->upload, "%s", why);
+        agent_up_fail(a->upload, "%s", why);
 }
 
 void agent_upload_free(struct agent *a)
