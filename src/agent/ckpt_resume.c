@@ -6,7 +6,9 @@
  * object is downloaded into an unlinked staging file, then opened (each
  * chunk authenticated, sizes and hashes matched against the manifest)
  * into a temporary ".ebb-dl-*" entry of the checkpoint directory, marked
- * as the job's so that a killed run's leftovers are removed, and renamed
+ * as the job's so that a killed run's leftovers are removed (one object
+ * at a time, each as soon as it is downloaded: one staging file and one
+ * descriptor whatever the number of files), and renamed
  * to the checkpoint's name. Any fault is a `checkpoint_fallback` event
  * and the next one is tried; when none is left the job starts afresh.
  */
@@ -36,7 +38,7 @@ struct agent_resume {
     const char *name;            /* its name (in list) */
     int64_t id;
     struct ebb__ckpt_manifest *m;
-    int *objects;                /* one staging file per object, -1: none */
+    int object;                  /* the object being opened, -1: none */
     size_t next;                 /* the object being downloaded */
     struct ebb__http_stream s;
     uint64_t bytes;              /* downloaded, all candidates */
@@ -56,11 +58,9 @@ static void try_next(struct agent_resume *r);
 
 static void close_objects(struct agent_resume *r)
 {
-    for (size_t i = 0; r->objects != NULL && r->m != NULL && i < r->m->n_files; i++)
-        if (r->objects[i] >= 0)
-            close(r->objects[i]);
-    free(r->objects);
-    r->objects = NULL;
+    if (r->object >= 0)
+        close(r->object);
+    r->object = -1;
     ebb__ckpt_manifest_free(r->m);
     r->m = NULL;
 }
@@ -120,24 +120,28 @@ static void fallback(struct agent_resume *r, const char *fmt, ...)
     try_next(r);
 }
 
-/* ---- the last step: open the objects into the directory ---- */
+/* ---- opening the objects into the directory ---- */
+
+static void download_next(struct agent_resume *r);
 
 static void unstage_work(uv_work_t *w)
 {
     struct agent_resume *r = w->data;
     r->err = (struct ebb__ckpt_error){0};
-    r->work_rc = agent_ckpt_unstage(r->dirfd, r->tmp, r->m, r->encrypt ? &r->key : NULL,
-                                    r->objects, &r->err);
+    r->work_rc = lseek(r->object, 0, SEEK_SET) == 0
+                     ? agent_ckpt_unstage_file(r->dirfd, r->tmp, r->m, r->next,
+                                               r->encrypt ? &r->key : NULL, r->object,
+                                               &r->err)
+                     : EBB_EIO;
 }
 
-static void unstage_done(uv_work_t *w, int status)
+/* Every object is in place: the checkpoint takes its name. */
+static void unstaged(struct agent_resume *r)
 {
-    struct agent_resume *r = w->data;
-    if (!alive(r))
-        return;
     struct agent *a = r->a;
-    if (status != 0 || r->work_rc != 0) {
-        fallback(r, "%s", status != 0 ? "cancelled" : r->err.diag.msg);
+    struct ebb__ckpt_error err = {0};
+    if (agent_ckpt_unstage_end(a->ckpt_fd, r->tmp, r->m, &err) != 0) {
+        fallback(r, "%s", err.diag.msg);
         return;
     }
     if (renameat(a->ckpt_fd, r->tmp, a->ckpt_fd, r->name) != 0) {
@@ -162,7 +166,34 @@ static void unstage_done(uv_work_t *w, int status)
     finish(r);
 }
 
+static void unstage_done(uv_work_t *w, int status)
+{
+    struct agent_resume *r = w->data;
+    if (!alive(r))
+        return;
+    if (status != 0 || r->work_rc != 0) {
+        fallback(r, "%s", status != 0 ? "cancelled" : r->err.diag.msg);
+        return;
+    }
+    close(r->object);
+    r->object = -1;
+    r->next++;
+    download_next(r);
+}
+
+/* Object r->next is in r->object: open it into the temporary. */
 static void unstage(struct agent_resume *r)
+{
+    r->work.data = r;
+    if (uv_queue_work(&r->a->loop, &r->work, unstage_work, unstage_done) != 0) {
+        fallback(r, "cannot use the thread pool");
+        return;
+    }
+    r->pending = true;
+}
+
+/* The temporary the objects go into, marked as the job's first. */
+static void begin(struct agent_resume *r)
 {
     struct agent *a = r->a;
     snprintf(r->tmp, sizeof(r->tmp), ".ebb-dl-%d-%zu", (int)getpid(), r->idx);
@@ -172,17 +203,16 @@ static void unstage(struct agent_resume *r)
         fallback(r, "cannot mark the temporary in %s: %s", a->doc.ckpt_dir, strerror(-rc));
         return;
     }
-    r->work.data = r;
-    if (uv_queue_work(&a->loop, &r->work, unstage_work, unstage_done) != 0) {
-        fallback(r, "cannot use the thread pool");
+    struct ebb__ckpt_error err = {0};
+    if (agent_ckpt_unstage_begin(a->ckpt_fd, r->tmp, r->m, &err) != 0) {
+        fallback(r, "%s", err.diag.msg);
         return;
     }
-    r->pending = true;
+    r->next = 0;
+    download_next(r);
 }
 
 /* ---- objects ---- */
-
-static void download_next(struct agent_resume *r);
 
 static const char *answer_url(json_t *cand, const char *path, int64_t *stored)
 {
@@ -216,15 +246,14 @@ static void on_object(const struct ebb_http_response *res, void *arg)
                  (long long)r->s.downloaded, (unsigned long long)f->stored_size);
         return;
     }
-    r->next++;
-    download_next(r);
+    unstage(r);
 }
 
 static void download_next(struct agent_resume *r)
 {
     struct agent *a = r->a;
     if (r->next == r->m->n_files) {
-        unstage(r);
+        unstaged(r);
         return;
     }
     const struct ebb__ckpt_manifest_file *f = &r->m->files[r->next];
@@ -244,9 +273,9 @@ static void download_next(struct agent_resume *r)
                 close(fd);
             return;
         }
-        r->objects[r->next++] = fd;
+        r->object = fd;
         r->bytes += (uint64_t)st.st_size;
-        download_next(r);
+        unstage(r);
         return;
     }
     int fd = agent_stage_file(a, why, sizeof(why));
@@ -254,7 +283,7 @@ static void download_next(struct agent_resume *r)
         fallback(r, "cannot stage %s: %s", f->path, why);
         return;
     }
-    r->objects[r->next] = fd;
+    r->object = fd;
     r->s = (struct ebb__http_stream){.upload_fd = -1, .download_fd = fd};
     struct ebb_http_request req = {
         .struct_size = sizeof(struct ebb_http_request),
@@ -327,15 +356,7 @@ static void take_manifest(struct agent_resume *r, const char *text, size_t len)
         fallback(r, "%s", why);
         return;
     }
-    r->objects = malloc(r->m->n_files * sizeof(*r->objects));
-    if (r->objects == NULL) {
-        fallback(r, "out of memory");
-        return;
-    }
-    for (size_t i = 0; i < r->m->n_files; i++)
-        r->objects[i] = -1;
-    r->next = 0;
-    download_next(r);
+    begin(r);
 }
 
 static void on_manifest(const struct ebb_http_response *res, void *arg)
@@ -463,7 +484,7 @@ void agent_resume_start(struct agent *a, void (*done)(struct agent *a))
         done(a);
         return;
     }
-    *r = (struct agent_resume){.a = a, .done = done, .dirfd = dup(a->ckpt_fd),
+    *r = (struct agent_resume){.a = a, .done = done, .dirfd = dup(a->ckpt_fd), .object = -1,
                                .encrypt = a->doc.store.encrypt, .key = a->key,
                                .has_key = a->doc.store.key_hex[0] != '\0',
                                .started_ms = ebb__clock_now(&a->clock)};

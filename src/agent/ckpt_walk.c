@@ -299,51 +299,83 @@ static int unstage_one(int parent, const char *base, const struct ebb__ckpt_mani
     return rc;
 }
 
-int agent_ckpt_unstage(int dirfd, const char *tmp_name,
-                       const struct ebb__ckpt_manifest *m,
-                       const struct ebb__ckpt_key *key, const int *objects,
-                       struct ebb__ckpt_error *err)
+int agent_ckpt_unstage_begin(int dirfd, const char *tmp_name,
+                             const struct ebb__ckpt_manifest *m,
+                             struct ebb__ckpt_error *err)
 {
-    bool dir = m->kind == EBB__CKPT_KIND_DIRECTORY;
-    int top = dirfd;
-    if (dir) {
-        if (mkdirat(dirfd, tmp_name, 0700) != 0 ||
-            (top = openat(dirfd, tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                               O_CLOEXEC)) < 0) {
-            ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", tmp_name, strerror(errno));
-            return EBB_EIO;
-        }
+    if (m->kind == EBB__CKPT_KIND_DIRECTORY && mkdirat(dirfd, tmp_name, 0700) != 0) {
+        ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", tmp_name, strerror(errno));
+        return EBB_EIO;
     }
+    return 0;
+}
+
+int agent_ckpt_unstage_file(int dirfd, const char *tmp_name,
+                            const struct ebb__ckpt_manifest *m, size_t i,
+                            const struct ebb__ckpt_key *key, int object,
+                            struct ebb__ckpt_error *err)
+{
+    const struct ebb__ckpt_manifest_file *f = &m->files[i];
+    if (m->kind == EBB__CKPT_KIND_FILE)
+        return unstage_one(dirfd, tmp_name, m, f, key, object, err);
+    int top = openat(dirfd, tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (top < 0) {
+        ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", tmp_name, strerror(errno));
+        return EBB_EIO;
+    }
+    char *path = ebb_strfmt("%s", f->path);
+    char *base = NULL;
+    int parent = path ? make_parents(top, path, &base) : -ENOMEM;
+    int rc;
+    if (parent < 0) {
+        ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", f->path, strerror(-parent));
+        rc = parent == -ENOMEM ? EBB_ENOMEM : EBB_EIO;
+    } else {
+        rc = unstage_one(parent, base, m, f, key, object, err);
+        close(parent);
+    }
+    free(path);
+    close(top);
+    return rc;
+}
+
+/* fsync()s directory `fd` and every directory below it. */
+static int sync_tree(int fd, int depth)
+{
+    if (depth > AGENT_WALK_DEPTH_MAX)
+        return EBB_EIO;
+    int dfd = dup(fd);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (d == NULL) {
+        if (dfd >= 0)
+            close(dfd);
+        return EBB_EIO;
+    }
+    rewinddir(d);
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < m->n_files; i++) {
-        const struct ebb__ckpt_manifest_file *f = &m->files[i];
-        if (lseek(objects[i], 0, SEEK_SET) != 0) {
-            ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", f->path, strerror(errno));
-            rc = EBB_EIO;
-            break;
-        }
-        if (!dir) {
-            rc = unstage_one(dirfd, tmp_name, m, f, key, objects[i], err);
+    for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;) {
+        if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
             continue;
-        }
-        char *path = ebb_strfmt("%s", f->path);
-        char *base = NULL;
-        int parent = path ? make_parents(top, path, &base) : -ENOMEM;
-        if (parent < 0) {
-            ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", f->path, strerror(-parent));
-            rc = parent == -ENOMEM ? EBB_ENOMEM : EBB_EIO;
-        } else {
-            rc = unstage_one(parent, base, m, f, key, objects[i], err);
-            close(parent);
-        }
-        free(path);
+        int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        rc = sub >= 0 ? sync_tree(sub, depth + 1) : EBB_EIO;
+        if (sub >= 0)
+            close(sub);
     }
-    if (dir) {
-        if (rc == 0 && fsync(top) != 0) {
-            ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", tmp_name, strerror(errno));
-            rc = EBB_EIO;
-        }
+    closedir(d);
+    return rc == 0 && fsync(fd) != 0 ? EBB_EIO : rc;
+}
+
+int agent_ckpt_unstage_end(int dirfd, const char *tmp_name,
+                           const struct ebb__ckpt_manifest *m,
+                           struct ebb__ckpt_error *err)
+{
+    if (m->kind == EBB__CKPT_KIND_FILE)
+        return 0;
+    int top = openat(dirfd, tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int rc = top >= 0 ? sync_tree(top, 0) : EBB_EIO;
+    if (top >= 0)
         close(top);
-    }
+    if (rc != 0)
+        ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: cannot flush it", tmp_name);
     return rc;
 }

@@ -13,9 +13,11 @@
  * and is meant for libuv's thread pool; it holds one stream's memory
  * (EBB__CKPT_STREAM_MEMORY) whatever the checkpoint's size.
  *
- * agent_ckpt_unstage is the way back: it opens the stored objects (each
- * in a file of its own) into a new directory tree or file, verifying every
- * chunk and the manifest's sums.
+ * agent_ckpt_unstage_* is the way back, one object at a time (as each
+ * download arrives, so that one staging file and one descriptor are held
+ * whatever the number of files): each stored object is opened into a new
+ * directory tree or file, every chunk verified and the manifest's sums
+ * matched.
  */
 #ifndef EBB_AGENT_CKPT_WALK_H
 #define EBB_AGENT_CKPT_WALK_H
@@ -51,15 +53,28 @@ int agent_ckpt_stage(int dirfd, struct ebb__ckpt_manifest *m,
                      const struct ebb__ckpt_key *key, int stage_fd,
                      uint64_t *offsets, char *why, size_t len);
 
-/* Opens each stored object of `m` (objects[i]: a descriptor at offset 0)
- * under `key` (NULL: plain copies) into entry `tmp_name` of `dirfd`: a
- * file for a file checkpoint, a directory tree for a directory one. Every
- * object must match the manifest (sizes and hashes). Returns 0, or an
- * EBB_E* code with the fault in `err` (what was written stays, for the
- * caller to remove). */
-int agent_ckpt_unstage(int dirfd, const char *tmp_name,
-                       const struct ebb__ckpt_manifest *m,
-                       const struct ebb__ckpt_key *key, const int *objects,
-                       struct ebb__ckpt_error *err);
+/* Starts unstaging `m` into the new entry `tmp_name` of `dirfd`: creates
+ * it as a directory for a directory checkpoint (a file checkpoint's entry
+ * is the file, made by agent_ckpt_unstage_file). Returns 0 or EBB_EIO
+ * with the fault in `err`. */
+int agent_ckpt_unstage_begin(int dirfd, const char *tmp_name,
+                             const struct ebb__ckpt_manifest *m,
+                             struct ebb__ckpt_error *err);
+
+/* Opens the stored object `object` (a descriptor, read from its current
+ * offset) under `key` (NULL: a plain copy) as file `i` of `m` below
+ * `tmp_name`, creating its directories; it must match the manifest
+ * (sizes and hashes). Returns 0, or an EBB_E* code with the fault in
+ * `err` naming the file (what was written stays, for the caller to
+ * remove). */
+int agent_ckpt_unstage_file(int dirfd, const char *tmp_name,
+                            const struct ebb__ckpt_manifest *m, size_t i,
+                            const struct ebb__ckpt_key *key, int object,
+                            struct ebb__ckpt_error *err);
+
+/* Ends: the tree's directories are flushed (fsync). Returns 0 or EBB_EIO. */
+int agent_ckpt_unstage_end(int dirfd, const char *tmp_name,
+                           const struct ebb__ckpt_manifest *m,
+                           struct ebb__ckpt_error *err);
 
 #endif

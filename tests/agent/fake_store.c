@@ -259,31 +259,37 @@ static void on_headed(void *arg, const struct ebb__objstore_result *r)
     op_done(o, r, "HeadObject");
 }
 
+/* Completes (or checks) the row's objects one at a time, as the row's
+ * "cursor" goes: the fake S3 serves one request at a time, and a burst of
+ * hundreds of connections would overflow its listen queue. Then the
+ * manifest. */
 static void complete(struct fake_store *fs, json_t *row)
 {
-    json_t *commit = json_object_get(json_object_get(row, "commit"), "files");
-    size_t i;
-    json_t *file;
-    json_array_foreach(json_object_get(row, "files"), i, file) {
-        char key[512];
-        fstore_key(row, (int)i, key, sizeof(key));
-        json_t *cf = json_array_get(commit, i);
-        const char *upload = json_string_value(json_object_get(file, "upload_id"));
-        struct op *o = op_new(fs, row, file, write_manifest);
-        if (upload == NULL) {
-            assert_int_equal(ebb__objstore_head(fs->os, key, on_headed, o), 0);
-            continue;
-        }
-        json_t *parts = json_object_get(cf, "parts");
-        size_t n = json_array_size(parts);
-        const char **etags = calloc(n ? n : 1, sizeof(*etags));
-        assert_non_null(etags);
-        for (size_t k = 0; k < n; k++)
-            etags[k] = json_string_value(json_object_get(json_array_get(parts, k), "etag"));
-        assert_int_equal(ebb__objstore_mpu_complete(fs->os, key, upload, etags, n,
-                                                    on_completed, o), 0);
-        free(etags);
+    size_t i = (size_t)json_integer_value(json_object_get(row, "cursor"));
+    json_t *file = json_array_get(json_object_get(row, "files"), i);
+    if (file == NULL) {
+        write_manifest(fs, row);
+        return;
     }
+    json_object_set_new(row, "cursor", json_integer((json_int_t)i + 1));
+    char key[512];
+    fstore_key(row, (int)i, key, sizeof(key));
+    json_t *cf = json_array_get(json_object_get(json_object_get(row, "commit"), "files"), i);
+    const char *upload = json_string_value(json_object_get(file, "upload_id"));
+    struct op *o = op_new(fs, row, file, complete);
+    if (upload == NULL) {
+        assert_int_equal(ebb__objstore_head(fs->os, key, on_headed, o), 0);
+        return;
+    }
+    json_t *parts = json_object_get(cf, "parts");
+    size_t n = json_array_size(parts);
+    const char **etags = calloc(n ? n : 1, sizeof(*etags));
+    assert_non_null(etags);
+    for (size_t k = 0; k < n; k++)
+        etags[k] = json_string_value(json_object_get(json_array_get(parts, k), "etag"));
+    assert_int_equal(ebb__objstore_mpu_complete(fs->os, key, upload, etags, n, on_completed,
+                                                o), 0);
+    free(etags);
 }
 
 /* ---- the endpoints ---- */

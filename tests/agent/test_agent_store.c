@@ -313,6 +313,37 @@ static void test_newest_waiting_wins(void **state)
     assert_true(has(&F.agent_err, "checkpoint ck2 is not stored: ck3 is newer"));
 }
 
+/* 300 files with 64 descriptors: both ways hold one staging file and one
+ * object at a time, whatever the number of files. */
+static void test_many_files_few_descriptors(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, FSTORE_S3, 5 << 20, 4, true);
+    make_source("ck1", 10);
+    for (int i = 0; i < 300; i++) {
+        char path[700];
+        snprintf(path, sizeof(path), "%s/src/ck1/sub/f%03d", F.dir, i);
+        write_file(path, MARKER, (size_t)i);
+    }
+    char wrapper[4096];
+    snprintf(wrapper, sizeof(wrapper), "#!/bin/sh\nulimit -n 64\nexec '%s' \"$@\"\n",
+             getenv("EBB_AGENT"));
+    char *agent = strdup(getenv("EBB_AGENT"));
+    assert_non_null(agent);
+    setenv("EBB_AGENT", fake_script(&F, "agent-64-fds.sh", wrapper), 1);
+    set_job("ck1", false, "");
+    run_agent("disk1");
+    bool stored = fstore_count(&S, "durable") == 1;
+    set_job("", false, "");
+    run_agent("disk2");
+    setenv("EBB_AGENT", agent, 1);
+    free(agent);
+    if (!stored || !has(&F.out, "resumed=[ck1] same"))
+        dump();
+    assert_true(stored);
+    assert_true(has(&F.out, "resumed=[ck1] same"));
+}
+
 /* ---- faults ---- */
 
 /* A link inside a checkpoint: the store could not bring it back as it
@@ -511,6 +542,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_file_store_plain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oss_multipart_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newest_waiting_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_many_files_few_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_urls_are_refreshed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_link_in_checkpoint_is_not_stored, setup,
                                         teardown),

@@ -546,7 +546,12 @@ static void test_stage_unstage(void **state)
         assert_int_equal(write(objects[i], buf, (size_t)n), n);
     }
     struct ebb__ckpt_error err = {0};
-    assert_int_equal(agent_ckpt_unstage(dfd, ".back", &m, &key, objects, &err), 0);
+    assert_int_equal(agent_ckpt_unstage_begin(dfd, ".back", &m, &err), 0);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(lseek(objects[i], 0, SEEK_SET), 0);
+        assert_int_equal(agent_ckpt_unstage_file(dfd, ".back", &m, i, &key, objects[i], &err), 0);
+    }
+    assert_int_equal(agent_ckpt_unstage_end(dfd, ".back", &m, &err), 0);
     char cmd[700];
     snprintf(cmd, sizeof(cmd), "diff -r '%s/ck' '%s/.back'", dir, dir);
     assert_int_equal(system(cmd), 0);
@@ -554,7 +559,10 @@ static void test_stage_unstage(void **state)
     assert_int_equal(pread(objects[1], &byte, 1, 90), 1);
     byte ^= 1;
     assert_int_equal(pwrite(objects[1], &byte, 1, 90), 1);
-    assert_int_not_equal(agent_ckpt_unstage(dfd, ".back2", &m, &key, objects, &err), 0);
+    assert_int_equal(agent_ckpt_unstage_begin(dfd, ".back2", &m, &err), 0);
+    assert_int_equal(lseek(objects[1], 0, SEEK_SET), 0);
+    assert_int_not_equal(agent_ckpt_unstage_file(dfd, ".back2", &m, 1, &key, objects[1], &err),
+                         0);
     assert_non_null(strstr(err.diag.msg, "y: "));
     close(objects[0]);
     close(objects[1]);
