@@ -352,6 +352,9 @@ static void stage_done(uv_work_t *w, int status)
                                                (json_int_t)u->m.files[i].stored_size));
     }
     a->last_stored_bytes = u->stored_bytes;
+    ebb__info("staged checkpoint %s: %zu file(s), %llu bytes %s in %lld ms", u->m.name,
+              u->m.n_files, (unsigned long long)u->stored_bytes,
+              u->encrypt ? "sealed" : "copied", (long long)(now_ms(a) - u->started_ms));
     json_t *body = json_pack("{s:s, s:s, s:o}", "name", u->m.name, "kind",
                              u->m.kind == EBB__CKPT_KIND_FILE ? "file" : "directory",
                              "files", files);
