@@ -73,7 +73,7 @@ static double log_number_before(const char *words)
         p--;
     while (p > F.agent_err.data && p[-1] >= '0' && p[-1] <= '9')
         p--;
-    return atof(p);
+    return strtod(p, NULL);
 }
 
 static double curl(const char *args)
@@ -90,8 +90,9 @@ static double curl(const char *args)
 
 int main(int argc, char **argv)
 {
-    long mib = argc > 1 ? atol(argv[1]) : 1024;
-    if (mib < 1) {
+    char *end = NULL;
+    long mib = argc > 1 ? strtol(argv[1], &end, 10) : 1024;
+    if (mib < 1 || mib > (1L << 20) || (end != NULL && *end != '\0')) {
         fprintf(stderr, "usage: bench-agent-store [MIB]\n");
         return 2;
     }
