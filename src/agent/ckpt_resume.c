@@ -214,19 +214,28 @@ static void begin(struct agent_resume *r)
 
 /* ---- objects ---- */
 
-static const char *answer_url(json_t *cand, const char *path, int64_t *stored)
+static bool is_path(json_t *f, const char *path)
 {
-    size_t i;
-    json_t *f;
-    json_array_foreach(json_object_get(cand, "files"), i, f) {
-        if (json_is_string(json_object_get(f, "path")) &&
-            strcmp(json_string_value(json_object_get(f, "path")), path) == 0) {
-            json_t *s = json_object_get(f, "stored_size");
-            *stored = json_is_integer(s) ? json_integer_value(s) : -1;
-            return json_string_value(json_object_get(f, "url"));
-        }
-    }
-    return NULL;
+    const char *p = json_string_value(json_object_get(f, "path"));
+    return p != NULL && strcmp(p, path) == 0;
+}
+
+/* ebbd's entry for `path` (its URL, and its stored size or -1), entry
+ * `hint` first: ebbd lists them in the manifest's order, and a
+ * checkpoint of 100,000 files is not matched in quadratic time. */
+static const char *answer_url(json_t *cand, size_t hint, const char *path, int64_t *stored)
+{
+    json_t *files = json_object_get(cand, "files");
+    json_t *found = is_path(json_array_get(files, hint), path) ? json_array_get(files, hint)
+                                                               : NULL;
+    for (size_t i = 0; found == NULL && i < json_array_size(files); i++)
+        if (is_path(json_array_get(files, i), path))
+            found = json_array_get(files, i);
+    if (found == NULL)
+        return NULL;
+    json_t *s = json_object_get(found, "stored_size");
+    *stored = json_is_integer(s) ? json_integer_value(s) : -1;
+    return json_string_value(json_object_get(found, "url"));
 }
 
 static void on_object(const struct ebb_http_response *res, void *arg)
@@ -258,7 +267,7 @@ static void download_next(struct agent_resume *r)
     }
     const struct ebb__ckpt_manifest_file *f = &r->m->files[r->next];
     int64_t stored = -1;
-    const char *url = answer_url(json_array_get(r->list, r->idx), f->path, &stored);
+    const char *url = answer_url(json_array_get(r->list, r->idx), r->next, f->path, &stored);
     if (url == NULL) {
         fallback(r, "ebbd gave no URL for %s", f->path);
         return;
@@ -322,7 +331,8 @@ static int check_manifest(struct agent_resume *r, char *why, size_t len)
     }
     for (size_t i = 0; i < r->m->n_files; i++) {
         int64_t stored = -1;
-        if (answer_url(json_array_get(r->list, r->idx), r->m->files[i].path, &stored) == NULL) {
+        if (answer_url(json_array_get(r->list, r->idx), i, r->m->files[i].path, &stored) ==
+            NULL) {
             snprintf(why, len, "ebbd does not list %s, which the manifest does",
                      r->m->files[i].path);
             return EBB_EAUTH;

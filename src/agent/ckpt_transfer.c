@@ -22,26 +22,34 @@
 /* How often refused URLs are asked for again in one upload. */
 #define REFRESH_MAX 3
 
-static struct xfer *find_xfer(struct agent_upload *u, size_t file, int number)
+/* Lookups try `hint` first: ebbd answers in the order the agent sent
+ * (the manifest's), so a checkpoint of 100,000 files is not matched in
+ * quadratic time; another order is still accepted, at that cost. */
+static struct xfer *find_xfer(struct agent_upload *u, size_t hint, size_t file, int number)
 {
+    if (hint < u->n_xfers && u->xfers[hint].file == file && u->xfers[hint].number == number)
+        return &u->xfers[hint];
     for (size_t i = 0; i < u->n_xfers; i++)
         if (u->xfers[i].file == file && u->xfers[i].number == number)
             return &u->xfers[i];
     return NULL;
 }
 
-static size_t find_file(const struct agent_upload *u, const char *path)
+static size_t find_file(const struct agent_upload *u, size_t hint, const char *path)
 {
+    if (hint < u->m.n_files && strcmp(u->m.files[hint].path, path) == 0)
+        return hint;
     for (size_t i = 0; i < u->m.n_files; i++)
         if (strcmp(u->m.files[i].path, path) == 0)
             return i;
     return SIZE_MAX;
 }
 
-static int add_xfer(struct agent_upload *u, size_t *cap, size_t file, int number,
+/* `*k` counts the transfers this answer named so far (the hint). */
+static int add_xfer(struct agent_upload *u, size_t *cap, size_t *k, size_t file, int number,
                     uint64_t offset, uint64_t length, const char *url)
 {
-    struct xfer *x = find_xfer(u, file, number);
+    struct xfer *x = find_xfer(u, (*k)++, file, number);
     if (x != NULL) {   /* fresh URLs for what is still to do */
         if (x->offset != offset || x->length != length)
             return EBB_EPROTO;
@@ -93,7 +101,7 @@ int agent_up_take_urls(struct agent_upload *u, json_t *files, char *why, size_t 
                  u->m.n_files);
         return EBB_EPROTO;
     }
-    size_t cap = u->n_xfers, i;
+    size_t cap = u->n_xfers, k = 0, i;
     json_t *f;
     bool *seen = calloc(u->m.n_files, sizeof(*seen));
     if (seen == NULL) {
@@ -102,7 +110,7 @@ int agent_up_take_urls(struct agent_upload *u, json_t *files, char *why, size_t 
     }
     json_array_foreach(files, i, f) {
         const char *path = json_string_value(json_object_get(f, "path"));
-        size_t fi = path ? find_file(u, path) : SIZE_MAX;
+        size_t fi = path ? find_file(u, i, path) : SIZE_MAX;
         if (fi == SIZE_MAX || seen[fi]) {
             free(seen);
             snprintf(why, len, "ebbd sent URLs for a file the checkpoint does not have, "
@@ -118,17 +126,17 @@ int agent_up_take_urls(struct agent_upload *u, json_t *files, char *why, size_t 
             if (!is_url(url, store_file) || stored > (uint64_t)AGENT_PART_MAX)
                 rc = EBB_EPROTO;
             else
-                rc = add_xfer(u, &cap, fi, 0, 0, stored, url);
+                rc = add_xfer(u, &cap, &k, fi, 0, 0, stored, url);
         } else if (json_is_array(parts) && json_array_size(parts) > 0 &&
                    json_array_size(parts) <= 10000 && !store_file) {
             uint64_t at = 0;
-            size_t k;
+            size_t pk;
             json_t *p;
-            json_array_foreach(parts, k, p) {
+            json_array_foreach(parts, pk, p) {
                 json_t *n = json_object_get(p, "number"), *o = json_object_get(p, "offset"),
                        *l = json_object_get(p, "length");
                 const char *purl = json_string_value(json_object_get(p, "url"));
-                if (!json_is_integer(n) || json_integer_value(n) != (json_int_t)k + 1 ||
+                if (!json_is_integer(n) || json_integer_value(n) != (json_int_t)pk + 1 ||
                     !json_is_integer(o) || json_integer_value(o) != (json_int_t)at ||
                     !json_is_integer(l) || json_integer_value(l) <= 0 ||
                     json_integer_value(l) > AGENT_PART_MAX ||
@@ -137,8 +145,8 @@ int agent_up_take_urls(struct agent_upload *u, json_t *files, char *why, size_t 
                     rc = EBB_EPROTO;
                     break;
                 }
-                rc = add_xfer(u, &cap, fi, (int)k + 1, at, (uint64_t)json_integer_value(l),
-                              purl);
+                rc = add_xfer(u, &cap, &k, fi, (int)pk + 1, at,
+                              (uint64_t)json_integer_value(l), purl);
                 if (rc != 0)
                     break;
                 at += (uint64_t)json_integer_value(l);
@@ -316,9 +324,12 @@ void agent_up_run(struct agent_upload *u)
             agent_up_refresh(u);
         return;
     }
-    for (size_t i = 0; i < u->n_xfers && u->running < (size_t)u->a->doc.store.parallel;
-         i++) {
-        struct xfer *x = &u->xfers[i];
+    /* Transfers start in order; the cursor passes each once (and goes
+     * back to the start after fresh URLs), so 100,000 objects are not
+     * scanned again at every answer. */
+    for (; u->cursor < u->n_xfers && u->running < (size_t)u->a->doc.store.parallel;
+         u->cursor++) {
+        struct xfer *x = &u->xfers[u->cursor];
         if (x->done || x->running)
             continue;
         int rc = start_xfer(u, x);

@@ -148,6 +148,7 @@ static void poll_now(struct agent_upload *u)
 void agent_up_refresh(struct agent_upload *u)
 {
     u->refresh_wanted = false;
+    u->cursor = 0;  /* the refused ones are before it */
     u->refreshes++;
     ebb__info("the store refused an upload URL (expired?); asking ebbd for fresh ones");
     poll_now(u);
@@ -235,6 +236,8 @@ static void on_committed(struct agent *a, void *arg, const struct ebb_http_respo
     poll_now(u);
 }
 
+/* The commit's files, each with its ETag or its parts' (one pass over the
+ * transfers: a file's parts are consecutive, in order). */
 static json_t *commit_files(struct agent_upload *u)
 {
     json_t *files = json_array();
@@ -243,26 +246,26 @@ static json_t *commit_files(struct agent_upload *u)
         char sha[65], stored_sha[65];
         ebb_hex(f->sha256, 32, sha);
         ebb_hex(f->stored_sha256, 32, stored_sha);
-        json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:s}", "path", f->path,
-                              "size", (json_int_t)f->size, "sha256", sha,
-                              "stored_size", (json_int_t)f->stored_size,
-                              "stored_sha256", stored_sha);
-        json_t *parts = json_array();
-        for (size_t k = 0; k < u->n_xfers; k++) {
-            const struct xfer *x = &u->xfers[k];
-            if (x->file != i)
-                continue;
-            if (x->number == 0 && x->etag[0] != '\0')
+        json_array_append_new(files, json_pack("{s:s, s:I, s:s, s:I, s:s}", "path", f->path,
+                                               "size", (json_int_t)f->size, "sha256", sha,
+                                               "stored_size", (json_int_t)f->stored_size,
+                                               "stored_sha256", stored_sha));
+    }
+    for (size_t k = 0; files != NULL && k < u->n_xfers; k++) {
+        const struct xfer *x = &u->xfers[k];
+        json_t *o = json_array_get(files, x->file);
+        if (x->number == 0) {
+            if (x->etag[0] != '\0')
                 json_object_set_new(o, "etag", json_string(x->etag));
-            else if (x->number > 0)
-                json_array_append_new(parts, json_pack("{s:i, s:s}", "number", x->number,
-                                                       "etag", x->etag));
+            continue;
         }
-        if (json_array_size(parts) > 0)
+        json_t *parts = json_object_get(o, "parts");
+        if (parts == NULL) {
+            parts = json_array();
             json_object_set_new(o, "parts", parts);
-        else
-            json_decref(parts);
-        json_array_append_new(files, o);
+        }
+        json_array_append_new(parts, json_pack("{s:i, s:s}", "number", x->number, "etag",
+                                               x->etag));
     }
     return files;
 }

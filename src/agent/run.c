@@ -224,11 +224,23 @@ static bool skip_final(struct agent *a, int64_t grace_ms)
     return true;
 }
 
+static void report_exit(struct agent *a, int64_t status, int sig, const char *error);
+
 void agent_run_stop(struct agent *a, int64_t grace_ms, const char *reason)
 {
     if (a->state != AGENT_RUNNING || a->stopping || a->job.exited)
         return;
     a->stopping = true;
+    if (a->job.pid == 0) {
+        /* Still bringing a stored checkpoint back: nothing runs yet, and
+         * nothing is signalled (a pid of 0 would be the agent's own
+         * group). ebbd hears a stopped run, resumed later. */
+        ebb__info("stopping (%s) before the job started", reason);
+        agent_resume_free(a);
+        a->exit_code = AGENT_EXIT_RELEASED;
+        report_exit(a, -1, 0, NULL);
+        return;
+    }
     ebb__timer_stop(&a->clock, &a->periodic_timer);
     if (skip_final(a, grace_ms)) {
         after(a, &a->grace_timer, grace_ms);

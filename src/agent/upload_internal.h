@@ -57,6 +57,7 @@ struct agent_upload {
     int64_t poll_deadline;
     struct xfer *xfers;
     size_t n_xfers, running, done;
+    size_t cursor;        /* transfers before it are started or done */
     int refreshes;
     bool refresh_wanted;  /* a URL was refused: fresh ones once none is out */
     int64_t started_ms, transfer_ms;

@@ -436,6 +436,7 @@ static void get_resume(struct fake_store *fs, struct ebb__httpd_response *res)
         free(murl);
     }
     answer(res, 200, json_pack("{s:o}", "checkpoints", list));
+    res->delay_ms = fs->resume_delay_ms;
 }
 
 static bool route(struct fake *f, const struct ebb__httpd_request *req,

@@ -469,6 +469,31 @@ static void test_sigkill_mid_upload_never_commits(void **state)
     assert_int_equal(count("checkpoint_fallback"), 0);
 }
 
+/* SIGTERM while the stored checkpoints are being listed: the job never
+ * starts, nothing is signalled, ebbd hears a stopped run. */
+static void test_stop_before_the_job_started(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, FSTORE_FILE, 5 << 20, 4, true);
+    S.resume_delay_ms = 3000;
+    set_job("", false, "");
+    char dir[600];
+    snprintf(dir, sizeof(dir), "%s/disk1", F.dir);
+    const char *extra[] = {"--disk", dir, NULL};
+    fake_start_agent(&F, FAKE_TOKEN, NULL, extra);
+    while (S.resume_gets == 0 && !F.watchdog_fired)
+        uv_run(&F.loop, UV_RUN_ONCE);
+    uv_process_kill(&F.agent, SIGTERM);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 4);
+    assert_int_equal(count("started"), 0);
+    json_t *ex = fake_event(&F, "exited", 0);
+    assert_non_null(ex);
+    assert_true(json_is_true(json_object_get(ex, "stopped")));
+    assert_int_equal(json_integer_value(json_object_get(ex, "status")), -1);
+    assert_false(has(&F.out, "resumed="));
+}
+
 /* ---- the notice ---- */
 
 /* The agent has heard that ck1 is durable (and measured its upload). */
@@ -549,6 +574,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tampered_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_mid_upload_never_commits, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_stop_before_the_job_started, setup, teardown),
         cmocka_unit_test_setup_teardown(test_notice_too_short_skips_final, setup, teardown),
         cmocka_unit_test_setup_teardown(test_notice_long_enough_stores_final, setup,
                                         teardown),
