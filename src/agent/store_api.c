@@ -91,9 +91,16 @@ int agent_stage_file(struct agent *a, char *why, size_t len)
     char *dir = agent_stage_dir(a, why, len);
     if (dir == NULL)
         return -EIO;
+    /* The job's user's own directory, not a link to elsewhere. */
+    int dfd = agent_dir_open_owned(dir, why, len);
+    if (dfd < 0) {
+        free(dir);
+        return dfd;
+    }
     /* Unlinked at once: whatever ends the agent, nothing staged stays on
      * the disk. */
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    close(dfd);
     if (fd < 0) {
         char *tmpl = ebb_strfmt("%s/stage-XXXXXX", dir);
         fd = tmpl ? mkostemp(tmpl, O_CLOEXEC) : -1;
