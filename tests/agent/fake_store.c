@@ -631,6 +631,14 @@ void fstore_put(struct fake_store *fs, const char *key, const void *data, size_t
     assert_int_equal(w.status, 0);
 }
 
+void fstore_delete(struct fake_store *fs, const char *key)
+{
+    struct wait w = {0};
+    assert_int_equal(ebb__objstore_delete(fs->os, key, on_op, &w), 0);
+    wait_op(fs, &w);
+    assert_int_equal(w.status, 0);
+}
+
 void fstore_faults(struct fake_store *fs, const char *json)
 {
     struct test_server srv = {0};

@@ -74,6 +74,9 @@ char *fstore_get(struct fake_store *fs, const char *key, size_t *len);
 /* Replaces `key` with `len` bytes of `data`. Runs the loop. */
 void fstore_put(struct fake_store *fs, const char *key, const void *data, size_t len);
 
+/* Deletes `key`. Runs the loop. */
+void fstore_delete(struct fake_store *fs, const char *key);
+
 /* The key of checkpoint `row`'s object `index`, or of its manifest
  * (index -1), into buf. */
 const char *fstore_key(json_t *row, int index, char *buf, size_t size);

@@ -439,6 +439,40 @@ static void test_tampered_falls_back(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Through S3: ck3's object gone, ck2's cut short: both refused, saying
+ * why, and ck1 comes back. */
+static void test_missing_and_truncated_objects_fall_back(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, FSTORE_S3, 5 << 20, 4, true);
+    make_source("ck1", 1000);
+    make_source("ck2", 1000);
+    make_source("ck3", 1000);
+    set_job("ck1 ck2 ck3", false, "");
+    run_agent("disk1");
+    assert_int_equal(fstore_count(&S, "durable"), 3);
+    char key[512];
+    size_t len = 0;
+    char *data = fstore_get(&S, fstore_key(fstore_row(&S, 1), 0, key, sizeof(key)), &len);
+    assert_non_null(data);
+    fstore_put(&S, key, data, len - 20);
+    free(data);
+    fstore_delete(&S, fstore_key(fstore_row(&S, 2), 2, key, sizeof(key)));
+    set_job("", false, "");
+    run_agent("disk2");
+    if (!has(&F.out, "resumed=[ck1] same"))
+        dump();
+    assert_true(has(&F.out, "resumed=[ck1] same"));
+    assert_int_equal(count("checkpoint_fallback"), 2);
+    json_t *fb3 = fake_event(&F, "checkpoint_fallback", 0);
+    json_t *fb2 = fake_event(&F, "checkpoint_fallback", 1);
+    assert_string_equal(json_string_value(json_object_get(fb3, "name")), "ck3");
+    assert_string_equal(json_string_value(json_object_get(fb2, "name")), "ck2");
+    assert_non_null(strstr(json_string_value(json_object_get(fb3, "reason")),
+                           "downloading sub/model.bin: HTTP 404"));
+    assert_non_null(strstr(json_string_value(json_object_get(fb2, "reason")), "state.txt"));
+}
+
 static void kill_agent(struct fake_store *fs)
 {
     if (!fs->f->agent_exited)
@@ -572,6 +606,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_link_in_checkpoint_is_not_stored, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_tampered_falls_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_and_truncated_objects_fall_back, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_sigkill_mid_upload_never_commits, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stop_before_the_job_started, setup, teardown),
