@@ -91,6 +91,7 @@ struct agent {
     char *upload_next;                /* the newest waiting, NULL: none */
     bool upload_next_periodic, upload_cancelled;
     int64_t upload_next_duration;
+    double upload_next_fraction;      /* the progress when it appeared; < 0: none */
     double upload_rate;               /* stored bytes per ms last measured; 0: none */
     uint64_t last_stored_bytes;       /* of the last checkpoint staged */
     int64_t last_write_ms;            /* the job's last checkpoint write time */

@@ -279,6 +279,8 @@ void agent_up_commit(struct agent_upload *u)
                              "upload_ms", (json_int_t)u->transfer_ms,
                              "periodic", u->periodic,
                              "duration_ms", (json_int_t)u->duration_ms);
+    if (body != NULL && u->fraction >= 0.0 && u->fraction <= 1.0)
+        json_object_set_new(body, "fraction", json_real(u->fraction));
     char path[80];
     snprintf(path, sizeof(path), "checkpoints/%lld/commit", (long long)u->seq);
     int rc = body ? agent_api(a, "POST", path, body, on_committed, u) : EBB_ENOMEM;
@@ -370,7 +372,7 @@ static void stage_done(uv_work_t *w, int status)
 }
 
 static void start_upload(struct agent *a, const char *name, bool periodic,
-                         int64_t duration_ms)
+                         int64_t duration_ms, double fraction)
 {
     struct agent_upload *u = calloc(1, sizeof(*u));
     if (u == NULL) {
@@ -379,6 +381,7 @@ static void start_upload(struct agent *a, const char *name, bool periodic,
     }
     *u = (struct agent_upload){.a = a, .periodic = periodic, .duration_ms = duration_ms,
                                .stage_fd = -1, .started_ms = now_ms(a),
+                               .fraction = fraction,
                                .encrypt = a->doc.store.encrypt, .key = a->key,
                                .dirfd = dup(a->ckpt_fd)};
     ebb__strlcpy(u->m.name, name, sizeof(u->m.name));
@@ -401,7 +404,8 @@ static void start_next(struct agent *a)
 {
     char *name = a->upload_next;
     a->upload_next = NULL;
-    start_upload(a, name, a->upload_next_periodic, a->upload_next_duration);
+    start_upload(a, name, a->upload_next_periodic, a->upload_next_duration,
+                 a->upload_next_fraction);
     free(name);
 }
 
@@ -419,6 +423,7 @@ void agent_upload_offer(struct agent *a, const char *name, bool periodic,
     a->upload_next = copy;
     a->upload_next_periodic = periodic;
     a->upload_next_duration = duration_ms;
+    a->upload_next_fraction = a->last_progress;  /* what the checkpoint holds */
     a->upload_cancelled = false;
     if (a->upload == NULL)
         start_next(a);

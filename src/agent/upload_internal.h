@@ -49,6 +49,7 @@ struct agent_upload {
     struct ebb__ckpt_key key;
     bool periodic;
     int64_t duration_ms;
+    double fraction;      /* the job's progress when it appeared; < 0: none */
     int64_t seq;
     uv_work_t work;
     int work_rc;

@@ -202,6 +202,8 @@ static void test_file_store_round_trip(void **state)
                         "state.txt");
     assert_string_equal(json_string_value(json_object_get(json_array_get(files, 2), "path")),
                         "sub/model.bin");
+    /* No progress was reported: the commit claims none. */
+    assert_null(json_object_get(json_object_get(fstore_row(&S, 1), "commit"), "fraction"));
     assert_no_plaintext();
     assert_stage_empty("disk1");
 
