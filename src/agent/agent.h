@@ -19,6 +19,7 @@
 #include "agent/job.h"
 #include "agent/jobdoc.h"
 #include "agent/reporter.h"
+#include "io/ckpt_object.h"
 #include "io/clock.h"
 #include "io/http_client.h"
 
@@ -39,7 +40,7 @@ struct agent_options {
     int64_t exit_wait_ms;       /* how long to wait for ebbd at the end */
     size_t log_buffer;          /* bytes of job output kept for ebbd */
     int64_t scan_ms;            /* checkpoint dir and progress file checks */
-    const char *disk;           /* --disk: the instance's disk root; NULL: none given */
+    const char *disk;           /* --disk, else $HOME/.local/state/ebb; NULL: none */
 };
 
 enum agent_state {
@@ -82,6 +83,23 @@ struct agent {
     bool stopping, killed, checkpointed_since_stop;
     double last_progress;
     char last_progress_file[64];
+
+    /* The checkpoint store (doc.has_store; store.h). */
+    struct ebb__ckpt_key key;         /* the job's, when doc.store.encrypt */
+    struct agent_resume *resume;      /* bringing a stored checkpoint back */
+    struct agent_upload *upload;      /* the one in flight, NULL: none */
+    char *upload_next;                /* the newest waiting, NULL: none */
+    bool upload_next_periodic, upload_cancelled;
+    int64_t upload_next_duration;
+    double upload_next_fraction;      /* the progress when it appeared; < 0: none */
+    double upload_rate;               /* stored bytes per ms last measured; 0: none */
+    uint64_t last_stored_bytes;       /* of the last checkpoint staged */
+    int64_t last_write_ms;            /* the job's last checkpoint write time */
+    bool final_skipped;               /* the final checkpoint did not fit */
+    bool exit_waiting;                /* the job is over; `exited` waits for the upload */
+    int64_t exit_status;
+    int exit_signal;
+    int64_t resume_id, download_bytes, download_ms;  /* resume_id 0: none */
 };
 
 /* options.c: parses argv into `opt`; returns 0, or an exit status after

@@ -173,6 +173,86 @@ static int get_workdir_archive(json_t *root, struct agent_workdir_archive *w, ch
     return w->url ? 0 : EBB_ENOMEM;
 }
 
+static int get_bool(json_t *obj, const char *key, bool def, bool *out, char *err,
+                    size_t err_size)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_boolean(v))
+        return fail(err, err_size, "job document: \"%s\" is not true or false", key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+/* "store": {name, kind, encrypt, key, key_version, part_size, parallel}. */
+static int get_store(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
+{
+    json_t *st = json_object_get(root, "store");
+    if (st == NULL || json_is_null(st))
+        return 0;
+    if (!json_is_object(st))
+        return fail(err, err_size, "job document: \"store\" is not an object");
+    struct agent_store *s = &doc->store;
+    doc->has_store = true;
+    char *kind = NULL;
+    int64_t parallel = 0;
+    int rc = get_string(st, "name", NULL, &s->name, err, err_size);
+    if (rc == 0)
+        rc = get_string(st, "kind", NULL, &kind, err, err_size);
+    if (rc == 0)
+        rc = get_bool(st, "encrypt", true, &s->encrypt, err, err_size);
+    if (rc == 0)
+        rc = get_int(st, "key_version", 1, 1, &s->key_version, err, err_size);
+    if (rc == 0)
+        rc = get_int(st, "part_size", (int64_t)64 << 20, 1, &s->part_size, err, err_size);
+    if (rc == 0)
+        rc = get_int(st, "parallel", 4, 1, &parallel, err, err_size);
+    if (rc != 0) {
+        free(kind);
+        return rc;
+    }
+    if (strcmp(kind, "s3") == 0)
+        s->kind = AGENT_STORE_S3;
+    else if (strcmp(kind, "oss") == 0)
+        s->kind = AGENT_STORE_OSS;
+    else if (strcmp(kind, "file") == 0)
+        s->kind = AGENT_STORE_FILE;
+    else
+        rc = fail(err, err_size, "job document: store.kind \"%.32s\" is not s3, oss "
+                  "or file", kind);
+    free(kind);
+    if (rc != 0)
+        return rc;
+    if (s->name[0] == '\0')
+        return fail(err, err_size, "job document: store.name is empty");
+    if (s->part_size < AGENT_PART_MIN || s->part_size > AGENT_PART_MAX)
+        return fail(err, err_size, "job document: store.part_size %lld is not between "
+                    "5 MiB and 5 GiB", (long long)s->part_size);
+    if (parallel > AGENT_PARALLEL_MAX)
+        return fail(err, err_size, "job document: store.parallel %lld is not between "
+                    "1 and %d", (long long)parallel, AGENT_PARALLEL_MAX);
+    s->parallel = (int)parallel;
+    if (s->key_version > UINT32_MAX)
+        return fail(err, err_size, "job document: store.key_version is too large");
+    /* Without encryption the key still authenticates the manifests, when
+     * ebbd sends it. */
+    json_t *key = json_object_get(st, "key");
+    if (!s->encrypt && (key == NULL || json_is_null(key)))
+        return 0;
+    const char *hex = json_string_value(key);
+    size_t n = hex ? strlen(hex) : 0;
+    bool ok = n == 64;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = ebb__hex_digit(hex[i]) >= 0;
+    if (!ok)
+        return fail(err, err_size, "job document: store.key is not 64 hex digits");
+    memcpy(s->key_hex, hex, 65);
+    return 0;
+}
+
 static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
 {
     int rc = get_string(root, "job_id", NULL, &doc->job_id, err, err_size);
@@ -191,6 +271,8 @@ static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t 
                      err, err_size);
     if (rc == 0)
         rc = get_workdir_archive(root, &doc->workdir_archive, err, err_size);
+    if (rc == 0)
+        rc = get_store(root, doc, err, err_size);
     if (rc != 0)
         return rc;
     json_t *shell = json_object_get(root, "shell");
@@ -217,7 +299,7 @@ static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t 
         rc = get_int(ck, "keep", DEFAULT_KEEP, 1, &keep, err, err_size);
     if (rc != 0)
         return rc;
-    if (doc->ckpt_dir[0] == '\0')
+    if (doc->ckpt_dir[0] == '\0' && !doc->has_store)
         return fail(err, err_size, "job document: checkpoint.dir is empty");
     if (keep > 1000000)
         return fail(err, err_size, "job document: checkpoint.keep is too large");
@@ -263,5 +345,7 @@ void agent_jobdoc_free(struct agent_jobdoc *doc)
     free(doc->progress_file);
     free(doc->workdir_archive.url);
     OPENSSL_cleanse(doc->workdir_archive.key, sizeof(doc->workdir_archive.key));
+    free(doc->store.name);
+    explicit_bzero(doc->store.key_hex, sizeof(doc->store.key_hex));
     *doc = (struct agent_jobdoc){0};
 }

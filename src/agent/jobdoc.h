@@ -16,6 +16,25 @@ struct agent_workdir_archive {
     char key[65];         /* hex; "": stored unencrypted */
 };
 
+/* The job's checkpoint store, when it has one (docs/agent-protocol.md):
+ * the agent uploads each complete checkpoint through presigned URLs ebbd
+ * hands out, and downloads the newest durable one at the start. */
+enum agent_store_kind { AGENT_STORE_S3, AGENT_STORE_OSS, AGENT_STORE_FILE };
+
+#define AGENT_PART_MIN ((int64_t)5 << 20)   /* S3's smallest part */
+#define AGENT_PART_MAX ((int64_t)5 << 30)   /* and its largest */
+#define AGENT_PARALLEL_MAX 16
+
+struct agent_store {
+    char *name;
+    enum agent_store_kind kind;
+    bool encrypt;
+    char key_hex[65];     /* 64 hex digits (required when encrypt), or "" */
+    int64_t key_version;
+    int64_t part_size;    /* AGENT_PART_MIN..AGENT_PART_MAX */
+    int parallel;         /* 1..AGENT_PARALLEL_MAX transfers at once */
+};
+
 struct agent_jobdoc {
     char *job_id;
     char *instance_id;
@@ -34,11 +53,14 @@ struct agent_jobdoc {
     char *progress_file;  /* "" = none */
     int64_t heartbeat_ms;
     struct agent_workdir_archive workdir_archive;
+    bool has_store;
+    struct agent_store store;  /* when has_store */
 };
 
 /* Parses the JSON `text`. Absent optional fields take the protocol's
  * defaults (SIGUSR1, SIGUSR2, no periodic checkpoints, 120 s grace, keep 3,
- * heartbeat 5 s). Returns 0, or EBB_EINVAL with a sentence in `err` saying
+ * heartbeat 5 s). checkpoint.dir may be "" only for a job with a store
+ * (the agent then picks <disk>/checkpoints/<job id>). Returns 0, or EBB_EINVAL with a sentence in `err` saying
  * which field is wrong; `*doc` needs agent_jobdoc_free() either way. */
 int agent_jobdoc_parse(const char *text, size_t len, struct agent_jobdoc *doc,
                        char *err, size_t err_size);

@@ -45,8 +45,10 @@ static void usage(FILE *out)
           "  --log-buffer BYTES          job output kept while ebbd is away\n"
           "                              (default 4194304)\n"
           "  --log-level LEVEL           error, warn, info (default) or debug\n"
-          "  --disk DIR                  the instance's own disk (default\n"
-          "                              $HOME/.local/state/ebb)\n"
+          "  --disk DIR                  the instance's disk: checkpoints of a job with\n"
+          "                              a store go to DIR/checkpoints/JOB unless the\n"
+          "                              job names a directory, staging to\n"
+          "                              DIR/.ebb-stage (default $HOME/.local/state/ebb)\n"
           "  --version                   print the version and exit\n"
           "  --help                      print this help and exit\n"
           "\n"
@@ -137,7 +139,11 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
         case 'p': opt->ebbd_pin = optarg; break;
         case 'c': opt->ebbd_ca = optarg; break;
         case 'm': opt->metadata_url = optarg; break;
-        case 'd': opt->disk = optarg; break;
+        case 'd':
+            if (optarg[0] != '/')
+                return bad("--disk: \"%s\" is not an absolute path", optarg);
+            opt->disk = optarg;
+            break;
         case 'k':
             if (strcmp(optarg, "aws") == 0)
                 opt->metadata_kind = AGENT_MD_AWS;
@@ -194,6 +200,14 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
         return rc;
     if (opt->metadata_url == NULL)
         opt->metadata_url = agent_imds_default_base(opt->metadata_kind);
+    /* Without --disk and $HOME there is none: a job with a store then
+     * fails to start, saying so. */
+    static char default_disk[4096];
+    const char *home = getenv("HOME");
+    if (opt->disk == NULL && home != NULL && home[0] == '/' &&
+        (size_t)snprintf(default_disk, sizeof(default_disk), "%s/.local/state/ebb", home) <
+            sizeof(default_disk))
+        opt->disk = default_disk;
     return 0;
 }
 

@@ -14,7 +14,7 @@
 struct agent_event {
     struct ebb_list node; /* in r->events */
     json_t *body;
-    char kind[16];
+    char kind[24];      /* "checkpoint_fallback" fits */
 };
 
 struct agent_chunk {

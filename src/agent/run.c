@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/store.h"
 #include "base/log.h"
 #include "base/str.h"
 
@@ -35,6 +36,18 @@ static void report_checkpoint(struct agent *a, const struct agent_ckpt *c)
     ebb__info("checkpoint complete: %s (%s, %lld ms after the signal)",
               path ? path : c->name, periodic ? "periodic" : "stop",
               (long long)duration);
+    if (duration > 0)
+        a->last_write_ms = duration;
+    /* With a store, the commit at ebbd stands for the event: a checkpoint
+     * counts once it is durable. */
+    if (a->doc.has_store) {
+        free(path);
+        if (a->stopping && a->final_skipped)
+            ebb__info("checkpoint %s is not stored: it would not fit the notice", c->name);
+        else
+            agent_upload_offer(a, c->name, periodic, duration);
+        return;
+    }
     agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:b, s:I}", "kind", "checkpoint",
                                             "path", path ? path : c->name,
                                             "periodic", periodic,
@@ -172,6 +185,10 @@ static void on_scan(struct ebb__timer *t)
 static void on_grace_over(struct ebb__timer *t)
 {
     struct agent *a = t->data;
+    if (a->exit_waiting) {
+        agent_upload_cancel(a, "the grace period is over");
+        return;
+    }
     if (a->job.exited)
         return;
     ebb__warn("the job did not stop within its grace period; killing its process group");
@@ -181,12 +198,54 @@ static void on_grace_over(struct ebb__timer *t)
 
 /* ---- stopping ---- */
 
+/* A final checkpoint that could not be stored before the instance goes
+ * is not asked for: the last durable one stays the resume point, and the
+ * job is told to end (SIGTERM, or its group killed when SIGTERM is its
+ * checkpoint signal). */
+static bool skip_final(struct agent *a, int64_t grace_ms)
+{
+    int64_t need = -1;
+    if (!a->doc.has_store || agent_upload_fits(a, grace_ms, &need))
+        return false;
+    char why[256];
+    snprintf(why, sizeof(why), "storing it would take about %lld ms (%llu bytes at the "
+             "measured %.1f MB/s, and the job's last checkpoint took %lld ms to write); "
+             "%lld ms are left", (long long)need, (unsigned long long)a->last_stored_bytes,
+             a->upload_rate / 1000.0, (long long)a->last_write_ms, (long long)grace_ms);
+    ebb__warn("not asking the job for a final checkpoint: %s", why);
+    const struct agent_ckpt *last = agent_ckpt_latest(&a->known);
+    agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:s}", "kind", "checkpoint_skipped",
+                                            "name", last ? last->name : "", "reason", why));
+    a->final_skipped = true;
+    if (a->doc.signal == SIGTERM)
+        agent_job_kill_group(&a->job);
+    else if (agent_job_signal(&a->job, SIGTERM) != 0)
+        ebb__warn("cannot signal the job");
+    return true;
+}
+
+static void report_exit(struct agent *a, int64_t status, int sig, const char *error);
+
 void agent_run_stop(struct agent *a, int64_t grace_ms, const char *reason)
 {
     if (a->state != AGENT_RUNNING || a->stopping || a->job.exited)
         return;
     a->stopping = true;
+    if (a->job.pid == 0) {
+        /* Still bringing a stored checkpoint back: nothing runs yet, and
+         * nothing is signalled (a pid of 0 would be the agent's own
+         * group). ebbd hears a stopped run, resumed later. */
+        ebb__info("stopping (%s) before the job started", reason);
+        agent_resume_free(a);
+        a->exit_code = AGENT_EXIT_RELEASED;
+        report_exit(a, -1, 0, NULL);
+        return;
+    }
     ebb__timer_stop(&a->clock, &a->periodic_timer);
+    if (skip_final(a, grace_ms)) {
+        after(a, &a->grace_timer, grace_ms);
+        return;
+    }
     ebb__info("stopping the job (%s): %s, then %lld ms to checkpoint and exit", reason,
               a->doc.signal_name, (long long)grace_ms);
     int rc = agent_job_signal(&a->job, a->doc.signal);
@@ -272,7 +331,26 @@ static void on_exited(void *arg, int64_t status, int sig)
     else
         ebb__info("the job exited with status %lld", (long long)status);
     a->exit_code = sig ? 128 + sig : (int)status;
+    if (agent_upload_busy(a)) {
+        /* `exited` says whether a durable checkpoint was made: it waits
+         * for the upload, within the grace period when stopping. */
+        a->exit_waiting = true;
+        a->exit_status = status;
+        a->exit_signal = sig;
+        ebb__info("waiting for the last checkpoint to be stored before reporting the exit");
+        if (a->stopping && !ebb__timer_pending(&a->grace_timer))
+            agent_upload_cancel(a, "the grace period is over");
+        return;
+    }
     report_exit(a, status, sig, NULL);
+}
+
+void agent_upload_idle(struct agent *a)
+{
+    if (!a->exit_waiting || a->state != AGENT_RUNNING)
+        return;
+    a->exit_waiting = false;
+    report_exit(a, a->exit_status, a->exit_signal, NULL);
 }
 
 /* EBB_* variables after the job's own env, so ebb's win. */
@@ -368,6 +446,30 @@ static void spawn_error(const char *prog, const char *workdir, int rc, char *why
  * or a negative errno with `why` set. */
 static int prepare_checkpoints(struct agent *a, char *why, size_t len)
 {
+    if (a->doc.has_store && a->doc.store.key_hex[0] != '\0' &&
+        ebb__ckpt_key_from_hex(a->doc.store.key_hex, &a->key) != 0) {
+        snprintf(why, len, "store.key is not a key");
+        return -EINVAL;
+    }
+    if (a->doc.ckpt_dir[0] == '\0') {
+        /* A job with a store and no directory of its own: the disk's. */
+        const char *id = a->doc.job_id;
+        if (a->opt.disk == NULL) {
+            snprintf(why, len, "no directory given and no --disk (nor HOME) to put one on");
+            return -EINVAL;
+        }
+        if (id[0] == '\0' || id[0] == '.' || strchr(id, '/') != NULL) {
+            snprintf(why, len, "job id \"%.64s\" cannot name a directory", id);
+            return -EINVAL;
+        }
+        char *dir = ebb_strfmt("%s/checkpoints/%s", a->opt.disk, id);
+        if (dir == NULL) {
+            snprintf(why, len, "out of memory");
+            return -ENOMEM;
+        }
+        free(a->doc.ckpt_dir);
+        a->doc.ckpt_dir = dir;
+    }
     int rc = agent_ckpt_mkdir(a->doc.ckpt_dir);
     if (rc != 0) {
         snprintf(why, len, "%s: %s", a->doc.ckpt_dir, strerror(-rc));
@@ -418,6 +520,20 @@ void agent_run_init(struct agent *a)
     a->ckpt_fd = -1;
 }
 
+static void spawn_job(struct agent *a);
+
+/* The stored checkpoint is back (or none could be): the next upload
+ * never sends what was downloaded. */
+static void on_resumed(struct agent *a)
+{
+    agent_ckpt_list_free(&a->known);
+    if (agent_ckpt_scan(a->ckpt_fd, &a->known) != 0)
+        ebb__warn("cannot read the checkpoint directory %s", a->doc.ckpt_dir);
+    if (a->resume_id == 0 && a->resume_from[0] == '\0')
+        ebb__info("no checkpoint to resume from: the job starts from the beginning");
+    spawn_job(a);
+}
+
 static void start_job(struct agent *a, const char *workdir_failed)
 {
     if (workdir_failed != NULL) {
@@ -435,6 +551,16 @@ static void start_job(struct agent *a, const char *workdir_failed)
         fail_start(a, "checkpoint.dir", why);
         return;
     }
+    if (a->doc.has_store)
+        agent_resume_start(a, on_resumed);
+    else
+        spawn_job(a);
+}
+
+static void spawn_job(struct agent *a)
+{
+    char why[512];
+    int rc;
     if (build_env(a) != 0 || build_argv(a) != 0) {
         fail_start(a, a->doc.argv[0], "out of memory");
         return;
@@ -450,9 +576,15 @@ static void start_job(struct agent *a, const char *workdir_failed)
     }
     ebb__info("started the job (pid %d)%s%s", a->job.pid,
               a->resume_from[0] ? ", resuming from " : "", a->resume_from);
-    agent_reporter_event(&a->rep, json_pack("{s:s, s:i, s:s}", "kind", "started",
-                                            "pid", a->job.pid,
-                                            "resume_from", a->resume_from));
+    json_t *started = json_pack("{s:s, s:i, s:s}", "kind", "started", "pid", a->job.pid,
+                                "resume_from", a->resume_from);
+    if (started != NULL && a->doc.has_store) {
+        if (a->resume_id > 0)
+            json_object_set_new(started, "resume_id", json_integer(a->resume_id));
+        json_object_set_new(started, "download_bytes", json_integer(a->download_bytes));
+        json_object_set_new(started, "download_ms", json_integer(a->download_ms));
+    }
+    agent_reporter_event(&a->rep, started);
     after(a, &a->heartbeat_timer, a->doc.heartbeat_ms);
     after(a, &a->scan_timer, a->opt.scan_ms);
     if (a->doc.every_ms > 0)
@@ -478,6 +610,9 @@ void agent_run_start(struct agent *a)
 
 void agent_run_free(struct agent *a)
 {
+    agent_upload_free(a);
+    agent_resume_free(a);
+    ebb__ckpt_key_wipe(&a->key);
     ebb__timer_stop(&a->clock, &a->heartbeat_timer);
     ebb__timer_stop(&a->clock, &a->periodic_timer);
     ebb__timer_stop(&a->clock, &a->scan_timer);

@@ -1,5 +1,6 @@
 /* ebb budget: teams' monthly caps and capped jobs, with spend, what
- * running jobs have committed and what is left. */
+ * running jobs have committed and what is left; teams' quotas next to
+ * what their instances hold now. */
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,9 @@ static const char usage[] =
     "job's own cap: what was spent (billed, plus what running instances have\n"
     "accrued), what running jobs have committed (their worst case until their\n"
     "next checkpoint) and what is left. Amounts are in USD, converted with\n"
-    "currency_rates. See docs/budgets.md.\n"
+    "currency_rates. Then each team's quotas: GPUs in use of max_gpus, the\n"
+    "rate its instances are billed now of max_burn, and each member listed\n"
+    "under its users: with their cap, spend and GPUs. See docs/budgets.md.\n"
     "\n"
     "  --team TEAM  only this team and its jobs\n"
     "  --json       print JSON instead of tables\n";
@@ -28,6 +31,74 @@ static const char *amount(json_t *o, const char *key, char *buf, size_t size)
         return "-";
     return ebb__format_amount(json_integer_value(v), EBB__AMOUNT_DECIMALS, "USD",
                               buf, size);
+}
+
+/* "IN_USE / MAX" of two fields, "IN_USE / -" without a most: a count, or
+ * with `money` amounts per hour. */
+static const char *of_max(json_t *o, const char *in_use, const char *max,
+                          int money, char *buf, size_t size)
+{
+    char a[48], b[48] = "-";
+    json_t *m = json_object_get(o, max);
+    if (money) {
+        snprintf(buf, size, "%s/h / %s%s", amount(o, in_use, a, sizeof(a)),
+                 amount(o, max, b, sizeof(b)), json_is_integer(m) ? "/h" : "");
+        return buf;
+    }
+    if (json_is_integer(m))
+        snprintf(b, sizeof(b), "%lld", (long long)json_integer_value(m));
+    snprintf(buf, size, "%lld / %s",
+             (long long)json_integer_value(json_object_get(o, in_use)), b);
+    return buf;
+}
+
+/* Teams' quotas and their members' limits. */
+static void print_quotas(json_t *r)
+{
+    char gpus[64], burn[128], inst[24];
+    static const char *const qh[] = {"TEAM", "INSTANCES", "GPUS", "BURN"};
+    struct cli_table *t = cli_table_new(4, qh);
+    for (size_t c = 1; c < 4; c++)
+        cli_table_right(t, c);
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(r, "teams"), i, o) {
+        snprintf(inst, sizeof(inst), "%lld",
+                 (long long)json_integer_value(json_object_get(o, "instances")));
+        const char *cells[] = {json_string_value(json_object_get(o, "team")), inst,
+                               of_max(o, "gpus_in_use", "max_gpus", 0, gpus, sizeof(gpus)),
+                               of_max(o, "burn_micros", "max_burn_micros", 1, burn,
+                                      sizeof(burn))};
+        cli_table_add(t, cells);
+    }
+    printf("\nQuotas, now (GPUS and BURN: in use / the most):\n");
+    cli_table_print(t, stdout, "  no teams configured");
+
+    static const char *const uh[] = {"TEAM", "USER", "CAP", "SPENT", "COMMITTED",
+                                     "LEFT", "GPUS"};
+    t = cli_table_new(7, uh);
+    for (size_t c = 2; c < 7; c++)
+        cli_table_right(t, c);
+    char cap[48], spent[48], committed[48], left[48];
+    json_array_foreach(json_object_get(r, "teams"), i, o) {
+        size_t k;
+        json_t *u;
+        json_array_foreach(json_object_get(o, "users"), k, u) {
+            const char *cells[] = {json_string_value(json_object_get(o, "team")),
+                                   json_string_value(json_object_get(u, "name")),
+                                   amount(u, "cap_micros", cap, sizeof(cap)),
+                                   amount(u, "spent_micros", spent, sizeof(spent)),
+                                   amount(u, "committed_micros", committed,
+                                          sizeof(committed)),
+                                   amount(u, "left_micros", left, sizeof(left)),
+                                   of_max(u, "gpus_in_use", "max_gpus", 0, gpus,
+                                          sizeof(gpus))};
+            cli_table_add(t, cells);
+        }
+    }
+    printf("\nMembers' limits in their team, %s:\n",
+           json_string_value(json_object_get(r, "month")));
+    cli_table_print(t, stdout, "  none (teams.T.users in ebb.yaml)");
 }
 
 /* Rows whose amounts ebbd could not convert, with why, under a table. */
@@ -62,6 +133,7 @@ static void print_budgets(json_t *r)
     printf("Teams, %s:\n", json_string_value(json_object_get(r, "month")));
     cli_table_print(t, stdout, "  no teams configured");
     print_errors(json_object_get(r, "teams"), "team");
+    print_quotas(r);
 
     static const char *const jh[] = {"JOB", "NAME", "TEAM", "STATE", "CAP",
                                      "SPENT", "COMMITTED", "LEFT"};

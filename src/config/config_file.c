@@ -44,10 +44,10 @@ static const char default_text[] =
 
 #define DEFAULT_NAME "<built-in configuration>"
 
+/* A team's members and admins; quotas.c reads its money and quotas. */
 struct team_cfg {
     struct ebb_string_list members;
     struct ebb_string_list admins;
-    struct ebb_money budget;
 };
 static const struct ebb_cfg_key team_keys[] = {
     {"members", EBB_CFG_STRING_LIST, "[]", offsetof(struct team_cfg, members),
@@ -55,8 +55,6 @@ static const struct ebb_cfg_key team_keys[] = {
     {"admins", EBB_CFG_STRING_LIST, "[]", offsetof(struct team_cfg, admins),
      "user names who see every job and schedule of the team in full (they "
      "are members too)"},
-    {"budget", EBB_CFG_MONEY, NULL, offsetof(struct team_cfg, budget),
-     "spending cap per calendar month"},
     EBB_CFG_END,
 };
 
@@ -187,9 +185,14 @@ static int do_teams(struct ebb__config *cfg, const struct ebb__ynode *n,
             return rc;
         char what[128];
         snprintf(what, sizeof(what), "teams.%s", key->value);
+        struct ebb__ynode rest;
+        rc = ebb__config_team_split(n->items[i], what, &rest, d);
+        if (rc != 0)
+            return rc;
         void *raw;
-        rc = ebb__cfg_apply(team_keys, sizeof(struct team_cfg), n->items[i],
-                            what, &raw, d);
+        rc = ebb__cfg_apply(team_keys, sizeof(struct team_cfg), &rest, what,
+                            &raw, d);
+        ebb__config_team_split_free(&rest);
         if (rc != 0)
             return rc;
         struct team_cfg *tc = raw;
@@ -199,12 +202,13 @@ static int do_teams(struct ebb__config *cfg, const struct ebb__ynode *n,
         tc->members = (struct ebb_string_list){0, NULL};
         t->admins = tc->admins;
         tc->admins = (struct ebb_string_list){0, NULL};
-        t->budget = tc->budget;
-        t->has_budget = tc->budget.currency[0] != '\0';
         ebb__cfg_free(team_keys, tc);
         t->name = strdup(key->value);
         if (t->name == NULL)
             return ebb__yread_nomem(d);
+        rc = ebb__config_team_limits(t, n->items[i], what, d);
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -476,6 +480,7 @@ void ebb__config_free(struct ebb__config *cfg)
         free(cfg->teams[i].name);
         ebb__string_list_free(&cfg->teams[i].members);
         ebb__string_list_free(&cfg->teams[i].admins);
+        ebb__config_team_limits_free(&cfg->teams[i]);
     }
     free(cfg->teams);
     ebb__string_list_free(&cfg->admins);

@@ -32,6 +32,15 @@ struct ebb__config_section {
     const struct ebb__ynode *node;
 };
 
+/* A member's own limits inside a team (teams.T.users.NAME, quotas.c). */
+struct ebb__team_user {
+    char *name;
+    int line;
+    int has_budget;                 /* 0: no monthly cap of their own */
+    struct ebb_money budget;        /* per calendar month, their jobs in the team */
+    int64_t max_gpus;               /* 0: no limit */
+};
+
 struct ebb__team {
     char *name;
     int line;
@@ -40,6 +49,13 @@ struct ebb__team {
                                      * team's jobs and schedules in full */
     int has_budget;                 /* 0: no monthly cap */
     struct ebb_money budget;        /* per calendar month */
+    /* Quotas (docs/budgets.md "Quotas"): GPUs and spend per hour across
+     * the team's instances, and members' own limits. */
+    int64_t max_gpus;               /* 0: no limit */
+    int has_max_burn;
+    struct ebb_money max_burn;      /* per hour */
+    size_t n_users;
+    struct ebb__team_user *users;
 };
 
 /* Instances of market `market`'s offers run on provider `runner`. */
@@ -149,6 +165,10 @@ int ebb__config_admin_named(const struct ebb__config *cfg, const char *user);
 
 /* Whether `user` is a member of team `t`: in its members or its admins. */
 int ebb__team_has_member(const struct ebb__team *t, const char *user);
+
+/* Team `t`'s own limits for `user` (teams.T.users), or NULL. */
+const struct ebb__team_user *ebb__team_user(const struct ebb__team *t,
+                                            const char *user);
 
 /* Whether `user` is one of team `t`'s admins. */
 int ebb__team_has_admin(const struct ebb__team *t, const char *user);

@@ -1,7 +1,9 @@
 /* The `budget` API method: each team's monthly cap and each capped job's
  * cap, with what was spent, what running jobs have committed (their worst
  * case until their next checkpoint) and what is left, in USD micro-units
- * (docs/budgets.md). Params: "team" (optional) keeps one team and its
+ * (docs/budgets.md); and each team's quotas next to what its instances
+ * hold now: GPUs, burn (USD micro-units per hour) and each listed
+ * member's cap and GPUs. Params: "team" (optional) keeps one team and its
  * jobs. Reads the engine's memory and one small ledger sum per team: it
  * runs on the loop. A row whose amounts cannot be converted (a rate that
  * left currency_rates since) carries null amounts and an "error"; the
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <ebb/runas.h>
 #include <ebb/units.h>
 
 #include "daemon/daemon.h"
@@ -31,6 +34,49 @@ static json_t *usage_json(const struct ebb__budget_usage *u, int rc, const char 
         json_object_set_new(o, "left_micros", json_null());
     }
     return o;
+}
+
+static json_t *int_or_null(int has, json_int_t v)
+{
+    return has ? json_integer(v) : json_null();
+}
+
+/* The team's quotas and what its instances hold now, into `o`. */
+static void quotas_json(const struct ebb__daemon *d, const struct ebb__team *team,
+                        ebb_time_ms now, json_t *o)
+{
+    struct ebb__quota_use use;
+    ebb__engine_quota_use(d->engine, team->name, -1, NULL, now, &use);
+    ebb_micros burn_cap = 0;
+    int has_burn = team->has_max_burn &&
+                   ebb__engine_convert(d->engine, team->max_burn.amount,
+                                       team->max_burn.currency, "USD",
+                                       EBB__ROUND_DOWN, &burn_cap) == 0;
+    json_object_set_new(o, "max_gpus", int_or_null(team->max_gpus > 0, team->max_gpus));
+    json_object_set_new(o, "gpus_in_use", json_integer(use.gpus));
+    json_object_set_new(o, "instances", json_integer((json_int_t)use.instances));
+    json_object_set_new(o, "max_burn_micros", int_or_null(has_burn, burn_cap));
+    json_object_set_new(o, "burn_micros", json_integer(use.burn));
+    json_t *users = json_array();
+    for (size_t i = 0; i < team->n_users; i++) {
+        const struct ebb__team_user *tu = &team->users[i];
+        int64_t uid = -1;
+        if (ebb_runas_lookup(tu->name, &uid) != 0)
+            uid = -1; /* no such user here: nothing of theirs runs */
+        struct ebb__budget_usage u;
+        int rc = ebb__engine_user_budget(d->engine, team, tu, uid, now, &u);
+        json_t *row = usage_json(&u, rc, "cannot convert the user's spend to "
+                                 "USD: a job of theirs is billed or capped in a "
+                                 "currency that has no currency_rates entry");
+        struct ebb__quota_use mine = {0};
+        if (uid >= 0)
+            ebb__engine_quota_use(d->engine, team->name, uid, NULL, now, &mine);
+        json_object_set_new(row, "name", json_string(tu->name));
+        json_object_set_new(row, "max_gpus", int_or_null(tu->max_gpus > 0, tu->max_gpus));
+        json_object_set_new(row, "gpus_in_use", json_integer(mine.gpus));
+        json_array_append_new(users, row);
+    }
+    json_object_set_new(o, "users", users);
 }
 
 static int keep(const char *want, const char *team)
@@ -70,6 +116,7 @@ void ebb__api_budget(void *ctx, struct ebb__api_call *call)
                                "a job of the team is billed or capped in a "
                                "currency that has no currency_rates entry");
         json_object_set_new(o, "team", json_string(team->name));
+        quotas_json(d, team, now, o);
         json_array_append_new(teams, o);
     }
     for (const struct ebb__job *j = ebb__engine_job_next(d->engine, NULL);

@@ -57,6 +57,15 @@ struct ebb__objstore *ebb__daemon_objstore(struct ebb__daemon *d, const char *na
 const struct ebb__store_cfg *ebb__daemon_store_cfg(const struct ebb__daemon *d,
                                                    const char *name);
 
+/* The directories of checkpoint `seq` named `name` of job `job_id` in
+ * the file:// store `store`: DIR/jobs (0711), then .../JOB, .../ckpt and
+ * .../SEQ-NAME (0700, the job's user's when ebbd, as root, can give them
+ * away), each made and opened below the one before it, never through a
+ * link. Returns 0, or EBB_EIO with a sentence in `why`. */
+int ebb__daemon_store_job_dirs(struct ebb__daemon *d, const char *store,
+                               const char *job_id, int64_t seq, const char *name,
+                               char *why, size_t len);
+
 /* The job's key, made (and committed) on first need. Returns 0, or an
  * EBB_E* code (logged without the key). */
 int ebb__daemon_ckpt_key(struct ebb__daemon *d, const char *job_id,
@@ -109,5 +118,16 @@ void ebb__daemon_ckpt_complete(struct ebb__daemon *d, int64_t seq, double fracti
 void ebb__daemon_ckpt_abort(struct ebb__daemon *d, int64_t seq, const char *reason);
 /* Whether work on row `seq` is in flight (deleting included). */
 int ebb__daemon_ckpt_busy(const struct ebb__daemon *d, int64_t seq);
+/* Deletes durable row `seq`'s objects (manifest first), then marks it
+ * deleted with `why`; nothing when work on it is in flight. */
+void ebb__daemon_ckpt_delete(struct ebb__daemon *d, int64_t seq, const char *why);
+
+/* ---- which rows need work (daemon_ckpt_sweep.c) ---------------------------- */
+
+/* Deletes job `job_id`'s durable checkpoints older than its newest `keep`. */
+void ebb__daemon_ckpt_prune(struct ebb__daemon *d, const char *job_id, int keep);
+/* Looks at every open row (first: ebbd has just started) and starts the
+ * work each needs. */
+void ebb__daemon_ckpt_sweep(struct ebb__daemon *d, int first);
 
 #endif

@@ -32,8 +32,6 @@
 
 /* Operations one task keeps in flight. */
 #define OPS_IN_FLIGHT 8
-/* Rows one sweep looks at. */
-#define SWEEP_ROWS 256
 
 enum op_kind { OP_CREATE, OP_COMPLETE, OP_HEAD, OP_PUT, OP_DELETE, OP_ABORT };
 
@@ -546,7 +544,6 @@ static int write_manifest(struct task *t)
     return rc;
 }
 
-static void prune(struct ebb__daemon *d, const char *job_id, int keep);
 
 /* The checkpoint is durable: the row, the job's event, the engine's
  * checkpoint (the resume point moves only now), then older ones go. */
@@ -599,7 +596,7 @@ static void durable(struct task *t)
     if (job != NULL) {
         struct ebb__job_info ji;
         ebb__engine_job_info(job, &ji);
-        prune(d, t->job_id, ji.spec->checkpoint.keep);
+        ebb__daemon_ckpt_prune(d, t->job_id, ji.spec->checkpoint.keep);
     }
 }
 
@@ -676,60 +673,14 @@ static void phase_done(struct task *t)
 
 /* ---- entry points ----------------------------------------------------------- */
 
-/* The job's directories in a file:// store: DIR/jobs (0711: users reach
- * their own job's and list none), then DIR/jobs/JOB, .../ckpt and
- * .../SEQ-NAME, the job's user's (when ebbd, as root, can give them
- * away), mode 0700. Each is made and opened below the one before it and
- * never through a link: the job's user owns those directories and could
- * put a link where ebbd expects one. */
-static int file_dirs(struct task *t)
-{
-    struct ebb__job *job = ebb__engine_job(t->d->engine, t->job_id);
-    int64_t uid = job != NULL ? ebb__engine_job_run_uid(job) : -1;
-    char *root = ebb__ckpt_file_path(t->d, t->store, "");
-    char *seq_name = ebb_strfmt("%lld-%s", (long long)t->seq, t->name);
-    const char *parts[4] = {"jobs", t->job_id, "ckpt", seq_name};
-    int dir = root != NULL && seq_name != NULL
-                  ? open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    int rc = dir < 0 ? EBB_EIO : 0, err = dir < 0 ? errno : 0;
-    const char *failed = root ? root : "the store";
-    for (int i = 0; rc == 0 && i < 4; i++) {
-        mode_t mode = i == 0 ? 0711 : 0700;
-        int next = -1;
-        if (mkdirat(dir, parts[i], mode) != 0 && errno != EEXIST)
-            rc = EBB_EIO;
-        if (rc == 0 && (next = openat(dir, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                     O_CLOEXEC)) < 0)
-            rc = EBB_EIO;
-        if (rc == 0 && i > 0 && uid >= 0 && geteuid() == 0 &&
-            fchown(next, (uid_t)uid, (gid_t)-1) != 0)
-            rc = EBB_EIO;
-        if (rc == 0 && fchmod(next, mode) != 0)
-            rc = EBB_EIO;
-        if (rc != 0) {
-            err = errno;
-            failed = parts[i];
-        }
-        close(dir);
-        dir = next;
-    }
-    if (rc != 0)
-        snprintf(t->reason, sizeof(t->reason), "cannot make the directory %s in the "
-                 "store (a directory, not a link): %s", failed, strerror(err));
-    if (dir >= 0)
-        close(dir);
-    free(root);
-    free(seq_name);
-    return rc;
-}
-
 void ebb__daemon_ckpt_prepare(struct ebb__daemon *d, int64_t seq)
 {
     struct task *t = task_new(d, seq, PREPARE);
     if (t == NULL)
         return;
     if (ebb__daemon_store_cfg(d, t->store)->kind == EBB__OBJSTORE_FILE &&
-        file_dirs(t) != 0) {
+        ebb__daemon_store_job_dirs(d, t->store, t->job_id, t->seq, t->name, t->reason,
+                                   sizeof(t->reason)) != 0) {
         abort_now(t, t->reason);
         return;
     }
@@ -760,8 +711,7 @@ void ebb__daemon_ckpt_abort(struct ebb__daemon *d, int64_t seq, const char *reas
         abort_now(t, reason);
 }
 
-/* Deletes row `seq`'s objects (manifest first) and marks it deleted. */
-static void delete_row(struct ebb__daemon *d, int64_t seq, const char *why)
+void ebb__daemon_ckpt_delete(struct ebb__daemon *d, int64_t seq, const char *why)
 {
     if (find_task(d, seq) != NULL)
         return;
@@ -772,117 +722,11 @@ static void delete_row(struct ebb__daemon *d, int64_t seq, const char *why)
     begin(t, DELETE_MANIFEST);
 }
 
-struct seqs {
-    int64_t seq[SWEEP_ROWS];
-    size_t n, skip;
-};
-
-static int collect_seq(void *arg, const struct ebb__ckpt_row *r)
-{
-    struct seqs *s = arg;
-    if (s->skip > 0) {
-        s->skip--;
-        return 0;
-    }
-    if (s->n == SWEEP_ROWS)
-        return 1;
-    s->seq[s->n++] = r->seq;
-    return 0;
-}
-
-static void prune(struct ebb__daemon *d, const char *job_id, int keep)
-{
-    struct seqs s = {.skip = keep > 0 ? (size_t)keep : 1};
-    int rc = ebb__store_ckpt_of_job(d->store, job_id, "durable", collect_seq, &s);
-    if (rc < 0) {
-        ebb__error("job %s: cannot list its checkpoints: %s", job_id,
-                   ebb__store_errmsg(d->store));
-        return;
-    }
-    char why[64];
-    snprintf(why, sizeof(why), "older than the newest %d", keep);
-    for (size_t i = 0; i < s.n; i++)
-        delete_row(d, s.seq[i], why);
-}
-
-/* ---- sweeps ------------------------------------------------------------------ */
-
-struct swept {
-    int64_t seq;
-    char state[16];
-    char *job_id, *token;
-    ebb_time_ms created_at;
-};
-
-struct sweep_rows {
-    struct swept rows[SWEEP_ROWS];
-    size_t n;
-};
-
-static int collect_row(void *arg, const struct ebb__ckpt_row *r)
-{
-    struct sweep_rows *s = arg;
-    if (s->n == SWEEP_ROWS)
-        return 1;
-    struct swept *w = &s->rows[s->n];
-    w->seq = r->seq;
-    snprintf(w->state, sizeof(w->state), "%s", r->state);
-    w->job_id = strdup(r->job_id);
-    w->token = strdup(r->instance_token);
-    w->created_at = r->created_at;
-    if (w->job_id == NULL || w->token == NULL) {
-        free(w->job_id);
-        free(w->token);
-        return EBB_ENOMEM;
-    }
-    s->n++;
-    return 0;
-}
-
-/* Whether the instance that offered a row may still run: its row in the
- * store says so (the engine's own view waits, after a restart, until the
- * providers have listed their instances). */
-static int instance_live(struct ebb__daemon *d, const char *token)
-{
-    return ebb__store_ckpt_instance_ended(d->store, token) == 0;
-}
-
-static void sweep(struct ebb__daemon *d, int first)
-{
-    struct sweep_rows *s = calloc(1, sizeof(*s));
-    if (s == NULL)
-        return;
-    int rc = ebb__store_ckpt_open(d->store, 1, collect_row, s);
-    if (rc < 0)
-        ebb__error("cannot sweep the checkpoints: %s", ebb__store_errmsg(d->store));
-    ebb_time_ms now = now_wall();
-    for (size_t i = 0; i < s->n; i++) {
-        struct swept *w = &s->rows[i];
-        if (ebb__daemon_ckpt_busy(d, w->seq))
-            ;
-        else if (strcmp(w->state, "durable") == 0)
-            delete_row(d, w->seq, "its job ended");
-        else if (strcmp(w->state, "completing") == 0)
-            ebb__daemon_ckpt_complete(d, w->seq, -1); /* ebbd restarted in it */
-        else if (strcmp(w->state, "preparing") == 0)
-            ebb__daemon_ckpt_abort(d, w->seq, first ? "ebbd restarted while it "
-                                   "prepared the uploads" : "its uploads were not "
-                                   "prepared");
-        else if (!instance_live(d, w->token))
-            ebb__daemon_ckpt_abort(d, w->seq, "its instance ended before the commit");
-        else if (now - w->created_at > EBB__CKPT_ABANDON_MS)
-            ebb__daemon_ckpt_abort(d, w->seq, "abandoned: not committed within 6 h");
-        free(w->job_id);
-        free(w->token);
-    }
-    free(s);
-}
-
 static void on_sweep(uv_timer_t *timer)
 {
     struct ebb__daemon *d = timer->data;
     if (!d->shutting_down)
-        sweep(d, 0);
+        ebb__daemon_ckpt_sweep(d, 0);
 }
 
 int ebb__daemon_ckpt_start(struct ebb__daemon *d)
@@ -896,7 +740,7 @@ int ebb__daemon_ckpt_start(struct ebb__daemon *d)
     d->ckpt->sweep.data = d;
     d->ckpt->sweep_ready = 1;
     uv_timer_start(&d->ckpt->sweep, on_sweep, EBB__CKPT_SWEEP_MS, EBB__CKPT_SWEEP_MS);
-    sweep(d, 1);
+    ebb__daemon_ckpt_sweep(d, 1);
     return 0;
 }
 

@@ -1,15 +1,18 @@
 /* The stores of ebb.yaml, opened at start, and each job's checkpoint key
  * (daemon_ckpt.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
 #include "base/log.h"
 #include "base/paths.h"
+#include "base/str.h"
 #include "daemon/daemon.h"
 #include "daemon/daemon_ckpt.h"
 #include "daemon/daemon_notify.h"
@@ -136,5 +139,54 @@ int ebb__daemon_ckpt_key(struct ebb__daemon *d, const char *job_id,
                    rc == EBB_EDB || rc == EBB_EBUSY ? ebb__store_errmsg(d->store)
                                                     : ebb_strerror(rc));
     }
+    return rc;
+}
+
+/* The job's directories in a file:// store: DIR/jobs (0711: users reach
+ * their own job's and list none), then DIR/jobs/JOB, .../ckpt and
+ * .../SEQ-NAME, the job's user's (when ebbd, as root, can give them
+ * away), mode 0700. Each is made and opened below the one before it and
+ * never through a link: the job's user owns those directories and could
+ * put a link where ebbd expects one. */
+int ebb__daemon_store_job_dirs(struct ebb__daemon *d, const char *store,
+                               const char *job_id, int64_t seq, const char *name,
+                               char *why, size_t len)
+{
+    struct ebb__job *job = ebb__engine_job(d->engine, job_id);
+    int64_t uid = job != NULL ? ebb__engine_job_run_uid(job) : -1;
+    char *root = ebb__ckpt_file_path(d, store, "");
+    char *seq_name = ebb_strfmt("%lld-%s", (long long)seq, name);
+    const char *parts[4] = {"jobs", job_id, "ckpt", seq_name};
+    int dir = root != NULL && seq_name != NULL
+                  ? open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    int rc = dir < 0 ? EBB_EIO : 0, err = dir < 0 ? errno : 0;
+    const char *failed = root ? root : "the store";
+    for (int i = 0; rc == 0 && i < 4; i++) {
+        mode_t mode = i == 0 ? 0711 : 0700;
+        int next = -1;
+        if (mkdirat(dir, parts[i], mode) != 0 && errno != EEXIST)
+            rc = EBB_EIO;
+        if (rc == 0 && (next = openat(dir, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                     O_CLOEXEC)) < 0)
+            rc = EBB_EIO;
+        if (rc == 0 && i > 0 && uid >= 0 && geteuid() == 0 &&
+            fchown(next, (uid_t)uid, (gid_t)-1) != 0)
+            rc = EBB_EIO;
+        if (rc == 0 && fchmod(next, mode) != 0)
+            rc = EBB_EIO;
+        if (rc != 0) {
+            err = errno;
+            failed = parts[i];
+        }
+        close(dir);
+        dir = next;
+    }
+    if (rc != 0)
+        snprintf(why, len, "cannot make the directory %s in the "
+                 "store (a directory, not a link): %s", failed, strerror(err));
+    if (dir >= 0)
+        close(dir);
+    free(root);
+    free(seq_name);
     return rc;
 }

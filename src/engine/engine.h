@@ -345,6 +345,28 @@ int ebb__engine_job_budget(const struct ebb__job *job, ebb_time_ms now,
 int ebb__engine_team_budget(const struct ebb__engine *e,
                             const struct ebb__team *t, ebb_time_ms now,
                             struct ebb__budget_usage *u);
+/* User `user`'s cap in team `t` (ebb.yaml's teams.T.users), and the
+ * spend this calendar month and commitments of the jobs `uid` (the
+ * user's; -1: none, nothing spent) owns in the team. Returns 0 or a
+ * negative code. */
+struct ebb__team_user;
+int ebb__engine_user_budget(const struct ebb__engine *e, const struct ebb__team *t,
+                            const struct ebb__team_user *user, int64_t uid,
+                            ebb_time_ms now, struct ebb__budget_usage *u);
+/* What a team's instances (or one user's in the team) hold now
+ * (engine_quota.c): GPUs (the catalog's gpus column; 0 for an offer it
+ * does not list) and the rate they are billed, USD micro-units per hour.
+ * An instance counts from its launch call until it ends. */
+struct ebb__quota_use {
+    int64_t gpus;
+    ebb_micros burn;
+    size_t instances;
+};
+/* Fills *u for team `team`'s instances, of the jobs `owner` owns only
+ * when owner >= 0, `except`'s (may be NULL) left out. Returns 0. */
+int ebb__engine_quota_use(const struct ebb__engine *e, const char *team,
+                          int64_t owner, const struct ebb__job *except,
+                          ebb_time_ms now, struct ebb__quota_use *u);
 /* [start, end) of the UTC calendar month holding `now`. */
 void ebb__budget_month(ebb_time_ms now, ebb_time_ms *start, ebb_time_ms *end);
 

@@ -62,9 +62,25 @@ static const struct ebb__team *team_cap(const struct ebb__job *job)
     return t != NULL && t->has_budget ? t : NULL;
 }
 
+/* The job's owner's monthly cap in its team (teams.T.users.NAME.budget),
+ * or NULL; *team is set to the team when one is returned. */
+static const struct ebb__team_user *user_cap(const struct ebb__job *job,
+                                             const struct ebb__team **team)
+{
+    const struct ebb__config *c = job->engine->opt.budget_config;
+    if (c == NULL || job->spec.team == NULL)
+        return NULL;
+    const struct ebb__team *t = ebb__config_team(c, job->spec.team);
+    const struct ebb__team_user *u = t != NULL ? ebb__team_user(t, job->owner_name)
+                                               : NULL;
+    *team = t;
+    return u != NULL && u->has_budget ? u : NULL;
+}
+
 int ebb__engine_budget_applies(const struct ebb__job *job)
 {
-    return job->budget >= 0 || team_cap(job) != NULL;
+    const struct ebb__team *t;
+    return job->budget >= 0 || team_cap(job) != NULL || user_cap(job, &t) != NULL;
 }
 
 /* What the running attempt has cost by `now`, in its offer's currency. */
@@ -183,16 +199,20 @@ static int add_sum(void *arg, const char *currency, ebb_micros total)
 
 /* Team spend this month: its ledger rows that start in the month, plus
  * what its running instances have accrued (counted whole, which can only
- * overstate it). `except` (may be NULL) commits nothing. */
+ * overstate it); with `owner` >= 0, of the jobs that uid owns only.
+ * `except` (may be NULL) commits nothing. */
 static int team_usage(const struct ebb__engine *e, const char *team,
-                      const struct ebb__job *except, ebb_time_ms now,
-                      struct ebb__budget_usage *u)
+                      int64_t owner, const struct ebb__job *except,
+                      ebb_time_ms now, struct ebb__budget_usage *u)
 {
     ebb_time_ms from, to;
     ebb__budget_month(now, &from, &to);
     struct sum_ctx c = {e, 0, 0};
-    int rc = ebb__store_ledger_team_sums(e->opt.store, team, from, to,
-                                         add_sum, &c);
+    int rc = owner >= 0
+                 ? ebb__store_ledger_owner_sums(e->opt.store, team, owner, from,
+                                                to, add_sum, &c)
+                 : ebb__store_ledger_team_sums(e->opt.store, team, from, to,
+                                               add_sum, &c);
     if (rc == 0)
         rc = c.rc;
     u->spent = c.usd;
@@ -202,7 +222,8 @@ static int team_usage(const struct ebb__engine *e, const char *team,
         const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
         if (rc != 0)
             break;
-        if (j->spec.team == NULL || strcmp(j->spec.team, team) != 0)
+        if (j->spec.team == NULL || strcmp(j->spec.team, team) != 0 ||
+            (owner >= 0 && j->owner_uid != owner))
             continue;
         char kept_in[4];
         ebb_micros kept_native = stored(j, now, kept_in), kept = 0;
@@ -229,9 +250,41 @@ int ebb__engine_team_budget(const struct ebb__engine *e,
                             struct ebb__budget_usage *u)
 {
     *u = (struct ebb__budget_usage){.has_cap = t->has_budget};
-    int rc = team_usage(e, t->name, NULL, now, u);
+    int rc = team_usage(e, t->name, -1, NULL, now, u);
     if (rc == 0 && t->has_budget)
         rc = to_usd(e, t->budget.amount, t->budget.currency, 0, &u->cap);
+    return rc;
+}
+
+int ebb__engine_user_budget(const struct ebb__engine *e, const struct ebb__team *t,
+                            const struct ebb__team_user *user, int64_t uid,
+                            ebb_time_ms now, struct ebb__budget_usage *u)
+{
+    *u = (struct ebb__budget_usage){.has_cap = user->has_budget};
+    int rc = uid >= 0 ? team_usage(e, t->name, uid, NULL, now, u) : 0;
+    if (rc == 0 && user->has_budget)
+        rc = to_usd(e, user->budget.amount, user->budget.currency, 0, &u->cap);
+    return rc;
+}
+
+/* What is left of the job's owner's monthly cap in its team, their other
+ * running jobs keeping their commitments (INT64_MAX: no such cap), USD;
+ * *u and *user say what it was taken from. */
+static int user_room(const struct ebb__job *job, ebb_time_ms now, ebb_micros *left,
+                     struct ebb__budget_usage *u, const struct ebb__team_user **user)
+{
+    const struct ebb__team *t = NULL;
+    *user = user_cap(job, &t);
+    *left = INT64_MAX;
+    *u = (struct ebb__budget_usage){0};
+    if (*user == NULL)
+        return 0;
+    int rc = team_usage(job->engine, t->name, job->owner_uid, job, now, u);
+    if (rc == 0)
+        rc = to_usd(job->engine, (*user)->budget.amount, (*user)->budget.currency,
+                    0, &u->cap);
+    if (rc == 0)
+        *left = u->cap - u->spent - u->committed;
     return rc;
 }
 
@@ -303,7 +356,8 @@ int ebb__engine_budget_idle(struct ebb__job *job, ebb_time_ms now,
 
 /* What is left under the job's cap and its team's (INT64_MAX: no cap),
  * USD, the team's other running jobs keeping their commitments; *used is
- * the job's own spend. */
+ * the job's own spend. The team's left is the smaller of the team's cap
+ * and the job's owner's in the team (user_room). */
 static int room(const struct ebb__job *job, ebb_time_ms now, ebb_micros *used,
                 ebb_micros *job_left, ebb_micros *team_left)
 {
@@ -315,11 +369,17 @@ static int room(const struct ebb__job *job, ebb_time_ms now, ebb_micros *used,
     const struct ebb__team *t = team_cap(job);
     ebb_micros cap = 0;
     if (rc == 0 && t != NULL)
-        rc = team_usage(job->engine, t->name, job, now, &tu);
+        rc = team_usage(job->engine, t->name, -1, job, now, &tu);
     if (rc == 0 && t != NULL)
         rc = to_usd(job->engine, t->budget.amount, t->budget.currency, 0, &cap);
     if (rc == 0 && t != NULL)
         *team_left = cap - tu.spent - tu.committed;
+    ebb_micros user_left = INT64_MAX;
+    const struct ebb__team_user *user;
+    if (rc == 0)
+        rc = user_room(job, now, &user_left, &tu, &user);
+    if (user_left < *team_left)
+        *team_left = user_left;
     return rc;
 }
 
@@ -480,7 +540,7 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
     if (t != NULL) {
         struct ebb__budget_usage tu;
         ebb_micros cap = 0;
-        rc = team_usage(e, t->name, job, now, &tu);
+        rc = team_usage(e, t->name, -1, job, now, &tu);
         if (rc == 0)
             rc = to_usd(e, t->budget.amount, t->budget.currency, 0, &cap);
         if (rc != 0 || tu.spent + tu.committed + worst > cap) {
@@ -496,6 +556,24 @@ int ebb__engine_budget_refuses(struct ebb__job *job,
             ebb__budget_month(now, &from, &v->wake);
             return 1;
         }
+    }
+    ebb_micros user_left = INT64_MAX;
+    struct ebb__budget_usage uu;
+    const struct ebb__team_user *user;
+    rc = user_room(job, now, &user_left, &uu, &user);
+    if (rc != 0 || (user != NULL && worst > user_left)) {
+        money(uu.spent, a, sizeof(a));
+        money(uu.cap, b, sizeof(b));
+        money(uu.committed + worst, c, sizeof(c));
+        char why[640]; /* names and amounts: longer than reason */
+        snprintf(why, sizeof(why), "user %s's budget in team %s: spent %s "
+                 "of %s this month; their running jobs and this step could add "
+                 "up to %s; waiting for a lower price or the next month",
+                 job->owner_name, job->spec.team, a, b, c);
+        stop_job(job, EBB__JOB_PAUSED, why, now, v);
+        ebb_time_ms from;
+        ebb__budget_month(now, &from, &v->wake);
+        return 1;
     }
     job->reserve = ju.spent + worst;
     return 0;

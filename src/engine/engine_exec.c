@@ -135,9 +135,11 @@ void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
     ebb__engine_attempt_free(e, a);
     job->current = NULL;
     /* Spot capacity this instance held is free again: jobs waiting for it
-     * ("ask again on the next market event") must hear of it. */
+     * ("ask again on the next market event") must hear of it, and so must
+     * those of its team that a quota held back. */
     if (held->market == EBB_MARKET_SPOT)
         ebb__engine_wake_offer(e, offer, job);
+    ebb__engine_quota_freed(job);
 }
 
 /* After an instance is gone: go where the release said, or re-plan. */
@@ -200,6 +202,7 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
         release_shadow(job);
         ebb__engine_attempt_free(e, a);
         job->current = NULL;
+        ebb__engine_quota_freed(job);
         /* The provider may not run the job as its user: asking again
          * changes nothing, so the job fails and says why. */
         if (status == EBB_EPERM) {

@@ -1,6 +1,7 @@
 /* The planner: builds what a policy may see of one job and the market,
- * asks the job's policy, and turns its decision, and the budget caps'
- * verdict on it (engine_budget.c), into actions. */
+ * asks the job's policy, and turns its decision, and the budget caps' and
+ * the quotas' verdicts on it (engine_budget.c, engine_quota.c), into
+ * actions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,8 +298,9 @@ static ebb_micros billed_rate(const struct ebb__job *job, ebb_time_ms now)
                     ebb__engine_billed_rate(job, now), job->currency);
 }
 
-/* Carries out what the budget caps decided for the job (engine_budget.c
- * only judges). */
+/* Carries out what the budget caps or the quotas decided for the job
+ * (engine_budget.c and engine_quota.c only judge). A verdict that does
+ * nothing but has a reason is why a job without an instance waits. */
 static void carry_out(struct ebb__job *job, const struct ebb__budget_verdict *v)
 {
     struct ebb__engine *e = job->engine;
@@ -313,25 +315,29 @@ static void carry_out(struct ebb__job *job, const struct ebb__budget_verdict *v)
         ebb__engine_release_now(job, v->to, v->reason);
         break;
     case EBB__BUDGET_NOTHING:
+        if (v->reason[0] != '\0' && job->current == NULL)
+            ebb__engine_note_waiting(job, v->reason);
         break;
     }
     if (v->wake > 0)
         ebb__timer_start(e->opt.clock, &job->wake, v->wake);
 }
 
-/* The budget caps, whatever the policy (engine_budget.c): the step a
- * decision takes is its worst-case spend until the job's next checkpoint.
- * Returns 1 when the caps refused the decision (and what they want done
- * instead is done). When a running job may stay, *recheck is when the
- * stretch the caps allowed runs out: the job is planned again then even
- * if no checkpoint came (a slow one, or none), so that the next step is
- * judged before the reserve is spent; else 0. */
+/* The budget caps and the quotas, whatever the policy (engine_budget.c,
+ * engine_quota.c): the step a decision takes is its worst-case spend
+ * until the job's next checkpoint. Returns 1 when the caps or the quotas
+ * refused the decision (and what they want done instead is done). When a
+ * running capped job may stay, *recheck is when the stretch the caps
+ * allowed runs out: the job is planned again then even if no checkpoint
+ * came (a slow one, or none), so that the next step is judged before the
+ * reserve is spent; else 0. */
 static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                           size_t n_view, ebb_time_ms now, ebb_time_ms *recheck)
 {
     struct ebb__engine *e = job->engine;
     *recheck = 0;
-    if (!ebb__engine_budget_applies(job))
+    int capped = ebb__engine_budget_applies(job);
+    if (!capped && !ebb__engine_quota_applies(job))
         return 0;
     int running = job->current != NULL && job->state == EBB__JOB_RUNNING;
     size_t view_k = SIZE_MAX;
@@ -379,13 +385,14 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                 grace);
     }
     struct ebb__budget_verdict v;
-    if (!ebb__engine_budget_refuses(job, &step, now, &v)) {
-        if (running && !moving)
-            *recheck = now + (stretch > EBB_MS_PER_SECOND ? stretch : EBB_MS_PER_SECOND);
-        return 0;
+    if ((capped && ebb__engine_budget_refuses(job, &step, now, &v)) ||
+        ebb__engine_quota_refuses(job, &step, now, &v)) {
+        carry_out(job, &v);
+        return 1;
     }
-    carry_out(job, &v);
-    return 1;
+    if (capped && running && !moving)
+        *recheck = now + (stretch > EBB_MS_PER_SECOND ? stretch : EBB_MS_PER_SECOND);
+    return 0;
 }
 
 /* A job without an instance whose deadline has passed ends

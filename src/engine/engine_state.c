@@ -259,6 +259,10 @@ int ebb__engine_job_new(struct ebb__engine *e, struct ebb__job_spec *spec,
     *spec = (struct ebb__job_spec){0};
     job->policy = policy;
     job->owner_uid = owner_uid;
+    /* The user name ebbd knows the owner by (daemon_access.c), for the
+     * limits ebb.yaml gives users by name; looked up once. */
+    if (ebb_runas_user(owner_uid, job->owner_name, NULL, sizeof(job->owner_name)) != 0)
+        job->owner_name[0] = '\0';
     job->workdir = workdir && workdir[0] ? strdup(workdir) : NULL;
     job->submitted_at = submitted_at;
     job->deadline = ebb__jobspec_deadline(&job->spec, submitted_at);

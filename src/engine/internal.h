@@ -18,6 +18,7 @@
  *   engine_transfer.c checkpoint stores: fees, download and upload times,
  *                     the chosen checkpoint interval, moves' transfer cost
  *   engine_exec.c     launching, releasing, billing attempts
+ *   engine_quota.c    teams' quotas on launches: verdicts, never actions
  *   engine_budget.c   the caps: verdicts, never actions
  *   engine_notify.c   budget thresholds, cap forecasts and deadlines at
  *                     risk as events for notifications
@@ -149,6 +150,10 @@ struct ebb__job {
     char after_reason[192];
     char *workdir;           /* where a local job runs; NULL: the agent's */
     int64_t owner_uid;       /* who submitted it; -1: unknown */
+    char owner_name[64];     /* their user name; "": none known */
+    /* A quota refused its launch: planned again when an instance of its
+     * team ends (engine_quota.c). */
+    int quota_wait;
     int held;                /* taken back after a restart: its instance is
                               * being reconciled; not planned until then */
     struct ebb__timer wake;
@@ -482,6 +487,22 @@ int ebb__engine_budget_guard(struct ebb__job *job, ebb_time_ms now,
  * (but `ending`'s: NULL, or the job whose instance just ended) are billed
  * an hour now, against what is left of its monthly cap. */
 void ebb__engine_budget_burn(struct ebb__job *job, const struct ebb__job *ending);
+
+/* ---- quotas (engine_quota.c, docs/budgets.md "Quotas") ---- */
+
+/* Whether the job's team has a quota (max_gpus, max_burn, or a member's
+ * max_gpus). */
+int ebb__engine_quota_applies(const struct ebb__job *job);
+/* Judges a launching step `s` (the one the budget judged) against the
+ * job's team's max_gpus and max_burn and its owner's max_gpus in the
+ * team. Returns 1 when it refused: the job waits where it is, *v's reason
+ * is why (act NOTHING), and it is planned again when an instance of its
+ * team ends; 0 otherwise (steps that stay on an instance always pass). */
+int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_step *s,
+                              ebb_time_ms now, struct ebb__budget_verdict *v);
+/* An instance of `ended`'s team has ended: the team's jobs a quota
+ * refused are planned again. */
+void ebb__engine_quota_freed(struct ebb__job *ended);
 
 /* ---- the grace period (engine_grace.c) ---- */
 

@@ -337,5 +337,10 @@ typedef int (*ebb__store_sum_cb)(void *arg, const char *currency,
 int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
                                 ebb_time_ms from, ebb_time_ms to,
                                 ebb__store_sum_cb cb, void *arg);
+/* As ebb__store_ledger_team_sums(), the rows of jobs `owner_uid` owns
+ * only (a user's spend in the team, docs/budgets.md "Quotas"). */
+int ebb__store_ledger_owner_sums(struct ebb__store *s, const char *team,
+                                 int64_t owner_uid, ebb_time_ms from,
+                                 ebb_time_ms to, ebb__store_sum_cb cb, void *arg);
 
 #endif

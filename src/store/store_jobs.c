@@ -191,6 +191,19 @@ int ebb__store_instance_agent_hash(struct ebb__store *s, const char *token,
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
 
+/* Calls cb per (currency, sum) row of the bound statement `st`. */
+static int each_sum(struct ebb__store *s, sqlite3_stmt *st,
+                    ebb__store_sum_cb cb, void *arg)
+{
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        stop = cb(arg, (const char *)sqlite3_column_text(st, 0),
+                  sqlite3_column_int64(st, 1));
+    if (stop)
+        rc = SQLITE_DONE;
+    return ebb__store_finish(s, st, rc);
+}
+
 int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
                                 ebb_time_ms from, ebb_time_ms to,
                                 ebb__store_sum_cb cb, void *arg)
@@ -199,15 +212,18 @@ int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
     if (st == NULL)
         return EBB_EDB;
     int rc = bind(s, st, "tii", team, (int64_t)from, (int64_t)to);
-    if (rc != 0)
-        return rc;
-    int stop = 0;
-    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        stop = cb(arg, (const char *)sqlite3_column_text(st, 0),
-                  sqlite3_column_int64(st, 1));
-    if (stop)
-        rc = SQLITE_DONE;
-    return ebb__store_finish(s, st, rc);
+    return rc != 0 ? rc : each_sum(s, st, cb, arg);
+}
+
+int ebb__store_ledger_owner_sums(struct ebb__store *s, const char *team,
+                                 int64_t owner_uid, ebb_time_ms from,
+                                 ebb_time_ms to, ebb__store_sum_cb cb, void *arg)
+{
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_LEDGER_OWNER_SUMS);
+    if (st == NULL)
+        return EBB_EDB;
+    int rc = bind(s, st, "tiii", team, (int64_t)from, (int64_t)to, owner_uid);
+    return rc != 0 ? rc : each_sum(s, st, cb, arg);
 }
 
 int ebb__store_job_counts(struct ebb__store *s,

@@ -160,7 +160,12 @@
                         " WHERE job_id = ?1")                                  \
     X(LEDGER_TEAM_SUMS,                                                        \
       "SELECT currency, sum(amount_micros) FROM ledger WHERE team = ?1"        \
-      " AND end_at >= ?2 AND end_at < ?3 GROUP BY currency")
+      " AND end_at >= ?2 AND end_at < ?3 GROUP BY currency")                \
+    X(LEDGER_OWNER_SUMS,                                                       \
+      "SELECT l.currency, sum(l.amount_micros) FROM ledger l"                  \
+      " JOIN jobs j ON j.id = l.job_id WHERE l.team = ?1"                      \
+      " AND l.end_at >= ?2 AND l.end_at < ?3 AND j.owner_uid = ?4"             \
+      " GROUP BY l.currency")
 
 /* ---- the ledger read back (store_ledger.c) -------------------------------
  *

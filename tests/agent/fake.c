@@ -71,7 +71,7 @@ static void ebbd_handler(const struct ebb__httpd_request *req,
             ebb_buf_append(&f->err, req->body, req->body_len);
         else
             res->status = 400;
-    } else {
+    } else if (f->route == NULL || !f->route(f, req, res)) {
         res->status = 404;
         ebb__httpd_set_bodyf(res, "{\"error\": \"no such path\"}");
     }

@@ -24,6 +24,10 @@
 struct fake;
 typedef void (*fake_event_hook)(struct fake *f, json_t *event,
                                 struct ebb__httpd_response *res);
+/* Answers a request the fake ebbd does not know itself (after the token
+ * check); returns false to leave it a 404. */
+typedef bool (*fake_route_fn)(struct fake *f, const struct ebb__httpd_request *req,
+                              struct ebb__httpd_response *res);
 
 struct fake {
     uv_loop_t loop;
@@ -41,6 +45,7 @@ struct fake {
     int refused;                /* requests answered 401 */
     int log_posts;
     fake_event_hook hook;
+    fake_route_fn route;        /* the store's endpoints (fake_store.c) */
     void *user;
     /* A stored object served at /store/obj without a token (a presigned
      * GET's stand-in): the first object_fail_first GETs answer 503. */

@@ -812,6 +812,7 @@ static void test_bad_options(void **state)
     expect_usage_error("--ebbd http://x --log-buffer 10", "byte count");
     expect_usage_error("--ebbd http://x --token-file /nonexistent/t", "/nonexistent/t");
     expect_usage_error("--ebbd http://x -- python3 train.py", "the job comes from ebbd");
+    expect_usage_error("--ebbd http://x --disk rel/disk", "not an absolute path");
 }
 
 /* ---- examples/train.py end to end ---- */

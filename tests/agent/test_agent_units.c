@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "agent/ckpt.h"
+#include "agent/ckpt_walk.h"
 #include "agent/hostprobe.h"
 #include "agent/job.h"
 #include "agent/jobdoc.h"
@@ -396,6 +397,180 @@ static void test_jobdoc_errors(void **state)
     expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"heartbeat_ms\": 0"), "\"heartbeat_ms\"");
 }
 
+#define KEY64 "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF"
+#define STORE(fields) ", \"store\": {\"name\": \"ckpt\", \"kind\": \"s3\"" fields "}"
+
+static void test_jobdoc_store(void **state)
+{
+    (void)state;
+    struct agent_jobdoc d;
+    char err[256] = "";
+    /* checkpoint.dir "" is the disk's when the job has a store. */
+    const char *text = DOC("\"dir\": \"\"", STORE(", \"key\": \"" KEY64 "\", "
+                                                 "\"part_size\": 5242880, \"parallel\": 16"));
+    assert_int_equal(agent_jobdoc_parse(text, strlen(text), &d, err, sizeof(err)), 0);
+    assert_true(d.has_store);
+    assert_string_equal(d.ckpt_dir, "");
+    assert_string_equal(d.store.name, "ckpt");
+    assert_int_equal(d.store.kind, AGENT_STORE_S3);
+    assert_true(d.store.encrypt);
+    assert_string_equal(d.store.key_hex, KEY64);
+    assert_int_equal(d.store.part_size, 5 << 20);
+    assert_int_equal(d.store.parallel, 16);
+    assert_int_equal(d.store.key_version, 1);
+    agent_jobdoc_free(&d);
+    /* Defaults: 64 MiB parts, 4 at once; no key without encryption. */
+    text = DOC("\"dir\": \"/c\"", ", \"store\": {\"name\": \"s\", \"kind\": \"file\", "
+               "\"encrypt\": false}");
+    assert_int_equal(agent_jobdoc_parse(text, strlen(text), &d, err, sizeof(err)), 0);
+    assert_int_equal(d.store.kind, AGENT_STORE_FILE);
+    assert_false(d.store.encrypt);
+    assert_string_equal(d.store.key_hex, "");
+    assert_int_equal(d.store.part_size, 64 << 20);
+    assert_int_equal(d.store.parallel, 4);
+    agent_jobdoc_free(&d);
+}
+
+static void test_jobdoc_store_errors(void **state)
+{
+    (void)state;
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"store\": 3"), "\"store\"");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", STORE("")), "store.key");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", STORE(", \"key\": \"abc\"")), "store.key");
+    expect_bad_doc(DOC("\"dir\": \"/c\"",
+                       STORE(", \"key\": \"" KEY64 "\", \"part_size\": 5242879")),
+                   "part_size");
+    expect_bad_doc(DOC("\"dir\": \"/c\"",
+                       STORE(", \"key\": \"" KEY64 "\", \"part_size\": 5368709121")),
+                   "part_size");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", STORE(", \"key\": \"" KEY64 "\", \"parallel\": 17")),
+                   "parallel");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", STORE(", \"key\": \"" KEY64 "\", \"parallel\": 0")),
+                   "parallel");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"store\": {\"name\": \"s\", \"kind\": \"gcs\", "
+                       "\"encrypt\": false}"), "store.kind");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"store\": {\"kind\": \"s3\"}"), "\"name\"");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", STORE(", \"encrypt\": \"yes\"")), "\"encrypt\"");
+}
+
+static void write_text(const char *rel, const char *text)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A directory checkpoint is listed in the manifest's order ('/' first);
+ * a link or a FIFO anywhere refuses it; a file checkpoint is itself. */
+static void test_walk(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof(path), "%s/ck", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/ck/a", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    write_text("ck/a/b", "12345");
+    write_text("ck/a-b", "x");
+    write_text("ck/z", "");
+    struct ebb__ckpt_manifest m;
+    char why[256] = "";
+    assert_int_equal(agent_ckpt_walk(dfd, "ck", &m, why, sizeof(why)), 0);
+    assert_int_equal(m.kind, EBB__CKPT_KIND_DIRECTORY);
+    assert_int_equal(m.n_files, 3);
+    assert_string_equal(m.files[0].path, "a/b");
+    assert_int_equal(m.files[0].size, 5);
+    assert_string_equal(m.files[1].path, "a-b");
+    assert_string_equal(m.files[2].path, "z");
+    ebb__ckpt_manifest_clear(&m);
+
+    write_text("one.pt", "weights");
+    assert_int_equal(agent_ckpt_walk(dfd, "one.pt", &m, why, sizeof(why)), 0);
+    assert_int_equal(m.kind, EBB__CKPT_KIND_FILE);
+    assert_int_equal(m.n_files, 1);
+    assert_string_equal(m.files[0].path, "one.pt");
+    ebb__ckpt_manifest_clear(&m);
+
+    assert_int_equal(symlinkat("/etc/passwd", dfd, "ck/a/link"), 0);
+    assert_int_equal(agent_ckpt_walk(dfd, "ck", &m, why, sizeof(why)), EBB_EINVAL);
+    assert_non_null(strstr(why, "a/link is a symbolic link"));
+    assert_int_equal(m.n_files, 0);
+    assert_int_equal(unlinkat(dfd, "ck/a/link", 0), 0);
+    assert_int_equal(mkfifoat(dfd, "ck/fifo", 0600), 0);
+    assert_int_equal(agent_ckpt_walk(dfd, "ck", &m, why, sizeof(why)), EBB_EINVAL);
+    assert_non_null(strstr(why, "fifo is not a regular file"));
+    assert_int_equal(symlinkat("ck", dfd, "ln"), 0);
+    assert_int_equal(agent_ckpt_walk(dfd, "ln", &m, why, sizeof(why)), EBB_EINVAL);
+    /* Opening beneath the directory follows no link on the way. */
+    assert_int_equal(agent_open_beneath(dfd, "ln/z"), -ELOOP);
+    int fd = agent_open_beneath(dfd, "ck/a/b");
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+/* Staged objects open back into the same tree; one flipped byte fails. */
+static void test_stage_unstage(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof(path), "%s/ck", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/ck/d", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    write_text("ck/d/x", "secret-bytes-xyz");
+    write_text("ck/y", "more");
+    struct ebb__ckpt_key key;
+    assert_int_equal(ebb__ckpt_key_generate(&key), 0);
+    struct ebb__ckpt_manifest m;
+    char why[256] = "";
+    assert_int_equal(agent_ckpt_walk(dfd, "ck", &m, why, sizeof(why)), 0);
+    snprintf(path, sizeof(path), "%s/stage", dir);
+    int stage = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    assert_true(stage >= 0);
+    uint64_t offsets[2];
+    assert_int_equal(agent_ckpt_stage(dfd, &m, &key, stage, offsets, why, sizeof(why)), 0);
+    assert_int_equal(offsets[0], 0);
+    assert_int_equal(offsets[1], m.files[0].stored_size);
+    /* Each object into a file of its own, as downloads arrive. */
+    int objects[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/obj%d", dir, i);
+        objects[i] = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+        char buf[4096];
+        ssize_t n = pread(stage, buf, m.files[i].stored_size, (off_t)offsets[i]);
+        assert_int_equal(n, (ssize_t)m.files[i].stored_size);
+        assert_null(memmem(buf, (size_t)n, "secret", 6));
+        assert_int_equal(write(objects[i], buf, (size_t)n), n);
+    }
+    struct ebb__ckpt_error err = {0};
+    assert_int_equal(agent_ckpt_unstage_begin(dfd, ".back", &m, &err), 0);
+    for (size_t i = 0; i < 2; i++) {
+        assert_int_equal(lseek(objects[i], 0, SEEK_SET), 0);
+        assert_int_equal(agent_ckpt_unstage_file(dfd, ".back", &m, i, &key, objects[i], &err), 0);
+    }
+    assert_int_equal(agent_ckpt_unstage_end(dfd, ".back", &m, &err), 0);
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "diff -r '%s/ck' '%s/.back'", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    char byte;
+    assert_int_equal(pread(objects[1], &byte, 1, 90), 1);
+    byte ^= 1;
+    assert_int_equal(pwrite(objects[1], &byte, 1, 90), 1);
+    assert_int_equal(agent_ckpt_unstage_begin(dfd, ".back2", &m, &err), 0);
+    assert_int_equal(lseek(objects[1], 0, SEEK_SET), 0);
+    assert_int_not_equal(agent_ckpt_unstage_file(dfd, ".back2", &m, 1, &key, objects[1], &err),
+                         0);
+    assert_non_null(strstr(err.diag.msg, "y: "));
+    close(objects[0]);
+    close(objects[1]);
+    close(stage);
+    ebb__ckpt_manifest_clear(&m);
+    ebb__ckpt_key_wipe(&key);
+}
+
 static void test_job_environ(void **state)
 {
     (void)state;
@@ -512,6 +687,10 @@ int main(void)
         cmocka_unit_test(test_linescan_split_reads),
         cmocka_unit_test(test_jobdoc_defaults),
         cmocka_unit_test(test_jobdoc_errors),
+        cmocka_unit_test(test_jobdoc_store),
+        cmocka_unit_test(test_jobdoc_store_errors),
+        cmocka_unit_test_setup_teardown(test_walk, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_unstage, setup, teardown),
         cmocka_unit_test(test_job_environ),
         cmocka_unit_test(test_job_environ_large),
         cmocka_unit_test(test_backoff_is_capped),

@@ -67,8 +67,13 @@ int budget_world_teardown(void **state)
  * calm history keeps spikes out of the forecast, so they come as
  * surprises. */
 static void write_spiky_trace(struct budget_world *w, ebb_time_ms from,
-                              ebb_time_ms calm_until, ebb_time_ms to)
+                              ebb_time_ms calm_until, ebb_time_ms to,
+                              int gpu_types)
 {
+    static const struct {
+        const char *type;
+        int64_t times;
+    } types[] = {{"p3.2xlarge", 1}, {"p3.8xlarge", 4}, {"p3.16xlarge", 8}};
     snprintf(w->dir, sizeof(w->dir), "/tmp/ebb-budget-XXXXXX");
     assert_non_null(mkdtemp(w->dir));
     snprintf(w->trace, sizeof(w->trace), "%s/prices.csv", w->dir);
@@ -97,9 +102,12 @@ static void write_spiky_trace(struct budget_world *w, ebb_time_ms from,
             ebb_micros price = base[z] * (spike_left[z] > 0 ? factor[z] : 1);
             if (spike_left[z] > 0)
                 spike_left[z]--;
-            fprintf(f, "%s,aws,us-east-1,%s,p3.2xlarge,Linux/UNIX,%lld.%06lld\n",
-                    at, zones[z], (long long)(price / USD),
-                    (long long)(price % USD));
+            for (int k = 0; k < (gpu_types ? 3 : 1); k++) {
+                ebb_micros p = price * types[k].times;
+                fprintf(f, "%s,aws,us-east-1,%s,%s,Linux/UNIX,%lld.%06lld\n",
+                        at, zones[z], types[k].type, (long long)(p / USD),
+                        (long long)(p % USD));
+            }
         }
     }
     assert_int_equal(fclose(f), 0);
@@ -109,11 +117,21 @@ void budget_world_start(struct budget_world *w, uint64_t seed, ebb_time_ms start
                         ebb_time_ms end, const char *providers_more,
                         const char *top_more)
 {
+    const struct budget_world_setup s = {.providers_more = providers_more,
+                                         .top_more = top_more};
+    budget_world_open(w, seed, start, end, &s);
+}
+
+void budget_world_open(struct budget_world *w, uint64_t seed, ebb_time_ms start,
+                       ebb_time_ms end, const struct budget_world_setup *s)
+{
     memset(w, 0, sizeof(*w));
     w->rng = seed * UINT64_C(0x9E3779B97F4A7C15) + 1;
     budget_world_live = w;
-    write_spiky_trace(w, start - DAY, start, end + DAY);
+    write_spiky_trace(w, start - DAY, start, end + DAY, s->gpu_types);
     w->team_cap = budget_world_rand(w, 3, 9) * USD;
+    if (s->team_cap_usd > 0)
+        w->team_cap = s->team_cap_usd * USD;
     struct ebb_buf b = {0};
     ebb_buf_printf(&b, "providers:\n  sim:\n    prices: \"%s\"\n"
                     "    preemption_hazard: 0.%lld\n"
@@ -121,17 +139,19 @@ void budget_world_start(struct budget_world *w, uint64_t seed, ebb_time_ms start
                     "    checkpoint_time: 170s\n"
                     "    billing: %s\n%s"
                     "default_policy: greedy\n"
-                    "teams:\n  ml:\n    members: [alice]\n"
-                    "    budget: %lld USD\n%s",
+                    "teams:\n  ml:\n    members: %s\n"
+                    "    budget: %lld USD\n%s%s",
                     w->trace, (long long)budget_world_rand(w, 1, 5),
                     (long long)budget_world_rand(w, 60, 240),
                     (unsigned long long)seed,
                     budget_world_rand(w, 0, 1) ? "aws-hourly" : "per-second",
-                    providers_more, (long long)(w->team_cap / USD), top_more);
+                    s->providers_more, s->members ? s->members : "[alice]",
+                    (long long)(w->team_cap / USD),
+                    s->team_more ? s->team_more : "", s->top_more);
     char *text = ebb_buf_take(&b);
     assert_non_null(text);
     struct ebb_diag d = {{0}};
-    int rc = ebb__vengine_open(&w->v, "(test)", text, NULL, start, &d);
+    int rc = ebb__vengine_open(&w->v, "(test)", text, s->catalog, start, &d);
     free(text);
     if (rc != 0)
         fail_msg("%s", d.msg);
@@ -149,16 +169,22 @@ struct ebb__job_info budget_world_info(const struct ebb__job *job)
 
 struct ebb__job *budget_world_submit(struct budget_world *w, const char *yaml)
 {
+    return budget_world_submit_as(w, yaml, 0);
+}
+
+struct ebb__job *budget_world_submit_as(struct budget_world *w, const char *yaml,
+                                        int64_t uid)
+{
     struct ebb__job_spec spec;
     struct ebb_diag d = {{0}};
     if (ebb__jobspec_load_buffer("job.yaml", yaml, strlen(yaml), &spec, &d) != 0)
         fail_msg("%s", d.msg);
     struct ebb__job *job = NULL;
-    if (ebb__engine_submit(w->v.engine, &spec, yaml, 0, NULL, &job, &d) != 0) {
+    if (ebb__engine_submit(w->v.engine, &spec, yaml, uid, NULL, &job, &d) != 0) {
         ebb__jobspec_free(&spec);
         fail_msg("%s", d.msg);
     }
-    assert_true(w->n_jobs < BUDGET_WORLD_JOBS);
+    assert_true(w->n_jobs < BUDGET_WORLD_MAX_JOBS);
     w->jobs[w->n_jobs++] = job;
     return job;
 }

@@ -1,5 +1,5 @@
-/* The world the randomised budget tests run (tests/unit/test_budget.c,
- * test_budget_agents.c): the real engine on the virtual clock with the sim
+/* The world the randomised budget and quota tests run
+ * (tests/unit/test_budget.c, test_budget_agents.c, test_quota.c): the real engine on the virtual clock with the sim
  * market replaying a spot price trace with random spikes, jobs submitted
  * from YAML, the team `ml` with a random cap, and the check that no job's
  * and no team's spend (ledger plus running instances) passed its cap.
@@ -16,12 +16,14 @@
 #include "engine/vengine.h"
 
 #define BUDGET_WORLD_JOBS 4
+/* The most jobs a world lists (budget_world_submit). */
+#define BUDGET_WORLD_MAX_JOBS 32
 
 struct budget_world {
     struct ebb__vengine v;
     char dir[64];
     char trace[128];
-    struct ebb__job *jobs[BUDGET_WORLD_JOBS];
+    struct ebb__job *jobs[BUDGET_WORLD_MAX_JOBS];
     size_t n_jobs;
     ebb_micros team_cap;
     uint64_t rng;
@@ -31,6 +33,22 @@ extern struct budget_world *budget_world_live;
 
 /* Uniform in [lo, hi], from the world's seeded generator. */
 int64_t budget_world_rand(struct budget_world *w, int64_t lo, int64_t hi);
+
+/* What a world may have besides budget_world_start's. */
+struct budget_world_setup {
+    const char *providers_more, *top_more; /* as budget_world_start's */
+    const char *members;   /* team ml's members, a YAML list; NULL: [alice] */
+    const char *team_more; /* more keys of team ml, indented by four; may be NULL */
+    int64_t team_cap_usd;  /* > 0: the team's cap instead of the drawn one */
+    /* The trace also prices p3.8xlarge and p3.16xlarge, at 4 and 8 times
+     * p3.2xlarge's price in the same zone. */
+    int gpu_types;
+    const struct ebb__catalog *catalog; /* the engine's; may be NULL */
+};
+
+/* As budget_world_start, with `s`; the draws are the same. */
+void budget_world_open(struct budget_world *w, uint64_t seed, ebb_time_ms start,
+                       ebb_time_ms end, const struct budget_world_setup *s);
 
 /* Starts the world for `seed` at `start` (the trace runs from a calm day
  * before it to a day after `end`): the sim market with random preemptions
@@ -48,6 +66,9 @@ int budget_world_teardown(void **state);
 
 /* Submits a job spec (YAML) at the clock's time and lists it in the world. */
 struct ebb__job *budget_world_submit(struct budget_world *w, const char *yaml);
+/* As budget_world_submit, owned by `uid`. */
+struct ebb__job *budget_world_submit_as(struct budget_world *w, const char *yaml,
+                                        int64_t uid);
 /* Submits BUDGET_WORLD_JOBS random jobs j0.. (spot, 4d deadline, a policy
  * of `policies`' three, restart overhead 1..10 min, 2..30 h of work, a
  * checkpoint every 10..60 min with a grace of grace_min_s..300 s); all but

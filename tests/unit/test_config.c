@@ -426,6 +426,104 @@ static void config_full(void **state)
 
 /* Which team a job counts against: the rule submit, schedule add and
  * every schedule fire share (config/teams.c). */
+/* Quotas (docs/budgets.md "Quotas"): the issue's contract loads, amounts
+ * per month and per hour, and every mistake is named with its line. */
+static void config_quotas(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "currency_rates: {CNY: 0.14}\n"
+        "teams:\n"
+        "  vision:\n"
+        "    members: [user-a, user-b]\n"
+        "    admins: [dave]\n"
+        "    budget: 5000 USD/month\n"
+        "    max_gpus: 16\n"
+        "    max_burn: 40 USD/h\n"
+        "    users:\n"
+        "      user-b: {budget: 1500 USD/month, max_gpus: 8}\n"
+        "      dave: {max_gpus: 2}\n"
+        "      user-a: {budget: 700 CNY}\n"
+        "  ml: {members: [alice], budget: 40 USD}\n";
+    struct ebb__config *cfg;
+    struct ebb_diag d;
+    if (load(text, &cfg, &d) != 0)
+        fail_msg("%s", d.msg);
+    const struct ebb__team *v = ebb__config_team(cfg, "vision");
+    assert_true(v->has_budget);
+    assert_int_equal(v->budget.amount, 5000 * EBB_MICROS_PER_UNIT);
+    assert_int_equal(v->max_gpus, 16);
+    assert_true(v->has_max_burn);
+    assert_int_equal(v->max_burn.amount, 40 * EBB_MICROS_PER_UNIT);
+    assert_string_equal(v->max_burn.currency, "USD");
+    assert_int_equal(v->n_users, 3);
+    const struct ebb__team_user *b = ebb__team_user(v, "user-b");
+    assert_non_null(b);
+    assert_true(b->has_budget);
+    assert_int_equal(b->budget.amount, 1500 * EBB_MICROS_PER_UNIT);
+    assert_int_equal(b->max_gpus, 8);
+    assert_int_equal(b->line, 10);
+    const struct ebb__team_user *dave = ebb__team_user(v, "dave");
+    assert_false(dave->has_budget);
+    assert_int_equal(dave->max_gpus, 2);
+    const struct ebb__team_user *a = ebb__team_user(v, "user-a");
+    assert_string_equal(a->budget.currency, "CNY");
+    assert_int_equal(a->max_gpus, 0);
+    assert_null(ebb__team_user(v, "alice"));
+    assert_null(ebb__team_user(v, NULL));
+    const struct ebb__team *ml = ebb__config_team(cfg, "ml");
+    assert_int_equal(ml->max_gpus, 0);
+    assert_false(ml->has_max_burn);
+    assert_int_equal(ml->n_users, 0);
+    ebb__config_free(cfg);
+
+    static const char head[] = "teams:\n  v:\n    members: [a, b]\n";
+    static const struct {
+        const char *more, *msg;
+    } bad[] = {
+        {"    max_gpus: 0\n", "ebb.yaml:4: teams.v.max_gpus: 0 must be between 1 and 100000"},
+        {"    max_gpus: 100001\n",
+         "ebb.yaml:4: teams.v.max_gpus: 100001 must be between 1 and 100000"},
+        {"    max_gpus: many\n", "ebb.yaml:4: teams.v.max_gpus: \"many\" is not "
+         "an integer (example: 42)"},
+        {"    max_burn: 40 USD\n", "ebb.yaml:4: teams.v.max_burn: \"40 USD\" is "
+         "not a spend rate (a rate ends in /h; example: 40 USD/h)"},
+        {"    max_burn: 40 dollars/h\n", "ebb.yaml:4: teams.v.max_burn: \"40 "
+         "dollars/h\" is not a spend rate (the currency must be a 3-letter "
+         "upper-case code such as USD; example: 40 USD/h)"},
+        {"    max_burn: [40 USD/h]\n", "ebb.yaml:4: teams.v.max_burn: expected a "
+         "spend rate, not a list"},
+        {"    budget: 40 USD/week\n", "ebb.yaml:4: teams.v.budget: \"40 "
+         "USD/week\" is not an amount (the currency must be a 3-letter "
+         "upper-case code such as USD; example: 40 USD)"},
+        {"    users: [a]\n", "ebb.yaml:4: teams.v.users: expected a mapping, not a list"},
+        {"    users:\n      carol: {max_gpus: 2}\n", "ebb.yaml:5: teams.v.users: "
+         "\"carol\" is not a member of team v (add them to teams.v.members or "
+         "admins)"},
+        {"    users:\n      a: {max_gpu: 2}\n", "ebb.yaml:5: teams.v.users.a: "
+         "unknown key \"max_gpu\" (known: budget, max_gpus)"},
+        {"    users:\n      a: {}\n", "ebb.yaml:5: teams.v.users.a: no limits "
+         "(give budget, max_gpus or both, e.g. {budget: 1500 USD/month, "
+         "max_gpus: 8})"},
+        {"    users:\n      a: 8\n", "ebb.yaml:5: teams.v.users.a: expected a "
+         "mapping, not a single value"},
+        {"    users:\n      b: {max_gpus: 2, budget: 1500 USD/h}\n",
+         "ebb.yaml:5: teams.v.users.b.budget: \"1500 USD/h\" is not an amount "
+         "(the currency must be a 3-letter upper-case code such as USD; "
+         "example: 40 USD)"},
+        {"    users:\n      b: {max_gpus: -1}\n", "ebb.yaml:5: teams.v.users.b."
+         "max_gpus: -1 must be between 1 and 100000"},
+        {"    fair_share: true\n", "ebb.yaml:4: teams.v: unknown key "
+         "\"fair_share\" (known: members, admins, budget, max_gpus, max_burn, "
+         "users)"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char buf[512];
+        snprintf(buf, sizeof(buf), "%s%s", head, bad[i].more);
+        expect_error(buf, bad[i].msg);
+    }
+}
+
 static void config_teams(void **state)
 {
     (void)state;
@@ -775,7 +873,7 @@ static void config_errors(void **state)
                  "currency; add a code such as USD; example: 40 USD)");
     expect_error("teams:\n  ml:\n    memebrs: [a]\n",
                  "ebb.yaml:3: teams.ml: unknown key \"memebrs\" (known: "
-                 "members, admins, budget)");
+                 "members, admins, budget, max_gpus, max_burn, users)");
     expect_error("teams:\n  ml:\n    admins: alice\n",
                  "ebb.yaml:3: teams.ml.admins: expected a string list, not "
                  "a single value (example: [a, b])");
@@ -1323,6 +1421,7 @@ int main(void)
         cmocka_unit_test(yaml_spec_limits),
         cmocka_unit_test(config_full),
         cmocka_unit_test(config_teams),
+        cmocka_unit_test(config_quotas),
         cmocka_unit_test(config_defaults),
         cmocka_unit_test(config_errors),
         cmocka_unit_test(config_clock_run_on_agent),

@@ -469,6 +469,8 @@ static const struct oom_case cases[] = {
      config_free, 0},
     {"config-stores", "tests/fuzz/corpus/config/stores.yaml", config_parse,
      config_describe, config_free, 0},
+    {"config-quotas", "tests/fuzz/corpus/config/quotas.yaml", config_parse,
+     config_describe, config_free, 0},
     {"tz", "tests/fuzz/corpus/tz/America_New_York", tz_parse, tz_describe,
      tz_free, 0},
     {"trace", "tests/data/traces/prices_good.csv", trace_parse,

@@ -1,0 +1,520 @@
+/* Bringing the newest durable checkpoint back at the start (store.h).
+ *
+ * GET /v1/agent/resume lists the job's durable checkpoints, newest first.
+ * For each in turn: the manifest is downloaded and verified under the job
+ * key (MAC, key id) and must list exactly the files ebbd lists; every
+ * object is downloaded into an unlinked staging file, then opened (each
+ * chunk authenticated, sizes and hashes matched against the manifest)
+ * into a temporary ".ebb-dl-*" entry of the checkpoint directory, marked
+ * as the job's so that a killed run's leftovers are removed (one object
+ * at a time, each as soon as it is downloaded: one staging file and one
+ * descriptor whatever the number of files), and renamed
+ * to the checkpoint's name. Any fault is a `checkpoint_fallback` event
+ * and the next one is tried; when none is left the job starts afresh.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/ckpt_walk.h"
+#include "agent/store.h"
+#include "base/log.h"
+#include "base/str.h"
+
+#define DL_TIMEOUT_MS (10 * 60 * 1000)
+#define DL_ATTEMPTS 6
+
+struct agent_resume {
+    struct agent *a;             /* NULL once the agent let go of it */
+    void (*done)(struct agent *a);
+    json_t *list;                /* the answer's "checkpoints" */
+    size_t idx;                  /* the candidate being tried */
+    const char *name;            /* its name (in list) */
+    int64_t id;
+    struct ebb__ckpt_manifest *m;
+    int object;                  /* the object being opened, -1: none */
+    size_t next;                 /* the object being downloaded */
+    struct ebb__http_stream s;
+    uint64_t bytes;              /* downloaded, all candidates */
+    int64_t started_ms;
+    char tmp[64];
+    /* For the thread pool. */
+    uv_work_t work;
+    int work_rc;
+    int dirfd;
+    bool encrypt, has_key;
+    struct ebb__ckpt_key key;
+    struct ebb__ckpt_error err;
+    bool pending;
+};
+
+static void try_next(struct agent_resume *r);
+
+static void close_objects(struct agent_resume *r)
+{
+    if (r->object >= 0)
+        close(r->object);
+    r->object = -1;
+    ebb__ckpt_manifest_free(r->m);
+    r->m = NULL;
+}
+
+static void resume_free(struct agent_resume *r)
+{
+    close_objects(r);
+    json_decref(r->list);
+    if (r->dirfd >= 0)
+        close(r->dirfd);
+    ebb__ckpt_key_wipe(&r->key);
+    free(r);
+}
+
+/* A callback came back: true when the resume is still the agent's. */
+static bool alive(struct agent_resume *r)
+{
+    r->pending = false;
+    if (r->a != NULL)
+        return true;
+    resume_free(r);
+    return false;
+}
+
+static void finish(struct agent_resume *r)
+{
+    struct agent *a = r->a;
+    a->resume = NULL;
+    void (*done)(struct agent *) = r->done;
+    a->download_bytes = (int64_t)r->bytes;
+    a->download_ms = ebb__clock_now(&a->clock) - r->started_ms;
+    resume_free(r);
+    done(a);
+}
+
+/* The candidate is refused: the event, then the next one. */
+static void fallback(struct agent_resume *r, const char *fmt, ...) EBB_PRINTF(2, 3);
+static void fallback(struct agent_resume *r, const char *fmt, ...)
+{
+    struct agent *a = r->a;
+    char why[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    ebb__warn("stored checkpoint %s (id %lld) is refused: %s; trying the one before it",
+              r->name, (long long)r->id, why);
+    agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:s}", "kind", "checkpoint_fallback",
+                                            "name", r->name, "reason", why));
+    close_objects(r);
+    if (r->tmp[0] != '\0') {
+        size_t removed = 0;
+        agent_ckpt_remove_temporaries(a->ckpt_fd, a->doc.job_id, &removed);
+        r->tmp[0] = '\0';
+    }
+    r->idx++;
+    try_next(r);
+}
+
+/* ---- opening the objects into the directory ---- */
+
+static void download_next(struct agent_resume *r);
+
+static void unstage_work(uv_work_t *w)
+{
+    struct agent_resume *r = w->data;
+    r->err = (struct ebb__ckpt_error){0};
+    r->work_rc = lseek(r->object, 0, SEEK_SET) == 0
+                     ? agent_ckpt_unstage_file(r->dirfd, r->tmp, r->m, r->next,
+                                               r->encrypt ? &r->key : NULL, r->object,
+                                               &r->err)
+                     : EBB_EIO;
+}
+
+/* Every object is in place: the checkpoint takes its name. */
+static void unstaged(struct agent_resume *r)
+{
+    struct agent *a = r->a;
+    struct ebb__ckpt_error err = {0};
+    if (agent_ckpt_unstage_end(a->ckpt_fd, r->tmp, r->m, &err) != 0) {
+        fallback(r, "%s", err.diag.msg);
+        return;
+    }
+    if (renameat(a->ckpt_fd, r->tmp, a->ckpt_fd, r->name) != 0) {
+        fallback(r, "cannot rename it into %s: %s", a->doc.ckpt_dir, strerror(errno));
+        return;
+    }
+    char marker[128];
+    snprintf(marker, sizeof(marker), AGENT_CKPT_MARK "%s", r->tmp);
+    unlinkat(a->ckpt_fd, marker, 0);
+    r->tmp[0] = '\0';
+    int rc = agent_ckpt_mark(a->ckpt_fd, r->name, a->doc.job_id);
+    if (rc != 0)
+        ebb__warn("cannot mark checkpoint %s as this job's (it will not be pruned): %s",
+                  r->name, strerror(-rc));
+    free(a->resume_from);
+    a->resume_from = agent_ckpt_path(a->doc.ckpt_dir, r->name);
+    a->resume_id = r->id;
+    ebb__info("brought stored checkpoint %s (id %lld) back: %zu file(s), %llu bytes "
+              "downloaded in %lld ms", r->name, (long long)r->id, r->m->n_files,
+              (unsigned long long)r->bytes,
+              (long long)(ebb__clock_now(&a->clock) - r->started_ms));
+    finish(r);
+}
+
+static void unstage_done(uv_work_t *w, int status)
+{
+    struct agent_resume *r = w->data;
+    if (!alive(r))
+        return;
+    if (status != 0 || r->work_rc != 0) {
+        fallback(r, "%s", status != 0 ? "cancelled" : r->err.diag.msg);
+        return;
+    }
+    close(r->object);
+    r->object = -1;
+    r->next++;
+    download_next(r);
+}
+
+/* Object r->next is in r->object: open it into the temporary. */
+static void unstage(struct agent_resume *r)
+{
+    r->work.data = r;
+    if (uv_queue_work(&r->a->loop, &r->work, unstage_work, unstage_done) != 0) {
+        fallback(r, "cannot use the thread pool");
+        return;
+    }
+    r->pending = true;
+}
+
+/* The temporary the objects go into, marked as the job's first. */
+static void begin(struct agent_resume *r)
+{
+    struct agent *a = r->a;
+    snprintf(r->tmp, sizeof(r->tmp), ".ebb-dl-%d-%zu", (int)getpid(), r->idx);
+    int rc = agent_ckpt_mark(a->ckpt_fd, r->tmp, a->doc.job_id);
+    if (rc != 0) {
+        r->tmp[0] = '\0';
+        fallback(r, "cannot mark the temporary in %s: %s", a->doc.ckpt_dir, strerror(-rc));
+        return;
+    }
+    struct ebb__ckpt_error err = {0};
+    if (agent_ckpt_unstage_begin(a->ckpt_fd, r->tmp, r->m, &err) != 0) {
+        fallback(r, "%s", err.diag.msg);
+        return;
+    }
+    r->next = 0;
+    download_next(r);
+}
+
+/* ---- objects ---- */
+
+static bool is_path(json_t *f, const char *path)
+{
+    const char *p = json_string_value(json_object_get(f, "path"));
+    return p != NULL && strcmp(p, path) == 0;
+}
+
+/* ebbd's entry for `path` (its URL, and its stored size or -1), entry
+ * `hint` first: ebbd lists them in the manifest's order, and a
+ * checkpoint of 100,000 files is not matched in quadratic time. */
+static const char *answer_url(json_t *cand, size_t hint, const char *path, int64_t *stored)
+{
+    json_t *files = json_object_get(cand, "files");
+    json_t *found = is_path(json_array_get(files, hint), path) ? json_array_get(files, hint)
+                                                               : NULL;
+    for (size_t i = 0; found == NULL && i < json_array_size(files); i++)
+        if (is_path(json_array_get(files, i), path))
+            found = json_array_get(files, i);
+    if (found == NULL)
+        return NULL;
+    json_t *s = json_object_get(found, "stored_size");
+    *stored = json_is_integer(s) ? json_integer_value(s) : -1;
+    return json_string_value(json_object_get(found, "url"));
+}
+
+static void on_object(const struct ebb_http_response *res, void *arg)
+{
+    struct agent_resume *r = arg;
+    if (!alive(r))
+        return;
+    const struct ebb__ckpt_manifest_file *f = &r->m->files[r->next];
+    if (res->error != 0 || res->status != 200) {
+        char why[300];
+        fallback(r, "downloading %s: %s", f->path, agent_describe_failure(res, why, sizeof(why)));
+        return;
+    }
+    r->bytes += (uint64_t)r->s.downloaded;
+    if ((uint64_t)r->s.downloaded != f->stored_size) {
+        fallback(r, "%s: the store holds %lld bytes, the manifest says %llu", f->path,
+                 (long long)r->s.downloaded, (unsigned long long)f->stored_size);
+        return;
+    }
+    unstage(r);
+}
+
+static void download_next(struct agent_resume *r)
+{
+    struct agent *a = r->a;
+    if (r->next == r->m->n_files) {
+        unstaged(r);
+        return;
+    }
+    const struct ebb__ckpt_manifest_file *f = &r->m->files[r->next];
+    int64_t stored = -1;
+    const char *url = answer_url(json_array_get(r->list, r->idx), r->next, f->path, &stored);
+    if (url == NULL) {
+        fallback(r, "ebbd gave no URL for %s", f->path);
+        return;
+    }
+    char why[300];
+    if (strncmp(url, "file:///", 8) == 0) {
+        int fd = open(url + 7, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            fallback(r, "%s: %s", url + 7, fd < 0 ? strerror(errno) : "not a regular file");
+            if (fd >= 0)
+                close(fd);
+            return;
+        }
+        r->object = fd;
+        r->bytes += (uint64_t)st.st_size;
+        unstage(r);
+        return;
+    }
+    int fd = agent_stage_file(a, why, sizeof(why));
+    if (fd < 0) {
+        fallback(r, "cannot stage %s: %s", f->path, why);
+        return;
+    }
+    r->object = fd;
+    r->s = (struct ebb__http_stream){.upload_fd = -1, .download_fd = fd};
+    struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
+        .method = "GET", .url = url, .timeout = DL_TIMEOUT_MS, .max_attempts = DL_ATTEMPTS,
+    };
+    int rc = ebb__http_request_stream(a->http, &req, &r->s, on_object, r);
+    if (rc != 0) {
+        fallback(r, "cannot download %s: %s", f->path, ebb_strerror(rc));
+        return;
+    }
+    r->pending = true;
+}
+
+/* ---- the manifest ---- */
+
+/* The manifest must be this checkpoint's and list exactly ebbd's files. */
+static int check_manifest(struct agent_resume *r, char *why, size_t len)
+{
+    json_t *files = json_object_get(json_array_get(r->list, r->idx), "files");
+    if (strcmp(r->m->name, r->name) != 0) {
+        snprintf(why, len, "its manifest is checkpoint \"%.64s\"'s", r->m->name);
+        return EBB_EAUTH;
+    }
+    if (strcmp(r->m->job, r->a->doc.job_id) != 0) {
+        snprintf(why, len, "its manifest is job %.64s's", r->m->job);
+        return EBB_EAUTH;
+    }
+    if (r->m->encrypt != r->a->doc.store.encrypt) {
+        snprintf(why, len, "its manifest says encrypt: %s", r->m->encrypt ? "true" : "false");
+        return EBB_EAUTH;
+    }
+    if (!json_is_array(files) || json_array_size(files) != r->m->n_files) {
+        snprintf(why, len, "ebbd lists %zu files, the manifest %zu",
+                 json_array_size(files), r->m->n_files);
+        return EBB_EAUTH;
+    }
+    for (size_t i = 0; i < r->m->n_files; i++) {
+        int64_t stored = -1;
+        if (answer_url(json_array_get(r->list, r->idx), i, r->m->files[i].path, &stored) ==
+            NULL) {
+            snprintf(why, len, "ebbd does not list %s, which the manifest does",
+                     r->m->files[i].path);
+            return EBB_EAUTH;
+        }
+        uint64_t want = r->m->encrypt ? r->m->files[i].stored_size : r->m->files[i].size;
+        if (stored >= 0 && (uint64_t)stored != want) {
+            snprintf(why, len, "%s: ebbd says %lld stored bytes, the manifest %llu",
+                     r->m->files[i].path, (long long)stored, (unsigned long long)want);
+            return EBB_EAUTH;
+        }
+        if (!r->m->encrypt)
+            r->m->files[i].stored_size = r->m->files[i].size;
+    }
+    return 0;
+}
+
+static void take_manifest(struct agent_resume *r, const char *text, size_t len)
+{
+    struct ebb__ckpt_error err = {0};
+    if (!r->has_key) {
+        fallback(r, "no job key to verify its manifest with (ebbd sent none)");
+        return;
+    }
+    int rc = ebb__ckpt_manifest_read(text, len, &r->key, &r->m, &err);
+    if (rc != 0) {
+        fallback(r, "its manifest: %s", err.diag.msg);
+        return;
+    }
+    char why[400];
+    if (check_manifest(r, why, sizeof(why)) != 0) {
+        fallback(r, "%s", why);
+        return;
+    }
+    begin(r);
+}
+
+static void on_manifest(const struct ebb_http_response *res, void *arg)
+{
+    struct agent_resume *r = arg;
+    if (!alive(r))
+        return;
+    if (res->error != 0 || res->status != 200) {
+        char why[300];
+        fallback(r, "downloading its manifest: %s",
+                 agent_describe_failure(res, why, sizeof(why)));
+        return;
+    }
+    r->bytes += res->body_len;
+    take_manifest(r, res->body, res->body_len);
+}
+
+/* A file:// manifest, read at once (it is small: EBB__CKPT_MANIFEST_MAX). */
+static void read_file_manifest(struct agent_resume *r, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size > (off_t)EBB__CKPT_MANIFEST_MAX) {
+        fallback(r, "its manifest %s: %s", path, fd < 0 ? strerror(errno)
+                 : "not a regular file of at most 16 MiB");
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    char *text = malloc((size_t)st.st_size + 1);
+    ssize_t n = text ? read(fd, text, (size_t)st.st_size) : -1;
+    close(fd);
+    if (n != st.st_size) {
+        free(text);
+        fallback(r, "cannot read its manifest %s", path);
+        return;
+    }
+    r->bytes += (uint64_t)n;
+    take_manifest(r, text, (size_t)n);
+    free(text);
+}
+
+static void try_next(struct agent_resume *r)
+{
+    struct agent *a = r->a;
+    json_t *cand = json_array_get(r->list, r->idx);
+    if (cand == NULL) {
+        if (json_array_size(r->list) > 0)
+            ebb__warn("no stored checkpoint could be used; the job starts from the "
+                      "beginning");
+        finish(r);
+        return;
+    }
+    json_t *id = json_object_get(cand, "id");
+    r->name = json_string_value(json_object_get(cand, "name"));
+    r->id = json_is_integer(id) ? json_integer_value(id) : 0;
+    const char *manifest = json_string_value(json_object_get(cand, "manifest_url"));
+    const char *bad = NULL;
+    if (r->name == NULL || ebb__ckpt_name_check(r->name, &bad) != 0) {
+        r->name = "?";
+        fallback(r, "ebbd's entry has no usable name (%s)", bad ? bad : "none");
+        return;
+    }
+    if (manifest == NULL) {
+        fallback(r, "ebbd gave no manifest URL");
+        return;
+    }
+    struct stat st;
+    if (fstatat(a->ckpt_fd, r->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        /* A shared disk already holds it: the job's own copy. */
+        ebb__info("stored checkpoint %s is already in %s; using that copy", r->name,
+                  a->doc.ckpt_dir);
+        free(a->resume_from);
+        a->resume_from = agent_ckpt_path(a->doc.ckpt_dir, r->name);
+        a->resume_id = r->id;
+        finish(r);
+        return;
+    }
+    ebb__info("downloading stored checkpoint %s (id %lld)", r->name, (long long)r->id);
+    if (strncmp(manifest, "file:///", 8) == 0) {
+        read_file_manifest(r, manifest + 7);
+        return;
+    }
+    struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
+        .method = "GET", .url = manifest, .timeout = DL_TIMEOUT_MS,
+        .max_attempts = DL_ATTEMPTS,
+    };
+    int rc = ebb__http_request(a->http, &req, on_manifest, r);
+    if (rc != 0) {
+        fallback(r, "cannot download its manifest: %s", ebb_strerror(rc));
+        return;
+    }
+    r->pending = true;
+}
+
+static void on_list(struct agent *a, void *arg, const struct ebb_http_response *res,
+                    json_t *body)
+{
+    (void)a;
+    struct agent_resume *r = arg;
+    if (!alive(r))
+        return;
+    json_t *list = json_object_get(body, "checkpoints");
+    if (res->error != 0 || res->status != 200 || !json_is_array(list)) {
+        char why[400];
+        ebb__warn("cannot learn the job's stored checkpoints from ebbd (%s); starting "
+                  "from what %s holds", agent_api_why(res, body, why, sizeof(why)),
+                  r->a->doc.ckpt_dir);
+        finish(r);
+        return;
+    }
+    if (json_array_size(list) == 0)
+        ebb__info("the store holds no checkpoint of this job yet");
+    r->list = json_incref(list);
+    try_next(r);
+}
+
+void agent_resume_start(struct agent *a, void (*done)(struct agent *a))
+{
+    struct agent_resume *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        ebb__error("out of memory: not resuming from the store");
+        done(a);
+        return;
+    }
+    *r = (struct agent_resume){.a = a, .done = done, .dirfd = dup(a->ckpt_fd), .object = -1,
+                               .encrypt = a->doc.store.encrypt, .key = a->key,
+                               .has_key = a->doc.store.key_hex[0] != '\0',
+                               .started_ms = ebb__clock_now(&a->clock)};
+    a->resume = r;
+    int rc = r->dirfd >= 0 ? agent_api(a, "GET", "resume", NULL, on_list, r) : EBB_EIO;
+    if (rc != 0) {
+        ebb__warn("cannot ask ebbd for the stored checkpoints: %s", ebb_strerror(rc));
+        finish(r);
+        return;
+    }
+    r->pending = true;
+}
+
+void agent_resume_free(struct agent *a)
+{
+    struct agent_resume *r = a->resume;
+    a->resume = NULL;
+    if (r == NULL)
+        return;
+    r->a = NULL;
+    if (!r->pending)
+        resume_free(r);
+}

@@ -1,0 +1,80 @@
+/* A complete checkpoint's files, as the store keeps them.
+ *
+ * agent_ckpt_walk lists entry NAME of the checkpoint directory: itself
+ * when it is a regular file, or every regular file below it when it is a
+ * directory, in the manifest's order (ebb__ckpt_manifest_sort). Nothing
+ * is followed: a symbolic link, a device, a FIFO or a socket anywhere in
+ * it refuses the whole checkpoint, since the store could not bring it
+ * back as it was.
+ *
+ * agent_ckpt_stage seals (or, without encryption, copies) each listed
+ * file into one staging file, one stored object after the other, and
+ * fills in the sums the manifest needs. It reads and writes synchronously
+ * and is meant for libuv's thread pool; it holds one stream's memory
+ * (EBB__CKPT_STREAM_MEMORY) whatever the checkpoint's size.
+ *
+ * agent_ckpt_unstage_* is the way back, one object at a time (as each
+ * download arrives, so that one staging file and one descriptor are held
+ * whatever the number of files): each stored object is opened into a new
+ * directory tree or file, every chunk verified and the manifest's sums
+ * matched.
+ */
+#ifndef EBB_AGENT_CKPT_WALK_H
+#define EBB_AGENT_CKPT_WALK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/ckpt_manifest.h"
+#include "io/ckpt_object.h"
+
+/* How deep a checkpoint's directories may nest. */
+#define AGENT_WALK_DEPTH_MAX 64
+
+/* Lists entry `name` of `dirfd` into `m` (name, kind, files with path and
+ * size; `m` is overwritten, free it with ebb__ckpt_manifest_clear()).
+ * Returns 0, or a negative EBB_E* / errno code with a sentence in `why`:
+ * EBB_EINVAL for a link or special file, a bad path, too many files. */
+int agent_ckpt_walk(int dirfd, const char *name, struct ebb__ckpt_manifest *m,
+                    char *why, size_t len);
+
+/* Opens `path` ('/'-separated, relative) below `dirfd` for reading
+ * without following a link in any component; regular files only.
+ * Returns the descriptor or a negative errno (-ELOOP for a link, -EINVAL
+ * for something else than a regular file). */
+int agent_open_beneath(int dirfd, const char *path);
+
+/* Writes each file of `m` (as walked from entry m->name of `dirfd`) to
+ * `stage_fd`, sealed under `key` (NULL: copied as it is), from the
+ * staging file's current end; offsets[i] gets where file i's stored
+ * object starts. Fills each file's sums in `m`. A file whose size changed
+ * since the walk fails it. Returns 0 or an EBB_E* code with `why`. */
+int agent_ckpt_stage(int dirfd, struct ebb__ckpt_manifest *m,
+                     const struct ebb__ckpt_key *key, int stage_fd,
+                     uint64_t *offsets, char *why, size_t len);
+
+/* Starts unstaging `m` into the new entry `tmp_name` of `dirfd`: creates
+ * it as a directory for a directory checkpoint (a file checkpoint's entry
+ * is the file, made by agent_ckpt_unstage_file). Returns 0 or EBB_EIO
+ * with the fault in `err`. */
+int agent_ckpt_unstage_begin(int dirfd, const char *tmp_name,
+                             const struct ebb__ckpt_manifest *m,
+                             struct ebb__ckpt_error *err);
+
+/* Opens the stored object `object` (a descriptor, read from its current
+ * offset) under `key` (NULL: a plain copy) as file `i` of `m` below
+ * `tmp_name`, creating its directories; it must match the manifest
+ * (sizes and hashes). Returns 0, or an EBB_E* code with the fault in
+ * `err` naming the file (what was written stays, for the caller to
+ * remove). */
+int agent_ckpt_unstage_file(int dirfd, const char *tmp_name,
+                            const struct ebb__ckpt_manifest *m, size_t i,
+                            const struct ebb__ckpt_key *key, int object,
+                            struct ebb__ckpt_error *err);
+
+/* Ends: the tree's directories are flushed (fsync). Returns 0 or EBB_EIO. */
+int agent_ckpt_unstage_end(int dirfd, const char *tmp_name,
+                           const struct ebb__ckpt_manifest *m,
+                           struct ebb__ckpt_error *err);
+
+#endif

@@ -1,0 +1,203 @@
+/* Teams' quotas, whatever the policy (docs/budgets.md "Quotas"): a launch
+ * must fit the team's max_gpus (GPUs across its instances, from the
+ * catalog's gpus column) and max_burn (what its instances are billed per
+ * hour now, plus the new instance's worst price over its step, the one the
+ * budget judges: engine_plan.c), and its owner's max_gpus in the team
+ * (teams.T.users). A member's monthly budget is a cap like the team's and
+ * lives with the caps (engine_budget.c).
+ *
+ * Quotas admit launches; they never stop an instance that runs: a job
+ * admitted keeps its place until it ends (a price that rises after the
+ * launch can take the team's burn past max_burn until then; the next
+ * launch waits until it is back under). An instance counts from the
+ * launch call on, and a job that moves counts the larger of its instance
+ * and the one it moves to. A refused job waits with the reason recorded
+ * and is planned again when an instance of its team ends.
+ *
+ * As engine_budget.c, this file judges and never acts: the planner
+ * carries out the verdict. */
+#include <stdio.h>
+#include <string.h>
+
+#include <ebb/units.h>
+
+#include "engine/internal.h"
+
+static const struct ebb__team *job_team(const struct ebb__job *job)
+{
+    const struct ebb__config *c = job->engine->opt.budget_config;
+    if (c == NULL || job->spec.team == NULL)
+        return NULL;
+    return ebb__config_team(c, job->spec.team);
+}
+
+static int team_has_quota(const struct ebb__team *t)
+{
+    if (t->max_gpus > 0 || t->has_max_burn)
+        return 1;
+    for (size_t i = 0; i < t->n_users; i++)
+        if (t->users[i].max_gpus > 0)
+            return 1;
+    return 0;
+}
+
+static int offer_gpus(const struct ebb__engine *e, size_t offer)
+{
+    const struct ebb__catalog_entry *c = e->market.offers[offer].catalog;
+    return c != NULL && c->gpus > 0 ? c->gpus : 0;
+}
+
+/* The price per hour of `offer` now, USD rounded up; 0 without a price
+ * or a rate (the planner never launches there then). */
+static ebb_micros price_now(const struct ebb__engine *e, size_t offer, ebb_time_ms now)
+{
+    const struct ebb__offer *o = &e->market.offers[offer];
+    const struct ebb__market_step *st = ebb__offer_at(o, now);
+    ebb_micros usd = 0;
+    if (st == NULL || ebb__engine_convert(e, st->price, o->currency, "USD",
+                                          EBB__ROUND_UP, &usd) != 0)
+        return 0;
+    return usd;
+}
+
+/* What job `j`'s instance holds now: its GPUs and the rate it is billed,
+ * USD; for a move (launch_next), the larger of both instances'. */
+static void instance_use(const struct ebb__job *j, ebb_time_ms now, int64_t *gpus,
+                         ebb_micros *burn)
+{
+    const struct ebb__engine *e = j->engine;
+    const struct ebb__offer *o = &e->market.offers[j->current->offer];
+    ebb_micros rate = 0;
+    if (ebb__engine_convert(e, ebb__engine_billed_rate(j, now), o->currency, "USD",
+                            EBB__ROUND_UP, &rate) != 0)
+        rate = 0; /* no rate: no offer in that currency is launched */
+    int64_t g = offer_gpus(e, j->current->offer);
+    if (j->launch_next != SIZE_MAX) {
+        int64_t next = offer_gpus(e, j->launch_next);
+        ebb_micros next_rate = price_now(e, j->launch_next, now);
+        g = next > g ? next : g;
+        rate = next_rate > rate ? next_rate : rate;
+    }
+    *gpus += g;
+    *burn += rate;
+}
+
+int ebb__engine_quota_use(const struct ebb__engine *e, const char *team,
+                          int64_t owner, const struct ebb__job *except,
+                          ebb_time_ms now, struct ebb__quota_use *u)
+{
+    *u = (struct ebb__quota_use){0};
+    const struct ebb_list *node;
+    ebb_list_foreach(node, &e->jobs) {
+        const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (j == except || j->current == NULL || j->spec.team == NULL ||
+            strcmp(j->spec.team, team) != 0 || (owner >= 0 && j->owner_uid != owner))
+            continue;
+        instance_use(j, now, &u->gpus, &u->burn);
+        u->instances++;
+    }
+    return 0;
+}
+
+int ebb__engine_quota_applies(const struct ebb__job *job)
+{
+    const struct ebb__team *t = job_team(job);
+    return t != NULL && team_has_quota(t);
+}
+
+/* "4 GPUs on 2 instances" of `u`, into buf. */
+static const char *held(const struct ebb__quota_use *u, char *buf, size_t size)
+{
+    snprintf(buf, size, "%lld GPU%s on %zu instance%s", (long long)u->gpus,
+             u->gpus == 1 ? "" : "s", u->instances, u->instances == 1 ? "" : "s");
+    return buf;
+}
+
+static void refuse(struct ebb__job *job, struct ebb__budget_verdict *v)
+{
+    v->act = EBB__BUDGET_NOTHING;
+    job->quota_wait = 1;
+}
+
+int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_step *s,
+                              ebb_time_ms now, struct ebb__budget_verdict *v)
+{
+    *v = (struct ebb__budget_verdict){.act = EBB__BUDGET_NOTHING};
+    const struct ebb__team *t = job_team(job);
+    if (!s->launching || t == NULL || !team_has_quota(t))
+        return 0;
+    struct ebb__engine *e = job->engine;
+    const char *type = e->market.offers[s->offer].instance_type;
+    int64_t want = offer_gpus(e, s->offer);
+    struct ebb__quota_use tu;
+    ebb__engine_quota_use(e, t->name, -1, job, now, &tu);
+    if (t->max_gpus > 0 && want > t->max_gpus) {
+        snprintf(v->reason, sizeof(v->reason), "team %s's max_gpus %lld is less "
+                 "than the %lld GPUs of %s: waiting for an offer that fits or a "
+                 "larger quota", t->name, (long long)t->max_gpus,
+                 (long long)want, type);
+        refuse(job, v);
+        return 1;
+    }
+    if (t->max_gpus > 0 && tu.gpus + want > t->max_gpus) {
+        char h[80];
+        snprintf(v->reason, sizeof(v->reason), "team %s's max_gpus %lld is in "
+                 "use (%s; %s has %lld)", t->name, (long long)t->max_gpus,
+                 held(&tu, h, sizeof(h)), type, (long long)want);
+        refuse(job, v);
+        return 1;
+    }
+    if (t->has_max_burn) {
+        ebb_micros cap = 0, rate = 0;
+        int rc = ebb__engine_convert(e, t->max_burn.amount, t->max_burn.currency,
+                                     "USD", EBB__ROUND_DOWN, &cap);
+        if (rc == 0)
+            rc = ebb__engine_convert(e, s->rate, job->currency, "USD",
+                                     EBB__ROUND_UP, &rate);
+        if (rc != 0 || tu.burn + rate > cap) {
+            char a[48], b[48], c[48];
+            ebb_format_money(cap, "USD", a, sizeof(a));
+            ebb_format_money(tu.burn, "USD", b, sizeof(b));
+            ebb_format_money(rate, "USD", c, sizeof(c));
+            snprintf(v->reason, sizeof(v->reason), "team %s's max_burn %s/h: "
+                     "its %zu instance%s billed %s/h now and %s could cost "
+                     "up to %s/h", t->name, a, tu.instances,
+                     tu.instances == 1 ? " is" : "s are", b, type, c);
+            refuse(job, v);
+            return 1;
+        }
+    }
+    const struct ebb__team_user *user = ebb__team_user(t, job->owner_name);
+    if (user != NULL && user->max_gpus > 0) {
+        struct ebb__quota_use uu;
+        ebb__engine_quota_use(e, t->name, job->owner_uid, job, now, &uu);
+        if (uu.gpus + want > user->max_gpus) {
+            char h[80];
+            snprintf(v->reason, sizeof(v->reason), "user %s's max_gpus %lld in "
+                     "team %s is in use (%s; %s has %lld)", user->name,
+                     (long long)user->max_gpus, t->name, held(&uu, h, sizeof(h)),
+                     type, (long long)want);
+            refuse(job, v);
+            return 1;
+        }
+    }
+    job->quota_wait = 0;
+    return 0;
+}
+
+void ebb__engine_quota_freed(struct ebb__job *ended)
+{
+    const struct ebb__team *t = job_team(ended);
+    if (t == NULL || !team_has_quota(t))
+        return;
+    struct ebb_list *node;
+    ebb_list_foreach(node, &ended->engine->jobs) {
+        struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (!j->quota_wait || j->spec.team == NULL ||
+            strcmp(j->spec.team, t->name) != 0)
+            continue;
+        j->quota_wait = 0;
+        if (!ebb__job_state_terminal(j->state))
+            ebb__engine_mark_dirty(j);
+    }
+}

@@ -1,0 +1,561 @@
+/* Teams' quotas (src/engine/engine_quota.c, docs/budgets.md "Quotas")
+ * through the real engine on the virtual clock with the sim market, as
+ * the budget tests run it (tests/lib/budget_world.h), with the catalog of
+ * tests/data/engine/catalog.csv for the GPUs of p3.2xlarge (1),
+ * p3.8xlarge (4) and p3.16xlarge (8).
+ *
+ * The randomised test runs many jobs of team ml, owned by three users,
+ * each needing 1, 4 or 8 GPUs, under a random max_gpus, max_burn and
+ * per-user max_gpus and monthly budgets, through price spikes,
+ * preemptions and a month boundary, and after every instant at which
+ * events ran checks that the team's instances hold no more GPUs than
+ * max_gpus and no user's more than theirs, that at each fresh launch what
+ * the team's instances are billed per hour is within max_burn, and that no
+ * user's month spend (ledger plus running instances) passed their budget.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ebb/buf.h>
+#include <ebb/runas.h>
+#include <ebb/units.h>
+
+#include "budget_world.h"
+#include "engine/engine.h"
+#include "market/billing.h"
+#include "market/catalog.h"
+#include "market/market.h"
+
+#define MINUTE EBB_MS_PER_MINUTE
+#define H EBB_MS_PER_HOUR
+#define DAY EBB_MS_PER_DAY
+#define USD EBB_MICROS_PER_UNIT
+
+#define N_SEEDS 30
+#define N_JOBS 14
+#define N_USERS 3
+
+static struct budget_world world_mem; /* not on a stack a failed test unwinds */
+static struct ebb__catalog *catalog;
+
+struct user {
+    int64_t uid;
+    char name[64];
+    int64_t max_gpus;    /* 0: none */
+    ebb_micros budget;   /* < 0: none */
+};
+
+struct quotas {
+    int64_t max_gpus;
+    ebb_micros max_burn;
+    struct user users[N_USERS];
+};
+
+/* What the runs went through. */
+struct tally {
+    uint64_t instants, launches;
+    unsigned team_gpu_waits, burn_waits, user_gpu_waits, user_budget_pauses,
+        team_full, succeeded;
+};
+
+static void load_catalog(void)
+{
+    if (catalog != NULL)
+        return;
+    const char *root = getenv("EBB_SOURCE_ROOT");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/tests/data/engine/catalog.csv",
+             root ? root : ".");
+    struct ebb_diag d = {{0}};
+    if (ebb__catalog_load(path, &catalog, &d) != 0)
+        fail_msg("%s", d.msg);
+}
+
+/* Three users this machine has (ebb.yaml names users; jobs carry uids). */
+static void find_users(struct quotas *q)
+{
+    int n = 0;
+    for (int64_t uid = 0; uid < 65536 && n < N_USERS; uid++) {
+        if (ebb_runas_user(uid, q->users[n].name, NULL, sizeof(q->users[n].name)) != 0)
+            continue;
+        q->users[n++].uid = uid;
+    }
+    if (n < N_USERS)
+        fail_msg("this machine has fewer than %d users", N_USERS);
+}
+
+static int64_t gpus_of(const struct budget_world *w, size_t offer)
+{
+    const struct ebb__catalog_entry *c = ebb__engine_market(w->v.engine)->offers[offer].catalog;
+    return c != NULL ? c->gpus : 0;
+}
+
+/* What the instance is billed per hour at `now` (USD: every offer is):
+ * the price now, or under hourly billing that of the start of its
+ * current instance-hour when higher. Before the launch is accepted, the
+ * price now. */
+static ebb_micros rate_of(const struct budget_world *w, const struct ebb__attempt_info *a,
+                          ebb_time_ms now)
+{
+    const struct ebb__offer *o = &ebb__engine_market(w->v.engine)->offers[a->offer];
+    const struct ebb__market_step *st = ebb__offer_at(o, now);
+    ebb_micros rate = st != NULL ? st->price : 0;
+    if (a->launched && a->billing == EBB_BILLING_HOURLY_START_PRICE &&
+        now >= a->launched_at) {
+        const struct ebb__market_step *h =
+            ebb__offer_at(o, a->launched_at + (now - a->launched_at) / H * H);
+        if (h != NULL && h->price > rate)
+            rate = h->price;
+    }
+    return rate;
+}
+
+static ebb_micros running_cost(const struct budget_world *w,
+                               const struct ebb__attempt_info *a, ebb_time_ms now)
+{
+    if (!a->launched)
+        return 0;
+    return ebb__bill(&ebb__engine_market(w->v.engine)->offers[a->offer], a->billing,
+                     a->launched_at, now, NULL, NULL);
+}
+
+static ebb_micros user_ledger(struct budget_world *w, const struct user *u,
+                              ebb_time_ms from, ebb_time_ms to)
+{
+    char uid[24];
+    snprintf(uid, sizeof(uid), "%lld", (long long)u->uid);
+    return budget_world_sql_int(w, "SELECT ifnull(sum(l.amount_micros), 0) FROM "
+                                "ledger l JOIN jobs j ON j.id = l.job_id WHERE "
+                                "l.team = 'ml' AND j.owner_uid = CAST(?1 AS "
+                                "INTEGER) AND l.end_at >= ?2 AND l.end_at < ?3",
+                                uid, from, to);
+}
+
+/* The checks of one instant; had[] says which jobs had an instance at the
+ * instant before (updated). */
+static void check_quotas(struct budget_world *w, const struct quotas *q,
+                         ebb_time_ms now, int had[], struct tally *t)
+{
+    int64_t gpus = 0, user_gpus[N_USERS] = {0};
+    ebb_micros burn = 0, user_running[N_USERS] = {0};
+    int fresh = 0;
+    for (size_t i = 0; i < w->n_jobs; i++) {
+        struct ebb__job_info ji = budget_world_info(w->jobs[i]);
+        struct ebb__attempt_info a;
+        int has = ebb__engine_job_attempt(w->jobs[i], &a) == 0;
+        if (ji.waiting_reason != NULL) {
+            t->team_gpu_waits += strstr(ji.waiting_reason, "team ml's max_gpus") != NULL;
+            t->burn_waits += strstr(ji.waiting_reason, "team ml's max_burn") != NULL;
+            t->user_gpu_waits += strstr(ji.waiting_reason, "'s max_gpus") != NULL &&
+                                 strstr(ji.waiting_reason, "in team ml") != NULL;
+        }
+        fresh |= has && !had[i];
+        t->launches += (uint64_t)(has && !had[i]);
+        had[i] = has;
+        if (!has)
+            continue;
+        int k = 0;
+        while (k < N_USERS && q->users[k].uid != ji.owner_uid)
+            k++;
+        assert_true(k < N_USERS);
+        gpus += gpus_of(w, a.offer);
+        user_gpus[k] += gpus_of(w, a.offer);
+        burn += rate_of(w, &a, now);
+        user_running[k] += running_cost(w, &a, now);
+    }
+    if (gpus > q->max_gpus)
+        fail_msg("team ml: %lld GPUs in use, max_gpus %lld, at %lld",
+                 (long long)gpus, (long long)q->max_gpus, (long long)now);
+    t->team_full += gpus == q->max_gpus;
+    if (fresh && burn > q->max_burn)
+        fail_msg("team ml: billed %lld per hour at a launch, max_burn %lld, at %lld",
+                 (long long)burn, (long long)q->max_burn, (long long)now);
+    ebb_time_ms from, to, prev_from, prev_to;
+    ebb__budget_month(now, &from, &to);
+    ebb__budget_month(from - 1, &prev_from, &prev_to);
+    for (int k = 0; k < N_USERS; k++) {
+        const struct user *u = &q->users[k];
+        if (u->max_gpus > 0 && user_gpus[k] > u->max_gpus)
+            fail_msg("user %s: %lld GPUs in use, max_gpus %lld, at %lld", u->name,
+                     (long long)user_gpus[k], (long long)u->max_gpus, (long long)now);
+        if (u->budget < 0)
+            continue;
+        ebb_micros month = user_ledger(w, u, from, to);
+        ebb_micros last = user_ledger(w, u, prev_from, prev_to);
+        if (month + user_running[k] > u->budget || last > u->budget)
+            fail_msg("user %s: %lld + %lld running this month, %lld last month; "
+                     "budget %lld at %lld", u->name, (long long)month,
+                     (long long)user_running[k], (long long)last,
+                     (long long)u->budget, (long long)now);
+    }
+}
+
+/* Uniform in [lo, hi] from the test's own generator (the world's draws
+ * stay those of the budget tests). */
+static int64_t draw(uint64_t *s, int64_t lo, int64_t hi)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return lo + (int64_t)((*s * UINT64_C(2685821657736338717)) % (uint64_t)(hi - lo + 1));
+}
+
+static char *quota_yaml(struct quotas *q, uint64_t *s, char **members)
+{
+    q->max_gpus = draw(s, 6, 20);
+    q->max_burn = draw(s, 4, 16) * USD;
+    struct user *u = q->users;
+    u[0].max_gpus = draw(s, 1, 8);
+    u[0].budget = draw(s, 2, 8) * USD;
+    u[1].max_gpus = draw(s, 2, 12);
+    u[1].budget = -1;
+    u[2].max_gpus = 0;
+    u[2].budget = draw(s, 1, 5) * USD;
+    struct ebb_buf b = {0}, m = {0};
+    ebb_buf_printf(&m, "[%s, %s, %s]", u[0].name, u[1].name, u[2].name);
+    ebb_buf_printf(&b, "    max_gpus: %lld\n    max_burn: %lld USD/h\n"
+                   "    users:\n      %s: {max_gpus: %lld, budget: %lld USD/month}\n"
+                   "      %s: {max_gpus: %lld}\n      %s: {budget: %lld USD}\n",
+                   (long long)q->max_gpus, (long long)(q->max_burn / USD),
+                   u[0].name, (long long)u[0].max_gpus, (long long)(u[0].budget / USD),
+                   u[1].name, (long long)u[1].max_gpus,
+                   u[2].name, (long long)(u[2].budget / USD));
+    *members = ebb_buf_take(&m);
+    char *out = ebb_buf_take(&b);
+    assert_non_null(*members);
+    assert_non_null(out);
+    return out;
+}
+
+static void submit_jobs(struct budget_world *w, const struct quotas *q, uint64_t *s)
+{
+    static const char *const policies[] = {"greedy", "uniform-progress", "trough"};
+    static const int counts[] = {1, 4, 8};
+    for (int j = 0; j < N_JOBS; j++) {
+        struct ebb_buf b = {0};
+        ebb_buf_printf(&b, "name: q%d\nrun: [python, train.py]\n"
+                       "restart_overhead: %lldm\nwork: %lldh\n"
+                       "deadline: 4d\nmarket: spot\npolicy: %s\nteam: ml\n"
+                       "resources: {gpu: {count: %d}}\n"
+                       "checkpoint:\n  every: %lldm\n  grace: %llds\n",
+                       j, (long long)draw(s, 1, 10), (long long)draw(s, 2, 20),
+                       policies[draw(s, 0, 2)], counts[draw(s, 0, 2)],
+                       (long long)draw(s, 10, 60), (long long)draw(s, 180, 300));
+        char *yaml = ebb_buf_take(&b);
+        assert_non_null(yaml);
+        budget_world_submit_as(w, yaml, q->users[draw(s, 0, N_USERS - 1)].uid);
+        free(yaml);
+    }
+}
+
+static void count_outcomes(struct budget_world *w, struct tally *t)
+{
+    for (size_t i = 0; i < w->n_jobs; i++) {
+        struct ebb__job_info ji = budget_world_info(w->jobs[i]);
+        t->succeeded += ji.state == EBB__JOB_SUCCEEDED;
+        t->user_budget_pauses += (unsigned)budget_world_sql_int(
+            w, "SELECT count(*) FROM job_events WHERE job_id = ?1 AND reason "
+            "LIKE 'user %''s budget in team ml:%'", ji.id, 0, 0);
+    }
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void quotas_hold_through_spikes_and_preemptions(void **state)
+{
+    (void)state;
+    load_catalog();
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 30) * DAY;
+    ebb_time_ms end = start + 4 * DAY;
+    struct tally t = {0};
+    for (uint64_t seed = 1; seed <= N_SEEDS; seed++) {
+        struct quotas q = {0};
+        find_users(&q);
+        uint64_t s = seed * UINT64_C(0xD1B54A32D192ED03) + 7;
+        char *members = NULL;
+        char *team_more = quota_yaml(&q, &s, &members);
+        struct budget_world *w = &world_mem;
+        const struct budget_world_setup setup = {
+            .providers_more = "", .top_more = "", .members = members,
+            .team_more = team_more, .team_cap_usd = 1000, .gpu_types = 1,
+            .catalog = catalog,
+        };
+        budget_world_open(w, seed, start, end, &setup);
+        free(team_more);
+        free(members);
+        submit_jobs(w, &q, &s);
+        int had[BUDGET_WORLD_MAX_JOBS] = {0};
+        for (;;) {
+            ebb_time_ms due = ebb__clock_next_due(&w->v.clock);
+            if (due > end)
+                break;
+            ebb__clock_run_until(&w->v.clock, due);
+            check_quotas(w, &q, ebb__clock_now(&w->v.clock), had, &t);
+            t.instants++;
+        }
+        count_outcomes(w, &t);
+        budget_world_stop(w);
+    }
+    print_message("%d seeds, %llu instants checked, %llu launches: waits for "
+                  "the team's GPUs %u, its burn %u, a user's GPUs %u; %u pauses "
+                  "by a user's budget; the team's GPUs full at %u instants; %u "
+                  "succeeded\n", N_SEEDS, (unsigned long long)t.instants,
+                  (unsigned long long)t.launches, t.team_gpu_waits, t.burn_waits,
+                  t.user_gpu_waits, t.user_budget_pauses, t.team_full, t.succeeded);
+    /* The runs went through what the test is about. */
+    assert_true(t.team_gpu_waits > 0);
+    assert_true(t.burn_waits > 0);
+    assert_true(t.user_gpu_waits > 0);
+    assert_true(t.user_budget_pauses > 0);
+    assert_true(t.team_full > 0);
+    assert_true(t.succeeded > 0);
+}
+
+/* A world on the flat market of tests/data/engine/prices_flat.csv
+ * (p3.2xlarge 0.90 USD/h, p3.8xlarge 3.60 USD/h in us-east-1a) from
+ * 2020-01-01 with the catalog, team ml of `users` with `team_more`. */
+static ebb_time_ms flat_world(struct budget_world *w, const char *members,
+                              const char *team_more)
+{
+    load_catalog();
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 1) * DAY;
+    memset(w, 0, sizeof(*w));
+    budget_world_live = w;
+    const char *root = getenv("EBB_SOURCE_ROOT");
+    char text[2048];
+    snprintf(text, sizeof(text), "providers:\n  sim:\n    prices: \"%s/tests/"
+             "data/engine/prices_flat.csv\"\ndefault_policy: greedy\n"
+             "teams:\n  ml:\n    members: %s\n%s", root ? root : ".", members,
+             team_more);
+    struct ebb_diag d = {{0}};
+    if (ebb__vengine_open(&w->v, "(test)", text, catalog, start, &d) != 0)
+        fail_msg("%s", d.msg);
+    ebb__engine_set_budget_config(w->v.engine, w->v.config);
+    ebb__clock_run_until(&w->v.clock, start);
+    return start;
+}
+
+/* Fails unless the job waits saying `want`. */
+static void waits_saying(const struct ebb__job *job, const char *want)
+{
+    const char *why = budget_world_info(job).waiting_reason;
+    if (why == NULL || strcmp(why, want) != 0)
+        fail_msg("waiting: \"%s\", not \"%s\"", why ? why : "(not waiting)", want);
+}
+
+static const char four_gpus[] = "run: [python, train.py]\nwork: 2h\nmarket: spot\n"
+                                "team: ml\nresources: {gpu: {count: 4}}\n"
+                                "checkpoint: {every: 30m, grace: 60s}\n";
+
+/* A job that would pass max_gpus waits, `ebb job show` saying why; it
+ * launches when the instance that held the GPUs ends, not later, though
+ * that instance was of an offer it cannot use (whose end wakes only the
+ * jobs that can). */
+static void full_team_waits_then_runs_when_an_instance_ends(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    char members[128], more[256];
+    snprintf(members, sizeof(members), "[%s]", q.users[0].name);
+    snprintf(more, sizeof(more), "    max_gpus: 4\n");
+    struct budget_world *w = &world_mem;
+    ebb_time_ms start = flat_world(w, members, more);
+    char yaml[512];
+    snprintf(yaml, sizeof(yaml), "name: first\nrun: [python, train.py]\n"
+             "work: 2h\nmarket: spot\nteam: ml\nresources: {gpu: {count: 1}}\n"
+             "checkpoint: {every: 30m, grace: 60s}\n");
+    struct ebb__job *first = budget_world_submit_as(w, yaml, q.users[0].uid);
+    snprintf(yaml, sizeof(yaml), "name: second\n%s", four_gpus);
+    struct ebb__job *second = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    struct ebb__job_info a = budget_world_info(first), b = budget_world_info(second);
+    assert_true(a.has_instance);
+    assert_false(b.has_instance);
+    waits_saying(second, "team ml's max_gpus 4 is in use (1 GPU on 1 "
+                         "instance; p3.8xlarge has 4)");
+    ebb__clock_run_until(&w->v.clock, start + DAY);
+    a = budget_world_info(first);
+    b = budget_world_info(second);
+    assert_int_equal(a.state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(b.state, EBB__JOB_SUCCEEDED);
+    /* The second launched at the instant the first's instance ended. */
+    char *ended = budget_world_sql_text(w, "SELECT ended_at FROM instances WHERE "
+                                        "job_id = ?1", a.id);
+    char *asked = budget_world_sql_text(w, "SELECT min(requested_at) FROM "
+                                        "instances WHERE job_id = ?1", b.id);
+    assert_int_equal(strtoll(asked, NULL, 10), strtoll(ended, NULL, 10));
+    free(ended);
+    free(asked);
+    budget_world_stop(w);
+}
+
+/* A job larger than the quota says so instead of "in use"; a member's
+ * max_gpus holds while the team's has room; a burn that would pass
+ * max_burn waits. */
+static void reasons_name_the_quota(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    char members[256], more[512], yaml[512];
+    snprintf(members, sizeof(members), "[%s, %s]", q.users[0].name, q.users[1].name);
+    snprintf(more, sizeof(more), "    max_gpus: 3\n");
+    struct budget_world *w = &world_mem;
+    ebb_time_ms start = flat_world(w, members, more);
+    snprintf(yaml, sizeof(yaml), "name: big\n%s", four_gpus);
+    struct ebb__job *big = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    waits_saying(big, "team ml's max_gpus 3 is less than the 4 GPUs of "
+                        "p3.8xlarge: waiting for an offer that fits or a larger "
+              "quota");
+    budget_world_stop(w);
+
+    snprintf(more, sizeof(more), "    max_gpus: 16\n    users:\n      %s: "
+             "{max_gpus: 4}\n", q.users[1].name);
+    start = flat_world(w, members, more);
+    snprintf(yaml, sizeof(yaml), "name: b1\n%s", four_gpus);
+    budget_world_submit_as(w, yaml, q.users[1].uid);
+    snprintf(yaml, sizeof(yaml), "name: b2\n%s", four_gpus);
+    struct ebb__job *b2 = budget_world_submit_as(w, yaml, q.users[1].uid);
+    snprintf(yaml, sizeof(yaml), "name: a1\n%s", four_gpus);
+    struct ebb__job *a1 = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    char want[256];
+    snprintf(want, sizeof(want), "user %s's max_gpus 4 in team ml is in use (4 "
+             "GPUs on 1 instance; p3.8xlarge has 4)", q.users[1].name);
+    waits_saying(b2, want);
+    assert_true(budget_world_info(a1).has_instance);
+    budget_world_stop(w);
+
+    snprintf(more, sizeof(more), "    max_burn: 5 USD/h\n");
+    start = flat_world(w, members, more);
+    snprintf(yaml, sizeof(yaml), "name: c1\n%s", four_gpus);
+    budget_world_submit_as(w, yaml, q.users[0].uid);
+    snprintf(yaml, sizeof(yaml), "name: c2\n%s", four_gpus);
+    struct ebb__job *c2 = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    waits_saying(c2, "team ml's max_burn 5.00 USD/h: its 1 instance is "
+             "billed 3.60 USD/h now and p3.8xlarge could cost up to "
+             "3.60 USD/h");
+    budget_world_stop(w);
+}
+
+/* The GPUs the team's instances hold at `now` (all of the world's jobs). */
+static int64_t team_gpus(const struct budget_world *w)
+{
+    int64_t gpus = 0;
+    for (size_t i = 0; i < w->n_jobs; i++) {
+        struct ebb__attempt_info a;
+        if (ebb__engine_job_attempt(w->jobs[i], &a) == 0)
+            gpus += gpus_of(w, a.offer);
+    }
+    return gpus;
+}
+
+/* A job that moves from a 1-GPU instance to a 4-GPU one counts 4 while it
+ * moves: a launch judged in between must not take the GPUs the move will
+ * use. */
+static void a_move_counts_the_instance_it_moves_to(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    load_catalog();
+    struct budget_world *w = &world_mem;
+    memset(w, 0, sizeof(*w));
+    budget_world_live = w;
+    snprintf(w->dir, sizeof(w->dir), "/tmp/ebb-quota-XXXXXX");
+    assert_non_null(mkdtemp(w->dir));
+    snprintf(w->trace, sizeof(w->trace), "%.63s/prices.csv", w->dir);
+    FILE *f = fopen(w->trace, "w");
+    assert_non_null(f);
+    /* p3.8xlarge (speed 2) falls from 1.80 to 0.05 USD per unit of work at
+     * 02:00: moving there pays. */
+    fputs("timestamp_utc,provider,region,zone,instance_type,product,"
+          "price_usd_per_hour\n"
+          "2020-01-01T00:00:00Z,aws,us-east-1,us-east-1a,p3.2xlarge,Linux/UNIX,0.90\n"
+          "2020-01-01T00:00:00Z,aws,us-east-1,us-east-1a,p3.8xlarge,Linux/UNIX,3.60\n"
+          "2020-01-01T02:00:00Z,aws,us-east-1,us-east-1a,p3.2xlarge,Linux/UNIX,0.90\n"
+          "2020-01-01T02:00:00Z,aws,us-east-1,us-east-1a,p3.8xlarge,Linux/UNIX,0.10\n"
+          "2020-01-05T00:00:00Z,aws,us-east-1,us-east-1a,p3.2xlarge,Linux/UNIX,0.90\n"
+          "2020-01-05T00:00:00Z,aws,us-east-1,us-east-1a,p3.8xlarge,Linux/UNIX,0.10\n", f);
+    assert_int_equal(fclose(f), 0);
+    ebb_time_ms start = ebb_days_from_civil(2020, 1, 1) * DAY;
+    char text[1024];
+    snprintf(text, sizeof(text), "providers:\n  sim:\n    prices: \"%s\"\n"
+             "    checkpoint_time: 170s\n"
+             "default_policy: deadline\nteams:\n  ml:\n    members: [%s]\n"
+             "    max_gpus: 5\n", w->trace, q.users[0].name);
+    struct ebb_diag d = {{0}};
+    if (ebb__vengine_open(&w->v, "(test)", text, catalog, start, &d) != 0)
+        fail_msg("%s", d.msg);
+    ebb__engine_set_budget_config(w->v.engine, w->v.config);
+    ebb__clock_run_until(&w->v.clock, start);
+    struct ebb__job *x = budget_world_submit_as(w, "name: x\nrun: [python, train.py]\n"
+        "work: 20h\ndeadline: 3d\nmarket: spot\nteam: ml\nrestart_overhead: 1m\n"
+        "checkpoint: {every: 30m, grace: 300s}\n", q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 2 * H + MINUTE);
+    struct ebb__job_info xi = budget_world_info(x);
+    struct ebb__attempt_info a;
+    assert_int_equal(ebb__engine_job_attempt(x, &a), 0);
+    /* x checkpoints on its p3.2xlarge to move. */
+    assert_int_equal(xi.state, EBB__JOB_CHECKPOINTING);
+    assert_string_equal(ebb__engine_market(w->v.engine)->offers[a.offer].instance_type,
+                        "p3.2xlarge");
+    struct ebb__job *y = budget_world_submit_as(w, "name: y\n"
+        "run: [python, train.py]\nwork: 2h\nmarket: spot\nteam: ml\n"
+        "resources: {gpu: {count: 4}}\ncheckpoint: {every: 30m, grace: 60s}\n",
+        q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 2 * H + MINUTE + EBB_MS_PER_SECOND);
+    waits_saying(y, "team ml's max_gpus 5 is in use (4 GPUs on 1 instance; "
+                    "p3.8xlarge has 4)");
+    for (;;) {
+        ebb_time_ms due = ebb__clock_next_due(&w->v.clock);
+        if (due > start + 2 * DAY)
+            break;
+        ebb__clock_run_until(&w->v.clock, due);
+        if (team_gpus(w) > 5)
+            fail_msg("%lld GPUs in use at %lld, max_gpus 5", (long long)team_gpus(w),
+                     (long long)due);
+    }
+    assert_int_equal(budget_world_info(x).state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(budget_world_info(y).state, EBB__JOB_SUCCEEDED);
+    /* x did move: its last instance was a p3.8xlarge. */
+    char *type = budget_world_sql_text(w, "SELECT instance_type FROM instances "
+                                       "WHERE job_id = ?1 ORDER BY requested_at "
+                                       "DESC LIMIT 1", xi.id);
+    assert_string_equal(type, "p3.8xlarge");
+    free(type);
+    budget_world_stop(w);
+}
+
+static int free_catalog(void **state)
+{
+    (void)state;
+    ebb__catalog_free(catalog);
+    catalog = NULL;
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(full_team_waits_then_runs_when_an_instance_ends,
+                                  budget_world_teardown),
+        cmocka_unit_test_teardown(reasons_name_the_quota, budget_world_teardown),
+        cmocka_unit_test_teardown(a_move_counts_the_instance_it_moves_to,
+                                  budget_world_teardown),
+        cmocka_unit_test_teardown(quotas_hold_through_spikes_and_preemptions,
+                                  budget_world_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, free_catalog);
+}
