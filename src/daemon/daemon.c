@@ -494,6 +494,7 @@ static void begin_shutdown(struct ebb__daemon *d)
     d->shutting_down = 1;
     ebb__daemon_notify_stop(d);
     ebb__daemon_ckpt_stop(d);
+    ebb__daemon_workdir_sweep_stop(d);
     ebb__daemon_metrics_close(d, close_agent_api, d);
 }
 
@@ -557,6 +558,8 @@ static int start_the_rest(const struct ebb__daemon_options *opts,
         code = ebb__daemon_limits_apply(d);
     if (code == 0)
         code = ebb__daemon_ckpt_start(d);
+    if (code == 0)
+        code = ebb__daemon_workdir_sweep_start(d);
     if (code == 0)
         code = ebb__daemon_schedules_start(d);
     if (code == 0)

@@ -55,6 +55,7 @@ struct ebb__daemon {
     struct ebb__daemon_notify *notify; /* daemon_notify_send.c */
     struct ebb__daemon_workdirs *workdirs; /* daemon_workdir.c: the spool */
     struct ebb__workdir_seals *workdir_seals; /* daemon_workdir_store.c; NULL: none yet */
+    struct ebb__workdir_sweep *workdir_sweep; /* daemon_workdir_sweep.c; NULL: none */
     struct ebb__http *http;
     struct ebb__objstore **objstores; /* one per config->stores (daemon_stores.c) */
     struct ebb__daemon_ckpt *ckpt;    /* checkpoint work (daemon_ckpt_store.c) */

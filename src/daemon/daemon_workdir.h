@@ -9,7 +9,9 @@
  * else PUTs the sealed file, and then records (store, sha) as stored
  * (store/store_workdir.h) and removes the spooled files. The CLI polls
  * with workdir_put until the seal is stored or failed. Objects are shared
- * by every job with the same tar; a job's end deletes nothing. */
+ * by every job with the same tar; a job's end deletes nothing. The sweep
+ * (daemon_workdir_sweep.c) deletes a tar no job that has not ended names
+ * and no submit found for EBB__WORKDIR_UNUSED_MS. */
 #ifndef EBB_DAEMON_WORKDIR_H
 #define EBB_DAEMON_WORKDIR_H
 
@@ -51,7 +53,23 @@ int ebb__daemon_workdir_answer(struct ebb__daemon *d, struct ebb__api_call *call
  * EBB__CKPT_URL_TTL_S, or file:///PATH). Returns 0 or an EBB_E* code. */
 int ebb__daemon_workdir_job_doc(struct ebb__daemon *d, struct ebb__job *job, json_t *doc);
 
+/* Whether ebbd is sealing (store, sha) now. */
+int ebb__daemon_workdir_sealing(struct ebb__daemon *d, const char *store, const char *sha);
+
 /* Frees what is left once the loop has stopped. */
 void ebb__daemon_workdir_seals_free(struct ebb__daemon *d);
+
+/* A stored tar unused this long (wall ms) is deleted; sweeps run at start
+ * and every EBB__WORKDIR_SWEEP_MS, EBB__WORKDIR_SWEEP_ROWS tars at most
+ * each. */
+#define EBB__WORKDIR_UNUSED_MS ((int64_t)7 * 24 * 3600 * 1000)
+#define EBB__WORKDIR_SWEEP_MS ((int64_t)3600 * 1000)
+#define EBB__WORKDIR_SWEEP_ROWS 32
+
+/* Starts the sweep of unused tars (nothing without stores). 0 or 1. */
+int ebb__daemon_workdir_sweep_start(struct ebb__daemon *d);
+/* Stops its timer (at shutdown); deletes in flight end with the HTTP
+ * client. */
+void ebb__daemon_workdir_sweep_stop(struct ebb__daemon *d);
 
 #endif

@@ -384,6 +384,10 @@ int ebb__daemon_workdir_answer(struct ebb__daemon *d, struct ebb__api_call *call
     int64_t have = 0, stored_size = 0;
     int rc = ebb__store_workdir_stored(d->store, store, sha, &have, &stored_size);
     if (rc == 0 && (uint64_t)have == size) {
+        /* Found in use: the sweep of unused tars counts from now. */
+        if (ebb__store_workdir_touch(d->store, store, sha, ebb__daemon_wall_ms()) != 0)
+            ebb__warn("workdir %.12s: cannot note its use: %s", sha,
+                      ebb__store_errmsg(d->store));
         ebb__api_reply(call, json_pack("{s:b,s:I,s:s}", "needed", 0, "offset",
                                        (json_int_t)size, "state", "stored"));
         return 1;
@@ -439,6 +443,12 @@ int ebb__daemon_workdir_job_doc(struct ebb__daemon *d, struct ebb__job *job, jso
     if (rc != 0)
         return rc;
     return a != NULL && json_object_set_new(doc, "workdir_archive", a) == 0 ? 0 : EBB_ENOMEM;
+}
+
+int ebb__daemon_workdir_sealing(struct ebb__daemon *d, const char *store, const char *sha)
+{
+    const struct seal *s = find(d, store, sha);
+    return s != NULL && s->state == SEALING;
 }
 
 void ebb__daemon_workdir_seals_free(struct ebb__daemon *d)

@@ -362,8 +362,9 @@ static const char v9[] =
  * workdir_secret holds ebbd's one workdir secret (hex; never logged, never
  * in a store), from which each tar's key is derived; stored_workdirs one
  * row per tar ebbd has put into a store (content-addressed: shared by
- * every job that submits the same tar); job_workdirs the tar each job
- * runs, written with the job. */
+ * every job that submits the same tar; used_at: when it was stored or a
+ * submit last found it there); job_workdirs the tar each job runs,
+ * written with the job. */
 static const char v10[] =
     "CREATE TABLE workdir_secret ("
     " id INTEGER PRIMARY KEY CHECK (id = 1),"
@@ -375,7 +376,7 @@ static const char v10[] =
     " sha256 TEXT NOT NULL CHECK (length(sha256) = 64),"
     " size INTEGER NOT NULL CHECK (size > 0),"
     " stored_size INTEGER NOT NULL CHECK (stored_size >= size),"
-    " stored_at INTEGER NOT NULL,"
+    " used_at INTEGER NOT NULL,"
     " PRIMARY KEY (store, sha256)"
     ");"
     "CREATE TABLE job_workdirs ("

@@ -359,7 +359,18 @@
       " WHERE store = ?1 AND sha256 = ?2")                                     \
     X(WORKDIR_STORED_PUT,                                                      \
       "INSERT OR REPLACE INTO stored_workdirs (store, sha256, size,"           \
-      " stored_size, stored_at) VALUES (?1, ?2, ?3, ?4, ?5)")                  \
+      " stored_size, used_at) VALUES (?1, ?2, ?3, ?4, ?5)")                    \
+    X(WORKDIR_STORED_TOUCH,                                                    \
+      "UPDATE stored_workdirs SET used_at = max(used_at, ?3)"                  \
+      " WHERE store = ?1 AND sha256 = ?2")                                     \
+    X(WORKDIR_STORED_DELETE,                                                   \
+      "DELETE FROM stored_workdirs WHERE store = ?1 AND sha256 = ?2")          \
+    X(WORKDIR_UNUSED,                                                          \
+      "SELECT store, sha256 FROM stored_workdirs w WHERE used_at < ?1"         \
+      " AND NOT EXISTS (SELECT 1 FROM job_workdirs j JOIN jobs ON"             \
+      " jobs.id = j.job_id WHERE j.store = w.store AND j.sha256 = w.sha256"    \
+      " AND jobs.state NOT IN ('succeeded', 'failed', 'cancelled',"            \
+      " 'budget_exhausted', 'deadline_missed')) ORDER BY used_at LIMIT ?2")    \
     X(WORKDIR_JOB_PUT,                                                         \
       "INSERT INTO job_workdirs (job_id, store, sha256, size, stored_size)"    \
       " VALUES (?1, ?2, ?3, ?4, ?5)")                                          \

@@ -126,3 +126,50 @@ int ebb__store_job_workdir_get(struct ebb__store *s, const char *job_id,
     int end = ebb__store_finish(s, st, step);
     return end != 0 ? end : rc;
 }
+
+int ebb__store_workdir_touch(struct ebb__store *s, const char *store, const char *sha256,
+                             ebb_time_ms at)
+{
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_WORKDIR_STORED_TOUCH);
+    if (st == NULL)
+        return EBB_EDB;
+    const char *text[] = {store, sha256};
+    int64_t nums[] = {at};
+    int rc = bind_all(s, st, text, 2, nums, 1);
+    return rc != 0 ? rc : ebb__store_run(s, st);
+}
+
+int ebb__store_workdir_forget(struct ebb__store *s, const char *store, const char *sha256)
+{
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_WORKDIR_STORED_DELETE);
+    if (st == NULL)
+        return EBB_EDB;
+    const char *text[] = {store, sha256};
+    int rc = bind_all(s, st, text, 2, NULL, 0);
+    return rc != 0 ? rc : ebb__store_run(s, st);
+}
+
+struct unused {
+    ebb__workdir_row_cb cb;
+    void *arg;
+};
+
+static int unused_row(sqlite3_stmt *st, void *arg)
+{
+    struct unused *u = arg;
+    return u->cb(u->arg, ebb__store_col_text(st, 0), ebb__store_col_text(st, 1));
+}
+
+int ebb__store_workdir_unused(struct ebb__store *s, ebb_time_ms before, int max,
+                              ebb__workdir_row_cb cb, void *arg)
+{
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_WORKDIR_UNUSED);
+    if (st == NULL)
+        return EBB_EDB;
+    int64_t nums[] = {before, max};
+    int rc = bind_all(s, st, NULL, 0, nums, 2);
+    if (rc != 0)
+        return rc;
+    struct unused u = {cb, arg};
+    return ebb__store_each(s, st, unused_row, &u);
+}

@@ -30,6 +30,19 @@ int ebb__store_workdir_stored_put(struct ebb__store *s, const char *store,
                                   const char *sha256, int64_t size, int64_t stored_size,
                                   ebb_time_ms at);
 
+/* A submit found the tar in `store`: its used_at moves on to `at`. */
+int ebb__store_workdir_touch(struct ebb__store *s, const char *store, const char *sha256,
+                             ebb_time_ms at);
+/* Forgets that `store` holds the tar (its object is being deleted). */
+int ebb__store_workdir_forget(struct ebb__store *s, const char *store, const char *sha256);
+
+typedef int (*ebb__workdir_row_cb)(void *arg, const char *store, const char *sha256);
+/* Up to `max` stored tars, least lately used first, used before `before`
+ * and named by no job that has not ended, to `cb` (which may not write).
+ * Returns 0, cb's non-zero value, or a negative code. */
+int ebb__store_workdir_unused(struct ebb__store *s, ebb_time_ms before, int max,
+                              ebb__workdir_row_cb cb, void *arg);
+
 /* The tar a job runs. */
 struct ebb__job_workdir {
     char store[256];

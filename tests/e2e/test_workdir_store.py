@@ -14,11 +14,14 @@ ebb-agent on local instances with private disks.
      agent: the job does not start, and says why.
   D  a store that refuses the PUT: ebb submit fails (exit 1) saying why,
      and nothing is submitted.
+  E  the sweep: once unused for 7 days, a tar no job that has not ended
+     names is deleted from the store; one a running job names is kept.
 
 Output is TAP.
 """
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 
@@ -70,18 +73,18 @@ with open(os.path.join(proj, "code", "weights.pt"), "w") as f:
     f.write("excluded\n")
 
 
-def spec(name):
+def spec(name, then=""):
     path = os.path.join(proj, name + ".yaml")
     with open(path, "w") as f:
         f.write("""name: %s
-run: [python3, job.py, %s/%s.json]
+run: [sh, -c, "python3 job.py %s/%s.json%s"]
 work: 10m
 resources: {instance_types: [p3.2xlarge]}
 market: on-demand
 checkpoint: {dir: %s/ckpt-%s, store: ckpt}
 workdir: code
 workdir_exclude: ["*.pt"]
-""" % (name, tmp, name, tmp, name))
+""" % (name, tmp, name, then, tmp, name))
     return path
 
 
@@ -115,6 +118,7 @@ t.ok(out.get("files") == ["data/input.txt", "job.py"],
      "A sees its script and data file, not the excluded one", out.get("files"))
 t.ok(out.get("data") == "the data\n", "... with their contents", out.get("data"))
 objects = s3.objects("ebb/workdirs/")
+a_tar = next(iter(objects), "")
 t.ok(len(objects) == 1 and all(len(k) == len("ebb/workdirs/") + 64 for k in objects),
      "the store holds one object, PREFIX/workdirs/<sha256>", list(objects))
 t.ok(objects and not any(MARKER.encode() in b or b"the data" in b
@@ -177,6 +181,29 @@ s3.set_faults([])
 r = d.ebb("submit", spec("d"))
 t.ok(r.returncode == 0, "D submitted again once the store takes it", r.stderr)
 t.ok(d.wait_end(r.stdout.strip(), 120) == "succeeded", "D succeeds")
+tars = sorted(s3.objects("ebb/workdirs/"))
+t.ok(len(tars) == 2, "the store holds A's tar and D's", tars)
+
+# ---- E: the sweep of unused tars ------------------------------------------------
+
+r = d.ebb("submit", spec("e", "; sleep 600"))
+t.ok(r.returncode == 0, "E (D's tar, running long) is accepted", r.stderr)
+e = r.stdout.strip()
+t.ok(wait_for(lambda: result("e") is not None, 60, 0.2), "E runs")
+t.ok(d.stop() == 0, "ebbd stops")
+db = sqlite3.connect(os.path.join(state, "ebb.db"))
+with db:
+    db.execute("UPDATE stored_workdirs SET used_at = used_at - 8 * 86400 * 1000")
+db.close()
+t.ok(d.start(), "ebbd starts again, its tars last used 8 days ago")
+left = wait_for(lambda: len(s3.objects("ebb/workdirs/")) == 1 and
+                sorted(s3.objects("ebb/workdirs/")), 30, 0.3)
+t.ok(left and left[0] in tars and left[0] != a_tar,
+     "the sweep deleted the tar only ended jobs named, and kept the one E runs",
+     (left, tars, a_tar))
+t.ok("deleted from store ckpt: no job used it for 7 days" in d.log(),
+     "... and said so in ebbd's log")
+d.ebb("cancel", e)
 
 t.ok(d.stop() == 0, "ebbd stops cleanly")
 s3.stop()
