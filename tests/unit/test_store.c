@@ -26,6 +26,7 @@
 
 #include "store/store.h"
 #include "store/store_ckpt.h"
+#include "store/store_workdir.h"
 #include "store_peek.h"
 
 struct fixture {
@@ -999,6 +1000,80 @@ static void checkpoint_keys_and_rows(void **state)
     ebb__store_close(s);
 }
 
+struct wd_seen {
+    char sha[4][65];
+    int n;
+};
+
+static int wd_collect(void *arg, const char *store, const char *sha)
+{
+    struct wd_seen *w = arg;
+    assert_string_equal(store, "ckpt");
+    snprintf(w->sha[w->n], sizeof(w->sha[0]), "%s", sha);
+    return ++w->n == 4;
+}
+
+/* Schema 10: the workdir secret, stored tars, each job's tar, and which
+ * tars no job that has not ended names. */
+static void workdir_rows(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    sqlite3 *db = ebb_test_store_db(s);
+    add_job(db, "j1", "running");
+    add_job(db, "j2", "succeeded");
+    char hex[65];
+    const char *secret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    assert_int_equal(ebb__store_workdir_secret_get(s, hex), EBB_ENOTFOUND);
+    assert_int_equal(ebb__store_workdir_secret_put(s, secret, 5), 0);
+    assert_int_not_equal(ebb__store_workdir_secret_put(s, secret, 6), 0); /* one only */
+    assert_int_equal(ebb__store_workdir_secret_get(s, hex), 0);
+    assert_string_equal(hex, secret);
+
+    const char *a = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const char *b = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const char *c = "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc";
+    int64_t size = 0, stored = 0;
+    assert_int_equal(ebb__store_workdir_stored(s, "ckpt", a, &size, &stored), EBB_ENOTFOUND);
+    assert_int_equal(ebb__store_workdir_stored_put(s, "ckpt", a, 100, 196, 10), 0);
+    assert_int_equal(ebb__store_workdir_stored_put(s, "ckpt", b, 100, 196, 10), 0);
+    assert_int_equal(ebb__store_workdir_stored_put(s, "ckpt", c, 100, 196, 10), 0);
+    assert_int_equal(ebb__store_workdir_stored_put(s, "ckpt", c, 100, 50, 10), EBB_EDB);
+    assert_int_equal(ebb__store_workdir_stored(s, "ckpt", a, &size, &stored), 0);
+    assert_int_equal(size, 100);
+    assert_int_equal(stored, 196);
+    assert_int_equal(ebb__store_workdir_stored(s, "other", a, &size, &stored),
+                     EBB_ENOTFOUND);
+
+    struct ebb__job_workdir w = {.store = "ckpt", .size = 100, .stored_size = 196};
+    snprintf(w.sha256, sizeof(w.sha256), "%s", a);
+    assert_int_equal(ebb__store_job_workdir_put(s, "j1", &w), 0);
+    snprintf(w.sha256, sizeof(w.sha256), "%s", b);
+    assert_int_equal(ebb__store_job_workdir_put(s, "j2", &w), 0);
+    struct ebb__job_workdir got;
+    assert_int_equal(ebb__store_job_workdir_get(s, "j1", &got), 0);
+    assert_string_equal(got.store, "ckpt");
+    assert_string_equal(got.sha256, a);
+    assert_int_equal(got.stored_size, 196);
+    assert_int_equal(ebb__store_job_workdir_get(s, "j3", &got), EBB_ENOTFOUND);
+
+    /* a: named by running j1, kept; b: only by ended j2; c: by none but
+     * used lately. */
+    assert_int_equal(ebb__store_workdir_touch(s, "ckpt", c, 50), 0);
+    struct wd_seen seen = {0};
+    assert_int_equal(ebb__store_workdir_unused(s, 20, 10, wd_collect, &seen), 0);
+    assert_int_equal(seen.n, 1);
+    assert_string_equal(seen.sha[0], b);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(ebb__store_workdir_unused(s, 60, 10, wd_collect, &seen), 0);
+    assert_int_equal(seen.n, 2);
+    assert_string_equal(seen.sha[0], b); /* least lately used first */
+    assert_string_equal(seen.sha[1], c);
+    assert_int_equal(ebb__store_workdir_forget(s, "ckpt", b), 0);
+    assert_int_equal(ebb__store_workdir_stored(s, "ckpt", b, &size, &stored), EBB_ENOTFOUND);
+    ebb__store_close(s);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1017,6 +1092,7 @@ int main(void)
         T(group_commit_batches_and_scopes_rollbacks),
         T(checkpoints_run_on_another_connection),
         T(checkpoint_keys_and_rows),
+        T(workdir_rows),
     };
 #undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
