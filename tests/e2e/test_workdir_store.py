@@ -14,6 +14,8 @@ ebb-agent on local instances with private disks.
      agent: the job does not start, and says why.
   D  a store that refuses the PUT: ebb submit fails (exit 1) saying why,
      and nothing is submitted.
+  F  (before E) the API refuses a store that is not configured, and a
+     submit naming a tar the store does not hold.
   E  the sweep: once unused for 7 days, a tar no job that has not ended
      names is deleted from the store; one a running job names is kept.
 
@@ -21,6 +23,7 @@ Output is TAP.
 """
 import json
 import os
+import socket
 import sqlite3
 import sys
 import tempfile
@@ -183,6 +186,29 @@ t.ok(r.returncode == 0, "D submitted again once the store takes it", r.stderr)
 t.ok(d.wait_end(r.stdout.strip(), 120) == "succeeded", "D succeeds")
 tars = sorted(s3.objects("ebb/workdirs/"))
 t.ok(len(tars) == 2, "the store holds A's tar and D's", tars)
+
+# ---- F: what the API refuses ------------------------------------------------------
+
+
+def api(method, params):
+    c = socket.socket(socket.AF_UNIX)
+    c.connect(os.path.join(state, "ebb.sock"))
+    c.sendall(json.dumps({"id": 1, "method": method, "params": params}).encode() + b"\n")
+    c.shutdown(socket.SHUT_WR)
+    answer = json.loads(c.makefile().readline())
+    c.close()
+    return answer.get("result") or answer.get("error")
+
+
+unknown = "0" * 64
+r = api("workdir_put", {"sha256": unknown, "size": 10, "store": "nosuch"})
+t.ok(r.get("code") == "bad_request" and "nosuch is not one" in r.get("message", ""),
+     "workdir_put naming a store that is not configured is refused", r)
+r = api("submit", {"file": "f.yaml", "yaml": open(spec("f")).read(), "workdir": proj,
+                   "workdir_archive": {"sha256": unknown, "size": 10}})
+t.ok(r.get("code") == "invalid" and "store ckpt does not hold the packed workdir "
+     "000000000000" in r.get("message", ""),
+     "a submit naming a tar the store does not hold is refused", r)
 
 # ---- E: the sweep of unused tars ------------------------------------------------
 
