@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -264,14 +265,47 @@ static void on_put(void *arg, const struct ebb__objstore_result *r)
     stored(s);
 }
 
-/* An object already there of the sealed size is the same tar: sealed
- * under the same key, so any job's agent opens it. */
+/* The first bytes of an object of the sealed size: its header must open
+ * under this tar's key, else it was sealed under another secret (another
+ * ebbd, or this one's database made afresh) and is replaced. */
+static void on_header(void *arg, const struct ebb__objstore_result *r)
+{
+    struct seal *s = arg;
+    unsigned char header[EBB__CKPT_HEADER_LEN];
+    struct ebb__ckpt_file f = {0};
+    struct ebb__ckpt_error err = {0};
+    int same = r->status == 0 && pread(s->fd, header, sizeof(header), 0) ==
+                                     (ssize_t)sizeof(header) &&
+               ebb__ckpt_file_open(&f, &s->key, "workdir", s->sha, header, &err) == 0;
+    ebb__ckpt_file_close(&f);
+    close(s->fd);
+    s->fd = -1;
+    if (same) {
+        ebb__info("workdir %s: store %s holds it already", s->sha, s->store);
+        stored(s);
+        return;
+    }
+    ebb__info("workdir %s: store %s holds an object of its size that is not it (%s); "
+              "replacing it", s->sha, s->store,
+              r->status != 0 ? ebb_strerror(r->status) : "sealed under another key");
+    put(s);
+}
+
+/* An object already there of the sealed size may be the same tar under
+ * the same key: its header says (on_header). */
 static void on_head(void *arg, const struct ebb__objstore_result *r)
 {
     struct seal *s = arg;
     if (r->status == 0 && r->size == s->stored_size) {
-        ebb__info("workdir %s: store %s holds it already", s->sha, s->store);
-        stored(s);
+        char *key = object_key(s->sha);
+        s->fd = memfd_create("ebb-workdir-header", MFD_CLOEXEC);
+        int rc = key == NULL ? EBB_ENOMEM : s->fd < 0 ? EBB_EIO : 0;
+        if (rc == 0)
+            rc = ebb__objstore_get(ebb__daemon_objstore(s->d, s->store), key, 0,
+                                   EBB__CKPT_HEADER_LEN, s->fd, 0, on_header, s);
+        free(key);
+        if (rc != 0)
+            fail(s, "cannot read its header in store %s: %s", s->store, ebb_strerror(rc));
     } else if (r->status == 0 || r->status == EBB_ENOTFOUND) {
         put(s);
     } else {
@@ -283,7 +317,6 @@ static void on_head(void *arg, const struct ebb__objstore_result *r)
 static void after_seal(uv_work_t *req, int status)
 {
     struct seal *s = req->data;
-    ebb__ckpt_key_wipe(&s->key);
     if (status != 0) {
         fail(s, "cannot seal it: %s", uv_strerror(status));
         return;

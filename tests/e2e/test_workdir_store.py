@@ -14,6 +14,8 @@ ebb-agent on local instances with private disks.
      agent: the job does not start, and says why.
   D  a store that refuses the PUT: ebb submit fails (exit 1) saying why,
      and nothing is submitted.
+  G  (before E) an object of the tar's size sealed under another secret
+     (ebbd's database made afresh) is replaced, not kept.
   F  (before E) the API refuses a store that is not configured, and a
      submit naming a tar the store does not hold.
   E  the sweep: once unused for 7 days, a tar no job that has not ended
@@ -209,6 +211,32 @@ r = api("submit", {"file": "f.yaml", "yaml": open(spec("f")).read(), "workdir": 
 t.ok(r.get("code") == "invalid" and "store ckpt does not hold the packed workdir "
      "000000000000" in r.get("message", ""),
      "a submit naming a tar the store does not hold is refused", r)
+
+# ---- G: an object sealed under another secret is replaced ------------------------
+
+d_tar = [k for k in tars if k != a_tar][0]
+
+
+def puts_of(key):
+    return len([p for p in workdir_puts() if p.get("key") == key and p.get("status") == 200])
+
+
+t.ok(puts_of(d_tar) == 1, "D's tar was PUT once")
+t.ok(d.stop() == 0, "ebbd stops")
+db = sqlite3.connect(os.path.join(state, "ebb.db"))
+with db:  # a new secret, and no record of D's tar: as a database made afresh
+    db.execute("DELETE FROM workdir_secret")
+    db.execute("DELETE FROM stored_workdirs WHERE sha256 = ?", (d_tar[-64:],))
+db.close()
+t.ok(d.start(), "ebbd starts without its workdir secret")
+r = d.ebb("submit", spec("g"))
+t.ok(r.returncode == 0, "G (D's tar) is accepted", r.stderr)
+t.ok(d.wait_end(r.stdout.strip(), 120) == "succeeded",
+     "G succeeds: its agent opened the tar under the new key",
+     d.ebb("logs", r.stdout.strip()).stdout[-1500:])
+t.ok(puts_of(d_tar) == 2 and "that is not it (sealed under another key); replacing it"
+     in d.log(), "the object of the same size under the old key was replaced",
+     (puts_of(d_tar), d.log()[-1500:]))
 
 # ---- E: the sweep of unused tars ------------------------------------------------
 
