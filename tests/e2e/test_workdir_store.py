@@ -16,6 +16,8 @@ ebb-agent on local instances with private disks.
      and nothing is submitted.
   G  (before E) an object of the tar's size sealed under another secret
      (ebbd's database made afresh) is replaced, not kept.
+  H  (before E) the same with a file:// store: the object is file://
+     STORE/workdirs/<sha256>, 0644 in a 0711 directory, sealed.
   F  (before E) the API refuses a store that is not configured, and a
      submit naming a tar the store does not hold.
   E  the sweep: once unused for 7 days, a tar no job that has not ended
@@ -56,7 +58,8 @@ stores:
     region: us-east-1
     endpoint: %s
     path_style: true
-""" % (ROOT, s3.endpoint))
+  fstore: {url: "file://%s/fstore"}
+""" % (ROOT, s3.endpoint, tmp))
 creds = {"AWS_ACCESS_KEY_ID": s3.AKID, "AWS_SECRET_ACCESS_KEY": s3.SECRET,
          "AWS_SHARED_CREDENTIALS_FILE": os.path.join(tmp, "no-credentials")}
 d = Daemon(state, ["--config", config], creds)
@@ -78,7 +81,7 @@ with open(os.path.join(proj, "code", "weights.pt"), "w") as f:
     f.write("excluded\n")
 
 
-def spec(name, then=""):
+def spec(name, then="", store="ckpt"):
     path = os.path.join(proj, name + ".yaml")
     with open(path, "w") as f:
         f.write("""name: %s
@@ -86,10 +89,10 @@ run: [sh, -c, "python3 job.py %s/%s.json%s"]
 work: 10m
 resources: {instance_types: [p3.2xlarge]}
 market: on-demand
-checkpoint: {dir: %s/ckpt-%s, store: ckpt}
+checkpoint: {dir: %s/ckpt-%s, store: %s}
 workdir: code
 workdir_exclude: ["*.pt"]
-""" % (name, tmp, name, then, tmp, name))
+""" % (name, tmp, name, then, tmp, name, store))
     return path
 
 
@@ -188,6 +191,24 @@ t.ok(r.returncode == 0, "D submitted again once the store takes it", r.stderr)
 t.ok(d.wait_end(r.stdout.strip(), 120) == "succeeded", "D succeeds")
 tars = sorted(s3.objects("ebb/workdirs/"))
 t.ok(len(tars) == 2, "the store holds A's tar and D's", tars)
+
+# ---- H: a file:// store -------------------------------------------------------------
+
+r = d.ebb("submit", spec("h", store="fstore"))
+t.ok(r.returncode == 0, "H (a file:// store) is accepted", r.stderr)
+h = r.stdout.strip()
+t.ok(d.wait_end(h, 120) == "succeeded", "H succeeds", d.ebb("logs", h).stdout[-1500:])
+t.ok((result("h") or {}).get("files") == ["data/input.txt", "job.py"],
+     "H sees its files in its unpacked workdir", result("h"))
+wdir = os.path.join(tmp, "fstore", "workdirs")
+names = os.listdir(wdir) if os.path.isdir(wdir) else []
+t.ok(len(names) == 1 and len(names[0]) == 64, "the store holds workdirs/<sha256>", names)
+if names:
+    obj = os.path.join(wdir, names[0])
+    t.ok(os.stat(wdir).st_mode & 0o777 == 0o711 and os.stat(obj).st_mode & 0o777 == 0o644,
+         "... 0644 in a 0711 directory", (oct(os.stat(wdir).st_mode), oct(os.stat(obj).st_mode)))
+    with open(obj, "rb") as f:
+        t.ok(MARKER.encode() not in f.read(), "... sealed: no plaintext of the script")
 
 # ---- F: what the API refuses ------------------------------------------------------
 
