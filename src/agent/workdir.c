@@ -5,7 +5,9 @@
  * key, as checkpoint "workdir", file "<sha256>"; the plaintext's size and
  * SHA-256 must be the document's), and unpacked with
  * ebb__workdir_extract into a new directory beside <disk>/work/<job id>,
- * renamed into place once complete. A later start on the same disk finds
+ * renamed into place once complete; a relative checkpoint.dir (ebbd sends
+ * one that lies below the directory the job was submitted from) is put
+ * below it. A later start on the same disk finds
  * it there and uses it as it is (the job may have written into it).
  * Decrypting and unpacking run on the loop, before the job and its
  * heartbeats start. */
@@ -51,11 +53,22 @@ static void finish(struct fetch *f, const char *why)
 {
     agent_workdir_done done = f->done;
     struct agent *a = f->a;
+    char *ckpt = NULL;
+    /* A relative checkpoint.dir lies below the workdir, as on the machine
+     * the job was submitted from. */
+    if (why == NULL && a->doc.ckpt_dir != NULL && a->doc.ckpt_dir[0] != '\0' &&
+        a->doc.ckpt_dir[0] != '/' &&
+        (ckpt = ebb_strfmt("%s/%s", f->dest, a->doc.ckpt_dir)) == NULL)
+        why = "out of memory";
     if (why == NULL) {
         free(a->doc.workdir);
         a->doc.workdir = f->dest;
         f->dest = NULL;
         ebb__info("the job's workdir is %s", a->doc.workdir);
+    }
+    if (ckpt != NULL) {
+        free(a->doc.ckpt_dir);
+        a->doc.ckpt_dir = ckpt;
     }
     fetch_free(f);
     done(a, why);

@@ -475,6 +475,18 @@ int ebb__daemon_workdir_job_doc(struct ebb__daemon *d, struct ebb__job *job, jso
     free(url);
     if (rc != 0)
         return rc;
+    /* A checkpoint.dir below the directory ebb submit ran in (a relative
+     * one in the spec, resolved there at submit) is the job's own: sent
+     * relative, for the agent to put below the workdir it unpacks. */
+    const char *wd = json_string_value(json_object_get(doc, "workdir"));
+    json_t *ck = json_object_get(doc, "checkpoint");
+    const char *dir = json_string_value(json_object_get(ck, "dir"));
+    size_t n = wd != NULL ? strlen(wd) : 0;
+    if (n > 1 && dir != NULL && strncmp(dir, wd, n) == 0 && dir[n] == '/' &&
+        dir[n + 1] != '\0' && json_object_set_new(ck, "dir", json_string(dir + n + 1)) != 0) {
+        json_decref(a);
+        return EBB_ENOMEM;
+    }
     return a != NULL && json_object_set_new(doc, "workdir_archive", a) == 0 ? 0 : EBB_ENOMEM;
 }
 

@@ -73,6 +73,7 @@ import json, os, sys
 files = sorted(os.path.join(r, n)[2:] for r, _, ns in os.walk(".") for n in ns)
 with open(sys.argv[1], "w") as out:
     json.dump({"cwd": os.getcwd(), "files": files,
+               "ckpt": os.environ.get("EBB_CHECKPOINT_DIR"),
                "data": open("data/input.txt").read()}, out)
 """ % MARKER)
 with open(os.path.join(proj, "code", "data", "input.txt"), "w") as f:
@@ -89,10 +90,10 @@ run: [sh, -c, "python3 job.py %s/%s.json%s"]
 work: 10m
 resources: {instance_types: [p3.2xlarge]}
 market: on-demand
-checkpoint: {dir: %s/ckpt-%s, store: %s}
+checkpoint: {dir: ckpt, store: %s}
 workdir: code
 workdir_exclude: ["*.pt"]
-""" % (name, tmp, name, then, tmp, name, store))
+""" % (name, tmp, name, then, store))
     return path
 
 
@@ -124,6 +125,10 @@ t.ok(cwd.endswith("/work/" + a) and "/disks/" in cwd,
 t.ok(not cwd.startswith(proj), "... not in the directory it was packed from", cwd)
 t.ok(out.get("files") == ["data/input.txt", "job.py"],
      "A sees its script and data file, not the excluded one", out.get("files"))
+t.ok(out.get("ckpt") == cwd + "/ckpt",
+     "its relative checkpoint.dir lies below its unpacked workdir", out.get("ckpt"))
+t.ok(not os.path.exists(os.path.join(proj, "code", "ckpt")),
+     "... and nothing was made in the directory it was submitted from")
 t.ok(out.get("data") == "the data\n", "... with their contents", out.get("data"))
 objects = s3.objects("ebb/workdirs/")
 a_tar = next(iter(objects), "")
