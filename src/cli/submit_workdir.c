@@ -97,7 +97,8 @@ static int put(struct cli *cli, json_t *params, json_t **r)
 static json_t *begin_params(const char *sha, uint64_t size, const char *store)
 {
     json_t *p = json_pack("{s:s,s:I}", "sha256", sha, "size", (json_int_t)size);
-    if (p != NULL && store != NULL && json_object_set_new(p, "store", json_string(store)) != 0) {
+    if (p != NULL && store != NULL &&
+        json_object_set_new(p, "store", json_string(store)) != 0) {
         json_decref(p);
         p = NULL;
     }

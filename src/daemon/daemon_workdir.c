@@ -245,8 +245,10 @@ static void begin(struct ebb__daemon *d, struct ebb__api_call *call, const char 
     if (u != NULL) {
         u->fd = -1;
         u->hash = EVP_MD_CTX_new();
+        u->store = store != NULL ? strdup(store) : NULL;
     }
     if (u == NULL || part == NULL || u->hash == NULL ||
+        (store != NULL && u->store == NULL) ||
         EVP_DigestInit_ex(u->hash, EVP_sha256(), NULL) != 1 ||
         (u->fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
                       0600)) < 0) {
@@ -256,22 +258,13 @@ static void begin(struct ebb__daemon *d, struct ebb__api_call *call, const char 
             if (u->fd >= 0)
                 close(u->fd);
             EVP_MD_CTX_free(u->hash);
+            free(u->store);
         }
         free(u);
         free(part);
         return;
     }
     u->uid = call->uid;
-    u->store = store != NULL ? strdup(store) : NULL;
-    if (store != NULL && u->store == NULL) {
-        close(u->fd);
-        unlink(part);
-        EVP_MD_CTX_free(u->hash);
-        free(u);
-        free(part);
-        ebb__api_fail(call, "internal", "out of memory");
-        return;
-    }
     snprintf(u->sha, sizeof(u->sha), "%s", sha);
     u->size = size;
     ebb_list_insert_head(&w->uploads, &u->node);

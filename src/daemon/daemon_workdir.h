@@ -32,7 +32,8 @@ struct ebb__job;
 /* The key tar `sha` (64 hex digits) is sealed under; ebbd's secret is
  * made (RAND_bytes) and committed on first need. Returns 0 or an EBB_E*
  * code (logged, without the secret). */
-int ebb__daemon_workdir_key(struct ebb__daemon *d, const char *sha, struct ebb__ckpt_key *out);
+int ebb__daemon_workdir_key(struct ebb__daemon *d, const char *sha,
+                            struct ebb__ckpt_key *out);
 
 /* Starts keeping the spooled tar at `tar` (taken: renamed or removed) of
  * `size` bytes and SHA-256 `sha` in `store`. Never fails: a fault is the

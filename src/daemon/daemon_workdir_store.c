@@ -105,7 +105,8 @@ static struct seal *find(struct ebb__daemon *d, const char *store, const char *s
     return NULL;
 }
 
-int ebb__daemon_workdir_key(struct ebb__daemon *d, const char *sha, struct ebb__ckpt_key *out)
+int ebb__daemon_workdir_key(struct ebb__daemon *d, const char *sha,
+                            struct ebb__ckpt_key *out)
 {
     char hex[EBB__CKPT_KEY_HEX_SIZE];
     struct ebb__ckpt_key secret;
@@ -483,11 +484,13 @@ int ebb__daemon_workdir_job_doc(struct ebb__daemon *d, struct ebb__job *job, jso
     const char *dir = json_string_value(json_object_get(ck, "dir"));
     size_t n = wd != NULL ? strlen(wd) : 0;
     if (n > 1 && dir != NULL && strncmp(dir, wd, n) == 0 && dir[n] == '/' &&
-        dir[n + 1] != '\0' && json_object_set_new(ck, "dir", json_string(dir + n + 1)) != 0) {
+        dir[n + 1] != '\0' &&
+        json_object_set_new(ck, "dir", json_string(dir + n + 1)) != 0) {
         json_decref(a);
         return EBB_ENOMEM;
     }
-    return a != NULL && json_object_set_new(doc, "workdir_archive", a) == 0 ? 0 : EBB_ENOMEM;
+    return a != NULL && json_object_set_new(doc, "workdir_archive", a) == 0 ? 0
+                                                                          : EBB_ENOMEM;
 }
 
 int ebb__daemon_workdir_sealing(struct ebb__daemon *d, const char *store, const char *sha)

@@ -64,8 +64,8 @@ static void sweep(struct ebb__daemon *d)
     if (u == NULL)
         return;
     u->d = d;
-    int rc = ebb__store_workdir_unused(d->store, ebb__daemon_wall_ms() - EBB__WORKDIR_UNUSED_MS,
-                                       EBB__WORKDIR_SWEEP_ROWS, collect, u);
+    ebb_time_ms before = ebb__daemon_wall_ms() - EBB__WORKDIR_UNUSED_MS;
+    int rc = ebb__store_workdir_unused(d->store, before, EBB__WORKDIR_SWEEP_ROWS, collect, u);
     if (rc < 0)
         ebb__warn("cannot look for unused workdirs: %s", ebb__store_errmsg(d->store));
     for (int i = 0; rc >= 0 && i < u->n; i++) {
