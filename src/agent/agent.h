@@ -41,6 +41,7 @@ struct agent_options {
     size_t log_buffer;          /* bytes of job output kept for ebbd */
     int64_t scan_ms;            /* checkpoint dir and progress file checks */
     const char *disk;           /* --disk, else $HOME/.local/state/ebb; NULL: none */
+    bool disk_given;            /* --disk was given: the instance's own disk */
 };
 
 enum agent_state {

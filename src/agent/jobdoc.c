@@ -286,6 +286,8 @@ static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t 
     int64_t keep = 0;
     rc = get_string(ck, "dir", NULL, &doc->ckpt_dir, err, err_size);
     if (rc == 0)
+        rc = get_string(ck, "default_dir", "", &doc->ckpt_default_dir, err, err_size);
+    if (rc == 0)
         rc = get_signal(ck, "signal", "SIGUSR1", &doc->signal_name, &doc->signal,
                         err, err_size);
     if (rc == 0)
@@ -299,8 +301,9 @@ static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t 
         rc = get_int(ck, "keep", DEFAULT_KEEP, 1, &keep, err, err_size);
     if (rc != 0)
         return rc;
-    if (doc->ckpt_dir[0] == '\0' && !doc->has_store)
-        return fail(err, err_size, "job document: checkpoint.dir is empty");
+    if (doc->ckpt_dir[0] == '\0' && doc->ckpt_default_dir[0] == '\0' && !doc->has_store)
+        return fail(err, err_size, "job document: checkpoint.dir and "
+                    "checkpoint.default_dir are empty");
     if (keep > 1000000)
         return fail(err, err_size, "job document: checkpoint.keep is too large");
     doc->keep = (int)keep;
@@ -340,6 +343,7 @@ void agent_jobdoc_free(struct agent_jobdoc *doc)
     free_strv(doc->env);
     free(doc->workdir);
     free(doc->ckpt_dir);
+    free(doc->ckpt_default_dir);
     free(doc->signal_name);
     free(doc->periodic_signal_name);
     free(doc->progress_file);

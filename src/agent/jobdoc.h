@@ -42,7 +42,9 @@ struct agent_jobdoc {
     bool shell;           /* run argv[0] with /bin/sh -c */
     char **env;           /* NULL-terminated "NAME=value" strings */
     char *workdir;        /* "" = the agent's own */
-    char *ckpt_dir;
+    char *ckpt_dir;       /* "": the agent chooses (below) */
+    char *ckpt_default_dir; /* where, without a disk of the instance's own;
+                             * "": <disk>/checkpoints/<job id> */
     char *signal_name;    /* checkpoint-and-stop signal, "SIGUSR1" */
     int signal;
     char *periodic_signal_name; /* checkpoint-and-continue signal, "SIGUSR2" */

@@ -143,6 +143,7 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
             if (optarg[0] != '/')
                 return bad("--disk: \"%s\" is not an absolute path", optarg);
             opt->disk = optarg;
+            opt->disk_given = true;
             break;
         case 'k':
             if (strcmp(optarg, "aws") == 0)

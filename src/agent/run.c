@@ -451,8 +451,21 @@ static int prepare_checkpoints(struct agent *a, char *why, size_t len)
         snprintf(why, len, "store.key is not a key");
         return -EINVAL;
     }
+    if (a->doc.ckpt_dir[0] == '\0' && !a->opt.disk_given &&
+        a->doc.ckpt_default_dir[0] != '\0') {
+        /* No disk of the instance's own: where ebbd says (its state
+         * directory, or the job's user's home). */
+        char *dir = ebb_strfmt("%s", a->doc.ckpt_default_dir);
+        if (dir == NULL) {
+            snprintf(why, len, "out of memory");
+            return -ENOMEM;
+        }
+        free(a->doc.ckpt_dir);
+        a->doc.ckpt_dir = dir;
+    }
     if (a->doc.ckpt_dir[0] == '\0') {
-        /* A job with a store and no directory of its own: the disk's. */
+        /* No directory of the job's own: the instance's disk, where a
+         * checkpoint dies with the instance unless it went to a store. */
         const char *id = a->doc.job_id;
         if (a->opt.disk == NULL) {
             snprintf(why, len, "no directory given and no --disk (nor HOME) to put one on");

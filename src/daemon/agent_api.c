@@ -216,10 +216,13 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
     json_t *argv = json_array();
     for (size_t i = 0; i < spec->argc; i++)
         json_array_append_new(argv, json_string(spec->argv[i]));
-    char *dir = spec->checkpoint.dir ? strdup(spec->checkpoint.dir)
-                                     : default_ckpt_dir(o, job, ji.id);
+    /* Without a dir of its own the agent chooses: on the instance's own
+     * disk when it has one (the local provider's private disks, --disk),
+     * else at default_dir. */
+    char *dir = strdup(spec->checkpoint.dir ? spec->checkpoint.dir : "");
+    char *default_dir = default_ckpt_dir(o, job, ji.id);
     json_t *doc = json_pack(
-        "{s:s,s:s,s:o,s:b,s:o,s:s,s:{s:s,s:s,s:s,s:I,s:I,s:i},s:s,s:I,s:o}",
+        "{s:s,s:s,s:o,s:b,s:o,s:s,s:{s:s,s:s,s:s,s:s,s:I,s:I,s:i},s:s,s:I,s:o}",
         "job_id", ji.id,
         "instance_id", a.instance_id ? a.instance_id : "",
         "argv", argv,
@@ -228,6 +231,7 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
         "workdir", ji.workdir ? ji.workdir : "",
         "checkpoint",
             "dir", dir ? dir : "",
+            "default_dir", default_dir ? default_dir : "",
             "signal", spec->checkpoint.signal_name,
             "periodic_signal", "SIGUSR2",
             "every_ms", wall_ms(o, ebb__engine_job_checkpoint_every(job), EBB_MS_PER_SECOND),
@@ -237,6 +241,7 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
         "heartbeat_ms", (json_int_t)o->agent_heartbeat,
         "requirements", requirements_json(&spec->resources));
     free(dir);
+    free(default_dir);
     if (doc != NULL && api->ckpt.job_doc != NULL &&
         api->ckpt.job_doc(api->ckpt.arg, job, doc) != 0) {
         json_decref(doc);

@@ -79,7 +79,9 @@ int ebb__daemon_ckpt_job_doc(void *arg, struct ebb__job *job, json_t *doc)
                            kind_name(sc->kind), "encrypt", spec->checkpoint.encrypt,
                            "key_version", version, "part_size",
                            (json_int_t)EBB__CKPT_PART_SIZE, "parallel", EBB__CKPT_PARALLEL);
-    if (st != NULL && spec->checkpoint.encrypt) {
+    /* The key also authenticates the manifests, so an unencrypted job's
+     * agent needs it as well to trust what it downloads. */
+    if (st != NULL) {
         char hex[EBB__CKPT_KEY_HEX_SIZE];
         ebb__ckpt_key_to_hex(&key, hex);
         json_object_set_new(st, "key", json_string(hex));
@@ -88,8 +90,6 @@ int ebb__daemon_ckpt_job_doc(void *arg, struct ebb__job *job, json_t *doc)
     ebb__ckpt_key_wipe(&key);
     if (st == NULL || json_object_set_new(doc, "store", st) != 0)
         return EBB_ENOMEM;
-    if (spec->checkpoint.dir == NULL)
-        json_object_set_new(json_object_get(doc, "checkpoint"), "dir", json_string(""));
     return ebb__daemon_workdir_job_doc(d, job, doc);
 }
 

@@ -80,8 +80,7 @@ int ebb__daemon_ckpt_spec_check(const struct ebb__daemon *d,
 
 /* ---- endpoints (daemon_ckpt.c) ------------------------------------------- */
 
-/* Adds "store" to a job document (and sets checkpoint.dir to "" when the
- * spec names none) for a job with a store. Returns 0, or an EBB_E* code
+/* Adds "store" to a job document for a job with a store. Returns 0, or an EBB_E* code
  * (the document cannot be served). */
 int ebb__daemon_ckpt_job_doc(void *arg, struct ebb__job *job, json_t *doc);
 

@@ -1,13 +1,11 @@
 /* The warning a spot job gets at submit when a preemption would take its
  * checkpoints with the instance: it has no checkpoint store, and one of
  * the providers it may run on keeps nothing of an instance once it ends
- * (aws, alibaba and vastai instances' disks). Such a job is accepted: the
- * warning says what each preemption will cost it.
- *
- * Not local, whatever its `disk:`: a job without a store checkpoints in
- * a directory of this machine (checkpoint.dir, or STATE/checkpoints/ID),
- * never on an instance's private disk, so its checkpoints outlive the
- * instance; a market run_on local runs there too. */
+ * (aws, alibaba and vastai instances' disks, and local instances' with
+ * `disk: private`, the default, where a job that names no checkpoint.dir
+ * checkpoints on the instance's disk). Such a job is accepted: the
+ * warning says what each preemption will cost it. A market run_on
+ * another provider is judged by the one its instances run on. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,14 +13,18 @@
 #include "daemon/daemon.h"
 
 /* Whether the instances of provider section `s` lose their disk, and the
- * checkpoints on it, when they end. */
-static int disk_dies(const struct ebb__config_section *s)
+ * checkpoints of `spec` on it, when they end. A local instance's private
+ * disk holds them only when the spec names no directory of this machine. */
+static int disk_dies(const struct ebb__config_section *s, const struct ebb__job_spec *spec)
 {
     static const char *const cloud[] = {"aws", "alibaba", "vastai"};
     for (size_t i = 0; i < sizeof(cloud) / sizeof(cloud[0]); i++)
         if (strcmp(s->name, cloud[i]) == 0)
             return 1;
-    return 0;
+    if (strcmp(s->name, "local") != 0 || spec->checkpoint.dir != NULL)
+        return 0;
+    const struct ebb__ynode *disk = s->node != NULL ? ebb__ymap_get(s->node, "disk") : NULL;
+    return disk == NULL || disk->kind != EBB__YSCALAR || strcmp(disk->value, "shared") != 0;
 }
 
 /* Where the instances of market `name` run: its run_on runner, or itself. */
@@ -54,7 +56,7 @@ int ebb__daemon_spot_warning(struct ebb__daemon *d, const struct ebb__job_spec *
     for (size_t i = 0; i < cfg->n_providers && loses == NULL; i++) {
         const struct ebb__config_section *m = &cfg->providers[i];
         const struct ebb__config_section *r = runs_on(cfg, m);
-        if (allowed(spec, m->name) && r != NULL && disk_dies(r))
+        if (allowed(spec, m->name) && r != NULL && disk_dies(r, spec))
             loses = r;
     }
     if (loses == NULL)

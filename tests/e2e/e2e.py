@@ -146,7 +146,8 @@ class FakeS3:
             config=Config(s3={"addressing_style": "path"}))
 
     def objects(self, prefix=""):
-        """{key: bytes} of every object under `prefix`."""
+        """{key: bytes} of every object under `prefix` (that still exists
+        when it is read)."""
         c, out, token = self.client(), {}, None
         while True:
             kw = {"Bucket": self.bucket, "Prefix": prefix}
@@ -154,8 +155,11 @@ class FakeS3:
                 kw["ContinuationToken"] = token
             page = c.list_objects_v2(**kw)
             for o in page.get("Contents", []):
-                out[o["Key"]] = c.get_object(Bucket=self.bucket,
-                                             Key=o["Key"])["Body"].read()
+                try:
+                    out[o["Key"]] = c.get_object(Bucket=self.bucket,
+                                                 Key=o["Key"])["Body"].read()
+                except c.exceptions.NoSuchKey:
+                    pass  # deleted since the listing
             token = page.get("NextContinuationToken")
             if not token:
                 return out

@@ -309,7 +309,7 @@ def main():
     prices: %s/tests/data/engine/prices_flat.csv
     preempt_after: 1h
     notice_lead: 2m
-  local: {slots: 8}
+  local: {slots: 8, disk: shared}
 run_on: {sim: local}
 clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}

@@ -75,7 +75,7 @@ providers:
     vswitches: [cn-hangzhou-h=vsw-ebb-e2e]
     poll_interval: 1s
     history: 1h
-  local: {}
+  local: {disk: shared}   # no store: the checkpoint stays on this machine's disk
 run_on: {vastai: local, alibaba: local}
 currency_rates: {CNY: 0.14}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}

@@ -10,6 +10,9 @@
 # checkpoint: {dir: ckpt}, submitted from a project directory while ebbd
 # runs in another: the checkpoints must lie below the project directory,
 # where the job runs, and every resume must find them there (#16 point 7).
+# The job has no checkpoint store, so its local instances share this
+# machine's disk (disk: shared); test_ckpt_store.py resumes through a store
+# from private disks.
 . "$(dirname "$0")/../integration/lib.sh"
 MODE=${1:-absolute}
 
@@ -27,7 +30,7 @@ providers:
     prices: $EBB_SOURCE_ROOT/tests/data/engine/prices_flat.csv
     preempt_after: 2h
     notice_lead: 2m
-  local: {}
+  local: {disk: shared}   # no store: checkpoints stay on this machine's disk
 run_on: {sim: local}
 clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s, tls: "on"}
