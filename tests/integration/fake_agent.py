@@ -73,7 +73,11 @@ if DISK:
     os.symlink("../../%s.agent.log" % token, os.path.join(DISK, "log-link"))
 else:
     print("no disk", flush=True)
-ckdir = job["checkpoint"]["dir"]
+# As ebb-agent chooses: the job's own dir, else the instance's disk, else
+# where ebbd says.
+ckdir = job["checkpoint"]["dir"] or (
+    os.path.join(DISK, "checkpoints", job["job_id"]) if DISK
+    else job["checkpoint"]["default_dir"])
 os.makedirs(ckdir, exist_ok=True)
 done = [f for f in sorted(os.listdir(ckdir)) if not f.startswith(".")]
 fraction = float(open(os.path.join(ckdir, done[-1])).read()) if done else 0.0
@@ -93,6 +97,8 @@ if "--host-pcie-x1" in job["argv"]:
         sys.exit(4)
 else:
     event("host", nvidia_smi=False, gpus=[])
+print("checkpoints %s" % ckdir, flush=True)
+print("resume %s" % (done[-1] if done else "none"), flush=True)
 event("started", pid=os.getpid(), resume_from=done[-1] if done else "")
 call("POST", "/v1/agent/log?stream=stdout",
      ("fake job %s resumes at %.1f\n" % (job["job_id"], fraction)).encode())

@@ -16,6 +16,7 @@ providers:
     notice_lead: 2m
   local:
     agent: $here/fake_agent.py
+    disk: shared   # no store: checkpoints stay on this machine's disk
 run_on: {sim: local}
 clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}

@@ -29,7 +29,7 @@ run: [python3, train.py]
 work: 2h
 resources: {instance_types: [p3.2xlarge]}
 market: spot
-checkpoint: {grace: 30s}
+checkpoint: {grace: 30s, dir: $TMP/ckpt}
 YAML
 
 job_state() {
@@ -59,7 +59,7 @@ config "" >"$TMP/ebb.yaml"
 check "ebbd starts" start_daemon "$S" --config "$TMP/ebb.yaml"
 expect_exit 0 "submit" "$EBB" --state-dir "$S" submit "$TMP/job.yaml"
 ID=$OUT
-check "a spot job on local, whose checkpoints outlive its private disk, is not warned" \
+check "a spot job on local whose checkpoint.dir outlives the private disk is not warned" \
     test -z "$ERR"
 check "the job succeeds" wait_state "$S" "$ID" succeeded
 expect_exit 0 "job show" "$EBB" --state-dir "$S" job show "$ID" --json
@@ -102,6 +102,27 @@ check "the plugin directory survived the disk's link to it" \
 expect_exit 0 "cancel the second job" "$EBB" --state-dir "$S" cancel "$ID2"
 check "the plugin directory is searchable by the jobs' users, not listable" \
     test "$(stat -c %a "$S/plugins/local")" = 711
+# Without a store or a directory of its own a job checkpoints on the
+# instance's private disk, and the checkpoint dies with it, as on a cloud:
+# its next instance starts from nothing (and the job was warned).
+grep -v '^checkpoint:' "$TMP/job.yaml" >"$TMP/ondisk.yaml"
+echo "checkpoint: {grace: 30s}" >>"$TMP/ondisk.yaml"
+expect_exit 0 "a spot job that names no checkpoint.dir" "$EBB" --state-dir "$S" submit "$TMP/ondisk.yaml"
+ID3=$OUT
+check "... is warned that a preemption costs it its work" contains "$ERR" \
+    "on local its checkpoints stay on the instance's disk"
+for _ in $(seq 1 600); do
+    [ -s "$S/plugins/local/$ID3-a2.agent.log" ] && grep -qs '^resume ' "$S/plugins/local/$ID3-a2.agent.log" && break
+    sleep 0.1
+done
+check "its first instance checkpointed on its own disk" \
+    grep -qx "checkpoints $D/$ID3-a1/checkpoints/$ID3" "$S/plugins/local/$ID3-a1.agent.log"
+expect_exit 0 "job show" "$EBB" --state-dir "$S" job show "$ID3" --json
+check "... and made a checkpoint there before it was preempted" \
+    test "$(json_get "$OUT" 'any(c["path"].startswith("'"$D/$ID3-a1/"'") for c in d["checkpoints"])')" = True
+check "... and its second starts from nothing" \
+    grep -qx "resume none" "$S/plugins/local/$ID3-a2.agent.log"
+"$EBB" --state-dir "$S" cancel "$ID3" >/dev/null 2>&1
 # A user who cannot reach the state directory (0700 here) runs without a
 # disk of its own rather than not at all (root runs this check: run_as).
 if [ "$(id -u)" = 0 ]; then

@@ -33,6 +33,7 @@ providers:
     notice_lead: 2m
   local:
     agent: $here/fake_agent.py
+    disk: shared   # no store: checkpoints stay on this machine's disk
 run_on: {sim: local}
 clock: {start: 2020-01-01T06:00:00Z, speed: 600}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s}
@@ -96,7 +97,7 @@ check "ebbd without metrics stops cleanly" test "$DAEMON_EXIT" = 0
 # ---- bad addresses ---------------------------------------------------------
 write_config "$TMP/bad.yaml" "metrics: {listen: localhost}"
 expect_exit 2 "a bad metrics.listen is refused" "$EBBD" --state-dir "$TMP/bad" --config "$TMP/bad.yaml"
-check "it says where and what" contains "$ERR" "bad.yaml:11: metrics.listen: \"localhost\" is not an address and port"
+check "it says where and what" contains "$ERR" "bad.yaml:12: metrics.listen: \"localhost\" is not an address and port"
 
 # ---- on --------------------------------------------------------------------
 S="$TMP/state"

@@ -155,12 +155,13 @@ stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
 
 # What a preemption costs a spot job without a store where disks die with
-# their instances (vastai here, which never answers: nothing runs).
-warn_config() { # warn_config RUN_ON_LINE
+# their instances (vastai here, which never answers: nothing runs; local
+# with its default private disks).
+warn_config() { # warn_config RUN_ON_LINE [LOCAL_DISK]
     cat <<YAML
 providers:
   vastai: {api_url: "http://127.0.0.1:9", gpu_names: ["RTX 4090"]}
-  local: {agent: $here/fake_agent.py}
+  local: {agent: $here/fake_agent.py, disk: ${2:-private}}
 $1
 agent_api: {listen: 127.0.0.1:0}
 YAML
@@ -185,11 +186,17 @@ expect_exit 0 "an on-demand job" "$EBB" --state-dir "$W" submit "$TMP/od.yaml"
 check "... is not warned" test -z "$ERR"
 sed 's/providers: \[vastai\]/providers: [local]/' "$TMP/spot.yaml" >"$TMP/local.yaml"
 expect_exit 0 "a spot job for local" "$EBB" --state-dir "$W" submit "$TMP/local.yaml"
-check "... is not warned (its checkpoints are on this machine)" test -z "$ERR"
+check "... is warned too: a local instance's disk is private by default" contains "$ERR" \
+    "on local its checkpoints stay on the instance's disk"
+printf 'checkpoint: {dir: %s/ckpt}\n' "$TMP" >>"$TMP/local.yaml"
+expect_exit 0 "a spot job for local naming a directory of this machine" \
+    "$EBB" --state-dir "$W" submit "$TMP/local.yaml"
+check "... is not warned (its checkpoints outlive the instance)" test -z "$ERR"
 stop_daemon TERM
-warn_config "run_on: {vastai: local}" >"$TMP/runon.yaml"
-VAST_API_KEY=test-key check "ebbd starts with vastai run on local" start_daemon "$W.2" --config "$TMP/runon.yaml"
+warn_config "run_on: {vastai: local}" shared >"$TMP/runon.yaml"
+VAST_API_KEY=test-key check "ebbd starts with vastai run on local, disk: shared" \
+    start_daemon "$W.2" --config "$TMP/runon.yaml"
 expect_exit 0 "a spot job for vastai run on local" "$EBB" --state-dir "$W.2" submit "$TMP/spot.yaml"
-check "... is not warned" test -z "$ERR"
+check "... is not warned (local's instances share this machine's disk)" test -z "$ERR"
 stop_daemon TERM
 finish
