@@ -59,23 +59,10 @@ char *ebb__agent_log_path(const char *logs_dir, const char *id)
 
 /* ---- answers ------------------------------------------------------------ */
 
-static void reply_json(struct ebb__httpd_response *res, int status, json_t *body)
-{
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    res->status = text ? status : 500;
-    ebb__httpd_add_header(res, "Content-Type", "application/json");
-    if (text)
-        ebb__httpd_set_body(res, text, strlen(text));
-    else
-        ebb__httpd_set_bodyf(res, "{\"error\":\"out of memory\"}");
-    free(text);
-}
-
 static void reply_error(struct ebb__httpd_response *res, int status,
                         const char *message)
 {
-    reply_json(res, status, json_pack("{s:s}", "error", message));
+    ebb__httpd_set_json(res, status, json_pack("{s:s}", "error", message));
 }
 
 /* Logs a refusal of `kind` ("agent API: refused ..."), rate-limited:
@@ -146,7 +133,7 @@ static void post_enrol(struct ebb__agent_api *api, const struct ebb__httpd_reque
         return;
     }
     ebb__info("job %s: its agent enrolled", ebb__engine_job_id(job));
-    reply_json(res, 200, json_pack("{s:s}", "token", bearer));
+    ebb__httpd_set_json(res, 200, json_pack("{s:s}", "token", bearer));
     OPENSSL_cleanse(bearer, sizeof(bearer));
 }
 
@@ -248,7 +235,7 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
         reply_error(res, 503, "cannot give the job's store now; ask again");
         return;
     }
-    reply_json(res, 200, doc);
+    ebb__httpd_set_json(res, 200, doc);
 }
 
 /* The agent's reports about stored checkpoints become job events. */
@@ -307,14 +294,14 @@ static void post_event(struct ebb__agent_api *api, struct ebb__job *job,
         return;
     }
     if (reply.command == EBB__AGENT_RELEASE)
-        reply_json(res, 200, json_pack("{s:s,s:s}", "command", "release",
+        ebb__httpd_set_json(res, 200, json_pack("{s:s,s:s}", "command", "release",
                                        "reason", reply.reason));
     else if (reply.command == EBB__AGENT_STOP)
-        reply_json(res, 200, json_pack("{s:s,s:I,s:s}", "command", "stop",
+        ebb__httpd_set_json(res, 200, json_pack("{s:s,s:I,s:s}", "command", "stop",
                                        "grace_ms", (json_int_t)reply.grace,
                                        "reason", reply.reason));
     else
-        reply_json(res, 200, json_pack("{s:s}", "command", "none"));
+        ebb__httpd_set_json(res, 200, json_pack("{s:s}", "command", "none"));
 }
 
 /* ---- POST /v1/agent/log ---------------------------------------------------- */
@@ -342,7 +329,7 @@ static void post_log(struct ebb__agent_api *api, struct ebb__job *job,
                    path ? path : "its log", strerror(errno));
         reply_error(res, 500, "cannot store the log");
     } else {
-        reply_json(res, 200, json_pack("{s:s}", "command", "none"));
+        ebb__httpd_set_json(res, 200, json_pack("{s:s}", "command", "none"));
     }
     free(path);
 }
@@ -421,7 +408,7 @@ static void serve_imds(struct ebb__agent_api *api,
     }
     char when[40];
     ebb_format_time(a.notice_deadline, when, sizeof(when));
-    reply_json(res, 200, json_pack("{s:s,s:s}", "action", "terminate", "time", when));
+    ebb__httpd_set_json(res, 200, json_pack("{s:s,s:s}", "action", "terminate", "time", when));
 }
 
 /* ---- routing --------------------------------------------------------------- */

@@ -21,19 +21,6 @@
 #include "daemon/daemon_workdir.h"
 #include "store/store_ckpt.h"
 
-static void reply_json(struct ebb__httpd_response *res, int status, json_t *body)
-{
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    res->status = text ? status : 500;
-    ebb__httpd_add_header(res, "Content-Type", "application/json");
-    if (text)
-        ebb__httpd_set_body(res, text, strlen(text));
-    else
-        ebb__httpd_set_bodyf(res, "{\"error\":\"out of memory\"}");
-    free(text);
-}
-
 static void reply_error(struct ebb__httpd_response *res, int status, const char *fmt, ...)
     EBB_PRINTF(3, 4);
 static void reply_error(struct ebb__httpd_response *res, int status, const char *fmt, ...)
@@ -43,7 +30,7 @@ static void reply_error(struct ebb__httpd_response *res, int status, const char 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    reply_json(res, status, json_pack("{s:s}", "error", msg));
+    ebb__httpd_set_json(res, status, json_pack("{s:s}", "error", msg));
 }
 
 static const char *kind_name(enum ebb__objstore_kind k)
@@ -236,7 +223,7 @@ static void answer_row(struct ebb__daemon *d, struct ebb__job *job, const struct
     } else if (strcmp(w->state, "failed") == 0 || strcmp(w->state, "deleted") == 0) {
         json_object_set_new(body, "reason", json_string(w->reason));
     }
-    reply_json(res, 200, body);
+    ebb__httpd_set_json(res, 200, body);
 }
 
 /* ---- POST /v1/agent/checkpoints -------------------------------------------------- */
@@ -357,7 +344,7 @@ static void post_offer(struct ebb__daemon *d, struct ebb__job *job,
         reply_error(res, 503, "cannot record the checkpoint; offer it again");
         return;
     }
-    reply_json(res, 202, json_pack("{s:I,s:s}", "id", (json_int_t)seq, "state",
+    ebb__httpd_set_json(res, 202, json_pack("{s:I,s:s}", "id", (json_int_t)seq, "state",
                                    "preparing"));
     replace_older(d, job_id, seq);
     ebb__daemon_ckpt_prepare(d, seq);
@@ -393,7 +380,7 @@ static void post_commit(struct ebb__daemon *d, struct ebb__job *job, struct row 
 {
     if (strcmp(w->state, "completing") == 0 || strcmp(w->state, "durable") == 0) {
         /* A commit sent again after its answer was lost. */
-        reply_json(res, 202, json_pack("{s:I,s:s}", "id", (json_int_t)w->seq, "state",
+        ebb__httpd_set_json(res, 202, json_pack("{s:I,s:s}", "id", (json_int_t)w->seq, "state",
                                        w->state));
         return;
     }
@@ -446,7 +433,7 @@ static void post_commit(struct ebb__daemon *d, struct ebb__job *job, struct row 
         reply_error(res, 503, "cannot record the commit; send it again");
         return;
     }
-    reply_json(res, 202, json_pack("{s:I,s:s}", "id", (json_int_t)w->seq, "state",
+    ebb__httpd_set_json(res, 202, json_pack("{s:I,s:s}", "id", (json_int_t)w->seq, "state",
                                    "completing"));
     ebb__daemon_ckpt_complete(d, w->seq, meta.fraction);
 }
@@ -505,7 +492,7 @@ static void get_resume(struct ebb__daemon *d, struct ebb__job *job,
         reply_error(res, 500, "cannot list the job's checkpoints");
         return;
     }
-    reply_json(res, 200, json_pack("{s:o}", "checkpoints", c.list));
+    ebb__httpd_set_json(res, 200, json_pack("{s:o}", "checkpoints", c.list));
 }
 
 /* ---- routing ------------------------------------------------------------------------ */
@@ -578,7 +565,7 @@ void ebb__daemon_ckpt_serve(void *arg, struct ebb__job *job,
             ebb__daemon_ckpt_abort(d, seq, "the agent gave up on it");
             snprintf(w.state, sizeof(w.state), "failed");
         }
-        reply_json(res, 200, json_pack("{s:I,s:s}", "id", (json_int_t)seq, "state",
+        ebb__httpd_set_json(res, 200, json_pack("{s:I,s:s}", "id", (json_int_t)seq, "state",
                                        w.state));
     } else {
         answer_row(d, job, &w, res);

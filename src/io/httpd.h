@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
 #include <uv.h>
 
 #include <ebb/common.h>
@@ -164,6 +165,10 @@ void ebb__httpd_set_body(struct ebb__httpd_response *res,
 /* Sets the response body from a format string (copied). */
 void ebb__httpd_set_bodyf(struct ebb__httpd_response *res,
                                const char *fmt, ...) EBB_PRINTF(2, 3);
+
+/* Answers `status` with `body` (reference taken) as compact JSON and its
+ * Content-Type; 500 when it cannot be rendered (out of memory). */
+void ebb__httpd_set_json(struct ebb__httpd_response *res, int status, json_t *body);
 
 /* Adds a response header "name: value" (copied). Content-Length and
  * Connection are written by the server; do not add them. */

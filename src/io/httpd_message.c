@@ -67,3 +67,16 @@ void ebb__httpd_add_header(struct ebb__httpd_response *res,
     res->headers_ = h;
     res->headers_len_ += add;
 }
+
+void ebb__httpd_set_json(struct ebb__httpd_response *res, int status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    res->status = text ? status : 500;
+    ebb__httpd_add_header(res, "Content-Type", "application/json");
+    if (text)
+        ebb__httpd_set_body(res, text, strlen(text));
+    else
+        ebb__httpd_set_bodyf(res, "{\"error\":\"out of memory\"}");
+    free(text);
+}
