@@ -110,15 +110,22 @@ class FakeS3:
 
     AKID, SECRET = "AKIDTEST", "fake/secret+key"
 
-    def __init__(self, tmp, bucket, min_part=5 << 20):
+    def __init__(self, tmp, bucket, min_part=5 << 20, akid=None, secret=None,
+                 dump=False):
+        """`akid`, `secret`: the key pair it accepts (default AKID, SECRET);
+        `dump`: it writes what it holds to a file after each request, for
+        state()."""
         self.bucket = bucket
+        self.AKID, self.SECRET = akid or self.AKID, secret or self.SECRET
         self.log_path = os.path.join(tmp, "fake_s3.log")
         self.faults_path = os.path.join(tmp, "fake_s3.faults")
+        self.dump_path = os.path.join(tmp, "fake_s3.json") if dump else None
         self.set_faults([])
         self.proc = subprocess.Popen(
             [sys.executable, FAKE_S3, "--bucket", bucket, "--access-key", self.AKID,
              "--secret-key", self.SECRET, "--log", self.log_path,
-             "--faults", self.faults_path, "--min-part", str(min_part)],
+             "--faults", self.faults_path, "--min-part", str(min_part)] +
+            (["--dump", self.dump_path] if dump else []),
             stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().split()
         self.port = int(line[1]) if len(line) == 2 and line[0] == "PORT" else 0
@@ -128,6 +135,14 @@ class FakeS3:
         with open(self.faults_path + ".new", "w") as f:
             json.dump(faults, f)
         os.rename(self.faults_path + ".new", self.faults_path)
+
+    def state(self):
+        """What it holds ({"objects": ..., "uploads": ...}), from its dump."""
+        try:
+            with open(self.dump_path) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {"objects": {}, "uploads": {}}
 
     def requests(self):
         try:

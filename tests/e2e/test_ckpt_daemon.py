@@ -30,8 +30,9 @@ import time
 import urllib.error
 import urllib.request
 
-EBBD, EBB = os.environ["EBBD"], os.environ["EBB"]
-ROOT = os.environ["EBB_SOURCE_ROOT"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import EBBD, ROOT, Daemon, FakeS3, Tap, wait_for  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 AKID, SECRET = "AKIDCKPTTEST", "ckpt-secret-" + os.urandom(8).hex()
 PART = 64 << 20
@@ -42,36 +43,11 @@ state = os.path.join(tmp, "state")
 config = os.path.join(tmp, "ebb.yaml")
 out = os.path.join(tmp, "out")
 fstore = os.path.join(tmp, "fstore")
-s3log, s3dump = os.path.join(tmp, "s3.log"), os.path.join(tmp, "s3.json")
-checks = failures = 0
+tap = Tap()
+ok = tap.ok
+ebbd = Daemon(state, ["--config", config])
+ebb = ebbd.ebb
 daemon = s3 = None
-
-
-def ok(cond, name, detail=""):
-    global checks, failures
-    checks += 1
-    print("%s %d - %s" % ("ok" if cond else "not ok", checks, name))
-    if not cond and detail:
-        print("#   " + str(detail).replace("\n", "\n#   "))
-    if not cond:
-        failures += 1
-    sys.stdout.flush()
-    return cond
-
-
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.1)
-    return cond()
-
-
-def ebb(*args):
-    return subprocess.run([EBB, "--state-dir", state] + list(args),
-                          capture_output=True, text=True, timeout=60)
 
 
 def env(creds=True):
@@ -85,29 +61,10 @@ def env(creds=True):
 
 def start():
     global daemon
-    log = open(state + ".log", "a")
-    daemon = subprocess.Popen([EBBD, "--state-dir", state, "--config", config],
-                              stderr=log, env=env())
-    for _ in range(200):
-        if ebb("status").returncode == 0:
-            return True
-        if daemon.poll() is not None:
-            return False
-        time.sleep(0.05)
-    return False
-
-
-def s3_state():
-    try:
-        with open(s3dump) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {"objects": {}, "uploads": {}}
-
-
-def s3_requests():
-    with open(s3log) as f:
-        return [json.loads(line) for line in f if line.strip()]
+    ebbd.env = env()
+    started = ebbd.start()
+    daemon = ebbd.proc
+    return started
 
 
 class Agent:
@@ -239,11 +196,8 @@ try:
     os.makedirs(out)
     os.chmod(tmp, 0o755)
     os.chmod(out, 0o777)
-    s3 = subprocess.Popen(["python3", os.path.join(ROOT, "tests/objstore/fake_s3.py"),
-                           "--bucket", "ebb-ckpt", "--access-key", AKID, "--secret-key",
-                           SECRET, "--log", s3log, "--dump", s3dump],
-                          stdout=subprocess.PIPE, text=True)
-    s3port = int(s3.stdout.readline().split()[1])
+    s3 = FakeS3(tmp, "ebb-ckpt", akid=AKID, secret=SECRET, dump=True)
+    s3port = s3.port
     write_config()
 
     r = subprocess.run([EBBD, "--state-dir", state, "--config", config, "--check"],
@@ -275,7 +229,7 @@ try:
     seq1, st1 = checkpoint(agent, "step-1", [1000, PART + 100])
     ok(st1.get("state") == "durable" and st1.get("bytes") == 1000 + PART + 100
        and st1.get("upload_ms") == 1500, "offer, upload, commit: durable", st1)
-    reqs = s3_requests()
+    reqs = s3.requests()
     mkey = "pre/jobs/%s/ckpt/%d-step-1/manifest.json" % (jid, seq1)
     order = [(r["op"], r["key"]) for r in reqs if r.get("key", "").startswith(
         "pre/jobs/%s/ckpt/%d-" % (jid, seq1))]
@@ -303,7 +257,7 @@ try:
     seqb, stb = checkpoint(agent, "bad", [5000], short="f0.bin")
     ok(stb.get("state") == "failed" and "size" in stb.get("reason", ""),
        "a commit whose object has another size fails", stb)
-    objs = s3_state()["objects"]
+    objs = s3.state()["objects"]
     ok(not any(k.startswith("pre/jobs/%s/ckpt/%d-bad/" % (jid, seqb)) for k in objs),
        "the failed checkpoint left no manifest and no object", objs)
 
@@ -313,9 +267,9 @@ try:
     ok(st2.get("state") == "durable" and st3.get("state") == "durable",
        "two more are durable", (st2, st3))
     prefix1 = "pre/jobs/%s/ckpt/%d-step-1/" % (jid, seq1)
-    ok(wait_for(lambda: not any(k.startswith(prefix1) for k in s3_state()["objects"]), 20),
-       "keep: the oldest's objects and manifest are gone", s3_state()["objects"])
-    dels = [r["key"] for r in s3_requests() if r["op"] == "DeleteObject" and
+    ok(wait_for(lambda: not any(k.startswith(prefix1) for k in s3.state()["objects"]), 20),
+       "keep: the oldest's objects and manifest are gone", s3.state()["objects"])
+    dels = [r["key"] for r in s3.requests() if r["op"] == "DeleteObject" and
             r["key"].startswith(prefix1)]
     ok(dels and dels[0] == prefix1 + "manifest.json" and len(dels) == 3,
        "its manifest was deleted first", dels)
@@ -330,19 +284,19 @@ try:
     status, body, files = offer(agent, "given-up", [PART + 1])
     seqd = body.get("id")
     agent.poll(seqd, ("uploading",))
-    ok(len(s3_state()["uploads"]) == 1, "an offered big file has a multipart upload",
-       s3_state())
+    ok(len(s3.state()["uploads"]) == 1, "an offered big file has a multipart upload",
+       s3.state())
     status, body = agent.call("DELETE", "/v1/agent/checkpoints/%d" % seqd)
-    ok(status == 200 and wait_for(lambda: not s3_state()["uploads"], 20) and
+    ok(status == 200 and wait_for(lambda: not s3.state()["uploads"], 20) and
        agent.poll(seqd, ("failed",)).get("state") == "failed",
-       "DELETE aborts it", (status, body, s3_state()))
+       "DELETE aborts it", (status, body, s3.state()))
 
     # ebbd SIGKILLed while it completes: completed after the restart. An
     # upload in flight meanwhile survives the restart.
     status, body, files = offer(agent, "step-4", [PART + 10])
     seq4 = body["id"]
     commit, _ = upload(agent, seq4, files)
-    s3.send_signal(signal.SIGSTOP)
+    s3.proc.send_signal(signal.SIGSTOP)
     status, body = agent.call("POST", "/v1/agent/checkpoints/%d/commit" % seq4, commit)
     ok(status == 202 and body.get("state") == "completing", "a commit is accepted (202)",
        body)
@@ -352,7 +306,7 @@ try:
     time.sleep(0.5)
     daemon.send_signal(signal.SIGKILL)
     daemon.wait()
-    s3.send_signal(signal.SIGCONT)
+    s3.proc.send_signal(signal.SIGCONT)
     ok(start(), "ebbd starts again after SIGKILL")
     st4 = agent.poll(seq4, ("durable", "failed"), 60)
     ok(st4.get("state") == "durable", "the completing checkpoint became durable", st4)
@@ -442,11 +396,11 @@ try:
     seqo = body["id"]
     agent.poll(seqo, ("uploading",))
     open(os.path.join(out, jid + ".exit"), "w").close()
-    ok(wait_for(lambda: not s3_state()["uploads"], 60),
-       "the instance's end aborts its open upload", s3_state())
+    ok(wait_for(lambda: not s3.state()["uploads"], 60),
+       "the instance's end aborts its open upload", s3.state())
     ok(wait_for(lambda: not any(k.startswith("pre/jobs/%s/" % jid)
-                                for k in s3_state()["objects"]), 60),
-       "the job's end deletes its checkpoints from the store", s3_state())
+                                for k in s3.state()["objects"]), 60),
+       "the job's end deletes its checkpoints from the store", s3.state())
     show = job_show(jid)
     text = json.dumps(show)
     ok(SECRET not in text and AKID not in text and st["key"] not in text,
@@ -462,11 +416,11 @@ finally:
         except subprocess.TimeoutExpired:
             daemon.kill()
     if s3 is not None:
-        s3.send_signal(signal.SIGCONT)
-        s3.kill()
-    if failures and os.path.exists(state + ".log"):
+        s3.proc.send_signal(signal.SIGCONT)
+        s3.proc.kill()
+    if tap.failures and os.path.exists(state + ".log"):
         with open(state + ".log") as f:
             print("# ebbd's log:\n#   " + f.read()[-6000:].replace("\n", "\n#   "))
-    if not failures:
+    if not tap.failures:
         shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if failures else 0)
+sys.exit(1 if tap.failures else 0)  # the plan came first
