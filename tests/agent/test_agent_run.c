@@ -459,20 +459,48 @@ static bool printed_line_10(struct fake *f)
     return has(&f->agent_out, "line 10\n") || fake_agent_done(f);
 }
 
+static bool printed_line_40(struct fake *f)
+{
+    return has(&f->agent_out, "line 40\n") || fake_agent_done(f);
+}
+
+static bool printed_line_200(struct fake *f)
+{
+    return has(&f->agent_out, "line 200 ") || fake_agent_done(f);
+}
+
+/* The jobs below wait for this file, so what they print after it falls
+ * inside the time ebbd is down however slowly the machine runs. */
+static void let_job_go(void)
+{
+    char go[600];
+    snprintf(go, sizeof(go), "%s/go", F.dir);
+    int fd = open(go, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
 static void test_ebbd_down_then_back(void **state)
 {
     (void)state;
     job_script("#!/bin/sh\n"
                "i=0\n"
                "while [ $i -lt 40 ]; do i=$((i+1)); echo \"line $i\"; "
-               "echo \"EBB_PROGRESS 0.$((i+10))\"; sleep 0.05; done\n",
+               "echo \"EBB_PROGRESS 0.$((i+10))\"; "
+               "if [ $i -eq 10 ]; then while [ ! -e go ]; do sleep 0.02; done; fi; "
+               "sleep 0.01; done\n",
                "", 0, "", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, printed_line_10);
     fake_ebbd_down(&F);
     size_t before = json_array_size(F.events);
-    fake_run_for(&F, 1500);
-    assert_false(fake_agent_done(&F)); /* waiting for ebbd, job may be over */
+    let_job_go();
+    fake_run_until(&F, printed_line_40);
+    fake_run_for(&F, 300);
+    /* Waiting for ebbd, the job may be over. */
+    if (fake_agent_done(&F))
+        fail_msg("the agent ended (status %d) while ebbd was down; it said:\n%s", F.agent_status,
+                 F.agent_err.data ? F.agent_err.data : "");
     fake_ebbd_up(&F);
     fake_run_until(&F, fake_agent_done);
 
@@ -508,7 +536,7 @@ static void test_output_bound_drops_oldest_with_marker(void **state)
 {
     (void)state;
     job_script("#!/bin/sh\n"
-               "sleep 0.4\n"
+               "while [ ! -e go ]; do sleep 0.02; done\n"
                "i=0\n"
                "while [ $i -lt 200 ]; do i=$((i+1)); "
                "echo \"line $i ................................................\"; done\n"
@@ -518,7 +546,9 @@ static void test_output_bound_drops_oldest_with_marker(void **state)
     fake_start_agent(&F, FAKE_TOKEN, NULL, extra);
     fake_run_until(&F, started);
     fake_ebbd_down(&F);
-    fake_run_for(&F, 1200);
+    let_job_go();
+    fake_run_until(&F, printed_line_200);
+    fake_run_for(&F, 300);
     fake_ebbd_up(&F);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);

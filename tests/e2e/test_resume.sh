@@ -21,7 +21,7 @@ STEPS=1000
 SLEEP=0.02
 
 check "uninterrupted reference run" python3 "$TRAIN" --out "$TMP/reference.json" \
-    --steps $STEPS --step-sleep $SLEEP
+    --steps $STEPS --step-sleep $SLEEP >"$TMP/reference.log"
 
 S="$TMP/state"
 cat >"$TMP/ebb.yaml" <<YAML
