@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -157,17 +160,41 @@ void fake_init(struct fake *f, int watchdog_ms)
     f->events = json_array();
     assert_int_equal(ebb__httpd_start(&f->ebbd, &f->loop, ebbd_handler, f), 0);
     f->ebbd_port = ebb__httpd_port(f->ebbd);
+    f->ebbd_hold_fd = -1;
     assert_int_equal(ebb__httpd_start(&f->imds, &f->loop, imds_handler, f), 0);
 }
 
+static void on_ebbd_closed(void *arg)
+{
+    bool *closed = arg;
+    *closed = true;
+}
+
+/* While ebbd is "down" its port stays bound by a socket that does not
+ * listen: the agent's connections are refused, as they would be, and
+ * neither another test's server nor the agent's own connection (a TCP
+ * self-connect to a free port in the ephemeral range) can take the port
+ * and answer in ebbd's place. */
 void fake_ebbd_down(struct fake *f)
 {
-    ebb__httpd_close(f->ebbd, NULL, NULL);
+    bool closed = false;
+    ebb__httpd_close(f->ebbd, on_ebbd_closed, &closed);
     f->ebbd = NULL;
+    while (!closed)
+        uv_run(&f->loop, UV_RUN_ONCE);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(f->ebbd_port),
+                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int one = 1;
+    f->ebbd_hold_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(f->ebbd_hold_fd >= 0);
+    assert_int_equal(setsockopt(f->ebbd_hold_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+    assert_int_equal(bind(f->ebbd_hold_fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
 }
 
 void fake_ebbd_up(struct fake *f)
 {
+    close(f->ebbd_hold_fd);
+    f->ebbd_hold_fd = -1;
     assert_int_equal(ebb__httpd_listen(&f->ebbd, &f->loop, "127.0.0.1", f->ebbd_port,
                                        ebbd_handler, f), 0);
 }
@@ -371,6 +398,8 @@ void fake_close(struct fake *f)
         uv_run(&f->loop, UV_RUN_ONCE);
     if (f->ebbd != NULL)
         ebb__httpd_close(f->ebbd, on_closed, NULL);
+    if (f->ebbd_hold_fd >= 0)
+        close(f->ebbd_hold_fd);
     ebb__httpd_close(f->imds, on_closed, NULL);
     uv_close((uv_handle_t *)&f->watchdog, NULL);
     uv_run(&f->loop, UV_RUN_DEFAULT);

@@ -39,6 +39,7 @@ struct fake {
     /* ebbd */
     struct ebb__httpd *ebbd;
     uint16_t ebbd_port;
+    int ebbd_hold_fd;           /* while "down": a socket holding the port, or -1 */
     char *job_json;             /* served by GET /v1/agent/job */
     json_t *events;             /* every event received, in order */
     struct ebb_buf out, err;   /* forwarded output, per stream */

@@ -339,7 +339,7 @@ expect_exit 0 "alice submits a long job" submit_in ebbsec-alice "$A" "$A/sleep.y
 JS=$OUT
 check "  it runs" wait_state "$JS" running
 for _ in $(seq 1 100); do pgrep -u ebbsec-alice -f "sleep 3017" >/dev/null && break; sleep 0.1; done
-check "  as alice" pgrep -u ebbsec-alice -f "sleep 3017"
+check "  as alice" sh -c 'pgrep -u ebbsec-alice -f "sleep 3017" >/dev/null'
 expect_exit 0 "alice cancels it" ebb_as ebbsec-alice cancel "$JS"
 check "  it is cancelled" wait_state "$JS" cancelled
 gone() { ! pgrep -f "sleep 3017" >/dev/null; }
