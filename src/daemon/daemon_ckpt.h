@@ -39,6 +39,9 @@ struct ebb__job_spec;
 #define EBB__CKPT_ABANDON_MS ((int64_t)6 * 3600 * 1000)
 /* Wall ms between sweeps of abandoned and finished checkpoints. */
 #define EBB__CKPT_SWEEP_MS 5000
+/* Wall ms between listings of the stores' multipart uploads (each a LIST
+ * request, billed). */
+#define EBB__MPU_SWEEP_MS ((int64_t)3600 * 1000)
 
 /* ---- stores and keys (daemon_stores.c) ---------------------------------- */
 
@@ -98,6 +101,10 @@ char *ebb__ckpt_object_key(const char *job_id, int64_t seq, const char *name,
 
 /* The local path (file:// stores) of `key`: a new string, or NULL. */
 char *ebb__ckpt_file_path(struct ebb__daemon *d, const char *store, const char *key);
+
+/* Lists each s3/oss store's multipart uploads under jobs/ and aborts
+ * those no checkpoint in flight owns (daemon_mpu_sweep.c). */
+void ebb__daemon_mpu_sweep(struct ebb__daemon *d);
 
 /* Starts the sweep timer and the first sweep (resumes `completing` rows,
  * aborts what was left). Returns 0 or 1. */

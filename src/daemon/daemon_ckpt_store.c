@@ -71,6 +71,7 @@ struct ebb__daemon_ckpt {
     struct task *tasks;
     uv_timer_t sweep;
     int sweep_ready;
+    ebb_time_ms uploads_swept_at; /* wall ms of the last ebb__daemon_mpu_sweep */
 };
 
 char *ebb__ckpt_object_key(const char *job_id, int64_t seq, const char *name,
@@ -722,11 +723,23 @@ void ebb__daemon_ckpt_delete(struct ebb__daemon *d, int64_t seq, const char *why
     begin(t, DELETE_MANIFEST);
 }
 
+/* The rows' sweep, then (at most hourly) the stores' uploads, which the
+ * rows' sweep has just settled. */
+static void sweep(struct ebb__daemon *d, int first)
+{
+    ebb__daemon_ckpt_sweep(d, first);
+    ebb_time_ms now = ebb__daemon_wall_ms();
+    if (first || now - d->ckpt->uploads_swept_at >= EBB__MPU_SWEEP_MS) {
+        d->ckpt->uploads_swept_at = now;
+        ebb__daemon_mpu_sweep(d);
+    }
+}
+
 static void on_sweep(uv_timer_t *timer)
 {
     struct ebb__daemon *d = timer->data;
     if (!d->shutting_down)
-        ebb__daemon_ckpt_sweep(d, 0);
+        sweep(d, 0);
 }
 
 int ebb__daemon_ckpt_start(struct ebb__daemon *d)
@@ -740,7 +753,7 @@ int ebb__daemon_ckpt_start(struct ebb__daemon *d)
     d->ckpt->sweep.data = d;
     d->ckpt->sweep_ready = 1;
     uv_timer_start(&d->ckpt->sweep, on_sweep, EBB__CKPT_SWEEP_MS, EBB__CKPT_SWEEP_MS);
-    ebb__daemon_ckpt_sweep(d, 1);
+    sweep(d, 1);
     return 0;
 }
 

@@ -75,7 +75,7 @@ int ebb__os_check_prefix(const char *prefix);
 /* One S3/OSS operation in flight (objstore_s3.c sends it, objstore_ops.c
  * makes it). */
 enum op_kind { OP_PUT, OP_PART, OP_GET, OP_HEAD, OP_DELETE, OP_LIST, OP_CREATE,
-               OP_COMPLETE, OP_ABORT };
+               OP_COMPLETE, OP_ABORT, OP_LIST_UPLOADS };
 
 struct op {
     struct ebb__objstore *st;
@@ -117,7 +117,8 @@ int ebb__os_op_start(struct op *o);
  * EBB_ENOMEM when q failed to grow (q is freed, the query unchanged). */
 int ebb__os_op_take_query(struct op *o, struct ebb_buf *q);
 
-/* Sets a listing's query from its prefix and continuation token. */
+/* Sets a listing's query from its prefix and continuation token (or, for
+ * OP_LIST_UPLOADS, its key and upload id markers). */
 int ebb__os_list_query(struct op *o);
 
 /* file:// operations (objstore_file.c), same contracts as objstore.h. */

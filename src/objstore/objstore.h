@@ -135,6 +135,7 @@ struct ebb__objstore_entry {
     char *key; /* relative to the store's prefix */
     int64_t size;
     char *etag;
+    char *upload_id; /* a multipart upload's (mpu_list), else NULL */
 };
 
 /* What an operation ended with; valid during the callback only. */
@@ -195,6 +196,12 @@ int ebb__objstore_mpu_complete(struct ebb__objstore *st, const char *key,
                                size_t n, ebb__objstore_cb cb, void *arg);
 int ebb__objstore_mpu_abort(struct ebb__objstore *st, const char *key,
                             const char *upload_id, ebb__objstore_cb cb, void *arg);
+/* Every multipart upload in progress under `prefix` (relative to the
+ * store's), entries with key and upload_id, following the key and upload
+ * id markers (ListMultipartUploads). More than `max` fails with EBB_EIO;
+ * a file:// store has none (EBB_EUNSUPPORTED). */
+int ebb__objstore_mpu_list(struct ebb__objstore *st, const char *prefix, size_t max,
+                           ebb__objstore_cb cb, void *arg);
 
 enum ebb__objstore_presign_op {
     EBB__PRESIGN_GET = 0,

@@ -76,14 +76,11 @@ int ebb__objstore_delete(struct ebb__objstore *st, const char *key,
     return o != NULL ? ebb__os_op_start(o) : EBB_ENOMEM;
 }
 
-int ebb__objstore_list(struct ebb__objstore *st, const char *prefix, size_t max,
-                       ebb__objstore_cb cb, void *arg)
+/* A listing of the bucket under `prefix`: of objects or of uploads. */
+static int start_listing(struct ebb__objstore *st, enum op_kind kind, const char *prefix,
+                         size_t max, ebb__objstore_cb cb, void *arg)
 {
-    if (prefix == NULL || cb == NULL || max == 0 || ebb__os_check_prefix(prefix) != 0)
-        return EBB_EINVAL;
-    if (st->kind == EBB__OBJSTORE_FILE)
-        return ebb__os_file_list(st, prefix, max, cb, arg);
-    struct op *o = ebb__os_op_new(st, OP_LIST, "GET", NULL, cb, arg);
+    struct op *o = ebb__os_op_new(st, kind, "GET", NULL, cb, arg);
     if (o == NULL)
         return EBB_ENOMEM;
     o->max = max;
@@ -94,6 +91,16 @@ int ebb__objstore_list(struct ebb__objstore *st, const char *prefix, size_t max,
         return EBB_ENOMEM;
     }
     return ebb__os_op_start(o);
+}
+
+int ebb__objstore_list(struct ebb__objstore *st, const char *prefix, size_t max,
+                       ebb__objstore_cb cb, void *arg)
+{
+    if (prefix == NULL || cb == NULL || max == 0 || ebb__os_check_prefix(prefix) != 0)
+        return EBB_EINVAL;
+    if (st->kind == EBB__OBJSTORE_FILE)
+        return ebb__os_file_list(st, prefix, max, cb, arg);
+    return start_listing(st, OP_LIST, prefix, max, cb, arg);
 }
 
 /* "uploadId=ENC" (and "partNumber=N&" before it) as the query. */
@@ -232,4 +239,14 @@ int ebb__objstore_mpu_abort(struct ebb__objstore *st, const char *key,
         return EBB_ENOMEM;
     }
     return ebb__os_op_start(o);
+}
+
+int ebb__objstore_mpu_list(struct ebb__objstore *st, const char *prefix, size_t max,
+                           ebb__objstore_cb cb, void *arg)
+{
+    if (prefix == NULL || cb == NULL || max == 0 || ebb__os_check_prefix(prefix) != 0)
+        return EBB_EINVAL;
+    if (!remote_only(st))
+        return EBB_EUNSUPPORTED;
+    return start_listing(st, OP_LIST_UPLOADS, prefix, max, cb, arg);
 }

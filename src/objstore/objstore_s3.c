@@ -211,8 +211,30 @@ int ebb__os_op_take_query(struct op *o, struct ebb_buf *q)
     return 0;
 }
 
+/* ListMultipartUploads' query, its names in the order SigV4 sorts them. */
+static int uploads_query(struct op *o)
+{
+    struct ebb_buf q = {0};
+    ebb_buf_puts(&q, "");
+    if (o->page.next_key_marker != NULL) {
+        ebb_buf_puts(&q, "key-marker=");
+        ebb_pct_encode(&q, o->page.next_key_marker, strlen(o->page.next_key_marker), 0);
+        ebb_buf_puts(&q, "&");
+    }
+    ebb_buf_puts(&q, "prefix=");
+    ebb_pct_encode(&q, o->list_prefix, strlen(o->list_prefix), 0);
+    if (o->page.next_upload_marker != NULL) {
+        ebb_buf_puts(&q, "&upload-id-marker=");
+        ebb_pct_encode(&q, o->page.next_upload_marker, strlen(o->page.next_upload_marker), 0);
+    }
+    ebb_buf_puts(&q, "&uploads=");
+    return ebb__os_op_take_query(o, &q);
+}
+
 int ebb__os_list_query(struct op *o)
 {
+    if (o->kind == OP_LIST_UPLOADS)
+        return uploads_query(o);
     struct ebb_buf q = {0};
     ebb_buf_puts(&q, "");
     if (o->page.next_token != NULL) {
@@ -227,14 +249,18 @@ int ebb__os_list_query(struct op *o)
 
 static void on_list_page(struct op *o, const struct ebb_http_response *res)
 {
-    int rc = ebb__os_parse_list(res->body, res->body_len, &o->page);
+    int uploads = o->kind == OP_LIST_UPLOADS;
+    int rc = uploads ? ebb__os_parse_uploads(res->body, res->body_len, &o->page)
+                     : ebb__os_parse_list(res->body, res->body_len, &o->page);
     if (rc != 0) {
-        finish_status(o, rc, "the listing is not a ListBucketResult");
+        finish_status(o, rc, uploads ? "the listing is not a ListMultipartUploadsResult"
+                                     : "the listing is not a ListBucketResult");
         return;
     }
     if (o->page.n > o->max) {
         char msg[128];
-        snprintf(msg, sizeof(msg), "more than %zu keys under the prefix", o->max);
+        snprintf(msg, sizeof(msg), "more than %zu %s under the prefix", o->max,
+                 uploads ? "multipart uploads" : "keys");
         finish_status(o, EBB_EIO, msg);
         return;
     }
@@ -312,6 +338,7 @@ static void on_http(const struct ebb_http_response *res, void *arg)
     struct ebb__os_error e; /* outlives the switch: r.code may point into it */
     switch (o->kind) {
     case OP_LIST:
+    case OP_LIST_UPLOADS:
         on_list_page(o, res);
         return;
     case OP_CREATE:

@@ -228,7 +228,18 @@ int ebb__os_parse_complete(const char *body, size_t len, char **etag,
 
 /* ---- ListObjectsV2 ---- */
 
+/* Both listings: ListObjectsV2 (Contents: Key, Size, ETag) and
+ * ListMultipartUploads (Upload: Key, UploadId). */
+struct list_doc {
+    const char *root, *entry;
+    int uploads;
+};
+
+static const struct list_doc OBJECTS = {"ListBucketResult", "Contents", 0};
+static const struct list_doc UPLOADS = {"ListMultipartUploadsResult", "Upload", 1};
+
 struct list_state {
+    const struct list_doc *doc;
     struct ebb__os_list_page *page;
     struct ebb__objstore_entry cur;
     int have_size;
@@ -236,12 +247,20 @@ struct list_state {
     int failed;
 };
 
+static void entry_free(struct ebb__objstore_entry *e)
+{
+    free(e->key);
+    free(e->etag);
+    free(e->upload_id);
+}
+
 static void list_start(void *ud, const struct ebb_xml_path *p)
 {
     struct list_state *s = ud;
     if (p->depth == 1)
-        s->root_ok = strcmp(p->name[0], "ListBucketResult") == 0;
-    if (p->depth == 2 && strcmp(p->name[1], "Contents") == 0) {
+        s->root_ok = strcmp(p->name[0], s->doc->root) == 0;
+    if (p->depth == 2 && strcmp(p->name[1], s->doc->entry) == 0) {
+        entry_free(&s->cur);
         s->cur = (struct ebb__objstore_entry){0};
         s->have_size = 0;
     }
@@ -263,7 +282,9 @@ static int parse_size(const char *text, int64_t *out)
 static int push_entry(struct list_state *s)
 {
     struct ebb__os_list_page *pg = s->page;
-    if (s->cur.key == NULL || !s->have_size)
+    int whole = s->doc->uploads ? s->cur.upload_id != NULL && s->cur.upload_id[0] != '\0'
+                                : s->have_size;
+    if (s->cur.key == NULL || !whole)
         return EBB_EPROTO;
     struct ebb__objstore_entry *v = ebb__grow(pg->v, &pg->cap, pg->n, sizeof(*v), 64);
     if (v == NULL)
@@ -274,62 +295,90 @@ static int push_entry(struct list_state *s)
     return 0;
 }
 
+/* The slot a text element of the document goes to, or NULL. */
+static char **list_slot(struct list_state *s, const struct ebb_xml_path *p, int in_entry)
+{
+    const char *name = p->name[p->depth - 1];
+    if (in_entry && strcmp(name, "Key") == 0)
+        return &s->cur.key;
+    if (in_entry && !s->doc->uploads && strcmp(name, "ETag") == 0)
+        return &s->cur.etag;
+    if (in_entry && s->doc->uploads && strcmp(name, "UploadId") == 0)
+        return &s->cur.upload_id;
+    if (p->depth != 2)
+        return NULL;
+    if (!s->doc->uploads && strcmp(name, "NextContinuationToken") == 0)
+        return &s->page->next_token;
+    if (s->doc->uploads && strcmp(name, "NextKeyMarker") == 0)
+        return &s->page->next_key_marker;
+    if (s->doc->uploads && strcmp(name, "NextUploadIdMarker") == 0)
+        return &s->page->next_upload_marker;
+    return NULL;
+}
+
 static void list_end(void *ud, const struct ebb_xml_path *p, const char *text,
                      size_t len)
 {
     struct list_state *s = ud;
     if (!s->root_ok)
         return;
-    int in_contents = p->depth == 3 && strcmp(p->name[1], "Contents") == 0;
+    int in_entry = p->depth == 3 && strcmp(p->name[1], s->doc->entry) == 0;
     const char *name = p->name[p->depth - 1];
-    char **slot = NULL;
-    if (in_contents && strcmp(name, "Key") == 0)
-        slot = &s->cur.key;
-    else if (in_contents && strcmp(name, "ETag") == 0)
-        slot = &s->cur.etag;
-    else if (p->depth == 2 && strcmp(name, "NextContinuationToken") == 0)
-        slot = &s->page->next_token;
+    char **slot = list_slot(s, p, in_entry);
     if (slot != NULL) {
         free(*slot);
         *slot = strndup(text, len);
         if (*slot == NULL)
             s->failed = EBB_ENOMEM;
-    } else if (in_contents && strcmp(name, "Size") == 0) {
+    } else if (in_entry && !s->doc->uploads && strcmp(name, "Size") == 0) {
         s->failed = parse_size(text, &s->cur.size);
         s->have_size = s->failed == 0;
     } else if (p->depth == 2 && strcmp(name, "IsTruncated") == 0) {
         s->page->truncated = strcmp(text, "true") == 0;
-    } else if (p->depth == 2 && strcmp(name, "Contents") == 0) {
+    } else if (p->depth == 2 && strcmp(name, s->doc->entry) == 0) {
         s->failed = push_entry(s);
     }
 }
 
-int ebb__os_parse_list(const char *body, size_t len, struct ebb__os_list_page *page)
+static int parse_listing(const struct list_doc *doc, const char *body, size_t len,
+                         struct ebb__os_list_page *page)
 {
     body = skip_blanks(body, &len);
-    free(page->next_token);
-    page->next_token = NULL;
+    char **next[] = {&page->next_token, &page->next_key_marker, &page->next_upload_marker};
+    for (size_t i = 0; i < sizeof(next) / sizeof(next[0]); i++) {
+        free(*next[i]);
+        *next[i] = NULL;
+    }
     page->truncated = 0;
-    struct list_state s = {.page = page};
+    struct list_state s = {.doc = doc, .page = page};
     struct ebb_xml_handler h = {list_start, list_end, &s.failed};
     int rc = len > 0 ? ebb_xml_parse(body, len, &h, &s) : EBB_EPROTO;
-    free(s.cur.key);
-    free(s.cur.etag);
+    entry_free(&s.cur);
     if (rc == 0 && !s.root_ok)
         rc = EBB_EPROTO;
-    if (rc == 0 && page->truncated &&
-        (page->next_token == NULL || page->next_token[0] == '\0'))
+    const char *marker = doc->uploads ? page->next_key_marker : page->next_token;
+    if (rc == 0 && page->truncated && (marker == NULL || marker[0] == '\0'))
         rc = EBB_EPROTO;
     return rc;
 }
 
+int ebb__os_parse_list(const char *body, size_t len, struct ebb__os_list_page *page)
+{
+    return parse_listing(&OBJECTS, body, len, page);
+}
+
+int ebb__os_parse_uploads(const char *body, size_t len, struct ebb__os_list_page *page)
+{
+    return parse_listing(&UPLOADS, body, len, page);
+}
+
 void ebb__os_list_page_free(struct ebb__os_list_page *page)
 {
-    for (size_t i = 0; i < page->n; i++) {
-        free(page->v[i].key);
-        free(page->v[i].etag);
-    }
+    for (size_t i = 0; i < page->n; i++)
+        entry_free(&page->v[i]);
     free(page->v);
     free(page->next_token);
+    free(page->next_key_marker);
+    free(page->next_upload_marker);
     memset(page, 0, sizeof(*page));
 }

@@ -1,5 +1,6 @@
 /* The XML S3 and OSS answer with, read by pure functions over ebb/xml.h
- * (expat): error documents, multipart answers and ListObjectsV2 pages,
+ * (expat): error documents, multipart answers, ListObjectsV2 and
+ * ListMultipartUploads pages,
  * and what an error code means to ebb. The client (objstore_s3.c) and
  * the tests call them; nothing here does I/O. */
 #ifndef EBB_OBJSTORE_XML_H
@@ -50,19 +51,25 @@ int ebb__os_parse_upload_id(const char *body, size_t len, char **id);
 int ebb__os_parse_complete(const char *body, size_t len, char **etag,
                            struct ebb__os_error *e);
 
-/* One ListObjectsV2 page. Keys keep the store's prefix; the caller strips
- * it. Strings owned (ebb__os_list_page_free). */
+/* One ListObjectsV2 or ListMultipartUploads page. Keys keep the store's
+ * prefix; the caller strips it. Strings owned (ebb__os_list_page_free). */
 struct ebb__os_list_page {
     struct ebb__objstore_entry *v;
     size_t n, cap;
     int truncated;
-    char *next_token; /* NextContinuationToken, or NULL */
+    char *next_token;      /* NextContinuationToken, or NULL */
+    char *next_key_marker; /* uploads: NextKeyMarker, NextUploadIdMarker */
+    char *next_upload_marker;
 };
 
 /* Appends the page's entries to `page` (which may hold earlier pages').
  * Returns 0, EBB_EPROTO (malformed, an entry without Key or with a bad
  * Size, truncated without a token) or EBB_ENOMEM. */
 int ebb__os_parse_list(const char *body, size_t len, struct ebb__os_list_page *page);
+
+/* The same for a ListMultipartUploadsResult page: each Upload's Key and
+ * UploadId (both required); truncated needs NextKeyMarker. */
+int ebb__os_parse_uploads(const char *body, size_t len, struct ebb__os_list_page *page);
 void ebb__os_list_page_free(struct ebb__os_list_page *page);
 
 #endif

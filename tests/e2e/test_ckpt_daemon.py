@@ -13,7 +13,9 @@ the job event and `ebb job show`; the manifest is written last (the
 fake's request log); a commit whose object has another size fails and
 leaves nothing durable; keep prunes the oldest (manifest deleted first,
 objects gone); resume lists newest first; DELETE and the instance's end
-abort open uploads; ebbd SIGKILLed while completing completes after its
+abort open uploads; an upload no row recorded (a lost create answer) is
+aborted by the sweep at the next start, one in flight is kept; ebbd
+SIGKILLed while completing completes after its
 restart; the job's end deletes its checkpoints; the store's keys appear
 in no answer and no event. Output is TAP; EBBD, EBB and EBB_SOURCE_ROOT
 come from the environment.
@@ -191,7 +193,7 @@ checkpoint: %s
 
 
 try:
-    print("1..35")
+    print("1..42")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
@@ -231,7 +233,7 @@ try:
        and st1.get("upload_ms") == 1500, "offer, upload, commit: durable", st1)
     reqs = s3.requests()
     mkey = "pre/jobs/%s/ckpt/%d-step-1/manifest.json" % (jid, seq1)
-    order = [(r["op"], r["key"]) for r in reqs if r.get("key", "").startswith(
+    order = [(r["op"], r["key"]) for r in reqs if (r.get("key") or "").startswith(
         "pre/jobs/%s/ckpt/%d-" % (jid, seq1))]
     ok(order and order[-1] == ("PutObject", mkey) and
        ("CompleteMultipartUpload", mkey[:-len("manifest.json")] + "f1") in order and
@@ -290,6 +292,39 @@ try:
     ok(status == 200 and wait_for(lambda: not s3.state()["uploads"], 20) and
        agent.poll(seqd, ("failed",)).get("state") == "failed",
        "DELETE aborts it", (status, body, s3.state()))
+
+    # A create whose answer was lost is sent again: the first upload is no
+    # row's. DELETE aborts the row's own; the sweep at the next start
+    # aborts the other, and leaves an upload of a checkpoint in flight.
+    s3.set_faults([{"op": "CreateMultipartUpload", "status": 500, "code": "InternalError",
+                    "applied": True, "count": 1}])
+    status, body, files = offer(agent, "lost-answer", [PART + 1])
+    seql = body.get("id")
+    agent.poll(seql, ("uploading",))
+    ok(len(s3.state()["uploads"]) == 2,
+       "a lost answer to CreateMultipartUpload, retried, leaves two uploads", s3.state())
+    agent.call("DELETE", "/v1/agent/checkpoints/%d" % seql)
+    lost_key = "pre/jobs/%s/ckpt/%d-lost-answer/f0" % (jid, seql)
+    ok(wait_for(lambda: list(s3.state()["uploads"].values()) == [lost_key], 20),
+       "DELETE aborts the upload its row recorded, not the other", s3.state())
+    status, body, files = offer(agent, "in-flight", [PART + 1])
+    seqf = body.get("id")
+    agent.poll(seqf, ("uploading",))
+    flight_key = "pre/jobs/%s/ckpt/%d-in-flight/f0" % (jid, seqf)
+    daemon.send_signal(signal.SIGKILL)
+    daemon.wait()
+    ok(start(), "ebbd starts again")
+    ok(wait_for(lambda: list(s3.state()["uploads"].values()) == [flight_key], 20),
+       "its sweep aborts the upload no checkpoint owns and keeps the one in flight",
+       s3.state())
+    ok(wait_for(lambda: "aborted a multipart upload of jobs/%s/ckpt/%d-lost-answer/f0 that "
+                        "no checkpoint in flight owns" % (jid, seql) in ebbd.log(), 10),
+       "and says so in its log")
+    ok(any(r["op"] == "ListMultipartUploads" and "prefix=pre%2Fjobs%2F" in r["query"]
+           for r in s3.requests()), "it listed the uploads under the store's jobs/ only")
+    agent.call("DELETE", "/v1/agent/checkpoints/%d" % seqf)
+    ok(wait_for(lambda: not s3.state()["uploads"], 20), "DELETE aborts the one in flight",
+       s3.state())
 
     # ebbd SIGKILLed while it completes: completed after the restart. An
     # upload in flight meanwhile survives the restart.

@@ -158,7 +158,7 @@ t.ok(all(c.get("bytes", 0) > 0 and "upload_seconds" in c and c.get("name")
 reqs = s3.requests()
 # The agent's reads are the presigned ones (ebbd reads with its own keys).
 manifest_gets = [r for r in reqs if r.get("op") == "GetObject" and
-                 r.get("key", "").startswith("ebb/jobs/%s/" % a) and
+                 (r.get("key") or "").startswith("ebb/jobs/%s/" % a) and
                  r["key"].endswith("manifest.json") and
                  r.get("style", "").startswith("presigned") and r.get("status") == 200]
 t.ok(len(manifest_gets) >= 2, "every resume read its manifest from the store, "

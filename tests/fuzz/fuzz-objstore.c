@@ -44,5 +44,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(page.v[i].key != NULL && page.v[i].size >= 0);
     }
     ebb__os_list_page_free(&page);
+    if (ebb__os_parse_uploads(xml, size, &page) == 0) {
+        FUZZ_CHECK(!page.truncated || (page.next_key_marker != NULL && page.next_key_marker[0]));
+        for (size_t i = 0; i < page.n; i++)
+            FUZZ_CHECK(page.v[i].key != NULL && page.v[i].upload_id != NULL &&
+                       page.v[i].upload_id[0] != '\0');
+    }
+    ebb__os_list_page_free(&page);
     return 0;
 }

@@ -19,7 +19,8 @@ rules:
 * PutObject, GetObject (Range), HeadObject, DeleteObject, ListObjectsV2
   (pages of --page-size keys, continuation tokens), multipart create /
   upload part / complete (ascending parts, matching ETags, parts but the
-  last >= --min-part bytes) / abort.
+  last >= --min-part bytes) / abort, ListMultipartUploads (pages of
+  --page-size, key and upload id markers).
 
 With --flavour oss it is an Alibaba OSS endpoint instead: virtual-host
 addressing only, and OSS V4 signatures (OSS4-HMAC-SHA256, header and
@@ -392,6 +393,8 @@ class Handler(BaseHTTPRequestHandler):
         if key is None:
             if m == 'GET' and params.get('list-type') == ['2']:
                 return 'ListObjectsV2'
+            if m == 'GET' and 'uploads' in params:
+                return 'ListMultipartUploads'
             raise Fail(405, 'MethodNotAllowed', 'bucket %s' % m)
         if m == 'PUT':
             return 'UploadPart' if 'uploadId' in params else 'PutObject'
@@ -475,9 +478,41 @@ class Handler(BaseHTTPRequestHandler):
         self.send(200, ''.join(out).encode(), {'Content-Type': 'application/xml'})
         return 200
 
+    def op_ListMultipartUploads(self, key, params, body):
+        # S3's order: by key, then (as ids here grow with time) by upload
+        # id; past key-marker, or at it past upload-id-marker.
+        st = self.server.state
+        prefix = params.get('prefix', [''])[0]
+        key_marker = params.get('key-marker', [None])[0]
+        id_marker = params.get('upload-id-marker', [None])[0]
+        ups = sorted((up['key'], uid) for uid, up in st.uploads.items()
+                     if up['key'].startswith(prefix))
+        if key_marker is not None:
+            ups = [(k, u) for k, u in ups if k > key_marker or
+                   (k == key_marker and id_marker is not None and u > id_marker)]
+        limit = min(int(params.get('max-uploads', ['1000'])[0]), st.args.page_size)
+        page, rest = ups[:limit], ups[limit:]
+        esc = lambda t: t.replace('&', '&amp;').replace('<', '&lt;')  # noqa: E731
+        out = ['<?xml version="1.0" encoding="UTF-8"?>',
+               '<ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
+               '<Bucket>%s</Bucket><KeyMarker>%s</KeyMarker><UploadIdMarker>%s</UploadIdMarker>'
+               % (st.args.bucket, esc(key_marker or ''), esc(id_marker or '')),
+               '<Prefix>%s</Prefix><MaxUploads>%d</MaxUploads>' % (esc(prefix), limit),
+               '<IsTruncated>%s</IsTruncated>' % ('true' if rest else 'false')]
+        if rest:
+            out.append('<NextKeyMarker>%s</NextKeyMarker><NextUploadIdMarker>%s'
+                       '</NextUploadIdMarker>' % (esc(page[-1][0]), esc(page[-1][1])))
+        for k, uid in page:
+            out.append('<Upload><Key>%s</Key><UploadId>%s</UploadId>'
+                       '<StorageClass>STANDARD</StorageClass>'
+                       '<Initiated>2026-01-01T00:00:00.000Z</Initiated></Upload>' % (esc(k), uid))
+        out.append('</ListMultipartUploadsResult>')
+        self.send(200, ''.join(out).encode(), {'Content-Type': 'application/xml'})
+        return 200
+
     def op_CreateMultipartUpload(self, key, params, body):
         st = self.server.state
-        uid = 'upload-%d' % st.next_upload
+        uid = 'upload-%06d' % st.next_upload
         st.next_upload += 1
         st.uploads[uid] = {'key': key, 'parts': {}}
         self.send(200, ('<InitiateMultipartUploadResult><Bucket>%s</Bucket><Key>%s</Key>'

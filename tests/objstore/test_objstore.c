@@ -58,6 +58,7 @@ struct got {
     size_t n;
     char keys[16][128];
     int64_t sizes[16];
+    char upload_ids[16][64];
 };
 
 static void on_done(void *arg, const struct ebb__objstore_result *r)
@@ -76,6 +77,8 @@ static void on_done(void *arg, const struct ebb__objstore_result *r)
     for (size_t i = 0; i < r->n_entries && i < 16; i++) {
         snprintf(g->keys[i], sizeof(g->keys[i]), "%s", r->entries[i].key);
         g->sizes[i] = r->entries[i].size;
+        snprintf(g->upload_ids[i], sizeof(g->upload_ids[i]), "%s",
+                 r->entries[i].upload_id ? r->entries[i].upload_id : "");
     }
 }
 
@@ -262,6 +265,35 @@ static void multipart(struct ebb__objstore *st)
     close(src);
 }
 
+/* Three uploads in progress under up/ (two of one key) and one outside
+ * it: the listing under up/ has the three, in key order, with their ids
+ * (over pages when the server's are small), and none once aborted. */
+static void list_uploads(struct ebb__objstore *st)
+{
+    static const char *const keys[] = {"up/b", "up/a", "up/a", "elsewhere/c"};
+    char ids[4][256];
+    struct got g;
+    for (int i = 0; i < 4; i++) {
+        OK(g, ebb__objstore_mpu_create(st, keys[i], on_done, &g));
+        snprintf(ids[i], sizeof(ids[i]), "%s", g.upload_id);
+    }
+    OK(g, ebb__objstore_mpu_list(st, "up/", 100, on_done, &g));
+    assert_int_equal(g.n, 3);
+    assert_string_equal(g.keys[0], "up/a");
+    assert_string_equal(g.keys[1], "up/a");
+    assert_string_equal(g.keys[2], "up/b");
+    assert_string_equal(g.upload_ids[2], ids[0]);
+    assert_true((strcmp(g.upload_ids[0], ids[1]) == 0 && strcmp(g.upload_ids[1], ids[2]) == 0) ||
+                (strcmp(g.upload_ids[0], ids[2]) == 0 && strcmp(g.upload_ids[1], ids[1]) == 0));
+    RUN(g, ebb__objstore_mpu_list(st, "up/", 2, on_done, &g));
+    assert_int_equal(g.status, EBB_EIO);
+    assert_non_null(strstr(g.message, "more than 2 multipart uploads"));
+    for (int i = 0; i < 4; i++)
+        OK(g, ebb__objstore_mpu_abort(st, keys[i], ids[i], on_done, &g));
+    OK(g, ebb__objstore_mpu_list(st, "", 100, on_done, &g));
+    assert_int_equal(g.n, 0);
+}
+
 /* ---- the strict fake ---- */
 
 static void test_fake_path_style(void **state)
@@ -272,6 +304,8 @@ static void test_fake_path_style(void **state)
     struct ebb__objstore *st = open_fake(&s, 1);
     round_trip(st);
     multipart(st);
+    list_uploads(st);
+    assert_true(fake_count(&s, "ListMultipartUploads", "key-marker") >= 1);
     /* Every request was signed as botocore signs, path-style. */
     assert_int_equal(fake_count(&s, "PutObject", "\"style\": \"path\", \"status\": 200"), 5);
     assert_int_equal(fake_count(&s, "PutObject", NULL), 5);
@@ -538,6 +572,7 @@ static void test_fake_oss(void **state)
                                           FAKE_SECRET);
     round_trip(st);
     multipart(st);
+    list_uploads(st);
     presigned(st, 1);
     assert_int_equal(fake_count(&s, "PutObject", "\"style\": \"virtual\", \"status\": 200"), 5);
     assert_int_equal(fake_count(&s, "CompleteMultipartUpload", "\"status\": 200"), 1);
@@ -631,6 +666,7 @@ static void test_file_store(void **state)
     assert_int_equal(ebb__objstore_presign(st, EBB__PRESIGN_GET, "x/y", NULL, 0, 60, &u),
                      EBB_EUNSUPPORTED);
     assert_int_equal(ebb__objstore_mpu_create(st, "x/y", on_done, &g), EBB_EUNSUPPORTED);
+    assert_int_equal(ebb__objstore_mpu_list(st, "x/", 10, on_done, &g), EBB_EUNSUPPORTED);
     /* Keys and prefixes never leave the directory. */
     assert_int_equal(ebb__objstore_put(st, "../escape", a, 0, 1, on_done, &g), EBB_EINVAL);
     assert_int_equal(ebb__objstore_list(st, "../", 10, on_done, &g), EBB_EINVAL);

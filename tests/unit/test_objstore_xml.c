@@ -187,6 +187,56 @@ static void test_lists(void **state)
     }
 }
 
+static void test_list_uploads(void **state)
+{
+    (void)state;
+    size_t len;
+    struct ebb__os_list_page page = {0};
+    char *xml = slurp("botocore-s3-fixtures/s3-list-multipart-uploads-2.xml", &len);
+    assert_int_equal(ebb__os_parse_uploads(xml, len, &page), 0);
+    assert_int_equal(page.n, 3);
+    assert_string_equal(page.v[0].key, "my-divisor");
+    assert_string_equal(page.v[0].upload_id,
+                        "XMgbGlrZSBlbHZpbmcncyBub3QgaGF2aW5nIG11Y2ggbHVjaw");
+    assert_string_equal(page.v[2].key, "my-movie.m2ts");
+    assert_true(page.truncated);
+    assert_string_equal(page.next_key_marker, "my-movie.m2ts");
+    assert_string_equal(page.next_upload_marker,
+                        "YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ");
+    free(xml);
+    ebb__os_list_page_free(&page);
+    /* No uploads, only common prefixes; OSS's listing reads the same. */
+    xml = slurp("botocore-s3-fixtures/s3-list-multipart-uploads.xml", &len);
+    assert_int_equal(ebb__os_parse_uploads(xml, len, &page), 0);
+    assert_int_equal(page.n, 0);
+    assert_false(page.truncated);
+    free(xml);
+    xml = slurp("libcloud-oss-fixtures/ex_iterate_multipart_uploads_p1.xml", &len);
+    assert_int_equal(ebb__os_parse_uploads(xml, len, &page), 0);
+    assert_true(page.n > 0);
+    assert_non_null(page.v[0].upload_id);
+    free(xml);
+    ebb__os_list_page_free(&page);
+    static const char *const bad[] = {
+        /* truncated without a key marker */
+        "<ListMultipartUploadsResult><IsTruncated>true</IsTruncated>"
+        "</ListMultipartUploadsResult>",
+        "<ListMultipartUploadsResult><Upload><Key>k</Key></Upload>"
+        "</ListMultipartUploadsResult>",
+        "<ListMultipartUploadsResult><Upload><UploadId>u</UploadId></Upload>"
+        "</ListMultipartUploadsResult>",
+        "<ListMultipartUploadsResult><Upload><Key>k</Key><UploadId></UploadId></Upload>"
+        "</ListMultipartUploadsResult>",
+        /* an object listing is not an upload listing */
+        "<ListBucketResult><Contents><Key>k</Key><Size>3</Size></Contents></ListBucketResult>",
+        "<Error><Code>AccessDenied</Code></Error>",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(ebb__os_parse_uploads(bad[i], strlen(bad[i]), &page), EBB_EPROTO);
+        ebb__os_list_page_free(&page);
+    }
+}
+
 static void test_urls(void **state)
 {
     (void)state;
@@ -291,6 +341,7 @@ int main(void)
         cmocka_unit_test(test_every_s3_code),
         cmocka_unit_test(test_multipart_answers),
         cmocka_unit_test(test_lists),
+        cmocka_unit_test(test_list_uploads),
         cmocka_unit_test(test_urls),
         cmocka_unit_test(test_addressing),
     };
