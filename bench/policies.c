@@ -26,6 +26,7 @@
 
 #include "base/log.h"
 #include "policies_cbl.h"
+#include "policies_timing.h"
 #include "report/backtest.h"
 
 #ifndef EBB_BENCH_BUILD_ROOT
@@ -124,9 +125,11 @@ int main(int argc, char **argv)
     ebb__log_set_level(EBB_LOG_ERROR);
     if (argc > 1 && strcmp(argv[1], "--cbl") == 0)
         return bench_cbl_main(argc - 2, argv + 2);
+    if (argc > 1 && strcmp(argv[1], "--timing") == 0)
+        return bench_timing_main(argc - 2, argv + 2);
     if (argc > 1) {
         fprintf(stderr, "usage: bench-policies [--cbl [--every HOURS] "
-                        "[--pools FILE]]\n");
+                        "[--pools FILE]] | [--timing]\n");
         return 2;
     }
     printf("bench-policies: ebb backtest in-process, seed 1, no random "
