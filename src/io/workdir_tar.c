@@ -265,7 +265,10 @@ int ebb__workdir_pack(const char *dir, int out_fd, ebb__workdir_skip_fn skip, vo
         rc = pack_error(&p, dir);
     if (rc == 0)
         rc = pack_dir(&p, top, "", 0);
-    if (rc == 0 && archive_write_close(p.a) != ARCHIVE_OK)
+    /* Closed after a failure too: once a write has failed,
+     * archive_write_free skips the close, which is what frees libarchive's
+     * output buffer (libarchive 3.6). */
+    if (p.a != NULL && archive_write_close(p.a) != ARCHIVE_OK && rc == 0)
         rc = pack_error(&p, dir);
     unsigned int len = 0;
     if (rc == 0 && EVP_DigestFinal_ex(p.sha, res->sha256, &len) != 1)
