@@ -175,7 +175,25 @@ stores:
     path_style: true
   files:
     url: file://%s
-""" % (ROOT, HERE, s3port, fstore))
+notify:
+  hook: {command: [%s]}
+  defaults: [hook]
+""" % (ROOT, HERE, s3port, fstore, hook))
+
+
+def events(kind):
+    """The events the command channel received, of this type."""
+    found = []
+    for name in os.listdir(out):
+        if name.startswith("event-") and name.endswith(".json"):
+            with open(os.path.join(out, name)) as f:
+                try:
+                    ev = json.load(f)
+                except ValueError:
+                    continue  # being written
+            if ev.get("type") == kind:
+                found.append(ev)
+    return found
 
 
 def job_spec(name, checkpoint):
@@ -193,13 +211,21 @@ checkpoint: %s
 
 
 try:
-    print("1..42")
+    print("1..43")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
     os.chmod(out, 0o777)
     s3 = FakeS3(tmp, "ebb-ckpt", akid=AKID, secret=SECRET, dump=True)
     s3port = s3.port
+    # The notification channel: a command that keeps each event (it runs
+    # as nobody: `out` is writable by all).
+    hook = os.path.join(tmp, "hook.sh")
+    with open(hook, "w") as f:
+        f.write('#!/bin/sh\ncat > %s/event-"$EBB_EVENT_ID".tmp && '
+                'mv %s/event-"$EBB_EVENT_ID".tmp %s/event-"$EBB_EVENT_ID".json\n'
+                % (out, out, out))
+    os.chmod(hook, 0o755)
     write_config()
 
     r = subprocess.run([EBBD, "--state-dir", state, "--config", config, "--check"],
@@ -262,6 +288,11 @@ try:
     objs = s3.state()["objects"]
     ok(not any(k.startswith("pre/jobs/%s/ckpt/%d-bad/" % (jid, seqb)) for k in objs),
        "the failed checkpoint left no manifest and no object", objs)
+    ok(wait_for(lambda: [e for e in events("checkpoint.failed") if e["job_id"] == jid and
+                         "checkpoint bad could not be stored in ckpt: " in e["reason"]
+                         and "size" in e["reason"]], 20),
+       "a checkpoint.failed notification names the checkpoint, the store and why",
+       events("checkpoint.failed"))
 
     # keep 2: a third durable one prunes the first, manifest first.
     seq2, st2 = checkpoint(agent, "step-2", [2000])
