@@ -106,8 +106,12 @@ check "text shows the spec" contains "$OUT" "  cron: \"*/30 * * * *\""
 expect_exit 0 "schedule list (text)" "$EBB" --state-dir "$S" schedule list
 check "list shows both" test "$(printf '%s\n' "$OUT" | grep -c '\*/30')" = 2
 
-# Once the run has ended, the next fire time starts a new one.
-expect_exit 0 "cancel the run" "$EBB" --state-dir "$S" cancel "$R1"
+# Once the run has ended, the next fire time starts a new one. It is
+# cancelled here unless it finished first: its 1 h of work is 3 s of wall
+# time, which a slow machine (a sanitizer build) may take to get here.
+"$EBB" --state-dir "$S" cancel "$R1" >/dev/null 2>"$TMP/cancel.err"
+check "cancel the run (or it had finished)" \
+    sh -c '[ ! -s "$1" ] || grep -q "has already ended" "$1"' _ "$TMP/cancel.err"
 check "the next fire time after the run ends starts another" \
     wait_for catcher 'len(d["runs"]) == 2'
 
