@@ -20,7 +20,7 @@ default_policy: greedy
 teams:
   ml:
     members: [alice, $ME]
-    budget: 5 USD
+    budget: 50 USD
     max_gpus: 8
     max_burn: 20 USD/h
     users:
@@ -73,7 +73,7 @@ done
 expect_exit 0 "budget --json" "$EBB" --state-dir "$S" budget --json
 B=$OUT
 check "one team" test "$(json_get "$B" '[t["team"] for t in d["teams"]]')" = "['ml']"
-check "the team's cap" test "$(json_get "$B" 'd["teams"][0]["cap_micros"]')" = 5000000
+check "the team's cap" test "$(json_get "$B" 'd["teams"][0]["cap_micros"]')" = 50000000
 check "the team spent what the small job did, at least" \
     test "$(json_get "$B" "d['teams'][0]['spent_micros'] >= $(json_get "$J" 'd["spent_micros"]')")" = True
 check "the running job has committed something" \
@@ -100,7 +100,7 @@ check "a user with GPUs only has no cap" \
     test "$(json_get "$B" "(lambda u: u['cap_micros'] is None and u['max_gpus'] == 2 and u['gpus_in_use'] == 0 and u['spent_micros'] == 0)(d['teams'][0]['users'][1])")" = True
 
 expect_exit 0 "budget (text)" "$EBB" --state-dir "$S" budget --team ml
-check "the table shows the team and its cap" contains "$OUT" "5.00 USD"
+check "the table shows the team and its cap" contains "$OUT" "50.00 USD"
 check "the table lists the big job" contains "$OUT" "$BIG"
 check "the table shows the quotas" contains "$OUT" "/h / 20.00 USD/h"
 check "the table shows the submitter's limits" contains "$OUT" "$ME"
