@@ -6,6 +6,10 @@
  * at once, as a price change on an offer they all may use would, and times
  * the planning pass that follows. Baseline: the same pass with 1/10 of the
  * jobs, to show how it scales. Prints figures; never passes or fails.
+ *
+ * The jobs are alike (20 h of work, a 60 h deadline, 6 min restarts), or
+ * with --varied of many shapes, drawn from a fixed seed: work 5-44 h,
+ * deadline 50-86 h, restart overhead 3-12 min, each in whole units.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +59,38 @@ static void rig_close(struct rig *r)
     ebb__catalog_free(r->catalog);
 }
 
+/* splitmix64: the varied shapes' draws, the same on every machine. */
+static uint64_t draw(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static unsigned draw_in(uint64_t *state, unsigned lo, unsigned hi)
+{
+    return lo + (unsigned)(draw(state) % (hi - lo + 1));
+}
+
+/* The spec of job i: bench-plan's one shape, or (varied) one drawn. */
+static size_t job_spec(int varied, uint64_t *seed, char *buf, size_t size)
+{
+    unsigned work = 20, deadline = 60, overhead = 6;
+    if (varied) {
+        work = draw_in(seed, 5, 44);
+        deadline = draw_in(seed, 50, 86);
+        overhead = draw_in(seed, 3, 12);
+    }
+    int n = snprintf(buf, size,
+                     "name: job\nrun: [train]\nwork: %uh\ndeadline: %uh\n"
+                     "restart_overhead: %um\ncheckpoint: {every: 30m}\n",
+                     work, deadline, overhead);
+    return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
 /* One run: submit, launch, then time a pass where every job re-plans. */
-static int run(const char *policy, size_t n_jobs, double *submit_s,
+static int run(const char *policy, size_t n_jobs, int varied, double *submit_s,
                double *pass_s, uint64_t *decisions)
 {
     ebb_time_ms start;
@@ -66,15 +100,14 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
         rig_close(&r);
         return 1;
     }
-    static const char spec_text[] =
-        "name: job\nrun: [train]\nwork: 20h\ndeadline: 60h\n"
-        "restart_overhead: 6m\ncheckpoint: {every: 30m}\n";
+    uint64_t seed = 1;
     double t0 = cpu_seconds();
     for (size_t i = 0; i < n_jobs; i++) {
         struct ebb__job_spec spec;
         struct ebb_diag d = {{0}};
-        if (ebb__jobspec_load_buffer("(bench)", spec_text, sizeof(spec_text) - 1,
-                                     &spec, &d) != 0 ||
+        char spec_text[256];
+        size_t len = job_spec(varied, &seed, spec_text, sizeof(spec_text));
+        if (ebb__jobspec_load_buffer("(bench)", spec_text, len, &spec, &d) != 0 ||
             ebb__engine_submit(r.v.engine, &spec, "", 0, NULL, NULL, &d) != 0) {
             fprintf(stderr, "bench-plan: %s\n", d.msg);
             rig_close(&r);
@@ -101,13 +134,21 @@ static int run(const char *policy, size_t n_jobs, double *submit_s,
 
 int main(int argc, char **argv)
 {
+    int varied = argc > 1 && strcmp(argv[1], "--varied") == 0;
+    if (varied) {
+        argc--;
+        argv++;
+    }
     size_t n = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 10000;
     if (getenv("EBB_PLUGIN_PATH") == NULL)
         setenv("EBB_PLUGIN_PATH", EBB_BENCH_BUILD_ROOT, 1);
     static const char *const policies[] = {"greedy", "uniform-progress", "on-demand",
                                            "deadline", "trough", "renewal"};
     printf("bench-plan: one planning pass in which every active job re-plans,\n"
-           "as after a price change on an offer all of them may use; CPU time\n\n");
+           "as after a price change on an offer all of them may use; CPU time;\n"
+           "%s\n\n", varied ? "jobs of varied shapes (work 5-44 h, deadline 50-86 h, "
+                               "restart 3-12 min, seed 1)"
+                             : "alike jobs (work 20 h, deadline 60 h, restart 6 min)");
     printf("%-18s %8s %12s %12s %12s %10s\n", "POLICY", "JOBS", "SUBMIT s",
            "PASS ms", "us/DECISION", "xBASE");
     const char *only = argc > 2 ? argv[2] : NULL;
@@ -116,8 +157,8 @@ int main(int argc, char **argv)
             continue;
         double base_submit, base_pass, submit, pass;
         uint64_t base_dec, dec;
-        if (run(policies[p], n / 10, &base_submit, &base_pass, &base_dec) != 0 ||
-            run(policies[p], n, &submit, &pass, &dec) != 0)
+        if (run(policies[p], n / 10, varied, &base_submit, &base_pass, &base_dec) != 0 ||
+            run(policies[p], n, varied, &submit, &pass, &dec) != 0)
             return 1;
         printf("%-18s %8zu %12.3f %12.2f %12.2f %10s\n", policies[p], n / 10,
                base_submit, base_pass * 1e3,

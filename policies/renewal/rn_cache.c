@@ -5,7 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RN_TABLES 8
+/* Tables kept: at most RN_TABLES, and at most RN_CACHE_POINTS grid
+ * points in all (RN_VALUES floats each: 40 bytes a point, so about
+ * 335 MB), least recently used out first. Jobs of many shapes need one
+ * table per (fit, prices, restart overhead, rung of rn_grid's step
+ * ladder); ten overheads and widely varied work and deadlines on one
+ * offer take 24 tables, 5.6 million points (bench-plan --varied: about
+ * 220 MB). Past the bound a planning pass would solve tables again for
+ * every job that needs an evicted one. */
+#define RN_TABLES 64
+#define RN_CACHE_POINTS ((size_t)8 << 20)
 #define RN_FITS 8
 
 struct rn_fit_memo {
@@ -36,16 +45,41 @@ void rn_cache_free(struct rn_cache *c)
     free(c);
 }
 
-/* 1 when table *t answers for *want: the same chain, prices and step,
- * and a grid at least as large (the values at a grid point do not depend
- * on the grid's extent: it is the job's work and slack left). */
-static int covers(const struct rn_table *t, const struct rn_params *want)
+/* 1 when table *t is solved for *want's chain, prices and step (its
+ * grid's extent aside: the values at a grid point do not depend on it,
+ * it is the job's work and slack left). */
+static int same_problem(const struct rn_table *t, const struct rn_params *want)
 {
-    if (t->v == NULL || t->p.nw < want->nw || t->p.ns < want->ns)
+    if (t->row == NULL)
         return 0;
     struct rn_params a = t->p, b = *want;
     a.nw = b.nw = a.ns = b.ns = 0;
     return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+static size_t points_kept(const struct rn_cache *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < RN_TABLES; i++)
+        n += c->t[i].points;
+    return n;
+}
+
+/* Frees least recently used tables other than `keep` until `more`
+ * points fit under RN_CACHE_POINTS. */
+static void make_room(struct rn_cache *c, size_t keep, size_t more)
+{
+    while (points_kept(c) + more > RN_CACHE_POINTS) {
+        size_t old = RN_TABLES;
+        for (size_t i = 0; i < RN_TABLES; i++)
+            if (i != keep && c->t[i].row != NULL &&
+                (old == RN_TABLES || c->used[i] < c->used[old]))
+                old = i;
+        if (old == RN_TABLES)
+            return;
+        rn_table_free(&c->t[old]);
+        c->used[old] = 0;
+    }
 }
 
 const struct rn_table *rn_cache_table(struct rn_cache *c,
@@ -53,19 +87,28 @@ const struct rn_table *rn_cache_table(struct rn_cache *c,
 {
     size_t slot = 0;
     c->tick++;
+    int nw = want->nw, ns = want->ns;
     for (size_t i = 0; i < RN_TABLES; i++) {
-        if (covers(&c->t[i], want)) {
+        struct rn_table *t = &c->t[i];
+        if (same_problem(t, want)) {
             c->used[i] = c->tick;
-            return &c->t[i];
+            if (rn_covers(t, want->nw, want->ns))
+                return t;
+            make_room(c, i, rn_extend_points(t, nw, ns));
+            if (rn_extend(t, nw, ns) != 0) {
+                c->used[i] = 0;
+                return NULL;
+            }
+            return t;
         }
         if (c->used[i] < c->used[slot])
             slot = i;
     }
-    /* A quarter more room, for the next job a little larger. */
     struct rn_params p = *want;
-    p.nw += p.nw / 4;
-    p.ns += p.ns / 4;
+    p.nw = nw;
+    p.ns = ns;
     rn_table_free(&c->t[slot]);
+    make_room(c, slot, (size_t)(nw + 1) * (size_t)(ns + 1));
     if (rn_solve(&p, &c->t[slot]) != 0) {
         c->used[slot] = 0;
         return NULL;

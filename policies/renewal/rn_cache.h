@@ -20,11 +20,12 @@ struct rn_cache *rn_cache_new(void);
 void rn_cache_free(struct rn_cache *c);
 
 /* A solved table for *want (compared bytewise: clear its padding): a
- * kept one with the same parameters and a grid at least as large (its
- * values at every point of want's grid are want's), else one solved now,
- * a quarter larger each way, in place of the least recently used of a
- * few. Valid until the next call. NULL when the parameters are invalid
- * or memory runs out. */
+ * kept one with the same chain, prices and step, extended to want's grid
+ * when it does not cover it yet (only the points it lacked are solved;
+ * its values at every point of want's grid are want's), else one solved
+ * now in place of the least recently used; tables least recently used
+ * are dropped to keep the points kept under a bound. Valid until the
+ * next call. NULL when the parameters are invalid or memory runs out. */
 const struct rn_table *rn_cache_table(struct rn_cache *c,
                                       const struct rn_params *want);
 

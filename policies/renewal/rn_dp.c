@@ -71,9 +71,9 @@ void rn_chain(const struct rn_params *p, double hours,
         mat_mul(m, m, m);
 }
 
-static size_t at(const struct rn_params *p, int i, int j)
+static const float *at(const struct rn_table *t, int i, int j)
 {
-    return ((size_t)i * (size_t)(p->ns + 1) + (size_t)j) * RN_VALUES;
+    return t->row[i] + (size_t)j * RN_VALUES;
 }
 
 static int is_up(int c)
@@ -125,10 +125,9 @@ static void cell(const struct rn_table *t, int i, int j, struct rn_cell *x)
     const struct rn_params *p = &t->p;
     double h = p->step_ms / 3600000.0;
     double cs = p->spot_price * h, co = p->od_price * h;
-    const float *prev = t->v + at(p, i - 1, j);
-    const float *left = j >= 1 ? t->v + at(p, i, j - 1) : NULL;
-    const float *back = p->k > 0 && j >= p->k ? t->v + at(p, i, j - p->k)
-                                              : NULL;
+    const float *prev = at(t, i - 1, j);
+    const float *left = j >= 1 ? at(t, i, j - 1) : NULL;
+    const float *back = p->k > 0 && j >= p->k ? at(t, i, j - p->k) : NULL;
     for (int c = 0; c < RN_PHASES; c++) {
         x->wait[c] = left != NULL ? mix(left, t->one[c], RN_IDLE(0)) : RN_BIG;
         x->run_od[c] = add(co, mix(prev, t->one[c], RN_OD(0)));
@@ -172,44 +171,120 @@ static int params_ok(const struct rn_params *p)
            (uint64_t)(p->nw + 1) * (uint64_t)(p->ns + 1) <= RN_MAX_POINTS;
 }
 
+/* The values at (i, j) from the points below and left of it. */
+static void solve_point(const struct rn_table *t, int i, int j, float *v)
+{
+    if (i == 0) {
+        for (int q = 0; q < RN_VALUES; q++)
+            v[q] = 0; /* done */
+        return;
+    }
+    struct rn_cell x;
+    cell(t, i, j, &x);
+    for (int c = 0; c < RN_PHASES; c++) {
+        float idle = min2(x.wait[c], x.start_od[c]);
+        if (is_up(c))
+            idle = min2(idle, x.start_spot[c]);
+        v[RN_IDLE(c)] = idle;
+        v[RN_OD(c)] = min2(min2(x.run_od[c], idle),
+                           is_up(c) ? x.start_spot[c] : RN_BIG);
+        if (is_up(c))
+            v[RN_SPOT(c)] = min2(x.run_spot[c], x.start_od[c]);
+    }
+}
+
+size_t rn_extend_points(const struct rn_table *t, int nw, int ns)
+{
+    size_t grow = 0;
+    for (int i = 0; i <= nw; i++) {
+        int old = t->row != NULL && i <= t->p.nw ? t->ext[i] : -1;
+        if (ns > old)
+            grow += (size_t)(ns - old);
+    }
+    return grow;
+}
+
+int rn_covers(const struct rn_table *t, int nw, int ns)
+{
+    return t->row != NULL && nw <= t->p.nw && ns <= t->ext[nw];
+}
+
+/* Rows are extended in order of i: the new points of row i need row i - 1
+ * up to the same j, which ext's staircase guarantees (ext[i - 1] >=
+ * ext[i] before and after). */
+int rn_extend(struct rn_table *t, int nw, int ns)
+{
+    if (t->row == NULL || nw < 0 || ns < 0)
+        return -1;
+    if (t->points + rn_extend_points(t, nw, ns) > RN_MAX_POINTS)
+        goto fail;
+    if (nw > t->p.nw) {
+        float **row = realloc(t->row, (size_t)(nw + 1) * sizeof(*row));
+        if (row == NULL)
+            goto fail;
+        t->row = row;
+        int *ext = realloc(t->ext, (size_t)(nw + 1) * sizeof(*ext));
+        if (ext == NULL)
+            goto fail;
+        t->ext = ext;
+        for (int i = t->p.nw + 1; i <= nw; i++) {
+            t->row[i] = NULL;
+            t->ext[i] = -1;
+        }
+        t->p.nw = nw;
+    }
+    for (int i = 0; i <= nw; i++) {
+        if (ns <= t->ext[i])
+            continue;
+        float *r = realloc(t->row[i], (size_t)(ns + 1) * RN_VALUES * sizeof(*r));
+        if (r == NULL)
+            goto fail;
+        t->row[i] = r;
+        for (int j = t->ext[i] + 1; j <= ns; j++)
+            solve_point(t, i, j, r + (size_t)j * RN_VALUES);
+        t->points += (size_t)(ns - t->ext[i]);
+        t->ext[i] = ns;
+    }
+    t->p.ns = t->ext[0];
+    return 0;
+fail:
+    rn_table_free(t);
+    return -1;
+}
+
 int rn_solve(const struct rn_params *p, struct rn_table *t)
 {
-    t->v = NULL;
+    t->row = NULL;
+    t->ext = NULL;
+    t->points = 0;
     t->p = *p;
     if (!params_ok(p))
         return -1;
     double h = p->step_ms / 3600000.0;
     rn_chain(p, h, t->one);
     rn_chain(p, h * p->k, t->over);
-    t->v = malloc((at(p, p->nw, p->ns) + RN_VALUES) * sizeof(*t->v));
-    if (t->v == NULL)
+    t->row = malloc(sizeof(*t->row));
+    t->ext = malloc(sizeof(*t->ext));
+    if (t->row == NULL || t->ext == NULL) {
+        rn_table_free(t);
         return -1;
-    for (size_t q = 0; q < (size_t)(p->ns + 1) * RN_VALUES; q++)
-        t->v[q] = 0; /* i = 0: done */
-    for (int i = 1; i <= p->nw; i++) {
-        for (int j = 0; j <= p->ns; j++) {
-            struct rn_cell x;
-            cell(t, i, j, &x);
-            float *v = t->v + at(p, i, j);
-            for (int c = 0; c < RN_PHASES; c++) {
-                float idle = min2(x.wait[c], x.start_od[c]);
-                if (is_up(c))
-                    idle = min2(idle, x.start_spot[c]);
-                v[RN_IDLE(c)] = idle;
-                v[RN_OD(c)] = min2(min2(x.run_od[c], idle),
-                                   is_up(c) ? x.start_spot[c] : RN_BIG);
-                if (is_up(c))
-                    v[RN_SPOT(c)] = min2(x.run_spot[c], x.start_od[c]);
-            }
-        }
     }
-    return 0;
+    t->row[0] = NULL;
+    t->ext[0] = -1;
+    t->p.nw = 0;
+    return rn_extend(t, p->nw, p->ns);
 }
 
 void rn_table_free(struct rn_table *t)
 {
-    free(t->v);
-    t->v = NULL;
+    if (t->row != NULL)
+        for (int i = 0; i <= t->p.nw; i++)
+            free(t->row[i]);
+    free(t->row);
+    free(t->ext);
+    t->row = NULL;
+    t->ext = NULL;
+    t->points = 0;
 }
 
 static int clampi(int x, int hi)
@@ -223,7 +298,8 @@ float rn_value(const struct rn_table *t, int i, int j, int slot)
         return 0;
     if (j < 0)
         return RN_BIG;
-    return t->v[at(&t->p, clampi(i, t->p.nw), clampi(j, t->p.ns)) + slot];
+    i = clampi(i, t->p.nw);
+    return at(t, i, clampi(j, t->ext[i]))[slot];
 }
 
 /* One phase's value of action a from state s (see rn_action_value). */
@@ -255,7 +331,7 @@ static int locate(const struct rn_table *t, int *i, int *j, struct rn_cell *x)
     if (*j < 0)
         return -1;
     *i = clampi(*i, t->p.nw);
-    *j = clampi(*j, t->p.ns);
+    *j = clampi(*j, t->ext[*i]);
     if (*i == 0)
         return 0;
     cell(t, *i, *j, x);

@@ -56,23 +56,40 @@ struct rn_params {
     int nw, ns;                 /* grid extents, >= 0 */
 };
 
+/* A solved table: the values at every grid point (i, j) with j <= ext[i],
+ * ext non-increasing in i (a staircase: the union of the rectangles of
+ * the jobs it has served; a value at a point depends only on the points
+ * below and left of it, never on the table's extent). */
 struct rn_table {
-    struct rn_params p;
+    struct rn_params p; /* p.nw: the last row; p.ns: row 0's last point */
     double one[RN_PHASES][RN_PHASES];  /* the chain over one step */
     double over[RN_PHASES][RN_PHASES]; /* ... over k steps */
-    float *v;    /* (nw + 1) * (ns + 1) * RN_VALUES values */
+    float **row;  /* row[i]: (ext[i] + 1) * RN_VALUES values */
+    int *ext;
+    size_t points; /* grid points solved */
 };
 
-/* Solves the problem for *p into *t (t->v allocated here; free with
- * rn_table_free). Returns 0, or -1 when p is invalid or memory runs out
- * (then t->v is NULL). */
+/* Solves the problem for *p (its rectangle nw x ns) into *t (allocated
+ * here; free with rn_table_free). Returns 0, or -1 when p is invalid or
+ * memory runs out (then t->row is NULL). */
 int rn_solve(const struct rn_params *p, struct rn_table *t);
+
+/* Extends solved table *t to cover the rectangle nw x ns, solving only
+ * the points it lacked. Returns 0, or -1 when the table would grow past
+ * its bound or memory runs out (then *t is freed: t->row is NULL). */
+int rn_extend(struct rn_table *t, int nw, int ns);
+
+/* How many points rn_extend(t, nw, ns) would solve (nw, ns >= 0). */
+size_t rn_extend_points(const struct rn_table *t, int nw, int ns);
+
+/* 1 when *t holds every point of the rectangle nw x ns. */
+int rn_covers(const struct rn_table *t, int nw, int ns);
 
 void rn_table_free(struct rn_table *t);
 
 /* The optimal expected cost of value `slot` (RN_IDLE(c), RN_SPOT(c),
- * RN_OD(c)) at grid point (i, j), i and j clamped into the grid (j < 0:
- * RN_BIG unless i <= 0). */
+ * RN_OD(c)) at grid point (i, j), i clamped into the table and j into
+ * row i (j < 0: RN_BIG unless i <= 0). */
 float rn_value(const struct rn_table *t, int i, int j, int slot);
 
 /* The expected cost of taking `a` now from `state` at (i, j), with the

@@ -133,6 +133,20 @@ double rn_quantize(double x)
     return pow(1 + RN_QSTEP, nearbyint(q));
 }
 
+/* The largest restart in steps of the ladder 1, 2, 3, 4, 6, 8, 12, ...
+ * (2^n and 3 2^n) that is at most x >= 1. */
+static int ladder_k(double x)
+{
+    int k = 1;
+    while (k < (1 << 28)) {
+        int up = k < 2 ? 2 : (k & (k - 1)) == 0 ? k / 2 * 3 : k / 3 * 4;
+        if (up > x)
+            break;
+        k = up;
+    }
+    return k;
+}
+
 void rn_grid(double work_ms, double slack_ms, double overhead_ms,
              struct rn_params *p)
 {
@@ -143,14 +157,16 @@ void rn_grid(double work_ms, double slack_ms, double overhead_ms,
     if (least < 1000)
         least = 1000;
     if (overhead_ms >= least) {
-        p->k = (int)floor(overhead_ms / least);
+        p->k = ladder_k(overhead_ms / least);
         p->step_ms = overhead_ms / p->k;
     } else if (overhead_ms >= least / 2) {
         p->k = 1;
         p->step_ms = overhead_ms;
     } else {
+        /* No restart to divide: the step is the next of a ladder of
+         * seconds sqrt(2) apart, whatever the overhead. */
         p->k = 0;
-        p->step_ms = least;
+        p->step_ms = 1000 * pow(2, ceil(2 * log2(least / 1000)) / 2);
     }
     p->nw = (int)ceil(work_ms / p->step_ms);
     p->ns = (int)ceil(slack_ms / p->step_ms) + 1;

@@ -63,9 +63,12 @@ double rn_quantize(double x);
 /* The grid of a job with `work_ms` of work (wall time on on-demand),
  * `slack_ms` of slack at submission and `overhead_ms` per restart: the
  * step is the overhead divided by a whole k >= 1 so that a restart is
- * exactly k steps, at least sqrt(work * slack / RN_GRID_POINTS) (a step
- * up to twice the overhead when the overhead is below that: k = 1); an
- * overhead under half of that bound is planned as none (k = 0). Fills
+ * exactly k steps, k on the ladder 1, 2, 3, 4, 6, 8, 12, ... (2^n and
+ * 3 2^n), the largest that keeps the step at least sqrt(work * slack /
+ * RN_GRID_POINTS) (a step up to twice the overhead when the overhead is
+ * below that: k = 1); an overhead under half of that bound is planned as
+ * none (k = 0) on a ladder of steps sqrt(2) apart from 1 s. The ladders
+ * let jobs of many shapes share a few tables (rn_cache.h). Fills
  * step_ms, k, nw and ns of *p. */
 void rn_grid(double work_ms, double slack_ms, double overhead_ms,
              struct rn_params *p);

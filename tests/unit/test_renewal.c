@@ -6,7 +6,8 @@
  *   two-state chain, the EM fit recovering a known mixture from its
  *   bucket counts, the prior's pull on few periods, the belief by age.
  * - The planner: a tiny instance whose optimum is worked out by hand
- *   below, and the value of every action there.
+ *   below, and the value of every action there; a table extended in
+ *   pieces equal to one solved at once; the grid's step ladder.
  * - The safety net: the plugin driven by a small event simulator that
  *   asks it only when the engine would (its `until`, or a change of spot
  *   capacity), against adversaries that take spot away at the worst
@@ -171,7 +172,78 @@ static void planner_tiny_instance(void **state)
     struct rn_params bad = p;
     bad.rate[1] = -1;
     assert_int_equal(rn_solve(&bad, &t), -1);
-    assert_null(t.v);
+    assert_null(t.row);
+}
+
+/* A table extended in pieces (a small job's rectangle, then a wide one
+ * and a tall one: a staircase) holds, at every point, the bytes a table
+ * solved at once for the whole rectangle holds. */
+static void extend_as_solved(void **state)
+{
+    (void)state;
+    struct rn_params p = {
+        .rate = {3.0, 0.05, 4.0, 0.2},
+        .to_short_up = 0.7, .to_short_down = 0.8,
+        .spot_price = 0.97e6, .od_price = 3.06e6,
+        .step_ms = 6 * MIN, .k = 2, .nw = 10, .ns = 12,
+    };
+    struct rn_table part, whole;
+    assert_int_equal(rn_solve(&p, &part), 0);
+    assert_true(rn_covers(&part, 10, 12));
+    assert_false(rn_covers(&part, 11, 0));
+    assert_false(rn_covers(&part, 0, 13));
+    assert_int_equal(rn_extend(&part, 40, 5), 0);  /* wide */
+    assert_int_equal(rn_extend(&part, 3, 60), 0);  /* tall */
+    assert_true(rn_covers(&part, 40, 5) && rn_covers(&part, 3, 60));
+    assert_false(rn_covers(&part, 40, 6));
+    assert_false(rn_covers(&part, 11, 13));
+    assert_int_equal((int)part.points, 61 * 4 + 13 * 7 + 6 * 30);
+    p.nw = 40;
+    p.ns = 60;
+    assert_int_equal(rn_solve(&p, &whole), 0);
+    for (int i = 0; i <= 40; i++)
+        for (int j = 0; j <= part.ext[i]; j++)
+            for (int v = 0; v < RN_VALUES; v++) {
+                float a = rn_value(&part, i, j, v), b = rn_value(&whole, i, j, v);
+                assert_memory_equal(&a, &b, sizeof(a));
+            }
+    rn_table_free(&part);
+    rn_table_free(&whole);
+}
+
+/* The step ladder: jobs of different shapes with one restart overhead
+ * land on a few steps (restarts of 1, 2, 3, 4, 6, 8, ... steps), and jobs
+ * whose overhead is planned as none share one step whatever it is. */
+static void grid_ladder(void **state)
+{
+    (void)state;
+    static const int ladder[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+    for (int w = 5; w <= 44; w += 3)
+        for (int d = 50; d <= 86; d += 4)
+            for (int o = 3; o <= 12; o++) {
+                struct rn_params p;
+                rn_grid(w * H, (d - w) * H, o * MIN, &p);
+                double least = sqrt(w * H * (d - w) * H / RN_GRID_POINTS);
+                if (p.k == 0) {
+                    assert_true(o * MIN < least / 2);
+                    double n = 2 * log2(p.step_ms / 1000);
+                    assert_true(fabs(n - nearbyint(n)) < 1e-9);
+                    assert_true(p.step_ms >= least && p.step_ms < least * sqrt(2) + 1e-6);
+                    continue;
+                }
+                int on = 0;
+                for (size_t q = 0; q < sizeof(ladder) / sizeof(ladder[0]); q++)
+                    on |= ladder[q] == p.k;
+                assert_true(on);
+                assert_true(fabs(p.step_ms * p.k - o * MIN) < 1e-6);
+                assert_true(p.step_ms >= least || p.k == 1);
+            }
+    struct rn_params a, b;
+    rn_grid(40 * H, 30 * H, 10, &a); /* overheads planned as none */
+    rn_grid(40 * H, 31 * H, 20000, &b);
+    assert_int_equal(a.k, 0);
+    assert_int_equal(b.k, 0);
+    assert_true(a.step_ms == b.step_ms);
 }
 
 /* The grid: a restart is a whole number of steps, the work and slack fit. */
@@ -495,6 +567,8 @@ int main(void)
         cmocka_unit_test(belief_by_age),
         cmocka_unit_test(planner_tiny_instance),
         cmocka_unit_test(grid_divides_overhead),
+        cmocka_unit_test(extend_as_solved),
+        cmocka_unit_test(grid_ladder),
         cmocka_unit_test(safety_net_worst_moment),
         cmocka_unit_test(safety_net_random_flaps),
         cmocka_unit_test(safety_net_wrong_model),
