@@ -24,7 +24,7 @@
 static const char default_text[] =
     "# ebb built-in configuration (used when there is no ebb.yaml)\n"
     "log_level: info\n"
-    "default_policy: deadline\n"
+    "default_policy: renewal\n"
     "providers:\n"
     "  sim:\n"
     "    prices: @DATA@/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv\n"
@@ -376,7 +376,7 @@ static int build(struct ebb__config *cfg, struct ebb_diag *d)
         rc = top_keys[i].apply(cfg, ebb__ynode_is_null(v) ? NULL : v, d);
     }
     if (rc == 0 && cfg->default_policy == NULL)
-        rc = set_string(&cfg->default_policy, "deadline", d);
+        rc = set_string(&cfg->default_policy, "renewal", d);
     return rc;
 }
 

@@ -97,7 +97,7 @@ struct ebb__config {
     double clock_speed;        /* 1: real time */
     size_t n_run_on;
     struct ebb__run_on *run_on;
-    char *default_policy;      /* default "deadline" */
+    char *default_policy;      /* default "renewal" */
     int default_policy_line;   /* where it was set; 0: the default */
 
     size_t n_providers;

@@ -59,7 +59,7 @@ rows = [l for l in sys.argv[1].splitlines() if re.match(r"  [a-z]+  +\S", l)]
 cols = {re.match(r"  [a-z]+ +", l).end() for l in rows}
 sys.exit(0 if len(rows) > 10 and len(cols) == 1 else 1)' "$OUT"
 expect_exit 0 "ebb status" "${E[@]}" status
-check "labels and values apart" contains "$OUT" "default policy:  deadline"
+check "labels and values apart" contains "$OUT" "default policy:  renewal"
 UP=$(printf '%s\n' "$OUT" | sed -n 's/^uptime: *//p')
 check "uptime is wall time (seconds, not x720 market time)" python3 -c '
 import re, sys

@@ -598,7 +598,7 @@ static void check_defaults(const struct ebb__config *cfg)
     assert_int_equal(cfg->agent_max_connections, 256);
     assert_int_equal(cfg->agent_header_timeout, 10000);
     assert_int_equal(cfg->agent_idle_timeout, 60000);
-    assert_string_equal(cfg->default_policy, "deadline");
+    assert_string_equal(cfg->default_policy, "renewal");
     assert_int_equal(cfg->n_providers, 0);
     assert_int_equal(cfg->n_policies, 0);
     assert_int_equal(cfg->n_teams, 0);
@@ -631,7 +631,7 @@ static void config_defaults(void **state)
     assert_int_equal(ebb__config_load_default("/var/lib/ebb", &cfg, &d), 0);
     unsetenv("EBB_DATA_DIR");
     assert_string_equal(cfg->file, "<built-in configuration>");
-    assert_string_equal(cfg->default_policy, "deadline");
+    assert_string_equal(cfg->default_policy, "renewal");
     assert_int_equal(cfg->n_providers, 2);
     const struct ebb__config_section *sim = ebb__config_provider(cfg, "sim");
     assert_non_null(sim);
@@ -950,7 +950,7 @@ static void config_file(void **state)
         snprintf(path, sizeof(path), "%s/examples/ebb.yaml", root);
         if (ebb__config_load_file(path, &cfg, &d) != 0)
             fail_msg("%s", d.msg);
-        assert_string_equal(cfg->default_policy, "deadline");
+        assert_string_equal(cfg->default_policy, "renewal");
         assert_int_equal(cfg->log_level, EBB_LOG_INFO);
         assert_null(cfg->metrics_listen);
         ebb__config_free(cfg);
