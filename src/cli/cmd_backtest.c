@@ -37,7 +37,7 @@ static const char usage[] =
     "  --catalog C.csv          on-demand prices and instance facts\n"
     "  --workload W.yaml        the jobs to run\n"
     "  --policy NAME            run every job with this policy (default: each\n"
-    "                           job's policy:, else deadline)\n"
+    "                           job's policy:, else renewal)\n"
     "  --seed N                 seed of the random preemption model (default 1)\n"
     "  --preemption-hazard X    random preemptions per spot instance-hour\n"
     "                           (default 0: only the availability trace preempts)\n"
