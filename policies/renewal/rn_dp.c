@@ -349,6 +349,71 @@ static float belief_value(const struct rn_table *t, const struct rn_cell *x,
     return s < RN_BIG ? (float)s : RN_BIG;
 }
 
+/* The next horizon wait_down_value weighs after tau: every step up to
+ * 16, then a quarter further each time (the value is smooth in tau). */
+static int next_tau(int tau)
+{
+    return tau < 16 ? tau + 1 : tau + tau / 4;
+}
+
+/* Waiting while spot is down, valued without learning the phase. The
+ * table's wait values are those of a job that would know after one step
+ * whether the down period is a short or a long one, so with any belief
+ * in a short one waiting looks nearly free, and the job would wait to
+ * the safety net's floor. Here: the least, over horizons tau >= 1, of
+ * "wait up to tau steps for spot, then start on-demand", under the
+ * chain from the belief (a down phase c lasts a step with probability
+ * e^(-rate_c step); spot returns in an up phase drawn as the chain draws
+ * it, valued at the step that ends the stretch it falls in, the later
+ * end: less slack). RN_BIG when there is no slack to wait. */
+static float wait_down_value(const struct rn_table *t, int i, int j,
+                             const double *belief)
+{
+    const struct rn_params *p = &t->p;
+    double h = p->step_ms / 3600000.0, su = p->to_short_up;
+    double b[RN_PHASES] = {0};
+    double mass = belief[RN_UP_PHASES] + belief[RN_UP_PHASES + 1];
+    if (!(mass > 0))
+        return RN_BIG;
+    double got = 0, best = RN_BIG, before = 1;
+    for (int tau = 1; tau <= j; tau = next_tau(tau)) {
+        double rest = 0;
+        for (int c = RN_UP_PHASES; c < RN_PHASES; c++) {
+            b[c] = belief[c] / mass * exp(-p->rate[c] * h * tau);
+            rest += b[c];
+        }
+        if (before - rest > 0) {
+            double up = su * rn_value(t, i, j - tau, RN_IDLE(0)) +
+                        (1 - su) * rn_value(t, i, j - tau, RN_IDLE(1));
+            got += (before - rest) * up;
+        }
+        before = rest;
+        double od = 0;
+        if (rest > 0) {
+            for (int c = RN_UP_PHASES; c < RN_PHASES; c++)
+                b[c] /= rest;
+            od = rn_action_value(t, i, j - tau, RN_JOB_IDLE, b, RN_RUN_OD);
+        }
+        double v = got + rest * od;
+        if (v < best)
+            best = v;
+        if (rest < 1e-6)
+            break;
+    }
+    return best < RN_BIG ? (float)best : RN_BIG;
+}
+
+/* The value of a under the belief: waiting for spot that is down by
+ * wait_down_value, the rest by the table. */
+static float choice_value(const struct rn_table *t, const struct rn_cell *x,
+                          int i, int j, enum rn_job_state state,
+                          const double *belief, enum rn_action a)
+{
+    if (a == RN_WAIT && !(belief[0] > 0) && !(belief[1] > 0))
+        return wait_down_value(t, i, j, belief);
+    return belief_value(t, x, i, j, state, belief, a);
+}
+
 float rn_action_value(const struct rn_table *t, int i, int j,
                       enum rn_job_state state, const double *belief,
                       enum rn_action a)
@@ -357,7 +422,7 @@ float rn_action_value(const struct rn_table *t, int i, int j,
     int where = locate(t, &i, &j, &x);
     if (where <= 0)
         return where == 0 ? 0 : RN_BIG;
-    return belief_value(t, &x, i, j, state, belief, a);
+    return choice_value(t, &x, i, j, state, belief, a);
 }
 
 enum rn_action rn_best(const struct rn_table *t, int i, int j,
@@ -374,7 +439,7 @@ enum rn_action rn_best(const struct rn_table *t, int i, int j,
             continue;
         float v = where == 0   ? 0
                   : where < 0 ? RN_BIG
-                              : belief_value(t, &x, i, j, state, belief, order[q]);
+                              : choice_value(t, &x, i, j, state, belief, order[q]);
         if (v < bv) {
             bv = v;
             best = order[q];

@@ -211,6 +211,66 @@ static void extend_as_solved(void **state)
     rn_table_free(&whole);
 }
 
+/* Waiting for spot that is down is valued without learning the phase
+ * (rn_dp.c, wait_down_value): on random chains, points and beliefs it is
+ * never below the table's value (that of a job told the phase after one
+ * step) but by a step's discretisation, the choice between waiting and
+ * on-demand follows it, and there are points where the table's value
+ * would wait and the job now starts on-demand; with spot that never
+ * comes back, waiting costs exactly the on-demand start it delays. */
+static void wait_not_optimistic(void **state)
+{
+    (void)state;
+    srand(7);
+    int fewer = 0; /* points where the table would wait and the job does not */
+    for (int round = 0; round < 40; round++) {
+        struct rn_params p = {
+            .rate = {0.05 + rand() % 10 / 20.0, 0.01 + rand() % 10 / 100.0,
+                     0.05 + rand() % 10 / 5.0, 0.01 + rand() % 10 / 100.0},
+            .to_short_up = 0.1 + rand() % 8 / 10.0,
+            .to_short_down = 0.1 + rand() % 8 / 10.0,
+            .spot_price = 0.97e6, .od_price = 3.06e6,
+            .step_ms = MIN, .k = 1 + rand() % 3, .nw = 60, .ns = 40,
+        };
+        struct rn_table t;
+        assert_int_equal(rn_solve(&p, &t), 0);
+        for (int q = 0; q < 40; q++) {
+            int i = 1 + rand() % 60, j = 1 + rand() % 40;
+            double b[RN_PHASES] = {0, 0, rand() % 11 / 10.0, 0};
+            b[3] = 1 - b[2];
+            double told = 0;
+            for (int c = RN_UP_PHASES; c < RN_PHASES; c++)
+                for (int n = 0; n < RN_PHASES; n++)
+                    told += b[c] * t.one[c][n] * rn_value(&t, i, j - 1, RN_IDLE(n));
+            float wait = rn_action_value(&t, i, j, RN_JOB_IDLE, b, RN_WAIT);
+            float od = rn_action_value(&t, i, j, RN_JOB_IDLE, b, RN_RUN_OD);
+            /* A step's discretisation apart (the table's chain moves in
+             * whole steps, the job sees spot come back within one). */
+            assert_true(wait >= told * (1 - 1e-3));
+            unsigned both = (1u << RN_WAIT) | (1u << RN_RUN_OD);
+            enum rn_action a = rn_best(&t, i, j, RN_JOB_IDLE, b, both, NULL);
+            if (od < RN_BIG) /* else on-demand: finish as early as possible */
+                assert_true(a == RN_WAIT ? wait <= od : od < wait);
+            fewer += told < od && a == RN_RUN_OD;
+        }
+        rn_table_free(&t);
+    }
+    assert_true(fewer > 0);
+    struct rn_params never = {
+        .rate = {1, 0.1, 0, 0}, .to_short_up = 0.5, .to_short_down = 0.5,
+        .spot_price = 1, .od_price = 3, .step_ms = 3600000, .k = 1,
+        .nw = 3, .ns = 3,
+    };
+    struct rn_table t;
+    assert_int_equal(rn_solve(&never, &t), 0);
+    const double down[RN_PHASES] = {0, 0, 0.5, 0.5};
+    float wait = rn_action_value(&t, 2, 3, RN_JOB_IDLE, down, RN_WAIT);
+    float later = rn_action_value(&t, 2, 2, RN_JOB_IDLE, down, RN_RUN_OD);
+    assert_true(fabsf(wait - later) < 1e-5f);
+    assert_true(wait >= rn_action_value(&t, 2, 3, RN_JOB_IDLE, down, RN_RUN_OD) - 1e-5f);
+    rn_table_free(&t);
+}
+
 /* The step ladder: jobs of different shapes with one restart overhead
  * land on a few steps (restarts of 1, 2, 3, 4, 6, 8, ... steps), and jobs
  * whose overhead is planned as none share one step whatever it is. */
@@ -569,6 +629,7 @@ int main(void)
         cmocka_unit_test(grid_divides_overhead),
         cmocka_unit_test(extend_as_solved),
         cmocka_unit_test(grid_ladder),
+        cmocka_unit_test(wait_not_optimistic),
         cmocka_unit_test(safety_net_worst_moment),
         cmocka_unit_test(safety_net_random_flaps),
         cmocka_unit_test(safety_net_wrong_model),
