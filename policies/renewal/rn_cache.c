@@ -87,15 +87,14 @@ const struct rn_table *rn_cache_table(struct rn_cache *c,
 {
     size_t slot = 0;
     c->tick++;
-    int nw = want->nw, ns = want->ns;
     for (size_t i = 0; i < RN_TABLES; i++) {
         struct rn_table *t = &c->t[i];
         if (same_problem(t, want)) {
             c->used[i] = c->tick;
             if (rn_covers(t, want->nw, want->ns))
                 return t;
-            make_room(c, i, rn_extend_points(t, nw, ns));
-            if (rn_extend(t, nw, ns) != 0) {
+            make_room(c, i, rn_extend_points(t, want->nw, want->ns));
+            if (rn_extend(t, want->nw, want->ns) != 0) {
                 c->used[i] = 0;
                 return NULL;
             }
@@ -104,12 +103,9 @@ const struct rn_table *rn_cache_table(struct rn_cache *c,
         if (c->used[i] < c->used[slot])
             slot = i;
     }
-    struct rn_params p = *want;
-    p.nw = nw;
-    p.ns = ns;
     rn_table_free(&c->t[slot]);
-    make_room(c, slot, (size_t)(nw + 1) * (size_t)(ns + 1));
-    if (rn_solve(&p, &c->t[slot]) != 0) {
+    make_room(c, slot, (size_t)(want->nw + 1) * (size_t)(want->ns + 1));
+    if (rn_solve(want, &c->t[slot]) != 0) {
         c->used[slot] = 0;
         return NULL;
     }
