@@ -17,6 +17,7 @@
 #include <ebb/units.h>
 
 #include "base/log.h"
+#include "base/str.h"
 #include "config/config_file.h"
 #include "engine/internal.h"
 #include "market/billing.h"
@@ -452,7 +453,7 @@ static void stop_job(struct ebb__job *job, enum ebb__job_state to,
     } else if (job->current == NULL && job->state != to) {
         v->act = EBB__BUDGET_ENTER;
         v->to = to;
-        snprintf(v->reason, sizeof(v->reason), "%s", reason);
+        ebb__strlcpy(v->reason, reason, sizeof(v->reason)); /* cut to fit */
     }
 }
 

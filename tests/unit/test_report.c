@@ -185,7 +185,10 @@ static const struct ebb__report_figures *group(const struct ebb__report *r,
         if (strcmp(r->groups[i].key, key) == 0)
             return &r->groups[i].f;
     fail_msg("no group %s", key);
-    return NULL;
+    /* Not reached (fail_msg ends the test); gives the compiler a pointer
+     * it can see is not NULL. */
+    static const struct ebb__report_figures none;
+    return &none;
 }
 
 static void test_totals(void **state)
