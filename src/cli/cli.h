@@ -75,6 +75,7 @@ int cmd_providers(struct cli *cli, int argc, char **argv);
 int cmd_policies(struct cli *cli, int argc, char **argv);
 int cmd_prices(struct cli *cli, int argc, char **argv);
 int cmd_backtest(struct cli *cli, int argc, char **argv);
+int cmd_plan(struct cli *cli, int argc, char **argv);
 int cmd_submit(struct cli *cli, int argc, char **argv);
 int cmd_jobs(struct cli *cli, int argc, char **argv);
 int cmd_job(struct cli *cli, int argc, char **argv);

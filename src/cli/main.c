@@ -17,6 +17,7 @@ static const struct cli_command commands[] = {
     {"logs", cmd_logs, "print a job's output (-f follows it)"},
     {"backtest", cmd_backtest, "replay a workload against price traces"},
     {"forecast", cmd_forecast, "forecast spot prices (p10/p50/p90) of every series"},
+    {"plan", cmd_plan, "quote a job's cost and finish time with their odds"},
     {"cron", cmd_cron, "print the next fire times of a cron expression"},
     {"schedule", cmd_schedule, "add, list, show or remove cron schedules of jobs"},
     {"report", cmd_report, "spend and savings against on-demand, by job, team, ..."},

@@ -88,6 +88,9 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts);
 
 /* The job methods (daemon_jobs.c). */
 void ebb__api_submit(void *ctx, struct ebb__api_call *call);
+/* daemon_plan.c: `plan` {file, yaml, samples, seed}: the quote of `ebb
+ * plan` (report/plan.h) from ebbd's market, computed off the loop. */
+void ebb__api_plan(void *ctx, struct ebb__api_call *call);
 /* daemon_workdir.c: `workdir_put` {sha256, size[, offset, data]}: begins
  * or continues the upload of a packed workdir (docs/stores.md). */
 void ebb__api_workdir_put(void *ctx, struct ebb__api_call *call);

@@ -471,6 +471,7 @@ const struct ebb__api_method ebb__daemon_methods[] = {
     {"prices", api_prices},
     {"forecast", api_forecast},
     {"submit", ebb__api_submit},
+    {"plan", ebb__api_plan},
     {"workdir_put", ebb__api_workdir_put},
     {"jobs", ebb__api_jobs},
     {"job", ebb__api_job},

@@ -118,7 +118,9 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
         o->fc_p50_low = cur->price;
         return;
     }
-    static struct scratch s; /* the engine is single-threaded */
+    /* One per thread: ebbd's engine runs on its loop, and `ebb plan`'s
+     * engines on the virtual clock run on a worker thread beside it. */
+    static _Thread_local struct scratch s;
     size_t first, n;
     if (scratch_fill(&s, o, now + 1, &first, &n) != 0 || n == 0)
         return;

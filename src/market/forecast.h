@@ -53,6 +53,11 @@ int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
                                ebb_time_ms origin, ebb_dur_ms step,
                                size_t n_steps, struct ebb_forecast_point *out);
 
+/* Quantile q (0..1) of v[0..n), linear between order statistics (the
+ * usual "type 7"), by quickselect. Reorders v. n > 0. Shared with the
+ * quotes of `ebb plan` (report/plan.c). */
+double ebb__fc_quantile(double *v, size_t n, double q);
+
 /* A spot capacity history, borrowed: n rows sorted by time, capacity in
  * effect from at[i] (-1 unknown or unlimited, 0 none, else instances). */
 struct ebb__capacity_history {

@@ -17,10 +17,6 @@ int ebb__fc_hour_class(ebb_time_ms t, int period);
 /* First index with at[i] >= t in an ascending array. */
 size_t ebb__fc_first_at(const ebb_time_ms *at, size_t n, ebb_time_ms t);
 
-/* Quantile q (0..1) of v[0..n), linear between order statistics (the
- * usual "type 7"), by quickselect. Reorders v. n > 0. */
-double ebb__fc_quantile(double *v, size_t n, double q);
-
 /* A value with a non-negative weight, for ebb__fc_weighted_median(). */
 struct ebb__fc_wpoint {
     double v, w;

@@ -2,6 +2,7 @@
  * replayed errors and the weighted median that fits its weights. */
 #include <stdlib.h>
 
+#include "market/forecast.h"
 #include "market/forecast_impl.h"
 
 static void swapd(double *a, double *b)

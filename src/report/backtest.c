@@ -101,8 +101,9 @@ static int check_policy(struct backtest *bt)
     struct ebb_buf names = {0};
     for (size_t i = 0; i < r->n_policies; i++)
         ebb_buf_printf(&names, "%s%s", i ? ", " : "", r->policies[i].plugin->name);
-    ebb_diag_set(bt->d, NULL, 0, "--policy: no policy named \"%s\" is installed "
-                 "(installed: %s)", want, names.data ? names.data : "none");
+    ebb_diag_set(bt->d, NULL, 0, "%s: no policy named \"%s\" is installed "
+                 "(installed: %s)", bt->opt->policy_what ? bt->opt->policy_what : "--policy",
+                 want, names.data ? names.data : "none");
     ebb_buf_free(&names);
     return EBB_EINVAL;
 }
@@ -337,7 +338,7 @@ static json_t *job_result(struct backtest *bt, const struct ebb__job *job,
 {
     ebb_micros od = on_demand_cost(bt, job);
     ebb_micros oracle = 0;
-    int orc = oracle_cost(bt, job, &oracle);
+    int orc = bt->opt->no_oracle ? EBB_ENOTFOUND : oracle_cost(bt, job, &oracle);
     struct ebb__job_info ji;
     ebb__engine_job_info(job, &ji);
     /* A job still on an instance when the backtest ends has been billed
@@ -469,10 +470,34 @@ static void span(struct backtest *bt)
     bt->end += GRACE_AFTER_DEADLINES;
 }
 
+/* The workload of one job, opt->job submitted at opt->job_submit: a copy
+ * made through the spec's JSON, the one copy of a spec ebb has. */
+static int one_job(struct backtest *bt)
+{
+    bt->workload = calloc(1, sizeof(*bt->workload));
+    if (bt->workload == NULL)
+        return EBB_ENOMEM;
+    bt->workload->jobs = calloc(1, sizeof(*bt->workload->jobs));
+    bt->workload->file = strdup(bt->opt->job->file ? bt->opt->job->file : "(job)");
+    json_t *j = ebb__jobspec_to_json(bt->opt->job);
+    int rc = bt->workload->jobs && bt->workload->file && j ? 0 : EBB_ENOMEM;
+    if (rc == 0)
+        rc = ebb__jobspec_from_json(j, &bt->workload->jobs[0], bt->d);
+    json_decref(j);
+    if (rc == 0) {
+        bt->workload->n = 1;
+        bt->workload->jobs[0].has_submit = 1;
+        bt->workload->jobs[0].submit = bt->opt->job_submit;
+    }
+    return rc;
+}
+
 static int setup(struct backtest *bt)
 {
     int rc = ebb__catalog_load(bt->opt->catalog, &bt->catalog, bt->d);
-    if (rc == 0)
+    if (rc == 0 && bt->opt->job != NULL)
+        rc = one_job(bt);
+    else if (rc == 0)
         rc = ebb__workload_load_file(bt->opt->workload, &bt->workload, bt->d);
     if (rc == 0 && bt->workload->n == 0) {
         ebb_diag_set(bt->d, bt->opt->workload, 0, "the workload has no jobs");

@@ -16,6 +16,8 @@
 
 #include <ebb/diag.h>
 
+#include "jobs/jobspec.h"
+
 struct ebb__backtest_options {
     const char *prices;        /* required */
     const char *availability;  /* may be NULL */
@@ -23,14 +25,23 @@ struct ebb__backtest_options {
                                   the two do not overlap (the sim's
                                   align_availability); else as recorded */
     const char *catalog;       /* required */
-    const char *workload;      /* required */
+    const char *workload;      /* required unless `job` is given */
+    /* Instead of a workload file: this one job (borrowed; copied), submitted
+     * at `job_submit` (`ebb plan` runs it so against each sampled future). */
+    const struct ebb__job_spec *job;
+    ebb_time_ms job_submit;
     const char *policy;        /* NULL: each job's own, else the default */
+    const char *policy_what;   /* what names `policy` in messages; NULL:
+                                  "--policy" */
     const char *policies;      /* NULL, or a YAML flow mapping for
                                   ebb.yaml's `policies` key: the policies'
                                   settings ("{renewal: {prior_up: 8h}}") */
     long long seed;            /* for the sim's random preemptions */
     double preemption_hazard;  /* sim: preemptions per spot instance-hour */
     const char *billing;       /* sim: "per-second" (NULL) or "aws-hourly" */
+    int no_oracle;             /* 1: skip the hindsight optimum (its fields
+                                  are null); it is the slow part of a
+                                  one-job run */
     FILE *progress;            /* NULL: quiet */
     FILE *notes;               /* what was done to the input; NULL: quiet */
 };

@@ -1,0 +1,270 @@
+/* The `plan` method {file, yaml, samples, seed}: `ebb plan`'s quote
+ * (report/plan.h) from ebbd's own market, answered with the quote.
+ *
+ * On the loop it only reads the spec and copies the market's last four
+ * weeks of spot prices and capacities as CSV text; a worker thread of
+ * libuv's pool writes them to a temporary directory, loads them with the
+ * trace readers and runs the samples (seconds of work), so the loop never
+ * waits for a quote. The worker's engines share nothing with ebbd's: their
+ * own store, clock and plugin instances. Plans count against
+ * api.max_store_readers, as the other long reads do.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include <ebb/buf.h>
+#include <ebb/trace.h>
+#include <ebb/units.h>
+
+#include "base/log.h"
+#include "base/paths.h"
+#include "daemon/daemon.h"
+#include "engine/engine.h"
+#include "jobs/jobspec.h"
+#include "market/market.h"
+#include "report/plan.h"
+
+/* As the engine's outlook reads (engine_outlook.c). */
+#define PLAN_HISTORY (28 * EBB_MS_PER_DAY)
+
+struct plan_req {
+    uv_work_t req;
+    struct ebb__daemon *d;
+    struct ebb__api_call *call;
+    struct ebb__job_spec spec;
+    char *prices, *avail; /* CSV text; avail NULL when no capacity is known */
+    char *catalog;
+    char *policy;
+    struct ebb__plan_options opt;
+    json_t *result;
+    const char *code;
+    struct ebb_diag diag;
+};
+
+static void put_time(struct ebb_buf *b, ebb_time_ms t)
+{
+    char s[EBB_TIME_BUFSZ];
+    ebb_buf_puts(b, ebb_format_time_exact(t, s, sizeof(s)));
+}
+
+/* Whether an offer before k has o's availability key. */
+static int avail_seen(const struct ebb__market *m, size_t k)
+{
+    const struct ebb__offer *o = &m->offers[k];
+    for (size_t i = 0; i < k; i++) {
+        const struct ebb__offer *p = &m->offers[i];
+        if (p->market == EBB_MARKET_SPOT && strcmp(p->provider, o->provider) == 0 &&
+            strcmp(p->zone, o->zone) == 0 &&
+            strcmp(p->instance_type, o->instance_type) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The market's spot history before `now` as the two traces' text. */
+static int snapshot(struct plan_req *r, const struct ebb__market *m, ebb_time_ms now)
+{
+    struct ebb_buf p = {0}, a = {0};
+    ebb_buf_puts(&p, "timestamp_utc,provider,region,zone,instance_type,product,"
+                     "price_usd_per_hour\n");
+    ebb_buf_puts(&a, "timestamp_utc,provider,zone,instance_type,available\n");
+    size_t avail_rows = 0;
+    for (size_t k = 0; k < m->n_offers; k++) {
+        const struct ebb__offer *o = &m->offers[k];
+        if (o->market != EBB_MARKET_SPOT || strcmp(o->currency, "USD") != 0)
+            continue;
+        size_t end = 0;
+        while (end < o->n_steps && o->steps[end].at < now)
+            end++;
+        size_t begin = end;
+        while (begin > 0 && o->steps[begin - 1].at >= now - PLAN_HISTORY)
+            begin--;
+        if (begin > 0)
+            begin--;
+        int own_avail = !avail_seen(m, k);
+        for (size_t i = begin; i < end; i++) {
+            const struct ebb__market_step *s = &o->steps[i];
+            put_time(&p, s->at);
+            ebb_buf_printf(&p, ",%s,%s,%s,%s,%s,%lld.%06lld\n", o->provider,
+                           o->region, o->zone, o->instance_type, o->product,
+                           (long long)(s->price / EBB_MICROS_PER_UNIT),
+                           (long long)(s->price % EBB_MICROS_PER_UNIT));
+            /* Unknown capacity (-1) starts and ends no period
+             * (ebb__availability_record); it is left out. */
+            if (own_avail && s->capacity >= 0) {
+                put_time(&a, s->at);
+                ebb_buf_printf(&a, ",%s,%s,%s,%d\n", o->provider, o->zone,
+                               o->instance_type, (int)s->capacity);
+                avail_rows++;
+            }
+        }
+    }
+    r->prices = ebb_buf_take(&p);
+    r->avail = avail_rows > 0 ? ebb_buf_take(&a) : NULL;
+    ebb_buf_free(&a);
+    return r->prices != NULL && (avail_rows == 0 || r->avail != NULL) ? 0 : EBB_ENOMEM;
+}
+
+static int write_text(const char *path, const char *text, struct ebb_diag *d)
+{
+    FILE *f = fopen(path, "w");
+    int ok = f != NULL && fputs(text, f) >= 0;
+    if (f != NULL && fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        ebb_diag_set(d, NULL, 0, "cannot write %s: %s", path, strerror(errno));
+    return ok ? 0 : EBB_EIO;
+}
+
+/* Off the loop: the traces through the readers, then the quote. */
+static void plan_work(uv_work_t *req)
+{
+    struct plan_req *r = req->data;
+    r->code = "internal";
+    const char *tmp = getenv("TMPDIR");
+    char dir[64];
+    snprintf(dir, sizeof(dir), "%s/ebbd-plan-XXXXXX",
+             tmp != NULL && tmp[0] != '\0' && strlen(tmp) < 40 ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+        ebb_diag_set(&r->diag, NULL, 0, "cannot make a temporary directory: %s",
+                     strerror(errno));
+        return;
+    }
+    char *pp = ebb__path_join(dir, "market-prices.csv");
+    char *ap = ebb__path_join(dir, "market-availability.csv");
+    struct ebb_price_trace *prices = NULL;
+    struct ebb_avail_trace *avail = NULL;
+    int rc = pp && ap ? write_text(pp, r->prices, &r->diag) : EBB_ENOMEM;
+    if (rc == 0 && r->avail != NULL)
+        rc = write_text(ap, r->avail, &r->diag);
+    if (rc == 0)
+        rc = ebb_price_trace_load(pp, &prices, &r->diag);
+    if (rc == 0 && r->avail != NULL)
+        rc = ebb_avail_trace_load(ap, &avail, &r->diag);
+    if (rc == 0) {
+        r->opt.prices = prices;
+        r->opt.availability = avail;
+        rc = ebb__plan_run(&r->opt, &r->result, &r->diag);
+        if (rc == EBB_EINVAL || rc == EBB_ECONFIG)
+            r->code = "bad_request";
+    } else if (rc == EBB_EINVAL) {
+        /* The market's own text did not load: a name with a comma. */
+        r->code = "internal";
+    }
+    ebb_price_trace_free(prices);
+    ebb_avail_trace_free(avail);
+    if (pp != NULL)
+        unlink(pp);
+    if (ap != NULL)
+        unlink(ap);
+    rmdir(dir);
+    free(pp);
+    free(ap);
+}
+
+static void plan_free(struct plan_req *r)
+{
+    ebb__jobspec_free(&r->spec);
+    free(r->prices);
+    free(r->avail);
+    free(r->catalog);
+    free(r->policy);
+    free(r);
+}
+
+static void plan_done(uv_work_t *req, int status)
+{
+    struct plan_req *r = req->data;
+    r->d->store_readers--;
+    if (r->result != NULL)
+        ebb__api_reply(r->call, r->result);
+    else if (status == UV_ECANCELED)
+        ebb__api_fail(r->call, "internal", "ebbd is shutting down");
+    else
+        ebb__api_fail(r->call, r->code, "%s", r->diag.msg[0] ? r->diag.msg
+                                                           : "the quote failed");
+    plan_free(r);
+}
+
+/* An integer param within [lo, hi], or `def` when absent. */
+static int param_uint(struct ebb__api_call *call, const char *key, json_int_t lo,
+                      json_int_t hi, json_int_t def, json_int_t *out)
+{
+    const json_t *v = json_object_get(call->params, key);
+    *out = def;
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+        ebb__api_fail(call, "bad_request", "%s: must be an integer from %lld to %lld",
+                      key, (long long)lo, (long long)hi);
+        return -1;
+    }
+    *out = json_integer_value(v);
+    return 0;
+}
+
+void ebb__api_plan(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    const char *file = json_string_value(json_object_get(call->params, "file"));
+    const char *yaml = json_string_value(json_object_get(call->params, "yaml"));
+    if (file == NULL || yaml == NULL) {
+        ebb__api_fail(call, "bad_request", "plan needs file and yaml");
+        return;
+    }
+    json_int_t samples, seed;
+    if (param_uint(call, "samples", EBB__PLAN_SAMPLES_MIN, EBB__PLAN_SAMPLES_MAX,
+                   EBB__PLAN_SAMPLES_DEFAULT, &samples) != 0 ||
+        param_uint(call, "seed", 0, INT64_MAX, 1, &seed) != 0)
+        return;
+    if (d->store_readers >= d->config->api_max_store_readers) {
+        ebb__api_fail(call, "busy", "ebbd is already answering %u long reads "
+                      "(api.max_store_readers); try again in a moment",
+                      d->store_readers);
+        return;
+    }
+    struct plan_req *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        ebb__api_fail(call, "internal", "out of memory");
+        return;
+    }
+    r->d = d;
+    r->call = call;
+    r->req.data = r;
+    int rc = ebb__jobspec_load_buffer(file, yaml, strlen(yaml), &r->spec, &r->diag);
+    if (rc != 0) {
+        ebb__api_fail(call, "invalid", "%s", r->diag.msg);
+        plan_free(r);
+        return;
+    }
+    char *data = ebb__data_dir();
+    r->catalog = data ? ebb__path_join(data, "catalog.csv") : NULL;
+    free(data);
+    if (d->catalog == NULL || r->catalog == NULL) {
+        ebb__api_fail(call, "internal", "ebbd has no instance catalog (set "
+                      "EBB_DATA_DIR to the directory with catalog.csv)");
+        plan_free(r);
+        return;
+    }
+    /* The policy ebbd would give the job: its own, else ebbd's default. */
+    r->policy = strdup(r->spec.policy ? r->spec.policy : d->config->default_policy);
+    ebb_time_ms now = ebb__clock_now(&d->clock);
+    rc = r->policy != NULL ? snapshot(r, ebb__engine_market(d->engine), now) : EBB_ENOMEM;
+    r->opt = (struct ebb__plan_options){
+        .catalog = r->catalog, .job = &r->spec, .policy = r->policy,
+        .now = now, .samples = (unsigned)samples, .seed = (uint64_t)seed,
+    };
+    if (rc == 0)
+        rc = uv_queue_work(&d->loop, &r->req, plan_work, plan_done);
+    if (rc != 0) {
+        ebb__api_fail(call, "internal", "cannot start the quote: %s",
+                      rc == EBB_ENOMEM ? "out of memory" : uv_strerror(rc));
+        plan_free(r);
+        return;
+    }
+    d->store_readers++;
+}

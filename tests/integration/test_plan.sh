@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# ebb plan: the quote's JSON fields and table, from traces (in the CLI) and
+# from ebbd's market (its plan method); seeded determinism; bad input
+# (exit 2 with a message naming what is wrong); nothing stored.
+. "$(dirname "$0")/lib.sh"
+
+ROOT=${EBB_SOURCE_ROOT:?EBB_SOURCE_ROOT is set by meson}
+PRICES=$ROOT/data/traces/aws_spot_gpu_p2p3_6regions_2019-12-20_2020-02-29.csv
+AVAIL=$ROOT/data/availability_aws_2020-03.csv
+CATALOG=$ROOT/data/catalog.csv
+AT=2020-02-01T00:00:00Z
+
+cat >"$TMP/job.yaml" <<'YAML'
+name: k80
+run: [true]
+work: 8h
+deadline: 96h
+budget: 25 USD
+market: spot
+resources:
+  instance_types: [p2.xlarge]
+  zones: [us-east-1c]
+checkpoint: {every: 1h}
+YAML
+
+plan() { "$EBB" plan "$TMP/job.yaml" --prices "$PRICES" --availability "$AVAIL" \
+             --align-availability --catalog "$CATALOG" --at "$AT" "$@"; }
+
+expect_exit 0 "ebb plan --help" "$EBB" plan --help
+check "help shows usage" contains "$OUT" "Usage: ebb plan JOB.yaml"
+expect_exit 0 "ebb --help lists plan" "$EBB" --help
+check "plan is listed" contains "$OUT" "plan "
+
+# --- JSON ---------------------------------------------------------------------
+expect_exit 0 "plan --json from traces" plan --samples 40 --json
+J1=$OUT
+py() {
+    local name=$1 expr=$2
+    if printf '%s' "${3:-$J1}" | python3 -c "import json,sys
+d=json.load(sys.stdin)
+sys.exit(0 if ($expr) else 1)"; then ok "$name"; else not_ok "$name" "$expr: ${3:-$J1}"; fi
+}
+py "the contract's fields" 'all(k in d for k in ("cost_usd","finish","p_deadline","p_budget","cheapest_deadline","budget_95","samples"))'
+py "cost_usd and finish hold exactly p10, p50, p90" 'sorted(d["cost_usd"]) == sorted(d["finish"]) == ["p10","p50","p90"]'
+py "samples is N" 'd["samples"] == 40'
+py "costs are ordered and positive" '0 < d["cost_usd"]["p10"] <= d["cost_usd"]["p50"] <= d["cost_usd"]["p90"] <= d["budget_95"]'
+py "finish times are ordered ISO times" 'd["finish"]["p10"] <= d["finish"]["p50"] <= d["finish"]["p90"] and d["finish"]["p10"].endswith("Z")'
+py "outages spread the finish" 'd["finish"]["p10"] < d["finish"]["p90"]'
+py "finish after submission, before the deadline" 'd["at"] < d["finish"]["p10"] and d["finish"]["p90"] <= d["deadline"]'
+py "probabilities" '0 <= d["p_deadline"] <= 1 and 0 <= d["p_budget"] <= 1'
+py "cheapest_deadline is the p90 finish" 'd["cheapest_deadline"] == d["finish"]["p90"]'
+py "the job's own policy, else deadline" 'd["policy"] == "deadline"'
+
+expect_exit 0 "same inputs, same seed" plan --samples 40 --json
+check "same quote" test "$OUT" = "$J1"
+expect_exit 0 "another seed" plan --samples 40 --seed 2 --json
+check "seed 2 differs from seed 1" test "$OUT" != "$J1"
+expect_exit 0 "--policy" plan --samples 5 --policy on-demand --json
+py "--policy is used" 'd["policy"] == "on-demand" and d["p_deadline"] == 1.0' "$OUT"
+
+expect_exit 0 "table" plan --samples 10
+check "table: cost line" contains "$OUT" "cost p10/p50/p90"
+check "table: finish line" contains "$OUT" "finish p10/p50/p90"
+check "table: deadline odds" contains "$OUT" "meets deadline"
+check "table: budget odds" contains "$OUT" "within budget"
+check "table: budget for 95%" contains "$OUT" "budget for 95%"
+
+# --- bad input: exit 2 ----------------------------------------------------------
+expect_exit 2 "--samples 0" plan --samples 0
+check "--samples 0 named" contains "$ERR" '--samples: "0" is not a number of samples from 1 to 10000'
+expect_exit 2 "--samples 10001" plan --samples 10001
+expect_exit 2 "--samples abc" plan --samples abc
+expect_exit 2 "--seed -1" plan --seed -1
+expect_exit 2 "bad --at" plan --at yesterday
+check "bad --at named" contains "$ERR" '--at: "yesterday"'
+expect_exit 2 "unknown policy" plan --policy nope
+check "unknown policy named with the installed ones" contains "$ERR" 'no policy named "nope" is installed (installed: '
+printf 'name: x\nrun: [true]\nwork: 8\n' >"$TMP/bad.yaml"
+expect_exit 2 "bad spec" "$EBB" plan "$TMP/bad.yaml" --prices "$PRICES" --catalog "$CATALOG"
+check "bad spec names file:line" contains "$ERR" "bad.yaml:3:"
+expect_exit 2 "no JOB.yaml" "$EBB" plan --prices "$PRICES" --catalog "$CATALOG"
+check "says JOB.yaml is required" contains "$ERR" "JOB.yaml is required"
+expect_exit 2 "--prices without --catalog" "$EBB" plan "$TMP/job.yaml" --prices "$PRICES"
+expect_exit 2 "--at without --prices" "$EBB" plan "$TMP/job.yaml" --at "$AT"
+expect_exit 2 "before the history" plan --at 2019-01-01T00:00:00Z
+check "says nothing to plan from" contains "$ERR" "nothing to plan from"
+
+# --- from ebbd ------------------------------------------------------------------
+S="$TMP/state"
+expect_exit 1 "without ebbd" "$EBB" --state-dir "$S" plan "$TMP/job.yaml"
+check "says ebbd is not running" contains "$ERR" "ebbd is not running"
+cat >"$TMP/ebb.yaml" <<YAML
+providers:
+  sim:
+    prices: $PRICES
+    availability: $AVAIL
+    align_availability: true
+clock: {start: $AT, speed: 1}
+YAML
+check "ebbd starts" start_daemon "$S" --config "$TMP/ebb.yaml"
+expect_exit 0 "ebbd: plan --json" "$EBB" --state-dir "$S" plan "$TMP/job.yaml" --samples 20 --json
+J2=$OUT
+py "ebbd: the contract's fields" 'all(k in d for k in ("cost_usd","finish","p_deadline","p_budget","cheapest_deadline","budget_95","samples")) and d["samples"] == 20' "$J2"
+py "ebbd: a quote of the market before its now" '0 < d["cost_usd"]["p10"] <= d["cost_usd"]["p90"] and d["at"] >= "2020-02-01T00:00:00Z"' "$J2"
+expect_exit 0 "ebbd: nothing submitted" "$EBB" --state-dir "$S" jobs --all --json
+py "ebbd: no jobs" 'd["jobs"] == []' "$OUT"
+expect_exit 2 "ebbd: --samples 0" "$EBB" --state-dir "$S" plan "$TMP/job.yaml" --samples 0
+expect_exit 2 "ebbd: bad spec" "$EBB" --state-dir "$S" plan "$TMP/bad.yaml"
+check "ebbd: bad spec names file:line" contains "$ERR" "bad.yaml:3:"
+printf 'name: x\nrun: [true]\nwork: 1h\npolicy: nope\n' >"$TMP/nope.yaml"
+expect_exit 2 "ebbd: unknown policy" "$EBB" --state-dir "$S" plan "$TMP/nope.yaml" --samples 2
+check "ebbd: unknown policy named" contains "$ERR" 'policy: no policy named "nope"'
+stop_daemon TERM
+check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
+
+finish
