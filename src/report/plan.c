@@ -3,17 +3,20 @@
  *
  * Each sample is written as a pair of traces the sim replays: the price
  * history of the last four weeks before `now` (what the engine's outlook
- * reads, engine_outlook.c), then one row per hour of a sampled path up to
+ * reads, engine_outlook.c), then one row per step of a sampled path up to
  * the job's deadline (30 days without one), and an availability trace of
  * the sampled outages from `now` on. The history is formatted once; only
  * the future is written per sample. The cost of a sample is one backtest
  * of one job without the oracle: loading the plugins, replaying the
- * history into the engine, the planning passes.
+ * history into the engine, the planning passes. Samples run on up to
+ * `threads` workers (each its own files, engine and plugins); sample i
+ * depends only on (seed, i), so the quote does not depend on how many.
  */
 #include "report/plan.h"
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,8 @@
 /* Outages sampled per series and sample, at most (a hazard of 10 an hour
  * over 30 days is 7,200). */
 #define PLAN_MAX_OUTAGES 8192
+/* Workers when the caller leaves it to the CPUs. */
+#define PLAN_MAX_THREADS 8
 
 struct series {
     const struct ebb_price_series *s;
@@ -63,16 +68,26 @@ struct plan {
     size_t n_avail;
     size_t n_steps;
     char *history; /* the price trace's header and history rows */
-    char dir[64], *prices_path, *avail_path;
-    ebb_micros *path;
-    ebb_time_ms *starts, *ends;
-    /* per sample */
+    char dir[64];
+    /* per sample, each written by the one worker that runs it */
     double *cost;
     ebb_time_ms *finish; /* INT64_MAX: did not finish */
     int *met, *within;
     double budget; /* USD; < 0: none */
     ebb_time_ms deadline;
-    char policy[128]; /* the policy the engine gave the job */
+    char policy[128]; /* the policy the engine gave the job (sample 0) */
+};
+
+/* One worker: samples id, id + n, id + 2n, ... with its own files. */
+struct worker {
+    struct plan *p;
+    unsigned id, n;
+    char *prices_path, *avail_path;
+    ebb_micros *path;
+    ebb_time_ms *starts, *ends;
+    struct ebb_diag d;
+    int rc;
+    unsigned failed_at; /* the sample that failed, when rc != 0 */
 };
 
 static int list_has(const struct ebb_string_list *l, const char *s)
@@ -155,10 +170,7 @@ static int prepare(struct plan *p)
         p->n_steps = 1;
     p->series = calloc(t->n_series, sizeof(*p->series));
     p->avail = calloc(t->n_series, sizeof(*p->avail));
-    p->path = calloc(p->n_steps, sizeof(*p->path));
-    p->starts = calloc(PLAN_MAX_OUTAGES, sizeof(*p->starts));
-    p->ends = calloc(PLAN_MAX_OUTAGES, sizeof(*p->ends));
-    if (!p->series || !p->avail || !p->path || !p->starts || !p->ends)
+    if (!p->series || !p->avail)
         return EBB_ENOMEM;
     /* Every series when the job's names match none: the engine then says
      * why the job cannot run, as it would at submit. */
@@ -206,7 +218,7 @@ static int prepare(struct plan *p)
     return p->history != NULL ? 0 : EBB_ENOMEM;
 }
 
-static int write_file(struct plan *p, const char *path, const char *a,
+static int write_file(struct ebb_diag *d, const char *path, const char *a,
                       const char *b)
 {
     FILE *f = fopen(path, "w");
@@ -214,13 +226,14 @@ static int write_file(struct plan *p, const char *path, const char *a,
     if (f != NULL && fclose(f) != 0)
         ok = 0;
     if (!ok)
-        ebb_diag_set(p->d, NULL, 0, "cannot write %s: %s", path, strerror(errno));
+        ebb_diag_set(d, NULL, 0, "cannot write %s: %s", path, strerror(errno));
     return ok ? 0 : EBB_EIO;
 }
 
 /* Writes sample i's traces. */
-static int write_sample(struct plan *p, unsigned i)
+static int write_sample(struct worker *w, unsigned i)
 {
+    const struct plan *p = w->p;
     const ebb_time_ms now = p->o->now;
     struct ebb__plan_rng rng;
     ebb__plan_rng_seed(&rng, p->o->seed, i);
@@ -228,13 +241,13 @@ static int write_sample(struct plan *p, unsigned i)
     for (size_t k = 0; k < p->n_series; k++) {
         ebb__plan_sample_path(p->series[k].fc, p->n_steps,
                               exp(-(double)PLAN_STEP / EBB__PLAN_PATH_MEMORY),
-                              &rng, p->path);
+                              &rng, w->path);
         for (size_t j = 0; j < p->n_steps; j++)
             put_price(&b, p->series[k].s, now + (ebb_time_ms)(j + 1) * PLAN_STEP,
-                      p->path[j]);
+                      w->path[j]);
     }
     char *future = ebb_buf_take(&b);
-    int rc = future != NULL ? write_file(p, p->prices_path, p->history, future)
+    int rc = future != NULL ? write_file(&w->d, w->prices_path, p->history, future)
                             : EBB_ENOMEM;
     free(future);
     if (rc != 0 || p->n_avail == 0)
@@ -245,26 +258,26 @@ static int write_sample(struct plan *p, unsigned i)
     for (size_t k = 0; k < p->n_avail; k++) {
         const struct avail *a = &p->avail[k];
         size_t n = ebb__plan_sample_outages(a->hazard, a->mean_down, now, until,
-                                            &rng, p->starts, p->ends,
+                                            &rng, w->starts, w->ends,
                                             PLAN_MAX_OUTAGES);
         const char *key[3] = {a->s->provider, a->s->zone, a->s->instance_type};
         ebb_buf_printf(&b, "%s,%s,%s,%s,%d\n", ebb_format_time_exact(now, t, sizeof(t)),
                        key[0], key[1], key[2], PLAN_CAPACITY_UP);
         for (size_t j = 0; j < n; j++) {
             ebb_buf_printf(&b, "%s,%s,%s,%s,0\n",
-                           ebb_format_time_exact(p->starts[j], t, sizeof(t)),
+                           ebb_format_time_exact(w->starts[j], t, sizeof(t)),
                            key[0], key[1], key[2]);
             ebb_buf_printf(&b, "%s,%s,%s,%s,%d\n",
-                           ebb_format_time_exact(p->ends[j], t, sizeof(t)),
+                           ebb_format_time_exact(w->ends[j], t, sizeof(t)),
                            key[0], key[1], key[2], PLAN_CAPACITY_UP);
         }
-        if (n == 0 || p->ends[n - 1] < until)
+        if (n == 0 || w->ends[n - 1] < until)
             ebb_buf_printf(&b, "%s,%s,%s,%s,%d\n",
                            ebb_format_time_exact(until, t, sizeof(t)),
                            key[0], key[1], key[2], PLAN_CAPACITY_UP);
     }
     char *avail = ebb_buf_take(&b);
-    rc = avail != NULL ? write_file(p, p->avail_path, avail, NULL) : EBB_ENOMEM;
+    rc = avail != NULL ? write_file(&w->d, w->avail_path, avail, NULL) : EBB_ENOMEM;
     free(avail);
     return rc;
 }
@@ -276,14 +289,15 @@ static ebb_time_ms json_time(const json_t *v)
                ? t : INT64_MAX;
 }
 
-static int run_sample(struct plan *p, unsigned i)
+static int run_sample(struct worker *w, unsigned i)
 {
-    int rc = write_sample(p, i);
+    struct plan *p = w->p;
+    int rc = write_sample(w, i);
     if (rc != 0)
         return rc;
     struct ebb__backtest_options bo = {
-        .prices = p->prices_path,
-        .availability = p->n_avail > 0 ? p->avail_path : NULL,
+        .prices = w->prices_path,
+        .availability = p->n_avail > 0 ? w->avail_path : NULL,
         .catalog = p->o->catalog,
         .job = p->o->job,
         .job_submit = p->o->now,
@@ -294,20 +308,21 @@ static int run_sample(struct plan *p, unsigned i)
         .no_oracle = 1,
     };
     json_t *r = NULL;
-    rc = ebb__backtest_run(&bo, &r, p->d);
+    rc = ebb__backtest_run(&bo, &r, &w->d);
     if (rc != 0)
         return rc;
     json_t *job = json_array_get(json_object_get(r, "jobs"), 0);
     p->cost[i] = json_number_value(json_object_get(job, "cost_usd"));
     p->finish[i] = json_time(json_object_get(job, "finished_at"));
     p->met[i] = json_is_true(json_object_get(job, "deadline_met"));
+    json_t *b = json_object_get(job, "budget_usd");
+    double budget = json_is_number(b) ? json_number_value(b) : -1;
+    p->within[i] = budget < 0 || p->cost[i] <= budget + 1e-9;
     if (i == 0) {
-        json_t *b = json_object_get(job, "budget_usd");
-        p->budget = json_is_number(b) ? json_number_value(b) : -1;
+        p->budget = budget;
         const char *pol = json_string_value(json_object_get(job, "policy"));
         snprintf(p->policy, sizeof(p->policy), "%s", pol ? pol : "");
     }
-    p->within[i] = p->budget < 0 || p->cost[i] <= p->budget + 1e-9;
     json_decref(r);
     return 0;
 }
@@ -417,33 +432,106 @@ static int open_dir(struct plan *p)
         p->dir[0] = '\0';
         return EBB_EIO;
     }
-    p->prices_path = ebb__path_join(p->dir, "prices.csv");
-    p->avail_path = ebb__path_join(p->dir, "availability.csv");
-    return p->prices_path && p->avail_path ? 0 : EBB_ENOMEM;
+    return 0;
+}
+
+static int worker_open(struct worker *w)
+{
+    char name[64];
+    snprintf(name, sizeof(name), "prices-%u.csv", w->id);
+    w->prices_path = ebb__path_join(w->p->dir, name);
+    snprintf(name, sizeof(name), "availability-%u.csv", w->id);
+    w->avail_path = ebb__path_join(w->p->dir, name);
+    w->path = calloc(w->p->n_steps, sizeof(*w->path));
+    w->starts = calloc(PLAN_MAX_OUTAGES, sizeof(*w->starts));
+    w->ends = calloc(PLAN_MAX_OUTAGES, sizeof(*w->ends));
+    return w->prices_path && w->avail_path && w->path && w->starts && w->ends
+               ? 0 : EBB_ENOMEM;
+}
+
+static void worker_close(struct worker *w)
+{
+    if (w->prices_path != NULL)
+        unlink(w->prices_path);
+    if (w->avail_path != NULL)
+        unlink(w->avail_path);
+    free(w->prices_path);
+    free(w->avail_path);
+    free(w->path);
+    free(w->starts);
+    free(w->ends);
+}
+
+static void *worker_run(void *arg)
+{
+    struct worker *w = arg;
+    for (unsigned i = w->id; i < w->p->o->samples && w->rc == 0; i += w->n) {
+        w->rc = run_sample(w, i);
+        w->failed_at = i;
+    }
+    return NULL;
+}
+
+/* Runs every sample on `n` workers, the caller's thread the first; the
+ * samples of a worker whose thread could not start run on the caller's.
+ * The error reported is that of the lowest failed sample, the one a
+ * single worker would have met first. */
+static int run_samples(struct plan *p, unsigned n)
+{
+    struct worker *w = calloc(n, sizeof(*w));
+    pthread_t *t = calloc(n, sizeof(*t));
+    int *started = calloc(n, sizeof(*started));
+    int rc = w && t && started ? 0 : EBB_ENOMEM;
+    for (unsigned k = 0; k < n && rc == 0; k++) {
+        w[k] = (struct worker){.p = p, .id = k, .n = n};
+        rc = worker_open(&w[k]);
+    }
+    for (unsigned k = 1; k < n && rc == 0; k++)
+        started[k] = pthread_create(&t[k], NULL, worker_run, &w[k]) == 0;
+    for (unsigned k = 0; k < n && rc == 0; k++)
+        if (k == 0 || !started[k])
+            worker_run(&w[k]);
+    for (unsigned k = 1; started != NULL && k < n; k++)
+        if (started[k])
+            pthread_join(t[k], NULL);
+    const struct worker *bad = NULL;
+    for (unsigned k = 0; w != NULL && k < n; k++)
+        if (w[k].rc != 0 && (bad == NULL || w[k].failed_at < bad->failed_at))
+            bad = &w[k];
+    if (bad != NULL) {
+        rc = bad->rc;
+        *p->d = bad->d;
+    }
+    for (unsigned k = 0; w != NULL && k < n; k++)
+        worker_close(&w[k]);
+    free(w);
+    free(t);
+    free(started);
+    return rc;
 }
 
 static void close_plan(struct plan *p)
 {
-    if (p->prices_path != NULL)
-        unlink(p->prices_path);
-    if (p->avail_path != NULL)
-        unlink(p->avail_path);
     if (p->dir[0] != '\0')
         rmdir(p->dir);
-    free(p->prices_path);
-    free(p->avail_path);
     for (size_t i = 0; i < p->n_series; i++)
         free(p->series[i].fc);
     free(p->series);
     free(p->avail);
     free(p->history);
-    free(p->path);
-    free(p->starts);
-    free(p->ends);
     free(p->cost);
     free(p->finish);
     free(p->met);
     free(p->within);
+}
+
+static unsigned threads(const struct ebb__plan_options *o)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = o->threads > 0 ? o->threads
+               : cpus > PLAN_MAX_THREADS ? PLAN_MAX_THREADS
+               : cpus > 1 ? (unsigned)cpus : 1;
+    return n < o->samples ? n : o->samples;
 }
 
 int ebb__plan_run(const struct ebb__plan_options *o, json_t **result,
@@ -467,8 +555,8 @@ int ebb__plan_run(const struct ebb__plan_options *o, json_t **result,
         rc = prepare(&p);
     if (rc == 0)
         rc = open_dir(&p);
-    for (unsigned i = 0; i < n && rc == 0; i++)
-        rc = run_sample(&p, i);
+    if (rc == 0)
+        rc = run_samples(&p, threads(o));
     if (rc == 0) {
         *result = quote(&p);
         if (*result == NULL)

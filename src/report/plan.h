@@ -48,6 +48,9 @@ struct ebb__plan_options {
     ebb_time_ms now;                    /* when the job would be submitted */
     unsigned samples;                   /* EBB__PLAN_SAMPLES_MIN..MAX */
     uint64_t seed;
+    unsigned threads;                   /* workers; 0: one per CPU, at
+                                           most 8. The quote is the same
+                                           whatever the number. */
 };
 
 /* Quotes the job. On success returns 0 and *result (caller decrefs):

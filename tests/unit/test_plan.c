@@ -189,12 +189,16 @@ static const char job_yaml[] =
     "budget: 20 USD\nresources: {instance_types: [p3.2xlarge]}\n"
     "checkpoint: {every: 1h}\n";
 
+/* Workers of the quotes below; the quote must not depend on it. */
+static unsigned workers = 1;
+
 static json_t *quote(struct world *w, unsigned samples, uint64_t seed,
                      const char *policy, struct ebb_diag *d, int *rc)
 {
     struct ebb__plan_options o = {
         .prices = w->trace, .catalog = w->catalog, .job = &w->job,
         .policy = policy, .now = T0 + 240 * HOUR, .samples = samples, .seed = seed,
+        .threads = workers,
     };
     json_t *r = NULL;
     *rc = ebb__plan_run(&o, &r, d);
@@ -248,7 +252,7 @@ static void flat_future_is_the_backtest(void **state)
 }
 
 /* A moving history gives a spread; the same seed gives the same quote,
- * another seed another one. */
+ * also on several workers, and another seed another one. */
 static void seeded_quotes(void **state)
 {
     (void)state;
@@ -262,7 +266,14 @@ static void seeded_quotes(void **state)
     assert_int_equal(rc, 0);
     json_t *c = quote(&w, 30, 2, "greedy", &d, &rc);
     assert_int_equal(rc, 0);
+    /* Three workers share the samples out: the same quote. */
+    workers = 3;
+    json_t *e = quote(&w, 30, 1, "greedy", &d, &rc);
+    workers = 1;
+    assert_int_equal(rc, 0);
     assert_true(json_equal(a, b));
+    assert_true(json_equal(a, e));
+    json_decref(e);
     json_object_del(c, "seed");
     json_object_del(a, "seed");
     assert_false(json_equal(a, c));
