@@ -56,6 +56,9 @@ struct ebb__team {
     struct ebb_money max_burn;      /* per hour */
     size_t n_users;
     struct ebb__team_user *users;
+    /* admission: p90 (docs/budgets.md "Admission"): a submission whose
+     * p90 cost exceeds what is left of the cap is refused. */
+    int admission_p90;
 };
 
 /* Instances of market `market`'s offers run on provider `runner`. */

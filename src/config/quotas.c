@@ -1,5 +1,5 @@
 /* A team's money and its quotas in ebb.yaml (docs/budgets.md): budget,
- * max_gpus, max_burn and users. The rest of a team's keys (members,
+ * max_gpus, max_burn, users and admission. The rest of a team's keys (members,
  * admins) go through the key table in config_file.c; these need what a
  * table cannot say (a rate per hour, a mapping of members), so they are
  * read here from the team's mapping, and the table sees the mapping
@@ -14,9 +14,9 @@
 #include "config/config_impl.h"
 
 static const char *const team_keys[] = {"members", "admins", "budget", "max_gpus",
-                                        "max_burn", "users", NULL};
+                                        "max_burn", "users", "admission", NULL};
 static const char *const own_keys[] = {"budget", "max_gpus", "max_burn", "users",
-                                       NULL};
+                                       "admission", NULL};
 static const char *const user_keys[] = {"budget", "max_gpus", NULL};
 
 /* The most GPUs a quota may name. */
@@ -115,6 +115,32 @@ static int gpus_of(const struct ebb__ynode *n, const char *what, int64_t *out,
     return rc;
 }
 
+/* admission: p90, the one rule there is: a submission whose p90 cost
+ * (ebb plan's quote) exceeds what is left of the team's cap is refused.
+ * It needs the cap it is judged against. */
+static int admission_of(struct ebb__team *t, const struct ebb__ynode *n,
+                        const char *what, struct ebb_diag *d)
+{
+    if (n == NULL || ebb__ynode_is_null(n))
+        return 0;
+    int rc = ebb__yread_scalar(n, what, "p90", d);
+    if (rc != 0)
+        return rc;
+    if (strcmp(n->value, "p90") != 0)
+        return ebb__yread_not_a(n, what, "an admission rule",
+                                "the one rule is p90: refuse a job whose p90 "
+                                "cost exceeds what is left of the budget",
+                                "p90", d);
+    if (!t->has_budget) {
+        ebb_diag_set(d, n->file, n->line, "%s: p90 judges a job against the "
+                     "team's budget, and the team has none (add budget: "
+                     "2000 USD, or remove admission)", what);
+        return EBB_ECONFIG;
+    }
+    t->admission_p90 = 1;
+    return 0;
+}
+
 static int user_limits(struct ebb__team *t, const struct ebb__ynode *key,
                        const struct ebb__ynode *val, const char *what,
                        struct ebb__team_user *u, struct ebb_diag *d)
@@ -190,6 +216,9 @@ int ebb__config_team_limits(struct ebb__team *t, const struct ebb__ynode *team,
     snprintf(sub, sizeof(sub), "%s.users", what);
     if (rc == 0)
         rc = users_of(t, ebb__ymap_get(team, "users"), sub, d);
+    snprintf(sub, sizeof(sub), "%s.admission", what);
+    if (rc == 0)
+        rc = admission_of(t, ebb__ymap_get(team, "admission"), sub, d);
     return rc;
 }
 

@@ -91,6 +91,19 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call);
 /* daemon_plan.c: `plan` {file, yaml, samples, seed}: the quote of `ebb
  * plan` (report/plan.h) from ebbd's market, computed off the loop. */
 void ebb__api_plan(void *ctx, struct ebb__api_call *call);
+/* daemon_plan.c: quotes `spec` (taken: it is zeroed here, and lent to `cb`
+ * until cb returns) from ebbd's market now, off the loop, then calls `cb`
+ * on the loop with the quote (borrowed, NULL on failure, then with an API
+ * error code and message). Returns 0 when started; else -1 after
+ * answering `call` (busy, internal). */
+struct ebb__job_spec;
+typedef void (*ebb__daemon_quote_cb)(struct ebb__daemon *d,
+                                     struct ebb__api_call *call,
+                                     struct ebb__job_spec *spec, json_t *quote,
+                                     const char *code, const char *msg, void *arg);
+int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
+                      struct ebb__job_spec *spec, unsigned samples, uint64_t seed,
+                      ebb__daemon_quote_cb cb, void *arg);
 /* daemon_workdir.c: `workdir_put` {sha256, size[, offset, data]}: begins
  * or continues the upload of a packed workdir (docs/stores.md). */
 void ebb__api_workdir_put(void *ctx, struct ebb__api_call *call);

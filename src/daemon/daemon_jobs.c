@@ -16,6 +16,7 @@
 #include "daemon/daemon_ckpt.h"
 #include "jobs/jobspec.h"
 #include "market/billing.h"
+#include "report/plan.h"
 #include "store/store_read.h"
 #include "store/store_workdir.h"
 
@@ -76,6 +77,98 @@ static int write_job_workdir(void *arg, struct ebb__store *s, const char *job_id
     return ebb__store_job_workdir_put(s, job_id, arg);
 }
 
+/* The rest of a submission once every check has passed: warnings, the
+ * packed workdir, the engine, the answer. `spec` stays the caller's. */
+static void submit_accepted(struct ebb__daemon *d, struct ebb__api_call *call,
+                            struct ebb__job_spec *spec)
+{
+    const char *file = json_string_value(json_object_get(call->params, "file"));
+    const char *yaml = json_string_value(json_object_get(call->params, "yaml"));
+    const char *workdir = json_string_value(json_object_get(call->params, "workdir"));
+    json_t *warnings = json_array();
+    int bad = warnings == NULL || ebb__daemon_spot_warning(d, spec, warnings) != 0;
+    if (bad)
+        ebb__api_fail(call, "internal", "out of memory");
+    struct ebb__job_workdir stored;
+    if (bad ||
+        ebb__daemon_workdir_submit(d, call, spec, workdir, warnings, &stored) != 0) {
+        json_decref(warnings);
+        return;
+    }
+    /* The job's row in job_workdirs commits with the job or not at all. */
+    struct ebb__submit_also also = {.write = write_job_workdir, .arg = &stored};
+    struct ebb__job *job = NULL;
+    struct ebb_diag diag = {{0}};
+    int rc = ebb__engine_submit_also(d->engine, spec, yaml, (int64_t)call->uid,
+                                     workdir != NULL && workdir[0] == '/' ? workdir : NULL,
+                                     stored.store[0] != '\0' ? &also : NULL, &job, &diag);
+    if (rc != 0) {
+        json_decref(warnings);
+        ebb__api_fail(call, rc == EBB_EINVAL ? "invalid" : "internal", "%s",
+                      diag.msg[0] ? diag.msg : ebb_strerror(rc));
+        return;
+    }
+    const char *job_id = ebb__engine_job_id(job);
+    ebb__info("job %s submitted by uid %ld from %s", job_id, (long)call->uid, file);
+    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s,s:o}", "id", job_id, "state",
+                                   ebb__job_state_name(ebb__engine_job_state(job)),
+                                   "warnings", warnings));
+}
+
+/* A team's `admission: p90` (docs/budgets.md "Admission"): the quote
+ * against what is left of the team's cap this month (spent and what its
+ * running jobs committed), then the submission goes on or is refused
+ * with the quote in the message. */
+static void admission_done(struct ebb__daemon *d, struct ebb__api_call *call,
+                           struct ebb__job_spec *spec, json_t *quote,
+                           const char *code, const char *msg, void *arg)
+{
+    (void)arg;
+    const char *file = json_string_value(json_object_get(call->params, "file"));
+    const struct ebb__team *t = ebb__config_team(d->config, spec->team);
+    if (quote == NULL || t == NULL) {
+        ebb__api_fail(call, quote == NULL ? code : "internal", "%s: team %s admits "
+                      "jobs by their quote (teams.%s.admission: p90), and none "
+                      "could be made: %s", file, spec->team, spec->team,
+                      quote == NULL ? msg : "the team is gone");
+        return;
+    }
+    struct ebb__budget_usage u;
+    if (ebb__engine_team_budget(d->engine, t, ebb__clock_now(&d->clock), &u) != 0 ||
+        !u.has_cap) {
+        ebb__api_fail(call, "internal", "%s: team %s's budget cannot be read", file,
+                      t->name);
+        return;
+    }
+    const json_t *c = json_object_get(quote, "cost_usd");
+    double p10 = json_number_value(json_object_get(c, "p10"));
+    double p50 = json_number_value(json_object_get(c, "p50"));
+    double p90 = json_number_value(json_object_get(c, "p90"));
+    ebb_micros left = u.cap - u.spent - u.committed;
+    if (left < 0)
+        left = 0;
+    if (p90 * EBB_MICROS_PER_UNIT > (double)left) {
+        ebb__info("refused a job from %s for team %s: p90 cost %.2f USD, %.2f USD "
+                  "left", file, t->name, p90, (double)left / EBB_MICROS_PER_UNIT);
+        ebb__api_fail(call, "invalid", "%s: team %s admits a job only when its p90 "
+                      "cost fits what is left of the team's budget (teams.%s."
+                      "admission: p90): its quote is %.2f / %.2f / %.2f USD "
+                      "(p10 / p50 / p90 of %lld samples), and %.2f USD of the "
+                      "team's %.2f USD this month is left (spent %.2f, committed "
+                      "by running jobs %.2f)", file, t->name, t->name, p10, p50,
+                      p90, (long long)json_integer_value(json_object_get(quote, "samples")),
+                      (double)left / EBB_MICROS_PER_UNIT,
+                      (double)u.cap / EBB_MICROS_PER_UNIT,
+                      (double)u.spent / EBB_MICROS_PER_UNIT,
+                      (double)u.committed / EBB_MICROS_PER_UNIT);
+        return;
+    }
+    submit_accepted(d, call, spec);
+}
+
+/* The samples an admission quote takes: ebb plan's default. */
+#define ADMISSION_SAMPLES EBB__PLAN_SAMPLES_DEFAULT
+
 void ebb__api_submit(void *ctx, struct ebb__api_call *call)
 {
     struct ebb__daemon *d = ctx;
@@ -83,7 +176,6 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
     const char *yaml = file ? param_string(call, "yaml") : NULL;
     if (yaml == NULL)
         return;
-    const char *workdir = json_string_value(json_object_get(call->params, "workdir"));
     struct ebb__job_spec spec;
     struct ebb_diag diag = {{0}};
     int rc = ebb__jobspec_load_buffer(file, yaml, strlen(yaml), &spec, &diag);
@@ -114,35 +206,16 @@ void ebb__api_submit(void *ctx, struct ebb__api_call *call)
         ebb__jobspec_free(&spec);
         return;
     }
-    json_t *warnings = json_array();
-    int bad = warnings == NULL || ebb__daemon_spot_warning(d, &spec, warnings) != 0;
-    if (bad)
-        ebb__api_fail(call, "internal", "out of memory");
-    struct ebb__job_workdir stored;
-    if (bad ||
-        ebb__daemon_workdir_submit(d, call, &spec, workdir, warnings, &stored) != 0) {
-        json_decref(warnings);
-        ebb__jobspec_free(&spec);
+    const struct ebb__team *t = spec.team ? ebb__config_team(d->config, spec.team)
+                                          : NULL;
+    if (t != NULL && t->admission_p90) {
+        /* The quote takes seconds: it runs off the loop, and the
+         * submission goes on when it is back (the spec goes with it). */
+        ebb__daemon_quote(d, call, &spec, ADMISSION_SAMPLES, 1, admission_done, NULL);
         return;
     }
-    /* The job's row in job_workdirs commits with the job or not at all. */
-    struct ebb__submit_also also = {.write = write_job_workdir, .arg = &stored};
-    struct ebb__job *job = NULL;
-    rc = ebb__engine_submit_also(d->engine, &spec, yaml, (int64_t)call->uid,
-                                 workdir != NULL && workdir[0] == '/' ? workdir : NULL,
-                                 stored.store[0] != '\0' ? &also : NULL, &job, &diag);
+    submit_accepted(d, call, &spec);
     ebb__jobspec_free(&spec);
-    if (rc != 0) {
-        json_decref(warnings);
-        ebb__api_fail(call, rc == EBB_EINVAL ? "invalid" : "internal", "%s",
-                      diag.msg[0] ? diag.msg : ebb_strerror(rc));
-        return;
-    }
-    const char *job_id = ebb__engine_job_id(job);
-    ebb__info("job %s submitted by uid %ld from %s", job_id, (long)call->uid, file);
-    ebb__api_reply_after_commit(call, json_pack("{s:s,s:s,s:o}", "id", job_id, "state",
-                                   ebb__job_state_name(ebb__engine_job_state(job)),
-                                   "warnings", warnings));
 }
 
 /* Whether the caller sees job row `job` (owner_uid, team) in full. */

@@ -1,5 +1,6 @@
-/* The `plan` method {file, yaml, samples, seed}: `ebb plan`'s quote
- * (report/plan.h) from ebbd's own market, answered with the quote.
+/* Quotes from ebbd's own market (report/plan.h): the `plan` method
+ * {file, yaml, samples, seed}, answered with the quote, and the quote that
+ * a team's `admission: p90` judges a submission by (daemon_jobs.c).
  *
  * On the loop it only reads the spec and copies the market's last four
  * weeks of spot prices and capacities as CSV text; a worker thread of
@@ -36,6 +37,8 @@ struct plan_req {
     struct ebb__daemon *d;
     struct ebb__api_call *call;
     struct ebb__job_spec spec;
+    ebb__daemon_quote_cb cb;
+    void *arg;
     char *prices, *avail; /* CSV text; avail NULL when no capacity is known */
     char *catalog;
     char *policy;
@@ -180,14 +183,82 @@ static void plan_done(uv_work_t *req, int status)
 {
     struct plan_req *r = req->data;
     r->d->store_readers--;
-    if (r->result != NULL)
-        ebb__api_reply(r->call, r->result);
-    else if (status == UV_ECANCELED)
-        ebb__api_fail(r->call, "internal", "ebbd is shutting down");
-    else
-        ebb__api_fail(r->call, r->code, "%s", r->diag.msg[0] ? r->diag.msg
-                                                           : "the quote failed");
+    if (r->result == NULL && status == UV_ECANCELED) {
+        r->code = "internal";
+        ebb_diag_set(&r->diag, NULL, 0, "ebbd is shutting down");
+    } else if (r->result == NULL && r->diag.msg[0] == '\0') {
+        ebb_diag_set(&r->diag, NULL, 0, "the quote failed");
+    }
+    r->cb(r->d, r->call, &r->spec, r->result, r->code, r->diag.msg, r->arg);
+    json_decref(r->result);
     plan_free(r);
+}
+
+int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
+                      struct ebb__job_spec *spec, unsigned samples, uint64_t seed,
+                      ebb__daemon_quote_cb cb, void *arg)
+{
+    if (d->store_readers >= d->config->api_max_store_readers) {
+        ebb__api_fail(call, "busy", "ebbd is already answering %u long reads "
+                      "(api.max_store_readers); try again in a moment",
+                      d->store_readers);
+        ebb__jobspec_free(spec);
+        return -1;
+    }
+    struct plan_req *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        ebb__api_fail(call, "internal", "out of memory");
+        ebb__jobspec_free(spec);
+        return -1;
+    }
+    r->d = d;
+    r->call = call;
+    r->req.data = r;
+    r->cb = cb;
+    r->arg = arg;
+    r->spec = *spec;
+    *spec = (struct ebb__job_spec){0};
+    char *data = ebb__data_dir();
+    r->catalog = data ? ebb__path_join(data, "catalog.csv") : NULL;
+    free(data);
+    if (d->catalog == NULL || r->catalog == NULL) {
+        ebb__api_fail(call, "internal", "ebbd has no instance catalog to quote "
+                      "from (set EBB_DATA_DIR to the directory with catalog.csv)");
+        plan_free(r);
+        return -1;
+    }
+    /* The policy ebbd would give the job: its own, else ebbd's default. */
+    r->policy = strdup(r->spec.policy ? r->spec.policy : d->config->default_policy);
+    ebb_time_ms now = ebb__clock_now(&d->clock);
+    int rc = r->policy != NULL ? snapshot(r, ebb__engine_market(d->engine), now)
+                               : EBB_ENOMEM;
+    r->opt = (struct ebb__plan_options){
+        .catalog = r->catalog, .job = &r->spec, .policy = r->policy,
+        .now = now, .samples = samples, .seed = seed,
+    };
+    if (rc == 0)
+        rc = uv_queue_work(&d->loop, &r->req, plan_work, plan_done);
+    if (rc != 0) {
+        ebb__api_fail(call, "internal", "cannot start the quote: %s",
+                      rc == EBB_ENOMEM ? "out of memory" : uv_strerror(rc));
+        plan_free(r);
+        return -1;
+    }
+    d->store_readers++;
+    return 0;
+}
+
+static void plan_answer(struct ebb__daemon *d, struct ebb__api_call *call,
+                        struct ebb__job_spec *spec, json_t *quote,
+                        const char *code, const char *msg, void *arg)
+{
+    (void)d;
+    (void)spec;
+    (void)arg;
+    if (quote != NULL)
+        ebb__api_reply(call, json_incref(quote));
+    else
+        ebb__api_fail(call, code, "%s", msg);
 }
 
 /* An integer param within [lo, hi], or `def` when absent. */
@@ -221,50 +292,12 @@ void ebb__api_plan(void *ctx, struct ebb__api_call *call)
                    EBB__PLAN_SAMPLES_DEFAULT, &samples) != 0 ||
         param_uint(call, "seed", 0, INT64_MAX, 1, &seed) != 0)
         return;
-    if (d->store_readers >= d->config->api_max_store_readers) {
-        ebb__api_fail(call, "busy", "ebbd is already answering %u long reads "
-                      "(api.max_store_readers); try again in a moment",
-                      d->store_readers);
+    struct ebb__job_spec spec;
+    struct ebb_diag diag = {{0}};
+    if (ebb__jobspec_load_buffer(file, yaml, strlen(yaml), &spec, &diag) != 0) {
+        ebb__api_fail(call, "invalid", "%s", diag.msg);
         return;
     }
-    struct plan_req *r = calloc(1, sizeof(*r));
-    if (r == NULL) {
-        ebb__api_fail(call, "internal", "out of memory");
-        return;
-    }
-    r->d = d;
-    r->call = call;
-    r->req.data = r;
-    int rc = ebb__jobspec_load_buffer(file, yaml, strlen(yaml), &r->spec, &r->diag);
-    if (rc != 0) {
-        ebb__api_fail(call, "invalid", "%s", r->diag.msg);
-        plan_free(r);
-        return;
-    }
-    char *data = ebb__data_dir();
-    r->catalog = data ? ebb__path_join(data, "catalog.csv") : NULL;
-    free(data);
-    if (d->catalog == NULL || r->catalog == NULL) {
-        ebb__api_fail(call, "internal", "ebbd has no instance catalog (set "
-                      "EBB_DATA_DIR to the directory with catalog.csv)");
-        plan_free(r);
-        return;
-    }
-    /* The policy ebbd would give the job: its own, else ebbd's default. */
-    r->policy = strdup(r->spec.policy ? r->spec.policy : d->config->default_policy);
-    ebb_time_ms now = ebb__clock_now(&d->clock);
-    rc = r->policy != NULL ? snapshot(r, ebb__engine_market(d->engine), now) : EBB_ENOMEM;
-    r->opt = (struct ebb__plan_options){
-        .catalog = r->catalog, .job = &r->spec, .policy = r->policy,
-        .now = now, .samples = (unsigned)samples, .seed = (uint64_t)seed,
-    };
-    if (rc == 0)
-        rc = uv_queue_work(&d->loop, &r->req, plan_work, plan_done);
-    if (rc != 0) {
-        ebb__api_fail(call, "internal", "cannot start the quote: %s",
-                      rc == EBB_ENOMEM ? "out of memory" : uv_strerror(rc));
-        plan_free(r);
-        return;
-    }
-    d->store_readers++;
+    ebb__daemon_quote(d, call, &spec, (unsigned)samples, (uint64_t)seed,
+                      plan_answer, NULL);
 }

@@ -89,6 +89,7 @@ check "says nothing to plan from" contains "$ERR" "nothing to plan from"
 S="$TMP/state"
 expect_exit 1 "without ebbd" "$EBB" --state-dir "$S" plan "$TMP/job.yaml"
 check "says ebbd is not running" contains "$ERR" "ebbd is not running"
+ME=$(id -un)
 cat >"$TMP/ebb.yaml" <<YAML
 providers:
   sim:
@@ -96,6 +97,10 @@ providers:
     availability: $AVAIL
     align_availability: true
 clock: {start: $AT, speed: 1}
+teams:
+  poor: {members: [$ME], budget: 15 USD, admission: p90}
+  rich: {members: [$ME], budget: 1000 USD, admission: p90}
+  open: {members: [$ME], budget: 15 USD}
 YAML
 check "ebbd starts" start_daemon "$S" --config "$TMP/ebb.yaml"
 expect_exit 0 "ebbd: plan --json" "$EBB" --state-dir "$S" plan "$TMP/job.yaml" --samples 20 --json
@@ -110,7 +115,39 @@ check "ebbd: bad spec names file:line" contains "$ERR" "bad.yaml:3:"
 printf 'name: x\nrun: [true]\nwork: 1h\npolicy: nope\n' >"$TMP/nope.yaml"
 expect_exit 2 "ebbd: unknown policy" "$EBB" --state-dir "$S" plan "$TMP/nope.yaml" --samples 2
 check "ebbd: unknown policy named" contains "$ERR" 'policy: no policy named "nope"'
+
+# --- teams.T.admission: p90 -------------------------------------------------------
+# The job's quote is about 20 USD (p90 above 15): team poor refuses it with
+# the quote, team rich admits it, and a team without admission takes it
+# whatever it will cost.
+team_job() { sed "s/^name: k80/name: k80-$1\nteam: $1/" "$TMP/job.yaml" >"$TMP/$1.yaml"; }
+team_job poor
+team_job rich
+team_job open
+expect_exit 2 "admission: p90 refuses a job over what is left" "$EBB" --state-dir "$S" submit "$TMP/poor.yaml"
+check "the refusal names the rule" contains "$ERR" "teams.poor.admission: p90"
+check "the refusal carries the quote" contains "$ERR" "its quote is "
+check "the refusal says what is left" contains "$ERR" "15.00 USD of the team's 15.00 USD this month is left"
+# The quote of 20 samples above, a moment earlier on the clock: the same
+# p90 within 5% (the spread of this job's costs is a few percent).
+if python3 -c 'import json,re,sys
+m = re.search(r"its quote is ([0-9.]+) / ([0-9.]+) / ([0-9.]+) USD \(p10 / p50 / p90 of 200 samples\)", sys.argv[1])
+q = json.loads(sys.argv[2])["cost_usd"]["p90"]
+sys.exit(0 if m and float(m.group(3)) > 15 and abs(float(m.group(3)) - q) < 0.05 * q else 1)' "$ERR" "$J2"
+then ok "the refusal's p90 is over 15 USD and is the quote's"
+else not_ok "the refusal's p90 is over 15 USD and is the quote's" "$ERR"; fi
+expect_exit 0 "ebbd: nothing submitted by the refusal" "$EBB" --state-dir "$S" jobs --all --json
+py "ebbd: still no jobs" 'd["jobs"] == []' "$OUT"
+expect_exit 0 "admission: p90 admits a job that fits" "$EBB" --state-dir "$S" submit "$TMP/rich.yaml"
+check "it is submitted" contains "$OUT" "j-"
+expect_exit 0 "no admission rule: no quote" "$EBB" --state-dir "$S" submit "$TMP/open.yaml"
+
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
+
+# Bad admission rules stop ebbd at start with the line.
+printf 'teams:\n  t: {members: [%s], budget: 5 USD, admission: p95}\n' "$ME" >"$TMP/bad-adm.yaml"
+expect_exit 2 "admission: p95 is refused" "$EBBD" --state-dir "$TMP/s2" --config "$TMP/bad-adm.yaml"
+check "and named" contains "$ERR" 'teams.t.admission: "p95" is not an admission rule'
 
 finish
