@@ -9,14 +9,17 @@
 #include "cli/cli.h"
 
 static const char usage[] =
-    "Usage: ebb job show ID [--json]\n"
+    "Usage: ebb job show ID [--outlook] [--json]\n"
     "\n"
     "Shows job ID: its state, where it runs now, what it has spent and on\n"
     "what, every state change with its reason, its instances and its\n"
     "checkpoints. Another user's job shows only its summary (state,\n"
     "progress, spend) unless you are an admin or an admin of its team.\n"
     "\n"
-    "  --json  print ebbd's answer as JSON\n";
+    "  --outlook  for an unfinished job, also quote the rest of it as ebb\n"
+    "             plan does (a few seconds): its ETA, expected and p90 total\n"
+    "             cost, and the odds of its deadline (docs/plan.md)\n"
+    "  --json     print ebbd's answer as JSON\n";
 
 static const char *str(json_t *o, const char *key)
 {
@@ -64,6 +67,28 @@ static void stored_checkpoints(json_t *j)
            str(json_array_get(json_object_get(j, "checkpoints"), 0), "store"));
     omitted(j, "checkpoints");
     cli_table_print(t, stdout, "  none yet");
+}
+
+/* The quote of the rest of the job, when it was asked for. */
+static void outlook(json_t *j)
+{
+    json_t *o = json_object_get(j, "outlook");
+    if (!json_is_object(o))
+        return;
+    if (json_object_get(o, "error") != NULL) {
+        printf("  outlook:     none (%s)\n", str(o, "error"));
+        return;
+    }
+    const json_t *eta = json_object_get(o, "eta");
+    const json_t *pd = json_object_get(o, "p_deadline");
+    printf("  outlook:     at %s, ETA %s; total cost expected %.2f USD, p90 %.2f USD",
+           str(o, "at"), json_is_string(eta) ? json_string_value(eta) : "unknown",
+           json_number_value(json_object_get(o, "expected_cost_usd")),
+           json_number_value(json_object_get(o, "p90_cost_usd")));
+    if (json_is_number(pd))
+        printf("; meets its deadline in %.0f%% of %lld samples", 100 * json_number_value(pd),
+               (long long)json_integer_value(json_object_get(o, "samples")));
+    printf("\n");
 }
 
 static void print_job(json_t *j)
@@ -122,6 +147,8 @@ static void print_job(json_t *j)
                                   EBB__AMOUNT_DECIMALS, str(now, "currency"), a, sizeof(a)));
     }
 
+    outlook(j);
+
     printf("\nEvents:\n");
     omitted(j, "events");
     json_array_foreach(json_object_get(j, "events"), i, row)
@@ -167,7 +194,7 @@ int cmd_job(struct cli *cli, int argc, char **argv)
     if (cli_wants_help(argc, argv, usage))
         return CLI_OK;
     const char *id = NULL;
-    int json = 0;
+    int json = 0, want_outlook = 0;
     if (argc < 2 || strcmp(argv[1], "show") != 0) {
         fputs(usage, stderr);
         return CLI_USAGE;
@@ -175,6 +202,8 @@ int cmd_job(struct cli *cli, int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = 1;
+        } else if (strcmp(argv[i], "--outlook") == 0) {
+            want_outlook = 1;
         } else if (argv[i][0] == '-' || id != NULL) {
             fprintf(stderr, "ebb job show: unexpected argument \"%s\"\n%s", argv[i], usage);
             return CLI_USAGE;
@@ -186,7 +215,7 @@ int cmd_job(struct cli *cli, int argc, char **argv)
         fputs(usage, stderr);
         return CLI_USAGE;
     }
-    json_t *params = json_pack("{s:s}", "id", id);
+    json_t *params = json_pack("{s:s,s:b}", "id", id, "outlook", want_outlook);
     json_t *r;
     int code = cli_call(cli, "job", params, &r);
     json_decref(params);

@@ -104,6 +104,13 @@ typedef void (*ebb__daemon_quote_cb)(struct ebb__daemon *d,
 int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
                       struct ebb__job_spec *spec, unsigned samples, uint64_t seed,
                       ebb__daemon_quote_cb cb, void *arg);
+/* daemon_plan.c: answers `call` with `answer` (the job's JSON, taken)
+ * plus its "outlook": the quote of the rest of unfinished job `job` from
+ * now (ETA, expected and p90 total cost), or {error} when none can be
+ * made. */
+struct ebb__job;
+void ebb__daemon_job_outlook(struct ebb__daemon *d, struct ebb__api_call *call,
+                             json_t *answer, const struct ebb__job *job);
 /* daemon_workdir.c: `workdir_put` {sha256, size[, offset, data]}: begins
  * or continues the upload of a packed workdir (docs/stores.md). */
 void ebb__api_workdir_put(void *ctx, struct ebb__api_call *call);

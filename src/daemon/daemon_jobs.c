@@ -301,10 +301,19 @@ void ebb__api_job(void *ctx, struct ebb__api_call *call)
         return;
     }
     add_waiting_reason(d, job);
-    if (may_see_job(d, call, job))
+    int full = may_see_job(d, call, job);
+    if (full)
         json_object_set_new(job, "current", current_json(d, id));
     else
         ebb__daemon_redact_job(job);
+    /* outlook: true asks for the quote of the rest of an unfinished job
+     * (seconds, off the loop); the answer waits for it. */
+    const struct ebb__job *live = ebb__engine_job(d->engine, id);
+    if (full && live != NULL && json_is_true(json_object_get(call->params, "outlook")) &&
+        !ebb__job_state_terminal(ebb__engine_job_state(live))) {
+        ebb__daemon_job_outlook(d, call, job, live);
+        return;
+    }
     ebb__api_reply(call, job);
 }
 

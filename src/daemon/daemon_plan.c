@@ -301,3 +301,109 @@ void ebb__api_plan(void *ctx, struct ebb__api_call *call)
     ebb__daemon_quote(d, call, &spec, (unsigned)samples, (uint64_t)seed,
                       plan_answer, NULL);
 }
+
+/* ---- a running job's outlook (`job` with outlook: true) ---------------- */
+
+/* The samples an outlook takes: half of a plan's, so that `ebb job show
+ * --outlook` answers in a few seconds. */
+#define OUTLOOK_SAMPLES 100
+
+struct outlook {
+    json_t *job;            /* the answer being built (owned) */
+    ebb_micros spent;       /* USD, billed and accrued */
+    ebb_dur_ms work_left;
+};
+
+static void outlook_answer(struct ebb__daemon *d, struct ebb__api_call *call,
+                           struct ebb__job_spec *spec, json_t *quote,
+                           const char *code, const char *msg, void *arg)
+{
+    (void)d;
+    (void)spec;
+    (void)code;
+    struct outlook *o = arg;
+    double spent = (double)o->spent / EBB_MICROS_PER_UNIT;
+    json_t *v;
+    if (quote != NULL) {
+        const json_t *c = json_object_get(quote, "cost_usd");
+        const json_t *f = json_object_get(quote, "finish");
+        v = json_pack("{s:O,s:I,s:f,s:O,s:O,s:f,s:f,s:O,s:O}",
+            "at", json_object_get(quote, "at"),
+            "work_left_ms", (json_int_t)o->work_left,
+            "spent_usd", spent,
+            "eta", json_object_get(f, "p50"),
+            "finish", f,
+            "expected_cost_usd",
+            spent + json_number_value(json_object_get(quote, "cost_mean_usd")),
+            "p90_cost_usd", spent + json_number_value(json_object_get(c, "p90")),
+            "p_deadline", json_object_get(quote, "p_deadline"),
+            "samples", json_object_get(quote, "samples"));
+    } else {
+        v = json_pack("{s:s}", "error", msg);
+    }
+    json_object_set_new(o->job, "outlook", v);
+    ebb__api_reply(call, o->job);
+    free(o);
+}
+
+/* The rest of the job as a job of its own: the work it has not saved, its
+ * deadline as a time (dropped when the rest no longer fits before it:
+ * the quote then says when it would finish), what is left of its budget;
+ * no checkpoint store and no notifications (the backtest has neither).
+ * The rest starts on a new instance: the instance it runs on now is not
+ * kept, so it pays one restart overhead more than staying would. */
+static int rest_of(const struct ebb__job *job, ebb_time_ms now,
+                   struct ebb__job_spec *out, struct outlook *o, struct ebb_diag *d)
+{
+    struct ebb__job_info ji;
+    ebb__engine_job_info(job, &ji);
+    struct ebb__budget_usage u;
+    if (ebb__engine_job_budget(job, now, &u) != 0) {
+        ebb_diag_set(d, NULL, 0, "the job's spend cannot be read in USD");
+        return EBB_ENOTFOUND;
+    }
+    json_t *j = ebb__jobspec_to_json(ji.spec);
+    int rc = j != NULL ? ebb__jobspec_from_json(j, out, d) : EBB_ENOMEM;
+    json_decref(j);
+    if (rc != 0)
+        return rc;
+    o->spent = u.spent;
+    o->work_left = ji.work_total - ji.work_saved;
+    if (o->work_left < EBB_MS_PER_SECOND)
+        o->work_left = EBB_MS_PER_SECOND;
+    out->work = o->work_left;
+    out->has_deadline = ji.deadline > now + o->work_left + out->restart_overhead;
+    out->deadline_is_relative = 0;
+    out->deadline_at = out->has_deadline ? ji.deadline : 0;
+    if (u.has_cap) {
+        out->has_budget = 1;
+        out->budget.amount = u.cap - u.spent > 0 ? u.cap - u.spent : 1;
+        snprintf(out->budget.currency, sizeof(out->budget.currency), "USD");
+    }
+    free(out->checkpoint.store);
+    out->checkpoint.store = NULL;
+    return 0;
+}
+
+void ebb__daemon_job_outlook(struct ebb__daemon *d, struct ebb__api_call *call,
+                             json_t *answer, const struct ebb__job *job)
+{
+    struct outlook *o = calloc(1, sizeof(*o));
+    struct ebb__job_spec rest = {0};
+    struct ebb_diag diag = {{0}};
+    int rc = o != NULL ? rest_of(job, ebb__clock_now(&d->clock), &rest, o, &diag)
+                       : EBB_ENOMEM;
+    if (rc != 0) {
+        json_object_set_new(answer, "outlook", json_pack("{s:s}", "error",
+                            diag.msg[0] ? diag.msg : "out of memory"));
+        ebb__api_reply(call, answer);
+        ebb__jobspec_free(&rest);
+        free(o);
+        return;
+    }
+    o->job = answer;
+    if (ebb__daemon_quote(d, call, &rest, OUTLOOK_SAMPLES, 1, outlook_answer, o) != 0) {
+        json_decref(answer);
+        free(o);
+    }
+}

@@ -389,6 +389,9 @@ static json_t *quote(struct plan *p)
     memcpy(v, p->cost, n * sizeof(*v));
     double budget_95 = round6(ebb__fc_quantile(v, n, 0.95));
     free(v);
+    double mean = 0;
+    for (unsigned i = 0; i < n; i++)
+        mean += p->cost[i] / n;
     unsigned met = 0, within = 0, unfinished = 0;
     for (unsigned i = 0; i < n; i++) {
         met += (unsigned)p->met[i];
@@ -402,7 +405,7 @@ static json_t *quote(struct plan *p)
     free(f);
     char at[EBB_TIME_BUFSZ];
     const struct ebb__job_spec *job = p->o->job;
-    return json_pack("{s:s,s:s,s:s,s:o,s:o,s:i,s:I,s:o,s:o,s:o,s:o,s:o,s:f,s:i}",
+    return json_pack("{s:s,s:s,s:s,s:o,s:o,s:i,s:I,s:o,s:f,s:o,s:o,s:o,s:o,s:f,s:i}",
         "job", job->name,
         "policy", p->policy,
         "at", ebb_format_time(p->o->now, at, sizeof(at)),
@@ -411,6 +414,7 @@ static json_t *quote(struct plan *p)
         "samples", (int)n,
         "seed", (json_int_t)p->o->seed,
         "cost_usd", money_q(p, n),
+        "cost_mean_usd", round6(mean),
         "finish", finish,
         "p_deadline", p->deadline > 0 ? json_real((double)met / n) : json_null(),
         "p_budget", p->budget >= 0 ? json_real((double)within / n) : json_null(),

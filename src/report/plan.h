@@ -55,7 +55,7 @@ struct ebb__plan_options {
 
 /* Quotes the job. On success returns 0 and *result (caller decrefs):
  * {job, policy, at, deadline, budget_usd, samples, seed,
- *  cost_usd: {p10, p50, p90}, finish: {p10, p50, p90}, p_deadline,
+ *  cost_usd: {p10, p50, p90}, cost_mean_usd, finish: {p10, p50, p90}, p_deadline,
  *  p_budget, cheapest_deadline, budget_95, unfinished}
  * (docs/plan.md says what each means). Bad input (samples out of range,
  * an unknown policy, a job the market cannot run, no history before now)

@@ -140,7 +140,20 @@ expect_exit 0 "ebbd: nothing submitted by the refusal" "$EBB" --state-dir "$S" j
 py "ebbd: still no jobs" 'd["jobs"] == []' "$OUT"
 expect_exit 0 "admission: p90 admits a job that fits" "$EBB" --state-dir "$S" submit "$TMP/rich.yaml"
 check "it is submitted" contains "$OUT" "j-"
+RICH=$(printf '%s\n' "$OUT" | grep -o 'j-[0-9a-f]*' | head -1)
 expect_exit 0 "no admission rule: no quote" "$EBB" --state-dir "$S" submit "$TMP/open.yaml"
+
+# --- job show --outlook: the quote of the rest of an unfinished job ---------------
+expect_exit 0 "job show --outlook" "$EBB" --state-dir "$S" job show "$RICH" --outlook --json
+py "outlook: ETA, expected and p90 total cost" 'set(("at","eta","finish","expected_cost_usd","p90_cost_usd","p_deadline","samples","spent_usd","work_left_ms")) <= set(d["outlook"])' "$OUT"
+py "outlook: the total counts what it spent" 'd["outlook"]["expected_cost_usd"] > d["outlook"]["spent_usd"] >= 0 and d["outlook"]["p90_cost_usd"] > 15' "$OUT"
+py "outlook: an ETA after now, before the deadline" 'd["outlook"]["at"] < d["outlook"]["eta"] <= d["outlook"]["finish"]["p90"] and d["outlook"]["samples"] == 100' "$OUT"
+py "outlook: all its work is left (no checkpoint yet)" 'd["outlook"]["work_left_ms"] == 8 * 3600000' "$OUT"
+expect_exit 0 "job show --outlook, table" "$EBB" --state-dir "$S" job show "$RICH" --outlook
+check "the table shows the outlook" contains "$OUT" "outlook:     at "
+check "with the ETA and the p90" contains "$OUT" ", p90 "
+expect_exit 0 "job show without --outlook" "$EBB" --state-dir "$S" job show "$RICH" --json
+py "no outlook unless asked" '"outlook" not in d' "$OUT"
 
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
