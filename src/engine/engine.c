@@ -135,6 +135,7 @@ void ebb__engine_free(struct ebb__engine *e)
     free(e->view_map);
     free(e->view_allowed);
     free(e->view_fc);
+    ebb__engine_outlook_free(e);
     free(e->calls);
     ebb__engine_releases_free(e);
     ebb__market_free(&e->market);

@@ -141,6 +141,12 @@ struct ebb__engine_options {
 int ebb__engine_new(const struct ebb__engine_options *o,
                     struct ebb__engine **out);
 
+/* Frees what this thread holds for the engines it ran (OpenSSL's
+ * per-thread random state, which agents' secrets draw on). A thread that
+ * ran engines calls it before it ends (report/plan.c's workers); the
+ * loop's thread need not. */
+void ebb__engine_thread_done(void);
+
 /* Frees jobs and market, stops the engine's timers and frees `e` (NULL is
  * ignored). Instances still running are not terminated (ebbd reconciles
  * them at the next start). Providers must be destroyed first: they cancel

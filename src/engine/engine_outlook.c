@@ -15,14 +15,7 @@
 /* Older history adds cost and little skill (docs/forecast.md). */
 #define OUTLOOK_HISTORY (28 * EBB_MS_PER_DAY)
 
-struct scratch {
-    ebb_time_ms *at;
-    ebb_micros *price;
-    int32_t *capacity;
-    size_t cap;
-};
-
-static int scratch_fill(struct scratch *s, const struct ebb__offer *o,
+static int scratch_fill(struct ebb__outlook_scratch *s, const struct ebb__offer *o,
                         ebb_time_ms now, size_t *first, size_t *n)
 {
     size_t end = o->n_steps;
@@ -118,13 +111,11 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
         o->fc_p50_low = cur->price;
         return;
     }
-    /* One per thread: ebbd's engine runs on its loop, and `ebb plan`'s
-     * engines on the virtual clock run on a worker thread beside it. */
-    static _Thread_local struct scratch s;
+    struct ebb__outlook_scratch *s = &e->outlook_scratch;
     size_t first, n;
-    if (scratch_fill(&s, o, now + 1, &first, &n) != 0 || n == 0)
+    if (scratch_fill(s, o, now + 1, &first, &n) != 0 || n == 0)
         return;
-    struct ebb__price_history ph = {s.at, s.price, n};
+    struct ebb__price_history ph = {s->at, s->price, n};
     /* The origin is just after now so that a price that took effect at this
      * very instant is part of the history. */
     if (ebb__forecast_prices(&ph, now + 1, OUTLOOK_STEP, OUTLOOK_STEPS, o->fc) == 0)
@@ -132,11 +123,19 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
     else
         flat_outlook(o, cur->price, now);
     o->fc_p50_low = lowest_p50(o);
-    struct ebb__capacity_history ch = {s.at, s.capacity, n};
+    struct ebb__capacity_history ch = {s->at, s->capacity, n};
     o->hazard = ebb__preemption_hazard(&ch, now + 1, o->losses, o->instance_hours);
     hazard_by_hour(o, &ch, now + 1);
     ebb__availability_record(&ch, now + 1, &o->record);
     for (size_t b = 0; b < EBB_PERIOD_BUCKETS && !o->has_record; b++)
         o->has_record = o->record.up[b] > 0 || o->record.down[b] > 0;
     o->has_record |= o->record.since > 0;
+}
+
+void ebb__engine_outlook_free(struct ebb__engine *e)
+{
+    free(e->outlook_scratch.at);
+    free(e->outlook_scratch.price);
+    free(e->outlook_scratch.capacity);
+    e->outlook_scratch = (struct ebb__outlook_scratch){0};
 }

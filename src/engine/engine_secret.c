@@ -26,6 +26,11 @@ int ebb__random_hex(char *hex, size_t size)
     return 0;
 }
 
+void ebb__engine_thread_done(void)
+{
+    OPENSSL_thread_stop();
+}
+
 /* Hex SHA-256 of `prefix` followed by `secret`. */
 static int digest(const char *prefix, const char *secret, char hash[65])
 {

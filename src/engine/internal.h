@@ -206,6 +206,15 @@ struct ebb__engine {
     /* Forecasts of the view's offers in another currency, converted. */
     struct ebb_forecast_point *view_fc;
     size_t view_fc_n, view_fc_cap;
+    /* engine_outlook.c's copy of one offer's recent history, reused for
+     * every offer: one per engine, as ebb plan runs engines on several
+     * threads beside ebbd's. */
+    struct ebb__outlook_scratch {
+        ebb_time_ms *at;
+        ebb_micros *price;
+        int32_t *capacity;
+        size_t cap;
+    } outlook_scratch;
     struct ebb_list releases;        /* engine_release.c */
     /* Provider calls a planning pass holds back (engine_calls.c). */
     int batching;
@@ -580,6 +589,8 @@ void ebb__engine_relaunch_shadow(struct ebb__job *job);
 
 /* Brings offer `offer`'s forecast and hazard up to date for `now`. */
 void ebb__engine_outlook(struct ebb__engine *e, size_t offer, ebb_time_ms now);
+/* Frees the outlook's scratch (ebb__engine_free). */
+void ebb__engine_outlook_free(struct ebb__engine *e);
 
 /* ---- the planner (engine_plan.c) ---- */
 

@@ -26,6 +26,7 @@
 #include <ebb/units.h>
 
 #include "base/paths.h"
+#include "engine/engine.h"
 #include "market/forecast.h"
 #include "report/backtest.h"
 #include "report/plan_sample.h"
@@ -466,13 +467,18 @@ static void worker_close(struct worker *w)
     free(w->ends);
 }
 
-static void *worker_run(void *arg)
+static void worker_run(struct worker *w)
 {
-    struct worker *w = arg;
     for (unsigned i = w->id; i < w->p->o->samples && w->rc == 0; i += w->n) {
         w->rc = run_sample(w, i);
         w->failed_at = i;
     }
+}
+
+static void *worker_thread(void *arg)
+{
+    worker_run(arg);
+    ebb__engine_thread_done();
     return NULL;
 }
 
@@ -491,7 +497,7 @@ static int run_samples(struct plan *p, unsigned n)
         rc = worker_open(&w[k]);
     }
     for (unsigned k = 1; k < n && rc == 0; k++)
-        started[k] = pthread_create(&t[k], NULL, worker_run, &w[k]) == 0;
+        started[k] = pthread_create(&t[k], NULL, worker_thread, &w[k]) == 0;
     for (unsigned k = 0; k < n && rc == 0; k++)
         if (k == 0 || !started[k])
             worker_run(&w[k]);
