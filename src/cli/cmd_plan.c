@@ -3,6 +3,7 @@
  * (its `plan` method); with --prices this process quotes it from the
  * traces, as ebb backtest runs. Nothing is submitted or stored. */
 #include <errno.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,8 +42,8 @@ static const char usage[] =
     "                        else deadline)\n"
     "\n"
     "  --samples N           sampled futures, 1 to 10000 (default 200)\n"
-    "  --seed S              seed of the sampling (default 1): the same\n"
-    "                        inputs and seed give the same quote\n"
+    "  --seed S              seed of the sampling, 0 to 2^63-1 (default 1):\n"
+    "                        the same inputs and seed give the same quote\n"
     "  --json                print {cost_usd: {p10, p50, p90}, finish: {p10,\n"
     "                        p50, p90}, p_deadline, p_budget,\n"
     "                        cheapest_deadline, budget_95, samples, ...}\n"
@@ -140,8 +141,9 @@ static int parse(int argc, char **argv, struct args *a)
         case 's':
             errno = 0;
             v = strtoull(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || errno != 0 || optarg[0] == '-')
-                return bad("--seed", optarg, "a non-negative integer");
+            if (end == optarg || *end != '\0' || errno != 0 || optarg[0] == '-' ||
+                v > INT64_MAX)
+                return bad("--seed", optarg, "an integer from 0 to 9223372036854775807");
             a->seed = v;
             break;
         case 't':

@@ -53,6 +53,10 @@ py "the job's own policy, else deadline" 'd["policy"] == "deadline"'
 
 expect_exit 0 "same inputs, same seed" plan --samples 40 --json
 check "same quote" test "$OUT" = "$J1"
+expect_exit 0 "the largest seed" plan --samples 2 --seed 9223372036854775807 --json
+py "the seed is kept" 'd["seed"] == 9223372036854775807' "$OUT"
+expect_exit 2 "a seed over 2^63-1" plan --seed 9223372036854775808
+check "the seed's range is named" contains "$ERR" "--seed: \"9223372036854775808\" is not an integer from 0 to 9223372036854775807"
 expect_exit 0 "another seed" plan --samples 40 --seed 2 --json
 check "seed 2 differs from seed 1" test "$OUT" != "$J1"
 expect_exit 0 "--policy" plan --samples 5 --policy on-demand --json
