@@ -29,8 +29,6 @@
 #include "market/market.h"
 #include "report/plan.h"
 
-/* As the engine's outlook reads (engine_outlook.c). */
-#define PLAN_HISTORY (28 * EBB_MS_PER_DAY)
 
 struct plan_req {
     uv_work_t req;
@@ -47,12 +45,6 @@ struct plan_req {
     const char *code;
     struct ebb_diag diag;
 };
-
-static void put_time(struct ebb_buf *b, ebb_time_ms t)
-{
-    char s[EBB_TIME_BUFSZ];
-    ebb_buf_puts(b, ebb_format_time_exact(t, s, sizeof(s)));
-}
 
 /* Whether an offer before k has o's availability key. */
 static int avail_seen(const struct ebb__market *m, size_t k)
@@ -72,9 +64,8 @@ static int avail_seen(const struct ebb__market *m, size_t k)
 static int snapshot(struct plan_req *r, const struct ebb__market *m, ebb_time_ms now)
 {
     struct ebb_buf p = {0}, a = {0};
-    ebb_buf_puts(&p, "timestamp_utc,provider,region,zone,instance_type,product,"
-                     "price_usd_per_hour\n");
-    ebb_buf_puts(&a, "timestamp_utc,provider,zone,instance_type,available\n");
+    ebb_buf_puts(&p, EBB__PLAN_PRICES_HEADER);
+    ebb_buf_puts(&a, EBB__PLAN_AVAIL_HEADER);
     size_t avail_rows = 0;
     for (size_t k = 0; k < m->n_offers; k++) {
         const struct ebb__offer *o = &m->offers[k];
@@ -84,24 +75,20 @@ static int snapshot(struct plan_req *r, const struct ebb__market *m, ebb_time_ms
         while (end < o->n_steps && o->steps[end].at < now)
             end++;
         size_t begin = end;
-        while (begin > 0 && o->steps[begin - 1].at >= now - PLAN_HISTORY)
+        while (begin > 0 && o->steps[begin - 1].at >= now - EBB__ENGINE_OUTLOOK_HISTORY)
             begin--;
         if (begin > 0)
             begin--;
         int own_avail = !avail_seen(m, k);
         for (size_t i = begin; i < end; i++) {
             const struct ebb__market_step *s = &o->steps[i];
-            put_time(&p, s->at);
-            ebb_buf_printf(&p, ",%s,%s,%s,%s,%s,%lld.%06lld\n", o->provider,
-                           o->region, o->zone, o->instance_type, o->product,
-                           (long long)(s->price / EBB_MICROS_PER_UNIT),
-                           (long long)(s->price % EBB_MICROS_PER_UNIT));
+            ebb__plan_price_row(&p, s->at, o->provider, o->region, o->zone,
+                                o->instance_type, o->product, s->price);
             /* Unknown capacity (-1) starts and ends no period
              * (ebb__availability_record); it is left out. */
             if (own_avail && s->capacity >= 0) {
-                put_time(&a, s->at);
-                ebb_buf_printf(&a, ",%s,%s,%s,%d\n", o->provider, o->zone,
-                               o->instance_type, (int)s->capacity);
+                ebb__plan_avail_row(&a, s->at, o->provider, o->zone,
+                                    o->instance_type, s->capacity);
                 avail_rows++;
             }
         }

@@ -141,6 +141,11 @@ struct ebb__engine_options {
 int ebb__engine_new(const struct ebb__engine_options *o,
                     struct ebb__engine **out);
 
+/* How far back the policies' outlook of an offer reads its history
+ * (engine_outlook.c; older history adds cost and little skill,
+ * docs/forecast.md). ebb plan gives its sampled engines as much. */
+#define EBB__ENGINE_OUTLOOK_HISTORY (28 * EBB_MS_PER_DAY)
+
 /* Frees what this thread holds for the engines it ran (OpenSSL's
  * per-thread random state, which agents' secrets draw on). A thread that
  * ran engines calls it before it ends (report/plan.c's workers); the

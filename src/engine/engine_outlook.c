@@ -12,8 +12,6 @@
 /* A week ahead at hourly steps: what the issue asks policies to see. */
 #define OUTLOOK_STEPS 168
 #define OUTLOOK_STEP EBB_MS_PER_HOUR
-/* Older history adds cost and little skill (docs/forecast.md). */
-#define OUTLOOK_HISTORY (28 * EBB_MS_PER_DAY)
 
 static int scratch_fill(struct ebb__outlook_scratch *s, const struct ebb__offer *o,
                         ebb_time_ms now, size_t *first, size_t *n)
@@ -22,7 +20,7 @@ static int scratch_fill(struct ebb__outlook_scratch *s, const struct ebb__offer 
     while (end > 0 && o->steps[end - 1].at >= now)
         end--;
     size_t begin = end;
-    while (begin > 0 && o->steps[begin - 1].at >= now - OUTLOOK_HISTORY)
+    while (begin > 0 && o->steps[begin - 1].at >= now - EBB__ENGINE_OUTLOOK_HISTORY)
         begin--;
     if (begin > 0)
         begin--; /* the step in effect when the window opens */

@@ -31,8 +31,6 @@
 #include "report/backtest.h"
 #include "report/plan_sample.h"
 
-/* The history each sample carries: what the engine's outlook reads. */
-#define PLAN_HISTORY (28 * EBB_MS_PER_DAY)
 /* The longest future sampled, and a job's window without a deadline. */
 #define PLAN_HORIZON (30 * EBB_MS_PER_DAY)
 /* A sampled path holds each price for 6 hours: the shipped traces' prices
@@ -110,15 +108,32 @@ static int wanted(const struct ebb__job_resources *r, const struct ebb_price_ser
            (s->zone[0] == '\0' || list_has(&r->zones, s->zone));
 }
 
-static void put_price(struct ebb_buf *b, const struct ebb_price_series *s,
-                      ebb_time_ms at, ebb_micros price)
+void ebb__plan_price_row(struct ebb_buf *b, ebb_time_ms at, const char *provider,
+                         const char *region, const char *zone,
+                         const char *instance_type, const char *product,
+                         ebb_micros price)
 {
     char t[EBB_TIME_BUFSZ];
     ebb_buf_printf(b, "%s,%s,%s,%s,%s,%s,%lld.%06lld\n",
-                   ebb_format_time_exact(at, t, sizeof(t)), s->provider,
-                   s->region, s->zone, s->instance_type, s->product,
-                   (long long)(price / EBB_MICROS_PER_UNIT),
+                   ebb_format_time_exact(at, t, sizeof(t)), provider, region, zone,
+                   instance_type, product, (long long)(price / EBB_MICROS_PER_UNIT),
                    (long long)(price % EBB_MICROS_PER_UNIT));
+}
+
+void ebb__plan_avail_row(struct ebb_buf *b, ebb_time_ms at, const char *provider,
+                         const char *zone, const char *instance_type,
+                         int32_t available)
+{
+    char t[EBB_TIME_BUFSZ];
+    ebb_buf_printf(b, "%s,%s,%s,%s,%d\n", ebb_format_time_exact(at, t, sizeof(t)),
+                   provider, zone, instance_type, (int)available);
+}
+
+static void put_price(struct ebb_buf *b, const struct ebb_price_series *s,
+                      ebb_time_ms at, ebb_micros price)
+{
+    ebb__plan_price_row(b, at, s->provider, s->region, s->zone, s->instance_type,
+                        s->product, price);
 }
 
 /* The mean length of the outages (capacity 0) that ended before `origin`. */
@@ -179,8 +194,7 @@ static int prepare(struct plan *p)
     for (size_t i = 0; i < t->n_series && !any; i++)
         any = wanted(&o->job->resources, &t->series[i]) && t->series[i].at[0] < o->now;
     struct ebb_buf b = {0};
-    ebb_buf_puts(&b, "timestamp_utc,provider,region,zone,instance_type,product,"
-                     "price_usd_per_hour\n");
+    ebb_buf_puts(&b, EBB__PLAN_PRICES_HEADER);
     for (size_t i = 0; i < t->n_series; i++) {
         const struct ebb_price_series *s = &t->series[i];
         if (s->at[0] >= o->now || (any && !wanted(&o->job->resources, s)))
@@ -189,7 +203,7 @@ static int prepare(struct plan *p)
         while (end < s->n && s->at[end] < o->now)
             end++;
         size_t begin = end - 1;
-        while (begin > 0 && s->at[begin] >= o->now - PLAN_HISTORY)
+        while (begin > 0 && s->at[begin] >= o->now - EBB__ENGINE_OUTLOOK_HISTORY)
             begin--;
         for (size_t r = begin; r < end; r++)
             put_price(&b, s, s->at[r], s->price[r]);
@@ -254,28 +268,24 @@ static int write_sample(struct worker *w, unsigned i)
     if (rc != 0 || p->n_avail == 0)
         return rc;
     ebb_time_ms until = now + (ebb_time_ms)p->n_steps * PLAN_STEP;
-    ebb_buf_puts(&b, "timestamp_utc,provider,zone,instance_type,available\n");
-    char t[EBB_TIME_BUFSZ];
+    ebb_buf_puts(&b, EBB__PLAN_AVAIL_HEADER);
     for (size_t k = 0; k < p->n_avail; k++) {
         const struct avail *a = &p->avail[k];
+        const struct ebb_avail_series *s = a->s;
         size_t n = ebb__plan_sample_outages(a->hazard, a->mean_down, now, until,
                                             &rng, w->starts, w->ends,
                                             PLAN_MAX_OUTAGES);
-        const char *key[3] = {a->s->provider, a->s->zone, a->s->instance_type};
-        ebb_buf_printf(&b, "%s,%s,%s,%s,%d\n", ebb_format_time_exact(now, t, sizeof(t)),
-                       key[0], key[1], key[2], PLAN_CAPACITY_UP);
+        ebb__plan_avail_row(&b, now, s->provider, s->zone, s->instance_type,
+                            PLAN_CAPACITY_UP);
         for (size_t j = 0; j < n; j++) {
-            ebb_buf_printf(&b, "%s,%s,%s,%s,0\n",
-                           ebb_format_time_exact(w->starts[j], t, sizeof(t)),
-                           key[0], key[1], key[2]);
-            ebb_buf_printf(&b, "%s,%s,%s,%s,%d\n",
-                           ebb_format_time_exact(w->ends[j], t, sizeof(t)),
-                           key[0], key[1], key[2], PLAN_CAPACITY_UP);
+            ebb__plan_avail_row(&b, w->starts[j], s->provider, s->zone,
+                                s->instance_type, 0);
+            ebb__plan_avail_row(&b, w->ends[j], s->provider, s->zone,
+                                s->instance_type, PLAN_CAPACITY_UP);
         }
         if (n == 0 || w->ends[n - 1] < until)
-            ebb_buf_printf(&b, "%s,%s,%s,%s,%d\n",
-                           ebb_format_time_exact(until, t, sizeof(t)),
-                           key[0], key[1], key[2], PLAN_CAPACITY_UP);
+            ebb__plan_avail_row(&b, until, s->provider, s->zone, s->instance_type,
+                                PLAN_CAPACITY_UP);
     }
     char *avail = ebb_buf_take(&b);
     rc = avail != NULL ? write_file(&w->d, w->avail_path, avail, NULL) : EBB_ENOMEM;

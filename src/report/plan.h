@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include <ebb/buf.h>
 #include <ebb/diag.h>
 #include <ebb/trace.h>
 
@@ -63,5 +64,19 @@ struct ebb__plan_options {
  * temporary files cannot be written; EBB_ENOMEM. */
 int ebb__plan_run(const struct ebb__plan_options *o, json_t **result,
                   struct ebb_diag *d);
+
+/* The traces a quote reads and writes, as text (data/README.md's
+ * formats): the two headers and one row of each, appended to `b`. Times
+ * keep their milliseconds; prices are exact. */
+#define EBB__PLAN_PRICES_HEADER \
+    "timestamp_utc,provider,region,zone,instance_type,product,price_usd_per_hour\n"
+#define EBB__PLAN_AVAIL_HEADER "timestamp_utc,provider,zone,instance_type,available\n"
+void ebb__plan_price_row(struct ebb_buf *b, ebb_time_ms at, const char *provider,
+                         const char *region, const char *zone,
+                         const char *instance_type, const char *product,
+                         ebb_micros price);
+void ebb__plan_avail_row(struct ebb_buf *b, ebb_time_ms at, const char *provider,
+                         const char *zone, const char *instance_type,
+                         int32_t available);
 
 #endif
