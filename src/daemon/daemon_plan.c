@@ -10,7 +10,6 @@
  * own store, clock and plugin instances. Plans count against
  * api.max_store_readers, as the other long reads do.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,7 +20,6 @@
 #include <ebb/trace.h>
 #include <ebb/units.h>
 
-#include "base/log.h"
 #include "base/paths.h"
 #include "daemon/daemon.h"
 #include "engine/engine.h"
@@ -99,38 +97,21 @@ static int snapshot(struct plan_req *r, const struct ebb__market *m, ebb_time_ms
     return r->prices != NULL && (avail_rows == 0 || r->avail != NULL) ? 0 : EBB_ENOMEM;
 }
 
-static int write_text(const char *path, const char *text, struct ebb_diag *d)
-{
-    FILE *f = fopen(path, "w");
-    int ok = f != NULL && fputs(text, f) >= 0;
-    if (f != NULL && fclose(f) != 0)
-        ok = 0;
-    if (!ok)
-        ebb_diag_set(d, NULL, 0, "cannot write %s: %s", path, strerror(errno));
-    return ok ? 0 : EBB_EIO;
-}
-
 /* Off the loop: the traces through the readers, then the quote. */
 static void plan_work(uv_work_t *req)
 {
     struct plan_req *r = req->data;
     r->code = "internal";
-    const char *tmp = getenv("TMPDIR");
-    char dir[64];
-    snprintf(dir, sizeof(dir), "%s/ebbd-plan-XXXXXX",
-             tmp != NULL && tmp[0] != '\0' && strlen(tmp) < 40 ? tmp : "/tmp");
-    if (mkdtemp(dir) == NULL) {
-        ebb_diag_set(&r->diag, NULL, 0, "cannot make a temporary directory: %s",
-                     strerror(errno));
+    char dir[4096];
+    if (ebb__plan_tmpdir("ebbd-market", dir, sizeof(dir), &r->diag) != 0)
         return;
-    }
     char *pp = ebb__path_join(dir, "market-prices.csv");
     char *ap = ebb__path_join(dir, "market-availability.csv");
     struct ebb_price_trace *prices = NULL;
     struct ebb_avail_trace *avail = NULL;
-    int rc = pp && ap ? write_text(pp, r->prices, &r->diag) : EBB_ENOMEM;
+    int rc = pp && ap ? ebb__plan_write_text(pp, r->prices, NULL, &r->diag) : EBB_ENOMEM;
     if (rc == 0 && r->avail != NULL)
-        rc = write_text(ap, r->avail, &r->diag);
+        rc = ebb__plan_write_text(ap, r->avail, NULL, &r->diag);
     if (rc == 0)
         rc = ebb_price_trace_load(pp, &prices, &r->diag);
     if (rc == 0 && r->avail != NULL)

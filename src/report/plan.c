@@ -67,7 +67,7 @@ struct plan {
     size_t n_avail;
     size_t n_steps;
     char *history; /* the price trace's header and history rows */
-    char dir[64];
+    char dir[4096];
     /* per sample, each written by the one worker that runs it */
     double *cost;
     ebb_time_ms *finish; /* INT64_MAX: did not finish */
@@ -233,8 +233,8 @@ static int prepare(struct plan *p)
     return p->history != NULL ? 0 : EBB_ENOMEM;
 }
 
-static int write_file(struct ebb_diag *d, const char *path, const char *a,
-                      const char *b)
+int ebb__plan_write_text(const char *path, const char *a, const char *b,
+                         struct ebb_diag *d)
 {
     FILE *f = fopen(path, "w");
     int ok = f != NULL && fputs(a, f) >= 0 && (b == NULL || fputs(b, f) >= 0);
@@ -243,6 +243,20 @@ static int write_file(struct ebb_diag *d, const char *path, const char *a,
     if (!ok)
         ebb_diag_set(d, NULL, 0, "cannot write %s: %s", path, strerror(errno));
     return ok ? 0 : EBB_EIO;
+}
+
+int ebb__plan_tmpdir(const char *name, char *dir, size_t size, struct ebb_diag *d)
+{
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(dir, size, "%s/%s-XXXXXX",
+                     tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp", name);
+    if (n < 0 || (size_t)n >= size || mkdtemp(dir) == NULL) {
+        ebb_diag_set(d, NULL, 0, "cannot make a temporary directory %s: %s", dir,
+                     n < 0 || (size_t)n >= size ? "the path is too long" : strerror(errno));
+        dir[0] = '\0';
+        return EBB_EIO;
+    }
+    return 0;
 }
 
 /* Writes sample i's traces. */
@@ -262,7 +276,7 @@ static int write_sample(struct worker *w, unsigned i)
                       w->path[j]);
     }
     char *future = ebb_buf_take(&b);
-    int rc = future != NULL ? write_file(&w->d, w->prices_path, p->history, future)
+    int rc = future != NULL ? ebb__plan_write_text(w->prices_path, p->history, future, &w->d)
                             : EBB_ENOMEM;
     free(future);
     if (rc != 0 || p->n_avail == 0)
@@ -288,7 +302,7 @@ static int write_sample(struct worker *w, unsigned i)
                                 PLAN_CAPACITY_UP);
     }
     char *avail = ebb_buf_take(&b);
-    rc = avail != NULL ? write_file(&w->d, w->avail_path, avail, NULL) : EBB_ENOMEM;
+    rc = avail != NULL ? ebb__plan_write_text(w->avail_path, avail, NULL, &w->d) : EBB_ENOMEM;
     free(avail);
     return rc;
 }
@@ -439,20 +453,6 @@ static json_t *quote(struct plan *p)
 
 /* ---- driver ------------------------------------------------------------ */
 
-static int open_dir(struct plan *p)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(p->dir, sizeof(p->dir), "%s/ebb-plan-XXXXXX",
-             tmp != NULL && tmp[0] != '\0' && strlen(tmp) < 40 ? tmp : "/tmp");
-    if (mkdtemp(p->dir) == NULL) {
-        ebb_diag_set(p->d, NULL, 0, "cannot make a temporary directory %s: %s",
-                     p->dir, strerror(errno));
-        p->dir[0] = '\0';
-        return EBB_EIO;
-    }
-    return 0;
-}
-
 static int worker_open(struct worker *w)
 {
     char name[64];
@@ -577,7 +577,7 @@ int ebb__plan_run(const struct ebb__plan_options *o, json_t **result,
     if (rc == 0)
         rc = prepare(&p);
     if (rc == 0)
-        rc = open_dir(&p);
+        rc = ebb__plan_tmpdir("ebb-plan", p.dir, sizeof(p.dir), d);
     if (rc == 0)
         rc = run_samples(&p, threads(o));
     if (rc == 0) {

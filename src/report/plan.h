@@ -79,4 +79,14 @@ void ebb__plan_avail_row(struct ebb_buf *b, ebb_time_ms at, const char *provider
                          const char *zone, const char *instance_type,
                          int32_t available);
 
+/* Where a quote's traces go: a new directory $TMPDIR/NAME-XXXXXX (/tmp
+ * without TMPDIR), mode 0700, its path in dir[0..size). Returns 0, or
+ * EBB_EIO with d saying why. The caller removes it. */
+int ebb__plan_tmpdir(const char *name, char *dir, size_t size, struct ebb_diag *d);
+
+/* Writes `a` then `b` (may be NULL) to a new file at `path`. Returns 0, or
+ * EBB_EIO with d saying why. */
+int ebb__plan_write_text(const char *path, const char *a, const char *b,
+                         struct ebb_diag *d);
+
 #endif
