@@ -49,7 +49,7 @@ py "outages spread the finish" 'd["finish"]["p10"] < d["finish"]["p90"]'
 py "finish after submission, before the deadline" 'd["at"] < d["finish"]["p10"] and d["finish"]["p90"] <= d["deadline"]'
 py "probabilities" '0 <= d["p_deadline"] <= 1 and 0 <= d["p_budget"] <= 1'
 py "cheapest_deadline is the p90 finish" 'd["cheapest_deadline"] == d["finish"]["p90"]'
-py "the job's own policy, else deadline" 'd["policy"] == "deadline"'
+py "the job's own policy, else the default, renewal" 'd["policy"] == "renewal"'
 
 expect_exit 0 "same inputs, same seed" plan --samples 40 --json
 check "same quote" test "$OUT" = "$J1"
