@@ -59,6 +59,10 @@ struct ebb__team {
     /* admission: p90 (docs/budgets.md "Admission"): a submission whose
      * p90 cost exceeds what is left of the cap is refused. */
     int admission_p90;
+    /* fair_share: the team's waiting jobs of one priority go in the order
+     * of their owners' spend this month against their share (quotas.c,
+     * engine_order.c). */
+    int fair_share;
 };
 
 /* Instances of market `market`'s offers run on provider `runner`. */

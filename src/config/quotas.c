@@ -1,5 +1,5 @@
 /* A team's money and its quotas in ebb.yaml (docs/budgets.md): budget,
- * max_gpus, max_burn, users and admission. The rest of a team's keys (members,
+ * max_gpus, max_burn, users, admission and fair_share. The rest of a team's keys (members,
  * admins) go through the key table in config_file.c; these need what a
  * table cannot say (a rate per hour, a mapping of members), so they are
  * read here from the team's mapping, and the table sees the mapping
@@ -10,13 +10,14 @@
 
 #include <ebb/units.h>
 
+#include "base/cfg_table.h"
 #include "base/yaml_read.h"
 #include "config/config_impl.h"
 
 static const char *const team_keys[] = {"members", "admins", "budget", "max_gpus",
-                                        "max_burn", "users", "admission", NULL};
+                                        "max_burn", "users", "admission", "fair_share", NULL};
 static const char *const own_keys[] = {"budget", "max_gpus", "max_burn", "users",
-                                       "admission", NULL};
+                                       "admission", "fair_share", NULL};
 static const char *const user_keys[] = {"budget", "max_gpus", NULL};
 
 /* The most GPUs a quota may name. */
@@ -219,6 +220,10 @@ int ebb__config_team_limits(struct ebb__team *t, const struct ebb__ynode *team,
     snprintf(sub, sizeof(sub), "%s.admission", what);
     if (rc == 0)
         rc = admission_of(t, ebb__ymap_get(team, "admission"), sub, d);
+    const struct ebb__ynode *fair = ebb__ymap_get(team, "fair_share");
+    snprintf(sub, sizeof(sub), "%s.fair_share", what);
+    if (rc == 0 && fair != NULL && !ebb__ynode_is_null(fair))
+        rc = ebb__cfg_parse_value(EBB_CFG_BOOL, fair, sub, &t->fair_share, d);
     return rc;
 }
 

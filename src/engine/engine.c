@@ -26,25 +26,24 @@
 static void on_plan_timer(struct ebb__timer *t)
 {
     struct ebb__engine *e = t->data;
-    /* The pass ends with the job that was last when it began: jobs marked
-     * dirty while it runs queue up behind that one, for the next pass. */
-    const struct ebb_list *last = e->dirty.prev;
+    /* The pass plans the jobs dirty when it began, at most PASS_MAX_PLANS,
+     * in the order of their teams' queues (engine_order.c): a job ranked
+     * ahead decides, and takes what a quota has room for, first. Jobs
+     * marked dirty while it runs queue up behind them, for the next pass. */
+    size_t n = ebb__engine_order_dirty(e, PASS_MAX_PLANS);
     ebb__engine_batch_begin(e);
-    for (size_t planned = 0; !ebb_list_empty(&e->dirty); planned++) {
-        if (planned == PASS_MAX_PLANS || e->n_calls >= PASS_MAX_CALLS) {
-            /* The rest, still at the queue's front, goes first next time. */
-            ebb__timer_start(e->opt.clock, &e->plan_timer, ebb__clock_now(e->opt.clock));
+    for (size_t planned = 0; planned < n && !ebb_list_empty(&e->dirty); planned++) {
+        if (e->n_calls >= PASS_MAX_CALLS)
             break;
-        }
         struct ebb_list *node = e->dirty.next;
-        int end = node == last;
         ebb_list_remove(node);
         struct ebb__job *job = ebb_list_entry(node, struct ebb__job, dirty);
         if (!ebb__job_state_terminal(job->state))
             ebb__engine_plan_job(job);
-        if (end)
-            break;
     }
+    /* The rest, still at the queue's front, goes first next time. */
+    if (!ebb_list_empty(&e->dirty) && (n == PASS_MAX_PLANS || e->n_calls >= PASS_MAX_CALLS))
+        ebb__timer_start(e->opt.clock, &e->plan_timer, ebb__clock_now(e->opt.clock));
     ebb__engine_batch_end(e);
 }
 
@@ -258,6 +257,7 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
         .budget = job->budget,
         .currency = job->currency,
         .workdir = job->workdir,
+        .priority = job->spec.priority,
     };
     struct ebb__store *s = e->opt.store;
     rc = ebb__store_begin(s);
@@ -304,6 +304,7 @@ int ebb__engine_cancel(struct ebb__job *job, const char *why)
         ebb__engine_release(job, EBB__JOB_CANCELLED, SIZE_MAX, why);
         return 0;
     }
+    ebb__engine_quota_yield(job);
     ebb__engine_set_state(job, EBB__JOB_CANCELLED, "%s", why);
     return 0;
 }

@@ -378,6 +378,31 @@ struct ebb__quota_use {
 int ebb__engine_quota_use(const struct ebb__engine *e, const char *team,
                           int64_t owner, const struct ebb__job *except,
                           ebb_time_ms now, struct ebb__quota_use *u);
+/* A waiting job's place in its team's queue (engine_order.c). */
+struct ebb__queue_rank {
+    int priority;            /* 0 to 1000: higher goes first */
+    double usage;            /* its owner's spend this month over their
+                              * share (fair_share teams; else 0): lower
+                              * goes first */
+    ebb_time_ms submitted_at; /* earlier goes first */
+    size_t seq;              /* the last tie-break: submitted first (the
+                              * engine's order of its jobs) goes first */
+};
+/* < 0 when `a` goes before `b`, > 0 after, 0 for the same rank. */
+int ebb__queue_rank_cmp(const struct ebb__queue_rank *a, const struct ebb__queue_rank *b);
+/* A member's fair share in team `t`, USD micro-units: their
+ * teams.T.users budget when the team has a budget and they have one; else
+ * an equal part of what the members' own budgets leave of the team's;
+ * without a team budget, 1 USD for everyone (equal shares). Never 0. */
+ebb_micros ebb__engine_fair_share(const struct ebb__engine *e, const struct ebb__team *t,
+                                  const char *user);
+/* The waiting jobs (no instance; pending, waiting, paused, preempted) of
+ * `team` (NULL: every team's and those of none) in the order they are
+ * considered, into *jobs (the caller frees the array; the jobs are the
+ * engine's) and *n. Returns 0 or EBB_ENOMEM. */
+int ebb__engine_queue(struct ebb__engine *e, const char *team, struct ebb__job ***jobs,
+                      size_t *n);
+
 /* [start, end) of the UTC calendar month holding `now`. */
 void ebb__budget_month(ebb_time_ms now, ebb_time_ms *start, ebb_time_ms *end);
 

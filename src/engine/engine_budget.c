@@ -246,6 +246,15 @@ static int team_usage(const struct ebb__engine *e, const char *team,
     return rc;
 }
 
+int ebb__engine_owner_spent(const struct ebb__engine *e, const char *team,
+                            int64_t uid, ebb_time_ms now, ebb_micros *out)
+{
+    struct ebb__budget_usage u = {0};
+    int rc = team_usage(e, team, uid, NULL, now, &u);
+    *out = u.spent;
+    return rc;
+}
+
 int ebb__engine_team_budget(const struct ebb__engine *e,
                             const struct ebb__team *t, ebb_time_ms now,
                             struct ebb__budget_usage *u)

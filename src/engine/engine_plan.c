@@ -511,9 +511,11 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
         wake_at(job, d.until, now);
         break;
     }
-    if (job->current == NULL)
+    if (job->current == NULL) {
+        ebb__engine_quota_yield(job);
         ebb__engine_note_waiting(job, d.reason[0] ? d.reason
                                                   : "the policy chose to wait");
+    }
 }
 
 void ebb__engine_plan_job(struct ebb__job *job)

@@ -14,6 +14,12 @@
  * and the one it moves to. A refused job waits with the reason recorded
  * and is planned again when an instance of its team ends.
  *
+ * The team's queue (engine_order.c) is kept: a launch is refused while a
+ * job of the team ranked ahead of it holds its place (it waits for the
+ * quota, or backs off after a failed launch), so that a job that backs
+ * off is not overtaken; the job waits behind it and is planned again when
+ * that one launches, stops waiting for the quota, or may try again.
+ *
  * As engine_budget.c, this file judges and never acts: the planner
  * carries out the verdict. */
 #include <stdio.h>
@@ -113,10 +119,52 @@ static const char *held(const struct ebb__quota_use *u, char *buf, size_t size)
     return buf;
 }
 
-static void refuse(struct ebb__job *job, struct ebb__budget_verdict *v)
+/* `own`: the refusal is the job's own (its owner's quota, an offer
+ * larger than the team's), not a full team: it keeps no place in the
+ * team's queue (engine_order.c). */
+static void refuse(struct ebb__job *job, struct ebb__budget_verdict *v, int own)
 {
     v->act = EBB__BUDGET_NOTHING;
-    job->quota_wait = 1;
+    job->quota_wait = own ? EBB__QUOTA_WAIT_OWN : EBB__QUOTA_WAIT_TEAM;
+    job->queued_behind = NULL;
+}
+
+/* Plans again the jobs the quota made wait behind `job`. */
+static void wake_behind(struct ebb__job *job)
+{
+    struct ebb_list *node;
+    ebb_list_foreach(node, &job->engine->jobs) {
+        struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (j->queued_behind != job)
+            continue;
+        j->queued_behind = NULL;
+        if (!ebb__job_state_terminal(j->state))
+            ebb__engine_mark_dirty(j);
+    }
+}
+
+/* Refuses the launch while `ahead` holds its place in the queue. */
+static int behind(struct ebb__job *job, const struct ebb__job *ahead, ebb_time_ms now,
+                  struct ebb__budget_verdict *v)
+{
+    const char *name = ebb__job_priority_name(ahead->spec.priority);
+    char prio[16], at[40], why[80];
+    if (name == NULL)
+        snprintf(prio, sizeof(prio), "%d", ahead->spec.priority);
+    if (ebb__engine_retry_pending(ahead, now))
+        snprintf(why, sizeof(why), "backs off until %s",
+                 ebb_format_time(ahead->retry_at, at, sizeof(at)));
+    else
+        snprintf(why, sizeof(why), "waits for the quota");
+    snprintf(v->reason, sizeof(v->reason), "behind job %s (priority %s) in team "
+             "%s's queue, which %s", ahead->id, name != NULL ? name : prio,
+             job->spec.team, why);
+    refuse(job, v, 0);
+    job->queued_behind = ahead;
+    /* A job that backs off plans itself again then; so does this one. */
+    if (ebb__engine_retry_pending(ahead, now))
+        ebb__timer_start(job->engine->opt.clock, &job->wake, ahead->retry_at);
+    return 1;
 }
 
 int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_step *s,
@@ -129,6 +177,9 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
     struct ebb__engine *e = job->engine;
     const char *type = e->market.offers[s->offer].instance_type;
     int64_t want = offer_gpus(e, s->offer);
+    const struct ebb__job *ahead = ebb__engine_queue_ahead(job, now);
+    if (ahead != NULL)
+        return behind(job, ahead, now, v);
     struct ebb__quota_use tu;
     ebb__engine_quota_use(e, t->name, -1, job, now, &tu);
     if (t->max_gpus > 0 && want > t->max_gpus) {
@@ -136,7 +187,7 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
                  "than the %lld GPUs of %s: waiting for an offer that fits or a "
                  "larger quota", t->name, (long long)t->max_gpus,
                  (long long)want, type);
-        refuse(job, v);
+        refuse(job, v, 1);
         return 1;
     }
     if (t->max_gpus > 0 && tu.gpus + want > t->max_gpus) {
@@ -144,7 +195,7 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
         snprintf(v->reason, sizeof(v->reason), "team %s's max_gpus %lld is in "
                  "use (%s; %s has %lld)", t->name, (long long)t->max_gpus,
                  held(&tu, h, sizeof(h)), type, (long long)want);
-        refuse(job, v);
+        refuse(job, v, 0);
         return 1;
     }
     if (t->has_max_burn) {
@@ -163,7 +214,7 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
                      "its %zu instance%s billed %s/h now and %s could cost "
                      "up to %s/h", t->name, a, tu.instances,
                      tu.instances == 1 ? " is" : "s are", b, type, c);
-            refuse(job, v);
+            refuse(job, v, 0);
             return 1;
         }
     }
@@ -177,12 +228,21 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
                      "team %s is in use (%s; %s has %lld)", user->name,
                      (long long)user->max_gpus, t->name, held(&uu, h, sizeof(h)),
                      type, (long long)want);
-            refuse(job, v);
+            refuse(job, v, 1);
             return 1;
         }
     }
     job->quota_wait = 0;
+    wake_behind(job);
     return 0;
+}
+
+void ebb__engine_quota_yield(struct ebb__job *job)
+{
+    if (!job->quota_wait)
+        return;
+    job->quota_wait = 0;
+    wake_behind(job);
 }
 
 void ebb__engine_quota_freed(struct ebb__job *ended)

@@ -102,6 +102,13 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                ebb__job_state_name(to), reason);
 }
 
+int ebb__job_waits(const struct ebb__job *job)
+{
+    return job->current == NULL &&
+           (job->state == EBB__JOB_PENDING || job->state == EBB__JOB_WAITING ||
+            job->state == EBB__JOB_PAUSED || job->state == EBB__JOB_PREEMPTED);
+}
+
 void ebb__engine_note_waiting(struct ebb__job *job, const char *reason)
 {
     int waits = job->state == EBB__JOB_PENDING || job->state == EBB__JOB_WAITING ||
@@ -283,7 +290,7 @@ int ebb__engine_job_add(struct ebb__engine *e, struct ebb__job *job)
     if (by_id_add(e, job) != 0)
         return EBB_ENOMEM;
     ebb_list_insert_tail(&e->jobs, &job->node);
-    e->n_jobs++;
+    job->seq = e->n_jobs++;
     if (!ebb__job_state_terminal(job->state))
         e->n_active++;
     return 0;

@@ -19,6 +19,8 @@
  *                     the chosen checkpoint interval, moves' transfer cost
  *   engine_exec.c     launching, releasing, billing attempts
  *   engine_quota.c    teams' quotas on launches: verdicts, never actions
+ *   engine_order.c    the order of teams' waiting jobs: priority, fair
+ *                     share, submit time
  *   engine_budget.c   the caps: verdicts, never actions
  *   engine_notify.c   budget thresholds, cap forecasts and deadlines at
  *                     risk as events for notifications
@@ -116,6 +118,7 @@ struct ebb__job_transfer {
 struct ebb__job {
     struct ebb__engine *engine;
     struct ebb_list node;    /* on engine->jobs, in submission order */
+    size_t seq;              /* its place on engine->jobs */
     char id[48];
     struct ebb__job_spec spec;
     enum ebb__job_state state;
@@ -152,8 +155,11 @@ struct ebb__job {
     int64_t owner_uid;       /* who submitted it; -1: unknown */
     char owner_name[64];     /* their user name; "": none known */
     /* A quota refused its launch: planned again when an instance of its
-     * team ends (engine_quota.c). */
+     * team ends (engine_quota.c); 0: none, else EBB__QUOTA_WAIT_*. */
     int quota_wait;
+    /* The job the quota last made it wait behind (engine_order.c): planned
+     * again when that one launches or stops holding its place; NULL: none. */
+    const struct ebb__job *queued_behind;
     int held;                /* taken back after a restart: its instance is
                               * being reconciled; not planned until then */
     struct ebb__timer wake;
@@ -322,6 +328,9 @@ void ebb__engine_note_deadline(struct ebb__job *job, const struct ebb_offer *off
 
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                            const char *fmt, ...) EBB_PRINTF(3, 4);
+/* Whether the job waits: no instance, and pending, waiting, paused or
+ * preempted. */
+int ebb__job_waits(const struct ebb__job *job);
 /* Records why the job waits (`reason`; kept only while its state is one
  * that waits: pending, waiting, paused, preempted), without an event:
  * the planner's answer each time it looks. */
@@ -499,6 +508,14 @@ void ebb__engine_budget_burn(struct ebb__job *job, const struct ebb__job *ending
 
 /* ---- quotas (engine_quota.c, docs/budgets.md "Quotas") ---- */
 
+/* Why a quota refused a job's launch (job->quota_wait): its team's quota
+ * is full, or it waits behind a job that holds its place (it holds its
+ * own place then, engine_order.c); or the refusal is its own (its
+ * owner's max_gpus, an offer larger than the team's max_gpus), which
+ * holds no place. */
+#define EBB__QUOTA_WAIT_TEAM 1
+#define EBB__QUOTA_WAIT_OWN 2
+
 /* Whether the job's team has a quota (max_gpus, max_burn, or a member's
  * max_gpus). */
 int ebb__engine_quota_applies(const struct ebb__job *job);
@@ -512,6 +529,29 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
 /* An instance of `ended`'s team has ended: the team's jobs a quota
  * refused are planned again. */
 void ebb__engine_quota_freed(struct ebb__job *ended);
+
+/* The job will not launch now (its policy chose to wait, or it was
+ * cancelled): it no longer holds its place in its team's queue, and the
+ * jobs waiting behind it are planned again. */
+void ebb__engine_quota_yield(struct ebb__job *job);
+
+/* ---- the order of waiting jobs (engine_order.c, docs/budgets.md) ---- */
+
+/* Job `job`'s rank at `now` (usage only in a team with fair_share). */
+void ebb__engine_queue_rank(const struct ebb__job *job, ebb_time_ms now,
+                            struct ebb__queue_rank *r);
+/* Sorts the first `max` jobs of the dirty queue by rank, the first
+ * first. Returns how many it sorted (fewer when the queue is shorter). */
+size_t ebb__engine_order_dirty(struct ebb__engine *e, size_t max);
+/* The best-ranked job of `job`'s team ranked ahead of it that holds its
+ * place in the queue (waits for the quota, or backs off after a failed
+ * launch), or NULL. */
+const struct ebb__job *ebb__engine_queue_ahead(const struct ebb__job *job,
+                                               ebb_time_ms now);
+/* User `uid`'s spend this calendar month in team `team`, USD, as the caps
+ * count it (engine_budget.c). Returns 0 or a negative code. */
+int ebb__engine_owner_spent(const struct ebb__engine *e, const char *team,
+                            int64_t uid, ebb_time_ms now, ebb_micros *out);
 
 /* ---- the grace period (engine_grace.c) ---- */
 

@@ -382,6 +382,13 @@ static int do_small(struct ctx *c, const struct ebb__jy_layer *l)
     if (rc == 0 && n != NULL)
         rc = ebb__yread_int(n, "max_retries", 0, EBB__JOB_MAX_RETRIES_MAX,
                             &s->max_retries, c->d);
+    s->priority = EBB__JOB_PRIORITY_NORMAL;
+    n = ebb__jy_get(l, "priority");
+    if (rc == 0 && n != NULL)
+        rc = ebb__yread_scalar(n, "priority", "a priority", c->d);
+    if (rc == 0 && n != NULL && ebb__job_priority_parse(n->value, &s->priority) != 0)
+        rc = ebb__yread_not_a(n, "priority", "a priority", "low, normal, high, "
+                              "urgent or an integer from 0 to 1000", "high", c->d);
     return rc;
 }
 

@@ -5,7 +5,8 @@
  * A job spec is one YAML mapping. The key names are fixed (users' scripts
  * depend on them): name, run, shell, work, deadline, budget,
  * restart_overhead, resources, market, checkpoint, policy, team,
- * max_retries, env, submit, run_as, notify, workdir, workdir_exclude. Every problem is reported once, as
+ * max_retries, env, submit, run_as, notify, workdir, workdir_exclude,
+ * priority. Every problem is reported once, as
  * "file:line: message" naming the line of the bad value (or of the mapping
  * for a missing key), e.g.
  *   job.yaml:7: job: unknown key "deadine" (known: name, run, ...)
@@ -52,6 +53,13 @@
  * so the submit check cannot judge it against offers). */
 #define EBB__JOB_GPU_MEMORY_GB_MAX 1024
 #define EBB__JOB_NAME_MAX 64
+/* priority: a name or an integer from 0 to EBB__JOB_PRIORITY_MAX; the
+ * names stand for these (docs/budgets.md "Priorities"). */
+#define EBB__JOB_PRIORITY_LOW 250
+#define EBB__JOB_PRIORITY_NORMAL 500
+#define EBB__JOB_PRIORITY_HIGH 750
+#define EBB__JOB_PRIORITY_URGENT 1000
+#define EBB__JOB_PRIORITY_MAX 1000
 
 /* Where the job may run. Empty lists mean "anywhere"; gpu_count 0 means
  * no GPU requirement (a `gpu:` mapping without `count` means 1). */
@@ -113,6 +121,8 @@ struct ebb__job_spec {
      * admin's choice, checked by ebbd at submit); NULL: its owner. */
     char *run_as;
     int max_retries;
+    /* 0 to EBB__JOB_PRIORITY_MAX; EBB__JOB_PRIORITY_NORMAL unless given. */
+    int priority;
     /* notify: the ebb.yaml channels (notify:) its events go to. has_notify
      * 0: the key is absent and notify.defaults apply; 1: exactly these
      * (an empty list: none). Checked against ebb.yaml at submit. */
@@ -204,6 +214,13 @@ const char *ebb__job_market_name(enum ebb_job_market m);
 
 /* Parses a market name. Returns 0 or EBB_EINVAL. */
 int ebb__job_market_parse(const char *s, enum ebb_job_market *out);
+
+/* Parses a priority: "low", "normal", "high", "urgent" or an integer from
+ * 0 to EBB__JOB_PRIORITY_MAX written in decimal. Returns 0 or EBB_EINVAL. */
+int ebb__job_priority_parse(const char *s, int *out);
+
+/* The name of priority `p` ("high"), or NULL when no name stands for it. */
+const char *ebb__job_priority_name(int p);
 
 /* Parses a checkpoint signal: "SIGUSR1" or "USR1" (any case) for SIGUSR1,
  * SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGQUIT. Stores the number and the

@@ -157,6 +157,10 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
     bad |= put(o, "team", jstr_or_null(s->team));
     bad |= put(o, "run_as", jstr_or_null(s->run_as));
     bad |= put(o, "max_retries", json_integer(s->max_retries));
+    /* Written only when not normal: specs stored before priorities
+     * existed read, and print, the same. */
+    if (s->priority != EBB__JOB_PRIORITY_NORMAL)
+        bad |= put(o, "priority", json_integer(s->priority));
     /* Written only when the spec has it: absent means notify.defaults. */
     if (s->has_notify)
         bad |= put(o, "notify", jlist(s->notify.items, s->notify.n));
@@ -598,6 +602,11 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
     if (rc == 0)
         rc = jint(j, "max_retries", "max_retries", 0,
                   EBB__JOB_MAX_RETRIES_MAX, &s->max_retries, d);
+    /* Specs stored before priorities existed have none: normal. */
+    s->priority = EBB__JOB_PRIORITY_NORMAL;
+    if (rc == 0)
+        rc = jint(j, "priority", "priority", 0, EBB__JOB_PRIORITY_MAX,
+                  &s->priority, d);
     s->has_notify = json_is_array(jget(j, "notify"));
     if (rc == 0)
         rc = jlist_get(j, "notify", "notify", &s->notify, d);

@@ -18,7 +18,8 @@ const char *const ebb__jobspec_keys[] = {
     "name",       "run",    "shell",  "work",        "deadline",
     "budget",     "restart_overhead", "resources",   "market",
     "checkpoint", "policy", "team",   "max_retries", "env",
-    "submit",     "run_as", "notify", "workdir", "workdir_exclude", NULL,
+    "submit",     "run_as", "notify", "workdir", "workdir_exclude", "priority",
+    NULL,
 };
 const char *const ebb__jobspec_resource_keys[] = {
     "instance_types", "gpu", "zones", "regions", "providers", NULL,
@@ -27,6 +28,45 @@ const char *const ebb__jobspec_gpu_keys[] = {"model", "count", "memory_gb",
                                              NULL};
 const char *const ebb__jobspec_checkpoint_keys[] = {
     "dir", "signal", "grace", "every", "store", "encrypt", "keep", NULL};
+
+static const struct {
+    int value;
+    const char *name;
+} priorities[] = {
+    {EBB__JOB_PRIORITY_LOW, "low"},
+    {EBB__JOB_PRIORITY_NORMAL, "normal"},
+    {EBB__JOB_PRIORITY_HIGH, "high"},
+    {EBB__JOB_PRIORITY_URGENT, "urgent"},
+};
+#define N_PRIORITIES (sizeof(priorities) / sizeof(priorities[0]))
+
+int ebb__job_priority_parse(const char *s, int *out)
+{
+    for (size_t i = 0; i < N_PRIORITIES; i++)
+        if (strcmp(s, priorities[i].name) == 0) {
+            *out = priorities[i].value;
+            return 0;
+        }
+    /* Decimal digits only: no sign, no spaces, at most four of them. */
+    size_t len = strlen(s);
+    if (len == 0 || len > 4 || strspn(s, "0123456789") != len)
+        return EBB_EINVAL;
+    int v = 0;
+    for (size_t i = 0; i < len; i++)
+        v = v * 10 + (s[i] - '0');
+    if (v > EBB__JOB_PRIORITY_MAX)
+        return EBB_EINVAL;
+    *out = v;
+    return 0;
+}
+
+const char *ebb__job_priority_name(int p)
+{
+    for (size_t i = 0; i < N_PRIORITIES; i++)
+        if (priorities[i].value == p)
+            return priorities[i].name;
+    return NULL;
+}
 
 static const struct {
     enum ebb_job_market market;

@@ -50,7 +50,7 @@ struct ebb__store;
 
 /* The newest schema version this build knows. Bumped by every migration
  * added to store_schema.c (a static assertion there keeps them in step). */
-#define EBB__STORE_SCHEMA_LATEST 10
+#define EBB__STORE_SCHEMA_LATEST 11
 
 /* PRAGMA application_id of an ebb database ("ebb!"), set by migration 1 so
  * that another program's SQLite file is never mistaken for ours. */
@@ -252,6 +252,7 @@ struct ebb__job_row {
     const char *currency;
     int retries, preemptions;
     const char *workdir;    /* "" or NULL: none */
+    int priority;           /* 0 to 1000 (jobs/jobspec.h) */
 };
 
 /* Returns 0, EBB_EEXISTS when the id is taken, or another EBB_E* code. */

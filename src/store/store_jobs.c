@@ -40,14 +40,15 @@ int ebb__store_job_insert(struct ebb__store *s, const struct ebb__job_row *r)
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_JOB_INSERT);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "ttitttttiiiiitiiiit", r->id, r->name,
+    int rc = bind(s, st, "ttitttttiiiiitiiiiti", r->id, r->name,
                   (int64_t)r->owner_uid, r->team ? r->team : "", r->spec_yaml,
                   r->spec_json, r->state, r->policy ? r->policy : "",
                   (int64_t)r->submitted_at, (int64_t)r->deadline,
                   (int64_t)r->work_ms, (int64_t)r->work_done_ms,
                   (int64_t)r->budget, r->currency, (int64_t)r->spent,
                   (int64_t)r->retries, (int64_t)r->preemptions,
-                  (int64_t)r->updated_at, r->workdir ? r->workdir : "");
+                  (int64_t)r->updated_at, r->workdir ? r->workdir : "",
+                  (int64_t)r->priority);
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
 

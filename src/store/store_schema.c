@@ -387,8 +387,15 @@ static const char v10[] =
     " stored_size INTEGER NOT NULL CHECK (stored_size >= size)"
     ");";
 
+/* Version 11: each job's priority (0 to 1000, jobs/jobspec.h), for the
+ * queue's order (`ebb queue`); jobs stored before it are normal (500). */
+static const char v11[] =
+    "ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 500"
+    " CHECK (priority BETWEEN 0 AND 1000);";
+
 /* migrations[i] moves a file from version i to version i + 1. */
-static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8, v9, v10};
+static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8, v9, v10,
+                                         v11};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

@@ -120,9 +120,10 @@
       "INSERT INTO jobs (id, name, owner_uid, team, spec_yaml, spec_json,"     \
       " state, policy, submitted_at, deadline, work_ms, work_done_ms,"         \
       " budget_micros, currency, spent_micros, retries, preemptions,"          \
-      " updated_at, workdir) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"      \
-      " nullif(?10, 0), ?11, ?12, CASE WHEN ?13 < 0 THEN NULL ELSE ?13 END,"   \
-      " ?14, ?15, ?16, ?17, ?18, ?19)")                                        \
+      " updated_at, workdir, priority) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"    \
+      " ?8, ?9, nullif(?10, 0), ?11, ?12,"                                     \
+      " CASE WHEN ?13 < 0 THEN NULL ELSE ?13 END,"                             \
+      " ?14, ?15, ?16, ?17, ?18, ?19, ?20)")                                   \
     X(JOB_UPDATE,                                                              \
       "UPDATE jobs SET state = ?2, work_done_ms = ?3, spent_micros = ?4,"      \
       " retries = ?5, preemptions = ?6, updated_at = ?7 WHERE id = ?1")        \

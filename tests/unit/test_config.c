@@ -444,6 +444,7 @@ static void config_quotas(void **state)
         "      user-b: {budget: 1500 USD/month, max_gpus: 8}\n"
         "      dave: {max_gpus: 2}\n"
         "      user-a: {budget: 700 CNY}\n"
+        "    fair_share: true\n"
         "  ml: {members: [alice], budget: 40 USD, admission: p90}\n";
     struct ebb__config *cfg;
     struct ebb_diag d;
@@ -477,6 +478,8 @@ static void config_quotas(void **state)
     assert_int_equal(ml->n_users, 0);
     assert_true(ml->admission_p90);
     assert_false(v->admission_p90);
+    assert_true(v->fair_share);
+    assert_false(ml->fair_share);
     ebb__config_free(cfg);
 
     static const char head[] = "teams:\n  v:\n    members: [a, b]\n";
@@ -515,9 +518,6 @@ static void config_quotas(void **state)
          "example: 40 USD)"},
         {"    users:\n      b: {max_gpus: -1}\n", "ebb.yaml:5: teams.v.users.b."
          "max_gpus: -1 must be between 1 and 100000"},
-        {"    fair_share: true\n", "ebb.yaml:4: teams.v: unknown key "
-         "\"fair_share\" (known: members, admins, budget, max_gpus, max_burn, "
-         "users, admission)"},
         {"    budget: 40 USD\n    admission: p95\n", "ebb.yaml:5: teams.v.admission: "
          "\"p95\" is not an admission rule (the one rule is p90: refuse a job "
          "whose p90 cost exceeds what is left of the budget; example: p90)"},
@@ -526,6 +526,10 @@ static void config_quotas(void **state)
          "USD, or remove admission)"},
         {"    budget: 40 USD\n    admission: [p90]\n", "ebb.yaml:5: "
          "teams.v.admission: expected p90, not a list"},
+        {"    fair_share: maybe\n", "ebb.yaml:4: teams.v.fair_share: \"maybe\" "
+         "is not a boolean (example: true or false)"},
+        {"    fair_share: [true]\n", "ebb.yaml:4: teams.v.fair_share: expected "
+         "a boolean, not a list (example: true or false)"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char buf[512];
@@ -883,7 +887,7 @@ static void config_errors(void **state)
                  "currency; add a code such as USD; example: 40 USD)");
     expect_error("teams:\n  ml:\n    memebrs: [a]\n",
                  "ebb.yaml:3: teams.ml: unknown key \"memebrs\" (known: "
-                 "members, admins, budget, max_gpus, max_burn, users, admission)");
+                 "members, admins, budget, max_gpus, max_burn, users, admission, fair_share)");
     expect_error("teams:\n  ml:\n    admins: alice\n",
                  "ebb.yaml:3: teams.ml.admins: expected a string list, not "
                  "a single value (example: [a, b])");

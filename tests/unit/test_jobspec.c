@@ -427,7 +427,7 @@ static void errors(void **state)
                  "job.yaml:4: job: unknown key \"deadine\" (known: name, "
                  "run, shell, work, deadline, budget, restart_overhead, "
                  "resources, market, checkpoint, policy, team, max_retries, "
-                 "env, submit, run_as, notify, workdir, workdir_exclude)");
+                 "env, submit, run_as, notify, workdir, workdir_exclude, priority)");
     /* run_as names a user (whether one exists is ebbd's to say). */
     expect_error("name: n\nrun: [x]\nwork: 1h\nrun_as: \"-rf\"\n",
                  "job.yaml:4: run_as: \"-rf\" is not a user name (1 to 32 "
@@ -814,7 +814,7 @@ static void workload_errors(void **state)
                           "name, run, shell, work, deadline, budget, "
                           "restart_overhead, resources, market, checkpoint, "
                           "policy, team, max_retries, env, submit, run_as, notify, "
-                          "workdir, workdir_exclude)");
+                          "workdir, workdir_exclude, priority)");
     expect_workload_error("defaults: [a]\njobs: []\n",
                           "w.yaml:1: defaults: expected a mapping of job "
                           "keys, not a list");
@@ -982,6 +982,72 @@ static int has_suffix(const char *s, const char *suffix)
 /* checkpoint.every is 0 or at least a second, with the allowed range in
  * the message (#16 point 8: 1ms had the agent signal a job to death), in
  * both readers and in workload defaults. */
+/* priority: the four names stand for 250, 500, 750 and 1000, an integer
+ * from 0 to 1000 for itself; absent, normal. JSON carries it as the
+ * integer, and leaves out normal (so specs stored before it read alike). */
+static void priorities(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int want;
+        const char *name;
+    } good[] = {
+        {"low", 250, "low"},       {"normal", 500, "normal"}, {"high", 750, "high"},
+        {"urgent", 1000, "urgent"}, {"0", 0, NULL},           {"1000", 1000, "urgent"},
+        {"600", 600, NULL},        {"007", 7, NULL},
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        char text[128];
+        snprintf(text, sizeof(text), "name: n\nrun: [x]\nwork: 1h\npriority: %s\n",
+                 good[i].text);
+        struct ebb__job_spec s;
+        struct ebb_diag d;
+        if (load_text(text, &s, &d) != 0)
+            fail_msg("%s: %s", good[i].text, d.msg);
+        assert_int_equal(s.priority, good[i].want);
+        if (good[i].name != NULL)
+            assert_string_equal(ebb__job_priority_name(s.priority), good[i].name);
+        else
+            assert_null(ebb__job_priority_name(s.priority));
+        json_t *j = ebb__jobspec_to_json(&s);
+        json_t *p = json_object_get(j, "priority");
+        if (good[i].want == EBB__JOB_PRIORITY_NORMAL)
+            assert_null(p);
+        else
+            assert_int_equal(json_integer_value(p), good[i].want);
+        json_decref(j);
+        round_trip(&s);
+        ebb__jobspec_free(&s);
+    }
+    struct ebb__job_spec s;
+    struct ebb_diag d;
+    assert_int_equal(load_text("name: n\nrun: [x]\nwork: 1h\n", &s, &d), 0);
+    assert_int_equal(s.priority, EBB__JOB_PRIORITY_NORMAL);
+    ebb__jobspec_free(&s);
+
+    static const char *const bad[] = {"extreme", "1001", "-1", "+5", "High", "2.5",
+                                      "10000", "\"\""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char text[128], msg[256], shown[32];
+        snprintf(text, sizeof(text), "name: n\nrun: [x]\nwork: 1h\npriority: %s\n",
+                 bad[i]);
+        snprintf(shown, sizeof(shown), "%s", strcmp(bad[i], "\"\"") == 0 ? "" : bad[i]);
+        snprintf(msg, sizeof(msg), "job.yaml:4: priority: \"%s\" is not a priority "
+                 "(low, normal, high, urgent or an integer from 0 to 1000; example: "
+                 "high)", shown);
+        expect_error(text, msg);
+    }
+    expect_error("name: n\nrun: [x]\nwork: 1h\npriority: [high]\n",
+                 "job.yaml:4: priority: expected a priority, not a list");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"priority\":1001}",
+                      "job spec JSON: priority: 1001 must be between 0 and 1000");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"priority\":\"high\"}",
+                      "job spec JSON: priority: expected an integer");
+}
+
 static void checkpoint_every_bounds(void **state)
 {
     (void)state;
@@ -1210,6 +1276,7 @@ int main(void)
         cmocka_unit_test(workload_errors),
         cmocka_unit_test(from_node),
         cmocka_unit_test(json_reader),
+        cmocka_unit_test(priorities),
         cmocka_unit_test(checkpoint_every_bounds),
         cmocka_unit_test(checkpoint_dir_dots),
         cmocka_unit_test(checkpoint_store_keys),

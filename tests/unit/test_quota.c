@@ -12,6 +12,11 @@
  * max_gpus and no user's more than theirs, that at each fresh launch what
  * the team's instances are billed per hour is within max_burn, and that no
  * user's month spend (ledger plus running instances) passed their budget.
+ *
+ * The queue's order (src/engine/engine_order.c): the rank's comparison
+ * against a table, members' fair shares, a higher priority taking the
+ * place a job frees, a job that backs off after a failed launch keeping
+ * its place, and fair share ordering two jobs of one priority.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -322,8 +327,11 @@ static void quotas_hold_through_spikes_and_preemptions(void **state)
 /* A world on the flat market of tests/data/engine/prices_flat.csv
  * (p3.2xlarge 0.90 USD/h, p3.8xlarge 3.60 USD/h in us-east-1a) from
  * 2020-01-01 with the catalog, team ml of `users` with `team_more`. */
-static ebb_time_ms flat_world(struct budget_world *w, const char *members,
-                              const char *team_more)
+/* The world of flat prices, with `sim_more` (lines under the sim's
+ * mapping, e.g. "    failed_launches: 1\n") and team ml's members and
+ * further keys. */
+static ebb_time_ms sim_world(struct budget_world *w, const char *sim_more,
+                             const char *members, const char *team_more)
 {
     load_catalog();
     ebb_time_ms start = ebb_days_from_civil(2020, 1, 1) * DAY;
@@ -332,15 +340,21 @@ static ebb_time_ms flat_world(struct budget_world *w, const char *members,
     const char *root = getenv("EBB_SOURCE_ROOT");
     char text[2048];
     snprintf(text, sizeof(text), "providers:\n  sim:\n    prices: \"%s/tests/"
-             "data/engine/prices_flat.csv\"\ndefault_policy: greedy\n"
-             "teams:\n  ml:\n    members: %s\n%s", root ? root : ".", members,
-             team_more);
+             "data/engine/prices_flat.csv\"\n%sdefault_policy: greedy\n"
+             "teams:\n  ml:\n    members: %s\n%s", root ? root : ".", sim_more,
+             members, team_more);
     struct ebb_diag d = {{0}};
     if (ebb__vengine_open(&w->v, "(test)", text, catalog, start, &d) != 0)
         fail_msg("%s", d.msg);
     ebb__engine_set_budget_config(w->v.engine, w->v.config);
     ebb__clock_run_until(&w->v.clock, start);
     return start;
+}
+
+static ebb_time_ms flat_world(struct budget_world *w, const char *members,
+                              const char *team_more)
+{
+    return sim_world(w, "", members, team_more);
 }
 
 /* Fails unless the job waits saying `want`. */
@@ -447,6 +461,200 @@ static void reasons_name_the_quota(void **state)
              "billed 3.60 USD/h now and p3.8xlarge could cost up to "
              "3.60 USD/h");
     budget_world_stop(w);
+}
+
+
+/* ---- the order of a team's waiting jobs (engine_order.c) ---- */
+
+/* The rank's order against a table: priority first, then fair-share
+ * usage, then submit time, then the engine's order. */
+static void queue_order_table(void **state)
+{
+    (void)state;
+    static const struct {
+        struct ebb__queue_rank a, b;
+        int want; /* the sign of cmp(a, b) */
+        const char *why;
+    } cases[] = {
+        {{750, 9.0, 5, 9}, {500, 0.0, 1, 1}, -1, "higher priority first, whatever else"},
+        {{250, 0.0, 1, 1}, {251, 5.0, 9, 9}, 1, "one point of priority counts"},
+        {{1000, 3.0, 9, 9}, {0, 0.0, 0, 0}, -1, "urgent before 0"},
+        {{500, 0.5, 9, 9}, {500, 0.6, 1, 1}, -1, "same priority: less usage first"},
+        {{500, 2.0, 1, 1}, {500, 1.0, 9, 9}, 1, "more usage goes after"},
+        {{500, 1.0, 1, 9}, {500, 1.0, 2, 1}, -1, "same usage: earlier submitted first"},
+        {{500, 1.0, 7, 3}, {500, 1.0, 7, 4}, -1, "same millisecond: engine order"},
+        {{500, 1.0, 7, 4}, {500, 1.0, 7, 3}, 1, "same millisecond, the other way"},
+        {{500, 1.0, 7, 4}, {500, 1.0, 7, 4}, 0, "the same job"},
+        {{0, 0.0, 0, 0}, {0, 1e-9, 0, 0}, -1, "the least usage counts"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int got = ebb__queue_rank_cmp(&cases[i].a, &cases[i].b);
+        int sign = (got > 0) - (got < 0);
+        if (sign != cases[i].want)
+            fail_msg("case %zu (%s): %d, want %d", i, cases[i].why, sign, cases[i].want);
+        int back = ebb__queue_rank_cmp(&cases[i].b, &cases[i].a);
+        assert_int_equal((back > 0) - (back < 0), -cases[i].want);
+    }
+}
+
+/* Members' shares: their own budgets where the team has one, the rest
+ * split equally; equal without a team budget. */
+static void fair_share_weights(void **state)
+{
+    (void)state;
+    struct budget_world *w = &world_mem;
+    flat_world(w, "[a, b, c, d]", "    budget: 100 USD\n    fair_share: true\n"
+               "    admins: [e, a]\n    users:\n      a: {budget: 40 USD}\n"
+               "      b: {max_gpus: 2}\n");
+    const struct ebb__team *t = ebb__config_team(w->v.config, "ml");
+    assert_non_null(t);
+    assert_true(t->fair_share);
+    assert_int_equal(ebb__engine_fair_share(w->v.engine, t, "a"), 40 * USD);
+    /* b, c, d and e share the 60 USD left. */
+    assert_int_equal(ebb__engine_fair_share(w->v.engine, t, "b"), 15 * USD);
+    assert_int_equal(ebb__engine_fair_share(w->v.engine, t, "e"), 15 * USD);
+    assert_int_equal(ebb__engine_fair_share(w->v.engine, t, NULL), 15 * USD);
+    budget_world_stop(w);
+
+    flat_world(w, "[a, b]", "    fair_share: true\n    users:\n      a: {budget: 40 USD}\n");
+    t = ebb__config_team(w->v.config, "ml");
+    assert_int_equal(ebb__engine_fair_share(w->v.engine, t, "a"), USD);
+    assert_int_equal(ebb__engine_fair_share(w->v.engine, t, "b"), USD);
+    budget_world_stop(w);
+}
+
+/* When the place a running job holds frees, the waiting job of higher
+ * priority takes it, though submitted after; `ebb__engine_queue` lists
+ * them in that order. */
+static void priority_takes_the_freed_place(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    char members[128], yaml[512];
+    snprintf(members, sizeof(members), "[%s]", q.users[0].name);
+    struct budget_world *w = &world_mem;
+    ebb_time_ms start = flat_world(w, members, "    max_gpus: 4\n");
+    snprintf(yaml, sizeof(yaml), "name: first\n%s", four_gpus);
+    struct ebb__job *first = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + MINUTE);
+    assert_true(budget_world_info(first).has_instance);
+    snprintf(yaml, sizeof(yaml), "name: low\npriority: low\n%s", four_gpus);
+    struct ebb__job *low = budget_world_submit_as(w, yaml, q.users[0].uid);
+    snprintf(yaml, sizeof(yaml), "name: normal\n%s", four_gpus);
+    struct ebb__job *normal = budget_world_submit_as(w, yaml, q.users[0].uid);
+    snprintf(yaml, sizeof(yaml), "name: high\npriority: 800\n%s", four_gpus);
+    struct ebb__job *high = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    struct ebb__job **order = NULL;
+    size_t n = 0;
+    assert_int_equal(ebb__engine_queue(w->v.engine, "ml", &order, &n), 0);
+    assert_int_equal(n, 3);
+    assert_ptr_equal(order[0], high);
+    assert_ptr_equal(order[1], normal);
+    assert_ptr_equal(order[2], low);
+    free(order);
+    assert_int_equal(ebb__engine_queue(w->v.engine, "other", &order, &n), 0);
+    assert_int_equal(n, 0);
+    ebb__clock_run_until(&w->v.clock, start + DAY);
+    const struct ebb__job *jobs[] = {first, high, normal, low};
+    int64_t asked[4];
+    for (int i = 0; i < 4; i++) {
+        struct ebb__job_info ji = budget_world_info(jobs[i]);
+        assert_int_equal(ji.state, EBB__JOB_SUCCEEDED);
+        asked[i] = budget_world_sql_int(w, "SELECT min(requested_at) FROM instances "
+                                        "WHERE job_id = ?1", ji.id, 0, 0);
+        if (i > 0 && asked[i] <= asked[i - 1])
+            fail_msg("%s launched at %lld, before %s at %lld", ji.id,
+                     (long long)asked[i], budget_world_info(jobs[i - 1]).id,
+                     (long long)asked[i - 1]);
+    }
+    budget_world_stop(w);
+}
+
+/* A job that backs off after a failed launch keeps its place: the job
+ * behind it waits, saying why, and launches only after it. */
+static void backoff_keeps_its_place(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    char members[128], yaml[512];
+    snprintf(members, sizeof(members), "[%s]", q.users[0].name);
+    struct budget_world *w = &world_mem;
+    ebb_time_ms start = sim_world(w, "    failed_launches: 1\n", members,
+                                  "    max_gpus: 4\n");
+    snprintf(yaml, sizeof(yaml), "name: high\npriority: high\n%s", four_gpus);
+    struct ebb__job *high = budget_world_submit_as(w, yaml, q.users[0].uid);
+    snprintf(yaml, sizeof(yaml), "name: low\npriority: low\n%s", four_gpus);
+    struct ebb__job *low = budget_world_submit_as(w, yaml, q.users[0].uid);
+    int saw_behind = 0;
+    for (ebb_time_ms t = start; t < start + 30 * MINUTE; t += 5 * EBB_MS_PER_SECOND) {
+        ebb__clock_run_until(&w->v.clock, t);
+        struct ebb__job_info h = budget_world_info(high), l = budget_world_info(low);
+        if (!h.has_instance)
+            assert_false(l.has_instance);
+        const char *why = l.waiting_reason;
+        if (why != NULL && strstr(why, "behind job ") != NULL) {
+            char want[160];
+            snprintf(want, sizeof(want), "behind job %s (priority high) in team ml's "
+                     "queue, which backs off until ", h.id);
+            assert_non_null(strstr(why, want));
+            saw_behind = 1;
+        }
+    }
+    assert_true(saw_behind);
+    ebb__clock_run_until(&w->v.clock, start + DAY);
+    struct ebb__job_info h = budget_world_info(high), l = budget_world_info(low);
+    assert_int_equal(h.state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(l.state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(budget_world_sql_int(w, "SELECT count(*) FROM instances WHERE "
+                                          "job_id = ?1", h.id, 0, 0), 2);
+    int64_t high_ok = budget_world_sql_int(w, "SELECT max(requested_at) FROM instances "
+                                           "WHERE job_id = ?1", h.id, 0, 0);
+    int64_t low_at = budget_world_sql_int(w, "SELECT min(requested_at) FROM instances "
+                                          "WHERE job_id = ?1", l.id, 0, 0);
+    assert_true(low_at > high_ok);
+    budget_world_stop(w);
+}
+
+/* In a team with fair_share, of two jobs of one priority the one whose
+ * owner spent less this month against their share goes first, though
+ * submitted later; without fair_share, the earlier submitted. */
+static void fair_share_orders_one_priority(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    char members[256], yaml[512];
+    snprintf(members, sizeof(members), "[%s, %s]", q.users[0].name, q.users[1].name);
+    for (int fair = 0; fair < 2; fair++) {
+        struct budget_world *w = &world_mem;
+        ebb_time_ms start = flat_world(w, members, fair ? "    max_gpus: 4\n    "
+                                                          "fair_share: true\n"
+                                                        : "    max_gpus: 4\n");
+        snprintf(yaml, sizeof(yaml), "name: spent\n%s", four_gpus);
+        struct ebb__job *spent = budget_world_submit_as(w, yaml, q.users[0].uid);
+        ebb__clock_run_until(&w->v.clock, start + MINUTE);
+        snprintf(yaml, sizeof(yaml), "name: again\n%s", four_gpus);
+        struct ebb__job *again = budget_world_submit_as(w, yaml, q.users[0].uid);
+        ebb__clock_run_until(&w->v.clock, start + 2 * MINUTE);
+        snprintf(yaml, sizeof(yaml), "name: other\n%s", four_gpus);
+        struct ebb__job *other = budget_world_submit_as(w, yaml, q.users[1].uid);
+        ebb__clock_run_until(&w->v.clock, start + DAY);
+        assert_int_equal(budget_world_info(spent).state, EBB__JOB_SUCCEEDED);
+        int64_t a = budget_world_sql_int(w, "SELECT min(requested_at) FROM instances "
+                                         "WHERE job_id = ?1", budget_world_info(again).id,
+                                         0, 0);
+        int64_t o = budget_world_sql_int(w, "SELECT min(requested_at) FROM instances "
+                                         "WHERE job_id = ?1", budget_world_info(other).id,
+                                         0, 0);
+        if (fair)
+            assert_true(o < a);
+        else
+            assert_true(a < o);
+        budget_world_stop(w);
+    }
 }
 
 /* The GPUs the team's instances hold at `now` (all of the world's jobs). */
@@ -556,6 +764,11 @@ int main(void)
                                   budget_world_teardown),
         cmocka_unit_test_teardown(quotas_hold_through_spikes_and_preemptions,
                                   budget_world_teardown),
+        cmocka_unit_test(queue_order_table),
+        cmocka_unit_test_teardown(fair_share_weights, budget_world_teardown),
+        cmocka_unit_test_teardown(priority_takes_the_freed_place, budget_world_teardown),
+        cmocka_unit_test_teardown(backoff_keeps_its_place, budget_world_teardown),
+        cmocka_unit_test_teardown(fair_share_orders_one_priority, budget_world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, free_catalog);
 }

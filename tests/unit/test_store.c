@@ -246,6 +246,21 @@ static void version_1_file_migrates_keeping_rows(void **state)
     assert_int_equal(r.n, 1);
     assert_string_equal(r.line[0], "aws/us-east-1/us-east-1a/p3.2xlarge/"
                                    "spot@1700000000000=918000");
+    /* Version 11: jobs stored before priorities are normal; the column
+     * takes 0 to 1000 only. */
+    exec_ok(db, "INSERT INTO jobs (id, owner_uid, spec_yaml, spec_json, state,"
+                " submitted_at, updated_at) VALUES ('j-old', 1000, 'x', '{}',"
+                " 'waiting', 1, 1)");
+    assert_int_equal(query_i64(db, "SELECT priority FROM jobs WHERE id = 'j-old'"), 500);
+    exec_ok(db, "UPDATE jobs SET priority = 1000 WHERE id = 'j-old'");
+    assert_int_not_equal(sqlite3_exec(db, "UPDATE jobs SET priority = 1001 WHERE id"
+                                          " = 'j-old'", NULL, NULL, NULL),
+                         SQLITE_OK);
+    struct ebb__job_row row = {.id = "j-new", .name = "n", .spec_yaml = "x",
+                               .spec_json = "{}", .state = "waiting",
+                               .currency = "USD", .budget = -1, .priority = 750};
+    assert_int_equal(ebb__store_job_insert(s, &row), 0);
+    assert_int_equal(query_i64(db, "SELECT priority FROM jobs WHERE id = 'j-new'"), 750);
     /* The new tables take rows and enforce their checks. */
     exec_ok(db, "INSERT INTO budgets (team, period, cap_micros, currency)"
                 " VALUES ('ml', '2026-11', 5000000000, 'USD')");
