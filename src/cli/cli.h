@@ -86,6 +86,7 @@ int cmd_cron(struct cli *cli, int argc, char **argv);
 int cmd_report(struct cli *cli, int argc, char **argv);
 int cmd_schedule(struct cli *cli, int argc, char **argv);
 int cmd_budget(struct cli *cli, int argc, char **argv);
+int cmd_queue(struct cli *cli, int argc, char **argv);
 int cmd_notifications(struct cli *cli, int argc, char **argv);
 
 #endif

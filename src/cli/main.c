@@ -22,6 +22,7 @@ static const struct cli_command commands[] = {
     {"schedule", cmd_schedule, "add, list, show or remove cron schedules of jobs"},
     {"report", cmd_report, "spend and savings against on-demand, by job, team, ..."},
     {"budget", cmd_budget, "caps, spend this month and what running jobs committed"},
+    {"queue", cmd_queue, "waiting jobs in the order ebbd considers them, and why (--team)"},
     {"notifications", cmd_notifications, "deliveries of events to notify: channels (--failed)"},
     {NULL, NULL, NULL},
 };

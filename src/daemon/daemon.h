@@ -139,6 +139,7 @@ void ebb__api_cancel(void *ctx, struct ebb__api_call *call);
 void ebb__api_logs(void *ctx, struct ebb__api_call *call);
 /* Caps, spend and commitments (daemon_budget.c). */
 void ebb__api_budget(void *ctx, struct ebb__api_call *call);
+void ebb__api_queue(void *ctx, struct ebb__api_call *call);
 
 /* The metrics endpoint (daemon_metrics.c). start() listens on
  * metrics.listen when it is configured and returns 0, or an exit code (1,

@@ -483,6 +483,7 @@ const struct ebb__api_method ebb__daemon_methods[] = {
     {"schedule", ebb__api_schedule},
     {"schedule_remove", ebb__api_schedule_remove},
     {"budget", ebb__api_budget},
+    {"queue", ebb__api_queue},
     {"notifications", ebb__api_notifications},
     {NULL, NULL},
 };

@@ -265,6 +265,31 @@ enum ebb__job_state ebb__engine_job_state(const struct ebb__job *job);
 
 /* What a job is now. The strings and the spec are the job's (borrowed):
  * valid as long as the job, which the engine keeps until it is freed. */
+/* What a waiting job waits for (`ebb queue`), recorded with its reason
+ * each time the engine looks at it: planning (not yet looked at since
+ * its state changed), its team's or its owner's quota, a budget cap, a
+ * price (its policy waits for the market), a policy timer (its policy
+ * named a time to look again), capacity (no offer it may use is
+ * available), a retry (it backs off after a failed run or launch). */
+#define EBB__WAIT_KINDS(XX)                                                    \
+    XX(NONE, "")                                                               \
+    XX(PLANNING, "planning")                                                   \
+    XX(QUOTA, "quota")                                                         \
+    XX(BUDGET, "budget")                                                       \
+    XX(PRICE, "price")                                                         \
+    XX(TIMER, "policy_timer")                                                  \
+    XX(CAPACITY, "capacity")                                                   \
+    XX(RETRY, "retry")
+
+enum ebb__wait_kind {
+#define EBB__WAIT_KIND_ENUM(name, text) EBB__WAIT_##name,
+    EBB__WAIT_KINDS(EBB__WAIT_KIND_ENUM)
+#undef EBB__WAIT_KIND_ENUM
+};
+
+/* The kind's name as shown ("policy_timer"; "" for NONE). Static. */
+const char *ebb__wait_kind_name(enum ebb__wait_kind k);
+
 struct ebb__job_info {
     const char *id;
     const struct ebb__job_spec *spec; /* as submitted (name, team, ...) */
@@ -282,6 +307,7 @@ struct ebb__job_info {
     /* Why it waits (pending, waiting, paused, preempted): the latest
      * reason its policy or the engine gave; NULL when it does not wait. */
     const char *waiting_reason;
+    enum ebb__wait_kind waiting_kind; /* NONE when it does not wait */
 };
 
 /* The uid a provider that runs `job` on this machine runs it as: its
@@ -396,6 +422,10 @@ int ebb__queue_rank_cmp(const struct ebb__queue_rank *a, const struct ebb__queue
  * without a team budget, 1 USD for everyone (equal shares). Never 0. */
 ebb_micros ebb__engine_fair_share(const struct ebb__engine *e, const struct ebb__team *t,
                                   const char *user);
+/* Job `job`'s rank in its team's queue at `now` (the usage only in a team
+ * with fair_share; else 0). */
+void ebb__engine_job_rank(const struct ebb__job *job, ebb_time_ms now,
+                          struct ebb__queue_rank *r);
 /* The waiting jobs (no instance; pending, waiting, paused, preempted) of
  * `team` (NULL: every team's and those of none) in the order they are
  * considered, into *jobs (the caller frees the array; the jobs are the

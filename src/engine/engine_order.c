@@ -83,7 +83,7 @@ ebb_micros ebb__engine_fair_share(const struct ebb__engine *e, const struct ebb_
     return left > 0 ? left : 1;
 }
 
-void ebb__engine_queue_rank(const struct ebb__job *job, ebb_time_ms now,
+void ebb__engine_job_rank(const struct ebb__job *job, ebb_time_ms now,
                             struct ebb__queue_rank *r)
 {
     *r = (struct ebb__queue_rank){
@@ -116,7 +116,7 @@ static int cmp_ranked(const void *a, const void *b)
 static void sort_ranked(struct ranked *r, size_t n, ebb_time_ms now)
 {
     for (size_t i = 0; i < n; i++)
-        ebb__engine_queue_rank(r[i].job, now, &r[i].rank);
+        ebb__engine_job_rank(r[i].job, now, &r[i].rank);
     qsort(r, n, sizeof(*r), cmp_ranked);
 }
 
@@ -169,11 +169,11 @@ const struct ebb__job *ebb__engine_queue_ahead(const struct ebb__job *job,
             !holds_place(j, now))
             continue;
         if (!ranked) {
-            ebb__engine_queue_rank(job, now, &mine);
+            ebb__engine_job_rank(job, now, &mine);
             ranked = 1;
         }
         struct ebb__queue_rank r;
-        ebb__engine_queue_rank(j, now, &r);
+        ebb__engine_job_rank(j, now, &r);
         if (ebb__queue_rank_cmp(&r, &mine) < 0 &&
             (best == NULL || ebb__queue_rank_cmp(&r, &best_rank) < 0)) {
             best = j;

@@ -385,13 +385,27 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
                 grace);
     }
     struct ebb__budget_verdict v;
-    if ((capped && ebb__engine_budget_refuses(job, &step, now, &v)) ||
-        ebb__engine_quota_refuses(job, &step, now, &v)) {
+    if (capped && ebb__engine_budget_refuses(job, &step, now, &v)) {
         carry_out(job, &v);
+        ebb__engine_wait_kind(job, EBB__WAIT_BUDGET);
+        return 1;
+    }
+    if (ebb__engine_quota_refuses(job, &step, now, &v)) {
+        carry_out(job, &v);
+        ebb__engine_wait_kind(job, EBB__WAIT_QUOTA);
         return 1;
     }
     if (capped && running && !moving)
         *recheck = now + (stretch > EBB_MS_PER_SECOND ? stretch : EBB_MS_PER_SECOND);
+    return 0;
+}
+
+/* Whether some offer of the view is available now. */
+static int any_available(const struct ebb__engine *e, size_t n_view)
+{
+    for (size_t i = 0; i < n_view; i++)
+        if (e->view_offers[i].available)
+            return 1;
     return 0;
 }
 
@@ -515,6 +529,9 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
         ebb__engine_quota_yield(job);
         ebb__engine_note_waiting(job, d.reason[0] ? d.reason
                                                   : "the policy chose to wait");
+        ebb__engine_wait_kind(job, !any_available(e, n_view) ? EBB__WAIT_CAPACITY
+                                   : d.until > now           ? EBB__WAIT_TIMER
+                                                             : EBB__WAIT_PRICE);
     }
 }
 

@@ -28,6 +28,7 @@ void ebb__engine_wait_to_retry(struct ebb__job *job, const char *why)
     char at[40];
     ebb_format_time(job->retry_at, at, sizeof(at));
     ebb__engine_set_state(job, EBB__JOB_WAITING, "%s; trying again at %s", why, at);
+    ebb__engine_wait_kind(job, EBB__WAIT_RETRY);
     /* A deadline before the next try ends the job then (the planner). */
     ebb_time_ms wake = job->deadline > 0 && job->deadline < job->retry_at
                            ? job->deadline

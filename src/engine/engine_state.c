@@ -67,6 +67,7 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     job->state = to;
     ebb__engine_note_waiting(job, reason);
+    ebb__engine_wait_kind(job, EBB__WAIT_PLANNING);
     int ends = ebb__job_state_terminal(to) && !ebb__job_state_terminal(from);
     if (ends) {
         e->n_active--;
@@ -100,6 +101,23 @@ void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
     }
     ebb__debug("job %s: %s -> %s: %s", job->id, ebb__job_state_name(from),
                ebb__job_state_name(to), reason);
+}
+
+const char *ebb__wait_kind_name(enum ebb__wait_kind k)
+{
+    static const char *const names[] = {
+#define EBB__WAIT_KIND_NAME(name, text) text,
+        EBB__WAIT_KINDS(EBB__WAIT_KIND_NAME)
+#undef EBB__WAIT_KIND_NAME
+    };
+    return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k] : "";
+}
+
+void ebb__engine_wait_kind(struct ebb__job *job, enum ebb__wait_kind kind)
+{
+    int waits = job->state == EBB__JOB_PENDING || job->state == EBB__JOB_WAITING ||
+                job->state == EBB__JOB_PAUSED || job->state == EBB__JOB_PREEMPTED;
+    job->waiting_kind = waits ? kind : EBB__WAIT_NONE;
 }
 
 int ebb__job_waits(const struct ebb__job *job)
@@ -357,6 +375,7 @@ void ebb__engine_job_info(const struct ebb__job *job, struct ebb__job_info *out)
         .workdir = job->workdir,
         .has_instance = job->current != NULL,
         .waiting_reason = job->waiting_reason[0] ? job->waiting_reason : NULL,
+        .waiting_kind = job->waiting_reason[0] ? job->waiting_kind : EBB__WAIT_NONE,
     };
 }
 

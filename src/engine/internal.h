@@ -146,6 +146,7 @@ struct ebb__job {
     /* Why the job waits now, for `ebb jobs` and `ebb job show`: the latest
      * waiting state's reason or policy's answer; "" when it does not. */
     char waiting_reason[256];
+    enum ebb__wait_kind waiting_kind; /* what for; NONE when it does not */
     struct ebb__attempt *current;
     /* What to do once the current instance is released. */
     enum ebb__job_state after_release;
@@ -328,6 +329,9 @@ void ebb__engine_note_deadline(struct ebb__job *job, const struct ebb_offer *off
 
 void ebb__engine_set_state(struct ebb__job *job, enum ebb__job_state to,
                            const char *fmt, ...) EBB_PRINTF(3, 4);
+/* Records what the job waits for (kept only while it waits, as the
+ * reason is); a state change to a waiting state makes it PLANNING. */
+void ebb__engine_wait_kind(struct ebb__job *job, enum ebb__wait_kind kind);
 /* Whether the job waits: no instance, and pending, waiting, paused or
  * preempted. */
 int ebb__job_waits(const struct ebb__job *job);
@@ -537,9 +541,6 @@ void ebb__engine_quota_yield(struct ebb__job *job);
 
 /* ---- the order of waiting jobs (engine_order.c, docs/budgets.md) ---- */
 
-/* Job `job`'s rank at `now` (usage only in a team with fair_share). */
-void ebb__engine_queue_rank(const struct ebb__job *job, ebb_time_ms now,
-                            struct ebb__queue_rank *r);
 /* Sorts the first `max` jobs of the dirty queue by rank, the first
  * first. Returns how many it sorted (fewer when the queue is shorter). */
 size_t ebb__engine_order_dirty(struct ebb__engine *e, size_t max);

@@ -554,6 +554,9 @@ static void priority_takes_the_freed_place(void **state)
     assert_ptr_equal(order[1], normal);
     assert_ptr_equal(order[2], low);
     free(order);
+    assert_int_equal(budget_world_info(high).waiting_kind, EBB__WAIT_QUOTA);
+    assert_string_equal(ebb__wait_kind_name(budget_world_info(low).waiting_kind), "quota");
+    assert_int_equal(budget_world_info(first).waiting_kind, EBB__WAIT_NONE);
     assert_int_equal(ebb__engine_queue(w->v.engine, "other", &order, &n), 0);
     assert_int_equal(n, 0);
     ebb__clock_run_until(&w->v.clock, start + DAY);
@@ -588,12 +591,13 @@ static void backoff_keeps_its_place(void **state)
     struct ebb__job *high = budget_world_submit_as(w, yaml, q.users[0].uid);
     snprintf(yaml, sizeof(yaml), "name: low\npriority: low\n%s", four_gpus);
     struct ebb__job *low = budget_world_submit_as(w, yaml, q.users[0].uid);
-    int saw_behind = 0;
+    int saw_behind = 0, saw_retry = 0;
     for (ebb_time_ms t = start; t < start + 30 * MINUTE; t += 5 * EBB_MS_PER_SECOND) {
         ebb__clock_run_until(&w->v.clock, t);
         struct ebb__job_info h = budget_world_info(high), l = budget_world_info(low);
         if (!h.has_instance)
             assert_false(l.has_instance);
+        saw_retry |= h.waiting_kind == EBB__WAIT_RETRY;
         const char *why = l.waiting_reason;
         if (why != NULL && strstr(why, "behind job ") != NULL) {
             char want[160];
@@ -604,6 +608,7 @@ static void backoff_keeps_its_place(void **state)
         }
     }
     assert_true(saw_behind);
+    assert_true(saw_retry);
     ebb__clock_run_until(&w->v.clock, start + DAY);
     struct ebb__job_info h = budget_world_info(high), l = budget_world_info(low);
     assert_int_equal(h.state, EBB__JOB_SUCCEEDED);
