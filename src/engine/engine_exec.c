@@ -170,6 +170,12 @@ void ebb__engine_after_instance(struct ebb__job *job)
         ebb__engine_set_state(job, next, "%s", job->after_reason);
         if (ebb__job_state_terminal(next))
             return;
+        /* Paused for another job's place in its team's quota: it stays
+         * paused until it resumes (engine_quota.c). */
+        if (next == EBB__JOB_PAUSED && job->paused_for != NULL) {
+            ebb__engine_mark_dirty(job);
+            return;
+        }
     }
     ebb__engine_set_state(job, EBB__JOB_WAITING, "instance released; "
                           "waiting for the policy");
@@ -350,6 +356,7 @@ void ebb__engine_relaunch_shadow(struct ebb__job *job)
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
 {
     struct ebb__engine *e = job->engine;
+    job->paused_for = NULL; /* it resumes */
     const struct ebb__offer *o = &e->market.offers[offer];
     struct ebb__plugin_slot *slot = ebb__registry_provider(e->opt.registry, o->plugin);
     ebb_time_ms now = ebb__clock_now(e->opt.clock);

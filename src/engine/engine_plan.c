@@ -323,6 +323,28 @@ static void carry_out(struct ebb__job *job, const struct ebb__budget_verdict *v)
         ebb__timer_start(e->opt.clock, &job->wake, v->wake);
 }
 
+/* Pauses `victim` with a checkpoint so that `job` takes its place in
+ * their team's quota: the path a policy's STOP takes (a capped job is
+ * released at once only when its caps leave no room for the grace
+ * period). It waits for the quota and resumes when it frees. */
+static void pause_for(struct ebb__job *victim, const struct ebb__job *job,
+                      ebb_time_ms now)
+{
+    const char *name = ebb__job_priority_name(job->spec.priority);
+    char prio[16], reason[256];
+    snprintf(prio, sizeof(prio), "%d", job->spec.priority);
+    snprintf(reason, sizeof(reason), "paused for job %s (priority %s), which takes "
+             "its place in team %s's quota; resuming when the quota frees",
+             job->id, name != NULL ? name : prio, job->spec.team);
+    struct ebb__budget_verdict v;
+    if (ebb__engine_budget_stop(victim, reason, now, &v))
+        carry_out(victim, &v);
+    else
+        ebb__engine_release(victim, EBB__JOB_PAUSED, SIZE_MAX, reason);
+    victim->quota_wait = EBB__QUOTA_WAIT_TEAM;
+    victim->paused_for = job;
+}
+
 /* The budget caps and the quotas, whatever the policy (engine_budget.c,
  * engine_quota.c): the step a decision takes is its worst-case spend
  * until the job's next checkpoint. Returns 1 when the caps or the quotas
@@ -393,6 +415,8 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
     if (ebb__engine_quota_refuses(job, &step, now, &v)) {
         carry_out(job, &v);
         ebb__engine_wait_kind(job, EBB__WAIT_QUOTA);
+        for (size_t i = 0; i < v.n_preempt; i++)
+            pause_for(v.preempt[i], job, now);
         return 1;
     }
     if (capped && running && !moving)

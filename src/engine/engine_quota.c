@@ -20,6 +20,17 @@
  * off is not overtaken; the job waits behind it and is planned again when
  * that one launches, stops waiting for the quota, or may try again.
  *
+ * A launch the team's quota refuses may take the place of running jobs of
+ * the team of strictly lower priority (preemption by checkpoint, never by
+ * kill): the verdict lists the fewest of the lowest ranked whose
+ * instances make room, and the planner pauses them through the path a
+ * policy's STOP takes (a checkpoint, then the release; at once only where
+ * a cap leaves no room for the grace period). Instances already stopping
+ * count as freed, so a job waiting for its victims' checkpoints pauses no
+ * more. In a team with fair_share only an urgent job takes the place of
+ * a member who spent less against their share than its owner. Victims
+ * wait for the quota and resume when it frees.
+ *
  * As engine_budget.c, this file judges and never acts: the planner
  * carries out the verdict. */
 #include <stdio.h>
@@ -167,6 +178,94 @@ static int behind(struct ebb__job *job, const struct ebb__job *ahead, ebb_time_m
     return 1;
 }
 
+/* Whether `victim` may be paused for `job`: same team, running, not
+ * already stopping, strictly lower priority, and, in a fair_share team
+ * unless `job` is urgent, an owner who spent no less against their share
+ * than job's. */
+static int may_preempt(const struct ebb__job *job, const struct ebb__job *victim,
+                       const struct ebb__team *t, ebb_time_ms now)
+{
+    if (victim == job || victim->current == NULL || victim->state != EBB__JOB_RUNNING ||
+        victim->current->stop_sent || victim->current->notice ||
+        victim->spec.team == NULL || strcmp(victim->spec.team, t->name) != 0 ||
+        victim->spec.priority >= job->spec.priority)
+        return 0;
+    if (!t->fair_share || job->spec.priority >= EBB__JOB_PRIORITY_URGENT)
+        return 1;
+    struct ebb__queue_rank mine, theirs;
+    ebb__engine_job_rank(job, now, &mine);
+    ebb__engine_job_rank(victim, now, &theirs);
+    return theirs.usage >= mine.usage;
+}
+
+/* Whether `a` should be paused before `b`: lower priority, then the
+ * later submitted (it has less to lose). */
+static int paused_first(const struct ebb__job *a, const struct ebb__job *b)
+{
+    if (a->spec.priority != b->spec.priority)
+        return a->spec.priority < b->spec.priority;
+    if (a->submitted_at != b->submitted_at)
+        return a->submitted_at > b->submitted_at;
+    return a->seq > b->seq;
+}
+
+/* Fills v->preempt with the running jobs to pause so that `over_gpus`
+ * GPUs and `over_burn` USD/h come free, counting instances already
+ * stopping; leaves it empty when they cannot. */
+static void choose_victims(struct ebb__job *job, const struct ebb__team *t,
+                           int64_t over_gpus, ebb_micros over_burn, ebb_time_ms now,
+                           struct ebb__budget_verdict *v)
+{
+    struct ebb_list *node;
+    ebb_list_foreach(node, &job->engine->jobs) {
+        const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (j->current == NULL || !j->current->stop_sent ||
+            j->launch_next != SIZE_MAX || j->spec.team == NULL ||
+            strcmp(j->spec.team, t->name) != 0)
+            continue; /* a move launches again: it frees nothing */
+        int64_t g = 0;
+        ebb_micros b = 0;
+        instance_use(j, now, &g, &b);
+        over_gpus -= g;
+        over_burn -= b;
+    }
+    v->n_preempt = 0;
+    while ((over_gpus > 0 || over_burn > 0) && v->n_preempt < EBB__PREEMPT_MAX) {
+        struct ebb__job *pick = NULL;
+        ebb_list_foreach(node, &job->engine->jobs) {
+            struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+            int taken = 0;
+            for (size_t i = 0; i < v->n_preempt; i++)
+                taken |= v->preempt[i] == j;
+            if (!taken && may_preempt(job, j, t, now) &&
+                (pick == NULL || paused_first(j, pick)))
+                pick = j;
+        }
+        if (pick == NULL)
+            break;
+        int64_t g = 0;
+        ebb_micros b = 0;
+        instance_use(pick, now, &g, &b);
+        over_gpus -= g;
+        over_burn -= b;
+        v->preempt[v->n_preempt++] = pick;
+    }
+    if (over_gpus > 0 || over_burn > 0)
+        v->n_preempt = 0; /* pausing them would not make room */
+}
+
+/* Appends to v->reason which jobs it pauses, if any. */
+static void say_victims(struct ebb__budget_verdict *v)
+{
+    size_t len = strlen(v->reason);
+    for (size_t i = 0; i < v->n_preempt && len < sizeof(v->reason); i++) {
+        snprintf(v->reason + len, sizeof(v->reason) - len, "%s%s", i == 0
+                 ? "; pausing with a checkpoint to take its place: " : ", ",
+                 v->preempt[i]->id);
+        len = strlen(v->reason);
+    }
+}
+
 int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_step *s,
                               ebb_time_ms now, struct ebb__budget_verdict *v)
 {
@@ -190,22 +289,30 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
         refuse(job, v, 1);
         return 1;
     }
-    if (t->max_gpus > 0 && tu.gpus + want > t->max_gpus) {
+    ebb_micros cap = 0, rate = 0;
+    int burn_rc = 0;
+    if (t->has_max_burn) {
+        burn_rc = ebb__engine_convert(e, t->max_burn.amount, t->max_burn.currency,
+                                      "USD", EBB__ROUND_DOWN, &cap);
+        if (burn_rc == 0)
+            burn_rc = ebb__engine_convert(e, s->rate, job->currency, "USD",
+                                          EBB__ROUND_UP, &rate);
+    }
+    int64_t over_gpus = t->max_gpus > 0 ? tu.gpus + want - t->max_gpus : 0;
+    ebb_micros over_burn = t->has_max_burn && burn_rc == 0 ? tu.burn + rate - cap : 0;
+    if ((over_gpus > 0 || over_burn > 0) && burn_rc == 0)
+        choose_victims(job, t, over_gpus, over_burn, now, v);
+    if (over_gpus > 0) {
         char h[80];
         snprintf(v->reason, sizeof(v->reason), "team %s's max_gpus %lld is in "
                  "use (%s; %s has %lld)", t->name, (long long)t->max_gpus,
                  held(&tu, h, sizeof(h)), type, (long long)want);
+        say_victims(v);
         refuse(job, v, 0);
         return 1;
     }
     if (t->has_max_burn) {
-        ebb_micros cap = 0, rate = 0;
-        int rc = ebb__engine_convert(e, t->max_burn.amount, t->max_burn.currency,
-                                     "USD", EBB__ROUND_DOWN, &cap);
-        if (rc == 0)
-            rc = ebb__engine_convert(e, s->rate, job->currency, "USD",
-                                     EBB__ROUND_UP, &rate);
-        if (rc != 0 || tu.burn + rate > cap) {
+        if (burn_rc != 0 || over_burn > 0) {
             char a[48], b[48], c[48];
             ebb_format_money(cap, "USD", a, sizeof(a));
             ebb_format_money(tu.burn, "USD", b, sizeof(b));
@@ -214,6 +321,7 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
                      "its %zu instance%s billed %s/h now and %s could cost "
                      "up to %s/h", t->name, a, tu.instances,
                      tu.instances == 1 ? " is" : "s are", b, type, c);
+            say_victims(v);
             refuse(job, v, 0);
             return 1;
         }

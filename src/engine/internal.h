@@ -161,6 +161,10 @@ struct ebb__job {
     /* The job the quota last made it wait behind (engine_order.c): planned
      * again when that one launches or stops holding its place; NULL: none. */
     const struct ebb__job *queued_behind;
+    /* The job whose launch paused it with a checkpoint (engine_quota.c,
+     * engine_plan.c): it stays paused until it launches again; NULL:
+     * none. */
+    const struct ebb__job *paused_for;
     int held;                /* taken back after a restart: its instance is
                               * being reconciled; not planned until then */
     struct ebb__timer wake;
@@ -457,11 +461,18 @@ enum ebb__budget_act {
                               * keeping its latest checkpoint; `to` */
 };
 
+/* The most running jobs one refused launch pauses (engine_quota.c). */
+#define EBB__PREEMPT_MAX 16
+
 struct ebb__budget_verdict {
     enum ebb__budget_act act;
     enum ebb__job_state to;
     ebb_time_ms wake;        /* > 0: look again then (a team's next month) */
     char reason[320];
+    /* A quota's: running jobs of the team of lower priority to pause with
+     * a checkpoint so that the refused job takes their place. */
+    struct ebb__job *preempt[EBB__PREEMPT_MAX];
+    size_t n_preempt;
 };
 
 /* The price per hour the job's running instance is billed at `now`, in
@@ -527,7 +538,11 @@ int ebb__engine_quota_applies(const struct ebb__job *job);
  * job's team's max_gpus and max_burn and its owner's max_gpus in the
  * team. Returns 1 when it refused: the job waits where it is, *v's reason
  * is why (act NOTHING), and it is planned again when an instance of its
- * team ends; 0 otherwise (steps that stay on an instance always pass). */
+ * team ends; 0 otherwise (steps that stay on an instance always pass).
+ * When the team's quota is full, v->preempt lists the running jobs of
+ * strictly lower priority whose instances, paused with a checkpoint,
+ * make room for the step (none when they cannot; docs/budgets.md
+ * "Preemption by checkpoint"). */
 int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_step *s,
                               ebb_time_ms now, struct ebb__budget_verdict *v);
 /* An instance of `ended`'s team has ended: the team's jobs a quota

@@ -12,6 +12,8 @@
  * max_gpus and no user's more than theirs, that at each fresh launch what
  * the team's instances are billed per hour is within max_burn, and that no
  * user's month spend (ledger plus running instances) passed their budget.
+ * The jobs' priorities are random too, so jobs of higher priority pause
+ * lower ones with a checkpoint to take their place, under the same checks.
  *
  * The queue's order (src/engine/engine_order.c): the rank's comparison
  * against a table, members' fair shares, a higher priority taking the
@@ -68,7 +70,7 @@ struct quotas {
 struct tally {
     uint64_t instants, launches;
     unsigned team_gpu_waits, burn_waits, user_gpu_waits, user_budget_pauses,
-        team_full, succeeded;
+        team_full, succeeded, preempted;
 };
 
 static void load_catalog(void)
@@ -244,6 +246,7 @@ static void submit_jobs(struct budget_world *w, const struct quotas *q, uint64_t
 {
     static const char *const policies[] = {"greedy", "uniform-progress", "trough"};
     static const int counts[] = {1, 4, 8};
+    static const char *const priorities[] = {"low", "normal", "high", "urgent"};
     for (int j = 0; j < N_JOBS; j++) {
         struct ebb_buf b = {0};
         ebb_buf_printf(&b, "name: q%d\nrun: [python, train.py]\n"
@@ -254,6 +257,7 @@ static void submit_jobs(struct budget_world *w, const struct quotas *q, uint64_t
                        j, (long long)draw(s, 1, 10), (long long)draw(s, 2, 20),
                        policies[draw(s, 0, 2)], counts[draw(s, 0, 2)],
                        (long long)draw(s, 10, 60), (long long)draw(s, 180, 300));
+        ebb_buf_printf(&b, "priority: %s\n", priorities[draw(s, 0, 3)]);
         char *yaml = ebb_buf_take(&b);
         assert_non_null(yaml);
         budget_world_submit_as(w, yaml, q->users[draw(s, 0, N_USERS - 1)].uid);
@@ -269,6 +273,9 @@ static void count_outcomes(struct budget_world *w, struct tally *t)
         t->user_budget_pauses += (unsigned)budget_world_sql_int(
             w, "SELECT count(*) FROM job_events WHERE job_id = ?1 AND reason "
             "LIKE 'user %''s budget in team ml:%'", ji.id, 0, 0);
+        t->preempted += (unsigned)budget_world_sql_int(
+            w, "SELECT count(*) FROM job_events WHERE job_id = ?1 AND to_state = "
+            "'paused' AND reason LIKE 'paused for job %'", ji.id, 0, 0);
     }
 }
 
@@ -311,16 +318,18 @@ static void quotas_hold_through_spikes_and_preemptions(void **state)
     }
     print_message("%d seeds, %llu instants checked, %llu launches: waits for "
                   "the team's GPUs %u, its burn %u, a user's GPUs %u; %u pauses "
-                  "by a user's budget; the team's GPUs full at %u instants; %u "
-                  "succeeded\n", N_SEEDS, (unsigned long long)t.instants,
-                  (unsigned long long)t.launches, t.team_gpu_waits, t.burn_waits,
-                  t.user_gpu_waits, t.user_budget_pauses, t.team_full, t.succeeded);
+                  "by a user's budget, %u for a job of higher priority; the "
+                  "team's GPUs full at %u instants; %u succeeded\n", N_SEEDS,
+                  (unsigned long long)t.instants, (unsigned long long)t.launches,
+                  t.team_gpu_waits, t.burn_waits, t.user_gpu_waits,
+                  t.user_budget_pauses, t.preempted, t.team_full, t.succeeded);
     /* The runs went through what the test is about. */
     assert_true(t.team_gpu_waits > 0);
     assert_true(t.burn_waits > 0);
     assert_true(t.user_gpu_waits > 0);
     assert_true(t.user_budget_pauses > 0);
     assert_true(t.team_full > 0);
+    assert_true(t.preempted > 0);
     assert_true(t.succeeded > 0);
 }
 
@@ -535,7 +544,8 @@ static void priority_takes_the_freed_place(void **state)
     snprintf(members, sizeof(members), "[%s]", q.users[0].name);
     struct budget_world *w = &world_mem;
     ebb_time_ms start = flat_world(w, members, "    max_gpus: 4\n");
-    snprintf(yaml, sizeof(yaml), "name: first\n%s", four_gpus);
+    /* Urgent: none of the others may take its place. */
+    snprintf(yaml, sizeof(yaml), "name: first\npriority: urgent\n%s", four_gpus);
     struct ebb__job *first = budget_world_submit_as(w, yaml, q.users[0].uid);
     ebb__clock_run_until(&w->v.clock, start + MINUTE);
     assert_true(budget_world_info(first).has_instance);
@@ -674,6 +684,88 @@ static int64_t team_gpus(const struct budget_world *w)
     return gpus;
 }
 
+
+/* Preemption by checkpoint (docs/budgets.md): a high job that the team's
+ * max_gpus keeps out pauses the low job that holds the GPUs, through a
+ * checkpoint; it launches once that instance is gone, the low one
+ * resumes from its checkpoint when the high one ends, and both finish.
+ * The team never holds more than max_gpus. A normal job never pauses
+ * another normal one. */
+static void higher_priority_takes_the_place_by_checkpoint(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    char members[128], yaml[512];
+    snprintf(members, sizeof(members), "[%s]", q.users[0].name);
+    struct budget_world *w = &world_mem;
+    ebb_time_ms start = flat_world(w, members, "    max_gpus: 4\n");
+    snprintf(yaml, sizeof(yaml), "name: low\npriority: low\n%s", four_gpus);
+    struct ebb__job *low = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 45 * MINUTE);
+    assert_true(budget_world_info(low).has_instance);
+    snprintf(yaml, sizeof(yaml), "name: high\npriority: high\n%s", four_gpus);
+    struct ebb__job *high = budget_world_submit_as(w, yaml, q.users[0].uid);
+    int saw_paused = 0, saw_checkpointing = 0;
+    for (ebb_time_ms t = start + 45 * MINUTE; t < start + DAY; t += 10 * EBB_MS_PER_SECOND) {
+        ebb__clock_run_until(&w->v.clock, t);
+        assert_true(team_gpus(w) <= 4);
+        struct ebb__job_info l = budget_world_info(low);
+        saw_checkpointing |= l.state == EBB__JOB_CHECKPOINTING;
+        saw_paused |= l.state == EBB__JOB_PAUSED && !l.has_instance;
+        if (l.state == EBB__JOB_PAUSED)
+            assert_int_equal(l.waiting_kind == EBB__WAIT_NONE, 0);
+    }
+    assert_true(saw_checkpointing);
+    assert_true(saw_paused);
+    struct ebb__job_info l = budget_world_info(low), h = budget_world_info(high);
+    assert_int_equal(l.state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(h.state, EBB__JOB_SUCCEEDED);
+    char want[200];
+    snprintf(want, sizeof(want), "paused for job %s (priority high), which takes its "
+             "place in team ml's quota; resuming when the quota frees", h.id);
+    char *why = budget_world_sql_text(w, "SELECT reason FROM job_events WHERE job_id = "
+                                      "?1 AND to_state = 'paused'", l.id);
+    assert_string_equal(why, want);
+    free(why);
+    /* It resumed from its checkpoint: its second instance started after
+     * the high job's ended, with the first one's work saved. */
+    assert_int_equal(budget_world_sql_int(w, "SELECT count(*) FROM instances WHERE "
+                                          "job_id = ?1", l.id, 0, 0), 2);
+    int64_t high_end = budget_world_sql_int(w, "SELECT max(ended_at) FROM instances "
+                                            "WHERE job_id = ?1", h.id, 0, 0);
+    int64_t low_again = budget_world_sql_int(w, "SELECT max(requested_at) FROM "
+                                             "instances WHERE job_id = ?1", l.id, 0, 0);
+    int64_t low_first_end = budget_world_sql_int(w, "SELECT min(ended_at) FROM "
+                                                 "instances WHERE job_id = ?1", l.id, 0, 0);
+    int64_t high_at = budget_world_sql_int(w, "SELECT min(requested_at) FROM instances "
+                                           "WHERE job_id = ?1", h.id, 0, 0);
+    assert_true(high_at >= low_first_end);
+    assert_true(low_again >= high_end);
+    assert_true(budget_world_sql_int(w, "SELECT count(*) FROM job_events WHERE job_id "
+                                     "= ?1 AND from_state = 'running' AND to_state = "
+                                     "'checkpointing'", l.id, 0, 0) >= 1);
+    /* Paused until it resumed: no waiting in between. */
+    assert_int_equal(budget_world_sql_int(w, "SELECT count(*) FROM job_events WHERE "
+                                          "job_id = ?1 AND to_state = 'waiting' AND seq > "
+                                          "(SELECT seq FROM job_events WHERE job_id = ?1 "
+                                          "AND to_state = 'paused')", l.id, 0, 0), 0);
+    budget_world_stop(w);
+
+    /* normal does not preempt normal. */
+    start = flat_world(w, members, "    max_gpus: 4\n");
+    snprintf(yaml, sizeof(yaml), "name: one\n%s", four_gpus);
+    struct ebb__job *one = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    snprintf(yaml, sizeof(yaml), "name: two\n%s", four_gpus);
+    struct ebb__job *two = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 30 * MINUTE);
+    assert_int_equal(budget_world_info(one).state, EBB__JOB_RUNNING);
+    waits_saying(two, "team ml's max_gpus 4 is in use (4 GPUs on 1 instance; "
+                      "p3.8xlarge has 4)");
+    budget_world_stop(w);
+}
+
 /* A job that moves from a 1-GPU instance to a 4-GPU one counts 4 while it
  * moves: a launch judged in between must not take the GPUs the move will
  * use. */
@@ -774,6 +866,8 @@ int main(void)
         cmocka_unit_test_teardown(priority_takes_the_freed_place, budget_world_teardown),
         cmocka_unit_test_teardown(backoff_keeps_its_place, budget_world_teardown),
         cmocka_unit_test_teardown(fair_share_orders_one_priority, budget_world_teardown),
+        cmocka_unit_test_teardown(higher_priority_takes_the_place_by_checkpoint,
+                                  budget_world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, free_catalog);
 }
