@@ -247,8 +247,8 @@ static void store_report(struct ebb__agent_api *api, struct ebb__job *job,
         snprintf(reason, sizeof(reason), "stored checkpoint %s refused: %s",
                  r->path ? r->path : "?", r->reason);
     else if (r->kind == EBB__AGENT_CHECKPOINT_SKIPPED)
-        snprintf(reason, sizeof(reason), "final checkpoint %snot stored: %s",
-                 r->path ? r->path : "", r->reason);
+        snprintf(reason, sizeof(reason), "final checkpoint %s%snot stored: %s",
+                 r->path ? r->path : "", r->path ? " " : "", r->reason);
     else if (r->kind == EBB__AGENT_STARTED && r->resume_id > 0)
         snprintf(reason, sizeof(reason), "resumed from stored checkpoint %lld "
                  "(%lld bytes in %.1f s)", (long long)r->resume_id,
@@ -258,8 +258,22 @@ static void store_report(struct ebb__agent_api *api, struct ebb__job *job,
     const struct ebb__engine_options *o = ebb__engine_options(api->engine);
     const char *state = ebb__job_state_name(ebb__engine_job_state(job));
     ebb__info("job %s: %s", ebb__engine_job_id(job), reason);
-    ebb__store_job_event(o->store, ebb__engine_job_id(job), ebb__clock_now(o->clock),
-                         state, state, reason);
+    /* A checkpoint that could not be stored, or not be used, is worth a
+     * person's attention: its event is written with the job event. */
+    int failed = r->kind != EBB__AGENT_STARTED;
+    int rc = ebb__store_begin(o->store);
+    if (rc == 0)
+        rc = ebb__store_job_event(o->store, ebb__engine_job_id(job),
+                                  ebb__clock_now(o->clock), state, state, reason);
+    if (rc == 0 && failed)
+        ebb__engine_job_note(job, "checkpoint.failed", reason);
+    if (rc == 0)
+        rc = ebb__store_commit(o->store);
+    if (rc != 0) {
+        ebb__store_rollback(o->store);
+        ebb__error("job %s: cannot record \"%s\": %s", ebb__engine_job_id(job), reason,
+                   ebb__store_errmsg(o->store));
+    }
 }
 
 /* ---- POST /v1/agent/events ------------------------------------------------ */

@@ -189,36 +189,10 @@ static ebb_time_ms now_wall(void)
     return ebb__daemon_wall_ms();
 }
 
-/* The checkpoint.failed event (docs/notify.md), in the transaction that
- * fails the row: once per checkpoint. */
-static int note_failed(struct task *t, const char *reason)
-{
-    struct ebb__job *job = ebb__engine_job(t->d->engine, t->job_id);
-    if (job == NULL)
-        return 0;
-    struct ebb__job_info info;
-    ebb__engine_job_info(job, &info);
-    char key[64], why[600];
-    snprintf(key, sizeof(key), "checkpoint:%lld:failed", (long long)t->seq);
-    snprintf(why, sizeof(why), "checkpoint %s could not be stored in %s: %s", t->name,
-             t->store, reason);
-    struct ebb__engine_note n = {
-        .type = "checkpoint.failed", .key = key, .spec = info.spec, .job_id = t->job_id,
-        .state = ebb__job_state_name(info.state), .reason = why,
-        .currency = info.currency, .spent = info.spent, .at = ebb__clock_now(&t->d->clock),
-    };
-    return ebb__daemon_notify_event(t->d, &n);
-}
-
 static void set_state(struct task *t, const char *state, const char *reason)
 {
     int rc = ebb__store_ckpt_update(t->d->store, t->seq, state, NULL, reason,
                                     now_wall(), 0, -1, -1, -1);
-    /* An event that cannot be written is logged, not a reason to lose the
-     * row's state. */
-    if (rc == 0 && strcmp(state, "failed") == 0 && note_failed(t, reason) != 0)
-        ebb__error("job %s: cannot write its checkpoint.failed event to the outbox: %s",
-                   t->job_id, ebb__store_errmsg(t->d->store));
     if (rc == 0)
         rc = ebb__store_flush(t->d->store);
     if (rc != 0)
@@ -487,11 +461,38 @@ static void begin(struct task *t, enum phase p)
 
 /* ---- phases ---------------------------------------------------------------- */
 
+/* The row failed (`reason`): recorded with a checkpoint.failed event for
+ * the job's notifications, in one transaction. */
+static void record_failed(struct task *t, const char *reason)
+{
+    struct ebb__store *s = t->d->store;
+    struct ebb__job *job = ebb__engine_job(t->d->engine, t->job_id);
+    int rc = ebb__store_begin(s);
+    if (rc == 0)
+        rc = ebb__store_ckpt_update(s, t->seq, "failed", NULL, reason, now_wall(), 0,
+                                    -1, -1, -1);
+    if (rc == 0 && job != NULL) {
+        char why[600];
+        snprintf(why, sizeof(why), "checkpoint %s could not be stored in %s: %s", t->name,
+                 t->store, reason);
+        ebb__engine_job_note(job, "checkpoint.failed", why);
+    }
+    if (rc == 0)
+        rc = ebb__store_commit(s);
+    if (rc == 0)
+        rc = ebb__store_flush(s);
+    if (rc != 0) {
+        ebb__store_rollback(s);
+        ebb__error("checkpoint %lld: cannot record it failed: %s", (long long)t->seq,
+                   ebb__store_errmsg(s));
+    }
+}
+
 static void abort_now(struct task *t, const char *reason)
 {
     ebb__warn("job %s: checkpoint %s (%lld) failed: %s", t->job_id, t->name,
               (long long)t->seq, reason);
-    set_state(t, "failed", reason);
+    record_failed(t, reason);
     begin(t, ABORT);
 }
 

@@ -315,6 +315,12 @@ struct ebb__job_info {
  * owner's; -1 when unknown or when run_as no longer names a user. */
 int64_t ebb__engine_job_run_uid(const struct ebb__job *job);
 
+/* Tells opt.note (notifications) of an event `type` of `job` that the
+ * engine does not see itself ("checkpoint.failed": a checkpoint that
+ * failed or could not be stored), with `reason`. Call it inside the
+ * transaction that records what happened. */
+void ebb__engine_job_note(struct ebb__job *job, const char *type, const char *reason);
+
 /* Fills *out with what `job` is now. */
 void ebb__engine_job_info(const struct ebb__job *job,
                           struct ebb__job_info *out);

@@ -135,6 +135,11 @@ void ebb__engine_note_waiting(struct ebb__job *job, const char *reason)
              waits && reason != NULL ? reason : "");
 }
 
+void ebb__engine_job_note(struct ebb__job *job, const char *type, const char *reason)
+{
+    ebb__engine_note(job, type, NULL, reason);
+}
+
 void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
                       const char *reason)
 {

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -211,7 +212,7 @@ checkpoint: %s
 
 
 try:
-    print("1..43")
+    print("1..44")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
@@ -293,6 +294,20 @@ try:
                          and "size" in e["reason"]], 20),
        "a checkpoint.failed notification names the checkpoint, the store and why",
        events("checkpoint.failed"))
+    # A final checkpoint the agent could not upload is one too.
+    status, _ = agent.call("POST", "/v1/agent/events",
+                           {"kind": "checkpoint_skipped", "name": "last",
+                            "reason": "the store did not answer"})
+    db = sqlite3.connect(os.path.join(state, "ebb.db"))
+    try:
+        outbox = [json.loads(b)["reason"] for (b,) in db.execute(
+            "SELECT body FROM notify_outbox WHERE job_id = ? AND type = "
+            "'checkpoint.failed' ORDER BY seq", (jid,))]
+    finally:
+        db.close()
+    ok(status == 200 and outbox[1:] == ["final checkpoint last not stored: the store "
+                                        "did not answer"],
+       "so is a final checkpoint the agent did not store", (status, outbox))
 
     # keep 2: a third durable one prunes the first, manifest first.
     seq2, st2 = checkpoint(agent, "step-2", [2000])
