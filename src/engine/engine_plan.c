@@ -324,18 +324,22 @@ static void carry_out(struct ebb__job *job, const struct ebb__budget_verdict *v)
 }
 
 /* Pauses `victim` with a checkpoint so that `job` takes its place in
- * their team's quota: the path a policy's STOP takes (a capped job is
+ * their team's quota (`why` NULL or ""), or so that the team's max_burn
+ * holds (`why` says so): the path a policy's STOP takes (a capped job is
  * released at once only when its caps leave no room for the grace
  * period). It waits for the quota and resumes when it frees. */
 static void pause_for(struct ebb__job *victim, const struct ebb__job *job,
-                      ebb_time_ms now)
+                      const char *why, ebb_time_ms now)
 {
     const char *name = ebb__job_priority_name(job->spec.priority);
-    char prio[16], reason[256];
+    char prio[16], reason[320];
     snprintf(prio, sizeof(prio), "%d", job->spec.priority);
-    snprintf(reason, sizeof(reason), "paused for job %s (priority %s), which takes "
-             "its place in team %s's quota; resuming when the quota frees",
-             job->id, name != NULL ? name : prio, job->spec.team);
+    if (why != NULL && why[0] != '\0')
+        snprintf(reason, sizeof(reason), "%s", why);
+    else
+        snprintf(reason, sizeof(reason), "paused for job %s (priority %s), which "
+                 "takes its place in team %s's quota; resuming when the quota "
+                 "frees", job->id, name != NULL ? name : prio, job->spec.team);
     struct ebb__budget_verdict v;
     if (ebb__engine_budget_stop(victim, reason, now, &v))
         carry_out(victim, &v);
@@ -412,15 +416,27 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
         ebb__engine_wait_kind(job, EBB__WAIT_BUDGET);
         return 1;
     }
-    if (ebb__engine_quota_refuses(job, &step, now, &v)) {
+    int refused = ebb__engine_quota_refuses(job, &step, now, &v);
+    if (refused && job->current == NULL) {
         carry_out(job, &v);
         ebb__engine_wait_kind(job, EBB__WAIT_QUOTA);
-        for (size_t i = 0; i < v.n_preempt; i++)
-            pause_for(v.preempt[i], job, now);
-        return 1;
     }
+    for (size_t i = 0; i < v.n_preempt; i++)
+        pause_for(v.preempt[i], job, v.preempt_why, now);
+    if (refused)
+        return 1;
     if (capped && running && !moving)
         *recheck = now + (stretch > EBB_MS_PER_SECOND ? stretch : EBB_MS_PER_SECOND);
+    /* A price the market already holds for later (a replayed trace)
+     * comes without an event: a job of a team with max_burn that runs, or
+     * launches, on an offer is judged again when its price next changes. */
+    if ((!moving || !running) && ebb__engine_quota_burn_applies(job)) {
+        const struct ebb__offer *mo = &e->market.offers[step.offer];
+        const struct ebb__market_step *st = ebb__offer_at(mo, now);
+        if (st != NULL && st + 1 < mo->steps + mo->n_steps && st[1].at > now &&
+            (*recheck == 0 || st[1].at < *recheck))
+            *recheck = st[1].at;
+    }
     return 0;
 }
 
@@ -465,6 +481,7 @@ static void wake_by_deadline(struct ebb__job *job, ebb_time_ms now)
 static void plan_now(struct ebb__job *job, ebb_time_ms now)
 {
     struct ebb__engine *e = job->engine;
+
     int running = job->state == EBB__JOB_RUNNING && job->current != NULL &&
                   !job->current->stop_sent && !job->current->notice;
     if (!running && job->state != EBB__JOB_WAITING && job->state != EBB__JOB_PAUSED) {
@@ -524,6 +541,8 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
         size_t offer = e->view_map[d.offer];
         if (!running) {
             ebb__engine_launch(job, offer, d.reason);
+            if (recheck > 0 && job->current != NULL)
+                wake_at(job, recheck, now);
         } else if (offer != job->current->offer) {
             ebb__engine_release(job, EBB__JOB_WAITING, offer, d.reason);
         } else {

@@ -6,10 +6,11 @@
  * (teams.T.users). A member's monthly budget is a cap like the team's and
  * lives with the caps (engine_budget.c).
  *
- * Quotas admit launches; they never stop an instance that runs: a job
- * admitted keeps its place until it ends (a price that rises after the
- * launch can take the team's burn past max_burn until then; the next
- * launch waits until it is back under). An instance counts from the
+ * Quotas admit launches, and max_burn holds around every decision: a
+ * step that stays on an instance is judged against it too, and the
+ * team's lowest ranked running jobs pause with a checkpoint when the
+ * team's instances billed now and this one's worst rate until its next
+ * checkpoint pass it (stay_refuses). An instance counts from the
  * launch call on, and a job that moves counts the larger of its instance
  * and the one it moves to. A refused job waits with the reason recorded
  * and is planned again when an instance of its team ends.
@@ -38,6 +39,7 @@
 
 #include <ebb/units.h>
 
+#include "base/str.h"
 #include "engine/internal.h"
 
 static const struct ebb__team *job_team(const struct ebb__job *job)
@@ -120,6 +122,12 @@ int ebb__engine_quota_applies(const struct ebb__job *job)
 {
     const struct ebb__team *t = job_team(job);
     return t != NULL && team_has_quota(t);
+}
+
+int ebb__engine_quota_burn_applies(const struct ebb__job *job)
+{
+    const struct ebb__team *t = job_team(job);
+    return t != NULL && t->has_max_burn;
 }
 
 /* "4 GPUs on 2 instances" of `u`, into buf. */
@@ -266,13 +274,116 @@ static void say_victims(struct ebb__budget_verdict *v)
     }
 }
 
+/* Whether `j`, a job of team `t` with an instance, keeps billing it: not
+ * stopping for good (a move launches again). */
+static int keeps_billing(const struct ebb__job *j, const struct ebb__team *t)
+{
+    return j->current != NULL && j->spec.team != NULL &&
+           strcmp(j->spec.team, t->name) == 0 &&
+           !(j->current->stop_sent && j->launch_next == SIZE_MAX);
+}
+
+/* The lowest ranked job of team `t` that runs and may pause (`job`
+ * included, those in v->preempt left out), or NULL. */
+static struct ebb__job *lowest_running(struct ebb__job *job, const struct ebb__team *t,
+                                       const struct ebb__budget_verdict *v)
+{
+    struct ebb__job *lowest = NULL;
+    struct ebb_list *node;
+    ebb_list_foreach(node, &job->engine->jobs) {
+        struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        int taken = 0;
+        for (size_t i = 0; i < v->n_preempt; i++)
+            taken |= v->preempt[i] == j;
+        if (taken || !keeps_billing(j, t) || j->state != EBB__JOB_RUNNING ||
+            j->current->stop_sent || j->current->notice)
+            continue;
+        if (lowest == NULL || paused_first(j, lowest))
+            lowest = j;
+    }
+    return lowest;
+}
+
+/* A step of `job` that stays on its instance (on market offer `offer`)
+ * at worst `rate` USD/h until its next checkpoint, against the team's
+ * max_burn: with the team's other instances (those stopping left out:
+ * they are leaving) billed now, it must fit, or the team's lowest ranked
+ * running jobs pause with a checkpoint until it does (engine_plan.c
+ * carries it out). Returns 1 when `job` itself is among them. */
+static int stay_refuses(struct ebb__job *job, const struct ebb__team *t, size_t offer,
+                        ebb_micros rate, ebb_time_ms now, struct ebb__budget_verdict *v)
+{
+    struct ebb__engine *e = job->engine;
+    ebb_micros cap = 0, others = 0;
+    if (!t->has_max_burn ||
+        ebb__engine_convert(e, t->max_burn.amount, t->max_burn.currency, "USD",
+                            EBB__ROUND_DOWN, &cap) != 0)
+        return 0;
+    size_t n = 0;
+    struct ebb_list *node;
+    ebb_list_foreach(node, &e->jobs) {
+        const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (j == job || !keeps_billing(j, t))
+            continue;
+        int64_t g = 0;
+        instance_use(j, now, &g, &others);
+        n++;
+    }
+    if (others + rate <= cap)
+        return 0;
+    char a[48], b[48], c[48], why[640];
+    ebb_format_money(cap, "USD", a, sizeof(a));
+    ebb_format_money(others, "USD", b, sizeof(b));
+    ebb_format_money(rate, "USD", c, sizeof(c));
+    snprintf(why, sizeof(why), "team %s's max_burn %s/h: its %zu other instance%s "
+             "billed %s/h now and job %s's %s could cost up to %s/h until its next "
+             "checkpoint; pausing the lowest ranked of its running jobs with a "
+             "checkpoint", t->name, a, n, n == 1 ? " is" : "s are", b, job->id,
+             e->market.offers[offer].instance_type, c);
+    ebb__strlcpy(v->preempt_why, why, sizeof(v->preempt_why));
+    int self = 0;
+    while (others + (self ? 0 : rate) > cap && v->n_preempt < EBB__PREEMPT_MAX) {
+        struct ebb__job *pick = lowest_running(job, t, v);
+        if (pick == NULL)
+            break;
+        v->preempt[v->n_preempt++] = pick;
+        if (pick == job) {
+            self = 1;
+            continue;
+        }
+        ebb_micros use = 0;
+        int64_t g = 0;
+        instance_use(pick, now, &g, &use);
+        others -= use;
+    }
+    if (self)
+        ebb__strlcpy(v->reason, why, sizeof(v->reason));
+    return self;
+}
+
 int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_step *s,
                               ebb_time_ms now, struct ebb__budget_verdict *v)
 {
     *v = (struct ebb__budget_verdict){.act = EBB__BUDGET_NOTHING};
     const struct ebb__team *t = job_team(job);
-    if (!s->launching || t == NULL || !team_has_quota(t))
+    if (t == NULL || !team_has_quota(t))
         return 0;
+    if (!s->launching) {
+        ebb_micros rate = 0;
+        if (ebb__engine_convert(job->engine, s->rate, job->currency, "USD",
+                                EBB__ROUND_UP, &rate) != 0)
+            return 0; /* no rate: its launch was never admitted */
+        return stay_refuses(job, t, s->offer, rate, now, v);
+    }
+    /* A running job that would move stays where it is until the move is
+     * admitted: its instance, at the rate billed now, must fit too. */
+    if (job->current != NULL && job->state == EBB__JOB_RUNNING) {
+        int64_t g = 0;
+        ebb_micros rate = 0;
+        instance_use(job, now, &g, &rate);
+        if (stay_refuses(job, t, job->current->offer, rate, now, v))
+            return 1;
+    }
     struct ebb__engine *e = job->engine;
     const char *type = e->market.offers[s->offer].instance_type;
     int64_t want = offer_gpus(e, s->offer);
@@ -300,7 +411,8 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
     }
     int64_t over_gpus = t->max_gpus > 0 ? tu.gpus + want - t->max_gpus : 0;
     ebb_micros over_burn = t->has_max_burn && burn_rc == 0 ? tu.burn + rate - cap : 0;
-    if ((over_gpus > 0 || over_burn > 0) && burn_rc == 0)
+    /* A job without an instance may take others' places; a move may not. */
+    if ((over_gpus > 0 || over_burn > 0) && burn_rc == 0 && job->current == NULL)
         choose_victims(job, t, over_gpus, over_burn, now, v);
     if (over_gpus > 0) {
         char h[80];

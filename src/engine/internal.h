@@ -469,10 +469,14 @@ struct ebb__budget_verdict {
     enum ebb__job_state to;
     ebb_time_ms wake;        /* > 0: look again then (a team's next month) */
     char reason[320];
-    /* A quota's: running jobs of the team of lower priority to pause with
-     * a checkpoint so that the refused job takes their place. */
+    /* A quota's: running jobs of the team to pause with a checkpoint, of
+     * lower priority so that the refused job takes their place, or (a
+     * step that stays on its instance) the team's lowest ranked so that
+     * its max_burn holds; preempt_why: why, for the latter ("": the
+     * former). */
     struct ebb__job *preempt[EBB__PREEMPT_MAX];
     size_t n_preempt;
+    char preempt_why[320];
 };
 
 /* The price per hour the job's running instance is billed at `now`, in
@@ -534,6 +538,8 @@ void ebb__engine_budget_burn(struct ebb__job *job, const struct ebb__job *ending
 /* Whether the job's team has a quota (max_gpus, max_burn, or a member's
  * max_gpus). */
 int ebb__engine_quota_applies(const struct ebb__job *job);
+/* Whether the job's team has a max_burn. */
+int ebb__engine_quota_burn_applies(const struct ebb__job *job);
 /* Judges a launching step `s` (the one the budget judged) against the
  * job's team's max_gpus and max_burn and its owner's max_gpus in the
  * team. Returns 1 when it refused: the job waits where it is, *v's reason
@@ -542,7 +548,11 @@ int ebb__engine_quota_applies(const struct ebb__job *job);
  * When the team's quota is full, v->preempt lists the running jobs of
  * strictly lower priority whose instances, paused with a checkpoint,
  * make room for the step (none when they cannot; docs/budgets.md
- * "Preemption by checkpoint"). */
+ * "Preemption by checkpoint"). A step that stays on its instance is
+ * judged against max_burn too: when the team's other instances billed
+ * now and this one's worst rate over the step pass it, v->preempt holds
+ * the team's lowest ranked running job (this one: it returns 1) to
+ * pause with a checkpoint, v->preempt_why saying why. */
 int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_step *s,
                               ebb_time_ms now, struct ebb__budget_verdict *v);
 /* An instance of `ended`'s team has ended: the team's jobs a quota

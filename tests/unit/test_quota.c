@@ -13,7 +13,9 @@
  * the team's instances are billed per hour is within max_burn, and that no
  * user's month spend (ledger plus running instances) passed their budget.
  * The jobs' priorities are random too, so jobs of higher priority pause
- * lower ones with a checkpoint to take their place, under the same checks.
+ * lower ones with a checkpoint to take their place, under the same checks;
+ * and past max_burn (a price rose), some job of the team is always
+ * stopping: max_burn is judged at every decision, not only at launches.
  *
  * The queue's order (src/engine/engine_order.c): the rank's comparison
  * against a table, members' fair shares, a higher priority taking the
@@ -70,7 +72,7 @@ struct quotas {
 struct tally {
     uint64_t instants, launches;
     unsigned team_gpu_waits, burn_waits, user_gpu_waits, user_budget_pauses,
-        team_full, succeeded, preempted;
+        team_full, succeeded, preempted, burn_pauses, burn_over;
 };
 
 static void load_catalog(void)
@@ -185,6 +187,15 @@ static void check_quotas(struct budget_world *w, const struct quotas *q,
     if (fresh && burn > q->max_burn)
         fail_msg("team ml: billed %lld per hour at a launch, max_burn %lld, at %lld",
                  (long long)burn, (long long)q->max_burn, (long long)now);
+    /* Past max_burn (a price rose), a job of the team is stopping: the
+     * engine judges every decision, not only launches. */
+    int stopping = 0;
+    for (size_t i = 0; i < w->n_jobs; i++)
+        stopping |= budget_world_info(w->jobs[i]).state == EBB__JOB_CHECKPOINTING;
+    if (burn > q->max_burn && !stopping)
+        fail_msg("team ml: billed %lld per hour, max_burn %lld, and no job stops, "
+                 "at %lld", (long long)burn, (long long)q->max_burn, (long long)now);
+    t->burn_over += burn > q->max_burn;
     ebb_time_ms from, to, prev_from, prev_to;
     ebb__budget_month(now, &from, &to);
     ebb__budget_month(from - 1, &prev_from, &prev_to);
@@ -273,6 +284,10 @@ static void count_outcomes(struct budget_world *w, struct tally *t)
         t->user_budget_pauses += (unsigned)budget_world_sql_int(
             w, "SELECT count(*) FROM job_events WHERE job_id = ?1 AND reason "
             "LIKE 'user %''s budget in team ml:%'", ji.id, 0, 0);
+        t->burn_pauses += (unsigned)budget_world_sql_int(
+            w, "SELECT count(*) FROM job_events WHERE job_id = ?1 AND to_state = "
+            "'paused' AND reason LIKE 'team ml''s max_burn %pausing the lowest%'",
+            ji.id, 0, 0);
         t->preempted += (unsigned)budget_world_sql_int(
             w, "SELECT count(*) FROM job_events WHERE job_id = ?1 AND to_state = "
             "'paused' AND reason LIKE 'paused for job %'", ji.id, 0, 0);
@@ -318,11 +333,13 @@ static void quotas_hold_through_spikes_and_preemptions(void **state)
     }
     print_message("%d seeds, %llu instants checked, %llu launches: waits for "
                   "the team's GPUs %u, its burn %u, a user's GPUs %u; %u pauses "
-                  "by a user's budget, %u for a job of higher priority; the "
+                  "by a user's budget, %u for a job of higher priority, %u for "
+                  "max_burn (past it at %u instants, a job stopping); the "
                   "team's GPUs full at %u instants; %u succeeded\n", N_SEEDS,
                   (unsigned long long)t.instants, (unsigned long long)t.launches,
                   t.team_gpu_waits, t.burn_waits, t.user_gpu_waits,
-                  t.user_budget_pauses, t.preempted, t.team_full, t.succeeded);
+                  t.user_budget_pauses, t.preempted, t.burn_pauses, t.burn_over,
+                  t.team_full, t.succeeded);
     /* The runs went through what the test is about. */
     assert_true(t.team_gpu_waits > 0);
     assert_true(t.burn_waits > 0);
@@ -330,6 +347,7 @@ static void quotas_hold_through_spikes_and_preemptions(void **state)
     assert_true(t.user_budget_pauses > 0);
     assert_true(t.team_full > 0);
     assert_true(t.preempted > 0);
+    assert_true(t.burn_pauses > 0);
     assert_true(t.succeeded > 0);
 }
 
