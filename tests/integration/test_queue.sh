@@ -37,7 +37,9 @@ checkpoint: {every: 30m, grace: 5s}
 YAML
     [ -n "$2" ] && echo "priority: $2"
 }
-job first "" >"$TMP/first.yaml"
+# Urgent: no job of the team may take its place (docs/budgets.md,
+# "Preemption by checkpoint").
+job first urgent >"$TMP/first.yaml"
 job low low >"$TMP/low.yaml"
 job norm "" >"$TMP/norm.yaml"
 job high 800 >"$TMP/high.yaml"
