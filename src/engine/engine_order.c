@@ -5,7 +5,8 @@
  * same millisecond, the one the engine took first), so that the order is
  * total and the same in every run.
  *
- * The planning pass plans its jobs in this order (engine.c), and a job
+ * The planning pass plans its jobs in this order, those with an instance
+ * first (engine.c), and a job
  * ranked ahead that waits for its team's quota or backs off after a
  * failed launch keeps its place: a quota admits no job ranked behind it
  * of the same team meanwhile (engine_quota.c). Slurm's multifactor
@@ -103,20 +104,28 @@ void ebb__engine_job_rank(const struct ebb__job *job, ebb_time_ms now,
 
 struct ranked {
     struct ebb__job *job;
+    int running;             /* it has an instance */
     struct ebb__queue_rank rank;
 };
 
+/* Jobs with an instance first (their budget checks renew what they
+ * commit of their team's cap before a waiting job launches against it,
+ * as after a restart), then by rank. */
 static int cmp_ranked(const void *a, const void *b)
 {
-    return ebb__queue_rank_cmp(&((const struct ranked *)a)->rank,
-                               &((const struct ranked *)b)->rank);
+    const struct ranked *x = a, *y = b;
+    if (x->running != y->running)
+        return x->running ? -1 : 1;
+    return ebb__queue_rank_cmp(&x->rank, &y->rank);
 }
 
 /* Fills r[] with the ranks of `n` jobs and sorts it. */
 static void sort_ranked(struct ranked *r, size_t n, ebb_time_ms now)
 {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        r[i].running = r[i].job->current != NULL;
         ebb__engine_job_rank(r[i].job, now, &r[i].rank);
+    }
     qsort(r, n, sizeof(*r), cmp_ranked);
 }
 

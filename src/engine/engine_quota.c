@@ -361,6 +361,19 @@ static int stay_refuses(struct ebb__job *job, const struct ebb__team *t, size_t 
     return self;
 }
 
+/* Whether a job of team `t` is held: its instance is being reconciled
+ * after a restart (engine_recover.c). */
+static int team_reconciling(const struct ebb__engine *e, const struct ebb__team *t)
+{
+    const struct ebb_list *node;
+    ebb_list_foreach(node, &e->jobs) {
+        const struct ebb__job *j = ebb_list_entry(node, struct ebb__job, node);
+        if (j->held && j->spec.team != NULL && strcmp(j->spec.team, t->name) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_step *s,
                               ebb_time_ms now, struct ebb__budget_verdict *v)
 {
@@ -387,6 +400,15 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
     struct ebb__engine *e = job->engine;
     const char *type = e->market.offers[s->offer].instance_type;
     int64_t want = offer_gpus(e, s->offer);
+    /* After a restart, instances being reconciled belong to no job yet:
+     * nothing of the team launches until they are counted (every job is
+     * planned again when the reconciliation ends). */
+    if (team_reconciling(e, t)) {
+        snprintf(v->reason, sizeof(v->reason), "team %s's instances are being "
+                 "reconciled after ebbd restarted: waiting to count them", t->name);
+        refuse(job, v, 1);
+        return 1;
+    }
     const struct ebb__job *ahead = ebb__engine_queue_ahead(job, now);
     if (ahead != NULL)
         return behind(job, ahead, now, v);

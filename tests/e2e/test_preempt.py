@@ -7,7 +7,9 @@ p3.2xlarge: 1 GPU). A high job of the team comes: ebbd asks the low job
 to checkpoint and pauses it (state paused, the reason naming the high
 job); the high job runs in its place and finishes; the low one resumes
 from its checkpoint and finishes with the model of a run never stopped
-(train.py is deterministic). The team never held more than one instance.
+(train.py is deterministic). ebbd is SIGKILLed while the low job is
+paused and started again: the job is taken back paused and still resumes
+only after the high one. The team never held more than one instance.
 Output is TAP; EBBD, EBB and EBB_SOURCE_ROOT come from the environment.
 """
 import getpass
@@ -112,6 +114,12 @@ teams:
     ok(reason and reason[0][0] == want, "the reason names the high job", reason)
     ckpts = sql("SELECT count(*) FROM checkpoints WHERE job_id = ?", low)[0][0]
     ok(ckpts >= 1, "its agent reported the checkpoint", ckpts)
+
+    # A crash while it is paused: taken back paused, it still waits for
+    # the quota (the high job's instance is adopted) and resumes after.
+    ebbd.stop(9)
+    ok(ebbd.start(), "ebbd starts again after a SIGKILL")
+    ok(job_state(low) == "paused", "the low job is taken back paused", job_state(low))
 
     ok(ebbd.wait_end(high, 120) == "succeeded", "the high job succeeds",
        job_state(high))
