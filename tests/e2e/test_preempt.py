@@ -126,7 +126,9 @@ teams:
     ok(ebbd.wait_end(low, 180) == "succeeded", "the low job resumes and succeeds",
        job_state(low))
     n_low = sql("SELECT count(*) FROM instances WHERE job_id = ?", low)[0][0]
-    ok(n_low == 2, "the low job ran on two instances", n_low)
+    # Two at least: before and after the pause (on a loaded machine an
+    # agent that enrols too late costs one more launch).
+    ok(n_low >= 2, "the low job ran on two instances or more", n_low)
     high_start = sql("SELECT min(requested_at) FROM instances WHERE job_id = ?", high)[0][0]
     high_end = sql("SELECT max(ended_at) FROM instances WHERE job_id = ?", high)[0][0]
     low_first_end = sql("SELECT min(ended_at) FROM instances WHERE job_id = ?", low)[0][0]
