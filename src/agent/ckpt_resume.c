@@ -3,14 +3,17 @@
  * GET /v1/agent/resume lists the job's durable checkpoints, newest first.
  * For each in turn: the manifest is downloaded and verified under the job
  * key (MAC, key id) and must list exactly the files ebbd lists; every
- * object is downloaded into an unlinked staging file, then opened (each
- * chunk authenticated, sizes and hashes matched against the manifest)
- * into a temporary ".ebb-dl-*" entry of the checkpoint directory, marked
- * as the job's so that a killed run's leftovers are removed (one object
- * at a time, each as soon as it is downloaded: one staging file and one
- * descriptor whatever the number of files), and renamed
- * to the checkpoint's name. Any fault is a `checkpoint_fallback` event
- * and the next one is tried; when none is left the job starts afresh.
+ * object is opened (each chunk authenticated, sizes and hashes matched
+ * against the manifest) on the thread pool while it downloads (ranged
+ * GETs into a bounded ring, ckpt_fetch.h; a file:// object is read in
+ * place) into a temporary ".ebb-dl-*" entry of the checkpoint directory,
+ * marked as the job's so that a killed run's leftovers are removed (one
+ * object at a time: one descriptor whatever the number of files), and
+ * renamed to the checkpoint's name. A URL the store refuses (403: expired
+ * during a long download) is asked of ebbd again, REFRESH_MAX times per
+ * checkpoint, and the download goes on where it was. Any fault is a
+ * `checkpoint_fallback` event and the next one is tried; when none is
+ * left the job starts afresh.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/ckpt_fetch.h"
 #include "agent/ckpt_walk.h"
 #include "agent/store.h"
 #include "base/log.h"
@@ -29,29 +33,37 @@
 
 #define DL_TIMEOUT_MS (10 * 60 * 1000)
 #define DL_ATTEMPTS 6
+/* How often refused (403) URLs are asked of ebbd again per checkpoint. */
+#define REFRESH_MAX 3
 
 struct agent_resume {
     struct agent *a;             /* NULL once the agent let go of it */
     void (*done)(struct agent *a);
     json_t *list;                /* the answer's "checkpoints" */
     size_t idx;                  /* the candidate being tried */
+    json_t *cand;                /* its entry, or a fresher one (URLs) */
     const char *name;            /* its name (in list) */
     int64_t id;
+    int refreshes;               /* fresh URLs asked for it */
     struct ebb__ckpt_manifest *m;
-    int object;                  /* the object being opened, -1: none */
-    size_t next;                 /* the object being downloaded */
-    struct ebb__http_stream s;
+    int object;                  /* a file:// object being opened, -1: none */
+    struct agent_fetch *fetch;   /* http(s) objects; NULL until one */
+    bool fetching;               /* the object comes through `fetch` */
+    size_t next;                 /* the object being opened */
     uint64_t bytes;              /* downloaded, all candidates */
     int64_t started_ms;
     char tmp[64];
     /* For the thread pool. */
     uv_work_t work;
+    ebb__ckpt_read_fn rd;        /* what the object is read with */
+    void *rd_arg;
     int work_rc;
+    bool work_done;
     int dirfd;
     bool encrypt, has_key;
     struct ebb__ckpt_key key;
     struct ebb__ckpt_error err;
-    bool pending;
+    int pending;                 /* callbacks still to come */
 };
 
 static void try_next(struct agent_resume *r);
@@ -68,6 +80,8 @@ static void close_objects(struct agent_resume *r)
 static void resume_free(struct agent_resume *r)
 {
     close_objects(r);
+    agent_fetch_close(r->fetch);
+    json_decref(r->cand);
     json_decref(r->list);
     if (r->dirfd >= 0)
         close(r->dirfd);
@@ -78,10 +92,11 @@ static void resume_free(struct agent_resume *r)
 /* A callback came back: true when the resume is still the agent's. */
 static bool alive(struct agent_resume *r)
 {
-    r->pending = false;
+    r->pending--;
     if (r->a != NULL)
         return true;
-    resume_free(r);
+    if (r->pending == 0)
+        resume_free(r);
     return false;
 }
 
@@ -128,11 +143,9 @@ static void unstage_work(uv_work_t *w)
 {
     struct agent_resume *r = w->data;
     r->err = (struct ebb__ckpt_error){0};
-    r->work_rc = lseek(r->object, 0, SEEK_SET) == 0
-                     ? agent_ckpt_unstage_file(r->dirfd, r->tmp, r->m, r->next,
-                                               r->encrypt ? &r->key : NULL, r->object,
-                                               &r->err)
-                     : EBB_EIO;
+    r->work_rc = agent_ckpt_unstage_file(r->dirfd, r->tmp, r->m, r->next,
+                                         r->encrypt ? &r->key : NULL, r->rd, r->rd_arg,
+                                         &r->err);
 }
 
 /* Every object is in place: the checkpoint takes its name. */
@@ -166,30 +179,62 @@ static void unstaged(struct agent_resume *r)
     finish(r);
 }
 
-static void unstage_done(uv_work_t *w, int status)
+/* The object's end, once it is opened (or refused) and no GET is out:
+ * a download's fault says more than the reader's "reading failed". */
+static void object_end(struct agent_resume *r)
 {
-    struct agent_resume *r = w->data;
-    if (!alive(r))
+    if (!r->work_done || (r->fetching && agent_fetch_busy(r->fetch)))
         return;
-    if (status != 0 || r->work_rc != 0) {
-        fallback(r, "%s", status != 0 ? "cancelled" : r->err.diag.msg);
+    r->work_done = false;
+    char why[600] = "";
+    if (r->fetching) {
+        snprintf(why, sizeof(why), "%s", agent_fetch_failure(r->fetch));
+        r->bytes += agent_fetch_bytes(r->fetch);
+        r->fetching = false;
+    }
+    if (why[0] == '\0' && r->work_rc != 0)
+        snprintf(why, sizeof(why), "%.590s", r->err.diag.msg);
+    if (why[0] != '\0') {
+        fallback(r, "%s", why);
         return;
     }
-    close(r->object);
+    if (r->object >= 0)
+        close(r->object);
     r->object = -1;
     r->next++;
     download_next(r);
 }
 
-/* Object r->next is in r->object: open it into the temporary. */
+static void unstage_done(uv_work_t *w, int status)
+{
+    struct agent_resume *r = w->data;
+    if (!alive(r))
+        return;
+    if (status != 0) {
+        r->work_rc = EBB_ECANCELED;
+        snprintf(r->err.diag.msg, sizeof(r->err.diag.msg), "cancelled");
+    }
+    r->work_done = true;
+    if (r->work_rc != 0 && r->fetching)
+        agent_fetch_fail(r->fetch, NULL);
+    object_end(r);
+}
+
+/* Object r->next comes through r->rd: open it into the temporary. */
 static void unstage(struct agent_resume *r)
 {
     r->work.data = r;
+    r->work_done = false;
     if (uv_queue_work(&r->a->loop, &r->work, unstage_work, unstage_done) != 0) {
-        fallback(r, "cannot use the thread pool");
+        r->work_rc = EBB_EIO;
+        snprintf(r->err.diag.msg, sizeof(r->err.diag.msg), "cannot use the thread pool");
+        r->work_done = true;
+        if (r->fetching)
+            agent_fetch_fail(r->fetch, "cannot use the thread pool");
+        object_end(r);
         return;
     }
-    r->pending = true;
+    r->pending++;
 }
 
 /* The temporary the objects go into, marked as the job's first. */
@@ -238,24 +283,96 @@ static const char *answer_url(json_t *cand, size_t hint, const char *path, int64
     return json_string_value(json_object_get(found, "url"));
 }
 
-static void on_object(const struct ebb_http_response *res, void *arg)
+/* ---- refused URLs ---- */
+
+static void get_manifest(struct agent_resume *r);
+static int check_manifest(struct agent_resume *r, char *why, size_t len);
+
+/* ebbd's fresh entry for the candidate: the manifest asked again, or the
+ * refused ranges of the object. */
+static void on_fresh(struct agent *a, void *arg, const struct ebb_http_response *res,
+                     json_t *body)
 {
+    (void)a;
     struct agent_resume *r = arg;
     if (!alive(r))
         return;
-    const struct ebb__ckpt_manifest_file *f = &r->m->files[r->next];
-    if (res->error != 0 || res->status != 200) {
-        char why[300];
-        fallback(r, "downloading %s: %s", f->path, agent_describe_failure(res, why, sizeof(why)));
+    json_t *list = json_object_get(body, "checkpoints"), *cand = NULL, *c;
+    size_t i;
+    char why[400] = "";
+    if (res->error != 0 || res->status != 200 || !json_is_array(list)) {
+        char api[300];
+        snprintf(why, sizeof(why), "ebbd gave no fresh ones (%s)",
+                 agent_api_why(res, body, api, sizeof(api)));
+    } else {
+        json_array_foreach(list, i, c)
+            if (json_integer_value(json_object_get(c, "id")) == r->id)
+                cand = c;
+        if (cand == NULL)
+            snprintf(why, sizeof(why), "ebbd no longer lists it");
+    }
+    if (cand != NULL) {
+        json_decref(r->cand);
+        r->cand = json_incref(cand);
+    }
+    if (r->m == NULL) {
+        if (why[0] != '\0')
+            fallback(r, "downloading its manifest: the store refused its URL (HTTP 403) "
+                     "and %s", why);
+        else
+            get_manifest(r);
         return;
     }
-    r->bytes += (uint64_t)r->s.downloaded;
-    if ((uint64_t)r->s.downloaded != f->stored_size) {
-        fallback(r, "%s: the store holds %lld bytes, the manifest says %llu", f->path,
-                 (long long)r->s.downloaded, (unsigned long long)f->stored_size);
+    const char *path = r->m->files[r->next].path;
+    int64_t stored = -1;
+    const char *url = why[0] == '\0' && check_manifest(r, why, sizeof(why)) == 0
+                          ? answer_url(r->cand, r->next, path, &stored) : NULL;
+    if (url != NULL) {
+        ebb__info("downloading %s of checkpoint %s on where it was, with a fresh URL",
+                  path, r->name);
+        agent_fetch_url(r->fetch, url);
         return;
     }
-    unstage(r);
+    agent_fetch_fail(r->fetch, "downloading %s: the store refused its URL (HTTP 403) and %s",
+                     path, why[0] ? why : "ebbd gave none for it");
+}
+
+/* The store answered 403 (an expired URL, most likely): ebbd is asked
+ * for fresh URLs, REFRESH_MAX times per checkpoint. Returns false when
+ * that is used up or impossible (`why` says so). */
+static bool refresh(struct agent_resume *r, char *why, size_t len)
+{
+    if (r->refreshes >= REFRESH_MAX) {
+        snprintf(why, len, "the store refused its URL (HTTP 403) after %d fresh ones "
+                 "from ebbd", REFRESH_MAX);
+        return false;
+    }
+    r->refreshes++;
+    ebb__warn("the store refused a download URL of checkpoint %s (HTTP 403; expired?); "
+              "asking ebbd for fresh ones", r->name);
+    int rc = agent_api(r->a, "GET", "resume", NULL, on_fresh, r);
+    if (rc != 0) {
+        snprintf(why, len, "the store refused its URL (HTTP 403) and ebbd could not be "
+                 "asked for a fresh one: %s", ebb_strerror(rc));
+        return false;
+    }
+    r->pending++;
+    return true;
+}
+
+static void on_refused(void *arg)
+{
+    struct agent_resume *r = arg;
+    char why[300];
+    if (r->a != NULL && !refresh(r, why, sizeof(why)))
+        agent_fetch_fail(r->fetch, "downloading %s: %s", r->m->files[r->next].path, why);
+}
+
+static void on_settled(void *arg)
+{
+    struct agent_resume *r = arg;
+    if (r->a != NULL)
+        object_end(r);
 }
 
 static void download_next(struct agent_resume *r)
@@ -267,12 +384,11 @@ static void download_next(struct agent_resume *r)
     }
     const struct ebb__ckpt_manifest_file *f = &r->m->files[r->next];
     int64_t stored = -1;
-    const char *url = answer_url(json_array_get(r->list, r->idx), r->next, f->path, &stored);
+    const char *url = answer_url(r->cand, r->next, f->path, &stored);
     if (url == NULL) {
         fallback(r, "ebbd gave no URL for %s", f->path);
         return;
     }
-    char why[300];
     if (strncmp(url, "file:///", 8) == 0) {
         int fd = open(url + 7, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         struct stat st;
@@ -284,26 +400,24 @@ static void download_next(struct agent_resume *r)
         }
         r->object = fd;
         r->bytes += (uint64_t)st.st_size;
+        r->rd = ebb__ckpt_fd_read;
+        r->rd_arg = &r->object;
         unstage(r);
         return;
     }
-    int fd = agent_stage_file(a, why, sizeof(why));
-    if (fd < 0) {
-        fallback(r, "cannot stage %s: %s", f->path, why);
+    if (r->fetch == NULL) {
+        struct agent_fetch_hooks hooks = {.refused = on_refused, .settled = on_settled,
+                                          .arg = r};
+        r->fetch = agent_fetch_new(a, a->doc.store.parallel, &hooks);
+    }
+    if (r->fetch == NULL || agent_fetch_begin(r->fetch, f->path, url, f->stored_size) != 0) {
+        fallback(r, "downloading %s: out of memory", f->path);
         return;
     }
-    r->object = fd;
-    r->s = (struct ebb__http_stream){.upload_fd = -1, .download_fd = fd};
-    struct ebb_http_request req = {
-        .struct_size = sizeof(struct ebb_http_request),
-        .method = "GET", .url = url, .timeout = DL_TIMEOUT_MS, .max_attempts = DL_ATTEMPTS,
-    };
-    int rc = ebb__http_request_stream(a->http, &req, &r->s, on_object, r);
-    if (rc != 0) {
-        fallback(r, "cannot download %s: %s", f->path, ebb_strerror(rc));
-        return;
-    }
-    r->pending = true;
+    r->fetching = true;
+    r->rd = agent_fetch_read;
+    r->rd_arg = r->fetch;
+    unstage(r);
 }
 
 /* ---- the manifest ---- */
@@ -311,7 +425,7 @@ static void download_next(struct agent_resume *r)
 /* The manifest must be this checkpoint's and list exactly ebbd's files. */
 static int check_manifest(struct agent_resume *r, char *why, size_t len)
 {
-    json_t *files = json_object_get(json_array_get(r->list, r->idx), "files");
+    json_t *files = json_object_get(r->cand, "files");
     if (strcmp(r->m->name, r->name) != 0) {
         snprintf(why, len, "its manifest is checkpoint \"%.64s\"'s", r->m->name);
         return EBB_EAUTH;
@@ -331,8 +445,7 @@ static int check_manifest(struct agent_resume *r, char *why, size_t len)
     }
     for (size_t i = 0; i < r->m->n_files; i++) {
         int64_t stored = -1;
-        if (answer_url(json_array_get(r->list, r->idx), i, r->m->files[i].path, &stored) ==
-            NULL) {
+        if (answer_url(r->cand, i, r->m->files[i].path, &stored) == NULL) {
             snprintf(why, len, "ebbd does not list %s, which the manifest does",
                      r->m->files[i].path);
             return EBB_EAUTH;
@@ -374,8 +487,13 @@ static void on_manifest(const struct ebb_http_response *res, void *arg)
     struct agent_resume *r = arg;
     if (!alive(r))
         return;
+    char why[300];
+    if (res->error == 0 && res->status == 403) {
+        if (!refresh(r, why, sizeof(why)))
+            fallback(r, "downloading its manifest: %s", why);
+        return;
+    }
     if (res->error != 0 || res->status != 200) {
-        char why[300];
         fallback(r, "downloading its manifest: %s",
                  agent_describe_failure(res, why, sizeof(why)));
         return;
@@ -410,10 +528,38 @@ static void read_file_manifest(struct agent_resume *r, const char *path)
     free(text);
 }
 
+/* Downloads the manifest of r->cand (again, after fresh URLs). */
+static void get_manifest(struct agent_resume *r)
+{
+    const char *manifest = json_string_value(json_object_get(r->cand, "manifest_url"));
+    if (manifest == NULL) {
+        fallback(r, "ebbd gave no manifest URL");
+        return;
+    }
+    if (strncmp(manifest, "file:///", 8) == 0) {
+        read_file_manifest(r, manifest + 7);
+        return;
+    }
+    struct ebb_http_request req = {
+        .struct_size = sizeof(struct ebb_http_request),
+        .method = "GET", .url = manifest, .timeout = DL_TIMEOUT_MS,
+        .max_attempts = DL_ATTEMPTS,
+    };
+    int rc = ebb__http_request(r->a->http, &req, on_manifest, r);
+    if (rc != 0) {
+        fallback(r, "cannot download its manifest: %s", ebb_strerror(rc));
+        return;
+    }
+    r->pending++;
+}
+
 static void try_next(struct agent_resume *r)
 {
     struct agent *a = r->a;
     json_t *cand = json_array_get(r->list, r->idx);
+    json_decref(r->cand);
+    r->cand = json_incref(cand);
+    r->refreshes = 0;
     if (cand == NULL) {
         if (json_array_size(r->list) > 0)
             ebb__warn("no stored checkpoint could be used; the job starts from the "
@@ -424,15 +570,10 @@ static void try_next(struct agent_resume *r)
     json_t *id = json_object_get(cand, "id");
     r->name = json_string_value(json_object_get(cand, "name"));
     r->id = json_is_integer(id) ? json_integer_value(id) : 0;
-    const char *manifest = json_string_value(json_object_get(cand, "manifest_url"));
     const char *bad = NULL;
     if (r->name == NULL || ebb__ckpt_name_check(r->name, &bad) != 0) {
         r->name = "?";
         fallback(r, "ebbd's entry has no usable name (%s)", bad ? bad : "none");
-        return;
-    }
-    if (manifest == NULL) {
-        fallback(r, "ebbd gave no manifest URL");
         return;
     }
     struct stat st;
@@ -447,21 +588,7 @@ static void try_next(struct agent_resume *r)
         return;
     }
     ebb__info("downloading stored checkpoint %s (id %lld)", r->name, (long long)r->id);
-    if (strncmp(manifest, "file:///", 8) == 0) {
-        read_file_manifest(r, manifest + 7);
-        return;
-    }
-    struct ebb_http_request req = {
-        .struct_size = sizeof(struct ebb_http_request),
-        .method = "GET", .url = manifest, .timeout = DL_TIMEOUT_MS,
-        .max_attempts = DL_ATTEMPTS,
-    };
-    int rc = ebb__http_request(a->http, &req, on_manifest, r);
-    if (rc != 0) {
-        fallback(r, "cannot download its manifest: %s", ebb_strerror(rc));
-        return;
-    }
-    r->pending = true;
+    get_manifest(r);
 }
 
 static void on_list(struct agent *a, void *arg, const struct ebb_http_response *res,
@@ -505,7 +632,7 @@ void agent_resume_start(struct agent *a, void (*done)(struct agent *a))
         finish(r);
         return;
     }
-    r->pending = true;
+    r->pending++;
 }
 
 void agent_resume_free(struct agent *a)
@@ -515,6 +642,8 @@ void agent_resume_free(struct agent *a)
     if (r == NULL)
         return;
     r->a = NULL;
-    if (!r->pending)
+    if (r->fetch != NULL)
+        agent_fetch_fail(r->fetch, NULL);   /* wakes the reader, if one waits */
+    if (r->pending == 0)
         resume_free(r);
 }

@@ -265,9 +265,39 @@ static int make_parents(int top, char *path, char **base)
     return fd == top ? dup(top) : fd;
 }
 
+/* A restored file's writer: every AGENT_WRITE_BEHIND bytes it starts the
+ * kernel writing them to the disk and waits for the window before, so
+ * that the disk works while the object still arrives, the closing
+ * fsync() finds at most two windows left, and the file's dirty pages
+ * stay bounded. sync_file_range() only schedules; the fsync() decides,
+ * so its own failure (a file system without it) changes nothing. */
+struct out {
+    int fd;
+    uint64_t at, flushed;   /* written; written back from 0 to here (started) */
+};
+
+static int out_write(void *arg, const void *buf, size_t len)
+{
+    struct out *o = arg;
+    int rc = ebb__ckpt_fd_write(&o->fd, buf, len);
+    if (rc != 0)
+        return rc;
+    o->at += len;
+    if (o->at - o->flushed >= AGENT_WRITE_BEHIND) {
+        sync_file_range(o->fd, (off_t)o->flushed, (off_t)(o->at - o->flushed),
+                        SYNC_FILE_RANGE_WRITE);
+        if (o->flushed > 0)
+            sync_file_range(o->fd, 0, (off_t)o->flushed,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                                SYNC_FILE_RANGE_WAIT_AFTER);
+        o->flushed = o->at;
+    }
+    return 0;
+}
+
 static int unstage_one(int parent, const char *base, const struct ebb__ckpt_manifest *m,
                        const struct ebb__ckpt_manifest_file *f,
-                       const struct ebb__ckpt_key *key, int object,
+                       const struct ebb__ckpt_key *key, ebb__ckpt_read_fn rd, void *rd_arg,
                        struct ebb__ckpt_error *err)
 {
     int out = openat(parent, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -277,12 +307,10 @@ static int unstage_one(int parent, const char *base, const struct ebb__ckpt_mani
         return EBB_EIO;
     }
     struct ebb__ckpt_sums sums;
-    int in = object;
-    int rc = key ? ebb__ckpt_decrypt(key, m->name, f->path, (int64_t)f->stored_size,
-                                     ebb__ckpt_fd_read, &in, ebb__ckpt_fd_write, &out,
-                                     &sums, err)
-                 : ebb__ckpt_copy(ebb__ckpt_fd_read, &in, ebb__ckpt_fd_write, &out, &sums,
-                                  err);
+    struct out o = {.fd = out};
+    int rc = key ? ebb__ckpt_decrypt(key, m->name, f->path, (int64_t)f->stored_size, rd,
+                                     rd_arg, out_write, &o, &sums, err)
+                 : ebb__ckpt_copy(rd, rd_arg, out_write, &o, &sums, err);
     if (rc == 0)
         rc = ebb__ckpt_manifest_match(f, key != NULL, &sums, err);
     if (rc != 0 && err != NULL && strncmp(err->diag.msg, f->path, strlen(f->path)) != 0) {
@@ -312,12 +340,12 @@ int agent_ckpt_unstage_begin(int dirfd, const char *tmp_name,
 
 int agent_ckpt_unstage_file(int dirfd, const char *tmp_name,
                             const struct ebb__ckpt_manifest *m, size_t i,
-                            const struct ebb__ckpt_key *key, int object,
-                            struct ebb__ckpt_error *err)
+                            const struct ebb__ckpt_key *key, ebb__ckpt_read_fn rd,
+                            void *rd_arg, struct ebb__ckpt_error *err)
 {
     const struct ebb__ckpt_manifest_file *f = &m->files[i];
     if (m->kind == EBB__CKPT_KIND_FILE)
-        return unstage_one(dirfd, tmp_name, m, f, key, object, err);
+        return unstage_one(dirfd, tmp_name, m, f, key, rd, rd_arg, err);
     int top = openat(dirfd, tmp_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (top < 0) {
         ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", tmp_name, strerror(errno));
@@ -331,7 +359,7 @@ int agent_ckpt_unstage_file(int dirfd, const char *tmp_name,
         ebb__ckpt_fail(err, EBB__CKPT_IO, 0, "%s: %s", f->path, strerror(-parent));
         rc = parent == -ENOMEM ? EBB_ENOMEM : EBB_EIO;
     } else {
-        rc = unstage_one(parent, base, m, f, key, object, err);
+        rc = unstage_one(parent, base, m, f, key, rd, rd_arg, err);
         close(parent);
     }
     free(path);

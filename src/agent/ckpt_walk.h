@@ -13,9 +13,9 @@
  * and is meant for libuv's thread pool; it holds one stream's memory
  * (EBB__CKPT_STREAM_MEMORY) whatever the checkpoint's size.
  *
- * agent_ckpt_unstage_* is the way back, one object at a time (as each
- * download arrives, so that one staging file and one descriptor are held
- * whatever the number of files): each stored object is opened into a new
+ * agent_ckpt_unstage_* is the way back, one object at a time (as its
+ * bytes arrive, so that one descriptor is held whatever the number of
+ * files): each stored object is opened into a new
  * directory tree or file, every chunk verified and the manifest's sums
  * matched.
  */
@@ -61,16 +61,21 @@ int agent_ckpt_unstage_begin(int dirfd, const char *tmp_name,
                              const struct ebb__ckpt_manifest *m,
                              struct ebb__ckpt_error *err);
 
-/* Opens the stored object `object` (a descriptor, read from its current
- * offset) under `key` (NULL: a plain copy) as file `i` of `m` below
- * `tmp_name`, creating its directories; it must match the manifest
- * (sizes and hashes). Returns 0, or an EBB_E* code with the fault in
- * `err` naming the file (what was written stays, for the caller to
- * remove). */
+/* Bytes a restored file's writer lets the page cache hold before it
+ * starts their write-back (and waits for the window before). */
+#define AGENT_WRITE_BEHIND ((uint64_t)8 << 20)
+
+/* Opens the stored object `rd` yields (ebb__ckpt_fd_read on a descriptor
+ * at its start, or the ranged download's ring, ckpt_fetch.h) under `key`
+ * (NULL: a plain copy) as file `i` of `m` below `tmp_name`, creating its
+ * directories; it must match the manifest (sizes and hashes). The file is
+ * written back as it is written (AGENT_WRITE_BEHIND) and fsync()ed.
+ * Returns 0, or an EBB_E* code with the fault in `err` naming the file
+ * (what was written stays, for the caller to remove). */
 int agent_ckpt_unstage_file(int dirfd, const char *tmp_name,
                             const struct ebb__ckpt_manifest *m, size_t i,
-                            const struct ebb__ckpt_key *key, int object,
-                            struct ebb__ckpt_error *err);
+                            const struct ebb__ckpt_key *key, ebb__ckpt_read_fn rd,
+                            void *rd_arg, struct ebb__ckpt_error *err);
 
 /* Ends: the tree's directories are flushed (fsync). Returns 0 or EBB_EIO. */
 int agent_ckpt_unstage_end(int dirfd, const char *tmp_name,

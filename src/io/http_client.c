@@ -61,6 +61,7 @@ struct req {
     int64_t up_pos;        /* bytes of the upload sent in this attempt */
     enum { DOWN_UNKNOWN, DOWN_FILE, DOWN_MEMORY } down_mode; /* where the body goes */
     bool write_failed;
+    bool buf_full;         /* a 2xx body outgrew the stream's download_buf */
     uv_timer_t retry_timer;
     struct ebb_buf body;
     struct ebb_buf head;
@@ -179,6 +180,15 @@ static size_t stream_body(struct req *r, const char *ptr, size_t n)
         }
         return buf_append(&r->body, ptr, n) == 0 ? n : 0;
     }
+    if (s->download_fd < 0) {
+        if ((uint64_t)s->downloaded + n > s->download_cap) {
+            r->buf_full = true;
+            return 0;
+        }
+        memcpy(s->download_buf + s->downloaded, ptr, n);
+        s->downloaded += (int64_t)n;
+        return n;
+    }
     for (size_t done = 0; done < n;) {
         ssize_t w = pwrite(s->download_fd, ptr + done, n - done,
                            (off_t)(s->download_offset + s->downloaded));
@@ -224,7 +234,7 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     struct req *r = userdata;
     size_t n = size * nmemb;
-    if (r->stream != NULL && r->stream->download_fd >= 0)
+    if (r->stream != NULL && (r->stream->download_fd >= 0 || r->stream->download_buf != NULL))
         return stream_body(r, ptr, n);
     if (r->head.len + r->body.len + n > r->max_response) {
         r->too_big = true;
@@ -274,6 +284,7 @@ static int attempt_start(struct req *r)
     r->attempts++;
     r->too_big = false;
     r->write_failed = false;
+    r->buf_full = false;
     r->down_mode = DOWN_UNKNOWN;
     r->up_pos = 0;
     if (r->stream != NULL)
@@ -327,6 +338,13 @@ static void on_transfer_done(struct req *r, CURLcode result)
 
     if (r->write_failed) {
         req_finish(r, EBB_EIO, "could not write the response to its file", 0);
+        return;
+    }
+    if (r->buf_full) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "response longer than the %zu bytes asked for",
+                 r->stream->download_cap);
+        req_finish(r, EBB_EIO, msg, 0);
         return;
     }
     if (r->too_big || result == CURLE_FILESIZE_EXCEEDED) {
@@ -550,7 +568,8 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
     /* A body streamed to a file is bounded by the file, not by memory; a
      * HEAD's answer has none (its Content-Length is the object's size,
      * which the limit would refuse above 64 MiB). */
-    bool to_file = r->stream != NULL && r->stream->download_fd >= 0;
+    bool to_file = r->stream != NULL &&
+                   (r->stream->download_fd >= 0 || r->stream->download_buf != NULL);
     bool no_body = strcmp(r->method, "HEAD") == 0;
     curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
                      (curl_off_t)(to_file || no_body ? 0 : r->max_response));
@@ -609,7 +628,8 @@ int ebb__http_request_stream(struct ebb__http *h, const struct ebb_http_request 
 {
     if (s != NULL && ((s->upload_fd >= 0 && (req->body != NULL || s->upload_len < 0 ||
                                              s->upload_offset < 0)) ||
-                      (s->download_fd >= 0 && s->download_offset < 0)))
+                      (s->download_fd >= 0 && s->download_offset < 0) ||
+                      (s->download_fd >= 0 && s->download_buf != NULL)))
         return EBB_EINVAL;
     if (h == NULL || req == NULL || cb == NULL || req->method == NULL ||
         req->url == NULL || req->method[0] == '\0' || has_crlf(req->method) ||

@@ -69,8 +69,8 @@ int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
 #define EBB__HTTP_STREAM_BUFFER (128 * 1024)
 
 /* A request whose body is read from a file and whose successful (2xx)
- * response body is written to one, so that memory does not grow with the
- * size of what travels: libcurl's own buffers (EBB__HTTP_STREAM_BUFFER
+ * response body is written to one (or to a buffer of the caller's), so
+ * that memory does not grow with the size of what travels: libcurl's own buffers (EBB__HTTP_STREAM_BUFFER
  * each way) and at most `max_error_body` bytes of a non-2xx answer are all
  * a streamed transfer holds. Every attempt starts again at the given
  * offsets: a retried upload sends the same bytes, a retried download
@@ -79,10 +79,15 @@ struct ebb__http_stream {
     int upload_fd;           /* -1: the request's own body (or none) */
     int64_t upload_offset;   /* where the body starts in upload_fd */
     int64_t upload_len;      /* its length, sent as Content-Length */
-    int download_fd;         /* -1: a 2xx body is kept in memory */
+    int download_fd;         /* -1: a 2xx body goes to download_buf, or
+                              * with none is kept in memory */
     int64_t download_offset; /* where byte 0 of a 2xx body is written */
+    /* With download_fd -1: a 2xx body is written here from byte 0; one
+     * longer than download_cap fails the request (EBB_EIO). */
+    unsigned char *download_buf;
+    size_t download_cap;
     /* Set by the client before the callback runs: bytes of the last
-     * attempt's 2xx body written to download_fd. */
+     * attempt's 2xx body written to download_fd or download_buf. */
     int64_t downloaded;
     size_t max_error_body;   /* a non-2xx body beyond this fails (0: 64 KiB) */
 };
@@ -92,7 +97,8 @@ struct ebb__http_stream {
  * is sent with CUSTOMREQUEST). `s` is borrowed and must stay valid until
  * the callback has run; the descriptors are not closed. A prepare hook
  * may change headers but not the body of a streamed upload (EBB_EINVAL).
- * A failed write to download_fd ends the request with EBB_EIO. */
+ * A failed write to download_fd, or a 2xx body longer than download_cap,
+ * ends the request with EBB_EIO. */
 int ebb__http_request_stream(struct ebb__http *h, const struct ebb_http_request *req,
                              struct ebb__http_stream *s, ebb_http_cb cb, void *arg);
 

@@ -386,6 +386,70 @@ static void test_refused_urls_are_refreshed(void **state)
     assert_true(has(&F.agent_err, "asking ebbd for fresh ones"));
 }
 
+/* A fault on GetObject of checkpoint `nth`'s model.bin: `count` 403s. */
+static void refuse_model_gets(size_t nth, int count)
+{
+    char key[512], faults[1024];
+    fstore_key(fstore_row(&S, nth), 2, key, sizeof(key));
+    snprintf(faults, sizeof(faults), "[{\"op\": \"GetObject\", \"status\": 403, "
+             "\"code\": \"AccessDenied\", \"count\": %d, \"key_contains\": \"%s\"}]",
+             count, key);
+    fstore_faults(&S, faults);
+}
+
+/* The store refuses a download URL mid-resume (403, as when it expired
+ * during a long download): the agent asks ebbd for fresh ones and goes
+ * on where it was, asking again only for the range refused. */
+static void test_expired_download_url_is_refreshed(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, FSTORE_S3, 5 << 20, 2, true);
+    make_source("ck1", (size_t)20 << 20);
+    set_job("ck1", false, "");
+    run_agent("disk1");
+    assert_int_equal(fstore_count(&S, "durable"), 1);
+    int gets = fstore_s3_count(&S, "GetObject"), lists = S.resume_gets;
+    refuse_model_gets(0, 1);
+    set_job("", false, "");
+    run_agent("disk2");
+    if (!has(&F.out, "resumed=[ck1] same"))
+        dump();
+    assert_true(has(&F.out, "resumed=[ck1] same"));
+    assert_int_equal(count("checkpoint_fallback"), 0);
+    assert_int_equal(S.resume_gets - lists, 2);
+    assert_true(has(&F.agent_err, "asking ebbd for fresh ones"));
+    /* The manifest, state.txt, sub/empty, model.bin's 3 ranges (20 MiB
+     * and tags in 8 MiB) and the one refused again. */
+    assert_int_equal(fstore_s3_count(&S, "GetObject") - gets, 7);
+}
+
+/* Refused again after every fresh URL: after 3 the checkpoint is refused
+ * with an event saying why, and the one before it comes back. */
+static void test_refused_downloads_fall_back(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, FSTORE_S3, 5 << 20, 2, true);
+    make_source("ck1", 1000);
+    make_source("ck2", (size_t)20 << 20);
+    set_job("ck1 ck2", false, "");
+    run_agent("disk1");
+    assert_int_equal(fstore_count(&S, "durable"), 2);
+    int lists = S.resume_gets;
+    refuse_model_gets(1, 100);
+    set_job("", false, "");
+    run_agent("disk2");
+    if (!has(&F.out, "resumed=[ck1] same"))
+        dump();
+    assert_true(has(&F.out, "resumed=[ck1] same"));
+    assert_int_equal(S.resume_gets - lists, 4);
+    assert_int_equal(count("checkpoint_fallback"), 1);
+    json_t *fb = fake_event(&F, "checkpoint_fallback", 0);
+    assert_string_equal(json_string_value(json_object_get(fb, "name")), "ck2");
+    assert_non_null(strstr(json_string_value(json_object_get(fb, "reason")),
+                           "downloading sub/model.bin: the store refused its URL (HTTP 403) "
+                           "after 3 fresh ones from ebbd"));
+}
+
 /* ck2's object altered: the agent says why and resumes from ck1. Then
  * ck1's manifest cut short as well: no checkpoint is left, the job
  * starts afresh. */
@@ -607,6 +671,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_refused_urls_are_refreshed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_link_in_checkpoint_is_not_stored, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_expired_download_url_is_refreshed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_refused_downloads_fall_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tampered_falls_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_and_truncated_objects_fall_back, setup,
                                         teardown),

@@ -549,7 +549,9 @@ static void test_stage_unstage(void **state)
     assert_int_equal(agent_ckpt_unstage_begin(dfd, ".back", &m, &err), 0);
     for (size_t i = 0; i < 2; i++) {
         assert_int_equal(lseek(objects[i], 0, SEEK_SET), 0);
-        assert_int_equal(agent_ckpt_unstage_file(dfd, ".back", &m, i, &key, objects[i], &err), 0);
+        assert_int_equal(agent_ckpt_unstage_file(dfd, ".back", &m, i, &key, ebb__ckpt_fd_read,
+                                                 &objects[i], &err),
+                         0);
     }
     assert_int_equal(agent_ckpt_unstage_end(dfd, ".back", &m, &err), 0);
     char cmd[700];
@@ -561,7 +563,8 @@ static void test_stage_unstage(void **state)
     assert_int_equal(pwrite(objects[1], &byte, 1, 90), 1);
     assert_int_equal(agent_ckpt_unstage_begin(dfd, ".back2", &m, &err), 0);
     assert_int_equal(lseek(objects[1], 0, SEEK_SET), 0);
-    assert_int_not_equal(agent_ckpt_unstage_file(dfd, ".back2", &m, 1, &key, objects[1], &err),
+    assert_int_not_equal(agent_ckpt_unstage_file(dfd, ".back2", &m, 1, &key, ebb__ckpt_fd_read,
+                                                 &objects[1], &err),
                          0);
     assert_non_null(strstr(err.diag.msg, "y: "));
     close(objects[0]);
