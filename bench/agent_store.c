@@ -10,11 +10,12 @@
  * every chunk opened and verified, written into the checkpoint
  * directory and flushed to its disk: `started`'s download_ms). curl: one
  * presigned PUT of the plaintext file, one presigned GET of the agent's
- * stored object into a file (not flushed). The disk is sync()ed before
- * the resume and before curl's GET, so that neither pays for the
- * write-back of what came before. Peak RSS of the agent over both runs
- * (and its job's cp). Figures only; it fails only when a transfer
- * fails.
+ * stored object into a file (not flushed), and that GET again with its
+ * file fsync()ed (sync FILE), as the resume's are. The disk is sync()ed
+ * before the resume and before each of curl's GETs, so that none pays
+ * for the write-back of what came before. Peak RSS of the agent over
+ * both runs (and its job's cp). Figures only; it fails only when a
+ * transfer fails.
  *
  * Usage: bench-agent-store [MIB]
  */
@@ -130,7 +131,8 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_CHILDREN, &ru);
     json_t *st = fake_event(&F, "started", 0);
     if (json_integer_value(json_object_get(st, "resume_id")) != 1) {
-        fprintf(stderr, "the resume failed:\n%s\n", F.agent_err.data ? F.agent_err.data : "");
+        fprintf(stderr, "the resume failed (agent status %d, signal %d):\n%s\n",
+                (int)F.agent_status, F.agent_signal, F.agent_err.data ? F.agent_err.data : "");
         return 1;
     }
     if (getenv("BENCH_VERBOSE") != NULL)
@@ -150,6 +152,11 @@ int main(int argc, char **argv)
     snprintf(args, sizeof(args), "-o '%s/curl.out' '%s'", F.dir, get);
     sync();
     double cget = curl(args);
+    /* The same GET made durable as the resume is: its file fsync()ed. */
+    snprintf(args, sizeof(args), "-o '%s/curl2.out' '%s' && sync '%s/curl2.out'", F.dir, get,
+             F.dir);
+    sync();
+    double cdurable = curl(args);
     free(put);
     free(get);
 
@@ -162,6 +169,8 @@ int main(int argc, char **argv)
            up_all / cput);
     printf("%-34s %9.2f %9.2f %9.2f\n", "resume: download + open + write", down, cget,
            down / cget);
+    printf("%-34s %9.2f %9.2f %9.2f\n", "  against curl + fsync of its file", down, cdurable,
+           down / cdurable);
     printf("peak RSS of the agent, either run (and its job's cp): %ld KiB\n", ru.ru_maxrss);
     fstore_close(&S);
     fake_close(&F);

@@ -365,6 +365,48 @@ static void response_size_capped(void **state)
     assert_non_null(strstr(r.message, "limit"));
 }
 
+/* A streamed download into the caller's buffer: a 2xx body fills it,
+ * one longer fails, an error answer stays out of it. */
+static void body_into_buffer(void **state)
+{
+    struct fx *f = *state;
+    static unsigned char buf[4096];
+    char url[128];
+    const char *paths[] = {"/big", "/big", "/nope"};
+    size_t caps[] = {sizeof(buf), sizeof(buf) - 1, sizeof(buf)};
+    for (int i = 0; i < 3; i++) {
+        memset(buf, 0, sizeof(buf));
+        snprintf(url, sizeof(url), "%s%s", f->base, paths[i]);
+        struct ebb_http_request req = {.method = "GET", .url = url, .max_attempts = 1};
+        struct ebb__http_stream s = {.upload_fd = -1, .download_fd = -1,
+                                     .download_buf = buf, .download_cap = caps[i]};
+        struct result r = {.f = f};
+        assert_int_equal(ebb__http_request_stream(f->http, &req, &s, on_result, &r), 0);
+        run_until(f, &r.calls, 1);
+        if (i == 0) {
+            expect_result(&r, 0, 200, 1);
+            assert_int_equal(s.downloaded, (int64_t)sizeof(buf));
+            assert_int_equal(buf[0], 'x');
+            assert_int_equal(buf[sizeof(buf) - 1], 'x');
+            assert_int_equal(r.body_len, 0);
+        } else if (i == 1) {
+            expect_result(&r, EBB_EIO, ANY, 1);
+            assert_non_null(strstr(r.message, "longer than the 4095 bytes asked for"));
+        } else {
+            expect_result(&r, 0, 404, 1);
+            assert_int_equal(s.downloaded, 0);
+            assert_int_equal(buf[0], 0);
+            assert_non_null(strstr(r.body, "no such path"));
+        }
+    }
+    struct ebb_http_request req = {.method = "GET", .url = url};
+    struct ebb__http_stream both = {.upload_fd = -1, .download_fd = 0, .download_buf = buf,
+                                    .download_cap = sizeof(buf)};
+    struct result r = {.f = f};
+    assert_int_equal(ebb__http_request_stream(f->http, &req, &both, on_result, &r),
+                     EBB_EINVAL);
+}
+
 static void bad_requests_refused(void **state)
 {
     struct fx *f = *state;
@@ -758,6 +800,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(connection_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(dropped_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(response_size_capped, setup, teardown),
+        cmocka_unit_test_setup_teardown(body_into_buffer, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_requests_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(hostile_heads_refused, setup, teardown),
         cmocka_unit_test(head_parser_statuses),
