@@ -37,7 +37,7 @@ struct agent_fetch;
 struct agent_fetch_hooks {
     /* A 403 came and no GET is out: agent_fetch_url() or agent_fetch_fail(). */
     void (*refused)(void *arg);
-    /* The last GET out came back (the fetch may be over: agent_fetch_busy). */
+    /* The fetch failed and its last GET out came back. */
     void (*settled)(void *arg);
     void *arg;
 };
@@ -64,7 +64,7 @@ void agent_fetch_fail(struct agent_fetch *f, const char *fmt, ...) EBB_PRINTF(2,
 /* Whether a GET is out. */
 bool agent_fetch_busy(const struct agent_fetch *f);
 
-/* Why the fetch failed ("downloading PATH: ..."), or "" . */
+/* Why the fetch failed (a sentence naming the file), or "". */
 const char *agent_fetch_failure(const struct agent_fetch *f);
 
 /* Body bytes received for this fetch. */
