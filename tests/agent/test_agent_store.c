@@ -238,6 +238,15 @@ static void test_file_store_plain(void **state)
     assert_true(has(&F.out, "resumed=[ck1] same"));
 }
 
+/* What AddressSanitizer's shadow memory, redzones and quarantine add to a
+ * process's peak RSS (41 MiB measured for the upload below, against 19
+ * MiB without it): the bound is the build's, not a sanitizer's. */
+#ifdef __SANITIZE_ADDRESS__
+#define SANITIZER_RSS_KIB (32 * 1024)
+#else
+#define SANITIZER_RSS_KIB 0
+#endif
+
 /* A 23 MiB file in 5 MiB parts, three at once, through presigned URLs
  * the strict S3 fake verifies; two parts meet 503 SlowDown and are
  * retried. The agent's memory stays below the file's size. */
@@ -260,7 +269,7 @@ static void test_s3_multipart_parallel(void **state)
     assert_int_equal(fstore_s3_count(&S, "CompleteMultipartUpload"), 1);
     fprintf(stderr, "peak RSS of the agent (and the job's tools): %ld KiB for a 23 MiB "
             "checkpoint\n", ru.ru_maxrss);
-    assert_true(ru.ru_maxrss < 23 * 1024);
+    assert_true(ru.ru_maxrss < 23 * 1024 + SANITIZER_RSS_KIB);
     assert_no_plaintext();
     assert_stage_empty("disk1");
 
