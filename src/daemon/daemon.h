@@ -111,6 +111,10 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
 struct ebb__job;
 void ebb__daemon_job_outlook(struct ebb__daemon *d, struct ebb__api_call *call,
                              json_t *answer, const struct ebb__job *job);
+/* daemon_speeds.c: adds to each row of `prices` (ebb prices' rows) the
+ * speed the engine plans with on its offer and where it comes from:
+ * speed, speed_source ("catalog" or "measured"), speed_samples. */
+void ebb__daemon_price_speeds(struct ebb__daemon *d, json_t *prices);
 /* daemon_workdir.c: `workdir_put` {sha256, size[, offset, data]}: begins
  * or continues the upload of a packed workdir (docs/stores.md). */
 void ebb__api_workdir_put(void *ctx, struct ebb__api_call *call);

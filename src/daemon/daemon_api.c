@@ -176,10 +176,14 @@ static void store_read_free(struct store_read *r)
     free(r);
 }
 
+static void prices_run(struct store_read *r, struct ebb__store *store);
+
 static void store_read_done(uv_work_t *req, int status)
 {
     struct store_read *r = req->data;
     r->d->store_readers--;
+    if (r->result != NULL && r->run == prices_run) /* on the loop: the engine's */
+        ebb__daemon_price_speeds(r->d, json_object_get(r->result, "prices"));
     if (r->result != NULL)
         ebb__api_reply(r->call, r->result);
     else if (status == UV_ECANCELED)

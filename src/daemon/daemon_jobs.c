@@ -16,6 +16,7 @@
 #include "daemon/daemon_ckpt.h"
 #include "jobs/jobspec.h"
 #include "market/billing.h"
+#include "market/speed_est.h"
 #include "report/plan.h"
 #include "store/store_read.h"
 #include "store/store_workdir.h"
@@ -275,12 +276,14 @@ static json_t *current_json(struct ebb__daemon *d, const char *id)
     ebb_micros accrued = a.launched ? ebb__bill(o, a.billing, a.launched_at,
                                                 ebb__clock_now(&d->clock), NULL, NULL)
                                     : 0;
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b,s:I,s:s}",
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b,s:I,s:s,s:f,s:s,s:I}",
                      "token", a.token, "provider", a.provider,
                      "market_provider", o->provider, "region", o->region,
                      "zone", o->zone, "instance_type", o->instance_type,
                      "instance_id", a.instance_id, "notice", a.notice,
-                     "accrued_micros", (json_int_t)accrued, "currency", o->currency);
+                     "accrued_micros", (json_int_t)accrued, "currency", o->currency,
+                     "speed", a.speed, "speed_source", ebb__speed_source(a.speed_samples),
+                     "speed_samples", (json_int_t)a.speed_samples);
 }
 
 void ebb__api_job(void *ctx, struct ebb__api_call *call)

@@ -135,6 +135,8 @@ void ebb__engine_free(struct ebb__engine *e)
     free(e->view_allowed);
     free(e->view_fc);
     ebb__engine_outlook_free(e);
+    ebb__engine_speed_free(e);
+    free(e->view_family);
     free(e->calls);
     ebb__engine_releases_free(e);
     ebb__market_free(&e->market);

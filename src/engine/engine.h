@@ -341,7 +341,18 @@ struct ebb__attempt_info {
     int notice;              /* a preemption notice arrived */
     ebb_time_ms notice_deadline; /* when the instance goes; 0: no notice */
     const char *imds_token;  /* the metadata endpoint's session; "": none */
+    /* The speed the job is planned with there (ebb__engine_speed): learned
+     * from `speed_samples` rates, or the catalog's when 0. */
+    double speed;
+    long long speed_samples;
 };
+
+/* The speed the engine plans with on market offer `offer` for any job
+ * family (`ebb prices`, docs/policies.md "Learned speed"): the catalog's
+ * (*samples 0) until some job's progress was measured there, then the
+ * estimate from the latest rates of every family that ran there. */
+double ebb__engine_offer_speed(const struct ebb__engine *e, size_t offer,
+                               long long *samples);
 
 /* The periodic checkpoint interval the job's agent is told: the spec's
  * checkpoint.every, or, when it leaves it out and the job has a store,

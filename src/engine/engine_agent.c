@@ -176,6 +176,10 @@ void ebb__engine_agent_report(struct ebb__job *job,
                                                  : EBB_EVENT_CHECKPOINT;
         ev.work_done = done > 0 ? done : 0;
         ev.checkpoint_path = r->path;
+        if (r->kind == EBB__AGENT_PROGRESS && r->fraction >= 0)
+            ebb__engine_speed_progress(job, ev.work_done, now);
+        else
+            ebb__engine_speed_pause(a);
         if (r->kind == EBB__AGENT_CHECKPOINT && r->duration > 0 &&
             e->opt.checkpoint_durations != NULL)
             ebb__histogram_observe(e->opt.checkpoint_durations,

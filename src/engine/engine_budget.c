@@ -312,7 +312,9 @@ static ebb_micros cheapest_step(const struct ebb__job *job, ebb_time_ms now)
         const struct ebb__market_step *st = ebb__offer_at(o, now);
         if (st == NULL)
             continue;
-        double speed = o->speed > 0 ? o->speed : 1;
+        double speed = ebb__engine_speed(job, job->allowed[i], NULL);
+        if (!(speed > 0))
+            speed = 1;
         ebb_dur_ms work = job->spec.checkpoint.every > 0 &&
                                   job->spec.checkpoint.every < left
                               ? job->spec.checkpoint.every

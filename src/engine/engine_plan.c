@@ -45,9 +45,11 @@ static int grow_view(struct ebb__engine *e, size_t n)
 static int view_reusable(const struct ebb__engine *e, const struct ebb__job *job,
                          ebb_time_ms now)
 {
+    const char *family = job->spec.name != NULL ? job->spec.name : "";
     return e->view_valid && e->view_now == now &&
            strcmp(e->view_currency, job->currency) == 0 &&
            e->view_version == e->market.version &&
+           (e->n_speeds == 0 || strcmp(e->view_family, family) == 0) &&
            e->view_n_allowed == job->n_allowed &&
            (job->n_allowed == 0 ||
             memcmp(e->view_allowed, job->allowed,
@@ -143,7 +145,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             .instance_type = o->instance_type,
             .market = o->market,
             .price_per_hour = price_in(e, o, step->price, job->currency),
-            .speed = o->speed,
+            .speed = ebb__engine_speed(job, k, NULL),
             .available = available,
             .preemption_per_hour = o->hazard,
             .forecast = o->fc,
@@ -165,7 +167,9 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
     e->view_now = now;
     memcpy(e->view_currency, job->currency, sizeof(e->view_currency));
     e->view_version = e->market.version;
-    e->view_valid = 1;
+    free(e->view_family);
+    e->view_family = strdup(job->spec.name != NULL ? job->spec.name : "");
+    e->view_valid = e->view_family != NULL;
     e->view_generation++;
     return n;
 }

@@ -201,7 +201,9 @@ int ebb__engine_recover(struct ebb__engine *e)
     if (e->recovery == NULL)
         return EBB_ENOMEM;
     ebb__timer_init(&e->recovery->retry, on_retry, e);
-    int rc = ebb__store_unfinished_jobs(s, load_job, e);
+    int rc = ebb__engine_speed_load(e);
+    if (rc == 0)
+        rc = ebb__store_unfinished_jobs(s, load_job, e);
     if (rc == 0)
         rc = ebb__store_open_instances(s, hold_instance, e);
     if (rc != 0) {

@@ -160,13 +160,12 @@ ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)
     const struct ebb__attempt *a = job->current;
     if (a == NULL || a->running_at == 0)
         return job->work_saved;
-    const struct ebb__offer *o = &job->engine->market.offers[a->offer];
     ebb_time_ms productive_from = a->running_at + job->spec.restart_overhead;
     ebb_dur_ms done = a->reported_work;
     ebb_time_ms since = a->reported_at > productive_from ? a->reported_at
                                                          : productive_from;
     if (now > since)
-        done += (ebb_dur_ms)((double)(now - since) * o->speed);
+        done += (ebb_dur_ms)((double)(now - since) * ebb__engine_speed(job, a->offer, NULL));
     ebb_dur_ms total = a->work_base + done;
     if (total < job->work_saved)
         total = job->work_saved;
@@ -402,5 +401,6 @@ int ebb__engine_job_attempt(const struct ebb__job *job,
         .notice_deadline = a->notice_deadline,
         .imds_token = a->imds_token,
     };
+    out->speed = ebb__engine_speed(job, a->offer, &out->speed_samples);
     return 0;
 }

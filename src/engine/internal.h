@@ -31,6 +31,7 @@
  *   engine_offers.c   which offers a job may use; currency conversion
  *   engine_retry.c    when a failed job may launch again, and when not
  *   engine_state.c    job states, the dirty queue, jobs by id and token
+ *   engine_speed.c    learned speed per job family and host
  *
  * Upward only through callbacks that a higher file registers: the plan
  * timer (engine.c's planning pass) is started by engine_state.c's
@@ -49,6 +50,7 @@
 #include "io/clock.h"
 #include "market/catalog.h"
 #include "market/market.h"
+#include "market/speed_est.h"
 #include "plugin/plugin_host.h"
 #include "plugin/registry.h"
 #include "store/store.h"
@@ -64,6 +66,10 @@ struct ebb__attempt {
     ebb_dur_ms work_base;    /* the job's saved work when it started */
     ebb_dur_ms reported_work; /* from the latest PROGRESS */
     ebb_time_ms reported_at;  /* 0: no progress reported yet */
+    /* The progress report a learned-speed rate runs from (engine_speed.c):
+     * when, and the work done then; 0: none to run from. */
+    ebb_time_ms rate_at;
+    ebb_dur_ms rate_work;
     int launched;            /* the provider accepted it */
     int stop_sent;           /* asked to checkpoint and exit */
     ebb_time_ms stop_at;     /* when; the grace period runs from then */
@@ -226,6 +232,13 @@ struct ebb__engine {
         int32_t *capacity;
         size_t cap;
     } outlook_scratch;
+    /* Learned speeds (engine_speed.c): open addressing, a power-of-two
+     * size, at most half full. */
+    struct ebb__speed_entry **speeds;
+    size_t speeds_cap, n_speeds;
+    /* The job family the view's speeds are for (learned speeds differ by
+     * family); NULL before the first view. */
+    char *view_family;
     struct ebb_list releases;        /* engine_release.c */
     /* Provider calls a planning pass holds back (engine_calls.c). */
     int batching;
@@ -681,6 +694,26 @@ void ebb__engine_stored_checkpoint(struct ebb__job *job,
 #define EBB__MIN_PCIE_WIDTH 8
 /* How long a machine refused by the host check stays out of the choice. */
 #define EBB__REFUSED_HOST_PAUSE (24 * EBB_MS_PER_HOUR)
+
+/* ---- learned speed (engine_speed.c, docs/policies.md) ---- */
+
+/* The speed the engine plans the job with on market offer `offer`: the
+ * estimate learned from its family's progress on that host, else the
+ * catalog's (the offer's own). *samples (may be NULL): the rates behind
+ * it, 0 for the catalog's. */
+double ebb__engine_speed(const struct ebb__job *job, size_t offer, long long *samples);
+/* The job's agent reported `done` work on its current instance at `now`:
+ * the rate since its previous report, when both fell in working time
+ * (after the restart overhead, before a stop or notice, no checkpoint in
+ * between), counts toward the estimate, which is persisted. */
+void ebb__engine_speed_progress(struct ebb__job *job, ebb_dur_ms done, ebb_time_ms now);
+/* A checkpoint paused the work: the next rate starts from the next
+ * report. */
+void ebb__engine_speed_pause(struct ebb__attempt *a);
+/* Reads the persisted estimates (ebbd's start). Returns 0 or a code. */
+int ebb__engine_speed_load(struct ebb__engine *e);
+/* Frees the estimates (ebb__engine_free). */
+void ebb__engine_speed_free(struct ebb__engine *e);
 
 /* ---- after a restart (engine_recover.c) ---- */
 

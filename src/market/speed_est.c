@@ -11,6 +11,11 @@ static int is_speed(double rate)
     return isfinite(rate) && rate > 0 && rate <= EBB__SPEED_MAX;
 }
 
+const char *ebb__speed_source(long long samples)
+{
+    return samples > 0 ? "measured" : "catalog";
+}
+
 int ebb__speed_add(struct ebb__speed_samples *s, double rate)
 {
     if (!is_speed(rate))

@@ -48,4 +48,8 @@ void ebb__speed_format(const struct ebb__speed_samples *s, char *buf, size_t len
  * rates listed). */
 int ebb__speed_parse(const char *text, long long total, struct ebb__speed_samples *s);
 
+/* "catalog" for an estimate from 0 rates, else "measured": the
+ * `speed_source` of ebb prices and ebb job show (docs/api.md). */
+const char *ebb__speed_source(long long samples);
+
 #endif

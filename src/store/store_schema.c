@@ -393,9 +393,24 @@ static const char v11[] =
     "ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 500"
     " CHECK (priority BETWEEN 0 AND 1000);";
 
+/* Version 12: learned speeds (store_speeds.h, docs/policies.md "Learned
+ * speed"): per job family, GPU model, provider and host, the rates ever
+ * counted and the latest ones (space-separated, oldest first). */
+static const char v12[] =
+    "CREATE TABLE speeds ("
+    " family TEXT NOT NULL,"
+    " gpu_model TEXT NOT NULL,"
+    " provider TEXT NOT NULL,"
+    " host TEXT NOT NULL,"
+    " samples INTEGER NOT NULL CHECK (samples >= 1),"
+    " rates TEXT NOT NULL,"
+    " updated_at INTEGER NOT NULL,"
+    " PRIMARY KEY (family, gpu_model, provider, host)"
+    ");";
+
 /* migrations[i] moves a file from version i to version i + 1. */
 static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8, v9, v10,
-                                         v11};
+                                         v11, v12};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

@@ -379,6 +379,16 @@
       "SELECT store, sha256, size, stored_size FROM job_workdirs"              \
       " WHERE job_id = ?1")
 
+/* ---- learned speeds (store_speeds.c) ------------------------------------ */
+
+#define EBB__STORE_SPEED_STATEMENTS(X)                                         \
+    X(SPEED_PUT,                                                               \
+      "INSERT OR REPLACE INTO speeds (family, gpu_model, provider, host,"      \
+      " samples, rates, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")      \
+    X(SPEED_ALL,                                                               \
+      "SELECT family, gpu_model, provider, host, samples, rates FROM speeds"   \
+      " ORDER BY family, gpu_model, provider, host")
+
 #define EBB__STORE_STATEMENTS(X)                                               \
     EBB__STORE_TXN_STATEMENTS(X)                                               \
     EBB__STORE_CLOCK_STATEMENTS(X)                                             \
@@ -387,6 +397,7 @@
     EBB__STORE_LEDGER_STATEMENTS(X)                                            \
     EBB__STORE_OUTBOX_STATEMENTS(X)                                            \
     EBB__STORE_CKPT_STATEMENTS(X)                                              \
-    EBB__STORE_WORKDIR_STATEMENTS(X)
+    EBB__STORE_WORKDIR_STATEMENTS(X)                                           \
+    EBB__STORE_SPEED_STATEMENTS(X)
 
 #endif
