@@ -37,6 +37,8 @@ ONE=(--provider aws --type p3.2xlarge --zone us-east-1b)
 expect_exit 0 "latest price" "${E[@]}" prices "${ONE[@]}" --json
 L=$OUT
 check "one series" test "$(json_get "$L" 'len(d["prices"])')" = 1
+# No job has run: the catalog's speed (p3.2xlarge, one V100: 1.0).
+check "the catalog's speed" test "$(json_get "$L" '[d["prices"][0][k] for k in ("speed","speed_source","speed_samples")]')" = "[1.0, 'catalog', 0]"
 
 # The default window: the week before ebbd's now.
 expect_exit 0 "history of one series" "${E[@]}" prices --history "${ONE[@]}" --json
