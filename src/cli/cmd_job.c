@@ -145,6 +145,18 @@ static void print_job(json_t *j)
         printf("  accruing:    %s on this instance so far, not yet in spent\n",
                ebb__format_amount(json_integer_value(json_object_get(now, "accrued_micros")),
                                   EBB__AMOUNT_DECIMALS, str(now, "currency"), a, sizeof(a)));
+        printf("  speed:       %.3g (%s", json_number_value(json_object_get(now, "speed")),
+               str(now, "speed_source"));
+        json_int_t n = json_integer_value(json_object_get(now, "speed_samples"));
+        if (n > 0)
+            printf(", %lld rates", (long long)n);
+        printf(")\n");
+        json_t *stall = json_object_get(now, "stall_after_ms");
+        if (json_is_integer(stall))
+            printf("  stall guard: on, moves it after %s without progress\n",
+                   ebb_format_duration(json_integer_value(stall), a, sizeof(a)));
+        else
+            printf("  stall guard: %s\n", str(now, "stall_guard"));
     }
 
     outlook(j);

@@ -276,14 +276,21 @@ static json_t *current_json(struct ebb__daemon *d, const char *id)
     ebb_micros accrued = a.launched ? ebb__bill(o, a.billing, a.launched_at,
                                                 ebb__clock_now(&d->clock), NULL, NULL)
                                     : 0;
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b,s:I,s:s,s:f,s:s,s:I}",
+    ebb_dur_ms stall_after = ebb__engine_stall_after(job);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b,s:I,s:s,s:f,s:s,s:I,s:o,s:s}",
                      "token", a.token, "provider", a.provider,
                      "market_provider", o->provider, "region", o->region,
                      "zone", o->zone, "instance_type", o->instance_type,
                      "instance_id", a.instance_id, "notice", a.notice,
                      "accrued_micros", (json_int_t)accrued, "currency", o->currency,
                      "speed", a.speed, "speed_source", ebb__speed_source(a.speed_samples),
-                     "speed_samples", (json_int_t)a.speed_samples);
+                     "speed_samples", (json_int_t)a.speed_samples,
+                     "stall_after_ms", stall_after > 0 ? json_integer(stall_after)
+                                                         : json_null(),
+                     "stall_guard", stall_after > 0
+                                        ? "on"
+                                        : "off: the job has reported no progress "
+                                          "(EBB_PROGRESS) on this instance");
 }
 
 void ebb__api_job(void *ctx, struct ebb__api_call *call)

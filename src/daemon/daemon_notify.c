@@ -174,6 +174,8 @@ char *ebb__notify_slack_text(const char *body)
         snprintf(what, sizeof(what), "is %s", state);
     else if (type != NULL && strcmp(type, "job.preempted") == 0)
         snprintf(what, sizeof(what), "was preempted");
+    else if (type != NULL && strcmp(type, "job.stalled") == 0)
+        snprintf(what, sizeof(what), "is being moved");
     else
         snprintf(what, sizeof(what), "%s", type != NULL ? type : "event");
     if (team != NULL)

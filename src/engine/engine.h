@@ -354,6 +354,11 @@ struct ebb__attempt_info {
 double ebb__engine_offer_speed(const struct ebb__engine *e, size_t offer,
                                long long *samples);
 
+/* The stall guard (docs/jobs.md "Stall guard"): how long the job's
+ * current instance may go without progress before it is moved; 0: the
+ * guard is off (no instance, or no progress line on it yet). */
+ebb_dur_ms ebb__engine_stall_after(const struct ebb__job *job);
+
 /* The periodic checkpoint interval the job's agent is told: the spec's
  * checkpoint.every, or, when it leaves it out and the job has a store,
  * the one the engine chose for the offer it runs on (docs/stores.md);

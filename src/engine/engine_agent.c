@@ -131,9 +131,8 @@ static void refuse_host(struct ebb__job *job, const char *why)
 {
     struct ebb__engine *e = job->engine;
     struct ebb__attempt *a = job->current;
-    struct ebb__offer *o = &e->market.offers[a->offer];
-    o->unavailable_until = ebb__clock_now(e->opt.clock) + EBB__REFUSED_HOST_PAUSE;
-    e->market.version++;
+    const struct ebb__offer *o = &e->market.offers[a->offer];
+    ebb__engine_mark_host(job, ebb__clock_now(e->opt.clock));
     ebb__warn("job %s: refusing host %s (%s %s): %s", job->id,
               a->instance_id ? a->instance_id : a->token, o->instance_type,
               o->zone[0] ? o->zone : o->region, why);
@@ -176,10 +175,13 @@ void ebb__engine_agent_report(struct ebb__job *job,
                                                  : EBB_EVENT_CHECKPOINT;
         ev.work_done = done > 0 ? done : 0;
         ev.checkpoint_path = r->path;
-        if (r->kind == EBB__AGENT_PROGRESS && r->fraction >= 0)
+        if (r->kind == EBB__AGENT_PROGRESS && r->fraction >= 0) {
             ebb__engine_speed_progress(job, ev.work_done, now);
-        else
+            ebb__engine_stall_progress(job, ev.work_done, now);
+        } else {
             ebb__engine_speed_pause(a);
+            ebb__engine_stall_alive(a, now);
+        }
         if (r->kind == EBB__AGENT_CHECKPOINT && r->duration > 0 &&
             e->opt.checkpoint_durations != NULL)
             ebb__histogram_observe(e->opt.checkpoint_durations,
@@ -335,6 +337,8 @@ static void on_sweep(struct ebb__timer *t)
         else if (a->agent_seen == 0 && e->opt.agent_url != NULL &&
                  now - a->requested_at > unreported)
             release_unreported(job, ttl);
+        else
+            ebb__engine_stall_check(job, now);
     }
     ebb__engine_agent_sweep_start(e);
 }

@@ -11,6 +11,7 @@
  *                     prices polls bring
  *   engine_recover.c  taking jobs back after a restart
  *   engine_agent.c    agents' reports, silent agents
+ *   engine_stall.c    the stall guard: jobs whose progress stopped
  *   engine_events.c   what providers report of instances
  *   engine_plan.c     asking policies; acting on their decisions and on
  *                     the budget's verdicts
@@ -70,6 +71,10 @@ struct ebb__attempt {
      * when, and the work done then; 0: none to run from. */
     ebb_time_ms rate_at;
     ebb_dur_ms rate_work;
+    /* The stall guard (engine_stall.c): when the reported work last grew,
+     * and to what; 0: no progress line on this instance (guard off). */
+    ebb_time_ms progress_at;
+    ebb_dur_ms progress_work;
     int launched;            /* the provider accepted it */
     int stop_sent;           /* asked to checkpoint and exit */
     ebb_time_ms stop_at;     /* when; the grace period runs from then */
@@ -140,6 +145,9 @@ struct ebb__job {
     ebb_micros reserve;
     char currency[4];
     unsigned attempts, preemptions, restarts, retries;
+    /* The longest interval seen between its progress lines that reported
+     * more work (engine_stall.c); 0: none yet. */
+    ebb_dur_ms progress_gap;
     /* Launches in a row that never started the job (engine_retry.c). */
     unsigned start_failures;
     /* No launch before this (a failed run or start waits); 0: none. */
@@ -714,6 +722,25 @@ void ebb__engine_speed_pause(struct ebb__attempt *a);
 int ebb__engine_speed_load(struct ebb__engine *e);
 /* Frees the estimates (ebb__engine_free). */
 void ebb__engine_speed_free(struct ebb__engine *e);
+
+/* ---- the stall guard (engine_stall.c, docs/jobs.md) ---- */
+
+/* Without a spec's stall_after the guard waits this many times the job's
+ * longest interval between progress lines, at least EBB__STALL_AFTER_MIN. */
+#define EBB__STALL_FACTOR 4
+#define EBB__STALL_AFTER_MIN (10 * EBB_MS_PER_MINUTE)
+
+/* The job's agent reported `done` work on its current instance at `now`. */
+void ebb__engine_stall_progress(struct ebb__job *job, ebb_dur_ms done, ebb_time_ms now);
+/* The agent reported a checkpoint: the job is alive. */
+void ebb__engine_stall_alive(struct ebb__attempt *a, ebb_time_ms now);
+/* Checkpoints and moves the job when its progress stopped for its
+ * stall_after, marking the host (ebb__engine_mark_host), with the reason
+ * in its event and a `job.stalled` note. */
+void ebb__engine_stall_check(struct ebb__job *job, ebb_time_ms now);
+/* Leaves the offer the job's current instance runs on out of the choice
+ * for EBB__REFUSED_HOST_PAUSE (for a marketplace: the machine). */
+void ebb__engine_mark_host(struct ebb__job *job, ebb_time_ms now);
 
 /* ---- after a restart (engine_recover.c) ---- */
 

@@ -205,6 +205,24 @@ static int do_restart_overhead(struct ctx *c, const struct ebb__jy_layer *l)
                                 &c->spec->restart_overhead, c->d);
 }
 
+/* At least a minute: progress lines come at most every few seconds, and
+ * a shorter guard would move jobs that only checkpoint. */
+static int do_stall_after(struct ctx *c, const struct ebb__jy_layer *l)
+{
+    const struct ebb__ynode *n = ebb__jy_get(l, "stall_after");
+    c->spec->stall_after = 0;
+    if (n == NULL)
+        return 0;
+    int rc = ebb__cfg_parse_value(EBB_CFG_DURATION, n, "stall_after",
+                                  &c->spec->stall_after, c->d);
+    if (rc == 0 && c->spec->stall_after < EBB__JOB_STALL_AFTER_MIN) {
+        ebb_diag_set(c->d, n->file, n->line, "stall_after: must be at least 1m "
+                     "(leave it out for the default)");
+        return EBB_ECONFIG;
+    }
+    return rc;
+}
+
 static int do_gpu(struct ctx *c, const struct ebb__jy_layer *res)
 {
     struct ebb__job_resources *r = &c->spec->resources;
@@ -558,6 +576,8 @@ static int build(struct ctx *c, const struct ebb__ynode *defaults,
         rc = do_budget(c, &l);
     if (rc == 0)
         rc = do_restart_overhead(c, &l);
+    if (rc == 0)
+        rc = do_stall_after(c, &l);
     if (rc == 0)
         rc = do_resources(c, &l);
     if (rc == 0)

@@ -35,6 +35,8 @@
 
 /* Defaults and limits of a spec's values. */
 #define EBB__JOB_RESTART_OVERHEAD_DEFAULT (5 * EBB_MS_PER_MINUTE)
+/* The shortest stall_after a spec may give. */
+#define EBB__JOB_STALL_AFTER_MIN EBB_MS_PER_MINUTE
 #define EBB__JOB_GRACE_DEFAULT (90 * EBB_MS_PER_SECOND)
 #define EBB__JOB_GRACE_MAX (10 * EBB_MS_PER_MINUTE)
 /* checkpoint.every: 0 (none), or from EVERY_MIN to EVERY_MAX. The floor is
@@ -110,6 +112,10 @@ struct ebb__job_spec {
     int has_budget; /* 0: no cap */
     struct ebb_money budget;
     ebb_dur_ms restart_overhead;
+    /* The stall guard (docs/jobs.md "Stall guard"): a job whose progress
+     * stops this long is moved; 0: the engine's default, from the job's
+     * own interval between progress lines. */
+    ebb_dur_ms stall_after;
 
     struct ebb__job_resources resources;
     enum ebb_job_market market;

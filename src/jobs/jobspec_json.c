@@ -150,6 +150,7 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
                                                    sizeof(buf)))
                    : json_null());
     bad |= put(o, "restart_overhead", jdur(s->restart_overhead));
+    bad |= put(o, "stall_after", s->stall_after > 0 ? jdur(s->stall_after) : json_null());
     bad |= put(o, "resources", resources_json(&s->resources));
     bad |= put(o, "market", json_string(ebb__job_market_name(s->market)));
     bad |= put(o, "checkpoint", checkpoint_json(&s->checkpoint));
@@ -571,6 +572,9 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
     if (rc == 0)
         rc = jdur_get(j, "restart_overhead", "restart_overhead",
                       &s->restart_overhead, d);
+    s->stall_after = 0;
+    if (rc == 0)
+        rc = jdur_get(j, "stall_after", "stall_after", &s->stall_after, d);
     if (rc == 0)
         rc = read_resources(j, &s->resources, d);
     const char *market = NULL;

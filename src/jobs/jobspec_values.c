@@ -19,7 +19,7 @@ const char *const ebb__jobspec_keys[] = {
     "budget",     "restart_overhead", "resources",   "market",
     "checkpoint", "policy", "team",   "max_retries", "env",
     "submit",     "run_as", "notify", "workdir", "workdir_exclude", "priority",
-    NULL,
+    "stall_after", NULL,
 };
 const char *const ebb__jobspec_resource_keys[] = {
     "instance_types", "gpu", "zones", "regions", "providers", NULL,

@@ -177,7 +177,7 @@ static void every_key(void **state)
         "\"--epochs\",\"90\",\"--data\",\"/data/imagenet\"],\"shell\":false,"
         "\"work\":\"8h30m\",\"deadline\":\"2026-12-01T06:00:00Z\","
         "\"budget\":\"40.50 USD\",\"restart_overhead\":\"7m\","
-        "\"resources\":{\"instance_types\":[\"p3.2xlarge\",\"p3.8xlarge\"],"
+        "\"stall_after\":null,\"resources\":{\"instance_types\":[\"p3.2xlarge\",\"p3.8xlarge\"],"
         "\"gpu\":{\"model\":\"V100\",\"count\":4,\"memory_gb\":16.0},"
         "\"zones\":[\"us-east-1a\",\"us-east-1b\"],\"regions\":"
         "[\"us-east-1\"],\"providers\":[\"aws\"]},\"market\":\"spot\","
@@ -239,7 +239,7 @@ static void defaults(void **state)
         text,
         "{\"name\":\"tiny\",\"run\":[\"./job\"],\"shell\":false,\"work\":"
         "\"30m\",\"deadline\":null,\"budget\":null,\"restart_overhead\":"
-        "\"5m\",\"resources\":{\"instance_types\":[],\"gpu\":null,\"zones\":"
+        "\"5m\",\"stall_after\":null,\"resources\":{\"instance_types\":[],\"gpu\":null,\"zones\":"
         "[],\"regions\":[],\"providers\":[]},\"market\":\"spot-fallback\","
         "\"checkpoint\":{\"dir\":null,\"signal\":\"SIGUSR1\",\"grace\":"
         "\"1m30s\",\"every\":null},\"policy\":null,\"team\":null,"
@@ -427,7 +427,8 @@ static void errors(void **state)
                  "job.yaml:4: job: unknown key \"deadine\" (known: name, "
                  "run, shell, work, deadline, budget, restart_overhead, "
                  "resources, market, checkpoint, policy, team, max_retries, "
-                 "env, submit, run_as, notify, workdir, workdir_exclude, priority)");
+                 "env, submit, run_as, notify, workdir, workdir_exclude, priority, "
+                 "stall_after)");
     /* run_as names a user (whether one exists is ebbd's to say). */
     expect_error("name: n\nrun: [x]\nwork: 1h\nrun_as: \"-rf\"\n",
                  "job.yaml:4: run_as: \"-rf\" is not a user name (1 to 32 "
@@ -814,7 +815,7 @@ static void workload_errors(void **state)
                           "name, run, shell, work, deadline, budget, "
                           "restart_overhead, resources, market, checkpoint, "
                           "policy, team, max_retries, env, submit, run_as, notify, "
-                          "workdir, workdir_exclude, priority)");
+                          "workdir, workdir_exclude, priority, stall_after)");
     expect_workload_error("defaults: [a]\njobs: []\n",
                           "w.yaml:1: defaults: expected a mapping of job "
                           "keys, not a list");

@@ -10,7 +10,14 @@
  *   (read back from the store);
  * - the next job of the same family launches elsewhere (the slow host is
  *   no longer the cheapest per unit of work), while another family still
- *   sees the catalog's speed there. */
+ *   sees the catalog's speed there.
+ *
+ * The stall guard (engine_stall.c, docs/jobs.md "Stall guard") on the same
+ * world: off without progress lines; on from the first, at 4 times the
+ * job's longest interval between lines (at least 10 min) or its
+ * stall_after; a job whose reported work stops growing is checkpointed
+ * and moved, its host left out, the reason in its event and a
+ * `job.stalled` note, and it finishes elsewhere. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +34,7 @@
 
 #include "budget_world.h"
 #include "engine/internal.h"
+#include "jobs/jobspec.h"
 
 #define MINUTE EBB_MS_PER_MINUTE
 #define H EBB_MS_PER_HOUR
@@ -37,6 +45,19 @@
 
 static struct budget_world world;
 
+/* The notes the engine made (opt.note), by type. */
+static unsigned n_stalled;
+static char stalled_reason[512];
+
+static void on_note(void *arg, const struct ebb__engine_note *n)
+{
+    (void)arg;
+    if (strcmp(n->type, "job.stalled") == 0) {
+        n_stalled++;
+        snprintf(stalled_reason, sizeof(stalled_reason), "%s", n->reason);
+    }
+}
+
 static void start(ebb_time_ms at)
 {
     budget_world_start(&world, 11, at, at + DAY, "  runner: {}\n",
@@ -44,15 +65,28 @@ static void start(ebb_time_ms at)
     struct ebb__engine *e = world.v.engine;
     e->opt.run_on = world.v.config->run_on;
     e->opt.n_run_on = world.v.config->n_run_on;
+    /* The sweep that looks for silent agents runs the guard: every
+     * heartbeat timeout / 4 (here 5 minutes, on the virtual clock). */
+    e->opt.agent_heartbeat_timeout = 20 * MINUTE;
+    ebb__engine_agent_sweep_start(e);
+    e->opt.note = on_note;
+    n_stalled = 0;
+    stalled_reason[0] = '\0';
+}
+
+/* A job of family `name`, with `more` (YAML lines) in its spec. */
+static struct ebb__job *submit_with(const char *name, const char *more)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof(yaml), "name: %s\nrun: [python, t.py]\nwork: 100h\n"
+             "market: spot\npolicy: greedy\nrestart_overhead: 2m\n"
+             "checkpoint: {grace: 60s}\n%s", name, more);
+    return budget_world_submit(&world, yaml);
 }
 
 static struct ebb__job *submit(const char *name)
 {
-    char yaml[256];
-    snprintf(yaml, sizeof(yaml), "name: %s\nrun: [python, t.py]\nwork: 100h\n"
-             "market: spot\npolicy: greedy\nrestart_overhead: 2m\n"
-             "checkpoint: {grace: 60s}\n", name);
-    return budget_world_submit(&world, yaml);
+    return submit_with(name, "");
 }
 
 static void report(struct ebb__job *job, ebb_time_ms at, struct ebb__agent_report r)
@@ -166,11 +200,140 @@ static void the_family_moves_to_a_faster_host(void **state)
     budget_world_stop(&world);
 }
 
+/* Progress lines a minute apart from `from` (exclusive) to `to`, the work
+ * growing at the real speed until `stuck_at` (0: never) and not after. */
+static void lines(struct ebb__job *job, ebb_time_ms run, int from, int to, int stuck_at,
+                  double speed)
+{
+    for (int m = from + 1; m <= to; m++) {
+        int worked = stuck_at > 0 && m > stuck_at ? stuck_at : m;
+        progress(job, run + m * MINUTE, (ebb_dur_ms)((worked - 2) * MINUTE * speed));
+    }
+}
+
+static void guard_off_without_progress_lines(void **state)
+{
+    (void)state;
+    ebb_time_ms t0 = ebb_days_from_civil(2020, 1, 30) * DAY;
+    start(t0);
+    struct ebb__job *job = submit("f");
+    ebb__clock_run_until(&world.v.clock, t0 + MINUTE);
+    assert_non_null(job->current);
+    ebb_time_ms run = t0 + 2 * MINUTE;
+    report(job, run, (struct ebb__agent_report){.kind = EBB__AGENT_STARTED});
+    char token[EBB__TOKEN_SIZE];
+    snprintf(token, sizeof(token), "%s", job->current->token);
+    assert_int_equal(ebb__engine_stall_after(job), 0);
+    /* Heartbeats only, for 35 minutes (more than three times the guard's
+     * floor; the sim preempts this instance later): never moved. */
+    for (int m = 5; m <= 35; m += 5)
+        report(job, run + m * MINUTE,
+               (struct ebb__agent_report){.kind = EBB__AGENT_HEARTBEAT});
+    assert_non_null(job->current);
+    assert_string_equal(job->current->token, token);
+    assert_false(job->current->stop_sent);
+    assert_int_equal(n_stalled, 0);
+    budget_world_stop(&world);
+}
+
+static void a_stalled_job_is_moved_and_finishes(void **state)
+{
+    (void)state;
+    ebb_time_ms t0 = ebb_days_from_civil(2020, 1, 30) * DAY;
+    start(t0);
+    struct ebb__job *job = submit("f");
+    ebb__clock_run_until(&world.v.clock, t0 + MINUTE);
+    assert_non_null(job->current);
+    size_t stuck_offer = job->current->offer;
+    double catalog = world.v.engine->market.offers[stuck_offer].speed;
+    ebb_time_ms run = t0 + 2 * MINUTE;
+    report(job, run, (struct ebb__agent_report){.kind = EBB__AGENT_STARTED});
+    /* Lines a minute apart: the guard is on at its floor of 10 minutes. */
+    lines(job, run, 2, 8, 0, catalog);
+    assert_int_equal(ebb__engine_stall_after(job), EBB__STALL_AFTER_MIN);
+    /* The work stops growing at minute 8; lines keep coming (the agent is
+     * alive, the job hung). Nine minutes later it has not been moved. */
+    lines(job, run, 8, 17, 8, catalog);
+    assert_false(job->current->stop_sent);
+    assert_int_equal(n_stalled, 0);
+    /* By the first sweep 10 minutes after its last progress (the sweep
+     * runs about every 5 minutes from t0: t0 + 20m) it is checkpointing,
+     * to move. */
+    lines(job, run, 17, 18, 8, catalog);
+    ebb__clock_run_until(&world.v.clock, run + 18 * MINUTE + 30 * EBB_MS_PER_SECOND);
+    assert_non_null(job->current);
+    assert_true(job->current->stop_sent);
+    assert_int_equal(n_stalled, 1);
+    assert_non_null(strstr(stalled_reason, "stalled: no progress for"));
+    assert_non_null(strstr(stalled_reason, "stall_after 10m"));
+    const struct ebb__offer *o = &world.v.engine->market.offers[stuck_offer];
+    assert_true(o->unavailable_until >= run + 24 * H);
+    char *why = budget_world_sql_text(&world, "SELECT reason FROM job_events WHERE "
+                                      "job_id = ?1 AND reason LIKE 'stalled:%' ORDER "
+                                      "BY rowid LIMIT 1", job->id);
+    assert_non_null(strstr(why, "checkpointing and moving"));
+    free(why);
+    /* It checkpoints and exits; the job launches on another host. */
+    ebb_time_ms at = run + 18 * MINUTE + 40 * EBB_MS_PER_SECOND;
+    report(job, at, (struct ebb__agent_report){
+        .kind = EBB__AGENT_CHECKPOINT, .fraction = 6.0 * MINUTE * catalog / WORK,
+        .path = "ckpt"});
+    report(job, at + 5 * EBB_MS_PER_SECOND, (struct ebb__agent_report){.kind = EBB__AGENT_EXITED,
+                                                         .stopped = 1});
+    ebb__clock_run_until(&world.v.clock, at + 5 * MINUTE);
+    assert_non_null(job->current);
+    assert_int_not_equal(job->current->offer, stuck_offer);
+    /* There it works to the end. */
+    ebb_time_ms again = at + 6 * MINUTE;
+    report(job, again, (struct ebb__agent_report){.kind = EBB__AGENT_STARTED});
+    report(job, again + 5 * MINUTE, (struct ebb__agent_report){
+        .kind = EBB__AGENT_PROGRESS, .fraction = 1.0});
+    report(job, again + 6 * MINUTE, (struct ebb__agent_report){.kind = EBB__AGENT_EXITED});
+    ebb__clock_run_until(&world.v.clock, again + 10 * MINUTE);
+    assert_int_equal(job->state, EBB__JOB_SUCCEEDED);
+    assert_int_equal(n_stalled, 1);
+    budget_world_stop(&world);
+}
+
+static void stall_after_from_the_spec(void **state)
+{
+    (void)state;
+    ebb_time_ms t0 = ebb_days_from_civil(2020, 1, 30) * DAY;
+    start(t0);
+    struct ebb__job *job = submit_with("f", "stall_after: 3m\n");
+    ebb__clock_run_until(&world.v.clock, t0 + MINUTE);
+    assert_non_null(job->current);
+    double catalog = world.v.engine->market.offers[job->current->offer].speed;
+    ebb_time_ms run = t0 + 2 * MINUTE;
+    report(job, run, (struct ebb__agent_report){.kind = EBB__AGENT_STARTED});
+    lines(job, run, 2, 5, 0, catalog);
+    assert_int_equal(ebb__engine_stall_after(job), 3 * MINUTE);
+    lines(job, run, 5, 8, 5, catalog);
+    ebb__clock_run_until(&world.v.clock, run + 8 * MINUTE + 30 * EBB_MS_PER_SECOND);
+    assert_true(job->current->stop_sent);
+    assert_non_null(strstr(stalled_reason, "stall_after 3m)"));
+    budget_world_stop(&world);
+}
+
+static void stall_after_below_a_minute_is_refused(void **state)
+{
+    (void)state;
+    static const char spec[] = "name: f\nrun: [python, t.py]\nwork: 1h\nstall_after: 30s\n";
+    struct ebb__job_spec js;
+    struct ebb_diag d = {{0}};
+    assert_int_not_equal(ebb__jobspec_load_buffer("job.yaml", spec, strlen(spec), &js, &d), 0);
+    assert_non_null(strstr(d.msg, "stall_after: must be at least 1m"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(rates_only_in_working_time, budget_world_teardown),
         cmocka_unit_test_teardown(the_family_moves_to_a_faster_host, budget_world_teardown),
+        cmocka_unit_test_teardown(guard_off_without_progress_lines, budget_world_teardown),
+        cmocka_unit_test_teardown(a_stalled_job_is_moved_and_finishes, budget_world_teardown),
+        cmocka_unit_test_teardown(stall_after_from_the_spec, budget_world_teardown),
+        cmocka_unit_test(stall_after_below_a_minute_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
