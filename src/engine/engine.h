@@ -354,7 +354,7 @@ struct ebb__attempt_info {
 double ebb__engine_offer_speed(const struct ebb__engine *e, size_t offer,
                                long long *samples);
 
-/* The stall guard (docs/jobs.md "Stall guard"): how long the job's
+/* The stall guard (docs/agent.md "Stall guard"): how long the job's
  * current instance may go without progress before it is moved; 0: the
  * guard is off (no instance, or no progress line on it yet). */
 ebb_dur_ms ebb__engine_stall_after(const struct ebb__job *job);

@@ -1,4 +1,4 @@
-/* The stall guard (docs/jobs.md "Stall guard"): a job whose progress stops
+/* The stall guard (docs/agent.md "Stall guard"): a job whose progress stops
  * for its stall_after is checkpointed and moved, its host marked out of
  * the choice like a host the host check refused, with the reason in its
  * event and a `job.stalled` notification.

@@ -723,7 +723,7 @@ int ebb__engine_speed_load(struct ebb__engine *e);
 /* Frees the estimates (ebb__engine_free). */
 void ebb__engine_speed_free(struct ebb__engine *e);
 
-/* ---- the stall guard (engine_stall.c, docs/jobs.md) ---- */
+/* ---- the stall guard (engine_stall.c, docs/agent.md) ---- */
 
 /* Without a spec's stall_after the guard waits this many times the job's
  * longest interval between progress lines, at least EBB__STALL_AFTER_MIN. */

@@ -112,7 +112,7 @@ struct ebb__job_spec {
     int has_budget; /* 0: no cap */
     struct ebb_money budget;
     ebb_dur_ms restart_overhead;
-    /* The stall guard (docs/jobs.md "Stall guard"): a job whose progress
+    /* The stall guard (docs/agent.md "Stall guard"): a job whose progress
      * stops this long is moved; 0: the engine's default, from the job's
      * own interval between progress lines. */
     ebb_dur_ms stall_after;

@@ -12,7 +12,7 @@
  *   no longer the cheapest per unit of work), while another family still
  *   sees the catalog's speed there.
  *
- * The stall guard (engine_stall.c, docs/jobs.md "Stall guard") on the same
+ * The stall guard (engine_stall.c, docs/agent.md "Stall guard") on the same
  * world: off without progress lines; on from the first, at 4 times the
  * job's longest interval between lines (at least 10 min) or its
  * stall_after; a job whose reported work stops growing is checkpointed
