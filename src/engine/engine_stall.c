@@ -51,6 +51,11 @@ ebb_dur_ms ebb__engine_stall_after(const struct ebb__job *job)
     return after > EBB__STALL_AFTER_MIN ? after : EBB__STALL_AFTER_MIN;
 }
 
+static ebb_dur_ms whole_seconds(ebb_dur_ms d)
+{
+    return d / EBB_MS_PER_SECOND * EBB_MS_PER_SECOND;
+}
+
 void ebb__engine_stall_check(struct ebb__job *job, ebb_time_ms now)
 {
     struct ebb__attempt *a = job->current;
@@ -61,16 +66,15 @@ void ebb__engine_stall_check(struct ebb__job *job, ebb_time_ms now)
     if (after <= 0 || now - a->progress_at < after)
         return;
     const struct ebb__offer *o = &job->engine->market.offers[a->offer];
-    char quiet[EBB_DURATION_BUFSZ], limit[EBB_DURATION_BUFSZ], where[192];
-    char reason[512], key[160];
+    char quiet[EBB_DURATION_BUFSZ], limit[EBB_DURATION_BUFSZ], where[96];
+    char reason[320], key[160];
     ebb__engine_describe_offer(o, where, sizeof(where));
-    snprintf(reason, sizeof(reason), "stalled: no progress for %s on %s (%s, stall_after "
-             "%s%s); checkpointing and moving, the host left out for %d h",
-             ebb_format_duration((now - a->progress_at) / EBB_MS_PER_SECOND *
-                                     EBB_MS_PER_SECOND, quiet, sizeof(quiet)),
-             a->instance_id != NULL ? a->instance_id : a->token, where,
-             ebb_format_duration(after, limit, sizeof(limit)),
-             job->spec.stall_after > 0 ? "" : ", from its progress lines",
+    /* In whole seconds, and short: the release keeps 191 bytes of it. */
+    snprintf(reason, sizeof(reason), "stalled: no progress for %s (stall_after %s%s); "
+             "checkpointing, moving, leaving %s out for %d h",
+             ebb_format_duration(whole_seconds(now - a->progress_at), quiet, sizeof(quiet)),
+             ebb_format_duration(whole_seconds(after), limit, sizeof(limit)),
+             job->spec.stall_after > 0 ? "" : ", from its progress lines", where,
              (int)(EBB__REFUSED_HOST_PAUSE / EBB_MS_PER_HOUR));
     ebb__warn("job %s: %s", job->id, reason);
     snprintf(key, sizeof(key), "stalled:%s", a->token);

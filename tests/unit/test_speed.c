@@ -271,7 +271,7 @@ static void a_stalled_job_is_moved_and_finishes(void **state)
     char *why = budget_world_sql_text(&world, "SELECT reason FROM job_events WHERE "
                                       "job_id = ?1 AND reason LIKE 'stalled:%' ORDER "
                                       "BY rowid LIMIT 1", job->id);
-    assert_non_null(strstr(why, "checkpointing and moving"));
+    assert_non_null(strstr(why, "checkpointing, moving, leaving spot p3.2xlarge"));
     free(why);
     /* It checkpoints and exits; the job launches on another host. */
     ebb_time_ms at = run + 18 * MINUTE + 40 * EBB_MS_PER_SECOND;
