@@ -7,7 +7,8 @@
  * from the first line on an instance, and a line that reports no more work
  * than the one before does not count as progress. Without a spec's
  * stall_after it waits EBB__STALL_FACTOR times the longest interval seen
- * between the job's progress lines, at least EBB__STALL_AFTER_MIN. A
+ * between the job's progress lines (the first on an instance counted
+ * from the end of its restart overhead), at least EBB__STALL_AFTER_MIN. A
  * checkpoint counts as progress (the job is alive, writing it). */
 #include <stdio.h>
 
@@ -28,8 +29,13 @@ void ebb__engine_stall_progress(struct ebb__job *job, ebb_dur_ms done, ebb_time_
     struct ebb__attempt *a = job->current;
     if (a->progress_at != 0 && done <= a->progress_work)
         return; /* no more work: not progress */
-    if (a->progress_at != 0 && now - a->progress_at > job->progress_gap)
-        job->progress_gap = now - a->progress_at;
+    /* The first line on an instance counts from the end of its restart
+     * overhead: a job that reports once an hour is not moved ten minutes
+     * after its first line. */
+    ebb_time_ms from = a->progress_at != 0 ? a->progress_at
+                                           : a->running_at + job->spec.restart_overhead;
+    if (a->running_at != 0 && now - from > job->progress_gap)
+        job->progress_gap = now - from;
     a->progress_at = now;
     a->progress_work = done;
 }

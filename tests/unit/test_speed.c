@@ -295,6 +295,24 @@ static void a_stalled_job_is_moved_and_finishes(void **state)
     budget_world_stop(&world);
 }
 
+static void the_first_line_counts_from_the_restart_overhead(void **state)
+{
+    (void)state;
+    ebb_time_ms t0 = ebb_days_from_civil(2020, 1, 30) * DAY;
+    start(t0);
+    struct ebb__job *job = submit("f");
+    ebb__clock_run_until(&world.v.clock, t0 + MINUTE);
+    assert_non_null(job->current);
+    double catalog = world.v.engine->market.offers[job->current->offer].speed;
+    ebb_time_ms run = t0 + 2 * MINUTE;
+    report(job, run, (struct ebb__agent_report){.kind = EBB__AGENT_STARTED});
+    /* A job that reports every 30 minutes: its first line, 30 minutes
+     * after its restart overhead, sets the guard at 2 hours. */
+    progress(job, run + 32 * MINUTE, (ebb_dur_ms)(30 * MINUTE * catalog));
+    assert_int_equal(ebb__engine_stall_after(job), 4 * 30 * MINUTE);
+    budget_world_stop(&world);
+}
+
 static void stall_after_from_the_spec(void **state)
 {
     (void)state;
@@ -332,6 +350,8 @@ int main(void)
         cmocka_unit_test_teardown(the_family_moves_to_a_faster_host, budget_world_teardown),
         cmocka_unit_test_teardown(guard_off_without_progress_lines, budget_world_teardown),
         cmocka_unit_test_teardown(a_stalled_job_is_moved_and_finishes, budget_world_teardown),
+        cmocka_unit_test_teardown(the_first_line_counts_from_the_restart_overhead,
+                                  budget_world_teardown),
         cmocka_unit_test_teardown(stall_after_from_the_spec, budget_world_teardown),
         cmocka_unit_test(stall_after_below_a_minute_is_refused),
     };
