@@ -46,6 +46,8 @@ for _ in $(seq 1 200); do
     sleep 0.05
 done
 check "job show says where the guard stands" contains "$shown" "stall guard: o"
+expect_exit 0 "job show (text) while it runs" "$EBB" --state-dir "$S" job show "$ID"
+check "... and the speed it is planned with" contains "$OUT" "  speed:       "
 
 state=""
 for _ in $(seq 1 600); do
