@@ -15,6 +15,8 @@ Ebb-Event-Id is the body's "id", and records the ids. Channels:
           delivered on the third attempt
   dead    webhook answering 503 always, max_attempts 3: a dead letter that
           `ebb notifications --failed` shows, and ebbd keeps working
+  hang    webhook that answers only after 30 s, timeout 1s, max_attempts
+          2: each attempt ends at its timeout, ebbd's API answers meanwhile
   ops     slack: {"text": ...} naming the job
   pager   command: reads the event JSON on stdin
 
@@ -55,7 +57,7 @@ daemon = None
 # ---- the receiver --------------------------------------------------------
 
 lock = threading.Lock()
-got = {"audit": [], "flaky": [], "dead": [], "ops": []}   # (id, body)
+got = {"audit": [], "flaky": [], "dead": [], "ops": [], "hang": []}   # (id, body)
 bad = []                 # requests whose signature or headers did not hold
 audit_down = [True]      # answer 500 to audit while true
 flaky_seen = {}          # flaky: requests per event id
@@ -97,9 +99,14 @@ class Receiver(http.server.BaseHTTPRequestHandler):
                     code = 500 if flaky_seen[eid] <= 2 else 200
                 elif path == "dead":
                     code = 503
-        self.send_response(code)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+        if path == "hang":
+            time.sleep(30)  # outside the lock: the others are served meanwhile
+        try:
+            self.send_response(code)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        except OSError:
+            pass  # the client gave up (hang's timeout)
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
@@ -155,11 +162,13 @@ notify:
   audit: %s
   flaky: %s
   dead: %s
+  hang: %s
   ops: {slack: %s/ops}
   pager: {command: [/bin/sh, %s], run_as: %s}
   defaults: [audit]
 """ % (ROOT, hook % ("audit", ""), hook % ("flaky", ""),
-       hook % ("dead", ", max_attempts: 3"), URL, pager,
+       hook % ("dead", ", max_attempts: 3"),
+       hook % ("hang", ", timeout: 1s, max_attempts: 2"), URL, pager,
        "nobody"))
 
 
@@ -176,7 +185,7 @@ market: spot
 
 
 try:
-    print("1..18")
+    print("1..20")
     os.makedirs(state)
     # A secret others may read is refused, with the reason.
     write_config(0o644)
@@ -208,9 +217,18 @@ try:
        len(pending))
     audit_down[0] = False
     ok(start(), "ebbd starts again")
-    b = ebb("submit", job_spec("b", "notify: [flaky, dead, ops, pager]\n"))
+    b = ebb("submit", job_spec("b", "notify: [flaky, dead, hang, ops, pager]\n"))
     ok(b.returncode == 0, "job b with its own channels is submitted", b.stderr)
     b = b.stdout.strip()
+    # While hang's deliveries hang, ebbd's API answers as before.
+    slowest = 0.0
+    until = time.monotonic() + 6
+    while time.monotonic() < until:
+        t0 = time.monotonic()
+        ebb("status")
+        slowest = max(slowest, time.monotonic() - t0)
+        time.sleep(0.2)
+    ok(slowest < 2, "ebb status answers while a receiver hangs", slowest)
     ok(wait_for(lambda: job_state(a) == "succeeded" and
                 job_state(b) == "succeeded", 120), "both jobs succeed",
        (job_state(a), job_state(b)))
@@ -248,10 +266,16 @@ try:
                             for r in outbox("channel = 'dead'")), 30),
        "dead: three attempts, then a dead letter",
        [(r[2], r[3]) for r in outbox("channel = 'dead'")])
+    ok(wait_for(lambda: outbox("channel = 'hang'") and
+                all(r[2] == "dead" and r[3] == 2 for r in outbox("channel = 'hang'")), 60),
+       "hang: each attempt ends at its 1 s timeout, then a dead letter",
+       [(r[2], r[3]) for r in outbox("channel = 'hang'")])
     r = ebb("notifications", "--failed", "--json")
     failed = json.loads(r.stdout)["notifications"] if r.returncode == 0 else []
-    ok(failed and all(n["channel"] == "dead" and n["status"] == "dead" and
-                      "503" in n["last_error"] for n in failed),
+    ok(failed and all(n["status"] == "dead" and
+                      (n["channel"] == "dead" and "503" in n["last_error"] or
+                       n["channel"] == "hang") for n in failed) and
+       any(n["channel"] == "dead" for n in failed),
        "ebb notifications --failed shows the dead letters", r.stdout + r.stderr)
 
     with lock:
