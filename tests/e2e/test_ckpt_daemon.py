@@ -212,7 +212,7 @@ checkpoint: %s
 
 
 try:
-    print("1..44")
+    print("1..45")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
@@ -308,6 +308,20 @@ try:
     ok(status == 200 and outbox[1:] == ["final checkpoint last not stored: the store "
                                         "did not answer"],
        "so is a final checkpoint the agent did not store", (status, outbox))
+    # And a stored checkpoint the agent refused at resume.
+    status, _ = agent.call("POST", "/v1/agent/events",
+                           {"kind": "checkpoint_fallback", "name": "step-1",
+                            "reason": "f0.bin fails its SHA-256"})
+    db = sqlite3.connect(os.path.join(state, "ebb.db"))
+    try:
+        outbox = [json.loads(b)["reason"] for (b,) in db.execute(
+            "SELECT body FROM notify_outbox WHERE job_id = ? AND type = "
+            "'checkpoint.failed' ORDER BY seq", (jid,))]
+    finally:
+        db.close()
+    ok(status == 200 and outbox[2:] == ["stored checkpoint step-1 refused: f0.bin fails "
+                                        "its SHA-256"],
+       "so is a stored checkpoint the agent refused", (status, outbox))
 
     # keep 2: a third durable one prunes the first, manifest first.
     seq2, st2 = checkpoint(agent, "step-2", [2000])
