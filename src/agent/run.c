@@ -304,6 +304,10 @@ static void on_output(void *arg, enum agent_stream stream, const char *data, siz
 /* `error`: why the job could not be started (NULL: it ran). */
 static void report_exit(struct agent *a, int64_t status, int sig, const char *error)
 {
+    /* What the job wrote last before it ended, which the next scan would
+     * have seen, comes before its exit. */
+    if (error == NULL)
+        read_progress_file(a);
     agent_imds_stop(&a->imds);
     ebb__timer_stop(&a->clock, &a->heartbeat_timer);
     ebb__timer_stop(&a->clock, &a->periodic_timer);
