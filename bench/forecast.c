@@ -314,23 +314,15 @@ static void speed(struct ebb_price_trace *const *traces, size_t n_traces)
            (unsigned long long)(check % 1000));
 }
 
-/* The constants searched by leave-one-trace-out cross-validation: the
- * drift window, its damping and the prior's weight (in origins). */
-static const int grid_trend[] = {12, 24, 48};
-static const double grid_damp[] = {0.9, 0.95, 0.97, 0.99};
+/* The constant searched by leave-one-trace-out cross-validation: the
+ * prior's weight (in origins). The drift's window and damping are no
+ * longer constants: the forecaster chooses them per series. */
 static const double grid_prior[] = {1.0, 3.0, 10.0};
-#define N_TREND (sizeof grid_trend / sizeof grid_trend[0])
-#define N_DAMP (sizeof grid_damp / sizeof grid_damp[0])
-#define N_PRIOR (sizeof grid_prior / sizeof grid_prior[0])
-#define N_CONF (N_TREND * N_DAMP * N_PRIOR)
+#define N_CONF (sizeof grid_prior / sizeof grid_prior[0])
 
 static struct ebb__forecast_model conf_model(size_t c)
 {
-    struct ebb__forecast_model m = {
-        .trend_hours = grid_trend[c / (N_DAMP * N_PRIOR)],
-        .damping = grid_damp[(c / N_PRIOR) % N_DAMP],
-        .prior_origins = grid_prior[c % N_PRIOR],
-    };
+    struct ebb__forecast_model m = {.prior_origins = grid_prior[c]};
     return m;
 }
 
@@ -380,8 +372,7 @@ static size_t best_conf(struct tally (*grid)[N_FAMILY], size_t n_files,
 
 static void print_model(const char *what, const struct ebb__forecast_model *m)
 {
-    printf("%s: trend_hours %d, damping %.2f, prior_origins %.1f\n", what,
-           m->trend_hours, m->damping, m->prior_origins);
+    printf("%s: prior_origins %.1f\n", what, m->prior_origins);
 }
 
 int main(void)

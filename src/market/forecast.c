@@ -9,7 +9,9 @@
  *      difference between a simple forecast and the last value: the
  *      recent median (a level for flickering prices), the seasonal naive
  *      forecast (the price a day before the target) and a damped drift (the
- *      change over the last trend_hours, continued with damping). Each
+ *      change over the last 12, 24 or 48 hours, continued with damping
+ *      0.90 or 0.99: of these six, the one whose fit errs least at the
+ *      series' own replayed origins). Each
  *      correction has a weight in [0, 1], fitted by least absolute
  *      deviations on earlier origins inside the window (one per day) and
  *      shrunk toward 0 by a prior worth prior_origins origins: with no
@@ -62,8 +64,6 @@ enum { Z_LEVEL, Z_SEASON, Z_TREND, N_Z };
 /* Fitted on the shipped traces by bench-forecast's leave-one-trace-out
  * search (docs/forecast.md, "Measured"). */
 const struct ebb__forecast_model ebb__forecast_default_model = {
-    .trend_hours = 24,
-    .damping = 0.99,
     .prior_origins = 1.0,
 };
 
@@ -145,11 +145,26 @@ static double recent_median(const double *x, size_t c)
     return median_near(tmp, m, x[c - 1]);
 }
 
+/* The candidate drifts: every window with every damping. Each series
+ * gets the one whose fitted weights err least at its replayed origins
+ * (step 2 of ebb__forecast_prices_model()), so neither is a constant
+ * chosen across traces. Three windows, from half a day to two days; two
+ * dampings, the ends of the range the bench used to search (0.90 carries
+ * at most 9 h of slope, 0.99 at most 99 h): the drift's weight scales it
+ * continuously in between. */
+static const int drift_hours[] = {12, 24, 48};
+static const double drift_phi[] = {0.90, 0.99};
+#define N_WIN ((int)(sizeof drift_hours / sizeof drift_hours[0]))
+#define N_PHI ((int)(sizeof drift_phi / sizeof drift_phi[0]))
+#define N_DRIFT (N_WIN * N_PHI)
+
 /* What the corrections need at one origin c (history x[0..c), c >= 1). */
 struct origin_state {
     double last;     /* x[c - 1] */
     double zlevel;   /* recent median - last */
-    double slope;    /* drift per hour, 0 without trend_hours of history */
+    /* slope[i]: the drift per hour over the last drift_hours[i] hours, 0
+     * without that much history. */
+    double slope[N_WIN];
     int has_season;  /* at least a day of history */
     /* season[o]: the seasonal value for o + 1 hours after the origin, the
      * median of the prices at that time of day on the last SEASON_DAYS
@@ -221,13 +236,14 @@ static int rows_get(const void *ctx, int hour, int d, double *v)
     return 0;
 }
 
-static void origin_setup(const struct ebb__forecast_model *m, const double *x,
-                         size_t c, struct origin_state *o)
+static void origin_setup(const double *x, size_t c, struct origin_state *o)
 {
-    size_t W = (size_t)m->trend_hours;
     o->last = x[c - 1];
     o->zlevel = recent_median(x, c) - o->last;
-    o->slope = c > W ? (x[c - 1] - x[c - 1 - W]) / (double)W : 0.0;
+    for (int i = 0; i < N_WIN; i++) {
+        size_t W = (size_t)drift_hours[i];
+        o->slope[i] = c > W ? (x[c - 1] - x[c - 1 - W]) / (double)W : 0.0;
+    }
     struct grid_ctx g = {x, c};
     season_fill(o, grid_get, &g);
 }
@@ -254,16 +270,22 @@ static double damped_hours(double phi, const double damp[MAX_H + 1],
     return phi * (1.0 - pow(phi, (double)h)) / (1.0 - phi);
 }
 
+/* One candidate drift: its window (an index into drift_hours) and
+ * damping, with its table. */
+struct drift {
+    int win;
+    double phi;
+    double damp[MAX_H + 1];
+};
+
 /* The three corrections for horizon h >= 1 hours. */
-static void corrections(const struct ebb__forecast_model *m,
-                        const double damp[MAX_H + 1],
-                        const struct origin_state *o, int64_t h,
-                        double z[N_Z])
+static void corrections(const struct drift *d, const struct origin_state *o,
+                        int64_t h, double z[N_Z])
 {
     z[Z_LEVEL] = o->zlevel;
     z[Z_SEASON] = o->has_season ? o->season[(h - 1) % SEASON_H] - o->last
                                 : 0.0;
-    z[Z_TREND] = o->slope * damped_hours(m->damping, damp, h);
+    z[Z_TREND] = o->slope[d->win] * damped_hours(d->phi, d->damp, h);
 }
 
 static double predict(const struct origin_state *o, const double z[N_Z],
@@ -335,14 +357,13 @@ struct work {
     double *x, *err, *zs, *ys;
     size_t *oid; /* the internal origin of each fit point */
     struct ebb__fc_wpoint *pts;
-    double damp[MAX_H + 1];
+    struct origin_state *os; /* os[j]: internal origin j (1..J) */
+    struct drift drifts[N_DRIFT];
 };
 
 static int model_ok(const struct ebb__forecast_model *m)
 {
-    return m && m->trend_hours >= 1 && m->trend_hours <= WINDOW_H &&
-           m->damping > 0.0 && m->damping < 1.0 && m->prior_origins >= 0.0 &&
-           isfinite(m->prior_origins);
+    return m && m->prior_origins >= 0.0 && isfinite(m->prior_origins);
 }
 
 int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
@@ -393,11 +414,16 @@ int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
     w.ys = malloc((J * N_FIT + 1) * sizeof *w.ys);
     w.pts = malloc((J * N_FIT + 2) * sizeof *w.pts);
     w.oid = malloc((J * N_FIT + 1) * sizeof *w.oid);
+    w.os = malloc((J + 1) * sizeof *w.os);
     int rc = EBB_ENOMEM;
-    if (!w.x || !w.err || !w.zs || !w.ys || !w.pts || !w.oid)
+    if (!w.x || !w.err || !w.zs || !w.ys || !w.pts || !w.oid || !w.os)
         goto done;
     rc = 0;
-    damp_table(m->damping, w.damp);
+    for (int q = 0; q < N_DRIFT; q++) {
+        w.drifts[q].win = q / N_PHI;
+        w.drifts[q].phi = drift_phi[q % N_PHI];
+        damp_table(w.drifts[q].phi, w.drifts[q].damp);
+    }
 
     /* 1. Resample. */
     size_t r = ebb__fc_first_at(h->at, n_rows, t0 + 1); /* first row > t0 */
@@ -426,22 +452,52 @@ int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
     double mean_x = sum_x / (double)N;
     double sd_x = sqrt(fmax(0.0, sum_xx / (double)N - mean_x * mean_x));
 
-    /* 2. The corrections at every internal origin, and the change that
-     * followed, at the fit horizons the grid still holds. */
-    size_t n_fit = 0;
-    for (size_t j = 1; j <= J; j++) {
-        size_t c = N - 24 * j;
-        struct origin_state os;
-        origin_setup(m, w.x, c, &os);
-        for (int f = 0; f < N_FIT && c - 1 + (size_t)fit_h[f] < N; f++) {
-            corrections(m, w.damp, &os, fit_h[f], w.zs + n_fit * N_Z);
-            w.ys[n_fit] = w.x[c - 1 + (size_t)fit_h[f]] - os.last;
-            w.oid[n_fit] = j;
-            n_fit++;
+    /* 2. For each candidate drift, the corrections at every internal
+     * origin and the change that followed, at the fit horizons the grid
+     * still holds; the weights fitted to them; the candidate whose fit
+     * errs least (by absolute error) is the series' drift. The states of
+     * the internal origins do not depend on the candidate, and candidates
+     * whose drift is 0 at every fit point fit alike: only the first of
+     * them is fitted (a price that did not move costs one fit). */
+    for (size_t j = 1; j <= J; j++)
+        origin_setup(w.x, N - 24 * j, &w.os[j]);
+    double wt[N_Z] = {0.0, 0.0, 0.0};
+    const struct drift *d = &w.drifts[0];
+    double best_obj = INFINITY;
+    int fitted_still = 0;
+    for (int q = 0; q < N_DRIFT; q++) {
+        const struct drift *dq = &w.drifts[q];
+        size_t n_fit = 0;
+        int still = 1;
+        for (size_t j = 1; j <= J; j++) {
+            size_t c = N - 24 * j;
+            const struct origin_state *os = &w.os[j];
+            for (int f = 0; f < N_FIT && c - 1 + (size_t)fit_h[f] < N; f++) {
+                corrections(dq, os, fit_h[f], w.zs + n_fit * N_Z);
+                w.ys[n_fit] = w.x[c - 1 + (size_t)fit_h[f]] - os->last;
+                w.oid[n_fit] = j;
+                still = still && w.zs[n_fit * N_Z + Z_TREND] == 0.0;
+                n_fit++;
+            }
+        }
+        if (still && fitted_still)
+            continue;
+        fitted_still = fitted_still || still;
+        double wq[N_Z];
+        fit_weights(w.zs, w.ys, w.oid, n_fit, m->prior_origins, w.pts, wq);
+        double obj = 0.0;
+        for (size_t i = 0; i < n_fit; i++) {
+            double e = w.ys[i];
+            for (int k = 0; k < N_Z; k++)
+                e -= wq[k] * w.zs[i * N_Z + k];
+            obj += fabs(e);
+        }
+        if (obj < best_obj) {
+            best_obj = obj;
+            d = dq;
+            memcpy(wt, wq, sizeof wt);
         }
     }
-    double wt[N_Z];
-    fit_weights(w.zs, w.ys, w.oid, n_fit, m->prior_origins, w.pts, wt);
 
     /* 3. The model's errors at the internal origins, by horizon bucket. */
     size_t b_off[N_BUCKET + 1], b_n[N_BUCKET], b_orig[N_BUCKET];
@@ -455,8 +511,7 @@ int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
     }
     for (size_t j = 1; j <= J; j++) {
         size_t c = N - 24 * j;
-        struct origin_state os;
-        origin_setup(m, w.x, c, &os);
+        const struct origin_state *os = &w.os[j];
         int b = 0;
         for (int hh = 1; hh <= H && c - 1 + (size_t)hh < N; hh++) {
             if (hh == 1 || hh == bucket_edge[b + 1]) {
@@ -465,9 +520,9 @@ int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
                 b_orig[b]++;
             }
             double z[N_Z];
-            corrections(m, w.damp, &os, hh, z);
+            corrections(d, os, hh, z);
             w.err[b_off[b] + b_n[b]++] =
-                w.x[c - 1 + (size_t)hh] - predict(&os, z, wt);
+                w.x[c - 1 + (size_t)hh] - predict(os, z, wt);
         }
     }
     double qlo[N_BUCKET], qhi[N_BUCKET];
@@ -510,7 +565,7 @@ int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
 
     /* 4. The forecast at the real origin (c = N). */
     struct origin_state os;
-    origin_setup(m, w.x, N, &os);
+    origin_setup(w.x, N, &os);
     if (os.has_season) {
         struct rows_ctx rc_ = {h, n_rows, origin};
         season_fill(&os, rows_get, &rc_);
@@ -522,7 +577,7 @@ int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
         if (hh < 1)
             hh = 1;
         double z[N_Z];
-        corrections(m, w.damp, &os, hh, z);
+        corrections(d, &os, hh, z);
         double p50 = predict(&os, z, wt);
         double lo, hi;
         if (hh <= MAX_H) {
@@ -556,5 +611,6 @@ done:
     free(w.ys);
     free(w.pts);
     free(w.oid);
+    free(w.os);
     return rc;
 }

@@ -21,19 +21,17 @@ struct ebb__price_history {
     size_t n;
 };
 
-/* The price model's free constants (docs/forecast.md, "Model"). The
+/* The price model's free constant (docs/forecast.md, "Model"). The
  * forecast is last + w_level z_level + w_season z_season + w_trend
  * z_trend, each weight fitted on the series' own replayed origins and
  * shrunk toward 0 (the last value) with a prior worth `prior_origins`
- * origins. `trend_hours` is the window of the drift (at least 1),
- * `damping` in (0, 1) its per-hour damping. */
+ * origins (>= 0, finite); the drift's window and damping are chosen per
+ * series by the same fit. */
 struct ebb__forecast_model {
-    int trend_hours;
-    double damping;
     double prior_origins;
 };
 
-/* The constants ebb__forecast_prices() uses, chosen by bench-forecast's
+/* The constant ebb__forecast_prices() uses, chosen by bench-forecast's
  * leave-one-trace-out search over the shipped traces. */
 extern const struct ebb__forecast_model ebb__forecast_default_model;
 
@@ -45,9 +43,9 @@ int ebb__forecast_prices(const struct ebb__price_history *h, ebb_time_ms origin,
                          ebb_dur_ms step, size_t n_steps,
                          struct ebb_forecast_point *out);
 
-/* ebb__forecast_prices() with the given constants instead of the default
- * ones (for the bench's cross-validation). Same arguments, same returns;
- * EBB_EINVAL also for constants out of range. */
+/* ebb__forecast_prices() with the given constant instead of the default
+ * one (for the bench's cross-validation). Same arguments, same returns;
+ * EBB_EINVAL also for a constant out of range. */
 int ebb__forecast_prices_model(const struct ebb__forecast_model *m,
                                const struct ebb__price_history *h,
                                ebb_time_ms origin, ebb_dur_ms step,
