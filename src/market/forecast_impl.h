@@ -23,7 +23,7 @@ struct ebb__fc_wpoint {
 };
 
 /* The lower weighted median of p[0..n): a value m minimising
- * sum w_i |v_i - m|. Sorts p. Returns 0 for n == 0. */
+ * sum w_i |v_i - m|. Reorders p. Returns 0 for n == 0. */
 double ebb__fc_weighted_median(struct ebb__fc_wpoint *p, size_t n);
 
 #endif

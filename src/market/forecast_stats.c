@@ -1,6 +1,5 @@
 /* Order statistics for the price forecast (forecast.c): quantiles of
  * replayed errors and the weighted median that fits its weights. */
-#include <stdlib.h>
 
 #include "market/forecast.h"
 #include "market/forecast_impl.h"
@@ -75,27 +74,59 @@ double ebb__fc_quantile(double *v, size_t n, double q)
     return a + frac * (b - a);
 }
 
-static int by_value(const void *a, const void *b)
+static void swapw(struct ebb__fc_wpoint *a, struct ebb__fc_wpoint *b)
 {
-    const struct ebb__fc_wpoint *x = a, *y = b;
-    return (x->v > y->v) - (x->v < y->v);
+    struct ebb__fc_wpoint t = *a;
+    *a = *b;
+    *b = t;
 }
 
+/* The lower weighted median by selection, not sorting: O(n) expected
+ * (the fit asks for it six times per candidate drift). Each round splits
+ * p[lo..hi) around a pivot value into < pivot, = pivot and > pivot
+ * (three-way, so runs of equal values, common in step prices, end the
+ * search at once) and keeps the part where the cumulative weight, in
+ * value order, first reaches half the total. "Reaches" allows a relative
+ * 1e-9 for rounding: exact ties are common (the prior of one origin's
+ * weight against that one origin's points), and the sums come in an
+ * order that depends on the pivots, so without it a tie would fall
+ * either way by rounding; with it a tie gives the lower value. */
 double ebb__fc_weighted_median(struct ebb__fc_wpoint *p, size_t n)
 {
     if (n == 0)
         return 0.0;
-    qsort(p, n, sizeof *p, by_value);
     double total = 0.0;
     for (size_t i = 0; i < n; i++)
         total += p[i].w;
-    /* The first value whose cumulative weight reaches half the total: the
-     * lower weighted median, which minimises sum w_i |v_i - m|. */
-    double run = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        run += p[i].w;
-        if (run >= 0.5 * total)
-            return p[i].v;
+    double half = 0.5 * total * (1.0 - 1e-9);
+    double below = 0.0; /* the weight left of p[lo] */
+    size_t lo = 0, hi = n; /* the answer lies in p[lo..hi) */
+    while (hi - lo > 1) {
+        double a = p[lo].v, b = p[lo + (hi - lo) / 2].v, c = p[hi - 1].v;
+        double pivot = a < b ? (b < c ? b : (a < c ? c : a))
+                             : (a < c ? a : (b < c ? c : b));
+        /* p[lo..lt) < pivot, p[lt..i) == pivot, p[gt..hi) > pivot. */
+        size_t lt = lo, i = lo, gt = hi;
+        double w_lt = 0.0, w_eq = 0.0;
+        while (i < gt) {
+            if (p[i].v < pivot) {
+                w_lt += p[i].w;
+                swapw(&p[lt++], &p[i++]);
+            } else if (p[i].v > pivot) {
+                swapw(&p[i], &p[--gt]);
+            } else {
+                w_eq += p[i].w;
+                i++;
+            }
+        }
+        if (lt > lo && below + w_lt >= half) {
+            hi = lt;
+        } else if (below + w_lt + w_eq >= half || gt == hi) {
+            return pivot;
+        } else {
+            below += w_lt + w_eq;
+            lo = gt;
+        }
     }
-    return p[n - 1].v;
+    return p[lo].v;
 }
