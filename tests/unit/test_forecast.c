@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "market/forecast.h"
+#include "market/forecast_impl.h"
 
 #define HOUR EBB_MS_PER_HOUR
 #define DAY EBB_MS_PER_DAY
@@ -421,6 +422,56 @@ static void test_little_history(void **state)
     assert_true(out[23].p90 - out[23].p10 >= out[0].p90 - out[0].p10);
 }
 
+/* The weights' fit: the weighted median minimises sum w |v - m| (checked
+ * against every value, seeded random points with many repeats), gives
+ * the lower value on an exact tie whatever the order of the points, and
+ * handles one point and all-equal values. */
+static double wabs(const struct ebb__fc_wpoint *p, size_t n, double m)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += p[i].w * fabs(p[i].v - m);
+    return s;
+}
+
+static void test_weighted_median(void **state)
+{
+    (void)state;
+    struct ebb__fc_wpoint p[64], q[64];
+    unsigned seed = 7;
+    for (int round = 0; round < 200; round++) {
+        size_t n = 1 + (size_t)(round % 40);
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            p[i].v = (double)((seed >> 16) % 9) - 4.0;
+            seed = seed * 1103515245u + 12345u;
+            p[i].w = 0.1 + (double)((seed >> 16) % 100) / 10.0;
+        }
+        memcpy(q, p, n * sizeof p[0]);
+        double m = ebb__fc_weighted_median(q, n);
+        double best = INFINITY;
+        for (size_t i = 0; i < n; i++)
+            best = fmin(best, wabs(p, n, p[i].v));
+        assert_true(wabs(p, n, m) <= best * (1.0 + 1e-12));
+    }
+    /* A tie: every value in [1, 3] minimises; the lower one, both ways
+     * round, and with the tie's weights summed in any order. */
+    struct ebb__fc_wpoint tie[4] = {{3.0, 0.1}, {1.0, 0.2}, {3.0, 0.2},
+                                    {1.0, 0.1}};
+    assert_true(ebb__fc_weighted_median(tie, 4) == 1.0);
+    struct ebb__fc_wpoint tie2[4] = {{1.0, 0.1}, {3.0, 0.2}, {1.0, 0.2},
+                                     {3.0, 0.1}};
+    assert_true(ebb__fc_weighted_median(tie2, 4) == 1.0);
+    struct ebb__fc_wpoint one[1] = {{2.5, 1.0}};
+    assert_true(ebb__fc_weighted_median(one, 1) == 2.5);
+    struct ebb__fc_wpoint same[3] = {{-1.0, 1.0}, {-1.0, 2.0}, {-1.0, 3.0}};
+    assert_true(ebb__fc_weighted_median(same, 3) == -1.0);
+    /* A heavy point wins over many light ones. */
+    struct ebb__fc_wpoint heavy[4] = {{0.0, 1.0}, {1.0, 1.0}, {2.0, 1.0},
+                                      {9.0, 10.0}};
+    assert_true(ebb__fc_weighted_median(heavy, 4) == 9.0);
+}
+
 /* Constants out of range are refused. */
 static void test_model_checked(void **state)
 {
@@ -581,6 +632,7 @@ int main(void)
         cmocka_unit_test(test_step_followed),
         cmocka_unit_test(test_band_covers_noise),
         cmocka_unit_test(test_little_history),
+        cmocka_unit_test(test_weighted_median),
         cmocka_unit_test(test_model_checked),
         cmocka_unit_test(test_hazard_none),
         cmocka_unit_test(test_hazard_regular),
