@@ -209,9 +209,24 @@ static void drop(struct local *l, struct local_inst *inst)
     free(inst);
 }
 
+/* A launch of `inst` not yet answered (its call's timer is due), or NULL. */
+static struct local_call *pending_launch(struct local *l, const struct local_inst *inst)
+{
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &l->ops.head) {
+        struct local_call *c = ebb_list_entry(pos, struct local_call, op.node);
+        if (c->kind == CALL_LAUNCH && c->inst == inst)
+            return c;
+    }
+    return NULL;
+}
+
 /* Instances whose processes died without being terminated are lost: each
  * is forgotten before its event goes out, since the engine may answer the
- * event with calls that change the list. Killed children are reaped. */
+ * event with calls that change the list. One whose launch has not been
+ * answered yet waits for the next watch: the engine hears of the instance
+ * before it hears it is lost, and the answer reads the instance. Killed
+ * children are reaped. */
 static void on_watch(void *arg)
 {
     struct local *l = arg;
@@ -220,7 +235,7 @@ static void on_watch(void *arg)
     struct ebb_list *pos = l->insts.next;
     while (pos != &l->insts) {
         struct local_inst *dead = inst_of(pos);
-        if (local_alive(dead)) {
+        if (local_alive(dead) || pending_launch(l, dead) != NULL) {
             pos = pos->next;
             continue;
         }
@@ -325,13 +340,9 @@ static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
     local_kill(inst);
     if (inst->ours)
         local_reap_later(l, inst->pid);
-    struct ebb_list *pos;
-    ebb_list_foreach(pos, &l->ops.head) {
-        struct local_call *c = ebb_list_entry(pos, struct local_call, op.node);
-        if (c->inst == inst) {
-            c->inst = NULL;
-            c->status = EBB_EIO; /* terminated before its launch answered */
-        }
+    for (struct local_call *c; (c = pending_launch(l, inst)) != NULL;) {
+        c->inst = NULL;
+        c->status = EBB_EIO; /* terminated before its launch answered */
     }
     drop(l, inst);
     return defer(l, CALL_DONE, 0, (union local_cb){.done = cb}, arg, NULL);
