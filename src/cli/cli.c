@@ -59,6 +59,25 @@ void cli_print_json(json_t *value)
     }
 }
 
+int cli_team_json_args(int argc, char **argv, const char *usage, const char **team,
+                       int *json)
+{
+    *team = NULL;
+    *json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            *json = 1;
+        } else if (strcmp(argv[i], "--team") == 0 && i + 1 < argc) {
+            *team = argv[++i];
+        } else {
+            fprintf(stderr, "ebb %s: unexpected argument \"%s\"\n%s", argv[0], argv[i],
+                    usage);
+            return CLI_USAGE;
+        }
+    }
+    return CLI_OK;
+}
+
 int cli_wants_help(int argc, char **argv, const char *usage)
 {
     for (int i = 1; i < argc; i++) {

@@ -30,22 +30,14 @@ int cmd_queue(struct cli *cli, int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return CLI_OK;
-    const char *team = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--team") == 0 && i + 1 < argc) {
-            team = argv[++i];
-        } else {
-            fprintf(stderr, "ebb queue: unexpected argument \"%s\"\n%s", argv[i],
-                    usage);
-            return CLI_USAGE;
-        }
-    }
+    const char *team;
+    int json;
+    int code = cli_team_json_args(argc, argv, usage, &team, &json);
+    if (code != CLI_OK)
+        return code;
     json_t *params = team != NULL ? json_pack("{s:s}", "team", team) : json_object();
     json_t *r;
-    int code = cli_call(cli, "queue", params, &r);
+    code = cli_call(cli, "queue", params, &r);
     json_decref(params);
     if (code != CLI_OK)
         return code;
