@@ -182,6 +182,17 @@ notify:
 """ % (ROOT, HERE, s3port, fstore, hook))
 
 
+def failed_reasons(job_id):
+    """The reasons of the job's checkpoint.failed events in the outbox."""
+    db = sqlite3.connect(os.path.join(state, "ebb.db"))
+    try:
+        return [json.loads(b)["reason"] for (b,) in db.execute(
+            "SELECT body FROM notify_outbox WHERE job_id = ? AND type = "
+            "'checkpoint.failed' ORDER BY seq", (job_id,))]
+    finally:
+        db.close()
+
+
 def events(kind):
     """The events the command channel received, of this type."""
     found = []
@@ -298,13 +309,7 @@ try:
     status, _ = agent.call("POST", "/v1/agent/events",
                            {"kind": "checkpoint_skipped", "name": "last",
                             "reason": "the store did not answer"})
-    db = sqlite3.connect(os.path.join(state, "ebb.db"))
-    try:
-        outbox = [json.loads(b)["reason"] for (b,) in db.execute(
-            "SELECT body FROM notify_outbox WHERE job_id = ? AND type = "
-            "'checkpoint.failed' ORDER BY seq", (jid,))]
-    finally:
-        db.close()
+    outbox = failed_reasons(jid)
     ok(status == 200 and outbox[1:] == ["final checkpoint last not stored: the store "
                                         "did not answer"],
        "so is a final checkpoint the agent did not store", (status, outbox))
@@ -312,13 +317,7 @@ try:
     status, _ = agent.call("POST", "/v1/agent/events",
                            {"kind": "checkpoint_fallback", "name": "step-1",
                             "reason": "f0.bin fails its SHA-256"})
-    db = sqlite3.connect(os.path.join(state, "ebb.db"))
-    try:
-        outbox = [json.loads(b)["reason"] for (b,) in db.execute(
-            "SELECT body FROM notify_outbox WHERE job_id = ? AND type = "
-            "'checkpoint.failed' ORDER BY seq", (jid,))]
-    finally:
-        db.close()
+    outbox = failed_reasons(jid)
     ok(status == 200 and outbox[2:] == ["stored checkpoint step-1 refused: f0.bin fails "
                                         "its SHA-256"],
        "so is a stored checkpoint the agent refused", (status, outbox))
