@@ -59,23 +59,26 @@ void cli_print_json(json_t *value)
     }
 }
 
-int cli_team_json_args(int argc, char **argv, const char *usage, const char **team,
-                       int *json)
+int cli_team_call(struct cli *cli, int argc, char **argv, const char *usage,
+                  json_t **result, int *json)
 {
-    *team = NULL;
+    const char *team = NULL;
     *json = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             *json = 1;
         } else if (strcmp(argv[i], "--team") == 0 && i + 1 < argc) {
-            *team = argv[++i];
+            team = argv[++i];
         } else {
             fprintf(stderr, "ebb %s: unexpected argument \"%s\"\n%s", argv[0], argv[i],
                     usage);
             return CLI_USAGE;
         }
     }
-    return CLI_OK;
+    json_t *params = team != NULL ? json_pack("{s:s}", "team", team) : json_object();
+    int code = cli_call(cli, argv[0], params, result);
+    json_decref(params);
+    return code;
 }
 
 int cli_wants_help(int argc, char **argv, const char *usage)

@@ -60,10 +60,12 @@ void cli_print_json(json_t *value);
 /* True when argv holds --help or -h; prints `usage` to stdout then. */
 int cli_wants_help(int argc, char **argv, const char *usage);
 
-/* Reads `[--team T] [--json]` after argv[0], the command (`ebb budget`,
- * `ebb queue`): CLI_OK, or CLI_USAGE once it has said what is wrong. */
-int cli_team_json_args(int argc, char **argv, const char *usage, const char **team,
-                       int *json);
+/* `ebb budget` and `ebb queue`: reads `[--team T] [--json]` after argv[0],
+ * the command, and calls ebbd's method of that name with the team. Returns
+ * as cli_call() with *result and *json set, or CLI_USAGE once it has said
+ * what is wrong. */
+int cli_team_call(struct cli *cli, int argc, char **argv, const char *usage,
+                  json_t **result, int *json);
 
 /* An aligned text table. Cells are copied. */
 struct cli_table;

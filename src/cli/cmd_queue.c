@@ -30,15 +30,9 @@ int cmd_queue(struct cli *cli, int argc, char **argv)
 {
     if (cli_wants_help(argc, argv, usage))
         return CLI_OK;
-    const char *team;
-    int json;
-    int code = cli_team_json_args(argc, argv, usage, &team, &json);
-    if (code != CLI_OK)
-        return code;
-    json_t *params = team != NULL ? json_pack("{s:s}", "team", team) : json_object();
     json_t *r;
-    code = cli_call(cli, "queue", params, &r);
-    json_decref(params);
+    int json;
+    int code = cli_team_call(cli, argc, argv, usage, &r, &json);
     if (code != CLI_OK)
         return code;
     if (json) {

@@ -143,6 +143,10 @@ void ebb__api_cancel(void *ctx, struct ebb__api_call *call);
 void ebb__api_logs(void *ctx, struct ebb__api_call *call);
 /* Caps, spend and commitments (daemon_budget.c). */
 void ebb__api_budget(void *ctx, struct ebb__api_call *call);
+/* The optional "team" param of budget and queue: 0 with *team (NULL: every
+ * team), or -1 once the call has failed (not a string, no such team). */
+int ebb__api_team_param(struct ebb__daemon *d, struct ebb__api_call *call,
+                        const char **team);
 void ebb__api_queue(void *ctx, struct ebb__api_call *call);
 
 /* The metrics endpoint (daemon_metrics.c). start() listens on

@@ -84,20 +84,29 @@ static int keep(const char *want, const char *team)
     return want == NULL || (team != NULL && strcmp(want, team) == 0);
 }
 
-void ebb__api_budget(void *ctx, struct ebb__api_call *call)
+int ebb__api_team_param(struct ebb__daemon *d, struct ebb__api_call *call,
+                        const char **team)
 {
-    struct ebb__daemon *d = ctx;
     json_t *t = json_object_get(call->params, "team");
     if (t != NULL && !json_is_string(t)) {
         ebb__api_fail(call, "bad_request", "team: expected a team name");
-        return;
+        return -1;
     }
-    const char *want = t != NULL ? json_string_value(t) : NULL;
-    if (want != NULL && ebb__config_team(d->config, want) == NULL) {
+    *team = t != NULL ? json_string_value(t) : NULL;
+    if (*team != NULL && ebb__config_team(d->config, *team) == NULL) {
         ebb__api_fail(call, "not_found", "no team %s in %s (see its teams: "
-                      "section)", want, d->config_name);
-        return;
+                      "section)", *team, d->config_name);
+        return -1;
     }
+    return 0;
+}
+
+void ebb__api_budget(void *ctx, struct ebb__api_call *call)
+{
+    struct ebb__daemon *d = ctx;
+    const char *want;
+    if (ebb__api_team_param(d, call, &want) != 0)
+        return;
     ebb_time_ms now = ebb__clock_now(&d->clock), from, to;
     ebb__budget_month(now, &from, &to);
     int64_t y;

@@ -47,17 +47,9 @@ static json_t *row_json(struct ebb__daemon *d, struct ebb__api_call *call,
 void ebb__api_queue(void *ctx, struct ebb__api_call *call)
 {
     struct ebb__daemon *d = ctx;
-    json_t *t = json_object_get(call->params, "team");
-    if (t != NULL && !json_is_string(t)) {
-        ebb__api_fail(call, "bad_request", "team: expected a team name");
+    const char *want;
+    if (ebb__api_team_param(d, call, &want) != 0)
         return;
-    }
-    const char *want = t != NULL ? json_string_value(t) : NULL;
-    if (want != NULL && ebb__config_team(d->config, want) == NULL) {
-        ebb__api_fail(call, "not_found", "no team %s in %s (see its teams: "
-                      "section)", want, d->config_name);
-        return;
-    }
     struct ebb__job **jobs = NULL;
     size_t n = 0;
     if (ebb__engine_queue(d->engine, want, &jobs, &n) != 0) {
