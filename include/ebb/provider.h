@@ -98,6 +98,10 @@ struct ebb_provider {
  * ebb_launch.run_uid names (local): ebbd refuses at submit a job of
  * another user when it could not start processes as that user. */
 #define EBB_PROVIDER_RUNS_HERE UINT32_C(1)
+/* The provider launches gangs (ebb_launch.count > 1) all or nothing and
+ * reports them as gang.h says; the engine offers gang jobs only its
+ * offers. */
+#define EBB_PROVIDER_GANGS UINT32_C(2)
 
 /* The size of the first version: the least struct_size the loader accepts. */
 #define EBB_PROVIDER_SIZE_V1                                                  \

@@ -11,7 +11,8 @@
  *
  * "Instance" is deliberately abstract: a VM, a rented machine, a local
  * process tree, later a Kubernetes pod or a Slurm allocation. A launch may
- * ask for a gang of `count` members that start and stop as one unit.
+ * ask for a gang of `count` members that start and stop as one unit
+ * (gang.h: its instance's id names every member).
  */
 #ifndef EBB_TYPES_H
 #define EBB_TYPES_H
@@ -118,7 +119,12 @@ struct ebb_launch {
     enum ebb_market market;
     ebb_micros max_price_per_hour; /* spot bid or limit; 0 = provider default */
     const char *currency;
-    unsigned count;            /* gang size; 1 for a single instance */
+    /* Gang size; 1 for a single instance. A provider without
+     * EBB_PROVIDER_GANGS refuses more with EBB_EINVAL; one with it starts
+     * all `count` in `zone` (placed close together: a cluster placement
+     * group), or none, and answers with one instance for the gang
+     * (gang.h). */
+    unsigned count;
     /* How the agent on the instance reaches ebbd, and its secret. */
     const char *agent_url;
     const char *agent_token;
@@ -147,6 +153,10 @@ struct ebb_launch {
      * Cloud providers ignore it: there the job runs as the agent's user
      * on the instance. */
     int64_t run_uid;
+    /* Appended: a gang's agent tokens, `count` of them in rank order (each
+     * member's agent has its own, as `agent_token` is a single instance's);
+     * NULL for a single instance, and when struct_size does not cover it. */
+    const char *const *agent_tokens;
 };
 
 enum ebb_instance_event_kind {
@@ -182,6 +192,10 @@ struct ebb_instance_event {
     /* Appended: CHECKPOINT: where it is; NULL: unknown, also when
      * struct_size does not cover it. */
     const char *checkpoint_path;
+    /* Appended: the gang member (its rank) a NOTICE or LOST is about: the
+     * others run on; -1: the whole instance, also when struct_size does not
+     * cover it. */
+    int32_t rank;
 };
 
 /* The sizes of the first versions: the least struct_size a reader

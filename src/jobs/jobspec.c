@@ -280,7 +280,37 @@ static int do_resources(struct ctx *c, const struct ebb__jy_layer *l)
         if (n != NULL)
             rc = ebb__yread_list(n, whats[i], dst[i], c->d);
     }
+    const struct ebb__ynode *n = ebb__jy_get(&res, "network");
+    if (rc == 0 && n != NULL)
+        rc = ebb__yread_scalar(n, "resources.network", "a bandwidth", c->d);
+    if (rc == 0 && n != NULL && ebb__job_network_parse(n->value, &r->network_gbps) != 0)
+        rc = ebb__yread_not_a(n, "resources.network", "a bandwidth",
+                              "a number and Mbps, Gbps or Tbps", "25Gbps", c->d);
     return rc != 0 ? rc : do_gpu(c, &res);
+}
+
+/* nodes and gang (docs/gangs.md). */
+static int do_gang(struct ctx *c, const struct ebb__jy_layer *l)
+{
+    struct ebb__job_spec *s = c->spec;
+    s->nodes = 1;
+    s->gang_restart = EBB__GANG_WHOLE;
+    int rc = 0;
+    const struct ebb__ynode *n = ebb__jy_get(l, "nodes");
+    if (n != NULL) {
+        c->where.nodes = n->line;
+        rc = ebb__yread_int(n, "nodes", 1, EBB__JOB_NODES_MAX, &s->nodes, c->d);
+    }
+    struct ebb__jy_layer g;
+    if (rc == 0)
+        rc = ebb__jy_sub(l, "gang", ebb__jobspec_gang_keys, "gang", &g, c->d);
+    n = rc == 0 ? ebb__jy_get(&g, "restart") : NULL;
+    if (n != NULL)
+        rc = ebb__yread_scalar(n, "gang.restart", "whole or replace_lost", c->d);
+    if (rc == 0 && n != NULL && ebb__gang_restart_parse(n->value, &s->gang_restart) != 0)
+        rc = ebb__yread_not_a(n, "gang.restart", "a restart mode",
+                              "one of whole, replace_lost", "whole", c->d);
+    return rc;
 }
 
 static int do_market(struct ctx *c, const struct ebb__jy_layer *l)
@@ -580,6 +610,8 @@ static int build(struct ctx *c, const struct ebb__ynode *defaults,
         rc = do_stall_after(c, &l);
     if (rc == 0)
         rc = do_resources(c, &l);
+    if (rc == 0)
+        rc = do_gang(c, &l);
     if (rc == 0)
         rc = do_market(c, &l);
     if (rc == 0)

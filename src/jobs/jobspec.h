@@ -6,7 +6,7 @@
  * depend on them): name, run, shell, work, deadline, budget,
  * restart_overhead, resources, market, checkpoint, policy, team,
  * max_retries, env, submit, run_as, notify, workdir, workdir_exclude,
- * priority. Every problem is reported once, as
+ * priority, stall_after, nodes, gang. Every problem is reported once, as
  * "file:line: message" naming the line of the bad value (or of the mapping
  * for a missing key), e.g.
  *   job.yaml:7: job: unknown key "deadine" (known: name, run, ...)
@@ -62,6 +62,11 @@
 #define EBB__JOB_PRIORITY_HIGH 750
 #define EBB__JOB_PRIORITY_URGENT 1000
 #define EBB__JOB_PRIORITY_MAX 1000
+/* nodes: a gang's size (docs/gangs.md); 1 is a single instance. */
+#define EBB__JOB_NODES_MAX 64
+/* resources.network: the most a spec may ask for, in Gbps (above any NIC
+ * sold: 3200 Gbps is p5's EFA). */
+#define EBB__JOB_NETWORK_GBPS_MAX 10000.0
 
 /* Where the job may run. Empty lists mean "anywhere"; gpu_count 0 means
  * no GPU requirement (a `gpu:` mapping without `count` means 1). */
@@ -70,6 +75,15 @@ struct ebb__job_resources {
     char *gpu_model;      /* NULL: any model */
     int gpu_count;        /* per instance; 0 when no `gpu:` was given */
     double gpu_memory_gb; /* per GPU; 0: any */
+    /* resources.network: the least bandwidth between a gang's nodes, in
+     * Gbps (the catalog's network_gbps of a type); 0: any. */
+    double network_gbps;
+};
+
+/* gang.restart: what a gang does when it loses a node (docs/gangs.md). */
+enum ebb__gang_restart {
+    EBB__GANG_WHOLE = 0,        /* every node checkpoints, the gang resumes together */
+    EBB__GANG_REPLACE_LOST = 1, /* only the lost node is replaced (elastic jobs) */
 };
 
 /* How the agent asks the job to save its state. */
@@ -129,6 +143,10 @@ struct ebb__job_spec {
     int max_retries;
     /* 0 to EBB__JOB_PRIORITY_MAX; EBB__JOB_PRIORITY_NORMAL unless given. */
     int priority;
+    /* nodes: instances that run the job together, 1..EBB__JOB_NODES_MAX
+     * (1 unless given); gang.restart: how a gang of 2 or more restarts. */
+    int nodes;
+    enum ebb__gang_restart gang_restart;
     /* notify: the ebb.yaml channels (notify:) its events go to. has_notify
      * 0: the key is absent and notify.defaults apply; 1: exactly these
      * (an empty list: none). Checked against ebb.yaml at submit. */
@@ -228,6 +246,17 @@ int ebb__job_priority_parse(const char *s, int *out);
 /* The name of priority `p` ("high"), or NULL when no name stands for it. */
 const char *ebb__job_priority_name(int p);
 
+/* Parses a bandwidth: a number more than 0 and a unit, Mbps, Gbps or Tbps
+ * (any case, a space allowed between): "25Gbps" is 25. Into *gbps;
+ * returns 0 or EBB_EINVAL (no unit, not a number, more than
+ * EBB__JOB_NETWORK_GBPS_MAX). */
+int ebb__job_network_parse(const char *s, double *gbps);
+
+/* "whole" or "replace_lost". Static. */
+const char *ebb__gang_restart_name(enum ebb__gang_restart r);
+/* Parses a gang.restart name. Returns 0 or EBB_EINVAL. */
+int ebb__gang_restart_parse(const char *s, enum ebb__gang_restart *out);
+
 /* Parses a checkpoint signal: "SIGUSR1" or "USR1" (any case) for SIGUSR1,
  * SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGQUIT. Stores the number and the
  * canonical name ("SIGUSR1", fits in 16 bytes). Returns 0 or EBB_EINVAL. */
@@ -239,6 +268,7 @@ extern const char *const ebb__jobspec_keys[];
 extern const char *const ebb__jobspec_resource_keys[];
 extern const char *const ebb__jobspec_gpu_keys[];
 extern const char *const ebb__jobspec_checkpoint_keys[];
+extern const char *const ebb__jobspec_gang_keys[];
 
 /* 1 when `s` is a valid policy or team name: 1 to 64 letters, digits, -
  * and _ (what ebb.yaml allows for them). */
@@ -280,11 +310,12 @@ int ebb__workdir_excluded(const struct ebb_string_list *exclude, const char *pat
 struct ebb__jobspec_where {
     const char *file; /* NULL: no file (messages start with `prefix`) */
     const char *prefix; /* used when file is NULL, e.g. "job spec JSON" */
-    int job, work, deadline, grace, every, dir;
+    int job, work, deadline, grace, every, dir, nodes;
 };
 
 /* The checks that involve more than one value: work > 0, grace <= 10m,
- * every 0 or within EBB__JOB_EVERY_MIN..MAX, a checkpoint dir whose ".."
+ * every 0 or within EBB__JOB_EVERY_MIN..MAX, nodes within
+ * 1..EBB__JOB_NODES_MAX (replace_lost only for a gang), a checkpoint dir whose ".."
  * never climbs out of where it starts, deadline after submit, and a deadline that leaves time for
  * the work plus one restart. Returns 0 or EBB_ECONFIG with d set. */
 int ebb__jobspec_check(const struct ebb__job_spec *spec,

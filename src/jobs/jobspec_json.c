@@ -78,6 +78,12 @@ static json_t *resources_json(const struct ebb__job_resources *r)
     bad |= put(o, "zones", jlist(r->zones.items, r->zones.n));
     bad |= put(o, "regions", jlist(r->regions.items, r->regions.n));
     bad |= put(o, "providers", jlist(r->providers.items, r->providers.n));
+    /* Written only when given: specs stored before gangs read the same. */
+    if (r->network_gbps > 0) {
+        char bw[48];
+        snprintf(bw, sizeof(bw), "%.15gGbps", r->network_gbps);
+        bad |= put(o, "network", json_string(bw));
+    }
     if (bad) {
         json_decref(o);
         return NULL;
@@ -162,6 +168,13 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
      * existed read, and print, the same. */
     if (s->priority != EBB__JOB_PRIORITY_NORMAL)
         bad |= put(o, "priority", json_integer(s->priority));
+    /* Written only for a gang: single-instance specs read and print as
+     * before. */
+    if (s->nodes > 1) {
+        bad |= put(o, "nodes", json_integer(s->nodes));
+        bad |= put(o, "gang", json_pack("{s:s}", "restart",
+                                        ebb__gang_restart_name(s->gang_restart)));
+    }
     /* Written only when the spec has it: absent means notify.defaults. */
     if (s->has_notify)
         bad |= put(o, "notify", jlist(s->notify.items, s->notify.n));
@@ -416,6 +429,11 @@ static int read_resources(const json_t *j, struct ebb__job_resources *r,
     if (rc == 0)
         rc = jlist_get(o, "providers", "resources.providers", &r->providers,
                        d);
+    const char *network = NULL;
+    if (rc == 0)
+        rc = jtext(o, "network", "resources.network", &network, d);
+    if (rc == 0 && network != NULL && ebb__job_network_parse(network, &r->network_gbps) != 0)
+        return fail(d, "resources.network: not a bandwidth (example: 25Gbps)");
     const json_t *gpu = jget(o, "gpu");
     if (rc != 0 || gpu == NULL)
         return rc;
@@ -433,6 +451,20 @@ static int read_resources(const json_t *j, struct ebb__job_resources *r,
                            "than 0");
         r->gpu_memory_gb = json_number_value(mem);
     }
+    return rc;
+}
+
+static int read_gang(const json_t *j, struct ebb__job_spec *s, struct ebb_diag *d)
+{
+    const json_t *o = jget(j, "gang");
+    if (o == NULL)
+        return 0;
+    const char *restart = NULL;
+    int rc = check_keys(o, ebb__jobspec_gang_keys, NULL, "gang", d);
+    if (rc == 0)
+        rc = jtext(o, "restart", "gang.restart", &restart, d);
+    if (rc == 0 && restart != NULL && ebb__gang_restart_parse(restart, &s->gang_restart) != 0)
+        return fail(d, "gang.restart: not one of whole, replace_lost");
     return rc;
 }
 
@@ -611,6 +643,12 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
     if (rc == 0)
         rc = jint(j, "priority", "priority", 0, EBB__JOB_PRIORITY_MAX,
                   &s->priority, d);
+    s->nodes = 1;
+    if (rc == 0)
+        rc = jint(j, "nodes", "nodes", 1, EBB__JOB_NODES_MAX, &s->nodes, d);
+    s->gang_restart = EBB__GANG_WHOLE;
+    if (rc == 0)
+        rc = read_gang(j, s, d);
     s->has_notify = json_is_array(jget(j, "notify"));
     if (rc == 0)
         rc = jlist_get(j, "notify", "notify", &s->notify, d);

@@ -3,11 +3,14 @@
  * cross-field checks, and freeing. */
 #include "jobs/jobspec.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <ebb/units.h>
 
@@ -19,11 +22,12 @@ const char *const ebb__jobspec_keys[] = {
     "budget",     "restart_overhead", "resources",   "market",
     "checkpoint", "policy", "team",   "max_retries", "env",
     "submit",     "run_as", "notify", "workdir", "workdir_exclude", "priority",
-    "stall_after", NULL,
+    "stall_after", "nodes", "gang", NULL,
 };
 const char *const ebb__jobspec_resource_keys[] = {
-    "instance_types", "gpu", "zones", "regions", "providers", NULL,
+    "instance_types", "gpu", "zones", "regions", "providers", "network", NULL,
 };
+const char *const ebb__jobspec_gang_keys[] = {"restart", NULL};
 const char *const ebb__jobspec_gpu_keys[] = {"model", "count", "memory_gb",
                                              NULL};
 const char *const ebb__jobspec_checkpoint_keys[] = {
@@ -66,6 +70,50 @@ const char *ebb__job_priority_name(int p)
         if (priorities[i].value == p)
             return priorities[i].name;
     return NULL;
+}
+
+int ebb__job_network_parse(const char *s, double *gbps)
+{
+    static const struct {
+        const char *unit;
+        double gbps;
+    } units[] = {{"mbps", 0.001}, {"gbps", 1}, {"tbps", 1000}};
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno != 0 || !(v > 0) || !isdigit((unsigned char)s[0]))
+        return EBB_EINVAL;
+    if (*end == ' ')
+        end++;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (strcasecmp(end, units[i].unit) == 0) {
+            v *= units[i].gbps;
+            if (v > EBB__JOB_NETWORK_GBPS_MAX)
+                return EBB_EINVAL;
+            *gbps = v;
+            return 0;
+        }
+    return EBB_EINVAL;
+}
+
+static const char *const gang_restarts[] = {
+    [EBB__GANG_WHOLE] = "whole",
+    [EBB__GANG_REPLACE_LOST] = "replace_lost",
+};
+
+const char *ebb__gang_restart_name(enum ebb__gang_restart r)
+{
+    return gang_restarts[r];
+}
+
+int ebb__gang_restart_parse(const char *s, enum ebb__gang_restart *out)
+{
+    for (size_t i = 0; i < sizeof(gang_restarts) / sizeof(gang_restarts[0]); i++)
+        if (strcmp(s, gang_restarts[i]) == 0) {
+            *out = (enum ebb__gang_restart)i;
+            return 0;
+        }
+    return EBB_EINVAL;
 }
 
 static const struct {
@@ -224,6 +272,16 @@ int ebb__jobspec_check(const struct ebb__job_spec *spec,
     char c[EBB_DURATION_BUFSZ], e[EBB_DURATION_BUFSZ];
     if (spec->work <= 0) {
         say(d, w, w->work, "work: must be more than 0s (example: 8h)");
+        return EBB_ECONFIG;
+    }
+    if (spec->nodes < 1 || spec->nodes > EBB__JOB_NODES_MAX) {
+        say(d, w, w->nodes, "nodes: %d is outside 1..%d", spec->nodes,
+            EBB__JOB_NODES_MAX);
+        return EBB_ECONFIG;
+    }
+    if (spec->gang_restart == EBB__GANG_REPLACE_LOST && spec->nodes < 2) {
+        say(d, w, w->nodes, "gang.restart: replace_lost needs a gang: nodes is "
+            "%d (example: nodes: 2)", spec->nodes);
         return EBB_ECONFIG;
     }
     if (spec->checkpoint.grace < 0 ||

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <limits.h>
 #include <signal.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,7 +429,7 @@ static void errors(void **state)
                  "run, shell, work, deadline, budget, restart_overhead, "
                  "resources, market, checkpoint, policy, team, max_retries, "
                  "env, submit, run_as, notify, workdir, workdir_exclude, priority, "
-                 "stall_after)");
+                 "stall_after, nodes, gang)");
     /* run_as names a user (whether one exists is ebbd's to say). */
     expect_error("name: n\nrun: [x]\nwork: 1h\nrun_as: \"-rf\"\n",
                  "job.yaml:4: run_as: \"-rf\" is not a user name (1 to 32 "
@@ -479,7 +480,7 @@ static void errors(void **state)
     /* Unknown keys below the top. */
     expect_error(HEAD "work: 1h\nresources:\n  gpus: 1\n",
                  "job.yaml:5: resources: unknown key \"gpus\" (known: "
-                 "instance_types, gpu, zones, regions, providers)");
+                 "instance_types, gpu, zones, regions, providers, network)");
     expect_error(HEAD "work: 1h\nresources:\n  gpu:\n    type: V100\n",
                  "job.yaml:6: resources.gpu: unknown key \"type\" (known: "
                  "model, count, memory_gb)");
@@ -815,7 +816,8 @@ static void workload_errors(void **state)
                           "name, run, shell, work, deadline, budget, "
                           "restart_overhead, resources, market, checkpoint, "
                           "policy, team, max_retries, env, submit, run_as, notify, "
-                          "workdir, workdir_exclude, priority, stall_after)");
+                          "workdir, workdir_exclude, priority, stall_after, nodes, "
+                          "gang)");
     expect_workload_error("defaults: [a]\njobs: []\n",
                           "w.yaml:1: defaults: expected a mapping of job "
                           "keys, not a list");
@@ -1049,6 +1051,79 @@ static void priorities(void **state)
                       "job spec JSON: priority: expected an integer");
 }
 
+/* nodes, resources.network and gang.restart (docs/gangs.md): read from
+ * YAML, carried through JSON, refused with the line of the bad value. */
+static void gangs(void **state)
+{
+    (void)state;
+    struct ebb__job_spec s;
+    struct ebb_diag d;
+    if (load_text("name: n\nrun: [x]\nwork: 1h\nnodes: 2\n"
+                  "resources: {instance_types: [p3.16xlarge], network: 25Gbps}\n"
+                  "gang: {restart: replace_lost}\n", &s, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_int_equal(s.nodes, 2);
+    assert_true(s.resources.network_gbps == 25.0);
+    assert_int_equal(s.gang_restart, EBB__GANG_REPLACE_LOST);
+    json_t *j = ebb__jobspec_to_json(&s);
+    assert_int_equal(json_integer_value(json_object_get(j, "nodes")), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(j, "resources"), "network")), "25Gbps");
+    json_decref(j);
+    round_trip(&s);
+    ebb__jobspec_free(&s);
+
+    /* Absent: one node, whole, any network; JSON leaves them out. */
+    assert_int_equal(load_text("name: n\nrun: [x]\nwork: 1h\n", &s, &d), 0);
+    assert_int_equal(s.nodes, 1);
+    assert_int_equal(s.gang_restart, EBB__GANG_WHOLE);
+    assert_true(s.resources.network_gbps == 0);
+    j = ebb__jobspec_to_json(&s);
+    assert_null(json_object_get(j, "nodes"));
+    assert_null(json_object_get(j, "gang"));
+    assert_null(json_object_get(json_object_get(j, "resources"), "network"));
+    json_decref(j);
+    ebb__jobspec_free(&s);
+
+    static const struct {
+        const char *text;
+        double gbps;
+    } bw[] = {{"25Gbps", 25}, {"100 gbps", 100}, {"800Mbps", 0.8}, {"3.2Tbps", 3200}};
+    for (size_t i = 0; i < sizeof(bw) / sizeof(bw[0]); i++) {
+        double v = 0;
+        assert_int_equal(ebb__job_network_parse(bw[i].text, &v), 0);
+        assert_true(fabs(v - bw[i].gbps) < 1e-9);
+    }
+    static const char *const bad_bw[] = {"25", "Gbps", "-1Gbps", "0Gbps", "25GB",
+                                         "20Tbps", "nanGbps", " 25Gbps", "25  Gbps"};
+    for (size_t i = 0; i < sizeof(bad_bw) / sizeof(bad_bw[0]); i++) {
+        double v = 0;
+        if (ebb__job_network_parse(bad_bw[i], &v) == 0)
+            fail_msg("\"%s\" was taken for %g Gbps", bad_bw[i], v);
+    }
+    expect_error("name: n\nrun: [x]\nwork: 1h\nresources:\n  network: 25\n",
+                 "job.yaml:5: resources.network: \"25\" is not a bandwidth (a number "
+                 "and Mbps, Gbps or Tbps; example: 25Gbps)");
+    expect_error("name: n\nrun: [x]\nwork: 1h\nnodes: 0\n",
+                 "job.yaml:4: nodes: 0 must be between 1 and 64");
+    expect_error("name: n\nrun: [x]\nwork: 1h\nnodes: 65\n",
+                 "job.yaml:4: nodes: 65 must be between 1 and 64");
+    expect_error("name: n\nrun: [x]\nwork: 1h\ngang: {restart: half}\n",
+                 "job.yaml:4: gang.restart: \"half\" is not a restart mode (one of "
+                 "whole, replace_lost; example: whole)");
+    expect_error("name: n\nrun: [x]\nwork: 1h\ngang: {restrat: whole}\n",
+                 "job.yaml:4: gang: unknown key \"restrat\" (known: restart)");
+    expect_error("name: n\nrun: [x]\nwork: 1h\ngang: {restart: replace_lost}\n",
+                 "job.yaml:1: gang.restart: replace_lost needs a gang: nodes is 1 "
+                 "(example: nodes: 2)");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"nodes\":100}",
+                      "job spec JSON: nodes: 100 must be between 1 and 64");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"nodes\":2,\"gang\":{\"restart\":\"all\"}}",
+                      "job spec JSON: gang.restart: not one of whole, replace_lost");
+}
+
 static void checkpoint_every_bounds(void **state)
 {
     (void)state;
@@ -1278,6 +1353,7 @@ int main(void)
         cmocka_unit_test(from_node),
         cmocka_unit_test(json_reader),
         cmocka_unit_test(priorities),
+        cmocka_unit_test(gangs),
         cmocka_unit_test(checkpoint_every_bounds),
         cmocka_unit_test(checkpoint_dir_dots),
         cmocka_unit_test(checkpoint_store_keys),

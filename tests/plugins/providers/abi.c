@@ -86,6 +86,7 @@ struct t_event {
     const char *reason;
 #if ABI_NEXT
     const char *checkpoint_path;
+    int32_t rank;
     int64_t next_field;
 #endif
 };
@@ -113,6 +114,7 @@ struct t_launch {
     const char *agent_tls_pin;
     const char *agent_tls_ca;
     int64_t run_uid;
+    const char *const *agent_tokens;
     const char *next_field;
 #endif
 };
@@ -154,6 +156,8 @@ SAME_PREFIX(t_price, ebb_price, shape);
 SAME_PREFIX(t_event, ebb_instance_event, checkpoint_path);
 SAME_PREFIX(t_launch, ebb_launch, model);
 SAME_PREFIX(t_launch, ebb_launch, run_uid);
+SAME_PREFIX(t_launch, ebb_launch, agent_tokens);
+SAME_PREFIX(t_event, ebb_instance_event, rank);
 SAME_PREFIX(t_provider, ebb_provider, stop_job);
 SAME_PREFIX(t_provider, ebb_provider, flags);
 _Static_assert(sizeof(struct t_price) > sizeof(struct ebb_price), "wider");
