@@ -151,6 +151,17 @@ static void print_job(json_t *j)
         if (n > 0)
             printf(", %lld rates", (long long)n);
         printf(")\n");
+        json_t *node;
+        size_t k;
+        json_array_foreach(json_object_get(now, "nodes"), k, node)
+            printf("  node %lld:      %s at %s:%lld%s%s%s\n",
+                   (long long)json_integer_value(json_object_get(node, "rank")),
+                   str(node, "instance_id"), str(node, "addr")[0] ? str(node, "addr") : "?",
+                   (long long)json_integer_value(json_object_get(node, "port")),
+                   str(node, "gpu_model")[0] ? ", " : "", str(node, "gpu_model"),
+                   json_is_true(json_object_get(node, "exited"))    ? ", exited"
+                   : json_is_true(json_object_get(node, "started")) ? ", running"
+                                                                    : ", starting");
         json_t *stall = json_object_get(now, "stall_after_ms");
         if (json_is_integer(stall))
             printf("  stall guard: on, moves it after %s without progress\n",

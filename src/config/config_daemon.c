@@ -50,6 +50,7 @@ struct agent_api_cfg {
     char *tls_ca;
     int insecure;
     ebb_dur_ms enrol_ttl;
+    ebb_dur_ms gang_timeout;
     int64_t max_connections;
     ebb_dur_ms header_timeout;
     ebb_dur_ms idle_timeout;
@@ -78,6 +79,9 @@ static const struct ebb_cfg_key agent_api_keys[] = {
      "allow plain HTTP from agents that are not on this host"},
     {"enrol_ttl", EBB_CFG_DURATION, "1h", offsetof(struct agent_api_cfg, enrol_ttl),
      "how long after a launch an instance's one-time enrolment token is good"},
+    {"gang_timeout", EBB_CFG_DURATION, "10m", offsetof(struct agent_api_cfg, gang_timeout),
+     "how long after a launch every node of a gang must have reported before "
+     "the gang is released (wall time)"},
     {"max_connections", EBB_CFG_INT, "256",
      offsetof(struct agent_api_cfg, max_connections),
      "agent connections open at once; more are closed at once"},
@@ -356,6 +360,7 @@ int ebb__config_do_agent_api(struct ebb__config *cfg, const struct ebb__ynode *n
         take_str(&cfg->agent_tls_ca, &agent->tls_ca);
         cfg->agent_insecure = agent->insecure;
         cfg->agent_enrol_ttl = agent->enrol_ttl;
+        cfg->agent_gang_timeout = agent->gang_timeout;
         free(cfg->agent_listen);
         cfg->agent_listen = agent->listen;
         agent->listen = NULL;

@@ -89,6 +89,7 @@ struct ebb__config {
     char *agent_tls_ca;        /* NULL: agents pin a self-signed cert */
     int agent_insecure;        /* agent_api.insecure: plain HTTP from afar */
     ebb_dur_ms agent_enrol_ttl; /* default 1 h */
+    ebb_dur_ms agent_gang_timeout; /* default 10 min */
     ebb_dur_ms agent_heartbeat;         /* default 5 s */
     ebb_dur_ms agent_heartbeat_timeout; /* default 60 s */
     /* Connection limits (docs/security.md, "Hostile input"). */

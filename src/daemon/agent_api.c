@@ -89,10 +89,11 @@ static void warn_refused(struct ebb__agent_api *api, enum refusal kind,
         ebb__warn("%s", line);
 }
 
-/* The job the request's bearer token belongs to; answers 401 otherwise. */
+/* The job the request's bearer token belongs to, and in *rank its agent's
+ * node; answers 401 otherwise. */
 static struct ebb__job *authenticate(struct ebb__agent_api *api,
                                      const struct ebb__httpd_request *req,
-                                     struct ebb__httpd_response *res)
+                                     struct ebb__httpd_response *res, unsigned *rank)
 {
     const char *auth = ebb__httpd_header(req, "authorization");
     const char *why = NULL;
@@ -101,7 +102,7 @@ static struct ebb__job *authenticate(struct ebb__agent_api *api,
         why = "no Authorization header";
     else if (strncasecmp(auth, "Bearer ", 7) != 0)
         why = "Authorization is not a bearer token";
-    else if ((job = ebb__engine_agent_job(api->engine, auth + 7)) == NULL)
+    else if ((job = ebb__engine_agent_job(api->engine, auth + 7, rank)) == NULL)
         why = "no live instance holds this token";
     if (job != NULL)
         return job;
@@ -191,7 +192,35 @@ static char *default_ckpt_dir(const struct ebb__engine_options *o,
     return ebb_strfmt("%s/.local/state/ebb/checkpoints/%s", home, id);
 }
 
-static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
+/* A gang member's part of the job document (docs/gangs.md): its rank, its
+ * own checkpoint directory below the job's, and the gang's newest whole
+ * checkpoint to resume from, by name (every node has its own part of it). */
+static int gang_doc(const struct ebb__engine_options *o, const struct ebb__job_info *ji,
+                    unsigned rank, json_t *doc)
+{
+    char latest[4096];
+    int rc = ebb__store_checkpoint_latest(o->store, ji->id, latest, sizeof(latest));
+    if (rc != 0 && rc != EBB_ENOTFOUND)
+        return rc;
+    const char *slash = strrchr(latest, '/');
+    json_t *ck = json_object_get(doc, "checkpoint");
+    const char *keys[] = {"dir", "default_dir"};
+    int bad = 0;
+    for (size_t i = 0; i < 2; i++) {
+        const char *d = json_string_value(json_object_get(ck, keys[i]));
+        if (d != NULL && d[0] != '\0') {
+            char *mine = ebb_strfmt("%s/rank-%u", d, rank);
+            bad |= mine == NULL || json_object_set_new(ck, keys[i], json_string(mine)) != 0;
+            free(mine);
+        }
+    }
+    bad |= json_object_set_new(ck, "resume", json_string(slash ? slash + 1 : latest)) != 0;
+    bad |= json_object_set_new(doc, "gang", json_pack("{s:i,s:I}", "nodes", ji->spec->nodes,
+                                                      "rank", (json_int_t)rank)) != 0;
+    return bad ? EBB_ENOMEM : 0;
+}
+
+static void get_job(struct ebb__agent_api *api, struct ebb__job *job, unsigned rank,
                     struct ebb__httpd_response *res)
 {
     struct ebb__job_info ji;
@@ -229,6 +258,11 @@ static void get_job(struct ebb__agent_api *api, struct ebb__job *job,
         "requirements", requirements_json(&spec->resources));
     free(dir);
     free(default_dir);
+    if (doc != NULL && spec->nodes > 1 && gang_doc(o, &ji, rank, doc) != 0) {
+        json_decref(doc);
+        reply_error(res, 503, "cannot give the gang's checkpoint now; ask again");
+        return;
+    }
     if (doc != NULL && api->ckpt.job_doc != NULL &&
         api->ckpt.job_doc(api->ckpt.arg, job, doc) != 0) {
         json_decref(doc);
@@ -278,7 +312,21 @@ static void store_report(struct ebb__agent_api *api, struct ebb__job *job,
 
 /* ---- POST /v1/agent/events ------------------------------------------------ */
 
-static void post_event(struct ebb__agent_api *api, struct ebb__job *job,
+/* The reply's "env" for a gang member's job: "NAME=value" as an object. */
+static json_t *reply_env(const struct ebb__agent_reply *reply)
+{
+    json_t *env = json_object();
+    for (size_t i = 0; env != NULL && i < reply->n_env; i++) {
+        const char *eq = strchr(reply->env[i], '=');
+        char *name = eq != NULL ? strndup(reply->env[i], (size_t)(eq - reply->env[i])) : NULL;
+        if (name != NULL)
+            json_object_set_new(env, name, json_string(eq + 1));
+        free(name);
+    }
+    return env;
+}
+
+static void post_event(struct ebb__agent_api *api, struct ebb__job *job, unsigned rank,
                        const struct ebb__httpd_request *req,
                        struct ebb__httpd_response *res)
 {
@@ -300,7 +348,7 @@ static void post_event(struct ebb__agent_api *api, struct ebb__job *job,
         r.kind = r.fraction >= 0 ? EBB__AGENT_PROGRESS : EBB__AGENT_HEARTBEAT;
     store_report(api, job, &r);
     struct ebb__agent_reply reply;
-    ebb__engine_agent_report(job, &r, &reply);
+    ebb__engine_agent_report(job, rank, &r, &reply);
     json_decref(body);
     /* What the agent is told was recorded (an exit, a checkpoint) is. */
     if (ebb__store_flush(ebb__engine_options(api->engine)->store) != 0) {
@@ -314,6 +362,13 @@ static void post_event(struct ebb__agent_api *api, struct ebb__job *job,
         ebb__httpd_set_json(res, 200, json_pack("{s:s,s:I,s:s}", "command", "stop",
                                        "grace_ms", (json_int_t)reply.grace,
                                        "reason", reply.reason));
+    else if (reply.command == EBB__AGENT_WAIT)
+        ebb__httpd_set_json(res, 200, json_pack("{s:s,s:I,s:s}", "command", "wait",
+                                       "retry_ms", (json_int_t)reply.retry,
+                                       "reason", reply.reason));
+    else if (reply.n_env > 0)
+        ebb__httpd_set_json(res, 200, json_pack("{s:s,s:o}", "command", "none",
+                                                "env", reply_env(&reply)));
     else
         ebb__httpd_set_json(res, 200, json_pack("{s:s}", "command", "none"));
 }
@@ -350,7 +405,9 @@ static void post_log(struct ebb__agent_api *api, struct ebb__job *job,
 
 /* ---- the metadata endpoint of local instances ------------------------------ */
 
-/* /imds/<token>/latest/...: the attempt whose token it is, or NULL. */
+/* /imds/<token>/latest/...: the attempt whose token it is, or NULL. A gang
+ * member's "<token>+<rank>" names its gang's attempt: the gang shares one
+ * notice. */
 static struct ebb__job *imds_job(struct ebb__agent_api *api, const char *path,
                                  const char **rest)
 {
@@ -361,6 +418,7 @@ static struct ebb__job *imds_job(struct ebb__agent_api *api, const char *path,
         return NULL;
     memcpy(buf, token, (size_t)(slash - token));
     buf[slash - token] = '\0';
+    buf[strcspn(buf, "+")] = '\0';
     *rest = slash;
     return ebb__engine_job_of_token(api->engine, buf);
 }
@@ -384,8 +442,9 @@ static void serve_imds(struct ebb__agent_api *api,
          * store, the provider's tags and `ebb job show`): the session goes
          * only to the holder of the instance's own bearer token. */
         const char *auth = ebb__httpd_header(req, "authorization");
+        unsigned rank = 0;
         if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0 ||
-            ebb__engine_agent_job(api->engine, auth + 7) != job) {
+            ebb__engine_agent_job(api->engine, auth + 7, &rank) != job) {
             warn_refused(api, REFUSED_METADATA,
                          "metadata endpoint: refused a session for %s: %s",
                          ebb__engine_job_id(job),
@@ -458,7 +517,8 @@ static void handle(const struct ebb__httpd_request *req,
     if (strcmp(req->path, "/v1/agent/resume") == 0 ||
         (strncmp(req->path, ck, strlen(ck)) == 0 &&
          (req->path[strlen(ck)] == '\0' || req->path[strlen(ck)] == '/'))) {
-        struct ebb__job *job = api->ckpt.serve ? authenticate(api, req, res) : NULL;
+        unsigned rank = 0;
+        struct ebb__job *job = api->ckpt.serve ? authenticate(api, req, res, &rank) : NULL;
         if (job != NULL)
             api->ckpt.serve(api->ckpt.arg, job, req, res);
         else if (api->ckpt.serve == NULL)
@@ -477,13 +537,14 @@ static void handle(const struct ebb__httpd_request *req,
         reply_error(res, 405, get_job_doc ? "use GET" : "use POST");
         return;
     }
-    struct ebb__job *job = authenticate(api, req, res);
+    unsigned rank = 0;
+    struct ebb__job *job = authenticate(api, req, res, &rank);
     if (job == NULL)
         return;
     if (get_job_doc)
-        get_job(api, job, res);
+        get_job(api, job, rank, res);
     else if (events)
-        post_event(api, job, req, res);
+        post_event(api, job, rank, req, res);
     else
         post_log(api, job, req, res);
 }

@@ -1,6 +1,7 @@
 /* The agent's event reports (see agent_api_parse.h). */
 #include "daemon/agent_api_parse.h"
 
+#include <arpa/inet.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -28,6 +29,10 @@ static const struct {
  * each becomes a row of `ebb job show`. */
 #define REPORT_PATH_MAX 4096
 #define REPORT_NAME_MAX 256
+/* A host's driver and CUDA versions ("535.104.05", "12.2"). */
+#define REPORT_VERSION_MAX 63
+/* A link faster than any NIC sold (3.2 Tbps is p5's EFA), in Mbps. */
+#define REPORT_LINK_MBPS_MAX ((int64_t)100 * 1000 * 1000)
 
 /* The string at `key` of `body`, NULL when absent; sets *too_long when it
  * is over `max` bytes. */
@@ -51,6 +56,29 @@ static int64_t measured(json_t *body, const char *key, int64_t max, bool *bad)
         return 0;
     }
     return json_integer_value(v);
+}
+
+/* A host report's versions, link and address (what a gang's nodes are
+ * compared by, and where their peers reach them: docs/gangs.md). The
+ * address must be an IP address, as it becomes the gang's MASTER_ADDR. */
+static int host_parse(json_t *body, struct ebb__agent_report *r, const char **why)
+{
+    bool too_long = false, bad = false;
+    r->driver_version = bounded(body, "driver_version", REPORT_VERSION_MAX, &too_long);
+    r->cuda_version = bounded(body, "cuda_version", REPORT_VERSION_MAX, &too_long);
+    r->addr = bounded(body, "addr", INET6_ADDRSTRLEN - 1, &too_long);
+    r->link_mbps = measured(body, "link_mbps", REPORT_LINK_MBPS_MAX, &bad);
+    r->port = (int)measured(body, "port", 65535, &bad);
+    unsigned char ip[sizeof(struct in6_addr)];
+    if (!too_long && r->addr != NULL && r->addr[0] != '\0' &&
+        inet_pton(AF_INET, r->addr, ip) != 1 && inet_pton(AF_INET6, r->addr, ip) != 1)
+        bad = true;
+    if (too_long || bad) {
+        *why = "\"driver_version\" and \"cuda_version\" are at most 63 bytes, "
+               "\"addr\" an IP address, \"port\" 0..65535, \"link_mbps\" 0..10^8";
+        return EBB_EINVAL;
+    }
+    return 0;
 }
 
 int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
@@ -125,5 +153,5 @@ int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
                "\"reason\" or a GPU's \"model\" longer than 256";
         return EBB_EINVAL;
     }
-    return 0;
+    return r->kind == EBB__AGENT_HOST ? host_parse(body, r, why) : 0;
 }

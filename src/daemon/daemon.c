@@ -277,6 +277,7 @@ static int start_engine(struct ebb__daemon *d)
         .store_prices = 1,
         .agent_heartbeat = d->config->agent_heartbeat,
         .agent_enrol_ttl = d->config->agent_enrol_ttl,
+        .agent_gang_timeout = d->config->agent_gang_timeout,
         .agent_heartbeat_timeout = d->config->agent_heartbeat_timeout,
         .checkpoint_root = d->checkpoints_dir,
         .run_on = d->config->run_on,

@@ -614,7 +614,7 @@ static void durable(struct task *t)
         if (ebb__engine_job_attempt(job, &a) == 0 &&
             strcmp(a.token, t->instance_token) == 0) {
             struct ebb__agent_reply reply;
-            ebb__engine_agent_report(job, &r, &reply);
+            ebb__engine_agent_report(job, 0, &r, &reply);
         } else {
             ebb__engine_durable_checkpoint(job, &r);
         }

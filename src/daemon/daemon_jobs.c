@@ -263,6 +263,25 @@ void ebb__api_jobs(void *ctx, struct ebb__api_call *call)
     ebb__api_reply(call, json_pack("{s:o}", "jobs", rows));
 }
 
+/* A gang's nodes, rank order (docs/gangs.md). */
+static json_t *nodes_json(const struct ebb__job *job, unsigned n)
+{
+    json_t *arr = json_array();
+    for (unsigned r = 0; arr != NULL && r < n; r++) {
+        struct ebb__node_info ni;
+        char id[256];
+        if (ebb__engine_job_node(job, r, &ni, id, sizeof(id)) != 0)
+            continue;
+        json_array_append_new(arr, json_pack(
+            "{s:I,s:s,s:s,s:i,s:s,s:s,s:s,s:I,s:b,s:b}", "rank", (json_int_t)r,
+            "instance_id", ni.instance_id, "addr", ni.addr, "port", ni.port,
+            "gpu_model", ni.gpu_model, "driver_version", ni.driver,
+            "cuda_version", ni.cuda, "link_mbps", (json_int_t)ni.link_mbps,
+            "started", ni.started, "exited", ni.exited));
+    }
+    return arr;
+}
+
 /* Where the job runs now, from the engine (the store has the history),
  * with what the instance has cost so far: the ledger bills it only when
  * it ends, and a running job is not free meanwhile. */
@@ -277,7 +296,8 @@ static json_t *current_json(struct ebb__daemon *d, const char *id)
                                                 ebb__clock_now(&d->clock), NULL, NULL)
                                     : 0;
     ebb_dur_ms stall_after = ebb__engine_stall_after(job);
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b,s:I,s:s,s:f,s:s,s:I,s:o,s:s}",
+    accrued *= a.nodes; /* a gang bills each node */
+    json_t *cur = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s*,s:b,s:I,s:s,s:f,s:s,s:I,s:o,s:s}",
                      "token", a.token, "provider", a.provider,
                      "market_provider", o->provider, "region", o->region,
                      "zone", o->zone, "instance_type", o->instance_type,
@@ -291,6 +311,9 @@ static json_t *current_json(struct ebb__daemon *d, const char *id)
                                         ? "on"
                                         : "off: the job has reported no progress "
                                           "(EBB_PROGRESS) on this instance");
+    if (cur != NULL && a.nodes > 1)
+        json_object_set_new(cur, "nodes", nodes_json(job, a.nodes));
+    return cur;
 }
 
 void ebb__api_job(void *ctx, struct ebb__api_call *call)

@@ -112,6 +112,9 @@ struct ebb__engine_options {
     /* Wall time an instance's enrolment token stays good after its
      * launch was asked for; 0: EBB__ENROL_TTL_DEFAULT. */
     ebb_dur_ms agent_enrol_ttl;
+    /* Wall time after a launch by which every node of a gang must have
+     * reported its host, else the gang is released (0: 10 minutes). */
+    ebb_dur_ms agent_gang_timeout;
     ebb_dur_ms agent_heartbeat;       /* wall time between agent reports */
     ebb_dur_ms agent_heartbeat_timeout; /* wall time of silence before ebbd
                                          * asks the provider */
@@ -345,7 +348,26 @@ struct ebb__attempt_info {
      * from `speed_samples` rates, or the catalog's when 0. */
     double speed;
     long long speed_samples;
+    unsigned nodes;          /* 1, or a gang's size (docs/gangs.md) */
 };
+
+/* One node of a job's current attempt, for `ebb job show`. */
+struct ebb__node_info {
+    unsigned rank;
+    const char *instance_id; /* its member's id; "" before the launch */
+    const char *addr;        /* where its peers reach it; "" before its check */
+    int port;
+    const char *gpu_model, *driver, *cuda; /* as its host report said */
+    int64_t link_mbps;
+    ebb_time_ms seen;        /* its agent's latest report; 0: none */
+    int started, exited;
+};
+
+/* Node `rank` of the job's current attempt into *out (its strings borrowed
+ * until the attempt ends; instance_id into id_buf[id_len]). Returns 0, or
+ * EBB_ENOTFOUND (no attempt, no such node). */
+int ebb__engine_job_node(const struct ebb__job *job, unsigned rank,
+                         struct ebb__node_info *out, char *id_buf, size_t id_len);
 
 /* The speed the engine plans with on market offer `offer` for any job
  * family (`ebb prices`, docs/policies.md "Learned speed"): the catalog's
@@ -503,6 +525,11 @@ struct ebb__agent_report {
     const char *gpu_model;       /* the first GPU's name as reported */
     double gpu_memory_gb_min;    /* the smallest GPU's memory */
     int pcie_width_min;          /* the narrowest link; 0: unknown */
+    const char *driver_version;  /* NULL: not given */
+    const char *cuda_version;    /* NULL: not given */
+    int64_t link_mbps;           /* its network link; 0: unknown */
+    const char *addr;            /* where its gang's peers reach it; NULL: not given */
+    int port;                    /* the free port it found there; 0: none */
 };
 
 /* A checkpoint of the job became durable in its store (r: the CHECKPOINT
@@ -515,24 +542,38 @@ struct ebb__agent_report {
 void ebb__engine_durable_checkpoint(struct ebb__job *job,
                                     const struct ebb__agent_report *r);
 
-enum ebb__agent_command { EBB__AGENT_NONE, EBB__AGENT_STOP, EBB__AGENT_RELEASE };
+/* WAIT: a gang member's host report came before its peers': report
+ * again after `retry` (docs/agent-protocol.md). */
+enum ebb__agent_command {
+    EBB__AGENT_NONE, EBB__AGENT_STOP, EBB__AGENT_RELEASE, EBB__AGENT_WAIT,
+};
 
 struct ebb__agent_reply {
     enum ebb__agent_command command;
     ebb_dur_ms grace;        /* STOP: wall time the job has left */
+    ebb_dur_ms retry;        /* WAIT: wall ms */
     char reason[192];
+    /* NONE to a gang member's host report: "NAME=value" for its job's
+     * environment, borrowed from the engine until the attempt ends. */
+    char *const *env;
+    size_t n_env;
 };
 
-/* The job of the agent holding `bearer` ("<token>.<secret>"), or NULL
- * when no live instance holds it (compared in constant time). */
-struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer);
+/* The job of the agent holding `bearer` ("<agent token>.<secret>"), and in
+ * *rank its node (0 for a single instance), or NULL when no live instance
+ * holds it (compared in constant time). */
+struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer,
+                                       unsigned *rank);
 
 /* An instance's enrolment token starts with this; the rest is
  * "<token>.<secret>". */
 #define EBB__ENROL_PREFIX "enrol:"
 #define EBB__ENROL_TTL_DEFAULT EBB_MS_PER_HOUR
-/* A bearer token, "<token>.<64 hex digits>", fits in this. */
-#define EBB__BEARER_SIZE (EBB__TOKEN_SIZE + 66)
+/* A bearer token, "<agent token>.<64 hex digits>", fits in this. */
+/* An agent token (an attempt's, or a gang member's "<token>+<rank>")
+ * fits in EBB__AGENT_TOKEN_SIZE. */
+#define EBB__AGENT_TOKEN_SIZE (EBB__TOKEN_SIZE + 8)
+#define EBB__BEARER_SIZE (EBB__AGENT_TOKEN_SIZE + 66)
 
 /* Trades an instance's enrolment token for its agent's bearer token:
  * once, before it expires. The new session secret's hash replaces the
@@ -547,9 +588,9 @@ struct ebb__job *ebb__engine_agent_enrol(struct ebb__engine *e, const char *enro
 /* The job whose current attempt has this token, or NULL. */
 struct ebb__job *ebb__engine_job_of_token(struct ebb__engine *e, const char *token);
 
-/* Records an agent's report on `job` (whose agent it is; the job must
- * have an instance) and says what the agent should do next. */
-void ebb__engine_agent_report(struct ebb__job *job,
+/* Records the report of node `rank`'s agent on `job` (whose agent it is;
+ * the job must have an instance) and says what the agent should do next. */
+void ebb__engine_agent_report(struct ebb__job *job, unsigned rank,
                               const struct ebb__agent_report *r,
                               struct ebb__agent_reply *reply);
 

@@ -12,20 +12,35 @@
 #include "engine/internal.h"
 #include "plugin/provider_call.h"
 
-struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer)
+/* The job and node of agent token `agent_token`, or NULL. */
+static struct ebb__job *job_of_agent(struct ebb__engine *e, const char *agent_token,
+                                     unsigned *rank)
+{
+    char token[EBB__TOKEN_SIZE];
+    int gang = ebb__gang_split_token(agent_token, token, rank);
+    struct ebb__job *job = gang >= 0 ? ebb__engine_job_of_token(e, token) : NULL;
+    /* A gang member's token names its rank; a single instance's none. */
+    if (job == NULL || (gang == 1) != (job->current->n_nodes > 1) ||
+        *rank >= job->current->n_nodes)
+        return NULL;
+    return job;
+}
+
+struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer,
+                                       unsigned *rank)
 {
     const char *dot = bearer != NULL ? strrchr(bearer, '.') : NULL;
-    char token[sizeof(((struct ebb__attempt *)0)->token)];
+    char token[EBB__AGENT_TOKEN_SIZE];
     if (dot == NULL || (size_t)(dot - bearer) >= sizeof(token))
         return NULL;
     memcpy(token, bearer, (size_t)(dot - bearer));
     token[dot - bearer] = '\0';
-    struct ebb__job *job = ebb__engine_job_of_token(e, token);
+    struct ebb__job *job = job_of_agent(e, token, rank);
     if (job == NULL)
         return NULL;
     /* Only the hash is kept across restarts, so the hash is compared. */
     char hash[65];
-    const char *want = job->current->agent_hash;
+    const char *want = job->current->nodes[*rank].agent_hash;
     if (want[0] == '\0' || ebb__agent_secret_hash(dot + 1, hash) != 0 ||
         !ebb__secret_hash_equal(hash, want))
         return NULL;
@@ -33,7 +48,7 @@ struct ebb__job *ebb__engine_agent_job(struct ebb__engine *e, const char *bearer
 }
 
 /* Enrolment (docs/agent-protocol.md): the token the instance's boot data
- * carries is good once. Which kind of hash the attempt holds says whether
+ * carries is good once. Which kind of hash the node holds says whether
  * it was used: after the trade it holds the session secret's, which no
  * enrolment secret matches, so a second use fails here and after a
  * restart alike. `enrolled` only lets the log say which case it was. */
@@ -47,7 +62,7 @@ struct ebb__job *ebb__engine_agent_enrol(struct ebb__engine *e, const char *enro
                            ? enrol_token + plen
                            : NULL;
     const char *dot = rest != NULL ? strrchr(rest, '.') : NULL;
-    char token[EBB__TOKEN_SIZE];
+    char token[EBB__AGENT_TOKEN_SIZE];
     *status = 401;
     if (dot == NULL || (size_t)(dot - rest) >= sizeof(token)) {
         snprintf(why, whylen, "not an enrolment token");
@@ -55,18 +70,20 @@ struct ebb__job *ebb__engine_agent_enrol(struct ebb__engine *e, const char *enro
     }
     memcpy(token, rest, (size_t)(dot - rest));
     token[dot - rest] = '\0';
-    struct ebb__job *job = ebb__engine_job_of_token(e, token);
+    unsigned rank = 0;
+    struct ebb__job *job = job_of_agent(e, token, &rank);
     struct ebb__attempt *a = job != NULL ? job->current : NULL;
     char hash[65];
     if (a == NULL) {
         snprintf(why, whylen, "no live instance has the token %s", token);
         return NULL;
     }
-    if (a->agent_hash[0] == '\0' || ebb__enrol_secret_hash(dot + 1, hash) != 0 ||
-        !ebb__secret_hash_equal(hash, a->agent_hash)) {
+    struct ebb__node *node = &a->nodes[rank];
+    if (node->agent_hash[0] == '\0' || ebb__enrol_secret_hash(dot + 1, hash) != 0 ||
+        !ebb__secret_hash_equal(hash, node->agent_hash)) {
         snprintf(why, whylen, "%s: %s", token,
-                 a->enrolled ? "its enrolment token was used already"
-                             : "not its enrolment token, or one used already");
+                 node->enrolled ? "its enrolment token was used already"
+                                : "not its enrolment token, or one used already");
         return NULL;
     }
     ebb_dur_ms ttl = e->opt.agent_enrol_ttl > 0 ? e->opt.agent_enrol_ttl
@@ -84,18 +101,24 @@ struct ebb__job *ebb__engine_agent_enrol(struct ebb__engine *e, const char *enro
         snprintf(why, whylen, "cannot draw random bytes; enrol again");
         return NULL;
     }
-    /* Durable before the agent hears it: a restart must know the session. */
-    if (ebb__store_instance_agent_hash(e->opt.store, a->token, session_hash) != 0 ||
+    /* Durable before the agent hears it: a restart must know the session.
+     * The row holds every node's hash. */
+    char enrol_hash[65];
+    memcpy(enrol_hash, node->agent_hash, sizeof(enrol_hash));
+    memcpy(node->agent_hash, session_hash, sizeof(node->agent_hash));
+    char hashes[EBB__JOB_NODES_MAX * 66];
+    ebb__gang_hashes(a, hashes, sizeof(hashes));
+    if (ebb__store_instance_agent_hash(e->opt.store, a->token, hashes) != 0 ||
         ebb__store_flush(e->opt.store) != 0) {
+        memcpy(node->agent_hash, enrol_hash, sizeof(node->agent_hash));
         *status = 503;
         snprintf(why, whylen, "cannot record the session: %s; enrol again",
                  ebb__store_errmsg(e->opt.store));
         return NULL;
     }
-    memcpy(a->agent_hash, session_hash, sizeof(a->agent_hash));
-    a->agent_secret[0] = '\0';
-    a->enrolled = 1;
-    snprintf(bearer, EBB__BEARER_SIZE, "%s.%s", a->token, secret);
+    node->agent_secret[0] = '\0';
+    node->enrolled = 1;
+    snprintf(bearer, EBB__BEARER_SIZE, "%s.%s", token, secret);
     return job;
 }
 
@@ -126,7 +149,8 @@ static void host_refusal(const struct ebb__job *job, const struct ebb__agent_rep
 }
 
 /* A host below the job's needs is released and its offer (for a
- * marketplace, the machine) left out of the choice for a day. */
+ * marketplace, the machine) left out of the choice for a day. A gang is
+ * released whole. */
 static void refuse_host(struct ebb__job *job, const char *why)
 {
     struct ebb__engine *e = job->engine;
@@ -142,7 +166,63 @@ static void refuse_host(struct ebb__job *job, const char *why)
     ebb__engine_release(job, EBB__JOB_WAITING, SIZE_MAX, reason);
 }
 
-void ebb__engine_agent_report(struct ebb__job *job,
+/* A gang member's host report: the job starts on no node until every node
+ * reported and the nodes are alike (docs/gangs.md). */
+static void gang_host(struct ebb__job *job, unsigned rank,
+                      const struct ebb__agent_report *r, struct ebb__agent_reply *reply)
+{
+    struct ebb__attempt *a = job->current;
+    ebb__gang_note_host(a, rank, r);
+    unsigned have = ebb__gang_hosts_reported(a);
+    if (have < a->n_nodes) {
+        reply->command = EBB__AGENT_WAIT;
+        reply->retry = EBB__GANG_HOST_RETRY;
+        snprintf(reply->reason, sizeof(reply->reason), "the gang is not complete: "
+                 "%u of %u nodes have reported", have, a->n_nodes);
+        return;
+    }
+    if (a->gang_env == NULL && ebb__gang_check(job, a, reply->reason,
+                                               sizeof(reply->reason))) {
+        reply->command = EBB__AGENT_RELEASE;
+        refuse_host(job, reply->reason);
+        return;
+    }
+    if (a->gang_env == NULL && ebb__gang_build_env(a) != 0) {
+        reply->command = EBB__AGENT_WAIT;
+        reply->retry = EBB__GANG_HOST_RETRY;
+        snprintf(reply->reason, sizeof(reply->reason), "ebbd is out of memory");
+        return;
+    }
+    reply->env = a->gang_env[rank];
+    reply->n_env = a->n_gang_env;
+}
+
+/* What a gang member's report means for the gang's job: the event to
+ * deliver, if any (0: none). A single instance's passes as it is. */
+static int gang_event(struct ebb__job *job, unsigned rank, const struct ebb__agent_report *r,
+                      struct ebb_instance_event *ev)
+{
+    struct ebb__attempt *a = job->current;
+    if (a->n_nodes <= 1)
+        return 1;
+    switch (r->kind) {
+    case EBB__AGENT_STARTED:
+        /* The gang runs once its first node does (the overhead runs from
+         * the launch all the same). */
+        a->nodes[rank].started = 1;
+        return 1;
+    case EBB__AGENT_PROGRESS:
+        return rank == 0; /* the ranks step together: rank 0 speaks for them */
+    case EBB__AGENT_CHECKPOINT:
+        return r->path != NULL && ebb__gang_checkpoint(a, rank, r->path);
+    case EBB__AGENT_EXITED:
+        return ebb__gang_exit(a, rank, ev->exit_status, &ev->exit_status);
+    default:
+        return 1;
+    }
+}
+
+void ebb__engine_agent_report(struct ebb__job *job, unsigned rank,
                               const struct ebb__agent_report *r,
                               struct ebb__agent_reply *reply)
 {
@@ -150,12 +230,14 @@ void ebb__engine_agent_report(struct ebb__job *job,
     struct ebb__attempt *a = job->current;
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     a->agent_seen = now;
+    a->nodes[rank].seen = now;
     struct ebb_instance_event ev = {
         .struct_size = sizeof(struct ebb_instance_event),
         .instance_id = a->instance_id,
         .token = a->token,
         .at = now,
         .exit_status = 0,
+        .rank = -1,
     };
     int deliver = 1;
     switch (r->kind) {
@@ -175,10 +257,10 @@ void ebb__engine_agent_report(struct ebb__job *job,
                                                  : EBB_EVENT_CHECKPOINT;
         ev.work_done = done > 0 ? done : 0;
         ev.checkpoint_path = r->path;
-        if (r->kind == EBB__AGENT_PROGRESS && r->fraction >= 0) {
+        if (r->kind == EBB__AGENT_PROGRESS && r->fraction >= 0 && rank == 0) {
             ebb__engine_speed_progress(job, ev.work_done, now);
             ebb__engine_stall_progress(job, ev.work_done, now);
-        } else {
+        } else if (r->kind == EBB__AGENT_CHECKPOINT) {
             ebb__engine_speed_pause(a);
             ebb__engine_stall_alive(a, now);
         }
@@ -205,6 +287,7 @@ void ebb__engine_agent_report(struct ebb__job *job,
         deliver = 0; /* a heartbeat or host report: seen is all */
         break;
     }
+    deliver = deliver && gang_event(job, rank, r, &ev);
     /* What to say is decided before the event, which may end the attempt. */
     *reply = (struct ebb__agent_reply){.command = EBB__AGENT_NONE};
     if (r->kind == EBB__AGENT_HOST) {
@@ -214,8 +297,13 @@ void ebb__engine_agent_report(struct ebb__job *job,
             refuse_host(job, reply->reason);
             return;
         }
+        if (a->n_nodes > 1 && !a->stop_sent) {
+            gang_host(job, rank, r, reply);
+            return;
+        }
     }
-    if (a->stop_sent && !a->agent_exited && r->kind != EBB__AGENT_EXITED) {
+    if (a->stop_sent && !a->agent_exited && !a->nodes[rank].exited &&
+        r->kind != EBB__AGENT_EXITED) {
         reply->command = EBB__AGENT_STOP;
         reply->grace = ebb__engine_agent_grace(job);
         snprintf(reply->reason, sizeof(reply->reason), "%s", job->after_reason);
@@ -259,6 +347,7 @@ static void on_confirm_list(void *arg, int status, const struct ebb_instance *li
     struct ebb__attempt *a = job->current;
     ebb_time_ms now = ebb__clock_now(c->e->opt.clock);
     a->confirming = 0;
+    /* A gang listed short (a member gone) no longer has its id: lost. */
     int listed = 0;
     for (size_t i = 0; status == 0 && i < n; i++)
         if (list[i].id != NULL && a->instance_id != NULL &&
@@ -269,7 +358,9 @@ static void on_confirm_list(void *arg, int status, const struct ebb_instance *li
                   "waiting", job->id, a->instance_id,
                   status != 0 ? "its provider cannot be asked"
                               : "its provider says it still runs");
-        a->agent_seen = now; /* ask again after another timeout */
+        for (unsigned r = 0; r < a->n_nodes; r++) /* ask again after another timeout */
+            if (a->nodes[r].seen != 0)
+                a->nodes[r].seen = now;
         free(c);
         return;
     }
@@ -316,6 +407,36 @@ static void release_unreported(struct ebb__job *job, ebb_dur_ms ttl)
     ebb__engine_terminate(job);
 }
 
+/* A gang not complete by agent_api.gang_timeout after its launch (some
+ * node never reported its host) is released whole: its nodes bill and
+ * none can start the job. It counts as a failed start; what the partial
+ * gang cost is in the ledger and the reason. */
+static void release_incomplete_gang(struct ebb__job *job, ebb_dur_ms timeout)
+{
+    struct ebb__attempt *a = job->current;
+    unsigned have = ebb__gang_hosts_reported(a);
+    ebb__warn("job %s: the gang on %s is not complete (%u of %u nodes reported); "
+              "releasing it", job->id, a->instance_id, have, a->n_nodes);
+    job->release_failed_start = 1;
+    job->after_release = EBB__JOB_WAITING;
+    job->launch_next = SIZE_MAX;
+    snprintf(job->after_reason, sizeof(job->after_reason), "the gang was not "
+             "complete within %lld s of the launch (agent_api.gang_timeout): %u of "
+             "%u nodes reported; the partial gang is billed",
+             (long long)(timeout / EBB_MS_PER_SECOND), have, a->n_nodes);
+    ebb__engine_terminate(job);
+}
+
+/* Whether some node's agent, heard before, has been silent for `silence`. */
+static int node_silent(const struct ebb__attempt *a, ebb_time_ms now, ebb_dur_ms silence)
+{
+    for (unsigned r = 0; r < a->n_nodes; r++)
+        if (a->nodes[r].seen != 0 && !a->nodes[r].exited &&
+            now - a->nodes[r].seen > silence)
+            return 1;
+    return 0;
+}
+
 static void on_sweep(struct ebb__timer *t)
 {
     struct ebb__engine *e = t->data;
@@ -325,6 +446,9 @@ static void on_sweep(struct ebb__timer *t)
     ebb_dur_ms ttl = e->opt.agent_enrol_ttl > 0 ? e->opt.agent_enrol_ttl
                                                 : EBB__ENROL_TTL_DEFAULT;
     ebb_dur_ms unreported = ebb__clock_from_real_ms(e->opt.clock, ttl);
+    ebb_dur_ms gang_wall = e->opt.agent_gang_timeout > 0 ? e->opt.agent_gang_timeout
+                                                         : EBB__GANG_TIMEOUT_DEFAULT;
+    ebb_dur_ms gang_timeout = ebb__clock_from_real_ms(e->opt.clock, gang_wall);
     struct ebb_list *node;
     ebb_list_foreach(node, &e->jobs) {
         struct ebb__job *job = ebb_list_entry(node, struct ebb__job, node);
@@ -332,8 +456,11 @@ static void on_sweep(struct ebb__timer *t)
         if (a == NULL || !a->launched || a->terminating)
             continue;
         if (a->agent_seen != 0 && !a->agent_exited && !a->confirming &&
-            now - a->agent_seen > silence)
+            node_silent(a, now, silence))
             confirm_silent(job);
+        else if (a->n_nodes > 1 && a->gang_env == NULL && !a->stop_sent &&
+                 e->opt.agent_url != NULL && now - a->requested_at > gang_timeout)
+            release_incomplete_gang(job, gang_wall);
         else if (a->agent_seen == 0 && e->opt.agent_url != NULL &&
                  now - a->requested_at > unreported)
             release_unreported(job, ttl);

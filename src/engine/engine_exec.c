@@ -34,6 +34,7 @@ void ebb__engine_attempt_init(struct ebb__job *job, struct ebb__attempt *a)
 void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a)
 {
     ebb__timer_stop(e->opt.clock, &a->backstop);
+    ebb__gang_free(a);
     free(a->instance_id);
     free(a->shadow_id);
     free(a);
@@ -111,8 +112,9 @@ void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
     struct bill_ctx b = {job, a, o, 0};
     int rc = ebb__store_begin(s);
     ebb_micros total = 0;
-    if (rc == 0 && a->launched)
-        total = ebb__bill(o, a->billing, a->launched_at, end, write_charge, &b);
+    /* A gang bills each node (its rows are the node's, one set per node). */
+    for (unsigned r = 0; rc == 0 && b.rc == 0 && a->launched && r < a->n_nodes; r++)
+        total += ebb__bill(o, a->billing, a->launched_at, end, write_charge, &b);
     if (rc == 0)
         rc = b.rc;
     if (rc == 0)
@@ -126,10 +128,10 @@ void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
     }
     ebb__engine_add_spend(job, total, o->currency);
     struct ebb__offer *held = &e->market.offers[a->offer];
-    held->n_running--;
+    held->n_running -= a->n_nodes;
     e->market.version++;
     if (a->launched && end > a->launched_at)
-        held->instance_hours += (double)(end - a->launched_at) / EBB_MS_PER_HOUR;
+        held->instance_hours += a->n_nodes * (double)(end - a->launched_at) / EBB_MS_PER_HOUR;
     size_t offer = a->offer;
     release_shadow(job);
     ebb__engine_attempt_free(e, a);
@@ -198,7 +200,7 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
         if (ebb__store_instance_update(e->opt.store, a->token, "failed", NULL, 0,
                                        now, ebb_strerror(status)) != 0)
             ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
-        e->market.offers[a->offer].n_running--;
+        e->market.offers[a->offer].n_running -= a->n_nodes;
         e->market.version++;
         /* A pool without capacity stays out of the policy's choice for a
          * while, so it picks another zone or type instead of asking again. */
@@ -249,8 +251,24 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
     struct ebb__attempt *a = job->current;
     const struct ebb__offer *o = &e->market.offers[a->offer];
     int shadow = c->shadow;
-    char enrol[sizeof(EBB__ENROL_PREFIX) + sizeof(a->token) + sizeof(a->agent_secret) + 1];
-    snprintf(enrol, sizeof(enrol), EBB__ENROL_PREFIX "%s.%s", a->token, a->agent_secret);
+    /* Each node's agent has its own enrolment token (a gang member's
+     * names its rank). */
+    char (*enrol)[EBB__BEARER_SIZE + sizeof(EBB__ENROL_PREFIX)] =
+        calloc(a->n_nodes, sizeof(*enrol));
+    const char **enrols = calloc(a->n_nodes, sizeof(*enrols));
+    if (enrol == NULL || enrols == NULL) {
+        free(enrol);
+        free(enrols);
+        return EBB_ENOMEM;
+    }
+    for (unsigned r = 0; r < a->n_nodes; r++) {
+        char agent_token[EBB__AGENT_TOKEN_SIZE];
+        ebb__gang_agent_token(a, r, agent_token, sizeof(agent_token));
+        snprintf(enrol[r], sizeof(enrol[r]), EBB__ENROL_PREFIX "%s.%s", agent_token,
+                 a->nodes[r].agent_secret);
+        enrols[r] = enrol[r];
+    }
+    int agents = !shadow && e->opt.agent_url != NULL;
     /* Every launch carries the job's model; only a provider that simulates
      * the job (sim) reads it. */
     struct ebb_job_model model = {
@@ -271,9 +289,10 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
         .instance_type = o->instance_type,
         .market = o->market,
         .currency = o->currency,
-        .count = 1,
+        .count = a->n_nodes,
         .agent_url = shadow ? NULL : e->opt.agent_url,
-        .agent_token = shadow || e->opt.agent_url == NULL ? NULL : enrol,
+        .agent_token = agents && a->n_nodes == 1 ? enrol[0] : NULL,
+        .agent_tokens = agents && a->n_nodes > 1 ? enrols : NULL,
         .argv = shadow ? NULL : (const char *const *)job->spec.argv,
         .argc = shadow ? 0 : job->spec.argc,
         .model = &model,
@@ -281,8 +300,11 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
         .agent_tls_ca = shadow ? NULL : e->opt.agent_tls_ca,
         .run_uid = ebb__engine_job_run_uid(job),
     };
-    return ebb__provider_launch(c->slot->plugin->name, c->slot->plugin->provider,
-                                c->slot->self, &req, c->cb, job);
+    int rc = ebb__provider_launch(c->slot->plugin->name, c->slot->plugin->provider,
+                                  c->slot->self, &req, c->cb, job);
+    free(enrol);
+    free(enrols);
+    return rc;
 }
 
 static void launch_failed(struct ebb__job *job, const struct ebb__provider_call *c,
@@ -369,14 +391,21 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
         return;
     }
     struct ebb__attempt *a = calloc(1, sizeof(*a));
-    if (a == NULL)
-        return;
-    if (ebb__random_hex(a->agent_secret, sizeof(a->agent_secret)) != 0 ||
-        ebb__enrol_secret_hash(a->agent_secret, a->agent_hash) != 0) {
+    unsigned nodes = job->spec.nodes > 1 ? (unsigned)job->spec.nodes : 1;
+    if (a == NULL || ebb__gang_nodes_alloc(a, nodes) != 0) {
         free(a);
-        ebb__engine_set_state(job, EBB__JOB_WAITING, "cannot draw random bytes "
-                              "for the agent's token");
         return;
+    }
+    for (unsigned r = 0; r < nodes; r++) {
+        struct ebb__node *n = &a->nodes[r];
+        if (ebb__random_hex(n->agent_secret, sizeof(n->agent_secret)) != 0 ||
+            ebb__enrol_secret_hash(n->agent_secret, n->agent_hash) != 0) {
+            ebb__gang_free(a);
+            free(a);
+            ebb__engine_set_state(job, EBB__JOB_WAITING, "cannot draw random bytes "
+                                  "for the agent's token");
+            return;
+        }
     }
     job->attempts++;
     snprintf(a->token, sizeof(a->token), "%s-a%u", job->id, job->attempts);
@@ -387,13 +416,15 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
     a->work_base = job->work_saved;
     ebb__engine_attempt_init(job, a);
     job->current = a;
-    e->market.offers[offer].n_running++;
+    e->market.offers[offer].n_running += nodes;
     e->market.version++;
 
     /* Intent first: the row with its token is committed before the
      * provider hears of the launch, so a crash in between is reconciled
      * by token instead of launching twice. */
     const struct ebb__market_step *step = ebb__offer_at(o, now);
+    char hashes[EBB__JOB_NODES_MAX * 66];
+    ebb__gang_hashes(a, hashes, sizeof(hashes));
     struct ebb__instance_row row = {
         .token = a->token,
         .job_id = job->id,
@@ -407,12 +438,12 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
         .currency = o->currency,
         .market_plugin = o->plugin,
         .product = o->product,
-        .agent_token_hash = a->agent_hash,
+        .agent_token_hash = hashes,
     };
     if (ebb__store_instance_insert(e->opt.store, &row) != 0) {
         ebb__error("job %s: cannot record launch intent: %s", job->id,
                    ebb__store_errmsg(e->opt.store));
-        e->market.offers[offer].n_running--;
+        e->market.offers[offer].n_running -= nodes;
         e->market.version++;
         ebb__engine_attempt_free(e, a);
         job->current = NULL;

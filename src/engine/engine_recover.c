@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/gang.h>
+
 #include "base/log.h"
 #include "engine/internal.h"
 #include "plugin/provider_call.h"
@@ -278,6 +280,9 @@ static void close_held(struct ebb__engine *e, const struct held *h, const char *
                                                EBB_MS_PER_HOUR + 0.5)
                                 : 0;
     struct ebb__job *job = ebb__engine_job(e, h->job_id);
+    /* A gang bills each of its nodes. */
+    size_t nodes = h->instance_id != NULL ? ebb_gang_size(h->instance_id) : 1;
+    amount *= nodes > 0 ? (ebb_micros)nodes : 1;
     struct ebb__ledger_row row = {
         .job_id = h->job_id, .instance_token = h->token,
         .team = job ? job->spec.team : NULL, .provider = h->provider,
@@ -308,10 +313,15 @@ static void adopt(struct ebb__engine *e, struct ebb__job *job, const struct held
 {
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     struct ebb__attempt *a = calloc(1, sizeof(*a));
-    if (a == NULL)
+    unsigned nodes = job->spec.nodes > 1 ? (unsigned)job->spec.nodes : 1;
+    if (a == NULL || ebb__gang_nodes_alloc(a, nodes) != 0) {
+        free(a);
         return;
+    }
     snprintf(a->token, sizeof(a->token), "%s", h->token);
-    snprintf(a->agent_hash, sizeof(a->agent_hash), "%s", h->agent_hash ? h->agent_hash : "");
+    if (ebb__gang_hashes_parse(a, h->agent_hash) != 0)
+        ebb__warn("job %s: %s: its agents' hashes do not match its %u nodes; they "
+                  "must enrol again", job->id, h->token, nodes);
     a->offer = offer;
     a->provider = ebb__registry_provider(e->opt.registry, h->provider);
     a->market = strcmp(h->market_plugin, h->provider) != 0
@@ -326,12 +336,15 @@ static void adopt(struct ebb__engine *e, struct ebb__job *job, const struct held
                                                : h->requested_at;
     a->running_at = a->launched_at;
     a->work_base = job->work_saved;
-    /* Its agent has a heartbeat timeout to report again. */
+    /* Its agents have a heartbeat timeout to report again; a gang's had
+     * all passed their checks (it ran). */
     a->agent_seen = now;
+    for (unsigned r = 0; r < nodes; r++)
+        a->nodes[r].seen = now;
     ebb__engine_attempt_init(job, a);
     job->current = a;
     job->held = 0;
-    e->market.offers[offer].n_running++;
+    e->market.offers[offer].n_running += nodes;
     e->market.version++;
     if (a->market != NULL) {
         if (alive(shadow))
@@ -375,8 +388,12 @@ static void settle(struct ebb__engine *e, struct held *h)
                                       ? find_listed(r, h->market_plugin, h->token)
                                       : NULL;
     size_t offer = find_offer(e, h);
+    /* A gang is taken back whole or not at all: one that lost a node
+     * while ebbd was down is released, and resumes from its checkpoint. */
+    int whole = runner == NULL || job == NULL ||
+                ebb_gang_size(runner->id) == (size_t)(job->spec.nodes > 1 ? job->spec.nodes : 1);
     int wanted = job != NULL && !ebb__job_state_terminal(job->state) &&
-                 job->current == NULL;
+                 job->current == NULL && whole;
     h->settled = 1;
     if (alive(runner))
         learn_launch(e, h, runner);

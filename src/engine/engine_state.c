@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/gang.h>
 #include <ebb/runas.h>
 
 #include "base/log.h"
@@ -402,5 +403,25 @@ int ebb__engine_job_attempt(const struct ebb__job *job,
         .imds_token = a->imds_token,
     };
     out->speed = ebb__engine_speed(job, a->offer, &out->speed_samples);
+    out->nodes = a->n_nodes;
+    return 0;
+}
+
+int ebb__engine_job_node(const struct ebb__job *job, unsigned rank,
+                         struct ebb__node_info *out, char *id_buf, size_t id_len)
+{
+    const struct ebb__attempt *a = job->current;
+    if (a == NULL || rank >= a->n_nodes)
+        return EBB_ENOTFOUND;
+    const struct ebb__node *n = &a->nodes[rank];
+    id_buf[0] = '\0';
+    if (a->instance_id != NULL && ebb_gang_member(a->instance_id, rank, id_buf, id_len) != 0)
+        id_buf[0] = '\0';
+    *out = (struct ebb__node_info){
+        .rank = rank, .instance_id = id_buf, .addr = n->addr, .port = n->port,
+        .gpu_model = n->gpu_model, .driver = n->driver, .cuda = n->cuda,
+        .link_mbps = n->link_mbps, .seen = n->seen, .started = n->started,
+        .exited = n->exited,
+    };
     return 0;
 }

@@ -30,6 +30,8 @@
  *   engine_release.c  terminating instances nothing waits for
  *   engine_secret.c   agents' random secrets and their hashes
  *   engine_offers.c   which offers a job may use; currency conversion
+ *   engine_gang.c     a gang's nodes: tokens, checks, environment, whole
+ *                     checkpoints and exits (verdicts, never actions)
  *   engine_retry.c    when a failed job may launch again, and when not
  *   engine_state.c    job states, the dirty queue, jobs by id and token
  *   engine_speed.c    learned speed per job family and host
@@ -89,19 +91,16 @@ struct ebb__attempt {
     struct ebb__plugin_slot *market; /* NULL: the runner is the market */
     char *shadow_id;         /* the market's instance, once launched */
     int shadow_lost;         /* the market took the instance away */
-    /* The agent channel (docs/agent-protocol.md): the instance is given
-     * the enrolment token "enrol:<token>.<agent_secret>", which its agent
-     * trades once, at first contact, for the bearer token
-     * "<token>.<session secret>". Only hashes are kept: agent_hash is the
-     * enrolment secret's (ebb__enrol_secret_hash) until then, the
-     * session secret's (ebb__agent_secret_hash) after. */
-    char agent_secret[65];   /* the enrolment secret, for the launch call;
-                              * "" for an attempt taken back after a restart */
-    char agent_hash[65];     /* hex SHA-256: what is stored */
-    int enrolled;            /* its enrolment token was used (in this run) */
-    ebb_time_ms agent_seen;  /* its latest report; 0: none yet */
+    /* Its agents (docs/agent-protocol.md): one node for a single instance,
+     * a gang's `n_nodes` in rank order (docs/gangs.md). */
+    struct ebb__node *nodes;
+    unsigned n_nodes;
+    ebb_time_ms agent_seen;  /* the latest report of any of its agents;
+                              * 0: none yet */
     ebb_time_ms notice_deadline; /* what the metadata endpoint says; 0: none */
-    int agent_exited;        /* it reported the job's end */
+    int agent_exited;        /* its job ended: every node's agent reported
+                              * its exit, or one node's failure ended the
+                              * gang */
     char imds_token[33];     /* the metadata endpoint's session token */
     int confirming;          /* asking the provider whether it still runs */
     /* Releases the instance when its grace period ends, whatever the
@@ -109,6 +108,43 @@ struct ebb__attempt {
      * terminate. */
     struct ebb__timer backstop;
     int download_billed;     /* its resume download's egress is in the ledger */
+    /* A gang's environment for its jobs (engine_gang.c), once every node
+     * passed its check: "NAME=value" strings, per node; NULL before. */
+    char ***gang_env;
+    size_t n_gang_env;       /* entries of each node's */
+};
+
+/* The checkpoint names of one node remembered for matching a gang's
+ * parts (engine_gang.c): its newest few. */
+#define EBB__NODE_CKPTS 4
+#define EBB__CKPT_NAME_MAX 256
+
+/* What one agent of an attempt is and said: the instance's, or one gang
+ * member's (its rank is its index in attempt->nodes). The agent is given
+ * the enrolment token "enrol:<agent token>.<agent_secret>", which it
+ * trades once, at first contact, for the bearer token "<agent
+ * token>.<session secret>"; the agent token is the attempt's token, or a
+ * member's "<token>+<rank>". Only hashes are kept: agent_hash is the
+ * enrolment secret's (ebb__enrol_secret_hash) until then, the session
+ * secret's (ebb__agent_secret_hash) after; the instance's row holds them
+ * joined by ',' in rank order. */
+struct ebb__node {
+    char agent_secret[65];   /* the enrolment secret, for the launch call;
+                              * "" for an attempt taken back after a restart */
+    char agent_hash[65];     /* hex SHA-256: what is stored */
+    int enrolled;            /* its enrolment token was used (in this run) */
+    ebb_time_ms seen;        /* its latest report; 0: none yet */
+    int started;             /* it reported the job started */
+    int exited;              /* it reported the job's end */
+    int exit_status;         /* as ebb_instance_event.exit_status */
+    /* A gang's checks (engine_gang.c): what its `host` report said. */
+    int host_reported;
+    char gpu_model[257], driver[64], cuda[64];
+    size_t n_gpus;
+    int64_t link_mbps;       /* 0: unknown */
+    char addr[64];           /* where its peers reach it */
+    int port;                /* the free port it found there */
+    char ckpts[EBB__NODE_CKPTS][EBB__CKPT_NAME_MAX]; /* newest first */
 };
 
 /* A durable checkpoint in the job's store (engine_transfer.c). */
@@ -694,6 +730,55 @@ void ebb__engine_instance_event(void *sink, const char *provider,
 void ebb__engine_stored_checkpoint(struct ebb__job *job,
                                    const struct ebb_instance_event *ev,
                                    const struct ebb__agent_report *r);
+
+/* ---- a gang's nodes (engine_gang.c, docs/gangs.md) ---- */
+
+/* A gang member's agent token is "<attempt token>+<rank>". */
+/* How soon a gang member whose peers have not all reported their hosts
+ * reports again (wall ms), and how long a gang may take to form when
+ * agent_api.gang_timeout is not given. */
+#define EBB__GANG_HOST_RETRY 1000
+#define EBB__GANG_TIMEOUT_DEFAULT (10 * EBB_MS_PER_MINUTE)
+#define EBB__GANG_RANK_SEP "+"
+
+/* Gives the attempt `n` nodes (zeroed). Returns 0 or EBB_ENOMEM. */
+int ebb__gang_nodes_alloc(struct ebb__attempt *a, unsigned n);
+/* Frees the attempt's nodes and its gang's environment. */
+void ebb__gang_free(struct ebb__attempt *a);
+/* Node `rank`'s agent token into out[len]: the attempt's token for a single
+ * instance, "<token>+<rank>" for a gang's member. */
+void ebb__gang_agent_token(const struct ebb__attempt *a, unsigned rank, char *out,
+                           size_t len);
+/* Splits an agent token into its attempt's token and rank. Returns 0 (a
+ * single instance's: rank 0), 1 (a gang member's) or EBB_EINVAL. */
+int ebb__gang_split_token(const char *agent_token, char token[EBB__TOKEN_SIZE],
+                          unsigned *rank);
+/* The nodes' agent hashes joined by ',' in rank order (what the instance's
+ * row holds), and back. */
+void ebb__gang_hashes(const struct ebb__attempt *a, char *out, size_t len);
+int ebb__gang_hashes_parse(struct ebb__attempt *a, const char *joined);
+/* Records node `rank`'s host report; how many nodes have reported theirs. */
+void ebb__gang_note_host(struct ebb__attempt *a, unsigned rank,
+                         const struct ebb__agent_report *r);
+unsigned ebb__gang_hosts_reported(const struct ebb__attempt *a);
+/* Once every node reported its host: whether the gang cannot run the job
+ * (nodes with other GPUs, driver or CUDA versions than node 0's, a network
+ * link below resources.network, no address for its peers). Returns 1 with
+ * why in why[len], else 0. */
+int ebb__gang_check(const struct ebb__job *job, const struct ebb__attempt *a,
+                    char *why, size_t len);
+/* Builds each node's environment (MASTER_ADDR, MASTER_PORT, NNODES,
+ * NODE_RANK, WORLD_SIZE, EBB_NODES) into a->gang_env. Returns 0 or
+ * EBB_ENOMEM. */
+int ebb__gang_build_env(struct ebb__attempt *a);
+/* Node `rank` made the checkpoint at `path`: returns 1 when every node now
+ * has one of that name (the gang's checkpoint is whole), else 0. */
+int ebb__gang_checkpoint(struct ebb__attempt *a, unsigned rank, const char *path);
+/* Node `rank`'s job exited with `status` (as ebb_instance_event's): returns
+ * 1 when that ends the gang's job, its status in *gang_status (a node's
+ * failure at once; else once every node exited: stopped when any stopped,
+ * else 0), else 0. */
+int ebb__gang_exit(struct ebb__attempt *a, unsigned rank, int status, int *gang_status);
 
 /* ---- agents (engine_agent.c) ---- */
 

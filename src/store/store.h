@@ -307,6 +307,11 @@ int ebb__store_checkpoint_add(struct ebb__store *s, const char *job_id,
                               const char *path, ebb_dur_ms work_done_ms,
                               int complete, int64_t bytes);
 
+/* The path of the job's newest complete checkpoint into path[len]. Returns
+ * 0, EBB_ENOTFOUND (none: path is "") or a negative code. */
+int ebb__store_checkpoint_latest(struct ebb__store *s, const char *job_id, char *path,
+                                 size_t len);
+
 /* A job's checkpoints kept in a checkpoint store (bytes > 0: the plaintext
  * bytes of a durable one), newest first, at most `most` of them: `cb`
  * with each one's time and bytes; non-zero from it stops the walk, which

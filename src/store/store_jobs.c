@@ -3,6 +3,7 @@
  * with the sums budgets read, and the job counts. Their SQL is in
  * store_sql.h. */
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/store_internal.h"
@@ -143,6 +144,33 @@ int ebb__store_checkpoints_stored(struct ebb__store *s, const char *job_id,
     int rc = bind(s, st, "ti", job_id, (int64_t)most);
     struct stored_walk w = {cb, arg};
     return rc != 0 ? rc : ebb__store_each(s, st, stored_row, &w);
+}
+
+struct path_out {
+    char *buf;
+    size_t len;
+};
+
+static int latest_row(sqlite3_stmt *st, void *arg)
+{
+    struct path_out *p = arg;
+    const unsigned char *path = sqlite3_column_text(st, 0);
+    snprintf(p->buf, p->len, "%s", path != NULL ? (const char *)path : "");
+    return 1;
+}
+
+int ebb__store_checkpoint_latest(struct ebb__store *s, const char *job_id, char *path,
+                                 size_t len)
+{
+    sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_CHECKPOINT_LATEST);
+    if (st == NULL)
+        return EBB_EDB;
+    path[0] = '\0';
+    struct path_out p = {path, len};
+    int rc = bind(s, st, "t", job_id);
+    if (rc == 0)
+        rc = ebb__store_each(s, st, latest_row, &p);
+    return rc < 0 ? rc : rc == 1 ? 0 : EBB_ENOTFOUND;
 }
 
 int ebb__store_ledger_add(struct ebb__store *s, const struct ebb__ledger_row *r)

@@ -150,6 +150,9 @@
     X(CHECKPOINT_ADD,                                                          \
       "INSERT INTO checkpoints (job_id, instance_token, at, path,"             \
       " work_done_ms, complete, bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")   \
+    X(CHECKPOINT_LATEST,                                                       \
+      "SELECT path FROM checkpoints WHERE job_id = ?1 AND complete = 1"        \
+      " ORDER BY at DESC, id DESC LIMIT 1")                                    \
     X(CHECKPOINTS_STORED,                                                      \
       "SELECT at, bytes FROM checkpoints WHERE job_id = ?1 AND bytes > 0"      \
       " ORDER BY at DESC, id DESC LIMIT ?2")                                   \

@@ -111,7 +111,7 @@ static void report(struct run *r, struct ebb__job *job, struct agent *ag,
                    struct ebb__agent_report *rep)
 {
     struct ebb__agent_reply reply;
-    ebb__engine_agent_report(job, rep, &reply);
+    ebb__engine_agent_report(job, 0, rep, &reply);
     if (reply.command == EBB__AGENT_STOP && !ag->stopping && !ag->done)
         stop_agent(r, ag, job, reply.grace);
 }
@@ -342,7 +342,7 @@ static void grace_is_priced_told_and_enforced(void **state)
     assert_int_equal(ebb__engine_grace_end(job), INT64_MAX);
 
     struct ebb__agent_reply reply;
-    ebb__engine_agent_report(job, &(struct ebb__agent_report){
+    ebb__engine_agent_report(job, 0, &(struct ebb__agent_report){
         .kind = EBB__AGENT_STARTED}, &reply);
     assert_int_equal(reply.command, EBB__AGENT_NONE);
     ebb_time_ms stop_at = now_of(r);
@@ -351,7 +351,7 @@ static void grace_is_priced_told_and_enforced(void **state)
     /* The next report, 5 s of wall time later, hears the stop with the
      * 5 s of wall time left. */
     ebb__clock_run_until(&w->v.clock, stop_at + market(r, HEARTBEAT));
-    ebb__engine_agent_report(job, &(struct ebb__agent_report){
+    ebb__engine_agent_report(job, 0, &(struct ebb__agent_report){
         .kind = EBB__AGENT_HEARTBEAT}, &reply);
     assert_int_equal(reply.command, EBB__AGENT_STOP);
     assert_int_equal(reply.grace, 5 * S);

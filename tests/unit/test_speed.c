@@ -94,7 +94,7 @@ static void report(struct ebb__job *job, ebb_time_ms at, struct ebb__agent_repor
     ebb__clock_run_until(&world.v.clock, at);
     assert_non_null(job->current);
     struct ebb__agent_reply reply;
-    ebb__engine_agent_report(job, &r, &reply);
+    ebb__engine_agent_report(job, 0, &r, &reply);
 }
 
 /* A progress line at `at` for `work` done on the current instance. */

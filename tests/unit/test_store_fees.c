@@ -93,7 +93,7 @@ static struct ebb__job *running_job(ebb_time_ms at, int store)
 static void report(struct ebb__job *job, struct ebb__agent_report r)
 {
     struct ebb__agent_reply reply;
-    ebb__engine_agent_report(job, &r, &reply);
+    ebb__engine_agent_report(job, 0, &r, &reply);
 }
 
 static void checkpoint_at(struct ebb__job *job, ebb_time_ms at, int64_t bytes)
