@@ -84,7 +84,7 @@ checkpoint: {dir: %s/ckpt-%s, grace: 60s}
 
 def events(state, jid):
     return [r[0] for r in sql(state, "SELECT reason FROM job_events WHERE job_id = ? "
-                              "ORDER BY id", jid)]
+                              "ORDER BY rowid", jid)]
 
 
 def whole_gang():
