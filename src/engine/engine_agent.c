@@ -193,6 +193,7 @@ static void gang_host(struct ebb__job *job, unsigned rank,
         snprintf(reply->reason, sizeof(reply->reason), "ebbd is out of memory");
         return;
     }
+    a->formed = 1;
     reply->env = a->gang_env[rank];
     reply->n_env = a->n_gang_env;
 }
@@ -458,7 +459,7 @@ static void on_sweep(struct ebb__timer *t)
         if (a->agent_seen != 0 && !a->agent_exited && !a->confirming &&
             node_silent(a, now, silence))
             confirm_silent(job);
-        else if (a->n_nodes > 1 && a->gang_env == NULL && !a->stop_sent &&
+        else if (a->n_nodes > 1 && !a->formed && !a->stop_sent &&
                  e->opt.agent_url != NULL && now - a->requested_at > gang_timeout)
             release_incomplete_gang(job, gang_wall);
         else if (a->agent_seen == 0 && e->opt.agent_url != NULL &&

@@ -341,6 +341,7 @@ static void adopt(struct ebb__engine *e, struct ebb__job *job, const struct held
     a->agent_seen = now;
     for (unsigned r = 0; r < nodes; r++)
         a->nodes[r].seen = now;
+    a->formed = 1;
     ebb__engine_attempt_init(job, a);
     job->current = a;
     job->held = 0;

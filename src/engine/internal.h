@@ -112,6 +112,8 @@ struct ebb__attempt {
      * passed its check: "NAME=value" strings, per node; NULL before. */
     char ***gang_env;
     size_t n_gang_env;       /* entries of each node's */
+    int formed;              /* every node passed its checks, or the gang
+                              * was taken back running after a restart */
 };
 
 /* The checkpoint names of one node remembered for matching a gang's
