@@ -413,7 +413,7 @@ static struct ebb__job *imds_job(struct ebb__agent_api *api, const char *path,
 {
     const char *token = path + strlen("/imds/");
     const char *slash = strchr(token, '/');
-    char buf[EBB__TOKEN_SIZE];
+    char buf[EBB__AGENT_TOKEN_SIZE];
     if (slash == NULL || (size_t)(slash - token) >= sizeof(buf))
         return NULL;
     memcpy(buf, token, (size_t)(slash - token));
