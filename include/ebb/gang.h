@@ -14,6 +14,9 @@
 #include "buf.h"
 
 #define EBB_GANG_SEP ','
+/* The most members a gang has (a job's `nodes`); a provider refuses a
+ * larger ebb_launch.count with EBB_EINVAL. */
+#define EBB_GANG_MAX 64
 
 /* How many members the gang id `ids` names (1 for a plain id, 0 for ""). */
 size_t ebb_gang_size(const char *ids);

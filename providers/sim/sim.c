@@ -99,8 +99,9 @@ static void run_list(struct sim *s, struct sim_req *r)
         return;
     }
     for (size_t i = 0; i < s->n_inst; i++) {
-        if (!s->inst[i]->dead)
-            sim_instance_view(s, s->inst[i], &v[n++]);
+        const struct sim_instance *in = s->inst[i];
+        if (in->lead == in && sim_gang_live(in) > 0)
+            sim_gang_view(s, in, &v[n++]);
     }
     r->cb.list(r->arg, 0, v, n);
     free(v);
@@ -133,7 +134,7 @@ static void req_run(struct sim *s, struct sim_req *r)
             r->cb.launch(r->arg, r->status, NULL);
         } else {
             struct ebb_instance v;
-            sim_instance_view(s, r->inst, &v);
+            sim_gang_view(s, r->inst, &v);
             r->cb.launch(r->arg, 0, &v);
         }
         break;
@@ -321,11 +322,11 @@ static int str_eq(const char *a, const char *b)
 
 /* The spot offer a launch lands on: the series of the price trace with its
  * provider (any when the request names none), region, zone (any when ""),
- * and instance type that has a price by now and room for one more
- * instance; the cheapest now if several qualify. EBB_ENOTFOUND when the
+ * and instance type that has a price by now and room for `count` more
+ * instances; the cheapest now if several qualify. EBB_ENOTFOUND when the
  * trace has no such offer yet, EBB_ENOCAPACITY when none has room. */
 static int choose_offer(const struct sim *s, const struct ebb_launch *req,
-                        const struct sim_offer **out)
+                        unsigned count, const struct sim_offer **out)
 {
     ebb_time_ms now = sim_now(s);
     const struct sim_offer *best = NULL;
@@ -343,7 +344,7 @@ static int choose_offer(const struct sim *s, const struct ebb_launch *req,
             continue;
         found = 1;
         int32_t cap = sim_market_capacity(&s->market, o->avail, now);
-        if (cap >= 0 && sim_instance_count(s, o->avail) >= (size_t)cap)
+        if (cap >= 0 && sim_instance_count(s, o->avail) + count > (size_t)cap)
             continue;
         ebb_micros price = sim_market_price(o, now);
         if (best == NULL || price < best_price) {
@@ -397,8 +398,9 @@ static int sim_launch(void *self, const struct ebb_launch *req,
         return EBB_EINVAL;
     if (s->destroying)
         return EBB_ESHUTDOWN;
-    if (req->count > 1)
-        return EBB_EUNSUPPORTED;
+    unsigned count = req->count > 1 ? req->count : 1;
+    if (count > EBB_GANG_MAX)
+        return EBB_EINVAL;
     struct sim_instance *in = sim_find_token(s, req->token);
     if (in != NULL)
         return launch_reply(s, cb, arg, 0, in);
@@ -409,30 +411,32 @@ static int sim_launch(void *self, const struct ebb_launch *req,
 
     const struct sim_offer *o = NULL;
     if (req->market == EBB_MARKET_SPOT) {
-        int rc = choose_offer(s, req, &o);
+        int rc = choose_offer(s, req, count, &o);
         if (rc != 0)
             return launch_reply(s, cb, arg, rc, NULL);
     }
-    if (sim_index_reserve(s) != 0)
+    if (sim_index_reserve(s, count) != 0)
         return EBB_ENOMEM;
-    in = sim_instance_new(s, req, &model, o);
+    in = sim_gang_new(s, req, &model, o, count);
     if (in == NULL)
         return EBB_ENOMEM;
     /* The reply's timer is started before the instance's, so at equal times
      * the launch callback runs before the RUNNING event. */
     int rc = launch_reply(s, cb, arg, 0, in);
     if (rc != 0) {
-        sim_instance_free(s, in);
+        sim_gang_discard(s, in);
         return rc;
     }
-    sim_index_add(s, in);
-    sim_instance_start(s, in);
+    for (unsigned k = 0; k < count; k++)
+        sim_index_add(s, count > 1 ? in->members[k] : in);
+    for (unsigned k = 0; k < count; k++)
+        sim_instance_start(s, count > 1 ? in->members[k] : in);
     return 0;
 }
 
 /* Terminating an instance that already ended succeeds (as on EC2); an id
  * the sim never issued completes with EBB_ENOTFOUND, through the callback
- * like every other answer. */
+ * like every other answer. A gang's id ends every member it names. */
 static int sim_terminate(void *self, const char *instance_id, ebb_done_cb cb,
                          void *arg)
 {
@@ -445,10 +449,12 @@ static int sim_terminate(void *self, const char *instance_id, ebb_done_cb cb,
         s->terminations_to_fail--;
         return done_later(s, cb, arg, EBB_EIO);
     }
-    struct sim_instance *in = sim_find_id(s, instance_id);
-    int rc = done_later(s, cb, arg, in != NULL ? 0 : EBB_ENOTFOUND);
-    if (rc == 0 && in != NULL)
-        sim_instance_end(s, in);
+    struct sim_instance *in[EBB_GANG_MAX];
+    size_t n;
+    int found = sim_gang_find(s, instance_id, in, &n);
+    int rc = done_later(s, cb, arg, found);
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        sim_instance_end(s, in[k]);
     return rc;
 }
 
@@ -468,7 +474,7 @@ static int sim_list_instances(void *self, ebb_list_cb cb, void *arg)
 
 /* An instance that is gone completes with EBB_ENOTFOUND; a job that has
  * already exited, or is already stopping, is left alone and the call
- * succeeds. */
+ * succeeds. A gang's job is its lead's: any member's id finds it. */
 static int sim_stop_job(void *self, const char *instance_id, ebb_dur_ms grace,
                         ebb_done_cb cb, void *arg)
 {
@@ -477,11 +483,13 @@ static int sim_stop_job(void *self, const char *instance_id, ebb_dur_ms grace,
         return EBB_EINVAL;
     if (s->destroying)
         return EBB_ESHUTDOWN;
-    struct sim_instance *in = sim_find_id(s, instance_id);
-    int alive = in != NULL && !in->dead;
+    struct sim_instance *in[EBB_GANG_MAX];
+    size_t n;
+    int alive = sim_gang_find(s, instance_id, in, &n) == 0 &&
+                sim_gang_live(in[0]->lead) > 0;
     int rc = done_later(s, cb, arg, alive ? 0 : EBB_ENOTFOUND);
     if (rc == 0 && alive)
-        sim_instance_stop_job(s, in, grace);
+        sim_instance_stop_job(s, in[0]->lead, grace);
     return rc;
 }
 
@@ -500,6 +508,7 @@ static const struct ebb_provider sim_provider = {
     .terminate = sim_terminate,
     .list_instances = sim_list_instances,
     .stop_job = sim_stop_job,
+    .flags = EBB_PROVIDER_GANGS,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

@@ -3,7 +3,8 @@
  *
  * sim.c holds the ABI glue, the configuration and the queue of callbacks
  * still to run; sim_market.c replays prices and capacity; sim_instance.c
- * runs instances, their jobs and their preemptions; sim_rng.c draws the
+ * runs instances, their jobs and their preemptions; sim_gang.c makes
+ * gangs of them, views and finds them; sim_rng.c draws the
  * random lifetimes of the hazard model. Everything happens on host timers,
  * so the provider runs the same under the real and the virtual clock, and
  * nothing depends on anything but the configuration, the seed and the
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <ebb/gang.h>
 #include <ebb/job_model.h>
 #include <ebb/list.h>
 #include <ebb/ops.h>
@@ -156,19 +158,30 @@ struct sim_instance {
 
     int64_t timer;
     int dispatching;
+
+    /* Gangs: each member is an instance of its own, with its own
+     * preemptions. `lead` is rank 0, which runs the gang's one job (the
+     * others run none) and holds what the gang shares; a single instance
+     * is its own lead, of a gang of 1. */
+    struct sim_instance *lead;
+    unsigned rank;
+    /* Lead only: */
+    unsigned size;
+    struct sim_instance **members; /* size of them, in rank order */
+    char *gang_id;  /* the members' ids joined (gang.h); NULL for a single */
+    char *live_id;  /* the live members' ids joined; gang_id once all ended */
 };
 
 /* Creates the instance for `req`, playing out the job `model` (spot: on
- * offer `o`, else o == NULL). */
+ * offer `o`, else o == NULL), as member `rank` of a gang led by `lead`
+ * (NULL: it is the lead); only the lead gets the job. */
 struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *req,
                                       const struct ebb_job_model *model,
-                                      const struct sim_offer *o);
+                                      const struct sim_offer *o,
+                                      struct sim_instance *lead, unsigned rank);
 void sim_instance_free(struct sim *s, struct sim_instance *in);
 /* Starts its life: draws the hazard, plans preemptions, arms the timer. */
 void sim_instance_start(struct sim *s, struct sim_instance *in);
-/* The public view; strings borrowed from `in`. */
-void sim_instance_view(const struct sim *s, const struct sim_instance *in,
-                       struct ebb_instance *out);
 /* Live spot instances on availability series `a` not due to go by now. */
 size_t sim_instance_count(const struct sim *s, ssize_t a);
 /* Ends the instance now (terminate): no more events; replans its group. */
@@ -178,6 +191,30 @@ void sim_instance_stop_job(struct sim *s, struct sim_instance *in,
                            ebb_dur_ms grace);
 /* Stops the instance's timer (destroy). */
 void sim_instance_disarm(struct sim *s, struct sim_instance *in);
+
+/* ---- gangs (sim_gang.c) ---- */
+
+/* The `count` members of a launch (1: a single instance), numbered after
+ * every instance so far; the lead, or NULL when out of memory. */
+struct sim_instance *sim_gang_new(struct sim *s, const struct ebb_launch *req,
+                                  const struct ebb_job_model *model,
+                                  const struct sim_offer *o, unsigned count);
+/* Frees a gang never added to the index (a launch that failed). */
+void sim_gang_discard(struct sim *s, struct sim_instance *lead);
+/* The id events name: the gang's (all members), or the instance's. */
+const char *sim_unit_id(const struct sim_instance *in);
+/* Member `in` ended: the gang's live id is made again. */
+void sim_gang_member_ended(struct sim_instance *in);
+/* How many of the gang's members still live. */
+unsigned sim_gang_live(const struct sim_instance *lead);
+/* The public view of the gang led by `lead` (a single instance: itself);
+ * strings borrowed from it. */
+void sim_gang_view(const struct sim *s, const struct sim_instance *lead,
+                   struct ebb_instance *out);
+/* The members gang id `id` names, into out[EBB_GANG_MAX], *n of them.
+ * Returns 0, or EBB_ENOTFOUND when one of them is not the sim's. */
+int sim_gang_find(const struct sim *s, const char *id, struct sim_instance **out,
+                  size_t *n);
 
 /* ---- the provider (sim.c) ---- */
 
@@ -201,11 +238,12 @@ ebb_time_ms sim_now(const struct sim *s);
 
 /* ---- finding instances (sim_index.c) ---- */
 
-/* Makes room for one more instance; sim_index_add then cannot fail.
- * Returns 0 or EBB_ENOMEM. */
-int sim_index_reserve(struct sim *s);
+/* Makes room for `n` more instances; that many sim_index_add then cannot
+ * fail. Returns 0 or EBB_ENOMEM. */
+int sim_index_reserve(struct sim *s, size_t n);
 void sim_index_add(struct sim *s, struct sim_instance *in);
-/* The instance launched with `token`, or with `id`; NULL when none. */
+/* The instance (a gang's lead) launched with `token`, or the instance
+ * `id`; NULL when none. */
 struct sim_instance *sim_find_token(const struct sim *s, const char *token);
 struct sim_instance *sim_find_id(const struct sim *s, const char *id);
 /* Frees the index (not the instances). */

@@ -1,7 +1,8 @@
 /* The sim's instances, every one ever launched, in launch order, found by
  * id (instance n is "sim-<n>", at index n - 1) and by idempotency token
- * (an open-addressing hash table): a launch and a terminate cost the same
- * with ten instances or ten thousand. */
+ * (an open-addressing hash table; a gang's members share their launch's
+ * token): a launch and a terminate cost the same with ten instances or
+ * ten thousand. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,12 @@ static void token_put(struct sim_instance **slots, size_t cap,
     slots[i] = in;
 }
 
-int sim_index_reserve(struct sim *s)
+int sim_index_reserve(struct sim *s, size_t n)
 {
-    if (s->n_inst == s->cap_inst) {
+    if (s->n_inst + n > s->cap_inst) {
         size_t cap = s->cap_inst ? s->cap_inst * 2 : 16;
+        while (cap < s->n_inst + n)
+            cap *= 2;
         struct sim_instance **v = realloc(s->inst, cap * sizeof(*v));
         if (v == NULL)
             return EBB_ENOMEM;
@@ -36,8 +39,10 @@ int sim_index_reserve(struct sim *s)
         s->cap_inst = cap;
     }
     /* The table stays at most half full (a power of two for the mask). */
-    if (2 * (s->n_inst + 1) > s->cap_tokens) {
+    if (2 * (s->n_inst + n) > s->cap_tokens) {
         size_t cap = s->cap_tokens ? s->cap_tokens * 2 : 32;
+        while (cap < 2 * (s->n_inst + n))
+            cap *= 2;
         struct sim_instance **slots = calloc(cap, sizeof(*slots));
         if (slots == NULL)
             return EBB_ENOMEM;
@@ -63,7 +68,7 @@ struct sim_instance *sim_find_token(const struct sim *s, const char *token)
     size_t i = token_hash(token) & (s->cap_tokens - 1);
     for (; s->by_token[i] != NULL; i = (i + 1) & (s->cap_tokens - 1)) {
         if (strcmp(s->by_token[i]->token, token) == 0)
-            return s->by_token[i];
+            return s->by_token[i]->lead;
     }
     return NULL;
 }

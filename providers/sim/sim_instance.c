@@ -11,6 +11,9 @@
  * or terminate the instance from its handler); the state is updated before
  * each event and the loop re-reads it after each one.
  *
+ * A gang's members are instances of their own, each preempted on its own;
+ * its job runs on its lead (rank 0) and stops when any member ends.
+ *
  * Preemptions are planned ahead, because the sim knows the future of its
  * traces: whenever the set of spot instances on one availability series
  * changes (a launch, a termination), the plan for that series is redone by
@@ -35,14 +38,18 @@ static char *dup_or_empty(const char *s)
 
 struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *req,
                                       const struct ebb_job_model *model,
-                                      const struct sim_offer *o)
+                                      const struct sim_offer *o,
+                                      struct sim_instance *lead, unsigned rank)
 {
     struct sim_instance *in = calloc(1, sizeof(*in));
     if (in == NULL)
         return NULL;
     char id[32];
     in->sim = s;
-    in->n = (unsigned long long)s->n_inst + 1;
+    in->lead = lead != NULL ? lead : in;
+    in->rank = rank;
+    in->size = 1;
+    in->n = (unsigned long long)s->n_inst + 1 + rank;
     snprintf(id, sizeof(id), "sim-%llu", in->n);
     in->id = strdup(id);
     in->token = dup_or_empty(req->token);
@@ -69,7 +76,8 @@ struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *re
     in->market = req->market;
     in->launched_at = sim_now(s);
     in->run_at = in->launched_at + s->cfg->launch_latency;
-    in->phase = SIM_BOOT;
+    /* A gang's other members run no job of their own. */
+    in->phase = in->lead == in ? SIM_BOOT : SIM_IDLE;
     in->work_total = model->work_remaining > 0 ? model->work_remaining : 0;
     in->speed = model->speed > 0 && isfinite(model->speed) ? model->speed : 1.0;
     in->overhead = model->restart_overhead > 0 ? model->restart_overhead : 0;
@@ -99,31 +107,10 @@ void sim_instance_free(struct sim *s, struct sim_instance *in)
     free(in->region);
     free(in->zone);
     free(in->instance_type);
+    free(in->members);
+    free(in->gang_id);
+    free(in->live_id);
     free(in);
-}
-
-void sim_instance_view(const struct sim *s, const struct sim_instance *in,
-                       struct ebb_instance *out)
-{
-    enum ebb_instance_state st = EBB_INSTANCE_RUNNING;
-    if (in->dead)
-        st = EBB_INSTANCE_TERMINATED;
-    else if (in->noticed)
-        st = EBB_INSTANCE_STOPPING;
-    *out = (struct ebb_instance){
-        .struct_size = sizeof(struct ebb_instance),
-        .id = in->id,
-        .token = in->token,
-        .job_id = in->job_id,
-        .region = in->region,
-        .zone = in->zone,
-        .instance_type = in->instance_type,
-        .market = in->market,
-        .state = st,
-        .launched_at = in->launched_at,
-        .preempted = in->preempted,
-        .billing = s->billing,
-    };
 }
 
 size_t sim_instance_count(const struct sim *s, ssize_t a)
@@ -188,20 +175,25 @@ static double work_at(const struct sim_instance *in, ebb_time_ms t)
     return w < target ? w : target;
 }
 
+/* An event of `in`: a gang's name the gang, and its notices and losses
+ * the member's rank. */
 static void emit(struct sim *s, struct sim_instance *in,
                  enum ebb_instance_event_kind kind, ebb_time_ms at,
                  double work, int exit_status, const char *reason)
 {
+    int member = in->lead->size > 1 &&
+                 (kind == EBB_EVENT_NOTICE || kind == EBB_EVENT_LOST);
     struct ebb_instance_event ev = {
         .struct_size = sizeof(struct ebb_instance_event),
         .kind = kind,
-        .instance_id = in->id,
+        .instance_id = sim_unit_id(in),
         .token = in->token,
         .at = at,
         .deadline = kind == EBB_EVENT_NOTICE || kind == EBB_EVENT_LOST ? in->doom_at : 0,
         .exit_status = exit_status,
         .work_done = (ebb_dur_ms)floor(work),
         .reason = reason,
+        .rank = member ? (int32_t)in->rank : -1,
     };
     s->host->instance_event(s->host->ctx, &ev);
 }
@@ -259,25 +251,54 @@ static void job_step(struct sim *s, struct sim_instance *in, ebb_time_ms at)
  * saved while the job is still booting or restoring, or when a checkpoint
  * or a stop is already under way. After the checkpoint the job goes on
  * working until the instance is taken. */
+static void arm(struct sim *s, struct sim_instance *in);
+static void dispatch(struct sim *s, struct sim_instance *in, ebb_time_ms now);
+
+/* A notice on any member of a gang is one for the gang's job, which runs
+ * on its lead. */
 static void give_notice(struct sim *s, struct sim_instance *in, ebb_time_ms now)
 {
+    struct sim_instance *job = in->lead;
     in->noticed = 1;
-    if (in->phase == SIM_WORK && now + s->cfg->checkpoint_time <= in->doom_at) {
-        in->work_base = work_at(in, now);
-        in->phase = SIM_CKPT;
-        in->phase_start = now;
-        in->phase_end = now + s->cfg->checkpoint_time;
-        in->ckpt_work = (ebb_dur_ms)floor(in->work_base);
+    if (!job->dead && job->phase == SIM_WORK &&
+        now + s->cfg->checkpoint_time <= in->doom_at) {
+        job->work_base = work_at(job, now);
+        job->phase = SIM_CKPT;
+        job->phase_start = now;
+        job->phase_end = now + s->cfg->checkpoint_time;
+        job->ckpt_work = (ebb_dur_ms)floor(job->work_base);
     }
-    emit(s, in, EBB_EVENT_NOTICE, now, work_at(in, now), 0, in->doom_reason);
+    if (job != in)
+        arm(s, job);
+    emit(s, in, EBB_EVENT_NOTICE, now, work_at(job, now), 0, in->doom_reason);
+}
+
+/* A gang with a member gone runs its job no more: the others cannot go
+ * on without it (what the gang does next is the engine's to say). */
+static void halt_gang_job(struct sim *s, struct sim_instance *in, ebb_time_ms now)
+{
+    struct sim_instance *job = in->lead;
+    if (job->size < 2 || job->dead || job->phase == SIM_IDLE)
+        return;
+    job->work_base = work_at(job, now);
+    job->phase = SIM_IDLE;
+    arm(s, job);
 }
 
 static void lose(struct sim *s, struct sim_instance *in, ebb_time_ms now)
 {
+    /* The gang job's own events due now come first, as on a single
+     * instance: a checkpoint ending at the deadline counts. */
+    if (in->lead != in && !in->lead->dispatching)
+        dispatch(s, in->lead, now);
+    if (in->dead)
+        return; /* terminated from an event's handler */
     in->dead = 1;
     in->preempted = 1;
     in->ended_at = now;
-    emit(s, in, EBB_EVENT_LOST, now, work_at(in, now), 0, in->doom_reason);
+    sim_gang_member_ended(in);
+    halt_gang_job(s, in, now);
+    emit(s, in, EBB_EVENT_LOST, now, work_at(in->lead, now), 0, in->doom_reason);
 }
 
 /* Handles one event due at `now`; returns 0 when none is due. */
@@ -299,19 +320,21 @@ static int step(struct sim *s, struct sim_instance *in, ebb_time_ms now)
     return 0;
 }
 
-static void arm(struct sim *s, struct sim_instance *in);
-
-static void on_instance_timer(void *arg)
+/* Handles every event of `in` due at `now`, then arms its timer. */
+static void dispatch(struct sim *s, struct sim_instance *in, ebb_time_ms now)
 {
-    struct sim_instance *in = arg;
-    struct sim *s = in->sim;
-    in->timer = 0;
     in->dispatching = 1;
-    ebb_time_ms now = sim_now(s);
     while (!in->dead && step(s, in, now)) {
     }
     in->dispatching = 0;
     arm(s, in);
+}
+
+static void on_instance_timer(void *arg)
+{
+    struct sim_instance *in = arg;
+    in->timer = 0;
+    dispatch(in->sim, in, sim_now(in->sim));
 }
 
 static void arm(struct sim *s, struct sim_instance *in)
@@ -416,8 +439,11 @@ void sim_instance_start(struct sim *s, struct sim_instance *in)
         ebb_dur_ms life = sim_rng_exponential_ms(&s->rng, s->cfg->preemption_hazard);
         in->hazard_at = in->launched_at + life;
     }
-    /* A fixed lifetime (demos, end-to-end tests): preempted for certain. */
+    /* A fixed lifetime (demos, end-to-end tests): preempted for certain;
+     * of a gang only its last member, so that one preemption takes one
+     * node. */
     if (in->market == EBB_MARKET_SPOT && s->cfg->preempt_after > 0 &&
+        in->rank + 1 == in->lead->size &&
         in->launched_at + s->cfg->preempt_after < in->hazard_at)
         in->hazard_at = in->launched_at + s->cfg->preempt_after;
     if (in->market == EBB_MARKET_SPOT && in->avail >= 0) {
@@ -437,6 +463,8 @@ void sim_instance_end(struct sim *s, struct sim_instance *in)
     in->dead = 1;
     in->ended_at = sim_now(s);
     sim_instance_disarm(s, in);
+    sim_gang_member_ended(in);
+    halt_gang_job(s, in, in->ended_at);
     if (in->market == EBB_MARKET_SPOT && in->avail >= 0)
         replan(s, in->avail);
 }

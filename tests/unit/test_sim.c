@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/gang.h>
 #include <ebb/job_model.h>
 #include <ebb/provider.h>
 #include <ebb/units.h>
@@ -52,6 +53,7 @@ struct rec {
     int exit_status;
     ebb_dur_ms work;
     char reason[64];
+    int32_t rank;
 };
 
 struct fx {
@@ -107,6 +109,7 @@ static void sink_event(void *sink, const char *provider,
     r->deadline = ev->deadline;
     r->exit_status = ev->exit_status;
     r->work = ev->work_done;
+    r->rank = ev->rank;
     /* Events happen when they say they do. */
     assert_int_equal(ev->at, ebb__clock_now(&f->clock));
     snprintf(r->id, sizeof(r->id), "%s", ev->instance_id);
@@ -288,6 +291,7 @@ struct list_res {
     int calls, status;
     size_t n;
     char ids[8][32];
+    enum ebb_instance_state states[8];
 };
 
 static void on_list(void *arg, int status, const struct ebb_instance *v, size_t n)
@@ -296,8 +300,10 @@ static void on_list(void *arg, int status, const struct ebb_instance *v, size_t 
     r->calls++;
     r->status = status;
     r->n = n;
-    for (size_t i = 0; i < n && i < 8; i++)
+    for (size_t i = 0; i < n && i < 8; i++) {
         snprintf(r->ids[i], sizeof(r->ids[i]), "%s", v[i].id);
+        r->states[i] = v[i].state;
+    }
 }
 
 /* A launch request and the job model it carries (linked() points the one
@@ -1190,6 +1196,244 @@ static void replays_the_shipped_aws_traces(void **state)
     fx_close(&f);
 }
 
+/* ---- gangs ---- */
+
+/* A launch request for a gang of `count` on offer A or C. */
+static struct sim_launch gang(const char *token, const char *zone, unsigned count,
+                              ebb_dur_ms work)
+{
+    struct sim_launch req = job(token, zone,
+                                strcmp(zone, "us-east-1c") == 0 ? "p2.xlarge"
+                                                                : "p3.2xlarge",
+                                EBB_MARKET_SPOT, work, 1.0);
+    req.l.count = count;
+    return req;
+}
+
+static void list_now(struct fx *f, struct list_res *l)
+{
+    memset(l, 0, sizeof(*l));
+    assert_int_equal(f->p->list_instances(f->self, on_list, l), 0);
+    run_to(f, ebb__clock_now(&f->clock));
+    assert_int_equal(l->calls, 1);
+    assert_int_equal(l->status, 0);
+}
+
+static void a_gang_needs_capacity_for_every_member(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, base_yaml), 0);
+    assert_true(f.p->flags & EBB_PROVIDER_GANGS);
+    struct launch_res r;
+    /* A holds 2 at 00:00: not 3, and B (0) none at all. */
+    struct sim_launch req = gang("g3", "us-east-1a", 3, H);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, EBB_ENOCAPACITY);
+    req = gang("gb", "us-east-1b", 2, H);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, EBB_ENOCAPACITY);
+    req = gang("big", "us-east-1c", EBB_GANG_MAX + 1, H);
+    assert_int_equal(f.p->launch(f.self, linked(&req), on_launch, &r), EBB_EINVAL);
+
+    req = gang("g2", "us-east-1a", 2, H);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, "sim-1,sim-2");
+    assert_string_equal(r.token, "g2");
+    assert_string_equal(r.zone, "us-east-1a");
+    /* Each member counts against A's capacity: no room for a third. */
+    struct sim_launch one = on_a("one", H);
+    launch(&f, &one, &r);
+    assert_int_equal(r.status, EBB_ENOCAPACITY);
+    /* The same token, the same gang. */
+    launch(&f, &req, &r);
+    assert_string_equal(r.id, "sim-1,sim-2");
+    /* C is unlimited: a gang of 4 there numbers its members after A's. */
+    req = gang("g4", "us-east-1c", 4, H);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, "sim-3,sim-4,sim-5,sim-6");
+    struct list_res l;
+    list_now(&f, &l);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.ids[0], "sim-1,sim-2");
+    assert_string_equal(l.ids[1], "sim-3,sim-4,sim-5,sim-6");
+    fx_close(&f);
+}
+
+/* A gang of 2 on A from 00:00: at 01:30 A drops to 1 and the newer member
+ * (rank 1) goes alone; the gang's job checkpoints at the notice and does
+ * no more once its member is lost; rank 0 runs on until terminated. */
+static void a_member_is_preempted_alone_and_named_by_rank(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, base_yaml), 0);
+    struct launch_res r;
+    struct sim_launch req = gang("g2", "us-east-1a", 2, 100 * H);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    run_to(&f, T0 + 100 * MINUTE);
+
+    struct rec e[16];
+    assert_int_equal(events_of(&f, "sim-1,sim-2", e, 16), 6);
+    expect(&e[0], EBB_EVENT_RUNNING, T0, -1);
+    assert_int_equal(e[0].rank, -1);
+    expect(&e[1], EBB_EVENT_PROGRESS, T0, 0);
+    expect(&e[2], EBB_EVENT_NOTICE, T0 + 88 * MINUTE, 88 * MINUTE);
+    assert_int_equal(e[2].rank, 1);
+    assert_int_equal(e[2].deadline, T0 + 90 * MINUTE);
+    expect(&e[3], EBB_EVENT_CHECKPOINT, T0 + 88 * MINUTE + 30 * S, 88 * MINUTE);
+    assert_int_equal(e[3].rank, -1);
+    expect(&e[4], EBB_EVENT_PROGRESS, T0 + 88 * MINUTE + 30 * S, 88 * MINUTE);
+    expect(&e[5], EBB_EVENT_LOST, T0 + 90 * MINUTE, -1);
+    assert_int_equal(e[5].rank, 1);
+    assert_string_equal(e[5].reason, "spot capacity reclaimed");
+    assert_int_equal(events_of(&f, "sim-1", e, 16), 0);
+    assert_int_equal(events_of(&f, "sim-2", e, 16), 0);
+
+    /* The gang is short of rank 1 and still running; the lost member's
+     * place is free again (A holds 1 now and rank 0 has it). */
+    struct list_res l;
+    list_now(&f, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.ids[0], "sim-1");
+    assert_int_equal(l.states[0], EBB_INSTANCE_RUNNING);
+    struct sim_launch one = on_a("one", H);
+    launch(&f, &one, &r);
+    assert_int_equal(r.status, EBB_ENOCAPACITY);
+
+    /* Terminating the gang's id ends every member it names (the lost one
+     * already ended); no events come after. */
+    size_t before = f.n_ev;
+    struct done_res d = {0};
+    assert_int_equal(f.p->terminate(f.self, "sim-1,sim-2", on_done, &d), 0);
+    run_to(&f, INT64_MAX);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.status, 0);
+    assert_int_equal(f.n_ev, before);
+    list_now(&f, &l);
+    assert_int_equal(l.n, 0);
+    /* A gang id naming an instance the sim never issued. */
+    assert_int_equal(f.p->terminate(f.self, "sim-1,sim-9", on_done, &d), 0);
+    run_to(&f, ebb__clock_now(&f.clock));
+    assert_int_equal(d.status, EBB_ENOTFOUND);
+    fx_close(&f);
+}
+
+static void terminating_a_gang_ends_all_its_members(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, base_yaml), 0);
+    struct launch_res r;
+    struct sim_launch req = gang("g3", "us-east-1c", 3, 100 * H);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    run_to(&f, T0 + MINUTE);
+    /* stop_job reaches the gang's one job. */
+    struct done_res d = {0};
+    assert_int_equal(f.p->stop_job(f.self, r.id, 5 * MINUTE, on_done, &d), 0);
+    run_to(&f, T0 + 2 * MINUTE);
+    assert_int_equal(d.status, 0);
+    struct rec e[16];
+    assert_int_equal(events_of(&f, r.id, e, 16), 4);
+    expect(&e[2], EBB_EVENT_CHECKPOINT, T0 + MINUTE + 30 * S, MINUTE);
+    expect(&e[3], EBB_EVENT_EXITED, T0 + MINUTE + 30 * S, -1);
+    assert_int_equal(e[3].exit_status, EBB_EXIT_STOPPED);
+
+    assert_int_equal(f.p->terminate(f.self, r.id, on_done, &d), 0);
+    run_to(&f, T0 + 3 * MINUTE);
+    assert_int_equal(d.status, 0);
+    struct list_res l;
+    list_now(&f, &l);
+    assert_int_equal(l.n, 0);
+    /* Ended, the gang answers its token as terminated, whole. */
+    launch(&f, &req, &r);
+    assert_string_equal(r.id, "sim-1,sim-2,sim-3");
+    assert_int_equal(r.state, EBB_INSTANCE_TERMINATED);
+    fx_close(&f);
+}
+
+/* preempt_after takes one node of a gang: its last. */
+static void preempt_after_takes_a_gangs_last_member(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, "prices: @/prices.csv\npreempt_after: 1h\n"), 0);
+    struct launch_res r;
+    struct sim_launch req = gang("g3", "us-east-1c", 3, 100 * H);
+    launch(&f, &req, &r);
+    run_to(&f, T0 + 3 * H);
+    size_t notices = 0, losses = 0;
+    for (size_t i = 0; i < f.n_ev; i++) {
+        if (f.ev[i].kind == EBB_EVENT_NOTICE) {
+            notices++;
+            assert_int_equal(f.ev[i].rank, 2);
+            assert_int_equal(f.ev[i].at, T0 + 58 * MINUTE);
+        }
+        if (f.ev[i].kind == EBB_EVENT_LOST) {
+            losses++;
+            assert_int_equal(f.ev[i].rank, 2);
+            assert_int_equal(f.ev[i].at, T0 + H);
+        }
+    }
+    assert_int_equal(notices, 1);
+    assert_int_equal(losses, 1);
+    struct list_res l;
+    list_now(&f, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.ids[0], "sim-1,sim-2");
+    fx_close(&f);
+}
+
+/* Each member draws its own lifetime: a gang of 4 at 0.5 preemptions per
+ * instance-hour loses its first node after 30 minutes on average, not 2
+ * hours (standard error 30 min / sqrt(300), about 5.8%; 20% is 3.5 of
+ * them), and every member goes in its own time, with its own rank. */
+static void the_hazard_takes_gang_members_one_by_one(void **state)
+{
+    (void)state;
+    enum { G = 300, N = 4 };
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, "prices: @/prices.csv\npreemption_hazard: 0.5\n"),
+                     0);
+    for (size_t g = 0; g < G; g++) {
+        char tok[32];
+        snprintf(tok, sizeof(tok), "g%zu", g);
+        struct sim_launch req = gang(tok, "us-east-1c", N, 10000 * H);
+        struct launch_res r;
+        launch(&f, &req, &r);
+        assert_int_equal(r.status, 0);
+    }
+    run_to(&f, INT64_MAX);
+    ebb_dur_ms first[G];
+    unsigned ranks[G] = {0};
+    for (size_t g = 0; g < G; g++)
+        first[g] = -1;
+    for (size_t k = 0; k < f.n_ev; k++) {
+        const struct rec *e = &f.ev[k];
+        if (e->kind != EBB_EVENT_LOST)
+            continue;
+        size_t g = (strtoul(e->id + 4, NULL, 10) - 1) / N;
+        assert_true(g < G);
+        assert_true(e->rank >= 0 && e->rank < N);
+        assert_false(ranks[g] & (1u << e->rank));
+        ranks[g] |= 1u << e->rank;
+        if (first[g] < 0)
+            first[g] = e->at - T0;
+    }
+    double sum = 0;
+    for (size_t g = 0; g < G; g++) {
+        assert_int_equal(ranks[g], (1u << N) - 1);
+        sum += (double)first[g];
+    }
+    double mean_h = sum / G / (double)H;
+    assert_true(fabs(mean_h - 0.5) < 0.1);
+    fx_close(&f);
+}
+
 int main(void)
 {
     assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -1217,6 +1461,11 @@ int main(void)
         cmocka_unit_test(bad_traces_fail_create_with_the_readers_message),
         cmocka_unit_test(the_hazard_is_bounded),
         cmocka_unit_test(replays_the_shipped_aws_traces),
+        cmocka_unit_test(a_gang_needs_capacity_for_every_member),
+        cmocka_unit_test(a_member_is_preempted_alone_and_named_by_rank),
+        cmocka_unit_test(terminating_a_gang_ends_all_its_members),
+        cmocka_unit_test(preempt_after_takes_a_gangs_last_member),
+        cmocka_unit_test(the_hazard_takes_gang_members_one_by_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
