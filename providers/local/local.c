@@ -2,10 +2,13 @@
  * completes from a host timer due now, never inside the call; pending ones
  * are operations on the SDK's in-flight tracker, ebb/ops.h, which destroy()
  * cancels), and a watch timer that notices instances whose processes are
- * gone. */
+ * gone. A gang's members are instances of l->insts sharing their launch's
+ * token, seen from outside as one (ebb/gang.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <ebb/buf.h>
 
 #include "local.h"
 
@@ -51,11 +54,42 @@ static struct local_inst *inst_of(struct ebb_list *node)
     return ebb_list_entry(node, struct local_inst, node);
 }
 
-static struct ebb_instance inst_view(const struct local_inst *i, int alive)
+/* The id of `i`'s gang (ebb/gang.h) into b: every member's (all: as
+ * launched), or those still listed (and running, with live_only); a single
+ * instance's own id. Returns whether a listed member runs. */
+static int gang_id(struct local *l, const struct local_inst *i, int all, int live_only,
+                   struct ebb_buf *b)
+{
+    int alive = 0;
+    for (unsigned k = 0; k < i->size; k++) {
+        char id[sizeof(i->id) + 8];
+        if (i->size > 1)
+            snprintf(id, sizeof(id), "local-%s+%u", i->token, k);
+        else
+            snprintf(id, sizeof(id), "local-%s", i->token);
+        int listed = all, runs = 0;
+        struct ebb_list *pos;
+        ebb_list_foreach(pos, &l->insts) {
+            struct local_inst *m = inst_of(pos);
+            if (strcmp(m->token, i->token) == 0 && m->rank == k) {
+                listed = 1;
+                runs = local_alive(m);
+            }
+        }
+        alive |= runs;
+        if (listed && (!live_only || runs))
+            ebb_gang_append(b, id);
+    }
+    if (b->data == NULL)
+        ebb_buf_append(b, "", 0);
+    return alive;
+}
+
+static struct ebb_instance inst_view(const struct local_inst *i, const char *id, int alive)
 {
     return (struct ebb_instance){
         .struct_size = sizeof(struct ebb_instance),
-        .id = i->id,
+        .id = id,
         .token = i->token,
         .job_id = i->job_id,
         .region = "",
@@ -66,6 +100,52 @@ static struct ebb_instance inst_view(const struct local_inst *i, int alive)
         .launched_at = i->launched_at,
         .billing = EBB_BILLING_PER_SECOND,
     };
+}
+
+/* Whether `i` is the first of its gang in l->insts (a single instance
+ * always is). */
+static int first_of_gang(struct local *l, const struct local_inst *i)
+{
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &l->insts) {
+        if (strcmp(inst_of(pos)->token, i->token) == 0)
+            return inst_of(pos) == i;
+    }
+    return 0;
+}
+
+/* One instance per gang: the id of its members still running (all those
+ * listed, and terminated, when none runs). */
+static void complete_list(struct local_call *c, int status)
+{
+    struct local *l = c->l;
+    size_t n = 0;
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &l->insts)
+        n++;
+    struct ebb_instance *list = calloc(n ? n : 1, sizeof(*list));
+    struct ebb_buf *ids = calloc(n ? n : 1, sizeof(*ids));
+    size_t k = 0;
+    int failed = list == NULL || ids == NULL;
+    ebb_list_foreach(pos, &l->insts) {
+        struct local_inst *i = inst_of(pos);
+        if (failed || !first_of_gang(l, i))
+            continue;
+        int alive = gang_id(l, i, 0, 1, &ids[k]);
+        if (!alive) {
+            ebb_buf_clear(&ids[k]);
+            gang_id(l, i, 0, 0, &ids[k]);
+        }
+        failed |= ids[k].failed;
+        list[k] = inst_view(i, ids[k].data, alive);
+        k++;
+    }
+    c->cb.list(c->arg, failed ? EBB_ENOMEM : status, failed ? NULL : list,
+               failed ? 0 : k);
+    for (size_t j = 0; ids != NULL && j < k; j++)
+        ebb_buf_free(&ids[j]);
+    free(ids);
+    free(list);
 }
 
 static void complete(struct local_call *c, int status)
@@ -84,7 +164,12 @@ static void complete(struct local_call *c, int status)
         break;
     }
     case CALL_LAUNCH: {
-        struct ebb_instance v = status == 0 ? inst_view(c->inst, 1)
+        struct ebb_buf id = {0};
+        if (status == 0)
+            gang_id(l, c->inst, 1, 0, &id);
+        if (id.failed)
+            status = EBB_ENOMEM;
+        struct ebb_instance v = status == 0 ? inst_view(c->inst, id.data, 1)
                                             : (struct ebb_instance){0};
         c->cb.launch(c->arg, status, status == 0 ? &v : NULL);
         /* A new instance runs from the start: its processes are up. */
@@ -92,32 +177,20 @@ static void complete(struct local_call *c, int status)
             c->inst->announce = 0;
             struct ebb_instance_event ev = {
                 .struct_size = sizeof(struct ebb_instance_event),
-                .kind = EBB_EVENT_RUNNING, .instance_id = c->inst->id,
-                .token = c->inst->token, .at = c->inst->launched_at,
+                .kind = EBB_EVENT_RUNNING, .instance_id = id.data,
+                .token = c->inst->token, .at = c->inst->launched_at, .rank = -1,
             };
             l->host->instance_event(l->host->ctx, &ev);
         }
+        ebb_buf_free(&id);
         break;
     }
     case CALL_DONE:
         c->cb.done(c->arg, status);
         break;
-    case CALL_LIST: {
-        size_t n = 0;
-        struct ebb_list *pos;
-        ebb_list_foreach(pos, &l->insts)
-            n++;
-        struct ebb_instance *list = calloc(n ? n : 1, sizeof(*list));
-        size_t k = 0;
-        ebb_list_foreach(pos, &l->insts) {
-            if (list == NULL)
-                break;
-            list[k++] = inst_view(inst_of(pos), local_alive(inst_of(pos)));
-        }
-        c->cb.list(c->arg, list ? status : EBB_ENOMEM, list, list ? k : 0);
-        free(list);
+    case CALL_LIST:
+        complete_list(c, status);
         break;
-    }
     }
 }
 
@@ -199,7 +272,7 @@ static size_t running(struct local *l)
 static void forget(struct local *l, struct local_inst *inst)
 {
     ebb_list_remove(&inst->node);
-    local_disk_remove(l, inst->token);
+    local_disk_remove(l, inst->key);
     local_state_remove(l, inst);
 }
 
@@ -209,13 +282,16 @@ static void drop(struct local *l, struct local_inst *inst)
     free(inst);
 }
 
-/* A launch of `inst` not yet answered (its call's timer is due), or NULL. */
+/* A launch of `inst`, or of its gang, not yet answered (its call's timer
+ * is due), or NULL. A call's inst is never freed while it is pending:
+ * terminate() detaches it first, and the watch waits for the answer. */
 static struct local_call *pending_launch(struct local *l, const struct local_inst *inst)
 {
     struct ebb_list *pos;
     ebb_list_foreach(pos, &l->ops.head) {
         struct local_call *c = ebb_list_entry(pos, struct local_call, op.node);
-        if (c->kind == CALL_LAUNCH && c->inst == inst)
+        if (c->kind == CALL_LAUNCH && c->inst != NULL &&
+            strcmp(c->inst->token, inst->token) == 0)
             return c;
     }
     return NULL;
@@ -241,13 +317,18 @@ static void on_watch(void *arg)
         }
         local_kill(dead); /* whatever of its tree is left */
         forget(l, dead);
+        /* A gang's member is named by the gang's id and its rank. */
+        struct ebb_buf id = {0};
+        gang_id(l, dead, 1, 0, &id);
         struct ebb_instance_event ev = {
             .struct_size = sizeof(struct ebb_instance_event),
-            .kind = EBB_EVENT_LOST, .instance_id = dead->id, .token = dead->token,
-            .at = l->host->now(l->host->ctx),
+            .kind = EBB_EVENT_LOST, .instance_id = id.failed ? dead->id : id.data,
+            .token = dead->token, .at = l->host->now(l->host->ctx),
             .reason = "the local instance's processes exited",
+            .rank = dead->size > 1 ? (int32_t)dead->rank : -1,
         };
         l->host->instance_event(l->host->ctx, &ev);
+        ebb_buf_free(&id);
         free(dead);
         pos = l->insts.next;
     }
@@ -278,6 +359,68 @@ static int become_owner(struct local *l, const struct ebb_launch *req,
     return 0;
 }
 
+/* Undoes member `inst` of a launch that failed: its processes, disk and
+ * state file. */
+static void undo(struct local *l, struct local_inst *inst)
+{
+    if (inst->pid > 0) {
+        local_kill(inst);
+        local_reap_later(l, inst->pid);
+    }
+    local_disk_remove(l, inst->key);
+    local_state_remove(l, inst);
+    free(inst);
+}
+
+/* Starts member `rank` of a gang of `size` (1: a single instance) for
+ * `req`, with its own agent token; its state file is written. Returns 0
+ * with *out, or an EBB_E* code (the member undone). */
+static int start_member(struct local *l, const struct ebb_launch *req, unsigned rank,
+                        unsigned size, const struct ebb_runas *who,
+                        struct local_inst **out)
+{
+    struct local_inst *inst = calloc(1, sizeof(*inst));
+    if (inst == NULL)
+        return EBB_ENOMEM;
+    snprintf(inst->token, sizeof(inst->token), "%s", req->token);
+    if (size > 1)
+        snprintf(inst->key, sizeof(inst->key), "%s+%u", inst->token, rank);
+    else
+        snprintf(inst->key, sizeof(inst->key), "%s", inst->token);
+    snprintf(inst->id, sizeof(inst->id), "local-%s", inst->key);
+    snprintf(inst->job_id, sizeof(inst->job_id), "%s", req->job_id);
+    inst->rank = rank;
+    inst->size = size;
+    inst->launched_at = l->host->now(l->host->ctx);
+    int rc = local_spawn(l, inst, req, size > 1 ? req->agent_tokens[rank] : req->agent_token,
+                         who);
+    if (rc == 0)
+        rc = local_state_save(l, inst);
+    if (rc != 0) {
+        undo(l, inst);
+        return rc;
+    }
+    *out = inst;
+    return 0;
+}
+
+/* Whether `req` carries an agent token for each of its `count` agents. */
+static int has_agent_tokens(const struct ebb_launch *req, unsigned count)
+{
+    if (count == 1)
+        return req->agent_token != NULL;
+    const char *const *tokens =
+        EBB_HAS(struct ebb_launch, req, agent_tokens) ? req->agent_tokens : NULL;
+    for (unsigned k = 0; tokens != NULL && k < count; k++) {
+        if (tokens[k] == NULL)
+            return 0;
+    }
+    return tokens != NULL;
+}
+
+/* A gang of `count` starts all its members or none; each takes a slot, so
+ * one larger than `slots` could never start (EBB_EINVAL), and one that
+ * does not fit now waits for room (EBB_ENOCAPACITY). */
 static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
                         void *arg)
 {
@@ -287,56 +430,43 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     int rc = ensure_dir(l);
     if (rc != 0)
         return rc;
-    if (req->count > 1)
-        return EBB_EUNSUPPORTED;
-    if (req->agent_url == NULL || req->agent_token == NULL)
+    unsigned count = req->count > 1 ? req->count : 1;
+    if (count > EBB_GANG_MAX || count > (uint64_t)l->cfg->slots)
         return EBB_EINVAL;
+    if (req->agent_url == NULL || !has_agent_tokens(req, count))
+        return EBB_EINVAL;
+    union local_cb done = {.launch = cb};
     struct local_inst *inst = find(l, req->token, 0);
     if (inst != NULL) /* the same token: the same instance, as ClientToken */
-        return defer(l, CALL_LAUNCH, 0, (union local_cb){.launch = cb}, arg, inst);
-    if (running(l) >= (size_t)l->cfg->slots)
-        return defer(l, CALL_LAUNCH, EBB_ENOCAPACITY, (union local_cb){.launch = cb}, arg, NULL);
+        return defer(l, CALL_LAUNCH, 0, done, arg, inst);
+    if (running(l) + count > (size_t)l->cfg->slots)
+        return defer(l, CALL_LAUNCH, EBB_ENOCAPACITY, done, arg, NULL);
     struct ebb_runas *who = NULL;
     rc = become_owner(l, req, &who);
     if (rc != 0)
-        return defer(l, CALL_LAUNCH, rc, (union local_cb){.launch = cb}, arg, NULL);
-    inst = calloc(1, sizeof(*inst));
-    if (inst == NULL) {
-        free(who);
-        return EBB_ENOMEM;
+        return defer(l, CALL_LAUNCH, rc, done, arg, NULL);
+    struct local_inst *members[EBB_GANG_MAX];
+    unsigned started = 0;
+    while (rc == 0 && started < count) {
+        rc = start_member(l, req, started, count, who, &members[started]);
+        started += rc == 0;
     }
-    snprintf(inst->token, sizeof(inst->token), "%s", req->token);
-    snprintf(inst->id, sizeof(inst->id), "local-%s", req->token);
-    snprintf(inst->job_id, sizeof(inst->job_id), "%s", req->job_id);
-    inst->launched_at = l->host->now(l->host->ctx);
-    rc = local_spawn(l, inst, req, who);
     free(who);
-    if (rc == 0)
-        rc = local_state_save(l, inst);
     if (rc != 0) {
-        if (inst->pid > 0) {
-            local_kill(inst);
-            local_reap_later(l, inst->pid);
-        }
-        local_disk_remove(l, inst->token);
-        free(inst);
-        return defer(l, CALL_LAUNCH, rc, (union local_cb){.launch = cb}, arg, NULL);
+        while (started > 0)
+            undo(l, members[--started]);
+        return defer(l, CALL_LAUNCH, rc, done, arg, NULL);
     }
-    ebb_list_insert_head(&l->insts, &inst->node);
-    inst->announce = 1;
-    return defer(l, CALL_LAUNCH, 0, (union local_cb){.launch = cb}, arg, inst);
+    for (unsigned k = 0; k < count; k++)
+        ebb_list_insert_head(&l->insts, &members[k]->node);
+    members[0]->announce = 1;
+    return defer(l, CALL_LAUNCH, 0, done, arg, members[0]);
 }
 
-static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
-                           void *arg)
+/* Ends member `inst` now: its processes killed, its disk and state file
+ * removed. A launch of its gang not answered yet fails. */
+static void end_member(struct local *l, struct local_inst *inst)
 {
-    struct local *l = self;
-    int rc = ensure_dir(l);
-    if (rc != 0)
-        return rc;
-    struct local_inst *inst = find(l, instance_id, 1);
-    if (inst == NULL)
-        return defer(l, CALL_DONE, EBB_ENOTFOUND, (union local_cb){.done = cb}, arg, NULL);
     local_kill(inst);
     if (inst->ours)
         local_reap_later(l, inst->pid);
@@ -345,7 +475,30 @@ static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
         c->status = EBB_EIO; /* terminated before its launch answered */
     }
     drop(l, inst);
-    return defer(l, CALL_DONE, 0, (union local_cb){.done = cb}, arg, NULL);
+}
+
+/* A gang's id ends every member it names that is still there; one that
+ * names none is not found. */
+static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
+                           void *arg)
+{
+    struct local *l = self;
+    int rc = ensure_dir(l);
+    if (rc != 0)
+        return rc;
+    size_t n = ebb_gang_size(instance_id), found = 0;
+    for (size_t k = 0; k < n && k < EBB_GANG_MAX; k++) {
+        char id[sizeof(((struct local_inst *)0)->id)];
+        struct local_inst *inst = ebb_gang_member(instance_id, k, id, sizeof(id)) == 0
+                                      ? find(l, id, 1)
+                                      : NULL;
+        if (inst != NULL) {
+            end_member(l, inst);
+            found++;
+        }
+    }
+    return defer(l, CALL_DONE, found > 0 ? 0 : EBB_ENOTFOUND,
+                 (union local_cb){.done = cb}, arg, NULL);
 }
 
 static int local_list(void *self, ebb_list_cb cb, void *arg)
@@ -427,7 +580,7 @@ static const struct ebb_provider local_provider = {
     .launch = local_launch,
     .terminate = local_terminate,
     .list_instances = local_list,
-    .flags = EBB_PROVIDER_RUNS_HERE,
+    .flags = EBB_PROVIDER_RUNS_HERE | EBB_PROVIDER_GANGS,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

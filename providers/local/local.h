@@ -2,13 +2,16 @@
  * ebb-agent and the job it runs, in its own session, started and stopped
  * through the provider ABI with the same idempotency tokens as a cloud.
  *
- * Each instance has a state file PLUGIN_DIR/<token>.json (pid, process
+ * Each instance has a state file PLUGIN_DIR/<key>.json (pid, process
  * start time, job id), written before launch() answers, so an ebbd started
  * again finds, lists and terminates instances it launched before it died;
- * the process start time guards against a recycled pid.
+ * the process start time guards against a recycled pid. Its key is its
+ * launch's token; a gang (ebb/gang.h) is one instance per member, member
+ * k's key "<token>+<k>", each with its own agent, agent token, state file,
+ * disk and metadata path, reported as one instance.
  *
  * With `disk: private` (the default) each instance also has a directory
- * of its own, PLUGIN_DIR/disks/<token>, handed to the agent as --disk and
+ * of its own, PLUGIN_DIR/disks/<key>, handed to the agent as --disk and
  * removed when the instance ends (local_disk.c).
  */
 #ifndef EBB_PROVIDER_LOCAL_H
@@ -16,6 +19,7 @@
 
 #include <sys/types.h>
 
+#include <ebb/gang.h>
 #include <ebb/list.h>
 #include <ebb/ops.h>
 #include <ebb/provider.h>
@@ -29,10 +33,12 @@ struct local_cfg {
     char *disk;              /* "private" (a disk per instance) or "shared" */
 };
 
-/* One instance, as its state file says. */
+/* One instance, or one member of a gang, as its state file says. */
 struct local_inst {
-    char token[96];
-    char id[112];            /* "local-" + token */
+    char token[96];          /* its launch's */
+    char key[104];           /* token, or a gang's member's "<token>+<rank>" */
+    char id[112];            /* "local-" + key */
+    unsigned rank, size;     /* its rank in a gang of `size`; 1: single */
     char job_id[64];
     pid_t pid;               /* the agent; leader of its session and group */
     unsigned long long start_ticks; /* its start time, /proc/PID/stat field 22 */
@@ -65,14 +71,15 @@ struct local {
  * program; it must be executable. Returns 0, or EBB_ECONFIG (logged). */
 int local_find_agent(struct local *l);
 /* Starts ebb-agent for `inst` of launch `req` in a new session as the user
- * `who` (see ebb/runas.h; prepared by the caller), with its own disk as
+ * `who` (see ebb/runas.h; prepared by the caller), its enrolment token
+ * `agent_token` in its environment, with its own disk as
  * --disk when disks are private (local_disk_create), told to trust ebbd by
  * the request's CA (PEM text, written to DIR/ebbd-ca.pem and handed to the
  * agent as an open descriptor, since the job's user may not enter ebbd's
  * state directory) or else its pin. Returns 0, or EBB_EPERM (the user
  * cannot be become) or EBB_EIO with the reason logged. */
 int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launch *req,
-                const struct ebb_runas *who);
+                const char *agent_token, const struct ebb_runas *who);
 /* Whether inst's agent still runs (reaping it when it is our child). */
 int local_alive(struct local_inst *inst);
 /* Reaps child `pid` now if it has exited, else on a later local_reap(). */
@@ -86,15 +93,15 @@ void local_kill(const struct local_inst *inst);
 /* The start time of process `pid` in clock ticks since boot; 0 if none. */
 unsigned long long local_start_ticks(pid_t pid);
 
-/* local_disk.c: private disks, PLUGIN_DIR/disks/<token> */
+/* local_disk.c: private disks, PLUGIN_DIR/disks/<key> */
 /* Makes inst's disk, empty, owned by `who`, mode 0700; *path (caller
  * frees) is where, or NULL when `who` could not reach it (the instance
  * then runs without one, logged). Returns 0, or EBB_EIO, logged. */
 int local_disk_create(struct local *l, const struct local_inst *inst,
                       const struct ebb_runas *who, char **path);
-/* Removes the disk of instance `token` with all in it, if there is one
+/* Removes the disk of instance `key` with all in it, if there is one
  * (links removed, never followed). */
-void local_disk_remove(struct local *l, const char *token);
+void local_disk_remove(struct local *l, const char *key);
 /* Removes every disk that no instance of l->insts owns (their instances
  * ended while no ebbd ran). */
 void local_disk_sweep(struct local *l);

@@ -1,5 +1,5 @@
-/* Private disks of local instances: PLUGIN_DIR/disks/<token>/, one per
- * instance, owned by the job's user (mode 0700), removed when the instance
+/* Private disks of local instances: PLUGIN_DIR/disks/<key>/ (the launch
+ * token; a gang's member's is "<token>+<rank>"), one per instance, owned by the job's user (mode 0700), removed when the instance
  * ends, so that what a job left on its disk dies with its instance as on a
  * cloud. Removal works below an open descriptor of the disks directory
  * (openat/unlinkat), never following a link: a link the job made to a
@@ -143,22 +143,22 @@ int local_disk_create(struct local *l, const struct local_inst *inst,
 {
     char *path = NULL;
     *out = NULL;
-    if (!token_ok(inst->token) ||
-        asprintf(&path, "%s/disks/%s", l->dir, inst->token) < 0) {
+    if (!token_ok(inst->key) ||
+        asprintf(&path, "%s/disks/%s", l->dir, inst->key) < 0) {
         l->host->log(l->host->ctx, EBB_LOG_ERROR, "job %s: launch token \"%s\" "
-                     "cannot name a disk", inst->job_id, inst->token);
+                     "cannot name a disk", inst->job_id, inst->key);
         return EBB_EIO;
     }
     int disks = open_disks(l);
     /* A disk left by an instance of this token that ended while no ebbd
      * ran is not this instance's: it starts empty. */
-    int ok = disks >= 0 && remove_tree(disks, inst->token, 0) == 0 &&
-             mkdirat(disks, inst->token, 0700) == 0;
+    int ok = disks >= 0 && remove_tree(disks, inst->key, 0) == 0 &&
+             mkdirat(disks, inst->key, 0700) == 0;
     /* Giving it to the job's user needs CAP_CHOWN, which the shipped unit
      * does not grant (it grants what starting the job needs). */
     int cannot_give = 0;
     if (ok && who->switch_ids &&
-        fchownat(disks, inst->token, who->uid, who->gid, AT_SYMLINK_NOFOLLOW) != 0) {
+        fchownat(disks, inst->key, who->uid, who->gid, AT_SYMLINK_NOFOLLOW) != 0) {
         ok = errno == EPERM;
         cannot_give = ok;
     }
@@ -175,14 +175,14 @@ int local_disk_create(struct local *l, const struct local_inst *inst,
                      "no disk of its own (disk: shared for it)", inst->job_id,
                      cannot_give ? "ebbd may not give (CAP_CHOWN) to its user" : "its user "
                      "cannot enter", path);
-        local_disk_remove(l, inst->token);
+        local_disk_remove(l, inst->key);
         free(path);
         return 0;
     }
     if (rc != 0) {
         l->host->log(l->host->ctx, EBB_LOG_ERROR, "job %s: cannot make the "
                      "instance's disk %s: %s", inst->job_id, path, why);
-        local_disk_remove(l, inst->token);
+        local_disk_remove(l, inst->key);
         free(path);
         return rc;
     }
@@ -190,23 +190,23 @@ int local_disk_create(struct local *l, const struct local_inst *inst,
     return 0;
 }
 
-void local_disk_remove(struct local *l, const char *token)
+void local_disk_remove(struct local *l, const char *key)
 {
-    if (!token_ok(token))
+    if (!token_ok(key))
         return;
     int disks = open_disks(l);
     struct stat st;
-    if (disks < 0 || fstatat(disks, token, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (disks < 0 || fstatat(disks, key, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (disks >= 0)
             close(disks);
         return; /* none: shared disks, or removed already */
     }
-    if (remove_tree(disks, token, 0) == 0)
+    if (remove_tree(disks, key, 0) == 0)
         l->host->log(l->host->ctx, EBB_LOG_INFO, "removed the disk of instance %s",
-                     token);
+                     key);
     else
         l->host->log(l->host->ctx, EBB_LOG_ERROR, "cannot remove %s/disks/%s: %s",
-                     l->dir, token, strerror(errno));
+                     l->dir, key, strerror(errno));
     close(disks);
 }
 
@@ -230,7 +230,7 @@ void local_disk_sweep(struct local *l)
             continue;
         int owned = 0;
         ebb_list_foreach(pos, &l->insts)
-            owned |= strcmp(ebb_list_entry(pos, struct local_inst, node)->token,
+            owned |= strcmp(ebb_list_entry(pos, struct local_inst, node)->key,
                             de->d_name) == 0;
         if (owned)
             continue;

@@ -243,17 +243,17 @@ static int child_status(int fd, int step[2])
 }
 
 int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launch *req,
-                const struct ebb_runas *who)
+                const char *agent_token, const struct ebb_runas *who)
 {
     const char *tls_pin = EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin
                                                                         : NULL;
     const char *tls_ca = EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca
                                                                       : NULL;
     char *metadata = NULL, *log = NULL;
-    char **env = agent_env(inst, req->agent_token, who);
-    if (asprintf(&metadata, "%s/imds/%s", req->agent_url, inst->token) < 0)
+    char **env = agent_env(inst, agent_token, who);
+    if (asprintf(&metadata, "%s/imds/%s", req->agent_url, inst->key) < 0)
         metadata = NULL;
-    if (asprintf(&log, "%s/%s.agent.log", l->dir, inst->token) < 0)
+    if (asprintf(&log, "%s/%s.agent.log", l->dir, inst->key) < 0)
         log = NULL;
     char ca_name[64];
     int ca_ok;

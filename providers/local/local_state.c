@@ -1,4 +1,6 @@
-/* State files of local instances: PLUGIN_DIR/<token>.json. */
+/* State files of local instances: PLUGIN_DIR/<key>.json, one per instance
+ * and one per member of a gang (which names its launch's token, its rank
+ * and the gang's size, so that the gang is found again). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,22 +11,23 @@
 
 #include "local.h"
 
-static char *state_path(const struct local *l, const char *token)
+static char *state_path(const struct local *l, const char *key)
 {
     char *path = NULL;
-    return asprintf(&path, "%s/%s.json", l->dir, token) < 0 ? NULL : path;
+    return asprintf(&path, "%s/%s.json", l->dir, key) < 0 ? NULL : path;
 }
 
 int local_state_save(struct local *l, const struct local_inst *inst)
 {
-    char *path = state_path(l, inst->token);
+    char *path = state_path(l, inst->key);
     char *tmp = NULL;
     if (path == NULL || asprintf(&tmp, "%s.tmp", path) < 0) {
         free(path);
         return EBB_ENOMEM;
     }
-    json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I}", "token", inst->token,
-                          "id", inst->id, "job_id", inst->job_id,
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "token", inst->token,
+                          "key", inst->key, "id", inst->id, "job_id", inst->job_id,
+                          "rank", (json_int_t)inst->rank, "size", (json_int_t)inst->size,
                           "pid", (json_int_t)inst->pid,
                           "start_ticks", (json_int_t)inst->start_ticks,
                           "launched_at", (json_int_t)inst->launched_at);
@@ -45,25 +48,37 @@ int local_state_save(struct local *l, const struct local_inst *inst)
 
 void local_state_remove(struct local *l, const struct local_inst *inst)
 {
-    char *path = state_path(l, inst->token);
+    char *path = state_path(l, inst->key);
     if (path != NULL)
         unlink(path);
     free(path);
 }
 
+/* A file written before gangs names no key, rank or size: a single
+ * instance, whose key is its token. */
 static struct local_inst *inst_from_json(json_t *j)
 {
     const char *token = json_string_value(json_object_get(j, "token"));
+    const char *key = json_string_value(json_object_get(j, "key"));
+    json_int_t size = json_object_get(j, "size") ? json_integer_value(json_object_get(j, "size"))
+                                                 : 1;
+    json_int_t rank = json_integer_value(json_object_get(j, "rank"));
+    if (key == NULL)
+        key = token;
     const char *id = json_string_value(json_object_get(j, "id"));
     const char *job = json_string_value(json_object_get(j, "job_id"));
     struct local_inst *inst = calloc(1, sizeof(*inst));
     if (inst == NULL || token == NULL || id == NULL || job == NULL ||
-        strlen(token) >= sizeof(inst->token) || strlen(id) >= sizeof(inst->id) ||
-        strlen(job) >= sizeof(inst->job_id)) {
+        strlen(token) >= sizeof(inst->token) || strlen(key) >= sizeof(inst->key) ||
+        strlen(id) >= sizeof(inst->id) || strlen(job) >= sizeof(inst->job_id) ||
+        size < 1 || size > EBB_GANG_MAX || rank < 0 || rank >= size) {
         free(inst);
         return NULL;
     }
     snprintf(inst->token, sizeof(inst->token), "%s", token);
+    snprintf(inst->key, sizeof(inst->key), "%s", key);
+    inst->rank = (unsigned)rank;
+    inst->size = (unsigned)size;
     snprintf(inst->id, sizeof(inst->id), "%s", id);
     snprintf(inst->job_id, sizeof(inst->job_id), "%s", job);
     inst->pid = (pid_t)json_integer_value(json_object_get(j, "pid"));
