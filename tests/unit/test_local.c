@@ -415,11 +415,38 @@ static void a_restarted_ebbd_finds_the_gang_and_hears_of_a_lost_member(void **st
     fx_close(&f);
 }
 
+/* A gang terminated before its launch answered: the launch fails, both
+ * agents are killed, and nothing of the gang is left to read. */
+static void a_gang_terminated_before_its_launch_answered(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    struct ebb_launch req = gang("ga", 2, tokens_a);
+    struct res r = {0}, d = {0};
+    assert_int_equal(f.p->launch(f.self, &req, on_launch, &r), 0);
+    pid_t pids[2] = {agent_pid(&f, "ga+0"), agent_pid(&f, "ga+1")};
+    assert_int_equal(f.p->terminate(f.self, "local-ga+0,local-ga+1", on_done, &d), 0);
+    run_to(&f, ebb__clock_now(&f.clock) + 1100); /* the watch too */
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.status, EBB_EIO);
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.status, 0);
+    assert_int_equal(f.n_ev, 0);
+    expect_killed(pids[0]);
+    expect_killed(pids[1]);
+    struct res l;
+    list(&f, &l);
+    assert_int_equal(l.n, 0);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_gang_starts_one_agent_per_member),
         cmocka_unit_test(a_restarted_ebbd_finds_the_gang_and_hears_of_a_lost_member),
+        cmocka_unit_test(a_gang_terminated_before_its_launch_answered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1356,6 +1356,29 @@ static void terminating_a_gang_ends_all_its_members(void **state)
     fx_close(&f);
 }
 
+/* A checkpoint the notice of one member starts, ending at that member's
+ * deadline, counts: the job's events come before the loss. */
+static void a_gang_checkpoint_ending_at_the_deadline_counts(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, "prices: @/prices.csv\navailability: @/avail.csv\n"
+                                     "notice_lead: 30s\n"), 0);
+    struct launch_res r;
+    struct sim_launch req = gang("g2", "us-east-1a", 2, 100 * H);
+    launch(&f, &req, &r);
+    run_to(&f, T0 + 100 * MINUTE);
+    struct rec e[16];
+    assert_int_equal(events_of(&f, "sim-1,sim-2", e, 16), 6);
+    expect(&e[2], EBB_EVENT_NOTICE, T0 + 90 * MINUTE - 30 * S, -1);
+    assert_int_equal(e[2].rank, 1);
+    expect(&e[3], EBB_EVENT_CHECKPOINT, T0 + 90 * MINUTE, 90 * MINUTE - 30 * S);
+    expect(&e[4], EBB_EVENT_PROGRESS, T0 + 90 * MINUTE, 90 * MINUTE - 30 * S);
+    expect(&e[5], EBB_EVENT_LOST, T0 + 90 * MINUTE, -1);
+    assert_int_equal(e[5].rank, 1);
+    fx_close(&f);
+}
+
 /* preempt_after takes one node of a gang: its last. */
 static void preempt_after_takes_a_gangs_last_member(void **state)
 {
@@ -1464,6 +1487,7 @@ int main(void)
         cmocka_unit_test(a_gang_needs_capacity_for_every_member),
         cmocka_unit_test(a_member_is_preempted_alone_and_named_by_rank),
         cmocka_unit_test(terminating_a_gang_ends_all_its_members),
+        cmocka_unit_test(a_gang_checkpoint_ending_at_the_deadline_counts),
         cmocka_unit_test(preempt_after_takes_a_gangs_last_member),
         cmocka_unit_test(the_hazard_takes_gang_members_one_by_one),
     };
