@@ -474,7 +474,8 @@ static int sim_list_instances(void *self, ebb_list_cb cb, void *arg)
 
 /* An instance that is gone completes with EBB_ENOTFOUND; a job that has
  * already exited, or is already stopping, is left alone and the call
- * succeeds. A gang's job is its lead's: any member's id finds it. */
+ * succeeds. A gang's job is its lead's: any member's id finds it; one
+ * that a member's end stopped is gone too. */
 static int sim_stop_job(void *self, const char *instance_id, ebb_dur_ms grace,
                         ebb_done_cb cb, void *arg)
 {
@@ -486,7 +487,7 @@ static int sim_stop_job(void *self, const char *instance_id, ebb_dur_ms grace,
     struct sim_instance *in[EBB_GANG_MAX];
     size_t n;
     int alive = sim_gang_find(s, instance_id, in, &n) == 0 &&
-                sim_gang_live(in[0]->lead) > 0;
+                sim_gang_live(in[0]->lead) > 0 && !in[0]->lead->halted;
     int rc = done_later(s, cb, arg, alive ? 0 : EBB_ENOTFOUND);
     if (rc == 0 && alive)
         sim_instance_stop_job(s, in[0]->lead, grace);

@@ -170,6 +170,7 @@ struct sim_instance {
     struct sim_instance **members; /* size of them, in rank order */
     char *gang_id;  /* the members' ids joined (gang.h); NULL for a single */
     char *live_id;  /* the live members' ids joined; gang_id once all ended */
+    int halted;     /* the gang's job stopped when a member ended */
 };
 
 /* Creates the instance for `req`, playing out the job `model` (spot: on

@@ -282,6 +282,7 @@ static void halt_gang_job(struct sim *s, struct sim_instance *in, ebb_time_ms no
         return;
     job->work_base = work_at(job, now);
     job->phase = SIM_IDLE;
+    job->halted = 1;
     arm(s, job);
 }
 

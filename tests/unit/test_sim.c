@@ -1303,11 +1303,16 @@ static void a_member_is_preempted_alone_and_named_by_rank(void **state)
     struct sim_launch one = on_a("one", H);
     launch(&f, &one, &r);
     assert_int_equal(r.status, EBB_ENOCAPACITY);
+    /* The gang's job stopped with its member: there is none to stop. */
+    struct done_res d = {0};
+    assert_int_equal(f.p->stop_job(f.self, "sim-1", MINUTE, on_done, &d), 0);
+    run_to(&f, ebb__clock_now(&f.clock));
+    assert_int_equal(d.status, EBB_ENOTFOUND);
 
     /* Terminating the gang's id ends every member it names (the lost one
      * already ended); no events come after. */
     size_t before = f.n_ev;
-    struct done_res d = {0};
+    d = (struct done_res){0};
     assert_int_equal(f.p->terminate(f.self, "sim-1,sim-2", on_done, &d), 0);
     run_to(&f, INT64_MAX);
     assert_int_equal(d.calls, 1);
