@@ -28,6 +28,7 @@
 #include <ebb/common.h>
 #include <ebb/config.h>
 #include <ebb/diag.h>
+#include <ebb/gang.h>
 #include <ebb/policy.h>
 
 #include "base/yaml_doc.h"
@@ -63,7 +64,7 @@
 #define EBB__JOB_PRIORITY_URGENT 1000
 #define EBB__JOB_PRIORITY_MAX 1000
 /* nodes: a gang's size (docs/gangs.md); 1 is a single instance. */
-#define EBB__JOB_NODES_MAX 64
+#define EBB__JOB_NODES_MAX EBB_GANG_MAX
 /* resources.network: the most a spec may ask for, in Gbps (above any NIC
  * sold: 3200 Gbps is p5's EFA). */
 #define EBB__JOB_NETWORK_GBPS_MAX 10000.0
