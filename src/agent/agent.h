@@ -18,6 +18,7 @@
 #include "agent/imds.h"
 #include "agent/job.h"
 #include "agent/jobdoc.h"
+#include "agent/netprobe.h"
 #include "agent/reporter.h"
 #include "io/ckpt_object.h"
 #include "io/clock.h"
@@ -42,6 +43,7 @@ struct agent_options {
     int64_t scan_ms;            /* checkpoint dir and progress file checks */
     const char *disk;           /* --disk, else $HOME/.local/state/ebb; NULL: none */
     bool disk_given;            /* --disk was given: the instance's own disk */
+    const char *sysfs;          /* --sysfs, default /sys: link speeds */
 };
 
 enum agent_state {
@@ -71,9 +73,17 @@ struct agent {
     struct ebb__timer fetch_timer;    /* retries enrolling and fetching */
     struct ebb__timer give_up_timer;  /* bounds fetching and finishing */
 
+    /* Probing (main.c). */
+    struct agent_net net;             /* the network probe's findings */
+    json_t *host_event;               /* the `host` event, sent again while ebbd says wait */
+    struct ebb__timer host_timer;     /* the next `host` while waiting */
+    char *wait_reason;                /* the last wait's reason (logged once) */
+    char **gang_env;                  /* ebbd's env in its answer to host, NULL: none */
+
     /* Running. */
     char **job_argv;                  /* NULL-terminated; strings borrowed */
-    char **job_extra_env;             /* EBB_* strings (owned) + doc env */
+    char **job_extra_env;             /* doc env + gang env + EBB_* strings (owned) */
+    size_t job_env_borrowed;          /* how many of them are the doc's and gang's */
     char **job_envp;
     char *resume_from;
     int ckpt_fd;                      /* the checkpoint directory; -1: none */
@@ -136,6 +146,11 @@ void agent_run_start(struct agent *a);
  * at once. */
 typedef void (*agent_workdir_done)(struct agent *a, const char *why);
 void agent_workdir_prepare(struct agent *a, agent_workdir_done done);
+
+/* run.c: the job cannot be started: ebbd hears `exited` with status 127
+ * and error "cannot start the job: <why>", which also goes to the job's
+ * log. Called while AGENT_RUNNING. */
+void agent_run_fail_start(struct agent *a, const char *why);
 
 /* run.c: asks the job to checkpoint and stop within `grace_ms`. */
 void agent_run_stop(struct agent *a, int64_t grace_ms, const char *reason);

@@ -226,7 +226,7 @@ static bool marker_is(int dirfd, const char *marker, const char *job_id)
     return n == (ssize_t)len && memcmp(buf, job_id, len) == 0;
 }
 
-static bool marked(int dirfd, const char *name, const char *job_id)
+bool agent_ckpt_is_marked(int dirfd, const char *name, const char *job_id)
 {
     char marker[NAME_MAX + 1];
     return marker_name(name, marker, sizeof(marker)) &&
@@ -301,7 +301,7 @@ static int remove_tree(int dirfd, const char *name, int depth)
  * it was removed, 0 when it is not job_id's, or a negative errno. */
 static int remove_marked(int dirfd, const char *name, const char *job_id)
 {
-    if (!marked(dirfd, name, job_id))
+    if (!agent_ckpt_is_marked(dirfd, name, job_id))
         return 0;
     int rc = remove_tree(dirfd, name, 0);
     char marker[NAME_MAX + 1];
@@ -347,13 +347,16 @@ int agent_ckpt_remove_temporaries(int dirfd, const char *job_id, size_t *removed
 }
 
 int agent_ckpt_prune(int dirfd, const struct agent_ckpt_list *list, size_t keep,
-                     const char *job_id, size_t *removed)
+                     const char *job_id, const char *spare, size_t *removed)
 {
     size_t ours = 0;
     for (size_t i = 0; i < list->n; i++)
-        ours += marked(dirfd, list->items[i].name, job_id);
+        ours += (spare == NULL || strcmp(list->items[i].name, spare) != 0) &&
+                agent_ckpt_is_marked(dirfd, list->items[i].name, job_id);
     int first = 0;
     for (size_t i = 0; i < list->n && ours > keep; i++) {
+        if (spare != NULL && strcmp(list->items[i].name, spare) == 0)
+            continue;
         int rc = remove_marked(dirfd, list->items[i].name, job_id);
         if (rc > 0) {
             (*removed)++;

@@ -76,12 +76,17 @@ void agent_ckpt_mark_temporaries(int dirfd, const char *job_id);
  * goes on with the other entries). */
 int agent_ckpt_remove_temporaries(int dirfd, const char *job_id, size_t *removed);
 
+/* Whether entry `name` of `dirfd` is marked as `job_id`'s. */
+bool agent_ckpt_is_marked(int dirfd, const char *name, const char *job_id);
+
 /* Removes the oldest complete checkpoints of `list` (as scanned from
  * `dirfd`) marked as `job_id`'s, so that the newest `keep` marked ones
- * remain; unmarked entries are never removed. Adds the number removed to
- * `*removed`. Returns 0 or the first negative errno met. */
+ * remain besides `spare` (NULL: none; a gang's resume point, never
+ * removed and not counted); unmarked entries are never removed. Adds the
+ * number removed to `*removed`. Returns 0 or the first negative errno
+ * met. */
 int agent_ckpt_prune(int dirfd, const struct agent_ckpt_list *list, size_t keep,
-                     const char *job_id, size_t *removed);
+                     const char *job_id, const char *spare, size_t *removed);
 
 /* "dir/name" in a new string (caller frees), NULL on allocation failure. */
 char *agent_ckpt_path(const char *dir, const char *name);

@@ -553,15 +553,27 @@ static void get_manifest(struct agent_resume *r)
     r->pending++;
 }
 
+/* Whether ebbd's entry `cand` may be brought back: a gang member brings
+ * back only the gang's checkpoint, the one its job document names. */
+static bool wanted(const struct agent *a, json_t *cand)
+{
+    const char *name = json_string_value(json_object_get(cand, "name"));
+    return !a->doc.has_resume || (name != NULL && strcmp(name, a->doc.resume) == 0);
+}
+
 static void try_next(struct agent_resume *r)
 {
     struct agent *a = r->a;
+    while (r->idx < json_array_size(r->list) && !wanted(a, json_array_get(r->list, r->idx)))
+        r->idx++;
     json_t *cand = json_array_get(r->list, r->idx);
     json_decref(r->cand);
     r->cand = json_incref(cand);
     r->refreshes = 0;
     if (cand == NULL) {
-        if (json_array_size(r->list) > 0)
+        if (a->doc.has_resume)
+            ebb__warn("no stored checkpoint %s could be brought back", a->doc.resume);
+        else if (json_array_size(r->list) > 0)
             ebb__warn("no stored checkpoint could be used; the job starts from the "
                       "beginning");
         finish(r);

@@ -110,28 +110,47 @@ static int get_argv(json_t *root, struct agent_jobdoc *doc, char *err, size_t er
     return 0;
 }
 
-static int get_env(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
+/* A name of letters, digits and '_', not starting with a digit. */
+static bool env_name_ok(const char *name)
 {
-    json_t *env = json_object_get(root, "env");
+    static const char word[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+    size_t n = strlen(name);
+    return n > 0 && strspn(name, word) == n && !(name[0] >= '0' && name[0] <= '9');
+}
+
+int agent_env_parse(json_t *env, const char *what, bool strict, char ***out, char *err,
+                    size_t err_size)
+{
+    *out = NULL;
     if (env != NULL && !json_is_null(env) && !json_is_object(env))
-        return fail(err, err_size, "job document: \"env\" is not an object");
+        return fail(err, err_size, "%s is not an object", what);
     size_t n = json_is_object(env) ? json_object_size(env) : 0;
-    doc->env = calloc(n + 1, sizeof(char *));
-    if (doc->env == NULL)
+    if (strict && n > AGENT_ENV_MAX)
+        return fail(err, err_size, "%s has %zu variables, more than %d", what, n,
+                    AGENT_ENV_MAX);
+    *out = calloc(n + 1, sizeof(char *));
+    if (*out == NULL)
         return EBB_ENOMEM;
-    if (n == 0)
-        return 0;
     size_t i = 0;
     const char *key;
     json_t *v;
     json_object_foreach(env, key, v) {
         if (!json_is_string(v))
-            return fail(err, err_size, "job document: env.%s is not a string", key);
+            return fail(err, err_size, "%s.%.64s is not a string", what, key);
         if (key[0] == '\0' || strchr(key, '=') != NULL)
-            return fail(err, err_size, "job document: env name \"%s\" is empty "
-                        "or contains '='", key);
-        doc->env[i] = ebb_strfmt("%s=%s", key, json_string_value(v));
-        if (doc->env[i++] == NULL)
+            return fail(err, err_size, "%s name \"%.64s\" is empty or contains '='", what,
+                        key);
+        if (strict && !env_name_ok(key))
+            return fail(err, err_size, "%s name \"%.64s\" is not a variable name "
+                        "(letters, digits and '_', not starting with a digit)", what, key);
+        size_t len = json_string_length(v);
+        if (strict && (len > AGENT_ENV_VALUE_MAX || strlen(json_string_value(v)) != len))
+            return fail(err, err_size, "%s.%.64s is %s", what, key,
+                        len > AGENT_ENV_VALUE_MAX ? "longer than 64 KiB"
+                                                  : "a value with a NUL byte");
+        (*out)[i] = ebb_strfmt("%s=%s", key, json_string_value(v));
+        if ((*out)[i++] == NULL)
             return EBB_ENOMEM;
     }
     return 0;
@@ -253,6 +272,40 @@ static int get_store(json_t *root, struct agent_jobdoc *doc, char *err, size_t e
     return 0;
 }
 
+/* checkpoint.resume: a gang member's checkpoint to resume from, by name
+ * ("" = none); a plain entry name of the directory, never a path. */
+static int get_resume(json_t *ck, struct agent_jobdoc *doc, char *err, size_t err_size)
+{
+    json_t *v = json_object_get(ck, "resume");
+    if (v == NULL || json_is_null(v))
+        return 0;
+    const char *name = json_string_value(v);
+    if (name == NULL || strlen(name) != json_string_length(v) || strlen(name) > 255 ||
+        strchr(name, '/') != NULL || name[0] == '.')
+        return fail(err, err_size, "job document: checkpoint.resume is not a checkpoint's "
+                    "name (a string without '/', not starting with '.')");
+    doc->has_resume = true;
+    doc->resume = ebb_strfmt("%s", name);
+    return doc->resume ? 0 : EBB_ENOMEM;
+}
+
+/* gang: {nodes, rank}, when the job is a gang's member. */
+static int get_gang(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
+{
+    json_t *g = json_object_get(root, "gang");
+    if (g == NULL || json_is_null(g))
+        return 0;
+    json_t *nodes = json_object_get(g, "nodes"), *rank = json_object_get(g, "rank");
+    if (!json_is_object(g) || !json_is_integer(nodes) || !json_is_integer(rank) ||
+        json_integer_value(nodes) < 1 || json_integer_value(nodes) > 64 ||
+        json_integer_value(rank) < 0 || json_integer_value(rank) >= json_integer_value(nodes))
+        return fail(err, err_size, "job document: \"gang\" is not {nodes (1..64), "
+                    "rank (0..nodes-1)}");
+    doc->gang_nodes = (int)json_integer_value(nodes);
+    doc->gang_rank = (int)json_integer_value(rank);
+    return 0;
+}
+
 static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t err_size)
 {
     int rc = get_string(root, "job_id", NULL, &doc->job_id, err, err_size);
@@ -261,7 +314,8 @@ static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t 
     if (rc == 0)
         rc = get_argv(root, doc, err, err_size);
     if (rc == 0)
-        rc = get_env(root, doc, err, err_size);
+        rc = agent_env_parse(json_object_get(root, "env"), "job document: env", false,
+                             &doc->env, err, err_size);
     if (rc == 0)
         rc = get_string(root, "workdir", "", &doc->workdir, err, err_size);
     if (rc == 0)
@@ -307,7 +361,8 @@ static int parse_root(json_t *root, struct agent_jobdoc *doc, char *err, size_t 
     if (keep > 1000000)
         return fail(err, err_size, "job document: checkpoint.keep is too large");
     doc->keep = (int)keep;
-    return 0;
+    rc = get_resume(ck, doc, err, err_size);
+    return rc == 0 ? get_gang(root, doc, err, err_size) : rc;
 }
 
 int agent_jobdoc_parse(const char *text, size_t len, struct agent_jobdoc *doc,
@@ -328,7 +383,7 @@ int agent_jobdoc_parse(const char *text, size_t len, struct agent_jobdoc *doc,
     return rc;
 }
 
-static void free_strv(char **v)
+void agent_strv_free(char **v)
 {
     for (size_t i = 0; v != NULL && v[i] != NULL; i++)
         free(v[i]);
@@ -339,8 +394,9 @@ void agent_jobdoc_free(struct agent_jobdoc *doc)
 {
     free(doc->job_id);
     free(doc->instance_id);
-    free_strv(doc->argv);
-    free_strv(doc->env);
+    agent_strv_free(doc->argv);
+    agent_strv_free(doc->env);
+    free(doc->resume);
     free(doc->workdir);
     free(doc->ckpt_dir);
     free(doc->ckpt_default_dir);

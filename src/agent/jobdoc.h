@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 /* The packed workdir to unpack as the job's working directory
  * (workdir.c); url NULL: none. */
 struct agent_workdir_archive {
@@ -52,6 +54,10 @@ struct agent_jobdoc {
     int64_t every_ms;     /* 0: no periodic checkpoints */
     int64_t grace_ms;
     int keep;             /* complete checkpoints kept, >= 1 */
+    bool has_resume;      /* checkpoint.resume given (a gang member) */
+    char *resume;         /* its name: the one to resume from, "": none */
+    int gang_nodes;       /* gang.nodes, 0: not a gang member */
+    int gang_rank;        /* gang.rank, 0..gang_nodes-1 */
     char *progress_file;  /* "" = none */
     int64_t heartbeat_ms;
     struct agent_workdir_archive workdir_archive;
@@ -68,6 +74,23 @@ int agent_jobdoc_parse(const char *text, size_t len, struct agent_jobdoc *doc,
                        char *err, size_t err_size);
 
 void agent_jobdoc_free(struct agent_jobdoc *doc);
+
+/* What ebbd's env in its answer to `host` may hold. */
+#define AGENT_ENV_MAX 64
+#define AGENT_ENV_VALUE_MAX (64 * 1024)
+
+/* The JSON object `env` (NULL or null: none) as NULL-terminated
+ * "NAME=value" strings in `*out` (agent_strv_free; set even on failure).
+ * Names must be non-empty without '=' and values strings; `strict`
+ * (ebbd's answer to `host`) also wants names of letters, digits and '_'
+ * not starting with a digit, at most AGENT_ENV_MAX of them, and values of
+ * at most AGENT_ENV_VALUE_MAX bytes without NUL. `what` names the object
+ * in errors ("job document: env"). Returns 0, EBB_ENOMEM, or EBB_EINVAL
+ * with a sentence in `err`. */
+int agent_env_parse(json_t *env, const char *what, bool strict, char ***out, char *err,
+                    size_t err_size);
+
+void agent_strv_free(char **v);
 
 /* The number of a signal named "SIGUSR1" or "USR1" (SIGUSR1, SIGUSR2,
  * SIGTERM, SIGINT, SIGHUP, SIGQUIT), or 0 when it is none of these. */

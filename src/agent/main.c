@@ -11,11 +11,16 @@
 
 #include "agent/agent.h"
 #include "agent/hostprobe.h"
+#include "agent/netprobe.h"
 #include "base/log.h"
 #include "base/str.h"
 
 #define FETCH_TIMEOUT_MS 15000
 #define PROBE_TIMEOUT_MS 20000
+/* How soon `host` goes again while ebbd says wait (its retry_ms, clamped). */
+#define WAIT_MIN_MS 100
+#define WAIT_MAX_MS 60000
+#define WAIT_DEFAULT_MS 1000
 
 static void on_http_closed(void *arg)
 {
@@ -31,6 +36,11 @@ void agent_finish(struct agent *a)
     a->state = AGENT_DONE;
     ebb__timer_stop(&a->clock, &a->fetch_timer);
     ebb__timer_stop(&a->clock, &a->give_up_timer);
+    ebb__timer_stop(&a->clock, &a->host_timer);
+    json_decref(a->host_event);
+    a->host_event = NULL;
+    free(a->wait_reason);
+    a->wait_reason = NULL;
     agent_imds_stop(&a->imds);
     agent_reporter_free(&a->rep);
     agent_run_free(a);
@@ -71,6 +81,68 @@ static void start_give_up(struct agent *a)
 
 /* ---- ebbd's replies ---- */
 
+static void send_host(struct agent *a)
+{
+    json_t *ev = json_deep_copy(a->host_event);
+    if (ev == NULL) {
+        ebb__error("out of memory sending the host event");
+        agent_finish(a);
+        return;
+    }
+    agent_reporter_event(&a->rep, ev);
+}
+
+static void on_host_timer(struct ebb__timer *t)
+{
+    struct agent *a = t->data;
+    if (a->state == AGENT_PROBING)
+        send_host(a);
+}
+
+/* A gang not complete yet: `host` again after retry_ms, the job not
+ * started, nothing else sent meanwhile. ebbd answered, so --exit-wait
+ * counts again from now; it ends the wait with release or stop. */
+static void host_wait(struct agent *a, json_t *reply, const char *reason)
+{
+    json_t *r = json_object_get(reply, "retry_ms");
+    int64_t retry = json_is_integer(r) ? json_integer_value(r) : WAIT_DEFAULT_MS;
+    retry = retry < WAIT_MIN_MS ? WAIT_MIN_MS : retry > WAIT_MAX_MS ? WAIT_MAX_MS : retry;
+    if (reason == NULL)
+        reason = "no reason given";
+    if (a->wait_reason == NULL || strcmp(a->wait_reason, reason) != 0) {
+        ebb__info("ebbd says wait before starting the job (%s); asking again every "
+                  "%lld ms", reason, (long long)retry);
+        free(a->wait_reason);
+        a->wait_reason = ebb_strfmt("%s", reason);
+    }
+    start_give_up(a);
+    ebb__timer_start(&a->clock, &a->host_timer, ebb__clock_now(&a->clock) + retry);
+}
+
+/* ebbd lets the job start, with the variables of its `env` (a gang's
+ * MASTER_ADDR and the like), when it sends one; an unusable one is a
+ * start that fails. */
+static void host_go(struct agent *a, json_t *reply)
+{
+    ebb__timer_stop(&a->clock, &a->give_up_timer);
+    a->state = AGENT_RUNNING;
+    char why[512];
+    int rc = agent_env_parse(json_object_get(reply, "env"), "ebbd's env", true,
+                             &a->gang_env, why, sizeof(why));
+    if (rc != 0) {
+        agent_strv_free(a->gang_env);
+        a->gang_env = NULL;
+        agent_run_fail_start(a, rc == EBB_ENOMEM ? "out of memory" : why);
+        return;
+    }
+    size_t n = 0;
+    while (a->gang_env[n] != NULL)
+        n++;
+    if (n > 0)
+        ebb__info("ebbd adds %zu variable(s) to the job's environment", n);
+    agent_run_start(a);
+}
+
 static void on_reply(void *arg, const char *kind, json_t *reply)
 {
     struct agent *a = arg;
@@ -82,11 +154,11 @@ static void on_reply(void *arg, const char *kind, json_t *reply)
                       reason ? reason : "no reason given");
             a->exit_code = AGENT_EXIT_RELEASED;
             agent_finish(a);
-            return;
+        } else if (cmd != NULL && strcmp(cmd, "wait") == 0) {
+            host_wait(a, reply, reason);
+        } else {
+            host_go(a, reply);
         }
-        ebb__timer_stop(&a->clock, &a->give_up_timer);
-        a->state = AGENT_RUNNING;
-        agent_run_start(a);
         return;
     }
     if (a->state == AGENT_RUNNING)
@@ -102,25 +174,49 @@ static void on_idle(void *arg)
 
 /* ---- the host check ---- */
 
-static void on_probe(void *arg, bool have_smi, bool ok, const struct agent_gpu *gpus,
-                     size_t n)
+static void on_probe(void *arg, const struct agent_host *h)
 {
     struct agent *a = arg;
     if (a->state != AGENT_PROBING)
         return;
     json_t *list = json_array();
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < h->n; i++)
         json_array_append_new(list, json_pack("{s:s, s:I, s:i, s:i}",
-                                              "model", gpus[i].model,
-                                              "memory_mb", (json_int_t)gpus[i].memory_mb,
-                                              "pcie_width", gpus[i].pcie_width,
-                                              "pcie_gen", gpus[i].pcie_gen));
-    if (have_smi && ok)
-        ebb__info("host: %zu GPU(s)%s%s, PCIe x%d gen %d", n, n ? ": " : "",
-                  n ? gpus[0].model : "", n ? gpus[0].pcie_width : 0,
-                  n ? gpus[0].pcie_gen : 0);
-    agent_reporter_event(&a->rep, json_pack("{s:s, s:o, s:b}", "kind", "host",
-                                            "gpus", list, "nvidia_smi", have_smi));
+                                              "model", h->gpus[i].model,
+                                              "memory_mb", (json_int_t)h->gpus[i].memory_mb,
+                                              "pcie_width", h->gpus[i].pcie_width,
+                                              "pcie_gen", h->gpus[i].pcie_gen));
+    const char *driver = h->n > 0 ? h->gpus[0].driver : "";
+    if (h->have_smi && h->ok)
+        ebb__info("host: %zu GPU(s)%s%s, PCIe x%d gen %d, driver %s, CUDA %s", h->n,
+                  h->n ? ": " : "", h->n ? h->gpus[0].model : "",
+                  h->n ? h->gpus[0].pcie_width : 0, h->n ? h->gpus[0].pcie_gen : 0,
+                  driver[0] ? driver : "unknown", h->cuda[0] ? h->cuda : "unknown");
+    for (size_t i = 1; i < h->n; i++)
+        if (strcmp(h->gpus[i].driver, driver) != 0)
+            ebb__warn("GPU %zu reports driver %s, GPU 0 %s; reporting GPU 0's", i,
+                      h->gpus[i].driver, driver);
+    ebb__info("network: address %s, port %d, link %lld Mbit/s",
+              a->net.addr[0] ? a->net.addr : "unknown", a->net.port,
+              (long long)a->net.link_mbps);
+    a->host_event = json_pack("{s:s, s:o, s:b, s:s, s:s, s:I, s:s, s:i}", "kind", "host",
+                              "gpus", list, "nvidia_smi", h->have_smi,
+                              "driver_version", driver, "cuda_version", h->cuda,
+                              "link_mbps", (json_int_t)a->net.link_mbps,
+                              "addr", a->net.addr, "port", a->net.port);
+    send_host(a);
+}
+
+static void on_net(void *arg, const struct agent_net *net)
+{
+    struct agent *a = arg;
+    if (a->state != AGENT_PROBING)
+        return;
+    a->net = *net;
+    if (agent_hostprobe_start(&a->loop, PROBE_TIMEOUT_MS, on_probe, a) != 0) {
+        ebb__error("out of memory starting the host probe");
+        agent_finish(a);
+    }
 }
 
 /* ---- the job document ---- */
@@ -164,10 +260,15 @@ static void on_job_doc(const struct ebb_http_response *res, void *arg)
     }
     ebb__info("job %s (instance %s): %s%s", a->doc.job_id, a->doc.instance_id,
               a->doc.argv[0], a->doc.shell ? " (shell)" : "");
+    if (a->doc.gang_nodes > 0)
+        ebb__info("a gang's member: rank %d of %d nodes", a->doc.gang_rank,
+                  a->doc.gang_nodes);
     a->state = AGENT_PROBING;
-    if (agent_hostprobe_start(&a->loop, PROBE_TIMEOUT_MS, on_probe, a) != 0) {
-        ebb__error("out of memory starting the host probe");
-        agent_finish(a);
+    int rc = agent_netprobe_start(&a->loop, a->opt.ebbd_url, a->opt.sysfs, on_net, a);
+    if (rc != 0) {
+        ebb__warn("cannot look for ebbd's host (%s); reporting no address",
+                  ebb_strerror(rc));
+        on_net(a, &(struct agent_net){0});
     }
 }
 
@@ -223,6 +324,7 @@ static int setup(struct agent *a)
     ebb__clock_init_real(&a->clock, &a->loop);
     ebb__timer_init(&a->fetch_timer, on_fetch_timer, a);
     ebb__timer_init(&a->give_up_timer, on_give_up, a);
+    ebb__timer_init(&a->host_timer, on_host_timer, a);
     agent_run_init(a);
     if (ebb__http_init(&a->http, &a->loop) != 0) {
         ebb__error("cannot initialise HTTP (libcurl)");

@@ -25,6 +25,7 @@ static void usage(FILE *out)
           "                 [--metadata URL] [--metadata-kind aws|alibaba|none]\n"
           "                 [--metadata-interval DURATION] [--exit-wait DURATION]\n"
           "                 [--log-buffer BYTES] [--log-level LEVEL] [--disk DIR]\n"
+          "                 [--sysfs DIR]\n"
           "\n"
           "Runs one ebb job beside ebbd: fetches what to run from URL, starts it,\n"
           "reports heartbeats, progress, checkpoints and the exit, and asks the job\n"
@@ -49,6 +50,8 @@ static void usage(FILE *out)
           "                              a store go to DIR/checkpoints/JOB unless the\n"
           "                              job names a directory, staging to\n"
           "                              DIR/.ebb-stage (default $HOME/.local/state/ebb)\n"
+          "  --sysfs DIR                 where sysfs is, for the link speed of the\n"
+          "                              interface towards ebbd (default /sys)\n"
           "  --version                   print the version and exit\n"
           "  --help                      print this help and exit\n"
           "\n"
@@ -116,6 +119,7 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
         {"log-buffer", required_argument, NULL, 'b'},
         {"log-level", required_argument, NULL, 'l'},
         {"disk", required_argument, NULL, 'd'},
+        {"sysfs", required_argument, NULL, 's'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -126,6 +130,7 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
         .exit_wait_ms = DEFAULT_EXIT_WAIT_MS,
         .log_buffer = DEFAULT_LOG_BUFFER,
         .scan_ms = 200,
+        .sysfs = "/sys",
     };
     *done = false;
     int rc = 0;
@@ -144,6 +149,11 @@ int agent_options_parse(struct agent_options *opt, int argc, char **argv, bool *
                 return bad("--disk: \"%s\" is not an absolute path", optarg);
             opt->disk = optarg;
             opt->disk_given = true;
+            break;
+        case 's':
+            if (optarg[0] != '/')
+                return bad("--sysfs: \"%s\" is not an absolute path", optarg);
+            opt->sysfs = optarg;
             break;
         case 'k':
             if (strcmp(optarg, "aws") == 0)

@@ -195,7 +195,9 @@ static void on_ev_done(const struct ebb_http_response *res, void *arg)
     ebb_list_remove(&e->node);
     json_t *reply = NULL;
     if (res->status / 100 == 2) {
-        reply = json_loadb(res->body, res->body_len, 0, NULL);
+        /* A NUL inside a string is read, so that whoever uses the string
+         * can refuse it (an env value), not have it silently dropped. */
+        reply = json_loadb(res->body, res->body_len, JSON_ALLOW_NUL, NULL);
         if (!json_is_object(reply))
             ebb__warn("ebbd's reply to the \"%s\" event is not a JSON object; "
                       "carrying on", e->kind);

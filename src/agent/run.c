@@ -86,6 +86,7 @@ static void scan_checkpoints(struct agent *a)
     if (any_new && now.n > (size_t)a->doc.keep) {
         size_t removed = 0;
         rc = agent_ckpt_prune(a->ckpt_fd, &now, (size_t)a->doc.keep, a->doc.job_id,
+                              a->doc.has_resume && a->doc.resume[0] ? a->doc.resume : NULL,
                               &removed);
         if (rc != 0)
             ebb__warn("cannot prune old checkpoints in %s: %s", a->doc.ckpt_dir,
@@ -357,18 +358,24 @@ void agent_upload_idle(struct agent *a)
     report_exit(a, a->exit_status, a->exit_signal, NULL);
 }
 
-/* EBB_* variables after the job's own env, so ebb's win. */
+/* The job's own env, then ebbd's from its answer to `host` (a gang's
+ * MASTER_ADDR and the like), then the EBB_* variables, so the later win. */
 static int build_env(struct agent *a)
 {
-    size_t n_doc = 0;
+    size_t n_doc = 0, n_gang = 0;
     while (a->doc.env[n_doc] != NULL)
         n_doc++;
+    while (a->gang_env != NULL && a->gang_env[n_gang] != NULL)
+        n_gang++;
     const size_t n_ebb = 6;
-    a->job_extra_env = calloc(n_doc + n_ebb + 1, sizeof(char *));
+    a->job_extra_env = calloc(n_doc + n_gang + n_ebb + 1, sizeof(char *));
     if (a->job_extra_env == NULL)
         return EBB_ENOMEM;
     memcpy(a->job_extra_env, a->doc.env, n_doc * sizeof(char *));
-    char **e = a->job_extra_env + n_doc;
+    if (n_gang > 0)
+        memcpy(a->job_extra_env + n_doc, a->gang_env, n_gang * sizeof(char *));
+    a->job_env_borrowed = n_doc + n_gang;
+    char **e = a->job_extra_env + a->job_env_borrowed;
     e[0] = ebb_strfmt("EBB_JOB_ID=%s", a->doc.job_id);
     e[1] = ebb_strfmt("EBB_CHECKPOINT_DIR=%s", a->doc.ckpt_dir);
     e[2] = ebb_strfmt("EBB_RESUME_FROM=%s", a->resume_from);
@@ -378,7 +385,7 @@ static int build_env(struct agent *a)
     for (size_t i = 0; i < n_ebb; i++)
         if (e[i] == NULL)
             return EBB_ENOMEM;
-    a->job_envp = agent_job_environ(a->job_extra_env, n_doc + n_ebb);
+    a->job_envp = agent_job_environ(a->job_extra_env, a->job_env_borrowed + n_ebb);
     return a->job_envp ? 0 : EBB_ENOMEM;
 }
 
@@ -412,10 +419,10 @@ static int build_argv(struct agent *a)
  * job stopped on request reads (EBB_EXIT_STOPPED), which ebbd would resume
  * again and again. The reason also goes into the job's log, where its
  * owner looks first (`ebb logs`). */
-static void fail_start(struct agent *a, const char *what, const char *why)
+void agent_run_fail_start(struct agent *a, const char *why)
 {
     char error[768];
-    snprintf(error, sizeof(error), "cannot start the job: %s: %s", what, why);
+    snprintf(error, sizeof(error), "cannot start the job: %s", why);
     ebb__error("%s", error);
     char line[sizeof(error) + 16];
     int len = snprintf(line, sizeof(line), "ebb-agent: %s\n", error);
@@ -424,6 +431,13 @@ static void fail_start(struct agent *a, const char *what, const char *why)
                            (size_t)len < sizeof(line) ? (size_t)len : sizeof(line) - 1);
     a->exit_code = 127;
     report_exit(a, 127, 0, error);
+}
+
+static void fail_start(struct agent *a, const char *what, const char *why)
+{
+    char error[700];
+    snprintf(error, sizeof(error), "%s: %s", what, why);
+    agent_run_fail_start(a, error);
 }
 
 /* Why exec'ing `prog` in `workdir` ("": the agent's) failed with libuv
@@ -568,16 +582,49 @@ static void start_job(struct agent *a, const char *workdir_failed)
         fail_start(a, "checkpoint.dir", why);
         return;
     }
-    if (a->doc.has_store)
+    /* A gang member told to start afresh brings nothing back. */
+    if (a->doc.has_store && !(a->doc.has_resume && a->doc.resume[0] == '\0'))
         agent_resume_start(a, on_resumed);
     else
         spawn_job(a);
+}
+
+/* A gang member resumes from exactly the checkpoint ebbd names, the
+ * gang's newest complete one (every rank resumes the same step), never
+ * from this node's newest; "" starts afresh. The named one must be a
+ * complete checkpoint of this job's here. Returns false when the start
+ * failed for it. */
+static bool named_resume(struct agent *a)
+{
+    if (!a->doc.has_resume)
+        return true;
+    const char *name = a->doc.resume;
+    bool here = false;
+    for (size_t i = 0; i < a->known.n && !here; i++)
+        here = strcmp(a->known.items[i].name, name) == 0;
+    here = here && agent_ckpt_is_marked(a->ckpt_fd, name, a->doc.job_id);
+    free(a->resume_from);
+    a->resume_from = here ? agent_ckpt_path(a->doc.ckpt_dir, name) : ebb_strfmt("%s", "");
+    if (a->resume_from == NULL) {
+        fail_start(a, a->doc.argv[0], "out of memory");
+        return false;
+    }
+    if (name[0] != '\0' && !here) {
+        char why[400];
+        snprintf(why, sizeof(why), "checkpoint %s is not on this node", name);
+        agent_run_fail_start(a, why);
+        return false;
+    }
+    ebb__info("ebbd names the checkpoint to resume from: %s", name[0] ? name : "none");
+    return true;
 }
 
 static void spawn_job(struct agent *a)
 {
     char why[512];
     int rc;
+    if (!named_resume(a))
+        return;
     if (build_env(a) != 0 || build_argv(a) != 0) {
         fail_start(a, a->doc.argv[0], "out of memory");
         return;
@@ -638,14 +685,12 @@ void agent_run_free(struct agent *a)
     if (a->ckpt_fd >= 0)
         close(a->ckpt_fd);
     a->ckpt_fd = -1;
-    if (a->job_extra_env != NULL) {
-        size_t n_doc = 0;
-        while (a->doc.env[n_doc] != NULL)
-            n_doc++;
-        for (char **e = a->job_extra_env + n_doc; *e != NULL; e++)
+    if (a->job_extra_env != NULL)
+        for (char **e = a->job_extra_env + a->job_env_borrowed; *e != NULL; e++)
             free(*e);
-    }
     free(a->job_extra_env);
+    agent_strv_free(a->gang_env);
+    a->gang_env = NULL;
     free(a->job_envp);
     free(a->job_argv);
     free(a->resume_from);

@@ -2,6 +2,7 @@
 #include "fake.h"
 
 #include <setjmp.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -14,6 +15,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "jobs.h"
 
 /* ---- fake ebbd ---- */
 
@@ -383,6 +386,83 @@ char *fake_kinds(const struct fake *f)
         ebb_buf_printf(&b, "%s%s", b.len ? "," : "", kind);
     }
     return ebb_buf_take(&b);
+}
+
+void fake_next_run(struct fake *f)
+{
+    json_array_clear(f->events);
+    ebb_buf_free(&f->out);
+    ebb_buf_free(&f->err);
+    ebb_buf_free(&f->agent_out);
+    ebb_buf_free(&f->agent_err);
+    f->agent_exited = false;
+    f->hook = NULL;
+}
+
+void fake_job_script(struct fake *f, const char *text, const char *args, int steps,
+                     const char *ckpt, const char *more)
+{
+    const char *path = fake_script(f, "job.sh", text);
+    char argv[1024];
+    snprintf(argv, sizeof(argv), "[\"%s\"%s]", path, args);
+    fake_set_job(f, JOB_DOC, argv, "false", steps, f->dir, f->ckpt_dir, ckpt, more);
+}
+
+const char *fake_nvidia_smi(struct fake *f, const char *gpus, const char *drivers)
+{
+    static char bin[300];
+    const char *smi = getenv("FAKE_NVIDIA_SMI");
+    assert_non_null(smi);
+    snprintf(bin, sizeof(bin), "%s/bin", f->dir);
+    assert_true(mkdir(bin, 0700) == 0 || errno == EEXIST);
+    char link[400];
+    snprintf(link, sizeof(link), "%s/nvidia-smi", bin);
+    unlink(link);
+    assert_int_equal(symlink(smi, link), 0);
+    if (gpus != NULL)
+        fake_script(f, "bin/nvidia-smi.gpus", gpus);
+    if (drivers != NULL)
+        fake_script(f, "bin/nvidia-smi.drivers", drivers);
+    return bin;
+}
+
+bool fake_has(const struct ebb_buf *b, const char *needle)
+{
+    return b->data != NULL && strstr(b->data, needle) != NULL;
+}
+
+int64_t fake_ev_int(json_t *ev, const char *key)
+{
+    assert_non_null(ev);
+    json_t *v = json_object_get(ev, key);
+    assert_true(json_is_integer(v));
+    return json_integer_value(v);
+}
+
+bool fake_ev_bool(json_t *ev, const char *key)
+{
+    assert_non_null(ev);
+    json_t *v = json_object_get(ev, key);
+    assert_true(json_is_boolean(v));
+    return json_is_true(v);
+}
+
+const char *fake_ev_str(json_t *ev, const char *key)
+{
+    assert_non_null(ev);
+    const char *s = json_string_value(json_object_get(ev, key));
+    assert_non_null(s);
+    return s;
+}
+
+void fake_assert_kinds(struct fake *f, const char *want)
+{
+    char *kinds = fake_kinds(f);
+    if (strcmp(kinds, want) != 0)
+        fprintf(stderr, "events: %s\nwanted: %s\nagent said:\n%s\n", kinds, want,
+                f->agent_err.data ? f->agent_err.data : "");
+    assert_string_equal(kinds, want);
+    free(kinds);
 }
 
 static void on_closed(void *arg)

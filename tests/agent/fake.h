@@ -118,4 +118,33 @@ void fake_ebbd_up(struct fake *f);
 /* Posts a termination notice at the fake metadata service. */
 void fake_post_notice(struct fake *f);
 
+/* Forgets the previous run's events and output (and the hook), for
+ * another agent run in the same test. */
+void fake_next_run(struct fake *f);
+
+/* The script `text` as the job (argv [script, args...]) of a JOB_DOC
+ * document (jobs.h) with STEPS `steps`, `ckpt` checkpoint fields and
+ * `more` top-level fields, in f->dir with f->ckpt_dir. */
+void fake_job_script(struct fake *f, const char *text, const char *args, int steps,
+                     const char *ckpt, const char *more);
+
+/* tests/agent/fake-nvidia-smi (its path in $FAKE_NVIDIA_SMI) linked as
+ * dir/bin/nvidia-smi, told the GPUs `gpus` (its nvidia-smi.gpus: lines
+ * "name, memory, width, gen") and the drivers `drivers` (nvidia-smi.drivers:
+ * one a line, each run of the agent takes the next), NULL: its defaults.
+ * Returns the bin directory, for fake_start_agent's PATH (a static
+ * buffer). */
+const char *fake_nvidia_smi(struct fake *f, const char *gpus, const char *drivers);
+
+/* Checks on what the agent sent: `b` holds `needle`; member `key` of
+ * event `ev` (which must exist and have it, of that type). */
+bool fake_has(const struct ebb_buf *b, const char *needle);
+int64_t fake_ev_int(json_t *ev, const char *key);
+bool fake_ev_bool(json_t *ev, const char *key);
+const char *fake_ev_str(json_t *ev, const char *key);
+
+/* Fails the test unless the kinds received (fake_kinds) are `want`,
+ * saying what the agent logged. */
+void fake_assert_kinds(struct fake *f, const char *want);
+
 #endif

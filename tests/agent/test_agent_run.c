@@ -1,6 +1,7 @@
 /* ebb-agent as a real process against a fake ebbd and a fake metadata
  * service (fake.c): the job's start, signals, checkpoints, progress,
- * output, outages and the host check. Jobs are small shell scripts. */
+ * output and outages (the host check and gangs: test_agent_host.c). Jobs
+ * are small shell scripts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,75 +47,12 @@ static bool started(struct fake *f)
     return fake_count(f, "started") > 0 || fake_agent_done(f);
 }
 
-static bool has(const struct ebb_buf *b, const char *needle)
-{
-    return b->data != NULL && strstr(b->data, needle) != NULL;
-}
-
-static int64_t ev_int(json_t *ev, const char *key)
-{
-    assert_non_null(ev);
-    json_t *v = json_object_get(ev, key);
-    assert_true(json_is_integer(v));
-    return json_integer_value(v);
-}
-
-static bool ev_bool(json_t *ev, const char *key)
-{
-    assert_non_null(ev);
-    json_t *v = json_object_get(ev, key);
-    assert_true(json_is_boolean(v));
-    return json_is_true(v);
-}
-
-static const char *ev_str(json_t *ev, const char *key)
-{
-    assert_non_null(ev);
-    const char *s = json_string_value(json_object_get(ev, key));
-    assert_non_null(s);
-    return s;
-}
-
-static void assert_kinds(const char *want)
-{
-    char *kinds = fake_kinds(&F);
-    if (strcmp(kinds, want) != 0)
-        fprintf(stderr, "events: %s\nwanted: %s\nagent said:\n%s\n", kinds, want,
-                F.agent_err.data ? F.agent_err.data : "");
-    assert_string_equal(kinds, want);
-    free(kinds);
-}
-
-/* Forgets the previous run's events and output, for a second agent run in
- * the same test. */
-static void next_run(void)
-{
-    json_array_clear(F.events);
-    ebb_buf_free(&F.out);
-    ebb_buf_free(&F.err);
-    ebb_buf_free(&F.agent_out);
-    ebb_buf_free(&F.agent_err);
-    F.agent_exited = false;
-    F.hook = NULL;
-}
-
-/* The script `text` as the job (argv [script, args...]), STEPS `steps`,
- * `ckpt` checkpoint fields and `more` top-level fields. */
-static void job_script(const char *text, const char *args, int steps, const char *ckpt,
-                       const char *more)
-{
-    const char *path = fake_script(&F, "job.sh", text);
-    char argv[1024];
-    snprintf(argv, sizeof(argv), "[\"%s\"%s]", path, args);
-    fake_set_job(&F, JOB_DOC, argv, "false", steps, F.dir, F.ckpt_dir, ckpt, more);
-}
-
 /* ---- start, argv, env, output ---- */
 
 static void test_env_argv_no_shell(void **state)
 {
     (void)state;
-    job_script("#!/bin/sh\n"
+    fake_job_script(&F, "#!/bin/sh\n"
                "printf 'argc=%s\\n' \"$#\"\n"
                "for a in \"$@\"; do printf 'arg=[%s]\\n' \"$a\"; done\n"
                "printf 'job=[%s] dir=[%s] resume=[%s] sig=[%s] psig=[%s]\\n' "
@@ -131,40 +69,42 @@ static void test_env_argv_no_shell(void **state)
     fake_run_until(&F, fake_agent_done);
 
     assert_int_equal(F.agent_status, 7);
-    assert_kinds("host,started,exited");
+    fake_assert_kinds(&F, "host,started,exited");
     json_t *st = fake_event(&F, "started", 0);
-    assert_string_equal(ev_str(st, "resume_from"), "");
+    assert_string_equal(fake_ev_str(st, "resume_from"), "");
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_int_equal(ev_int(ex, "status"), 7);
-    assert_int_equal(ev_int(ex, "signal"), 0);
-    assert_false(ev_bool(ex, "stopped"));
-    assert_false(ev_bool(ex, "checkpointed"));
+    assert_int_equal(fake_ev_int(ex, "status"), 7);
+    assert_int_equal(fake_ev_int(ex, "signal"), 0);
+    assert_false(fake_ev_bool(ex, "stopped"));
+    assert_false(fake_ev_bool(ex, "checkpointed"));
 
     /* Arguments arrive as given: no shell expanded, split or globbed them. */
-    assert_true(has(&F.out, "argc=4\n"));
-    assert_true(has(&F.out, "arg=[two words]\narg=[$HOME]\narg=[*]\narg=[a;b]\n"));
+    assert_true(fake_has(&F.out, "argc=4\n"));
+    assert_true(fake_has(&F.out, "arg=[two words]\narg=[$HOME]\narg=[*]\narg=[a;b]\n"));
     char want[1024];
     snprintf(want, sizeof(want), "job=[j-20261130-0001] dir=[%s] resume=[] sig=[SIGUSR1] "
              "psig=[SIGUSR2]\n", F.ckpt_dir);
-    assert_true(has(&F.out, want));
+    assert_true(fake_has(&F.out, want));
     /* The job's env is there; the agent's token is not. */
-    assert_true(has(&F.out, "user=[hello world] token=[unset]\n"));
+    assert_true(fake_has(&F.out, "user=[hello world] token=[unset]\n"));
     snprintf(want, sizeof(want), "pwd=[%s]\n", F.dir);
-    assert_true(has(&F.out, want));
+    assert_true(fake_has(&F.out, want));
     /* Its own process group, led by the pid reported in `started`. */
-    snprintf(want, sizeof(want), "pid=%lld pgid=%lld\n", (long long)ev_int(st, "pid"),
-             (long long)ev_int(st, "pid"));
-    assert_true(has(&F.out, want));
+    snprintf(want, sizeof(want), "pid=%lld pgid=%lld\n", (long long)fake_ev_int(st, "pid"),
+             (long long)fake_ev_int(st, "pid"));
+    assert_true(fake_has(&F.out, want));
     /* No signal disposition of the agent's (it ignores SIGPIPE) leaks in. */
-    assert_true(has(&F.out, "sigign=0000000000000000\n"));
+    assert_true(fake_has(&F.out, "sigign=0000000000000000\n"));
     /* Output is forwarded per stream and also passed through. */
     assert_string_equal(F.err.data, "to stderr\n");
-    assert_true(has(&F.agent_out, "argc=4\n"));
-    assert_true(has(&F.agent_err, "to stderr\n"));
+    assert_true(fake_has(&F.agent_out, "argc=4\n"));
+    assert_true(fake_has(&F.agent_err, "to stderr\n"));
     /* No host probe without nvidia-smi on PATH, but the event says so. */
     json_t *host = fake_event(&F, "host", 0);
-    assert_false(ev_bool(host, "nvidia_smi"));
+    assert_false(fake_ev_bool(host, "nvidia_smi"));
     assert_int_equal(json_array_size(json_object_get(host, "gpus")), 0);
+    assert_string_equal(fake_ev_str(host, "driver_version"), "");
+    assert_string_equal(fake_ev_str(host, "cuda_version"), "");
 }
 
 static void test_shell_true(void **state)
@@ -197,11 +137,11 @@ static void test_foreign_workdir_refused(void **state)
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 127);
-    assert_kinds("host,exited");
+    fake_assert_kinds(&F, "host,exited");
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_int_equal(ev_int(ex, "status"), 127);
-    assert_false(ev_bool(ex, "stopped"));
-    assert_true(has(&F.agent_err, "not to the job's user"));
+    assert_int_equal(fake_ev_int(ex, "status"), 127);
+    assert_false(fake_ev_bool(ex, "stopped"));
+    assert_true(fake_has(&F.agent_err, "not to the job's user"));
 }
 
 /* ---- stopping ---- */
@@ -210,7 +150,7 @@ static void run_notice_test(bool alibaba)
 {
     F.alibaba = alibaba;
     F.imds_token_max_uses = 3; /* forces token refreshes on the way */
-    job_script(JOB_CHECKPOINTS, "", 400, ", \"grace_ms\": 5000", "");
+    fake_job_script(&F, JOB_CHECKPOINTS, "", 400, ", \"grace_ms\": 5000", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, started);
     fake_run_for(&F, 800);
@@ -219,18 +159,18 @@ static void run_notice_test(bool alibaba)
     fake_run_until(&F, fake_agent_done);
 
     assert_int_equal(F.agent_status, 0);
-    assert_kinds("host,started,notice,checkpoint,exited");
+    fake_assert_kinds(&F, "host,started,notice,checkpoint,exited");
     json_t *n = fake_event(&F, "notice", 0);
-    assert_string_equal(ev_str(n, "source"), alibaba ? "alibaba-imds" : "aws-imds");
-    assert_int_equal(ev_int(n, "deadline_ms"), INT64_C(4070908800000)); /* 2099-01-01 */
+    assert_string_equal(fake_ev_str(n, "source"), alibaba ? "alibaba-imds" : "aws-imds");
+    assert_int_equal(fake_ev_int(n, "deadline_ms"), INT64_C(4070908800000)); /* 2099-01-01 */
     json_t *c = fake_event(&F, "checkpoint", 0);
-    assert_false(ev_bool(c, "periodic"));
-    assert_true(ev_int(c, "duration_ms") >= 0 && ev_int(c, "duration_ms") < 5000);
-    assert_non_null(strstr(ev_str(c, "path"), F.ckpt_dir));
+    assert_false(fake_ev_bool(c, "periodic"));
+    assert_true(fake_ev_int(c, "duration_ms") >= 0 && fake_ev_int(c, "duration_ms") < 5000);
+    assert_non_null(strstr(fake_ev_str(c, "path"), F.ckpt_dir));
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_true(ev_bool(ex, "stopped"));
-    assert_true(ev_bool(ex, "checkpointed"));
-    assert_int_equal(ev_int(ex, "status"), 0);
+    assert_true(fake_ev_bool(ex, "stopped"));
+    assert_true(fake_ev_bool(ex, "checkpointed"));
+    assert_int_equal(fake_ev_int(ex, "status"), 0);
     /* IMDSv2: every answered query carried a token; expired ones were
      * replaced. */
     assert_true(F.imds_ok_queries >= 4);
@@ -266,15 +206,15 @@ static void test_stop_reply(void **state)
     int grace = 5000;
     F.hook = stop_on_heartbeat;
     F.user = &grace;
-    job_script(JOB_CHECKPOINTS, "", 400, "", "");
+    fake_job_script(&F, JOB_CHECKPOINTS, "", 400, "", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);
-    assert_kinds("host,started,checkpoint,exited");
+    fake_assert_kinds(&F, "host,started,checkpoint,exited");
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_true(ev_bool(ex, "stopped"));
-    assert_true(ev_bool(ex, "checkpointed"));
-    assert_true(has(&F.agent_err, "price spike"));
+    assert_true(fake_ev_bool(ex, "stopped"));
+    assert_true(fake_ev_bool(ex, "checkpointed"));
+    assert_true(fake_has(&F.agent_err, "price spike"));
 }
 
 static bool process_gone(const char *pidfile)
@@ -302,7 +242,7 @@ static void test_grace_kills_a_job_ignoring_the_signal(void **state)
     int grace = 600;
     F.hook = stop_on_heartbeat;
     F.user = &grace;
-    job_script(JOB_IGNORES, "", 0, "", "");
+    fake_job_script(&F, JOB_IGNORES, "", 0, "", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, started);
     uint64_t t0 = uv_hrtime();
@@ -311,12 +251,12 @@ static void test_grace_kills_a_job_ignoring_the_signal(void **state)
     /* Heartbeat at 150 ms, then the 600 ms grace. */
     assert_true(secs > 0.6);
     assert_int_equal(F.agent_status, 128 + SIGKILL);
-    assert_kinds("host,started,exited");
+    fake_assert_kinds(&F, "host,started,exited");
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_int_equal(ev_int(ex, "status"), -1);
-    assert_int_equal(ev_int(ex, "signal"), SIGKILL);
-    assert_true(ev_bool(ex, "stopped"));
-    assert_false(ev_bool(ex, "checkpointed"));
+    assert_int_equal(fake_ev_int(ex, "status"), -1);
+    assert_int_equal(fake_ev_int(ex, "signal"), SIGKILL);
+    assert_true(fake_ev_bool(ex, "stopped"));
+    assert_false(fake_ev_bool(ex, "checkpointed"));
     /* The whole process group went, not just the main process. */
     char pidfile[512];
     snprintf(pidfile, sizeof(pidfile), "%s/child.pid", F.dir);
@@ -329,7 +269,7 @@ static void test_grace_kills_a_job_ignoring_the_signal(void **state)
 static void test_periodic_checkpoints_and_pruning(void **state)
 {
     (void)state;
-    job_script(JOB_CHECKPOINTS, "", 40, ", \"every_ms\": 250, \"keep\": 2", "");
+    fake_job_script(&F, JOB_CHECKPOINTS, "", 40, ", \"every_ms\": 250, \"keep\": 2", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);
@@ -337,22 +277,22 @@ static void test_periodic_checkpoints_and_pruning(void **state)
     assert_true(n >= 3);
     for (size_t i = 0; i < n; i++) {
         json_t *c = fake_event(&F, "checkpoint", i);
-        assert_true(ev_bool(c, "periodic"));
+        assert_true(fake_ev_bool(c, "periodic"));
         /* Each is a new complete checkpoint: a distinct path. */
         if (i > 0)
-            assert_string_not_equal(ev_str(c, "path"),
-                                    ev_str(fake_event(&F, "checkpoint", i - 1), "path"));
+            assert_string_not_equal(fake_ev_str(c, "path"),
+                                    fake_ev_str(fake_event(&F, "checkpoint", i - 1), "path"));
     }
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_false(ev_bool(ex, "stopped"));
+    assert_false(fake_ev_bool(ex, "stopped"));
     /* The job ran to its end: every step was printed. */
-    assert_true(has(&F.out, "step 40\n"));
+    assert_true(fake_has(&F.out, "step 40\n"));
     /* keep: 2 -> only the two newest remain, and they are the last two
      * reported. */
     struct stat st;
-    const char *last = ev_str(fake_event(&F, "checkpoint", n - 1), "path");
-    const char *before = ev_str(fake_event(&F, "checkpoint", n - 2), "path");
-    const char *first = ev_str(fake_event(&F, "checkpoint", 0), "path");
+    const char *last = fake_ev_str(fake_event(&F, "checkpoint", n - 1), "path");
+    const char *before = fake_ev_str(fake_event(&F, "checkpoint", n - 2), "path");
+    const char *first = fake_ev_str(fake_event(&F, "checkpoint", 0), "path");
     assert_int_equal(stat(last, &st), 0);
     assert_int_equal(stat(before, &st), 0);
     assert_int_not_equal(stat(first, &st), 0);
@@ -378,15 +318,15 @@ static void test_half_written_checkpoint_never_offered(void **state)
     int grace = 500;
     F.hook = stop_on_heartbeat;
     F.user = &grace;
-    job_script(JOB_HALF_WRITES, "", 0, "", "");
+    fake_job_script(&F, JOB_HALF_WRITES, "", 0, "", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, fake_agent_done);
     char want[600];
     snprintf(want, sizeof(want), "%s/ckpt-b", F.ckpt_dir);
-    assert_string_equal(ev_str(fake_event(&F, "started", 0), "resume_from"), want);
+    assert_string_equal(fake_ev_str(fake_event(&F, "started", 0), "resume_from"), want);
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_true(ev_bool(ex, "stopped"));
-    assert_false(ev_bool(ex, "checkpointed"));
+    assert_true(fake_ev_bool(ex, "stopped"));
+    assert_false(fake_ev_bool(ex, "checkpointed"));
     assert_int_equal(fake_count(&F, "checkpoint"), 0);
     char tmp[600];
     snprintf(tmp, sizeof(tmp), "%s/.tmp-half/state", F.ckpt_dir);
@@ -395,8 +335,8 @@ static void test_half_written_checkpoint_never_offered(void **state)
 
     /* The next run is offered ckpt-b, never the half-written one, which
      * is removed at start. */
-    next_run();
-    job_script(JOB_PRINTS_RESUME, "", 0, "", "");
+    fake_next_run(&F);
+    fake_job_script(&F, JOB_PRINTS_RESUME, "", 0, "", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);
@@ -411,7 +351,7 @@ static void test_half_written_checkpoint_never_offered(void **state)
 static void test_progress_lines_and_file(void **state)
 {
     (void)state;
-    job_script("#!/bin/sh\n"
+    fake_job_script(&F, "#!/bin/sh\n"
                "echo 'EBB_PROGRESS 0.25'\n"
                "sleep 0.3\n"
                "echo 'EBB_PROGRESS 2'\n"            /* out of range */
@@ -433,7 +373,7 @@ static void test_progress_lines_and_file(void **state)
         assert_true(json_real_value(json_object_get(p, "fraction")) == want[i]);
     }
     /* Progress lines are output like any other. */
-    assert_true(has(&F.out, "EBB_PROGRESS 0.25\n"));
+    assert_true(fake_has(&F.out, "EBB_PROGRESS 0.25\n"));
 }
 
 /* ---- ebbd ---- */
@@ -441,14 +381,14 @@ static void test_progress_lines_and_file(void **state)
 static void test_wrong_token_is_refused(void **state)
 {
     (void)state;
-    job_script("#!/bin/sh\ntouch ran\n", "", 0, "", "");
+    fake_job_script(&F, "#!/bin/sh\ntouch ran\n", "", 0, "", "");
     fake_start_agent(&F, "not-the-token", NULL, NULL);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 3);
     assert_true(F.refused >= 1);
     assert_int_equal(json_array_size(F.events), 0);
-    assert_true(has(&F.agent_err, "refused the agent's token"));
-    assert_true(has(&F.agent_err, "no live instance holds this token"));
+    assert_true(fake_has(&F.agent_err, "refused the agent's token"));
+    assert_true(fake_has(&F.agent_err, "no live instance holds this token"));
     char ran[600];
     snprintf(ran, sizeof(ran), "%s/ran", F.dir);
     assert_int_not_equal(access(ran, F_OK), 0);
@@ -456,17 +396,17 @@ static void test_wrong_token_is_refused(void **state)
 
 static bool printed_line_10(struct fake *f)
 {
-    return has(&f->agent_out, "line 10\n") || fake_agent_done(f);
+    return fake_has(&f->agent_out, "line 10\n") || fake_agent_done(f);
 }
 
 static bool printed_line_40(struct fake *f)
 {
-    return has(&f->agent_out, "line 40\n") || fake_agent_done(f);
+    return fake_has(&f->agent_out, "line 40\n") || fake_agent_done(f);
 }
 
 static bool printed_line_200(struct fake *f)
 {
-    return has(&f->agent_out, "line 200 ") || fake_agent_done(f);
+    return fake_has(&f->agent_out, "line 200 ") || fake_agent_done(f);
 }
 
 /* The jobs below wait for this file, so what they print after it falls
@@ -483,7 +423,7 @@ static void let_job_go(void)
 static void test_ebbd_down_then_back(void **state)
 {
     (void)state;
-    job_script("#!/bin/sh\n"
+    fake_job_script(&F, "#!/bin/sh\n"
                "i=0\n"
                "while [ $i -lt 40 ]; do i=$((i+1)); echo \"line $i\"; "
                "echo \"EBB_PROGRESS 0.$((i+10))\"; "
@@ -507,8 +447,8 @@ static void test_ebbd_down_then_back(void **state)
     assert_int_equal(F.agent_status, 0);
     assert_true(json_array_size(F.events) > before);
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_false(ev_bool(ex, "stopped"));
-    assert_int_equal(ev_int(ex, "status"), 0);
+    assert_false(fake_ev_bool(ex, "stopped"));
+    assert_int_equal(fake_ev_int(ex, "status"), 0);
     /* In order: host, started, progress..., exited last; progress only
      * grows. */
     char *kinds = fake_kinds(&F);
@@ -529,13 +469,13 @@ static void test_ebbd_down_then_back(void **state)
         ebb_buf_printf(&want, "line %d\nEBB_PROGRESS 0.%d\n", i, i + 10);
     assert_string_equal(F.out.data, want.data);
     ebb_buf_free(&want);
-    assert_true(has(&F.agent_err, "ebbd answers again"));
+    assert_true(fake_has(&F.agent_err, "ebbd answers again"));
 }
 
 static void test_output_bound_drops_oldest_with_marker(void **state)
 {
     (void)state;
-    job_script("#!/bin/sh\n"
+    fake_job_script(&F, "#!/bin/sh\n"
                "while [ ! -e go ]; do sleep 0.02; done\n"
                "i=0\n"
                "while [ $i -lt 200 ]; do i=$((i+1)); "
@@ -552,98 +492,28 @@ static void test_output_bound_drops_oldest_with_marker(void **state)
     fake_ebbd_up(&F);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);
-    if (!has(&F.out, "bytes of job output were dropped while ebbd could not be reached]\n"))
+    if (!fake_has(&F.out, "bytes of job output were dropped while ebbd could not be reached]\n"))
         fail_msg("no marker of dropped output; ebbd got:\n%s\nthe agent said:\n%s",
                  F.out.data ? F.out.data : "", F.agent_err.data ? F.agent_err.data : "");
-    assert_true(has(&F.out, "line 200 ...."));
-    assert_false(has(&F.out, "line 1 ...."));
+    assert_true(fake_has(&F.out, "line 200 ...."));
+    assert_false(fake_has(&F.out, "line 1 ...."));
     assert_true(F.out.len < 2048 + 200);
     /* Everything still went through to the agent's own stdout. */
-    assert_true(has(&F.agent_out, "line 1 ...."));
-}
-
-/* ---- host check ---- */
-
-static void release_host(struct fake *f, json_t *ev, struct ebb__httpd_response *res)
-{
-    (void)f;
-    json_t *gpus = json_object_get(ev, "gpus");
-    json_t *g = json_array_get(gpus, 0);
-    if (strcmp(json_string_value(json_object_get(ev, "kind")), "host") == 0 &&
-        json_integer_value(json_object_get(g, "pcie_width")) < 8)
-        ebb__httpd_set_bodyf(res, "{\"command\": \"release\", "
-                                  "\"reason\": \"PCIe x1 below the job's x8\"}");
-}
-
-static void fake_nvidia_smi(const char *output)
-{
-    char bin[600], text[1024];
-    snprintf(bin, sizeof(bin), "%s/bin", F.dir);
-    assert_int_equal(mkdir(bin, 0700), 0);
-    snprintf(text, sizeof(text),
-             "#!/bin/sh\n"
-             "[ \"$1\" = '--query-gpu=name,memory.total,pcie.link.width.current,"
-             "pcie.link.gen.current' ] || exit 9\n"
-             "[ \"$2\" = '--format=csv,noheader,nounits' ] || exit 9\n"
-             "printf '%s'\n", output);
-    fake_script(&F, "bin/nvidia-smi", text);
-}
-
-static void test_host_check_release(void **state)
-{
-    (void)state;
-    fake_nvidia_smi("NVIDIA GeForce RTX 3090, 24576, 1, 3\\n");
-    F.hook = release_host;
-    job_script("#!/bin/sh\ntouch ran\n", "", 0, "", "");
-    char bin[600];
-    snprintf(bin, sizeof(bin), "%s/bin", F.dir);
-    fake_start_agent(&F, FAKE_TOKEN, bin, NULL);
-    fake_run_until(&F, fake_agent_done);
-    assert_int_equal(F.agent_status, 4);
-    assert_kinds("host");
-    json_t *host = fake_event(&F, "host", 0);
-    assert_true(ev_bool(host, "nvidia_smi"));
-    json_t *g = json_array_get(json_object_get(host, "gpus"), 0);
-    assert_string_equal(ev_str(g, "model"), "NVIDIA GeForce RTX 3090");
-    assert_int_equal(ev_int(g, "memory_mb"), 24576);
-    assert_int_equal(ev_int(g, "pcie_width"), 1);
-    assert_int_equal(ev_int(g, "pcie_gen"), 3);
-    assert_true(has(&F.agent_err, "PCIe x1 below the job's x8"));
-    char ran[600];
-    snprintf(ran, sizeof(ran), "%s/ran", F.dir);
-    assert_int_not_equal(access(ran, F_OK), 0);
-}
-
-static void test_host_check_pass(void **state)
-{
-    (void)state;
-    fake_nvidia_smi("Tesla V100-SXM2-16GB, 16160, 16, 3\\nTesla V100-SXM2-16GB, 16160, 16, 3\\n");
-    F.hook = release_host;
-    job_script("#!/bin/sh\ntouch ran\n", "", 0, "", "");
-    char bin[600];
-    snprintf(bin, sizeof(bin), "%s/bin", F.dir);
-    fake_start_agent(&F, FAKE_TOKEN, bin, NULL);
-    fake_run_until(&F, fake_agent_done);
-    assert_int_equal(F.agent_status, 0);
-    assert_kinds("host,started,exited");
-    assert_int_equal(json_array_size(json_object_get(fake_event(&F, "host", 0), "gpus")), 2);
-    char ran[600];
-    snprintf(ran, sizeof(ran), "%s/ran", F.dir);
-    assert_int_equal(access(ran, F_OK), 0);
+    assert_true(fake_has(&F.agent_out, "line 1 ...."));
 }
 
 static void test_sigterm_to_the_agent_stops_the_job(void **state)
 {
     (void)state;
-    job_script(JOB_CHECKPOINTS, "", 400, "", "");
+    fake_job_script(&F, JOB_CHECKPOINTS, "", 400, "", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, started);
     fake_run_for(&F, 300);
     uv_process_kill(&F.agent, SIGTERM);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);
-    assert_kinds("host,started,checkpoint,exited");
-    assert_true(ev_bool(fake_event(&F, "exited", 0), "checkpointed"));
+    fake_assert_kinds(&F, "host,started,checkpoint,exited");
+    assert_true(fake_ev_bool(fake_event(&F, "exited", 0), "checkpointed"));
 }
 
 static void test_token_file(void **state)
@@ -652,20 +522,20 @@ static void test_token_file(void **state)
     const char *tf = fake_script(&F, "token", FAKE_TOKEN "\n");
     char path[600];
     snprintf(path, sizeof(path), "%s", tf);
-    job_script("#!/bin/sh\nexit 0\n", "", 0, "", "");
+    fake_job_script(&F, "#!/bin/sh\nexit 0\n", "", 0, "", "");
     const char *extra[] = {"--token-file", path, NULL};
     /* The file wins over a wrong EBB_AGENT_TOKEN. */
     fake_start_agent(&F, "wrong", NULL, extra);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);
     assert_int_equal(F.refused, 0);
-    assert_kinds("host,started,exited");
+    fake_assert_kinds(&F, "host,started,exited");
 }
 
 static void test_gives_up_on_ebbd_after_exit_wait(void **state)
 {
     (void)state;
-    job_script("#!/bin/sh\nwhile [ ! -e go ]; do sleep 0.02; done\nexit 3\n", "", 0, "", "");
+    fake_job_script(&F, "#!/bin/sh\nwhile [ ! -e go ]; do sleep 0.02; done\nexit 3\n", "", 0, "", "");
     const char *extra[] = {"--exit-wait", "700ms", NULL};
     fake_start_agent(&F, FAKE_TOKEN, NULL, extra);
     fake_run_until(&F, started);
@@ -677,7 +547,7 @@ static void test_gives_up_on_ebbd_after_exit_wait(void **state)
     assert_true(secs >= 0.7);
     /* The job's own status, and a line saying what was not delivered. */
     assert_int_equal(F.agent_status, 3);
-    assert_true(has(&F.agent_err, "giving up: ebbd did not take the final report"));
+    assert_true(fake_has(&F.agent_err, "giving up: ebbd did not take the final report"));
     fake_ebbd_up(&F);
 }
 
@@ -741,7 +611,7 @@ static void store_workdir(char *more, size_t len, const char *sha_override)
 
 static void run_in_workdir(const char *more, const char *disk)
 {
-    next_run();
+    fake_next_run(&F);
     fake_set_job(&F, JOB_DOC, "[\"sh\", \"-c\", \"pwd; ./code.sh\"]", "false", 0, "",
                  F.ckpt_dir, "", more);
     const char *const extra[] = {"--disk", disk, NULL};
@@ -761,7 +631,7 @@ static void test_workdir_archive(void **state)
     run_in_workdir(more, disk);
     assert_int_equal(F.agent_status, 0);
     snprintf(want, sizeof(want), "%s/work/j-20261130-0001\nhello from the workdir\n", disk);
-    assert_true(has(&F.out, want));
+    assert_true(fake_has(&F.out, want));
 
     /* One byte of the stored object changed: refused, and nothing left. */
     snprintf(obj, sizeof(obj), "%s/store/obj", F.dir);
@@ -774,8 +644,8 @@ static void test_workdir_archive(void **state)
     snprintf(disk, sizeof(disk), "%s/disk2", F.dir);
     run_in_workdir(more, disk);
     assert_int_equal(F.agent_status, 127);
-    assert_kinds("host,exited");
-    assert_true(has(&F.agent_err, "cannot start the job: workdir: the stored workdir is refused"));
+    fake_assert_kinds(&F, "host,exited");
+    assert_true(fake_has(&F.agent_err, "cannot start the job: workdir: the stored workdir is refused"));
     snprintf(want, sizeof(want), "%s/work", disk);
     DIR *d = opendir(want);
     assert_non_null(d);
@@ -792,7 +662,7 @@ static void test_workdir_archive(void **state)
     snprintf(disk, sizeof(disk), "%s/disk3", F.dir);
     run_in_workdir(more, disk);
     assert_int_equal(F.agent_status, 127);
-    assert_true(has(&F.agent_err, "cannot start the job: workdir: the stored workdir is refused"));
+    assert_true(fake_has(&F.agent_err, "cannot start the job: workdir: the stored workdir is refused"));
 }
 
 /* The same through a presigned GET (the fake ebbd's /store/obj, which
@@ -824,7 +694,7 @@ static void test_workdir_archive_over_http(void **state)
     assert_int_equal(F.agent_status, 0);
     assert_int_equal(F.object_gets, 2); /* the 503, then the object */
     snprintf(want, sizeof(want), "%s/work/j-20261130-0001\nhello from the workdir\n", disk);
-    assert_true(has(&F.out, want));
+    assert_true(fake_has(&F.out, want));
 
     /* A body cut short is refused, and the job never starts. */
     F.object_len -= 10;
@@ -832,7 +702,7 @@ static void test_workdir_archive_over_http(void **state)
     snprintf(disk, sizeof(disk), "%s/disk2", F.dir);
     run_in_workdir(edited, disk);
     assert_int_equal(F.agent_status, 127);
-    assert_true(has(&F.agent_err, "cannot start the job: workdir: the stored workdir is "));
+    assert_true(fake_has(&F.agent_err, "cannot start the job: workdir: the stored workdir is "));
 }
 
 static void test_bad_options(void **state)
@@ -845,6 +715,7 @@ static void test_bad_options(void **state)
     expect_usage_error("--ebbd http://x --token-file /nonexistent/t", "/nonexistent/t");
     expect_usage_error("--ebbd http://x -- python3 train.py", "the job comes from ebbd");
     expect_usage_error("--ebbd http://x --disk rel/disk", "not an absolute path");
+    expect_usage_error("--ebbd http://x --sysfs sys", "--sysfs: \"sys\" is not an absolute");
 }
 
 /* ---- examples/train.py end to end ---- */
@@ -907,7 +778,7 @@ static void test_train_py_resumes_bit_for_bit(void **state)
     snprintf(F.ckpt_dir, sizeof(F.ckpt_dir), "%s", keep);
 
     /* A checkpoint on ebbd's request, then stopped... */
-    next_run();
+    fake_next_run(&F);
     int asked = 0;
     F.hook = checkpoint_then_stop;
     F.user = &asked;
@@ -916,26 +787,26 @@ static void test_train_py_resumes_bit_for_bit(void **state)
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);
     json_t *ex = fake_event(&F, "exited", 0);
-    assert_true(ev_bool(ex, "stopped"));
-    assert_true(ev_bool(ex, "checkpointed"));
+    assert_true(fake_ev_bool(ex, "stopped"));
+    assert_true(fake_ev_bool(ex, "checkpointed"));
     assert_int_equal(fake_count(&F, "checkpoint"), 2);
-    assert_true(ev_bool(fake_event(&F, "checkpoint", 0), "periodic"));
-    assert_false(ev_bool(fake_event(&F, "checkpoint", 1), "periodic"));
+    assert_true(fake_ev_bool(fake_event(&F, "checkpoint", 0), "periodic"));
+    assert_false(fake_ev_bool(fake_event(&F, "checkpoint", 1), "periodic"));
     char *none = slurp("resumed.model");
     assert_null(none);
-    const char *last = ev_str(fake_event(&F, "checkpoint", fake_count(&F, "checkpoint") - 1),
+    const char *last = fake_ev_str(fake_event(&F, "checkpoint", fake_count(&F, "checkpoint") - 1),
                               "path");
     char want[700];
     snprintf(want, sizeof(want), "%s", last);
 
     /* ... and resumed from its newest checkpoint. */
-    next_run();
+    fake_next_run(&F);
     train_job("resumed.model", "");
     fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
     fake_run_until(&F, fake_agent_done);
     assert_int_equal(F.agent_status, 0);
-    assert_string_equal(ev_str(fake_event(&F, "started", 0), "resume_from"), want);
-    assert_true(has(&F.out, "resuming at step"));
+    assert_string_equal(fake_ev_str(fake_event(&F, "started", 0), "resume_from"), want);
+    assert_true(fake_has(&F.out, "resuming at step"));
 
     char *a = slurp("straight.model"), *b = slurp("resumed.model");
     assert_non_null(a);
@@ -965,8 +836,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ebbd_down_then_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_bound_drops_oldest_with_marker, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_host_check_release, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_host_check_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sigterm_to_the_agent_stops_the_job, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_token_file, setup, teardown),

@@ -1,5 +1,6 @@
 /* ebb-agent's pieces alone: the checkpoint directory, nvidia-smi's output,
- * progress lines, the job document, the job's environment, backoff. */
+ * progress lines, the job document, the job's environment (and ebbd's, in
+ * its answer to `host`), backoff. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -206,7 +207,7 @@ static void test_prune_only_marked(void **state)
     struct agent_ckpt_list l;
     assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
     size_t removed = 0;
-    assert_int_equal(agent_ckpt_prune(dfd, &l, 2, "j-1", &removed), 0);
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 2, "j-1", NULL, &removed), 0);
     assert_int_equal(removed, 2);
     assert_false(exists("c1"));
     assert_false(exists("c2"));
@@ -217,9 +218,33 @@ static void test_prune_only_marked(void **state)
     assert_true(exists("theirs/weights"));
     assert_true(exists(".tmp")); /* temporaries are not the pruner's */
     removed = 0;
-    assert_int_equal(agent_ckpt_prune(dfd, &l, 10, "j-1", &removed), 0);
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 10, "j-1", NULL, &removed), 0);
     assert_int_equal(removed, 0);
     agent_ckpt_list_free(&l);
+}
+
+/* A gang's resume point is never pruned and does not count among the
+ * `keep` newest. */
+static void test_prune_spares_the_resume_point(void **state)
+{
+    (void)state;
+    make("gang", true, 1000);
+    make("c2", true, 2000);
+    make("c3", true, 3000);
+    const char *names[] = {"gang", "c2", "c3"};
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(agent_ckpt_mark(dfd, names[i], "j-1"), 0);
+    struct agent_ckpt_list l;
+    assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
+    size_t removed = 0;
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 1, "j-1", "gang", &removed), 0);
+    agent_ckpt_list_free(&l);
+    assert_int_equal(removed, 1);
+    assert_true(exists("gang"));
+    assert_false(exists("c2"));
+    assert_true(exists("c3"));
+    assert_true(agent_ckpt_is_marked(dfd, "gang", "j-1"));
+    assert_false(agent_ckpt_is_marked(dfd, "gang", "j-2"));
 }
 
 /* Removing a marked checkpoint never follows a link inside it. */
@@ -243,7 +268,7 @@ static void test_prune_never_follows_links(void **state)
     struct agent_ckpt_list l;
     assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
     size_t removed = 0;
-    assert_int_equal(agent_ckpt_prune(dfd, &l, 1, "j-1", &removed), 0);
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 1, "j-1", NULL, &removed), 0);
     agent_ckpt_list_free(&l);
     assert_int_equal(removed, 1);
     assert_false(exists("old"));
@@ -269,21 +294,45 @@ static void test_nvidia_smi_parse(void **state)
 {
     (void)state;
     struct agent_gpu g[4];
-    int n = agent_hostprobe_parse("Tesla V100-SXM2-16GB, 16160, 16, 3\n"
-                                  "NVIDIA GeForce RTX 3090, 24576, 1, [N/A]\n\n", g, 4);
+    int n = agent_hostprobe_parse("Tesla V100-SXM2-16GB, 16160, 16, 3, 535.104.05\n"
+                                  "NVIDIA GeForce RTX 3090, 24576, 1, [N/A], [N/A]\n\n",
+                                  g, 4);
     assert_int_equal(n, 2);
     assert_string_equal(g[0].model, "Tesla V100-SXM2-16GB");
     assert_int_equal(g[0].memory_mb, 16160);
     assert_int_equal(g[0].pcie_width, 16);
     assert_int_equal(g[0].pcie_gen, 3);
+    assert_string_equal(g[0].driver, "535.104.05");
     assert_string_equal(g[1].model, "NVIDIA GeForce RTX 3090");
     assert_int_equal(g[1].pcie_width, 1);
     assert_int_equal(g[1].pcie_gen, 0);
+    assert_string_equal(g[1].driver, "");
     assert_int_equal(agent_hostprobe_parse("", g, 4), 0);
-    assert_int_equal(agent_hostprobe_parse("A100, 40960, 16\n", g, 4), EBB_EINVAL);
-    assert_int_equal(agent_hostprobe_parse("A100, 40960, 16, 4, 9\n", g, 4), EBB_EINVAL);
+    /* The query before driver_version was asked for: four fields. */
+    assert_int_equal(agent_hostprobe_parse("A100, 40960, 16, 4\n", g, 4), EBB_EINVAL);
+    assert_int_equal(agent_hostprobe_parse("A100, 40960, 16, 4, 535, 9\n", g, 4), EBB_EINVAL);
     /* More GPUs than room: the first `max` are kept. */
-    assert_int_equal(agent_hostprobe_parse("a, 1, 1, 1\nb, 2, 2, 2\n", g, 1), 1);
+    assert_int_equal(agent_hostprobe_parse("a, 1, 1, 1, 1\nb, 2, 2, 2, 2\n", g, 1), 1);
+}
+
+static void test_nvidia_smi_cuda(void **state)
+{
+    (void)state;
+    char cuda[32];
+    agent_hostprobe_cuda("Tue Dec  1 10:00:00 2026\n+-----+\n| NVIDIA-SMI 535.104.05   "
+                         "Driver Version: 535.104.05   CUDA Version: 12.2     |\n", cuda,
+                         sizeof(cuda));
+    assert_string_equal(cuda, "12.2");
+    agent_hostprobe_cuda("| NVIDIA-SMI 550.54.14  Driver Version: 550.54.14  CUDA Version: "
+                         "12.4|", cuda, sizeof(cuda));
+    assert_string_equal(cuda, "12.4");
+    agent_hostprobe_cuda("| Driver Version: 535.104.05 CUDA Version: N/A |", cuda, sizeof(cuda));
+    assert_string_equal(cuda, "");
+    agent_hostprobe_cuda("no header at all", cuda, sizeof(cuda));
+    assert_string_equal(cuda, "");
+    char tiny[3];
+    agent_hostprobe_cuda("CUDA Version: 12.2", tiny, sizeof(tiny));
+    assert_string_equal(tiny, "");
 }
 
 static void test_progress_parse(void **state)
@@ -395,6 +444,112 @@ static void test_jobdoc_errors(void **state)
     expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"env\": {\"A\": 1}"), "env.A");
     expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"shell\": \"yes\""), "\"shell\"");
     expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"heartbeat_ms\": 0"), "\"heartbeat_ms\"");
+}
+
+static void test_jobdoc_gang(void **state)
+{
+    (void)state;
+    struct agent_jobdoc d;
+    char err[256] = "";
+    const char *text = DOC("\"dir\": \"/ck\", \"resume\": \"step-00000400\"",
+                           ", \"gang\": {\"nodes\": 2, \"rank\": 1}");
+    assert_int_equal(agent_jobdoc_parse(text, strlen(text), &d, err, sizeof(err)), 0);
+    assert_true(d.has_resume);
+    assert_string_equal(d.resume, "step-00000400");
+    assert_int_equal(d.gang_nodes, 2);
+    assert_int_equal(d.gang_rank, 1);
+    agent_jobdoc_free(&d);
+    /* "" is a resume point too: none. Without the key: no gang at all. */
+    text = DOC("\"dir\": \"/ck\", \"resume\": \"\"", "");
+    assert_int_equal(agent_jobdoc_parse(text, strlen(text), &d, err, sizeof(err)), 0);
+    assert_true(d.has_resume);
+    assert_string_equal(d.resume, "");
+    assert_int_equal(d.gang_nodes, 0);
+    agent_jobdoc_free(&d);
+    text = DOC("\"dir\": \"/ck\"", "");
+    assert_int_equal(agent_jobdoc_parse(text, strlen(text), &d, err, sizeof(err)), 0);
+    assert_false(d.has_resume);
+    agent_jobdoc_free(&d);
+    expect_bad_doc(DOC("\"dir\": \"/c\", \"resume\": \"../x\"", ""), "checkpoint.resume");
+    expect_bad_doc(DOC("\"dir\": \"/c\", \"resume\": \".tmp-1\"", ""), "checkpoint.resume");
+    expect_bad_doc(DOC("\"dir\": \"/c\", \"resume\": 3", ""), "checkpoint.resume");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"gang\": {\"nodes\": 2, \"rank\": 2}"),
+                   "\"gang\"");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"gang\": {\"nodes\": 65, \"rank\": 0}"),
+                   "\"gang\"");
+    expect_bad_doc(DOC("\"dir\": \"/c\"", ", \"gang\": 2"), "\"gang\"");
+}
+
+/* ebbd's env in its answer to `host`, strictly; the job document's as
+ * before. */
+static void expect_env(const char *json, bool strict, const char *words)
+{
+    json_t *env = json_loads(json, JSON_ALLOW_NUL, NULL);
+    assert_non_null(env);
+    char **out = NULL;
+    char err[256] = "";
+    int rc = agent_env_parse(env, "ebbd's env", strict, &out, err, sizeof(err));
+    json_decref(env);
+    agent_strv_free(out);
+    if (words == NULL) {
+        assert_int_equal(rc, 0);
+    } else {
+        assert_int_equal(rc, EBB_EINVAL);
+        if (strstr(err, words) == NULL)
+            fail_msg("error \"%s\" does not say \"%s\"", err, words);
+    }
+}
+
+static void test_env_parse(void **state)
+{
+    (void)state;
+    json_t *env = json_pack("{s:s, s:s}", "MASTER_ADDR", "10.0.0.1", "_X1", "");
+    char **out = NULL;
+    char err[256];
+    assert_int_equal(agent_env_parse(env, "ebbd's env", true, &out, err, sizeof(err)), 0);
+    json_decref(env);
+    assert_string_equal(out[0], "MASTER_ADDR=10.0.0.1");
+    assert_string_equal(out[1], "_X1=");
+    assert_null(out[2]);
+    agent_strv_free(out);
+    assert_int_equal(agent_env_parse(NULL, "ebbd's env", true, &out, err, sizeof(err)), 0);
+    assert_null(out[0]);
+    agent_strv_free(out);
+    expect_env("{\"1A\": \"x\"}", true, "\"1A\" is not a variable name");
+    expect_env("{\"1A\": \"x\"}", false, NULL);
+    expect_env("{\"A.B\": \"x\"}", true, "not a variable name");
+    expect_env("{\"A=B\": \"x\"}", false, "contains '='");
+    expect_env("{\"\": \"x\"}", false, "is empty");
+    expect_env("{\"A\": \"x\\u0000y\"}", true, "NUL");
+    expect_env("{\"A\": null}", true, "ebbd's env.A is not a string");
+    expect_env("[]", true, "ebbd's env is not an object");
+    json_t *many = json_object();
+    for (int i = 0; i <= AGENT_ENV_MAX; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "V%d", i);
+        json_object_set_new(many, name, json_string("x"));
+    }
+    assert_int_equal(agent_env_parse(many, "e", true, &out, err, sizeof(err)), EBB_EINVAL);
+    assert_non_null(strstr(err, "65 variables, more than 64"));
+    agent_strv_free(out);
+    json_object_del(many, "V0");
+    assert_int_equal(agent_env_parse(many, "e", true, &out, err, sizeof(err)), 0);
+    agent_strv_free(out);
+    json_decref(many);
+    char *big = calloc(1, AGENT_ENV_VALUE_MAX + 2);
+    assert_non_null(big);
+    memset(big, 'x', AGENT_ENV_VALUE_MAX);
+    json_t *one = json_pack("{s:s}", "BIG", big);
+    assert_int_equal(agent_env_parse(one, "e", true, &out, err, sizeof(err)), 0);
+    agent_strv_free(out);
+    json_decref(one);
+    big[AGENT_ENV_VALUE_MAX] = 'x';
+    one = json_pack("{s:s}", "BIG", big);
+    assert_int_equal(agent_env_parse(one, "e", true, &out, err, sizeof(err)), EBB_EINVAL);
+    assert_non_null(strstr(err, "e.BIG is longer than 64 KiB"));
+    agent_strv_free(out);
+    json_decref(one);
+    free(big);
 }
 
 #define KEY64 "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF"
@@ -683,13 +838,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remove_temporaries_only_marked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mark_temporaries_forgets_renamed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_only_marked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_prune_spares_the_resume_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_prune_never_follows_links, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mkdir_parents, setup, teardown),
         cmocka_unit_test(test_nvidia_smi_parse),
+        cmocka_unit_test(test_nvidia_smi_cuda),
         cmocka_unit_test(test_progress_parse),
         cmocka_unit_test(test_linescan_split_reads),
         cmocka_unit_test(test_jobdoc_defaults),
         cmocka_unit_test(test_jobdoc_errors),
+        cmocka_unit_test(test_jobdoc_gang),
+        cmocka_unit_test(test_env_parse),
         cmocka_unit_test(test_jobdoc_store),
         cmocka_unit_test(test_jobdoc_store_errors),
         cmocka_unit_test_setup_teardown(test_walk, setup, teardown),
