@@ -221,6 +221,42 @@ static void test_file_store_round_trip(void **state)
     assert_int_equal(S.posts, 2);
 }
 
+/* A gang's member brings back the stored checkpoint its job document
+ * names (checkpoint.resume), though a newer one is stored; "" brings
+ * nothing back, not even asking; a name the store does not hold is not
+ * on this node, and the job does not start. */
+static void test_gang_resume_by_name(void **state)
+{
+    (void)state;
+    fstore_init(&S, &F, FSTORE_FILE, 5 << 20, 4, true);
+    make_source("ck1", 1000);
+    make_source("ck2", 2000);
+    set_job("ck1 ck2", false, "");
+    run_agent("disk1");
+    assert_int_equal(fstore_count(&S, "durable"), 2);
+
+    set_job("", false, ", \"resume\": \"ck1\"");
+    run_agent("disk2");
+    if (!has(&F.out, "resumed=[ck1] same"))
+        dump();
+    assert_true(has(&F.out, "resumed=[ck1] same"));
+    assert_int_equal(json_integer_value(json_object_get(fake_event(&F, "started", 0),
+                                                        "resume_id")), 1);
+
+    int gets = S.resume_gets;
+    set_job("", false, ", \"resume\": \"\"");
+    run_agent("disk3");
+    assert_true(has(&F.out, "resumed=[]"));
+    assert_int_equal(S.resume_gets, gets);
+
+    set_job("", false, ", \"resume\": \"ck9\"");
+    run_agent("disk4");
+    assert_int_equal(F.agent_status, 127);
+    assert_string_equal(json_string_value(json_object_get(fake_event(&F, "exited", 0), "error")),
+                        "cannot start the job: checkpoint ck9 is not on this node");
+    assert_null(F.out.data);
+}
+
 /* Without encryption the objects are the files themselves; the manifest
  * still authenticates them. */
 static void test_file_store_plain(void **state)
@@ -674,6 +710,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_s3_multipart_parallel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_file_store_plain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_resume_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oss_multipart_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newest_waiting_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_files_few_descriptors, setup, teardown),
