@@ -482,6 +482,17 @@ int vast_launch(struct vast *v, const struct ebb_launch *req, ebb_launch_cb cb,
 {
     if (req->token == NULL || req->token[0] == '\0' || req->instance_type == NULL)
         return EBB_EINVAL;
+    if (req->count > 1) {
+        /* vast.ai rents single machines, with no placement between them:
+         * a gang there is one machine with all the GPUs. */
+        v->host->log(v->host->ctx, EBB_LOG_ERROR,
+                     "cannot launch a gang of %u for job %s: vast.ai rents single "
+                     "machines, not groups placed together; ask for one machine "
+                     "with all the GPUs instead (nodes: 1 and resources.gpu.count "
+                     "N x the GPUs per node)",
+                     req->count, req->job_id ? req->job_id : "");
+        return EBB_EINVAL;
+    }
     if (v->cfg->image[0] == '\0') {
         v->host->log(v->host->ctx, EBB_LOG_ERROR,
                      "cannot launch: set image (a container image with ebb-agent)");

@@ -299,6 +299,32 @@ static void launch_without_capacity(void **state)
     close_vast(t);
 }
 
+/* A gang (count > 1) is refused before any call: vast.ai has no way to
+ * place machines together. The log says what to ask for instead, and the
+ * provider does not claim gangs. */
+static void gang_launch_is_refused(void **state)
+{
+    (void)state;
+    struct t *t = open_vast(NULL);
+    assert_int_equal(t->f.p->flags & EBB_PROVIDER_GANGS, 0);
+    pfx_poll(&t->f, &t->r);
+    int requests = t->v.requests;
+    struct ebb_launch req = bid_launch("tok-gang", 0);
+    static const char *const tokens[] = {"agent-secret-a", "agent-secret-b"};
+    req.count = 2;
+    req.agent_tokens = tokens;
+    struct pfx_result r = {0};
+    assert_int_equal(t->f.p->launch(t->f.self, &req, pfx_on_launch, &r), EBB_EINVAL);
+    assert_int_equal(r.calls, 0);
+    assert_int_equal(t->v.requests, requests);
+    assert_int_equal(t->v.rents, 0);
+    const char *line = strstr(t->f.log.data, "cannot launch a gang of 2 for job "
+                                             "j-20261130-0007");
+    assert_non_null(line);
+    assert_non_null(strstr(line, "nodes: 1 and resources.gpu.count"));
+    close_vast(t);
+}
+
 static void outbid_is_preemption(void **state)
 {
     (void)state;
@@ -470,6 +496,7 @@ int main(void)
         cmocka_unit_test(bid_launch_rents_interruptibly),
         cmocka_unit_test(retried_launch_rents_once),
         cmocka_unit_test(launch_without_capacity),
+        cmocka_unit_test(gang_launch_is_refused),
         cmocka_unit_test(outbid_is_preemption),
         cmocka_unit_test(rate_limit_backs_off),
         cmocka_unit_test(refused_key_stops_polling),
