@@ -195,7 +195,7 @@ static const struct ebb_provider aws_provider = {
     .abi = EBB_PROVIDER_ABI,
     .struct_size = sizeof(struct ebb_provider),
     .name = "aws",
-    .description = "Amazon EC2: spot prices, spot and on-demand instances",
+    .description = "Amazon EC2: spot prices, spot and on-demand instances and gangs",
     .config_keys = aws_keys,
     .config_size = sizeof(struct aws_cfg),
     .create = aws_create,
@@ -205,6 +205,7 @@ static const struct ebb_provider aws_provider = {
     .terminate = aws_terminate,
     .list_instances = aws_list_instances,
     .stop_job = NULL,
+    .flags = EBB_PROVIDER_GANGS,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

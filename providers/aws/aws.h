@@ -32,6 +32,14 @@ struct aws_cfg {
     char *agent_command;     /* the agent's path on the image */
 };
 
+/* A gang is launched into the cluster placement group
+ * AWS_GROUP_PREFIX + its token (aws_group.c). */
+#define AWS_GROUP_PREFIX "ebb-"
+#define AWS_GROUP_NAME_MAX 80
+#define AWS_GROUPS_DELETED 64
+/* The most members a gang may have (as job specs' nodes). */
+#define AWS_GANG_MAX 64
+
 struct aws_call;
 struct aws_poll;
 
@@ -54,6 +62,11 @@ struct aws {
         int lost_reported;
     } *known;
     size_t n_known, cap_known;
+
+    /* The placement groups whose deletion is done or under way (a ring:
+     * an old entry forgotten only means one more, refused, deletion). */
+    char groups_deleted[AWS_GROUPS_DELETED][AWS_GROUP_NAME_MAX];
+    size_t next_deleted;
 };
 
 /* ---- aws_call.c ---- */
@@ -111,6 +124,16 @@ int aws_region_configured(const struct aws *a, const char *region);
  * when out of memory. */
 struct aws_known *aws_known_add(struct aws *a, const char *id, const char *region);
 struct aws_known *aws_known_find(struct aws *a, const char *id);
+
+/* ---- aws_group.c ---- */
+
+/* The placement group name of the gang launched with `token`. */
+void aws_group_name(const char *token, char *out, size_t size);
+
+/* Starts DeletePlacementGroup of `name` in `region` unless one is done or
+ * under way; its outcome is only logged. Returns 0 or an error of
+ * aws_call(). */
+int aws_group_delete(struct aws *a, const char *region, const char *name);
 
 /* ---- aws_prices.c / aws_instances.c: the provider calls ---- */
 

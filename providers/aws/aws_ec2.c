@@ -269,6 +269,21 @@ struct inst_parse {
     int failed;
 };
 
+/* amiLaunchIndex: a small non-negative decimal (EBB_EPROTO otherwise). */
+static int parse_index(const char *text, size_t len, int *out)
+{
+    int v = 0;
+    if (len == 0 || len > 4)
+        return EBB_EPROTO;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return EBB_EPROTO;
+        v = v * 10 + (text[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
 static void inst_start(void *ud, const struct ebb_xml_path *p)
 {
     struct inst_parse *ip = ud;
@@ -276,6 +291,7 @@ static void inst_start(void *ud, const struct ebb_xml_path *p)
         strcmp(ebb_xml_up(p, 1), "instancesSet") == 0) {
         ip->depth = p->depth;
         memset(&ip->cur, 0, sizeof(ip->cur));
+        ip->cur.launch_index = -1;
     } else if (ip->depth > 0 && p->depth == ip->depth + 2 &&
                strcmp(ebb_xml_up(p, 1), "tagSet") == 0) {
         ip->tag_key[0] = ip->tag_value[0] = '\0';
@@ -332,6 +348,9 @@ static void inst_end(void *ud, const struct ebb_xml_path *p, const char *text,
             copy_text(c->instance_type, sizeof(c->instance_type), text, len);
         else if (strcmp(name, "instanceLifecycle") == 0)
             copy_text(c->lifecycle, sizeof(c->lifecycle), text, len);
+        else if (strcmp(name, "amiLaunchIndex") == 0)
+            ip->failed = ip->failed ? ip->failed
+                                    : parse_index(text, len, &c->launch_index);
         else if (strcmp(name, "launchTime") == 0 &&
                  ebb_parse_time(text, &c->launched_at) != 0)
             ip->failed = EBB_EPROTO;
@@ -343,6 +362,8 @@ static void inst_end(void *ud, const struct ebb_xml_path *p, const char *text,
         else if (strcmp(parent, "placement") == 0 &&
                  strcmp(name, "availabilityZone") == 0)
             copy_text(c->zone, sizeof(c->zone), text, len);
+        else if (strcmp(parent, "placement") == 0 && strcmp(name, "groupName") == 0)
+            copy_text(c->group, sizeof(c->group), text, len);
         else if (strcmp(parent, "tagSet") == 0 && strcmp(name, "item") == 0)
             inst_tag_done(ip);
     } else if (rel == 3 && strcmp(ebb_xml_up(p, 2), "tagSet") == 0) {

@@ -41,6 +41,8 @@ struct aws_ec2_instance {
     char lifecycle[16];    /* "spot", or "" for on-demand */
     char job_id[128];      /* tag ebb:job */
     char token[128];       /* tag ebb:token */
+    char group[64];        /* placement/groupName: "" outside a group */
+    int launch_index;      /* amiLaunchIndex: its rank in a gang; -1 absent */
     ebb_time_ms launched_at;
     char region[32];       /* not in the XML: the caller fills it */
 };

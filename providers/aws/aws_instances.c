@@ -3,11 +3,20 @@
  * TerminateInstances, and DescribeInstances filtered on the ebb:token tag
  * for reconciliation. A spot instance that EC2 took away
  * (Server.SpotInstanceTermination) is reported LOST once and listed as
- * preempted, whether or not its agent managed to say so. */
+ * preempted, whether or not its agent managed to say so.
+ *
+ * A gang (count > 1) is first given a cluster placement group (aws_group.c),
+ * then started with one RunInstances of MinCount = MaxCount = count in it:
+ * all or none. A member's rank is its amiLaunchIndex; the gang is one
+ * instance whose id joins its members' in rank order (ebb/gang.h), and
+ * lists group instances by their token into such gangs. An answer that is
+ * no gang of `count` (too few, ranks missing or repeated, an id holding
+ * the separator) fails the launch, and what it started is terminated. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <ebb/gang.h>
 #include <ebb/units.h>
 
 #include "aws.h"
@@ -17,6 +26,8 @@
 #define TAG_JOB "ebb:job"
 #define TAG_TOKEN "ebb:token"
 #define CLIENT_TOKEN_MAX 64 /* EC2's limit */
+/* Placement groups deleted at most by one list (aws_group.c). */
+#define AWS_GROUP_DELETES_PER_LIST 4
 
 static void log_failure(struct aws *a, const char *region, const char *action,
                         const struct aws_reply *r)
@@ -73,46 +84,244 @@ struct launch {
     void *arg;
     char region[32];
     char token[CLIENT_TOKEN_MAX + 1];
+    unsigned count;
+    char group[AWS_GROUP_NAME_MAX]; /* a gang's placement group; "" for one */
+    char *params;                   /* RunInstances', while the group is made */
 };
 
-static void on_launched(void *arg, const struct aws_reply *r)
+static void launch_free(struct launch *l)
 {
-    struct launch *l = arg;
-    if (r->status != 0) {
-        if (r->status != EBB_ECANCELED)
-            log_failure(l->a, l->region, "RunInstances", r);
-        l->cb(l->arg, r->status, NULL);
-        free(l);
-        return;
-    }
+    free(l->params);
+    free(l);
+}
+
+static int terminate_ids(struct aws *a, const char *what, const char *region,
+                         const struct aws_instance_set *set, ebb_done_cb cb,
+                         void *arg);
+
+/* What a launch EC2 answered badly started: found by its token's tag
+ * (the answer itself may leave instances out), then terminated. */
+struct sweep {
+    struct aws *a;
+    char region[32];
+    char token[CLIENT_TOKEN_MAX + 1];
+};
+
+static void on_swept(void *arg, const struct aws_reply *r)
+{
+    struct sweep *w = arg;
     struct aws_instance_set set = {0};
     char next[8];
-    int rc = aws_parse_instances(r->body, r->body_len, &set, next, sizeof(next));
-    if (rc == 0 && set.n == 0)
-        rc = EBB_EPROTO;
-    if (rc != 0) {
-        l->a->host->log(l->a->host->ctx, EBB_LOG_ERROR,
-                        "%s: RunInstances answered with no instance we can read; "
-                        "the next reconciliation will find it by its tags",
-                        l->region);
-        l->cb(l->arg, rc, NULL);
-    } else {
-        struct aws_ec2_instance *i = &set.v[0];
+    int rc = r->status;
+    if (rc == 0)
+        rc = aws_parse_instances(r->body, r->body_len, &set, next, sizeof(next));
+    if (rc == 0)
+        rc = terminate_ids(w->a, w->token, w->region, &set, NULL, NULL);
+    if (rc != 0 && rc != EBB_ECANCELED)
+        w->a->host->log(w->a->host->ctx, EBB_LOG_ERROR,
+                        "%s: could not terminate what launch %s started: %s; the "
+                        "next reconciliation will find it by its tags", w->region,
+                        w->token, ebb_strerror(rc));
+    free(set.v);
+    free(w);
+}
+
+static int sweep_launch(struct aws *a, const char *region, const char *token)
+{
+    struct sweep *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return EBB_ENOMEM;
+    w->a = a;
+    snprintf(w->region, sizeof(w->region), "%s", region);
+    snprintf(w->token, sizeof(w->token), "%s", token);
+    struct ebb_buf p = {0};
+    aws_param(&p, "Filter.1.Name", "tag:" TAG_TOKEN);
+    aws_param(&p, "Filter.1.Value.1", token);
+    aws_param(&p, "MaxResults", "1000");
+    int rc = p.failed ? EBB_ENOMEM
+                      : aws_call(a, region, "DescribeInstances", p.data, on_swept, w);
+    ebb_buf_free(&p);
+    if (rc != 0)
+        free(w);
+    return rc;
+}
+
+/* Why RunInstances' answer is no gang of `count` we can report: fewer or
+ * more instances, a launch index missing, out of range or repeated, an id
+ * holding the gang separator. NULL when it is one; `rank_of` then maps
+ * each rank to its instance. */
+static const char *bad_answer(const struct aws_instance_set *set, unsigned count,
+                              size_t *rank_of, char *why, size_t size)
+{
+    if (set->n != count) {
+        snprintf(why, size, "%zu instances for %u asked", set->n, count);
+        return why;
+    }
+    for (size_t r = 0; r < count; r++)
+        rank_of[r] = SIZE_MAX;
+    for (size_t i = 0; i < set->n; i++) {
+        const struct aws_ec2_instance *in = &set->v[i];
+        int k = in->launch_index;
+        if (strchr(in->id, EBB_GANG_SEP) != NULL) {
+            snprintf(why, size, "instance id \"%s\" holds '%c'", in->id, EBB_GANG_SEP);
+            return why;
+        }
+        if (count == 1)
+            k = 0; /* a single instance's index is not needed */
+        if (k < 0 || (unsigned)k >= count || rank_of[k] != SIZE_MAX) {
+            snprintf(why, size, "instance %s has %s amiLaunchIndex %d", in->id,
+                     k < 0 ? "no" : (unsigned)k >= count ? "an out-of-range"
+                                                         : "a repeated",
+                     k);
+            return why;
+        }
+        rank_of[k] = i;
+    }
+    return NULL;
+}
+
+/* The gang's state from its members' (`n` of them): the least advanced
+ * one. */
+struct gang_count {
+    size_t n, pending, running, gone;
+};
+
+static void gang_count_add(struct gang_count *c, enum ebb_instance_state s)
+{
+    c->n++;
+    c->pending += s == EBB_INSTANCE_PENDING;
+    c->running += s == EBB_INSTANCE_RUNNING;
+    c->gone += s == EBB_INSTANCE_TERMINATED;
+}
+
+static enum ebb_instance_state gang_state(const struct gang_count *c)
+{
+    if (c->pending > 0)
+        return EBB_INSTANCE_PENDING;
+    if (c->running == c->n)
+        return EBB_INSTANCE_RUNNING;
+    if (c->gone == c->n)
+        return EBB_INSTANCE_TERMINATED;
+    return EBB_INSTANCE_STOPPING;
+}
+
+static void launch_answer(struct launch *l, struct aws_instance_set *set,
+                          const size_t *rank_of)
+{
+    struct ebb_buf ids = {0};
+    struct gang_count c = {0};
+    for (size_t r = 0; r < l->count; r++) {
+        struct aws_ec2_instance *i = &set->v[rank_of[r]];
         snprintf(i->region, sizeof(i->region), "%s", l->region);
         /* RunInstances echoes the tags; the token is ours in any case. */
         if (i->token[0] == '\0')
             snprintf(i->token, sizeof(i->token), "%s", l->token);
         aws_known_add(l->a, i->id, l->region);
-        struct ebb_instance v;
-        view(i, &v);
-        l->cb(l->arg, 0, &v);
+        gang_count_add(&c, state_of(i->state));
+        ebb_gang_append(&ids, i->id);
+    }
+    if (ids.failed) {
+        ebb_buf_free(&ids);
+        l->cb(l->arg, EBB_ENOMEM, NULL);
+        return;
+    }
+    struct ebb_instance v;
+    view(&set->v[rank_of[0]], &v);
+    v.id = ids.data;
+    v.state = gang_state(&c);
+    l->cb(l->arg, 0, &v);
+    ebb_buf_free(&ids);
+}
+
+static void on_launched(void *arg, const struct aws_reply *r)
+{
+    struct launch *l = arg;
+    struct aws *a = l->a;
+    if (r->status != 0) {
+        if (r->status != EBB_ECANCELED)
+            log_failure(a, l->region, "RunInstances", r);
+        /* All or nothing: a gang EC2 could not start leaves no instance
+         * in its group. */
+        if (r->status != EBB_ECANCELED && l->group[0] != '\0')
+            aws_group_delete(a, l->region, l->group);
+        l->cb(l->arg, r->status, NULL);
+        launch_free(l);
+        return;
+    }
+    struct aws_instance_set set = {0};
+    char next[8], why[160];
+    size_t rank_of[AWS_GANG_MAX];
+    int rc = aws_parse_instances(r->body, r->body_len, &set, next, sizeof(next));
+    if (rc == 0 && set.n == 0)
+        rc = EBB_EPROTO;
+    if (rc != 0) {
+        a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                     "%s: RunInstances answered with no instance we can read; "
+                     "the next reconciliation will find it by its tags",
+                     l->region);
+        l->cb(l->arg, rc, NULL);
+    } else if (bad_answer(&set, l->count, rank_of, why, sizeof(why)) != NULL) {
+        /* Whatever EC2 started is no gang ebb can run: end it all. */
+        a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                     "%s: RunInstances for launch %s answered with %s; "
+                     "terminating what it started", l->region, l->token, why);
+        rc = sweep_launch(a, l->region, l->token);
+        if (rc != 0)
+            a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                         "%s: could not terminate what launch %s started: %s; "
+                         "the next reconciliation will find it by its tags",
+                         l->region, l->token, ebb_strerror(rc));
+        l->cb(l->arg, EBB_EPROTO, NULL);
+    } else {
+        launch_answer(l, &set, rank_of);
     }
     free(set.v);
-    free(l);
+    launch_free(l);
+}
+
+/* The gang's placement group exists (made now, or by the launch this one
+ * repeats): start the instances in it. */
+static void on_group_created(void *arg, const struct aws_reply *r)
+{
+    struct launch *l = arg;
+    int status = r->status;
+    if (status != 0 && strcmp(r->code, "InvalidPlacementGroup.Duplicate") == 0)
+        status = 0;
+    if (status != 0 && status != EBB_ECANCELED)
+        log_failure(l->a, l->region, "CreatePlacementGroup", r);
+    if (status == 0)
+        status = aws_call(l->a, l->region, "RunInstances", l->params, on_launched, l);
+    if (status != 0) {
+        l->cb(l->arg, status, NULL);
+        launch_free(l);
+    }
+}
+
+static void tag_params(struct ebb_buf *p, const char *resource,
+                       const struct ebb_launch *req)
+{
+    aws_param(p, "TagSpecification.1.ResourceType", resource);
+    aws_param(p, "TagSpecification.1.Tag.1.Key", TAG_JOB);
+    aws_param(p, "TagSpecification.1.Tag.1.Value", req->job_id);
+    aws_param(p, "TagSpecification.1.Tag.2.Key", TAG_TOKEN);
+    aws_param(p, "TagSpecification.1.Tag.2.Value", req->token);
+}
+
+static int create_group(struct launch *l, const struct ebb_launch *req)
+{
+    struct ebb_buf p = {0};
+    aws_param(&p, "GroupName", l->group);
+    aws_param(&p, "Strategy", "cluster");
+    tag_params(&p, "placement-group", req);
+    int rc = p.failed ? EBB_ENOMEM
+                      : aws_call(l->a, l->region, "CreatePlacementGroup", p.data,
+                                 on_group_created, l);
+    ebb_buf_free(&p);
+    return rc;
 }
 
 static int launch_params(struct aws *a, const struct ebb_launch *req,
-                         struct ebb_buf *p)
+                         const char *group, struct ebb_buf *p)
 {
     const char *region = req->region;
     const char *vals[32];
@@ -124,8 +333,10 @@ static int launch_params(struct aws *a, const struct ebb_launch *req,
     }
     aws_param(p, "ImageId", vals[0]);
     aws_param(p, "InstanceType", req->instance_type);
-    aws_param(p, "MinCount", "1");
-    aws_param(p, "MaxCount", "1");
+    char count[16];
+    snprintf(count, sizeof(count), "%u", req->count > 1 ? req->count : 1);
+    aws_param(p, "MinCount", count);
+    aws_param(p, "MaxCount", count);
     aws_param(p, "ClientToken", req->token);
     if (aws_region_values(&a->cfg->key_name, region, vals, 1) > 0)
         aws_param(p, "KeyName", vals[0]);
@@ -137,6 +348,8 @@ static int launch_params(struct aws *a, const struct ebb_launch *req,
         aws_paramf(p, vals[i], "SecurityGroupId.%zu", i + 1);
     if (req->zone != NULL && req->zone[0] != '\0')
         aws_param(p, "Placement.AvailabilityZone", req->zone);
+    if (group[0] != '\0')
+        aws_param(p, "Placement.GroupName", group);
     if (req->market == EBB_MARKET_SPOT) {
         aws_param(p, "InstanceMarketOptions.MarketType", "spot");
         aws_param(p, "InstanceMarketOptions.SpotOptions.SpotInstanceType", "one-time");
@@ -152,14 +365,16 @@ static int launch_params(struct aws *a, const struct ebb_launch *req,
     }
     aws_param(p, "InstanceInitiatedShutdownBehavior", "terminate");
     aws_param(p, "MetadataOptions.HttpTokens", "required");
-    aws_param(p, "TagSpecification.1.ResourceType", "instance");
-    aws_param(p, "TagSpecification.1.Tag.1.Key", TAG_JOB);
-    aws_param(p, "TagSpecification.1.Tag.1.Value", req->job_id);
-    aws_param(p, "TagSpecification.1.Tag.2.Key", TAG_TOKEN);
-    aws_param(p, "TagSpecification.1.Tag.2.Value", req->token);
+    tag_params(p, "instance", req);
 
+    const char *const *tokens = &req->agent_token;
+    size_t n_tokens = 1;
+    if (req->count > 1) {
+        tokens = req->agent_tokens;
+        n_tokens = req->count;
+    }
     char *script = aws_userdata_script(
-        a->cfg->agent_command, a->cfg->agent_setup, req->agent_url, req->agent_token,
+        a->cfg->agent_command, a->cfg->agent_setup, req->agent_url, tokens, n_tokens,
         EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin : NULL,
         EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca : NULL);
     char *b64 = script != NULL ? aws_base64(script) : NULL;
@@ -168,6 +383,19 @@ static int launch_params(struct aws *a, const struct ebb_launch *req,
     free(b64);
     free(script);
     return b64 == NULL || p->failed ? EBB_ENOMEM : 0;
+}
+
+/* A gang's launch carries an agent token for each of at most
+ * AWS_GANG_MAX members. */
+static int gang_tokens_ok(const struct ebb_launch *req)
+{
+    if (req->count > AWS_GANG_MAX || !EBB_HAS(struct ebb_launch, req, agent_tokens) ||
+        req->agent_tokens == NULL)
+        return 0;
+    for (unsigned i = 0; i < req->count; i++)
+        if (req->agent_tokens[i] == NULL || req->agent_tokens[i][0] == '\0')
+            return 0;
+    return 1;
 }
 
 int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
@@ -184,49 +412,83 @@ int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
                      "does not list", req->region ? req->region : "");
         return EBB_EINVAL;
     }
-    if (req->count > 1)
-        return EBB_EUNSUPPORTED;
     if (req->token == NULL || req->token[0] == '\0' ||
         strlen(req->token) > CLIENT_TOKEN_MAX || req->job_id == NULL ||
         req->instance_type == NULL)
         return EBB_EINVAL;
     if (req->agent_url == NULL || req->agent_url[0] == '\0' ||
-        req->agent_token == NULL || req->agent_token[0] == '\0') {
+        (req->count <= 1 && (req->agent_token == NULL || req->agent_token[0] == '\0'))) {
         /* An instance without its agent would run, and bill, for nothing. */
         a->host->log(a->host->ctx, EBB_LOG_ERROR,
                      "launch for job %s has no agent URL or token; not launching",
                      req->job_id);
         return EBB_EINVAL;
     }
+    if (req->count > 1 && !gang_tokens_ok(req)) {
+        a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                     "gang launch of %u for job %s: %s; not launching", req->count,
+                     req->job_id,
+                     req->count > AWS_GANG_MAX ? "more members than the 64 allowed"
+                                               : "an agent token per member is missing");
+        return EBB_EINVAL;
+    }
     struct launch *l = calloc(1, sizeof(*l));
     if (l == NULL)
         return EBB_ENOMEM;
-    *l = (struct launch){.a = a, .cb = cb, .arg = arg};
+    *l = (struct launch){.a = a, .cb = cb, .arg = arg,
+                         .count = req->count > 1 ? req->count : 1};
     snprintf(l->region, sizeof(l->region), "%s", req->region);
     snprintf(l->token, sizeof(l->token), "%s", req->token);
+    if (l->count > 1)
+        aws_group_name(req->token, l->group, sizeof(l->group));
     struct ebb_buf p = {0};
-    int rc = launch_params(a, req, &p);
-    if (rc == 0)
+    int rc = launch_params(a, req, l->group, &p);
+    if (rc == 0 && l->count > 1) {
+        l->params = ebb_buf_take(&p);
+        rc = l->params != NULL ? create_group(l, req) : EBB_ENOMEM;
+    } else if (rc == 0) {
         rc = aws_call(a, req->region, "RunInstances", p.data, on_launched, l);
+    }
     ebb_buf_free(&p);
     if (rc != 0)
-        free(l);
+        launch_free(l);
     return rc;
 }
 
 /* ---- terminate ---- */
 
+/* One TerminateInstances of every member of a gang (or the one
+ * instance), in the region it is known to be in, else in each configured
+ * one until a region has them. */
 struct term {
     struct aws *a;
-    ebb_done_cb cb;
+    ebb_done_cb cb;        /* NULL: the outcome is only logged */
     void *arg;
-    char id[32];
+    char *what;            /* the instance, or the launch, for logs */
+    char *params;          /* InstanceId.1..N */
     char known_region[32]; /* tried first; "" when unknown */
     int tried_known;
     size_t next_region;    /* index into regions for the search */
 };
 
 static int term_next(struct term *t);
+
+static void term_done(struct term *t, int status)
+{
+    if (t->cb != NULL)
+        t->cb(t->arg, status);
+    else if (status == 0)
+        t->a->host->log(t->a->host->ctx, EBB_LOG_INFO,
+                        "terminated what launch %s started", t->what);
+    else if (status != EBB_ECANCELED)
+        t->a->host->log(t->a->host->ctx, EBB_LOG_ERROR,
+                        "could not terminate what launch %s started: %s; the next "
+                        "reconciliation will find it by its tags", t->what,
+                        ebb_strerror(status));
+    free(t->what);
+    free(t->params);
+    free(t);
+}
 
 static void on_terminated(void *arg, const struct aws_reply *r)
 {
@@ -237,20 +499,19 @@ static void on_terminated(void *arg, const struct aws_reply *r)
             return;
         if (rc != EBB_ENOTFOUND)
             t->a->host->log(t->a->host->ctx, EBB_LOG_WARN,
-                            "TerminateInstances %s: %s", t->id, ebb_strerror(rc));
-        t->cb(t->arg, rc);
-        free(t);
+                            "TerminateInstances %s: %s", t->what, ebb_strerror(rc));
+        term_done(t, rc);
         return;
     }
     if (r->status != 0 && r->status != EBB_ECANCELED)
         log_failure(t->a, t->known_region[0] ? t->known_region : "aws",
                     "TerminateInstances", r);
-    t->cb(t->arg, r->status);
-    free(t);
+    term_done(t, r->status);
 }
 
-/* Asks the next region that may hold the instance: its known region first,
- * then every other configured one. EBB_ENOTFOUND when none is left. */
+/* Asks the next region that may hold the instances: their known region
+ * first, then every other configured one. EBB_ENOTFOUND when none is
+ * left. */
 static int term_next(struct term *t)
 {
     struct aws *a = t->a;
@@ -266,13 +527,59 @@ static int term_next(struct term *t)
     }
     if (region == NULL)
         return EBB_ENOTFOUND;
-    struct ebb_buf p = {0};
-    aws_param(&p, "InstanceId.1", t->id);
-    int rc = p.failed ? EBB_ENOMEM
-                      : aws_call(a, region, "TerminateInstances", p.data,
-                                 on_terminated, t);
-    ebb_buf_free(&p);
+    return aws_call(a, region, "TerminateInstances", t->params, on_terminated, t);
+}
+
+static struct term *term_new(struct aws *a, const char *what, ebb_done_cb cb,
+                             void *arg)
+{
+    struct term *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    *t = (struct term){.a = a, .cb = cb, .arg = arg, .what = strdup(what)};
+    if (t->what == NULL) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static int term_start(struct term *t, struct ebb_buf *params)
+{
+    t->params = params->failed ? NULL : ebb_buf_take(params);
+    ebb_buf_free(params);
+    int rc = t->params != NULL ? term_next(t) : EBB_ENOMEM;
+    if (rc != 0) {
+        free(t->what);
+        free(t->params);
+        free(t);
+    }
     return rc;
+}
+
+/* Terminates every instance of `set` in `region` (a launch EC2 answered
+ * badly) but those whose id holds the gang separator: no such id is
+ * EC2's, and naming one would fail the whole call; the instance behind it
+ * is found by its tags at the next reconciliation. */
+static int terminate_ids(struct aws *a, const char *what, const char *region,
+                         const struct aws_instance_set *set, ebb_done_cb cb,
+                         void *arg)
+{
+    struct ebb_buf p = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < set->n; i++)
+        if (strchr(set->v[i].id, EBB_GANG_SEP) == NULL)
+            aws_paramf(&p, set->v[i].id, "InstanceId.%zu", ++n);
+    if (n == 0)
+        return 0;
+    struct term *t = term_new(a, what, cb, arg);
+    if (t == NULL) {
+        ebb_buf_free(&p);
+        return EBB_ENOMEM;
+    }
+    snprintf(t->known_region, sizeof(t->known_region), "%s", region);
+    t->next_region = a->cfg->regions.n;
+    return term_start(t, &p);
 }
 
 int aws_terminate(void *self, const char *instance_id, ebb_done_cb cb, void *arg)
@@ -280,21 +587,30 @@ int aws_terminate(void *self, const char *instance_id, ebb_done_cb cb, void *arg
     struct aws *a = self;
     if (!a->have_creds)
         return EBB_EAUTH;
-    if (instance_id == NULL || instance_id[0] == '\0' ||
-        strlen(instance_id) >= sizeof(((struct term *)0)->id))
+    size_t n = instance_id != NULL ? ebb_gang_size(instance_id) : 0;
+    if (n == 0 || n > AWS_GANG_MAX)
         return EBB_EINVAL;
-    struct term *t = calloc(1, sizeof(*t));
-    if (t == NULL)
+    struct ebb_buf p = {0};
+    char first[sizeof(((struct aws_known *)0)->id)] = "";
+    for (size_t i = 0; i < n; i++) {
+        char id[sizeof(first)];
+        if (ebb_gang_member(instance_id, i, id, sizeof(id)) != 0) {
+            ebb_buf_free(&p);
+            return EBB_EINVAL;
+        }
+        if (i == 0)
+            snprintf(first, sizeof(first), "%s", id);
+        aws_paramf(&p, id, "InstanceId.%zu", i + 1);
+    }
+    struct term *t = term_new(a, instance_id, cb, arg);
+    if (t == NULL) {
+        ebb_buf_free(&p);
         return EBB_ENOMEM;
-    *t = (struct term){.a = a, .cb = cb, .arg = arg};
-    snprintf(t->id, sizeof(t->id), "%s", instance_id);
-    struct aws_known *k = aws_known_find(a, instance_id);
+    }
+    struct aws_known *k = aws_known_find(a, first);
     if (k != NULL)
         snprintf(t->known_region, sizeof(t->known_region), "%s", k->region);
-    int rc = term_next(t);
-    if (rc != 0)
-        free(t);
-    return rc;
+    return term_start(t, &p);
 }
 
 /* ---- list ---- */
@@ -310,39 +626,140 @@ struct list {
 
 static int list_page(struct list *l);
 
+/* Orders instances by region and token, then launch index: a gang's
+ * members become neighbours, in rank order. */
+static int by_gang(const void *x, const void *y)
+{
+    const struct aws_ec2_instance *a = x, *b = y;
+    int c = strcmp(a->region, b->region);
+    if (c == 0)
+        c = strcmp(a->token, b->token);
+    if (c == 0)
+        c = (a->launch_index > b->launch_index) - (a->launch_index < b->launch_index);
+    return c != 0 ? c : strcmp(a->id, b->id);
+}
+
+/* How many instances from v[0] on are one gang's (or one instance). */
+static size_t gang_len(const struct aws_ec2_instance *v, size_t n)
+{
+    size_t k = 1;
+    while (v[0].token[0] != '\0' && k < n && strcmp(v[k].region, v[0].region) == 0 &&
+           strcmp(v[k].token, v[0].token) == 0)
+        k++;
+    return k;
+}
+
+static int live(const struct aws_ec2_instance *i)
+{
+    return strcmp(i->state, "shutting-down") != 0 && strcmp(i->state, "terminated") != 0;
+}
+
+/* Reports a member, or an instance, EC2 took away, once. */
+static void report_lost(struct aws *a, const struct aws_ec2_instance *in, int rank,
+                        ebb_time_ms now)
+{
+    struct aws_known *k = aws_known_add(a, in->id, in->region);
+    if (!spot_preempted(in) || k == NULL || k->lost_reported)
+        return;
+    k->lost_reported = 1;
+    struct ebb_instance_event ev = {
+        .struct_size = sizeof(struct ebb_instance_event),
+        .kind = EBB_EVENT_LOST,
+        .instance_id = in->id,
+        .token = in->token,
+        .at = now,
+        .reason = "spot capacity reclaimed by EC2 (Server.SpotInstanceTermination)",
+        .rank = rank,
+    };
+    a->host->instance_event(a->host->ctx, &ev);
+}
+
+/* The entry of the gang (or single instance) v[0..n): the members still
+ * there, or all when none is, in rank order. A gang's joined id goes to
+ * *owned (the caller frees it). Deletes the placement group of a gang
+ * whose members are all terminated, at most `*deletes` more per list. */
+static int gang_view(struct aws *a, const struct aws_ec2_instance *v, size_t n,
+                     ebb_time_ms now, int *deletes, struct ebb_instance *out,
+                     char **owned)
+{
+    char group[AWS_GROUP_NAME_MAX];
+    aws_group_name(v[0].token, group, sizeof(group));
+    int gang = n > 1 || strcmp(v[0].group, group) == 0;
+    size_t n_live = 0, first = SIZE_MAX;
+    int ranks_ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        n_live += live(&v[i]);
+        report_lost(a, &v[i], gang ? v[i].launch_index : -1, now);
+        ranks_ok &= v[i].launch_index >= 0 &&
+                    (i == 0 || v[i].launch_index != v[i - 1].launch_index);
+    }
+    if (gang && !ranks_ok)
+        a->host->log(a->host->ctx, EBB_LOG_WARN,
+                     "%s: the gang of launch %s has members with a missing or "
+                     "repeated amiLaunchIndex; listed in id order", v[0].region,
+                     v[0].token);
+    struct ebb_buf ids = {0};
+    struct gang_count c = {0};
+    ebb_time_ms launched_at = 0;
+    int preempted = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (n_live > 0 && !live(&v[i]))
+            continue;
+        if (first == SIZE_MAX)
+            first = i;
+        ebb_gang_append(&ids, v[i].id);
+        gang_count_add(&c, state_of(v[i].state));
+        preempted |= spot_preempted(&v[i]);
+        if (launched_at == 0 || (v[i].launched_at != 0 && v[i].launched_at < launched_at))
+            launched_at = v[i].launched_at;
+    }
+    view(&v[first], out);
+    out->state = gang_state(&c);
+    out->preempted = n_live == 0 && preempted;
+    out->launched_at = launched_at;
+    *owned = NULL;
+    if (gang) {
+        if (ids.failed) {
+            ebb_buf_free(&ids);
+            return EBB_ENOMEM;
+        }
+        *owned = ebb_buf_take(&ids);
+        out->id = *owned;
+    }
+    ebb_buf_free(&ids);
+    if (gang && c.gone == n && strcmp(v[0].group, group) == 0 && *deletes > 0 &&
+        aws_group_delete(a, v[0].region, group) == 0)
+        (*deletes)--;
+    return 0;
+}
+
 static void list_finish(struct list *l, int status)
 {
     struct aws *a = l->a;
     struct ebb_instance *v = NULL;
+    char **owned = NULL;
+    size_t n = 0;
     if (status == 0 && l->set.n > 0) {
         v = calloc(l->set.n, sizeof(*v));
-        if (v == NULL)
+        owned = calloc(l->set.n, sizeof(*owned));
+        if (v == NULL || owned == NULL)
             status = EBB_ENOMEM;
     }
-    if (status != 0) {
-        l->cb(l->arg, status, NULL, 0);
-    } else {
+    if (status == 0) {
         ebb_time_ms now = a->host->now(a->host->ctx);
-        for (size_t i = 0; i < l->set.n; i++) {
-            struct aws_ec2_instance *in = &l->set.v[i];
-            view(in, &v[i]);
-            struct aws_known *k = aws_known_add(a, in->id, in->region);
-            if (!v[i].preempted || k == NULL || k->lost_reported)
-                continue;
-            k->lost_reported = 1;
-            struct ebb_instance_event ev = {
-                .struct_size = sizeof(struct ebb_instance_event),
-                .kind = EBB_EVENT_LOST,
-                .instance_id = in->id,
-                .token = in->token,
-                .at = now,
-                .reason = "spot capacity reclaimed by EC2 "
-                          "(Server.SpotInstanceTermination)",
-            };
-            a->host->instance_event(a->host->ctx, &ev);
+        int deletes = AWS_GROUP_DELETES_PER_LIST;
+        struct aws_ec2_instance *in = l->set.v;
+        qsort(in, l->set.n, sizeof(*in), by_gang);
+        for (size_t i = 0; i < l->set.n && status == 0; n++) {
+            size_t k = gang_len(&in[i], l->set.n - i);
+            status = gang_view(a, &in[i], k, now, &deletes, &v[n], &owned[n]);
+            i += k;
         }
-        l->cb(l->arg, 0, v, l->set.n);
     }
+    l->cb(l->arg, status, status == 0 ? v : NULL, status == 0 ? n : 0);
+    for (size_t i = 0; owned != NULL && i < n; i++)
+        free(owned[i]);
+    free(owned);
     free(v);
     free(l->set.v);
     free(l);

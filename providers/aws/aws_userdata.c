@@ -24,19 +24,44 @@ static void shell_quote(struct ebb_buf *b, const char *s)
     ebb_buf_puts(b, "'");
 }
 
+/* A gang member's token: the one at the instance's ami-launch-index,
+ * which it reads from IMDSv2 (a session token first, as the launch
+ * requires: MetadataOptions.HttpTokens=required). */
+static void gang_token(struct ebb_buf *b, const char *const *tokens, size_t n)
+{
+    ebb_buf_puts(b, "imds=http://169.254.169.254/latest\n"
+                     "imds_token=$(curl -sf -X PUT \"$imds/api/token\" "
+                     "-H 'X-aws-ec2-metadata-token-ttl-seconds: 300')\n"
+                     "rank=$(curl -sf -H \"X-aws-ec2-metadata-token: $imds_token\" "
+                     "\"$imds/meta-data/ami-launch-index\")\n"
+                     "case \"$rank\" in\n");
+    for (size_t i = 0; i < n; i++) {
+        ebb_buf_printf(b, "%zu) printf '%%s' ", i);
+        shell_quote(b, tokens[i]);
+        ebb_buf_puts(b, " > /run/ebb/agent-token ;;\n");
+    }
+    ebb_buf_puts(b, "*) echo \"ebb: no agent token for ami-launch-index '$rank'\" >&2;"
+                     " exit 1 ;;\nesac\n");
+}
+
 char *aws_userdata_script(const char *agent_command, const char *agent_setup,
-                          const char *agent_url, const char *agent_token,
-                          const char *tls_pin, const char *tls_ca)
+                          const char *agent_url, const char *const *tokens,
+                          size_t n_tokens, const char *tls_pin,
+                          const char *tls_ca)
 {
     struct ebb_buf b = {0};
     ebb_buf_puts(&b, "#!/bin/sh\n"
                       "# Written by ebb: starts ebb-agent with its token.\n"
                       "set -e\n"
                       "umask 077\n"
-                      "mkdir -p /run/ebb\n"
-                      "printf '%s' ");
-    shell_quote(&b, agent_token);
-    ebb_buf_puts(&b, " > /run/ebb/agent-token\n");
+                      "mkdir -p /run/ebb\n");
+    if (n_tokens > 1) {
+        gang_token(&b, tokens, n_tokens);
+    } else {
+        ebb_buf_puts(&b, "printf '%s' ");
+        shell_quote(&b, tokens[0]);
+        ebb_buf_puts(&b, " > /run/ebb/agent-token\n");
+    }
     if (tls_ca != NULL) {
         ebb_buf_puts(&b, "printf '%s' ");
         shell_quote(&b, tls_ca);

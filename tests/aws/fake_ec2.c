@@ -1,5 +1,6 @@
-/* The fake EC2 endpoint: form parsing, the four actions ebb calls, and the
- * faults a test asks for. See fake_ec2.h. */
+/* The fake EC2 endpoint: form parsing, the six actions ebb calls
+ * (prices, instances, placement groups), and the faults a test asks for.
+ * See fake_ec2.h. */
 #include "fake_ec2.h"
 
 #include <stdint.h>
@@ -16,6 +17,7 @@
 
 #define N_ZONES 3
 #define MAX_PARAMS 128
+#define N_LAST 8 /* actions whose last call is kept */
 
 struct param {
     char *name, *value;
@@ -34,6 +36,12 @@ struct instance {
     int spot;
     char tag_key[4][64], tag_value[4][128];
     int n_tags;
+    int launch_index;   /* its place in its RunInstances' reservation */
+    char group[80];     /* its placement group; "" for none */
+};
+
+struct pgroup {
+    char region[32], name[80], strategy[16];
 };
 
 struct fault {
@@ -55,6 +63,10 @@ struct fake_ec2 {
     int malform_nth; /* 0: none */
     struct instance *inst;
     size_t n_inst, cap_inst;
+    struct pgroup groups[64];
+    size_t n_groups;
+    long capacity;   /* instances RunInstances may still start; -1: any */
+    enum fake_ec2_answer answer; /* how the next RunInstances answer lies */
     struct fake_ec2_stats stats;
     void (*closed)(void *arg);
     void *closed_arg;
@@ -62,7 +74,7 @@ struct fake_ec2 {
     struct {
         char action[48];
         struct form form;
-    } last[4];
+    } last[N_LAST];
 };
 
 /* ---- forms ---- */
@@ -234,7 +246,10 @@ static void describe_prices(struct fake_ec2 *f, const struct form *q,
 
 /* ---- instances ---- */
 
-static void instance_xml(struct ebb_buf *b, const struct instance *in)
+/* `id` and `launch_index` as the answer shows them (a lying answer
+ * changes them). */
+static void instance_xml_as(struct ebb_buf *b, const struct instance *in,
+                            const char *id, int launch_index)
 {
     static const struct {
         const char *name;
@@ -248,12 +263,13 @@ static void instance_xml(struct ebb_buf *b, const struct instance *in)
     ebb_buf_printf(b,
         "<item><instanceId>%s</instanceId><imageId>ami-0abc</imageId>"
         "<instanceState><code>%d</code><name>%s</name></instanceState>"
-        "<privateDnsName/><reason/><instanceType>%s</instanceType>"
+        "<privateDnsName/><reason/><amiLaunchIndex>%d</amiLaunchIndex>"
+        "<instanceType>%s</instanceType>"
         "<launchTime>2026-11-30T12:00:00.000Z</launchTime>"
-        "<placement><availabilityZone>%s</availabilityZone><groupName/>"
+        "<placement><availabilityZone>%s</availabilityZone><groupName>%s</groupName>"
         "<tenancy>default</tenancy></placement>"
         "<groupSet><item><groupId>sg-1</groupId><groupName>ebb</groupName></item></groupSet>",
-        in->id, code, in->state, in->type, in->zone);
+        id, code, in->state, launch_index, in->type, in->zone, in->group);
     if (in->spot)
         ebb_buf_puts(b, "<instanceLifecycle>spot</instanceLifecycle>");
     if (in->reason[0] != '\0')
@@ -266,6 +282,11 @@ static void instance_xml(struct ebb_buf *b, const struct instance *in)
     ebb_buf_puts(b, "</tagSet></item>");
 }
 
+static void instance_xml(struct ebb_buf *b, const struct instance *in)
+{
+    instance_xml_as(b, in, in->id, in->launch_index);
+}
+
 static struct instance *find_instance(struct fake_ec2 *f, const char *region,
                                       const char *id)
 {
@@ -276,58 +297,132 @@ static struct instance *find_instance(struct fake_ec2 *f, const char *region,
     return NULL;
 }
 
+static struct pgroup *find_group(struct fake_ec2 *f, const char *region,
+                                 const char *name)
+{
+    for (size_t i = 0; i < f->n_groups; i++)
+        if (strcmp(f->groups[i].region, region) == 0 &&
+            strcmp(f->groups[i].name, name) == 0)
+            return &f->groups[i];
+    return NULL;
+}
+
+/* MinCount and MaxCount: a positive integer, else 0. */
+static long count_param(const char *s)
+{
+    char *end;
+    long v = s != NULL ? strtol(s, &end, 10) : 0;
+    return s != NULL && *s != '\0' && *end == '\0' && v > 0 && v <= 1000 ? v : 0;
+}
+
+static struct instance *new_instance(struct fake_ec2 *f, const struct form *q,
+                                     const char *region, int launch_index)
+{
+    if (f->n_inst == f->cap_inst) {
+        f->cap_inst = f->cap_inst ? f->cap_inst * 2 : 16;
+        f->inst = realloc(f->inst, f->cap_inst * sizeof(*f->inst));
+    }
+    struct instance *in = &f->inst[f->n_inst++];
+    memset(in, 0, sizeof(*in));
+    f->stats.instances++;
+    snprintf(in->id, sizeof(in->id), "i-%017llx",
+             (unsigned long long)(0xebb000 + f->stats.instances));
+    snprintf(in->region, sizeof(in->region), "%s", region);
+    const char *zone = form_get(q, "Placement.AvailabilityZone");
+    if (zone != NULL)
+        snprintf(in->zone, sizeof(in->zone), "%s", zone);
+    else
+        snprintf(in->zone, sizeof(in->zone), "%sa", region);
+    const char *group = form_get(q, "Placement.GroupName");
+    snprintf(in->group, sizeof(in->group), "%s", group ? group : "");
+    snprintf(in->type, sizeof(in->type), "%s", form_get(q, "InstanceType"));
+    const char *token = form_get(q, "ClientToken");
+    snprintf(in->client_token, sizeof(in->client_token), "%s", token ? token : "");
+    snprintf(in->state, sizeof(in->state), "pending");
+    in->launch_index = launch_index;
+    const char *market = form_get(q, "InstanceMarketOptions.MarketType");
+    in->spot = market != NULL && strcmp(market, "spot") == 0;
+    for (size_t t = 1; t <= 4; t++) {
+        const char *k = form_geti(q, "TagSpecification.1.Tag.", t, ".Key");
+        const char *v = form_geti(q, "TagSpecification.1.Tag.", t, ".Value");
+        if (k == NULL || v == NULL)
+            break;
+        snprintf(in->tag_key[in->n_tags], 64, "%s", k);
+        snprintf(in->tag_value[in->n_tags], 128, "%s", v);
+        in->n_tags++;
+    }
+    return in;
+}
+
 static void run_instances(struct fake_ec2 *f, const struct form *q,
                           const char *region, struct ebb__httpd_response *res)
 {
     f->stats.run_instances++;
     const char *ami = form_get(q, "ImageId"), *type = form_get(q, "InstanceType");
     const char *token = form_get(q, "ClientToken");
-    const char *min = form_get(q, "MinCount"), *max = form_get(q, "MaxCount");
-    if (ami == NULL || type == NULL || min == NULL || max == NULL ||
-        strcmp(min, "1") != 0 || strcmp(max, "1") != 0) {
+    const char *group = form_get(q, "Placement.GroupName");
+    long min = count_param(form_get(q, "MinCount"));
+    long max = count_param(form_get(q, "MaxCount"));
+    if (ami == NULL || type == NULL || min == 0 || max == 0) {
         error_xml(res, 400, "MissingParameter", "ImageId, InstanceType, MinCount and MaxCount are required");
         return;
     }
-    struct instance *in = NULL;
-    for (size_t i = 0; token != NULL && i < f->n_inst && in == NULL; i++)
-        if (strcmp(f->inst[i].client_token, token) == 0)
-            in = &f->inst[i];
-    if (in == NULL) {
-        if (f->n_inst == f->cap_inst) {
-            f->cap_inst = f->cap_inst ? f->cap_inst * 2 : 16;
-            f->inst = realloc(f->inst, f->cap_inst * sizeof(*f->inst));
-        }
-        in = &f->inst[f->n_inst++];
-        memset(in, 0, sizeof(*in));
-        f->stats.instances++;
-        snprintf(in->id, sizeof(in->id), "i-%017llx",
-                 (unsigned long long)(0xebb000 + f->stats.instances));
-        snprintf(in->region, sizeof(in->region), "%s", region);
-        const char *zone = form_get(q, "Placement.AvailabilityZone");
-        snprintf(in->zone, sizeof(in->zone), "%s", zone ? zone : "");
-        if (zone == NULL)
-            snprintf(in->zone, sizeof(in->zone), "%sa", region);
-        snprintf(in->type, sizeof(in->type), "%s", type);
-        snprintf(in->client_token, sizeof(in->client_token), "%s", token ? token : "");
-        snprintf(in->state, sizeof(in->state), "pending");
-        const char *market = form_get(q, "InstanceMarketOptions.MarketType");
-        in->spot = market != NULL && strcmp(market, "spot") == 0;
-        for (size_t t = 1; t <= 4; t++) {
-            const char *k = form_geti(q, "TagSpecification.1.Tag.", t, ".Key");
-            const char *v = form_geti(q, "TagSpecification.1.Tag.", t, ".Value");
-            if (k == NULL || v == NULL)
-                break;
-            snprintf(in->tag_key[in->n_tags], 64, "%s", k);
-            snprintf(in->tag_value[in->n_tags], 128, "%s", v);
-            in->n_tags++;
+    if (min > max) {
+        error_xml(res, 400, "InvalidParameterValue",
+                  "MinCount must be less than or equal to MaxCount");
+        return;
+    }
+    if (group != NULL && find_group(f, region, group) == NULL) {
+        error_xml(res, 400, "InvalidPlacementGroup.Unknown",
+                  "The specified placement group is unknown");
+        return;
+    }
+    /* A ClientToken seen before: the instances that call started. */
+    size_t first = f->n_inst, n = 0;
+    for (size_t i = 0; token != NULL && i < f->n_inst; i++) {
+        if (strcmp(f->inst[i].client_token, token) == 0) {
+            if (n == 0)
+                first = i;
+            n++;
         }
     }
+    if (n == 0) {
+        n = (size_t)max;
+        if (f->capacity >= 0 && (long)n > f->capacity)
+            n = (size_t)f->capacity;
+        if ((long)n < min) {
+            error_xml(res, 500, "InsufficientInstanceCapacity",
+                      "We currently do not have sufficient capacity in the "
+                      "Availability Zone you requested");
+            return;
+        }
+        if (f->capacity >= 0)
+            f->capacity -= (long)n;
+        for (size_t i = 0; i < n; i++)
+            new_instance(f, q, region, (int)i);
+    }
+    enum fake_ec2_answer lie = f->answer;
+    f->answer = FAKE_EC2_ANSWER_TRUE;
     struct ebb_buf b = {0};
     ebb_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                       "<RunInstancesResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\">"
                       "<requestId>r1</requestId><reservationId>r-1</reservationId>"
                       "<ownerId>123456789012</ownerId><groupSet/><instancesSet>");
-    instance_xml(&b, in);
+    size_t shown = 0;
+    for (size_t i = first; i < f->n_inst && shown < n; i++) {
+        const struct instance *in = &f->inst[i];
+        if (token != NULL && strcmp(in->client_token, token) != 0)
+            continue;
+        shown++;
+        char id[40];
+        snprintf(id, sizeof(id), "%s%s", in->id,
+                 lie == FAKE_EC2_ANSWER_COMMA_ID && shown == 1 ? ",i-1" : "");
+        if (lie == FAKE_EC2_ANSWER_SHORT && shown == n)
+            break;
+        instance_xml_as(&b, in, id,
+                        lie == FAKE_EC2_ANSWER_DUP_INDEX && shown == n ? 0
+                                                                       : in->launch_index);
+    }
     ebb_buf_puts(&b, "</instancesSet></RunInstancesResponse>");
     body_take(res, &b);
 }
@@ -335,31 +430,108 @@ static void run_instances(struct fake_ec2 *f, const struct form *q,
 static void terminate_instances(struct fake_ec2 *f, const struct form *q,
                                 const char *region, struct ebb__httpd_response *res)
 {
-    const char *id = form_get(q, "InstanceId.1");
-    struct instance *in = id != NULL ? find_instance(f, region, id) : NULL;
-    if (in == NULL) {
-        error_xml(res, 400, "InvalidInstanceID.NotFound",
-                  "The instance ID does not exist");
+    size_t n = 0;
+    for (; form_geti(q, "InstanceId.", n + 1, "") != NULL; n++) {
+        if (find_instance(f, region, form_geti(q, "InstanceId.", n + 1, "")) == NULL) {
+            error_xml(res, 400, "InvalidInstanceID.NotFound",
+                      "The instance ID does not exist");
+            return;
+        }
+    }
+    if (n == 0) {
+        error_xml(res, 400, "MissingParameter", "InstanceId.1 is required");
         return;
     }
-    char previous[24];
-    snprintf(previous, sizeof(previous), "%s", in->state);
-    if (strcmp(in->state, "terminated") != 0)
-        snprintf(in->state, sizeof(in->state), "shutting-down");
-    ebb__httpd_add_header(res, "Content-Type", "text/xml;charset=UTF-8");
-    ebb__httpd_set_bodyf(res,
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<TerminateInstancesResponse "
-        "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>t1</requestId>"
-        "<instancesSet><item><instanceId>%s</instanceId><currentState><code>32</code>"
-        "<name>%s</name></currentState><previousState><name>%s</name></previousState>"
-        "</item></instancesSet></TerminateInstancesResponse>", in->id, in->state,
-        previous);
+    struct ebb_buf b = {0};
+    ebb_buf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<TerminateInstancesResponse "
+                      "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>t1"
+                      "</requestId><instancesSet>");
+    for (size_t i = 1; i <= n; i++) {
+        struct instance *in = find_instance(f, region, form_geti(q, "InstanceId.", i, ""));
+        char previous[24];
+        snprintf(previous, sizeof(previous), "%s", in->state);
+        if (strcmp(in->state, "terminated") != 0)
+            snprintf(in->state, sizeof(in->state), "shutting-down");
+        f->stats.terminated++;
+        ebb_buf_printf(&b, "<item><instanceId>%s</instanceId><currentState><code>32</code>"
+                            "<name>%s</name></currentState><previousState><name>%s</name>"
+                            "</previousState></item>", in->id, in->state, previous);
+    }
+    ebb_buf_puts(&b, "</instancesSet></TerminateInstancesResponse>");
+    body_take(res, &b);
 }
 
-static int has_tag_key(const struct instance *in, const char *key)
+static void create_placement_group(struct fake_ec2 *f, const struct form *q,
+                                   const char *region, struct ebb__httpd_response *res)
+{
+    const char *name = form_get(q, "GroupName"), *strategy = form_get(q, "Strategy");
+    const char *resource = form_get(q, "TagSpecification.1.ResourceType");
+    if (name == NULL || name[0] == '\0' || strlen(name) > 255) {
+        error_xml(res, 400, "MissingParameter", "GroupName is required");
+        return;
+    }
+    if (strategy == NULL || (strcmp(strategy, "cluster") != 0 &&
+                             strcmp(strategy, "spread") != 0 &&
+                             strcmp(strategy, "partition") != 0) ||
+        (resource != NULL && strcmp(resource, "placement-group") != 0)) {
+        error_xml(res, 400, "InvalidParameterValue", "bad Strategy or TagSpecification");
+        return;
+    }
+    if (find_group(f, region, name) != NULL) {
+        error_xml(res, 400, "InvalidPlacementGroup.Duplicate",
+                  "The placement group already exists");
+        return;
+    }
+    if (f->n_groups == sizeof(f->groups) / sizeof(f->groups[0])) {
+        error_xml(res, 400, "PlacementGroupLimitExceeded", "too many placement groups");
+        return;
+    }
+    struct pgroup *g = &f->groups[f->n_groups++];
+    snprintf(g->region, sizeof(g->region), "%s", region);
+    snprintf(g->name, sizeof(g->name), "%s", name);
+    snprintf(g->strategy, sizeof(g->strategy), "%s", strategy);
+    f->stats.placement_groups++;
+    ebb__httpd_add_header(res, "Content-Type", "text/xml;charset=UTF-8");
+    ebb__httpd_set_bodyf(res,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CreatePlacementGroupResponse "
+        "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>p1</requestId>"
+        "<placementGroup><groupName>%s</groupName><state>available</state>"
+        "<strategy>%s</strategy><groupId>pg-%zu</groupId></placementGroup>"
+        "</CreatePlacementGroupResponse>", name, strategy, f->n_groups);
+}
+
+static void delete_placement_group(struct fake_ec2 *f, const struct form *q,
+                                   const char *region, struct ebb__httpd_response *res)
+{
+    const char *name = form_get(q, "GroupName");
+    struct pgroup *g = name != NULL ? find_group(f, region, name) : NULL;
+    if (g == NULL) {
+        error_xml(res, 400, "InvalidPlacementGroup.Unknown",
+                  "The specified placement group is unknown");
+        return;
+    }
+    for (size_t i = 0; i < f->n_inst; i++) {
+        if (strcmp(f->inst[i].region, region) == 0 && strcmp(f->inst[i].group, name) == 0 &&
+            strcmp(f->inst[i].state, "terminated") != 0) {
+            error_xml(res, 400, "InvalidPlacementGroup.InUse",
+                      "The placement group is in use and may not be deleted");
+            return;
+        }
+    }
+    *g = f->groups[--f->n_groups];
+    ebb__httpd_add_header(res, "Content-Type", "text/xml;charset=UTF-8");
+    ebb__httpd_set_bodyf(res,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeletePlacementGroupResponse "
+        "xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>p2</requestId>"
+        "<return>true</return></DeletePlacementGroupResponse>");
+}
+
+/* Whether `in` has tag `key` (with `value`, unless NULL). */
+static int has_tag(const struct instance *in, const char *key, const char *value)
 {
     for (int t = 0; t < in->n_tags; t++)
-        if (strcmp(in->tag_key[t], key) == 0)
+        if (strcmp(in->tag_key[t], key) == 0 &&
+            (value == NULL || strcmp(in->tag_value[t], value) == 0))
             return 1;
     return 0;
 }
@@ -372,7 +544,16 @@ static void describe_instances(struct fake_ec2 *f, const struct form *q,
     const char *max_s = form_get(q, "MaxResults");
     const char *token = form_get(q, "NextToken");
     long max = max_s != NULL ? strtol(max_s, NULL, 10) : 1000;
-    if ((fname != NULL && strcmp(fname, "tag-key") != 0) || max < 5 || max > 1000) {
+    /* tag-key=KEY, or tag:KEY=VALUE. */
+    const char *want_value = NULL;
+    if (fname != NULL && strncmp(fname, "tag:", 4) == 0) {
+        want_value = fvalue;
+        fvalue = fname + 4;
+    } else if (fname != NULL && strcmp(fname, "tag-key") != 0) {
+        fname = NULL;
+        max = 0;
+    }
+    if (max < 5 || max > 1000) {
         error_xml(res, 400, "InvalidParameterValue", "unsupported filter or MaxResults");
         return;
     }
@@ -384,7 +565,7 @@ static void describe_instances(struct fake_ec2 *f, const struct form *q,
     size_t seen = 0, shown = 0, i = 0;
     for (; i < f->n_inst && shown < (size_t)max; i++) {
         const struct instance *in = &f->inst[i];
-        if (strcmp(in->region, region) != 0 || (fvalue && !has_tag_key(in, fvalue)))
+        if (strcmp(in->region, region) != 0 || (fvalue && !has_tag(in, fvalue, want_value)))
             continue;
         if (seen++ < skip)
             continue;
@@ -398,7 +579,7 @@ static void describe_instances(struct fake_ec2 *f, const struct form *q,
     int more = 0;
     for (; i < f->n_inst && !more; i++)
         more = strcmp(f->inst[i].region, region) == 0 &&
-               (fvalue == NULL || has_tag_key(&f->inst[i], fvalue));
+               (fvalue == NULL || has_tag(&f->inst[i], fvalue, want_value));
     if (more)
         ebb_buf_printf(&b, "<nextToken>inst%zu</nextToken>", skip + shown);
     ebb_buf_puts(&b, "</DescribeInstancesResponse>");
@@ -423,11 +604,11 @@ static struct fault *take_fault(struct fake_ec2 *f, const char *action)
 static void remember(struct fake_ec2 *f, const char *action, struct form *q)
 {
     size_t slot = 0;
-    for (; slot < 4; slot++)
+    for (; slot < N_LAST; slot++)
         if (f->last[slot].action[0] == '\0' || strcmp(f->last[slot].action, action) == 0)
             break;
-    if (slot == 4)
-        slot = 3;
+    if (slot == N_LAST)
+        slot = N_LAST - 1;
     form_free(&f->last[slot].form);
     snprintf(f->last[slot].action, sizeof(f->last[slot].action), "%s", action);
     f->last[slot].form = *q;
@@ -477,6 +658,10 @@ static void handle(const struct ebb__httpd_request *req,
         terminate_instances(f, &q, region, res);
     else if (strcmp(action, "DescribeInstances") == 0)
         describe_instances(f, &q, region, res);
+    else if (strcmp(action, "CreatePlacementGroup") == 0)
+        create_placement_group(f, &q, region, res);
+    else if (strcmp(action, "DeletePlacementGroup") == 0)
+        delete_placement_group(f, &q, region, res);
     else
         error_xml(res, 400, "InvalidAction", "unknown action");
     if (fault != NULL)
@@ -496,6 +681,7 @@ int fake_ec2_start(struct fake_ec2 **out, uv_loop_t *loop, const char *akid,
     f->secret = strdup(secret);
     f->token = session_token ? strdup(session_token) : NULL;
     f->step = EBB_MS_PER_MINUTE;
+    f->capacity = -1;
     int rc = ebb__httpd_start(&f->srv, loop, handle, f);
     if (rc != 0) {
         free(f->akid);
@@ -513,7 +699,7 @@ static void on_closed(void *arg)
     struct fake_ec2 *f = arg;
     void (*closed)(void *) = f->closed;
     void *closed_arg = f->closed_arg;
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < N_LAST; i++)
         form_free(&f->last[i].form);
     free(f->inst);
     free(f->akid);
@@ -592,7 +778,7 @@ void fake_ec2_stats(const struct fake_ec2 *f, struct fake_ec2_stats *out)
 const char *fake_ec2_last_param(const struct fake_ec2 *f, const char *action,
                                 const char *name)
 {
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < N_LAST; i++)
         if (strcmp(f->last[i].action, action) == 0)
             return form_get(&f->last[i].form, name);
     return NULL;
@@ -604,4 +790,35 @@ const char *fake_ec2_instance_state(const struct fake_ec2 *f, const char *id)
         if (strcmp(f->inst[i].id, id) == 0)
             return f->inst[i].state;
     return NULL;
+}
+
+void fake_ec2_set_capacity(struct fake_ec2 *f, long instances)
+{
+    f->capacity = instances;
+}
+
+void fake_ec2_lie(struct fake_ec2 *f, enum fake_ec2_answer answer)
+{
+    f->answer = answer;
+}
+
+void fake_ec2_settle(struct fake_ec2 *f)
+{
+    for (size_t i = 0; i < f->n_inst; i++)
+        if (strcmp(f->inst[i].state, "shutting-down") == 0)
+            snprintf(f->inst[i].state, sizeof(f->inst[i].state), "terminated");
+}
+
+int fake_ec2_group_exists(const struct fake_ec2 *f, const char *region,
+                          const char *name)
+{
+    return find_group((struct fake_ec2 *)f, region, name) != NULL;
+}
+
+int fake_ec2_launch_index(const struct fake_ec2 *f, const char *id)
+{
+    for (size_t i = 0; i < f->n_inst; i++)
+        if (strcmp(f->inst[i].id, id) == 0)
+            return f->inst[i].launch_index;
+    return -1;
 }

@@ -4,7 +4,13 @@
  * 403 AuthFailure), the API version, the parameters. It serves spot price
  * history generated on the fly with real pagination (MaxResults,
  * NextToken), keeps instances across calls, honours ClientToken, and can be
- * told to fail, throttle, hang or send a malformed page.
+ * told to fail, throttle, hang or send a malformed page. It keeps
+ * placement groups as EC2 does (a duplicate name refused with
+ * InvalidPlacementGroup.Duplicate, an unknown one with .Unknown, deletion
+ * while an instance in the group is not terminated with .InUse), launches
+ * MinCount..MaxCount instances against a capacity (all or, below MinCount,
+ * none), numbers them by amiLaunchIndex, and can be told to lie about what
+ * a RunInstances started.
  *
  * The region of a call is the one its signature's credential scope names,
  * so one fake serves every region.
@@ -58,6 +64,8 @@ struct fake_ec2_stats {
     uint64_t run_instances;  /* RunInstances calls (retries included) */
     uint64_t instances;      /* instances ever created */
     uint64_t faults;         /* injected failures and hangs served */
+    uint64_t terminated;     /* instances TerminateInstances was asked for */
+    uint64_t placement_groups; /* placement groups ever created */
 };
 void fake_ec2_stats(const struct fake_ec2 *f, struct fake_ec2_stats *out);
 
@@ -65,6 +73,31 @@ void fake_ec2_stats(const struct fake_ec2 *f, struct fake_ec2_stats *out);
  * call of that action). */
 const char *fake_ec2_last_param(const struct fake_ec2 *f, const char *action,
                                 const char *name);
+
+/* How many instances RunInstances may still start (each call starts
+ * MaxCount of them, or what is left when that is at least MinCount, else
+ * fails with 500 InsufficientInstanceCapacity); -1, the default: any. */
+void fake_ec2_set_capacity(struct fake_ec2 *f, long instances);
+
+/* How the next RunInstances answer lies about what it started (it starts
+ * them all the same). */
+enum fake_ec2_answer {
+    FAKE_EC2_ANSWER_TRUE = 0,
+    FAKE_EC2_ANSWER_SHORT,     /* the last instance left out */
+    FAKE_EC2_ANSWER_DUP_INDEX, /* the last shown with amiLaunchIndex 0 */
+    FAKE_EC2_ANSWER_COMMA_ID,  /* the first id shown with ",i-1" appended */
+};
+void fake_ec2_lie(struct fake_ec2 *f, enum fake_ec2_answer answer);
+
+/* Every shutting-down instance becomes terminated (EC2 finishing). */
+void fake_ec2_settle(struct fake_ec2 *f);
+
+/* Whether placement group `name` exists in `region`. */
+int fake_ec2_group_exists(const struct fake_ec2 *f, const char *region,
+                          const char *name);
+
+/* Instance `id`'s amiLaunchIndex, or -1 when there is no such instance. */
+int fake_ec2_launch_index(const struct fake_ec2 *f, const char *id);
 
 /* The state name of instance `id`, or NULL. */
 const char *fake_ec2_instance_state(const struct fake_ec2 *f, const char *id);

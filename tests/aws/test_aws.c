@@ -19,6 +19,7 @@
 
 #include <openssl/evp.h>
 
+#include <ebb/gang.h>
 #include <ebb/units.h>
 
 #include "aws_fixture.h"
@@ -105,7 +106,7 @@ static void poll_once(struct aws_fx *f, struct poll_res *r)
 struct launch_res {
     int done, status;
     struct ebb_instance in;
-    char id[32], token[80], job[80], zone[32];
+    char id[160], token[80], job[80], zone[32];
 };
 
 static void on_launch(void *arg, int status, const struct ebb_instance *in)
@@ -577,7 +578,7 @@ static void test_launch_retry_after_timeout(void **state)
     fake_ec2_stats(f.ec2, &st);
     assert_true(st.run_instances >= 2); /* more if the machine is slow */
     assert_int_equal(st.instances, 1);
-    char first_id[32];
+    char first_id[160];
     snprintf(first_id, sizeof(first_id), "%s", r.id);
     launch(&f, &req, &r);
     assert_int_equal(r.status, 0);
@@ -702,6 +703,258 @@ static void test_terminate(void **state)
     assert_int_equal(f.p->terminate(f.self, "i-0000000000000dead", on_done, &d), 0);
     assert_true(aws_fx_run(&f, &d.done, 30000));
     assert_int_equal(d.status, EBB_ENOTFOUND);
+    aws_fx_close(&f);
+}
+
+/* ---- gangs ---- */
+
+static const char *const gang_tokens[] = {"enrol:tok+0.s0", "enrol:tok+1.s1",
+                                          "enrol:tok+2.s2"};
+
+static struct ebb_launch gang_req(const char *token, unsigned count)
+{
+    struct ebb_launch req = launch_req(token, EBB_MARKET_SPOT);
+    req.count = count;
+    req.agent_token = NULL;
+    req.agent_tokens = gang_tokens;
+    return req;
+}
+
+/* Every listed entry's id and state. */
+struct gang_list {
+    int done, status;
+    size_t n;
+    char id[8][160];
+    enum ebb_instance_state state[8];
+    int preempted[8];
+};
+
+static void on_gang_list(void *arg, int status, const struct ebb_instance *v, size_t n)
+{
+    struct gang_list *r = arg;
+    r->done++;
+    r->status = status;
+    r->n = n;
+    for (size_t i = 0; i < n && i < 8; i++) {
+        snprintf(r->id[i], sizeof(r->id[i]), "%s", v[i].id);
+        r->state[i] = v[i].state;
+        r->preempted[i] = v[i].preempted;
+    }
+}
+
+static void gang_list(struct aws_fx *f, struct gang_list *r)
+{
+    memset(r, 0, sizeof(*r));
+    assert_int_equal(f->p->list_instances(f->self, on_gang_list, r), 0);
+    assert_true(aws_fx_run(f, &r->done, 30000));
+    assert_int_equal(r->status, 0);
+}
+
+/* Lists until placement group `name` is gone and the provider logged so
+ * (its deletion runs beside the lists); fails after 50 lists. */
+static void wait_group_gone(struct aws_fx *f, const char *name)
+{
+    char line[128];
+    snprintf(line, sizeof(line), "placement group %s deleted", name);
+    struct gang_list r;
+    for (int i = 0; i < 50 && (fake_ec2_group_exists(f->ec2, "us-east-1", name) ||
+                               f->log == NULL || strstr(f->log, line) == NULL);
+         i++)
+        gang_list(f, &r);
+    assert_false(fake_ec2_group_exists(f->ec2, "us-east-1", name));
+    assert_non_null(strstr(f->log, line));
+}
+
+/* A gang of 3: a cluster placement group named after the token, one
+ * RunInstances of exactly 3 in it and in the offer's zone, one instance
+ * whose id joins the members' in amiLaunchIndex order, each member's
+ * agent token chosen at boot by its ami-launch-index. A repeated launch
+ * gets the same gang; a reclaimed member is reported LOST with its rank
+ * and left out of the list; terminate ends all three in one call, and the
+ * group is deleted once they are terminated. */
+static void test_gang_launch(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    assert_true(f.p->flags & EBB_PROVIDER_GANGS);
+    struct ebb_launch req = gang_req("tok-gang", 3);
+    struct launch_res r;
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(ebb_gang_size(r.id), 3);
+    char member[3][32];
+    for (size_t k = 0; k < 3; k++) {
+        assert_int_equal(ebb_gang_member(r.id, k, member[k], sizeof(member[k])), 0);
+        assert_int_equal(fake_ec2_launch_index(f.ec2, member[k]), (int)k);
+    }
+    assert_string_equal(r.token, "tok-gang");
+    assert_string_equal(r.zone, "us-east-1b");
+    assert_int_equal(r.in.state, EBB_INSTANCE_PENDING);
+    assert_true(fake_ec2_group_exists(f.ec2, "us-east-1", "ebb-tok-gang"));
+#define G(name) fake_ec2_last_param(f.ec2, "CreatePlacementGroup", name)
+    assert_string_equal(G("GroupName"), "ebb-tok-gang");
+    assert_string_equal(G("Strategy"), "cluster");
+    assert_string_equal(G("TagSpecification.1.ResourceType"), "placement-group");
+    assert_string_equal(G("TagSpecification.1.Tag.1.Value"), "j-20261130-0001");
+    assert_string_equal(G("TagSpecification.1.Tag.2.Value"), "tok-gang");
+#undef G
+#define P(name) fake_ec2_last_param(f.ec2, "RunInstances", name)
+    assert_string_equal(P("MinCount"), "3");
+    assert_string_equal(P("MaxCount"), "3");
+    assert_string_equal(P("Placement.GroupName"), "ebb-tok-gang");
+    assert_string_equal(P("Placement.AvailabilityZone"), "us-east-1b");
+    assert_string_equal(P("ClientToken"), "tok-gang");
+    assert_string_equal(P("TagSpecification.1.Tag.2.Value"), "tok-gang");
+    char *script = b64_decode(P("UserData"));
+    assert_non_null(strstr(script, "X-aws-ec2-metadata-token-ttl-seconds"));
+    assert_non_null(strstr(script, "\"$imds/meta-data/ami-launch-index\""));
+    assert_non_null(strstr(script, "0) printf '%s' 'enrol:tok+0.s0' > /run/ebb/agent-token ;;\n"
+                                   "1) printf '%s' 'enrol:tok+1.s1' > /run/ebb/agent-token ;;\n"
+                                   "2) printf '%s' 'enrol:tok+2.s2' > /run/ebb/agent-token ;;\n"
+                                   "*) echo"));
+    free(script);
+#undef P
+
+    /* The same launch again (a retry, or the core after a crash): the
+     * group exists (Duplicate is fine), ClientToken gives the same gang. */
+    char joined[160];
+    snprintf(joined, sizeof(joined), "%s", r.id);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, joined);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.instances, 3);
+    assert_int_equal(st.placement_groups, 1);
+
+    struct gang_list l;
+    gang_list(&f, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.id[0], joined);
+
+    /* EC2 takes member 1: LOST with its rank, the gang listed short. */
+    assert_int_equal(fake_ec2_reclaim(f.ec2, member[1]), 0);
+    gang_list(&f, &l);
+    assert_int_equal(l.n, 1);
+    char short_id[160];
+    snprintf(short_id, sizeof(short_id), "%s,%s", member[0], member[2]);
+    assert_string_equal(l.id[0], short_id);
+    assert_int_equal(l.preempted[0], 0);
+    assert_int_equal(f.n_events, 1);
+    assert_int_equal(f.events[0].kind, EBB_EVENT_LOST);
+    assert_int_equal(f.events[0].rank, 1);
+    assert_string_equal(f.event_ids[0], member[1]);
+
+    /* Terminate: one call naming every member. */
+    fake_ec2_stats(f.ec2, &st);
+    uint64_t before = st.terminated;
+    struct done_res d = {0};
+    assert_int_equal(f.p->terminate(f.self, joined, on_done, &d), 0);
+    assert_true(aws_fx_run(&f, &d.done, 30000));
+    assert_int_equal(d.status, 0);
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.terminated - before, 3);
+    assert_string_equal(fake_ec2_last_param(f.ec2, "TerminateInstances", "InstanceId.3"),
+                        member[2]);
+    for (size_t k = 0; k < 3; k++)
+        assert_string_equal(fake_ec2_instance_state(f.ec2, member[k]), "shutting-down");
+    /* Shutting down: the group is in use and stays. */
+    gang_list(&f, &l);
+    assert_int_equal(l.state[0], EBB_INSTANCE_STOPPING);
+    assert_string_equal(l.id[0], joined);
+    assert_true(fake_ec2_group_exists(f.ec2, "us-east-1", "ebb-tok-gang"));
+    /* Terminated: the next lists delete it. */
+    fake_ec2_settle(f.ec2);
+    gang_list(&f, &l);
+    assert_int_equal(l.state[0], EBB_INSTANCE_TERMINATED);
+    wait_group_gone(&f, "ebb-tok-gang");
+    aws_fx_close(&f);
+}
+
+/* All or nothing: capacity for 2 of a gang of 3 starts none, the launch
+ * fails with EBB_ENOCAPACITY and its empty group is deleted; a gang
+ * without a token per member, or of more than 64, is refused. */
+static void test_gang_no_capacity(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml), "%smax_attempts: 1\n", base_yaml);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, yaml), 0);
+    fake_ec2_set_capacity(f.ec2, 2);
+    struct ebb_launch req = gang_req("tok-short", 3);
+    struct launch_res r;
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, EBB_ENOCAPACITY);
+    assert_non_null(strstr(f.log, "InsufficientInstanceCapacity"));
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.instances, 0);
+    wait_group_gone(&f, "ebb-tok-short");
+    /* Capacity for exactly 3 is enough. */
+    fake_ec2_set_capacity(f.ec2, 3);
+    req = gang_req("tok-fits", 3);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(ebb_gang_size(r.id), 3);
+
+    req = gang_req("tok-bad", 3);
+    req.agent_tokens = NULL;
+    assert_int_equal(f.p->launch(f.self, &req, on_launch, &r), EBB_EINVAL);
+    assert_non_null(strstr(f.log, "an agent token per member is missing"));
+    req = gang_req("tok-bad", 65);
+    assert_int_equal(f.p->launch(f.self, &req, on_launch, &r), EBB_EINVAL);
+    aws_fx_close(&f);
+}
+
+/* An answer that is no gang: too few instances, a repeated launch index,
+ * an id holding ','. Each fails the launch with EBB_EPROTO and a log line
+ * saying what was wrong, and everything the launch started, found by its
+ * token's tag, is terminated. */
+static void test_gang_bad_answers(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    static const struct {
+        enum fake_ec2_answer lie;
+        const char *token, *why;
+    } cases[] = {
+        {FAKE_EC2_ANSWER_SHORT, "tok-lie-short", "answered with 1 instances for 2 asked"},
+        {FAKE_EC2_ANSWER_DUP_INDEX, "tok-lie-dup", "a repeated amiLaunchIndex 0"},
+        {FAKE_EC2_ANSWER_COMMA_ID, "tok-lie-comma", "holds ','"},
+    };
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    for (size_t c = 0; c < 3; c++) {
+        struct fake_ec2_stats st;
+        fake_ec2_stats(f.ec2, &st);
+        uint64_t first = st.instances;
+        fake_ec2_lie(f.ec2, cases[c].lie);
+        struct ebb_launch req = gang_req(cases[c].token, 2);
+        struct launch_res r;
+        launch(&f, &req, &r);
+        assert_int_equal(r.status, EBB_EPROTO);
+        const char *line = strstr(f.log, cases[c].token);
+        assert_non_null(line);
+        assert_non_null(strstr(line, cases[c].why));
+        assert_non_null(strstr(line, "terminating what it started"));
+        /* The fake's ids are numbered: the two this launch started. */
+        size_t running = 2;
+        for (int i = 0; i < 50 && running > 0; i++) {
+            struct gang_list l;
+            gang_list(&f, &l);
+            running = 0;
+            for (uint64_t k = first + 1; k <= first + 2; k++) {
+                char id[32];
+                snprintf(id, sizeof(id), "i-%017llx", (unsigned long long)(0xebb000 + k));
+                running += strcmp(fake_ec2_instance_state(f.ec2, id), "pending") == 0;
+            }
+        }
+        assert_int_equal(running, 0);
+    }
     aws_fx_close(&f);
 }
 
@@ -1014,6 +1267,9 @@ int main(void)
         cmocka_unit_test(test_spot_reclaim),
         cmocka_unit_test(test_list_pages),
         cmocka_unit_test(test_terminate),
+        cmocka_unit_test(test_gang_launch),
+        cmocka_unit_test(test_gang_no_capacity),
+        cmocka_unit_test(test_gang_bad_answers),
         cmocka_unit_test(test_profile_credentials),
         cmocka_unit_test(test_env_credentials),
         cmocka_unit_test(test_secrets_never_shown),
