@@ -135,6 +135,10 @@ void aws_group_name(const char *token, char *out, size_t size);
  * aws_call(). */
 int aws_group_delete(struct aws *a, const char *region, const char *name);
 
+/* Forgets a deletion of `name`: the group was made again (a launch
+ * repeated after one that failed), and is deleted again in its turn. */
+void aws_group_forget(struct aws *a, const char *name);
+
 /* ---- aws_prices.c / aws_instances.c: the provider calls ---- */
 
 int aws_poll_prices(void *self, ebb_prices_cb cb, void *arg);

@@ -25,7 +25,7 @@ static int group_deleted(const struct aws *a, const char *name)
     return 0;
 }
 
-static void group_forget(struct aws *a, const char *name)
+void aws_group_forget(struct aws *a, const char *name)
 {
     for (size_t i = 0; i < AWS_GROUPS_DELETED; i++)
         if (strcmp(a->groups_deleted[i], name) == 0)
@@ -51,7 +51,7 @@ static void on_group_deleted(void *arg, const struct aws_reply *r)
                      d->region, d->name);
     } else {
         /* InUse: a member is still shutting down; a later list retries. */
-        group_forget(a, d->name);
+        aws_group_forget(a, d->name);
         a->host->log(a->host->ctx, EBB_LOG_INFO,
                      "%s: placement group %s not deleted yet: %s%s%s", d->region,
                      d->name, r->code[0] ? r->code : ebb_strerror(r->status),

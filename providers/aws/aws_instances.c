@@ -285,7 +285,9 @@ static void on_group_created(void *arg, const struct aws_reply *r)
 {
     struct launch *l = arg;
     int status = r->status;
-    if (status != 0 && strcmp(r->code, "InvalidPlacementGroup.Duplicate") == 0)
+    if (status == 0)
+        aws_group_forget(l->a, l->group);
+    else if (strcmp(r->code, "InvalidPlacementGroup.Duplicate") == 0)
         status = 0;
     if (status != 0 && status != EBB_ECANCELED)
         log_failure(l->a, l->region, "CreatePlacementGroup", r);
