@@ -11,6 +11,19 @@
  * each instance it launched or listed lives, and looks an unknown one up
  * region by region first. Deleting an instance that no longer exists
  * succeeds: it is gone either way.
+ *
+ * A gang (count > 1) is one RunInstances with Amount = MinAmount = count
+ * (all or none) in the offer's zone, named HostName GANG_HOST with
+ * UniqueSuffix, so that member k is GANG_HOST followed by k + 1 in three
+ * digits: the rank its boot script reads from the metadata service's
+ * hostname to pick its agent token, and the one DescribeInstances shows.
+ * The launch answers once DescribeInstances has told each member's rank,
+ * with the members' ids joined in rank order (ebb/gang.h); lists group
+ * the members by token. An answer that is no gang (too few ids, an id
+ * twice or holding the separator, ranks missing or repeated) fails the
+ * launch, and what it started, found by its token's tag, is deleted.
+ * Terminating a gang looks its members up and deletes those still there
+ * with one DeleteInstances.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +32,7 @@
 #include <openssl/evp.h>
 
 #include <ebb/buf.h>
+#include <ebb/gang.h>
 #include <ebb/shquote.h>
 #include <ebb/units.h>
 
@@ -31,9 +45,17 @@ struct inst {
     enum ebb_instance_state state;
     ebb_time_ms launched_at;
     int preempted;
+    int rank; /* a gang member's, from its HostName; -1 otherwise */
 };
 
-enum kind { LAUNCH, TERMINATE, LIST };
+/* A gang's members are named GANG_HOST with UniqueSuffix's 001, 002 ...:
+ * rank k is GANG_HOST followed by k + 1 in three digits. */
+#define GANG_HOST "ebb-rank"
+#define GANG_MAX 64 /* as job specs' nodes; ECS allows 100 */
+
+/* LAUNCH, TERMINATE and LIST complete a provider call; SWEEP releases
+ * what a launch whose answer was no gang started, and only logs. */
+enum kind { LAUNCH, TERMINATE, LIST, SWEEP };
 
 struct inst_op {
     struct ebb_op op;
@@ -47,7 +69,9 @@ struct inst_op {
     void *arg;
     struct ali_rpc *rpc;
     struct inst launched; /* LAUNCH */
-    char *id;             /* TERMINATE: the instance */
+    unsigned count;       /* LAUNCH: the gang's size (1: one instance) */
+    char *id;             /* TERMINATE: the instance (a gang's joined id);
+                           * SWEEP: the launch's token */
     /* DescribeInstances walk (TERMINATE looks up `id`, LIST collects). */
     size_t region;
     char *next_token;
@@ -96,6 +120,86 @@ static void op_free(struct inst_op *o)
     free(o);
 }
 
+/* Orders instances by region and token, gang members by rank after the
+ * instances that are none. */
+static int by_gang(const void *x, const void *y)
+{
+    const struct inst *a = x, *b = y;
+    int c = strcmp(a->region, b->region);
+    if (c == 0)
+        c = strcmp(a->token, b->token);
+    if (c == 0)
+        c = (a->rank > b->rank) - (a->rank < b->rank);
+    return c != 0 ? c : strcmp(a->id, b->id);
+}
+
+/* One gang's entry from its members v[0..n) in rank order: the joined ids
+ * of those not being reclaimed (all, when every one is), in *owned. */
+static int gang_view(struct ali *a, const struct inst *v, size_t n,
+                     struct ebb_instance *out, char **owned)
+{
+    size_t n_live = 0, pending = 0, running = 0, shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        n_live += !v[i].preempted;
+        if (i > 0 && v[i].rank == v[i - 1].rank)
+            a->host->log(a->host->ctx, EBB_LOG_WARN,
+                         "%s: instances %s and %s of launch %s both have rank %d",
+                         v[i].region, v[i - 1].id, v[i].id, v[i].token, v[i].rank);
+    }
+    struct ebb_buf ids = {0};
+    const struct inst *first = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (n_live > 0 && v[i].preempted)
+            continue;
+        if (first == NULL)
+            first = &v[i];
+        ebb_gang_append(&ids, v[i].id);
+        pending += v[i].state == EBB_INSTANCE_PENDING;
+        running += v[i].state == EBB_INSTANCE_RUNNING;
+        shown++;
+    }
+    if (ids.failed) {
+        ebb_buf_free(&ids);
+        return EBB_ENOMEM;
+    }
+    view(first, out);
+    *owned = ebb_buf_take(&ids);
+    ebb_buf_free(&ids);
+    out->id = *owned;
+    out->state = pending > 0        ? EBB_INSTANCE_PENDING
+                 : running == shown ? EBB_INSTANCE_RUNNING
+                                    : EBB_INSTANCE_STOPPING;
+    out->preempted = n_live == 0;
+    return 0;
+}
+
+/* The list: one entry per instance that is no gang member, one per gang
+ * (its members share the launch's token and are named by rank). */
+static int list_view(struct inst_op *o, struct ebb_instance *many, char **owned,
+                     size_t *n)
+{
+    struct inst *v = o->found;
+    qsort(v, o->n_found, sizeof(*v), by_gang);
+    *n = 0;
+    for (size_t i = 0; i < o->n_found;) {
+        size_t k = 1;
+        while (v[i].rank >= 0 && i + k < o->n_found && v[i + k].rank >= 0 &&
+               strcmp(v[i + k].region, v[i].region) == 0 &&
+               strcmp(v[i + k].token, v[i].token) == 0)
+            k++;
+        if (v[i].rank < 0) {
+            view(&v[i], &many[*n]);
+        } else {
+            int rc = gang_view(o->a, &v[i], k, &many[*n], &owned[*n]);
+            if (rc != 0)
+                return rc;
+        }
+        (*n)++;
+        i += k;
+    }
+    return 0;
+}
+
 /* Completes `o` with `status` and frees it. */
 static void complete(struct inst_op *o, int status)
 {
@@ -113,17 +217,33 @@ static void complete(struct inst_op *o, int status)
     case TERMINATE:
         o->cb.done(arg, status);
         break;
-    case LIST:
+    case SWEEP:
+        if (status != 0 && status != EBB_ECANCELED)
+            o->a->host->log(o->a->host->ctx, EBB_LOG_ERROR,
+                            "could not release what launch %s started: %s; the "
+                            "next reconciliation will find it by its tags", o->id,
+                            ebb_strerror(status));
+        else if (status == 0)
+            o->a->host->log(o->a->host->ctx, EBB_LOG_INFO,
+                            "released what launch %s started", o->id);
+        break;
+    case LIST: {
+        char **owned = NULL;
         if (status == 0 && o->n_found > 0) {
             many = calloc(o->n_found, sizeof(*many));
-            if (many == NULL)
+            owned = calloc(o->n_found, sizeof(*owned));
+            if (many == NULL || owned == NULL)
                 status = EBB_ENOMEM;
-            for (size_t i = 0; many != NULL && i < o->n_found; i++)
-                view(&o->found[i], &many[n++]);
+            else
+                status = list_view(o, many, owned, &n);
         }
         o->cb.list(arg, status, many, status == 0 ? n : 0);
+        for (size_t i = 0; owned != NULL && i < n; i++)
+            free(owned[i]);
+        free(owned);
         free(many);
         break;
+    }
     }
     op_free(o);
 }
@@ -158,11 +278,26 @@ static struct inst_op *op_new(struct ali *a, enum kind kind, void *arg)
 static char *user_data(const struct ali *a, const struct ebb_launch *req)
 {
     struct ebb_buf s = {0};
-    ebb_buf_puts(&s, "#!/bin/sh\numask 077\nmkdir -p /run/ebb\nprintf '%s' ");
-    ebb_buf_sh_quote(&s, req->agent_token ? req->agent_token : "");
+    ebb_buf_puts(&s, "#!/bin/sh\numask 077\nmkdir -p /run/ebb\n");
+    if (req->count > 1) {
+        /* A gang member takes the token of its rank, which its hostname
+         * (from the metadata service) names. */
+        ebb_buf_puts(&s, "host=$(curl -sf http://100.100.100.200/latest/meta-data/hostname)\n"
+                         "case \"${host%%.*}\" in\n");
+        for (unsigned k = 0; k < req->count; k++) {
+            ebb_buf_printf(&s, GANG_HOST "%03u) printf '%%s' ", k + 1);
+            ebb_buf_sh_quote(&s, req->agent_tokens[k]);
+            ebb_buf_puts(&s, " > /run/ebb/agent-token ;;\n");
+        }
+        ebb_buf_puts(&s, "*) echo \"ebb: no agent token for hostname '$host'\" >&2; "
+                         "exit 1 ;;\nesac\n");
+    } else {
+        ebb_buf_puts(&s, "printf '%s' ");
+        ebb_buf_sh_quote(&s, req->agent_token ? req->agent_token : "");
+        ebb_buf_puts(&s, " > /run/ebb/agent-token\n");
+    }
     const char *pin = EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin : NULL;
     const char *ca = EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca : NULL;
-    ebb_buf_puts(&s, " > /run/ebb/agent-token\n");
     if (ca != NULL) {
         ebb_buf_puts(&s, "printf '%s' ");
         ebb_buf_sh_quote(&s, ca);
@@ -208,30 +343,178 @@ static int pick_vswitch(const struct ali *a, const char *zone, char *zone_out,
     return a->cfg->vswitches.n == 0 ? 0 : EBB_ECONFIG;
 }
 
+static int sweep_start(struct ali *a, const char *region, const char *token);
+static void on_ranked(void *arg, int status, json_t *body, const char *code);
+
+/* RunInstances' answer is no gang of o->count (`why`): release what the
+ * launch started, found by its token's tag, and fail it. */
+static void launch_refused(struct inst_op *o, const char *why)
+{
+    struct ali *a = o->a;
+    a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                 "%s: RunInstances for launch %s answered with %s; releasing what "
+                 "it started", o->launched.region, o->launched.token, why);
+    int rc = sweep_start(a, o->launched.region, o->launched.token);
+    if (rc != 0)
+        a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                     "could not release what launch %s started: %s; the next "
+                     "reconciliation will find it by its tags", o->launched.token,
+                     ebb_strerror(rc));
+    complete(o, EBB_EPROTO);
+}
+
+/* Why the ids of InstanceIdSet are no gang of `count`, or NULL. */
+static const char *bad_ids(json_t *ids, unsigned count, char *why, size_t size)
+{
+    size_t n = json_array_size(ids);
+    if (n != count) {
+        snprintf(why, size, "%zu instances for %u asked", n, count);
+        return why;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *id = json_string_value(json_array_get(ids, i));
+        if (id == NULL || id[0] == '\0' || strpbrk(id, ",\"\\") != NULL) {
+            snprintf(why, size, "instance id \"%s\" that is no ECS id", id ? id : "");
+            return why;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(id, json_string_value(json_array_get(ids, j))) == 0) {
+                snprintf(why, size, "instance %s twice", id);
+                return why;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* A gang's ids are known: DescribeInstances tells each one's rank (its
+ * HostName). */
+static void describe_ranks(struct inst_op *o, json_t *ids)
+{
+    struct ebb_buf list = {0};
+    ebb_buf_puts(&list, "[");
+    size_t i;
+    json_t *id;
+    json_array_foreach(ids, i, id)
+        ebb_buf_printf(&list, "%s\"%s\"", i ? "," : "", json_string_value(id));
+    ebb_buf_puts(&list, "]");
+    struct ali_params q = {0};
+    ali_params_add(&q, "InstanceIds", list.data ? list.data : "");
+    ali_params_add(&q, "MaxResults", "100");
+    q.failed |= list.failed;
+    ebb_buf_free(&list);
+    o->rpc = ali_rpc_start(o->a, o->launched.region, "DescribeInstances", &q,
+                           on_ranked, o);
+    if (o->rpc == NULL)
+        launch_refused(o, "instances whose ranks could not be asked for (out of memory)");
+}
+
 static void on_launched(void *arg, int status, json_t *body, const char *code)
 {
     struct inst_op *o = arg;
     struct ali *a = o->a;
     o->rpc = NULL;
-    (void)code;
+    char why[160];
     if (status == 0) {
         json_t *ids = json_object_get(json_object_get(body, "InstanceIdSets"),
                                       "InstanceIdSet");
+        if (bad_ids(ids, o->count, why, sizeof(why)) != NULL) {
+            launch_refused(o, why);
+            return;
+        }
+        if (o->count > 1) {
+            describe_ranks(o, ids);
+            return;
+        }
         const char *id = json_string_value(json_array_get(ids, 0));
-        o->launched.id = id ? strdup(id) : NULL;
-        if (id == NULL)
-            status = EBB_EPROTO;
-        else if (o->launched.id == NULL)
+        o->launched.id = strdup(id);
+        if (o->launched.id == NULL)
             status = EBB_ENOMEM;
         else
             ali_remember_place(a, id, o->launched.region);
     } else if (status == EBB_ENOCAPACITY) {
-        a->host->log(a->host->ctx, EBB_LOG_INFO, "no %s capacity in %s (%s)",
-                     o->launched.type, o->launched.zone[0] ? o->launched.zone
-                                                           : o->launched.region,
+        a->host->log(a->host->ctx, EBB_LOG_INFO, "no %s capacity%s in %s (%s)",
+                     o->launched.type, o->count > 1 ? " for the whole gang" : "",
+                     o->launched.zone[0] ? o->launched.zone : o->launched.region,
                      code);
     }
     complete(o, status);
+}
+
+/* Rank k from HostName GANG_HOST followed by k + 1 in three digits; -1. */
+static int rank_of_host(const char *host)
+{
+    size_t n = strlen(GANG_HOST);
+    if (strncmp(host, GANG_HOST, n) != 0 || strlen(host + n) != 3)
+        return -1;
+    int v = 0;
+    for (const char *p = host + n; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v - 1;
+}
+
+/* The gang's members as DescribeInstances shows them: each rank once. */
+static void on_ranked(void *arg, int status, json_t *body, const char *code)
+{
+    struct inst_op *o = arg;
+    struct ali *a = o->a;
+    o->rpc = NULL;
+    (void)code;
+    char why[160];
+    if (status != 0) {
+        snprintf(why, sizeof(why), "instances whose ranks DescribeInstances could "
+                 "not tell (%s)", ebb_strerror(status));
+        launch_refused(o, why);
+        return;
+    }
+    json_t *list = json_object_get(json_object_get(body, "Instances"), "Instance");
+    const char *by_rank[GANG_MAX] = {0};
+    size_t i;
+    json_t *j;
+    json_array_foreach(list, i, j)
+    {
+        const char *host = ali_json_str(j, "HostName");
+        int r = rank_of_host(host);
+        if (r < 0 || (unsigned)r >= o->count || by_rank[r] != NULL) {
+            snprintf(why, sizeof(why), "instance %s named \"%s\", %s",
+                     ali_json_str(j, "InstanceId"), host,
+                     r < 0 || (unsigned)r >= o->count ? "which is no rank of the gang"
+                                                      : "a rank another member has");
+            launch_refused(o, why);
+            return;
+        }
+        by_rank[r] = ali_json_str(j, "InstanceId");
+    }
+    struct ebb_buf joined = {0};
+    for (unsigned r = 0; r < o->count; r++) {
+        if (by_rank[r] == NULL) {
+            snprintf(why, sizeof(why), "no instance of rank %u", r);
+            ebb_buf_free(&joined);
+            launch_refused(o, why);
+            return;
+        }
+        ali_remember_place(a, by_rank[r], o->launched.region);
+        ebb_gang_append(&joined, by_rank[r]);
+    }
+    o->launched.id = joined.failed ? NULL : ebb_buf_take(&joined);
+    ebb_buf_free(&joined);
+    complete(o, o->launched.id != NULL ? 0 : EBB_ENOMEM);
+}
+
+/* A gang's launch carries an agent token for each of at most GANG_MAX
+ * members. */
+static int gang_tokens_ok(const struct ebb_launch *req)
+{
+    if (req->count > GANG_MAX || !EBB_HAS(struct ebb_launch, req, agent_tokens) ||
+        req->agent_tokens == NULL)
+        return 0;
+    for (unsigned i = 0; i < req->count; i++)
+        if (req->agent_tokens[i] == NULL || req->agent_tokens[i][0] == '\0')
+            return 0;
+    return 1;
 }
 
 int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
@@ -240,6 +523,14 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
     if (req->token == NULL || req->token[0] == '\0' || strlen(req->token) > 64 ||
         req->region == NULL || req->instance_type == NULL)
         return EBB_EINVAL;
+    if (req->count > 1 && !gang_tokens_ok(req)) {
+        a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                     "gang launch of %u for job %s: %s; not launching", req->count,
+                     req->job_id ? req->job_id : "",
+                     req->count > GANG_MAX ? "more members than the 64 allowed"
+                                           : "an agent token per member is missing");
+        return EBB_EINVAL;
+    }
     if (a->cfg->image_id[0] == '\0') {
         a->host->log(a->host->ctx, EBB_LOG_ERROR,
                      "cannot launch: set image_id (an image with ebb-agent)");
@@ -296,8 +587,12 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
         ali_params_add(&q, "SpotInterruptionBehavior", "Terminate");
     ali_params_add(&q, "ClientToken", req->token);
     ali_params_addf(&q, "Amount", "%u", count);
-    if (count > 1)
+    if (count > 1) {
+        /* All or none, and each member named by its rank. */
         ali_params_addf(&q, "MinAmount", "%u", count);
+        ali_params_add(&q, "HostName", GANG_HOST);
+        ali_params_add(&q, "UniqueSuffix", "true");
+    }
     ali_params_addf(&q, "InstanceName", "ebb-%s", req->job_id ? req->job_id : "");
     ali_params_add(&q, "Tag.1.Key", ALI_TAG_JOB);
     ali_params_add(&q, "Tag.1.Value", req->job_id ? req->job_id : "");
@@ -315,6 +610,7 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
         return EBB_ENOMEM;
     }
     o->cb.launch = cb;
+    o->count = count;
     o->launched = (struct inst){
         .token = strdup(req->token),
         .job_id = strdup(req->job_id ? req->job_id : ""),
@@ -324,6 +620,7 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
         .market = req->market,
         .state = EBB_INSTANCE_PENDING,
         .launched_at = ali_now(a),
+        .rank = -1,
     };
     if (o->launched.token && o->launched.job_id && o->launched.region &&
         o->launched.zone && o->launched.type)
@@ -415,6 +712,7 @@ static int add_found(struct inst_op *o, json_t *j, const char *region)
                       : EBB_MARKET_SPOT,
         .state = state_of(ali_json_str(j, "Status")),
         .preempted = recycling(j),
+        .rank = rank_of_host(ali_json_str(j, "HostName")),
     };
     i->launched_at = creation_time(ali_json_str(j, "CreationTime"));
     if (!i->id || !i->token || !i->job_id || !i->region || !i->zone || !i->type) {
@@ -459,8 +757,12 @@ static void on_described(void *arg, int status, json_t *body, const char *code)
             return;
         }
     }
-    if (o->kind == TERMINATE && o->n_found > 0) {
+    if ((o->kind == TERMINATE || o->kind == SWEEP) && o->n_found > 0) {
         delete_found(o, region);
+        return;
+    }
+    if (o->kind == SWEEP) {
+        complete(o, o->status); /* its launch's region only: nothing found */
         return;
     }
     const char *next = status == 0 ? ali_json_str(body, "NextToken") : "";
@@ -485,9 +787,20 @@ static int describe_page(struct inst_op *o)
     struct ali *a = o->a;
     struct ali_params q = {0};
     if (o->kind == TERMINATE) {
-        ali_params_addf(&q, "InstanceIds", "[\"%s\"]", o->id);
+        /* ["i-1","i-2"] of the gang's members (quotes were refused). */
+        struct ebb_buf ids = {0};
+        ebb_buf_puts(&ids, "[\"");
+        for (const char *c = o->id; *c != '\0'; c++)
+            ebb_buf_puts(&ids, *c == EBB_GANG_SEP ? "\",\"" : (char[]){*c, '\0'});
+        ebb_buf_puts(&ids, "\"]");
+        ali_params_add(&q, "InstanceIds", ids.data ? ids.data : "");
+        q.failed |= ids.failed;
+        ebb_buf_free(&ids);
+        ali_params_add(&q, "MaxResults", "100");
     } else {
         ali_params_add(&q, "Tag.1.Key", ALI_TAG_TOKEN);
+        if (o->kind == SWEEP)
+            ali_params_add(&q, "Tag.1.Value", o->id);
         ali_params_add(&q, "MaxResults", "100");
     }
     if (o->next_token != NULL)
@@ -520,36 +833,85 @@ static void on_deleted(void *arg, int status, json_t *body, const char *code)
     complete(o, status == EBB_ENOTFOUND ? 0 : status);
 }
 
-static int delete_in(struct inst_op *o, const char *region)
+/* DeleteInstance of one instance, or DeleteInstances of several
+ * (InstanceId.1..N), forced: they are running. */
+static int delete_ids(struct inst_op *o, const char *region, const char *const *ids,
+                      size_t n)
 {
     struct ali_params q = {0};
-    ali_params_add(&q, "InstanceId", o->id);
+    if (n == 1) {
+        ali_params_add(&q, "InstanceId", ids[0]);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            char key[32];
+            snprintf(key, sizeof(key), "InstanceId.%zu", i + 1);
+            ali_params_add(&q, key, ids[i]);
+        }
+    }
     ali_params_add(&q, "Force", "true");
-    o->rpc = ali_rpc_start(o->a, region, "DeleteInstance", &q, on_deleted, o);
+    o->rpc = ali_rpc_start(o->a, region, n == 1 ? "DeleteInstance" : "DeleteInstances",
+                           &q, on_deleted, o);
     return o->rpc != NULL ? 0 : EBB_ENOMEM;
 }
 
+/* Deletes the instances the walk found in `region`: those of the gang (or
+ * the instance) still there. */
 static void delete_found(struct inst_op *o, const char *region)
 {
-    int rc = delete_in(o, region);
+    const char **ids = calloc(o->n_found, sizeof(*ids));
+    int rc = EBB_ENOMEM;
+    if (ids != NULL) {
+        for (size_t i = 0; i < o->n_found; i++)
+            ids[i] = o->found[i].id;
+        rc = delete_ids(o, region, ids, o->n_found);
+    }
+    free(ids);
     if (rc != 0)
         complete(o, rc);
+}
+
+/* Releases what the launch with `token` started in `region` (its answer
+ * was no gang): DescribeInstances by the token's tag, then a delete. */
+static int sweep_start(struct ali *a, const char *region, const char *token)
+{
+    struct inst_op *o = op_new(a, SWEEP, NULL);
+    if (o == NULL)
+        return EBB_ENOMEM;
+    o->id = strdup(token);
+    o->region = a->cfg->regions.n;
+    for (size_t i = 0; i < a->cfg->regions.n; i++)
+        if (strcmp(a->cfg->regions.items[i], region) == 0)
+            o->region = i;
+    int rc = o->id == NULL || o->region == a->cfg->regions.n ? EBB_EINVAL
+                                                              : describe_page(o);
+    if (rc != 0)
+        op_free(o);
+    return rc;
 }
 
 int ali_terminate(struct ali *a, const char *instance_id, ebb_done_cb cb,
                   void *arg)
 {
-    if (instance_id == NULL || instance_id[0] == '\0' ||
-        strpbrk(instance_id, "\"\\") != NULL)
+    size_t n = instance_id != NULL ? ebb_gang_size(instance_id) : 0;
+    if (n == 0 || n > GANG_MAX || strpbrk(instance_id, "\"\\") != NULL)
         return EBB_EINVAL;
+    char first[64];
+    for (size_t i = 0; i < n; i++)
+        if (ebb_gang_member(instance_id, i, first, sizeof(first)) != 0)
+            return EBB_EINVAL;
     struct inst_op *o = op_new(a, TERMINATE, arg);
     if (o == NULL)
         return EBB_ENOMEM;
     o->cb.done = cb;
     o->id = strdup(instance_id);
-    const char *region = ali_place_of(a, instance_id);
+    /* One instance is deleted in the region it is known in. A gang's
+     * members are looked up first: one already gone (a reclaimed spot
+     * instance is) would fail a DeleteInstances naming it, and the rest
+     * would run on. */
+    const char *region = n == 1 ? ali_place_of(a, instance_id) : NULL;
+    const char *const ids[] = {instance_id};
     int rc = o->id == NULL ? EBB_ENOMEM
-             : region      ? delete_in(o, region)
+             : region      ? delete_ids(o, region, ids, 1)
                            : describe_page(o);
     if (rc != 0)
         op_free(o);

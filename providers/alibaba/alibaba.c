@@ -198,6 +198,8 @@ static const struct ebb_provider ali_provider = {
     .launch = launch,
     .terminate = terminate,
     .list_instances = list_instances,
+    .stop_job = NULL,
+    .flags = EBB_PROVIDER_GANGS,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

@@ -248,6 +248,48 @@ struct fake_instance *fake_ecs_add_instance(struct fake_ecs *e, const char *regi
     return i;
 }
 
+/* Amount and MinAmount: 1 to 100; `dflt` when absent, 0 when malformed. */
+static int amount_param(const char *s, int dflt)
+{
+    if (s == NULL)
+        return dflt;
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *s != '\0' && *end == '\0' && v >= 1 && v <= 100 ? (int)v : 0;
+}
+
+static struct fake_instance *create_instance(struct fake_ecs *e, const struct form *f,
+                                             const char *token, int k, int amount)
+{
+    const char *zone = form_get(f, "ZoneId");
+    struct fake_instance *inst = fake_ecs_add_instance(e, form_get(f, "RegionId"),
+                                                       zone ? zone : "", token, NULL);
+    snprintf(inst->type, sizeof(inst->type), "%s", form_get(f, "InstanceType"));
+    snprintf(inst->status, sizeof(inst->status), "Pending");
+    const char *strategy = form_get(f, "SpotStrategy");
+    snprintf(inst->strategy, sizeof(inst->strategy), "%s",
+             strategy ? strategy : "NoSpot");
+    const char *host = form_get(f, "HostName");
+    const char *suffix = form_get(f, "UniqueSuffix");
+    if (host != NULL && suffix != NULL && strcmp(suffix, "true") == 0 && amount > 1)
+        snprintf(inst->host, sizeof(inst->host), "%s%03d", host, k + 1);
+    else
+        snprintf(inst->host, sizeof(inst->host), "%s", host ? host : "iZfake");
+    /* Tags as given. */
+    inst->ebb_tagged = 0;
+    for (int t = 1; t <= 9; t++) {
+        char kk[32], v[32];
+        snprintf(kk, sizeof(kk), "Tag.%d.Key", t);
+        snprintf(v, sizeof(v), "Tag.%d.Value", t);
+        const char *key = form_get(f, kk), *val = form_get(f, v);
+        if (key != NULL && strcmp(key, "ebb-job-id") == 0)
+            snprintf(inst->job_id, sizeof(inst->job_id), "%s", val ? val : "");
+        if (key != NULL && strcmp(key, "ebb-token") == 0)
+            inst->ebb_tagged = 1;
+    }
+    return inst;
+}
+
 static void run_instances(struct fake_ecs *e, const struct form *f,
                           struct ebb__httpd_response *res)
 {
@@ -267,46 +309,61 @@ static void run_instances(struct fake_ecs *e, const struct form *f,
         error(res, 400, "MissingParameter", "ClientToken, ImageId, PostPaid");
         return;
     }
-    if (e->no_stock) {
-        error(res, 403, "OperationDenied.NoStock",
-              "The requested resource is sold out in the specified zone");
+    int amount = amount_param(form_get(f, "Amount"), 1);
+    int min_amount = amount_param(form_get(f, "MinAmount"), amount);
+    if (amount == 0) {
+        error(res, 400, "InvalidParameter", "The specified parameter Amount is not valid.");
         return;
     }
-    struct fake_instance *inst = NULL;
-    for (size_t i = 0; i < e->n_inst; i++)
+    if (min_amount == 0 || min_amount > amount) {
+        error(res, 400, "InvalidMinAmount.Malformed",
+              "The specified parameter MinAmount is not valid.");
+        return;
+    }
+    /* A ClientToken seen before: the instances that call created. */
+    size_t mine[100], n_mine = 0;
+    for (size_t i = 0; i < e->n_inst && n_mine < 100; i++)
         if (strcmp(e->inst[i].token, token) == 0)
-            inst = &e->inst[i];
-    if (inst == NULL) {
-        const char *zone = form_get(f, "ZoneId");
-        inst = fake_ecs_add_instance(e, form_get(f, "RegionId"), zone ? zone : "",
-                                     token, NULL);
-        snprintf(inst->type, sizeof(inst->type), "%s", form_get(f, "InstanceType"));
-        snprintf(inst->status, sizeof(inst->status), "Pending");
-        const char *strategy = form_get(f, "SpotStrategy");
-        snprintf(inst->strategy, sizeof(inst->strategy), "%s",
-                 strategy ? strategy : "NoSpot");
-        /* Tags as given. */
-        inst->ebb_tagged = 0;
-        for (int t = 1; t <= 9; t++) {
-            char k[32], v[32];
-            snprintf(k, sizeof(k), "Tag.%d.Key", t);
-            snprintf(v, sizeof(v), "Tag.%d.Value", t);
-            const char *key = form_get(f, k), *val = form_get(f, v);
-            if (key != NULL && strcmp(key, "ebb-job-id") == 0)
-                snprintf(inst->job_id, sizeof(inst->job_id), "%s", val ? val : "");
-            if (key != NULL && strcmp(key, "ebb-token") == 0)
-                inst->ebb_tagged = 1;
+            mine[n_mine++] = i;
+    if (n_mine == 0) {
+        int make = amount;
+        if (e->stock_limited && make > e->stock)
+            make = e->stock;
+        if (e->no_stock || make < min_amount ||
+            e->n_inst + (size_t)make > sizeof(e->inst) / sizeof(e->inst[0])) {
+            error(res, 403, "OperationDenied.NoStock",
+                  "The requested resource is sold out in the specified zone");
+            return;
         }
+        if (e->stock_limited)
+            e->stock -= make;
+        for (int k = 0; k < make; k++) {
+            create_instance(e, f, token, k, amount);
+            mine[n_mine++] = e->n_inst - 1;
+        }
+        if (e->lie_next_run == FAKE_ECS_DUP_HOST && n_mine > 1)
+            memcpy(e->inst[mine[n_mine - 1]].host, e->inst[mine[0]].host,
+                   sizeof(e->inst[0].host));
     }
     if (e->lose_next_run > 0) {
         e->lose_next_run--;
         error(res, 503, "ServiceUnavailable", "lost answer");
         return;
     }
-    ebb__httpd_set_bodyf(res,
-                         "{\"RequestId\":\"R\",\"OrderId\":\"1\",\"TradePrice\":0.5,"
-                         "\"InstanceIdSets\":{\"InstanceIdSet\":[\"%s\"]}}",
-                         inst->id);
+    enum fake_ecs_lie lie = e->lie_next_run;
+    e->lie_next_run = FAKE_ECS_TRUE;
+    if (lie == FAKE_ECS_SHORT)
+        n_mine--;
+    char body[8192];
+    size_t len = (size_t)snprintf(body, sizeof(body),
+                                  "{\"RequestId\":\"R\",\"OrderId\":\"1\",\"TradePrice\":0.5,"
+                                  "\"InstanceIdSets\":{\"InstanceIdSet\":[");
+    for (size_t i = 0; i < n_mine; i++)
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "%s\"%s%s\"",
+                                i ? "," : "", e->inst[mine[i]].id,
+                                lie == FAKE_ECS_COMMA_ID && i == 0 ? ",i-1" : "");
+    snprintf(body + len, sizeof(body) - len, "]}}");
+    ebb__httpd_set_body(res, body, strlen(body));
 }
 
 static void delete_instance(struct fake_ecs *e, const struct form *f,
@@ -324,11 +381,52 @@ static void delete_instance(struct fake_ecs *e, const struct form *f,
     error(res, 404, "InvalidInstanceId.NotFound", "The specified InstanceId does not exist.");
 }
 
+static long find_in(const struct fake_ecs *e, const char *region, const char *id)
+{
+    for (size_t i = 0; id != NULL && i < e->n_inst; i++)
+        if (strcmp(e->inst[i].id, id) == 0 && strcmp(e->inst[i].region, region) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* DeleteInstances: InstanceId.1..N, all of them in the region, or none. */
+static void delete_instances(struct fake_ecs *e, const struct form *f,
+                             struct ebb__httpd_response *res)
+{
+    const char *region = form_get(f, "RegionId");
+    const char *force = form_get(f, "Force");
+    int n = 0;
+    for (;; n++) {
+        char key[32];
+        snprintf(key, sizeof(key), "InstanceId.%d", n + 1);
+        const char *id = form_get(f, key);
+        if (id == NULL)
+            break;
+        if (find_in(e, region, id) < 0) {
+            error(res, 404, "InvalidInstanceId.NotFound",
+                  "The specified InstanceId does not exist.");
+            return;
+        }
+    }
+    if (n == 0 || force == NULL || strcmp(force, "true") != 0) {
+        error(res, 400, "MissingParameter", "InstanceId.1 and Force=true (running instances)");
+        return;
+    }
+    for (int k = 1; k <= n; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "InstanceId.%d", k);
+        long i = find_in(e, region, form_get(f, key));
+        e->inst[i] = e->inst[--e->n_inst];
+    }
+    ebb__httpd_set_bodyf(res, "{\"RequestId\":\"R\"}");
+}
+
 static void describe_instances(struct fake_ecs *e, const struct form *f,
                                struct ebb__httpd_response *res)
 {
     const char *region = form_get(f, "RegionId");
     const char *tag = form_get(f, "Tag.1.Key");
+    const char *tag_value = form_get(f, "Tag.1.Value");
     const char *ids = form_get(f, "InstanceIds");
     const char *next = form_get(f, "NextToken");
     long skip = next ? strtol(next, NULL, 10) : 0;
@@ -345,6 +443,7 @@ static void describe_instances(struct fake_ecs *e, const struct form *f,
         snprintf(quoted, sizeof(quoted), "\"%s\"", x->id);
         if (strcmp(x->region, region) != 0 ||
             (tag != NULL && (strcmp(tag, "ebb-token") != 0 || !x->ebb_tagged)) ||
+            (tag_value != NULL && strcmp(tag_value, x->token) != 0) ||
             (ids != NULL && strstr(ids, quoted) == NULL))
             continue;
         if (match++ < skip)
@@ -357,12 +456,13 @@ static void describe_instances(struct fake_ecs *e, const struct form *f,
             body + n, sizeof(body) - n,
             "%s{\"InstanceId\":\"%s\",\"RegionId\":\"%s\",\"ZoneId\":\"%s\","
             "\"InstanceType\":\"%s\",\"Status\":\"%s\",\"SpotStrategy\":\"%s\","
+            "\"HostName\":\"%s\","
             "\"CreationTime\":\"2026-11-30T10:00Z\","
             "\"OperationLocks\":{\"LockReason\":[%s]},"
             "\"Tags\":{\"Tag\":[{\"TagKey\":\"ebb-job-id\",\"TagValue\":\"%s\"},"
             "{\"TagKey\":\"ebb-token\",\"TagValue\":\"%s\"}]}}",
             sent ? "," : "", x->id, x->region, x->zone, x->type, x->status,
-            x->strategy, x->recycling ? "{\"LockReason\":\"Recycling\"}" : "",
+            x->strategy, x->host, x->recycling ? "{\"LockReason\":\"Recycling\"}" : "",
             x->job_id, x->token);
         sent++;
     }
@@ -477,6 +577,8 @@ void fake_ecs_handle(const struct ebb__httpd_request *req,
         run_instances(e, &f, res);
     else if (strcmp(action, "DeleteInstance") == 0)
         delete_instance(e, &f, res);
+    else if (strcmp(action, "DeleteInstances") == 0)
+        delete_instances(e, &f, res);
     else if (strcmp(action, "DescribeInstances") == 0)
         describe_instances(e, &f, res);
     else

@@ -5,8 +5,11 @@
  * recomputes with its own code (its own encoder, OpenSSL's HMAC-SHA1),
  * known credentials, unused nonces, the common parameters; and it keeps a
  * small world: spot price rows per region and type (answered in pages),
- * instances with their ClientToken and tags. Tests inject throttling,
- * errors, lost answers and sold-out zones.
+ * instances with their ClientToken and tags, created Amount at a time
+ * (MinAmount <= Amount, else 400 InvalidMinAmount.Malformed; all or none
+ * against a stock), named by HostName with UniqueSuffix as ECS does.
+ * Tests inject throttling, errors, lost answers, sold-out zones and
+ * RunInstances answers that lie.
  */
 #ifndef EBB_TEST_FAKE_ECS_H
 #define EBB_TEST_FAKE_ECS_H
@@ -27,8 +30,18 @@ struct fake_instance {
     char id[32], region[32], zone[32], type[48], token[80], job_id[64];
     char status[16];
     char strategy[24];
+    char host[72];  /* HostName, with UniqueSuffix's 001.. when asked */
     int ebb_tagged;
     int recycling;
+};
+
+/* How the next RunInstances answer lies about what it created (it
+ * creates them all the same). */
+enum fake_ecs_lie {
+    FAKE_ECS_TRUE = 0,
+    FAKE_ECS_SHORT,     /* the last id left out of InstanceIdSet */
+    FAKE_ECS_DUP_HOST,  /* the last instance named like the first */
+    FAKE_ECS_COMMA_ID,  /* the first id shown with ",i-1" appended */
 };
 
 /* One request the fake accepted (signature good), for assertions. */
@@ -48,6 +61,11 @@ struct fake_ecs {
     int throttle_next;     /* answer this many requests 400 Throttling.User */
     int lose_next_run;     /* create, then answer 503 (the client retries) */
     int no_stock;          /* RunInstances: 403 OperationDenied.NoStock */
+    /* With stock_limited, RunInstances creates at most `stock` more
+     * instances: Amount of them, or what is left when that is at least
+     * MinAmount, else none (403 OperationDenied.NoStock). */
+    int stock_limited, stock;
+    enum fake_ecs_lie lie_next_run;
     int delay_ms;          /* delay every answer */
     /* DescribeSpotPriceHistory of this type: the first fail_type_after
      * pages are answered, then fail_type_next requests 400 (a final

@@ -17,6 +17,7 @@
 
 #include <openssl/evp.h>
 
+#include <ebb/gang.h>
 #include <ebb/units.h>
 
 #include "fake_ecs.h"
@@ -455,9 +456,11 @@ static void launch_strategies(void **state)
     assert_string_equal(fake_ecs_run_param(&t->e, "VSwitchId"), "vsw-h");
     assert_null(fake_ecs_run_param(&t->e, "SpotPriceLimit"));
 
+    static const char *const two[] = {"enrol:go+0.a", "enrol:go+1.b"};
     req.token = "tok-go";
     req.market = EBB_MARKET_SPOT;
     req.count = 2;
+    req.agent_tokens = two;
     pfx_launch(&t->f, &req, &t->r);
     assert_int_equal(t->r.status, 0);
     assert_string_equal(fake_ecs_run_param(&t->e, "SpotStrategy"), "SpotAsPriceGo");
@@ -501,6 +504,189 @@ static void no_stock_is_no_capacity(void **state)
     pfx_launch(&t->f, &req, &t->r);
     assert_int_equal(t->r.status, EBB_ENOCAPACITY);
     assert_int_equal(t->e.n_inst, 0);
+    close_ecs(t);
+}
+
+static const char *const gang_tokens[] = {"enrol:g+0.s0", "enrol:g+1.s1",
+                                          "enrol:g+2.s2"};
+
+static struct ebb_launch gang_req(const char *token, unsigned count)
+{
+    return (struct ebb_launch){
+        .struct_size = sizeof(struct ebb_launch),
+        .token = token,
+        .job_id = "j-gang",
+        .provider = "alibaba",
+        .region = "cn-hangzhou",
+        .zone = "cn-hangzhou-i",
+        .instance_type = TYPE,
+        .market = EBB_MARKET_SPOT,
+        .count = count,
+        .agent_url = "http://10.0.0.1:7427",
+        .agent_tokens = gang_tokens,
+    };
+}
+
+/* The fake's instance `id`; fails the test when there is none. */
+static struct fake_instance *find_inst(struct fake_ecs *e, const char *id)
+{
+    size_t i = 0;
+    while (i < e->n_inst && strcmp(e->inst[i].id, id) != 0)
+        i++;
+    assert_true(i < e->n_inst);
+    return &e->inst[i];
+}
+
+/* A gang of 3: one RunInstances of Amount = MinAmount = 3 in the offer's
+ * zone, members named ebb-rank001.. (UniqueSuffix), one instance whose id
+ * joins the members' in rank order, each member's agent token picked at
+ * boot by its hostname. A repeated launch gets the same gang; the list
+ * groups it by token, leaving a reclaimed member out; terminate deletes
+ * every member in one DeleteInstances. */
+static void gang_launch_list_terminate(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    assert_true(t->f.p->flags & EBB_PROVIDER_GANGS);
+    struct ebb_launch req = gang_req("tok-gang", 3);
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->e.n_inst, 3);
+    char joined[256];
+    snprintf(joined, sizeof(joined), "%s", t->r.inst[0].id);
+    assert_int_equal(ebb_gang_size(joined), 3);
+    char member[3][32];
+    for (size_t k = 0; k < 3; k++) {
+        assert_int_equal(ebb_gang_member(joined, k, member[k], sizeof(member[k])), 0);
+        char host[32];
+        snprintf(host, sizeof(host), "ebb-rank%03zu", k + 1);
+        assert_string_equal(find_inst(&t->e, member[k])->host, host);
+        assert_string_equal(find_inst(&t->e, member[k])->zone, "cn-hangzhou-i");
+    }
+    assert_string_equal(t->r.inst[0].token, "tok-gang");
+    assert_string_equal(fake_ecs_run_param(&t->e, "Amount"), "3");
+    assert_string_equal(fake_ecs_run_param(&t->e, "MinAmount"), "3");
+    assert_string_equal(fake_ecs_run_param(&t->e, "HostName"), "ebb-rank");
+    assert_string_equal(fake_ecs_run_param(&t->e, "UniqueSuffix"), "true");
+    assert_string_equal(fake_ecs_run_param(&t->e, "ZoneId"), "cn-hangzhou-i");
+    assert_string_equal(fake_ecs_run_param(&t->e, "Tag.2.Value"), "tok-gang");
+    char *script = base64_decode(fake_ecs_run_param(&t->e, "UserData"));
+    assert_non_null(strstr(script, "http://100.100.100.200/latest/meta-data/hostname"));
+    assert_non_null(strstr(script, "ebb-rank001) printf '%s' 'enrol:g+0.s0' > /run/ebb/agent-token ;;\n"
+                                   "ebb-rank002) printf '%s' 'enrol:g+1.s1' > /run/ebb/agent-token ;;\n"
+                                   "ebb-rank003) printf '%s' 'enrol:g+2.s2' > /run/ebb/agent-token ;;\n"
+                                   "*) echo"));
+    free(script);
+
+    /* Repeated (a retry, a crash): ClientToken gives the same gang. */
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_string_equal(t->r.inst[0].id, joined);
+    assert_int_equal(t->e.n_inst, 3);
+
+    /* Listed as one; a member being reclaimed is left out of it. */
+    struct fake_instance *single =
+        fake_ecs_add_instance(&t->e, "cn-hangzhou", "cn-hangzhou-h", "tok-one", "j-1");
+    char single_id[32];
+    snprintf(single_id, sizeof(single_id), "%s", single->id);
+    pfx_list(&t->f, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->r.n_inst, 2);
+    int g = strcmp(t->r.inst[0].id, single_id) == 0 ? 1 : 0;
+    assert_string_equal(t->r.inst[g].id, joined);
+    assert_string_equal(t->r.inst[1 - g].id, single_id);
+    find_inst(&t->e, member[1])->recycling = 1;
+    pfx_list(&t->f, &t->r);
+    g = strcmp(t->r.inst[0].id, single_id) == 0 ? 1 : 0;
+    char short_id[80];
+    snprintf(short_id, sizeof(short_id), "%s,%s", member[0], member[2]);
+    assert_string_equal(t->r.inst[g].id, short_id);
+    assert_int_equal(t->r.inst[g].preempted, 0);
+
+    /* Terminate: every member in one DeleteInstances. */
+    int deletes = fake_ecs_count(&t->e, "DeleteInstances");
+    pfx_terminate(&t->f, joined, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(fake_ecs_count(&t->e, "DeleteInstances"), deletes + 1);
+    assert_int_equal(t->e.n_inst, 1);
+    assert_string_equal(t->e.inst[0].id, single_id);
+    /* A member already gone: the others are still deleted. */
+    req = gang_req("tok-gang2", 2);
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    snprintf(joined, sizeof(joined), "%s", t->r.inst[0].id);
+    assert_int_equal(ebb_gang_member(joined, 1, member[1], sizeof(member[1])), 0);
+    struct fake_instance *gone = find_inst(&t->e, member[1]);
+    *gone = t->e.inst[--t->e.n_inst];
+    pfx_terminate(&t->f, joined, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->e.n_inst, 1);
+    close_ecs(t);
+}
+
+/* All or nothing: stock for 2 of a gang of 3 creates none and the launch
+ * fails with EBB_ENOCAPACITY; stock for 3 is enough. The fake refuses a
+ * MinAmount above Amount as ECS does; a gang without a token per member
+ * is refused before any call. */
+static void gang_all_or_nothing(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    t->e.stock_limited = 1;
+    t->e.stock = 2;
+    struct ebb_launch req = gang_req("tok-short", 3);
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, EBB_ENOCAPACITY);
+    assert_int_equal(t->e.n_inst, 0);
+    assert_non_null(strstr(t->f.log.data, "capacity for the whole gang"));
+    t->e.stock = 3;
+    req = gang_req("tok-fits", 3);
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->e.n_inst, 3);
+
+    req = gang_req("tok-bad", 3);
+    req.agent_tokens = NULL;
+    int calls = t->e.requests;
+    assert_int_equal(t->f.p->launch(t->f.self, &req, pfx_on_launch, &t->r), EBB_EINVAL);
+    assert_int_equal(t->e.requests, calls);
+    assert_non_null(strstr(t->f.log.data, "an agent token per member is missing"));
+    close_ecs(t);
+}
+
+/* An answer that is no gang: an id left out, two members named alike, an
+ * id holding ','. Each fails the launch with EBB_EPROTO and a log line
+ * saying what was wrong, and everything the launch started, found by its
+ * token's tag, is deleted. */
+static void gang_bad_answers(void **state)
+{
+    (void)state;
+    static const struct {
+        enum fake_ecs_lie lie;
+        const char *token, *why;
+    } cases[] = {
+        {FAKE_ECS_SHORT, "tok-lie-short", "answered with 1 instances for 2 asked"},
+        {FAKE_ECS_DUP_HOST, "tok-lie-dup", "a rank another member has"},
+        {FAKE_ECS_COMMA_ID, "tok-lie-comma", "that is no ECS id"},
+    };
+    struct t *t = open_ecs(NULL);
+    for (size_t c = 0; c < 3; c++) {
+        t->e.lie_next_run = cases[c].lie;
+        struct ebb_launch req = gang_req(cases[c].token, 2);
+        pfx_launch(&t->f, &req, &t->r);
+        assert_int_equal(t->r.status, EBB_EPROTO);
+        const char *line = strstr(t->f.log.data, cases[c].token);
+        assert_non_null(line);
+        assert_non_null(strstr(line, cases[c].why));
+        assert_non_null(strstr(line, "releasing what it started"));
+        /* The release runs beside: wait for its log line. */
+        char done[96];
+        snprintf(done, sizeof(done), "released what launch %s started", cases[c].token);
+        for (int i = 0; i < 200 && strstr(t->f.log.data, done) == NULL; i++)
+            pfx_run_for(&t->f, 10);
+        assert_non_null(strstr(t->f.log.data, done));
+        assert_int_equal(t->e.n_inst, 0);
+    }
     close_ecs(t);
 }
 
@@ -621,6 +807,9 @@ int main(void)
         cmocka_unit_test(launch_is_idempotent_by_client_token),
         cmocka_unit_test(launch_strategies),
         cmocka_unit_test(no_stock_is_no_capacity),
+        cmocka_unit_test(gang_launch_list_terminate),
+        cmocka_unit_test(gang_all_or_nothing),
+        cmocka_unit_test(gang_bad_answers),
         cmocka_unit_test(terminate_known_unknown_and_gone),
         cmocka_unit_test(list_finds_ours_by_tag_in_every_region),
         cmocka_unit_test(destroy_cancels_what_is_in_flight),
