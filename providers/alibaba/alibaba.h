@@ -1,6 +1,7 @@
 /* The Alibaba Cloud ECS provider (RPC API 2014-05-26): spot prices from
  * DescribeSpotPriceHistory, launches with RunInstances, releases with
- * DeleteInstance, reconciliation with DescribeInstances by tag.
+ * DeleteInstance (DeleteInstances for a gang), reconciliation with
+ * DescribeInstances by tag.
  *
  * Files: alibaba.c (ABI glue, configuration), ali_sign.c
  * (signatures V1 and ACS3), ali_rpc.c (one signed call, throttling and
