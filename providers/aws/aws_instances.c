@@ -679,7 +679,8 @@ static void report_lost(struct aws *a, const struct aws_ec2_instance *in, int ra
 /* The entry of the gang (or single instance) v[0..n): the members still
  * there, or all when none is, in rank order. A gang's joined id goes to
  * *owned (the caller frees it). Deletes the placement group of a gang
- * whose members are all terminated, at most `*deletes` more per list. */
+ * none of whose members is left (EC2 refuses while one is still shutting
+ * down: a later list asks again), at most `*deletes` more per list. */
 static int gang_view(struct aws *a, const struct aws_ec2_instance *v, size_t n,
                      ebb_time_ms now, int *deletes, struct ebb_instance *out,
                      char **owned)
@@ -729,7 +730,7 @@ static int gang_view(struct aws *a, const struct aws_ec2_instance *v, size_t n,
         out->id = *owned;
     }
     ebb_buf_free(&ids);
-    if (gang && c.gone == n && strcmp(v[0].group, group) == 0 && *deletes > 0 &&
+    if (gang && n_live == 0 && strcmp(v[0].group, group) == 0 && *deletes > 0 &&
         aws_group_delete(a, v[0].region, group) == 0)
         (*deletes)--;
     return 0;

@@ -860,10 +860,15 @@ static void test_gang_launch(void **state)
                         member[2]);
     for (size_t k = 0; k < 3; k++)
         assert_string_equal(fake_ec2_instance_state(f.ec2, member[k]), "shutting-down");
-    /* Shutting down: the group is in use and stays. */
-    gang_list(&f, &l);
-    assert_int_equal(l.state[0], EBB_INSTANCE_STOPPING);
-    assert_string_equal(l.id[0], joined);
+    /* Shutting down: EC2 refuses to delete the group in use, and it
+     * stays until the members are terminated. */
+    for (int i = 0; i < 50 && strstr(f.log, "InvalidPlacementGroup.InUse") == NULL; i++) {
+        gang_list(&f, &l);
+        assert_int_equal(l.state[0], EBB_INSTANCE_STOPPING);
+        assert_string_equal(l.id[0], joined);
+    }
+    assert_non_null(strstr(f.log, "placement group ebb-tok-gang not deleted yet: "
+                                  "InvalidPlacementGroup.InUse"));
     assert_true(fake_ec2_group_exists(f.ec2, "us-east-1", "ebb-tok-gang"));
     /* Terminated: the next lists delete it. */
     fake_ec2_settle(f.ec2);
@@ -874,8 +879,9 @@ static void test_gang_launch(void **state)
 }
 
 /* All or nothing: capacity for 2 of a gang of 3 starts none, the launch
- * fails with EBB_ENOCAPACITY and its empty group is deleted; a gang
- * without a token per member, or of more than 64, is refused. */
+ * fails with EBB_ENOCAPACITY and its empty group is deleted; RunInstances
+ * into a group that is not there fails; a gang without a token per
+ * member, or of more than 64, is refused. */
 static void test_gang_no_capacity(void **state)
 {
     (void)state;
@@ -900,6 +906,14 @@ static void test_gang_no_capacity(void **state)
     launch(&f, &req, &r);
     assert_int_equal(r.status, 0);
     assert_int_equal(ebb_gang_size(r.id), 3);
+
+    /* A Duplicate is taken as the group being there; RunInstances into a
+     * group that is not fails the launch (EC2's InvalidPlacementGroup.Unknown). */
+    fake_ec2_fail(f.ec2, "CreatePlacementGroup", 1, 400, "InvalidPlacementGroup.Duplicate");
+    req = gang_req("tok-nogroup", 2);
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, EBB_EHTTP);
+    assert_non_null(strstr(f.log, "RunInstances failed: InvalidPlacementGroup.Unknown"));
 
     req = gang_req("tok-bad", 3);
     req.agent_tokens = NULL;
