@@ -26,6 +26,7 @@
 #define TAG_JOB "ebb:job"
 #define TAG_TOKEN "ebb:token"
 #define CLIENT_TOKEN_MAX 64 /* EC2's limit */
+#define USERDATA_MAX 16384  /* EC2's limit, before base64 */
 /* Placement groups deleted at most by one list (aws_group.c). */
 #define AWS_GROUP_DELETES_PER_LIST 4
 
@@ -379,6 +380,14 @@ static int launch_params(struct aws *a, const struct ebb_launch *req,
         a->cfg->agent_command, a->cfg->agent_setup, req->agent_url, tokens, n_tokens,
         EBB_HAS(struct ebb_launch, req, agent_tls_pin) ? req->agent_tls_pin : NULL,
         EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca : NULL);
+    if (script != NULL && strlen(script) > USERDATA_MAX) {
+        a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                     "launch for job %s: its boot script (%zu bytes, with %zu agent "
+                     "tokens) is over EC2's %d bytes of user data; not launching",
+                     req->job_id, strlen(script), n_tokens, USERDATA_MAX);
+        free(script);
+        return EBB_EINVAL;
+    }
     char *b64 = script != NULL ? aws_base64(script) : NULL;
     if (b64 != NULL)
         aws_param(p, "UserData", b64);

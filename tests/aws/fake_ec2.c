@@ -372,6 +372,11 @@ static void run_instances(struct fake_ec2 *f, const struct form *q,
                   "MinCount must be less than or equal to MaxCount");
         return;
     }
+    const char *user_data = form_get(q, "UserData");
+    if (user_data != NULL && strlen(user_data) / 4 * 3 > 16384 + 2) {
+        error_xml(res, 400, "InvalidParameterValue", "User data is limited to 16384 bytes");
+        return;
+    }
     if (group != NULL && find_group(f, region, group) == NULL) {
         error_xml(res, 400, "InvalidPlacementGroup.Unknown",
                   "The specified placement group is unknown");

@@ -921,6 +921,18 @@ static void test_gang_no_capacity(void **state)
     assert_non_null(strstr(f.log, "an agent token per member is missing"));
     req = gang_req("tok-bad", 65);
     assert_int_equal(f.p->launch(f.self, &req, on_launch, &r), EBB_EINVAL);
+    /* 64 tokens of 300 bytes do not fit EC2's 16 KB of user data: refused
+     * with the reason, before EC2 would. */
+    static char long_tokens[64][301];
+    const char *many[64];
+    for (size_t i = 0; i < 64; i++) {
+        memset(long_tokens[i], 'a' + (int)(i % 26), 300);
+        many[i] = long_tokens[i];
+    }
+    req = gang_req("tok-big", 64);
+    req.agent_tokens = many;
+    assert_int_equal(f.p->launch(f.self, &req, on_launch, &r), EBB_EINVAL);
+    assert_non_null(strstr(f.log, "with 64 agent tokens) is over EC2's 16384 bytes"));
     aws_fx_close(&f);
 }
 
