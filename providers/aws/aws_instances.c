@@ -480,9 +480,48 @@ struct term {
     char known_region[32]; /* tried first; "" when unknown */
     int tried_known;
     size_t next_region;    /* index into regions for the search */
+    /* A gang's TerminateInstances fails as a whole when EC2 no longer
+     * knows one member (it lists terminated instances for about an hour):
+     * the members are then terminated one by one. */
+    size_t members;        /* `what` is a gang of this many; 0: not one */
+    size_t next_member;    /* the next one by one; 0 before */
+    int member_status;     /* the first error one by one, else 0 or
+                            * EBB_ENOTFOUND when no member was found */
 };
 
 static int term_next(struct term *t);
+static void term_done(struct term *t, int status);
+
+static void member_next(struct term *t);
+
+static void on_member_done(void *arg, int status)
+{
+    struct term *t = arg;
+    if (status == EBB_ECANCELED) {
+        term_done(t, status);
+        return;
+    }
+    if (status == 0 && t->member_status == EBB_ENOTFOUND)
+        t->member_status = 0;
+    else if (status != 0 && status != EBB_ENOTFOUND &&
+             (t->member_status == 0 || t->member_status == EBB_ENOTFOUND))
+        t->member_status = status;
+    member_next(t);
+}
+
+static void member_next(struct term *t)
+{
+    while (t->next_member < t->members) {
+        char id[sizeof(((struct aws_known *)0)->id)];
+        ebb_gang_member(t->what, t->next_member++, id, sizeof(id));
+        int rc = aws_terminate(t->a, id, on_member_done, t);
+        if (rc == 0)
+            return;
+        if (t->member_status == 0 || t->member_status == EBB_ENOTFOUND)
+            t->member_status = rc;
+    }
+    term_done(t, t->member_status);
+}
 
 static void term_done(struct term *t, int status)
 {
@@ -508,6 +547,14 @@ static void on_terminated(void *arg, const struct aws_reply *r)
         int rc = term_next(t);
         if (rc == 0)
             return;
+        if (rc == EBB_ENOTFOUND && t->members > 1) {
+            t->a->host->log(t->a->host->ctx, EBB_LOG_INFO,
+                            "TerminateInstances %s: EC2 does not know every member; "
+                            "terminating them one by one", t->what);
+            t->member_status = EBB_ENOTFOUND;
+            member_next(t);
+            return;
+        }
         if (rc != EBB_ENOTFOUND)
             t->a->host->log(t->a->host->ctx, EBB_LOG_WARN,
                             "TerminateInstances %s: %s", t->what, ebb_strerror(rc));
@@ -618,6 +665,7 @@ int aws_terminate(void *self, const char *instance_id, ebb_done_cb cb, void *arg
         ebb_buf_free(&p);
         return EBB_ENOMEM;
     }
+    t->members = n;
     struct aws_known *k = aws_known_find(a, first);
     if (k != NULL)
         snprintf(t->known_region, sizeof(t->known_region), "%s", k->region);

@@ -827,3 +827,12 @@ int fake_ec2_launch_index(const struct fake_ec2 *f, const char *id)
             return f->inst[i].launch_index;
     return -1;
 }
+
+int fake_ec2_forget(struct fake_ec2 *f, const char *id)
+{
+    struct instance *in = find_instance(f, NULL, id);
+    if (in == NULL)
+        return EBB_ENOTFOUND;
+    *in = f->inst[--f->n_inst];
+    return 0;
+}

@@ -92,6 +92,11 @@ void fake_ec2_lie(struct fake_ec2 *f, enum fake_ec2_answer answer);
 /* Every shutting-down instance becomes terminated (EC2 finishing). */
 void fake_ec2_settle(struct fake_ec2 *f);
 
+/* EC2 no longer lists instance `id` (a terminated one, an hour on):
+ * every call naming it is InvalidInstanceID.NotFound. Returns 0 or
+ * EBB_ENOTFOUND. */
+int fake_ec2_forget(struct fake_ec2 *f, const char *id);
+
 /* Whether placement group `name` exists in `region`. */
 int fake_ec2_group_exists(const struct fake_ec2 *f, const char *region,
                           const char *name);

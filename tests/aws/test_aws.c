@@ -879,7 +879,8 @@ static void test_gang_launch(void **state)
 }
 
 /* All or nothing: capacity for 2 of a gang of 3 starts none, the launch
- * fails with EBB_ENOCAPACITY and its empty group is deleted; RunInstances
+ * fails with EBB_ENOCAPACITY and its empty group is deleted; a gang with
+ * a member EC2 forgot is still terminated; RunInstances
  * into a group that is not there fails; a gang without a token per
  * member, or of more than 64, is refused. */
 static void test_gang_no_capacity(void **state)
@@ -906,6 +907,19 @@ static void test_gang_no_capacity(void **state)
     launch(&f, &req, &r);
     assert_int_equal(r.status, 0);
     assert_int_equal(ebb_gang_size(r.id), 3);
+    /* A member EC2 no longer knows fails a TerminateInstances naming it:
+     * the others are terminated one by one. */
+    char member[3][32];
+    for (size_t k = 0; k < 3; k++)
+        assert_int_equal(ebb_gang_member(r.id, k, member[k], sizeof(member[k])), 0);
+    assert_int_equal(fake_ec2_forget(f.ec2, member[1]), 0);
+    struct done_res d = {0};
+    assert_int_equal(f.p->terminate(f.self, r.id, on_done, &d), 0);
+    assert_true(aws_fx_run(&f, &d.done, 30000));
+    assert_int_equal(d.status, 0);
+    assert_string_equal(fake_ec2_instance_state(f.ec2, member[0]), "shutting-down");
+    assert_string_equal(fake_ec2_instance_state(f.ec2, member[2]), "shutting-down");
+    assert_non_null(strstr(f.log, "terminating them one by one"));
 
     /* A Duplicate is taken as the group being there; RunInstances into a
      * group that is not fails the launch (EC2's InvalidPlacementGroup.Unknown). */
