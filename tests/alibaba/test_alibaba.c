@@ -20,6 +20,7 @@
 #include <ebb/gang.h>
 #include <ebb/units.h>
 
+#include "boot_script.h"
 #include "fake_ecs.h"
 #include "provider_fixture.h"
 
@@ -576,6 +577,18 @@ static void gang_launch_list_terminate(void **state)
                                    "ebb-rank002) printf '%s' 'enrol:g+1.s1' > /run/ebb/agent-token ;;\n"
                                    "ebb-rank003) printf '%s' 'enrol:g+2.s2' > /run/ebb/agent-token ;;\n"
                                    "*) echo"));
+    /* Run as member 1 would (its hostname, with a domain or without): its
+     * own token; a hostname of no rank stops the script before the agent. */
+    int status;
+    char *token = boot_script_run(script, "ebb-rank002.cn-hangzhou.internal", &status);
+    assert_int_equal(status, 0);
+    assert_string_equal(token, "enrol:g+1.s1");
+    free(token);
+    token = boot_script_run(script, "ebb-rank001", &status);
+    assert_string_equal(token, "enrol:g+0.s0");
+    free(token);
+    assert_null(boot_script_run(script, "iZbp1abc", &status));
+    assert_int_not_equal(status, 0);
     free(script);
 
     /* Repeated (a retry, a crash): ClientToken gives the same gang. */

@@ -23,6 +23,7 @@
 #include <ebb/units.h>
 
 #include "aws_fixture.h"
+#include "boot_script.h"
 #include "store/store.h"
 
 #define MINUTE EBB_MS_PER_MINUTE
@@ -814,6 +815,15 @@ static void test_gang_launch(void **state)
                                    "1) printf '%s' 'enrol:tok+1.s1' > /run/ebb/agent-token ;;\n"
                                    "2) printf '%s' 'enrol:tok+2.s2' > /run/ebb/agent-token ;;\n"
                                    "*) echo"));
+    /* Run as member 2 would: it writes its own token and starts the agent;
+     * an index with no token stops the script before the agent. */
+    int status;
+    char *token = boot_script_run(script, "2", &status);
+    assert_int_equal(status, 0);
+    assert_string_equal(token, "enrol:tok+2.s2");
+    free(token);
+    assert_null(boot_script_run(script, "3", &status));
+    assert_int_not_equal(status, 0);
     free(script);
 #undef P
 
