@@ -751,6 +751,13 @@ static void on_described(void *arg, int status, json_t *body, const char *code)
         const char *id = ali_json_str(j, "InstanceId");
         if (id[0] == '\0')
             continue;
+        if (strchr(id, EBB_GANG_SEP) != NULL) {
+            /* No ECS id holds the gang separator. */
+            a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                         "%s: DescribeInstances lists instance \"%s\", which is no "
+                         "ECS id; left out", region, id);
+            continue;
+        }
         ali_remember_place(a, id, region);
         if (add_found(o, j, region) != 0) {
             complete(o, EBB_ENOMEM);

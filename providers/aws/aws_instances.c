@@ -756,7 +756,7 @@ static int gang_view(struct aws *a, const struct aws_ec2_instance *v, size_t n,
     if (gang && !ranks_ok)
         a->host->log(a->host->ctx, EBB_LOG_WARN,
                      "%s: the gang of launch %s has members with a missing or "
-                     "repeated amiLaunchIndex; listed in id order", v[0].region,
+                     "repeated amiLaunchIndex; listed by index, then id", v[0].region,
                      v[0].token);
     struct ebb_buf ids = {0};
     struct gang_count c = {0};
@@ -809,6 +809,18 @@ static void list_finish(struct list *l, int status)
         ebb_time_ms now = a->host->now(a->host->ctx);
         int deletes = AWS_GROUP_DELETES_PER_LIST;
         struct aws_ec2_instance *in = l->set.v;
+        /* No EC2 id holds the gang separator; one that does would read as
+         * a gang of its own. */
+        size_t kept = 0;
+        for (size_t i = 0; i < l->set.n; i++) {
+            if (strchr(in[i].id, EBB_GANG_SEP) == NULL)
+                in[kept++] = in[i];
+            else
+                a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                             "%s: DescribeInstances lists instance \"%s\", which "
+                             "is no EC2 id; left out", in[i].region, in[i].id);
+        }
+        l->set.n = kept;
         qsort(in, l->set.n, sizeof(*in), by_gang);
         for (size_t i = 0; i < l->set.n && status == 0; n++) {
             size_t k = gang_len(&in[i], l->set.n - i);

@@ -700,6 +700,15 @@ static void gang_bad_answers(void **state)
         assert_non_null(strstr(t->f.log.data, done));
         assert_int_equal(t->e.n_inst, 0);
     }
+    /* DescribeInstances naming an instance with ',' (no ECS id): listed,
+     * it would read as a gang; it is left out, and said so. */
+    struct fake_instance *x =
+        fake_ecs_add_instance(&t->e, "cn-hangzhou", "cn-hangzhou-h", "tok-c", "j-c");
+    snprintf(x->id, sizeof(x->id), "i-1,i-2");
+    pfx_list(&t->f, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->r.n_inst, 0);
+    assert_non_null(strstr(t->f.log.data, "lists instance \"i-1,i-2\", which is no ECS id"));
     close_ecs(t);
 }
 

@@ -836,3 +836,12 @@ int fake_ec2_forget(struct fake_ec2 *f, const char *id)
     *in = f->inst[--f->n_inst];
     return 0;
 }
+
+int fake_ec2_set_id(struct fake_ec2 *f, const char *id, const char *new_id)
+{
+    struct instance *in = find_instance(f, NULL, id);
+    if (in == NULL)
+        return EBB_ENOTFOUND;
+    snprintf(in->id, sizeof(in->id), "%s", new_id);
+    return 0;
+}

@@ -97,6 +97,10 @@ void fake_ec2_settle(struct fake_ec2 *f);
  * EBB_ENOTFOUND. */
 int fake_ec2_forget(struct fake_ec2 *f, const char *id);
 
+/* EC2 calls instance `id` `new_id` from now on (a hostile answer).
+ * Returns 0 or EBB_ENOTFOUND. */
+int fake_ec2_set_id(struct fake_ec2 *f, const char *id, const char *new_id);
+
 /* Whether placement group `name` exists in `region`. */
 int fake_ec2_group_exists(const struct fake_ec2 *f, const char *region,
                           const char *name);

@@ -1005,6 +1005,19 @@ static void test_gang_bad_answers(void **state)
         }
         assert_int_equal(running, 0);
     }
+    /* DescribeInstances naming an instance with ',' (no EC2 id): listed,
+     * it would read as a gang; it is left out, and said so. */
+    struct ebb_launch req = launch_req("tok-comma-list", EBB_MARKET_SPOT);
+    struct launch_res r;
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(fake_ec2_set_id(f.ec2, r.id, "i-1,i-2"), 0);
+    struct gang_list l;
+    gang_list(&f, &l);
+    assert_int_equal(l.n, 3); /* the three gangs above, terminated */
+    for (size_t i = 0; i < l.n; i++)
+        assert_null(strstr(l.id[i], "i-1,i-2"));
+    assert_non_null(strstr(f.log, "lists instance \"i-1,i-2\", which is no EC2 id"));
     aws_fx_close(&f);
 }
 
