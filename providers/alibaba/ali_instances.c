@@ -391,13 +391,21 @@ static const char *bad_ids(json_t *ids, unsigned count, char *why, size_t size)
  * HostName). */
 static void describe_ranks(struct inst_op *o, json_t *ids)
 {
-    struct ebb_buf list = {0};
+    struct ebb_buf list = {0}, started = {0};
     ebb_buf_puts(&list, "[");
     size_t i;
     json_t *id;
     json_array_foreach(ids, i, id)
+    {
         ebb_buf_printf(&list, "%s\"%s\"", i ? "," : "", json_string_value(id));
+        ebb_gang_append(&started, json_string_value(id));
+    }
     ebb_buf_puts(&list, "]");
+    /* What RunInstances started, for on_ranked to check against. */
+    o->id = started.failed ? NULL : ebb_buf_take(&started);
+    ebb_buf_free(&started);
+    if (o->id == NULL)
+        list.failed = 1;
     struct ali_params q = {0};
     ali_params_add(&q, "InstanceIds", list.data ? list.data : "");
     ali_params_add(&q, "MaxResults", "100");
@@ -474,9 +482,28 @@ static void on_ranked(void *arg, int status, json_t *body, const char *code)
     const char *by_rank[GANG_MAX] = {0};
     size_t i;
     json_t *j;
+    if (json_array_size(list) != o->count) {
+        snprintf(why, sizeof(why), "%zu of its %u instances described",
+                 json_array_size(list), o->count);
+        launch_refused(o, why);
+        return;
+    }
     json_array_foreach(list, i, j)
     {
         const char *host = ali_json_str(j, "HostName");
+        const char *id = ali_json_str(j, "InstanceId");
+        int started = 0, twice = 0;
+        char member[64];
+        for (size_t k = 0; ebb_gang_member(o->id, k, member, sizeof(member)) == 0; k++)
+            started |= strcmp(member, id) == 0;
+        for (size_t k = 0; k < i; k++)
+            twice |= strcmp(ali_json_str(json_array_get(list, k), "InstanceId"), id) == 0;
+        if (!started || twice) {
+            snprintf(why, sizeof(why), "instance %s described %s", id,
+                     twice ? "twice" : "that it did not start");
+            launch_refused(o, why);
+            return;
+        }
         int r = rank_of_host(host);
         if (r < 0 || (unsigned)r >= o->count || by_rank[r] != NULL) {
             snprintf(why, sizeof(why), "instance %s named \"%s\", %s",
