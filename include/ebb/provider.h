@@ -102,6 +102,11 @@ struct ebb_provider {
  * reports them as gang.h says; the engine offers gang jobs only its
  * offers. */
 #define EBB_PROVIDER_GANGS UINT32_C(2)
+/* The provider also launches one member into a running gang
+ * (ebb_launch.join_gang), for gang.restart: replace_lost; without it such
+ * a gang restarts whole. terminate() of one member's id ends that member
+ * alone. */
+#define EBB_PROVIDER_GANG_REPLACE UINT32_C(4)
 
 /* The size of the first version: the least struct_size the loader accepts. */
 #define EBB_PROVIDER_SIZE_V1                                                  \

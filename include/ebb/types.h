@@ -157,6 +157,17 @@ struct ebb_launch {
      * member's agent has its own, as `agent_token` is a single instance's);
      * NULL for a single instance, and when struct_size does not cover it. */
     const char *const *agent_tokens;
+    /* Appended: a replacement member (gang.restart: replace_lost): launch
+     * one instance (count 1) to take rank `join_rank` of the running gang
+     * `join_gang` (its id, gang.h; the lost member's id may still be in
+     * it), placed with the others (their zone; AWS: their placement
+     * group) and tagged with the gang's `token` and that rank, its agent
+     * given `agent_token`. The answer is the new member alone, whose id
+     * ebbd puts in the gang's at that rank. NULL for any other launch, and
+     * when struct_size does not cover it; a provider without
+     * EBB_PROVIDER_GANG_REPLACE refuses it with EBB_EINVAL. */
+    const char *join_gang;
+    unsigned join_rank;
 };
 
 enum ebb_instance_event_kind {

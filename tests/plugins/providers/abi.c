@@ -115,6 +115,8 @@ struct t_launch {
     const char *agent_tls_ca;
     int64_t run_uid;
     const char *const *agent_tokens;
+    const char *join_gang;
+    unsigned join_rank;
     const char *next_field;
 #endif
 };
@@ -157,6 +159,7 @@ SAME_PREFIX(t_event, ebb_instance_event, checkpoint_path);
 SAME_PREFIX(t_launch, ebb_launch, model);
 SAME_PREFIX(t_launch, ebb_launch, run_uid);
 SAME_PREFIX(t_launch, ebb_launch, agent_tokens);
+SAME_PREFIX(t_launch, ebb_launch, join_rank);
 SAME_PREFIX(t_event, ebb_instance_event, rank);
 SAME_PREFIX(t_provider, ebb_provider, stop_job);
 SAME_PREFIX(t_provider, ebb_provider, flags);
