@@ -226,12 +226,6 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
         return EBB_EINVAL;
     }
     /* What gangs cannot do yet (docs/gangs.md, "Limits") is said at once. */
-    if (spec->nodes > 1 && spec->gang_restart == EBB__GANG_REPLACE_LOST) {
-        ebb_diag_set(d, spec->file, 0, "gang.restart: replace_lost is not available "
-                     "in this ebbd yet: use whole (the gang checkpoints and resumes "
-                     "together)");
-        return EBB_EINVAL;
-    }
     if (spec->nodes > 1 && spec->checkpoint.store != NULL) {
         ebb_diag_set(d, spec->file, spec->checkpoint.store_line,
                      "checkpoint.store: a gang (nodes: %d) keeps its checkpoints in "

@@ -181,19 +181,33 @@ static void gang_host(struct ebb__job *job, unsigned rank,
                  "%u of %u nodes have reported", have, a->n_nodes);
         return;
     }
-    if (a->gang_env == NULL && ebb__gang_check(job, a, reply->reason,
-                                               sizeof(reply->reason))) {
+    /* A new gang is checked once every node is there; a gang whose lost
+     * node is being replaced, once the newcomer is. */
+    int renewing = ebb__gang_replacing(a);
+    if (!a->formed || renewing >= 0) {
+        if (ebb__gang_check(job, a, reply->reason, sizeof(reply->reason))) {
+            reply->command = EBB__AGENT_RELEASE;
+            refuse_host(job, reply->reason);
+            return;
+        }
+        if (ebb__gang_build_env(a) != 0) {
+            reply->command = EBB__AGENT_WAIT;
+            reply->retry = EBB__GANG_HOST_RETRY;
+            snprintf(reply->reason, sizeof(reply->reason), "ebbd is out of memory");
+            return;
+        }
+        a->formed = 1;
+        if (renewing >= 0) {
+            a->nodes[renewing].replacing_at = 0;
+            ebb__engine_set_state(job, job->state, "node %d replaced: the gang is whole "
+                                  "again", renewing);
+        }
+    }
+    if (a->gang_env == NULL) { /* taken back after a restart, then a node asked */
         reply->command = EBB__AGENT_RELEASE;
-        refuse_host(job, reply->reason);
+        snprintf(reply->reason, sizeof(reply->reason), "the gang runs already");
         return;
     }
-    if (a->gang_env == NULL && ebb__gang_build_env(a) != 0) {
-        reply->command = EBB__AGENT_WAIT;
-        reply->retry = EBB__GANG_HOST_RETRY;
-        snprintf(reply->reason, sizeof(reply->reason), "ebbd is out of memory");
-        return;
-    }
-    a->formed = 1;
     reply->env = a->gang_env[rank];
     reply->n_env = a->n_gang_env;
 }
@@ -428,6 +442,19 @@ static void release_incomplete_gang(struct ebb__job *job, ebb_dur_ms timeout)
     ebb__engine_terminate(job);
 }
 
+/* A lost node whose replacement has not joined by agent_api.gang_timeout
+ * after the loss: the gang checkpoints and resumes whole. */
+static void release_unreplaced(struct ebb__job *job, ebb_dur_ms timeout)
+{
+    int rank = ebb__gang_replacing(job->current);
+    char reason[192];
+    snprintf(reason, sizeof(reason), "node %d's replacement did not join within %lld s "
+             "(agent_api.gang_timeout); the gang resumes whole from its checkpoint",
+             rank, (long long)(timeout / EBB_MS_PER_SECOND));
+    job->current->nodes[rank].replacing_at = 0;
+    ebb__engine_release(job, EBB__JOB_WAITING, SIZE_MAX, reason);
+}
+
 /* Whether some node's agent, heard before, has been silent for `silence`. */
 static int node_silent(const struct ebb__attempt *a, ebb_time_ms now, ebb_dur_ms silence)
 {
@@ -462,6 +489,9 @@ static void on_sweep(struct ebb__timer *t)
         else if (a->n_nodes > 1 && !a->formed && !a->stop_sent &&
                  e->opt.agent_url != NULL && now - a->requested_at > gang_timeout)
             release_incomplete_gang(job, gang_wall);
+        else if (ebb__gang_replacing(a) >= 0 && !a->stop_sent &&
+                 now - a->nodes[ebb__gang_replacing(a)].replacing_at > gang_timeout)
+            release_unreplaced(job, gang_wall);
         else if (a->agent_seen == 0 && e->opt.agent_url != NULL &&
                  now - a->requested_at > unreported)
             release_unreported(job, ttl);

@@ -203,10 +203,11 @@ static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_even
 {
     struct ebb__attempt *a = job->current;
     if (ev->kind == EBB_EVENT_NOTICE) {
-        on_notice(job, ev);
+        if (!ebb__engine_replace_notice(job, ev))
+            on_notice(job, ev);
         return;
     }
-    if (ev->kind != EBB_EVENT_LOST || a->shadow_lost)
+    if (ev->kind != EBB_EVENT_LOST || a->shadow_lost || ebb__engine_replace_lost(job, ev))
         return;
     a->shadow_lost = 1;
     /* A machine the market took may still exist and bill (an outbid
@@ -250,10 +251,12 @@ void ebb__engine_instance_event(void *sink, const char *provider,
         on_checkpoint(job, ev, NULL);
         break;
     case EBB_EVENT_NOTICE:
-        on_notice(job, ev);
+        if (!ebb__engine_replace_notice(job, ev))
+            on_notice(job, ev);
         break;
     case EBB_EVENT_LOST:
-        on_lost(job, ev, 0);
+        if (!ebb__engine_replace_lost(job, ev))
+            on_lost(job, ev, 0);
         break;
     case EBB_EVENT_EXITED:
         on_exited(job, ev);

@@ -56,6 +56,7 @@ struct bill_ctx {
     struct ebb__job *job;
     const struct ebb__attempt *a;
     const struct ebb__offer *o;
+    ebb_time_ms from;        /* the billed node's member started then */
     int rc;
 };
 
@@ -87,7 +88,7 @@ static int write_charge(void *arg, const struct ebb__charge *c)
      * segment across that moment is cut there, the overhead part priced
      * at the segment's rate and the compute part the rest, so the rows
      * still add up to the segment exactly. */
-    ebb_time_ms productive = b->a->launched_at + b->job->spec.restart_overhead;
+    ebb_time_ms productive = b->from + b->job->spec.restart_overhead;
     if (c->end <= productive)
         return add_row(b, "overhead", c->start, c->end, c->rate, c->amount);
     if (c->start >= productive)
@@ -100,6 +101,45 @@ static int write_charge(void *arg, const struct ebb__charge *c)
     return add_row(b, "compute", productive, c->end, c->rate, c->amount - head);
 }
 
+/* Writes node `rank`'s ledger rows from its member's start to `end`
+ * (inside the caller's transaction) and stops its billing there. Returns
+ * what they came to; b->rc says whether they were written. */
+static ebb_micros bill_node(struct bill_ctx *b, struct ebb__node *n, ebb_time_ms end)
+{
+    if (n->billed_from <= 0 || end <= n->billed_from)
+        return 0;
+    b->from = n->billed_from;
+    n->billed_from = 0;
+    return ebb__bill(b->o, b->a->billing, b->from, end, write_charge, b);
+}
+
+ebb_micros ebb__engine_bill_node(struct ebb__job *job, unsigned rank, ebb_time_ms end)
+{
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    const struct ebb__offer *o = &e->market.offers[a->offer];
+    struct ebb__store *s = e->opt.store;
+    struct bill_ctx b = {job, a, o, 0, 0};
+    ebb_time_ms from = a->nodes[rank].billed_from;
+    int rc = ebb__store_begin(s);
+    ebb_micros total = rc == 0 ? bill_node(&b, &a->nodes[rank], end) : 0;
+    if (rc == 0)
+        rc = b.rc;
+    if (rc == 0)
+        rc = ebb__store_commit(s);
+    if (rc != 0) {
+        ebb__store_rollback(s);
+        a->nodes[rank].billed_from = from; /* billed with the others at the end */
+        ebb__error("job %s: cannot bill node %u of %s: %s", job->id, rank, a->token,
+                   ebb__store_errmsg(s));
+        return 0;
+    }
+    ebb__engine_add_spend(job, total, o->currency);
+    if (end > from)
+        e->market.offers[a->offer].instance_hours += (double)(end - from) / EBB_MS_PER_HOUR;
+    return total;
+}
+
 /* Bills the attempt up to `end`, records the instance as ended and drops
  * it from the job. */
 void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
@@ -109,12 +149,17 @@ void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
     struct ebb__attempt *a = job->current;
     const struct ebb__offer *o = &e->market.offers[a->offer];
     struct ebb__store *s = e->opt.store;
-    struct bill_ctx b = {job, a, o, 0};
+    struct bill_ctx b = {job, a, o, 0, 0};
     int rc = ebb__store_begin(s);
     ebb_micros total = 0;
-    /* A gang bills each node (its rows are the node's, one set per node). */
-    for (unsigned r = 0; rc == 0 && b.rc == 0 && a->launched && r < a->n_nodes; r++)
-        total += ebb__bill(o, a->billing, a->launched_at, end, write_charge, &b);
+    double node_hours = 0;
+    /* A gang bills each node (one set of rows per node), each from its
+     * member's start: a replaced node's from its replacement's. */
+    for (unsigned r = 0; rc == 0 && b.rc == 0 && a->launched && r < a->n_nodes; r++) {
+        if (a->nodes[r].billed_from > 0 && end > a->nodes[r].billed_from)
+            node_hours += (double)(end - a->nodes[r].billed_from) / EBB_MS_PER_HOUR;
+        total += bill_node(&b, &a->nodes[r], end);
+    }
     if (rc == 0)
         rc = b.rc;
     if (rc == 0)
@@ -130,8 +175,7 @@ void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
     struct ebb__offer *held = &e->market.offers[a->offer];
     held->n_running -= a->n_nodes;
     e->market.version++;
-    if (a->launched && end > a->launched_at)
-        held->instance_hours += a->n_nodes * (double)(end - a->launched_at) / EBB_MS_PER_HOUR;
+    held->instance_hours += node_hours;
     size_t offer = a->offer;
     release_shadow(job);
     ebb__engine_attempt_free(e, a);
@@ -240,6 +284,8 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
     a->instance_id = strdup(inst->id ? inst->id : "");
     a->billing = inst->billing;
     a->launched_at = inst->launched_at > 0 ? inst->launched_at : now;
+    for (unsigned r = 0; r < a->n_nodes; r++)
+        a->nodes[r].billed_from = a->launched_at;
     if (ebb__store_instance_update(e->opt.store, a->token, "launching",
                                    a->instance_id, a->launched_at, 0, NULL) != 0)
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
@@ -251,22 +297,26 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
     struct ebb__attempt *a = job->current;
     const struct ebb__offer *o = &e->market.offers[a->offer];
     int shadow = c->shadow;
+    /* The whole gang, or the one member replacing a lost node. */
+    int join = ebb__gang_replacing(a);
+    unsigned first = join >= 0 ? (unsigned)join : 0;
+    unsigned count = join >= 0 ? 1 : a->n_nodes;
     /* Each node's agent has its own enrolment token (a gang member's
      * names its rank). */
     char (*enrol)[EBB__BEARER_SIZE + sizeof(EBB__ENROL_PREFIX)] =
-        calloc(a->n_nodes, sizeof(*enrol));
-    const char **enrols = calloc(a->n_nodes, sizeof(*enrols));
+        calloc(count, sizeof(*enrol));
+    const char **enrols = calloc(count, sizeof(*enrols));
     if (enrol == NULL || enrols == NULL) {
         free(enrol);
         free(enrols);
         return EBB_ENOMEM;
     }
-    for (unsigned r = 0; r < a->n_nodes; r++) {
+    for (unsigned i = 0; i < count; i++) {
         char agent_token[EBB__AGENT_TOKEN_SIZE];
-        ebb__gang_agent_token(a, r, agent_token, sizeof(agent_token));
-        snprintf(enrol[r], sizeof(enrol[r]), EBB__ENROL_PREFIX "%s.%s", agent_token,
-                 a->nodes[r].agent_secret);
-        enrols[r] = enrol[r];
+        ebb__gang_agent_token(a, first + i, agent_token, sizeof(agent_token));
+        snprintf(enrol[i], sizeof(enrol[i]), EBB__ENROL_PREFIX "%s.%s", agent_token,
+                 a->nodes[first + i].agent_secret);
+        enrols[i] = enrol[i];
     }
     int agents = !shadow && e->opt.agent_url != NULL;
     /* Every launch carries the job's model; only a provider that simulates
@@ -289,16 +339,18 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
         .instance_type = o->instance_type,
         .market = o->market,
         .currency = o->currency,
-        .count = a->n_nodes,
+        .count = count,
         .agent_url = shadow ? NULL : e->opt.agent_url,
-        .agent_token = agents && a->n_nodes == 1 ? enrol[0] : NULL,
-        .agent_tokens = agents && a->n_nodes > 1 ? enrols : NULL,
+        .agent_token = agents && count == 1 ? enrol[0] : NULL,
+        .agent_tokens = agents && count > 1 ? enrols : NULL,
         .argv = shadow ? NULL : (const char *const *)job->spec.argv,
         .argc = shadow ? 0 : job->spec.argc,
         .model = &model,
         .agent_tls_pin = shadow ? NULL : e->opt.agent_tls_pin,
         .agent_tls_ca = shadow ? NULL : e->opt.agent_tls_ca,
         .run_uid = ebb__engine_job_run_uid(job),
+        .join_gang = join < 0 ? NULL : shadow ? a->shadow_id : a->instance_id,
+        .join_rank = first,
     };
     int rc = ebb__provider_launch(c->slot->plugin->name, c->slot->plugin->provider,
                                   c->slot->self, &req, c->cb, job);
@@ -373,6 +425,82 @@ static void on_shadow_relaunched(void *arg, int status, const struct ebb_instanc
 void ebb__engine_relaunch_shadow(struct ebb__job *job)
 {
     launch_on(job, job->current->market, 1, on_shadow_relaunched);
+}
+
+/* ---- a lost node's replacement (replace_lost) --------------------------- */
+
+/* Puts member `id` in gang id *ids at `rank` (kept in the instance's row
+ * by `record`). Returns 0 or EBB_ENOMEM. */
+static int splice_member(char **ids, unsigned rank, const char *id)
+{
+    char *joined = ebb__gang_splice(*ids, rank, id);
+    if (joined == NULL)
+        return EBB_ENOMEM;
+    free(*ids);
+    *ids = joined;
+    return 0;
+}
+
+/* The replacement could not be launched: the gang restarts whole, from
+ * the checkpoint every node writes now. */
+static void replacement_failed(struct ebb__job *job, int rank, int status)
+{
+    char reason[192];
+    snprintf(reason, sizeof(reason), "node %d's replacement could not be launched "
+             "(%s); the gang resumes whole from its checkpoint", rank, ebb_strerror(status));
+    job->current->nodes[rank].replacing_at = 0;
+    ebb__engine_release(job, EBB__JOB_WAITING, SIZE_MAX, reason);
+}
+
+static void on_member_launched(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct ebb__job *job = arg;
+    struct ebb__engine *e = job->engine;
+    struct ebb__attempt *a = job->current;
+    int rank = a != NULL ? ebb__gang_replacing(a) : -1;
+    if (status == EBB_ECANCELED || rank < 0 || a->stop_sent || a->terminating)
+        return;
+    if (status == 0 && splice_member(&a->instance_id, (unsigned)rank,
+                                     inst->id ? inst->id : "") != 0)
+        status = EBB_ENOMEM;
+    if (status != 0) {
+        replacement_failed(job, rank, status);
+        return;
+    }
+    ebb_time_ms now = ebb__clock_now(e->opt.clock);
+    a->nodes[rank].billed_from = inst->launched_at > 0 ? inst->launched_at : now;
+    if (ebb__store_instance_update(e->opt.store, a->token, NULL, a->instance_id, 0, 0,
+                                   NULL) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+    ebb__info("job %s: node %d's replacement %s is up", job->id, rank, inst->id);
+}
+
+static void on_shadow_member_launched(void *arg, int status, const struct ebb_instance *inst)
+{
+    struct ebb__job *job = arg;
+    struct ebb__attempt *a = job->current;
+    int rank = a != NULL ? ebb__gang_replacing(a) : -1;
+    if (status == EBB_ECANCELED || rank < 0 || a->stop_sent || a->terminating)
+        return;
+    if (status == 0 && splice_member(&a->shadow_id, (unsigned)rank,
+                                     inst->id ? inst->id : "") != 0)
+        status = EBB_ENOMEM;
+    if (status != 0) {
+        replacement_failed(job, rank, status);
+        return;
+    }
+    if (ebb__store_instance_shadow(job->engine->opt.store, a->token, a->shadow_id) != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(job->engine->opt.store));
+    launch_on(job, a->provider, 0, on_member_launched);
+}
+
+void ebb__engine_launch_member(struct ebb__job *job)
+{
+    struct ebb__attempt *a = job->current;
+    if (a->market != NULL)
+        launch_on(job, a->market, 1, on_shadow_member_launched);
+    else
+        launch_on(job, a->provider, 0, on_member_launched);
 }
 
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <ebb/buf.h>
+#include <ebb/gang.h>
 
 #include "engine/internal.h"
 
@@ -19,7 +20,7 @@ int ebb__gang_nodes_alloc(struct ebb__attempt *a, unsigned n)
     return 0;
 }
 
-void ebb__gang_free(struct ebb__attempt *a)
+void ebb__gang_env_free(struct ebb__attempt *a)
 {
     for (size_t r = 0; a->gang_env != NULL && r < a->n_nodes; r++) {
         for (size_t i = 0; a->gang_env[r] != NULL && i < a->n_gang_env; i++)
@@ -28,6 +29,11 @@ void ebb__gang_free(struct ebb__attempt *a)
     }
     free(a->gang_env);
     a->gang_env = NULL;
+}
+
+void ebb__gang_free(struct ebb__attempt *a)
+{
+    ebb__gang_env_free(a);
     free(a->nodes);
     a->nodes = NULL;
     a->n_nodes = 0;
@@ -86,6 +92,45 @@ int ebb__gang_hashes_parse(struct ebb__attempt *a, const char *joined)
             return EBB_EINVAL;
         p = end != NULL ? end + 1 : p + n;
     }
+    return 0;
+}
+
+/* ---- a lost node's replacement ------------------------------------------- */
+
+int ebb__gang_replacing(const struct ebb__attempt *a)
+{
+    for (unsigned r = 0; r < a->n_nodes; r++)
+        if (a->nodes[r].replacing_at != 0)
+            return (int)r;
+    return -1;
+}
+
+char *ebb__gang_splice(const char *ids, unsigned rank, const char *id)
+{
+    struct ebb_buf b = {0};
+    size_t n = ebb_gang_size(ids);
+    for (size_t r = 0; r < n || r <= rank; r++) {
+        char member[256];
+        if (r == rank)
+            ebb_gang_append(&b, id);
+        else if (r < n && ebb_gang_member(ids, r, member, sizeof(member)) == 0)
+            ebb_gang_append(&b, member);
+    }
+    if (b.failed) {
+        ebb_buf_free(&b);
+        return NULL;
+    }
+    return ebb_buf_take(&b);
+}
+
+int ebb__gang_node_renew(struct ebb__attempt *a, unsigned rank, ebb_time_ms now)
+{
+    struct ebb__node *n = &a->nodes[rank];
+    struct ebb__node fresh = {.replacing_at = now};
+    if (ebb__random_hex(fresh.agent_secret, sizeof(fresh.agent_secret)) != 0 ||
+        ebb__enrol_secret_hash(fresh.agent_secret, fresh.agent_hash) != 0)
+        return EBB_EIO;
+    *n = fresh;
     return 0;
 }
 
@@ -159,6 +204,7 @@ int ebb__gang_check(const struct ebb__job *job, const struct ebb__attempt *a,
 int ebb__gang_build_env(struct ebb__attempt *a)
 {
     enum { N_VARS = 6 };
+    ebb__gang_env_free(a);
     size_t nodes_len = 1;
     for (unsigned r = 0; r < a->n_nodes; r++)
         nodes_len += strlen(a->nodes[r].addr) + 16;
@@ -199,15 +245,8 @@ int ebb__gang_build_env(struct ebb__attempt *a)
                 rc = EBB_ENOMEM;
     }
     free(nodes);
-    if (rc != 0) {
-        for (size_t r = 0; r < a->n_nodes; r++) {
-            for (size_t i = 0; a->gang_env[r] != NULL && i < N_VARS; i++)
-                free(a->gang_env[r][i]);
-            free(a->gang_env[r]);
-        }
-        free(a->gang_env);
-        a->gang_env = NULL;
-    }
+    if (rc != 0)
+        ebb__gang_env_free(a);
     return rc;
 }
 

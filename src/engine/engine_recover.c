@@ -339,8 +339,10 @@ static void adopt(struct ebb__engine *e, struct ebb__job *job, const struct held
     /* Its agents have a heartbeat timeout to report again; a gang's had
      * all passed their checks (it ran). */
     a->agent_seen = now;
-    for (unsigned r = 0; r < nodes; r++)
+    for (unsigned r = 0; r < nodes; r++) {
         a->nodes[r].seen = now;
+        a->nodes[r].billed_from = a->launched_at;
+    }
     a->formed = 1;
     ebb__engine_attempt_init(job, a);
     job->current = a;

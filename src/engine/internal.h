@@ -13,6 +13,8 @@
  *   engine_agent.c    agents' reports, silent agents
  *   engine_stall.c    the stall guard: jobs whose progress stopped
  *   engine_events.c   what providers report of instances
+ *   engine_replace.c  replace_lost: a gang's lost node replaced while the
+ *                     others run on
  *   engine_plan.c     asking policies; acting on their decisions and on
  *                     the budget's verdicts
  *   engine_outlook.c  forecasts and hazards of offers
@@ -28,10 +30,11 @@
  *   engine_grace.c    the grace period: priced, told, enforced
  *   engine_calls.c    provider calls after a commit
  *   engine_release.c  terminating instances nothing waits for
+ *   engine_gang.c     a gang's nodes: tokens, checks, environment, whole
+ *                     checkpoints and exits, renewed nodes (verdicts and
+ *                     bookkeeping, never actions)
  *   engine_secret.c   agents' random secrets and their hashes
  *   engine_offers.c   which offers a job may use; currency conversion
- *   engine_gang.c     a gang's nodes: tokens, checks, environment, whole
- *                     checkpoints and exits (verdicts, never actions)
  *   engine_retry.c    when a failed job may launch again, and when not
  *   engine_state.c    job states, the dirty queue, jobs by id and token
  *   engine_speed.c    learned speed per job family and host
@@ -136,6 +139,12 @@ struct ebb__node {
     char agent_hash[65];     /* hex SHA-256: what is stored */
     int enrolled;            /* its enrolment token was used (in this run) */
     ebb_time_ms seen;        /* its latest report; 0: none yet */
+    /* Its member bills from here (the launch, or its replacement's); 0:
+     * no member of its runs now (lost, its replacement not yet there). */
+    ebb_time_ms billed_from;
+    /* A replacement member is on its way (replace_lost): since when; 0:
+     * none. */
+    ebb_time_ms replacing_at;
     int started;             /* it reported the job started */
     int exited;              /* it reported the job's end */
     int exit_status;         /* as ebb_instance_event.exit_status */
@@ -698,6 +707,9 @@ void ebb__engine_release_now(struct ebb__job *job, enum ebb__job_state after,
  * p3.2xlarge us-east-1a aws". */
 void ebb__engine_finish_attempt(struct ebb__job *job, ebb_time_ms end,
                                 const char *state, const char *why);
+/* Bills node `rank` of the current attempt up to `end` now (its member
+ * ended: replace_lost) and stops its billing; what it came to. */
+ebb_micros ebb__engine_bill_node(struct ebb__job *job, unsigned rank, ebb_time_ms end);
 void ebb__engine_after_instance(struct ebb__job *job);
 void ebb__engine_terminate(struct ebb__job *job);
 void ebb__engine_mark_preempted(struct ebb__job *job, const char *why);
@@ -709,6 +721,12 @@ void ebb__engine_attempt_init(struct ebb__job *job, struct ebb__attempt *a);
 void ebb__engine_attempt_free(struct ebb__engine *e, struct ebb__attempt *a);
 /* Launches the market's shadow again for the job's current attempt. */
 void ebb__engine_relaunch_shadow(struct ebb__job *job);
+/* Launches a replacement for the gang's node that is being replaced
+ * (ebb__gang_replacing): on the market's shadow first under run_on, then
+ * on the runner, each into its gang (ebb_launch.join_gang); each answer
+ * puts the new member's id at its rank. A refused launch has the gang
+ * checkpoint and resume whole. */
+void ebb__engine_launch_member(struct ebb__job *job);
 
 /* ---- offers' outlook (engine_outlook.c) ---- */
 
@@ -759,6 +777,15 @@ int ebb__gang_split_token(const char *agent_token, char token[EBB__TOKEN_SIZE],
  * row holds), and back. */
 void ebb__gang_hashes(const struct ebb__attempt *a, char *out, size_t len);
 int ebb__gang_hashes_parse(struct ebb__attempt *a, const char *joined);
+/* The rank of the node being replaced (its replacing_at set), or -1. */
+int ebb__gang_replacing(const struct ebb__attempt *a);
+/* Gang id `ids` with member `rank`'s id replaced by `id` (appended when
+ * `rank` is past its end): a new string, or NULL when out of memory. */
+char *ebb__gang_splice(const char *ids, unsigned rank, const char *id);
+/* Readies node `rank` for a replacement member: a new enrolment secret
+ * and hash, nothing reported, replacing since `now`. Returns 0 or
+ * EBB_EIO (no random bytes). */
+int ebb__gang_node_renew(struct ebb__attempt *a, unsigned rank, ebb_time_ms now);
 /* Records node `rank`'s host report; how many nodes have reported theirs. */
 void ebb__gang_note_host(struct ebb__attempt *a, unsigned rank,
                          const struct ebb__agent_report *r);
@@ -770,9 +797,10 @@ unsigned ebb__gang_hosts_reported(const struct ebb__attempt *a);
 int ebb__gang_check(const struct ebb__job *job, const struct ebb__attempt *a,
                     char *why, size_t len);
 /* Builds each node's environment (MASTER_ADDR, MASTER_PORT, NNODES,
- * NODE_RANK, WORLD_SIZE, EBB_NODES) into a->gang_env. Returns 0 or
- * EBB_ENOMEM. */
+ * NODE_RANK, WORLD_SIZE, EBB_NODES) into a->gang_env, anew. Returns 0 or
+ * EBB_ENOMEM. ebb__gang_env_free() frees it. */
 int ebb__gang_build_env(struct ebb__attempt *a);
+void ebb__gang_env_free(struct ebb__attempt *a);
 /* Node `rank` made the checkpoint at `path`: returns 1 when every node now
  * has one of that name (the gang's checkpoint is whole), else 0. */
 int ebb__gang_checkpoint(struct ebb__attempt *a, unsigned rank, const char *path);
@@ -781,6 +809,15 @@ int ebb__gang_checkpoint(struct ebb__attempt *a, unsigned rank, const char *path
  * failure at once; else once every node exited: stopped when any stopped,
  * else 0), else 0. */
 int ebb__gang_exit(struct ebb__attempt *a, unsigned rank, int status, int *gang_status);
+
+/* ---- replace_lost (engine_replace.c, docs/gangs.md) ---- */
+
+/* A NOTICE (LOST) of one node of the job's gang: returns 1 when that node
+ * is replaced alone (LOST: billed, released, its replacement launched)
+ * and the event is handled; 0 when the gang restarts whole as for any
+ * instance. */
+int ebb__engine_replace_notice(struct ebb__job *job, const struct ebb_instance_event *ev);
+int ebb__engine_replace_lost(struct ebb__job *job, const struct ebb_instance_event *ev);
 
 /* ---- agents (engine_agent.c) ---- */
 

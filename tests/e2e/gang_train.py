@@ -17,6 +17,12 @@ the gang's checkpoint once every rank has a part of that name, and hands
 each rank its part of the newest whole one as EBB_RESUME_FROM. Ranks that
 resume from different steps refuse to run (exit 3).
 
+With GANG_ELASTIC=1 (gang.restart: replace_lost) rank 0 keeps listening:
+when a rank goes away, rank 0 waits for its replacement, which joins with
+rank 0's weights and step and carries on the step where its predecessor
+left it. Each rank's sample for a step is drawn from (seed, rank, step)
+alone, so a newcomer draws what its predecessor would have.
+
 Usage: gang_train.py --out MODEL [--steps N] [--step-sleep S]   (a rank)
        gang_train.py --single --nodes N --out MODEL [--steps N]  (reference)
 """
@@ -62,8 +68,8 @@ def make_data():
     return data
 
 
-def gradient(weights, shard, rng):
-    x, y = shard[rng.randrange(len(shard))]
+def gradient(weights, shard, rank, step):
+    x, y = shard[random.Random("%d-%d-%d" % (SEED, rank, step)).randrange(len(shard))]
     err = sum(w * v for w, v in zip(weights, x)) - y
     return [err * v for v in x]
 
@@ -86,10 +92,9 @@ def write_model(path, steps, weights):
 def single(args):
     data = make_data()
     shards = [data[r::args.nodes] for r in range(args.nodes)]
-    rngs = [random.Random(SEED + 1 + r) for r in range(args.nodes)]
     weights = [0.0] * FEATURES
-    for _ in range(args.steps):
-        weights = apply(weights, [gradient(weights, shards[r], rngs[r])
+    for step in range(args.steps):
+        weights = apply(weights, [gradient(weights, shards[r], r, step)
                                   for r in range(args.nodes)])
     write_model(args.out, args.steps, weights)
     return 0
@@ -114,31 +119,59 @@ class Line:
         return json.loads(line)
 
 
-def connect_peers(rank, nodes, step):
-    """Rank 0: the other ranks' lines, by rank. Another rank: rank 0's."""
+class Master:
+    """Rank 0's side: a line to every other rank, and (elastic) the
+    listening socket a replacement joins through."""
+
+    def __init__(self, nodes, step, weights, elastic):
+        addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+        self.srv = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind((addr, port))
+        self.srv.listen(nodes)
+        self.srv.settimeout(CONNECT_FOR)
+        self.elastic, self.peers = elastic, {}
+        while len(self.peers) < nodes - 1:
+            rank, line = self.accept(step, weights, strict=True)
+            self.peers[rank] = line
+        if not elastic:
+            self.srv.close()
+
+    def accept(self, step, weights, strict=False):
+        """The next rank to connect. `strict` (the gang forms): it must have
+        resumed from this step; else (a replacement) it takes this one."""
+        conn, _ = self.srv.accept()
+        conn.settimeout(None)
+        line = Line(conn)
+        hello = line.recv()
+        if strict and hello["step"] != step:
+            print("rank %d resumed at step %d, rank 0 at %d: refusing"
+                  % (hello["rank"], hello["step"], step), flush=True)
+            line.send({"go": False})
+            sys.exit(3)
+        line.send({"go": True, "step": step, "weights": weights})
+        return hello["rank"], line
+
+    def recv(self, rank, step, weights):
+        """Rank `rank`'s message for this step; an elastic gang waits for
+        the replacement of a rank that went away."""
+        while True:
+            try:
+                return self.peers[rank].recv()
+            except (ConnectionError, OSError):
+                if not self.elastic:
+                    raise
+            print("rank %d went away at step %d: waiting for its replacement"
+                  % (rank, step), flush=True)
+            new, line = self.accept(step, weights)
+            print("rank %d rejoined at step %d" % (new, step), flush=True)
+            self.peers[new] = line
+
+
+def connect_master(rank, step):
+    """Another rank's line to rank 0, and the step and weights rank 0 has."""
     addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
     deadline = time.monotonic() + CONNECT_FOR
-    if rank == 0:
-        srv = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
-        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        srv.bind((addr, port))
-        srv.listen(nodes)
-        srv.settimeout(CONNECT_FOR)
-        peers = {}
-        while len(peers) < nodes - 1:
-            conn, _ = srv.accept()
-            conn.settimeout(None)
-            line = Line(conn)
-            hello = line.recv()
-            if hello["step"] != step:
-                print("rank %d resumed at step %d, rank 0 at %d: refusing"
-                      % (hello["rank"], hello["step"], step), flush=True)
-                sys.exit(3)
-            peers[hello["rank"]] = line
-        srv.close()
-        for line in peers.values():
-            line.send({"go": True})
-        return peers
     while True:
         try:
             sock = socket.create_connection((addr, port), timeout=5)
@@ -150,21 +183,22 @@ def connect_peers(rank, nodes, step):
     sock.settimeout(None)
     line = Line(sock)
     line.send({"rank": rank, "step": step})
-    if not line.recv().get("go"):
+    go = line.recv()
+    if not go.get("go"):
         sys.exit(3)
-    return line
+    return line, go["step"], go["weights"]
 
 
-def all_reduce(rank, nodes, peers, grad, flag):
+def all_reduce(rank, nodes, peers, grad, flag, step, weights):
     """Every rank's gradients in rank order, and the largest flag."""
     if rank == 0:
         grads, top = [grad], flag
         for r in range(1, nodes):
-            msg = peers[r].recv()
+            msg = peers.recv(r, step, weights)
             grads.append(msg["grad"])
             top = max(top, msg["flag"])
         for r in range(1, nodes):
-            peers[r].send({"grads": grads, "flag": top})
+            peers.peers[r].send({"grads": grads, "flag": top})
         return grads, top
     peers.send({"grad": grad, "flag": flag})
     msg = peers.recv()
@@ -187,10 +221,7 @@ def save_part(directory, state):
 
 def load_part(path):
     with open(os.path.join(path, "state.json")) as f:
-        state = json.load(f)
-    version, internal, gauss = state["rng"]
-    state["rng"] = (version, tuple(internal), gauss)
-    return state
+        return json.load(f)
 
 
 def rank_main(args):
@@ -199,22 +230,27 @@ def rank_main(args):
     resume = os.environ.get("EBB_RESUME_FROM", "")
     data = make_data()
     shard = data[rank::nodes]
+    elastic = os.environ.get("GANG_ELASTIC") == "1"
     if resume:
         state = load_part(resume)
         print("rank %d resuming at step %d from %s" % (rank, state["step"], resume),
               flush=True)
     else:
-        state = {"step": 0, "weights": [0.0] * FEATURES,
-                 "rng": random.Random(SEED + 1 + rank).getstate()}
-    rng = random.Random()
-    rng.setstate(state["rng"])
+        state = {"step": 0, "weights": [0.0] * FEATURES}
     weights, step = state["weights"], state["step"]
-    peers = connect_peers(rank, nodes, step)
+    if rank == 0:
+        peers = Master(nodes, step, weights, elastic)
+    else:
+        peers, at, weights_there = connect_master(rank, step)
+        if at != step:  # a replacement joins where the gang is
+            print("rank %d joins at step %d" % (rank, at), flush=True)
+            step, weights = at, weights_there
     print("rank %d of %d at step %d, peers %s" % (rank, nodes, step,
                                                  os.environ.get("EBB_NODES")), flush=True)
     while step < args.steps:
         flag, pending["flag"] = pending["flag"], 0
-        grads, top = all_reduce(rank, nodes, peers, gradient(weights, shard, rng), flag)
+        grads, top = all_reduce(rank, nodes, peers, gradient(weights, shard, rank, step),
+                                flag, step, weights)
         weights = apply(weights, grads)
         step += 1
         if rank == 0 and (step % 50 == 0 or step == args.steps):
@@ -222,8 +258,7 @@ def rank_main(args):
         if args.step_sleep:
             time.sleep(args.step_sleep)
         if top and ckpt_dir:
-            where = save_part(ckpt_dir, {"step": step, "weights": weights,
-                                         "rng": rng.getstate()})
+            where = save_part(ckpt_dir, {"step": step, "weights": weights})
             print("rank %d checkpoint at step %d: %s" % (rank, step, where), flush=True)
             if top == 2:
                 return 0
