@@ -14,6 +14,11 @@ exchange gradients over TCP at MASTER_ADDR:MASTER_PORT.
 3. A gang whose node 1 never boots (its agent does not start) is released
    once agent_api.gang_timeout has passed, both nodes billed, the reason
    in its events.
+4. A gang with restart: replace_lost (gang_train.py's GANG_ELASTIC rejoin)
+   loses node 1 (the sim's preempt_after takes a gang's last member) and
+   has it replaced while node 0 runs on, at least once, never restarting
+   whole, and ends with the single process's model; the lost members and
+   their replacements are each billed.
 Output is TAP; EBBD, EBB, EBB_AGENT and EBB_SOURCE_ROOT come from the
 environment.
 """
@@ -70,16 +75,18 @@ default_policy: greedy
 """ % (prices, extra_local, gang_timeout))
 
 
-def spec(name, steps, sleep):
+def spec(name, steps, sleep, restart="whole"):
     return write(os.path.join(tmp, name + ".yaml"), """name: %s
 run: [python3, %s, --out, %s/%s.json, --steps, "%s", --step-sleep, "%s"]
 work: 2h
 nodes: 2
 resources: {instance_types: [p3.16xlarge], network: 25Gbps}
-gang: {restart: whole}
+gang: {restart: %s}
+env: {GANG_ELASTIC: "%d"}
 market: spot
 checkpoint: {dir: %s/ckpt-%s, grace: 60s}
-""" % (name, TRAIN, tmp, name, steps, sleep, tmp, name))
+""" % (name, TRAIN, tmp, name, steps, sleep, restart, restart == "replace_lost", tmp,
+       name))
 
 
 def events(state, jid):
@@ -232,9 +239,49 @@ exec %s "$@"
         ebbd.stop()
 
 
+def replaced_node():
+    """Part 4: replace_lost."""
+    state = os.path.join(tmp, "state3")
+    ebbd = Daemon(state, ["--config", config("ebb3")])
+    try:
+        os.makedirs(state)
+        ok(ebbd.start(), "ebbd starts for replace_lost")
+        r = ebbd.ebb("submit", spec("elastic", STEPS, "0.01", "replace_lost"))
+        ok(r.returncode == 0, "a replace_lost gang is submitted", r.stderr)
+        jid = r.stdout.strip()
+        ok(ebbd.wait_end(jid, 480) == "succeeded", "the elastic gang's job succeeds",
+           events(state, jid)[-5:])
+        ev = events(state, jid)
+        lost = [e for e in ev if e.startswith("node 1 lost")]
+        ok(len(lost) >= 1, "node 1 was lost and replaced while node 0 ran on", ev)
+        ok(any(e.startswith("node 1 replaced") for e in ev),
+           "the replacement joined: the gang was whole again", ev)
+        tokens = sql(state, "SELECT token FROM instances WHERE job_id = ? AND "
+                     "provider = 'local'", jid)
+        ok(len(tokens) == 1, "never restarted whole: one launch of the gang", tokens)
+        with open(os.path.join(tmp, "reference.json")) as f:
+            want = f.read()
+        path = os.path.join(tmp, "elastic.json")
+        got = open(path).read() if os.path.exists(path) else ""
+        ok(got == want, "the model is the single process's, bit for bit", (got, want))
+        out = ebbd.ebb("logs", jid).stdout
+        ok("rank 1 rejoined at step" in out and "rank 1 joins at step" in out,
+           "the newcomer joined at the step its predecessor left",
+           [l for l in out.splitlines() if "join" in l])
+        if tokens:
+            members = sql(state, "SELECT count(*) FROM ledger WHERE instance_token = ? "
+                          "AND kind = 'overhead'", tokens[0][0])[0][0]
+            # Each member's bill starts with its restart overhead.
+            ok(members >= 3, "node 0, the lost member and its replacement are each "
+               "billed", members)
+    finally:
+        ebbd.stop()
+
+
 try:
     whole_gang()
     refused_gangs()
+    replaced_node()
 finally:
     subprocess.run(["pkill", "-f", tmp], capture_output=True)
     shutil.rmtree(tmp, ignore_errors=True)

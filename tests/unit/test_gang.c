@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <ebb/gang.h>
@@ -134,6 +135,37 @@ static void checkpoints_and_exits(void **state)
     ebb__gang_free(a);
 }
 
+/* replace_lost's bookkeeping: the node being replaced, its renewed
+ * token, and its new member's id spliced into the gang's. */
+static void replacements(void **state)
+{
+    (void)state;
+    struct ebb__attempt *a = gang(3);
+    assert_int_equal(ebb__gang_replacing(a), -1);
+    memset(a->nodes[2].agent_hash, 'f', 64);
+    a->nodes[2].enrolled = a->nodes[2].started = 1;
+    a->nodes[2].seen = 5;
+    assert_int_equal(ebb__gang_node_renew(a, 2, 1000), 0);
+    assert_int_equal(ebb__gang_replacing(a), 2);
+    assert_int_equal(a->nodes[2].replacing_at, 1000);
+    assert_int_equal(a->nodes[2].enrolled + a->nodes[2].started, 0);
+    assert_int_equal(a->nodes[2].seen, 0);
+    assert_int_equal(strlen(a->nodes[2].agent_secret), 64);
+    assert_int_equal(strlen(a->nodes[2].agent_hash), 64);
+    assert_true(a->nodes[2].agent_hash[0] != 'f' || a->nodes[2].agent_hash[1] != 'f');
+
+    char *ids = ebb__gang_splice("i-a,i-b,i-c", 1, "i-z");
+    assert_string_equal(ids, "i-a,i-z,i-c");
+    free(ids);
+    ids = ebb__gang_splice("i-a,i-b", 0, "i-z");
+    assert_string_equal(ids, "i-z,i-b");
+    free(ids);
+    /* A gang listed short (its lost member already gone) gets it back. */
+    ids = ebb__gang_splice("i-a", 1, "i-z");
+    assert_string_equal(ids, "i-a,i-z");
+    free(ids);
+}
+
 static void ids(void **state)
 {
     (void)state;
@@ -157,6 +189,7 @@ int main(void)
         cmocka_unit_test(hashes),
         cmocka_unit_test(checks),
         cmocka_unit_test(checkpoints_and_exits),
+        cmocka_unit_test(replacements),
         cmocka_unit_test(ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
