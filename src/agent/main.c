@@ -138,6 +138,12 @@ static void host_go(struct agent *a, json_t *reply)
     size_t n = 0;
     while (a->gang_env[n] != NULL)
         n++;
+    /* A gang member's job cannot find its peers without them. */
+    if (n == 0 && a->doc.gang_nodes > 1) {
+        agent_run_fail_start(a, "ebbd gave this gang member no environment "
+                                "(MASTER_ADDR, NODE_RANK, ...)");
+        return;
+    }
     if (n > 0)
         ebb__info("ebbd adds %zu variable(s) to the job's environment", n);
     agent_run_start(a);

@@ -291,6 +291,26 @@ static void test_bad_env_refused(void **state)
     free(big);
 }
 
+/* A gang's member told to start with no env cannot find its peers: it is
+ * not started, and ebbd hears why. */
+static void test_gang_member_needs_env(void **state)
+{
+    (void)state;
+    struct gang_replies g = {.go = "{\"command\": \"none\"}"};
+    F.hook = gang_hook;
+    F.user = &g;
+    fake_job_script(&F, "#!/bin/sh\ntouch ran\n", "", 0, "",
+                    ", \"gang\": {\"nodes\": 2, \"rank\": 0}");
+    fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 127);
+    fake_assert_kinds(&F, "host,exited");
+    const char *error = fake_ev_str(fake_event(&F, "exited", 0), "error");
+    if (strstr(error, "no environment (MASTER_ADDR") == NULL)
+        fail_msg("error \"%s\"", error);
+    assert_false(ran());
+}
+
 /* ---- resuming a gang's checkpoint by name ---- */
 
 /* A complete checkpoint NAME, of job `job` (a marker beside it), of
@@ -388,6 +408,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_host_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_then_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_then_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gang_member_needs_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_env_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_named_checkpoint_is_never_pruned, setup,
