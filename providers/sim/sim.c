@@ -387,6 +387,40 @@ static int read_model(const struct ebb_launch *req, struct ebb_job_model *out)
     return 0;
 }
 
+/* A replacement member (req->join_gang): one new instance in the rank of
+ * one that ended, on its gang's offer, answered alone. */
+static int sim_join(struct sim *s, const struct ebb_launch *req,
+                    const struct ebb_job_model *model, ebb_launch_cb cb, void *arg)
+{
+    struct sim_instance *lead, *in;
+    if (req->count > 1)
+        return EBB_EINVAL;
+    int rc = sim_gang_join_target(s, req, &lead, &in);
+    if (rc != 0 || in != NULL)
+        return rc != 0 ? rc : launch_reply(s, cb, arg, 0, in);
+    if (s->launches_to_fail > 0) {
+        s->launches_to_fail--;
+        return launch_reply(s, cb, arg, EBB_EIO, NULL);
+    }
+    if (!sim_gang_has_room(s, lead))
+        return launch_reply(s, cb, arg, EBB_ENOCAPACITY, NULL);
+    if (sim_index_reserve(s, 1) != 0)
+        return EBB_ENOMEM;
+    in = sim_instance_new(s, req, model, NULL, lead, req->join_rank, 0);
+    if (in == NULL)
+        return EBB_ENOMEM;
+    in->joined = 1;
+    rc = launch_reply(s, cb, arg, 0, in);
+    if (rc != 0) {
+        sim_instance_free(s, in);
+        return rc;
+    }
+    sim_index_add(s, in);
+    sim_gang_seat(in);
+    sim_instance_start(s, in);
+    return 0;
+}
+
 static int sim_launch(void *self, const struct ebb_launch *req,
                       ebb_launch_cb cb, void *arg)
 {
@@ -398,6 +432,8 @@ static int sim_launch(void *self, const struct ebb_launch *req,
         return EBB_EINVAL;
     if (s->destroying)
         return EBB_ESHUTDOWN;
+    if (EBB_HAS(struct ebb_launch, req, join_rank) && req->join_gang != NULL)
+        return sim_join(s, req, &model, cb, arg);
     unsigned count = req->count > 1 ? req->count : 1;
     if (count > EBB_GANG_MAX)
         return EBB_EINVAL;
@@ -509,7 +545,7 @@ static const struct ebb_provider sim_provider = {
     .terminate = sim_terminate,
     .list_instances = sim_list_instances,
     .stop_job = sim_stop_job,
-    .flags = EBB_PROVIDER_GANGS,
+    .flags = EBB_PROVIDER_GANGS | EBB_PROVIDER_GANG_REPLACE,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

@@ -138,6 +138,7 @@ struct sim_instance {
     ebb_time_ms launched_at, run_at, ended_at;
     int dead;               /* terminated or lost: no more events */
     int preempted;
+    int joined;             /* a replacement member, started by a join */
 
     /* The job model. */
     enum sim_phase phase;
@@ -160,14 +161,16 @@ struct sim_instance {
     int dispatching;
 
     /* Gangs: each member is an instance of its own, with its own
-     * preemptions. `lead` is rank 0, which runs the gang's one job (the
-     * others run none) and holds what the gang shares; a single instance
-     * is its own lead, of a gang of 1. */
+     * preemptions. `lead` is the gang's first rank 0, which runs the
+     * gang's one job (the others run none) and holds what the gang shares,
+     * also once it has ended and another member took its rank (a join); a
+     * single instance is its own lead, of a gang of 1. */
     struct sim_instance *lead;
     unsigned rank;
     /* Lead only: */
     unsigned size;
-    struct sim_instance **members; /* size of them, in rank order */
+    struct sim_instance **members; /* size of them, in rank order (the
+                                    * latest to hold each rank) */
     char *gang_id;  /* the members' ids joined (gang.h); NULL for a single */
     char *live_id;  /* the live members' ids joined; gang_id once all ended */
     int halted;     /* the gang's job stopped when a member ended */
@@ -175,11 +178,14 @@ struct sim_instance {
 
 /* Creates the instance for `req`, playing out the job `model` (spot: on
  * offer `o`, else o == NULL), as member `rank` of a gang led by `lead`
- * (NULL: it is the lead); only the lead gets the job. */
+ * (NULL: it is the lead; a member is placed and tagged as its lead is);
+ * only the lead gets the job. It is numbered `nth` after the instances
+ * so far (0: the next). */
 struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *req,
                                       const struct ebb_job_model *model,
                                       const struct sim_offer *o,
-                                      struct sim_instance *lead, unsigned rank);
+                                      struct sim_instance *lead, unsigned rank,
+                                      unsigned nth);
 void sim_instance_free(struct sim *s, struct sim_instance *in);
 /* Starts its life: draws the hazard, plans preemptions, arms the timer. */
 void sim_instance_start(struct sim *s, struct sim_instance *in);
@@ -212,6 +218,19 @@ unsigned sim_gang_live(const struct sim_instance *lead);
  * strings borrowed from it. */
 void sim_gang_view(const struct sim *s, const struct sim_instance *lead,
                    struct ebb_instance *out);
+/* The gang a join (req->join_gang, of rank req->join_rank) goes into:
+ * 0 with *lead, and *again the member a join of that rank started
+ * before when it still lives (a repeat: answered again), else NULL.
+ * EBB_EINVAL (the reason logged) when the id names no gang of the sim's,
+ * the token is not the gang's, the rank is out of range, the gang has
+ * ended, or the rank's member still lives. */
+int sim_gang_join_target(const struct sim *s, const struct ebb_launch *req,
+                         struct sim_instance **lead, struct sim_instance **again);
+/* Whether the offer of `lead`'s gang has room for one more instance now. */
+int sim_gang_has_room(const struct sim *s, const struct sim_instance *lead);
+/* Member `in` takes its rank in its gang (the member there before leaves
+ * it) and the gang's ids are made again. */
+void sim_gang_seat(struct sim_instance *in);
 /* The members gang id `id` names, into out[EBB_GANG_MAX], *n of them.
  * Returns 0, or EBB_ENOTFOUND when one of them is not the sim's. */
 int sim_gang_find(const struct sim *s, const char *id, struct sim_instance **out,

@@ -2,7 +2,11 @@
  * the other, each an instance of its own (its own preemptions, counted
  * against its offer's capacity), seen from outside as one instance whose
  * id joins the members' ids in rank order (ebb/gang.h). A single instance
- * is a gang of 1 with its own id. */
+ * is a gang of 1 with its own id. A join (ebb_launch.join_gang) starts a
+ * new member, numbered as any new instance, in the rank of one that
+ * ended. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +29,7 @@ struct sim_instance *sim_gang_new(struct sim *s, const struct ebb_launch *req,
                                   const struct ebb_job_model *model,
                                   const struct sim_offer *o, unsigned count)
 {
-    struct sim_instance *lead = sim_instance_new(s, req, model, o, NULL, 0);
+    struct sim_instance *lead = sim_instance_new(s, req, model, o, NULL, 0, 0);
     if (lead == NULL || count < 2)
         return lead;
     lead->size = count;
@@ -37,7 +41,7 @@ struct sim_instance *sim_gang_new(struct sim *s, const struct ebb_launch *req,
     }
     lead->members[0] = lead;
     for (unsigned k = 1; k < count; k++) {
-        lead->members[k] = sim_instance_new(s, req, model, o, lead, k);
+        lead->members[k] = sim_instance_new(s, req, model, o, lead, k, k);
         if (lead->members[k] == NULL) {
             lead->size = k;
             sim_gang_discard(s, lead);
@@ -65,16 +69,87 @@ const char *sim_unit_id(const struct sim_instance *in)
     return in->lead->gang_id != NULL ? in->lead->gang_id : in->id;
 }
 
-void sim_gang_member_ended(struct sim_instance *in)
+/* The live id made again (out of memory: the list shows the gang as it
+ * was). */
+static void remake_live(struct sim_instance *lead)
 {
-    struct sim_instance *lead = in->lead;
-    if (lead->size < 2)
-        return;
     char *id = sim_gang_live(lead) > 0 ? joined(lead, 1) : strdup(lead->gang_id);
     if (id == NULL)
-        return; /* out of memory: the list shows the gang as it was */
+        return;
     free(lead->live_id);
     lead->live_id = id;
+}
+
+void sim_gang_member_ended(struct sim_instance *in)
+{
+    if (in->lead->size > 1)
+        remake_live(in->lead);
+}
+
+/* Logs why a join is refused; returns EBB_EINVAL. */
+static int refuse(const struct sim *s, const struct ebb_launch *req, const char *fmt, ...)
+    EBB_PRINTF(3, 4);
+
+static int refuse(const struct sim *s, const struct ebb_launch *req, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    s->host->log(s->host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
+                 req->join_rank, req->join_gang, why);
+    return EBB_EINVAL;
+}
+
+int sim_gang_join_target(const struct sim *s, const struct ebb_launch *req,
+                         struct sim_instance **lead, struct sim_instance **again)
+{
+    struct sim_instance *v[EBB_GANG_MAX];
+    size_t n;
+    *lead = *again = NULL;
+    if (sim_gang_find(s, req->join_gang, v, &n) != 0)
+        return refuse(s, req, "it names an instance the sim never started");
+    struct sim_instance *g = v[0]->lead;
+    for (size_t k = 1; k < n; k++) {
+        if (v[k]->lead != g)
+            return refuse(s, req, "it names members of different gangs");
+    }
+    if (g->size < 2)
+        return refuse(s, req, "%s is a single instance, not a gang", g->id);
+    if (strcmp(req->token, g->token) != 0)
+        return refuse(s, req, "the launch's token %s is not the gang's (%s)", req->token,
+                      g->token);
+    if (req->join_rank >= g->size)
+        return refuse(s, req, "the gang's ranks are 0 to %u", g->size - 1);
+    if (sim_gang_live(g) == 0)
+        return refuse(s, req, "every member of the gang has ended");
+    struct sim_instance *m = g->members[req->join_rank];
+    if (!m->dead && !m->joined)
+        return refuse(s, req, "its member %s still runs", m->id);
+    *lead = g;
+    *again = m->dead ? NULL : m;
+    return 0;
+}
+
+int sim_gang_has_room(const struct sim *s, const struct sim_instance *lead)
+{
+    if (lead->market != EBB_MARKET_SPOT)
+        return 1;
+    int32_t cap = sim_market_capacity(&s->market, lead->avail, sim_now(s));
+    return cap < 0 || sim_instance_count(s, lead->avail) + 1 <= (size_t)cap;
+}
+
+void sim_gang_seat(struct sim_instance *in)
+{
+    struct sim_instance *lead = in->lead;
+    lead->members[in->rank] = in;
+    char *id = joined(lead, 0);
+    if (id == NULL)
+        return; /* out of memory: events name the gang as it was */
+    free(lead->gang_id);
+    lead->gang_id = id;
+    remake_live(lead);
 }
 
 unsigned sim_gang_live(const struct sim_instance *lead)

@@ -39,7 +39,8 @@ static char *dup_or_empty(const char *s)
 struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *req,
                                       const struct ebb_job_model *model,
                                       const struct sim_offer *o,
-                                      struct sim_instance *lead, unsigned rank)
+                                      struct sim_instance *lead, unsigned rank,
+                                      unsigned nth)
 {
     struct sim_instance *in = calloc(1, sizeof(*in));
     if (in == NULL)
@@ -49,31 +50,41 @@ struct sim_instance *sim_instance_new(struct sim *s, const struct ebb_launch *re
     in->lead = lead != NULL ? lead : in;
     in->rank = rank;
     in->size = 1;
-    in->n = (unsigned long long)s->n_inst + 1 + rank;
+    in->n = (unsigned long long)s->n_inst + 1 + nth;
     snprintf(id, sizeof(id), "sim-%llu", in->n);
     in->id = strdup(id);
-    in->token = dup_or_empty(req->token);
-    in->job_id = dup_or_empty(req->job_id);
-    if (o != NULL) {
-        in->provider = dup_or_empty(o->ps->provider);
-        in->region = dup_or_empty(o->ps->region);
-        in->zone = dup_or_empty(o->ps->zone);
-        in->instance_type = dup_or_empty(o->ps->instance_type);
+    const char *token = req->token, *job = req->job_id, *provider = req->provider,
+               *region = req->region, *zone = req->zone, *type = req->instance_type;
+    in->market = req->market;
+    in->avail = -1;
+    if (lead != NULL) {
+        token = lead->token;
+        job = lead->job_id;
+        provider = lead->provider;
+        region = lead->region;
+        zone = lead->zone;
+        type = lead->instance_type;
+        in->market = lead->market;
+        in->avail = lead->avail;
+    } else if (o != NULL) {
+        provider = o->ps->provider;
+        region = o->ps->region;
+        zone = o->ps->zone;
+        type = o->ps->instance_type;
         in->avail = o->avail;
-    } else {
-        in->provider = dup_or_empty(req->provider);
-        in->region = dup_or_empty(req->region);
-        in->zone = dup_or_empty(req->zone);
-        in->instance_type = dup_or_empty(req->instance_type);
-        in->avail = -1;
     }
+    in->token = dup_or_empty(token);
+    in->job_id = dup_or_empty(job);
+    in->provider = dup_or_empty(provider);
+    in->region = dup_or_empty(region);
+    in->zone = dup_or_empty(zone);
+    in->instance_type = dup_or_empty(type);
     if (in->id == NULL || in->token == NULL || in->job_id == NULL ||
         in->provider == NULL || in->region == NULL || in->zone == NULL ||
         in->instance_type == NULL) {
         sim_instance_free(s, in);
         return NULL;
     }
-    in->market = req->market;
     in->launched_at = sim_now(s);
     in->run_at = in->launched_at + s->cfg->launch_latency;
     /* A gang's other members run no job of their own. */

@@ -1462,6 +1462,185 @@ static void the_hazard_takes_gang_members_one_by_one(void **state)
     fx_close(&f);
 }
 
+/* ---- replacement members (joins) ---- */
+
+/* A join: one member for rank `rank` of gang `id`, launched with `token`. */
+static struct sim_launch join_req(const char *token, const char *id, unsigned rank)
+{
+    struct sim_launch req = job(token, "", "", EBB_MARKET_SPOT, 100 * H, 1.0);
+    req.l.join_gang = id;
+    req.l.join_rank = rank;
+    return req;
+}
+
+static size_t events_of_kind(const struct fx *f, enum ebb_instance_event_kind kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_ev; i++)
+        n += f->ev[i].kind == kind;
+    return n;
+}
+
+/* preempt_after 1h on C takes a gang's last rank an hour after it starts:
+ * the join that replaces it starts a new member there, which is preempted
+ * on its own an hour later and can be replaced again; rank 0 too. */
+static void a_join_replaces_a_lost_member(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, "prices: @/prices.csv\npreempt_after: 1h\n"), 0);
+    assert_true(f.p->flags & EBB_PROVIDER_GANG_REPLACE);
+    struct launch_res r;
+    struct sim_launch req = gang("g2", "us-east-1c", 2, 100 * H);
+    launch(&f, &req, &r);
+    assert_string_equal(r.id, "sim-1,sim-2");
+    run_to(&f, T0 + H);
+    struct list_res l;
+    list_now(&f, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.ids[0], "sim-1");
+
+    /* The new member alone answers, with the gang's token and place. */
+    struct sim_launch j = join_req("g2", "sim-1,sim-2", 1);
+    launch(&f, &j, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, "sim-3");
+    assert_string_equal(r.token, "g2");
+    assert_string_equal(r.zone, "us-east-1c");
+    assert_int_equal(r.state, EBB_INSTANCE_RUNNING);
+    assert_int_equal(r.launched_at, T0 + H);
+    /* The same join again: the same member. */
+    launch(&f, &j, &r);
+    assert_string_equal(r.id, "sim-3");
+    list_now(&f, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.ids[0], "sim-1,sim-3");
+    assert_int_equal(l.states[0], EBB_INSTANCE_RUNNING);
+    /* The gang's launch token still answers the gang, now with it. */
+    launch(&f, &req, &r);
+    assert_string_equal(r.id, "sim-1,sim-3");
+
+    /* Preempted on its own, named by the gang and its rank. */
+    size_t before = f.n_ev;
+    run_to(&f, T0 + 2 * H);
+    assert_int_equal(f.n_ev, before + 2);
+    expect(&f.ev[before], EBB_EVENT_NOTICE, T0 + 2 * H - 2 * MINUTE, -1);
+    assert_string_equal(f.ev[before].id, "sim-1,sim-3");
+    assert_int_equal(f.ev[before].rank, 1);
+    expect(&f.ev[before + 1], EBB_EVENT_LOST, T0 + 2 * H, -1);
+    assert_int_equal(f.ev[before + 1].rank, 1);
+    j = join_req("g2", "sim-1,sim-3", 1);
+    launch(&f, &j, &r);
+    assert_string_equal(r.id, "sim-4");
+
+    /* Rank 0 ended alone, and replaced. */
+    struct done_res d = {0};
+    assert_int_equal(f.p->terminate(f.self, "sim-1", on_done, &d), 0);
+    run_to(&f, ebb__clock_now(&f.clock));
+    assert_int_equal(d.status, 0);
+    list_now(&f, &l);
+    assert_string_equal(l.ids[0], "sim-4");
+    j = join_req("g2", "sim-1,sim-4", 0);
+    launch(&f, &j, &r);
+    assert_string_equal(r.id, "sim-5");
+    list_now(&f, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.ids[0], "sim-5,sim-4");
+
+    /* The sim's own job of the gang stopped with its first loss: joins
+     * start no job. */
+    assert_int_equal(events_of_kind(&f, EBB_EVENT_RUNNING), 1);
+    d = (struct done_res){0};
+    assert_int_equal(f.p->stop_job(f.self, "sim-5,sim-4", MINUTE, on_done, &d), 0);
+    run_to(&f, ebb__clock_now(&f.clock));
+    assert_int_equal(d.status, EBB_ENOTFOUND);
+
+    /* The gang's id with its new members ends them all. */
+    before = f.n_ev;
+    assert_int_equal(f.p->terminate(f.self, "sim-5,sim-4", on_done, &d), 0);
+    run_to(&f, T0 + 10 * H);
+    assert_int_equal(d.status, 0);
+    assert_int_equal(f.n_ev, before);
+    list_now(&f, &l);
+    assert_int_equal(l.n, 0);
+    fx_close(&f);
+}
+
+/* Returns launch()'s status for a join of rank `rank` into `id`. */
+static int try_join(struct fx *f, const char *token, const char *id, unsigned rank,
+                    const char *why)
+{
+    logbuf[0] = '\0';
+    struct sim_launch j = join_req(token, id, rank);
+    struct launch_res r = {0};
+    int rc = f->p->launch(f->self, linked(&j), on_launch, &r);
+    run_to(f, ebb__clock_now(&f->clock));
+    assert_int_equal(r.calls, 0);
+    if (why != NULL && strstr(logbuf, why) == NULL)
+        fail_msg("log \"%s\" does not say \"%s\"", logbuf, why);
+    return rc;
+}
+
+static void a_join_needs_a_lost_rank_of_a_running_gang_and_room(void **state)
+{
+    (void)state;
+    struct fx f;
+    assert_int_equal(fx_open(&f, T0, base_yaml), 0);
+    struct launch_res r;
+    struct sim_launch req = gang("g2", "us-east-1a", 2, 100 * H);
+    launch(&f, &req, &r);
+    run_to(&f, T0 + 100 * MINUTE); /* A holds 1 from 01:30: rank 1 lost */
+
+    /* A's one place is rank 0's. */
+    struct sim_launch j = join_req("g2", "sim-1,sim-2", 1);
+    launch(&f, &j, &r);
+    assert_int_equal(r.status, EBB_ENOCAPACITY);
+
+    assert_int_equal(try_join(&f, "g2", "sim-1,sim-2", 0,
+                              "join of rank 0 into gang sim-1,sim-2 refused: its "
+                              "member sim-1 still runs"),
+                     EBB_EINVAL);
+    assert_int_equal(try_join(&f, "g2", "sim-1,sim-2", 2, "the gang's ranks are 0 to 1"),
+                     EBB_EINVAL);
+    assert_int_equal(try_join(&f, "g2", "sim-1,sim-9", 1,
+                              "it names an instance the sim never started"),
+                     EBB_EINVAL);
+    assert_int_equal(try_join(&f, "g2", "", 1, "never started"), EBB_EINVAL);
+    assert_int_equal(try_join(&f, "other", "sim-1,sim-2", 1,
+                              "the launch's token other is not the gang's (g2)"),
+                     EBB_EINVAL);
+    j = join_req("g2", "sim-1,sim-2", 1);
+    j.l.count = 2;
+    assert_int_equal(f.p->launch(f.self, linked(&j), on_launch, &r), EBB_EINVAL);
+
+    struct sim_launch one = on_c("one", H);
+    launch(&f, &one, &r);
+    assert_string_equal(r.id, "sim-3");
+    assert_int_equal(try_join(&f, "one", "sim-3", 0, "sim-3 is a single instance"),
+                     EBB_EINVAL);
+    struct sim_launch g3 = gang("g3", "us-east-1c", 3, H);
+    launch(&f, &g3, &r);
+    assert_string_equal(r.id, "sim-4,sim-5,sim-6");
+    assert_int_equal(try_join(&f, "g2", "sim-1,sim-5", 1,
+                              "it names members of different gangs"),
+                     EBB_EINVAL);
+
+    /* A gang whose members all ended takes none. */
+    struct done_res d = {0};
+    assert_int_equal(f.p->terminate(f.self, "sim-1,sim-2", on_done, &d), 0);
+    run_to(&f, ebb__clock_now(&f.clock));
+    assert_int_equal(try_join(&f, "g2", "sim-1,sim-2", 1,
+                              "every member of the gang has ended"),
+                     EBB_EINVAL);
+    /* None of the refusals started anything. */
+    launch(&f, &one, &r);
+    assert_string_equal(r.id, "sim-3");
+    struct sim_launch next = on_c("next", H);
+    launch(&f, &next, &r);
+    assert_string_equal(r.id, "sim-7");
+    fx_close(&f);
+}
+
 int main(void)
 {
     assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -1495,6 +1674,8 @@ int main(void)
         cmocka_unit_test(a_gang_checkpoint_ending_at_the_deadline_counts),
         cmocka_unit_test(preempt_after_takes_a_gangs_last_member),
         cmocka_unit_test(the_hazard_takes_gang_members_one_by_one),
+        cmocka_unit_test(a_join_replaces_a_lost_member),
+        cmocka_unit_test(a_join_needs_a_lost_rank_of_a_running_gang_and_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
