@@ -4,6 +4,7 @@
  * cancels), and a watch timer that notices instances whose processes are
  * gone. A gang's members are instances of l->insts sharing their launch's
  * token, seen from outside as one (ebb/gang.h). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,8 @@ static const struct ebb_cfg_key local_keys[] = {
 
 /* ---- deferred callbacks ---- */
 
-enum call_kind { CALL_PRICES, CALL_LAUNCH, CALL_DONE, CALL_LIST };
+/* CALL_JOIN answers a launch with one member alone (a join). */
+enum call_kind { CALL_PRICES, CALL_LAUNCH, CALL_JOIN, CALL_DONE, CALL_LIST };
 
 union local_cb {
     ebb_prices_cb prices;
@@ -46,7 +48,7 @@ struct local_call {
     int status;
     union local_cb cb;
     void *arg;
-    struct local_inst *inst; /* CALL_LAUNCH */
+    struct local_inst *inst; /* CALL_LAUNCH, CALL_JOIN */
 };
 
 static struct local_inst *inst_of(struct ebb_list *node)
@@ -114,6 +116,20 @@ static int first_of_gang(struct local *l, const struct local_inst *i)
     return 0;
 }
 
+/* When `i`'s gang started: its earliest member's launch (a join's member
+ * starts later than the others). */
+static ebb_time_ms gang_launched_at(struct local *l, const struct local_inst *i)
+{
+    ebb_time_ms at = i->launched_at;
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &l->insts) {
+        const struct local_inst *m = inst_of(pos);
+        if (strcmp(m->token, i->token) == 0 && m->launched_at < at)
+            at = m->launched_at;
+    }
+    return at;
+}
+
 /* One instance per gang: the id of its members still running (all those
  * listed, and terminated, when none runs). */
 static void complete_list(struct local_call *c, int status)
@@ -138,6 +154,7 @@ static void complete_list(struct local_call *c, int status)
         }
         failed |= ids[k].failed;
         list[k] = inst_view(i, ids[k].data, alive);
+        list[k].launched_at = gang_launched_at(l, i);
         k++;
     }
     c->cb.list(c->arg, failed ? EBB_ENOMEM : status, failed ? NULL : list,
@@ -163,14 +180,19 @@ static void complete(struct local_call *c, int status)
         c->cb.prices(c->arg, status, status == 0 ? &p : NULL, status == 0);
         break;
     }
-    case CALL_LAUNCH: {
+    case CALL_LAUNCH:
+    case CALL_JOIN: {
         struct ebb_buf id = {0};
-        if (status == 0)
+        if (status == 0 && c->kind == CALL_JOIN)
+            ebb_buf_puts(&id, c->inst->id);
+        else if (status == 0)
             gang_id(l, c->inst, 1, 0, &id);
         if (id.failed)
             status = EBB_ENOMEM;
         struct ebb_instance v = status == 0 ? inst_view(c->inst, id.data, 1)
                                             : (struct ebb_instance){0};
+        if (status == 0 && c->kind == CALL_LAUNCH)
+            v.launched_at = gang_launched_at(l, c->inst);
         c->cb.launch(c->arg, status, status == 0 ? &v : NULL);
         /* A new instance runs from the start: its processes are up. */
         if (status == 0 && c->inst->announce) {
@@ -290,7 +312,7 @@ static struct local_call *pending_launch(struct local *l, const struct local_ins
     struct ebb_list *pos;
     ebb_list_foreach(pos, &l->ops.head) {
         struct local_call *c = ebb_list_entry(pos, struct local_call, op.node);
-        if (c->kind == CALL_LAUNCH && c->inst != NULL &&
+        if ((c->kind == CALL_LAUNCH || c->kind == CALL_JOIN) && c->inst != NULL &&
             strcmp(c->inst->token, inst->token) == 0)
             return c;
     }
@@ -373,11 +395,12 @@ static void undo(struct local *l, struct local_inst *inst)
 }
 
 /* Starts member `rank` of a gang of `size` (1: a single instance) for
- * `req`, with its own agent token; its state file is written. Returns 0
- * with *out, or an EBB_E* code (the member undone). */
+ * `req`, its agent given `agent_token`, started by a join or not; its
+ * state file is written. Returns 0 with *out, or an EBB_E* code (the
+ * member undone). */
 static int start_member(struct local *l, const struct ebb_launch *req, unsigned rank,
-                        unsigned size, const struct ebb_runas *who,
-                        struct local_inst **out)
+                        unsigned size, const char *agent_token, int joined,
+                        const struct ebb_runas *who, struct local_inst **out)
 {
     struct local_inst *inst = calloc(1, sizeof(*inst));
     if (inst == NULL)
@@ -391,9 +414,9 @@ static int start_member(struct local *l, const struct ebb_launch *req, unsigned 
     snprintf(inst->job_id, sizeof(inst->job_id), "%s", req->job_id);
     inst->rank = rank;
     inst->size = size;
+    inst->joined = joined;
     inst->launched_at = l->host->now(l->host->ctx);
-    int rc = local_spawn(l, inst, req, size > 1 ? req->agent_tokens[rank] : req->agent_token,
-                         who);
+    int rc = local_spawn(l, inst, req, agent_token, who);
     if (rc == 0)
         rc = local_state_save(l, inst);
     if (rc != 0) {
@@ -418,6 +441,105 @@ static int has_agent_tokens(const struct ebb_launch *req, unsigned count)
     return tokens != NULL;
 }
 
+/* Logs why a join is refused; returns EBB_EINVAL. */
+static int refuse(struct local *l, const struct ebb_launch *req, const char *fmt, ...)
+    EBB_PRINTF(3, 4);
+
+static int refuse(struct local *l, const struct ebb_launch *req, const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    l->host->log(l->host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
+                 req->join_rank, req->join_gang, why);
+    return EBB_EINVAL;
+}
+
+/* The gang a join goes into, found by the members of req->join_gang still
+ * here: 0 with its `size` and *at, the member there now in the join's
+ * rank (NULL when none), or EBB_EINVAL (logged). */
+static int join_target(struct local *l, const struct ebb_launch *req, unsigned *size,
+                       struct local_inst **at)
+{
+    struct local_inst *g = NULL;
+    size_t n = ebb_gang_size(req->join_gang);
+    for (size_t k = 0; k < n && k < EBB_GANG_MAX; k++) {
+        char id[sizeof(g->id)];
+        struct local_inst *m = ebb_gang_member(req->join_gang, k, id, sizeof(id)) == 0
+                                   ? find(l, id, 1)
+                                   : NULL;
+        if (m != NULL && g != NULL && strcmp(m->token, g->token) != 0)
+            return refuse(l, req, "it names members of different gangs");
+        g = m != NULL ? m : g;
+    }
+    if (g == NULL)
+        return refuse(l, req, "no member of it is here");
+    if (g->size < 2)
+        return refuse(l, req, "%s is a single instance, not a gang", g->id);
+    if (strcmp(req->token, g->token) != 0)
+        return refuse(l, req, "the launch's token %s is not the gang's (%s)", req->token,
+                      g->token);
+    if (req->join_rank >= g->size)
+        return refuse(l, req, "the gang's ranks are 0 to %u", g->size - 1);
+    int runs = 0;
+    *at = NULL;
+    struct ebb_list *pos;
+    ebb_list_foreach(pos, &l->insts) {
+        struct local_inst *m = inst_of(pos);
+        if (strcmp(m->token, g->token) != 0)
+            continue;
+        if (m->rank == req->join_rank)
+            *at = m;
+        else
+            runs |= local_alive(m);
+    }
+    if (!runs)
+        return refuse(l, req, "no other member of the gang runs");
+    *size = g->size;
+    return 0;
+}
+
+/* A replacement member (req->join_gang): a new process tree under the key
+ * of the member that ended in that rank, with its own disk and agent
+ * token, answered alone. A member in that rank that still runs is
+ * answered again when a join started it (the same join, repeated), and
+ * refused when it is the gang's own; one whose processes are gone but
+ * that the watch has not reported yet is forgotten first. */
+static int local_join(struct local *l, const struct ebb_launch *req, ebb_launch_cb cb,
+                      void *arg)
+{
+    union local_cb done = {.launch = cb};
+    unsigned size = 0;
+    struct local_inst *at = NULL, *inst = NULL;
+    int rc = join_target(l, req, &size, &at);
+    if (rc != 0)
+        return rc;
+    if (at != NULL && local_alive(at)) {
+        if (!at->joined)
+            return refuse(l, req, "its member %s still runs", at->id);
+        return defer(l, CALL_JOIN, 0, done, arg, at);
+    }
+    if (at != NULL && pending_launch(l, at) != NULL)
+        return refuse(l, req, "a launch of the gang has not been answered yet");
+    if (at != NULL) {
+        local_kill(at); /* whatever of its tree is left */
+        drop(l, at);
+    }
+    if (running(l) + 1 > (size_t)l->cfg->slots)
+        return defer(l, CALL_JOIN, EBB_ENOCAPACITY, done, arg, NULL);
+    struct ebb_runas *who = NULL;
+    rc = become_owner(l, req, &who);
+    if (rc == 0)
+        rc = start_member(l, req, req->join_rank, size, req->agent_token, 1, who, &inst);
+    free(who);
+    if (rc != 0)
+        return defer(l, CALL_JOIN, rc, done, arg, NULL);
+    ebb_list_insert_head(&l->insts, &inst->node);
+    return defer(l, CALL_JOIN, 0, done, arg, inst);
+}
+
 /* A gang of `count` starts all its members or none; each takes a slot, so
  * one larger than `slots` could never start (EBB_EINVAL), and one that
  * does not fit now waits for room (EBB_ENOCAPACITY). */
@@ -435,6 +557,8 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
         return EBB_EINVAL;
     if (req->agent_url == NULL || !has_agent_tokens(req, count))
         return EBB_EINVAL;
+    if (EBB_HAS(struct ebb_launch, req, join_rank) && req->join_gang != NULL)
+        return count > 1 ? EBB_EINVAL : local_join(l, req, cb, arg);
     union local_cb done = {.launch = cb};
     struct local_inst *inst = find(l, req->token, 0);
     if (inst != NULL) /* the same token: the same instance, as ClientToken */
@@ -448,7 +572,9 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     struct local_inst *members[EBB_GANG_MAX];
     unsigned started = 0;
     while (rc == 0 && started < count) {
-        rc = start_member(l, req, started, count, who, &members[started]);
+        rc = start_member(l, req, started, count,
+                          count > 1 ? req->agent_tokens[started] : req->agent_token, 0,
+                          who, &members[started]);
         started += rc == 0;
     }
     free(who);
@@ -580,7 +706,7 @@ static const struct ebb_provider local_provider = {
     .launch = local_launch,
     .terminate = local_terminate,
     .list_instances = local_list,
-    .flags = EBB_PROVIDER_RUNS_HERE | EBB_PROVIDER_GANGS,
+    .flags = EBB_PROVIDER_RUNS_HERE | EBB_PROVIDER_GANGS | EBB_PROVIDER_GANG_REPLACE,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

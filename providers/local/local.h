@@ -8,7 +8,9 @@
  * the process start time guards against a recycled pid. Its key is its
  * launch's token; a gang (ebb/gang.h) is one instance per member, member
  * k's key "<token>+<k>", each with its own agent, agent token, state file,
- * disk and metadata path, reported as one instance.
+ * disk and metadata path, reported as one instance. A join
+ * (ebb_launch.join_gang) starts a new member under the key of one that
+ * ended.
  *
  * With `disk: private` (the default) each instance also has a directory
  * of its own, PLUGIN_DIR/disks/<key>, handed to the agent as --disk and
@@ -43,6 +45,7 @@ struct local_inst {
     pid_t pid;               /* the agent; leader of its session and group */
     unsigned long long start_ticks; /* its start time, /proc/PID/stat field 22 */
     ebb_time_ms launched_at;
+    int joined;              /* a replacement member, started by a join */
     int ours;                /* a child of this ebbd: reap with waitpid */
     int gone;                /* its processes are no more */
     int announce;            /* new: say RUNNING once its launch answered */

@@ -1,6 +1,7 @@
 /* State files of local instances: PLUGIN_DIR/<key>.json, one per instance
- * and one per member of a gang (which names its launch's token, its rank
- * and the gang's size, so that the gang is found again). */
+ * and one per member of a gang (which names its launch's token, its rank,
+ * the gang's size and whether a join started it, so that the gang is
+ * found again). */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +26,10 @@ int local_state_save(struct local *l, const struct local_inst *inst)
         free(path);
         return EBB_ENOMEM;
     }
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "token", inst->token,
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:b,s:I,s:I,s:I}", "token", inst->token,
                           "key", inst->key, "id", inst->id, "job_id", inst->job_id,
                           "rank", (json_int_t)inst->rank, "size", (json_int_t)inst->size,
+                          "joined", inst->joined,
                           "pid", (json_int_t)inst->pid,
                           "start_ticks", (json_int_t)inst->start_ticks,
                           "launched_at", (json_int_t)inst->launched_at);
@@ -79,6 +81,7 @@ static struct local_inst *inst_from_json(json_t *j)
     snprintf(inst->key, sizeof(inst->key), "%s", key);
     inst->rank = (unsigned)rank;
     inst->size = (unsigned)size;
+    inst->joined = json_is_true(json_object_get(j, "joined"));
     snprintf(inst->id, sizeof(inst->id), "%s", id);
     snprintf(inst->job_id, sizeof(inst->job_id), "%s", job);
     inst->pid = (pid_t)json_integer_value(json_object_get(j, "pid"));

@@ -226,18 +226,21 @@ static void terminate(struct fx *f, const char *id, struct res *r)
 
 /* ---- what the agents got ---- */
 
-/* Line `key ...` of member `k`'s agent log into out, waiting (bounded) for
- * the agent to have written it. */
-static void agent_says(const struct fx *f, const char *key, const char *what,
-                       char *out, size_t len)
+/* Line `what ...` of the agent log of key `key` into out, said by the
+ * `run`th agent started under that key (0: the first; a join's member
+ * appends to the log of the one it replaces), waiting (bounded) for the
+ * agent to have written it. */
+static void agent_says_run(const struct fx *f, const char *key, unsigned run,
+                           const char *what, char *out, size_t len)
 {
     char path[256], line[512];
     snprintf(path, sizeof(path), "%s/%s.agent.log", f->pdir, key);
     size_t wlen = strlen(what);
     for (int tries = 0; tries < 1000; tries++) {
         FILE *fp = fopen(path, "r");
+        unsigned seen = 0;
         while (fp != NULL && fgets(line, sizeof(line), fp) != NULL) {
-            if (strncmp(line, what, wlen) == 0 && line[wlen] == ' ') {
+            if (strncmp(line, what, wlen) == 0 && line[wlen] == ' ' && seen++ == run) {
                 line[strcspn(line, "\n")] = '\0';
                 snprintf(out, len, "%s", line + wlen + 1);
                 fclose(fp);
@@ -248,14 +251,25 @@ static void agent_says(const struct fx *f, const char *key, const char *what,
             fclose(fp);
         nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
     }
-    fail_msg("%s never said \"%s\"", path, what);
+    fail_msg("%s never said \"%s\" (agent %u)", path, what, run);
+}
+
+static void agent_says(const struct fx *f, const char *key, const char *what,
+                       char *out, size_t len)
+{
+    agent_says_run(f, key, 0, what, out, len);
+}
+
+static pid_t agent_pid_run(const struct fx *f, const char *key, unsigned run)
+{
+    char pid[32];
+    agent_says_run(f, key, run, "pid", pid, sizeof(pid));
+    return (pid_t)strtol(pid, NULL, 10);
 }
 
 static pid_t agent_pid(const struct fx *f, const char *key)
 {
-    char pid[32];
-    agent_says(f, key, "pid", pid, sizeof(pid));
-    return (pid_t)strtol(pid, NULL, 10);
+    return agent_pid_run(f, key, 0);
 }
 
 /* Waits (bounded) for child `pid` to have been killed, and reaps it, unless
@@ -441,12 +455,177 @@ static void a_gang_terminated_before_its_launch_answered(void **state)
     fx_close(&f);
 }
 
+/* ---- replacement members (joins) ---- */
+
+/* A join: one member for rank `rank` of gang `id`, its agent's token
+ * `agent_token`. */
+static struct ebb_launch join_req(const char *token, const char *id, unsigned rank,
+                                  const char *agent_token)
+{
+    struct ebb_launch req = gang(token, 1, NULL);
+    req.agent_token = agent_token;
+    req.join_gang = id;
+    req.join_rank = rank;
+    return req;
+}
+
+static size_t losses(const struct fx *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_ev; i++)
+        n += f->ev[i].kind == EBB_EVENT_LOST;
+    return n;
+}
+
+/* Kills member `pid` (a child of the test's process: the provider's) and
+ * runs the watch, which reports it lost. */
+static void lose_member(struct fx *f, pid_t pid)
+{
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    expect_killed(pid);
+    run_to(f, ebb__clock_now(&f->clock) + 1100);
+}
+
+/* A member lost, a join in its rank starts a new process tree under its
+ * key, with its own agent token and disk; the gang is whole again, also
+ * for an ebbd started again, and terminating it ends both. */
+static void a_join_replaces_a_lost_member(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    assert_true(f.p->flags & EBB_PROVIDER_GANG_REPLACE);
+    struct ebb_launch req = gang("ga", 2, tokens_a);
+    struct res r;
+    launch(&f, &req, &r);
+    pid_t first = agent_pid(&f, "ga+0"), lost = agent_pid(&f, "ga+1");
+    lose_member(&f, lost);
+    assert_int_equal(losses(&f), 1);
+    assert_false(exists(&f, "disks/ga+1"));
+
+    struct ebb_launch j = join_req("ga", "local-ga+0,local-ga+1", 1, "enrol:ga+1.secret2");
+    launch(&f, &j, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, "local-ga+1");
+    assert_int_equal(f.n_ev, 2); /* the gang's RUNNING and the loss: no more */
+    char got[512], want[200];
+    agent_says_run(&f, "ga+1", 1, "token", got, sizeof(got));
+    assert_string_equal(got, "enrol:ga+1.secret2");
+    agent_says_run(&f, "ga+1", 1, "mark", got, sizeof(got));
+    assert_string_equal(got, "local-ga+1");
+    agent_says_run(&f, "ga+1", 1, "args", got, sizeof(got));
+    snprintf(want, sizeof(want), "--disk %s/disks/ga+1", f.pdir);
+    assert_non_null(strstr(got, want));
+    assert_non_null(strstr(got, "--metadata http://127.0.0.1:9/imds/ga+1 "));
+    assert_true(exists(&f, "disks/ga+1"));
+    assert_true(exists(&f, "ga+1.json"));
+    pid_t joined = agent_pid_run(&f, "ga+1", 1);
+    assert_true(joined != lost && joined != first);
+    list(&f, &r);
+    assert_int_equal(r.n, 1);
+    assert_string_equal(r.id, "local-ga+0,local-ga+1");
+    assert_int_equal(r.state, EBB_INSTANCE_RUNNING);
+
+    /* The same join again, also from an ebbd started again: the same
+     * member, still running. */
+    launch(&f, &j, &r);
+    assert_string_equal(r.id, "local-ga+1");
+    fx_destroy(&f);
+    fx_create(&f);
+    launch(&f, &j, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, "local-ga+1");
+    assert_int_equal(kill(joined, 0), 0);
+    list(&f, &r);
+    assert_string_equal(r.id, "local-ga+0,local-ga+1");
+
+    terminate(&f, "local-ga+0,local-ga+1", &r);
+    assert_int_equal(r.status, 0);
+    expect_killed(first);
+    expect_killed(joined);
+    assert_false(exists(&f, "disks/ga+1"));
+    assert_false(exists(&f, "ga+1.json"));
+    list(&f, &r);
+    assert_int_equal(r.n, 0);
+    fx_close(&f);
+}
+
+/* Refusals (EBB_EINVAL) and no room (EBB_ENOCAPACITY); a member whose
+ * processes died and that the watch has not reported yet is replaced too,
+ * and no loss is reported for it then. */
+static void a_join_needs_a_lost_rank_and_a_free_slot(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f);
+    struct ebb_launch req = gang("ga", 2, tokens_a);
+    struct res r;
+    launch(&f, &req, &r);
+    pid_t first = agent_pid(&f, "ga+0");
+    const char *id = "local-ga+0,local-ga+1";
+    struct ebb_launch j = join_req("ga", id, 0, "enrol:ga+0.s");
+    assert_int_equal(f.p->launch(f.self, &j, on_launch, &r), EBB_EINVAL); /* runs */
+    j = join_req("ga", id, 2, "enrol:ga+2.s");
+    assert_int_equal(f.p->launch(f.self, &j, on_launch, &r), EBB_EINVAL);
+    j = join_req("ga", "local-zz+0,local-zz+1", 1, "enrol:zz+1.s");
+    assert_int_equal(f.p->launch(f.self, &j, on_launch, &r), EBB_EINVAL);
+    j = join_req("other", id, 1, "enrol:other+1.s");
+    assert_int_equal(f.p->launch(f.self, &j, on_launch, &r), EBB_EINVAL);
+    j = join_req("ga", id, 1, NULL);
+    assert_int_equal(f.p->launch(f.self, &j, on_launch, &r), EBB_EINVAL);
+    j = join_req("ga", id, 1, "enrol:ga+1.s");
+    j.count = 2;
+    assert_int_equal(f.p->launch(f.self, &j, on_launch, &r), EBB_EINVAL);
+    struct ebb_launch one = gang("one", 1, NULL);
+    one.agent_token = "enrol:one.s";
+    launch(&f, &one, &r);
+    assert_string_equal(r.id, "local-one");
+    j = join_req("one", "local-one", 0, "enrol:one.s2");
+    assert_int_equal(f.p->launch(f.self, &j, on_launch, &r), EBB_EINVAL);
+
+    /* Rank 1 dies; the watch has not seen it when the join comes, and
+     * the three slots are taken by rank 0 and two single instances. */
+    struct ebb_launch two = gang("two", 1, NULL);
+    two.agent_token = "enrol:two.s";
+    pid_t lost = agent_pid(&f, "ga+1");
+    assert_int_equal(kill(lost, SIGKILL), 0);
+    expect_killed(lost);
+    launch(&f, &two, &r);
+    assert_int_equal(r.status, 0);
+    j = join_req("ga", id, 1, "enrol:ga+1.s");
+    launch(&f, &j, &r);
+    assert_int_equal(r.status, EBB_ENOCAPACITY);
+    terminate(&f, "local-two", &r);
+    launch(&f, &j, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, "local-ga+1");
+    pid_t joined = agent_pid_run(&f, "ga+1", 1);
+    run_to(&f, ebb__clock_now(&f.clock) + 1100);
+    assert_int_equal(losses(&f), 0);
+    list(&f, &r);
+    assert_int_equal(r.n, 2);
+
+    /* One member's id ends it alone; a gang with no member left running
+     * takes no join. */
+    terminate(&f, "local-ga+1", &r);
+    assert_int_equal(r.status, 0);
+    expect_killed(joined);
+    terminate(&f, "local-ga+0", &r);
+    expect_killed(first);
+    j = join_req("ga", id, 1, "enrol:ga+1.s3");
+    assert_int_equal(f.p->launch(f.self, &j, on_launch, &r), EBB_EINVAL);
+    terminate(&f, "local-one", &r);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_gang_starts_one_agent_per_member),
         cmocka_unit_test(a_restarted_ebbd_finds_the_gang_and_hears_of_a_lost_member),
         cmocka_unit_test(a_gang_terminated_before_its_launch_answered),
+        cmocka_unit_test(a_join_replaces_a_lost_member),
+        cmocka_unit_test(a_join_needs_a_lost_rank_and_a_free_slot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
