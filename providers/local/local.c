@@ -4,7 +4,6 @@
  * cancels), and a watch timer that notices instances whose processes are
  * gone. A gang's members are instances of l->insts sharing their launch's
  * token, seen from outside as one (ebb/gang.h). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,7 +267,7 @@ static int ensure_dir(struct local *l)
     return 0;
 }
 
-static struct local_inst *find(struct local *l, const char *token_or_id, int by_id)
+struct local_inst *local_find(struct local *l, const char *token_or_id, int by_id)
 {
     struct ebb_list *pos;
     ebb_list_foreach(pos, &l->insts) {
@@ -441,64 +440,18 @@ static int has_agent_tokens(const struct ebb_launch *req, unsigned count)
     return tokens != NULL;
 }
 
-/* Logs why a join is refused; returns EBB_EINVAL. */
-static int refuse(struct local *l, const struct ebb_launch *req, const char *fmt, ...)
-    EBB_PRINTF(3, 4);
-
-static int refuse(struct local *l, const struct ebb_launch *req, const char *fmt, ...)
+/* Ends member `inst` now: its processes killed, its disk and state file
+ * removed. A launch of its gang not answered yet fails. */
+static void end_member(struct local *l, struct local_inst *inst)
 {
-    char why[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    l->host->log(l->host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
-                 req->join_rank, req->join_gang, why);
-    return EBB_EINVAL;
-}
-
-/* The gang a join goes into, found by the members of req->join_gang still
- * here: 0 with its `size` and *at, the member there now in the join's
- * rank (NULL when none), or EBB_EINVAL (logged). */
-static int join_target(struct local *l, const struct ebb_launch *req, unsigned *size,
-                       struct local_inst **at)
-{
-    struct local_inst *g = NULL;
-    size_t n = ebb_gang_size(req->join_gang);
-    for (size_t k = 0; k < n && k < EBB_GANG_MAX; k++) {
-        char id[sizeof(g->id)];
-        struct local_inst *m = ebb_gang_member(req->join_gang, k, id, sizeof(id)) == 0
-                                   ? find(l, id, 1)
-                                   : NULL;
-        if (m != NULL && g != NULL && strcmp(m->token, g->token) != 0)
-            return refuse(l, req, "it names members of different gangs");
-        g = m != NULL ? m : g;
+    local_kill(inst);
+    if (inst->ours)
+        local_reap_later(l, inst->pid);
+    for (struct local_call *c; (c = pending_launch(l, inst)) != NULL;) {
+        c->inst = NULL;
+        c->status = EBB_EIO; /* terminated before its launch answered */
     }
-    if (g == NULL)
-        return refuse(l, req, "no member of it is here");
-    if (g->size < 2)
-        return refuse(l, req, "%s is a single instance, not a gang", g->id);
-    if (strcmp(req->token, g->token) != 0)
-        return refuse(l, req, "the launch's token %s is not the gang's (%s)", req->token,
-                      g->token);
-    if (req->join_rank >= g->size)
-        return refuse(l, req, "the gang's ranks are 0 to %u", g->size - 1);
-    int runs = 0;
-    *at = NULL;
-    struct ebb_list *pos;
-    ebb_list_foreach(pos, &l->insts) {
-        struct local_inst *m = inst_of(pos);
-        if (strcmp(m->token, g->token) != 0)
-            continue;
-        if (m->rank == req->join_rank)
-            *at = m;
-        else
-            runs |= local_alive(m);
-    }
-    if (!runs)
-        return refuse(l, req, "no other member of the gang runs");
-    *size = g->size;
-    return 0;
+    drop(l, inst);
 }
 
 /* A replacement member (req->join_gang): a new process tree under the key
@@ -513,20 +466,15 @@ static int local_join(struct local *l, const struct ebb_launch *req, ebb_launch_
     union local_cb done = {.launch = cb};
     unsigned size = 0;
     struct local_inst *at = NULL, *inst = NULL;
-    int rc = join_target(l, req, &size, &at);
+    int rc = local_join_target(l, req, &size, &at);
     if (rc != 0)
         return rc;
-    if (at != NULL && local_alive(at)) {
-        if (!at->joined)
-            return refuse(l, req, "its member %s still runs", at->id);
+    if (at != NULL && local_alive(at)) /* a join started it: the same again */
         return defer(l, CALL_JOIN, 0, done, arg, at);
-    }
     if (at != NULL && pending_launch(l, at) != NULL)
-        return refuse(l, req, "a launch of the gang has not been answered yet");
-    if (at != NULL) {
-        local_kill(at); /* whatever of its tree is left */
-        drop(l, at);
-    }
+        return local_join_refuse(l, req, "a launch of the gang has not been answered yet");
+    if (at != NULL)
+        end_member(l, at); /* whatever of its tree is left */
     if (running(l) + 1 > (size_t)l->cfg->slots)
         return defer(l, CALL_JOIN, EBB_ENOCAPACITY, done, arg, NULL);
     struct ebb_runas *who = NULL;
@@ -560,7 +508,7 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     if (EBB_HAS(struct ebb_launch, req, join_rank) && req->join_gang != NULL)
         return count > 1 ? EBB_EINVAL : local_join(l, req, cb, arg);
     union local_cb done = {.launch = cb};
-    struct local_inst *inst = find(l, req->token, 0);
+    struct local_inst *inst = local_find(l, req->token, 0);
     if (inst != NULL) /* the same token: the same instance, as ClientToken */
         return defer(l, CALL_LAUNCH, 0, done, arg, inst);
     if (running(l) + count > (size_t)l->cfg->slots)
@@ -589,20 +537,6 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     return defer(l, CALL_LAUNCH, 0, done, arg, members[0]);
 }
 
-/* Ends member `inst` now: its processes killed, its disk and state file
- * removed. A launch of its gang not answered yet fails. */
-static void end_member(struct local *l, struct local_inst *inst)
-{
-    local_kill(inst);
-    if (inst->ours)
-        local_reap_later(l, inst->pid);
-    for (struct local_call *c; (c = pending_launch(l, inst)) != NULL;) {
-        c->inst = NULL;
-        c->status = EBB_EIO; /* terminated before its launch answered */
-    }
-    drop(l, inst);
-}
-
 /* A gang's id ends every member it names that is still there; one that
  * names none is not found. */
 static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
@@ -616,7 +550,7 @@ static int local_terminate(void *self, const char *instance_id, ebb_done_cb cb,
     for (size_t k = 0; k < n && k < EBB_GANG_MAX; k++) {
         char id[sizeof(((struct local_inst *)0)->id)];
         struct local_inst *inst = ebb_gang_member(instance_id, k, id, sizeof(id)) == 0
-                                      ? find(l, id, 1)
+                                      ? local_find(l, id, 1)
                                       : NULL;
         if (inst != NULL) {
             end_member(l, inst);

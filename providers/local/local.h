@@ -109,6 +109,23 @@ void local_disk_remove(struct local *l, const char *key);
  * ended while no ebbd ran). */
 void local_disk_sweep(struct local *l);
 
+/* local.c: the instance launched with `token` (by_id 0; a gang's member
+ * with it), or the instance whose id is `id` (by_id 1); NULL when none. */
+struct local_inst *local_find(struct local *l, const char *token_or_id, int by_id);
+
+/* local_join.c: replacement members (ebb_launch.join_gang) */
+/* Logs why a join is refused; returns EBB_EINVAL. */
+int local_join_refuse(struct local *l, const struct ebb_launch *req, const char *fmt, ...)
+    EBB_PRINTF(3, 4);
+/* The gang a join goes into, found by the members of req->join_gang still
+ * here: 0 with its `size` and *at, the member in the join's rank now
+ * (NULL when none; one that still runs is one a join started: the join
+ * is a repeat), or EBB_EINVAL (logged): no member named is here, it is a
+ * single instance, the token is not the gang's, the rank is out of range,
+ * no other member runs, or the rank's own member still runs. */
+int local_join_target(struct local *l, const struct ebb_launch *req, unsigned *size,
+                      struct local_inst **at);
+
 /* local_state.c */
 int local_state_save(struct local *l, const struct local_inst *inst);
 void local_state_remove(struct local *l, const struct local_inst *inst);
