@@ -152,6 +152,7 @@ struct res {
     int calls, status;
     char id[128];
     enum ebb_instance_state state;
+    ebb_time_ms launched_at;
     size_t n;
 };
 
@@ -160,8 +161,10 @@ static void on_launch(void *arg, int status, const struct ebb_instance *in)
     struct res *r = arg;
     r->calls++;
     r->status = status;
-    if (in != NULL)
+    if (in != NULL) {
         snprintf(r->id, sizeof(r->id), "%s", in->id);
+        r->launched_at = in->launched_at;
+    }
 }
 
 static void on_done(void *arg, int status)
@@ -180,6 +183,7 @@ static void on_list(void *arg, int status, const struct ebb_instance *v, size_t 
     if (n > 0) {
         snprintf(r->id, sizeof(r->id), "%s", v[0].id);
         r->state = v[0].state;
+        r->launched_at = v[0].launched_at;
     }
 }
 
@@ -507,6 +511,8 @@ static void a_join_replaces_a_lost_member(void **state)
     launch(&f, &j, &r);
     assert_int_equal(r.status, 0);
     assert_string_equal(r.id, "local-ga+1");
+    assert_int_equal(r.launched_at, ebb__clock_now(&f.clock));
+    assert_true(r.launched_at > T0);
     assert_int_equal(f.n_ev, 2); /* the gang's RUNNING and the loss: no more */
     char got[512], want[200];
     agent_says_run(&f, "ga+1", 1, "token", got, sizeof(got));
@@ -521,10 +527,15 @@ static void a_join_replaces_a_lost_member(void **state)
     assert_true(exists(&f, "ga+1.json"));
     pid_t joined = agent_pid_run(&f, "ga+1", 1);
     assert_true(joined != lost && joined != first);
+    /* The gang started when it was launched, whatever member joined. */
     list(&f, &r);
     assert_int_equal(r.n, 1);
     assert_string_equal(r.id, "local-ga+0,local-ga+1");
     assert_int_equal(r.state, EBB_INSTANCE_RUNNING);
+    assert_int_equal(r.launched_at, T0);
+    launch(&f, &req, &r);
+    assert_string_equal(r.id, "local-ga+0,local-ga+1");
+    assert_int_equal(r.launched_at, T0);
 
     /* The same join again, also from an ebbd started again: the same
      * member, still running. */
