@@ -500,13 +500,14 @@ static int local_launch(void *self, const struct ebb_launch *req, ebb_launch_cb 
     int rc = ensure_dir(l);
     if (rc != 0)
         return rc;
+    if (EBB_HAS(struct ebb_launch, req, join_rank) && req->join_gang != NULL)
+        return req->agent_url == NULL || req->agent_token == NULL ? EBB_EINVAL
+                                                                 : local_join(l, req, cb, arg);
     unsigned count = req->count > 1 ? req->count : 1;
     if (count > EBB_GANG_MAX || count > (uint64_t)l->cfg->slots)
         return EBB_EINVAL;
     if (req->agent_url == NULL || !has_agent_tokens(req, count))
         return EBB_EINVAL;
-    if (EBB_HAS(struct ebb_launch, req, join_rank) && req->join_gang != NULL)
-        return count > 1 ? EBB_EINVAL : local_join(l, req, cb, arg);
     union local_cb done = {.launch = cb};
     struct local_inst *inst = local_find(l, req->token, 0);
     if (inst != NULL) /* the same token: the same instance, as ClientToken */

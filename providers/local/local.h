@@ -120,9 +120,10 @@ int local_join_refuse(struct local *l, const struct ebb_launch *req, const char 
 /* The gang a join goes into, found by the members of req->join_gang still
  * here: 0 with its `size` and *at, the member in the join's rank now
  * (NULL when none; one that still runs is one a join started: the join
- * is a repeat), or EBB_EINVAL (logged): no member named is here, it is a
- * single instance, the token is not the gang's, the rank is out of range,
- * no other member runs, or the rank's own member still runs. */
+ * is a repeat), or EBB_EINVAL (logged): a count above 1, no member named
+ * is here, it is a single instance, the token is not the gang's, the rank
+ * is out of range, no other member runs, or the rank's own member still
+ * runs. */
 int local_join_target(struct local *l, const struct ebb_launch *req, unsigned *size,
                       struct local_inst **at);
 

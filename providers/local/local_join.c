@@ -23,6 +23,8 @@ int local_join_target(struct local *l, const struct ebb_launch *req, unsigned *s
                       struct local_inst **at)
 {
     struct local_inst *g = NULL;
+    if (req->count > 1)
+        return local_join_refuse(l, req, "a join starts one member, not %u", req->count);
     size_t n = ebb_gang_size(req->join_gang);
     for (size_t k = 0; k < n && k < EBB_GANG_MAX; k++) {
         char id[sizeof(g->id)];

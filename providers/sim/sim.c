@@ -393,11 +393,11 @@ static int sim_join(struct sim *s, const struct ebb_launch *req,
                     const struct ebb_job_model *model, ebb_launch_cb cb, void *arg)
 {
     struct sim_instance *lead, *in;
-    if (req->count > 1)
-        return EBB_EINVAL;
     int rc = sim_gang_join_target(s, req, &lead, &in);
-    if (rc != 0 || in != NULL)
-        return rc != 0 ? rc : launch_reply(s, cb, arg, 0, in);
+    if (rc != 0)
+        return rc;
+    if (in != NULL) /* a join started it: the same join again */
+        return launch_reply(s, cb, arg, 0, in);
     if (s->launches_to_fail > 0) {
         s->launches_to_fail--;
         return launch_reply(s, cb, arg, EBB_EIO, NULL);

@@ -221,9 +221,9 @@ void sim_gang_view(const struct sim *s, const struct sim_instance *lead,
 /* The gang a join (req->join_gang, of rank req->join_rank) goes into:
  * 0 with *lead, and *again the member a join of that rank started
  * before when it still lives (a repeat: answered again), else NULL.
- * EBB_EINVAL (the reason logged) when the id names no gang of the sim's,
- * the token is not the gang's, the rank is out of range, the gang has
- * ended, or the rank's member still lives. */
+ * EBB_EINVAL (the reason logged) for a count above 1, an id that names
+ * no gang of the sim's, a token that is not the gang's, a rank out of
+ * range, a gang that has ended, or a rank whose member still lives. */
 int sim_gang_join_target(const struct sim *s, const struct ebb_launch *req,
                          struct sim_instance **lead, struct sim_instance **again);
 /* Whether the offer of `lead`'s gang has room for one more instance now. */

@@ -108,6 +108,8 @@ int sim_gang_join_target(const struct sim *s, const struct ebb_launch *req,
     struct sim_instance *v[EBB_GANG_MAX];
     size_t n;
     *lead = *again = NULL;
+    if (req->count > 1)
+        return refuse(s, req, "a join starts one member, not %u", req->count);
     if (sim_gang_find(s, req->join_gang, v, &n) != 0)
         return refuse(s, req, "it names an instance the sim never started");
     struct sim_instance *g = v[0]->lead;

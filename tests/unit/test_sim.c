@@ -1611,7 +1611,9 @@ static void a_join_needs_a_lost_rank_of_a_running_gang_and_room(void **state)
                      EBB_EINVAL);
     j = join_req("g2", "sim-1,sim-2", 1);
     j.l.count = 2;
+    logbuf[0] = '\0';
     assert_int_equal(f.p->launch(f.self, linked(&j), on_launch, &r), EBB_EINVAL);
+    assert_non_null(strstr(logbuf, "a join starts one member, not 2"));
 
     struct sim_launch one = on_c("one", H);
     launch(&f, &one, &r);
