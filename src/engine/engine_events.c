@@ -224,6 +224,16 @@ static void on_shadow_event(struct ebb__job *job, const struct ebb_instance_even
     on_lost(job, ev, 1);
 }
 
+/* A gang member gone after its agent reported its job's end: it left as
+ * it should, while its peers finish (their exits end the gang's run). */
+static int member_done(const struct ebb__job *job, const struct ebb_instance_event *ev)
+{
+    const struct ebb__attempt *a = job->current;
+    int rank = EBB_HAS(struct ebb_instance_event, ev, rank) ? ev->rank : -1;
+    return rank >= 0 && (unsigned)rank < a->n_nodes && a->n_nodes > 1 &&
+           a->nodes[rank].exited;
+}
+
 void ebb__engine_instance_event(void *sink, const char *provider,
                                 const struct ebb_instance_event *ev)
 {
@@ -255,7 +265,7 @@ void ebb__engine_instance_event(void *sink, const char *provider,
             on_notice(job, ev);
         break;
     case EBB_EVENT_LOST:
-        if (!ebb__engine_replace_lost(job, ev))
+        if (!member_done(job, ev) && !ebb__engine_replace_lost(job, ev))
             on_lost(job, ev, 0);
         break;
     case EBB_EVENT_EXITED:

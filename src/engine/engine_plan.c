@@ -453,6 +453,21 @@ static int any_available(const struct ebb__engine *e, size_t n_view)
     return 0;
 }
 
+/* The earliest end of a pause on new launches (unavailable_until: a pool
+ * under notice, one without capacity, a refused host) among the view's
+ * offers, or 0 when none is paused. A job that waits for an offer must
+ * hear when one comes back: nothing else happens on the market then. */
+static ebb_time_ms pause_ends(const struct ebb__engine *e, size_t n_view, ebb_time_ms now)
+{
+    ebb_time_ms first = 0;
+    for (size_t i = 0; i < n_view; i++) {
+        ebb_time_ms until = e->market.offers[e->view_map[i]].unavailable_until;
+        if (until > now && (first == 0 || until < first))
+            first = until;
+    }
+    return first;
+}
+
 /* A job without an instance whose deadline has passed ends
  * deadline_missed, its checkpoint kept: ebb neither starts nor resumes a
  * job after its deadline (one running then runs on to its end, as its
@@ -573,6 +588,9 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
         break;
     }
     if (job->current == NULL) {
+        ebb_time_ms back = pause_ends(e, n_view, now);
+        if (back > 0 && (!ebb__timer_pending(&job->wake) || job->wake.due > back))
+            ebb__timer_start(e->opt.clock, &job->wake, back);
         ebb__engine_quota_yield(job);
         ebb__engine_note_waiting(job, d.reason[0] ? d.reason
                                                   : "the policy chose to wait");

@@ -5,9 +5,10 @@ disk), the live sim market, and tests/e2e/gang_train.py, whose two ranks
 exchange gradients over TCP at MASTER_ADDR:MASTER_PORT.
 
 1. A 2-node gang (restart: whole) is preempted at least twice (the sim
-   preempts each node an hour after its launch), checkpoints as one (every
-   rank's part, one name), resumes together, and ends with the model of a
-   single process running the same steps, bit for bit. Each node is
+   preempts a gang's last node an hour after its launch), checkpoints as
+   one (every rank's part, one name), resumes together, is taken back
+   whole after ebbd is SIGKILLed, and ends with the model of a single
+   process running the same steps, bit for bit. Each node is
    billed; `ebb job show` lists the nodes with their ranks while it runs.
 2. A gang whose node 1 reports another driver version (a fake nvidia-smi)
    is refused before the job starts, released, and says why.
@@ -120,6 +121,13 @@ def whole_gang():
         shown = ebbd.ebb("job", "show", jid)
         ok("node 0:" in shown.stdout and "node 1:" in shown.stdout,
            "ebb job show prints the nodes", shown.stdout)
+        # A crash while the gang runs: ebbd takes it back whole, and its
+        # agents carry on with their sessions.
+        gang_id = (ebbd.job(jid) or {}).get("current", {}).get("instance_id")
+        ebbd.stop(9)
+        ok(ebbd.start(), "ebbd starts again after a SIGKILL")
+        ok(wait_for(lambda: "adopted %s" % gang_id in ebbd.log(), 30),
+           "the running gang is taken back whole", gang_id)
         ok(ebbd.wait_end(jid, 480) == "succeeded", "the gang's job succeeds",
            ebbd.job(jid) and ebbd.job(jid)["state"])
         j = ebbd.job(jid) or {}
