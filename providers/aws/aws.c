@@ -205,7 +205,7 @@ static const struct ebb_provider aws_provider = {
     .terminate = aws_terminate,
     .list_instances = aws_list_instances,
     .stop_job = NULL,
-    .flags = EBB_PROVIDER_GANGS,
+    .flags = EBB_PROVIDER_GANGS | EBB_PROVIDER_GANG_REPLACE,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

@@ -292,6 +292,7 @@ static void inst_start(void *ud, const struct ebb_xml_path *p)
         ip->depth = p->depth;
         memset(&ip->cur, 0, sizeof(ip->cur));
         ip->cur.launch_index = -1;
+        ip->cur.rank_tag = -1;
     } else if (ip->depth > 0 && p->depth == ip->depth + 2 &&
                strcmp(ebb_xml_up(p, 1), "tagSet") == 0) {
         ip->tag_key[0] = ip->tag_value[0] = '\0';
@@ -304,6 +305,9 @@ static void inst_tag_done(struct inst_parse *ip)
         snprintf(ip->cur.job_id, sizeof(ip->cur.job_id), "%s", ip->tag_value);
     else if (strcmp(ip->tag_key, "ebb:token") == 0)
         snprintf(ip->cur.token, sizeof(ip->cur.token), "%s", ip->tag_value);
+    else if (strcmp(ip->tag_key, "ebb:rank") == 0 &&
+             parse_index(ip->tag_value, strlen(ip->tag_value), &ip->cur.rank_tag) != 0)
+        ip->cur.rank_tag = -1; /* not ebb's: the launch index counts */
 }
 
 static void inst_done(struct inst_parse *ip)
@@ -348,6 +352,8 @@ static void inst_end(void *ud, const struct ebb_xml_path *p, const char *text,
             copy_text(c->instance_type, sizeof(c->instance_type), text, len);
         else if (strcmp(name, "instanceLifecycle") == 0)
             copy_text(c->lifecycle, sizeof(c->lifecycle), text, len);
+        else if (strcmp(name, "clientToken") == 0)
+            copy_text(c->client_token, sizeof(c->client_token), text, len);
         else if (strcmp(name, "amiLaunchIndex") == 0)
             ip->failed = ip->failed ? ip->failed
                                     : parse_index(text, len, &c->launch_index);

@@ -43,6 +43,8 @@ struct aws_ec2_instance {
     char token[128];       /* tag ebb:token */
     char group[64];        /* placement/groupName: "" outside a group */
     int launch_index;      /* amiLaunchIndex: its rank in a gang; -1 absent */
+    int rank_tag;          /* tag ebb:rank (a replacement member's rank); -1 absent */
+    char client_token[72]; /* clientToken: "" when none */
     ebb_time_ms launched_at;
     char region[32];       /* not in the XML: the caller fills it */
 };

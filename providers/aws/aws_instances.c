@@ -11,7 +11,13 @@
  * instance whose id joins its members' in rank order (ebb/gang.h), and
  * lists group instances by their token into such gangs. An answer that is
  * no gang of `count` (too few, ranks missing or repeated, an id holding
- * the separator) fails the launch, and what it started is terminated. */
+ * the separator) fails the launch, and what it started is terminated.
+ *
+ * A replacement member (ebb_launch.join_gang) is one RunInstances into
+ * the gang's placement group and zone, once DescribeInstances shows the
+ * gang running without that rank (aws_join.c checks); its rank is its
+ * ebb:rank tag, which lists read before amiLaunchIndex, and its
+ * ClientToken is the join's own (aws_join_client_token()). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +31,8 @@
 
 #define TAG_JOB "ebb:job"
 #define TAG_TOKEN "ebb:token"
-#define CLIENT_TOKEN_MAX 64 /* EC2's limit */
+#define TAG_RANK "ebb:rank"
+#define CLIENT_TOKEN_MAX AWS_CLIENT_TOKEN_MAX
 #define USERDATA_MAX 16384  /* EC2's limit, before base64 */
 /* Placement groups deleted at most by one list (aws_group.c). */
 #define AWS_GROUP_DELETES_PER_LIST 4
@@ -85,14 +92,21 @@ struct launch {
     void *arg;
     char region[32];
     char token[CLIENT_TOKEN_MAX + 1];
+    char client_token[CLIENT_TOKEN_MAX + 1];
     unsigned count;
     char group[AWS_GROUP_NAME_MAX]; /* a gang's placement group; "" for one */
-    char *params;                   /* RunInstances', while the group is made */
+    char *params;                   /* RunInstances', while the group is made
+                                     * or a join's gang looked at */
+    /* A replacement member's: the gang's id and the rank it takes. */
+    char *join_gang;
+    unsigned join_rank;
+    char zone[32];
 };
 
 static void launch_free(struct launch *l)
 {
     free(l->params);
+    free(l->join_gang);
     free(l);
 }
 
@@ -105,7 +119,7 @@ static int terminate_ids(struct aws *a, const char *what, const char *region,
 struct sweep {
     struct aws *a;
     char region[32];
-    char token[CLIENT_TOKEN_MAX + 1];
+    char token[CLIENT_TOKEN_MAX + 1]; /* the launch's ClientToken */
 };
 
 static void on_swept(void *arg, const struct aws_reply *r)
@@ -127,7 +141,10 @@ static void on_swept(void *arg, const struct aws_reply *r)
     free(w);
 }
 
-static int sweep_launch(struct aws *a, const char *region, const char *token)
+/* A gang's launch is found by its token's tag, a join (whose gang runs
+ * on) by its own ClientToken. */
+static int sweep_launch(struct aws *a, const char *region, const char *filter,
+                        const char *token)
 {
     struct sweep *w = calloc(1, sizeof(*w));
     if (w == NULL)
@@ -136,7 +153,7 @@ static int sweep_launch(struct aws *a, const char *region, const char *token)
     snprintf(w->region, sizeof(w->region), "%s", region);
     snprintf(w->token, sizeof(w->token), "%s", token);
     struct ebb_buf p = {0};
-    aws_param(&p, "Filter.1.Name", "tag:" TAG_TOKEN);
+    aws_param(&p, "Filter.1.Name", filter);
     aws_param(&p, "Filter.1.Value.1", token);
     aws_param(&p, "MaxResults", "1000");
     int rc = p.failed ? EBB_ENOMEM
@@ -242,8 +259,8 @@ static void on_launched(void *arg, const struct aws_reply *r)
         if (r->status != EBB_ECANCELED)
             log_failure(a, l->region, "RunInstances", r);
         /* All or nothing: a gang EC2 could not start leaves no instance
-         * in its group. */
-        if (r->status != EBB_ECANCELED && l->group[0] != '\0')
+         * in its group (a join's gang runs on in it). */
+        if (r->status != EBB_ECANCELED && l->group[0] != '\0' && l->join_gang == NULL)
             aws_group_delete(a, l->region, l->group);
         l->cb(l->arg, r->status, NULL);
         launch_free(l);
@@ -266,7 +283,9 @@ static void on_launched(void *arg, const struct aws_reply *r)
         a->host->log(a->host->ctx, EBB_LOG_ERROR,
                      "%s: RunInstances for launch %s answered with %s; "
                      "terminating what it started", l->region, l->token, why);
-        rc = sweep_launch(a, l->region, l->token);
+        rc = l->join_gang != NULL
+                 ? sweep_launch(a, l->region, "client-token", l->client_token)
+                 : sweep_launch(a, l->region, "tag:" TAG_TOKEN, l->token);
         if (rc != 0)
             a->host->log(a->host->ctx, EBB_LOG_ERROR,
                          "%s: could not terminate what launch %s started: %s; "
@@ -300,14 +319,21 @@ static void on_group_created(void *arg, const struct aws_reply *r)
     }
 }
 
+/* The job and the token; a replacement member's rank (`rank` >= 0). */
 static void tag_params(struct ebb_buf *p, const char *resource,
-                       const struct ebb_launch *req)
+                       const struct ebb_launch *req, int rank)
 {
     aws_param(p, "TagSpecification.1.ResourceType", resource);
     aws_param(p, "TagSpecification.1.Tag.1.Key", TAG_JOB);
     aws_param(p, "TagSpecification.1.Tag.1.Value", req->job_id);
     aws_param(p, "TagSpecification.1.Tag.2.Key", TAG_TOKEN);
     aws_param(p, "TagSpecification.1.Tag.2.Value", req->token);
+    if (rank >= 0) {
+        char v[16];
+        snprintf(v, sizeof(v), "%d", rank);
+        aws_param(p, "TagSpecification.1.Tag.3.Key", TAG_RANK);
+        aws_param(p, "TagSpecification.1.Tag.3.Value", v);
+    }
 }
 
 static int create_group(struct launch *l, const struct ebb_launch *req)
@@ -315,7 +341,7 @@ static int create_group(struct launch *l, const struct ebb_launch *req)
     struct ebb_buf p = {0};
     aws_param(&p, "GroupName", l->group);
     aws_param(&p, "Strategy", "cluster");
-    tag_params(&p, "placement-group", req);
+    tag_params(&p, "placement-group", req, -1);
     int rc = p.failed ? EBB_ENOMEM
                       : aws_call(l->a, l->region, "CreatePlacementGroup", p.data,
                                  on_group_created, l);
@@ -323,9 +349,10 @@ static int create_group(struct launch *l, const struct ebb_launch *req)
     return rc;
 }
 
-static int launch_params(struct aws *a, const struct ebb_launch *req,
-                         const char *group, struct ebb_buf *p)
+static int launch_params(struct aws *a, const struct launch *l,
+                         const struct ebb_launch *req, struct ebb_buf *p)
 {
+    const char *group = l->group;
     const char *region = req->region;
     const char *vals[32];
     if (aws_region_values(&a->cfg->ami, region, vals, 1) == 0) {
@@ -340,7 +367,7 @@ static int launch_params(struct aws *a, const struct ebb_launch *req,
     snprintf(count, sizeof(count), "%u", req->count > 1 ? req->count : 1);
     aws_param(p, "MinCount", count);
     aws_param(p, "MaxCount", count);
-    aws_param(p, "ClientToken", req->token);
+    aws_param(p, "ClientToken", l->client_token);
     if (aws_region_values(&a->cfg->key_name, region, vals, 1) > 0)
         aws_param(p, "KeyName", vals[0]);
     if (aws_region_values(&a->cfg->subnet_id, region, vals, 1) > 0)
@@ -368,7 +395,7 @@ static int launch_params(struct aws *a, const struct ebb_launch *req,
     }
     aws_param(p, "InstanceInitiatedShutdownBehavior", "terminate");
     aws_param(p, "MetadataOptions.HttpTokens", "required");
-    tag_params(p, "instance", req);
+    tag_params(p, "instance", req, l->join_gang != NULL ? (int)l->join_rank : -1);
 
     const char *const *tokens = &req->agent_token;
     size_t n_tokens = 1;
@@ -407,6 +434,91 @@ static int gang_tokens_ok(const struct ebb_launch *req)
         if (req->agent_tokens[i] == NULL || req->agent_tokens[i][0] == '\0')
             return 0;
     return 1;
+}
+
+/* ---- a replacement member (ebb_launch.join_gang) ---- */
+
+static void join_refused(struct aws *a, unsigned rank, const char *gang, const char *why)
+{
+    a->host->log(a->host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
+                 rank, gang, why);
+}
+
+/* The gang's instances, by its token's tag: if it takes the member, start
+ * it (l->params). */
+static void on_join_looked(void *arg, const struct aws_reply *r)
+{
+    struct launch *l = arg;
+    struct aws *a = l->a;
+    struct aws_instance_set set = {0};
+    char next[8], why[192];
+    int rc = r->status;
+    if (rc != 0 && rc != EBB_ECANCELED)
+        log_failure(a, l->region, "DescribeInstances", r);
+    if (rc == 0 && aws_parse_instances(r->body, r->body_len, &set, next,
+                                       sizeof(next)) != 0) {
+        a->host->log(a->host->ctx, EBB_LOG_ERROR,
+                     "%s: DescribeInstances answer is malformed", l->region);
+        rc = EBB_EPROTO;
+    }
+    if (rc == 0 && aws_join_refusal(&set, l->join_gang, l->join_rank, l->token, l->zone,
+                                    l->client_token, why, sizeof(why)) != NULL) {
+        join_refused(a, l->join_rank, l->join_gang, why);
+        rc = EBB_EINVAL;
+    }
+    free(set.v);
+    if (rc == 0)
+        rc = aws_call(a, l->region, "RunInstances", l->params, on_launched, l);
+    if (rc != 0) {
+        l->cb(l->arg, rc, NULL);
+        launch_free(l);
+    }
+}
+
+/* What a join needs before EC2 is asked: one member, into a gang id of
+ * 2..AWS_GANG_MAX members, at one of its ranks; its ClientToken (from
+ * the member it replaces) into l. EBB_EINVAL (logged) or 0. */
+static int join_prepare(struct aws *a, const struct ebb_launch *req, struct launch *l)
+{
+    char why[160], lost[sizeof(((struct aws_known *)0)->id)];
+    size_t n = ebb_gang_size(req->join_gang);
+    if (req->count > 1)
+        snprintf(why, sizeof(why), "a join starts one member, not %u", req->count);
+    else if (n < 2 || n > AWS_GANG_MAX)
+        snprintf(why, sizeof(why), "it is no gang of 2 to %d members", AWS_GANG_MAX);
+    else if (req->join_rank >= n)
+        snprintf(why, sizeof(why), "the gang's ranks are 0 to %zu", n - 1);
+    else if (ebb_gang_member(req->join_gang, req->join_rank, lost, sizeof(lost)) != 0)
+        snprintf(why, sizeof(why), "its member at that rank is no EC2 id");
+    else
+        why[0] = '\0';
+    if (why[0] != '\0') {
+        join_refused(a, req->join_rank, req->join_gang, why);
+        return EBB_EINVAL;
+    }
+    l->join_gang = strdup(req->join_gang);
+    l->join_rank = req->join_rank;
+    snprintf(l->zone, sizeof(l->zone), "%s", req->zone != NULL ? req->zone : "");
+    aws_group_name(req->token, l->group, sizeof(l->group));
+    if (l->join_gang == NULL ||
+        aws_join_client_token(req->token, req->join_rank, lost, l->client_token) != 0)
+        return EBB_ENOMEM;
+    return 0;
+}
+
+/* DescribeInstances of the gang's members, by its token's tag, for
+ * on_join_looked. */
+static int join_look(struct launch *l)
+{
+    struct ebb_buf p = {0};
+    aws_param(&p, "Filter.1.Name", "tag:" TAG_TOKEN);
+    aws_param(&p, "Filter.1.Value.1", l->token);
+    aws_param(&p, "MaxResults", "1000");
+    int rc = p.failed ? EBB_ENOMEM
+                      : aws_call(l->a, l->region, "DescribeInstances", p.data,
+                                 on_join_looked, l);
+    ebb_buf_free(&p);
+    return rc;
 }
 
 int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
@@ -450,11 +562,18 @@ int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
                          .count = req->count > 1 ? req->count : 1};
     snprintf(l->region, sizeof(l->region), "%s", req->region);
     snprintf(l->token, sizeof(l->token), "%s", req->token);
+    snprintf(l->client_token, sizeof(l->client_token), "%s", req->token);
+    int join = EBB_HAS(struct ebb_launch, req, join_gang) && req->join_gang != NULL;
+    int rc = join ? join_prepare(a, req, l) : 0;
     if (l->count > 1)
         aws_group_name(req->token, l->group, sizeof(l->group));
     struct ebb_buf p = {0};
-    int rc = launch_params(a, req, l->group, &p);
-    if (rc == 0 && l->count > 1) {
+    if (rc == 0)
+        rc = launch_params(a, l, req, &p);
+    if (rc == 0 && join) {
+        l->params = ebb_buf_take(&p);
+        rc = l->params != NULL ? join_look(l) : EBB_ENOMEM;
+    } else if (rc == 0 && l->count > 1) {
         l->params = ebb_buf_take(&p);
         rc = l->params != NULL ? create_group(l, req) : EBB_ENOMEM;
     } else if (rc == 0) {
@@ -685,16 +804,20 @@ struct list {
 
 static int list_page(struct list *l);
 
-/* Orders instances by region and token, then launch index: a gang's
- * members become neighbours, in rank order. */
+/* Orders instances by region and token, then rank (aws_member_rank),
+ * then launch time: a gang's members become neighbours, in rank order,
+ * a rank's replacement after the member it replaced. */
 static int by_gang(const void *x, const void *y)
 {
     const struct aws_ec2_instance *a = x, *b = y;
     int c = strcmp(a->region, b->region);
     if (c == 0)
         c = strcmp(a->token, b->token);
+    int ra = aws_member_rank(a), rb = aws_member_rank(b);
     if (c == 0)
-        c = (a->launch_index > b->launch_index) - (a->launch_index < b->launch_index);
+        c = (ra > rb) - (ra < rb);
+    if (c == 0)
+        c = (a->launched_at > b->launched_at) - (a->launched_at < b->launched_at);
     return c != 0 ? c : strcmp(a->id, b->id);
 }
 
@@ -733,8 +856,18 @@ static void report_lost(struct aws *a, const struct aws_ec2_instance *in, int ra
     a->host->instance_event(a->host->ctx, &ev);
 }
 
+/* Whether gang member v[i] of v[0..n) is shown: a live one, or when none
+ * is, the last of its rank (a replacement, not the member it replaced). */
+static int shown(const struct aws_ec2_instance *v, size_t n, size_t i, size_t n_live)
+{
+    if (n_live > 0)
+        return live(&v[i]);
+    return i + 1 == n || aws_member_rank(&v[i + 1]) != aws_member_rank(&v[i]);
+}
+
 /* The entry of the gang (or single instance) v[0..n): the members still
- * there, or all when none is, in rank order. A gang's joined id goes to
+ * there, or all ranks' last when none is, in rank order (a member's rank
+ * is its ebb:rank tag, else its amiLaunchIndex). A gang's joined id goes to
  * *owned (the caller frees it). Deletes the placement group of a gang
  * none of whose members is left (EC2 refuses while one is still shutting
  * down: a later list asks again), at most `*deletes` more per list. */
@@ -746,24 +879,28 @@ static int gang_view(struct aws *a, const struct aws_ec2_instance *v, size_t n,
     aws_group_name(v[0].token, group, sizeof(group));
     int gang = n > 1 || strcmp(v[0].group, group) == 0;
     size_t n_live = 0, first = SIZE_MAX;
-    int ranks_ok = 1;
     for (size_t i = 0; i < n; i++) {
         n_live += live(&v[i]);
-        report_lost(a, &v[i], gang ? v[i].launch_index : -1, now);
-        ranks_ok &= v[i].launch_index >= 0 &&
-                    (i == 0 || v[i].launch_index != v[i - 1].launch_index);
+        report_lost(a, &v[i], gang ? aws_member_rank(&v[i]) : -1, now);
+    }
+    int ranks_ok = 1, last = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!shown(v, n, i, n_live))
+            continue;
+        ranks_ok &= aws_member_rank(&v[i]) > last;
+        last = aws_member_rank(&v[i]);
     }
     if (gang && !ranks_ok)
         a->host->log(a->host->ctx, EBB_LOG_WARN,
                      "%s: the gang of launch %s has members with a missing or "
-                     "repeated amiLaunchIndex; listed by index, then id", v[0].region,
+                     "repeated rank; listed by rank, then launch time", v[0].region,
                      v[0].token);
     struct ebb_buf ids = {0};
     struct gang_count c = {0};
     ebb_time_ms launched_at = 0;
     int preempted = 0;
     for (size_t i = 0; i < n; i++) {
-        if (n_live > 0 && !live(&v[i]))
+        if (!shown(v, n, i, n_live))
             continue;
         if (first == SIZE_MAX)
             first = i;

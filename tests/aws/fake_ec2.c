@@ -32,6 +32,7 @@ struct instance {
     char id[24];
     char region[32], zone[40], type[32];
     char client_token[80];
+    uint64_t params;    /* its RunInstances' parameters, hashed */
     char state[24], reason[64];
     int spot;
     char tag_key[4][64], tag_value[4][128];
@@ -307,6 +308,24 @@ static struct pgroup *find_group(struct fake_ec2 *f, const char *region,
     return NULL;
 }
 
+/* A hash of a call's parameters, in any order (FNV-1a of each
+ * "name=value", summed): a ClientToken's second call must carry the
+ * same. */
+static uint64_t params_hash(const struct form *q)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        uint64_t h = UINT64_C(14695981039346656037);
+        for (const char *s = q->p[i].name; *s != '\0'; s++)
+            h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+        h = (h ^ '=') * UINT64_C(1099511628211);
+        for (const char *s = q->p[i].value; *s != '\0'; s++)
+            h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+        sum += h;
+    }
+    return sum;
+}
+
 /* MinCount and MaxCount: a positive integer, else 0. */
 static long count_param(const char *s)
 {
@@ -338,6 +357,7 @@ static struct instance *new_instance(struct fake_ec2 *f, const struct form *q,
     snprintf(in->type, sizeof(in->type), "%s", form_get(q, "InstanceType"));
     const char *token = form_get(q, "ClientToken");
     snprintf(in->client_token, sizeof(in->client_token), "%s", token ? token : "");
+    in->params = params_hash(q);
     snprintf(in->state, sizeof(in->state), "pending");
     in->launch_index = launch_index;
     const char *market = form_get(q, "InstanceMarketOptions.MarketType");
@@ -377,15 +397,42 @@ static void run_instances(struct fake_ec2 *f, const struct form *q,
         error_xml(res, 400, "InvalidParameterValue", "User data is limited to 16384 bytes");
         return;
     }
+    if (token != NULL && (strlen(token) > 64 || token[strspn(token,
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+            "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")] != '\0')) {
+        error_xml(res, 400, "InvalidParameterValue",
+                  "ClientToken is at most 64 ASCII characters");
+        return;
+    }
     if (group != NULL && find_group(f, region, group) == NULL) {
         error_xml(res, 400, "InvalidPlacementGroup.Unknown",
                   "The specified placement group is unknown");
         return;
     }
-    /* A ClientToken seen before: the instances that call started. */
+    /* A cluster group lies in one Availability Zone: that of the
+     * instances in it that are not terminated. */
+    const char *zone = form_get(q, "Placement.AvailabilityZone");
+    for (size_t i = 0; group != NULL && i < f->n_inst; i++) {
+        const struct instance *in = &f->inst[i];
+        if (strcmp(in->region, region) == 0 && strcmp(in->group, group) == 0 &&
+            strcmp(in->state, "terminated") != 0 &&
+            strcmp(in->zone, zone != NULL ? zone : "") != 0 &&
+            (token == NULL || strcmp(in->client_token, token) != 0)) {
+            error_xml(res, 400, "InvalidParameterCombination",
+                      "The placement group's instances are in another Availability Zone");
+            return;
+        }
+    }
+    /* A ClientToken seen before: the instances that call started, if it
+     * asked the same. */
     size_t first = f->n_inst, n = 0;
     for (size_t i = 0; token != NULL && i < f->n_inst; i++) {
         if (strcmp(f->inst[i].client_token, token) == 0) {
+            if (f->inst[i].params != params_hash(q)) {
+                error_xml(res, 400, "IdempotentParameterMismatch",
+                          "The client token was used with other parameters");
+                return;
+            }
             if (n == 0)
                 first = i;
             n++;
@@ -549,11 +596,14 @@ static void describe_instances(struct fake_ec2 *f, const struct form *q,
     const char *max_s = form_get(q, "MaxResults");
     const char *token = form_get(q, "NextToken");
     long max = max_s != NULL ? strtol(max_s, NULL, 10) : 1000;
-    /* tag-key=KEY, or tag:KEY=VALUE. */
-    const char *want_value = NULL;
+    /* tag-key=KEY, tag:KEY=VALUE, or client-token=TOKEN. */
+    const char *want_value = NULL, *want_client = NULL;
     if (fname != NULL && strncmp(fname, "tag:", 4) == 0) {
         want_value = fvalue;
         fvalue = fname + 4;
+    } else if (fname != NULL && strcmp(fname, "client-token") == 0) {
+        want_client = fvalue != NULL ? fvalue : "";
+        fvalue = NULL;
     } else if (fname != NULL && strcmp(fname, "tag-key") != 0) {
         fname = NULL;
         max = 0;
@@ -570,7 +620,8 @@ static void describe_instances(struct fake_ec2 *f, const struct form *q,
     size_t seen = 0, shown = 0, i = 0;
     for (; i < f->n_inst && shown < (size_t)max; i++) {
         const struct instance *in = &f->inst[i];
-        if (strcmp(in->region, region) != 0 || (fvalue && !has_tag(in, fvalue, want_value)))
+        if (strcmp(in->region, region) != 0 || (fvalue && !has_tag(in, fvalue, want_value)) ||
+            (want_client != NULL && strcmp(in->client_token, want_client) != 0))
             continue;
         if (seen++ < skip)
             continue;
@@ -584,7 +635,8 @@ static void describe_instances(struct fake_ec2 *f, const struct form *q,
     int more = 0;
     for (; i < f->n_inst && !more; i++)
         more = strcmp(f->inst[i].region, region) == 0 &&
-               (fvalue == NULL || has_tag(&f->inst[i], fvalue, want_value));
+               (fvalue == NULL || has_tag(&f->inst[i], fvalue, want_value)) &&
+               (want_client == NULL || strcmp(f->inst[i].client_token, want_client) == 0);
     if (more)
         ebb_buf_printf(&b, "<nextToken>inst%zu</nextToken>", skip + shown);
     ebb_buf_puts(&b, "</DescribeInstancesResponse>");

@@ -4,13 +4,18 @@
  * 403 AuthFailure), the API version, the parameters. It serves spot price
  * history generated on the fly with real pagination (MaxResults,
  * NextToken), keeps instances across calls, honours ClientToken, and can be
- * told to fail, throttle, hang or send a malformed page. It keeps
+ * told to fail, throttle, hang or send a malformed page. A ClientToken
+ * is at most 64 ASCII characters, and one used again with other
+ * parameters is refused (IdempotentParameterMismatch). It keeps
  * placement groups as EC2 does (a duplicate name refused with
  * InvalidPlacementGroup.Duplicate, an unknown one with .Unknown, deletion
- * while an instance in the group is not terminated with .InUse), launches
+ * while an instance in the group is not terminated with .InUse, a launch
+ * into a cluster group in another zone than its instances' with
+ * InvalidParameterCombination), launches
  * MinCount..MaxCount instances against a capacity (all or, below MinCount,
- * none), numbers them by amiLaunchIndex, and can be told to lie about what
- * a RunInstances started.
+ * none), numbers them by amiLaunchIndex, filters DescribeInstances by a
+ * tag or by client-token, and can be told to lie about what a
+ * RunInstances started.
  *
  * The region of a call is the one its signature's credential scope names,
  * so one fake serves every region.

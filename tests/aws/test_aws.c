@@ -1021,6 +1021,211 @@ static void test_gang_bad_answers(void **state)
     aws_fx_close(&f);
 }
 
+/* A replacement member's launch: one instance at `rank` of gang `gang`. */
+static struct ebb_launch join_req(const char *token, const char *gang, unsigned rank,
+                                  const char *agent_token)
+{
+    struct ebb_launch req = launch_req(token, EBB_MARKET_SPOT);
+    req.agent_token = agent_token;
+    req.join_gang = gang;
+    req.join_rank = rank;
+    return req;
+}
+
+/* A join the provider accepts but EC2's answer refuses: EBB_EINVAL, and
+ * the log line says why. No instance is started. */
+static void join_refused(struct aws_fx *f, const struct ebb_launch *req, const char *why)
+{
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f->ec2, &st);
+    uint64_t before = st.instances;
+    struct launch_res r;
+    launch(f, req, &r);
+    assert_int_equal(r.status, EBB_EINVAL);
+    char line[256];
+    snprintf(line, sizeof(line), "join of rank %u into gang %s refused: %s",
+             req->join_rank, req->join_gang, why);
+    assert_non_null(strstr(f->log, line));
+    fake_ec2_stats(f->ec2, &st);
+    assert_int_equal(st.instances, before);
+}
+
+/* gang.restart: replace_lost. EC2 reclaims member 1 of a gang of 3; a
+ * join at rank 1 starts one instance in the gang's placement group and
+ * zone, tagged ebb:rank=1 (its amiLaunchIndex is 0), its user data
+ * holding its own agent token only, with a ClientToken of the token,
+ * the rank and the lost member: a retried join answers the same
+ * instance, the next replacement of that rank another. The list shows
+ * the gang whole with the newcomer at rank 1; terminate ends every
+ * member. Joins into a rank whose member runs, out of the gang's ranks,
+ * into another zone or into a gang EC2 does not run are refused. */
+static void test_gang_join(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    assert_true(f.p->flags & EBB_PROVIDER_GANG_REPLACE);
+    struct ebb_launch req = gang_req("tok-join", 3);
+    struct launch_res r;
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    char gang[160], member[3][32];
+    snprintf(gang, sizeof(gang), "%s", r.id);
+    for (size_t k = 0; k < 3; k++)
+        assert_int_equal(ebb_gang_member(gang, k, member[k], sizeof(member[k])), 0);
+    assert_int_equal(fake_ec2_reclaim(f.ec2, member[1]), 0);
+    struct gang_list l;
+    gang_list(&f, &l);
+    assert_int_equal(f.n_events, 1);
+    assert_int_equal(f.events[0].rank, 1);
+
+    struct ebb_launch join = join_req("tok-join", gang, 1, "enrol:tok-join+1.new");
+    launch(&f, &join, &r);
+    assert_int_equal(r.status, 0);
+    char fresh[160];
+    snprintf(fresh, sizeof(fresh), "%s", r.id);
+    assert_int_equal(ebb_gang_size(fresh), 1);
+    for (size_t k = 0; k < 3; k++)
+        assert_string_not_equal(fresh, member[k]);
+    assert_string_equal(r.token, "tok-join");
+    assert_int_equal(fake_ec2_launch_index(f.ec2, fresh), 0);
+#define P(name) fake_ec2_last_param(f.ec2, "RunInstances", name)
+    assert_string_equal(P("MinCount"), "1");
+    assert_string_equal(P("MaxCount"), "1");
+    assert_string_equal(P("Placement.GroupName"), "ebb-tok-join");
+    assert_string_equal(P("Placement.AvailabilityZone"), "us-east-1b");
+    assert_string_equal(P("TagSpecification.1.Tag.2.Value"), "tok-join");
+    assert_string_equal(P("TagSpecification.1.Tag.3.Key"), "ebb:rank");
+    assert_string_equal(P("TagSpecification.1.Tag.3.Value"), "1");
+    char client_token[80];
+    snprintf(client_token, sizeof(client_token), "%s", P("ClientToken"));
+    assert_int_equal(strlen(client_token), 64);
+    assert_int_equal(strncmp(client_token, "ebb-join-1-", 11), 0);
+    char *script = b64_decode(P("UserData"));
+    assert_null(strstr(script, "ami-launch-index"));
+    int status;
+    char *token = boot_script_run(script, "0", &status);
+    assert_int_equal(status, 0);
+    assert_string_equal(token, "enrol:tok-join+1.new");
+    free(token);
+    free(script);
+#undef P
+    /* The gang whole again, the newcomer at rank 1. */
+    char whole[400];
+    snprintf(whole, sizeof(whole), "%s,%s,%s", member[0], fresh, member[2]);
+    gang_list(&f, &l);
+    assert_int_equal(l.n, 1);
+    assert_string_equal(l.id[0], whole);
+
+    /* The same join again (its answer lost): the same instance. */
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    uint64_t started = st.instances;
+    launch(&f, &join, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_equal(r.id, fresh);
+    fake_ec2_stats(f.ec2, &st);
+    assert_int_equal(st.instances, started);
+
+    /* Refused: a rank whose member runs (an original one, and the
+     * newcomer for a join naming the member it replaced), another zone, a
+     * gang EC2 does not run; out of range and more than one member at
+     * once, before EC2 is asked. */
+    char why[256];
+    struct ebb_launch bad = join_req("tok-join", gang, 0, "enrol:tok-join+0.x");
+    snprintf(why, sizeof(why), "its member %s still runs", member[0]);
+    join_refused(&f, &bad, why);
+    bad = join_req("tok-join", whole, 1, "enrol:tok-join+1.x");
+    snprintf(why, sizeof(why), "its member %s still runs", fresh);
+    join_refused(&f, &bad, why);
+    assert_int_equal(fake_ec2_reclaim(f.ec2, member[2]), 0);
+    bad = join_req("tok-join", whole, 2, "enrol:tok-join+2.x");
+    bad.zone = "us-east-1c";
+    join_refused(&f, &bad, "the gang runs in us-east-1b, not us-east-1c");
+    bad = join_req("tok-nobody", "i-00000000000000aaa,i-00000000000000bbb", 1,
+                   "enrol:tok-nobody+1.x");
+    join_refused(&f, &bad, "no other member of it runs");
+    bad = join_req("tok-join", gang, 3, "enrol:tok-join+3.x");
+    assert_int_equal(f.p->launch(f.self, &bad, on_launch, &r), EBB_EINVAL);
+    assert_non_null(strstr(f.log, "refused: the gang's ranks are 0 to 2"));
+    bad = join_req("tok-join", gang, 1, "enrol:tok-join+1.x");
+    bad.count = 2;
+    bad.agent_tokens = gang_tokens;
+    assert_int_equal(f.p->launch(f.self, &bad, on_launch, &r), EBB_EINVAL);
+    assert_non_null(strstr(f.log, "refused: a join starts one member, not 2"));
+    bad = join_req("tok-join", member[0], 1, "enrol:tok-join+1.x");
+    assert_int_equal(f.p->launch(f.self, &bad, on_launch, &r), EBB_EINVAL);
+    assert_non_null(strstr(f.log, "refused: it is no gang of 2 to 64 members"));
+
+    /* The newcomer reclaimed in its turn: the next join at rank 1 (naming
+     * it) is another instance, and the list shows that one. */
+    assert_int_equal(fake_ec2_reclaim(f.ec2, fresh), 0);
+    join = join_req("tok-join", whole, 1, "enrol:tok-join+1.newer");
+    launch(&f, &join, &r);
+    assert_int_equal(r.status, 0);
+    assert_string_not_equal(r.id, fresh);
+    assert_string_not_equal(fake_ec2_last_param(f.ec2, "RunInstances", "ClientToken"),
+                            client_token);
+    char newer[160];
+    snprintf(newer, sizeof(newer), "%s", r.id);
+    gang_list(&f, &l);
+    char now_id[200];
+    snprintf(now_id, sizeof(now_id), "%s,%s", member[0], newer);
+    assert_string_equal(l.id[0], now_id);
+
+    /* Terminate of the gang as ebbd holds it ends every member. */
+    snprintf(whole, sizeof(whole), "%s,%s,%s", member[0], newer, member[2]);
+    struct done_res d = {0};
+    assert_int_equal(f.p->terminate(f.self, whole, on_done, &d), 0);
+    assert_true(aws_fx_run(&f, &d.done, 30000));
+    assert_int_equal(d.status, 0);
+    assert_string_equal(fake_ec2_instance_state(f.ec2, member[0]), "shutting-down");
+    assert_string_equal(fake_ec2_instance_state(f.ec2, newer), "shutting-down");
+    fake_ec2_settle(f.ec2);
+    gang_list(&f, &l);
+    assert_int_equal(l.state[0], EBB_INSTANCE_TERMINATED);
+    /* Every member gone: each rank's last, once. */
+    assert_string_equal(l.id[0], whole);
+    aws_fx_close(&f);
+}
+
+/* A join whose RunInstances answer is no instance of its own (an id
+ * holding ','): the launch fails, and what it started is found by its
+ * ClientToken and terminated; the gang runs on. */
+static void test_gang_join_bad_answer(void **state)
+{
+    (void)state;
+    env_creds(NULL);
+    struct aws_fx f;
+    assert_int_equal(aws_fx_open(&f, FX_SECRET, NULL, base_yaml), 0);
+    struct ebb_launch req = gang_req("tok-joinlie", 2);
+    struct launch_res r;
+    launch(&f, &req, &r);
+    assert_int_equal(r.status, 0);
+    char gang[160], member[2][32];
+    snprintf(gang, sizeof(gang), "%s", r.id);
+    for (size_t k = 0; k < 2; k++)
+        assert_int_equal(ebb_gang_member(gang, k, member[k], sizeof(member[k])), 0);
+    assert_int_equal(fake_ec2_reclaim(f.ec2, member[1]), 0);
+    fake_ec2_lie(f.ec2, FAKE_EC2_ANSWER_COMMA_ID);
+    struct ebb_launch join = join_req("tok-joinlie", gang, 1, "enrol:tok-joinlie+1.n");
+    launch(&f, &join, &r);
+    assert_int_equal(r.status, EBB_EPROTO);
+    struct fake_ec2_stats st;
+    fake_ec2_stats(f.ec2, &st);
+    char fresh[32];
+    snprintf(fresh, sizeof(fresh), "i-%017llx", (unsigned long long)(0xebb000 + st.instances));
+    for (int i = 0; i < 50 && strcmp(fake_ec2_instance_state(f.ec2, fresh), "pending") == 0;
+         i++) {
+        struct gang_list l;
+        gang_list(&f, &l);
+    }
+    assert_string_equal(fake_ec2_instance_state(f.ec2, fresh), "shutting-down");
+    assert_string_equal(fake_ec2_instance_state(f.ec2, member[0]), "pending");
+    aws_fx_close(&f);
+}
+
 /* ---- credentials and secrets ---- */
 
 static char *temp_credentials(const char *text)
@@ -1333,6 +1538,8 @@ int main(void)
         cmocka_unit_test(test_gang_launch),
         cmocka_unit_test(test_gang_no_capacity),
         cmocka_unit_test(test_gang_bad_answers),
+        cmocka_unit_test(test_gang_join),
+        cmocka_unit_test(test_gang_join_bad_answer),
         cmocka_unit_test(test_profile_credentials),
         cmocka_unit_test(test_env_credentials),
         cmocka_unit_test(test_secrets_never_shown),
