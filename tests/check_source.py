@@ -9,7 +9,8 @@
    folder's internal.h (engine/internal.h) is for that folder's own files:
    the rest of src/ sees its front header (engine/engine.h).
 2. The plugin SDK: providers/ and policies/ include only <ebb/...> (the
-   SDK), their own folder's headers, and policies/common's shared helpers.
+   SDK), their own folder's headers, and policies/common's or
+   providers/common's shared helpers.
 3. Banned calls (curl's docs/internals/CODE_STYLE and our STYLE.md):
    sprintf, vsprintf, strcpy, strcat, strncat, strtok, atoi, atol, atoll,
    gets, and tmpnam have safer forms we always use instead.
@@ -141,12 +142,14 @@ def check_plugin_include(path, kind, target, problems, where):
     here = os.path.dirname(path)
     if '/' not in target and os.path.exists(os.path.join(here, target)):
         return
-    # policies/common/ is the policies' own shared code (compiled into
-    # each policy module, never part of the core): "common/policy_util.h".
-    policies = os.path.join(ROOT, 'policies')
-    if (here.startswith(policies) and target.startswith('common/') and
-            os.path.exists(os.path.join(policies, target))):
-        return
+    # policies/common/ and providers/common/ are the plugins' own shared
+    # code (compiled into each module that uses it, never part of the
+    # core): "common/policy_util.h", "common/gang_join.h".
+    for kind_dir in ('policies', 'providers'):
+        top = os.path.join(ROOT, kind_dir)
+        if (here.startswith(top) and target.startswith('common/') and
+                os.path.exists(os.path.join(top, target))):
+            return
     problems.append(f'{where}: "{target}": plugins include only the SDK '
                     f'(<ebb/...>) and their own folder\'s headers')
 

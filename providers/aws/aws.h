@@ -143,30 +143,16 @@ void aws_group_forget(struct aws *a, const char *name);
 
 /* ---- aws_join.c ---- */
 
-/* EC2's longest ClientToken. */
-#define AWS_CLIENT_TOKEN_MAX 64
-
 /* A member's rank in its gang: its ebb:rank tag (a replacement's), else
  * its amiLaunchIndex; -1 when it has neither. */
 int aws_member_rank(const struct aws_ec2_instance *i);
 
-/* The ClientToken of the join that replaces member `lost_id` at `rank` of
- * the gang launched with `token` ("ebb-join-RANK-" and hex digits of a
- * SHA-256 of the three, AWS_CLIENT_TOKEN_MAX characters): a retried join
- * sends the same, the next replacement of that rank another. Returns 0
- * or EBB_ENOMEM. */
-int aws_join_client_token(const char *token, unsigned rank, const char *lost_id,
-                          char out[AWS_CLIENT_TOKEN_MAX + 1]);
-
-/* Why the gang `gang` (its id) of launch `token`, whose instances in the
- * region are `set` (DescribeInstances by the token's tag), takes no new
- * member at `rank` in `zone` ("": any) with ClientToken `client_token`:
- * none of its other members runs, they run in another zone, or that
- * rank's member still runs (unless it is this join's own, started by a
- * try of it before). NULL when it takes one. */
-const char *aws_join_refusal(const struct aws_instance_set *set, const char *gang,
-                             unsigned rank, const char *token, const char *zone,
-                             const char *client_token, char *why, size_t size);
+/* Why the gang of join `req` (its members in the region: `set`, by the
+ * token's tag) takes no member with ClientToken `client_token`
+ * (gang_join_refusal()); NULL when it takes one. */
+const char *aws_join_refusal(const struct aws_instance_set *set,
+                             const struct ebb_launch *req, const char *client_token,
+                             char *why, size_t size);
 
 /* ---- aws_prices.c / aws_instances.c: the provider calls ---- */
 

@@ -17,7 +17,7 @@
  * the gang's placement group and zone, once DescribeInstances shows the
  * gang running without that rank (aws_join.c checks); its rank is its
  * ebb:rank tag, which lists read before amiLaunchIndex, and its
- * ClientToken is the join's own (aws_join_client_token()). */
+ * ClientToken is the join's own (common/gang_join.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +28,12 @@
 #include "aws.h"
 #include "aws_ec2.h"
 #include "aws_userdata.h"
+#include "common/gang_join.h"
 
 #define TAG_JOB "ebb:job"
 #define TAG_TOKEN "ebb:token"
 #define TAG_RANK "ebb:rank"
-#define CLIENT_TOKEN_MAX AWS_CLIENT_TOKEN_MAX
+#define CLIENT_TOKEN_MAX GANG_JOIN_CLIENT_TOKEN_MAX
 #define USERDATA_MAX 16384  /* EC2's limit, before base64 */
 /* Placement groups deleted at most by one list (aws_group.c). */
 #define AWS_GROUP_DELETES_PER_LIST 4
@@ -438,10 +439,18 @@ static int gang_tokens_ok(const struct ebb_launch *req)
 
 /* ---- a replacement member (ebb_launch.join_gang) ---- */
 
-static void join_refused(struct aws *a, unsigned rank, const char *gang, const char *why)
+/* The join `l` was asked for, as common/gang_join.c reads it. */
+static struct ebb_launch join_of(const struct launch *l)
 {
-    a->host->log(a->host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
-                 rank, gang, why);
+    return (struct ebb_launch){
+        .struct_size = sizeof(struct ebb_launch),
+        .token = l->token,
+        .region = l->region,
+        .zone = l->zone,
+        .count = 1,
+        .join_gang = l->join_gang,
+        .join_rank = l->join_rank,
+    };
 }
 
 /* The gang's instances, by its token's tag: if it takes the member, start
@@ -451,6 +460,7 @@ static void on_join_looked(void *arg, const struct aws_reply *r)
     struct launch *l = arg;
     struct aws *a = l->a;
     struct aws_instance_set set = {0};
+    struct ebb_launch join = join_of(l);
     char next[8], why[192];
     int rc = r->status;
     if (rc != 0 && rc != EBB_ECANCELED)
@@ -461,11 +471,8 @@ static void on_join_looked(void *arg, const struct aws_reply *r)
                      "%s: DescribeInstances answer is malformed", l->region);
         rc = EBB_EPROTO;
     }
-    if (rc == 0 && aws_join_refusal(&set, l->join_gang, l->join_rank, l->token, l->zone,
-                                    l->client_token, why, sizeof(why)) != NULL) {
-        join_refused(a, l->join_rank, l->join_gang, why);
-        rc = EBB_EINVAL;
-    }
+    if (rc == 0 && aws_join_refusal(&set, &join, l->client_token, why, sizeof(why)) != NULL)
+        rc = gang_join_refuse(a->host, &join, why);
     free(set.v);
     if (rc == 0)
         rc = aws_call(a, l->region, "RunInstances", l->params, on_launched, l);
@@ -475,35 +482,17 @@ static void on_join_looked(void *arg, const struct aws_reply *r)
     }
 }
 
-/* What a join needs before EC2 is asked: one member, into a gang id of
- * 2..AWS_GANG_MAX members, at one of its ranks; its ClientToken (from
- * the member it replaces) into l. EBB_EINVAL (logged) or 0. */
+/* What a join needs before EC2 is asked (gang_join_prepare()), into l. */
 static int join_prepare(struct aws *a, const struct ebb_launch *req, struct launch *l)
 {
-    char why[160], lost[sizeof(((struct aws_known *)0)->id)];
-    size_t n = ebb_gang_size(req->join_gang);
-    if (req->count > 1)
-        snprintf(why, sizeof(why), "a join starts one member, not %u", req->count);
-    else if (n < 2 || n > AWS_GANG_MAX)
-        snprintf(why, sizeof(why), "it is no gang of 2 to %d members", AWS_GANG_MAX);
-    else if (req->join_rank >= n)
-        snprintf(why, sizeof(why), "the gang's ranks are 0 to %zu", n - 1);
-    else if (ebb_gang_member(req->join_gang, req->join_rank, lost, sizeof(lost)) != 0)
-        snprintf(why, sizeof(why), "its member at that rank is no EC2 id");
-    else
-        why[0] = '\0';
-    if (why[0] != '\0') {
-        join_refused(a, req->join_rank, req->join_gang, why);
-        return EBB_EINVAL;
-    }
+    int rc = gang_join_prepare(a->host, req, AWS_GANG_MAX, l->client_token);
+    if (rc != 0)
+        return rc;
     l->join_gang = strdup(req->join_gang);
     l->join_rank = req->join_rank;
     snprintf(l->zone, sizeof(l->zone), "%s", req->zone != NULL ? req->zone : "");
     aws_group_name(req->token, l->group, sizeof(l->group));
-    if (l->join_gang == NULL ||
-        aws_join_client_token(req->token, req->join_rank, lost, l->client_token) != 0)
-        return EBB_ENOMEM;
-    return 0;
+    return l->join_gang != NULL ? 0 : EBB_ENOMEM;
 }
 
 /* DescribeInstances of the gang's members, by its token's tag, for
