@@ -24,6 +24,15 @@
  * launch, and what it started, found by its token's tag, is deleted.
  * Terminating a gang looks its members up and deletes those still there
  * with one DeleteInstances.
+ *
+ * A replacement member (ebb_launch.join_gang) is one RunInstances of
+ * Amount = MinAmount = 1 in the gang's zone named by its rank (HostName
+ * GANG_HOST and the three digits, no UniqueSuffix), so lists and its boot
+ * script read its rank as they read the others'; it carries its join's
+ * ClientToken (common/gang_join.h) in the tag ALI_TAG_JOIN. It is started
+ * once DescribeInstances by the token's tag shows the gang running without
+ * that rank; a launch whose answer is no one instance releases what it
+ * started by that tag, the gang running on.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +46,12 @@
 #include <ebb/units.h>
 
 #include "alibaba.h"
+#include "common/gang_join.h"
 
 /* One instance as DescribeInstances reports it; strings owned. */
 struct inst {
     char *id, *token, *job_id, *region, *zone, *type;
+    char *join; /* tag ALI_TAG_JOIN: the join that started it; "" */
     enum ebb_market market;
     enum ebb_instance_state state;
     ebb_time_ms launched_at;
@@ -70,8 +81,15 @@ struct inst_op {
     struct ali_rpc *rpc;
     struct inst launched; /* LAUNCH */
     unsigned count;       /* LAUNCH: the gang's size (1: one instance) */
+    /* LAUNCH of a replacement member: the gang and rank, its ClientToken,
+     * and RunInstances' parameters while the gang is looked at. */
+    char *join_gang;
+    unsigned join_rank;
+    char client_token[GANG_JOIN_CLIENT_TOKEN_MAX + 1];
+    struct ali_params run;
     char *id;             /* TERMINATE: the instance (a gang's joined id);
-                           * SWEEP: the launch's token */
+                           * SWEEP: the tag's value */
+    const char *sweep_tag; /* SWEEP: the tag that finds what to release */
     /* DescribeInstances walk (TERMINATE looks up `id`, LIST collects). */
     size_t region;
     char *next_token;
@@ -82,6 +100,7 @@ struct inst_op {
 
 static void inst_free(struct inst *i)
 {
+    free(i->join);
     free(i->id);
     free(i->token);
     free(i->job_id);
@@ -115,6 +134,8 @@ static void op_free(struct inst_op *o)
     for (size_t i = 0; i < o->n_found; i++)
         inst_free(&o->found[i]);
     free(o->found);
+    free(o->join_gang);
+    ali_params_free(&o->run);
     free(o->id);
     free(o->next_token);
     free(o);
@@ -130,33 +151,51 @@ static int by_gang(const void *x, const void *y)
         c = strcmp(a->token, b->token);
     if (c == 0)
         c = (a->rank > b->rank) - (a->rank < b->rank);
+    if (c == 0)
+        c = (a->launched_at > b->launched_at) - (a->launched_at < b->launched_at);
     return c != 0 ? c : strcmp(a->id, b->id);
 }
 
+/* Whether member v[i] of v[0..n) is shown: one not being reclaimed, or
+ * when every one is, the last of its rank (a replacement, not the member
+ * it replaced). */
+static int shown(const struct inst *v, size_t n, size_t i, size_t n_live)
+{
+    if (n_live > 0)
+        return !v[i].preempted;
+    return i + 1 == n || v[i + 1].rank != v[i].rank;
+}
+
 /* One gang's entry from its members v[0..n) in rank order: the joined ids
- * of those not being reclaimed (all, when every one is), in *owned. */
+ * of those not being reclaimed (when every one is, each rank's last), in
+ * *owned. */
 static int gang_view(struct ali *a, const struct inst *v, size_t n,
                      struct ebb_instance *out, char **owned)
 {
-    size_t n_live = 0, pending = 0, running = 0, shown = 0;
-    for (size_t i = 0; i < n; i++) {
+    size_t n_live = 0, pending = 0, running = 0, n_shown = 0;
+    for (size_t i = 0; i < n; i++)
         n_live += !v[i].preempted;
-        if (i > 0 && v[i].rank == v[i - 1].rank)
+    const struct inst *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!shown(v, n, i, n_live))
+            continue;
+        if (prev != NULL && v[i].rank == prev->rank)
             a->host->log(a->host->ctx, EBB_LOG_WARN,
                          "%s: instances %s and %s of launch %s both have rank %d",
-                         v[i].region, v[i - 1].id, v[i].id, v[i].token, v[i].rank);
+                         v[i].region, prev->id, v[i].id, v[i].token, v[i].rank);
+        prev = &v[i];
     }
     struct ebb_buf ids = {0};
     const struct inst *first = NULL;
     for (size_t i = 0; i < n; i++) {
-        if (n_live > 0 && v[i].preempted)
+        if (!shown(v, n, i, n_live))
             continue;
         if (first == NULL)
             first = &v[i];
         ebb_gang_append(&ids, v[i].id);
         pending += v[i].state == EBB_INSTANCE_PENDING;
         running += v[i].state == EBB_INSTANCE_RUNNING;
-        shown++;
+        n_shown++;
     }
     if (ids.failed) {
         ebb_buf_free(&ids);
@@ -167,7 +206,7 @@ static int gang_view(struct ali *a, const struct inst *v, size_t n,
     ebb_buf_free(&ids);
     out->id = *owned;
     out->state = pending > 0        ? EBB_INSTANCE_PENDING
-                 : running == shown ? EBB_INSTANCE_RUNNING
+                 : running == n_shown ? EBB_INSTANCE_RUNNING
                                     : EBB_INSTANCE_STOPPING;
     out->preempted = n_live == 0;
     return 0;
@@ -343,7 +382,8 @@ static int pick_vswitch(const struct ali *a, const char *zone, char *zone_out,
     return a->cfg->vswitches.n == 0 ? 0 : EBB_ECONFIG;
 }
 
-static int sweep_start(struct ali *a, const char *region, const char *token);
+static int sweep_start(struct ali *a, const char *region, const char *tag,
+                       const char *value);
 static void on_ranked(void *arg, int status, json_t *body, const char *code);
 
 /* RunInstances' answer is no gang of o->count (`why`): release what the
@@ -354,7 +394,10 @@ static void launch_refused(struct inst_op *o, const char *why)
     a->host->log(a->host->ctx, EBB_LOG_ERROR,
                  "%s: RunInstances for launch %s answered with %s; releasing what "
                  "it started", o->launched.region, o->launched.token, why);
-    int rc = sweep_start(a, o->launched.region, o->launched.token);
+    /* A join's gang runs on: only what the join started, by its tag. */
+    int rc = o->join_gang != NULL
+                 ? sweep_start(a, o->launched.region, ALI_TAG_JOIN, o->client_token)
+                 : sweep_start(a, o->launched.region, ALI_TAG_TOKEN, o->launched.token);
     if (rc != 0)
         a->host->log(a->host->ctx, EBB_LOG_ERROR,
                      "could not release what launch %s started: %s; the next "
@@ -531,6 +574,91 @@ static void on_ranked(void *arg, int status, json_t *body, const char *code)
     complete(o, o->launched.id != NULL ? 0 : EBB_ENOMEM);
 }
 
+/* ---- a replacement member (ebb_launch.join_gang) ---- */
+
+static int recycling(json_t *inst);
+static enum ebb_instance_state state_of(const char *status);
+static const char *tag_value(json_t *inst, const char *key);
+
+/* Why the gang's instances `list` (DescribeInstances by its token's tag)
+ * take no member for join `o`, or NULL (gang_join_refusal()). */
+static const char *join_refusal(struct inst_op *o, json_t *list, char *why, size_t size)
+{
+    size_t n = json_array_size(list), i;
+    struct gang_join_member *v = calloc(n + 1, sizeof(*v));
+    if (v == NULL)
+        return "out of memory";
+    json_t *j;
+    size_t k = 0;
+    json_array_foreach(list, i, j)
+    {
+        const char *token = tag_value(j, ALI_TAG_TOKEN);
+        const char *join = tag_value(j, ALI_TAG_JOIN);
+        enum ebb_instance_state st = state_of(ali_json_str(j, "Status"));
+        if (token == NULL || strcmp(token, o->launched.token) != 0)
+            continue;
+        v[k++] = (struct gang_join_member){
+            .id = ali_json_str(j, "InstanceId"),
+            .zone = ali_json_str(j, "ZoneId"),
+            .client_token = join != NULL ? join : "",
+            .rank = rank_of_host(ali_json_str(j, "HostName")),
+            .runs = (st == EBB_INSTANCE_RUNNING || st == EBB_INSTANCE_PENDING) &&
+                    !recycling(j),
+        };
+    }
+    struct ebb_launch req = {
+        .struct_size = sizeof(req),
+        .token = o->launched.token,
+        .zone = o->launched.zone,
+        .count = 1,
+        .join_gang = o->join_gang,
+        .join_rank = o->join_rank,
+    };
+    const char *r = gang_join_refusal(v, k, &req, o->client_token, why, size);
+    if (r != NULL)
+        gang_join_refuse(o->a->host, &req, why);
+    free(v);
+    return r;
+}
+
+/* The gang's instances, by its token's tag: if it takes the member, start
+ * it (o->run). */
+static void on_join_looked(void *arg, int status, json_t *body, const char *code)
+{
+    struct inst_op *o = arg;
+    o->rpc = NULL;
+    (void)code;
+    json_t *list = json_object_get(json_object_get(body, "Instances"), "Instance");
+    char why[192];
+    if (status == 0 && !json_is_array(list))
+        status = EBB_EPROTO;
+    if (status != 0 && status != EBB_ECANCELED)
+        o->a->host->log(o->a->host->ctx, EBB_LOG_WARN,
+                        "%s: DescribeInstances of gang %s failed: %s",
+                        o->launched.region, o->join_gang, ebb_strerror(status));
+    if (status == 0 && join_refusal(o, list, why, sizeof(why)) != NULL)
+        status = EBB_EINVAL;
+    if (status == 0) {
+        o->rpc = ali_rpc_start(o->a, o->launched.region, "RunInstances", &o->run,
+                               on_launched, o);
+        status = o->rpc != NULL ? 0 : EBB_ENOMEM;
+    }
+    if (status != 0)
+        complete(o, status);
+}
+
+/* DescribeInstances of the gang's members, by its token's tag, for
+ * on_join_looked (a gang of at most GANG_MAX: one page). */
+static struct ali_rpc *join_look(struct inst_op *o)
+{
+    struct ali_params q = {0};
+    ali_params_add(&q, "Tag.1.Key", ALI_TAG_TOKEN);
+    ali_params_add(&q, "Tag.1.Value", o->launched.token);
+    ali_params_add(&q, "MaxResults", "100");
+    return ali_rpc_start(o->a, o->launched.region, "DescribeInstances", &q,
+                         on_join_looked, o);
+}
+
 /* A gang's launch carries an agent token for each of at most GANG_MAX
  * members. */
 static int gang_tokens_ok(const struct ebb_launch *req)
@@ -550,6 +678,16 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
     if (req->token == NULL || req->token[0] == '\0' || strlen(req->token) > 64 ||
         req->region == NULL || req->instance_type == NULL)
         return EBB_EINVAL;
+    int join = EBB_HAS(struct ebb_launch, req, join_gang) && req->join_gang != NULL;
+    char client_token[GANG_JOIN_CLIENT_TOKEN_MAX + 1];
+    snprintf(client_token, sizeof(client_token), "%s", req->token);
+    if (join) {
+        int rc = strpbrk(req->join_gang, "\"\\") != NULL
+                     ? gang_join_refuse(a->host, req, "it holds no ECS ids")
+                     : gang_join_prepare(a->host, req, GANG_MAX, client_token);
+        if (rc != 0)
+            return rc;
+    }
     if (req->count > 1 && !gang_tokens_ok(req)) {
         a->host->log(a->host->ctx, EBB_LOG_ERROR,
                      "gang launch of %u for job %s: %s; not launching", req->count,
@@ -612,19 +750,27 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
     }
     if (req->market == EBB_MARKET_SPOT)
         ali_params_add(&q, "SpotInterruptionBehavior", "Terminate");
-    ali_params_add(&q, "ClientToken", req->token);
+    ali_params_add(&q, "ClientToken", client_token);
     ali_params_addf(&q, "Amount", "%u", count);
     if (count > 1) {
         /* All or none, and each member named by its rank. */
         ali_params_addf(&q, "MinAmount", "%u", count);
         ali_params_add(&q, "HostName", GANG_HOST);
         ali_params_add(&q, "UniqueSuffix", "true");
+    } else if (join) {
+        /* Named as UniqueSuffix names that rank in the gang. */
+        ali_params_add(&q, "MinAmount", "1");
+        ali_params_addf(&q, "HostName", GANG_HOST "%03u", req->join_rank + 1);
     }
     ali_params_addf(&q, "InstanceName", "ebb-%s", req->job_id ? req->job_id : "");
     ali_params_add(&q, "Tag.1.Key", ALI_TAG_JOB);
     ali_params_add(&q, "Tag.1.Value", req->job_id ? req->job_id : "");
     ali_params_add(&q, "Tag.2.Key", ALI_TAG_TOKEN);
     ali_params_add(&q, "Tag.2.Value", req->token);
+    if (join) {
+        ali_params_add(&q, "Tag.3.Key", ALI_TAG_JOIN);
+        ali_params_add(&q, "Tag.3.Value", client_token);
+    }
     if (ud == NULL)
         q.failed = 1;
     else
@@ -649,9 +795,20 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
         .launched_at = ali_now(a),
         .rank = -1,
     };
+    snprintf(o->client_token, sizeof(o->client_token), "%s", client_token);
+    o->join_rank = join ? req->join_rank : 0;
+    o->join_gang = join ? strdup(req->join_gang) : NULL;
+    if (join && o->join_gang == NULL)
+        q.failed = 1;
     if (o->launched.token && o->launched.job_id && o->launched.region &&
-        o->launched.zone && o->launched.type)
+        o->launched.zone && o->launched.type && join) {
+        o->run = q;
+        q = (struct ali_params){0};
+        o->rpc = join_look(o);
+    } else if (o->launched.token && o->launched.job_id && o->launched.region &&
+               o->launched.zone && o->launched.type) {
         o->rpc = ali_rpc_start(a, req->region, "RunInstances", &q, on_launched, o);
+    }
     ali_params_free(&q);
     if (o->rpc == NULL) {
         op_free(o);
@@ -725,6 +882,7 @@ static int add_found(struct inst_op *o, json_t *j, const char *region)
     o->found = v;
     const char *token = tag_value(j, ALI_TAG_TOKEN);
     const char *job = tag_value(j, ALI_TAG_JOB);
+    const char *join = tag_value(j, ALI_TAG_JOIN);
     const char *strategy = ali_json_str(j, "SpotStrategy");
     struct inst *i = &o->found[o->n_found];
     *i = (struct inst){
@@ -740,9 +898,11 @@ static int add_found(struct inst_op *o, json_t *j, const char *region)
         .state = state_of(ali_json_str(j, "Status")),
         .preempted = recycling(j),
         .rank = rank_of_host(ali_json_str(j, "HostName")),
+        .join = strdup(join ? join : ""),
     };
     i->launched_at = creation_time(ali_json_str(j, "CreationTime"));
-    if (!i->id || !i->token || !i->job_id || !i->region || !i->zone || !i->type) {
+    if (!i->id || !i->token || !i->job_id || !i->region || !i->zone || !i->type ||
+        !i->join) {
         inst_free(i);
         return EBB_ENOMEM;
     }
@@ -832,7 +992,7 @@ static int describe_page(struct inst_op *o)
         ebb_buf_free(&ids);
         ali_params_add(&q, "MaxResults", "100");
     } else {
-        ali_params_add(&q, "Tag.1.Key", ALI_TAG_TOKEN);
+        ali_params_add(&q, "Tag.1.Key", o->kind == SWEEP ? o->sweep_tag : ALI_TAG_TOKEN);
         if (o->kind == SWEEP)
             ali_params_add(&q, "Tag.1.Value", o->id);
         ali_params_add(&q, "MaxResults", "100");
@@ -904,14 +1064,17 @@ static void delete_found(struct inst_op *o, const char *region)
         complete(o, rc);
 }
 
-/* Releases what the launch with `token` started in `region` (its answer
- * was no gang): DescribeInstances by the token's tag, then a delete. */
-static int sweep_start(struct ali *a, const char *region, const char *token)
+/* Releases what a launch started in `region` (its answer was no gang, or
+ * no one member): DescribeInstances by its tag `tag` = `value` (a gang's
+ * token, a join's ClientToken), then a delete. */
+static int sweep_start(struct ali *a, const char *region, const char *tag,
+                       const char *value)
 {
     struct inst_op *o = op_new(a, SWEEP, NULL);
     if (o == NULL)
         return EBB_ENOMEM;
-    o->id = strdup(token);
+    o->sweep_tag = tag;
+    o->id = strdup(value);
     o->region = a->cfg->regions.n;
     for (size_t i = 0; i < a->cfg->regions.n; i++)
         if (strcmp(a->cfg->regions.items[i], region) == 0)

@@ -199,7 +199,7 @@ static const struct ebb_provider ali_provider = {
     .terminate = terminate,
     .list_instances = list_instances,
     .stop_job = NULL,
-    .flags = EBB_PROVIDER_GANGS,
+    .flags = EBB_PROVIDER_GANGS | EBB_PROVIDER_GANG_REPLACE,
 };
 
 const struct ebb_provider *ebb_provider_entry(void)

@@ -21,6 +21,10 @@
 /* Tag keys ebb puts on its instances. */
 #define ALI_TAG_JOB "ebb-job-id"
 #define ALI_TAG_TOKEN "ebb-token"
+/* A replacement member's (ebb_launch.join_gang): its join's ClientToken,
+ * which DescribeInstances does not show, so that a retried join knows
+ * the member its first try started. */
+#define ALI_TAG_JOIN "ebb-join"
 
 struct ali_cfg {
     struct ebb_string_list regions;

@@ -258,12 +258,71 @@ static int amount_param(const char *s, int dflt)
     return *s != '\0' && *end == '\0' && v >= 1 && v <= 100 ? (int)v : 0;
 }
 
+/* A hash of the parameters of a call, in any order, but for those that
+ * change with each request (FNV-1a of each "name=value", summed). */
+static uint64_t params_hash(const struct form *f)
+{
+    static const char *const fresh[] = {"Signature", "SignatureNonce", "Timestamp"};
+    uint64_t sum = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        int skip = 0;
+        for (size_t k = 0; k < sizeof(fresh) / sizeof(fresh[0]); k++)
+            skip |= strcmp(f->keys[i], fresh[k]) == 0;
+        if (skip)
+            continue;
+        uint64_t h = UINT64_C(14695981039346656037);
+        for (const char *c = f->keys[i]; *c != '\0'; c++)
+            h = (h ^ (unsigned char)*c) * UINT64_C(1099511628211);
+        h = (h ^ '=') * UINT64_C(1099511628211);
+        for (const char *c = f->values[i]; *c != '\0'; c++)
+            h = (h ^ (unsigned char)*c) * UINT64_C(1099511628211);
+        sum += h;
+    }
+    return sum;
+}
+
+/* The value of tag `key` among Tag.N.Key/Value, or NULL. */
+static const char *tag_param(const struct form *f, const char *key)
+{
+    for (int t = 1; t <= 20; t++) {
+        char kk[32], v[32];
+        snprintf(kk, sizeof(kk), "Tag.%d.Key", t);
+        snprintf(v, sizeof(v), "Tag.%d.Value", t);
+        const char *k = form_get(f, kk);
+        if (k != NULL && strcmp(k, key) == 0)
+            return form_get(f, v) ? form_get(f, v) : "";
+    }
+    return NULL;
+}
+
+/* ECS's HostName rules (Linux): 2 to 64 letters, digits, '.' and '-',
+ * neither first nor last nor twice in a row. */
+static int host_name_ok(const char *h)
+{
+    size_t n = strlen(h);
+    if (n < 2 || n > 64 || strchr(".-", h[0]) != NULL || strchr(".-", h[n - 1]) != NULL)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = h[i];
+        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '.' && c != '-')
+            return 0;
+        if (!alnum && i > 0 && (h[i - 1] == '.' || h[i - 1] == '-'))
+            return 0;
+    }
+    return 1;
+}
+
 static struct fake_instance *create_instance(struct fake_ecs *e, const struct form *f,
-                                             const char *token, int k, int amount)
+                                             const char *client_token, int k, int amount)
 {
     const char *zone = form_get(f, "ZoneId");
+    const char *tag = tag_param(f, "ebb-token"), *join = tag_param(f, "ebb-join");
     struct fake_instance *inst = fake_ecs_add_instance(e, form_get(f, "RegionId"),
-                                                       zone ? zone : "", token, NULL);
+                                                       zone ? zone : "", tag, NULL);
+    snprintf(inst->client_token, sizeof(inst->client_token), "%s", client_token);
+    snprintf(inst->join, sizeof(inst->join), "%s", join ? join : "");
+    inst->params = params_hash(f);
     snprintf(inst->type, sizeof(inst->type), "%s", form_get(f, "InstanceType"));
     snprintf(inst->status, sizeof(inst->status), "Pending");
     const char *strategy = form_get(f, "SpotStrategy");
@@ -320,11 +379,32 @@ static void run_instances(struct fake_ecs *e, const struct form *f,
               "The specified parameter MinAmount is not valid.");
         return;
     }
-    /* A ClientToken seen before: the instances that call created. */
+    const char *host = form_get(f, "HostName");
+    if (host != NULL && !host_name_ok(host)) {
+        error(res, 400, "InvalidHostName.Malformed",
+              "The specified parameter HostName is not valid.");
+        return;
+    }
+    if (strlen(token) > 64 || token[strspn(token,
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+            "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")] != '\0') {
+        error(res, 400, "InvalidParameter", "The specified parameter ClientToken is not valid.");
+        return;
+    }
+    /* A ClientToken seen before: the instances that call created, if it
+     * asked the same. */
     size_t mine[100], n_mine = 0;
-    for (size_t i = 0; i < e->n_inst && n_mine < 100; i++)
-        if (strcmp(e->inst[i].token, token) == 0)
-            mine[n_mine++] = i;
+    for (size_t i = 0; i < e->n_inst && n_mine < 100; i++) {
+        if (strcmp(e->inst[i].client_token, token) != 0)
+            continue;
+        if (e->inst[i].params != params_hash(f)) {
+            error(res, 400, "IdempotentParameterMismatch",
+                  "The specified parameter has changed while using an already used "
+                  "clientToken.");
+            return;
+        }
+        mine[n_mine++] = i;
+    }
     if (n_mine == 0) {
         int make = amount;
         if (e->stock_limited && make > e->stock)
@@ -442,8 +522,11 @@ static void describe_instances(struct fake_ecs *e, const struct form *f,
         char quoted[48];
         snprintf(quoted, sizeof(quoted), "\"%s\"", x->id);
         if (strcmp(x->region, region) != 0 ||
-            (tag != NULL && (strcmp(tag, "ebb-token") != 0 || !x->ebb_tagged)) ||
-            (tag_value != NULL && strcmp(tag_value, x->token) != 0) ||
+            (tag != NULL && strcmp(tag, "ebb-token") != 0 && strcmp(tag, "ebb-join") != 0) ||
+            (tag != NULL && strcmp(tag, "ebb-token") == 0 && !x->ebb_tagged) ||
+            (tag != NULL && strcmp(tag, "ebb-join") == 0 && x->join[0] == '\0') ||
+            (tag_value != NULL && tag != NULL &&
+             strcmp(tag_value, strcmp(tag, "ebb-join") == 0 ? x->join : x->token) != 0) ||
             (ids != NULL && strstr(ids, quoted) == NULL))
             continue;
         if (match++ < skip)
@@ -460,10 +543,11 @@ static void describe_instances(struct fake_ecs *e, const struct form *f,
             "\"CreationTime\":\"2026-11-30T10:00Z\","
             "\"OperationLocks\":{\"LockReason\":[%s]},"
             "\"Tags\":{\"Tag\":[{\"TagKey\":\"ebb-job-id\",\"TagValue\":\"%s\"},"
-            "{\"TagKey\":\"ebb-token\",\"TagValue\":\"%s\"}]}}",
+            "{\"TagKey\":\"ebb-token\",\"TagValue\":\"%s\"}%s%s%s]}}",
             sent ? "," : "", x->id, x->region, x->zone, x->type, x->status,
             x->strategy, x->host, x->recycling ? "{\"LockReason\":\"Recycling\"}" : "",
-            x->job_id, x->token);
+            x->job_id, x->token, x->join[0] ? ",{\"TagKey\":\"ebb-join\",\"TagValue\":\"" : "",
+            x->join, x->join[0] ? "\"}" : "");
         sent++;
     }
     if (more)

@@ -7,7 +7,11 @@
  * small world: spot price rows per region and type (answered in pages),
  * instances with their ClientToken and tags, created Amount at a time
  * (MinAmount <= Amount, else 400 InvalidMinAmount.Malformed; all or none
- * against a stock), named by HostName with UniqueSuffix as ECS does.
+ * against a stock), named by HostName with UniqueSuffix as ECS does (a
+ * HostName against ECS's rules: 400 InvalidHostName.Malformed). A
+ * ClientToken is at most 64 ASCII characters; one used again with other
+ * parameters is 400 IdempotentParameterMismatch. DescribeInstances
+ * filters by the tag ebb-token or ebb-join.
  * Tests inject throttling, errors, lost answers, sold-out zones and
  * RunInstances answers that lie.
  */
@@ -15,6 +19,7 @@
 #define EBB_TEST_FAKE_ECS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <ebb/common.h>
 
@@ -28,6 +33,9 @@ struct fake_price {
 
 struct fake_instance {
     char id[32], region[32], zone[32], type[48], token[80], job_id[64];
+    char client_token[80]; /* the RunInstances that created it; "" */
+    char join[80];         /* its tag ebb-join; "" for none */
+    uint64_t params;       /* that RunInstances' parameters, hashed */
     char status[16];
     char strategy[24];
     char host[72];  /* HostName, with UniqueSuffix's 001.. when asked */

@@ -712,6 +712,197 @@ static void gang_bad_answers(void **state)
     close_ecs(t);
 }
 
+/* A replacement member's launch: one instance at `rank` of gang `gang`. */
+static struct ebb_launch join_req(const char *token, const char *gang, unsigned rank,
+                                  const char *agent_token)
+{
+    struct ebb_launch req = gang_req(token, 1);
+    req.agent_tokens = NULL;
+    req.agent_token = agent_token;
+    req.join_gang = gang;
+    req.join_rank = rank;
+    return req;
+}
+
+/* A join the provider accepts but the gang as ECS lists it refuses:
+ * EBB_EINVAL, the reason logged, nothing created. */
+static void join_refused(struct t *t, const struct ebb_launch *req, const char *why)
+{
+    size_t before = t->e.n_inst;
+    int runs = fake_ecs_count(&t->e, "RunInstances");
+    pfx_launch(&t->f, req, &t->r);
+    assert_int_equal(t->r.status, EBB_EINVAL);
+    char line[256];
+    snprintf(line, sizeof(line), "join of rank %u into gang %s refused: %s",
+             req->join_rank, req->join_gang, why);
+    assert_non_null(strstr(t->f.log.data, line));
+    assert_int_equal(t->e.n_inst, before);
+    assert_int_equal(fake_ecs_count(&t->e, "RunInstances"), runs);
+}
+
+/* gang.restart: replace_lost. Member 1 of a gang of 3 is reclaimed; a
+ * join at rank 1 creates one instance (Amount = MinAmount = 1) in the
+ * gang's zone named ebb-rank002 (no UniqueSuffix), tagged with the
+ * gang's token and its join's ClientToken, its user data holding its own
+ * agent token only. The list shows the gang whole with it at rank 1; a
+ * retried join answers the same instance, the next replacement of that
+ * rank another; terminate deletes every member. Joins into a rank whose
+ * member runs, out of the gang's ranks, into another zone or into a gang
+ * ECS does not run are refused. */
+static void gang_join(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    assert_true(t->f.p->flags & EBB_PROVIDER_GANG_REPLACE);
+    struct ebb_launch req = gang_req("tok-join", 3);
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    char gang[64], member[3][32];
+    snprintf(gang, sizeof(gang), "%s", t->r.inst[0].id);
+    for (size_t k = 0; k < 3; k++)
+        assert_int_equal(ebb_gang_member(gang, k, member[k], sizeof(member[k])), 0);
+    find_inst(&t->e, member[1])->recycling = 1;
+
+    struct ebb_launch join = join_req("tok-join", gang, 1, "enrol:g+1.new");
+    pfx_launch(&t->f, &join, &t->r);
+    assert_int_equal(t->r.status, 0);
+    char fresh[64];
+    snprintf(fresh, sizeof(fresh), "%s", t->r.inst[0].id);
+    assert_int_equal(ebb_gang_size(fresh), 1);
+    for (size_t k = 0; k < 3; k++)
+        assert_string_not_equal(fresh, member[k]);
+    assert_string_equal(t->r.inst[0].token, "tok-join");
+    assert_string_equal(find_inst(&t->e, fresh)->host, "ebb-rank002");
+    assert_string_equal(find_inst(&t->e, fresh)->zone, "cn-hangzhou-i");
+#define P(name) fake_ecs_run_param(&t->e, name)
+    assert_string_equal(P("Amount"), "1");
+    assert_string_equal(P("MinAmount"), "1");
+    assert_string_equal(P("HostName"), "ebb-rank002");
+    assert_null(P("UniqueSuffix"));
+    assert_string_equal(P("ZoneId"), "cn-hangzhou-i");
+    assert_string_equal(P("Tag.2.Value"), "tok-join");
+    assert_string_equal(P("Tag.3.Key"), "ebb-join");
+    char client_token[80];
+    snprintf(client_token, sizeof(client_token), "%s", P("ClientToken"));
+    assert_int_equal(strlen(client_token), 64);
+    assert_int_equal(strncmp(client_token, "ebb-join-1-", 11), 0);
+    assert_string_equal(P("Tag.3.Value"), client_token);
+    char *script = base64_decode(P("UserData"));
+    assert_null(strstr(script, "meta-data/hostname"));
+    int status;
+    char *token = boot_script_run(script, "ebb-rank002", &status);
+    assert_int_equal(status, 0);
+    assert_string_equal(token, "enrol:g+1.new");
+    free(token);
+    free(script);
+#undef P
+    char whole[200];
+    snprintf(whole, sizeof(whole), "%s,%s,%s", member[0], fresh, member[2]);
+    pfx_list(&t->f, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->r.n_inst, 1);
+    assert_string_equal(t->r.inst[0].id, whole);
+
+    /* The same join again (its answer lost): the same instance. */
+    size_t n_inst = t->e.n_inst;
+    pfx_launch(&t->f, &join, &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_string_equal(t->r.inst[0].id, fresh);
+    assert_int_equal(t->e.n_inst, n_inst);
+    /* Retried with another agent token, it is no retry to ECS: the
+     * ClientToken with other parameters is refused. */
+    struct ebb_launch other = join;
+    other.agent_token = "enrol:g+1.other";
+    pfx_launch(&t->f, &other, &t->r);
+    assert_int_not_equal(t->r.status, 0);
+    assert_int_equal(t->e.n_inst, n_inst);
+
+    /* Refused: a rank whose member runs (an original one, and the
+     * newcomer for a join naming the member it replaced), another zone, a
+     * gang ECS does not run; out of range, more than one member, no gang,
+     * before ECS is asked. */
+    char why[200];
+    struct ebb_launch bad = join_req("tok-join", gang, 0, "enrol:g+0.x");
+    snprintf(why, sizeof(why), "its member %s still runs", member[0]);
+    join_refused(t, &bad, why);
+    bad = join_req("tok-join", whole, 1, "enrol:g+1.x");
+    snprintf(why, sizeof(why), "its member %s still runs", fresh);
+    join_refused(t, &bad, why);
+    find_inst(&t->e, member[2])->recycling = 1;
+    bad = join_req("tok-join", whole, 2, "enrol:g+2.x");
+    bad.zone = "cn-hangzhou-h";
+    join_refused(t, &bad, "the gang runs in cn-hangzhou-i, not cn-hangzhou-h");
+    bad = join_req("tok-nobody", "i-none1,i-none2", 1, "enrol:n+1.x");
+    join_refused(t, &bad, "no other member of it runs");
+    int calls = t->e.requests;
+    bad = join_req("tok-join", gang, 3, "enrol:g+3.x");
+    assert_int_equal(t->f.p->launch(t->f.self, &bad, pfx_on_launch, &t->r), EBB_EINVAL);
+    assert_non_null(strstr(t->f.log.data, "refused: the gang's ranks are 0 to 2"));
+    bad = join_req("tok-join", gang, 1, "enrol:g+1.x");
+    bad.count = 2;
+    bad.agent_tokens = gang_tokens;
+    assert_int_equal(t->f.p->launch(t->f.self, &bad, pfx_on_launch, &t->r), EBB_EINVAL);
+    assert_non_null(strstr(t->f.log.data, "refused: a join starts one member, not 2"));
+    bad = join_req("tok-join", member[0], 1, "enrol:g+1.x");
+    assert_int_equal(t->f.p->launch(t->f.self, &bad, pfx_on_launch, &t->r), EBB_EINVAL);
+    assert_non_null(strstr(t->f.log.data, "refused: it is no gang of 2 to 64 members"));
+    assert_int_equal(t->e.requests, calls);
+
+    /* The newcomer reclaimed in its turn: the next join at rank 1 (naming
+     * it) is another instance, and the list shows that one. */
+    find_inst(&t->e, fresh)->recycling = 1;
+    join = join_req("tok-join", whole, 1, "enrol:g+1.newer");
+    pfx_launch(&t->f, &join, &t->r);
+    assert_int_equal(t->r.status, 0);
+    char newer[64];
+    snprintf(newer, sizeof(newer), "%s", t->r.inst[0].id);
+    assert_string_not_equal(newer, fresh);
+    assert_string_not_equal(fake_ecs_run_param(&t->e, "ClientToken"), client_token);
+    assert_string_equal(find_inst(&t->e, newer)->host, "ebb-rank002");
+    pfx_list(&t->f, &t->r);
+    char now_id[200];
+    snprintf(now_id, sizeof(now_id), "%s,%s", member[0], newer);
+    assert_string_equal(t->r.inst[0].id, now_id);
+
+    /* Terminate of the gang as ebbd holds it deletes every member. */
+    snprintf(whole, sizeof(whole), "%s,%s,%s", member[0], newer, member[2]);
+    pfx_terminate(&t->f, whole, &t->r);
+    assert_int_equal(t->r.status, 0);
+    for (size_t i = 0; i < t->e.n_inst; i++) {
+        assert_string_not_equal(t->e.inst[i].id, member[0]);
+        assert_string_not_equal(t->e.inst[i].id, member[2]);
+        assert_string_not_equal(t->e.inst[i].id, newer);
+    }
+    close_ecs(t);
+}
+
+/* A join whose RunInstances answer is no one ECS id: the launch fails,
+ * what it started (found by its ebb-join tag) is released, and the gang
+ * runs on. */
+static void gang_join_bad_answer(void **state)
+{
+    (void)state;
+    struct t *t = open_ecs(NULL);
+    struct ebb_launch req = gang_req("tok-joinlie", 2);
+    pfx_launch(&t->f, &req, &t->r);
+    assert_int_equal(t->r.status, 0);
+    char gang[64], member[2][32];
+    snprintf(gang, sizeof(gang), "%s", t->r.inst[0].id);
+    for (size_t k = 0; k < 2; k++)
+        assert_int_equal(ebb_gang_member(gang, k, member[k], sizeof(member[k])), 0);
+    find_inst(&t->e, member[1])->recycling = 1;
+    t->e.lie_next_run = FAKE_ECS_COMMA_ID;
+    struct ebb_launch join = join_req("tok-joinlie", gang, 1, "enrol:g+1.n");
+    pfx_launch(&t->f, &join, &t->r);
+    assert_int_equal(t->r.status, EBB_EPROTO);
+    for (int i = 0; i < 200 && t->e.n_inst > 2; i++)
+        pfx_run_for(&t->f, 10);
+    assert_int_equal(t->e.n_inst, 2);
+    find_inst(&t->e, member[0]);
+    find_inst(&t->e, member[1]);
+    close_ecs(t);
+}
+
 static void terminate_known_unknown_and_gone(void **state)
 {
     (void)state;
@@ -832,6 +1023,8 @@ int main(void)
         cmocka_unit_test(gang_launch_list_terminate),
         cmocka_unit_test(gang_all_or_nothing),
         cmocka_unit_test(gang_bad_answers),
+        cmocka_unit_test(gang_join),
+        cmocka_unit_test(gang_join_bad_answer),
         cmocka_unit_test(terminate_known_unknown_and_gone),
         cmocka_unit_test(list_finds_ours_by_tag_in_every_region),
         cmocka_unit_test(destroy_cancels_what_is_in_flight),

@@ -1127,6 +1127,13 @@ static void test_gang_join(void **state)
     assert_string_equal(r.id, fresh);
     fake_ec2_stats(f.ec2, &st);
     assert_int_equal(st.instances, started);
+    /* Retried with another agent token, it is no retry to EC2: the
+     * ClientToken with other parameters is refused. */
+    struct ebb_launch other = join;
+    other.agent_token = "enrol:tok-join+1.other";
+    launch(&f, &other, &r);
+    assert_int_equal(r.status, EBB_EHTTP);
+    assert_non_null(strstr(f.log, "RunInstances failed: IdempotentParameterMismatch"));
 
     /* Refused: a rank whose member runs (an original one, and the
      * newcomer for a join naming the member it replaced), another zone, a
