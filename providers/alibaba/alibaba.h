@@ -6,7 +6,8 @@
  * Files: alibaba.c (ABI glue, configuration), ali_sign.c
  * (signatures V1 and ACS3), ali_rpc.c (one signed call, throttling and
  * error codes), ali_prices.c (the price history walk), ali_instances.c
- * (launch, terminate, list), ali_shape.c (what a GPU type is).
+ * (launch, terminate, list, replacement members with
+ * ../common/gang_join.c), ali_shape.c (what a GPU type is).
  */
 #ifndef EBB_ALIBABA_H
 #define EBB_ALIBABA_H

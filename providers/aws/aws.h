@@ -1,7 +1,9 @@
 /* The aws provider's shared state and the calls its files make of each
  * other. aws.c: configuration, create/destroy; aws_call.c: one signed EC2
  * call; aws_prices.c: price polls; aws_instances.c: launch, terminate,
- * list; aws_query.c: form parameters; aws_ec2.c: the XML answers.
+ * list; aws_join.c: replacement members' ranks and checks (with
+ * ../common/gang_join.c); aws_group.c: placement groups; aws_query.c:
+ * form parameters; aws_ec2.c: the XML answers.
  */
 #ifndef AWS_H
 #define AWS_H

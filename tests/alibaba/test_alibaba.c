@@ -762,6 +762,12 @@ static void gang_join(void **state)
     for (size_t k = 0; k < 3; k++)
         assert_int_equal(ebb_gang_member(gang, k, member[k], sizeof(member[k])), 0);
     find_inst(&t->e, member[1])->recycling = 1;
+    /* ebbd releases the lost member alone: the others run on. */
+    pfx_terminate(&t->f, member[1], &t->r);
+    assert_int_equal(t->r.status, 0);
+    assert_int_equal(t->e.n_inst, 2);
+    find_inst(&t->e, member[0]);
+    find_inst(&t->e, member[2]);
 
     struct ebb_launch join = join_req("tok-join", gang, 1, "enrol:g+1.new");
     pfx_launch(&t->f, &join, &t->r);

@@ -1079,6 +1079,15 @@ static void test_gang_join(void **state)
     gang_list(&f, &l);
     assert_int_equal(f.n_events, 1);
     assert_int_equal(f.events[0].rank, 1);
+    /* ebbd releases the lost member alone: the others run on. */
+    struct done_res d = {0};
+    assert_int_equal(f.p->terminate(f.self, member[1], on_done, &d), 0);
+    assert_true(aws_fx_run(&f, &d.done, 30000));
+    assert_int_equal(d.status, 0);
+    assert_string_equal(fake_ec2_last_param(f.ec2, "TerminateInstances", "InstanceId.1"),
+                        member[1]);
+    assert_null(fake_ec2_last_param(f.ec2, "TerminateInstances", "InstanceId.2"));
+    assert_string_equal(fake_ec2_instance_state(f.ec2, member[0]), "pending");
 
     struct ebb_launch join = join_req("tok-join", gang, 1, "enrol:tok-join+1.new");
     launch(&f, &join, &r);
@@ -1183,7 +1192,7 @@ static void test_gang_join(void **state)
 
     /* Terminate of the gang as ebbd holds it ends every member. */
     snprintf(whole, sizeof(whole), "%s,%s,%s", member[0], newer, member[2]);
-    struct done_res d = {0};
+    memset(&d, 0, sizeof(d));
     assert_int_equal(f.p->terminate(f.self, whole, on_done, &d), 0);
     assert_true(aws_fx_run(&f, &d.done, 30000));
     assert_int_equal(d.status, 0);
