@@ -51,7 +51,6 @@
 /* One instance as DescribeInstances reports it; strings owned. */
 struct inst {
     char *id, *token, *job_id, *region, *zone, *type;
-    char *join; /* tag ALI_TAG_JOIN: the join that started it; "" */
     enum ebb_market market;
     enum ebb_instance_state state;
     ebb_time_ms launched_at;
@@ -100,7 +99,6 @@ struct inst_op {
 
 static void inst_free(struct inst *i)
 {
-    free(i->join);
     free(i->id);
     free(i->token);
     free(i->job_id);
@@ -882,7 +880,6 @@ static int add_found(struct inst_op *o, json_t *j, const char *region)
     o->found = v;
     const char *token = tag_value(j, ALI_TAG_TOKEN);
     const char *job = tag_value(j, ALI_TAG_JOB);
-    const char *join = tag_value(j, ALI_TAG_JOIN);
     const char *strategy = ali_json_str(j, "SpotStrategy");
     struct inst *i = &o->found[o->n_found];
     *i = (struct inst){
@@ -898,11 +895,9 @@ static int add_found(struct inst_op *o, json_t *j, const char *region)
         .state = state_of(ali_json_str(j, "Status")),
         .preempted = recycling(j),
         .rank = rank_of_host(ali_json_str(j, "HostName")),
-        .join = strdup(join ? join : ""),
     };
     i->launched_at = creation_time(ali_json_str(j, "CreationTime"));
-    if (!i->id || !i->token || !i->job_id || !i->region || !i->zone || !i->type ||
-        !i->join) {
+    if (!i->id || !i->token || !i->job_id || !i->region || !i->zone || !i->type) {
         inst_free(i);
         return EBB_ENOMEM;
     }
