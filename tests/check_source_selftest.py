@@ -22,6 +22,16 @@ CASES = [
       'tests/unit/t.c': '#include <sqlite3.h>\n',
       'bench/b.c': '#include <sqlite3.h>\n'},
      ['source rules hold'], 0),
+    # providers/common/ is the providers' own shared code, as
+    # policies/common/ is the policies'; a header not there is not.
+    ({'providers/common/gang_join.h': '',
+      'providers/p/p.c': '#include "common/gang_join.h"\n'},
+     ['source rules hold'], 0),
+    ({'providers/p/p.c': '#include "common/gang_join.h"\n'},
+     ['providers/p/p.c:1: "common/gang_join.h": plugins include only the SDK'], 1),
+    ({'policies/common/policy_util.h': '',
+      'providers/p/p.c': '#include "common/policy_util.h"\n'},
+     ['providers/p/p.c:1: "common/policy_util.h": plugins include only the SDK'], 1),
 ]
 
 
