@@ -13,48 +13,61 @@ static const char *const columns[] = {
     "provider", "region", "instance_type", "on_demand_usd_per_hour",
     "gpus",     "gpu_model", "vcpus",     "memory_gb",
 };
-enum { N_REQUIRED = 8, MAX_COLUMNS = 10 };
+enum { N_REQUIRED = 8 };
+
+/* The optional columns, after the required ones, in any order. */
+enum optional { OPT_SPEED, OPT_SOURCE, OPT_NETWORK, N_OPTIONAL };
+static const char *const optional_columns[N_OPTIONAL] = {
+    [OPT_SPEED] = "speed", [OPT_SOURCE] = "source", [OPT_NETWORK] = "network_gbps",
+};
 
 #define HEADER                                                              \
     "provider,region,instance_type,on_demand_usd_per_hour,gpus,gpu_model,"  \
-    "vcpus,memory_gb[,speed][,source]"
+    "vcpus,memory_gb[,speed][,source][,network_gbps]"
 
 /* Where the optional columns are in this file; -1 when absent. */
 struct layout {
     size_t n_column;
-    int speed, source;
+    int at[N_OPTIONAL];
 };
+
+static int optional_column(const char *name)
+{
+    for (int k = 0; k < N_OPTIONAL; k++)
+        if (strcmp(name, optional_columns[k]) == 0)
+            return k;
+    return -1;
+}
 
 static int check_header(struct ebb__csv *c, struct layout *lay,
                         struct ebb_diag *d)
 {
     char q[EBB_DIAG_QUOTE_SIZE];
-    lay->speed = lay->source = -1;
+    for (int k = 0; k < N_OPTIONAL; k++)
+        lay->at[k] = -1;
     lay->n_column = c->n_field;
-    if (c->n_field < N_REQUIRED || c->n_field > MAX_COLUMNS) {
+    if (c->n_field < N_REQUIRED || c->n_field > N_REQUIRED + N_OPTIONAL) {
         ebb_diag_set(d, c->name, c->line,
-                      "header has %zu columns, expected 8 to 10; a catalog "
+                      "header has %zu columns, expected %d to %d; a catalog "
                       "starts with the line " HEADER,
-                      c->n_field);
+                      c->n_field, N_REQUIRED, N_REQUIRED + N_OPTIONAL);
         return EBB_EINVAL;
     }
     for (size_t i = 0; i < c->n_field; i++) {
         const char *f = c->field[i];
         if (i < N_REQUIRED && strcmp(f, columns[i]) == 0)
             continue;
-        if (i >= N_REQUIRED && strcmp(f, "speed") == 0 && lay->speed < 0) {
-            lay->speed = (int)i;
-            continue;
-        }
-        if (i >= N_REQUIRED && strcmp(f, "source") == 0 && lay->source < 0) {
-            lay->source = (int)i;
+        int k = i >= N_REQUIRED ? optional_column(f) : -1;
+        if (k >= 0 && lay->at[k] < 0) {
+            lay->at[k] = (int)i;
             continue;
         }
         ebb_diag_set(d, c->name, c->line,
                       "column %zu of the header is %s, expected %s; a "
                       "catalog starts with the line " HEADER,
                       i + 1, ebb_diag_quote(f, strlen(f), q, sizeof(q)),
-                      i < N_REQUIRED ? columns[i] : "speed or source");
+                      i < N_REQUIRED ? columns[i]
+                                     : "speed, source or network_gbps");
         return EBB_EINVAL;
     }
     return 0;
@@ -142,20 +155,28 @@ static int read_row(struct ebb__csv *c, const struct layout *lay,
     if (f[7][0] != '\0' && parse_real(f[7], &e->memory_gb, &why) != 0)
         return bad(c, d, "memory_gb", f[7], why);
     e->speed = 1.0;
-    if (lay->speed >= 0 && f[lay->speed][0] != '\0') {
-        const char *s = f[lay->speed];
+    if (lay->at[OPT_SPEED] >= 0 && f[lay->at[OPT_SPEED]][0] != '\0') {
+        const char *s = f[lay->at[OPT_SPEED]];
         if (parse_real(s, &e->speed, &why) != 0)
             return bad(c, d, "speed", s, why);
         if (e->speed <= 0)
             return bad(c, d, "speed", s,
                        "must be greater than 0 (1.0 = one V100)");
     }
+    if (lay->at[OPT_NETWORK] >= 0 && f[lay->at[OPT_NETWORK]][0] != '\0') {
+        const char *s = f[lay->at[OPT_NETWORK]];
+        if (parse_real(s, &e->network_gbps, &why) != 0)
+            return bad(c, d, "network_gbps", s, why);
+        if (e->network_gbps <= 0)
+            return bad(c, d, "network_gbps", s,
+                       "must be greater than 0 (or empty: unknown)");
+    }
     e->line = c->line;
     e->provider = strdup(f[0]);
     e->region = strdup(f[1]);
     e->instance_type = strdup(f[2]);
     e->gpu_model = strdup(f[5]);
-    e->source = strdup(lay->source >= 0 ? f[lay->source] : "");
+    e->source = strdup(lay->at[OPT_SOURCE] >= 0 ? f[lay->at[OPT_SOURCE]] : "");
     if (e->provider == NULL || e->region == NULL ||
         e->instance_type == NULL || e->gpu_model == NULL ||
         e->source == NULL) {

@@ -4,10 +4,17 @@
  * A CSV file (data/catalog.csv ships one) with the header
  *   provider,region,instance_type,on_demand_usd_per_hour,gpus,gpu_model,
  *   vcpus,memory_gb
- * optionally followed by a `speed` column and/or a `source` column, in
- * either order. `speed` is relative training throughput (the reference
+ * optionally followed by `speed`, `source` and `network_gbps` columns, in
+ * any order. `speed` is relative training throughput (the reference
  * instance, p3.2xlarge with one V100, is 1.0; 1.0 when the column is absent
- * or the field empty). An empty region makes a row apply to every region
+ * or the field empty). `network_gbps` is the type's network bandwidth as
+ * its provider publishes it, in Gbps (what a gang's nodes have between
+ * them, read against a job's resources.network); an empty field, or no
+ * column, is unknown (0). data/catalog.csv takes AWS's figures from the
+ * "Network performance" column of the EC2 instance type pages (P2, P3;
+ * "Up to 10 Gigabit" is 10), and leaves empty what is published only as a
+ * word ("High": p2.xlarge) or not at all (Azure's NC sizes, marketplace
+ * aggregates). An empty region makes a row apply to every region
  * that has no row of its own. vcpus and memory_gb may be empty (unknown, as
  * for marketplace offers priced per GPU), read as 0. Errors are reported as
  * "file:line: message".
@@ -31,6 +38,7 @@ struct ebb__catalog_entry {
     double memory_gb;      /* 0: unknown */
     double gpu_memory_gb;  /* per GPU; 0: unknown */
     double speed;          /* > 0; 1.0 = one V100 (p3.2xlarge) */
+    double network_gbps;   /* published bandwidth, Gbps; 0: unknown */
     char *source;          /* where the price came from; "" when absent */
     int line;              /* line in the file, for messages */
 };

@@ -1,5 +1,5 @@
 /* The instance catalog (src/market/catalog.c): lookups with region fallback, the
- * optional speed and source columns, every error message, and the shipped
+ * optional speed, source and network_gbps columns, every error message, and the shipped
  * data/catalog.csv against the shipped price traces. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -134,6 +134,20 @@ static void optional_columns(void **state)
     assert_true(e->speed == 3.6);
     assert_string_equal(e->source, "AWS");
     assert_true(e->memory_gb == 244.0);
+    assert_true(e->network_gbps == 0.0); /* no column: unknown */
+    ebb__catalog_free(c);
+
+    /* network_gbps between the others; an empty field is unknown. */
+    c = load_ok("tests/data/traces/catalog_network.csv");
+    e = ebb__catalog_find(c, "aws", "us-east-1", "p3.16xlarge");
+    assert_non_null(e);
+    assert_true(e->network_gbps == 25.0);
+    assert_true(e->speed == 7.44);
+    assert_string_equal(e->source, "AWS");
+    e = ebb__catalog_find(c, "aws", "us-east-1", "p2.xlarge");
+    assert_non_null(e);
+    assert_true(e->network_gbps == 0.0);
+    assert_true(e->speed == 0.16);
     ebb__catalog_free(c);
     ebb__catalog_free(NULL);
 }
@@ -142,7 +156,7 @@ static void optional_columns(void **state)
            "gpu_model,vcpus,memory_gb"
 #define HDR H8 ",speed,source"
 #define WANT "provider,region,instance_type,on_demand_usd_per_hour,gpus," \
-             "gpu_model,vcpus,memory_gb[,speed][,source]"
+             "gpu_model,vcpus,memory_gb[,speed][,source][,network_gbps]"
 
 static void errors(void **state)
 {
@@ -154,17 +168,19 @@ static void errors(void **state)
         {"", "catalog.csv: file is empty; a catalog starts with the line "
              WANT},
         {"provider,region,instance_type\n",
-         "catalog.csv:1: header has 3 columns, expected 8 to 10; a catalog "
+         "catalog.csv:1: header has 3 columns, expected 8 to 11; a catalog "
          "starts with the line " WANT},
         {"provider,region,type,on_demand_usd_per_hour,gpus,gpu_model,vcpus,"
          "memory_gb\n",
          "catalog.csv:1: column 3 of the header is \"type\", expected "
          "instance_type; a catalog starts with the line " WANT},
         {H8 ",speed,speed\n", "catalog.csv:1: column 10 of the header is "
-                              "\"speed\", expected speed or source; a "
+                              "\"speed\", expected speed, source or "
+                              "network_gbps; a "
                               "catalog starts with the line " WANT},
         {H8 ",price\n", "catalog.csv:1: column 9 of the header is \"price\", "
-                        "expected speed or source; a catalog starts with the "
+                        "expected speed, source or network_gbps; a catalog "
+                        "starts with the "
                         "line " WANT},
         {HDR "\naws,us-east-1,p3.2xlarge,3.06,1,V100,8,61,1\n",
          "catalog.csv:2: 9 fields, expected 10 as in the header"},
@@ -194,6 +210,11 @@ static void errors(void **state)
          "V100)"},
         {HDR "\naws,us-east-1,p3.2xlarge,3.06,1,V100,8,61,fast,x\n",
          "catalog.csv:2: speed: \"fast\" is not a number"},
+        {H8 ",network_gbps\naws,us-east-1,p3.2xlarge,3.06,1,V100,8,61,fast\n",
+         "catalog.csv:2: network_gbps: \"fast\" is not a number"},
+        {H8 ",network_gbps\naws,us-east-1,p3.2xlarge,3.06,1,V100,8,61,0\n",
+         "catalog.csv:2: network_gbps: \"0\" must be greater than 0 (or "
+         "empty: unknown)"},
         {HDR "\naws,us-east-1,p3.2xlarge,3.06,1,V100,8,61,1,x\n"
              "aws,us-east-1,p2.xlarge,0.9,1,K80,4,61,0.2,x\n"
              "aws,us-east-1,p3.2xlarge,3.06,1,V100,8,61,1,y\n",
@@ -268,6 +289,23 @@ static void shipped_catalog_covers_traces(void **state)
     e = ebb__catalog_find(c, "aws", "us-east-1", "p2.xlarge");
     assert_non_null(e);
     assert_int_equal(e->on_demand, 900000);
+    /* Published as "High", not as a figure: unknown. */
+    assert_true(e->network_gbps == 0.0);
+    /* AWS's "Network performance": "Up to 10 Gigabit", "10 Gigabit",
+     * "25 Gigabit". */
+    static const struct {
+        const char *type;
+        double gbps;
+    } net[] = {{"p3.2xlarge", 10}, {"p3.8xlarge", 10}, {"p3.16xlarge", 25},
+               {"p2.8xlarge", 10}, {"p2.16xlarge", 25}};
+    for (size_t i = 0; i < sizeof(net) / sizeof(net[0]); i++) {
+        e = ebb__catalog_find(c, "aws", "us-east-1", net[i].type);
+        assert_non_null(e);
+        assert_true(e->network_gbps == net[i].gbps);
+    }
+    e = ebb__catalog_find(c, "azure", "us_east", "NC24rs v3");
+    assert_non_null(e);
+    assert_true(e->network_gbps == 0.0); /* Azure publishes no figure */
     ebb__catalog_free(c);
 }
 
