@@ -328,6 +328,11 @@ void ebb__engine_job_note(struct ebb__job *job, const char *type, const char *re
 void ebb__engine_job_info(const struct ebb__job *job,
                           struct ebb__job_info *out);
 
+/* How many nodes the job runs on (engine_state.c): its spec's nodes, 1
+ * for a single instance (and for a spec built without the parser, nodes
+ * 0). Prices, hazards, capacity, caps and quotas count each node. */
+int ebb__job_nodes(const struct ebb__job *job);
+
 /* The attempts' idempotency tokens ("<job id>-a<n>") fit in this. */
 #define EBB__TOKEN_SIZE 96
 
@@ -436,8 +441,9 @@ int ebb__engine_user_budget(const struct ebb__engine *e, const struct ebb__team 
                             ebb_time_ms now, struct ebb__budget_usage *u);
 /* What a team's instances (or one user's in the team) hold now
  * (engine_quota.c): GPUs (the catalog's gpus column; 0 for an offer it
- * does not list) and the rate they are billed, USD micro-units per hour.
- * An instance counts from its launch call until it ends. */
+ * does not list) and the rate they are billed, USD micro-units per hour;
+ * a gang's nodes count each, as instances. An instance counts from its
+ * launch call until it ends. */
 struct ebb__quota_use {
     int64_t gpus;
     ebb_micros burn;

@@ -84,14 +84,15 @@ int ebb__engine_budget_applies(const struct ebb__job *job)
     return job->budget >= 0 || team_cap(job) != NULL || user_cap(job, &t) != NULL;
 }
 
-/* What the running attempt has cost by `now`, in its offer's currency. */
+/* What the running attempt (each of a gang's nodes) has cost by `now`,
+ * in its offer's currency. */
 static ebb_micros accrued(const struct ebb__job *job, ebb_time_ms now)
 {
     const struct ebb__attempt *a = job->current;
     if (a == NULL || !a->launched)
         return 0;
     const struct ebb__offer *o = &job->engine->market.offers[a->offer];
-    return ebb__bill(o, a->billing, a->launched_at, now, NULL, NULL);
+    return ebb__job_nodes(job) * ebb__bill(o, a->billing, a->launched_at, now, NULL, NULL);
 }
 
 const struct ebb__store_cfg *ebb__engine_job_store(const struct ebb__job *job)
@@ -300,7 +301,8 @@ static int user_room(const struct ebb__job *job, ebb_time_ms now, ebb_micros *le
 
 /* The cheapest useful step the job could take from now on any offer it
  * may use that has a price: restart overhead, one checkpoint interval (or
- * the rest of the work) and the grace period, at the current price, USD.
+ * the rest of the work) and the grace period, at the current price (of
+ * every node of a gang), USD.
  * INT64_MAX when no offer has a price. */
 static ebb_micros cheapest_step(const struct ebb__job *job, ebb_time_ms now)
 {
@@ -324,8 +326,8 @@ static ebb_micros cheapest_step(const struct ebb__job *job, ebb_time_ms now)
                           ebb__engine_offer_grace(job, job->allowed[i]) +
                           ebb__engine_release_slack(e);
         ebb_micros usd = 0;
-        if (to_usd(e, ebb__cost_of(st->price, span), o->currency, 1, &usd) == 0 &&
-            usd < best)
+        ebb_micros cost = ebb__job_nodes(job) * ebb__cost_of(st->price, span);
+        if (to_usd(e, cost, o->currency, 1, &usd) == 0 && usd < best)
             best = usd;
     }
     return best;
@@ -411,7 +413,7 @@ ebb_micros ebb__engine_billed_rate(const struct ebb__job *job, ebb_time_ms now)
         if (h != NULL && h->price > rate)
             rate = h->price;
     }
-    return rate;
+    return ebb__job_nodes(job) * rate;
 }
 
 /* What the running instance costs at most from now to `end`, at the rate

@@ -1,6 +1,7 @@
 /* Which of the market's offers a job may use: its resources, its market
- * setting, and a rate to show the offer's prices in the job's currency;
- * and whether a job could ever run (at submit).
+ * setting, a rate to show the offer's prices in the job's currency, and
+ * for a gang (nodes > 1) a provider that launches gangs and the network
+ * bandwidth it asks for; and whether a job could ever run (at submit).
  * Each job keeps the offers it may use (the market only ever appends, so
  * only new offers are examined), which lets a price change wake just the
  * jobs that may use the offer that changed. */
@@ -53,8 +54,47 @@ enum criterion {
     CRIT_REGIONS,
     CRIT_ZONES,
     CRIT_GPU,
+    CRIT_GANG,
+    CRIT_NETWORK,
     CRIT_COUNT,
 };
+
+/* The provider plugin that runs market plugin `plugin`'s instances
+ * (run_on), or NULL when it runs its own. The lookup of
+ * ebb__engine_runner (engine_grace.c, a file this one may not call). */
+static const char *runner_name(const struct ebb__engine *e, const char *plugin)
+{
+    for (size_t i = 0; i < e->opt.n_run_on; i++)
+        if (strcmp(e->opt.run_on[i].market, plugin) == 0)
+            return e->opt.run_on[i].runner;
+    return NULL;
+}
+
+/* Whether provider plugin `name` is loaded and launches gangs. */
+static int launches_gangs(const struct ebb__engine *e, const char *name)
+{
+    const struct ebb__plugin_slot *s = ebb__registry_provider(e->opt.registry, name);
+    return s != NULL && (s->plugin->provider->flags & EBB_PROVIDER_GANGS) != 0;
+}
+
+/* A gang (nodes > 1) runs only where both the market's plugin and, with
+ * run_on, the runner launch all its nodes together (EBB_PROVIDER_GANGS). */
+static int gang_allowed(const struct ebb__engine *e, const struct ebb__job *job,
+                        const struct ebb__offer *o)
+{
+    if (job->spec.nodes <= 1)
+        return 1;
+    const char *runner = runner_name(e, o->plugin);
+    return launches_gangs(e, o->plugin) && (runner == NULL || launches_gangs(e, runner));
+}
+
+/* resources.network: the catalog's bandwidth of the type, known and at
+ * least what the job asks for. */
+static int network_allowed(const struct ebb__job_resources *r, const struct ebb__offer *o)
+{
+    return r->network_gbps <= 0 ||
+           (o->catalog != NULL && o->catalog->network_gbps >= r->network_gbps);
+}
 
 static int gpu_allowed(const struct ebb__job_resources *r, const struct ebb__offer *o)
 {
@@ -101,6 +141,10 @@ static int passes(const struct ebb__engine *e, const struct ebb__job *job,
         return zone_allowed(&r->zones, o);
     case CRIT_GPU:
         return gpu_allowed(r, o);
+    case CRIT_GANG:
+        return gang_allowed(e, job, o);
+    case CRIT_NETWORK:
+        return network_allowed(r, o);
     case CRIT_COUNT:
         break;
     }
@@ -133,6 +177,8 @@ static const char *offer_field(const struct ebb__offer *o, enum criterion c)
     case CRIT_ZONES: return o->zone[0] ? o->zone : NULL;
     case CRIT_GPU: return o->catalog && o->catalog->gpu_model[0] ? o->catalog->gpu_model
                                                                  : NULL;
+    case CRIT_GANG: /* gang_refusal() says what there is */
+    case CRIT_NETWORK: /* network_refusal() */
     case CRIT_COUNT: break;
     }
     return NULL;
@@ -185,6 +231,114 @@ static const char *const criterion_offered[] = {
     [CRIT_GPU] = "GPU models offered:",
 };
 
+/* Appends `text` to buf[len] at *used, as far as it fits. */
+static void put(char *buf, size_t len, size_t *used, const char *text)
+{
+    int w = snprintf(buf + *used, len - *used, "%s", text);
+    if (w > 0)
+        *used += (size_t)w < len - *used ? (size_t)w : len - *used - 1;
+}
+
+/* "a, b do; c does not": the configured providers by whether they launch
+ * gangs, into buf. */
+static void list_gang_providers(const struct ebb__engine *e, char *buf, size_t len)
+{
+    const struct ebb__registry *r = e->opt.registry;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int want = 1; want >= 0; want--) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->n_providers; i++) {
+            const char *name = r->providers[i].plugin->name;
+            if (launches_gangs(e, name) != want)
+                continue;
+            if (n == 0 && used > 0)
+                put(buf, len, &used, "; ");
+            put(buf, len, &used, n > 0 ? ", " : "");
+            put(buf, len, &used, name);
+            n++;
+        }
+        if (n > 0)
+            put(buf, len, &used, want ? (n > 1 ? " do" : " does")
+                                      : (n > 1 ? " do not" : " does not"));
+    }
+    if (used == 0)
+        snprintf(buf, len, "no provider is configured");
+}
+
+/* Whether offer `o` passes every criterion before `c`: what the job's
+ * other resources leave of the market. */
+static int passes_before(const struct ebb__engine *e, const struct ebb__job *job,
+                         const struct ebb__offer *o, enum criterion c)
+{
+    for (int k = 0; k < (int)c; k++)
+        if (!passes(e, job, o, (enum criterion)k, job->spec.market))
+            return 0;
+    return 1;
+}
+
+/* "p3.2xlarge has 10Gbps, p2.xlarge unknown, ...": the bandwidth of the
+ * types the job's other resources allow (all the market's when they
+ * allow none), the first few, into buf. */
+static void list_networks(const struct ebb__engine *e, const struct ebb__job *job,
+                          char *buf, size_t len)
+{
+    enum { SHOWN = 8 };
+    const char *seen[SHOWN];
+    size_t n_seen = 0, used = 0;
+    int any = 0;
+    for (size_t k = 0; k < e->market.n_offers && !any; k++)
+        any = passes_before(e, job, &e->market.offers[k], CRIT_NETWORK);
+    buf[0] = '\0';
+    for (size_t k = 0; k < e->market.n_offers; k++) {
+        const struct ebb__offer *o = &e->market.offers[k];
+        size_t i = 0;
+        while (i < n_seen && strcmp(seen[i], o->instance_type) != 0)
+            i++;
+        if (i < n_seen || (any && !passes_before(e, job, o, CRIT_NETWORK)))
+            continue;
+        if (n_seen == SHOWN) {
+            put(buf, len, &used, ", ...");
+            break;
+        }
+        seen[n_seen++] = o->instance_type;
+        char one[96];
+        if (o->catalog != NULL && o->catalog->network_gbps > 0)
+            snprintf(one, sizeof(one), "%s has %.15gGbps", o->instance_type,
+                     o->catalog->network_gbps);
+        else
+            snprintf(one, sizeof(one), "%s unknown", o->instance_type);
+        put(buf, len, &used, used ? ", " : "");
+        put(buf, len, &used, one);
+    }
+}
+
+/* Why no offer passes criterion `c`, into why[len]. */
+static void refusal(const struct ebb__engine *e, const struct ebb__job *job,
+                    enum criterion c, char *why, size_t len)
+{
+    char offered[256];
+    switch (c) {
+    case CRIT_GANG:
+        list_gang_providers(e, offered, sizeof(offered));
+        snprintf(why, len, "nodes: %d: no offer's provider launches gangs, so the "
+                 "job could never run (%s; see ebb prices)", job->spec.nodes, offered);
+        return;
+    case CRIT_NETWORK:
+        list_networks(e, job, offered, sizeof(offered));
+        snprintf(why, len, "resources.network: %.15gGbps: no matching instance type "
+                 "has that much (the catalog's network_gbps), so the job could never "
+                 "run (%s; see ebb prices)", job->spec.resources.network_gbps, offered);
+        return;
+    default:
+        list_offered(e, c, offered, sizeof(offered));
+        snprintf(why, len, "%s: no offer of any configured provider matches, so "
+                 "the job could never run (%s %s; see ebb prices)", criterion_key[c],
+                 criterion_offered[c], offered);
+        return;
+    }
+}
+
 int ebb__engine_job_runnable(struct ebb__engine *e, struct ebb__job *job,
                              char *why, size_t len)
 {
@@ -205,7 +359,6 @@ int ebb__engine_job_runnable(struct ebb__engine *e, struct ebb__job *job,
      * complete, and what it lacks now may come. */
     if (job->n_allowed > 0 || !e->all_polled || e->market.n_offers == 0)
         return 0; /* with no offer at all (failed polls) there is nothing to judge by */
-    char offered[256];
     for (int c = 0; c < CRIT_COUNT; c++) {
         size_t k = 0;
         while (k < e->market.n_offers &&
@@ -214,10 +367,7 @@ int ebb__engine_job_runnable(struct ebb__engine *e, struct ebb__job *job,
             k++;
         if (k < e->market.n_offers)
             continue;
-        list_offered(e, (enum criterion)c, offered, sizeof(offered));
-        snprintf(why, len, "%s: no offer of any configured provider matches, so "
-                 "the job could never run (%s %s; see ebb prices)", criterion_key[c],
-                 criterion_offered[c], offered);
+        refusal(e, job, (enum criterion)c, why, len);
         return EBB_EINVAL;
     }
     snprintf(why, len, "resources: no offer of any configured provider matches "

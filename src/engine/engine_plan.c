@@ -12,14 +12,24 @@
 #include "engine/internal.h"
 #include "market/billing.h"
 
-/* Spot instances ebb runs on offer `k` now, other than `job`'s own. */
+/* Spot instances (a gang's nodes each) ebb runs on offer `k` now, other
+ * than `job`'s own. */
 static uint32_t running_on(const struct ebb__engine *e, size_t k,
                            const struct ebb__job *job)
 {
     uint32_t n = e->market.offers[k].n_running;
-    if (job->current != NULL && job->current->offer == k && n > 0)
-        n--;
+    uint32_t own = (uint32_t)ebb__job_nodes(job);
+    if (job->current != NULL && job->current->offer == k)
+        n = n > own ? n - own : 0;
     return n;
+}
+
+/* Whether spot capacity `capacity` (-1: unlimited or unknown) holds the
+ * job's nodes beside `others` instances: a gang launches all or none. */
+static int capacity_holds(int32_t capacity, uint32_t others, const struct ebb__job *job)
+{
+    return capacity < 0 ||
+           (uint64_t)capacity >= (uint64_t)others + (uint64_t)ebb__job_nodes(job);
 }
 
 static int grow_view(struct ebb__engine *e, size_t n)
@@ -38,6 +48,10 @@ static int grow_view(struct ebb__engine *e, size_t n)
     if (allowed == NULL)
         return EBB_ENOMEM;
     e->view_allowed = allowed;
+    double *hazard = realloc(e->view_hazard, n * 24 * sizeof(*hazard));
+    if (hazard == NULL)
+        return EBB_ENOMEM;
+    e->view_hazard = hazard;
     e->view_cap = n;
     return 0;
 }
@@ -47,6 +61,7 @@ static int view_reusable(const struct ebb__engine *e, const struct ebb__job *job
 {
     const char *family = job->spec.name != NULL ? job->spec.name : "";
     return e->view_valid && e->view_now == now &&
+           e->view_nodes == ebb__job_nodes(job) &&
            strcmp(e->view_currency, job->currency) == 0 &&
            e->view_version == e->market.version &&
            (e->n_speeds == 0 || strcmp(e->view_family, family) == 0) &&
@@ -66,10 +81,18 @@ static ebb_micros price_in(const struct ebb__engine *e, const struct ebb__offer 
     return out; /* offer_allowed made sure a rate exists */
 }
 
-/* Appends offer `o`'s forecast, converted into `currency`, to the view's
- * pool of converted forecasts. Returns 0 or EBB_ENOMEM. */
+/* Whether offer `o`'s forecast is the view's own copy (converted into
+ * `currency`, or scaled to a gang's `nodes`) rather than the market's. */
+static int own_forecast(const struct ebb__offer *o, const char *currency, int nodes)
+{
+    return nodes > 1 || strcmp(o->currency, currency) != 0;
+}
+
+/* Appends offer `o`'s forecast, converted into `currency` and priced for
+ * `nodes` nodes, to the view's pool of its own forecasts. Returns 0 or
+ * EBB_ENOMEM. */
 static int convert_forecast(struct ebb__engine *e, const struct ebb__offer *o,
-                            const char *currency)
+                            const char *currency, int nodes)
 {
     if (e->view_fc_n + o->n_fc > e->view_fc_cap) {
         size_t cap = (e->view_fc_n + o->n_fc) * 2;
@@ -83,35 +106,56 @@ static int convert_forecast(struct ebb__engine *e, const struct ebb__offer *o,
         const struct ebb_forecast_point *p = &o->fc[i];
         e->view_fc[e->view_fc_n++] = (struct ebb_forecast_point){
             .at = p->at,
-            .p10 = price_in(e, o, p->p10, currency),
-            .p50 = price_in(e, o, p->p50, currency),
-            .p90 = price_in(e, o, p->p90, currency),
+            .p10 = nodes * price_in(e, o, p->p10, currency),
+            .p50 = nodes * price_in(e, o, p->p50, currency),
+            .p90 = nodes * price_in(e, o, p->p90, currency),
         };
     }
     return 0;
 }
 
-/* Points the view's converted offers at their forecasts in the pool, which
- * is complete (no longer moved by realloc) once the view is built. */
+/* Points the view's offers with forecasts of their own at them in the
+ * pool, which is complete (no longer moved by realloc) once the view is
+ * built. */
 static void link_converted_forecasts(struct ebb__engine *e, size_t n,
-                                     const char *currency)
+                                     const char *currency, int nodes)
 {
     size_t at = 0;
     for (size_t i = 0; i < n; i++) {
         const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
-        if (strcmp(o->currency, currency) == 0)
+        if (!own_forecast(o, currency, nodes))
             continue;
         e->view_offers[i].forecast = e->view_fc + at;
         at += e->view_offers[i].n_forecast;
     }
 }
 
+/* The view's hazard by hour of offer `o` at view index `i` for a gang
+ * of `nodes`: it is lost when any one of its nodes is, and nodes are
+ * preempted independently, so the rate is `nodes` times one node's. NULL
+ * when the offer has none. */
+static const double *hazard_by_hour(struct ebb__engine *e, const struct ebb__offer *o,
+                                    size_t i, int nodes)
+{
+    if (!o->has_by_hour)
+        return NULL;
+    if (nodes <= 1)
+        return o->hazard_by_hour;
+    double *h = e->view_hazard + i * 24;
+    for (int k = 0; k < 24; k++)
+        h[k] = nodes * o->hazard_by_hour[k];
+    return h;
+}
+
 /* Fills the engine's view buffers with the offers the job may use that
  * have a price now, in the job's currency, counting every ebb instance
- * against spot capacity (see own_offer_available for the job's own). Jobs
- * planned at the same instant with the same offers and currency share the
- * view: with thousands of jobs most of a planning pass would otherwise
- * copy the same offers. Returns how many offers the view has. */
+ * against spot capacity (see own_offer_available for the job's own). A
+ * gang of N nodes sees each offer as one instance of N: N times the
+ * price, forecast and hazard, available only where the capacity holds
+ * all N (docs/policies.md "Gangs"). Jobs planned at the same instant with
+ * the same offers, currency and number of nodes share the view: with
+ * thousands of jobs most of a planning pass would otherwise copy the same
+ * offers. Returns how many offers the view has. */
 static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
                                 ebb_time_ms now)
 {
@@ -121,6 +165,7 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         return e->view_n;
     e->view_valid = 0;
     e->view_fc_n = 0;
+    int nodes = ebb__job_nodes(job);
     size_t n = 0;
     for (size_t i = 0; i < job->n_allowed; i++) {
         size_t k = job->allowed[i];
@@ -129,13 +174,13 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         if (step == NULL)
             continue;
         int available = 1;
-        if (o->market == EBB_MARKET_SPOT && step->capacity >= 0)
-            available = (uint32_t)step->capacity > o->n_running;
+        if (o->market == EBB_MARKET_SPOT)
+            available = capacity_holds(step->capacity, o->n_running, job);
         if (now < o->unavailable_until)
             available = 0;
         ebb__engine_outlook(e, k, now);
-        int foreign = strcmp(o->currency, job->currency) != 0;
-        if (foreign && convert_forecast(e, o, job->currency) != 0)
+        if (own_forecast(o, job->currency, nodes) &&
+            convert_forecast(e, o, job->currency, nodes) != 0)
             return 0;
         e->view_offers[n] = (struct ebb_offer){
             .struct_size = sizeof(struct ebb_offer),
@@ -144,14 +189,14 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             .zone = o->zone,
             .instance_type = o->instance_type,
             .market = o->market,
-            .price_per_hour = price_in(e, o, step->price, job->currency),
+            .price_per_hour = nodes * price_in(e, o, step->price, job->currency),
             .speed = ebb__engine_speed(job, k, NULL),
             .available = available,
-            .preemption_per_hour = o->hazard,
+            .preemption_per_hour = nodes * o->hazard,
             .forecast = o->fc,
             .n_forecast = o->n_fc,
-            .forecast_p50_low = price_in(e, o, o->fc_p50_low, job->currency),
-            .preemption_by_hour = o->has_by_hour ? o->hazard_by_hour : NULL,
+            .forecast_p50_low = nodes * price_in(e, o, o->fc_p50_low, job->currency),
+            .preemption_by_hour = hazard_by_hour(e, o, n, nodes),
             .up_lengths = o->has_record ? o->record.up : NULL,
             .down_lengths = o->has_record ? o->record.down : NULL,
             .availability_since = o->has_record ? o->record.since : 0,
@@ -159,12 +204,13 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         e->view_map[n] = k;
         n++;
     }
-    link_converted_forecasts(e, n, job->currency);
+    link_converted_forecasts(e, n, job->currency, nodes);
     if (job->n_allowed > 0) /* allowed is NULL when nothing is */
         memcpy(e->view_allowed, job->allowed, job->n_allowed * sizeof(*job->allowed));
     e->view_n_allowed = job->n_allowed;
     e->view_n = n;
     e->view_now = now;
+    e->view_nodes = nodes;
     memcpy(e->view_currency, job->currency, sizeof(e->view_currency));
     e->view_version = e->market.version;
     free(e->view_family);
@@ -209,8 +255,8 @@ static size_t own_offer_available(struct ebb__engine *e, const struct ebb__job *
     const struct ebb__market_step *step = ebb__offer_at(o, now);
     *saved = e->view_offers[i].available;
     int available = 1;
-    if (o->market == EBB_MARKET_SPOT && step != NULL && step->capacity >= 0)
-        available = (uint32_t)step->capacity > running_on(e, e->view_map[i], job);
+    if (o->market == EBB_MARKET_SPOT && step != NULL)
+        available = capacity_holds(step->capacity, running_on(e, e->view_map[i], job), job);
     e->view_offers[i].available = available;
     return i;
 }
@@ -293,8 +339,8 @@ static ebb_micros max_micros(ebb_micros a, ebb_micros b)
     return a > b ? a : b;
 }
 
-/* The rate the job's running instance is billed at now, in the job's
- * currency (the view's). */
+/* The rate the job's running instance (all its nodes) is billed at now,
+ * in the job's currency (the view's). */
 static ebb_micros billed_rate(const struct ebb__job *job, ebb_time_ms now)
 {
     const struct ebb__engine *e = job->engine;

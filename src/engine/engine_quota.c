@@ -1,6 +1,6 @@
 /* Teams' quotas, whatever the policy (docs/budgets.md "Quotas"): a launch
  * must fit the team's max_gpus (GPUs across its instances, from the
- * catalog's gpus column) and max_burn (what its instances are billed per
+ * catalog's gpus column, a gang's nodes each) and max_burn (what its instances are billed per
  * hour now, plus the new instance's worst price over its step, the one the
  * budget judges: engine_plan.c), and its owner's max_gpus in the team
  * (teams.T.users). A member's monthly budget is a cap like the team's and
@@ -60,23 +60,38 @@ static int team_has_quota(const struct ebb__team *t)
     return 0;
 }
 
-static int offer_gpus(const struct ebb__engine *e, size_t offer)
+/* The GPUs job `j` holds on `offer`: each of a gang's nodes has the
+ * catalog's gpus. */
+static int64_t offer_gpus(const struct ebb__job *j, size_t offer)
 {
-    const struct ebb__catalog_entry *c = e->market.offers[offer].catalog;
-    return c != NULL && c->gpus > 0 ? c->gpus : 0;
+    const struct ebb__catalog_entry *c = j->engine->market.offers[offer].catalog;
+    return c != NULL && c->gpus > 0 ? (int64_t)ebb__job_nodes(j) * c->gpus : 0;
 }
 
-/* The price per hour of `offer` now, USD rounded up; 0 without a price
- * or a rate (the planner never launches there then). */
-static ebb_micros price_now(const struct ebb__engine *e, size_t offer, ebb_time_ms now)
+/* The price per hour of `offer` now for job `j`'s nodes, USD rounded up;
+ * 0 without a price or a rate (the planner never launches there then). */
+static ebb_micros price_now(const struct ebb__job *j, size_t offer, ebb_time_ms now)
 {
+    const struct ebb__engine *e = j->engine;
     const struct ebb__offer *o = &e->market.offers[offer];
     const struct ebb__market_step *st = ebb__offer_at(o, now);
     ebb_micros usd = 0;
-    if (st == NULL || ebb__engine_convert(e, st->price, o->currency, "USD",
-                                          EBB__ROUND_UP, &usd) != 0)
+    if (st == NULL || ebb__engine_convert(e, ebb__job_nodes(j) * st->price, o->currency,
+                                          "USD", EBB__ROUND_UP, &usd) != 0)
         return 0;
     return usd;
+}
+
+/* "p3.8xlarge", or for a gang "2 nodes of p3.8xlarge": what job `j`
+ * takes on `offer`, into buf. */
+static const char *what_on(const struct ebb__job *j, size_t offer, char *buf, size_t size)
+{
+    const char *type = j->engine->market.offers[offer].instance_type;
+    if (ebb__job_nodes(j) > 1)
+        snprintf(buf, size, "%d nodes of %s", ebb__job_nodes(j), type);
+    else
+        snprintf(buf, size, "%s", type);
+    return buf;
 }
 
 /* What job `j`'s instance holds now: its GPUs and the rate it is billed,
@@ -90,10 +105,10 @@ static void instance_use(const struct ebb__job *j, ebb_time_ms now, int64_t *gpu
     if (ebb__engine_convert(e, ebb__engine_billed_rate(j, now), o->currency, "USD",
                             EBB__ROUND_UP, &rate) != 0)
         rate = 0; /* no rate: no offer in that currency is launched */
-    int64_t g = offer_gpus(e, j->current->offer);
+    int64_t g = offer_gpus(j, j->current->offer);
     if (j->launch_next != SIZE_MAX) {
-        int64_t next = offer_gpus(e, j->launch_next);
-        ebb_micros next_rate = price_now(e, j->launch_next, now);
+        int64_t next = offer_gpus(j, j->launch_next);
+        ebb_micros next_rate = price_now(j, j->launch_next, now);
         g = next > g ? next : g;
         rate = next_rate > rate ? next_rate : rate;
     }
@@ -113,7 +128,7 @@ int ebb__engine_quota_use(const struct ebb__engine *e, const char *team,
             strcmp(j->spec.team, team) != 0 || (owner >= 0 && j->owner_uid != owner))
             continue;
         instance_use(j, now, &u->gpus, &u->burn);
-        u->instances++;
+        u->instances += (size_t)ebb__job_nodes(j); /* a gang's nodes each */
     }
     return 0;
 }
@@ -331,7 +346,7 @@ static int stay_refuses(struct ebb__job *job, const struct ebb__team *t, size_t 
     }
     if (others + rate <= cap)
         return 0;
-    char a[48], b[48], c[48], why[640];
+    char a[48], b[48], c[48], w[96], why[640];
     ebb_format_money(cap, "USD", a, sizeof(a));
     ebb_format_money(others, "USD", b, sizeof(b));
     ebb_format_money(rate, "USD", c, sizeof(c));
@@ -339,7 +354,7 @@ static int stay_refuses(struct ebb__job *job, const struct ebb__team *t, size_t 
              "billed %s/h now and job %s's %s could cost up to %s/h until its next "
              "checkpoint; pausing the lowest ranked of its running jobs with a "
              "checkpoint", t->name, a, n, n == 1 ? " is" : "s are", b, job->id,
-             e->market.offers[offer].instance_type, c);
+             what_on(job, offer, w, sizeof(w)), c);
     ebb__strlcpy(v->preempt_why, why, sizeof(v->preempt_why));
     int self = 0;
     while (others + (self ? 0 : rate) > cap && v->n_preempt < EBB__PREEMPT_MAX) {
@@ -398,8 +413,9 @@ int ebb__engine_quota_refuses(struct ebb__job *job, const struct ebb__budget_ste
             return 1;
     }
     struct ebb__engine *e = job->engine;
-    const char *type = e->market.offers[s->offer].instance_type;
-    int64_t want = offer_gpus(e, s->offer);
+    char what[96];
+    const char *type = what_on(job, s->offer, what, sizeof(what));
+    int64_t want = offer_gpus(job, s->offer);
     /* After a restart, instances being reconciled belong to no job yet:
      * nothing of the team launches until they are counted (every job is
      * planned again when the reconciliation ends). */

@@ -156,6 +156,11 @@ void ebb__engine_note(struct ebb__job *job, const char *type, const char *key,
     e->opt.note(e->opt.note_arg, &n);
 }
 
+int ebb__job_nodes(const struct ebb__job *job)
+{
+    return job->spec.nodes > 1 ? job->spec.nodes : 1;
+}
+
 ebb_dur_ms ebb__job_work_done(const struct ebb__job *job, ebb_time_ms now)
 {
     const struct ebb__attempt *a = job->current;

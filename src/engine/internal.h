@@ -275,9 +275,14 @@ struct ebb__engine {
     uint64_t view_generation; /* bumped by every rebuild (ebb_market_view) */
     char view_currency[4];    /* the view's prices are in it */
     int view_transfer_set;    /* some offer holds a job's transfer_cost */
-    /* Forecasts of the view's offers in another currency, converted. */
+    /* Forecasts of the view's offers in another currency, converted, or
+     * for a gang, scaled to its nodes. */
     struct ebb_forecast_point *view_fc;
     size_t view_fc_n, view_fc_cap;
+    /* The gang's size the view is for (ebb__job_nodes), and its offers'
+     * hazard by hour scaled to it: 24 per view offer (view_cap). */
+    int view_nodes;
+    double *view_hazard;
     /* engine_outlook.c's copy of one offer's recent history, reused for
      * every offer: one per engine, as ebb plan runs engines on several
      * threads beside ebbd's. */

@@ -193,7 +193,8 @@ static double usd(ebb_micros m)
 static ebb_micros on_demand_cost(struct backtest *bt, const struct ebb__job *job)
 {
     /* What the same work costs started at once on the cheapest on-demand
-     * offer the job's resources allow, whatever its market setting. */
+     * offer the job's resources allow, whatever its market setting, for
+     * each of a gang's nodes. */
     struct ebb__job_info ji;
     ebb__engine_job_info(job, &ji);
     ebb_micros best = -1;
@@ -212,14 +213,16 @@ static ebb_micros on_demand_cost(struct backtest *bt, const struct ebb__job *job
             continue;
         ebb_dur_ms wall = ji.spec->restart_overhead +
                           (ebb_dur_ms)((double)ji.work_total / o->speed);
-        ebb_micros c = ebb__cost_of(s->price, wall);
+        ebb_micros c = ebb__job_nodes(job) * ebb__cost_of(s->price, wall);
         if (best < 0 || c < best)
             best = c;
     }
     return best;
 }
 
-/* Arrays the oracle reads, built from the market's history of one offer. */
+/* Arrays the oracle reads, built from the market's history of one offer:
+ * for a gang of N nodes, N times its price, and up only while its spot
+ * capacity (unlimited when unknown) holds all N. */
 struct oracle_arrays {
     ebb_time_ms *price_at, *avail_at;
     ebb_micros *price;
@@ -231,6 +234,7 @@ static int oracle_cost(struct backtest *bt, const struct ebb__job *job,
 {
     struct ebb__job_info ji;
     ebb__engine_job_info(job, &ji);
+    int nodes = ebb__job_nodes(job);
     const struct ebb__market *m = ebb__engine_market(bt->v.engine);
     struct ebb__oracle_offer *offers = calloc(m->n_offers + 1, sizeof(*offers));
     struct oracle_arrays *arr = calloc(m->n_offers + 1, sizeof(*arr));
@@ -256,10 +260,11 @@ static int oracle_cost(struct backtest *bt, const struct ebb__job *job,
         }
         for (size_t i = 0; i < o->n_steps; i++) {
             a->price_at[i] = o->steps[i].at;
-            a->price[i] = o->steps[i].price;
+            a->price[i] = nodes * o->steps[i].price;
             if (spot) {
+                int32_t capacity = o->steps[i].capacity;
                 a->avail_at[i] = o->steps[i].at;
-                a->avail[i] = o->steps[i].capacity != 0;
+                a->avail[i] = capacity < 0 || capacity >= nodes;
             }
         }
         offers[n] = (struct ebb__oracle_offer){
