@@ -12,7 +12,7 @@
  *   avail_none.csv   no spot capacity for either type.
  *   avail_one.csv    p3.2xlarge capacity 1 throughout.
  *   catalog.csv      on demand p3.2xlarge 3.06 (speed 1), p3.8xlarge 12.24
- *                    (speed 2).
+ *                    (speed 2); both 10 Gbps of network.
  * The sim's defaults apply (docs/sim.md): no launch latency, 30 s per
  * checkpoint, notices 120 s ahead, per-second billing. 0.90 USD/h is 250
  * micro-USD a second, 3.06 USD/h 850, 3.60 USD/h 1000.
@@ -37,9 +37,11 @@
 #include "engine/engine.h"
 #include "engine/internal.h" /* attempts, releases and ids: internals */
 #include "engine/vengine.h"
+#include "gang_flag.h"
 #include "jobs/jobspec.h"
 #include "market/catalog.h"
 #include "report/backtest.h"
+#include "report/backtest_yardsticks.h"
 #include "store/store.h"
 #include "store_peek.h"
 
@@ -882,6 +884,212 @@ static void a_relative_checkpoint_dir_lies_below_the_workdir(void **state)
     fx_stop(f);
 }
 
+/* ---- gangs: which offers, what a policy sees, the yardsticks ------------ */
+
+static const char gang_yaml[] = "name: g\nrun: [python, train.py]\nwork: 1h\n"
+                                "nodes: 2\n";
+
+/* A gang runs only where its provider (and a run_on runner) launches
+ * gangs, and resources.network only on types the catalog says are fast
+ * enough; a job that can never run is told why at submit. */
+static void gangs_need_a_provider_and_a_network(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    struct ebb__job *job;
+    struct ebb_diag d;
+    fx_start(f, NULL, "greedy");
+    assert_int_equal(submit_from(f, gang_yaml, NULL, &job, &d), EBB_EINVAL);
+    assert_string_equal(d.msg, "job.yaml: nodes: 2: no offer's provider launches "
+                        "gangs, so the job could never run (sim does not; see "
+                        "ebb prices)");
+    /* A single instance asking for more network than any type has. */
+    static const char fast[] = "name: n\nrun: [python, train.py]\nwork: 1h\n"
+                               "resources: {network: 25Gbps}\n";
+    assert_int_equal(submit_from(f, fast, NULL, &job, &d), EBB_EINVAL);
+    assert_string_equal(d.msg, "job.yaml: resources.network: 25Gbps: no matching "
+                        "instance type has that much (the catalog's network_gbps), "
+                        "so the job could never run (p3.2xlarge has 10Gbps, "
+                        "p3.8xlarge has 10Gbps; see ebb prices)");
+    job = submit(f, "name: n\nrun: [python, train.py]\nwork: 1h\n"
+                    "resources: {network: 10Gbps}\n");
+    assert_int_equal(job->n_allowed, 4); /* spot and on demand of both types */
+    test_provider_launches_gangs(&f->v.registry, "sim");
+    job = submit(f, gang_yaml);
+    assert_int_equal(job->n_allowed, 4);
+    fx_stop(f);
+
+    /* run_on: the market launches gangs, its runner does not. */
+    fx_start_with(f, "prices_flat.csv", NULL, "greedy",
+                  "  runner: {}\nrun_on: {sim: runner}\n");
+    f->v.engine->opt.run_on = f->v.config->run_on;
+    f->v.engine->opt.n_run_on = f->v.config->n_run_on;
+    test_provider_launches_gangs(&f->v.registry, "sim");
+    assert_int_equal(submit_from(f, gang_yaml, NULL, &job, &d), EBB_EINVAL);
+    assert_string_equal(d.msg, "job.yaml: nodes: 2: no offer's provider launches "
+                        "gangs, so the job could never run (sim does; runner does "
+                        "not; see ebb prices)");
+    test_provider_launches_gangs(&f->v.registry, "runner");
+    job = submit(f, gang_yaml);
+    assert_int_equal(job->n_allowed, 4);
+    fx_stop(f);
+}
+
+/* The view the planner last built (engine internals). */
+static const struct ebb_offer *view_of(const struct fx *f, const char *type,
+                                       enum ebb_market market, size_t *k)
+{
+    const struct ebb__engine *e = f->v.engine;
+    for (size_t i = 0; i < e->view_n; i++) {
+        const struct ebb_offer *o = &e->view_offers[i];
+        if (strcmp(o->instance_type, type) == 0 && o->market == market) {
+            *k = e->view_map[i];
+            return o;
+        }
+    }
+    fail_msg("no %s offer in the view", type);
+    return NULL;
+}
+
+/* A gang of 2 sees each offer as one instance of 2: twice the price, the
+ * forecast and the hazard (it is lost when either node is), and a pool
+ * with capacity 1 is not available to it (avail_drop.csv, at 04:00: the
+ * drop of 02:00 gives p3.2xlarge a hazard). Views are shared by jobs
+ * planned at the same instant with the same offers, not across sizes. */
+static void a_gang_sees_n_times_price_and_hazard(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, "avail_drop.csv", "greedy");
+    test_provider_launches_gangs(&f->v.registry, "sim");
+    struct ebb__engine *e = f->v.engine;
+    static const char one[] = "name: g\nrun: [python, train.py]\nwork: 1h\n"
+                              "restart_overhead: 5m\nmarket: spot\n"
+                              "resources: {instance_types: [p3.2xlarge]}\n";
+    static const char two[] = "name: g\nrun: [python, train.py]\nwork: 1h\n"
+                              "restart_overhead: 5m\nmarket: spot\nnodes: 2\n"
+                              "resources: {instance_types: [p3.2xlarge]}\n";
+    /* A single instance takes the pool's one spot instance (and keeps it:
+     * 10 h of work). */
+    struct ebb__job *filler = submit(f, "name: filler\nrun: [python, train.py]\n"
+                                        "work: 10h\nmarket: spot\n"
+                                        "resources: {instance_types: [p3.2xlarge]}\n");
+    run_to(f, T0 + 4 * H);
+    assert_int_equal(filler->attempts, 2); /* preempted at 02:00 */
+    assert_int_equal(filler->state, EBB__JOB_RUNNING);
+    /* Neither the gang nor another single instance can launch now: the
+     * market stays as it is through the pass, and the single instance,
+     * planned after the gang with the same offers at the same instant,
+     * still gets a view of its own. */
+    ebb_time_ms at = T0 + 4 * H + MINUTE;
+    run_to(f, at);
+    uint64_t gen = e->view_generation;
+    struct ebb__job *gang = submit(f, two);
+    struct ebb__job *single = submit(f, one);
+    uint64_t decisions = e->decisions;
+    run_to(f, at);
+    assert_int_equal(e->decisions - decisions, 2);
+    assert_int_equal(e->view_generation, gen + 2);
+    assert_int_equal(gang->attempts, 0);
+    assert_int_equal(single->attempts, 0);
+    size_t k;
+    const struct ebb_offer *v = view_of(f, "p3.2xlarge", EBB_MARKET_SPOT, &k);
+    assert_int_equal(e->view_nodes, 1);
+    assert_int_equal(v->price_per_hour, 900000);
+
+    ebb__engine_mark_dirty(gang);
+    gen = e->view_generation;
+    run_to(f, at);
+    assert_int_equal(e->view_generation, gen + 1);
+    assert_int_equal(gang->attempts, 0);
+    assert_int_equal(e->view_nodes, 2);
+    v = view_of(f, "p3.2xlarge", EBB_MARKET_SPOT, &k);
+    const struct ebb__offer *o = &e->market.offers[k];
+    assert_int_equal(v->price_per_hour, 2 * 900000);
+    assert_true(o->hazard > 0);
+    assert_true(v->preemption_per_hour == 2 * o->hazard);
+    assert_int_equal(v->forecast_p50_low, 2 * o->fc_p50_low);
+    assert_int_equal(v->n_forecast, o->n_fc);
+    assert_true(o->n_fc > 0);
+    for (size_t i = 0; i < o->n_fc; i++) {
+        assert_int_equal(v->forecast[i].at, o->fc[i].at);
+        assert_int_equal(v->forecast[i].p50, 2 * o->fc[i].p50);
+        assert_int_equal(v->forecast[i].p90, 2 * o->fc[i].p90);
+    }
+    if (o->has_by_hour)
+        for (int h = 0; h < 24; h++)
+            assert_true(v->preemption_by_hour[h] == 2 * o->hazard_by_hour[h]);
+    assert_int_equal(v->available, 0);
+    fx_stop(f);
+}
+
+/* A pool whose capacity cannot hold every node is never used by the gang,
+ * however long it waits; one that can is (avail_one.csv: capacity 1;
+ * avail_three_drop.csv: 3, none 02:00-03:00). */
+static void a_gang_needs_capacity_for_every_node(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    static const char two[] = "name: g\nrun: [python, train.py]\nwork: 1h\n"
+                              "market: spot\nnodes: 2\n"
+                              "resources: {instance_types: [p3.2xlarge]}\n";
+    fx_start(f, "avail_one.csv", "greedy");
+    test_provider_launches_gangs(&f->v.registry, "sim");
+    struct ebb__job *gang = submit(f, two);
+    run_to(f, T0 + 24 * H);
+    assert_int_equal(gang->attempts, 0);
+    assert_int_equal(gang->state, EBB__JOB_WAITING);
+    assert_int_equal(gang->waiting_kind, EBB__WAIT_CAPACITY);
+    fx_stop(f);
+
+    fx_start(f, "avail_three_drop.csv", "greedy");
+    test_provider_launches_gangs(&f->v.registry, "sim");
+    gang = submit(f, two);
+    run_to(f, T0 + MINUTE);
+    assert_true(gang->attempts >= 1);
+    fx_stop(f);
+}
+
+/* The backtest's yardsticks count each node: on demand, twice the cost;
+ * the oracle on the same trace with capacity unknown (unlimited), twice
+ * within its one rounding; with capacity 1, no schedule for a gang. */
+static void a_gangs_yardsticks_count_each_node(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    static const char one[] = "name: g\nrun: [python, train.py]\nwork: 3h\n"
+                              "restart_overhead: 5m\nmarket: spot\ndeadline: 12h\n"
+                              "resources: {instance_types: [p3.2xlarge]}\n";
+    static const char two[] = "name: g\nrun: [python, train.py]\nwork: 3h\n"
+                              "restart_overhead: 5m\nmarket: spot\ndeadline: 12h\n"
+                              "nodes: 2\nresources: {instance_types: [p3.2xlarge]}\n";
+    for (int capacity_one = 0; capacity_one < 2; capacity_one++) {
+        fx_start(f, capacity_one ? "avail_one.csv" : NULL, "greedy");
+        test_provider_launches_gangs(&f->v.registry, "sim");
+        struct ebb__job *a = submit(f, one), *b = submit(f, two);
+        run_to(f, T0 + 13 * H);
+        struct ebb__engine *e = f->v.engine;
+        ebb_time_ms end = T0 + 13 * H;
+        ebb_micros od1 = ebb__backtest_on_demand_cost(e, a);
+        ebb_micros od2 = ebb__backtest_on_demand_cost(e, b);
+        /* 3 h 5 min at 3.06 USD/h */
+        assert_int_equal(od1, 9435000);
+        assert_int_equal(od2, 2 * od1);
+        ebb_micros o1 = 0, o2 = 0;
+        assert_int_equal(ebb__backtest_oracle_cost(e, a, end, &o1), 0);
+        /* 3 h 5 min at 0.90 USD/h, to within the oracle's grid (a
+         * minute: 15000 micro-USD) */
+        assert_true(o1 >= 2775000 && o1 <= 2775000 + 15000);
+        if (capacity_one) {
+            assert_int_equal(ebb__backtest_oracle_cost(e, b, end, &o2), EBB_ENOTFOUND);
+        } else {
+            assert_int_equal(ebb__backtest_oracle_cost(e, b, end, &o2), 0);
+            assert_true(o2 >= 2 * o1 - 1 && o2 <= 2 * o1 + 1);
+        }
+        fx_stop(f);
+    }
+}
+
 int main(void)
 {
     assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -908,6 +1116,10 @@ int main(void)
         cmocka_unit_test_teardown(launch_failures_then_success, teardown),
         cmocka_unit_test_teardown(deadline_passes_while_waiting, teardown),
         cmocka_unit_test_teardown(a_taken_id_is_drawn_again, teardown),
+        cmocka_unit_test_teardown(gangs_need_a_provider_and_a_network, teardown),
+        cmocka_unit_test_teardown(a_gang_sees_n_times_price_and_hazard, teardown),
+        cmocka_unit_test_teardown(a_gang_needs_capacity_for_every_node, teardown),
+        cmocka_unit_test_teardown(a_gangs_yardsticks_count_each_node, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
