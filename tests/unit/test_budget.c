@@ -25,6 +25,7 @@
 #include <ebb/units.h>
 
 #include "budget_world.h"
+#include "gang_flag.h"
 #include "engine/engine.h"
 #include "engine/vengine.h"
 
@@ -250,6 +251,59 @@ static void deadline_policy_counts_the_running_instance(void **state)
     budget_world_stop(w);
 }
 
+/* A gang's step counts each node: on the flat market (0.90 USD/h) a
+ * 2-node job commits twice what a single instance does for the same
+ * stretch (5m restart, 30m, 60s grace: 0.54 USD a node) and accrues
+ * twice as fast; a 0.80 USD cap fits one node's first stretch, not two
+ * nodes', so the gang ends budget_exhausted at once, saying so. */
+static void a_gangs_step_counts_each_node(void **state)
+{
+    (void)state;
+    struct budget_world *w = &world_mem;
+    ebb_time_ms start = flat_world(w, "greedy");
+    test_provider_launches_gangs(&w->v.registry, "sim");
+    static const char job[] = "run: [python, train.py]\nrestart_overhead: 5m\n"
+                              "work: 10h\nmarket: spot\n"
+                              "checkpoint: {every: 30m, grace: 60s}\n";
+    char yaml[512];
+    struct ebb__job *jobs[4];
+    static const char *const more[] = {
+        "name: one\nbudget: 5 USD\n", "name: two\nbudget: 5 USD\nnodes: 2\n",
+        "name: one-tight\nbudget: 0.80 USD\n",
+        "name: two-tight\nbudget: 0.80 USD\nnodes: 2\n",
+    };
+    for (int i = 0; i < 4; i++) {
+        snprintf(yaml, sizeof(yaml), "%s%s", job, more[i]);
+        jobs[i] = budget_world_submit(w, yaml);
+    }
+    ebb__clock_run_until(&w->v.clock, start);
+    struct ebb__budget_usage u[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(ebb__engine_job_budget(jobs[i], start, &u[i]), 0);
+    /* 36 min 1 s (the release's second) at 0.90 USD/h */
+    assert_int_equal(u[0].committed, 540250);
+    assert_int_equal(u[1].committed, 2 * u[0].committed);
+    assert_true(budget_world_info(jobs[2]).has_instance);
+    struct ebb__job_info gang = budget_world_info(jobs[3]);
+    assert_int_equal(gang.state, EBB__JOB_BUDGET_EXHAUSTED);
+    assert_int_equal(gang.attempts, 0);
+    char *why = budget_world_sql_text(w, "SELECT reason FROM job_events WHERE "
+                                      "job_id = ?1 AND to_state = "
+                                      "'budget_exhausted'", gang.id);
+    assert_string_equal(why, "budget: exhausted, spent 0.00 USD of 0.80 USD; the "
+                        "cheapest step left (restart, one checkpoint interval, "
+                        "grace) costs up to 1.0805 USD");
+    free(why);
+
+    ebb_time_ms later = start + 10 * MINUTE;
+    ebb__clock_run_until(&w->v.clock, later);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(ebb__engine_job_budget(jobs[i], later, &u[i]), 0);
+    assert_int_equal(u[0].spent, 150000); /* 10 min at 0.90 USD/h */
+    assert_int_equal(u[1].spent, 2 * u[0].spent);
+    budget_world_stop(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,6 +314,8 @@ int main(void)
         cmocka_unit_test_teardown(deadline_policy_counts_the_running_instance,
                                   budget_world_teardown),
         cmocka_unit_test_teardown(caps_hold_through_spikes_and_preemptions,
+                                  budget_world_teardown),
+        cmocka_unit_test_teardown(a_gangs_step_counts_each_node,
                                   budget_world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,6 +38,7 @@
 #include <ebb/units.h>
 
 #include "budget_world.h"
+#include "gang_flag.h"
 #include "engine/engine.h"
 #include "market/billing.h"
 #include "market/catalog.h"
@@ -491,6 +492,60 @@ static void reasons_name_the_quota(void **state)
 }
 
 
+/* A gang counts each node: 2 nodes of p3.8xlarge are 8 GPUs and 7.20
+ * USD/h against the team's max_gpus and max_burn, and as 2 instances of
+ * what the team holds. */
+static void a_gang_counts_each_node(void **state)
+{
+    (void)state;
+    struct quotas q = {0};
+    find_users(&q);
+    char members[128], yaml[512];
+    snprintf(members, sizeof(members), "[%s]", q.users[0].name);
+    struct budget_world *w = &world_mem;
+    ebb_time_ms start = flat_world(w, members, "    max_gpus: 6\n");
+    test_provider_launches_gangs(&w->v.registry, "sim");
+    snprintf(yaml, sizeof(yaml), "name: gang\nnodes: 2\n%s", four_gpus);
+    struct ebb__job *gang = budget_world_submit_as(w, yaml, q.users[0].uid);
+    snprintf(yaml, sizeof(yaml), "name: single\n%s", four_gpus);
+    struct ebb__job *single = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    waits_saying(gang, "team ml's max_gpus 6 is less than the 8 GPUs of 2 nodes "
+                       "of p3.8xlarge: waiting for an offer that fits or a larger "
+                       "quota");
+    assert_true(budget_world_info(single).has_instance);
+    budget_world_stop(w);
+
+    start = flat_world(w, members, "    max_gpus: 8\n");
+    test_provider_launches_gangs(&w->v.registry, "sim");
+    snprintf(yaml, sizeof(yaml), "name: gang\nnodes: 2\n%s", four_gpus);
+    gang = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + MINUTE);
+    assert_true(budget_world_info(gang).has_instance);
+    snprintf(yaml, sizeof(yaml), "name: more\nrun: [python, train.py]\nwork: 2h\n"
+             "market: spot\nteam: ml\nresources: {gpu: {count: 1}}\n");
+    struct ebb__job *more = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    waits_saying(more, "team ml's max_gpus 8 is in use (8 GPUs on 2 instances; "
+                       "p3.2xlarge has 1)");
+    struct ebb__quota_use u;
+    ebb__engine_quota_use(w->v.engine, "ml", -1, NULL, start + 10 * MINUTE, &u);
+    assert_int_equal(u.gpus, 8);
+    assert_int_equal(u.burn, 7200000);
+    assert_int_equal(u.instances, 2);
+    budget_world_stop(w);
+
+    start = flat_world(w, members, "    max_burn: 5 USD/h\n");
+    test_provider_launches_gangs(&w->v.registry, "sim");
+    snprintf(yaml, sizeof(yaml), "name: gang\nnodes: 2\n%s", four_gpus);
+    gang = budget_world_submit_as(w, yaml, q.users[0].uid);
+    ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
+    waits_saying(gang, "team ml's max_burn 5.00 USD/h: its 0 instances are billed "
+                       "0.00 USD/h now and 2 nodes of p3.8xlarge could cost up to "
+                       "7.20 USD/h");
+    budget_world_stop(w);
+}
+
 /* ---- the order of a team's waiting jobs (engine_order.c) ---- */
 
 /* The rank's order against a table: priority first, then fair-share
@@ -875,6 +930,7 @@ int main(void)
         cmocka_unit_test_teardown(full_team_waits_then_runs_when_an_instance_ends,
                                   budget_world_teardown),
         cmocka_unit_test_teardown(reasons_name_the_quota, budget_world_teardown),
+        cmocka_unit_test_teardown(a_gang_counts_each_node, budget_world_teardown),
         cmocka_unit_test_teardown(a_move_counts_the_instance_it_moves_to,
                                   budget_world_teardown),
         cmocka_unit_test_teardown(quotas_hold_through_spikes_and_preemptions,
