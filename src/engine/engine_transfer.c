@@ -239,7 +239,9 @@ ebb_dur_ms ebb__engine_every_on(const struct ebb__job *job, size_t offer)
     if (x != NULL && (x->last_duration > 0 || x->last_bytes > 0))
         cost = ebb__clock_from_real_ms(e->opt.clock, x->last_duration) +
                transfer_ms(e, x->last_bytes, x->up_rate);
-    return ebb__checkpoint_interval(cost, e->market.offers[offer].hazard);
+    /* A gang is interrupted when any of its nodes is: N times the rate. */
+    return ebb__checkpoint_interval(cost, ebb__job_nodes(job) *
+                                              e->market.offers[offer].hazard);
 }
 
 ebb_dur_ms ebb__checkpoint_interval(ebb_dur_ms cost, double hazard_per_hour)

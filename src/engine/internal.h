@@ -351,7 +351,8 @@ ebb_dur_ms ebb__engine_restart_overhead(const struct ebb__job *job);
 /* The checkpoint interval on market offer `offer`: the spec's when it
  * gives one or the job has no store; else ebb__checkpoint_interval() of
  * the job's checkpoint cost (last write plus upload at the measured rate;
- * EBB__CKPT_COST_DEFAULT before any) and the offer's hazard. */
+ * EBB__CKPT_COST_DEFAULT before any) and the offer's hazard (a gang's:
+ * its nodes' times one node's). */
 ebb_dur_ms ebb__engine_every_on(const struct ebb__job *job, size_t offer);
 /* Young/Daly's interval sqrt(2 C M) for checkpoints costing `cost` and a
  * hazard of `hazard_per_hour` (M = 1 / hazard), clamped to

@@ -10,7 +10,8 @@
  *   region or cloud (`fee`, `egress`), free in the store's own region;
  * - the restart overhead a policy sees grows by the download time, at the
  *   measured rate or the default 100 MB/s;
- * - the checkpoint interval the engine chooses (Young/Daly) and the
+ * - the checkpoint interval the engine chooses (Young/Daly; a gang's at
+ *   its nodes' hazard) and the
  *   transfer cost of a move in the policy's view;
  * - a job without a store: none of this. */
 #include <setjmp.h>
@@ -302,6 +303,11 @@ static void chosen_interval_follows_the_hazard(void **state)
     o->hazard = 0.5;
     /* Before any checkpoint: C = 1 minute. */
     assert_int_equal(ebb__engine_job_checkpoint_every(job), 929516);
+    /* A gang of 2 is interrupted at twice the rate (M = 1 h):
+     * sqrt(2 x 60000 x 3600000) = 657267 ms. */
+    job->spec.nodes = 2;
+    assert_int_equal(ebb__engine_job_checkpoint_every(job), 657267);
+    job->spec.nodes = 1;
     /* After one: C = its 20 s write + 1 GB at the default 100 MB/s (10 s). */
     report(job, (struct ebb__agent_report){.kind = EBB__AGENT_STARTED});
     checkpoint_at(job, t0 + 5 * MINUTE, 1000000000);
