@@ -11,8 +11,8 @@
  * - the restart overhead a policy sees grows by the download time, at the
  *   measured rate or the default 100 MB/s;
  * - the checkpoint interval the engine chooses (Young/Daly; a gang's at
- *   its nodes' hazard) and the
- *   transfer cost of a move in the policy's view;
+ *   its nodes' hazard) and the transfer cost of a move in the policy's
+ *   view;
  * - a job without a store: none of this. */
 #include <setjmp.h>
 #include <stdarg.h>
