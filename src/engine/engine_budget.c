@@ -92,7 +92,7 @@ static ebb_micros accrued(const struct ebb__job *job, ebb_time_ms now)
     if (a == NULL || !a->launched)
         return 0;
     const struct ebb__offer *o = &job->engine->market.offers[a->offer];
-    return ebb__job_nodes(job) * ebb__bill(o, a->billing, a->launched_at, now, NULL, NULL);
+    return (ebb_micros)a->n_nodes * ebb__bill(o, a->billing, a->launched_at, now, NULL, NULL);
 }
 
 const struct ebb__store_cfg *ebb__engine_job_store(const struct ebb__job *job)
@@ -413,7 +413,7 @@ ebb_micros ebb__engine_billed_rate(const struct ebb__job *job, ebb_time_ms now)
         if (h != NULL && h->price > rate)
             rate = h->price;
     }
-    return ebb__job_nodes(job) * rate;
+    return (ebb_micros)a->n_nodes * rate; /* a gang bills each node */
 }
 
 /* What the running instance costs at most from now to `end`, at the rate

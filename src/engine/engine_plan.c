@@ -18,9 +18,8 @@ static uint32_t running_on(const struct ebb__engine *e, size_t k,
                            const struct ebb__job *job)
 {
     uint32_t n = e->market.offers[k].n_running;
-    uint32_t own = (uint32_t)ebb__job_nodes(job);
     if (job->current != NULL && job->current->offer == k)
-        n = n > own ? n - own : 0;
+        n = n > job->current->n_nodes ? n - job->current->n_nodes : 0;
     return n;
 }
 

@@ -25,7 +25,6 @@
 #include <ebb/units.h>
 
 #include "budget_world.h"
-#include "gang_flag.h"
 #include "engine/engine.h"
 #include "engine/vengine.h"
 
@@ -261,7 +260,6 @@ static void a_gangs_step_counts_each_node(void **state)
     (void)state;
     struct budget_world *w = &world_mem;
     ebb_time_ms start = flat_world(w, "greedy");
-    test_provider_launches_gangs(&w->v.registry, "sim");
     static const char job[] = "run: [python, train.py]\nrestart_overhead: 5m\n"
                               "work: 10h\nmarket: spot\n"
                               "checkpoint: {every: 30m, grace: 60s}\n";

@@ -37,9 +37,9 @@
 #include "engine/engine.h"
 #include "engine/internal.h" /* attempts, releases and ids: internals */
 #include "engine/vengine.h"
-#include "gang_flag.h"
 #include "jobs/jobspec.h"
 #include "market/catalog.h"
+#include "plugin/plugin.h"
 #include "report/backtest.h"
 #include "report/backtest_yardsticks.h"
 #include "store/store.h"
@@ -889,6 +889,18 @@ static void a_relative_checkpoint_dir_lies_below_the_workdir(void **state)
 static const char gang_yaml[] = "name: g\nrun: [python, train.py]\nwork: 1h\n"
                                 "nodes: 2\n";
 
+/* Makes loaded provider `name` say it launches gangs or not (the
+ * loader's copy of its struct, which every reader sees). */
+static void set_gangs(struct fx *f, const char *name, int on)
+{
+    struct ebb__plugin_slot *s = ebb__registry_provider(&f->v.registry, name);
+    assert_non_null(s);
+    if (on)
+        s->plugin->copy.provider.flags |= EBB_PROVIDER_GANGS;
+    else
+        s->plugin->copy.provider.flags &= ~EBB_PROVIDER_GANGS;
+}
+
 /* A gang runs only where its provider (and a run_on runner) launches
  * gangs, and resources.network only on types the catalog says are fast
  * enough; a job that can never run is told why at submit. */
@@ -899,6 +911,10 @@ static void gangs_need_a_provider_and_a_network(void **state)
     struct ebb__job *job;
     struct ebb_diag d;
     fx_start(f, NULL, "greedy");
+    job = submit(f, gang_yaml);
+    assert_int_equal(job->n_allowed, 4); /* spot and on demand of both types */
+    /* A sim that did not launch gangs. */
+    set_gangs(f, "sim", 0);
     assert_int_equal(submit_from(f, gang_yaml, NULL, &job, &d), EBB_EINVAL);
     assert_string_equal(d.msg, "job.yaml: nodes: 2: no offer's provider launches "
                         "gangs, so the job could never run (sim does not; see "
@@ -913,9 +929,6 @@ static void gangs_need_a_provider_and_a_network(void **state)
                         "p3.8xlarge has 10Gbps; see ebb prices)");
     job = submit(f, "name: n\nrun: [python, train.py]\nwork: 1h\n"
                     "resources: {network: 10Gbps}\n");
-    assert_int_equal(job->n_allowed, 4); /* spot and on demand of both types */
-    test_provider_launches_gangs(&f->v.registry, "sim");
-    job = submit(f, gang_yaml);
     assert_int_equal(job->n_allowed, 4);
     fx_stop(f);
 
@@ -924,12 +937,11 @@ static void gangs_need_a_provider_and_a_network(void **state)
                   "  runner: {}\nrun_on: {sim: runner}\n");
     f->v.engine->opt.run_on = f->v.config->run_on;
     f->v.engine->opt.n_run_on = f->v.config->n_run_on;
-    test_provider_launches_gangs(&f->v.registry, "sim");
     assert_int_equal(submit_from(f, gang_yaml, NULL, &job, &d), EBB_EINVAL);
     assert_string_equal(d.msg, "job.yaml: nodes: 2: no offer's provider launches "
                         "gangs, so the job could never run (sim does; runner does "
                         "not; see ebb prices)");
-    test_provider_launches_gangs(&f->v.registry, "runner");
+    set_gangs(f, "runner", 1);
     job = submit(f, gang_yaml);
     assert_int_equal(job->n_allowed, 4);
     fx_stop(f);
@@ -961,7 +973,6 @@ static void a_gang_sees_n_times_price_and_hazard(void **state)
     (void)state;
     struct fx *f = &fx_mem;
     fx_start(f, "avail_drop.csv", "greedy");
-    test_provider_launches_gangs(&f->v.registry, "sim");
     struct ebb__engine *e = f->v.engine;
     static const char one[] = "name: g\nrun: [python, train.py]\nwork: 1h\n"
                               "restart_overhead: 5m\nmarket: spot\n"
@@ -1034,7 +1045,6 @@ static void a_gang_needs_capacity_for_every_node(void **state)
                               "market: spot\nnodes: 2\n"
                               "resources: {instance_types: [p3.2xlarge]}\n";
     fx_start(f, "avail_one.csv", "greedy");
-    test_provider_launches_gangs(&f->v.registry, "sim");
     struct ebb__job *gang = submit(f, two);
     run_to(f, T0 + 24 * H);
     assert_int_equal(gang->attempts, 0);
@@ -1043,7 +1053,6 @@ static void a_gang_needs_capacity_for_every_node(void **state)
     fx_stop(f);
 
     fx_start(f, "avail_three_drop.csv", "greedy");
-    test_provider_launches_gangs(&f->v.registry, "sim");
     gang = submit(f, two);
     run_to(f, T0 + MINUTE);
     assert_true(gang->attempts >= 1);
@@ -1065,7 +1074,6 @@ static void a_gangs_yardsticks_count_each_node(void **state)
                               "nodes: 2\nresources: {instance_types: [p3.2xlarge]}\n";
     for (int capacity_one = 0; capacity_one < 2; capacity_one++) {
         fx_start(f, capacity_one ? "avail_one.csv" : NULL, "greedy");
-        test_provider_launches_gangs(&f->v.registry, "sim");
         struct ebb__job *a = submit(f, one), *b = submit(f, two);
         run_to(f, T0 + 13 * H);
         struct ebb__engine *e = f->v.engine;

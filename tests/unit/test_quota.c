@@ -38,7 +38,6 @@
 #include <ebb/units.h>
 
 #include "budget_world.h"
-#include "gang_flag.h"
 #include "engine/engine.h"
 #include "market/billing.h"
 #include "market/catalog.h"
@@ -504,7 +503,6 @@ static void a_gang_counts_each_node(void **state)
     snprintf(members, sizeof(members), "[%s]", q.users[0].name);
     struct budget_world *w = &world_mem;
     ebb_time_ms start = flat_world(w, members, "    max_gpus: 6\n");
-    test_provider_launches_gangs(&w->v.registry, "sim");
     snprintf(yaml, sizeof(yaml), "name: gang\nnodes: 2\n%s", four_gpus);
     struct ebb__job *gang = budget_world_submit_as(w, yaml, q.users[0].uid);
     snprintf(yaml, sizeof(yaml), "name: single\n%s", four_gpus);
@@ -517,7 +515,6 @@ static void a_gang_counts_each_node(void **state)
     budget_world_stop(w);
 
     start = flat_world(w, members, "    max_gpus: 8\n");
-    test_provider_launches_gangs(&w->v.registry, "sim");
     snprintf(yaml, sizeof(yaml), "name: gang\nnodes: 2\n%s", four_gpus);
     gang = budget_world_submit_as(w, yaml, q.users[0].uid);
     ebb__clock_run_until(&w->v.clock, start + MINUTE);
@@ -536,7 +533,6 @@ static void a_gang_counts_each_node(void **state)
     budget_world_stop(w);
 
     start = flat_world(w, members, "    max_burn: 5 USD/h\n");
-    test_provider_launches_gangs(&w->v.registry, "sim");
     snprintf(yaml, sizeof(yaml), "name: gang\nnodes: 2\n%s", four_gpus);
     gang = budget_world_submit_as(w, yaml, q.users[0].uid);
     ebb__clock_run_until(&w->v.clock, start + 10 * MINUTE);
