@@ -1098,6 +1098,45 @@ static void a_gangs_yardsticks_count_each_node(void **state)
     }
 }
 
+/* `ebb backtest` of the same job alone and as a gang of 2 on a trace with
+ * unlimited capacity (workload_gang.yaml): the gang's cost, on-demand
+ * reference and oracle are twice the single instance's. */
+static void a_gangs_backtest_costs_twice(void **state)
+{
+    (void)state;
+    char prices[1024], catalog[1024], workload[1024];
+    struct ebb__backtest_options o = {
+        .prices = data_path("prices_flat.csv", prices, sizeof(prices)),
+        .catalog = data_path("catalog.csv", catalog, sizeof(catalog)),
+        .workload = data_path("workload_gang.yaml", workload, sizeof(workload)),
+        .policy = "greedy",
+        .seed = 1,
+    };
+    json_t *r = NULL;
+    struct ebb_diag d = {{0}};
+    if (ebb__backtest_run(&o, &r, &d) != 0)
+        fail_msg("%s", d.msg);
+    json_t *jobs = json_object_get(r, "jobs");
+    assert_int_equal(json_array_size(jobs), 2);
+    double cost[2], od[2], oracle[2];
+    for (size_t i = 0; i < 2; i++) {
+        json_t *j = json_array_get(jobs, i);
+        assert_string_equal(json_string_value(json_object_get(j, "state")), "succeeded");
+        assert_int_equal(json_integer_value(json_object_get(j, "preemptions")), 0);
+        cost[i] = json_number_value(json_object_get(j, "cost_usd"));
+        od[i] = json_number_value(json_object_get(j, "on_demand_cost_usd"));
+        oracle[i] = json_number_value(json_object_get(j, "oracle_cost_usd"));
+    }
+    /* 3 h of work and 5 min of restart at 0.90 USD/h, six 30 s checkpoint
+     * pauses (the sim's) besides: 2.82 USD. */
+    assert_true(cost[0] > 2.775 && cost[0] < 2.85);
+    assert_true(cost[1] > 2 * cost[0] - 1e-5 && cost[1] < 2 * cost[0] + 1e-5);
+    assert_true(od[1] > 2 * od[0] - 1e-9 && od[1] < 2 * od[0] + 1e-9);
+    assert_true(oracle[1] > 2 * oracle[0] - 2e-6 && oracle[1] < 2 * oracle[0] + 2e-6);
+    assert_true(oracle[1] <= cost[1] + 1e-6);
+    json_decref(r);
+}
+
 int main(void)
 {
     assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -1128,6 +1167,7 @@ int main(void)
         cmocka_unit_test_teardown(a_gang_sees_n_times_price_and_hazard, teardown),
         cmocka_unit_test_teardown(a_gang_needs_capacity_for_every_node, teardown),
         cmocka_unit_test_teardown(a_gangs_yardsticks_count_each_node, teardown),
+        cmocka_unit_test_teardown(a_gangs_backtest_costs_twice, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
