@@ -69,6 +69,25 @@ check "table: deadline odds" contains "$OUT" "meets deadline"
 check "table: budget odds" contains "$OUT" "within budget"
 check "table: budget for 95%" contains "$OUT" "budget for 95%"
 
+# --- a gang: each node counted -----------------------------------------------------
+# The same job (without its budget) alone and as 2 nodes, which the sim
+# launches together: the gang is quoted at about twice the cost
+# (docs/plan.md).
+grep -v '^budget:' "$TMP/job.yaml" >"$TMP/one.yaml"
+{ cat "$TMP/one.yaml"; echo "nodes: 2"; } >"$TMP/two.yaml"
+quote_p50() {
+    "$EBB" plan "$1" --prices "$PRICES" --availability "$AVAIL" --align-availability \
+        --catalog "$CATALOG" --at "$AT" --samples 20 --json |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["cost_usd"]["p50"])'
+}
+ONE=$(quote_p50 "$TMP/one.yaml")
+TWO=$(quote_p50 "$TMP/two.yaml")
+if python3 -c "import sys; a, b = float('$ONE'), float('$TWO'); sys.exit(0 if a > 0 and abs(b - 2 * a) <= 0.1 * a else 1)"; then
+    ok "a gang of 2 is quoted at about twice one instance ($ONE, $TWO USD)"
+else
+    not_ok "a gang of 2 is quoted at about twice one instance" "one $ONE, two $TWO"
+fi
+
 # --- bad input: exit 2 ----------------------------------------------------------
 expect_exit 2 "--samples 0" plan --samples 0
 check "--samples 0 named" contains "$ERR" '--samples: "0" is not a number of samples from 1 to 10000'
