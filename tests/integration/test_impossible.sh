@@ -3,7 +3,7 @@
 #   - on ebbd's built-in configuration, a job whose resources no offer of
 #     any configured provider matches (regions: [nowhere], instance_types:
 #     [nosuch.type], a GPU model nobody offers, gpu.memory_gb beyond any
-#     GPU), or whose budget is in a currency without a rate (5 XYZ), is
+#     GPU, network beyond any type's), or whose budget is in a currency without a rate (5 XYZ), is
 #     refused at submit with exit 2 and the reason, and nothing is stored;
 #   - a budget below any possible step (0.000001 USD) ends budget_exhausted
 #     at once (docs/budgets.md), without a launch;
@@ -49,6 +49,9 @@ refused gpumem-huge "resources: {gpu: {memory_gb: 100000000000}}" \
 refused combo "resources: {instance_types: [p2.xlarge], regions: [eu-west-2]}
 market: spot" \
     "combo.yaml: resources: no offer of any configured provider matches all of the job's resources and market together"
+refused network "resources: {network: 400Gbps}" \
+    "network.yaml: resources.network: 400Gbps: no matching instance type has that much (the catalog's network_gbps), so the job could never run ("
+check "... listing the types' bandwidth" contains "$ERR" "p3.16xlarge has 25Gbps"
 refused currency "budget: 5 XYZ" \
     "currency.yaml: budget: no rate for XYZ in currency_rates (ebb.yaml), so ebbd cannot compare the job's budget with prices and caps; add one"
 expect_exit 0 "jobs --all" "$EBB" --state-dir "$S" jobs --all --json
