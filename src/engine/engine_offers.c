@@ -1,7 +1,8 @@
 /* Which of the market's offers a job may use: its resources, its market
- * setting, a rate to show the offer's prices in the job's currency, and
- * for a gang (nodes > 1) a provider that launches gangs and the network
- * bandwidth it asks for; and whether a job could ever run (at submit).
+ * setting, a rate to show the offer's prices in the job's currency, for a
+ * gang (nodes > 1) a provider that launches gangs, and the network
+ * bandwidth it asks for (resources.network); and whether a job could ever
+ * run (at submit).
  * Each job keeps the offers it may use (the market only ever appends, so
  * only new offers are examined), which lets a price change wake just the
  * jobs that may use the offer that changed. */
@@ -177,8 +178,8 @@ static const char *offer_field(const struct ebb__offer *o, enum criterion c)
     case CRIT_ZONES: return o->zone[0] ? o->zone : NULL;
     case CRIT_GPU: return o->catalog && o->catalog->gpu_model[0] ? o->catalog->gpu_model
                                                                  : NULL;
-    case CRIT_GANG: /* gang_refusal() says what there is */
-    case CRIT_NETWORK: /* network_refusal() */
+    case CRIT_GANG: /* refusal() lists what there is its own way */
+    case CRIT_NETWORK:
     case CRIT_COUNT: break;
     }
     return NULL;
