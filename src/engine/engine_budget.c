@@ -84,15 +84,21 @@ int ebb__engine_budget_applies(const struct ebb__job *job)
     return job->budget >= 0 || team_cap(job) != NULL || user_cap(job, &t) != NULL;
 }
 
-/* What the running attempt (each of a gang's nodes) has cost by `now`,
- * in its offer's currency. */
+/* What the running attempt has cost by `now` and not billed yet, in its
+ * offer's currency: each node from its member's start (a gang's lost
+ * member was billed when it went; its replacement bills from its own
+ * start), as the executor bills them. */
 static ebb_micros accrued(const struct ebb__job *job, ebb_time_ms now)
 {
     const struct ebb__attempt *a = job->current;
     if (a == NULL || !a->launched)
         return 0;
     const struct ebb__offer *o = &job->engine->market.offers[a->offer];
-    return (ebb_micros)a->n_nodes * ebb__bill(o, a->billing, a->launched_at, now, NULL, NULL);
+    ebb_micros sum = 0;
+    for (unsigned r = 0; r < a->n_nodes; r++)
+        if (a->nodes[r].billed_from > 0)
+            sum += ebb__bill(o, a->billing, a->nodes[r].billed_from, now, NULL, NULL);
+    return sum;
 }
 
 const struct ebb__store_cfg *ebb__engine_job_store(const struct ebb__job *job)
@@ -397,23 +403,35 @@ static int room(const struct ebb__job *job, ebb_time_ms now, ebb_micros *used,
     return rc;
 }
 
+/* The rate a member billed since `from` is billed at `now`: `price`, the
+ * price now, or under hourly billing the price its current instance-hour
+ * started at when that is higher. */
+static ebb_micros member_rate(const struct ebb__attempt *a, const struct ebb__offer *o,
+                              ebb_time_ms from, ebb_time_ms now, ebb_micros price)
+{
+    if (a->billing != EBB_BILLING_HOURLY_START_PRICE || now < from)
+        return price;
+    /* The rest of this instance-hour is billed at its start's price,
+     * however far the price has fallen since. */
+    ebb_time_ms hour = from + (now - from) / EBB_MS_PER_HOUR * EBB_MS_PER_HOUR;
+    const struct ebb__market_step *h = ebb__offer_at(o, hour);
+    return h != NULL && h->price > price ? h->price : price;
+}
+
 ebb_micros ebb__engine_billed_rate(const struct ebb__job *job, ebb_time_ms now)
 {
     const struct ebb__attempt *a = job->current;
     const struct ebb__offer *o = &job->engine->market.offers[a->offer];
     const struct ebb__market_step *st = ebb__offer_at(o, now);
-    ebb_micros rate = st != NULL ? st->price : 0;
-    if (a->launched && a->billing == EBB_BILLING_HOURLY_START_PRICE &&
-        now >= a->launched_at) {
-        /* The rest of this instance-hour is billed at its start's price,
-         * however far the price has fallen since. */
-        ebb_time_ms hour = a->launched_at +
-                           (now - a->launched_at) / EBB_MS_PER_HOUR * EBB_MS_PER_HOUR;
-        const struct ebb__market_step *h = ebb__offer_at(o, hour);
-        if (h != NULL && h->price > rate)
-            rate = h->price;
-    }
-    return (ebb_micros)a->n_nodes * rate; /* a gang bills each node */
+    ebb_micros price = st != NULL ? st->price : 0;
+    if (!a->launched)
+        return (ebb_micros)a->n_nodes * price;
+    /* A gang bills each node that has a member now, from its own start. */
+    ebb_micros rate = 0;
+    for (unsigned r = 0; r < a->n_nodes; r++)
+        if (a->nodes[r].billed_from > 0)
+            rate += member_rate(a, o, a->nodes[r].billed_from, now, price);
+    return rate;
 }
 
 /* What the running instance costs at most from now to `end`, at the rate

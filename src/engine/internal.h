@@ -553,10 +553,11 @@ struct ebb__budget_verdict {
     char preempt_why[320];
 };
 
-/* The price per hour the job's running instance (every node of a gang)
- * is billed at `now`, in its offer's currency: the price now, or under
- * hourly billing the price at the start of the current instance-hour when
- * that is higher. */
+/* The price per hour the job's running instance is billed at `now`, in
+ * its offer's currency: for each of its nodes that has a member now, the
+ * price now, or under hourly billing the price at the start of that
+ * member's current instance-hour when that is higher (before the launch
+ * is accepted: every node at the price now). */
 ebb_micros ebb__engine_billed_rate(const struct ebb__job *job, ebb_time_ms now);
 /* Whether the job has a cap of its own or its team has one. */
 int ebb__engine_budget_applies(const struct ebb__job *job);

@@ -38,6 +38,7 @@
 #include "engine/internal.h" /* attempts, releases and ids: internals */
 #include "engine/vengine.h"
 #include "jobs/jobspec.h"
+#include "market/billing.h"
 #include "market/catalog.h"
 #include "plugin/plugin.h"
 #include "report/backtest.h"
@@ -1137,6 +1138,35 @@ static void a_gangs_backtest_costs_twice(void **state)
     json_decref(r);
 }
 
+/* What a running gang has cost and is billed at counts each node that has
+ * a member, from its own start: a member billed when it goes (a loss
+ * under replace_lost) is not counted again, and no longer adds to the
+ * rate (prices_flat.csv: 0.90 USD/h a node, per-second billing). */
+static void a_gangs_spend_counts_each_member_once(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, NULL, "greedy");
+    struct ebb__job *gang = submit(f, "name: g\nrun: [python, train.py]\nwork: 10h\n"
+                                      "market: spot\nnodes: 2\n"
+                                      "resources: {instance_types: [p3.2xlarge]}\n");
+    run_to(f, T0 + 10 * MINUTE);
+    assert_non_null(gang->current);
+    assert_true(gang->current->launched);
+    assert_int_equal(gang->current->n_nodes, 2);
+    ebb_time_ms now = T0 + 10 * MINUTE;
+    ebb_dur_ms ran = now - gang->current->launched_at;
+    assert_int_equal(ebb__engine_billed_rate(gang, now), 2 * 900000);
+    ebb_micros before = ebb__engine_spent_now(gang, now);
+    assert_int_equal(before, 2 * ebb__cost_of(900000, ran));
+    /* Node 1's member goes and is billed now. */
+    ebb__engine_bill_node(gang, 1, now);
+    assert_int_equal(gang->spent, ebb__cost_of(900000, ran));
+    assert_int_equal(ebb__engine_spent_now(gang, now), before);
+    assert_int_equal(ebb__engine_billed_rate(gang, now), 900000);
+    fx_stop(f);
+}
+
 int main(void)
 {
     assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -1168,6 +1198,7 @@ int main(void)
         cmocka_unit_test_teardown(a_gang_needs_capacity_for_every_node, teardown),
         cmocka_unit_test_teardown(a_gangs_yardsticks_count_each_node, teardown),
         cmocka_unit_test_teardown(a_gangs_backtest_costs_twice, teardown),
+        cmocka_unit_test_teardown(a_gangs_spend_counts_each_member_once, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
