@@ -947,7 +947,8 @@ static void list_finish(struct list *l, int status)
                              "is no EC2 id; left out", in[i].region, in[i].id);
         }
         l->set.n = kept;
-        qsort(in, l->set.n, sizeof(*in), by_gang);
+        if (l->set.n > 0) /* an empty list may have no array at all */
+            qsort(in, l->set.n, sizeof(*in), by_gang);
         for (size_t i = 0; i < l->set.n && status == 0; n++) {
             size_t k = gang_len(&in[i], l->set.n - i);
             status = gang_view(a, &in[i], k, now, &deletes, &v[n], &owned[n]);
