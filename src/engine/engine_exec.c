@@ -519,7 +519,7 @@ void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason)
         return;
     }
     struct ebb__attempt *a = calloc(1, sizeof(*a));
-    unsigned nodes = job->spec.nodes > 1 ? (unsigned)job->spec.nodes : 1;
+    unsigned nodes = (unsigned)ebb__job_nodes(job);
     if (a == NULL || ebb__gang_nodes_alloc(a, nodes) != 0) {
         free(a);
         return;

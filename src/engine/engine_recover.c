@@ -313,7 +313,7 @@ static void adopt(struct ebb__engine *e, struct ebb__job *job, const struct held
 {
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     struct ebb__attempt *a = calloc(1, sizeof(*a));
-    unsigned nodes = job->spec.nodes > 1 ? (unsigned)job->spec.nodes : 1;
+    unsigned nodes = (unsigned)ebb__job_nodes(job);
     if (a == NULL || ebb__gang_nodes_alloc(a, nodes) != 0) {
         free(a);
         return;
@@ -394,7 +394,7 @@ static void settle(struct ebb__engine *e, struct held *h)
     /* A gang is taken back whole or not at all: one that lost a node
      * while ebbd was down is released, and resumes from its checkpoint. */
     int whole = runner == NULL || job == NULL ||
-                ebb_gang_size(runner->id) == (size_t)(job->spec.nodes > 1 ? job->spec.nodes : 1);
+                ebb_gang_size(runner->id) == (size_t)ebb__job_nodes(job);
     int wanted = job != NULL && !ebb__job_state_terminal(job->state) &&
                  job->current == NULL && whole;
     h->settled = 1;
