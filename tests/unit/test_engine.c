@@ -694,6 +694,33 @@ static void no_launch_into_a_pool_under_notice(void **state)
     fx_stop(f);
 }
 
+/* A job that waits because the only pool is paused for new launches (a
+ * notice there, no capacity, a refused host: unavailable_until) is planned
+ * again when the pause ends, though nothing else happens on the market
+ * then (the flat trace's next row is two days on). */
+static void a_paused_pool_wakes_its_waiting_job(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    fx_start(f, NULL, "greedy");
+    run_to(f, T0 + 10 * MINUTE);
+    struct ebb__market *m = &f->v.engine->market;
+    for (size_t i = 0; i < m->n_offers; i++)
+        if (strcmp(m->offers[i].instance_type, "p3.2xlarge") == 0)
+            m->offers[i].unavailable_until = T0 + 40 * MINUTE;
+    m->version++;
+    struct ebb__job *job = submit(f, JOB_YAML("paused", "work: 1h\nmarket: spot\n"
+        "resources:\n  instance_types: [p3.2xlarge]\n"));
+    run_to(f, T0 + 39 * MINUTE);
+    assert_int_equal(job->state, EBB__JOB_WAITING);
+    assert_int_equal(job->attempts, 0);
+    run_to(f, T0 + 41 * MINUTE);
+    assert_int_equal(job->attempts, 1);
+    run_to(f, T0 + 24 * H);
+    assert_int_equal(job->state, EBB__JOB_SUCCEEDED);
+    fx_stop(f);
+}
+
 /* A terminate the provider fails leaves the instance the job's: it is
  * asked again after 10 s, then 20 s, and billed until it is gone, never
  * forgotten while it may still run (the sim fails the first two). The
@@ -1167,6 +1194,24 @@ static void a_gangs_spend_counts_each_member_once(void **state)
     fx_stop(f);
 }
 
+/* A gang keeps its checkpoints in checkpoint.dir (one part per rank): a
+ * checkpoint store is refused at submit, saying so (docs/gangs.md). */
+static void a_gang_with_a_store_is_refused(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    struct ebb__job *job;
+    struct ebb_diag d;
+    fx_start(f, NULL, "greedy");
+    assert_int_equal(submit_from(f, "name: g\nrun: [python, train.py]\nwork: 1h\n"
+                                    "nodes: 2\ncheckpoint: {store: s3}\n",
+                                 NULL, &job, &d), EBB_EINVAL);
+    assert_null(job);
+    assert_non_null(strstr(d.msg, "checkpoint.store: a gang (nodes: 2) keeps its "
+                                  "checkpoints in checkpoint.dir"));
+    fx_stop(f);
+}
+
 int main(void)
 {
     assert_int_equal(ebb_parse_time("2020-01-01T00:00:00Z", &T0), 0);
@@ -1199,6 +1244,8 @@ int main(void)
         cmocka_unit_test_teardown(a_gangs_yardsticks_count_each_node, teardown),
         cmocka_unit_test_teardown(a_gangs_backtest_costs_twice, teardown),
         cmocka_unit_test_teardown(a_gangs_spend_counts_each_member_once, teardown),
+        cmocka_unit_test_teardown(a_gang_with_a_store_is_refused, teardown),
+        cmocka_unit_test_teardown(a_paused_pool_wakes_its_waiting_job, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
