@@ -12,6 +12,9 @@
 #include <stddef.h>
 
 #include "buf.h"
+#include "common.h"
+#include "host.h"
+#include "types.h"
 
 #define EBB_GANG_SEP ','
 /* The most members a gang has (a job's `nodes`); a provider refuses a
@@ -24,6 +27,16 @@ size_t ebb_gang_size(const char *ids);
 /* Member `rank`'s id of gang id `ids` into out[len]. Returns 0, or -1 when
  * there is no such member or it does not fit. */
 int ebb_gang_member(const char *ids, size_t rank, char *out, size_t len);
+
+/* Whether gang launch `req` is of at most EBB_GANG_MAX members and gives
+ * each its agent token (ebb_launch.agent_tokens, none empty). */
+int ebb_gang_tokens_ok(const struct ebb_launch *req);
+
+/* Logs "join of rank R into gang G refused: WHY" for replacement launch
+ * `req` (ebb_launch.join_gang) and returns EBB_EINVAL: the words every
+ * provider refuses a join with. */
+int ebb_gang_join_refuse(const struct ebb_host *host, const struct ebb_launch *req,
+                         const char *fmt, ...) EBB_PRINTF(3, 4);
 
 /* Appends member id `id` to the gang id being built in `b`. */
 void ebb_gang_append(struct ebb_buf *b, const char *id);

@@ -614,7 +614,7 @@ static const char *join_refusal(struct inst_op *o, json_t *list, char *why, size
     };
     const char *r = gang_join_refusal(v, k, &req, o->client_token, why, size);
     if (r != NULL)
-        gang_join_refuse(o->a->host, &req, why);
+        ebb_gang_join_refuse(o->a->host, &req, "%s", why);
     free(v);
     return r;
 }
@@ -657,19 +657,6 @@ static struct ali_rpc *join_look(struct inst_op *o)
                          on_join_looked, o);
 }
 
-/* A gang's launch carries an agent token for each of at most GANG_MAX
- * members. */
-static int gang_tokens_ok(const struct ebb_launch *req)
-{
-    if (req->count > GANG_MAX || !EBB_HAS(struct ebb_launch, req, agent_tokens) ||
-        req->agent_tokens == NULL)
-        return 0;
-    for (unsigned i = 0; i < req->count; i++)
-        if (req->agent_tokens[i] == NULL || req->agent_tokens[i][0] == '\0')
-            return 0;
-    return 1;
-}
-
 int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
                void *arg)
 {
@@ -681,12 +668,12 @@ int ali_launch(struct ali *a, const struct ebb_launch *req, ebb_launch_cb cb,
     snprintf(client_token, sizeof(client_token), "%s", req->token);
     if (join) {
         int rc = strpbrk(req->join_gang, "\"\\") != NULL
-                     ? gang_join_refuse(a->host, req, "it holds no ECS ids")
+                     ? ebb_gang_join_refuse(a->host, req, "it holds no ECS ids")
                      : gang_join_prepare(a->host, req, GANG_MAX, client_token);
         if (rc != 0)
             return rc;
     }
-    if (req->count > 1 && !gang_tokens_ok(req)) {
+    if (req->count > 1 && !ebb_gang_tokens_ok(req)) {
         a->host->log(a->host->ctx, EBB_LOG_ERROR,
                      "gang launch of %u for job %s: %s; not launching", req->count,
                      req->job_id ? req->job_id : "",

@@ -424,19 +424,6 @@ static int launch_params(struct aws *a, const struct launch *l,
     return b64 == NULL || p->failed ? EBB_ENOMEM : 0;
 }
 
-/* A gang's launch carries an agent token for each of at most
- * AWS_GANG_MAX members. */
-static int gang_tokens_ok(const struct ebb_launch *req)
-{
-    if (req->count > AWS_GANG_MAX || !EBB_HAS(struct ebb_launch, req, agent_tokens) ||
-        req->agent_tokens == NULL)
-        return 0;
-    for (unsigned i = 0; i < req->count; i++)
-        if (req->agent_tokens[i] == NULL || req->agent_tokens[i][0] == '\0')
-            return 0;
-    return 1;
-}
-
 /* ---- a replacement member (ebb_launch.join_gang) ---- */
 
 /* The join `l` was asked for, as common/gang_join.c reads it. */
@@ -472,7 +459,7 @@ static void on_join_looked(void *arg, const struct aws_reply *r)
         rc = EBB_EPROTO;
     }
     if (rc == 0 && aws_join_refusal(&set, &join, l->client_token, why, sizeof(why)) != NULL)
-        rc = gang_join_refuse(a->host, &join, why);
+        rc = ebb_gang_join_refuse(a->host, &join, "%s", why);
     free(set.v);
     if (rc == 0)
         rc = aws_call(a, l->region, "RunInstances", l->params, on_launched, l);
@@ -536,7 +523,7 @@ int aws_launch(void *self, const struct ebb_launch *req, ebb_launch_cb cb,
                      req->job_id);
         return EBB_EINVAL;
     }
-    if (req->count > 1 && !gang_tokens_ok(req)) {
+    if (req->count > 1 && !ebb_gang_tokens_ok(req)) {
         a->host->log(a->host->ctx, EBB_LOG_ERROR,
                      "gang launch of %u for job %s: %s; not launching", req->count,
                      req->job_id,

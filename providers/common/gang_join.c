@@ -9,14 +9,6 @@
 #include <ebb/digest.h>
 #include <ebb/gang.h>
 
-int gang_join_refuse(const struct ebb_host *host, const struct ebb_launch *req,
-                     const char *why)
-{
-    host->log(host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
-              req->join_rank, req->join_gang, why);
-    return EBB_EINVAL;
-}
-
 /* "ebb-join-RANK-" and the hex digits of SHA-256("TOKEN+RANK+LOST") that
  * fit. */
 static int client_token_of(const char *token, unsigned rank, const char *lost,
@@ -51,7 +43,7 @@ int gang_join_prepare(const struct ebb_host *host, const struct ebb_launch *req,
         snprintf(why, sizeof(why), "it has no member id at that rank");
     else
         return client_token_of(req->token, req->join_rank, lost, client_token);
-    return gang_join_refuse(host, req, why);
+    return ebb_gang_join_refuse(host, req, "%s", why);
 }
 
 /* Whether `id` is a member of gang id `gang` at a rank other than `rank`. */

@@ -24,11 +24,6 @@ struct gang_join_member {
     int runs;                 /* pending or running, not being reclaimed */
 };
 
-/* Logs "join of rank R into gang G refused: WHY" (as sim and local do)
- * and returns EBB_EINVAL. */
-int gang_join_refuse(const struct ebb_host *host, const struct ebb_launch *req,
-                     const char *why);
-
 /* The checks before the cloud is asked: one member, into a gang id of 2
  * to `max` members, at one of its ranks. Returns 0 with the ClientToken of
  * the join in `client_token`: "ebb-join-RANK-" and as many hex digits of

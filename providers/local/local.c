@@ -429,15 +429,7 @@ static int start_member(struct local *l, const struct ebb_launch *req, unsigned 
 /* Whether `req` carries an agent token for each of its `count` agents. */
 static int has_agent_tokens(const struct ebb_launch *req, unsigned count)
 {
-    if (count == 1)
-        return req->agent_token != NULL;
-    const char *const *tokens =
-        EBB_HAS(struct ebb_launch, req, agent_tokens) ? req->agent_tokens : NULL;
-    for (unsigned k = 0; tokens != NULL && k < count; k++) {
-        if (tokens[k] == NULL)
-            return 0;
-    }
-    return tokens != NULL;
+    return count == 1 ? req->agent_token != NULL : ebb_gang_tokens_ok(req);
 }
 
 /* Ends member `inst` now: its processes killed, its disk and state file
@@ -472,7 +464,7 @@ static int local_join(struct local *l, const struct ebb_launch *req, ebb_launch_
     if (at != NULL && local_alive(at)) /* a join started it: the same again */
         return defer(l, CALL_JOIN, 0, done, arg, at);
     if (at != NULL && pending_launch(l, at) != NULL)
-        return local_join_refuse(l, req, "a launch of the gang has not been answered yet");
+        return ebb_gang_join_refuse(l->host, req, "a launch of the gang has not been answered yet");
     if (at != NULL)
         end_member(l, at); /* whatever of its tree is left */
     if (running(l) + 1 > (size_t)l->cfg->slots)

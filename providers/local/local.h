@@ -113,10 +113,8 @@ void local_disk_sweep(struct local *l);
  * with it), or the instance whose id is `id` (by_id 1); NULL when none. */
 struct local_inst *local_find(struct local *l, const char *token_or_id, int by_id);
 
-/* local_join.c: replacement members (ebb_launch.join_gang) */
-/* Logs why a join is refused; returns EBB_EINVAL. */
-int local_join_refuse(struct local *l, const struct ebb_launch *req, const char *fmt, ...)
-    EBB_PRINTF(3, 4);
+/* local_join.c: replacement members (ebb_launch.join_gang; refusals
+ * through ebb_gang_join_refuse) */
 /* The gang a join goes into, found by the members of req->join_gang still
  * here: 0 with its `size` and *at, the member in the join's rank now
  * (NULL when none; one that still runs is one a join started: the join

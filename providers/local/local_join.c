@@ -7,24 +7,12 @@
 
 #include "local.h"
 
-int local_join_refuse(struct local *l, const struct ebb_launch *req, const char *fmt, ...)
-{
-    char why[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    l->host->log(l->host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
-                 req->join_rank, req->join_gang, why);
-    return EBB_EINVAL;
-}
-
 int local_join_target(struct local *l, const struct ebb_launch *req, unsigned *size,
                       struct local_inst **at)
 {
     struct local_inst *g = NULL;
     if (req->count > 1)
-        return local_join_refuse(l, req, "a join starts one member, not %u", req->count);
+        return ebb_gang_join_refuse(l->host, req, "a join starts one member, not %u", req->count);
     size_t n = ebb_gang_size(req->join_gang);
     for (size_t k = 0; k < n && k < EBB_GANG_MAX; k++) {
         char id[sizeof(g->id)];
@@ -32,18 +20,18 @@ int local_join_target(struct local *l, const struct ebb_launch *req, unsigned *s
                                    ? local_find(l, id, 1)
                                    : NULL;
         if (m != NULL && g != NULL && strcmp(m->token, g->token) != 0)
-            return local_join_refuse(l, req, "it names members of different gangs");
+            return ebb_gang_join_refuse(l->host, req, "it names members of different gangs");
         g = m != NULL ? m : g;
     }
     if (g == NULL)
-        return local_join_refuse(l, req, "no member of it is here");
+        return ebb_gang_join_refuse(l->host, req, "no member of it is here");
     if (g->size < 2)
-        return local_join_refuse(l, req, "%s is a single instance, not a gang", g->id);
+        return ebb_gang_join_refuse(l->host, req, "%s is a single instance, not a gang", g->id);
     if (strcmp(req->token, g->token) != 0)
-        return local_join_refuse(l, req, "the launch's token %s is not the gang's (%s)",
+        return ebb_gang_join_refuse(l->host, req, "the launch's token %s is not the gang's (%s)",
                                  req->token, g->token);
     if (req->join_rank >= g->size)
-        return local_join_refuse(l, req, "the gang's ranks are 0 to %u", g->size - 1);
+        return ebb_gang_join_refuse(l->host, req, "the gang's ranks are 0 to %u", g->size - 1);
     int runs = 0;
     *at = NULL;
     struct ebb_list *pos;
@@ -57,9 +45,9 @@ int local_join_target(struct local *l, const struct ebb_launch *req, unsigned *s
             runs |= local_alive(m);
     }
     if (!runs)
-        return local_join_refuse(l, req, "no other member of the gang runs");
+        return ebb_gang_join_refuse(l->host, req, "no other member of the gang runs");
     if (*at != NULL && !(*at)->joined && local_alive(*at))
-        return local_join_refuse(l, req, "its member %s still runs", (*at)->id);
+        return ebb_gang_join_refuse(l->host, req, "its member %s still runs", (*at)->id);
     *size = g->size;
     return 0;
 }

@@ -87,21 +87,6 @@ void sim_gang_member_ended(struct sim_instance *in)
 }
 
 /* Logs why a join is refused; returns EBB_EINVAL. */
-static int refuse(const struct sim *s, const struct ebb_launch *req, const char *fmt, ...)
-    EBB_PRINTF(3, 4);
-
-static int refuse(const struct sim *s, const struct ebb_launch *req, const char *fmt, ...)
-{
-    char why[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    s->host->log(s->host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
-                 req->join_rank, req->join_gang, why);
-    return EBB_EINVAL;
-}
-
 int sim_gang_join_target(const struct sim *s, const struct ebb_launch *req,
                          struct sim_instance **lead, struct sim_instance **again)
 {
@@ -109,26 +94,26 @@ int sim_gang_join_target(const struct sim *s, const struct ebb_launch *req,
     size_t n;
     *lead = *again = NULL;
     if (req->count > 1)
-        return refuse(s, req, "a join starts one member, not %u", req->count);
+        return ebb_gang_join_refuse(s->host, req, "a join starts one member, not %u", req->count);
     if (sim_gang_find(s, req->join_gang, v, &n) != 0)
-        return refuse(s, req, "it names an instance the sim never started");
+        return ebb_gang_join_refuse(s->host, req, "it names an instance the sim never started");
     struct sim_instance *g = v[0]->lead;
     for (size_t k = 1; k < n; k++) {
         if (v[k]->lead != g)
-            return refuse(s, req, "it names members of different gangs");
+            return ebb_gang_join_refuse(s->host, req, "it names members of different gangs");
     }
     if (g->size < 2)
-        return refuse(s, req, "%s is a single instance, not a gang", g->id);
+        return ebb_gang_join_refuse(s->host, req, "%s is a single instance, not a gang", g->id);
     if (strcmp(req->token, g->token) != 0)
-        return refuse(s, req, "the launch's token %s is not the gang's (%s)", req->token,
+        return ebb_gang_join_refuse(s->host, req, "the launch's token %s is not the gang's (%s)", req->token,
                       g->token);
     if (req->join_rank >= g->size)
-        return refuse(s, req, "the gang's ranks are 0 to %u", g->size - 1);
+        return ebb_gang_join_refuse(s->host, req, "the gang's ranks are 0 to %u", g->size - 1);
     if (sim_gang_live(g) == 0)
-        return refuse(s, req, "every member of the gang has ended");
+        return ebb_gang_join_refuse(s->host, req, "every member of the gang has ended");
     struct sim_instance *m = g->members[req->join_rank];
     if (!m->dead && !m->joined)
-        return refuse(s, req, "its member %s still runs", m->id);
+        return ebb_gang_join_refuse(s->host, req, "its member %s still runs", m->id);
     *lead = g;
     *again = m->dead ? NULL : m;
     return 0;

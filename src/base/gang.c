@@ -1,3 +1,5 @@
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <ebb/gang.h>
@@ -28,6 +30,30 @@ int ebb_gang_member(const char *ids, size_t rank, char *out, size_t len)
     memcpy(out, p, n);
     out[n] = '\0';
     return 0;
+}
+
+int ebb_gang_tokens_ok(const struct ebb_launch *req)
+{
+    if (req->count > EBB_GANG_MAX || !EBB_HAS(struct ebb_launch, req, agent_tokens) ||
+        req->agent_tokens == NULL)
+        return 0;
+    for (unsigned i = 0; i < req->count; i++)
+        if (req->agent_tokens[i] == NULL || req->agent_tokens[i][0] == '\0')
+            return 0;
+    return 1;
+}
+
+int ebb_gang_join_refuse(const struct ebb_host *host, const struct ebb_launch *req,
+                         const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    host->log(host->ctx, EBB_LOG_ERROR, "join of rank %u into gang %s refused: %s",
+              req->join_rank, req->join_gang ? req->join_gang : "", why);
+    return EBB_EINVAL;
 }
 
 void ebb_gang_append(struct ebb_buf *b, const char *id)

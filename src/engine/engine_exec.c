@@ -452,46 +452,48 @@ static void replacement_failed(struct ebb__job *job, int rank, int status)
     ebb__engine_release(job, EBB__JOB_WAITING, SIZE_MAX, reason);
 }
 
-static void on_member_launched(void *arg, int status, const struct ebb_instance *inst)
+static void on_member_launched(void *arg, int status, const struct ebb_instance *inst);
+
+/* A replacement member's launch answered, on the market's shadow
+ * (`shadow`) or the runner: its id goes in the gang's at its rank; the
+ * shadow's answer launches the runner's member next. */
+static void member_launched(struct ebb__job *job, int status,
+                            const struct ebb_instance *inst, int shadow)
 {
-    struct ebb__job *job = arg;
     struct ebb__engine *e = job->engine;
     struct ebb__attempt *a = job->current;
     int rank = a != NULL ? ebb__gang_replacing(a) : -1;
     if (status == EBB_ECANCELED || rank < 0 || a->stop_sent || a->terminating)
         return;
-    if (status == 0 && splice_member(&a->instance_id, (unsigned)rank,
-                                     inst->id ? inst->id : "") != 0)
+    char **ids = shadow ? &a->shadow_id : &a->instance_id;
+    if (status == 0 && splice_member(ids, (unsigned)rank, inst->id ? inst->id : "") != 0)
         status = EBB_ENOMEM;
     if (status != 0) {
         replacement_failed(job, rank, status);
+        return;
+    }
+    int rc = shadow ? ebb__store_instance_shadow(e->opt.store, a->token, a->shadow_id)
+                    : ebb__store_instance_update(e->opt.store, a->token, NULL,
+                                                 a->instance_id, 0, 0, NULL);
+    if (rc != 0)
+        ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
+    if (shadow) {
+        launch_on(job, a->provider, 0, on_member_launched);
         return;
     }
     ebb_time_ms now = ebb__clock_now(e->opt.clock);
     a->nodes[rank].billed_from = inst->launched_at > 0 ? inst->launched_at : now;
-    if (ebb__store_instance_update(e->opt.store, a->token, NULL, a->instance_id, 0, 0,
-                                   NULL) != 0)
-        ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
     ebb__info("job %s: node %d's replacement %s is up", job->id, rank, inst->id);
+}
+
+static void on_member_launched(void *arg, int status, const struct ebb_instance *inst)
+{
+    member_launched(arg, status, inst, 0);
 }
 
 static void on_shadow_member_launched(void *arg, int status, const struct ebb_instance *inst)
 {
-    struct ebb__job *job = arg;
-    struct ebb__attempt *a = job->current;
-    int rank = a != NULL ? ebb__gang_replacing(a) : -1;
-    if (status == EBB_ECANCELED || rank < 0 || a->stop_sent || a->terminating)
-        return;
-    if (status == 0 && splice_member(&a->shadow_id, (unsigned)rank,
-                                     inst->id ? inst->id : "") != 0)
-        status = EBB_ENOMEM;
-    if (status != 0) {
-        replacement_failed(job, rank, status);
-        return;
-    }
-    if (ebb__store_instance_shadow(job->engine->opt.store, a->token, a->shadow_id) != 0)
-        ebb__error("job %s: %s", job->id, ebb__store_errmsg(job->engine->opt.store));
-    launch_on(job, a->provider, 0, on_member_launched);
+    member_launched(arg, status, inst, 1);
 }
 
 void ebb__engine_launch_member(struct ebb__job *job)
