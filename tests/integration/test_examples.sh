@@ -45,7 +45,7 @@ check "examples/ holds files" test "$n_files" -ge 6
 # example works (examples/nightly.yaml once ran an eval.py that did not
 # exist, failing every night). These examples only show keys: they run
 # the reader's own training code, or are workloads a backtest simulates.
-ILLUSTRATIVE="examples/jobs/train-resnet.yaml examples/jobs/train-shell.yaml
+ILLUSTRATIVE="examples/jobs/ddp-2node.yaml examples/jobs/train-resnet.yaml examples/jobs/train-shell.yaml
 examples/jobs/workload-small.yaml"
 python3 - $ILLUSTRATIVE >"$TMP/scripts" <<'PY'
 import glob, re, sys
