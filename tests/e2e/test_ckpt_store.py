@@ -226,7 +226,9 @@ def upload_on_the_wire():
 
 
 t.ok(wait_for(upload_on_the_wire, 120, 0.05), "an upload of C is in flight")
-killed = subprocess.run(["pkill", "-KILL", "-f", "ebb-agent"], capture_output=True)
+# Only this test's agents (their --disk lies below tmp): other tests run
+# agents of their own beside it.
+killed = subprocess.run(["pkill", "-KILL", "-f", "ebb-agent .*" + tmp], capture_output=True)
 t.ok(killed.returncode == 0, "its agent is SIGKILLed")
 jc = {"state": d.wait_end(c, 240)}
 jc = d.job(c) or jc
