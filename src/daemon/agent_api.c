@@ -520,7 +520,7 @@ static void handle(const struct ebb__httpd_request *req,
         unsigned rank = 0;
         struct ebb__job *job = api->ckpt.serve ? authenticate(api, req, res, &rank) : NULL;
         if (job != NULL)
-            api->ckpt.serve(api->ckpt.arg, job, req, res);
+            api->ckpt.serve(api->ckpt.arg, job, rank, req, res);
         else if (api->ckpt.serve == NULL)
             reply_error(res, 404, "no such endpoint");
         return;

@@ -33,11 +33,12 @@ void ebb__agent_api_secure(struct ebb__agent_api *api, struct ebb__tls_ctx *tls,
 /* Durable checkpoints (daemon_ckpt.h): `job_doc` adds a job's store to
  * its job document (non-zero: the document is not served, 503); `serve`
  * answers /v1/agent/checkpoints... and /v1/agent/resume for an
- * authenticated job. Without hooks those answer 404. */
+ * authenticated job, `rank` the gang rank its bearer token names (0 for
+ * a single instance). Without hooks those answer 404. */
 struct ebb__agent_ckpt_hooks {
     int (*job_doc)(void *arg, struct ebb__job *job, json_t *doc);
-    void (*serve)(void *arg, struct ebb__job *job, const struct ebb__httpd_request *req,
-                  struct ebb__httpd_response *res);
+    void (*serve)(void *arg, struct ebb__job *job, unsigned rank,
+                  const struct ebb__httpd_request *req, struct ebb__httpd_response *res);
     void *arg;
 };
 void ebb__agent_api_ckpt(struct ebb__agent_api *api,

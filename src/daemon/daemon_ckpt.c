@@ -86,6 +86,7 @@ int ebb__daemon_ckpt_job_doc(void *arg, struct ebb__job *job, json_t *doc)
  * store's callback). */
 struct row {
     int64_t seq, bytes;
+    unsigned rank;
     ebb_dur_ms upload_ms;
     char state[16], kind[16];
     char *name, *store, *reason;
@@ -97,6 +98,7 @@ static int copy_row(void *arg, const struct ebb__ckpt_row *r)
 {
     struct row *w = arg;
     w->seq = r->seq;
+    w->rank = r->rank;
     w->bytes = r->bytes;
     w->upload_ms = r->upload_ms;
     w->encrypt = r->encrypt;
@@ -117,13 +119,19 @@ static void row_free(struct row *w)
     json_decref(w->files);
 }
 
-/* Loads the job's row `seq`; answers 404 (or 500) and returns non-zero
- * when it cannot. */
-static int load_row(struct ebb__daemon *d, struct ebb__job *job, int64_t seq,
-                    struct row *w, struct ebb__httpd_response *res)
+/* Loads the job's row `seq` stored by rank `rank`; answers 404 (or 500)
+ * and returns non-zero when it cannot. Another rank's row is not this
+ * agent's to see. */
+static int load_row(struct ebb__daemon *d, struct ebb__job *job, unsigned rank,
+                    int64_t seq, struct row *w, struct ebb__httpd_response *res)
 {
     memset(w, 0, sizeof(*w));
     int rc = ebb__store_ckpt_get(d->store, seq, ebb__engine_job_id(job), copy_row, w);
+    if (rc == 0 && w->rank != rank) {
+        row_free(w);
+        memset(w, 0, sizeof(*w));
+        rc = EBB_ENOTFOUND;
+    }
     if (rc == EBB_ENOTFOUND)
         reply_error(res, 404, "the job has no checkpoint %lld", (long long)seq);
     else if (rc != 0)
@@ -239,13 +247,15 @@ static int collect(void *arg, const struct ebb__ckpt_row *r)
     return 0;
 }
 
-/* One checkpoint in flight per job: an older one not yet committed is
- * given up for the new one. */
-static void replace_older(struct ebb__daemon *d, const char *job_id, int64_t seq)
+/* One checkpoint in flight per job and rank: an older one not yet
+ * committed is given up for the new one (a gang's ranks upload their
+ * parts side by side). */
+static void replace_older(struct ebb__daemon *d, const char *job_id, unsigned rank,
+                          int64_t seq)
 {
     int64_t seqs[8] = {0};
-    ebb__store_ckpt_of_job(d->store, job_id, "preparing", collect, seqs);
-    ebb__store_ckpt_of_job(d->store, job_id, "uploading", collect, seqs);
+    ebb__store_ckpt_of_job(d->store, job_id, "preparing", (int)rank, collect, seqs);
+    ebb__store_ckpt_of_job(d->store, job_id, "uploading", (int)rank, collect, seqs);
     char why[96];
     snprintf(why, sizeof(why), "replaced by checkpoint %lld", (long long)seq);
     for (int i = 0; i < 8 && seqs[i] != 0; i++)
@@ -263,7 +273,7 @@ static json_t *body_json(const struct ebb__httpd_request *req)
     return body;
 }
 
-static void post_offer(struct ebb__daemon *d, struct ebb__job *job,
+static void post_offer(struct ebb__daemon *d, struct ebb__job *job, unsigned rank,
                        const struct ebb__store_cfg *sc, const struct ebb__job_spec *spec,
                        const struct ebb__httpd_request *req,
                        struct ebb__httpd_response *res)
@@ -274,10 +284,10 @@ static void post_offer(struct ebb__daemon *d, struct ebb__job *job,
         reply_error(res, 400, "the body is not a JSON object");
         return;
     }
-    /* One offer is prepared at a time per job: an agent that offers
-     * faster than ebbd creates its uploads waits. */
+    /* One offer is prepared at a time per job and rank: an agent that
+     * offers faster than ebbd creates its uploads waits. */
     int64_t preparing[8] = {0};
-    ebb__store_ckpt_of_job(d->store, job_id, "preparing", collect, preparing);
+    ebb__store_ckpt_of_job(d->store, job_id, "preparing", (int)rank, collect, preparing);
     for (int i = 0; i < 8 && preparing[i] != 0; i++)
         if (ebb__daemon_ckpt_busy(d, preparing[i])) {
             json_decref(body);
@@ -332,7 +342,7 @@ static void post_offer(struct ebb__daemon *d, struct ebb__job *job,
         .job_id = job_id, .instance_token = a.token, .store = sc->name,
         .name = m.name, .kind = m.kind == EBB__CKPT_KIND_FILE ? "file" : "directory",
         .state = "preparing", .files = text, .encrypt = spec->checkpoint.encrypt,
-        .bytes = bytes, .created_at = ebb__daemon_wall_ms(),
+        .bytes = bytes, .created_at = ebb__daemon_wall_ms(), .rank = rank,
     };
     int64_t seq = 0;
     rc = text ? ebb__store_ckpt_insert(d->store, &r, &seq) : EBB_ENOMEM;
@@ -346,7 +356,7 @@ static void post_offer(struct ebb__daemon *d, struct ebb__job *job,
     }
     ebb__httpd_set_json(res, 202, json_pack("{s:I,s:s}", "id", (json_int_t)seq, "state",
                                    "preparing"));
-    replace_older(d, job_id, seq);
+    replace_older(d, job_id, rank, seq);
     ebb__daemon_ckpt_prepare(d, seq);
 }
 
@@ -481,11 +491,14 @@ static int resume_row(void *arg, const struct ebb__ckpt_row *r)
     return c->bad ? EBB_ENOMEM : 0;
 }
 
-static void get_resume(struct ebb__daemon *d, struct ebb__job *job,
+/* The durable checkpoints rank `rank` stored: a gang member resumes from
+ * its own part of the gang's checkpoint, never another rank's. */
+static void get_resume(struct ebb__daemon *d, struct ebb__job *job, unsigned rank,
                        struct ebb__httpd_response *res)
 {
     struct resume c = {.d = d, .job_id = ebb__engine_job_id(job), .list = json_array()};
-    int rc = c.list ? ebb__store_ckpt_of_job(d->store, c.job_id, "durable", resume_row, &c)
+    int rc = c.list ? ebb__store_ckpt_of_job(d->store, c.job_id, "durable", (int)rank,
+                                             resume_row, &c)
                     : EBB_ENOMEM;
     if (rc < 0) {
         json_decref(c.list);
@@ -517,7 +530,7 @@ static int64_t parse_seq(const char *rest, int *commit)
     return seq;
 }
 
-void ebb__daemon_ckpt_serve(void *arg, struct ebb__job *job,
+void ebb__daemon_ckpt_serve(void *arg, struct ebb__job *job, unsigned rank,
                             const struct ebb__httpd_request *req,
                             struct ebb__httpd_response *res)
 {
@@ -533,7 +546,7 @@ void ebb__daemon_ckpt_serve(void *arg, struct ebb__job *job,
         if (strcmp(method, "GET") != 0)
             reply_error(res, 405, "use GET");
         else
-            get_resume(d, job, res);
+            get_resume(d, job, rank, res);
         return;
     }
     const char *rest = req->path + strlen("/v1/agent/checkpoints");
@@ -541,7 +554,7 @@ void ebb__daemon_ckpt_serve(void *arg, struct ebb__job *job,
         if (strcmp(method, "POST") != 0)
             reply_error(res, 405, "use POST");
         else
-            post_offer(d, job, sc, spec, req, res);
+            post_offer(d, job, rank, sc, spec, req, res);
         return;
     }
     int commit = 0;
@@ -556,7 +569,7 @@ void ebb__daemon_ckpt_serve(void *arg, struct ebb__job *job,
         return;
     }
     struct row w;
-    if (load_row(d, job, seq, &w, res) != 0)
+    if (load_row(d, job, rank, seq, &w, res) != 0)
         return;
     if (commit) {
         post_commit(d, job, &w, req, res);

@@ -87,8 +87,10 @@ int ebb__daemon_ckpt_spec_check(const struct ebb__daemon *d,
  * (the document cannot be served). */
 int ebb__daemon_ckpt_job_doc(void *arg, struct ebb__job *job, json_t *doc);
 
-/* Serves /v1/agent/checkpoints... and /v1/agent/resume for `job`. */
-void ebb__daemon_ckpt_serve(void *arg, struct ebb__job *job,
+/* Serves /v1/agent/checkpoints... and /v1/agent/resume for `job`'s
+ * agent of gang rank `rank` (from its bearer token): it sees and stores
+ * only its own rank's checkpoints. */
+void ebb__daemon_ckpt_serve(void *arg, struct ebb__job *job, unsigned rank,
                             const struct ebb__httpd_request *req,
                             struct ebb__httpd_response *res);
 
@@ -130,8 +132,19 @@ void ebb__daemon_ckpt_delete(struct ebb__daemon *d, int64_t seq, const char *why
 
 /* ---- which rows need work (daemon_ckpt_sweep.c) ---------------------------- */
 
-/* Deletes job `job_id`'s durable checkpoints older than its newest `keep`. */
-void ebb__daemon_ckpt_prune(struct ebb__daemon *d, const char *job_id, int keep);
+/* Deletes job `job_id`'s durable checkpoints older than its newest `keep`
+ * whole ones: a checkpoint of a gang of `nodes` is whole once every rank
+ * stored a part of its name. Every part of a kept name is kept, and so
+ * are the parts of a name newer than the oldest kept one (not yet whole);
+ * every part of an older name goes. */
+void ebb__daemon_ckpt_prune(struct ebb__daemon *d, const char *job_id, int keep,
+                            int nodes);
+/* 1 when every rank of a gang of `nodes` has a durable part of job
+ * `job_id`'s checkpoint `name` (a single instance: its one), else 0, or
+ * a negative code; *bytes (when not NULL): the parts' bytes, each rank's
+ * newest part once. */
+int ebb__daemon_ckpt_parts(struct ebb__daemon *d, const char *job_id, const char *name,
+                           int nodes, int64_t *bytes);
 /* Looks at every open row (first: ebbd has just started) and starts the
  * work each needs. */
 void ebb__daemon_ckpt_sweep(struct ebb__daemon *d, int first);

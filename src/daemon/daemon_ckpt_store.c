@@ -53,6 +53,7 @@ struct task {
     enum phase phase;
     char *job_id, *store, *name, *kind, *instance_token, *why;
     int encrypt;
+    unsigned rank;            /* the gang rank that stored it */
     ebb_time_ms created_at;
     json_t *files;            /* the row's, owned */
     struct ebb__objstore *os;
@@ -151,6 +152,7 @@ static int copy_row(void *arg, const struct ebb__ckpt_row *r)
     t->kind = strdup(r->kind);
     t->instance_token = strdup(r->instance_token);
     t->encrypt = r->encrypt;
+    t->rank = r->rank;
     t->created_at = r->created_at;
     t->upload_ms = r->upload_ms;
     t->duration_ms = r->duration_ms;
@@ -574,7 +576,11 @@ static int write_manifest(struct task *t)
 
 
 /* The checkpoint is durable: the row, the job's event, the engine's
- * checkpoint (the resume point moves only now), then older ones go. */
+ * checkpoint (the resume point moves only now), then older ones go. A
+ * gang member's part is reported with its rank: the engine records the
+ * gang's checkpoint once every rank's part of the name is durable, and
+ * the part that makes it whole carries every part's bytes (the fees are
+ * the whole checkpoint's). */
 static void durable(struct task *t)
 {
     struct ebb__daemon *d = t->d;
@@ -594,7 +600,14 @@ static void durable(struct task *t)
     snprintf(reason, sizeof(reason), "checkpoint stored: %s, %lld bytes in %.1f s",
              t->name, (long long)bytes, (double)t->upload_ms / 1000.0);
     ebb__info("job %s: %s", t->job_id, reason);
+    struct ebb__job_info ji;
+    int64_t parts_bytes = bytes;
+    int whole = 1;
     if (job != NULL) {
+        ebb__engine_job_info(job, &ji);
+        if (ji.spec->nodes > 1)
+            whole = ebb__daemon_ckpt_parts(d, t->job_id, t->name, ji.spec->nodes,
+                                           &parts_bytes) == 1;
         const char *state = ebb__job_state_name(ebb__engine_job_state(job));
         ebb__store_job_event(s, t->job_id, ebb__clock_now(&d->clock), state, state,
                              reason);
@@ -607,25 +620,22 @@ static void durable(struct task *t)
             .fraction = t->fraction,
             .path = t->name,
             .duration = t->periodic ? t->duration_ms : 0,
-            .bytes = bytes,
+            .bytes = parts_bytes,
             .upload_ms = t->upload_ms,
         };
         struct ebb__attempt_info a;
         if (ebb__engine_job_attempt(job, &a) == 0 &&
             strcmp(a.token, t->instance_token) == 0) {
             struct ebb__agent_reply reply;
-            ebb__engine_agent_report(job, 0, &r, &reply);
-        } else {
+            ebb__engine_agent_report(job, t->rank, &r, &reply);
+        } else if (whole) {
             ebb__engine_durable_checkpoint(job, &r);
         }
     }
     if (ebb__store_flush(s) != 0)
         ebb__error("cannot commit to the store: %s", ebb__store_errmsg(s));
-    if (job != NULL) {
-        struct ebb__job_info ji;
-        ebb__engine_job_info(job, &ji);
-        ebb__daemon_ckpt_prune(d, t->job_id, ji.spec->checkpoint.keep);
-    }
+    if (job != NULL)
+        ebb__daemon_ckpt_prune(d, t->job_id, ji.spec->checkpoint.keep, ji.spec->nodes);
 }
 
 static void phase_done(struct task *t)

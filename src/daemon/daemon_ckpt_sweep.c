@@ -1,5 +1,6 @@
 /* Which stored checkpoints need work (daemon_ckpt.h): the durable ones
- * past a job's `keep`, and on each sweep (at start and every
+ * past a job's `keep` (a gang's: whole checkpoints, one part per rank
+ * under one name), and on each sweep (at start and every
  * EBB__CKPT_SWEEP_MS) every open row: a finished job's checkpoints are
  * deleted, a row ebbd was completing when it stopped is completed again,
  * one still preparing is failed, and one whose instance ended or that
@@ -7,6 +8,7 @@
  * itself is daemon_ckpt_store.c's tasks. */
 #include "daemon/daemon_ckpt.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,37 +21,136 @@
 /* Rows one sweep looks at. */
 #define SWEEP_ROWS 256
 
-struct seqs {
-    int64_t seq[SWEEP_ROWS];
-    size_t n, skip;
+/* A job's durable rows, newest first. */
+struct part {
+    int64_t seq, bytes;
+    unsigned rank;
+    char *name;
 };
 
-static int collect_seq(void *arg, const struct ebb__ckpt_row *r)
+struct parts {
+    struct part *row;
+    size_t n, cap;
+};
+
+static int collect_part(void *arg, const struct ebb__ckpt_row *r)
 {
-    struct seqs *s = arg;
-    if (s->skip > 0) {
-        s->skip--;
-        return 0;
+    struct parts *p = arg;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 16;
+        struct part *row = realloc(p->row, cap * sizeof(*row));
+        if (row == NULL)
+            return EBB_ENOMEM;
+        p->row = row;
+        p->cap = cap;
     }
-    if (s->n == SWEEP_ROWS)
-        return 1;
-    s->seq[s->n++] = r->seq;
+    struct part *w = &p->row[p->n];
+    *w = (struct part){.seq = r->seq, .bytes = r->bytes, .rank = r->rank,
+                       .name = strdup(r->name)};
+    if (w->name == NULL)
+        return EBB_ENOMEM;
+    p->n++;
     return 0;
 }
 
-void ebb__daemon_ckpt_prune(struct ebb__daemon *d, const char *job_id, int keep)
+static void parts_free(struct parts *p)
 {
-    struct seqs s = {.skip = keep > 0 ? (size_t)keep : 1};
-    int rc = ebb__store_ckpt_of_job(d->store, job_id, "durable", collect_seq, &s);
+    for (size_t i = 0; i < p->n; i++)
+        free(p->row[i].name);
+    free(p->row);
+}
+
+static int load_parts(struct ebb__daemon *d, const char *job_id, struct parts *p)
+{
+    memset(p, 0, sizeof(*p));
+    int rc = ebb__store_ckpt_of_job(d->store, job_id, "durable", -1, collect_part, p);
     if (rc < 0) {
         ebb__error("job %s: cannot list its checkpoints: %s", job_id,
                    ebb__store_errmsg(d->store));
+        parts_free(p);
+    }
+    return rc;
+}
+
+/* The ranks (a bit each) with a part named `name` among p's rows, and in
+ * *bytes (when not NULL) those parts' bytes, each rank's newest once. */
+static uint64_t ranks_of(const struct parts *p, const char *name, int64_t *bytes)
+{
+    uint64_t seen = 0;
+    if (bytes != NULL)
+        *bytes = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct part *w = &p->row[i];
+        uint64_t bit = w->rank < 64 ? UINT64_C(1) << w->rank : 0;
+        if (bit == 0 || (seen & bit) || strcmp(w->name, name) != 0)
+            continue;
+        seen |= bit;
+        if (bytes != NULL)
+            *bytes += w->bytes;
+    }
+    return seen;
+}
+
+static uint64_t all_ranks(int nodes)
+{
+    return nodes >= 64 ? UINT64_MAX : (UINT64_C(1) << (nodes > 0 ? nodes : 1)) - 1;
+}
+
+int ebb__daemon_ckpt_parts(struct ebb__daemon *d, const char *job_id, const char *name,
+                           int nodes, int64_t *bytes)
+{
+    struct parts p;
+    int rc = load_parts(d, job_id, &p);
+    if (rc < 0)
+        return rc;
+    int whole = ranks_of(&p, name, bytes) == all_ranks(nodes);
+    parts_free(&p);
+    return whole;
+}
+
+/* Whether row i is the first (newest) row of its name. */
+static int first_of_name(const struct parts *p, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(p->row[j].name, p->row[i].name) == 0)
+            return 0;
+    return 1;
+}
+
+void ebb__daemon_ckpt_prune(struct ebb__daemon *d, const char *job_id, int keep,
+                            int nodes)
+{
+    struct parts p;
+    if (load_parts(d, job_id, &p) < 0)
         return;
+    int want = keep > 0 ? keep : 1, kept = 0;
+    uint64_t all = all_ranks(nodes);
+    /* Names in the order of their newest part: the first `want` whole
+     * ones are kept, and any name before the last of those (a newer one
+     * whose parts are not all stored yet); every part of a later name
+     * goes. */
+    char **keep_names = calloc(p.n ? p.n : 1, sizeof(*keep_names));
+    size_t n_keep = 0, cut = p.n;
+    for (size_t i = 0; keep_names != NULL && i < p.n && kept < want; i++) {
+        if (!first_of_name(&p, i))
+            continue;
+        keep_names[n_keep++] = p.row[i].name;
+        if (ranks_of(&p, p.row[i].name, NULL) == all && ++kept == want)
+            cut = i;
     }
     char why[64];
     snprintf(why, sizeof(why), "older than the newest %d", keep);
-    for (size_t i = 0; i < s.n; i++)
-        ebb__daemon_ckpt_delete(d, s.seq[i], why);
+    for (size_t i = cut + 1; keep_names != NULL && i < p.n; i++) {
+        int kept_name = 0;
+        for (size_t k = 0; k < n_keep && !kept_name; k++)
+            kept_name = strcmp(keep_names[k], p.row[i].name) == 0;
+        if (!kept_name)
+            ebb__daemon_ckpt_delete(d, p.row[i].seq, why);
+    }
+    if (keep_names == NULL)
+        ebb__error("job %s: cannot prune its checkpoints: out of memory", job_id);
+    free(keep_names);
+    parts_free(&p);
 }
 
 struct swept {

@@ -226,14 +226,6 @@ int ebb__engine_submit_also(struct ebb__engine *e, struct ebb__job_spec *spec,
                      "absolute path", ckpt);
         return EBB_EINVAL;
     }
-    /* What gangs cannot do yet (docs/gangs.md, "Limits") is said at once. */
-    if (spec->nodes > 1 && spec->checkpoint.store != NULL) {
-        ebb_diag_set(d, spec->file, spec->checkpoint.store_line,
-                     "checkpoint.store: a gang (nodes: %d) keeps its checkpoints in "
-                     "checkpoint.dir in this ebbd, one part per rank: give a dir "
-                     "every node can read (a shared file system)", spec->nodes);
-        return EBB_EINVAL;
-    }
     struct ebb__job *job = NULL;
     int rc = ebb__engine_job_new(e, spec, owner_uid, workdir, now, &job, d);
     if (rc != 0)

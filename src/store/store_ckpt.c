@@ -68,6 +68,8 @@ int ebb__store_ckpt_insert(struct ebb__store *s, const struct ebb__ckpt_row *r,
         rc = ebb__store_bind_i64(s, st, 9, r->bytes);
     if (rc == 0)
         rc = ebb__store_bind_i64(s, st, 10, r->created_at);
+    if (rc == 0)
+        rc = ebb__store_bind_i64(s, st, 11, r->rank);
     if (rc != 0) {
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
@@ -137,6 +139,7 @@ static int row(sqlite3_stmt *st, void *arg)
         .durable_at = sqlite3_column_int64(st, 14),
         .updated_at = sqlite3_column_int64(st, 15),
         .reason = ebb__store_col_text(st, 16),
+        .rank = (unsigned)sqlite3_column_int(st, 17),
     };
     c->seen = 1;
     return c->cb(c->arg, &r);
@@ -162,7 +165,7 @@ int ebb__store_ckpt_get(struct ebb__store *s, int64_t seq, const char *job_id,
 }
 
 int ebb__store_ckpt_of_job(struct ebb__store *s, const char *job_id,
-                           const char *state, ebb__ckpt_row_cb cb, void *arg)
+                           const char *state, int rank, ebb__ckpt_row_cb cb, void *arg)
 {
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_CKPT_OF_JOB);
     if (st == NULL)
@@ -170,6 +173,8 @@ int ebb__store_ckpt_of_job(struct ebb__store *s, const char *job_id,
     int rc = ebb__store_bind_text(s, st, 1, job_id);
     if (rc == 0 && state != NULL)
         rc = ebb__store_bind_text(s, st, 2, state);
+    if (rc == 0)
+        rc = ebb__store_bind_i64(s, st, 3, rank);
     if (rc != 0) {
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);

@@ -38,6 +38,7 @@ struct ebb__ckpt_row {
     int periodic;
     ebb_time_ms created_at, durable_at, updated_at; /* durable_at 0: not */
     const char *reason;  /* "" unless failed */
+    unsigned rank;       /* the gang member's that stored it; 0 alone */
 };
 
 /* Inserts `r` (seq, durable_at, upload_ms and reason ignored) and sets
@@ -61,10 +62,11 @@ typedef int (*ebb__ckpt_row_cb)(void *arg, const struct ebb__ckpt_row *r);
 int ebb__store_ckpt_get(struct ebb__store *s, int64_t seq, const char *job_id,
                         ebb__ckpt_row_cb cb, void *arg);
 
-/* The job's rows in `state` (NULL: all), newest first. `cb` may run the
- * store's writes. Returns 0, cb's non-zero value, or a negative code. */
+/* The job's rows in `state` (NULL: all) stored by gang rank `rank` (< 0:
+ * by any), newest first. `cb` may run the store's writes. Returns 0, cb's
+ * non-zero value, or a negative code. */
 int ebb__store_ckpt_of_job(struct ebb__store *s, const char *job_id,
-                           const char *state, ebb__ckpt_row_cb cb, void *arg);
+                           const char *state, int rank, ebb__ckpt_row_cb cb, void *arg);
 
 /* 1 when the instance with launch token `token` has ended (terminated or
  * failed) or is unknown, 0 while it may run, or a negative code. */

@@ -408,9 +408,16 @@ static const char v12[] =
     " PRIMARY KEY (family, gpu_model, provider, host)"
     ");";
 
+/* Version 13: the rank of the gang member that stored each checkpoint
+ * (docs/gangs.md "Checkpoints: one per gang"): a gang's checkpoint is one
+ * part per rank under one name; a single instance's rows are rank 0. */
+static const char v13[] =
+    "ALTER TABLE stored_checkpoints ADD COLUMN rank INTEGER NOT NULL DEFAULT 0"
+    " CHECK (rank >= 0);";
+
 /* migrations[i] moves a file from version i to version i + 1. */
 static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8, v9, v10,
-                                         v11, v12};
+                                         v11, v12, v13};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

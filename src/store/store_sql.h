@@ -318,7 +318,8 @@
 #define EBB__SQL_CKPT_COLUMNS                                                  \
     "seq, job_id, instance_token, store, name, kind, state, files, encrypt,"   \
     " bytes, coalesce(upload_ms, 0), coalesce(duration_ms, 0), periodic,"      \
-    " created_at, coalesce(durable_at, 0), updated_at, coalesce(reason, '')"
+    " created_at, coalesce(durable_at, 0), updated_at, coalesce(reason, ''),"  \
+    " rank"
 
 #define EBB__STORE_CKPT_STATEMENTS(X)                                          \
     X(CKPT_KEY_GET,                                                            \
@@ -328,8 +329,8 @@
       " VALUES (?1, ?2, 1, ?3)")                                               \
     X(CKPT_INSERT,                                                             \
       "INSERT INTO stored_checkpoints (job_id, instance_token, store, name,"   \
-      " kind, state, files, encrypt, bytes, created_at, updated_at)"           \
-      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)")                \
+      " kind, state, files, encrypt, bytes, created_at, updated_at, rank)"     \
+      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)")           \
     X(CKPT_UPDATE,                                                             \
       "UPDATE stored_checkpoints SET state = ?2, files = coalesce(?3, files)," \
       " reason = coalesce(?4, reason), updated_at = ?5,"                       \
@@ -341,7 +342,7 @@
                 " WHERE seq = ?1 AND (?2 IS NULL OR job_id = ?2)")             \
     X(CKPT_OF_JOB, "SELECT " EBB__SQL_CKPT_COLUMNS " FROM stored_checkpoints"  \
                    " WHERE job_id = ?1 AND (?2 IS NULL OR state = ?2)"         \
-                   " ORDER BY seq DESC")                                       \
+                   " AND (?3 < 0 OR rank = ?3) ORDER BY seq DESC")             \
     X(CKPT_INSTANCE_ENDED,                                                     \
       "SELECT coalesce((SELECT state IN ('terminated', 'failed')"              \
       " FROM instances WHERE token = ?1), 1)")                                 \

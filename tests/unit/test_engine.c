@@ -1194,9 +1194,9 @@ static void a_gangs_spend_counts_each_member_once(void **state)
     fx_stop(f);
 }
 
-/* A gang keeps its checkpoints in checkpoint.dir (one part per rank): a
- * checkpoint store is refused at submit, saying so (docs/gangs.md). */
-static void a_gang_with_a_store_is_refused(void **state)
+/* A gang may keep its checkpoints in a store (one part per rank under one
+ * name, docs/gangs.md): submitted, it waits like any job. */
+static void a_gang_with_a_store_is_taken(void **state)
 {
     (void)state;
     struct fx *f = &fx_mem;
@@ -1205,10 +1205,10 @@ static void a_gang_with_a_store_is_refused(void **state)
     fx_start(f, NULL, "greedy");
     assert_int_equal(submit_from(f, "name: g\nrun: [python, train.py]\nwork: 1h\n"
                                     "nodes: 2\ncheckpoint: {store: s3}\n",
-                                 NULL, &job, &d), EBB_EINVAL);
-    assert_null(job);
-    assert_non_null(strstr(d.msg, "checkpoint.store: a gang (nodes: 2) keeps its "
-                                  "checkpoints in checkpoint.dir"));
+                                 NULL, &job, &d), 0);
+    assert_non_null(job);
+    assert_int_equal(job->spec.nodes, 2);
+    assert_string_equal(job->spec.checkpoint.store, "s3");
     fx_stop(f);
 }
 
@@ -1244,7 +1244,7 @@ int main(void)
         cmocka_unit_test_teardown(a_gangs_yardsticks_count_each_node, teardown),
         cmocka_unit_test_teardown(a_gangs_backtest_costs_twice, teardown),
         cmocka_unit_test_teardown(a_gangs_spend_counts_each_member_once, teardown),
-        cmocka_unit_test_teardown(a_gang_with_a_store_is_refused, teardown),
+        cmocka_unit_test_teardown(a_gang_with_a_store_is_taken, teardown),
         cmocka_unit_test_teardown(a_paused_pool_wakes_its_waiting_job, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

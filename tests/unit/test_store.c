@@ -913,6 +913,7 @@ static void checkpoints_run_on_another_connection(void **state)
 
 struct ck_seen {
     int64_t seq[8];
+    unsigned rank[8];
     char state[8][16], files[8][128], reason[8][64];
     int64_t upload_ms[8], durable_at[8];
     int n;
@@ -924,6 +925,7 @@ static int ck_collect(void *arg, const struct ebb__ckpt_row *r)
     if (c->n == 8)
         return 99;
     c->seq[c->n] = r->seq;
+    c->rank[c->n] = r->rank;
     snprintf(c->state[c->n], sizeof(c->state[0]), "%s", r->state);
     snprintf(c->files[c->n], sizeof(c->files[0]), "%s", r->files);
     snprintf(c->reason[c->n], sizeof(c->reason[0]), "%s", r->reason);
@@ -987,12 +989,12 @@ static void checkpoint_keys_and_rows(void **state)
     assert_int_equal(ebb__store_ckpt_get(s, c, "j1", ck_collect, &seen), EBB_ENOTFOUND);
 
     memset(&seen, 0, sizeof(seen));
-    assert_int_equal(ebb__store_ckpt_of_job(s, "j1", NULL, ck_collect, &seen), 0);
+    assert_int_equal(ebb__store_ckpt_of_job(s, "j1", NULL, -1, ck_collect, &seen), 0);
     assert_int_equal(seen.n, 2);
     assert_int_equal(seen.seq[0], b); /* newest first */
     assert_string_equal(seen.reason[0], "too short");
     memset(&seen, 0, sizeof(seen));
-    assert_int_equal(ebb__store_ckpt_of_job(s, "j1", "durable", ck_collect, &seen), 0);
+    assert_int_equal(ebb__store_ckpt_of_job(s, "j1", "durable", -1, ck_collect, &seen), 0);
     assert_int_equal(seen.n, 1);
 
     /* In flight: none now; with durable_of_ended, j2's durable one. */
@@ -1012,6 +1014,81 @@ static void checkpoint_keys_and_rows(void **state)
     exec_ok(db, "UPDATE instances SET state = 'terminated' WHERE token = 'j1-a1'");
     assert_int_equal(ebb__store_ckpt_instance_ended(s, "j1-a1"), 1);
     assert_int_equal(ebb__store_ckpt_instance_ended(s, "nosuch"), 1);
+    ebb__store_close(s);
+}
+
+/* A gang's ranks each store their part of a checkpoint under one name:
+ * each row keeps its rank, and a read by rank sees that rank's rows only. */
+static void checkpoint_rows_keep_their_rank(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = open_ok(fx->db);
+    add_job(ebb_test_store_db(s), "g1", "running");
+    struct ebb__ckpt_row r = {.job_id = "g1", .instance_token = "g1-a1", .store = "ckpt",
+                              .name = "step-1", .kind = "directory", .state = "durable",
+                              .files = "[]", .encrypt = 0, .bytes = 10,
+                              .created_at = 100};
+    int64_t r0 = 0, r1 = 0, r1b = 0;
+    assert_int_equal(ebb__store_ckpt_insert(s, &r, &r0), 0);
+    r.rank = 1;
+    assert_int_equal(ebb__store_ckpt_insert(s, &r, &r1), 0);
+    r.name = "step-2";
+    assert_int_equal(ebb__store_ckpt_insert(s, &r, &r1b), 0);
+
+    struct ck_seen seen = {0};
+    assert_int_equal(ebb__store_ckpt_get(s, r1, "g1", ck_collect, &seen), 0);
+    assert_int_equal(seen.rank[0], 1);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(ebb__store_ckpt_of_job(s, "g1", "durable", 1, ck_collect, &seen), 0);
+    assert_int_equal(seen.n, 2);
+    assert_int_equal(seen.seq[0], r1b);
+    assert_int_equal(seen.seq[1], r1);
+    assert_int_equal(seen.rank[0] + seen.rank[1], 2);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(ebb__store_ckpt_of_job(s, "g1", "durable", 0, ck_collect, &seen), 0);
+    assert_int_equal(seen.n, 1);
+    assert_int_equal(seen.seq[0], r0);
+    assert_int_equal(seen.rank[0], 0);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(ebb__store_ckpt_of_job(s, "g1", "durable", 2, ck_collect, &seen), 0);
+    assert_int_equal(seen.n, 0);
+    memset(&seen, 0, sizeof(seen));
+    assert_int_equal(ebb__store_ckpt_of_job(s, "g1", NULL, -1, ck_collect, &seen), 0);
+    assert_int_equal(seen.n, 3);
+    ebb__store_close(s);
+}
+
+/* Version 13 gives stored_checkpoints a rank: rows stored before it are
+ * rank 0 (a single instance's), and a rank is never negative. */
+static void version_12_checkpoints_migrate_to_rank_0(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = NULL;
+    char err[512];
+    assert_int_equal(ebb__store_open_at_version(fx->db, 12, &s, err, sizeof(err)), 0);
+    sqlite3 *db = ebb_test_store_db(s);
+    add_job(db, "j-old", "running");
+    exec_ok(db, "INSERT INTO stored_checkpoints (job_id, instance_token, store, name,"
+                " kind, state, files, encrypt, bytes, created_at, updated_at) VALUES"
+                " ('j-old', 't', 'ckpt', 'step-1', 'file', 'durable', '[]', 0, 5, 1, 1)");
+    assert_int_not_equal(sqlite3_exec(db, "SELECT rank FROM stored_checkpoints", NULL,
+                                      NULL, NULL),
+                         SQLITE_OK);
+    ebb__store_close(s);
+
+    s = open_ok(fx->db);
+    int v = -1;
+    assert_int_equal(ebb__store_schema_version(s, &v), 0);
+    assert_int_equal(v, 13);
+    db = ebb_test_store_db(s);
+    assert_int_equal(query_i64(db, "SELECT rank FROM stored_checkpoints"), 0);
+    struct ck_seen seen = {0};
+    assert_int_equal(ebb__store_ckpt_of_job(s, "j-old", "durable", 0, ck_collect, &seen),
+                     0);
+    assert_int_equal(seen.n, 1);
+    assert_int_not_equal(sqlite3_exec(db, "UPDATE stored_checkpoints SET rank = -1",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
     ebb__store_close(s);
 }
 
@@ -1107,6 +1184,8 @@ int main(void)
         T(group_commit_batches_and_scopes_rollbacks),
         T(checkpoints_run_on_another_connection),
         T(checkpoint_keys_and_rows),
+        T(checkpoint_rows_keep_their_rank),
+        T(version_12_checkpoints_migrate_to_rank_0),
         T(workdir_rows),
     };
 #undef T
