@@ -156,7 +156,7 @@ static int stored_checkpoints(struct ebb__store *s, const char *id, json_t *job)
         return rc;
     rc = query_rows(s, "SELECT seq AS id, name, state, state = 'durable' AS durable, bytes,"
                     " upload_ms / 1000.0 AS upload_seconds, created_at AS created, store,"
-                    " durable_at, reason FROM stored_checkpoints WHERE job_id = ?1"
+                    " durable_at, reason, rank FROM stored_checkpoints WHERE job_id = ?1"
                     " ORDER BY seq DESC" NEWEST, id, &rows);
     if (rc != 0)
         return rc;

@@ -21,7 +21,7 @@ int ebb__store_jobs_json(struct ebb__store *s, int all, json_t **out);
  * "instances", "checkpoints" (each the newest EBB__STORE_JOB_ROWS, oldest
  * first; for a job whose agent offered checkpoints to a store, those
  * instead, newest first: id, name, state, durable, bytes, upload_seconds,
- * created, store, durable_at, reason), "omitted" ({"events": n, "instances": n, "checkpoints": n}: how
+ * created, store, durable_at, reason, rank), "omitted" ({"events": n, "instances": n, "checkpoints": n}: how
  * many older rows of each were left out) and "spent_by_kind" (all the
  * job's spend, omitted rows included). EBB_ENOTFOUND when no job has this
  * id. */

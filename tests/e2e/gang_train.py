@@ -14,8 +14,9 @@ signal only raises a flag, which the all-reduce carries; every rank sees
 the largest flag of the step (1: checkpoint, 2: checkpoint and stop) and
 writes its own part, named after the step, at the same step. ebbd counts
 the gang's checkpoint once every rank has a part of that name, and hands
-each rank its part of the newest whole one as EBB_RESUME_FROM. Ranks that
-resume from different steps refuse to run (exit 3).
+each rank its part of the newest whole one as EBB_RESUME_FROM. Each part
+names its rank; a rank handed another rank's part, or ranks that resume
+from different steps, refuse to run (exit 3).
 
 With GANG_ELASTIC=1 (gang.restart: replace_lost) rank 0 keeps listening:
 when a rank goes away, rank 0 waits for its replacement, which joins with
@@ -233,6 +234,10 @@ def rank_main(args):
     elastic = os.environ.get("GANG_ELASTIC") == "1"
     if resume:
         state = load_part(resume)
+        if state.get("rank", rank) != rank:  # every rank resumes from its own part
+            print("rank %d was given rank %d's part %s" % (rank, state["rank"], resume),
+                  flush=True)
+            return 3
         print("rank %d resuming at step %d from %s" % (rank, state["step"], resume),
               flush=True)
     else:
@@ -258,7 +263,7 @@ def rank_main(args):
         if args.step_sleep:
             time.sleep(args.step_sleep)
         if top and ckpt_dir:
-            where = save_part(ckpt_dir, {"step": step, "weights": weights})
+            where = save_part(ckpt_dir, {"step": step, "weights": weights, "rank": rank})
             print("rank %d checkpoint at step %d: %s" % (rank, step, where), flush=True)
             if top == 2:
                 return 0
