@@ -280,9 +280,9 @@ static void close_held(struct ebb__engine *e, const struct held *h, const char *
                                                EBB_MS_PER_HOUR + 0.5)
                                 : 0;
     struct ebb__job *job = ebb__engine_job(e, h->job_id);
-    /* A gang bills each of its nodes. */
+    /* A gang bills each of its nodes: a row each, as its attempts do. */
     size_t nodes = h->instance_id != NULL ? ebb_gang_size(h->instance_id) : 1;
-    amount *= nodes > 0 ? (ebb_micros)nodes : 1;
+    nodes = nodes > 0 ? nodes : 1;
     struct ebb__ledger_row row = {
         .job_id = h->job_id, .instance_token = h->token,
         .team = job ? job->spec.team : NULL, .provider = h->provider,
@@ -291,7 +291,7 @@ static void close_held(struct ebb__engine *e, const struct held *h, const char *
         .amount = amount,
     };
     int rc = ebb__store_begin(s);
-    if (rc == 0 && started)
+    for (size_t r = 0; rc == 0 && started && r < nodes; r++)
         rc = ebb__store_ledger_add(s, &row);
     if (rc == 0)
         rc = ebb__store_instance_update(s, h->token, started ? "terminated" : "failed",
@@ -304,7 +304,7 @@ static void close_held(struct ebb__engine *e, const struct held *h, const char *
                    ebb__store_errmsg(s));
     }
     if (job != NULL)
-        ebb__engine_add_spend(job, amount, h->currency);
+        ebb__engine_add_spend(job, amount * (ebb_micros)nodes, h->currency);
 }
 
 static void adopt(struct ebb__engine *e, struct ebb__job *job, const struct held *h,

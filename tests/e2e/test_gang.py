@@ -6,9 +6,8 @@ exchange gradients over TCP at MASTER_ADDR:MASTER_PORT.
 
 1. A 2-node gang (restart: whole) is preempted at least twice (the sim
    preempts a gang's last node an hour after its launch), checkpoints as
-   one (every rank's part, one name), resumes together, is taken back
-   whole after ebbd is SIGKILLed, and ends with the model of a single
-   process running the same steps, bit for bit. Each node is
+   one (every rank's part, one name), resumes together, and ends with the
+   model of a single process running the same steps, bit for bit. Each node is
    billed; `ebb job show` lists the nodes with their ranks while it runs.
 2. A gang whose node 1 reports another driver version (a fake nvidia-smi)
    is refused before the job starts, released, and says why.
@@ -20,10 +19,14 @@ exchange gradients over TCP at MASTER_ADDR:MASTER_PORT.
    has it replaced while node 0 runs on, at least once, never restarting
    whole, and ends with the single process's model; the lost members and
    their replacements are each billed.
+5. A running gang is taken back whole after ebbd is SIGKILLed; one that
+   lost node 1 while ebbd was down is released whole after the restart
+   (node 0 terminated), never taken back short.
 Output is TAP; EBBD, EBB, EBB_AGENT and EBB_SOURCE_ROOT come from the
 environment.
 """
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -55,7 +58,7 @@ def write(path, text, mode=0o644):
     return path
 
 
-def config(name, extra_local="", gang_timeout="10m"):
+def config(name, extra_local="", gang_timeout="10m", preempt_after="1h"):
     prices = write(os.path.join(tmp, "prices.csv"),
                    "timestamp_utc,provider,region,zone,instance_type,product,"
                    "price_usd_per_hour\n"
@@ -66,14 +69,14 @@ def config(name, extra_local="", gang_timeout="10m"):
     return write(os.path.join(tmp, name + ".yaml"), """providers:
   sim:
     prices: %s
-    preempt_after: 1h
+    preempt_after: %s
     notice_lead: 2m
   local: {slots: 4%s}
 run_on: {sim: local}
 clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s, gang_timeout: %s}
 default_policy: greedy
-""" % (prices, extra_local, gang_timeout))
+""" % (prices, preempt_after, extra_local, gang_timeout))
 
 
 def spec(name, steps, sleep, restart="whole"):
@@ -121,13 +124,6 @@ def whole_gang():
         shown = ebbd.ebb("job", "show", jid)
         ok("node 0:" in shown.stdout and "node 1:" in shown.stdout,
            "ebb job show prints the nodes", shown.stdout)
-        # A crash while the gang runs: ebbd takes it back whole, and its
-        # agents carry on with their sessions.
-        gang_id = (ebbd.job(jid) or {}).get("current", {}).get("instance_id")
-        ebbd.stop(9)
-        ok(ebbd.start(), "ebbd starts again after a SIGKILL")
-        ok(wait_for(lambda: "adopted %s" % gang_id in ebbd.log(), 30),
-           "the running gang is taken back whole", gang_id)
         ok(ebbd.wait_end(jid, 480) == "succeeded", "the gang's job succeeds",
            ebbd.job(jid) and ebbd.job(jid)["state"])
         j = ebbd.job(jid) or {}
@@ -286,10 +282,68 @@ def replaced_node():
         ebbd.stop()
 
 
+def short_after_restart():
+    """Part 5: a gang that lost a node while ebbd was down is released
+    whole after the restart, never taken back short."""
+    state = os.path.join(tmp, "state4")
+    ebbd = Daemon(state, ["--config", config("ebb4", preempt_after="0s")])
+    try:
+        os.makedirs(state)
+        ok(ebbd.start(), "ebbd starts for a gang that comes back short")
+        r = ebbd.ebb("submit", spec("short", "100000", "0.01"))
+        ok(r.returncode == 0, "a long gang is submitted", r.stderr)
+        jid = r.stdout.strip()
+
+        def running_gang():
+            cur = (ebbd.job(jid) or {}).get("current") or {}
+            nodes = cur.get("nodes") or []
+            return len(nodes) == 2 and all(n.get("started") for n in nodes) and cur
+        cur = wait_for(running_gang, 120)
+        ok(cur, "the gang runs", cur)
+        # A crash while the gang runs: ebbd takes it back whole, and its
+        # agents carry on with their sessions.
+        ebbd.stop(9)
+        ok(ebbd.start(), "ebbd starts again after a SIGKILL")
+        gang_id = (cur or {}).get("instance_id")
+        ok(wait_for(lambda: "adopted %s" % gang_id in ebbd.log(), 30),
+           "the running gang is taken back whole", gang_id)
+        # Rank 0's progress reports, each a learned-speed sample, go on.
+        before = (cur or {}).get("speed_samples", 0)
+        ok(wait_for(lambda: ((ebbd.job(jid) or {}).get("current") or {}).get(
+               "speed_samples", 0) > before, 30),
+           "its agents report to the new ebbd with their sessions", before)
+        left = "ebb-agent .*disks/%s( |$)" % \
+            re.escape(cur["nodes"][0]["instance_id"][len("local-"):]) if cur else "none"
+        ok(subprocess.run(["pgrep", "-f", left], capture_output=True).returncode == 0,
+           "node 0's agent runs")
+        ebbd.stop(9)
+        # Node 1's whole process tree goes (its agent leads its group).
+        member = cur["nodes"][1]["instance_id"] if cur else "none"
+        found = subprocess.run(["pgrep", "-f", "ebb-agent .*disks/%s( |$)" %
+                                re.escape(member[len("local-"):])],
+                               capture_output=True, text=True)
+        pids = found.stdout.split()
+        for pid in pids:
+            os.killpg(int(pid), 9)
+        ok(len(pids) == 1, "node 1's agent is killed while ebbd is down", pids)
+        ok(ebbd.start(), "ebbd starts again")
+        want = "its instance %s ended while ebbd was down" % (cur or {}).get("instance_id")
+        ok(wait_for(lambda: any(want in e for e in events(state, jid)), 30),
+           "the gang, short of node 1, is released whole and resumes",
+           events(state, jid)[-4:])
+        ok(wait_for(lambda: subprocess.run(["pgrep", "-f", left],
+                                           capture_output=True).returncode != 0, 30),
+           "node 0 is terminated with it")
+        ok(ebbd.ebb("cancel", jid).returncode == 0, "the job is cancelled")
+    finally:
+        ebbd.stop()
+
+
 try:
     whole_gang()
     refused_gangs()
     replaced_node()
+    short_after_restart()
 finally:
     subprocess.run(["pkill", "-f", tmp], capture_output=True)
     shutil.rmtree(tmp, ignore_errors=True)
