@@ -455,6 +455,14 @@ static void release_unreplaced(struct ebb__job *job, ebb_dur_ms timeout)
     ebb__engine_release(job, EBB__JOB_WAITING, SIZE_MAX, reason);
 }
 
+/* Whether a lost node's replacement has been on its way for `timeout`. */
+static int replacement_late(const struct ebb__attempt *a, ebb_time_ms now,
+                            ebb_dur_ms timeout)
+{
+    int rank = ebb__gang_replacing(a);
+    return rank >= 0 && now - a->nodes[rank].replacing_at > timeout;
+}
+
 /* Whether some node's agent, heard before, has been silent for `silence`. */
 static int node_silent(const struct ebb__attempt *a, ebb_time_ms now, ebb_dur_ms silence)
 {
@@ -489,8 +497,7 @@ static void on_sweep(struct ebb__timer *t)
         else if (a->n_nodes > 1 && !a->formed && !a->stop_sent &&
                  e->opt.agent_url != NULL && now - a->requested_at > gang_timeout)
             release_incomplete_gang(job, gang_wall);
-        else if (ebb__gang_replacing(a) >= 0 && !a->stop_sent &&
-                 now - a->nodes[ebb__gang_replacing(a)].replacing_at > gang_timeout)
+        else if (!a->stop_sent && replacement_late(a, now, gang_timeout))
             release_unreplaced(job, gang_wall);
         else if (a->agent_seen == 0 && e->opt.agent_url != NULL &&
                  now - a->requested_at > unreported)
