@@ -64,7 +64,7 @@ def config(name, extra_local="", gang_timeout="10m", preempt_after="1h"):
                    "price_usd_per_hour\n"
                    "2020-01-01T00:00:00Z,aws,us-east-1,us-east-1a,p3.16xlarge,"
                    "Linux/UNIX,7.344000\n"
-                   "2020-01-03T00:00:00Z,aws,us-east-1,us-east-1a,p3.16xlarge,"
+                   "2020-03-01T00:00:00Z,aws,us-east-1,us-east-1a,p3.16xlarge,"
                    "Linux/UNIX,7.344000\n")
     return write(os.path.join(tmp, name + ".yaml"), """providers:
   sim:
@@ -125,7 +125,7 @@ def whole_gang():
         ok("node 0:" in shown.stdout and "node 1:" in shown.stdout,
            "ebb job show prints the nodes", shown.stdout)
         ok(ebbd.wait_end(jid, 480) == "succeeded", "the gang's job succeeds",
-           ebbd.job(jid) and ebbd.job(jid)["state"])
+           ((ebbd.job(jid) or {}).get("state"), events(state, jid)[-12:]))
         j = ebbd.job(jid) or {}
         ok(j.get("preemptions", 0) >= 2, "preempted at least twice", j.get("preemptions"))
         with open(ref) as f:

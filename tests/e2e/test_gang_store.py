@@ -52,7 +52,7 @@ prices = write(os.path.join(tmp, "prices.csv"),
                "price_usd_per_hour\n"
                "2020-01-01T00:00:00Z,aws,us-east-1,us-east-1a,p3.16xlarge,"
                "Linux/UNIX,7.344000\n"
-               "2020-01-03T00:00:00Z,aws,us-east-1,us-east-1a,p3.16xlarge,"
+               "2020-03-01T00:00:00Z,aws,us-east-1,us-east-1a,p3.16xlarge,"
                "Linux/UNIX,7.344000\n")
 config = write(os.path.join(tmp, "ebb.yaml"), """providers:
   sim:
