@@ -579,6 +579,7 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
     if (d == NULL)
         return 1;
     d->lock_fd = -1;
+    ebb_list_init(&d->quotes);
     int code = load_config(opts, d);
     if (code != 0) {
         ebb__registry_free(&d->registry);

@@ -72,6 +72,7 @@ struct ebb__daemon {
     int flush_ready;
     int checkpointing;       /* a WAL checkpoint runs (daemon_checkpoint.c) */
     unsigned store_readers;  /* store reads off the loop now (daemon_api.c) */
+    struct ebb_list quotes;  /* quotes off the loop now, one per user (daemon_plan.c) */
     uv_signal_t sigterm;
     uv_signal_t sigint;
     double clock_speed;

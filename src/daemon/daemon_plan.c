@@ -8,8 +8,11 @@
  * trace readers and runs the samples (seconds of work), so the loop never
  * waits for a quote. The worker's engines share nothing with ebbd's: their
  * own store, clock and plugin instances. Plans count against
- * api.max_store_readers, as the other long reads do.
+ * api.max_store_readers, as the other long reads do, and a user has one
+ * quote running at a time: seconds of CPU each, so one user's quotes
+ * would otherwise take every reader from the others.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +20,7 @@
 #include <uv.h>
 
 #include <ebb/buf.h>
+#include <ebb/list.h>
 #include <ebb/trace.h>
 #include <ebb/units.h>
 
@@ -32,6 +36,8 @@ struct plan_req {
     uv_work_t req;
     struct ebb__daemon *d;
     struct ebb__api_call *call;
+    uid_t uid;              /* the caller's */
+    struct ebb_list node;   /* in d->quotes while it runs */
     struct ebb__job_spec spec;
     ebb__daemon_quote_cb cb;
     void *arg;
@@ -151,6 +157,7 @@ static void plan_done(uv_work_t *req, int status)
 {
     struct plan_req *r = req->data;
     r->d->store_readers--;
+    ebb_list_remove(&r->node);
     if (r->result == NULL && status == UV_ECANCELED) {
         r->code = "internal";
         ebb_diag_set(&r->diag, NULL, 0, "ebbd is shutting down");
@@ -160,6 +167,16 @@ static void plan_done(uv_work_t *req, int status)
     r->cb(r->d, r->call, &r->spec, r->result, r->code, r->diag.msg, r->arg);
     json_decref(r->result);
     plan_free(r);
+}
+
+/* Whether a quote for `uid` runs now. */
+static bool quoting(const struct ebb__daemon *d, uid_t uid)
+{
+    const struct ebb_list *n;
+    ebb_list_foreach(n, &d->quotes)
+        if (ebb_list_entry(n, const struct plan_req, node)->uid == uid)
+            return true;
+    return false;
 }
 
 int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
@@ -173,6 +190,13 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
         ebb__jobspec_free(spec);
         return -1;
     }
+    if (quoting(d, call->uid)) {
+        ebb__api_fail(call, "busy", "ebbd is already quoting a job of yours (uid %u; "
+                      "one quote at a time per user); try again when it has answered",
+                      (unsigned)call->uid);
+        ebb__jobspec_free(spec);
+        return -1;
+    }
     struct plan_req *r = calloc(1, sizeof(*r));
     if (r == NULL) {
         ebb__api_fail(call, "internal", "out of memory");
@@ -181,6 +205,7 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
     }
     r->d = d;
     r->call = call;
+    r->uid = call->uid;
     r->req.data = r;
     r->cb = cb;
     r->arg = arg;
@@ -213,6 +238,7 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
         return -1;
     }
     d->store_readers++;
+    ebb_list_insert_head(&d->quotes, &r->node);
     return 0;
 }
 
