@@ -58,7 +58,7 @@ def write(path, text, mode=0o644):
     return path
 
 
-def config(name, extra_local="", gang_timeout="10m", preempt_after="1h"):
+def config(name, extra_local="", gang_timeout="10m", preempt_after="1h", speed=1200):
     prices = write(os.path.join(tmp, "prices.csv"),
                    "timestamp_utc,provider,region,zone,instance_type,product,"
                    "price_usd_per_hour\n"
@@ -73,10 +73,10 @@ def config(name, extra_local="", gang_timeout="10m", preempt_after="1h"):
     notice_lead: 2m
   local: {slots: 4%s}
 run_on: {sim: local}
-clock: {start: 2020-01-01T06:00:00Z, speed: 1200}
+clock: {start: 2020-01-01T06:00:00Z, speed: %d}
 agent_api: {listen: 127.0.0.1:0, heartbeat: 1s, gang_timeout: %s}
 default_policy: greedy
-""" % (prices, preempt_after, extra_local, gang_timeout))
+""" % (prices, preempt_after, extra_local, speed, gang_timeout))
 
 
 def spec(name, steps, sleep, restart="whole"):
@@ -246,7 +246,11 @@ exec %s "$@"
 def replaced_node():
     """Part 4: replace_lost."""
     state = os.path.join(tmp, "state3")
-    ebbd = Daemon(state, ["--config", config("ebb3")])
+    # Slower than the others: a replacement must join within the hour
+    # (market time) before preempt_after takes it too, which at 1200x is
+    # 3 s of wall time, too little for a suite on 2 busy cores; at 400x
+    # node 1 is still lost at least once in the 15 s the training takes.
+    ebbd = Daemon(state, ["--config", config("ebb3", speed=400)])
     try:
         os.makedirs(state)
         ok(ebbd.start(), "ebbd starts for replace_lost")
@@ -262,7 +266,7 @@ def replaced_node():
            "the replacement joined: the gang was whole again", ev)
         tokens = sql(state, "SELECT token FROM instances WHERE job_id = ? AND "
                      "provider = 'local'", jid)
-        ok(len(tokens) == 1, "never restarted whole: one launch of the gang", tokens)
+        ok(len(tokens) == 1, "never restarted whole: one launch of the gang", (tokens, ev[-12:]))
         with open(os.path.join(tmp, "reference.json")) as f:
             want = f.read()
         path = os.path.join(tmp, "elastic.json")
