@@ -36,7 +36,6 @@ struct plan_req {
     uv_work_t req;
     struct ebb__daemon *d;
     struct ebb__api_call *call;
-    uid_t uid;              /* the caller's */
     struct ebb_list node;   /* in d->quotes while it runs */
     struct ebb__job_spec spec;
     ebb__daemon_quote_cb cb;
@@ -174,7 +173,7 @@ static bool quoting(const struct ebb__daemon *d, uid_t uid)
 {
     const struct ebb_list *n;
     ebb_list_foreach(n, &d->quotes)
-        if (ebb_list_entry(n, const struct plan_req, node)->uid == uid)
+        if (ebb_list_entry(n, const struct plan_req, node)->call->uid == uid)
             return true;
     return false;
 }
@@ -205,7 +204,6 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
     }
     r->d = d;
     r->call = call;
-    r->uid = call->uid;
     r->req.data = r;
     r->cb = cb;
     r->arg = arg;
