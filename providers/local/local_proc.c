@@ -91,12 +91,12 @@ static void env_put(char **env, size_t *n, const char *name, const char *value)
 /* The environment the agent gets: only what it needs, never ebbd's own
  * (which may hold cloud credentials). HOME, USER and LOGNAME are the
  * job's user's, not ebbd's. */
-static char **agent_env(const struct local_inst *inst, const char *agent_token,
-                        const struct ebb_runas *who)
+static char **agent_env(const struct local_inst *inst, const struct ebb_launch *req,
+                        const char *agent_token, const struct ebb_runas *who)
 {
     static const char *const keep[] = {"PATH", "LANG", "TZ", "TMPDIR"};
     size_t n = 0;
-    char **env = calloc(sizeof(keep) / sizeof(keep[0]) + 6, sizeof(*env));
+    char **env = calloc(sizeof(keep) / sizeof(keep[0]) + 7, sizeof(*env));
     if (env == NULL)
         return NULL;
     for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
@@ -106,6 +106,9 @@ static char **agent_env(const struct local_inst *inst, const char *agent_token,
     env_put(env, &n, "LOGNAME", who->name);
     env_put(env, &n, "EBB_AGENT_TOKEN", agent_token);
     env_put(env, &n, "EBB_LOCAL_INSTANCE", inst->id);
+    /* Which market offer the process stands for (run_on: sim -> local),
+     * so that a wrapper can play a host of that type (tests/e2e). */
+    env_put(env, &n, "EBB_LOCAL_INSTANCE_TYPE", req->instance_type);
     return env;
 }
 
@@ -250,7 +253,7 @@ int local_spawn(struct local *l, struct local_inst *inst, const struct ebb_launc
     const char *tls_ca = EBB_HAS(struct ebb_launch, req, agent_tls_ca) ? req->agent_tls_ca
                                                                       : NULL;
     char *metadata = NULL, *log = NULL;
-    char **env = agent_env(inst, agent_token, who);
+    char **env = agent_env(inst, req, agent_token, who);
     if (asprintf(&metadata, "%s/imds/%s", req->agent_url, inst->key) < 0)
         metadata = NULL;
     if (asprintf(&log, "%s/%s.agent.log", l->dir, inst->key) < 0)

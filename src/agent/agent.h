@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include "agent/ckpt.h"
+#include "agent/gpuwatch.h"
 #include "agent/imds.h"
 #include "agent/job.h"
 #include "agent/jobdoc.h"
@@ -75,6 +76,7 @@ struct agent {
 
     /* Probing (main.c). */
     struct agent_net net;             /* the network probe's findings */
+    struct agent_gpuwatch gpus;       /* utilisation samples, on when it found GPUs */
     json_t *host_event;               /* the `host` event, sent again while ebbd says wait */
     struct ebb__timer host_timer;     /* the next `host` while waiting */
     char *wait_reason;                /* the last wait's reason (logged once) */

@@ -193,6 +193,8 @@ static void on_probe(void *arg, const struct agent_host *h)
                                               "pcie_width", h->gpus[i].pcie_width,
                                               "pcie_gen", h->gpus[i].pcie_gen));
     const char *driver = h->n > 0 ? h->gpus[0].driver : "";
+    if (h->have_smi && h->ok && h->n > 0)
+        agent_gpuwatch_enable(&a->gpus);
     if (h->have_smi && h->ok)
         ebb__info("host: %zu GPU(s)%s%s, PCIe x%d gen %d, driver %s, CUDA %s", h->n,
                   h->n ? ": " : "", h->n ? h->gpus[0].model : "",
@@ -331,6 +333,7 @@ static int setup(struct agent *a)
     ebb__timer_init(&a->fetch_timer, on_fetch_timer, a);
     ebb__timer_init(&a->give_up_timer, on_give_up, a);
     ebb__timer_init(&a->host_timer, on_host_timer, a);
+    agent_gpuwatch_init(&a->gpus, &a->loop);
     agent_run_init(a);
     if (ebb__http_init(&a->http, &a->loop) != 0) {
         ebb__error("cannot initialise HTTP (libcurl)");
@@ -392,6 +395,7 @@ int main(int argc, char **argv)
     if (uv_loop_close(&a->loop) != 0)
         ebb__error("event loop did not close cleanly");
     int code = a->exit_code;
+    agent_gpuwatch_free(&a->gpus);
     agent_jobdoc_free(&a->doc);
     free(a->token);
     free(a);

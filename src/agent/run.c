@@ -153,7 +153,11 @@ static void read_progress_file(struct agent *a)
 static void on_heartbeat(struct ebb__timer *t)
 {
     struct agent *a = t->data;
-    agent_reporter_event(&a->rep, json_pack("{s:s}", "kind", "heartbeat"));
+    int gpu_util = agent_gpuwatch_take(&a->gpus);
+    agent_reporter_event(&a->rep, gpu_util >= 0
+                                      ? json_pack("{s:s,s:i}", "kind", "heartbeat",
+                                                  "gpu_util", gpu_util)
+                                      : json_pack("{s:s}", "kind", "heartbeat"));
     after(a, t, a->doc.heartbeat_ms);
 }
 

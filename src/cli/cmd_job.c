@@ -91,6 +91,24 @@ static void outlook(json_t *j)
     printf("\n");
 }
 
+/* The GPU guard's line of the current instance. */
+static void gpu_guard(json_t *now)
+{
+    char w[EBB_DURATION_BUFSZ];
+    json_t *util = json_object_get(now, "gpu_util");
+    json_t *window = json_object_get(now, "gpu_window_ms");
+    json_t *min = json_object_get(now, "min_gpu_util");
+    if (strcmp(str(now, "gpu_guard"), "on") == 0 && json_is_integer(window))
+        printf("  GPU guard:   on, moves it after %s under %lld%%",
+               ebb_format_duration(json_integer_value(window), w, sizeof(w)),
+               (long long)json_integer_value(min));
+    else
+        printf("  GPU guard:   %s", str(now, "gpu_guard"));
+    if (json_is_integer(util))
+        printf(" (GPU utilisation %lld%%)", (long long)json_integer_value(util));
+    printf("\n");
+}
+
 static void print_job(json_t *j)
 {
     char a[48], b[48], c[48];
@@ -168,6 +186,7 @@ static void print_job(json_t *j)
                    ebb_format_duration(json_integer_value(stall), a, sizeof(a)));
         else
             printf("  stall guard: %s\n", str(now, "stall_guard"));
+        gpu_guard(now);
     }
 
     outlook(j);

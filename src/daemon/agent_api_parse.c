@@ -120,6 +120,15 @@ int ebb__agent_report_parse(json_t *body, struct ebb__agent_report *r,
                "\"download_ms\" are integers from 0 (a petabyte, a week at most)";
         return EBB_EINVAL;
     }
+    r->has_gpu_util = json_object_get(body, "gpu_util") != NULL;
+    if (r->has_gpu_util) {
+        bool bad = false;
+        r->gpu_util = (int)measured(body, "gpu_util", 100, &bad);
+        if (bad) {
+            *why = "\"gpu_util\" is an integer percentage, 0..100";
+            return EBB_EINVAL;
+        }
+    }
     r->deadline = json_integer_value(json_object_get(body, "deadline_ms"));
     r->reason = bounded(body, "source", REPORT_NAME_MAX, &too_long);
     if (r->kind == EBB__AGENT_CHECKPOINT_FALLBACK || r->kind == EBB__AGENT_CHECKPOINT_SKIPPED) {

@@ -282,6 +282,26 @@ static json_t *nodes_json(const struct ebb__job *job, unsigned n)
     return arr;
 }
 
+/* The GPU guard's fields of `current` (docs/agent.md "Stall guard"). */
+static void gpu_guard_json(struct ebb__job *job, json_t *cur)
+{
+    struct ebb__job_info ji;
+    ebb__engine_job_info(job, &ji);
+    unsigned reports;
+    int latest;
+    ebb_dur_ms window = ebb__engine_gpu_window(job, &reports, &latest);
+    const char *guard = window <= 0  ? "off: the job's spec sets no min_gpu_util"
+                        : reports == 0 ? "off: no GPU utilisation reported on this instance "
+                                         "yet (no nvidia-smi there, or in its restart "
+                                         "overhead)"
+                                       : "on";
+    json_object_set_new(cur, "gpu_guard", json_string(guard));
+    json_object_set_new(cur, "gpu_window_ms", window > 0 ? json_integer(window) : json_null());
+    json_object_set_new(cur, "min_gpu_util", window > 0 ? json_integer(ji.spec->min_gpu_util)
+                                                        : json_null());
+    json_object_set_new(cur, "gpu_util", reports > 0 ? json_integer(latest) : json_null());
+}
+
 /* Where the job runs now, from the engine (the store has the history),
  * with what the instance has cost so far: the ledger bills it only when
  * it ends, and a running job is not free meanwhile. */
@@ -313,6 +333,8 @@ static json_t *current_json(struct ebb__daemon *d, const char *id)
                                           "(EBB_PROGRESS) on this instance");
     if (cur != NULL && a.nodes > 1)
         json_object_set_new(cur, "nodes", nodes_json(job, a.nodes));
+    if (cur != NULL)
+        gpu_guard_json(job, cur);
     return cur;
 }
 

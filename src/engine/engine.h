@@ -386,6 +386,14 @@ double ebb__engine_offer_speed(const struct ebb__engine *e, size_t offer,
  * guard is off (no instance, or no progress line on it yet). */
 ebb_dur_ms ebb__engine_stall_after(const struct ebb__job *job);
 
+/* The GPU guard (the same section): how long the job's GPU utilisation
+ * may stay under its spec's min_gpu_util; 0: the spec sets none. Whether
+ * it watches the current instance: *reports (how many utilisation
+ * reports came after its restart overhead; 0: the guard cannot see the
+ * GPUs yet) and *latest (the last one, %). */
+ebb_dur_ms ebb__engine_gpu_window(const struct ebb__job *job, unsigned *reports,
+                                  int *latest);
+
 /* The periodic checkpoint interval the job's agent is told: the spec's
  * checkpoint.every, or, when it leaves it out and the job has a store,
  * the one the engine chose for the offer it runs on (docs/stores.md);
@@ -521,6 +529,8 @@ struct ebb__agent_report {
     int64_t download_bytes;
     ebb_dur_ms download_ms;
     ebb_time_ms deadline;   /* NOTICE */
+    int has_gpu_util;       /* HEARTBEAT: the host's mean GPU utilisation */
+    int gpu_util;           /* (%), sampled since the last heartbeat */
     const char *reason;     /* NOTICE: where it came from; CHECKPOINT_*: why */
     int status, signal, stopped; /* EXITED */
     const char *error;      /* EXITED: why the job could not be started;

@@ -255,6 +255,8 @@ void ebb__engine_agent_report(struct ebb__job *job, unsigned rank,
         .rank = -1,
     };
     int deliver = 1;
+    if (r->has_gpu_util)
+        ebb__engine_stall_gpu(job, r->gpu_util, now);
     switch (r->kind) {
     case EBB__AGENT_STARTED:
         ev.kind = EBB_EVENT_RUNNING;

@@ -80,6 +80,15 @@ struct ebb__attempt {
      * and to what; 0: no progress line on this instance (guard off). */
     ebb_time_ms progress_at;
     ebb_dur_ms progress_work;
+    /* The GPU guard (engine_stall.c): the utilisation reports its agents
+     * sent after the restart overhead (gpu_util the latest; 0 reports:
+     * none), and the run of them under the spec's min_gpu_util: its first
+     * and last, with their sum and count (0: not under). */
+    unsigned gpu_reports;
+    int gpu_util;
+    ebb_time_ms gpu_low_since, gpu_low_last;
+    long long gpu_low_sum;
+    unsigned gpu_low_n;
     int launched;            /* the provider accepted it */
     int stop_sent;           /* asked to checkpoint and exit */
     ebb_time_ms stop_at;     /* when; the grace period runs from then */
@@ -864,10 +873,14 @@ void ebb__engine_speed_free(struct ebb__engine *e);
 
 /* The job's agent reported `done` work on its current instance at `now`. */
 void ebb__engine_stall_progress(struct ebb__job *job, ebb_dur_ms done, ebb_time_ms now);
-/* The agent reported a checkpoint: the job is alive. */
+/* The agent reported a checkpoint: the job is alive (and its GPUs may
+ * idle while it writes). */
 void ebb__engine_stall_alive(struct ebb__attempt *a, ebb_time_ms now);
+/* An agent of the job reported its host's GPU utilisation (%) at `now`. */
+void ebb__engine_stall_gpu(struct ebb__job *job, int gpu_util, ebb_time_ms now);
 /* Checkpoints and moves the job when its progress stopped for its
- * stall_after, marking the host (ebb__engine_mark_host), with the reason
+ * stall_after, or its GPU utilisation stayed under its min_gpu_util for
+ * its window (ebb__engine_gpu_window), marking the host (ebb__engine_mark_host), with the reason
  * in its event and a `job.stalled` note. */
 void ebb__engine_stall_check(struct ebb__job *job, ebb_time_ms now);
 /* Leaves the offer the job's current instance runs on out of the choice

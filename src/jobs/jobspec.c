@@ -205,11 +205,16 @@ static int do_restart_overhead(struct ctx *c, const struct ebb__jy_layer *l)
                                 &c->spec->restart_overhead, c->d);
 }
 
-/* At least a minute: progress lines come at most every few seconds, and
- * a shorter guard would move jobs that only checkpoint. */
-static int do_stall_after(struct ctx *c, const struct ebb__jy_layer *l)
+/* stall_after: at least a minute, since progress lines come at most every
+ * few seconds, and a shorter guard would move jobs that only checkpoint. */
+static int do_stall_guard(struct ctx *c, const struct ebb__jy_layer *l)
 {
-    const struct ebb__ynode *n = ebb__jy_get(l, "stall_after");
+    const struct ebb__ynode *n = ebb__jy_get(l, "min_gpu_util");
+    c->spec->min_gpu_util = 0;
+    if (n != NULL && ebb__yread_int(n, "min_gpu_util", 0, 100, &c->spec->min_gpu_util,
+                                    c->d) != 0)
+        return EBB_ECONFIG;
+    n = ebb__jy_get(l, "stall_after");
     c->spec->stall_after = 0;
     if (n == NULL)
         return 0;
@@ -607,7 +612,7 @@ static int build(struct ctx *c, const struct ebb__ynode *defaults,
     if (rc == 0)
         rc = do_restart_overhead(c, &l);
     if (rc == 0)
-        rc = do_stall_after(c, &l);
+        rc = do_stall_guard(c, &l);
     if (rc == 0)
         rc = do_resources(c, &l);
     if (rc == 0)

@@ -6,7 +6,7 @@
  * depend on them): name, run, shell, work, deadline, budget,
  * restart_overhead, resources, market, checkpoint, policy, team,
  * max_retries, env, submit, run_as, notify, workdir, workdir_exclude,
- * priority, stall_after, nodes, gang. Every problem is reported once, as
+ * priority, stall_after, min_gpu_util, nodes, gang. Every problem is reported once, as
  * "file:line: message" naming the line of the bad value (or of the mapping
  * for a missing key), e.g.
  *   job.yaml:7: job: unknown key "deadine" (known: name, run, ...)
@@ -36,6 +36,8 @@
 
 /* Defaults and limits of a spec's values. */
 #define EBB__JOB_RESTART_OVERHEAD_DEFAULT (5 * EBB_MS_PER_MINUTE)
+/* The GPU guard's window when the spec gives no stall_after. */
+#define EBB__JOB_GPU_WINDOW_DEFAULT (10 * EBB_MS_PER_MINUTE)
 /* The shortest stall_after a spec may give. */
 #define EBB__JOB_STALL_AFTER_MIN EBB_MS_PER_MINUTE
 #define EBB__JOB_GRACE_DEFAULT (90 * EBB_MS_PER_SECOND)
@@ -131,6 +133,10 @@ struct ebb__job_spec {
      * stops this long is moved; 0: the engine's default, from the job's
      * own interval between progress lines. */
     ebb_dur_ms stall_after;
+    /* The GPU guard (same section): a job whose host's GPU utilisation
+     * stays under this percentage (0..100) for stall_after (default
+     * EBB__JOB_GPU_WINDOW_DEFAULT) is moved; 0: off. */
+    int min_gpu_util;
 
     struct ebb__job_resources resources;
     enum ebb_job_market market;

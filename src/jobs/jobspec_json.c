@@ -157,6 +157,8 @@ json_t *ebb__jobspec_to_json(const struct ebb__job_spec *s)
                    : json_null());
     bad |= put(o, "restart_overhead", jdur(s->restart_overhead));
     bad |= put(o, "stall_after", s->stall_after > 0 ? jdur(s->stall_after) : json_null());
+    if (s->min_gpu_util > 0)
+        bad |= put(o, "min_gpu_util", json_integer(s->min_gpu_util));
     bad |= put(o, "resources", resources_json(&s->resources));
     bad |= put(o, "market", json_string(ebb__job_market_name(s->market)));
     bad |= put(o, "checkpoint", checkpoint_json(&s->checkpoint));
@@ -607,6 +609,9 @@ static int read_spec(const json_t *j, struct ebb__job_spec *s,
     s->stall_after = 0;
     if (rc == 0)
         rc = jdur_get(j, "stall_after", "stall_after", &s->stall_after, d);
+    s->min_gpu_util = 0;
+    if (rc == 0)
+        rc = jint(j, "min_gpu_util", "min_gpu_util", 0, 100, &s->min_gpu_util, d);
     if (rc == 0)
         rc = read_resources(j, &s->resources, d);
     const char *market = NULL;

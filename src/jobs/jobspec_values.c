@@ -22,7 +22,7 @@ const char *const ebb__jobspec_keys[] = {
     "budget",     "restart_overhead", "resources",   "market",
     "checkpoint", "policy", "team",   "max_retries", "env",
     "submit",     "run_as", "notify", "workdir", "workdir_exclude", "priority",
-    "stall_after", "nodes", "gang", NULL,
+    "stall_after", "min_gpu_util", "nodes", "gang", NULL,
 };
 const char *const ebb__jobspec_resource_keys[] = {
     "instance_types", "gpu", "zones", "regions", "providers", "network", NULL,

@@ -1,5 +1,5 @@
-/* ebb-agent's pieces alone: the checkpoint directory, nvidia-smi's output,
- * progress lines, the job document, the job's environment (and ebbd's, in
+/* ebb-agent's pieces alone: the checkpoint directory, nvidia-smi's output
+ * (the host probe's and the GPU utilisation samples'), progress lines, the job document, the job's environment (and ebbd's, in
  * its answer to `host`), backoff. */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +19,7 @@
 
 #include "agent/ckpt.h"
 #include "agent/ckpt_walk.h"
+#include "agent/gpuwatch.h"
 #include "agent/hostprobe.h"
 #include "agent/job.h"
 #include "agent/jobdoc.h"
@@ -333,6 +334,26 @@ static void test_nvidia_smi_cuda(void **state)
     char tiny[3];
     agent_hostprobe_cuda("CUDA Version: 12.2", tiny, sizeof(tiny));
     assert_string_equal(tiny, "");
+}
+
+/* The mean over the GPUs that gave a percentage; a line that is not one
+ * is left out, and a sample with none is no sample (-1), never "idle". */
+static void test_gpu_util_parse(void **state)
+{
+    (void)state;
+    assert_int_equal(agent_gpuwatch_parse("87\n"), 87);
+    assert_int_equal(agent_gpuwatch_parse("100\n0\n"), 50);
+    assert_int_equal(agent_gpuwatch_parse("10\r\n11\r\n"), 11); /* 10.5, rounded */
+    assert_int_equal(agent_gpuwatch_parse("0\n"), 0);
+    assert_int_equal(agent_gpuwatch_parse("90\n[N/A]\n"), 90);
+    assert_int_equal(agent_gpuwatch_parse("  42  \n"), 42);
+    assert_int_equal(agent_gpuwatch_parse(""), -1);
+    assert_int_equal(agent_gpuwatch_parse("[Not Supported]\n"), -1);
+    assert_int_equal(agent_gpuwatch_parse("101\n-1\n"), -1);
+    assert_int_equal(agent_gpuwatch_parse("87 %\n"), -1);
+    assert_int_equal(agent_gpuwatch_parse("87, 12\n"), -1);
+    assert_int_equal(agent_gpuwatch_parse("\n\n\n"), -1);
+    assert_int_equal(agent_gpuwatch_parse("99999999999999999999\n"), -1);
 }
 
 static void test_progress_parse(void **state)
@@ -843,6 +864,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mkdir_parents, setup, teardown),
         cmocka_unit_test(test_nvidia_smi_parse),
         cmocka_unit_test(test_nvidia_smi_cuda),
+        cmocka_unit_test(test_gpu_util_parse),
         cmocka_unit_test(test_progress_parse),
         cmocka_unit_test(test_linescan_split_reads),
         cmocka_unit_test(test_jobdoc_defaults),

@@ -1,6 +1,6 @@
 /* An agent's event reports as ebbd reads them (daemon/agent_api_parse.c):
- * the host report's fields a gang's nodes are compared by, and what a
- * hostile agent may not get past ebbd. */
+ * the host report's fields a gang's nodes are compared by, a heartbeat's
+ * GPU utilisation, and what a hostile agent may not get past ebbd. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,8 +61,40 @@ static void host_fields(void **state)
     }
 }
 
+/* gpu_util is optional (an agent on a host without GPUs sends none) and,
+ * when sent, a whole percentage: the GPU guard moves jobs on it. */
+static void heartbeat_gpu_util(void **state)
+{
+    (void)state;
+    struct ebb__agent_report r;
+    const char *why;
+    assert_int_equal(parse("{\"kind\":\"heartbeat\",\"gpu_util\":37}", &r, &why), 0);
+    assert_int_equal(r.kind, EBB__AGENT_HEARTBEAT);
+    assert_true(r.has_gpu_util);
+    assert_int_equal(r.gpu_util, 37);
+    assert_int_equal(parse("{\"kind\":\"heartbeat\",\"gpu_util\":0}", &r, &why), 0);
+    assert_true(r.has_gpu_util);
+    assert_int_equal(r.gpu_util, 0);
+    assert_int_equal(parse("{\"kind\":\"heartbeat\"}", &r, &why), 0);
+    assert_false(r.has_gpu_util);
+
+    static const char *const bad[] = {
+        "{\"kind\":\"heartbeat\",\"gpu_util\":101}",
+        "{\"kind\":\"heartbeat\",\"gpu_util\":-1}",
+        "{\"kind\":\"heartbeat\",\"gpu_util\":50.5}",
+        "{\"kind\":\"heartbeat\",\"gpu_util\":\"90\"}",
+        "{\"kind\":\"heartbeat\",\"gpu_util\":null}",
+        "{\"kind\":\"heartbeat\",\"gpu_util\":9223372036854775807}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(parse(bad[i], &r, &why), EBB_EINVAL);
+        assert_string_equal(why, "\"gpu_util\" is an integer percentage, 0..100");
+    }
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(host_fields)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(host_fields),
+                                       cmocka_unit_test(heartbeat_gpu_util)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -429,7 +429,7 @@ static void errors(void **state)
                  "run, shell, work, deadline, budget, restart_overhead, "
                  "resources, market, checkpoint, policy, team, max_retries, "
                  "env, submit, run_as, notify, workdir, workdir_exclude, priority, "
-                 "stall_after, nodes, gang)");
+                 "stall_after, min_gpu_util, nodes, gang)");
     /* run_as names a user (whether one exists is ebbd's to say). */
     expect_error("name: n\nrun: [x]\nwork: 1h\nrun_as: \"-rf\"\n",
                  "job.yaml:4: run_as: \"-rf\" is not a user name (1 to 32 "
@@ -816,8 +816,8 @@ static void workload_errors(void **state)
                           "name, run, shell, work, deadline, budget, "
                           "restart_overhead, resources, market, checkpoint, "
                           "policy, team, max_retries, env, submit, run_as, notify, "
-                          "workdir, workdir_exclude, priority, stall_after, nodes, "
-                          "gang)");
+                          "workdir, workdir_exclude, priority, stall_after, "
+                          "min_gpu_util, nodes, gang)");
     expect_workload_error("defaults: [a]\njobs: []\n",
                           "w.yaml:1: defaults: expected a mapping of job "
                           "keys, not a list");
@@ -1153,6 +1153,49 @@ static void checkpoint_every_bounds(void **state)
     }
 }
 
+/* min_gpu_util: a whole percentage, 0 (the default) turning the guard
+ * off, kept through the JSON ebbd stores, and left out of it when off. */
+static void min_gpu_util(void **state)
+{
+    (void)state;
+    struct ebb__job_spec sp;
+    struct ebb_diag d;
+    if (load_text(HEAD "work: 1h\nmin_gpu_util: 40\nstall_after: 20m\n", &sp, &d) != 0)
+        fail_msg("%s", d.msg);
+    assert_int_equal(sp.min_gpu_util, 40);
+    assert_int_equal(sp.stall_after, 20 * EBB_MS_PER_MINUTE);
+    json_t *j = ebb__jobspec_to_json(&sp);
+    assert_int_equal(json_integer_value(json_object_get(j, "min_gpu_util")), 40);
+    json_decref(j);
+    round_trip(&sp);
+    ebb__jobspec_free(&sp);
+    static const char *const off[] = {HEAD "work: 1h\n", HEAD "work: 1h\nmin_gpu_util: 0\n"};
+    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+        if (load_text(off[i], &sp, &d) != 0)
+            fail_msg("%s", d.msg);
+        assert_int_equal(sp.min_gpu_util, 0);
+        j = ebb__jobspec_to_json(&sp);
+        assert_null(json_object_get(j, "min_gpu_util"));
+        json_decref(j);
+        ebb__jobspec_free(&sp);
+    }
+
+    expect_error(HEAD "work: 1h\nmin_gpu_util: -1\n",
+                 "job.yaml:4: min_gpu_util: -1 must be between 0 and 100");
+    expect_error(HEAD "work: 1h\nmin_gpu_util: 101\n",
+                 "job.yaml:4: min_gpu_util: 101 must be between 0 and 100");
+    expect_error(HEAD "work: 1h\nmin_gpu_util: 50%\n",
+                 "job.yaml:4: min_gpu_util: \"50%\" is not an integer (example: 42)");
+    expect_error(HEAD "work: 1h\nmin_gpu_util: [50]\n",
+                 "job.yaml:4: min_gpu_util: expected an integer, not a list (example: 42)");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"min_gpu_util\":101}",
+                      "job spec JSON: min_gpu_util: 101 must be between 0 and 100");
+    expect_json_error("{\"name\":\"a\",\"run\":[\"x\"],\"work\":\"1h\","
+                      "\"min_gpu_util\":\"50\"}",
+                      "job spec JSON: min_gpu_util: expected an integer");
+}
+
 /* A checkpoint.dir whose ".." climbs out of where it starts is refused at
  * parse time: "relative/../../../x" once had root create /x (#16 point 7).
  * A ".." that only takes back what the path added is fine. */
@@ -1355,6 +1398,7 @@ int main(void)
         cmocka_unit_test(priorities),
         cmocka_unit_test(gangs),
         cmocka_unit_test(checkpoint_every_bounds),
+        cmocka_unit_test(min_gpu_util),
         cmocka_unit_test(checkpoint_dir_dots),
         cmocka_unit_test(checkpoint_store_keys),
         cmocka_unit_test(examples_load),

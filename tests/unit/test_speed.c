@@ -17,7 +17,13 @@
  * job's longest interval between lines (at least 10 min) or its
  * stall_after; a job whose reported work stops growing is checkpointed
  * and moved, its host left out, the reason in its event and a
- * `job.stalled` note, and it finishes elsewhere. */
+ * `job.stalled` note, and it finishes elsewhere.
+ *
+ * The GPU guard (min_gpu_util) on the same world: utilisation reported in
+ * the restart overhead does not count; reports under the minimum that
+ * span the window move the job; one at or above it starts the window
+ * again; without min_gpu_util, or without reports spanning the window,
+ * nothing moves. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -333,6 +339,117 @@ static void stall_after_from_the_spec(void **state)
     budget_world_stop(&world);
 }
 
+/* Heartbeats from `from` to `to` minutes after `run`, a minute apart,
+ * each reporting `util` % GPU utilisation. */
+static void gpu_beats(struct ebb__job *job, ebb_time_ms run, int from, int to, int util)
+{
+    for (int m = from; m <= to; m++)
+        report(job, run + m * MINUTE, (struct ebb__agent_report){
+            .kind = EBB__AGENT_HEARTBEAT, .has_gpu_util = 1, .gpu_util = util});
+}
+
+/* A job started at t0 + 2m (restart overhead 2m) with `more` in its spec. */
+static struct ebb__job *gpu_job(ebb_time_ms t0, const char *more, ebb_time_ms *run)
+{
+    start(t0);
+    struct ebb__job *job = submit_with("f", more);
+    ebb__clock_run_until(&world.v.clock, t0 + MINUTE);
+    assert_non_null(job->current);
+    *run = t0 + 2 * MINUTE;
+    report(job, *run, (struct ebb__agent_report){.kind = EBB__AGENT_STARTED});
+    return job;
+}
+
+static void idle_gpus_move_the_job(void **state)
+{
+    (void)state;
+    ebb_time_ms t0 = ebb_days_from_civil(2020, 1, 30) * DAY, run;
+    struct ebb__job *job = gpu_job(t0, "min_gpu_util: 50\n", &run);
+    size_t idle_offer = job->current->offer;
+    unsigned reports;
+    int latest;
+    /* In the restart overhead (loading data): not counted. */
+    gpu_beats(job, run, 0, 1, 3);
+    assert_int_equal(ebb__engine_gpu_window(job, &reports, &latest), 10 * MINUTE);
+    assert_int_equal(reports, 0);
+    /* From its end, 12% and 8% a minute apart: by minute 11 the reports
+     * span the 10-minute window; the sweep at t0 + 15m moves the job. */
+    for (int m = 2; m <= 12; m++)
+        gpu_beats(job, run, m, m, m % 2 ? 8 : 12);
+    assert_int_equal(ebb__engine_gpu_window(job, &reports, &latest), 10 * MINUTE);
+    assert_int_equal(reports, 11);
+    assert_int_equal(latest, 12);
+    assert_false(job->current->stop_sent);
+    ebb__clock_run_until(&world.v.clock, t0 + 15 * MINUTE + 30 * EBB_MS_PER_SECOND);
+    assert_true(job->current->stop_sent);
+    assert_int_equal(n_stalled, 1);
+    assert_string_equal(stalled_reason, "stalled: GPU utilisation under 50% for 10m (mean "
+                                        "10%); checkpointing, moving, leaving spot p3.2xlarge "
+                                        "us-east-1a aws out for 24 h");
+    assert_true(world.v.engine->market.offers[idle_offer].unavailable_until >= run + 24 * H);
+    /* It checkpoints and exits, and launches elsewhere. */
+    ebb_time_ms at = t0 + 16 * MINUTE;
+    report(job, at, (struct ebb__agent_report){.kind = EBB__AGENT_CHECKPOINT,
+                                               .fraction = 0.01, .path = "ckpt"});
+    report(job, at + 5 * EBB_MS_PER_SECOND,
+           (struct ebb__agent_report){.kind = EBB__AGENT_EXITED, .stopped = 1});
+    ebb__clock_run_until(&world.v.clock, at + 5 * MINUTE);
+    assert_non_null(job->current);
+    assert_int_not_equal(job->current->offer, idle_offer);
+    assert_int_equal(ebb__engine_gpu_window(job, &reports, &latest), 10 * MINUTE);
+    assert_int_equal(reports, 0);
+    budget_world_stop(&world);
+}
+
+static void a_busy_report_starts_the_window_again(void **state)
+{
+    (void)state;
+    ebb_time_ms t0 = ebb_days_from_civil(2020, 1, 30) * DAY, run;
+    struct ebb__job *job = gpu_job(t0, "min_gpu_util: 50\nstall_after: 5m\n", &run);
+    unsigned reports;
+    int latest;
+    assert_int_equal(ebb__engine_gpu_window(job, &reports, &latest), 5 * MINUTE);
+    /* Low for 4 minutes, then 50% (the minimum counts as busy), then low
+     * again from minute 7: the 5 minutes are spanned at minute 12 (t0 +
+     * 14m), and the sweep at t0 + 15m moves the job. */
+    gpu_beats(job, run, 2, 5, 20);
+    gpu_beats(job, run, 6, 6, 50);
+    gpu_beats(job, run, 7, 11, 20);
+    ebb__clock_run_until(&world.v.clock, run + 11 * MINUTE + 30 * EBB_MS_PER_SECOND);
+    assert_false(job->current->stop_sent);
+    gpu_beats(job, run, 12, 12, 20);
+    ebb__clock_run_until(&world.v.clock, t0 + 15 * MINUTE + 30 * EBB_MS_PER_SECOND);
+    assert_true(job->current->stop_sent);
+    assert_non_null(strstr(stalled_reason, "stalled: GPU utilisation under 50% for 5m "
+                                           "(mean 20%)"));
+    budget_world_stop(&world);
+}
+
+static void no_move_without_min_gpu_util_or_evidence(void **state)
+{
+    (void)state;
+    ebb_time_ms t0 = ebb_days_from_civil(2020, 1, 30) * DAY, run;
+    /* No min_gpu_util: idle GPUs are the job's own business. */
+    struct ebb__job *job = gpu_job(t0, "", &run);
+    unsigned reports;
+    int latest;
+    gpu_beats(job, run, 2, 40, 0);
+    assert_int_equal(ebb__engine_gpu_window(job, &reports, &latest), 0);
+    assert_int_equal(reports, 39);
+    assert_int_equal(latest, 0);
+    assert_false(job->current->stop_sent);
+    budget_world_stop(&world);
+    /* One low report, then heartbeats without utilisation (nvidia-smi
+     * stopped answering): no evidence the GPUs stayed idle. */
+    job = gpu_job(t0, "min_gpu_util: 50\n", &run);
+    gpu_beats(job, run, 2, 2, 1);
+    for (int m = 3; m <= 40; m++)
+        report(job, run + m * MINUTE, (struct ebb__agent_report){.kind = EBB__AGENT_HEARTBEAT});
+    assert_false(job->current->stop_sent);
+    assert_int_equal(n_stalled, 0);
+    budget_world_stop(&world);
+}
+
 static void stall_after_below_a_minute_is_refused(void **state)
 {
     (void)state;
@@ -354,6 +471,11 @@ int main(void)
                                   budget_world_teardown),
         cmocka_unit_test_teardown(stall_after_from_the_spec, budget_world_teardown),
         cmocka_unit_test(stall_after_below_a_minute_is_refused),
+        cmocka_unit_test_teardown(idle_gpus_move_the_job, budget_world_teardown),
+        cmocka_unit_test_teardown(a_busy_report_starts_the_window_again,
+                                  budget_world_teardown),
+        cmocka_unit_test_teardown(no_move_without_min_gpu_util_or_evidence,
+                                  budget_world_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
