@@ -156,6 +156,54 @@ static void test_host_fields(void **state)
     assert_string_equal(fake_ev_str(host, "cuda_version"), "12.4");
 }
 
+/* ---- GPU utilisation with the heartbeats ---- */
+
+/* The heartbeats of the last run that carry `gpu_util`, each checked to
+ * be `want`; their count. */
+static size_t gpu_util_beats(int want)
+{
+    size_t n = 0, i;
+    json_t *ev;
+    json_array_foreach(F.events, i, ev) {
+        if (strcmp(fake_ev_str(ev, "kind"), "heartbeat") != 0 ||
+            json_object_get(ev, "gpu_util") == NULL)
+            continue;
+        assert_int_equal(fake_ev_int(ev, "gpu_util"), want);
+        n++;
+    }
+    return n;
+}
+
+static void test_heartbeat_gpu_util(void **state)
+{
+    (void)state;
+    /* Two GPUs at 37%: the mean, on heartbeats (150 ms) after the first
+     * sample came back. */
+    const char *bin = fake_nvidia_smi(&F, "Tesla V100-SXM2-16GB, 16160, 16, 3\n"
+                                          "Tesla V100-SXM2-16GB, 16160, 16, 3\n", NULL);
+    fake_script(&F, "bin/nvidia-smi.util", "37\n");
+    fake_job_script(&F, "#!/bin/sh\nsleep 1.5\n", "", 0, "", "");
+    fake_start_agent(&F, FAKE_TOKEN, bin, NULL);
+    fake_run_until(&F, fake_agent_done);
+    assert_int_equal(F.agent_status, 0);
+    assert_true(fake_count(&F, "heartbeat") >= 4);
+    assert_true(gpu_util_beats(37) >= 2);
+    /* A GPU that gives no number: heartbeats without gpu_util, never 0. */
+    fake_next_run(&F);
+    fake_script(&F, "bin/nvidia-smi.util", "[N/A]\n");
+    fake_start_agent(&F, FAKE_TOKEN, bin, NULL);
+    fake_run_until(&F, fake_agent_done);
+    assert_true(fake_count(&F, "heartbeat") >= 4);
+    assert_int_equal(gpu_util_beats(-1), 0);
+    assert_true(fake_has(&F.agent_err, "nvidia-smi gave no GPU utilisation: \"[N/A]"));
+    /* No nvidia-smi on PATH: nothing sampled. */
+    fake_next_run(&F);
+    fake_start_agent(&F, FAKE_TOKEN, NULL, NULL);
+    fake_run_until(&F, fake_agent_done);
+    assert_true(fake_count(&F, "heartbeat") >= 4);
+    assert_int_equal(gpu_util_beats(-1), 0);
+}
+
 /* ---- a gang's member: wait, then the env ---- */
 
 struct gang_replies {
@@ -406,6 +454,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_host_check_release, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_check_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_host_fields, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heartbeat_gpu_util, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_then_env, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_then_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gang_member_needs_env, setup, teardown),
