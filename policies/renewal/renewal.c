@@ -220,16 +220,24 @@ static void rn_plan(const struct rn *p, struct rn_job *r)
     }
     struct rn_params want;
     memset(&want, 0, sizeof(want)); /* compared bytewise: no stray padding */
-    struct rn_mix up = {rn_quantize(r->up.p_short), rn_quantize(r->up.short_h),
-                        rn_quantize(r->up.long_h)};
-    struct rn_mix down = {rn_quantize(r->down.p_short),
-                          rn_quantize(r->down.short_h),
-                          rn_quantize(r->down.long_h)};
+    struct rn_mix up = {rn_quantize(r->up.p_short, RN_QSTEP_CHAIN),
+                        rn_quantize(r->up.short_h, RN_QSTEP_CHAIN),
+                        rn_quantize(r->up.long_h, RN_QSTEP_CHAIN)};
+    struct rn_mix down = {rn_quantize(r->down.p_short, RN_QSTEP_CHAIN),
+                          rn_quantize(r->down.short_h, RN_QSTEP_CHAIN),
+                          rn_quantize(r->down.long_h, RN_QSTEP_CHAIN)};
     up.p_short = fmin(up.p_short, 1 - 1e-3);
     down.p_short = fmin(down.p_short, 1 - 1e-3);
     rn_chain_params(&up, &down, &want);
-    want.spot_price = (double)sp->price_per_hour * od->speed / sp->speed;
+    /* The spot price per unit of work on a 1% grid of its ratio to
+     * on-demand's: prices that move by fractions of a percent (a market's
+     * small steps, the sampled futures of `ebb plan`) share one table,
+     * each off by at most half a percent. */
     want.od_price = (double)od->price_per_hour;
+    want.spot_price = (double)sp->price_per_hour * od->speed / sp->speed;
+    if (want.od_price > 0)
+        want.spot_price = want.od_price *
+                          rn_quantize(want.spot_price / want.od_price, RN_QSTEP_PRICE);
     /* The grid is the job's own from submission to deadline, so that every
      * decision of the job (and of jobs like it) finds the same table. */
     double total = (double)job->work_total / od->speed;

@@ -81,26 +81,32 @@ static int is_up(int c)
     return c < RN_UP_PHASES;
 }
 
+/* The two below are the inner loop of a solve: written out, without
+ * branches, over rows whose entries are >= 0 (rn_solve clears the
+ * rounding's negative ones), summed in phase order. */
+
 /* After a spot step or start: on spot where the chain stays up, idle
  * where it went down. */
 static float spot_next(const float *v, const double row[RN_PHASES])
 {
-    double s = 0;
-    for (int c = 0; c < RN_PHASES; c++) {
-        float x = is_up(c) ? v[RN_SPOT(c)] : v[RN_IDLE(c)];
-        if (row[c] > 0)
-            s += row[c] * x;
-    }
+    double s = row[0] * v[RN_SPOT(0)] + row[1] * v[RN_SPOT(1)] + row[2] * v[RN_IDLE(2)] +
+               row[3] * v[RN_IDLE(3)];
     return s < RN_BIG ? (float)s : RN_BIG;
 }
 
 static float mix(const float *v, const double row[RN_PHASES], int base)
 {
-    double s = 0;
-    for (int c = 0; c < RN_PHASES; c++)
-        if (row[c] > 0)
-            s += row[c] * v[base + c];
+    double s = row[0] * v[base] + row[1] * v[base + 1] + row[2] * v[base + 2] +
+               row[3] * v[base + 3];
     return s < RN_BIG ? (float)s : RN_BIG;
+}
+
+/* A transition matrix's entries that rounding left under 0, as 0. */
+static void clear_negative(double m[RN_PHASES][RN_PHASES])
+{
+    for (int x = 0; x < RN_PHASES; x++)
+        for (int y = 0; y < RN_PHASES; y++)
+            m[x][y] = fmax(m[x][y], 0);
 }
 
 static float add(double a, float b)
@@ -263,6 +269,8 @@ int rn_solve(const struct rn_params *p, struct rn_table *t)
     double h = p->step_ms / 3600000.0;
     rn_chain(p, h, t->one);
     rn_chain(p, h * p->k, t->over);
+    clear_negative(t->one);
+    clear_negative(t->over);
     t->row = malloc(sizeof(*t->row));
     t->ext = malloc(sizeof(*t->ext));
     if (t->row == NULL || t->ext == NULL) {

@@ -123,14 +123,12 @@ void rn_belief(const struct rn_mix *up, const struct rn_mix *down, int up_now,
     belief[base + 1] = wl / (ws + wl);
 }
 
-#define RN_QSTEP 0.05
-
-double rn_quantize(double x)
+double rn_quantize(double x, double step)
 {
     if (!(x > 0) || !isfinite(x))
         return 0;
-    double q = log(x) / log1p(RN_QSTEP);
-    return pow(1 + RN_QSTEP, nearbyint(q));
+    double q = log(x) / log1p(step);
+    return pow(1 + step, nearbyint(q));
 }
 
 /* The largest restart in steps of the ladder 1, 2, 3, 4, 6, 8, 12, ...

@@ -53,9 +53,12 @@ void rn_chain_params(const struct rn_mix *up, const struct rn_mix *down,
 void rn_belief(const struct rn_mix *up, const struct rn_mix *down, int up_now,
                double age_h, double belief[RN_PHASES]);
 
-/* Rounds x > 0 to the nearest point of a grid 5% apart (in log), so that
- * decisions whose fits differ by a little share one solved table. */
-double rn_quantize(double x);
+/* Rounds x > 0 to the nearest point of a grid `step` apart in log (0.05:
+ * 5%), so that decisions whose inputs differ by a little share one solved
+ * table: the chain's fits on RN_QSTEP_CHAIN, the price on RN_QSTEP_PRICE. */
+double rn_quantize(double x, double step);
+#define RN_QSTEP_CHAIN 0.05
+#define RN_QSTEP_PRICE 0.01
 
 /* The most grid points (work x slack) a table is sized for. */
 #define RN_GRID_POINTS 100000.0

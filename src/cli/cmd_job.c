@@ -15,10 +15,12 @@ static const char usage[] =
     "what, every state change with its reason, its instances and its\n"
     "checkpoints. Another user's job shows only its summary (state,\n"
     "progress, spend) unless you are an admin or an admin of its team.\n"
+    "An unfinished job shows its outlook (the rest of it quoted as ebb plan\n"
+    "does: its ETA, expected and p90 total cost, the odds of its deadline;\n"
+    "docs/plan.md) as ebbd last computed it; a stale one is computed again\n"
+    "in the background.\n"
     "\n"
-    "  --outlook  for an unfinished job, also quote the rest of it as ebb\n"
-    "             plan does (a few seconds): its ETA, expected and p90 total\n"
-    "             cost, and the odds of its deadline (docs/plan.md)\n"
+    "  --outlook  wait for a fresh outlook (a few seconds)\n"
     "  --json     print ebbd's answer as JSON\n";
 
 static const char *str(json_t *o, const char *key)
@@ -69,10 +71,15 @@ static void stored_checkpoints(json_t *j)
     cli_table_print(t, stdout, "  none yet");
 }
 
-/* The quote of the rest of the job, when it was asked for. */
+/* The quote of the rest of an unfinished job. */
 static void outlook(json_t *j)
 {
     json_t *o = json_object_get(j, "outlook");
+    if (json_is_null(o)) {
+        printf("  outlook:     being computed (look again in a moment, or wait for it "
+               "with --outlook)\n");
+        return;
+    }
     if (!json_is_object(o))
         return;
     if (json_object_get(o, "error") != NULL) {

@@ -580,6 +580,7 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
         return 1;
     d->lock_fd = -1;
     ebb_list_init(&d->quotes);
+    ebb_list_init(&d->outlooks.kept);
     int code = load_config(opts, d);
     if (code != 0) {
         ebb__registry_free(&d->registry);
@@ -617,6 +618,7 @@ int ebb__daemon_run(const struct ebb__daemon_options *opts)
         ebb__info("stopped cleanly");
     }
     ebb__daemon_ckpt_free(d);
+    ebb__daemon_outlooks_free(d);
     ebb__daemon_workdir_seals_free(d);
     ebb__daemon_stores_free(d);
     release_state(d);

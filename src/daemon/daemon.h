@@ -36,6 +36,14 @@ struct ebb__daemon_options {
                               * plugins, say whether all is well, stop */
 };
 
+/* Running jobs' latest outlooks (daemon_outlook.c). */
+struct ebb__daemon_outlooks {
+    struct ebb_list kept;     /* struct ebb__daemon_outlook, one per job looked at */
+    int refreshing;           /* one is being computed in the background */
+    uint64_t started_at;      /* when it started (uv_now) */
+    uint64_t next_at;         /* no background one starts before (uv_now) */
+};
+
 struct ebb__daemon {
     uv_loop_t loop;
     struct ebb__clock clock;
@@ -73,6 +81,7 @@ struct ebb__daemon {
     int checkpointing;       /* a WAL checkpoint runs (daemon_checkpoint.c) */
     unsigned store_readers;  /* store reads off the loop now (daemon_api.c) */
     struct ebb_list quotes;  /* quotes off the loop now, one per user (daemon_plan.c) */
+    struct ebb__daemon_outlooks outlooks; /* running jobs' (daemon_outlook.c) */
     uv_signal_t sigterm;
     uv_signal_t sigint;
     double clock_speed;
@@ -105,13 +114,20 @@ typedef void (*ebb__daemon_quote_cb)(struct ebb__daemon *d,
 int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
                       struct ebb__job_spec *spec, unsigned samples, uint64_t seed,
                       ebb__daemon_quote_cb cb, void *arg);
-/* daemon_plan.c: answers `call` with `answer` (the job's JSON, taken)
- * plus its "outlook": the quote of the rest of unfinished job `job` from
- * now (ETA, expected and p90 total cost), or {error} when none can be
- * made. */
+/* daemon_outlook.c: answers `call` with `answer` (the job's JSON, taken)
+ * plus its "outlook": the quote of the rest of unfinished job `job` (id
+ * `id`) from now (ETA, expected and p90 total cost), or {error} when none
+ * can be made; the outlook is kept as the job's latest. */
 struct ebb__job;
 void ebb__daemon_job_outlook(struct ebb__daemon *d, struct ebb__api_call *call,
-                             json_t *answer, const struct ebb__job *job);
+                             json_t *answer, const char *id, const struct ebb__job *job);
+/* daemon_outlook.c: sets `answer`'s "outlook" to unfinished job `id`'s
+ * latest (null before the first) and, when it is stale, starts a new one
+ * in the background. */
+void ebb__daemon_job_kept_outlook(struct ebb__daemon *d, json_t *answer, const char *id,
+                                  const struct ebb__job *job);
+/* daemon_outlook.c: frees the kept outlooks (at shutdown). */
+void ebb__daemon_outlooks_free(struct ebb__daemon *d);
 /* daemon_speeds.c: adds to each row of `prices` (ebb prices' rows) the
  * speed the engine plans with on its offer and where it comes from:
  * speed, speed_source ("catalog" or "measured"), speed_samples. */

@@ -361,13 +361,15 @@ void ebb__api_job(void *ctx, struct ebb__api_call *call)
         json_object_set_new(job, "current", current_json(d, id));
     else
         ebb__daemon_redact_job(job);
-    /* outlook: true asks for the quote of the rest of an unfinished job
-     * (seconds, off the loop); the answer waits for it. */
+    /* An unfinished job's outlook: with outlook: true a fresh one (seconds,
+     * off the loop; the answer waits for it), else the latest kept. */
     const struct ebb__job *live = ebb__engine_job(d->engine, id);
-    if (full && live != NULL && json_is_true(json_object_get(call->params, "outlook")) &&
-        !ebb__job_state_terminal(ebb__engine_job_state(live))) {
-        ebb__daemon_job_outlook(d, call, job, live);
-        return;
+    if (full && live != NULL && !ebb__job_state_terminal(ebb__engine_job_state(live))) {
+        if (json_is_true(json_object_get(call->params, "outlook"))) {
+            ebb__daemon_job_outlook(d, call, job, id, live);
+            return;
+        }
+        ebb__daemon_job_kept_outlook(d, job, id, live);
     }
     ebb__api_reply(call, job);
 }

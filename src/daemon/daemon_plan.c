@@ -12,7 +12,9 @@
  * quote running at a time: seconds of CPU each, so one user's quotes
  * would otherwise take every reader from the others.
  */
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +26,7 @@
 #include <ebb/trace.h>
 #include <ebb/units.h>
 
+#include "base/log.h"
 #include "base/paths.h"
 #include "daemon/daemon.h"
 #include "engine/engine.h"
@@ -168,14 +171,33 @@ static void plan_done(uv_work_t *req, int status)
     plan_free(r);
 }
 
-/* Whether a quote for `uid` runs now. */
+/* Whether a quote for `uid` runs now (ebbd's own are nobody's). */
 static bool quoting(const struct ebb__daemon *d, uid_t uid)
 {
     const struct ebb_list *n;
-    ebb_list_foreach(n, &d->quotes)
-        if (ebb_list_entry(n, const struct plan_req, node)->call->uid == uid)
+    ebb_list_foreach(n, &d->quotes) {
+        const struct ebb__api_call *c = ebb_list_entry(n, const struct plan_req, node)->call;
+        if (c != NULL && c->uid == uid)
             return true;
+    }
     return false;
+}
+
+/* A quote that does not start: said to `call`'s caller, or, for one of
+ * ebbd's own (call NULL), to the debug log. */
+static void refuse(struct ebb__api_call *call, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void refuse(struct ebb__api_call *call, const char *code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (call != NULL)
+        ebb__api_fail(call, code, "%s", msg);
+    else
+        ebb__debug("a background quote did not start: %s", msg);
 }
 
 int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
@@ -183,22 +205,21 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
                       ebb__daemon_quote_cb cb, void *arg)
 {
     if (d->store_readers >= d->config->api_max_store_readers) {
-        ebb__api_fail(call, "busy", "ebbd is already answering %u long reads "
-                      "(api.max_store_readers); try again in a moment",
-                      d->store_readers);
+        refuse(call, "busy", "ebbd is already answering %u long reads "
+               "(api.max_store_readers); try again in a moment", d->store_readers);
         ebb__jobspec_free(spec);
         return -1;
     }
-    if (quoting(d, call->uid)) {
-        ebb__api_fail(call, "busy", "ebbd is already quoting a job of yours (uid %u; "
-                      "one quote at a time per user); try again when it has answered",
-                      (unsigned)call->uid);
+    if (call != NULL && quoting(d, call->uid)) {
+        refuse(call, "busy", "ebbd is already quoting a job of yours (uid %u; "
+               "one quote at a time per user); try again when it has answered",
+               (unsigned)call->uid);
         ebb__jobspec_free(spec);
         return -1;
     }
     struct plan_req *r = calloc(1, sizeof(*r));
     if (r == NULL) {
-        ebb__api_fail(call, "internal", "out of memory");
+        refuse(call, "internal", "out of memory");
         ebb__jobspec_free(spec);
         return -1;
     }
@@ -213,8 +234,8 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
     r->catalog = data ? ebb__path_join(data, "catalog.csv") : NULL;
     free(data);
     if (d->catalog == NULL || r->catalog == NULL) {
-        ebb__api_fail(call, "internal", "ebbd has no instance catalog to quote "
-                      "from (set EBB_DATA_DIR to the directory with catalog.csv)");
+        refuse(call, "internal", "ebbd has no instance catalog to quote "
+               "from (set EBB_DATA_DIR to the directory with catalog.csv)");
         plan_free(r);
         return -1;
     }
@@ -226,12 +247,14 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
     r->opt = (struct ebb__plan_options){
         .catalog = r->catalog, .job = &r->spec, .policy = r->policy,
         .now = now, .samples = samples, .seed = seed,
+        /* ebbd's own quotes take one CPU; a caller's, every one. */
+        .threads = call == NULL ? 1 : 0,
     };
     if (rc == 0)
         rc = uv_queue_work(&d->loop, &r->req, plan_work, plan_done);
     if (rc != 0) {
-        ebb__api_fail(call, "internal", "cannot start the quote: %s",
-                      rc == EBB_ENOMEM ? "out of memory" : uv_strerror(rc));
+        refuse(call, "internal", "cannot start the quote: %s",
+               rc == EBB_ENOMEM ? "out of memory" : uv_strerror(rc));
         plan_free(r);
         return -1;
     }
@@ -292,110 +315,4 @@ void ebb__api_plan(void *ctx, struct ebb__api_call *call)
     }
     ebb__daemon_quote(d, call, &spec, (unsigned)samples, (uint64_t)seed,
                       plan_answer, NULL);
-}
-
-/* ---- a running job's outlook (`job` with outlook: true) ---------------- */
-
-/* The samples an outlook takes: half of a plan's, so that `ebb job show
- * --outlook` answers in a few seconds. */
-#define OUTLOOK_SAMPLES 100
-
-struct outlook {
-    json_t *job;            /* the answer being built (owned) */
-    ebb_micros spent;       /* USD, billed and accrued */
-    ebb_dur_ms work_left;
-};
-
-static void outlook_answer(struct ebb__daemon *d, struct ebb__api_call *call,
-                           struct ebb__job_spec *spec, json_t *quote,
-                           const char *code, const char *msg, void *arg)
-{
-    (void)d;
-    (void)spec;
-    (void)code;
-    struct outlook *o = arg;
-    double spent = (double)o->spent / EBB_MICROS_PER_UNIT;
-    json_t *v;
-    if (quote != NULL) {
-        const json_t *c = json_object_get(quote, "cost_usd");
-        const json_t *f = json_object_get(quote, "finish");
-        v = json_pack("{s:O,s:I,s:f,s:O,s:O,s:f,s:f,s:O,s:O}",
-            "at", json_object_get(quote, "at"),
-            "work_left_ms", (json_int_t)o->work_left,
-            "spent_usd", spent,
-            "eta", json_object_get(f, "p50"),
-            "finish", f,
-            "expected_cost_usd",
-            spent + json_number_value(json_object_get(quote, "cost_mean_usd")),
-            "p90_cost_usd", spent + json_number_value(json_object_get(c, "p90")),
-            "p_deadline", json_object_get(quote, "p_deadline"),
-            "samples", json_object_get(quote, "samples"));
-    } else {
-        v = json_pack("{s:s}", "error", msg);
-    }
-    json_object_set_new(o->job, "outlook", v);
-    ebb__api_reply(call, o->job);
-    free(o);
-}
-
-/* The rest of the job as a job of its own: the work it has not saved, its
- * deadline as a time (dropped when the rest no longer fits before it:
- * the quote then says when it would finish), what is left of its budget;
- * no checkpoint store and no notifications (the backtest has neither).
- * The rest starts on a new instance: the instance it runs on now is not
- * kept, so it pays one restart overhead more than staying would. */
-static int rest_of(const struct ebb__job *job, ebb_time_ms now,
-                   struct ebb__job_spec *out, struct outlook *o, struct ebb_diag *d)
-{
-    struct ebb__job_info ji;
-    ebb__engine_job_info(job, &ji);
-    struct ebb__budget_usage u;
-    if (ebb__engine_job_budget(job, now, &u) != 0) {
-        ebb_diag_set(d, NULL, 0, "the job's spend cannot be read in USD");
-        return EBB_ENOTFOUND;
-    }
-    json_t *j = ebb__jobspec_to_json(ji.spec);
-    int rc = j != NULL ? ebb__jobspec_from_json(j, out, d) : EBB_ENOMEM;
-    json_decref(j);
-    if (rc != 0)
-        return rc;
-    o->spent = u.spent;
-    o->work_left = ji.work_total - ji.work_saved;
-    if (o->work_left < EBB_MS_PER_SECOND)
-        o->work_left = EBB_MS_PER_SECOND;
-    out->work = o->work_left;
-    out->has_deadline = ji.deadline > now + o->work_left + out->restart_overhead;
-    out->deadline_is_relative = 0;
-    out->deadline_at = out->has_deadline ? ji.deadline : 0;
-    if (u.has_cap) {
-        out->has_budget = 1;
-        out->budget.amount = u.cap - u.spent > 0 ? u.cap - u.spent : 1;
-        snprintf(out->budget.currency, sizeof(out->budget.currency), "USD");
-    }
-    free(out->checkpoint.store);
-    out->checkpoint.store = NULL;
-    return 0;
-}
-
-void ebb__daemon_job_outlook(struct ebb__daemon *d, struct ebb__api_call *call,
-                             json_t *answer, const struct ebb__job *job)
-{
-    struct outlook *o = calloc(1, sizeof(*o));
-    struct ebb__job_spec rest = {0};
-    struct ebb_diag diag = {{0}};
-    int rc = o != NULL ? rest_of(job, ebb__clock_now(&d->clock), &rest, o, &diag)
-                       : EBB_ENOMEM;
-    if (rc != 0) {
-        json_object_set_new(answer, "outlook", json_pack("{s:s}", "error",
-                            diag.msg[0] ? diag.msg : "out of memory"));
-        ebb__api_reply(call, answer);
-        ebb__jobspec_free(&rest);
-        free(o);
-        return;
-    }
-    o->job = answer;
-    if (ebb__daemon_quote(d, call, &rest, OUTLOOK_SAMPLES, 1, outlook_answer, o) != 0) {
-        json_decref(answer);
-        free(o);
-    }
 }

@@ -149,6 +149,11 @@ const struct ebb__engine_options *ebb__engine_options(const struct ebb__engine *
     return &e->opt;
 }
 
+void ebb__engine_set_outlook_refresh(struct ebb__engine *e, ebb_dur_ms refresh)
+{
+    e->opt.outlook_refresh = refresh;
+}
+
 void ebb__engine_set_agent_url(struct ebb__engine *e, const char *url)
 {
     e->opt.agent_url = url;

@@ -134,6 +134,11 @@ struct ebb__engine_options {
      * all. NULL: no notifications (backtests). */
     void (*note)(void *arg, const struct ebb__engine_note *n);
     void *note_arg;
+    /* How long an offer's outlook is kept while its history does not move
+     * (engine_outlook.c); 0: an hour, the forecast's step. ebb plan's
+     * sampled futures hold each price for hours, and a longer time saves
+     * their engines most of the forecasts (report/plan.c). */
+    ebb_dur_ms outlook_refresh;
 };
 
 /* Makes an engine with options `o` (copied; what they point to is
@@ -165,6 +170,10 @@ void ebb__engine_free(struct ebb__engine *e);
  * the two that are known only once the engine exists). */
 const struct ebb__engine_options *
 ebb__engine_options(const struct ebb__engine *e);
+
+/* opt.outlook_refresh from now on (a backtest sets it after opening its
+ * engine). */
+void ebb__engine_set_outlook_refresh(struct ebb__engine *e, ebb_dur_ms refresh);
 
 /* Where agents reach ebbd from now on (borrowed; NULL: no agent API):
  * ebbd knows it only once the agent API, which needs the engine, listens. */

@@ -1,8 +1,9 @@
 /* What policies see of an offer's future: its price forecast, its
- * preemption hazard and its record of up and down periods, computed from the market's history with the pure
- * forecaster (market/forecast.c) and cached on the offer until the hour or the
- * history moves, so that many jobs planning at one instant share one
- * forecast per offer. */
+ * preemption hazard and its record of up and down periods, computed from
+ * the market's history with the pure forecaster (market/forecast.c) and
+ * cached on the offer until the hour (opt.outlook_refresh) or the history
+ * moves, so that many jobs planning at one instant share one forecast per
+ * offer. */
 #include <stdlib.h>
 
 #include "base/log.h"
@@ -86,8 +87,9 @@ static void hazard_by_hour(struct ebb__offer *o,
 void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
 {
     struct ebb__offer *o = &e->market.offers[k];
-    if (o->fc != NULL && o->fc_steps_seen == o->n_steps &&
-        now < o->fc_origin + OUTLOOK_STEP && now >= o->fc_origin)
+    ebb_dur_ms keep = e->opt.outlook_refresh > 0 ? e->opt.outlook_refresh : OUTLOOK_STEP;
+    if (o->fc != NULL && o->fc_steps_seen == o->n_steps && now < o->fc_origin + keep &&
+        now >= o->fc_origin)
         return;
     if (o->fc == NULL) {
         o->fc = calloc(OUTLOOK_STEPS, sizeof(*o->fc));

@@ -398,6 +398,8 @@ static int setup(struct backtest *bt)
                       : EBB_ENOMEM;
     free(text);
     if (rc == 0)
+        ebb__engine_set_outlook_refresh(bt->v.engine, bt->opt->outlook_refresh);
+    if (rc == 0)
         rc = check_policy(bt);
     bt->submits = calloc(bt->workload->n, sizeof(*bt->submits));
     bt->jobs = calloc(bt->workload->n, sizeof(*bt->jobs));

@@ -42,6 +42,7 @@ struct ebb__backtest_options {
     int no_oracle;             /* 1: skip the hindsight optimum (its fields
                                   are null); it is the slow part of a
                                   one-job run */
+    ebb_dur_ms outlook_refresh; /* the engine's (engine.h); 0: its default */
     FILE *progress;            /* NULL: quiet */
     FILE *notes;               /* what was done to the input; NULL: quiet */
 };

@@ -286,6 +286,9 @@ static int run_sample(struct worker *w, unsigned i)
          * 64-bit number, the sim's key is bounded. */
         .seed = 1,
         .no_oracle = 1,
+        /* The sampled path changes a price only every PLAN_STEP: in between
+         * an hourly forecast would learn only that an hour passed. */
+        .outlook_refresh = PLAN_STEP,
     };
     json_t *r = NULL;
     rc = ebb__backtest_run(&bo, &r, &w->d);

@@ -190,19 +190,59 @@ RICH=$(printf '%s\n' "$OUT" | grep -o 'j-[0-9a-f]*' | head -1)
 expect_exit 0 "no admission rule: no quote" "$EBB" --state-dir "$S" submit "$TMP/open.yaml"
 
 # --- job show --outlook: the quote of the rest of an unfinished job ---------------
+expect_exit 0 "job show --outlook, table" "$EBB" --state-dir "$S" job show "$RICH" --outlook
+check "the table shows the outlook" contains "$OUT" "outlook:     at "
+check "with the ETA and the p90" contains "$OUT" ", p90 "
 expect_exit 0 "job show --outlook" "$EBB" --state-dir "$S" job show "$RICH" --outlook --json
 py "outlook: ETA, expected and p90 total cost" 'set(("at","eta","finish","expected_cost_usd","p90_cost_usd","p_deadline","samples","spent_usd","work_left_ms")) <= set(d["outlook"])' "$OUT"
 py "outlook: the total counts what it spent" 'd["outlook"]["expected_cost_usd"] > d["outlook"]["spent_usd"] >= 0 and d["outlook"]["p90_cost_usd"] > 15' "$OUT"
 py "outlook: an ETA after now, before the deadline" 'd["outlook"]["at"] < d["outlook"]["eta"] <= d["outlook"]["finish"]["p90"] and d["outlook"]["samples"] == 100' "$OUT"
 py "outlook: all its work is left (no checkpoint yet)" 'd["outlook"]["work_left_ms"] == 8 * 3600000' "$OUT"
-expect_exit 0 "job show --outlook, table" "$EBB" --state-dir "$S" job show "$RICH" --outlook
-check "the table shows the outlook" contains "$OUT" "outlook:     at "
-check "with the ETA and the p90" contains "$OUT" ", p90 "
+RICH_AT=$(json_get "$OUT" 'd["outlook"]["at"]')
 expect_exit 0 "job show without --outlook" "$EBB" --state-dir "$S" job show "$RICH" --json
-py "no outlook unless asked" '"outlook" not in d' "$OUT"
+py "without --outlook: the one kept, not computed again (minutes old)" \
+    "d['outlook']['at'] == '$RICH_AT' and d['outlook']['samples'] == 100" "$OUT"
+
+# --- job show without --outlook: computed in the background -------------------------
+OPEN=$("$EBB" --state-dir "$S" jobs --json | python3 -c 'import json,sys
+print([j["id"] for j in json.load(sys.stdin)["jobs"] if j["name"] == "k80-open"][0])')
+expect_exit 0 "the first look at a job" "$EBB" --state-dir "$S" job show "$OPEN" --json
+py "has no outlook yet" 'd["outlook"] is None' "$OUT"
+expect_exit 0 "the first look, table" "$EBB" --state-dir "$S" job show "$OPEN"
+check "says it is being computed" contains "$OUT" "outlook:     being computed (look again in a moment"
+kept_outlook() {
+    "$EBB" --state-dir "$S" job show "$1" --json | python3 -c 'import json,sys
+o = json.load(sys.stdin)["outlook"]
+sys.exit(0 if o and "eta" in o and o["at"] > sys.argv[1] else 1)' "${2:-}"
+}
+for _ in $(seq 1 300); do kept_outlook "$OPEN" && break; sleep 0.1; done
+check "a later look has the outlook computed meanwhile" kept_outlook "$OPEN"
+expect_exit 0 "ebbd: the cancelled job" "$EBB" --state-dir "$S" cancel "$OPEN"
+expect_exit 0 "a job that ended" "$EBB" --state-dir "$S" job show "$OPEN" --json
+py "has no outlook" '"outlook" not in d' "$OUT"
 
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
+
+# --- a kept outlook goes stale and is computed again ------------------------------
+# At 600x the market moves 10 minutes a second: a look 6 s after the
+# outlook was kept finds it stale (10 min of market time and 5 s of wall
+# time) and starts another, with a later `at`.
+S="$TMP/state-fast"
+sed 's/speed: 1}/speed: 600}/' "$TMP/ebb.yaml" >"$TMP/fast.yaml"
+check "ebbd starts at 600x" start_daemon "$S" --config "$TMP/fast.yaml"
+expect_exit 0 "a job" "$EBB" --state-dir "$S" submit "$TMP/open.yaml"
+FAST=$(printf '%s\n' "$OUT" | grep -o 'j-[0-9a-f]*' | head -1)
+"$EBB" --state-dir "$S" job show "$FAST" --json >/dev/null
+for _ in $(seq 1 300); do kept_outlook "$FAST" && break; sleep 0.1; done
+check "its outlook is kept" kept_outlook "$FAST"
+FIRST_AT=$(json_get "$("$EBB" --state-dir "$S" job show "$FAST" --json)" 'd["outlook"]["at"]')
+sleep 6
+"$EBB" --state-dir "$S" job show "$FAST" --json >/dev/null
+for _ in $(seq 1 300); do kept_outlook "$FAST" "$FIRST_AT" && break; sleep 0.1; done
+check "a look at a stale outlook computes a newer one" kept_outlook "$FAST" "$FIRST_AT"
+stop_daemon TERM
+check "ebbd at 600x stops cleanly" test "$DAEMON_EXIT" = 0
 
 # Bad admission rules stop ebbd at start with the line.
 printf 'teams:\n  t: {members: [%s], budget: 5 USD, admission: p95}\n' "$ME" >"$TMP/bad-adm.yaml"
