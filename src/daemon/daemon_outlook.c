@@ -133,9 +133,14 @@ static json_t *outlook_json(const struct outlook_req *o, json_t *quote, const ch
 }
 
 /* Keeps `outlook` (a reference taken) as the job's latest, unless the
- * job has ended meanwhile. */
+ * job has ended meanwhile, or ebbd is shutting down (its engine gone:
+ * the quotes still out are cancelled then). */
 static void keep(struct ebb__daemon *d, const struct outlook_req *o, json_t *outlook)
 {
+    if (d->engine == NULL) {
+        json_decref(outlook);
+        return;
+    }
     const struct ebb__job *job = ebb__engine_job(d->engine, o->job_id);
     struct ebb__daemon_outlook *c = job != NULL &&
                                             !ebb__job_state_terminal(ebb__engine_job_state(job))

@@ -46,6 +46,8 @@ struct plan_req {
     char *prices, *avail; /* CSV text; avail NULL when no capacity is known */
     char *catalog;
     char *policy;
+    struct ebb__backtest_speed *speeds; /* what the job's family learned (owned) */
+    size_t n_speeds;
     struct ebb__plan_options opt;
     json_t *result;
     const char *code;
@@ -105,6 +107,27 @@ static int snapshot(struct plan_req *r, const struct ebb__market *m, ebb_time_ms
     return r->prices != NULL && (avail_rows == 0 || r->avail != NULL) ? 0 : EBB_ENOMEM;
 }
 
+/* One learned speed of the job's family, copied into the request. */
+static int copy_speed(void *arg, const struct ebb__speed_key *k, long long samples,
+                      const char *rates)
+{
+    struct plan_req *r = arg;
+    struct ebb__backtest_speed *grown = realloc(r->speeds, (r->n_speeds + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return EBB_ENOMEM;
+    r->speeds = grown;
+    struct ebb__backtest_speed *s = &r->speeds[r->n_speeds++];
+    *s = (struct ebb__backtest_speed){
+        .key = {strdup(k->family), strdup(k->gpu_model), strdup(k->provider),
+                strdup(k->host)},
+        .samples = samples,
+        .rates = strdup(rates),
+    };
+    return s->key.family && s->key.gpu_model && s->key.provider && s->key.host && s->rates
+               ? 0
+               : EBB_ENOMEM;
+}
+
 /* Off the loop: the traces through the readers, then the quote. */
 static void plan_work(uv_work_t *req)
 {
@@ -147,6 +170,15 @@ static void plan_work(uv_work_t *req)
 
 static void plan_free(struct plan_req *r)
 {
+    for (size_t i = 0; i < r->n_speeds; i++) {
+        struct ebb__backtest_speed *s = &r->speeds[i];
+        free((char *)s->key.family);
+        free((char *)s->key.gpu_model);
+        free((char *)s->key.provider);
+        free((char *)s->key.host);
+        free((char *)s->rates);
+    }
+    free(r->speeds);
     ebb__jobspec_free(&r->spec);
     free(r->prices);
     free(r->avail);
@@ -160,7 +192,13 @@ static void plan_done(uv_work_t *req, int status)
     struct plan_req *r = req->data;
     r->d->store_readers--;
     ebb_list_remove(&r->node);
-    if (r->result == NULL && status == UV_ECANCELED) {
+    /* A quote that ends once shutdown has freed the engine is answered as
+     * cancelled: its callback may not read the engine. */
+    if (r->d->engine == NULL) {
+        json_decref(r->result);
+        r->result = NULL;
+    }
+    if (r->result == NULL && (status == UV_ECANCELED || r->d->engine == NULL)) {
         r->code = "internal";
         ebb_diag_set(&r->diag, NULL, 0, "ebbd is shutting down");
     } else if (r->result == NULL && r->diag.msg[0] == '\0') {
@@ -244,9 +282,15 @@ int ebb__daemon_quote(struct ebb__daemon *d, struct ebb__api_call *call,
     ebb_time_ms now = ebb__clock_now(&d->clock);
     int rc = r->policy != NULL ? snapshot(r, ebb__engine_market(d->engine), now)
                                : EBB_ENOMEM;
+    /* The job's family (its name) runs as fast in the quote as ebbd has
+     * seen it run on each host. */
+    if (rc == 0)
+        rc = ebb__engine_speeds_of(d->engine, r->spec.name ? r->spec.name : "", copy_speed,
+                                   r);
     r->opt = (struct ebb__plan_options){
         .catalog = r->catalog, .job = &r->spec, .policy = r->policy,
         .now = now, .samples = samples, .seed = seed,
+        .speeds = r->speeds, .n_speeds = r->n_speeds,
         /* ebbd's own quotes take one CPU; a caller's, every one. */
         .threads = call == NULL ? 1 : 0,
     };

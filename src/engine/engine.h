@@ -34,6 +34,7 @@
 #include "base/currency.h"
 #include "jobs/jobspec.h"
 #include "market/market.h"
+#include "store/store_speeds.h"
 
 struct ebb__catalog;
 struct ebb__store_prices;
@@ -389,6 +390,22 @@ int ebb__engine_job_node(const struct ebb__job *job, unsigned rank,
  * estimate from the latest rates of every family that ran there. */
 double ebb__engine_offer_speed(const struct ebb__engine *e, size_t offer,
                                long long *samples);
+
+/* What the engine learned for job family `family` (docs/policies.md
+ * "Learned speed"), one host at a time to `cb`: the key (its strings
+ * borrowed for the call), the rates counted in all and the latest ones
+ * as the store keeps them (ebb__speed_format's text). Stops at cb's
+ * non-zero value and returns it; else 0. ebbd gives them to the quotes of
+ * the family's jobs (daemon_plan.c). */
+int ebb__engine_speeds_of(const struct ebb__engine *e, const char *family,
+                          ebb__speed_row_cb cb, void *arg);
+
+/* Sets the engine's estimate for `k` to `samples` rates counted and the
+ * latest `rates` (that text), as if learned (a quote's engine starts so
+ * with ebbd's). Returns 0, EBB_EINVAL when `rates` does not parse, or
+ * EBB_ENOMEM. */
+int ebb__engine_speed_learned(struct ebb__engine *e, const struct ebb__speed_key *k,
+                              long long samples, const char *rates);
 
 /* The stall guard (docs/agent.md "Stall guard"): how long the job's
  * current instance may go without progress before it is moved; 0: the

@@ -324,7 +324,10 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
     struct ebb_job_model model = {
         .struct_size = sizeof(model),
         .work_remaining = shadow ? INT64_MAX / 4 : job->work_total - job->work_saved,
-        .speed = o->speed,
+        /* The speed the engine plans with (learned, else the catalog's):
+         * a quote's engine that starts with ebbd's learned speeds then
+         * simulates the job as fast as it really runs there. */
+        .speed = ebb__engine_speed(job, a->offer, NULL),
         .restart_overhead = job->spec.restart_overhead,
         .checkpoint_every = shadow ? 0 : job->spec.checkpoint.every,
         .checkpoint_grace = job->spec.checkpoint.grace,

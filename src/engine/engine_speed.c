@@ -213,21 +213,47 @@ void ebb__engine_speed_pause(struct ebb__attempt *a)
     a->rate_at = 0;
 }
 
-static int load_row(void *arg, const struct ebb__speed_key *k, long long samples,
-                    const char *rates)
+int ebb__engine_speed_learned(struct ebb__engine *e, const struct ebb__speed_key *k,
+                              long long samples, const char *rates)
 {
-    struct ebb__engine *e = arg;
     struct ebb__speed_samples s;
-    if (ebb__speed_parse(rates, samples, &s) != 0) {
-        ebb__warn("learned speed of %s on %s %s: \"%s\" is not a list of rates; "
-                  "ignored", k->family, k->provider, k->host, rates);
-        return 0;
-    }
+    if (ebb__speed_parse(rates, samples, &s) != 0)
+        return EBB_EINVAL;
     struct ebb__speed_entry *x = get(e, k);
     if (x == NULL)
         return EBB_ENOMEM;
     x->s = s;
+    e->market.version++; /* the views' speeds changed */
     return 0;
+}
+
+int ebb__engine_speeds_of(const struct ebb__engine *e, const char *family,
+                          ebb__speed_row_cb cb, void *arg)
+{
+    for (size_t i = 0; i < e->speeds_cap; i++) {
+        const struct ebb__speed_entry *x = e->speeds[i];
+        if (x == NULL || x->s.total == 0 || strcmp(x->family, family) != 0)
+            continue;
+        char text[EBB__SPEED_TEXT_SIZE];
+        ebb__speed_format(&x->s, text, sizeof(text));
+        struct ebb__speed_key k = {x->family, x->gpu_model, x->provider, x->host};
+        int rc = cb(arg, &k, x->s.total, text);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int load_row(void *arg, const struct ebb__speed_key *k, long long samples,
+                    const char *rates)
+{
+    int rc = ebb__engine_speed_learned(arg, k, samples, rates);
+    if (rc == EBB_EINVAL) {
+        ebb__warn("learned speed of %s on %s %s: \"%s\" is not a list of rates; "
+                  "ignored", k->family, k->provider, k->host, rates);
+        return 0;
+    }
+    return rc;
 }
 
 int ebb__engine_speed_load(struct ebb__engine *e)

@@ -374,6 +374,21 @@ static int one_job(struct backtest *bt)
     return rc;
 }
 
+static int learned_speeds(struct backtest *bt)
+{
+    for (size_t i = 0; i < bt->opt->n_speeds; i++) {
+        const struct ebb__backtest_speed *s = &bt->opt->speeds[i];
+        int rc = ebb__engine_speed_learned(bt->v.engine, &s->key, s->samples, s->rates);
+        if (rc == EBB_EINVAL)
+            ebb_diag_set(bt->d, NULL, 0, "the learned speed of %s on %s %s is not a list "
+                         "of rates: \"%.40s\"", s->key.family, s->key.provider,
+                         s->key.host, s->rates);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int setup(struct backtest *bt)
 {
     int rc = ebb__catalog_load(bt->opt->catalog, &bt->catalog, bt->d);
@@ -399,6 +414,8 @@ static int setup(struct backtest *bt)
     free(text);
     if (rc == 0)
         ebb__engine_set_outlook_refresh(bt->v.engine, bt->opt->outlook_refresh);
+    if (rc == 0)
+        rc = learned_speeds(bt);
     if (rc == 0)
         rc = check_policy(bt);
     bt->submits = calloc(bt->workload->n, sizeof(*bt->submits));

@@ -17,6 +17,16 @@
 #include <ebb/diag.h>
 
 #include "jobs/jobspec.h"
+#include "store/store_speeds.h"
+
+/* A learned speed a backtest's engine starts with (docs/policies.md
+ * "Learned speed"): what ebbd learned for a job family on one host, as
+ * its store keeps it. */
+struct ebb__backtest_speed {
+    struct ebb__speed_key key; /* strings borrowed */
+    long long samples;         /* rates counted in all */
+    const char *rates;         /* the latest (ebb__speed_format's text) */
+};
 
 struct ebb__backtest_options {
     const char *prices;        /* required */
@@ -43,6 +53,10 @@ struct ebb__backtest_options {
                                   are null); it is the slow part of a
                                   one-job run */
     ebb_dur_ms outlook_refresh; /* the engine's (engine.h); 0: its default */
+    /* Learned speeds the engine starts with (borrowed; the engine plans
+     * and the sim runs each job that fast on those hosts); may be NULL. */
+    const struct ebb__backtest_speed *speeds;
+    size_t n_speeds;
     FILE *progress;            /* NULL: quiet */
     FILE *notes;               /* what was done to the input; NULL: quiet */
 };

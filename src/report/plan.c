@@ -289,6 +289,8 @@ static int run_sample(struct worker *w, unsigned i)
         /* The sampled path changes a price only every PLAN_STEP: in between
          * an hourly forecast would learn only that an hour passed. */
         .outlook_refresh = PLAN_STEP,
+        .speeds = p->o->speeds,
+        .n_speeds = p->o->n_speeds,
     };
     json_t *r = NULL;
     rc = ebb__backtest_run(&bo, &r, &w->d);

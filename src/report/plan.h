@@ -23,6 +23,7 @@
 #include <ebb/trace.h>
 
 #include "jobs/jobspec.h"
+#include "report/backtest.h"
 
 /* The bounds of --samples, and its default. */
 #define EBB__PLAN_SAMPLES_MIN 1
@@ -52,6 +53,10 @@ struct ebb__plan_options {
     unsigned threads;                   /* workers; 0: one per CPU, at
                                            most 8. The quote is the same
                                            whatever the number. */
+    /* What ebbd learned of the job's family (borrowed, may be NULL):
+     * every sample's engine starts with it. */
+    const struct ebb__backtest_speed *speeds;
+    size_t n_speeds;
 };
 
 /* Quotes the job. On success returns 0 and *result (caller decrefs):

@@ -71,6 +71,19 @@ check "the stalled host's speed was measured" test "$(json_get "$OUT" '[p["speed
 check "... from its progress lines" test "$(json_get "$OUT" '[p["speed_samples"] >= 1 for p in d["prices"] if p["market"] == "spot"]')" = "[True]"
 check "... below the catalog's, toward 0.4" test "$(json_get "$OUT" '[0.4 < p["speed"] < 1.0 for p in d["prices"] if p["market"] == "spot"]')" = "[True]"
 
+# ebbd's quote of the family's next job (ebb plan, docs/plan.md) runs it as
+# slowly on the host as it was seen to run: later and dearer than the same
+# job under a name that has no record there.
+for name in hangs fresh; do
+    printf 'name: %s\nrun: [true]\nwork: 2h\nresources: {instance_types: [p3.2xlarge]}\nmarket: spot\n' \
+        "$name" >"$TMP/$name-plan.yaml"
+done
+expect_exit 0 "quote of the family's next job" "$EBB" --state-dir "$S" plan "$TMP/hangs-plan.yaml" --samples 4 --json
+LEARNED=$OUT
+expect_exit 0 "quote of a job of another family" "$EBB" --state-dir "$S" plan "$TMP/fresh-plan.yaml" --samples 4 --json
+check "the family's quote runs at its learned speed: dearer" test "$(json_get "$LEARNED" "d['cost_usd']['p50'] > 1.1 * $(json_get "$OUT" 'd["cost_usd"]["p50"]')")" = True
+check "... and later" test "$(json_get "$LEARNED" "d['finish']['p50'] > '$(json_get "$OUT" 'd["finish"]["p50"]')'")" = True
+
 stop_daemon TERM
 check "ebbd stops cleanly" test "$DAEMON_EXIT" = 0
 finish

@@ -18,6 +18,7 @@
 #include <ebb/units.h>
 
 #include "market/forecast.h"
+#include "market/speed_est.h"
 #include "report/backtest.h"
 #include "report/plan.h"
 #include "report/plan_sample.h"
@@ -286,6 +287,67 @@ static void seeded_quotes(void **state)
     world_close(&w);
 }
 
+/* What ebbd learned of the job's family is in the quote: a host that ran
+ * the family at half the catalog's speed makes every sample run that much
+ * slower there, for that much more, finishing later (a job without a
+ * deadline or budget, so that nothing else cuts it short); rates that are
+ * not speeds are refused with the host named. */
+static void learned_speed_in_the_quote(void **state)
+{
+    (void)state;
+    struct world w;
+    world_open(&w, 0, "name: quote\nrun: [true]\nwork: 8h\nmarket: spot\n"
+                      "resources: {instance_types: [p3.2xlarge]}\n");
+    struct ebb_diag d = {{0}};
+    int rc;
+    json_t *plain = quote(&w, 4, 1, "greedy", &d, &rc);
+    if (rc != 0)
+        fail_msg("%s", d.msg);
+    struct ebb__speed_samples s = {0};
+    for (int i = 0; i < 40; i++)
+        assert_true(ebb__speed_add(&s, 0.5));
+    char rates[EBB__SPEED_TEXT_SIZE];
+    ebb__speed_format(&s, rates, sizeof(rates));
+    double speed = ebb__speed_estimate(&s, 1.0);
+    struct ebb__backtest_speed learned[] = {
+        {{"quote", "V100", "aws", "p3.2xlarge@us-east-1a"}, s.total, rates},
+        /* Another family's, and another host's: not this job's. */
+        {{"other", "V100", "aws", "p3.2xlarge@us-east-1a"}, s.total, "0.01"},
+    };
+    struct ebb__plan_options o = {
+        .prices = w.trace, .catalog = w.catalog, .job = &w.job, .policy = "greedy",
+        .now = T0 + 240 * HOUR, .samples = 4, .seed = 1, .threads = 1,
+        .speeds = learned, .n_speeds = 2,
+    };
+    json_t *slow = NULL;
+    if (ebb__plan_run(&o, &slow, &d) != 0)
+        fail_msg("%s", d.msg);
+    /* Billed hours: the restart overhead (5 min) plus the work at the
+     * speed, at 0.90 USD/h. */
+    double overhead = 5.0 / 60.0;
+    double h_plain = q(plain, "cost_usd", "p50") / 0.9 - overhead;
+    double h_slow = q(slow, "cost_usd", "p50") / 0.9 - overhead;
+    if (fabs(h_slow - h_plain / speed) > 0.01 * h_plain / speed)
+        fail_msg("%.3f h of work at speed %.3f, want %.3f h", h_slow, speed, h_plain / speed);
+    assert_true(speed < 0.55);
+    const char *f_plain = json_string_value(json_object_get(json_object_get(plain, "finish"),
+                                                            "p50"));
+    const char *f_slow = json_string_value(json_object_get(json_object_get(slow, "finish"),
+                                                           "p50"));
+    assert_true(strcmp(f_slow, f_plain) > 0);
+    json_decref(slow);
+    /* Not a list of rates. */
+    learned[0].rates = "fast";
+    json_t *r = NULL;
+    memset(&d, 0, sizeof(d));
+    assert_int_equal(ebb__plan_run(&o, &r, &d), EBB_EINVAL);
+    assert_null(r);
+    assert_non_null(strstr(d.msg, "the learned speed of quote on aws p3.2xlarge@us-east-1a is "
+                                  "not a list of rates: \"fast\""));
+    json_decref(plain);
+    world_close(&w);
+}
+
 static void bad_input(void **state)
 {
     (void)state;
@@ -325,6 +387,7 @@ int main(void)
         cmocka_unit_test(flat_future_is_the_backtest),
         cmocka_unit_test(seeded_quotes),
         cmocka_unit_test(bad_input),
+        cmocka_unit_test(learned_speed_in_the_quote),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
