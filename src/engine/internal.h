@@ -49,6 +49,7 @@
 #ifndef EBB_ENGINE_INTERNAL_H
 #define EBB_ENGINE_INTERNAL_H
 
+#include <ebb/job_model.h>
 #include <ebb/list.h>
 
 #include "config/config_file.h"
@@ -363,6 +364,13 @@ ebb_dur_ms ebb__engine_restart_overhead(const struct ebb__job *job);
  * EBB__CKPT_COST_DEFAULT before any) and the offer's hazard (a gang's:
  * its nodes' times one node's). */
 ebb_dur_ms ebb__engine_every_on(const struct ebb__job *job, size_t offer);
+/* The job's model a launch on market offer `offer` carries (only a
+ * provider that simulates the job, sim, reads it): the work left (a
+ * shadow launch's: unbounded), the speed the engine plans with there, the
+ * restart overhead, the checkpoint interval its agent would be told
+ * (none for a shadow) and grace. */
+struct ebb_job_model ebb__engine_job_model(const struct ebb__job *job, size_t offer,
+                                           int shadow);
 /* Young/Daly's interval sqrt(2 C M) for checkpoints costing `cost` and a
  * hazard of `hazard_per_hour` (M = 1 / hazard), clamped to
  * [EBB__CKPT_EVERY_CHOSEN_MIN, EBB__CKPT_EVERY_CHOSEN_MAX]. */

@@ -317,9 +317,18 @@ static void chosen_interval_follows_the_hazard(void **state)
     o->hazard = 2;
     assert_true(ebb__engine_job_checkpoint_every(job) <
                 (ebb_dur_ms)llround(sqrt(2.0 * 30000 * 7200000)));
+    /* What a launch there tells a provider that simulates the job (the
+     * sim): the interval chosen, and the speed planned with. */
+    size_t k = job->current->offer;
+    struct ebb_job_model m = ebb__engine_job_model(job, k, 0);
+    assert_int_equal(m.checkpoint_every, ebb__engine_job_checkpoint_every(job));
+    assert_true(m.speed == ebb__engine_speed(job, k, NULL));
+    assert_int_equal(m.work_remaining, job->work_total - job->work_saved);
+    assert_int_equal(ebb__engine_job_model(job, k, 1).checkpoint_every, 0);
     /* The spec's own interval always wins. */
     job->spec.checkpoint.every = 30 * MINUTE;
     assert_int_equal(ebb__engine_job_checkpoint_every(job), 30 * MINUTE);
+    assert_int_equal(ebb__engine_job_model(job, k, 0).checkpoint_every, 30 * MINUTE);
     stop();
 }
 
