@@ -291,8 +291,8 @@ static void on_launched(void *arg, int status, const struct ebb_instance *inst)
         ebb__error("job %s: %s", job->id, ebb__store_errmsg(e->opt.store));
 }
 
-struct ebb_job_model ebb__engine_job_model(const struct ebb__job *job, size_t offer,
-                                           int shadow)
+struct ebb_job_model ebb__engine_job_model(const struct ebb__job *job,
+                                           const struct ebb__attempt *a, int shadow)
 {
     return (struct ebb_job_model){
         .struct_size = sizeof(struct ebb_job_model),
@@ -300,11 +300,9 @@ struct ebb_job_model ebb__engine_job_model(const struct ebb__job *job, size_t of
         /* The speed the engine plans with (learned, else the catalog's):
          * a quote's engine that starts with ebbd's learned speeds then
          * simulates the job as fast as it really runs there. */
-        .speed = ebb__engine_speed(job, offer, NULL),
+        .speed = ebb__engine_speed(job, a->offer, NULL),
         .restart_overhead = job->spec.restart_overhead,
-        /* What its agent would be told: the spec's, or the one chosen for
-         * the offer when the job has a store and the spec gives none. */
-        .checkpoint_every = shadow ? 0 : ebb__engine_every_on(job, offer),
+        .checkpoint_every = shadow ? 0 : ebb__engine_every_on(job, a->offer),
         .checkpoint_grace = job->spec.checkpoint.grace,
     };
 }
@@ -337,7 +335,7 @@ static int issue_launch(struct ebb__job *job, const struct ebb__provider_call *c
         enrols[i] = enrol[i];
     }
     int agents = !shadow && e->opt.agent_url != NULL;
-    struct ebb_job_model model = ebb__engine_job_model(job, a->offer, shadow);
+    struct ebb_job_model model = ebb__engine_job_model(job, a, shadow);
     struct ebb_launch req = {
         .struct_size = sizeof(req),
         .token = a->token,

@@ -1,8 +1,8 @@
 /* Checkpoint stores in money and time (docs/stores.md, "Fees and
  * timing"): the storage and egress fees a job's store charges, as ledger
  * rows; the restart overhead a download adds; the periodic checkpoint
- * interval the engine chooses when the spec leaves it out; and what moving
- * a job's checkpoint to another offer costs.
+ * interval its agent is told (chosen in engine_interval.c); and what
+ * moving a job's checkpoint to another offer costs.
  *
  * Storage is billed per checkpoint, once, when it leaves the store: a row
  * [durable, deleted) of kind fee, note "storage", for bytes x time. A
@@ -14,7 +14,6 @@
  * restart the checkpoints still held are read back from the store's
  * checkpoint rows (their bytes), and the time ebbd was down is billed too,
  * as the store kept them. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,59 +207,13 @@ void ebb__engine_transfer_download(struct ebb__job *job,
 
 /* ---- timing ---------------------------------------------------------------- */
 
-/* Wall ms to move `bytes` at `rate` bytes per wall ms (the default when
- * nothing was measured), in the engine's clock. */
-static ebb_dur_ms transfer_ms(const struct ebb__engine *e, int64_t bytes, double rate)
-{
-    if (bytes <= 0)
-        return 0;
-    double per_ms = rate > 0 ? rate : EBB__TRANSFER_RATE_DEFAULT;
-    return ebb__clock_from_real_ms(e->opt.clock, (ebb_dur_ms)ceil((double)bytes / per_ms));
-}
-
 ebb_dur_ms ebb__engine_restart_overhead(const struct ebb__job *job)
 {
     const struct ebb__job_transfer *x = job->xfer;
     ebb_dur_ms base = job->spec.restart_overhead > 0 ? job->spec.restart_overhead : 0;
     if (x == NULL || job->spec.checkpoint.store == NULL)
         return base;
-    return base + transfer_ms(job->engine, x->last_bytes, x->down_rate);
-}
-
-ebb_dur_ms ebb__engine_every_on(const struct ebb__job *job, size_t offer)
-{
-    if (job->spec.checkpoint.every > 0 || job->spec.checkpoint.store == NULL ||
-        offer >= job->engine->market.n_offers)
-        return job->spec.checkpoint.every;
-    const struct ebb__engine *e = job->engine;
-    const struct ebb__job_transfer *x = job->xfer;
-    /* C: what one checkpoint costs the job, its write and its upload. */
-    ebb_dur_ms cost = EBB__CKPT_COST_DEFAULT;
-    if (x != NULL && (x->last_duration > 0 || x->last_bytes > 0))
-        cost = ebb__clock_from_real_ms(e->opt.clock, x->last_duration) +
-               transfer_ms(e, x->last_bytes, x->up_rate);
-    /* A gang is interrupted when any of its nodes is: N times the rate. */
-    return ebb__checkpoint_interval(cost, ebb__job_nodes(job) *
-                                              e->market.offers[offer].hazard);
-}
-
-ebb_dur_ms ebb__checkpoint_interval(ebb_dur_ms cost, double hazard_per_hour)
-{
-    /* Young (1974) and Daly (2006): with checkpoints costing C and failures
-     * at rate 1/M, the expected lost work plus checkpoint cost per unit of
-     * time is lowest at an interval of sqrt(2 C M) (Daly's first order
-     * term; his higher order terms matter only when C approaches M, which
-     * the clamp keeps away). */
-    if (!(hazard_per_hour > 0) || !isfinite(hazard_per_hour))
-        return EBB__CKPT_EVERY_CHOSEN_MAX;
-    double c = cost > 0 ? (double)cost : 1.0;
-    double m = (double)EBB_MS_PER_HOUR / hazard_per_hour;
-    double tau = sqrt(2.0 * c * m);
-    if (!(tau >= (double)EBB__CKPT_EVERY_CHOSEN_MIN))
-        return EBB__CKPT_EVERY_CHOSEN_MIN;
-    if (tau > (double)EBB__CKPT_EVERY_CHOSEN_MAX)
-        return EBB__CKPT_EVERY_CHOSEN_MAX;
-    return (ebb_dur_ms)llround(tau);
+    return base + ebb__engine_transfer_ms(job->engine, x->last_bytes, x->down_rate);
 }
 
 ebb_dur_ms ebb__engine_job_checkpoint_every(const struct ebb__job *job)

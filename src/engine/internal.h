@@ -11,7 +11,8 @@
  *                     prices polls bring
  *   engine_recover.c  taking jobs back after a restart
  *   engine_agent.c    agents' reports, silent agents
- *   engine_stall.c    the stall guard: jobs whose progress stopped
+ *   engine_stall.c    the stall guard: jobs whose progress stopped or
+ *                     whose GPUs idle
  *   engine_events.c   what providers report of instances
  *   engine_replace.c  replace_lost: a gang's lost node replaced while the
  *                     others run on
@@ -21,6 +22,7 @@
  *   engine_transfer.c checkpoint stores: fees, download and upload times,
  *                     the chosen checkpoint interval, moves' transfer cost
  *   engine_exec.c     launching, releasing, billing attempts
+ *   engine_interval.c the chosen checkpoint interval, transfer times
  *   engine_quota.c    teams' quotas on launches: verdicts, never actions
  *   engine_order.c    the order of teams' waiting jobs: priority, fair
  *                     share, submit time
@@ -358,19 +360,18 @@ void ebb__engine_transfer_download(struct ebb__job *job,
  * download of the newest durable checkpoint at the measured rate (else
  * EBB__TRANSFER_RATE_DEFAULT). */
 ebb_dur_ms ebb__engine_restart_overhead(const struct ebb__job *job);
+
+/* ---- the chosen checkpoint interval (engine_interval.c) ---- */
+
+/* Wall ms to move `bytes` at `rate` bytes per wall ms (the default when
+ * nothing was measured), in the engine's clock. */
+ebb_dur_ms ebb__engine_transfer_ms(const struct ebb__engine *e, int64_t bytes, double rate);
 /* The checkpoint interval on market offer `offer`: the spec's when it
  * gives one or the job has no store; else ebb__checkpoint_interval() of
  * the job's checkpoint cost (last write plus upload at the measured rate;
  * EBB__CKPT_COST_DEFAULT before any) and the offer's hazard (a gang's:
  * its nodes' times one node's). */
 ebb_dur_ms ebb__engine_every_on(const struct ebb__job *job, size_t offer);
-/* The job's model a launch on market offer `offer` carries (only a
- * provider that simulates the job, sim, reads it): the work left (a
- * shadow launch's: unbounded), the speed the engine plans with there, the
- * restart overhead, the checkpoint interval its agent would be told
- * (none for a shadow) and grace. */
-struct ebb_job_model ebb__engine_job_model(const struct ebb__job *job, size_t offer,
-                                           int shadow);
 /* Young/Daly's interval sqrt(2 C M) for checkpoints costing `cost` and a
  * hazard of `hazard_per_hour` (M = 1 / hazard), clamped to
  * [EBB__CKPT_EVERY_CHOSEN_MIN, EBB__CKPT_EVERY_CHOSEN_MAX]. */
@@ -715,6 +716,13 @@ ebb_time_ms ebb__engine_grace_end(const struct ebb__job *job);
 #define EBB__NO_CAPACITY_PAUSE (15 * EBB_MS_PER_MINUTE)
 /* Launches the job on market offer `offer` (intent first, then the call). */
 void ebb__engine_launch(struct ebb__job *job, size_t offer, const char *reason);
+/* The job's model a launch of attempt `a` carries (only a provider that
+ * simulates the job, sim, reads it): the work left (a shadow launch's:
+ * unbounded), the speed the engine plans with on its offer, the restart
+ * overhead, the checkpoint interval its agent would be told there
+ * (ebb__engine_every_on; none for a shadow) and the grace. */
+struct ebb_job_model ebb__engine_job_model(const struct ebb__job *job,
+                                           const struct ebb__attempt *a, int shadow);
 /* Asks the job's instance to checkpoint, then releases it; the job then
  * goes to `after`, or launches on `launch_next` (SIZE_MAX: none). */
 void ebb__engine_release(struct ebb__job *job, enum ebb__job_state after,

@@ -1,10 +1,13 @@
 """What the Python end-to-end tests share: TAP output, ebb and ebbd runs,
-polling with a bound, and the strict S3 fake (tests/objstore/fake_s3.py).
+polling with a bound, reading ebbd's store, the end of a test, and the
+strict S3 fake (tests/objstore/fake_s3.py).
 
 EBBD, EBB and EBB_SOURCE_ROOT come from the environment (meson sets them).
 """
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -37,6 +40,31 @@ class Tap:
     def finish(self):
         self.plan()
         sys.exit(1 if self.failures else 0)
+
+
+def sql(state, query, *args):
+    """The rows of `query` on the store of ebbd's state directory `state`."""
+    db = sqlite3.connect(os.path.join(state, "ebb.db"))
+    try:
+        return db.execute(query, args).fetchall()
+    finally:
+        db.close()
+
+
+def end(tap, tmp, log):
+    """Prints the plan; on a failure keeps `tmp` and prints the end of the
+    file `log` (ebbd's), else removes `tmp`; exits with the result."""
+    tap.plan()
+    if tap.failures:
+        print("# state kept in %s" % tmp)
+        try:
+            with open(log, errors="replace") as f:
+                print("# " + f.read()[-3000:].replace("\n", "\n# "))
+        except OSError:
+            pass
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sys.exit(1 if tap.failures else 0)
 
 
 def wait_for(cond, seconds, step=0.1):

@@ -20,14 +20,13 @@ environment.
 """
 import json
 import os
-import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, Tap, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, Tap, end, wait_for  # noqa: E402
+from e2e import sql as e2e_sql  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "examples", "train.py")
 FAKE_SMI = os.path.join(ROOT, "tests", "agent", "fake-nvidia-smi")
@@ -48,11 +47,7 @@ def write(path, text, mode=0o644):
 
 
 def sql(query, *args):
-    db = sqlite3.connect(os.path.join(state, "ebb.db"))
-    try:
-        return db.execute(query, args).fetchall()
-    finally:
-        db.close()
+    return e2e_sql(state, query, *args)
 
 
 def host_bin(kind, util):
@@ -184,13 +179,4 @@ try:
         ok(json.load(f) == want_model, "the moved job's model is an unstopped run's")
 finally:
     ebbd.stop()
-    tap.plan()
-    if tap.failures:
-        print("# state kept in %s" % tmp)
-        try:
-            print("# " + ebbd.log()[-3000:].replace("\n", "\n# "))
-        except OSError:
-            pass
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if tap.failures else 0)
+end(tap, tmp, state + ".log")

@@ -15,14 +15,13 @@ Output is TAP; EBBD, EBB and EBB_SOURCE_ROOT come from the environment.
 import getpass
 import json
 import os
-import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, Tap, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, Tap, end, wait_for  # noqa: E402
+from e2e import sql as e2e_sql  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "examples", "train.py")
 LOW_STEPS = "4000"
@@ -37,11 +36,7 @@ ebb = ebbd.ebb
 
 
 def sql(query, *args):
-    db = sqlite3.connect(os.path.join(state, "ebb.db"))
-    try:
-        return db.execute(query, args).fetchall()
-    finally:
-        db.close()
+    return e2e_sql(state, query, *args)
 
 
 def job_state(jid):
@@ -156,13 +151,4 @@ teams:
     ok(events[i + 1] == "launching", "paused until it resumed", events)
 finally:
     ebbd.stop()
-    tap.plan()
-    if tap.failures:
-        print("# state kept in %s" % tmp)
-        try:
-            print("# " + ebbd.log()[-3000:].replace("\n", "\n# "))
-        except OSError:
-            pass
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if tap.failures else 0)
+end(tap, tmp, state + ".log")
