@@ -51,9 +51,25 @@ def sql(state, query, *args):
         db.close()
 
 
+def kill_leftovers(tmp):
+    """Kills the processes whose command line names a path in `tmp`: the
+    agents of local instances that outlive ebbd (as they do by design)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if (tmp.rstrip("/") + "/").encode() in f.read():
+                    os.kill(int(pid), 9)
+        except OSError:
+            pass
+
+
 def end(tap, tmp, log):
     """Prints the plan; on a failure keeps `tmp` and prints the end of the
-    file `log` (ebbd's), else removes `tmp`; exits with the result."""
+    file `log` (ebbd's), else removes `tmp`; exits with the result. Either
+    way nothing the test started is left running."""
+    kill_leftovers(tmp)
     tap.plan()
     if tap.failures:
         print("# state kept in %s" % tmp)

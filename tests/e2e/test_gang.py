@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, Tap, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, Tap, kill_leftovers, wait_for  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "tests", "e2e", "gang_train.py")
 STEPS = "1500"
@@ -349,6 +349,6 @@ try:
     replaced_node()
     short_after_restart()
 finally:
-    subprocess.run(["pkill", "-f", tmp], capture_output=True)
+    kill_leftovers(tmp)
     shutil.rmtree(tmp, ignore_errors=True)
 tap.finish()

@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, FakeS3, Tap, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, FakeS3, Tap, kill_leftovers, wait_for  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "tests", "e2e", "gang_train.py")
 STEPS = "1500"
@@ -154,6 +154,6 @@ try:
 finally:
     d.stop()
     s3.stop()
-    subprocess.run(["pkill", "-f", tmp], capture_output=True)
+    kill_leftovers(tmp)
     shutil.rmtree(tmp, ignore_errors=True)
 t.finish()

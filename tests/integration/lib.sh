@@ -7,10 +7,21 @@ checks=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ebb-it.XXXXXX")
 DAEMON_PIDS=""
 
+# The processes whose command line names a path in $TMP: the agents of
+# local instances that outlive ebbd (as they do by design) and the fakes.
+kill_leftovers() {
+    local p
+    for p in /proc/[0-9]*; do
+        [ "${p#/proc/}" = "$$" ] && continue
+        grep -qaF -- "$TMP/" "$p/cmdline" 2>/dev/null && kill -KILL "${p#/proc/}" 2>/dev/null
+    done
+}
+
 cleanup() {
     for pid in $DAEMON_PIDS; do
         kill -KILL "$pid" 2>/dev/null
     done
+    kill_leftovers
     rm -rf "$TMP"
 }
 trap cleanup EXIT
