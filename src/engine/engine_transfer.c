@@ -14,6 +14,7 @@
  * restart the checkpoints still held are read back from the store's
  * checkpoint rows (their bytes), and the time ebbd was down is billed too,
  * as the store kept them. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@
 #include "base/log.h"
 #include "engine/internal.h"
 #include "market/store_prices.h"
+#include "store/store_rates.h"
 
 static int keep_of(const struct ebb__job *job)
 {
@@ -89,6 +91,21 @@ static int bill_held(struct ebb__job *job, const struct ebb__store_cfg *s,
                    r.storage_currency);
 }
 
+/* Keeps the job's measured rates and latest write in the store, so that a
+ * restart plans with them (ebb__engine_transfer_recover). */
+static void keep_rates(struct ebb__job *job, ebb_time_ms at)
+{
+    const struct ebb__job_transfer *x = job->xfer;
+    const struct ebb__transfer_rates r = {
+        .up_bytes_per_s = llround(x->up_rate * 1000),
+        .down_bytes_per_s = llround(x->down_rate * 1000),
+        .last_write = x->last_duration,
+    };
+    if (ebb__store_rates_put(job->engine->opt.store, job->id, &r, at) != 0)
+        ebb__error("job %s: cannot record its checkpoint transfer rates: %s", job->id,
+                   ebb__store_errmsg(job->engine->opt.store));
+}
+
 int ebb__engine_transfer_checkpoint(struct ebb__job *job, ebb_time_ms at,
                                     const struct ebb__agent_report *r)
 {
@@ -101,6 +118,7 @@ int ebb__engine_transfer_checkpoint(struct ebb__job *job, ebb_time_ms at,
     x->last_duration = r->duration > 0 ? r->duration : 0;
     if (r->upload_ms > 0)
         x->up_rate = (double)r->bytes / (double)r->upload_ms;
+    keep_rates(job, at);
     x->held[x->n_held++] = (struct ebb__held_ckpt){at, r->bytes};
     const struct ebb__store_cfg *s = ebb__engine_job_store(job);
     int rc = 0;
@@ -165,7 +183,15 @@ int ebb__engine_transfer_recover(struct ebb__job *job)
         return 0;
     if (xfer(job) == NULL)
         return EBB_ENOMEM;
-    job->xfer->n_held = 0;
+    struct ebb__job_transfer *x = job->xfer;
+    x->n_held = 0;
+    struct ebb__transfer_rates r;
+    int rc = ebb__store_rates_get(job->engine->opt.store, job->id, &r);
+    if (rc != 0 && rc != EBB_ENOTFOUND)
+        return rc;
+    x->up_rate = (double)r.up_bytes_per_s / 1000;
+    x->down_rate = (double)r.down_bytes_per_s / 1000;
+    x->last_duration = r.last_write;
     return ebb__store_checkpoints_stored(job->engine->opt.store, job->id,
                                          (size_t)keep_of(job), recover_one, job);
 }
@@ -182,8 +208,10 @@ void ebb__engine_transfer_download(struct ebb__job *job,
     if (x == NULL)
         return;
     a->download_billed = 1; /* once per instance, whatever the agent says */
-    if (r->download_ms > 0)
+    if (r->download_ms > 0) {
         x->down_rate = (double)r->download_bytes / (double)r->download_ms;
+        keep_rates(job, ebb__clock_now(e->opt.clock));
+    }
     const struct ebb__store_cfg *s = ebb__engine_job_store(job);
     if (s == NULL)
         return;

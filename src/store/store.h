@@ -50,7 +50,7 @@ struct ebb__store;
 
 /* The newest schema version this build knows. Bumped by every migration
  * added to store_schema.c (a static assertion there keeps them in step). */
-#define EBB__STORE_SCHEMA_LATEST 13
+#define EBB__STORE_SCHEMA_LATEST 14
 
 /* PRAGMA application_id of an ebb database ("ebb!"), set by migration 1 so
  * that another program's SQLite file is never mistaken for ours. */

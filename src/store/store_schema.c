@@ -415,9 +415,21 @@ static const char v13[] =
     "ALTER TABLE stored_checkpoints ADD COLUMN rank INTEGER NOT NULL DEFAULT 0"
     " CHECK (rank >= 0);";
 
+/* Version 14: each job's checkpoint transfer rates (store_rates.h,
+ * docs/stores.md "Fees and timing"), so that a restart plans with what
+ * its agents measured; jobs stored before it start from the defaults. */
+static const char v14[] =
+    "CREATE TABLE transfer_rates ("
+    " job_id TEXT PRIMARY KEY REFERENCES jobs (id),"
+    " up_bytes_per_s INTEGER NOT NULL CHECK (up_bytes_per_s >= 0),"
+    " down_bytes_per_s INTEGER NOT NULL CHECK (down_bytes_per_s >= 0),"
+    " last_write_ms INTEGER NOT NULL CHECK (last_write_ms >= 0),"
+    " updated_at INTEGER NOT NULL"
+    ");";
+
 /* migrations[i] moves a file from version i to version i + 1. */
 static const char *const migrations[] = {v1, v2, v3, v4, v5, v6, v7, v8, v9, v10,
-                                         v11, v12, v13};
+                                         v11, v12, v13, v14};
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) ==
                    EBB__STORE_SCHEMA_LATEST,

@@ -393,6 +393,17 @@
       "SELECT family, gpu_model, provider, host, samples, rates FROM speeds"   \
       " ORDER BY family, gpu_model, provider, host")
 
+/* ---- checkpoint transfer rates (store_rates.c) -------------------------- */
+
+#define EBB__STORE_RATES_STATEMENTS(X)                                         \
+    X(RATES_PUT,                                                               \
+      "INSERT OR REPLACE INTO transfer_rates (job_id, up_bytes_per_s,"         \
+      " down_bytes_per_s, last_write_ms, updated_at)"                          \
+      " VALUES (?1, ?2, ?3, ?4, ?5)")                                          \
+    X(RATES_GET,                                                               \
+      "SELECT up_bytes_per_s, down_bytes_per_s, last_write_ms"                 \
+      " FROM transfer_rates WHERE job_id = ?1")
+
 #define EBB__STORE_STATEMENTS(X)                                               \
     EBB__STORE_TXN_STATEMENTS(X)                                               \
     EBB__STORE_CLOCK_STATEMENTS(X)                                             \
@@ -402,6 +413,7 @@
     EBB__STORE_OUTBOX_STATEMENTS(X)                                            \
     EBB__STORE_CKPT_STATEMENTS(X)                                              \
     EBB__STORE_WORKDIR_STATEMENTS(X)                                           \
-    EBB__STORE_SPEED_STATEMENTS(X)
+    EBB__STORE_SPEED_STATEMENTS(X)                                             \
+    EBB__STORE_RATES_STATEMENTS(X)
 
 #endif

@@ -26,6 +26,7 @@
 
 #include "store/store.h"
 #include "store/store_ckpt.h"
+#include "store/store_rates.h"
 #include "store/store_workdir.h"
 #include "store_peek.h"
 
@@ -1058,6 +1059,36 @@ static void checkpoint_rows_keep_their_rank(void **state)
     ebb__store_close(s);
 }
 
+/* Version 14 keeps jobs' checkpoint transfer rates: a job stored before it
+ * has none (the engine's defaults), one put is read back, replaced by the
+ * next, and a negative rate is refused. */
+static void version_13_jobs_have_no_rates(void **state)
+{
+    struct fixture *fx = *state;
+    struct ebb__store *s = NULL;
+    char err[512];
+    assert_int_equal(ebb__store_open_at_version(fx->db, 13, &s, err, sizeof(err)), 0);
+    add_job(ebb_test_store_db(s), "j-old", "running");
+    ebb__store_close(s);
+
+    s = open_ok(fx->db);
+    struct ebb__transfer_rates r = {.up_bytes_per_s = 7};
+    assert_int_equal(ebb__store_rates_get(s, "j-old", &r), EBB_ENOTFOUND);
+    assert_int_equal(r.up_bytes_per_s, 0);
+    const struct ebb__transfer_rates a = {100000000, 0, 20000}, b = {90000000, 5, 0};
+    assert_int_equal(ebb__store_rates_put(s, "j-old", &a, 10), 0);
+    assert_int_equal(ebb__store_rates_get(s, "j-old", &r), 0);
+    assert_memory_equal(&r, &a, sizeof(r));
+    assert_int_equal(ebb__store_rates_put(s, "j-old", &b, 20), 0);
+    assert_int_equal(ebb__store_rates_get(s, "j-old", &r), 0);
+    assert_memory_equal(&r, &b, sizeof(r));
+    const struct ebb__transfer_rates bad = {-1, 0, 0};
+    assert_true(ebb__store_rates_put(s, "j-old", &bad, 30) < 0);
+    assert_int_equal(ebb__store_rates_get(s, "j-old", &r), 0);
+    assert_memory_equal(&r, &b, sizeof(r));
+    ebb__store_close(s);
+}
+
 /* Version 13 gives stored_checkpoints a rank: rows stored before it are
  * rank 0 (a single instance's), and a rank is never negative. */
 static void version_12_checkpoints_migrate_to_rank_0(void **state)
@@ -1079,7 +1110,7 @@ static void version_12_checkpoints_migrate_to_rank_0(void **state)
     s = open_ok(fx->db);
     int v = -1;
     assert_int_equal(ebb__store_schema_version(s, &v), 0);
-    assert_int_equal(v, 13);
+    assert_int_equal(v, EBB__STORE_SCHEMA_LATEST);
     db = ebb_test_store_db(s);
     assert_int_equal(query_i64(db, "SELECT rank FROM stored_checkpoints"), 0);
     struct ck_seen seen = {0};
@@ -1186,6 +1217,7 @@ int main(void)
         T(checkpoint_keys_and_rows),
         T(checkpoint_rows_keep_their_rank),
         T(version_12_checkpoints_migrate_to_rank_0),
+        T(version_13_jobs_have_no_rates),
         T(workdir_rows),
     };
 #undef T

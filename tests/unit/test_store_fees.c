@@ -177,10 +177,19 @@ static void storage_billed_once_from_durable_to_deletion(void **state)
     assert_int_equal(fee(job, "storage", "sum(amount_micros)"), first);
     c2 = c3, c3 = c4, c4 = late;
     /* What a restart reads back (engine_recover.c): the three held, oldest
-     * first, from the store's checkpoint rows; the billed one is not. */
+     * first, from the store's checkpoint rows; the billed one is not; and
+     * the rates its agent measured (130 GiB uploaded in 10 s; the late
+     * one reported no upload) with the latest write (none reported). */
+    double up = job->xfer->up_rate;
+    assert_true(fabs(up - 130.0 * GIB / (10 * S)) < 1e-6);
     job->xfer->n_held = 0;
     job->xfer->last_bytes = 0;
+    job->xfer->up_rate = job->xfer->down_rate = 0;
+    job->xfer->last_duration = 12345;
     assert_int_equal(ebb__engine_transfer_recover(job), 0);
+    assert_true(fabs(job->xfer->up_rate - up) <= 0.001);
+    assert_true(job->xfer->down_rate == 0);
+    assert_int_equal(job->xfer->last_duration, 0);
     assert_int_equal(job->xfer->n_held, 3);
     assert_int_equal(job->xfer->held[0].at, c2);
     assert_int_equal(job->xfer->held[0].bytes, 120 * GIB);
@@ -269,6 +278,10 @@ static void restart_overhead_counts_the_download(void **state)
     report(job, (struct ebb__agent_report){.kind = EBB__AGENT_STARTED,
                                            .download_bytes = 1000000000,
                                            .download_ms = 2 * S});
+    assert_int_equal(ebb__engine_restart_overhead(job), 2 * MINUTE + 20 * S);
+    /* A restart of ebbd keeps the measured rate (store_rates.h). */
+    job->xfer->down_rate = 0;
+    assert_int_equal(ebb__engine_transfer_recover(job), 0);
     assert_int_equal(ebb__engine_restart_overhead(job), 2 * MINUTE + 20 * S);
     stop();
 }
