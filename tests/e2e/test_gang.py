@@ -28,27 +28,18 @@ environment.
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, Tap, kill_leftovers, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, Tap, kill_leftovers, sql, wait_for  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "tests", "e2e", "gang_train.py")
 STEPS = "1500"
 tmp = tempfile.mkdtemp(prefix="ebb-gang.")
 tap = Tap()
 ok = tap.ok
-
-
-def sql(state, query, *args):
-    db = sqlite3.connect(os.path.join(state, "ebb.db"))
-    try:
-        return db.execute(query, args).fetchall()
-    finally:
-        db.close()
 
 
 def write(path, text, mode=0o644):

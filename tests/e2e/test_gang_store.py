@@ -16,13 +16,13 @@ both parts' bytes, and `keep` counts whole ones. Output is TAP.
 """
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import ROOT, Daemon, FakeS3, Tap, kill_leftovers, wait_for  # noqa: E402
+from e2e import sql as e2e_sql  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "tests", "e2e", "gang_train.py")
 STEPS = "1500"
@@ -32,11 +32,7 @@ t = Tap()
 
 
 def sql(query, *args):
-    db = sqlite3.connect(os.path.join(state, "ebb.db"))
-    try:
-        return db.execute(query, args).fetchall()
-    finally:
-        db.close()
+    return e2e_sql(state, query, *args)
 
 
 def write(path, text):
