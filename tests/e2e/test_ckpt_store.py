@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, FakeS3, Tap, kill_leftovers, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, FakeS3, Tap, end, wait_for  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "examples", "train.py")
 STEPS, SLEEP = 600, "0.02"
@@ -244,5 +244,4 @@ t.ok(not any(x["name"] in json.dumps(started) for x in never),
 
 t.ok(d.stop() == 0, "ebbd stops cleanly")
 s3.stop()
-kill_leftovers(tmp)
-t.finish()
+end(t, tmp, state + ".log")

@@ -33,7 +33,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, FakeS3, Tap, kill_leftovers, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, FakeS3, Tap, end, wait_for  # noqa: E402
 
 MARKER = "workdir-marker-" + os.urandom(8).hex()
 
@@ -287,5 +287,4 @@ d.ebb("cancel", e)
 
 t.ok(d.stop() == 0, "ebbd stops cleanly")
 s3.stop()
-kill_leftovers(tmp)
-t.finish()
+end(t, tmp, state + ".log")
