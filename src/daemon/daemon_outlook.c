@@ -217,8 +217,10 @@ static int rest_of(const struct ebb__job *job, ebb_time_ms now, struct ebb__job_
     return 0;
 }
 
-/* Starts the quote of job `id`'s rest for `call` (NULL: the background).
- * Returns 0 when started; else -1 with *why set (o freed). */
+/* Starts the quote of job `id`'s rest for `call` (NULL: the background),
+ * answered into `o`. Returns 0 when started; -1 when the rest cannot be
+ * made (*why says why); -2 when the quote did not start (it answered
+ * `call` then). On failure `o` stays the caller's to free. */
 static int start(struct ebb__daemon *d, struct ebb__api_call *call, const char *id,
                  const struct ebb__job *job, struct outlook_req *o, struct ebb_diag *why)
 {

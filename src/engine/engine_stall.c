@@ -122,7 +122,7 @@ static int progress_stalled(const struct ebb__job *job, ebb_time_ms now, char *r
 /* Why the job's GPUs idled into `reason`; 0: they have not. Low reports
  * must span the window, first to last: an agent that stops sending
  * utilisation (nvidia-smi hung) leaves no evidence for the time after. */
-static int gpus_idle(const struct ebb__job *job, ebb_time_ms now, char *reason, size_t size)
+static int gpus_idle(const struct ebb__job *job, char *reason, size_t size)
 {
     const struct ebb__attempt *a = job->current;
     unsigned reports;
@@ -146,7 +146,7 @@ void ebb__engine_stall_check(struct ebb__job *job, ebb_time_ms now)
         a->notice || a->terminating || a->agent_exited)
         return;
     char why[160];
-    if (!progress_stalled(job, now, why, sizeof(why)) && !gpus_idle(job, now, why, sizeof(why)))
+    if (!progress_stalled(job, now, why, sizeof(why)) && !gpus_idle(job, why, sizeof(why)))
         return;
     const struct ebb__offer *o = &job->engine->market.offers[a->offer];
     char where[96], reason[320], key[160];

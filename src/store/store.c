@@ -150,6 +150,27 @@ int ebb__store_bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i, int64_t v
     return rc == SQLITE_OK ? 0 : ebb__store_fail(s, rc);
 }
 
+int ebb__store_bind(struct ebb__store *s, sqlite3_stmt *st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = 0;
+    for (int i = 0; fmt[i] != '\0' && rc == 0; i++) {
+        if (fmt[i] == 't') {
+            const char *v = va_arg(ap, const char *);
+            rc = v != NULL ? ebb__store_bind_text(s, st, i + 1, v) : 0;
+        } else {
+            rc = ebb__store_bind_i64(s, st, i + 1, va_arg(ap, int64_t));
+        }
+    }
+    va_end(ap);
+    if (rc != 0) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+    return rc;
+}
+
 const char * ebb__store_col_text(sqlite3_stmt *st, int i)
 {
     const unsigned char *t = sqlite3_column_text(st, i);

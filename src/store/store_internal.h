@@ -68,6 +68,10 @@ int ebb__store_bind_text(struct ebb__store *s, sqlite3_stmt *st, int i,
                          const char *v);
 int ebb__store_bind_i64(struct ebb__store *s, sqlite3_stmt *st, int i,
                         int64_t v);
+/* Binds the arguments after `fmt` to ?1, ?2, ...: 't' a string (NULL left
+ * unbound: SQL NULL), 'i' an int64_t. On failure the statement is reset
+ * and unbound, and the code returned. */
+int ebb__store_bind(struct ebb__store *s, sqlite3_stmt *st, const char *fmt, ...);
 /* Column text, "" for NULL. */
 const char *ebb__store_col_text(sqlite3_stmt *st, int i);
 

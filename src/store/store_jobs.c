@@ -2,34 +2,10 @@
  * intent rows that make launches idempotent), checkpoints, ledger rows
  * with the sums budgets read, and the job counts. Their SQL is in
  * store_sql.h. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "store/store_internal.h"
-
-/* Binds `n` values described by a format: 't' text (const char *, NULL
- * binds NULL), 'i' int64. Keeps the statements below one line per field. */
-static int bind(struct ebb__store *s, sqlite3_stmt *st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = 0;
-    for (int i = 0; fmt[i] != '\0' && rc == 0; i++) {
-        if (fmt[i] == 't') {
-            const char *v = va_arg(ap, const char *);
-            rc = v != NULL ? ebb__store_bind_text(s, st, i + 1, v) : 0;
-        } else {
-            rc = ebb__store_bind_i64(s, st, i + 1, va_arg(ap, int64_t));
-        }
-    }
-    va_end(ap);
-    if (rc != 0) {
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-    }
-    return rc;
-}
 
 static const char *market_name(enum ebb_market m)
 {
@@ -41,7 +17,7 @@ int ebb__store_job_insert(struct ebb__store *s, const struct ebb__job_row *r)
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_JOB_INSERT);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "ttitttttiiiiitiiiiti", r->id, r->name,
+    int rc = ebb__store_bind(s, st, "ttitttttiiiiitiiiiti", r->id, r->name,
                   (int64_t)r->owner_uid, r->team ? r->team : "", r->spec_yaml,
                   r->spec_json, r->state, r->policy ? r->policy : "",
                   (int64_t)r->submitted_at, (int64_t)r->deadline,
@@ -61,7 +37,7 @@ int ebb__store_job_update(struct ebb__store *s, const char *id,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_JOB_UPDATE);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "ttiiiii", id, state, (int64_t)work_done_ms,
+    int rc = ebb__store_bind(s, st, "ttiiiii", id, state, (int64_t)work_done_ms,
                   (int64_t)spent, (int64_t)retries, (int64_t)preemptions,
                   (int64_t)updated_at);
     return rc != 0 ? rc : ebb__store_run(s, st);
@@ -74,7 +50,7 @@ int ebb__store_job_event(struct ebb__store *s, const char *job_id,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_JOB_EVENT);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tittt", job_id, (int64_t)at, from_state, to_state,
+    int rc = ebb__store_bind(s, st, "tittt", job_id, (int64_t)at, from_state, to_state,
                   reason);
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
@@ -85,7 +61,7 @@ int ebb__store_instance_insert(struct ebb__store *s,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_INSTANCE_INSERT);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tttttttiitttt", r->token, r->job_id, r->provider,
+    int rc = ebb__store_bind(s, st, "tttttttiitttt", r->token, r->job_id, r->provider,
                   r->region, r->zone, r->instance_type, market_name(r->market),
                   (int64_t)r->requested_at, (int64_t)r->price, r->currency,
                   r->market_plugin ? r->market_plugin : "",
@@ -102,7 +78,7 @@ int ebb__store_instance_update(struct ebb__store *s, const char *token,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_INSTANCE_UPDATE);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tttiit", token, state, provider_instance_id,
+    int rc = ebb__store_bind(s, st, "tttiit", token, state, provider_instance_id,
                   (int64_t)started_at, (int64_t)ended_at, end_reason);
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
@@ -115,7 +91,7 @@ int ebb__store_checkpoint_add(struct ebb__store *s, const char *job_id,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_CHECKPOINT_ADD);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "ttitiii", job_id, instance_token, (int64_t)at,
+    int rc = ebb__store_bind(s, st, "ttitiii", job_id, instance_token, (int64_t)at,
                   path ? path : "", (int64_t)work_done_ms, (int64_t)complete,
                   bytes > 0 ? bytes : 0);
     return rc != 0 ? rc : ebb__store_run(s, st);
@@ -141,7 +117,7 @@ int ebb__store_checkpoints_stored(struct ebb__store *s, const char *job_id,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_CHECKPOINTS_STORED);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "ti", job_id, (int64_t)most);
+    int rc = ebb__store_bind(s, st, "ti", job_id, (int64_t)most);
     struct stored_walk w = {cb, arg};
     return rc != 0 ? rc : ebb__store_each(s, st, stored_row, &w);
 }
@@ -167,7 +143,7 @@ int ebb__store_checkpoint_latest(struct ebb__store *s, const char *job_id, char 
         return EBB_EDB;
     path[0] = '\0';
     struct path_out p = {path, len};
-    int rc = bind(s, st, "t", job_id);
+    int rc = ebb__store_bind(s, st, "t", job_id);
     if (rc == 0)
         rc = ebb__store_each(s, st, latest_row, &p);
     return rc < 0 ? rc : rc == 1 ? 0 : EBB_ENOTFOUND;
@@ -178,7 +154,7 @@ int ebb__store_ledger_add(struct ebb__store *s, const struct ebb__ledger_row *r)
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_LEDGER_ADD);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tttttiiiitt", r->job_id, r->instance_token,
+    int rc = ebb__store_bind(s, st, "tttttiiiitt", r->job_id, r->instance_token,
                   r->team ? r->team : "", r->provider, r->kind,
                   (int64_t)r->start_at, (int64_t)r->end_at, (int64_t)r->rate,
                   (int64_t)r->amount, r->currency, r->note ? r->note : "");
@@ -191,7 +167,7 @@ int ebb__store_ledger_job_total(struct ebb__store *s, const char *job_id,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_LEDGER_JOB_TOTAL);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "t", job_id);
+    int rc = ebb__store_bind(s, st, "t", job_id);
     if (rc != 0)
         return rc;
     rc = sqlite3_step(st);
@@ -206,7 +182,7 @@ int ebb__store_instance_shadow(struct ebb__store *s, const char *token,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_INSTANCE_SHADOW);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tt", token, shadow_id);
+    int rc = ebb__store_bind(s, st, "tt", token, shadow_id);
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
 
@@ -216,7 +192,7 @@ int ebb__store_instance_agent_hash(struct ebb__store *s, const char *token,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_INSTANCE_AGENT_HASH);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tt", token, hash);
+    int rc = ebb__store_bind(s, st, "tt", token, hash);
     return rc != 0 ? rc : ebb__store_run(s, st);
 }
 
@@ -240,7 +216,7 @@ int ebb__store_ledger_team_sums(struct ebb__store *s, const char *team,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_LEDGER_TEAM_SUMS);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tii", team, (int64_t)from, (int64_t)to);
+    int rc = ebb__store_bind(s, st, "tii", team, (int64_t)from, (int64_t)to);
     return rc != 0 ? rc : each_sum(s, st, cb, arg);
 }
 
@@ -251,7 +227,7 @@ int ebb__store_ledger_owner_sums(struct ebb__store *s, const char *team,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_LEDGER_OWNER_SUMS);
     if (st == NULL)
         return EBB_EDB;
-    int rc = bind(s, st, "tiii", team, (int64_t)from, (int64_t)to, owner_uid);
+    int rc = ebb__store_bind(s, st, "tiii", team, (int64_t)from, (int64_t)to, owner_uid);
     return rc != 0 ? rc : each_sum(s, st, cb, arg);
 }
 

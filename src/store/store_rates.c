@@ -9,16 +9,9 @@ int ebb__store_rates_put(struct ebb__store *s, const char *job_id,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_RATES_PUT);
     if (st == NULL)
         return EBB_EDB;
-    const int64_t nums[] = {r->up_bytes_per_s, r->down_bytes_per_s, r->last_write, at};
-    int rc = ebb__store_bind_text(s, st, 1, job_id);
-    for (int i = 0; rc == 0 && i < 4; i++)
-        rc = ebb__store_bind_i64(s, st, i + 2, nums[i]);
-    if (rc != 0) {
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-        return rc;
-    }
-    return ebb__store_run(s, st);
+    int rc = ebb__store_bind(s, st, "tiiii", job_id, r->up_bytes_per_s, r->down_bytes_per_s,
+                             (int64_t)r->last_write, (int64_t)at);
+    return rc != 0 ? rc : ebb__store_run(s, st);
 }
 
 static int rates_row(sqlite3_stmt *st, void *arg)
@@ -39,12 +32,8 @@ int ebb__store_rates_get(struct ebb__store *s, const char *job_id,
     sqlite3_stmt *st = ebb__store_stmt(s, EBB__SQL_RATES_GET);
     if (st == NULL)
         return EBB_EDB;
-    int rc = ebb__store_bind_text(s, st, 1, job_id);
-    if (rc != 0) {
-        sqlite3_reset(st);
-        sqlite3_clear_bindings(st);
-        return rc;
-    }
-    rc = ebb__store_each(s, st, rates_row, r);
+    int rc = ebb__store_bind(s, st, "t", job_id);
+    if (rc == 0)
+        rc = ebb__store_each(s, st, rates_row, r);
     return rc < 0 ? rc : rc == 1 ? 0 : EBB_ENOTFOUND;
 }

@@ -42,6 +42,14 @@ class Tap:
         sys.exit(1 if self.failures else 0)
 
 
+def write(path, text, mode=0o644):
+    """Writes `text` to `path` with `mode`; returns the path."""
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
 def sql(state, query, *args):
     """The rows of `query` on the store of ebbd's state directory `state`."""
     db = sqlite3.connect(os.path.join(state, "ebb.db"))

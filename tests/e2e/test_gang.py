@@ -33,20 +33,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, Tap, kill_leftovers, sql, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, Tap, kill_leftovers, sql, wait_for, write  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "tests", "e2e", "gang_train.py")
 STEPS = "1500"
 tmp = tempfile.mkdtemp(prefix="ebb-gang.")
 tap = Tap()
 ok = tap.ok
-
-
-def write(path, text, mode=0o644):
-    with open(path, "w") as f:
-        f.write(text)
-    os.chmod(path, mode)
-    return path
 
 
 def config(name, extra_local="", gang_timeout="10m", preempt_after="1h", speed=1200):

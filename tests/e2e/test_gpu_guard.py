@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e import ROOT, Daemon, Tap, end, wait_for  # noqa: E402
+from e2e import ROOT, Daemon, Tap, end, wait_for, write  # noqa: E402
 from e2e import sql as e2e_sql  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "examples", "train.py")
@@ -37,13 +37,6 @@ tmp = tempfile.mkdtemp(prefix="ebb-gpu-guard.")
 state = os.path.join(tmp, "state")
 tap = Tap()
 ok = tap.ok
-
-
-def write(path, text, mode=0o644):
-    with open(path, "w") as f:
-        f.write(text)
-    os.chmod(path, mode)
-    return path
 
 
 def sql(query, *args):
