@@ -99,6 +99,16 @@ struct ebb_market_view {
      * policy may keep what it derived from the offers alone for the next
      * job planned at the same instant. 0: no such promise. */
     uint64_t generation;
+    /* Appended: for a policy whose flags hold EBB_POLICY_ASKS_FORECASTS,
+     * ebbd may leave every offer's forecast, n_forecast and
+     * forecast_p50_low unset (NULL / 0) until the policy asks for them:
+     * fill_forecast(fill_ctx, k) sets those three fields of offers[k] in
+     * place (ebbd owns the view's memory) and returns 0, or an EBB_E*
+     * code with them left unset (no forecast known). The values are the
+     * ones ebbd would have put there at once; asking again is cheap. NULL
+     * when the offers came filled. Valid during the call. */
+    int (*fill_forecast)(void *fill_ctx, size_t offer);
+    void *fill_ctx;
 };
 
 enum ebb_job_market {
@@ -156,6 +166,12 @@ struct ebb_decision {
     char reason[160];      /* recorded in job_events, shown to users */
 };
 
+/* Flags of struct ebb_policy. */
+/* The policy reads offers' forecasts only after asking for them through
+ * ebb_market_view's fill_forecast: ebbd then computes only the forecasts
+ * a decision reads. */
+#define EBB_POLICY_ASKS_FORECASTS 1u
+
 struct ebb_policy {
     uint32_t abi;          /* EBB_POLICY_ABI */
     uint32_t struct_size;  /* sizeof(struct ebb_policy) */
@@ -176,6 +192,9 @@ struct ebb_policy {
     int (*decide)(void *self, const struct ebb_job_view *job,
                   const struct ebb_market_view *market, ebb_time_ms now,
                   struct ebb_decision *out);
+
+    /* Appended: EBB_POLICY_* flags; absent: 0. */
+    uint32_t flags;
 };
 
 /* The size of the first version of struct ebb_policy: the least

@@ -139,7 +139,7 @@ double pu_price_at(const struct pu_ctx *c, size_t k, double t, int band)
 {
     if (k >= c->n)
         return INFINITY;
-    const struct ebb_offer *o = pu_offer(c, k);
+    const struct ebb_offer *o = pu_offer_fc(c, k);
     double price = o->price_per_hour > 0 ? (double)o->price_per_hour : 0;
     /* Points are in time order; the last one at or before t holds. The
      * price now is known, so points at or before now do not replace it. An
@@ -160,7 +160,7 @@ double pu_price_at(const struct pu_ctx *c, size_t k, double t, int band)
 static double span_slow(const struct pu_ctx *c, size_t k, double start,
                         double end, int band)
 {
-    const struct ebb_offer *o = pu_offer(c, k);
+    const struct ebb_offer *o = pu_offer_fc(c, k);
     double t = start, price = pu_price_at(c, k, start, band), sum = 0;
     for (size_t i = 0; i < n_points(o); i++) {
         double at = (double)o->forecast[i].at;
@@ -209,7 +209,7 @@ static int64_t int_price(const struct ebb_forecast_point *p, int band)
 static int span_fast(const struct pu_ctx *c, size_t k, double start,
                      double end, int band, int64_t limit, double *out)
 {
-    const struct ebb_offer *o = pu_offer(c, k);
+    const struct ebb_offer *o = pu_offer_fc(c, k);
     if (!fast_time(c->now) || !(fabs(start) < (double)FAST_TIME_MAX) ||
         start != floor(start) || !(end < (double)FAST_TIME_MAX))
         return 0;
@@ -399,7 +399,7 @@ static int fast_next(const struct ebb_offer *o, size_t i)
 static int later_fast(const struct pu_ctx *c, size_t k, size_t end,
                       const struct pu_model *m, size_t *best, double *cost)
 {
-    const struct ebb_offer *o = pu_offer(c, k);
+    const struct ebb_offer *o = pu_offer_fc(c, k);
     size_t n = n_points(o);
     if (!fast_time(c->now))
         return 0;
@@ -461,7 +461,7 @@ size_t pu_cheapest_later(const struct pu_ctx *c, size_t k, size_t end_index,
     size_t best = PU_NONE;
     double best_cost = INFINITY;
     if (k < c->n && pu_usable(pu_offer(c, k))) {
-        const struct ebb_offer *o = pu_offer(c, k);
+        const struct ebb_offer *o = pu_offer_fc(c, k);
         size_t end = end_index < n_points(o) ? end_index : n_points(o);
         if (!later_fast(c, k, end, m, &best, &best_cost)) {
             best = PU_NONE;
@@ -481,7 +481,7 @@ size_t pu_cheapest_later(const struct pu_ctx *c, size_t k, size_t end_index,
     if (cost != NULL)
         *cost = best_cost;
     if (wait_ms != NULL)
-        *wait_ms = best != PU_NONE ? (double)pu_offer(c, k)->forecast[best].at -
+        *wait_ms = best != PU_NONE ? (double)pu_offer_fc(c, k)->forecast[best].at -
                                          (double)c->now
                                    : 0;
     return best;
@@ -548,7 +548,7 @@ int pu_budget_fits(const struct pu_ctx *c, size_t k, const struct pu_model *m,
     double ms = work / s + (k == c->running ? 0 : pu_restart_ms(c)) +
                 (job->checkpoint_grace > 0 ? (double)job->checkpoint_grace : 0);
     /* The worst price over that span: now, or any p90 point inside it. */
-    const struct ebb_offer *o = pu_offer(c, k);
+    const struct ebb_offer *o = pu_offer_fc(c, k);
     double worst = pu_price_at(c, k, (double)c->now, 90);
     double now_price = o->price_per_hour > 0 ? (double)o->price_per_hour : 0;
     if (now_price > worst)
@@ -625,7 +625,7 @@ static int fit_ok(const struct pu_ctx *c, const struct pu_guard *g,
 int pu_cannot_beat(const struct pu_ctx *c, size_t k, const struct pu_model *m,
                    double bound)
 {
-    const struct ebb_offer *o = pu_offer(c, k);
+    const struct ebb_offer *o = pu_offer_fc(c, k);
     if (o->forecast_p50_low <= 0 || !isfinite(bound))
         return 0;
     ebb_micros low = o->price_per_hour < o->forecast_p50_low ? o->price_per_hour

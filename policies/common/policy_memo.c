@@ -64,7 +64,7 @@ static int memo_build(const struct pu_ctx *c, struct pu_memo *m)
     }
     m->n_od = 0;
     for (size_t k = 0; k < c->n; k++) {
-        m->buf[k] = (struct keyed){least_per_work(pu_offer(c, k)), k};
+        m->buf[k] = (struct keyed){least_per_work(pu_offer_fc(c, k)), k};
         m->least[k] = m->buf[k].key;
         m->has_text[k] = 0;
         if (pu_offer(c, k)->market == EBB_MARKET_ON_DEMAND)

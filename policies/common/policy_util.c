@@ -31,11 +31,22 @@ int pu_begin(struct pu_ctx *c, const struct ebb_job_view *job,
     }
     if (EBB_POLICY_HAS(struct ebb_market_view, market, generation))
         c->generation = market->generation;
+    if (EBB_POLICY_HAS(struct ebb_market_view, market, fill_ctx)) {
+        c->fill_forecast = market->fill_forecast;
+        c->fill_ctx = market->fill_ctx;
+    }
     c->now = now;
     double left = (double)job->work_total - (double)job->work_done;
     c->remaining = left > 0 ? left : 0;
     c->running = job->running_offer < c->n ? job->running_offer : PU_NONE;
     return 0;
+}
+
+const struct ebb_offer *pu_offer_fc(const struct pu_ctx *c, size_t k)
+{
+    if (c->fill_forecast != NULL)
+        (void)c->fill_forecast(c->fill_ctx, k); /* failed: no forecast */
+    return pu_offer(c, k);
 }
 
 const double *pu_hazard_by_hour(const struct pu_ctx *c, size_t k)

@@ -45,6 +45,10 @@ struct pu_ctx {
                           engine's index lies outside the view) */
     struct pu_cost_cache *cache; /* NULL, or see pu_cache_attach() */
     struct pu_memo *memo;        /* NULL, or see pu_memo_attach() */
+    /* The view's fill_forecast and its context; NULL when the offers
+     * came with their forecasts (see pu_offer_fc()). */
+    int (*fill_forecast)(void *fill_ctx, size_t offer);
+    void *fill_ctx;
 };
 
 /* Checks the arguments, clears *out (so equal inputs give equal bytes) and
@@ -62,6 +66,13 @@ static inline const struct ebb_offer *pu_offer(const struct pu_ctx *c,
     return (const struct ebb_offer *)(const void *)((const char *)c->offers +
                                                     k * c->stride);
 }
+
+/* Offer k (k < c->n) with its forecast, n_forecast and forecast_p50_low
+ * set: ebbd leaves them unset until asked (include/ebb/policy.h,
+ * EBB_POLICY_ASKS_FORECASTS), so every read of them goes through here.
+ * A policy that sets that flag reads forecasts only through this file's
+ * functions or this one. */
+const struct ebb_offer *pu_offer_fc(const struct pu_ctx *c, size_t k);
 
 /* Offer k's preemption hazard by hour of day (24 values), or NULL when it
  * has none or ebbd predates the field. */

@@ -103,6 +103,7 @@ static const struct ebb_policy dl_policy = {
     .create = dl_create,
     .destroy = dl_destroy,
     .decide = dl_decide,
+    .flags = EBB_POLICY_ASKS_FORECASTS,
 };
 
 const struct ebb_policy *ebb_policy_entry(void)

@@ -187,6 +187,7 @@ static const struct ebb_policy greedy_policy = {
     .create = greedy_create,
     .destroy = greedy_destroy,
     .decide = greedy_decide,
+    .flags = EBB_POLICY_ASKS_FORECASTS,
 };
 
 const struct ebb_policy *ebb_policy_entry(void)

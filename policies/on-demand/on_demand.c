@@ -72,6 +72,7 @@ static const struct ebb_policy on_demand_policy = {
     .create = on_demand_create,
     .destroy = on_demand_destroy,
     .decide = on_demand_decide,
+    .flags = EBB_POLICY_ASKS_FORECASTS,
 };
 
 const struct ebb_policy *ebb_policy_entry(void)

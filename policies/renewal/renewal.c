@@ -464,6 +464,7 @@ static const struct ebb_policy rn_policy = {
     .create = rn_create,
     .destroy = rn_destroy,
     .decide = rn_decide,
+    .flags = EBB_POLICY_ASKS_FORECASTS,
 };
 
 const struct ebb_policy *ebb_policy_entry(void)

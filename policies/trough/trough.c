@@ -178,7 +178,7 @@ static struct later best_later(const struct dlr_state *s, double max_wait,
         size_t k = pu_nth(c, i);
         if (pu_past_bound(c, k, best.cost))
             break;
-        const struct ebb_offer *o = pu_offer(c, k);
+        const struct ebb_offer *o = pu_offer_fc(c, k);
         if (o->forecast == NULL || o->n_forecast == 0 ||
             !pu_guard_market_ok(c, &s->g, k) || !pu_ready(c, k) ||
             !pu_budget_fits(c, k, &s->m, NULL, NULL))
@@ -271,6 +271,7 @@ static const struct ebb_policy trough_policy = {
     .create = trough_create,
     .destroy = trough_destroy,
     .decide = trough_decide,
+    .flags = EBB_POLICY_ASKS_FORECASTS,
 };
 
 const struct ebb_policy *ebb_policy_entry(void)

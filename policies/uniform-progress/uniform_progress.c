@@ -303,6 +303,7 @@ static const struct ebb_policy up_policy = {
     .create = up_create,
     .destroy = up_destroy,
     .decide = up_decide,
+    .flags = EBB_POLICY_ASKS_FORECASTS,
 };
 
 const struct ebb_policy *ebb_policy_entry(void)

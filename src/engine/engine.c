@@ -135,6 +135,7 @@ void ebb__engine_free(struct ebb__engine *e)
     free(e->view_allowed);
     free(e->view_fc);
     free(e->view_hazard);
+    free(e->view_filled);
     ebb__engine_outlook_free(e);
     ebb__engine_speed_free(e);
     free(e->view_family);

@@ -3,15 +3,17 @@
  * the market's history with the pure forecaster (market/forecast.c) and
  * cached on the offer until the hour (opt.outlook_refresh) or the history
  * moves, so that many jobs planning at one instant share one forecast per
- * offer. */
+ * offer. The price forecast, the dear part, waits until someone reads it
+ * (ebb__engine_forecast): a policy that asks for forecasts
+ * (EBB_POLICY_ASKS_FORECASTS) reads a few offers' of hundreds. It is
+ * computed as of the instant it fell due, so when it is computed changes
+ * nothing. */
 #include <stdlib.h>
 
 #include "base/log.h"
 #include "engine/internal.h"
 #include "market/forecast.h"
 
-/* A week ahead at hourly steps: what the issue asks policies to see. */
-#define OUTLOOK_STEPS 168
 #define OUTLOOK_STEP EBB_MS_PER_HOUR
 
 static int scratch_fill(struct ebb__outlook_scratch *s, const struct ebb__offer *o,
@@ -52,10 +54,10 @@ static int scratch_fill(struct ebb__outlook_scratch *s, const struct ebb__offer 
 
 static void flat_outlook(struct ebb__offer *o, ebb_micros price, ebb_time_ms now)
 {
-    for (size_t i = 0; i < OUTLOOK_STEPS; i++)
+    for (size_t i = 0; i < EBB__ENGINE_OUTLOOK_STEPS; i++)
         o->fc[i] = (struct ebb_forecast_point){now + (ebb_time_ms)(i + 1) * OUTLOOK_STEP,
                                                price, price, price};
-    o->n_fc = OUTLOOK_STEPS;
+    o->n_fc = EBB__ENGINE_OUTLOOK_STEPS;
 }
 
 static ebb_micros lowest_p50(const struct ebb__offer *o)
@@ -92,12 +94,13 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
         now >= o->fc_origin)
         return;
     if (o->fc == NULL) {
-        o->fc = calloc(OUTLOOK_STEPS, sizeof(*o->fc));
+        o->fc = calloc(EBB__ENGINE_OUTLOOK_STEPS, sizeof(*o->fc));
         if (o->fc == NULL)
             return;
     }
     o->fc_origin = now;
     o->fc_steps_seen = o->n_steps;
+    o->fc_pending = 0;
     o->n_fc = 0;
     o->fc_p50_low = 0;
     o->hazard = 0;
@@ -115,14 +118,9 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
     size_t first, n;
     if (scratch_fill(s, o, now + 1, &first, &n) != 0 || n == 0)
         return;
-    struct ebb__price_history ph = {s->at, s->price, n};
-    /* The origin is just after now so that a price that took effect at this
+    o->fc_pending = 1;
+    /* The origin is just after now so that a step that took effect at this
      * very instant is part of the history. */
-    if (ebb__forecast_prices(&ph, now + 1, OUTLOOK_STEP, OUTLOOK_STEPS, o->fc) == 0)
-        o->n_fc = OUTLOOK_STEPS;
-    else
-        flat_outlook(o, cur->price, now);
-    o->fc_p50_low = lowest_p50(o);
     struct ebb__capacity_history ch = {s->at, s->capacity, n};
     o->hazard = ebb__preemption_hazard(&ch, now + 1, o->losses, o->instance_hours);
     hazard_by_hour(o, &ch, now + 1);
@@ -130,6 +128,27 @@ void ebb__engine_outlook(struct ebb__engine *e, size_t k, ebb_time_ms now)
     for (size_t b = 0; b < EBB_PERIOD_BUCKETS && !o->has_record; b++)
         o->has_record = o->record.up[b] > 0 || o->record.down[b] > 0;
     o->has_record |= o->record.since > 0;
+}
+
+void ebb__engine_forecast(struct ebb__engine *e, size_t k)
+{
+    struct ebb__offer *o = &e->market.offers[k];
+    if (!o->fc_pending)
+        return;
+    o->fc_pending = 0;
+    ebb_time_ms now = o->fc_origin;
+    const struct ebb__market_step *cur = ebb__offer_at(o, now);
+    struct ebb__outlook_scratch *s = &e->outlook_scratch;
+    size_t first, n;
+    if (cur == NULL || scratch_fill(s, o, now + 1, &first, &n) != 0 || n == 0)
+        return;
+    struct ebb__price_history ph = {s->at, s->price, n};
+    if (ebb__forecast_prices(&ph, now + 1, OUTLOOK_STEP, EBB__ENGINE_OUTLOOK_STEPS,
+                             o->fc) == 0)
+        o->n_fc = EBB__ENGINE_OUTLOOK_STEPS;
+    else
+        flat_outlook(o, cur->price, now);
+    o->fc_p50_low = lowest_p50(o);
 }
 
 void ebb__engine_outlook_free(struct ebb__engine *e)

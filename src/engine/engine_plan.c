@@ -51,6 +51,10 @@ static int grow_view(struct ebb__engine *e, size_t n)
     if (hazard == NULL)
         return EBB_ENOMEM;
     e->view_hazard = hazard;
+    unsigned char *filled = realloc(e->view_filled, n);
+    if (filled == NULL)
+        return EBB_ENOMEM;
+    e->view_filled = filled;
     e->view_cap = n;
     return 0;
 }
@@ -87,46 +91,61 @@ static int own_forecast(const struct ebb__offer *o, const char *currency, int no
     return nodes > 1 || strcmp(o->currency, currency) != 0;
 }
 
-/* Appends offer `o`'s forecast, converted into `currency` and priced for
- * `nodes` nodes, to the view's pool of its own forecasts. Returns 0 or
- * EBB_ENOMEM. */
-static int convert_forecast(struct ebb__engine *e, const struct ebb__offer *o,
-                            const char *currency, int nodes)
+int ebb__engine_fill_forecast(struct ebb__engine *e, size_t i)
 {
-    if (e->view_fc_n + o->n_fc > e->view_fc_cap) {
-        size_t cap = (e->view_fc_n + o->n_fc) * 2;
-        struct ebb_forecast_point *grown = realloc(e->view_fc, cap * sizeof(*grown));
-        if (grown == NULL)
-            return EBB_ENOMEM;
-        e->view_fc = grown;
-        e->view_fc_cap = cap;
+    if (i >= e->view_n)
+        return EBB_EINVAL;
+    if (e->view_filled[i])
+        return 0;
+    const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
+    ebb__engine_forecast(e, e->view_map[i]);
+    struct ebb_offer *v = &e->view_offers[i];
+    int nodes = e->view_nodes;
+    const char *currency = e->view_currency;
+    v->forecast = o->fc;
+    if (own_forecast(o, currency, nodes) && o->n_fc > 0) {
+        size_t need = e->view_n * EBB__ENGINE_OUTLOOK_STEPS;
+        if (need > e->view_fc_cap) {
+            /* Only before the view's first own forecast: none is linked. */
+            struct ebb_forecast_point *grown = realloc(e->view_fc, need * sizeof(*grown));
+            if (grown == NULL)
+                return EBB_ENOMEM;
+            e->view_fc = grown;
+            e->view_fc_cap = need;
+        }
+        struct ebb_forecast_point *own = e->view_fc + i * EBB__ENGINE_OUTLOOK_STEPS;
+        for (size_t j = 0; j < o->n_fc; j++) {
+            const struct ebb_forecast_point *p = &o->fc[j];
+            own[j] = (struct ebb_forecast_point){
+                .at = p->at,
+                .p10 = nodes * price_in(e, o, p->p10, currency),
+                .p50 = nodes * price_in(e, o, p->p50, currency),
+                .p90 = nodes * price_in(e, o, p->p90, currency),
+            };
+        }
+        v->forecast = own;
     }
-    for (size_t i = 0; i < o->n_fc; i++) {
-        const struct ebb_forecast_point *p = &o->fc[i];
-        e->view_fc[e->view_fc_n++] = (struct ebb_forecast_point){
-            .at = p->at,
-            .p10 = nodes * price_in(e, o, p->p10, currency),
-            .p50 = nodes * price_in(e, o, p->p50, currency),
-            .p90 = nodes * price_in(e, o, p->p90, currency),
-        };
-    }
+    v->n_forecast = o->n_fc;
+    v->forecast_p50_low = nodes * price_in(e, o, o->fc_p50_low, currency);
+    e->view_filled[i] = 1;
     return 0;
 }
 
-/* Points the view's offers with forecasts of their own at them in the
- * pool, which is complete (no longer moved by realloc) once the view is
- * built. */
-static void link_converted_forecasts(struct ebb__engine *e, size_t n,
-                                     const char *currency, int nodes)
+/* The view's fill_forecast (include/ebb/policy.h). */
+static int fill_forecast(void *ctx, size_t i)
 {
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct ebb__offer *o = &e->market.offers[e->view_map[i]];
-        if (!own_forecast(o, currency, nodes))
-            continue;
-        e->view_offers[i].forecast = e->view_fc + at;
-        at += e->view_offers[i].n_forecast;
+    return ebb__engine_fill_forecast(ctx, i);
+}
+
+/* Fills every view offer's forecast, for a policy that does not ask. */
+static int fill_forecasts(struct ebb__engine *e, size_t n_view)
+{
+    for (size_t i = 0; i < n_view; i++) {
+        int rc = ebb__engine_fill_forecast(e, i);
+        if (rc != 0)
+            return rc;
     }
+    return 0;
 }
 
 /* The view's hazard by hour of offer `o` at view index `i` for a gang
@@ -163,7 +182,6 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
     if (view_reusable(e, job, now))
         return e->view_n;
     e->view_valid = 0;
-    e->view_fc_n = 0;
     int nodes = ebb__job_nodes(job);
     size_t n = 0;
     for (size_t i = 0; i < job->n_allowed; i++) {
@@ -178,9 +196,6 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
         if (now < o->unavailable_until)
             available = 0;
         ebb__engine_outlook(e, k, now);
-        if (own_forecast(o, job->currency, nodes) &&
-            convert_forecast(e, o, job->currency, nodes) != 0)
-            return 0;
         e->view_offers[n] = (struct ebb_offer){
             .struct_size = sizeof(struct ebb_offer),
             .provider = o->provider,
@@ -192,18 +207,16 @@ static size_t build_market_view(struct ebb__engine *e, struct ebb__job *job,
             .speed = ebb__engine_speed(job, k, NULL),
             .available = available,
             .preemption_per_hour = nodes * o->hazard,
-            .forecast = o->fc,
-            .n_forecast = o->n_fc,
-            .forecast_p50_low = nodes * price_in(e, o, o->fc_p50_low, job->currency),
+            /* forecast, n_forecast, forecast_p50_low: fill_forecast */
             .preemption_by_hour = hazard_by_hour(e, o, n, nodes),
             .up_lengths = o->has_record ? o->record.up : NULL,
             .down_lengths = o->has_record ? o->record.down : NULL,
             .availability_since = o->has_record ? o->record.since : 0,
         };
         e->view_map[n] = k;
+        e->view_filled[n] = 0;
         n++;
     }
-    link_converted_forecasts(e, n, job->currency, nodes);
     if (job->n_allowed > 0) /* allowed is NULL when nothing is */
         memcpy(e->view_allowed, job->allowed, job->n_allowed * sizeof(*job->allowed));
     e->view_n_allowed = job->n_allowed;
@@ -422,6 +435,13 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
         view_k = view_index(e, n_view, job->current->offer);
     if (view_k == SIZE_MAX || d->kind == EBB_DECIDE_STOP)
         return 0;
+    size_t cur = running ? view_index(e, n_view, job->current->offer) : SIZE_MAX;
+    if (ebb__engine_fill_forecast(e, view_k) != 0 ||
+        (cur != SIZE_MAX && ebb__engine_fill_forecast(e, cur) != 0)) {
+        /* No worst case to judge by: nothing is spent until there is. */
+        ebb__error("job %s: out of memory for the offers' forecasts", job->id);
+        return 1;
+    }
     const struct ebb_offer *o = &e->view_offers[view_k];
     int moving = !running || e->view_map[view_k] != job->current->offer;
     ebb_dur_ms left = job->work_total - ebb__job_work_done(job, now);
@@ -452,7 +472,6 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
     /* Moving away: the current instance still runs its grace period. */
     if (running && moving) {
         ebb_dur_ms grace = ebb__engine_attempt_grace(job);
-        size_t cur = view_index(e, n_view, job->current->offer);
         if (cur != SIZE_MAX)
             step.extra += ebb__cost_of(
                 max_micros(worst_price(&e->view_offers[cur], now, grace),
@@ -562,12 +581,20 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
         carry_out(job, &idle);
         return;
     }
+    const struct ebb_policy *policy = job->policy->plugin->policy;
     struct ebb_market_view market = {
         .struct_size = sizeof(market),
         .offers = e->view_offers,
         .n_offers = n_view,
         .generation = e->view_generation,
     };
+    if (policy->flags & EBB_POLICY_ASKS_FORECASTS) {
+        market.fill_forecast = fill_forecast;
+        market.fill_ctx = e;
+    } else if (fill_forecasts(e, n_view) != 0) {
+        ebb__error("job %s: out of memory for the offers' forecasts", job->id);
+        return;
+    }
     struct ebb_job_view view;
     fill_job_view(job, now, n_view, &view);
     ebb__engine_note_deadline(job, e->view_offers, n_view, now);
@@ -575,7 +602,6 @@ static void plan_now(struct ebb__job *job, ebb_time_ms now)
         return; /* its offer lost its price: wait for the market */
 
     struct ebb_decision d = {0};
-    const struct ebb_policy *policy = job->policy->plugin->policy;
     e->decisions++;
     int saved = 0;
     size_t patched = own_offer_available(e, job, n_view, now, &saved);

@@ -288,9 +288,13 @@ struct ebb__engine {
     char view_currency[4];    /* the view's prices are in it */
     int view_transfer_set;    /* some offer holds a job's transfer_cost */
     /* Forecasts of the view's offers in another currency, converted, or
-     * for a gang, scaled to its nodes. */
+     * for a gang, scaled to its nodes: EBB__ENGINE_OUTLOOK_STEPS points
+     * for view offer i from view_fc + i * that, so that filling one never
+     * moves another's. view_filled[i]: offer i's forecast fields are set
+     * (engine_plan.c's fill_forecast). */
     struct ebb_forecast_point *view_fc;
-    size_t view_fc_n, view_fc_cap;
+    size_t view_fc_cap;
+    unsigned char *view_filled;
     /* The gang's size the view is for (ebb__job_nodes), and its offers'
      * hazard by hour scaled to it: 24 per view offer (view_cap). */
     int view_nodes;
@@ -763,13 +767,26 @@ void ebb__engine_launch_member(struct ebb__job *job);
 
 /* ---- offers' outlook (engine_outlook.c) ---- */
 
-/* Brings offer `offer`'s forecast and hazard up to date for `now`. */
+/* A week ahead at hourly steps: the most points an offer's forecast has. */
+#define EBB__ENGINE_OUTLOOK_STEPS 168
+
+/* Brings offer `offer`'s hazard and record up to date for `now`, and its
+ * forecast due (ebb__engine_forecast computes it). */
 void ebb__engine_outlook(struct ebb__engine *e, size_t offer, ebb_time_ms now);
+/* Computes offer `offer`'s forecast if it is due (fc_pending), as of the
+ * instant it fell due. */
+void ebb__engine_forecast(struct ebb__engine *e, size_t offer);
 /* Frees the outlook's scratch (ebb__engine_free). */
 void ebb__engine_outlook_free(struct ebb__engine *e);
 
 /* ---- the planner (engine_plan.c) ---- */
 
+/* Sets view offer i's forecast, n_forecast and forecast_p50_low from its
+ * market offer's forecast, computed first if due (ebb__engine_forecast):
+ * a view's offers come without them, for policies that ask for them
+ * (EBB_POLICY_ASKS_FORECASTS). Returns 0, EBB_EINVAL (no such offer) or
+ * EBB_ENOMEM (the fields stay unset). */
+int ebb__engine_fill_forecast(struct ebb__engine *e, size_t i);
 /* Asks the job's policy what to do now and does it. */
 void ebb__engine_plan_job(struct ebb__job *job);
 

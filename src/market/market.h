@@ -49,13 +49,16 @@ struct ebb__offer {
     /* The provider said it has no capacity here (EBB_ENOCAPACITY): the
      * offer counts as unavailable until then. */
     ebb_time_ms unavailable_until;
-    /* The forecast and hazard policies see, computed at fc_origin for the
-     * steps known then; recomputed when the hour or the history moves. */
+    /* The forecast and hazard policies see, as of fc_origin for the
+     * steps known then; due again when the hour or the history moves.
+     * The price forecast is computed when first read (fc_pending until
+     * then, with n_fc 0), the rest at once. */
     struct ebb_forecast_point *fc;
     size_t n_fc;
     ebb_micros fc_p50_low;   /* the lowest p50 in fc */
     ebb_time_ms fc_origin;
     size_t fc_steps_seen;
+    int fc_pending;
     double hazard;
     double hazard_by_hour[24]; /* by UTC hour of day, when has_by_hour */
     int has_by_hour;

@@ -112,6 +112,52 @@ struct ebb_job_view ph_job10(void)
     return j;
 }
 
+/* The offers as ebbd hands them to a policy that asks for forecasts
+ * (EBB_POLICY_ASKS_FORECASTS): without them until fill_forecast. */
+struct lazy_view {
+    struct ebb_offer offers[16];
+    const struct ebb_offer *full;
+    size_t n;
+};
+
+static int lazy_fill(void *ctx, size_t k)
+{
+    struct lazy_view *l = ctx;
+    if (k >= l->n)
+        return EBB_EINVAL;
+    l->offers[k].forecast = l->full[k].forecast;
+    l->offers[k].n_forecast = l->full[k].n_forecast;
+    l->offers[k].forecast_p50_low = l->full[k].forecast_p50_low;
+    return 0;
+}
+
+/* A policy that asks for forecasts decides alike when it gets them only
+ * by asking: it reads none it did not ask for. */
+static void same_when_asked(const struct ph_pol *pol, const struct ebb_job_view *job,
+                            const struct ebb_offer *offers, size_t n,
+                            ebb_time_ms now, const struct ebb_decision *want,
+                            uint64_t generation)
+{
+    if (!(pol->p->flags & EBB_POLICY_ASKS_FORECASTS) || n == 0 || offers == NULL)
+        return;
+    static struct lazy_view l;
+    memcpy(l.offers, offers, n * sizeof(*offers));
+    l.full = offers;
+    l.n = n;
+    for (size_t k = 0; k < n; k++) {
+        l.offers[k].forecast = NULL;
+        l.offers[k].n_forecast = 0;
+        l.offers[k].forecast_p50_low = 0;
+    }
+    struct ebb_market_view m = {.struct_size = sizeof(m), .offers = l.offers,
+                                .n_offers = n, .generation = generation,
+                                .fill_forecast = lazy_fill, .fill_ctx = &l};
+    struct ebb_decision got;
+    memset(&got, 0xa5, sizeof(got));
+    assert_int_equal(pol->p->decide(pol->self, job, &m, now, &got), 0);
+    assert_memory_equal(&got, want, sizeof(got));
+}
+
 /* Decides and checks what every decision must satisfy. */
 struct ebb_decision ph_decide_ok(const struct ph_pol *pol,
                                      const struct ebb_job_view *job,
@@ -136,6 +182,7 @@ struct ebb_decision ph_decide_ok(const struct ph_pol *pol,
     assert_int_equal(pol->p->decide(pol->self, job, &m, now, &a), 0);
     assert_int_equal(pol->p->decide(pol->self, job, &m, now, &b), 0);
     assert_memory_equal(&a, &b, sizeof(a));
+    same_when_asked(pol, job, offers, n, now, &a, ++generation);
     assert_memory_equal(&job_copy, job, sizeof(*job));
     if (n > 0 && offers != NULL)
         assert_memory_equal(copy, offers, n * sizeof(*offers));

@@ -912,6 +912,96 @@ static void a_relative_checkpoint_dir_lies_below_the_workdir(void **state)
     fx_stop(f);
 }
 
+/* ---- forecasts computed when read ---------------------------------------- */
+
+/* What one offer of a view showed its policy. */
+struct seen_forecast {
+    size_t n;
+    ebb_micros p50_low;
+    struct ebb_forecast_point points[EBB__ENGINE_OUTLOOK_STEPS];
+};
+
+/* Runs a renewal job on the daily cycle (prices_daily_cycle.csv, 9 days of
+ * history) to its first decision, with the policy asking for forecasts or
+ * not; fills `seen` (the view's 2 offers) with what the view holds after
+ * the decision, each offer's forecast filled in, and returns the job's
+ * state then. `pending` gets how many offers were still without their
+ * forecast before that, and a check that waiting changes nothing: each
+ * one's outlook is brought up to date 20 minutes later first, and its
+ * forecast must still be the one due at the decision. */
+static enum ebb__job_state first_decision(struct fx *f, int asks,
+                                          struct seen_forecast seen[2],
+                                          size_t *pending)
+{
+    fx_start_with(f, "prices_daily_cycle.csv", NULL, "renewal", "");
+    struct ebb__plugin_slot *s = ebb__registry_policy(&f->v.registry, "renewal");
+    assert_non_null(s);
+    assert_true(s->plugin->copy.policy.flags & EBB_POLICY_ASKS_FORECASTS);
+    if (!asks)
+        s->plugin->copy.policy.flags &= ~EBB_POLICY_ASKS_FORECASTS;
+    ebb_time_ms at = T0 + 9 * EBB_MS_PER_DAY + 10 * H;
+    run_to(f, at);
+    struct ebb__job *job = submit(f, "name: j\nrun: [train]\nwork: 4h\n"
+                                     "deadline: 30h\nrestart_overhead: 5m\n"
+                                     "resources: {instance_types: [p3.2xlarge]}\n");
+    run_to(f, at + MINUTE);
+    struct ebb__engine *e = f->v.engine;
+    assert_int_equal(e->view_n, 2); /* spot and on-demand */
+    *pending = 0;
+    for (size_t i = 0; i < e->view_n; i++) {
+        struct ebb__offer *o = &e->market.offers[e->view_map[i]];
+        if (!o->fc_pending)
+            continue;
+        (*pending)++;
+        assert_null(e->view_offers[i].forecast);
+        assert_int_equal(e->view_offers[i].n_forecast, 0);
+        ebb_time_ms due = o->fc_origin;
+        ebb__engine_outlook(e, e->view_map[i], at + 20 * MINUTE);
+        assert_true(o->fc_pending);
+        assert_int_equal(o->fc_origin, due);
+    }
+    for (size_t i = 0; i < e->view_n; i++) {
+        assert_int_equal(ebb__engine_fill_forecast(e, i), 0);
+        const struct ebb_offer *v = &e->view_offers[i];
+        seen[i].n = v->n_forecast;
+        seen[i].p50_low = v->forecast_p50_low;
+        assert_true(v->n_forecast <= EBB__ENGINE_OUTLOOK_STEPS);
+        memcpy(seen[i].points, v->forecast, v->n_forecast * sizeof(*v->forecast));
+    }
+    assert_int_equal(ebb__engine_fill_forecast(e, e->view_n), EBB_EINVAL);
+    enum ebb__job_state state = job->state;
+    fx_stop(f);
+    return state;
+}
+
+/* A policy that asks for forecasts (EBB_POLICY_ASKS_FORECASTS) gets offers
+ * without them, each computed when first read as of the instant it fell
+ * due: it decides as a policy given every forecast at once, and what it
+ * reads is the same. renewal reads none for a job without a budget. */
+static void forecasts_are_computed_when_read(void **state)
+{
+    (void)state;
+    struct fx *f = &fx_mem;
+    static struct seen_forecast at_once[2], when_read[2];
+    size_t pending_at_once, pending_when_read;
+    enum ebb__job_state a = first_decision(f, 0, at_once, &pending_at_once);
+    enum ebb__job_state b = first_decision(f, 1, when_read, &pending_when_read);
+    assert_int_equal(a, b);
+    assert_int_equal(pending_at_once, 0);
+    assert_int_equal(pending_when_read, 1); /* the spot offer's */
+    for (int i = 0; i < 2; i++) {
+        assert_true(at_once[i].n > 0);
+        assert_int_equal(at_once[i].n, when_read[i].n);
+        assert_int_equal(at_once[i].p50_low, when_read[i].p50_low);
+        assert_memory_equal(at_once[i].points, when_read[i].points,
+                            at_once[i].n * sizeof(at_once[i].points[0]));
+    }
+    /* The cycle is in the forecast: night prices are lower than day ones. */
+    ebb_micros low = at_once[0].p50_low < at_once[1].p50_low ? at_once[0].p50_low
+                                                              : at_once[1].p50_low;
+    assert_true(low < 2400000);
+}
+
 /* ---- gangs: which offers, what a policy sees, the yardsticks ------------ */
 
 static const char gang_yaml[] = "name: g\nrun: [python, train.py]\nwork: 1h\n"
@@ -975,14 +1065,16 @@ static void gangs_need_a_provider_and_a_network(void **state)
     fx_stop(f);
 }
 
-/* The view the planner last built (engine internals). */
+/* An offer of the view the planner last built (engine internals), with
+ * its forecast filled in as for a policy that asks for it. */
 static const struct ebb_offer *view_of(const struct fx *f, const char *type,
                                        enum ebb_market market, size_t *k)
 {
-    const struct ebb__engine *e = f->v.engine;
+    struct ebb__engine *e = f->v.engine;
     for (size_t i = 0; i < e->view_n; i++) {
         const struct ebb_offer *o = &e->view_offers[i];
         if (strcmp(o->instance_type, type) == 0 && o->market == market) {
+            assert_int_equal(ebb__engine_fill_forecast(e, i), 0);
             *k = e->view_map[i];
             return o;
         }
@@ -1239,6 +1331,7 @@ int main(void)
         cmocka_unit_test_teardown(deadline_passes_while_waiting, teardown),
         cmocka_unit_test_teardown(a_taken_id_is_drawn_again, teardown),
         cmocka_unit_test_teardown(gangs_need_a_provider_and_a_network, teardown),
+        cmocka_unit_test_teardown(forecasts_are_computed_when_read, teardown),
         cmocka_unit_test_teardown(a_gang_sees_n_times_price_and_hazard, teardown),
         cmocka_unit_test_teardown(a_gang_needs_capacity_for_every_node, teardown),
         cmocka_unit_test_teardown(a_gangs_yardsticks_count_each_node, teardown),
