@@ -82,6 +82,7 @@ struct ebb__daemon {
     unsigned store_readers;  /* store reads off the loop now (daemon_api.c) */
     struct ebb_list quotes;  /* quotes off the loop now, one per user (daemon_plan.c) */
     struct ebb__daemon_outlooks outlooks; /* running jobs' (daemon_outlook.c) */
+    unsigned mpu_sweeps;     /* stores' upload listings going on (daemon_mpu_sweep.c) */
     uv_signal_t sigterm;
     uv_signal_t sigint;
     double clock_speed;

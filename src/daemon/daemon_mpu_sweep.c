@@ -5,7 +5,8 @@
  * store's uploads under jobs/ are listed, at start and hourly, and each
  * is aborted unless its checkpoint is still in flight: a row preparing,
  * uploading or completing, or one with work in progress here. An upload
- * under another key (not ebb's layout) is left alone. */
+ * under another key (not ebb's layout) is left alone. The listing is read
+ * a page at a time (struct sweep). */
 #include "daemon/daemon_ckpt.h"
 
 #include <inttypes.h>
@@ -17,16 +18,24 @@
 #include "daemon/daemon.h"
 #include "store/store_ckpt.h"
 
-/* Uploads one listing takes: more are left to the next sweep's. */
-#define MPU_LIST_MAX 10000
+/* Pages one sweep of a store reads at most (a million uploads): a
+ * listing that goes on past them is not a real one. */
+#define MPU_SWEEP_PAGES 1000
 
-struct listing {
+/* One store's sweep: a page at a time, the next asked for once this
+ * page's aborts have all answered, so a sweep holds one page and at
+ * most a page of aborts however many uploads the store has. */
+struct sweep {
     struct ebb__daemon *d;
     char store[256];
+    char *key_marker, *upload_marker; /* of the next page; NULL: the first */
+    unsigned pages;
+    size_t aborting; /* this page's aborts not answered yet */
+    int last;        /* the page being worked through is the last */
 };
 
 struct abortion {
-    char store[256];
+    struct sweep *s;
     char *key;
 };
 
@@ -62,69 +71,133 @@ static int in_flight(struct ebb__daemon *d, int64_t seq)
            strcmp(state, "completing") == 0;
 }
 
+static void sweep_end(struct sweep *s)
+{
+    s->d->mpu_sweeps--;
+    free(s->key_marker);
+    free(s->upload_marker);
+    free(s);
+}
+
+static void on_page(void *arg, const struct ebb__objstore_result *r);
+
+/* Asks for the next page, or ends the sweep after the last. */
+static void next_page(struct sweep *s)
+{
+    struct ebb__objstore *st = ebb__daemon_objstore(s->d, s->store);
+    if (s->last || s->d->shutting_down || st == NULL) {
+        sweep_end(s);
+        return;
+    }
+    struct ebb__objstore_marker from = {s->key_marker, s->upload_marker};
+    int rc = ebb__objstore_mpu_list_page(st, "jobs/", s->key_marker != NULL ? &from : NULL,
+                                         on_page, s);
+    if (rc != 0) {
+        ebb__warn("store %s: cannot list its multipart uploads: %s", s->store,
+                  ebb_strerror(rc));
+        sweep_end(s);
+    }
+}
+
 static void on_aborted(void *arg, const struct ebb__objstore_result *r)
 {
     struct abortion *a = arg;
+    struct sweep *s = a->s;
     if (r->status == 0 || r->status == EBB_ENOTFOUND)
         ebb__info("store %s: aborted a multipart upload of %s that no checkpoint "
-                  "in flight owns", a->store, a->key);
-    else
+                  "in flight owns", s->store, a->key);
+    else if (r->status != EBB_ECANCELED)
         ebb__warn("store %s: cannot abort the multipart upload of %s (the bucket's "
-                  "lifecycle rule will): %s", a->store, a->key, r->message);
+                  "lifecycle rule will): %s", s->store, a->key, r->message);
     free(a->key);
     free(a);
+    if (--s->aborting == 0)
+        next_page(s);
 }
 
-static void abort_upload(struct ebb__daemon *d, const char *store,
-                         const struct ebb__objstore_entry *e)
+static void abort_upload(struct sweep *s, const struct ebb__objstore_entry *e)
 {
-    struct ebb__objstore *st = ebb__daemon_objstore(d, store);
+    struct ebb__objstore *st = ebb__daemon_objstore(s->d, s->store);
     struct abortion *a = calloc(1, sizeof(*a));
     if (a != NULL) {
-        snprintf(a->store, sizeof(a->store), "%s", store);
+        a->s = s;
         a->key = strdup(e->key);
     }
     if (st == NULL || a == NULL || a->key == NULL ||
         ebb__objstore_mpu_abort(st, e->key, e->upload_id, on_aborted, a) != 0) {
-        ebb__warn("store %s: cannot abort the multipart upload of %s", store, e->key);
+        ebb__warn("store %s: cannot abort the multipart upload of %s", s->store, e->key);
         if (a != NULL)
             free(a->key);
         free(a);
+        return;
     }
+    s->aborting++;
 }
 
-static void on_listed(void *arg, const struct ebb__objstore_result *r)
+/* Keeps where the page after this one starts; a listing that does not
+ * move on, or goes on past MPU_SWEEP_PAGES, ends the sweep (said once). */
+static void keep_next(struct sweep *s, const struct ebb__objstore_marker *next)
 {
-    struct listing *l = arg;
-    if (r->status != 0) {
-        if (!l->d->shutting_down)
-            ebb__warn("store %s: cannot list its multipart uploads: %s", l->store,
-                      r->message);
-    } else if (!l->d->shutting_down) {
-        for (size_t i = 0; i < r->n_entries; i++) {
-            int64_t seq = seq_of_key(r->entries[i].key);
-            if (seq > 0 && !in_flight(l->d, seq))
-                abort_upload(l->d, l->store, &r->entries[i]);
-        }
+    if (next == NULL) {
+        s->last = 1;
+        return;
     }
-    free(l);
+    const char *upload = next->upload_id != NULL ? next->upload_id : "";
+    int same = s->key_marker != NULL && strcmp(next->key, s->key_marker) == 0 &&
+               strcmp(upload, s->upload_marker != NULL ? s->upload_marker : "") == 0;
+    if (same || ++s->pages >= MPU_SWEEP_PAGES) {
+        ebb__warn("store %s: its listing of multipart uploads %s; the sweep stops "
+                  "here and starts over in an hour", s->store,
+                  same ? "does not move past its marker" : "goes on past 1000 pages");
+        s->last = 1;
+        return;
+    }
+    free(s->key_marker);
+    free(s->upload_marker);
+    s->key_marker = strdup(next->key);
+    s->upload_marker = strdup(upload);
+    if (s->key_marker == NULL || s->upload_marker == NULL)
+        s->last = 1;
+}
+
+static void on_page(void *arg, const struct ebb__objstore_result *r)
+{
+    struct sweep *s = arg;
+    if (r->status != 0 || s->d->shutting_down) {
+        if (!s->d->shutting_down)
+            ebb__warn("store %s: cannot list its multipart uploads: %s", s->store,
+                      r->message);
+        sweep_end(s);
+        return;
+    }
+    keep_next(s, r->next);
+    /* Counted as one until every abort is started, so that none that
+     * answers at once asks for the next page early. */
+    s->aborting = 1;
+    for (size_t i = 0; i < r->n_entries; i++) {
+        int64_t seq = seq_of_key(r->entries[i].key);
+        if (seq > 0 && !in_flight(s->d, seq))
+            abort_upload(s, &r->entries[i]);
+    }
+    if (--s->aborting == 0)
+        next_page(s);
 }
 
 void ebb__daemon_mpu_sweep(struct ebb__daemon *d)
 {
+    if (d->mpu_sweeps > 0)
+        return; /* the last one is still going: it takes the uploads since too */
     for (size_t i = 0; i < d->config->n_stores; i++) {
         const struct ebb__store_cfg *sc = &d->config->stores[i];
         struct ebb__objstore *st = ebb__daemon_objstore(d, sc->name);
         if (sc->kind == EBB__OBJSTORE_FILE || st == NULL)
             continue;
-        struct listing *l = calloc(1, sizeof(*l));
-        if (l == NULL)
+        struct sweep *s = calloc(1, sizeof(*s));
+        if (s == NULL)
             return;
-        l->d = d;
-        snprintf(l->store, sizeof(l->store), "%s", sc->name);
-        if (ebb__objstore_mpu_list(st, "jobs/", MPU_LIST_MAX, on_listed, l) != 0) {
-            ebb__warn("store %s: cannot list its multipart uploads", sc->name);
-            free(l);
-        }
+        s->d = d;
+        snprintf(s->store, sizeof(s->store), "%s", sc->name);
+        d->mpu_sweeps++;
+        next_page(s);
     }
 }

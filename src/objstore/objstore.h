@@ -135,7 +135,15 @@ struct ebb__objstore_entry {
     char *key; /* relative to the store's prefix */
     int64_t size;
     char *etag;
-    char *upload_id; /* a multipart upload's (mpu_list), else NULL */
+    char *upload_id; /* a multipart upload's (mpu_list_page), else NULL */
+};
+
+/* Where a listing of multipart uploads resumes: after this key and
+ * upload id (ListMultipartUploads' key and upload id markers, as the
+ * server gave them: full keys in the bucket; upload_id may be NULL). */
+struct ebb__objstore_marker {
+    const char *key;
+    const char *upload_id;
 };
 
 /* What an operation ended with; valid during the callback only. */
@@ -149,6 +157,8 @@ struct ebb__objstore_result {
     int64_t size;          /* head: the object's size; get: bytes written */
     const struct ebb__objstore_entry *entries; /* list */
     size_t n_entries;
+    /* mpu_list_page: where the next page starts; NULL after the last. */
+    const struct ebb__objstore_marker *next;
     int attempts;
 };
 
@@ -196,12 +206,19 @@ int ebb__objstore_mpu_complete(struct ebb__objstore *st, const char *key,
                                size_t n, ebb__objstore_cb cb, void *arg);
 int ebb__objstore_mpu_abort(struct ebb__objstore *st, const char *key,
                             const char *upload_id, ebb__objstore_cb cb, void *arg);
-/* Every multipart upload in progress under `prefix` (relative to the
- * store's), entries with key and upload_id, following the key and upload
- * id markers (ListMultipartUploads). More than `max` fails with EBB_EIO;
- * a file:// store has none (EBB_EUNSUPPORTED). */
-int ebb__objstore_mpu_list(struct ebb__objstore *st, const char *prefix, size_t max,
-                           ebb__objstore_cb cb, void *arg);
+/* The most uploads one page of mpu_list_page holds (S3's and OSS's
+ * max-uploads limit, which ebb asks for). */
+#define EBB__OBJSTORE_UPLOADS_PAGE 1000
+
+/* One page of the multipart uploads in progress under `prefix` (relative
+ * to the store's; ListMultipartUploads), from `from` (NULL: the first
+ * page): entries with key and upload_id, and r->next. A page of more
+ * than EBB__OBJSTORE_UPLOADS_PAGE entries fails with EBB_EPROTO, so the
+ * memory a page takes is bounded; a file:// store has none
+ * (EBB_EUNSUPPORTED). */
+int ebb__objstore_mpu_list_page(struct ebb__objstore *st, const char *prefix,
+                                const struct ebb__objstore_marker *from,
+                                ebb__objstore_cb cb, void *arg);
 
 enum ebb__objstore_presign_op {
     EBB__PRESIGN_GET = 0,

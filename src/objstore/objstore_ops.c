@@ -76,9 +76,11 @@ int ebb__objstore_delete(struct ebb__objstore *st, const char *key,
     return o != NULL ? ebb__os_op_start(o) : EBB_ENOMEM;
 }
 
-/* A listing of the bucket under `prefix`: of objects or of uploads. */
+/* A listing of the bucket under `prefix`: of objects, or one page of
+ * uploads from `from` (may be NULL). */
 static int start_listing(struct ebb__objstore *st, enum op_kind kind, const char *prefix,
-                         size_t max, ebb__objstore_cb cb, void *arg)
+                         size_t max, const struct ebb__objstore_marker *from,
+                         ebb__objstore_cb cb, void *arg)
 {
     struct op *o = ebb__os_op_new(st, kind, "GET", NULL, cb, arg);
     if (o == NULL)
@@ -86,7 +88,16 @@ static int start_listing(struct ebb__objstore *st, enum op_kind kind, const char
     o->max = max;
     o->list_prefix = st->prefix[0] != '\0' ? ebb_strfmt("%s/%s", st->prefix, prefix)
                                            : strdup(prefix);
-    if (o->list_prefix == NULL || ebb__os_list_query(o) != 0) {
+    int copied = 1;
+    if (from != NULL) {
+        o->page.next_key_marker = strdup(from->key);
+        copied = o->page.next_key_marker != NULL;
+        if (copied && from->upload_id != NULL && from->upload_id[0] != '\0') {
+            o->page.next_upload_marker = strdup(from->upload_id);
+            copied = o->page.next_upload_marker != NULL;
+        }
+    }
+    if (o->list_prefix == NULL || !copied || ebb__os_list_query(o) != 0) {
         ebb__os_op_free(o);
         return EBB_ENOMEM;
     }
@@ -100,7 +111,7 @@ int ebb__objstore_list(struct ebb__objstore *st, const char *prefix, size_t max,
         return EBB_EINVAL;
     if (st->kind == EBB__OBJSTORE_FILE)
         return ebb__os_file_list(st, prefix, max, cb, arg);
-    return start_listing(st, OP_LIST, prefix, max, cb, arg);
+    return start_listing(st, OP_LIST, prefix, max, NULL, cb, arg);
 }
 
 /* "uploadId=ENC" (and "partNumber=N&" before it) as the query. */
@@ -241,12 +252,15 @@ int ebb__objstore_mpu_abort(struct ebb__objstore *st, const char *key,
     return ebb__os_op_start(o);
 }
 
-int ebb__objstore_mpu_list(struct ebb__objstore *st, const char *prefix, size_t max,
-                           ebb__objstore_cb cb, void *arg)
+int ebb__objstore_mpu_list_page(struct ebb__objstore *st, const char *prefix,
+                                const struct ebb__objstore_marker *from,
+                                ebb__objstore_cb cb, void *arg)
 {
-    if (prefix == NULL || cb == NULL || max == 0 || ebb__os_check_prefix(prefix) != 0)
+    if (prefix == NULL || cb == NULL || ebb__os_check_prefix(prefix) != 0 ||
+        (from != NULL && (from->key == NULL || from->key[0] == '\0')))
         return EBB_EINVAL;
     if (!remote_only(st))
         return EBB_EUNSUPPORTED;
-    return start_listing(st, OP_LIST_UPLOADS, prefix, max, cb, arg);
+    return start_listing(st, OP_LIST_UPLOADS, prefix, EBB__OBJSTORE_UPLOADS_PAGE, from,
+                         cb, arg);
 }

@@ -221,7 +221,7 @@ static int uploads_query(struct op *o)
         ebb_pct_encode(&q, o->page.next_key_marker, strlen(o->page.next_key_marker), 0);
         ebb_buf_puts(&q, "&");
     }
-    ebb_buf_puts(&q, "prefix=");
+    ebb_buf_printf(&q, "max-uploads=%zu&prefix=", o->max);
     ebb_pct_encode(&q, o->list_prefix, strlen(o->list_prefix), 0);
     if (o->page.next_upload_marker != NULL) {
         ebb_buf_puts(&q, "&upload-id-marker=");
@@ -257,14 +257,20 @@ static void on_list_page(struct op *o, const struct ebb_http_response *res)
                                      : "the listing is not a ListBucketResult");
         return;
     }
+    if (uploads && o->page.n > o->max) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "more than the %zu multipart uploads asked for in "
+                 "one page", o->max);
+        finish_status(o, EBB_EPROTO, msg);
+        return;
+    }
     if (o->page.n > o->max) {
         char msg[128];
-        snprintf(msg, sizeof(msg), "more than %zu %s under the prefix", o->max,
-                 uploads ? "multipart uploads" : "keys");
+        snprintf(msg, sizeof(msg), "more than %zu keys under the prefix", o->max);
         finish_status(o, EBB_EIO, msg);
         return;
     }
-    if (o->page.truncated) {
+    if (o->page.truncated && !uploads) {
         rc = ebb__os_list_query(o);
         if (rc == 0)
             rc = send_op(o);
@@ -273,8 +279,11 @@ static void on_list_page(struct op *o, const struct ebb_http_response *res)
         return;
     }
     rc = strip_prefix(o);
+    struct ebb__objstore_marker next = {o->page.next_key_marker,
+                                        o->page.next_upload_marker};
     struct ebb__objstore_result r = {.status = rc, .http_status = res->status,
                                      .entries = o->page.v, .n_entries = o->page.n,
+                                     .next = uploads && o->page.truncated ? &next : NULL,
                                      .attempts = res->attempts};
     if (rc != 0)
         r.message = "a listed key lies outside the store's prefix";

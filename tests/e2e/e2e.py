@@ -163,10 +163,10 @@ class FakeS3:
     AKID, SECRET = "AKIDTEST", "fake/secret+key"
 
     def __init__(self, tmp, bucket, min_part=5 << 20, akid=None, secret=None,
-                 dump=False):
+                 dump=False, page_size=1000):
         """`akid`, `secret`: the key pair it accepts (default AKID, SECRET);
         `dump`: it writes what it holds to a file after each request, for
-        state()."""
+        state(); `page_size`: the most keys or uploads a listing page has."""
         self.bucket = bucket
         self.AKID, self.SECRET = akid or self.AKID, secret or self.SECRET
         self.log_path = os.path.join(tmp, "fake_s3.log")
@@ -176,7 +176,8 @@ class FakeS3:
         self.proc = subprocess.Popen(
             [sys.executable, FAKE_S3, "--bucket", bucket, "--access-key", self.AKID,
              "--secret-key", self.SECRET, "--log", self.log_path,
-             "--faults", self.faults_path, "--min-part", str(min_part)] +
+             "--faults", self.faults_path, "--min-part", str(min_part),
+             "--page-size", str(page_size)] +
             (["--dump", self.dump_path] if dump else []),
             stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline().split()

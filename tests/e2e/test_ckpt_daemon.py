@@ -223,12 +223,13 @@ checkpoint: %s
 
 
 try:
-    print("1..45")
+    print("1..46")
     os.makedirs(state)
     os.makedirs(out)
     os.chmod(tmp, 0o755)
     os.chmod(out, 0o777)
-    s3 = FakeS3(tmp, "ebb-ckpt", akid=AKID, secret=SECRET, dump=True)
+    # Pages of one upload: the sweep below has to page through them.
+    s3 = FakeS3(tmp, "ebb-ckpt", akid=AKID, secret=SECRET, dump=True, page_size=1)
     s3port = s3.port
     # The notification channel: a command that keeps each event (it runs
     # as nobody: `out` is writable by all).
@@ -297,9 +298,10 @@ try:
     seqb, stb = checkpoint(agent, "bad", [5000], short="f0.bin")
     ok(stb.get("state") == "failed" and "size" in stb.get("reason", ""),
        "a commit whose object has another size fails", stb)
-    objs = s3.state()["objects"]
-    ok(not any(k.startswith("pre/jobs/%s/ckpt/%d-bad/" % (jid, seqb)) for k in objs),
-       "the failed checkpoint left no manifest and no object", objs)
+    # Its objects are deleted after the row fails, not before.
+    ok(wait_for(lambda: not any(k.startswith("pre/jobs/%s/ckpt/%d-bad/" % (jid, seqb))
+                                for k in s3.state()["objects"]), 10),
+       "the failed checkpoint left no manifest and no object", s3.state()["objects"])
     ok(wait_for(lambda: [e for e in events("checkpoint.failed") if e["job_id"] == jid and
                          "checkpoint bad could not be stored in ckpt: " in e["reason"]
                          and "size" in e["reason"]], 20),
@@ -352,20 +354,21 @@ try:
        agent.poll(seqd, ("failed",)).get("state") == "failed",
        "DELETE aborts it", (status, body, s3.state()))
 
-    # A create whose answer was lost is sent again: the first upload is no
-    # row's. DELETE aborts the row's own; the sweep at the next start
-    # aborts the other, and leaves an upload of a checkpoint in flight.
+    # Creates whose answers were lost are sent again: the first two uploads
+    # are no row's. DELETE aborts the row's own; the sweep at the next
+    # start aborts the others, and leaves an upload of a checkpoint in
+    # flight, paging through the listing one upload a page.
     s3.set_faults([{"op": "CreateMultipartUpload", "status": 500, "code": "InternalError",
-                    "applied": True, "count": 1}])
+                    "applied": True, "count": 2}])
     status, body, files = offer(agent, "lost-answer", [PART + 1])
     seql = body.get("id")
     agent.poll(seql, ("uploading",))
-    ok(len(s3.state()["uploads"]) == 2,
-       "a lost answer to CreateMultipartUpload, retried, leaves two uploads", s3.state())
+    ok(len(s3.state()["uploads"]) == 3,
+       "lost answers to CreateMultipartUpload, retried, leave three uploads", s3.state())
     agent.call("DELETE", "/v1/agent/checkpoints/%d" % seql)
     lost_key = "pre/jobs/%s/ckpt/%d-lost-answer/f0" % (jid, seql)
-    ok(wait_for(lambda: list(s3.state()["uploads"].values()) == [lost_key], 20),
-       "DELETE aborts the upload its row recorded, not the other", s3.state())
+    ok(wait_for(lambda: list(s3.state()["uploads"].values()) == [lost_key] * 2, 20),
+       "DELETE aborts the upload its row recorded, not the others", s3.state())
     status, body, files = offer(agent, "in-flight", [PART + 1])
     seqf = body.get("id")
     agent.poll(seqf, ("uploading",))
@@ -376,11 +379,16 @@ try:
     ok(wait_for(lambda: list(s3.state()["uploads"].values()) == [flight_key], 20),
        "its sweep aborts the upload no checkpoint owns and keeps the one in flight",
        s3.state())
-    ok(wait_for(lambda: "aborted a multipart upload of jobs/%s/ckpt/%d-lost-answer/f0 that "
-                        "no checkpoint in flight owns" % (jid, seql) in ebbd.log(), 10),
-       "and says so in its log")
-    ok(any(r["op"] == "ListMultipartUploads" and "prefix=pre%2Fjobs%2F" in r["query"]
-           for r in s3.requests()), "it listed the uploads under the store's jobs/ only")
+    ok(wait_for(lambda: ebbd.log().count(
+        "aborted a multipart upload of jobs/%s/ckpt/%d-lost-answer/f0 that "
+        "no checkpoint in flight owns" % (jid, seql)) == 2, 10),
+       "and says so in its log, once for each")
+    lists = [r["query"] for r in s3.requests() if r["op"] == "ListMultipartUploads"]
+    ok(lists and all("prefix=pre%2Fjobs%2F" in q and "max-uploads=1000" in q
+                     for q in lists),
+       "it listed the uploads under the store's jobs/ only, a page of 1000 at most", lists)
+    ok(sum("key-marker=" in q and "upload-id-marker=" in q for q in lists) >= 2,
+       "a page at a time, from the markers of the one before", lists)
     agent.call("DELETE", "/v1/agent/checkpoints/%d" % seqf)
     ok(wait_for(lambda: not s3.state()["uploads"], 20), "DELETE aborts the one in flight",
        s3.state())
