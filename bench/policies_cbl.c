@@ -32,37 +32,34 @@
  * worst window, deadlines missed among windows the oracle finds feasible,
  * windows costlier than uniform-progress, and the mean per trace;
  * --windows prints every window's ratios too; --only TEXT runs only the
- * pools whose zone or instance type contains TEXT. */
+ * pools whose zone or instance type contains TEXT.
+ *
+ * Then the multi-zone case (policies_zones.c), with the same held-out
+ * settings for renewal; --zones runs only it (after choosing the
+ * weights). */
 #include "policies_cbl.h"
+
+#include "cbl_window.h"
+#include "policies_zones.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <jansson.h>
 
 #include <ebb/trace.h>
 #include <ebb/units.h>
 
 #include "market/forecast.h"
 #include "renewal/rn_model.h"
-#include "report/backtest.h"
 
 #ifndef EBB_BENCH_SOURCE_ROOT
 #define EBB_BENCH_SOURCE_ROOT "."
 #endif
 
 #define HOUR EBB_MS_PER_HOUR
-#define MINUTE (60 * 1000LL)
 
-struct setting {
-    const char *name;
-    int deadline_h, overhead_min;
-};
-
-static const struct setting settings[] = {
+static const struct cbl_setting settings[] = {
     {"52h/12m", 52, 12},
     {"60h/3m", 60, 3},
     {"70h/12m", 70, 12},
@@ -123,26 +120,6 @@ static void print_mix(const char *what, const struct rn_mix *m)
            100 * m->p_short, m->short_h, m->long_h);
 }
 
-/* The pool's capacity at t, the pool repeated from its first row. */
-static int32_t cycled(const struct ebb_avail_series *a, ebb_time_ms t)
-{
-    ebb_time_ms period = a->at[a->n - 1] - a->at[0];
-    ebb_time_ms off = period > 0 ? (t - a->at[0]) % period : 0;
-    int32_t v = 0;
-    ebb_avail_series_at(a, a->at[0] + off, &v);
-    return v;
-}
-
-/* A trace: its pools' provider column. */
-struct fold {
-    char name[32];
-};
-
-struct files {
-    char dir[64];
-    char prices[128], avail[128], workload[128];
-};
-
 /* renewal's settings for the backtest: the prior and its weight. */
 static void prior_yaml(char *buf, size_t n, const struct prior *p,
                        double weight)
@@ -158,100 +135,6 @@ static void prior_yaml(char *buf, size_t n, const struct prior *p,
              weight);
 }
 
-static int write_window(const struct files *f, const struct ebb_avail_series *a,
-                        ebb_time_ms submit, const struct setting *st)
-{
-    char t0[EBB_TIME_BUFSZ], t1[EBB_TIME_BUFSZ], ts[EBB_TIME_BUFSZ];
-    ebb_time_ms end = submit + (ebb_time_ms)st->deadline_h * HOUR;
-    FILE *p = fopen(f->prices, "w");
-    if (p == NULL)
-        return -1;
-    fprintf(p, "timestamp_utc,provider,region,zone,instance_type,product,"
-               "price_usd_per_hour\n"
-               "%s,aws,us-east-1,us-east-1c,p3.2xlarge,Linux/UNIX,0.9701\n"
-               "%s,aws,us-east-1,us-east-1c,p3.2xlarge,Linux/UNIX,0.9701\n",
-            ebb_format_time(a->at[0], t0, sizeof(t0)),
-            ebb_format_time(end + 2 * HOUR, t1, sizeof(t1)));
-    fclose(p);
-    FILE *v = fopen(f->avail, "w");
-    if (v == NULL)
-        return -1;
-    fprintf(v, "timestamp_utc,provider,zone,instance_type,available\n");
-    /* Rows of cycle c at at[k] + c * period; the last row of a cycle is the
-     * first of the next, so each cycle writes rows 0..n-2, and the pool's
-     * own last row only where no cycle follows within the window. */
-    ebb_time_ms period = a->at[a->n - 1] - a->at[0], last_at = 0;
-    int last = 0;
-    for (int c = 0; c < 64; c++) {
-        ebb_time_ms base = (ebb_time_ms)c * period;
-        int more = period > 0 && a->at[0] + base + period <= end;
-        size_t n = more ? a->n - 1 : a->n;
-        for (size_t k = 0; k < n && a->at[k] + base <= end; k++) {
-            last_at = a->at[k] + base;
-            last = (int)cycled(a, last_at);
-            fprintf(v, "%s,aws,us-east-1c,p3.2xlarge,%d\n",
-                    ebb_format_time(last_at, ts, sizeof(ts)), last);
-        }
-        if (!more)
-            break;
-    }
-    /* The value in effect at the deadline, written there: a backtest uses
-     * availability as recorded, and the window must be covered to its end. */
-    if (last_at < end)
-        fprintf(v, "%s,aws,us-east-1c,p3.2xlarge,%d\n",
-                ebb_format_time(end, ts, sizeof(ts)), last);
-    fclose(v);
-    FILE *w = fopen(f->workload, "w");
-    if (w == NULL)
-        return -1;
-    fprintf(w, "defaults:\n  market: spot-fallback\n  resources:\n"
-               "    providers: [aws]\n    regions: [us-east-1]\n"
-               "    instance_types: [p3.2xlarge]\n"
-               "jobs:\n  - name: cbl\n    submit: %s\n"
-               "    run: [python, train.py]\n    work: 48h\n"
-               "    deadline: %dh\n    restart_overhead: %dm\n",
-            ebb_format_time(submit, ts, sizeof(ts)), st->deadline_h,
-            st->overhead_min);
-    fclose(w);
-    return 0;
-}
-
-struct outcome {
-    int ok, feasible, met;
-    double cost, oracle;
-};
-
-static struct outcome run_one(const struct files *f, const char *policy,
-                              const char *settings_yaml)
-{
-    struct outcome r = {0};
-    struct ebb__backtest_options o = {
-        .prices = f->prices,
-        .availability = f->avail,
-        .catalog = EBB_BENCH_SOURCE_ROOT "/data/catalog.csv",
-        .workload = f->workload,
-        .policy = policy,
-        .policies = settings_yaml,
-        .seed = 1,
-    };
-    json_t *res = NULL;
-    struct ebb_diag d = {{0}};
-    if (ebb__backtest_run(&o, &res, &d) != 0) {
-        fprintf(stderr, "bench-policies --cbl: %s: %s\n", policy,
-                d.msg[0] ? d.msg : "failed");
-        return r;
-    }
-    json_t *job = json_array_get(json_object_get(res, "jobs"), 0);
-    json_t *oc = json_object_get(job, "oracle_cost_usd");
-    r.ok = job != NULL;
-    r.cost = json_number_value(json_object_get(res, "total_cost_usd"));
-    r.feasible = json_is_number(oc);
-    r.oracle = json_number_value(oc);
-    r.met = json_is_true(json_object_get(job, "deadline_met"));
-    json_decref(res);
-    return r;
-}
-
 /* The first window of each pool every INNER_EVERY_H hours: where the
  * prior's weight is chosen (coarser than the figures' windows, to keep the
  * nested runs few). */
@@ -265,8 +148,8 @@ static const double weights[] = {1, 4, 16};
  * prior as in the outer runs (the prior is fitted on the traces that are
  * neither held out nor scored). Ties: the first. */
 static double select_weight(const struct ebb_avail_trace *t,
-                            const struct fold *folds, size_t held,
-                            const struct files *f, int *failed)
+                            const struct cbl_fold *folds, size_t held,
+                            const struct cbl_files *f, int *failed)
 {
     double sum[N_WEIGHTS] = {0};
     size_t n = 0;
@@ -280,15 +163,15 @@ static double select_weight(const struct ebb_avail_trace *t,
             ebb_time_ms last = a->at[a->n - 1];
             for (ebb_time_ms sub = a->at[0]; sub < last && !*failed;
                  sub += INNER_EVERY_H * HOUR) {
-                if (write_window(f, a, sub, &settings[si]) != 0) {
+                if (cbl_write_window(f, &a, 1, sub, &settings[si]) != 0) {
                     *failed = 1;
                     break;
                 }
-                struct outcome r[N_WEIGHTS];
+                struct cbl_outcome r[N_WEIGHTS];
                 for (size_t w = 0; w < N_WEIGHTS; w++) {
                     char yaml[320];
                     prior_yaml(yaml, sizeof(yaml), &p, weights[w]);
-                    r[w] = run_one(f, "renewal", yaml);
+                    r[w] = cbl_run(f, "renewal", yaml);
                     *failed |= !r[w].ok;
                 }
                 if (*failed || !r[0].feasible || !(r[0].oracle > 0))
@@ -320,7 +203,7 @@ struct tally {
     size_t fold_n[MAX_FOLDS];
 };
 
-static int fold_of(const struct fold *folds, size_t n_folds, const char *name)
+static int fold_of(const struct cbl_fold *folds, size_t n_folds, const char *name)
 {
     for (size_t i = 0; i < n_folds; i++)
         if (strcmp(folds[i].name, name) == 0)
@@ -331,7 +214,7 @@ static int fold_of(const struct fold *folds, size_t n_folds, const char *name)
 int bench_cbl_main(int argc, char **argv)
 {
     double every_h = 24;
-    int verbose = 0;
+    int verbose = 0, zones_only = 0;
     const char *only = NULL;
     const char *pools = EBB_BENCH_SOURCE_ROOT "/bench/scenarios/cbl-pools.csv";
     for (int i = 0; i < argc; i++) {
@@ -343,10 +226,12 @@ int bench_cbl_main(int argc, char **argv)
             verbose = 1;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
+        else if (strcmp(argv[i], "--zones") == 0)
+            zones_only = 1;
         else {
             fprintf(stderr, "usage: bench-policies --cbl [--every HOURS] "
                             "[--pools FILE] [--windows] "
-                            "[--only TEXT]\n");
+                            "[--only TEXT] [--zones]\n");
             return 2;
         }
     }
@@ -360,7 +245,7 @@ int bench_cbl_main(int argc, char **argv)
         fprintf(stderr, "bench-policies --cbl: %s\n", d.msg);
         return 1;
     }
-    struct fold folds[MAX_FOLDS];
+    struct cbl_fold folds[MAX_FOLDS];
     size_t n_folds = 0;
     int *fold_at = calloc(t->n_series, sizeof(*fold_at)); /* by pool */
     if (fold_at == NULL) {
@@ -393,22 +278,17 @@ int bench_cbl_main(int argc, char **argv)
         print_mix("; down", &held_prior[f].down);
         printf("\n");
     }
-    struct files f;
-    snprintf(f.dir, sizeof(f.dir), "/tmp/ebb-cbl-XXXXXX");
-    if (mkdtemp(f.dir) == NULL) {
-        perror("mkdtemp");
+    struct cbl_files f;
+    if (cbl_files_open(&f) != 0) {
+        perror("bench-policies --cbl: mkdtemp");
         free(fold_at);
         ebb_avail_trace_free(t);
         return 1;
     }
-    snprintf(f.prices, sizeof(f.prices), "%s/prices.csv", f.dir);
-    snprintf(f.avail, sizeof(f.avail), "%s/availability.csv", f.dir);
-    snprintf(f.workload, sizeof(f.workload), "%s/job.yaml", f.dir);
     int failed = 0;
-    char fold_yaml[MAX_FOLDS][320];
     for (size_t k = 0; k < n_folds && !failed; k++) {
         double w = select_weight(t, folds, k, &f, &failed);
-        prior_yaml(fold_yaml[k], sizeof(fold_yaml[k]), &held_prior[k], w);
+        prior_yaml(folds[k].yaml, sizeof(folds[k].yaml), &held_prior[k], w);
         printf("  held out %-10s prior_weight %g (chosen on the others)\n",
                folds[k].name, w);
     }
@@ -416,8 +296,8 @@ int bench_cbl_main(int argc, char **argv)
     memset(tl, 0, sizeof(tl));
     size_t repeated[N_SET] = {0}, windows[N_SET] = {0}, oracle_n[N_SET] = {0};
     double oracle_sum[N_SET] = {0};
-    for (size_t si = 0; si < N_SET && !failed; si++) {
-        const struct setting *st = &settings[si];
+    for (size_t si = 0; si < N_SET && !failed && !zones_only; si++) {
+        const struct cbl_setting *st = &settings[si];
         for (size_t s = 0; s < t->n_series && !failed; s++) {
             const struct ebb_avail_series *a = &t->series[s];
             int fold = fold_at[s];
@@ -431,15 +311,15 @@ int bench_cbl_main(int argc, char **argv)
                  sub += (ebb_time_ms)(every_h * (double)HOUR)) {
                 windows[si]++;
                 repeated[si] += sub + (ebb_time_ms)st->deadline_h * HOUR > last;
-                if (write_window(&f, a, sub, st) != 0) {
+                if (cbl_write_window(&f, &a, 1, sub, st) != 0) {
                     perror("bench-policies --cbl: writing a window");
                     failed = 1;
                     break;
                 }
-                struct outcome r[N_POL];
+                struct cbl_outcome r[N_POL];
                 for (size_t p = 0; p < N_POL; p++) {
-                    r[p] = run_one(&f, policies[p],
-                                   p == P_RENEWAL ? fold_yaml[fold] : NULL);
+                    r[p] = cbl_run(&f, policies[p],
+                                   p == P_RENEWAL ? folds[fold].yaml : NULL);
                     failed |= !r[p].ok;
                 }
                 if (failed || !r[0].feasible || !(r[0].oracle > 0))
@@ -499,10 +379,10 @@ int bench_cbl_main(int argc, char **argv)
         }
         fflush(stdout);
     }
-    unlink(f.prices);
-    unlink(f.avail);
-    unlink(f.workload);
-    rmdir(f.dir);
+    if (!failed)
+        failed = cbl_zones(t, folds, n_folds, settings, N_SET, every_h,
+                           verbose, &f);
+    cbl_files_close(&f);
     free(fold_at);
     ebb_avail_trace_free(t);
     return failed;
