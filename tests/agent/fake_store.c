@@ -319,6 +319,7 @@ static void post_checkpoint(struct fake_store *fs, json_t *body,
         return;
     }
     fs->posts++;
+    res->delay_ms = fs->post_delay_ms;
     int64_t id = (int64_t)json_array_size(fs->rows) + 1;
     json_t *row = json_pack("{s:I, s:s, s:s, s:s, s:O, s:i}", "id", (json_int_t)id,
                             "name", name, "kind", kind, "state", "preparing",

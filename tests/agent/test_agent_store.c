@@ -344,6 +344,9 @@ static void test_newest_waiting_wins(void **state)
 {
     (void)state;
     fstore_init(&S, &F, FSTORE_FILE, 5 << 20, 4, true);
+    /* ck1's upload is still being offered when ck2 and ck3 complete (0.1 s
+     * apart): on a fast machine a small upload is done before the next. */
+    S.post_delay_ms = 800;
     make_source("ck1", 1000);
     make_source("ck2", 1000);
     make_source("ck3", 1000);
