@@ -203,14 +203,6 @@ struct tally {
     size_t fold_n[MAX_FOLDS];
 };
 
-static int fold_of(const struct cbl_fold *folds, size_t n_folds, const char *name)
-{
-    for (size_t i = 0; i < n_folds; i++)
-        if (strcmp(folds[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
 int bench_cbl_main(int argc, char **argv)
 {
     double every_h = 24;
@@ -253,7 +245,7 @@ int bench_cbl_main(int argc, char **argv)
         return 1;
     }
     for (size_t s = 0; s < t->n_series; s++) {
-        int k = fold_of(folds, n_folds, t->series[s].provider);
+        int k = cbl_fold_of(folds, n_folds, t->series[s].provider);
         if (k < 0 && n_folds < MAX_FOLDS) {
             snprintf(folds[n_folds].name, sizeof(folds[0].name), "%s",
                      t->series[s].provider);

@@ -81,7 +81,7 @@ static size_t add_pool(struct group *g, size_t n_groups, size_t cap,
     return n_groups;
 }
 
-static int fold_named(const struct cbl_fold *folds, size_t n, const char *name)
+int cbl_fold_of(const struct cbl_fold *folds, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
         if (strcmp(folds[i].name, name) == 0)
@@ -130,7 +130,7 @@ int cbl_zones(const struct ebb_avail_trace *t, const struct cbl_fold *folds,
         return 1;
     size_t n_groups = 0;
     for (size_t s = 0; s < t->n_series; s++) {
-        int fold = fold_named(folds, n_folds, t->series[s].provider);
+        int fold = cbl_fold_of(folds, n_folds, t->series[s].provider);
         if (fold >= 0)
             n_groups = add_pool(groups, n_groups, t->n_series, &t->series[s], fold);
     }

@@ -16,6 +16,9 @@ struct cbl_fold {
     char yaml[320];
 };
 
+/* The index of the fold named `name` among folds[0..n), or -1. */
+int cbl_fold_of(const struct cbl_fold *folds, size_t n, const char *name);
+
 /* Runs the multi-zone case over every setting and prints its figures:
  * each group of pools of one trace and one GPU configuration in several
  * zones is one job's spot market, a window every `every_h` hours from

@@ -428,14 +428,10 @@ static int budget_refuses(struct ebb__job *job, const struct ebb_decision *d,
     if (!capped && !ebb__engine_quota_applies(job))
         return 0;
     int running = job->current != NULL && job->state == EBB__JOB_RUNNING;
-    size_t view_k = SIZE_MAX;
-    if (d->kind == EBB_DECIDE_LAUNCH && d->offer < n_view)
-        view_k = d->offer;
-    else if (running)
-        view_k = view_index(e, n_view, job->current->offer);
+    size_t cur = running ? view_index(e, n_view, job->current->offer) : SIZE_MAX;
+    size_t view_k = d->kind == EBB_DECIDE_LAUNCH && d->offer < n_view ? d->offer : cur;
     if (view_k == SIZE_MAX || d->kind == EBB_DECIDE_STOP)
         return 0;
-    size_t cur = running ? view_index(e, n_view, job->current->offer) : SIZE_MAX;
     if (ebb__engine_fill_forecast(e, view_k) != 0 ||
         (cur != SIZE_MAX && ebb__engine_fill_forecast(e, cur) != 0)) {
         /* No worst case to judge by: nothing is spent until there is. */

@@ -257,17 +257,15 @@ static void on_list_page(struct op *o, const struct ebb_http_response *res)
                                      : "the listing is not a ListBucketResult");
         return;
     }
-    if (uploads && o->page.n > o->max) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "more than the %zu multipart uploads asked for in "
-                 "one page", o->max);
-        finish_status(o, EBB_EPROTO, msg);
-        return;
-    }
+    /* An uploads page is one page asked for, so more is the server's
+     * fault; keys are every page's, so more is the caller's bound. */
     if (o->page.n > o->max) {
         char msg[128];
-        snprintf(msg, sizeof(msg), "more than %zu keys under the prefix", o->max);
-        finish_status(o, EBB_EIO, msg);
+        snprintf(msg, sizeof(msg),
+                 uploads ? "more than the %zu multipart uploads asked for in one page"
+                         : "more than %zu keys under the prefix",
+                 o->max);
+        finish_status(o, uploads ? EBB_EPROTO : EBB_EIO, msg);
         return;
     }
     if (o->page.truncated && !uploads) {
