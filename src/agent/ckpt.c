@@ -346,16 +346,25 @@ int agent_ckpt_remove_temporaries(int dirfd, const char *job_id, size_t *removed
     return first;
 }
 
+static bool is_spared(const char *name, const char *const *spare, size_t n_spare)
+{
+    for (size_t i = 0; i < n_spare; i++)
+        if (spare[i] != NULL && strcmp(name, spare[i]) == 0)
+            return true;
+    return false;
+}
+
 int agent_ckpt_prune(int dirfd, const struct agent_ckpt_list *list, size_t keep,
-                     const char *job_id, const char *spare, size_t *removed)
+                     const char *job_id, const char *const *spare, size_t n_spare,
+                     size_t *removed)
 {
     size_t ours = 0;
     for (size_t i = 0; i < list->n; i++)
-        ours += (spare == NULL || strcmp(list->items[i].name, spare) != 0) &&
+        ours += !is_spared(list->items[i].name, spare, n_spare) &&
                 agent_ckpt_is_marked(dirfd, list->items[i].name, job_id);
     int first = 0;
     for (size_t i = 0; i < list->n && ours > keep; i++) {
-        if (spare != NULL && strcmp(list->items[i].name, spare) == 0)
+        if (is_spared(list->items[i].name, spare, n_spare))
             continue;
         int rc = remove_marked(dirfd, list->items[i].name, job_id);
         if (rc > 0) {

@@ -81,12 +81,14 @@ bool agent_ckpt_is_marked(int dirfd, const char *name, const char *job_id);
 
 /* Removes the oldest complete checkpoints of `list` (as scanned from
  * `dirfd`) marked as `job_id`'s, so that the newest `keep` marked ones
- * remain besides `spare` (NULL: none; a gang's resume point, never
- * removed and not counted); unmarked entries are never removed. Adds the
+ * remain besides the `n_spare` names of `spare` (NULL entries ignored),
+ * which are never removed and not counted: a gang's resume point, the
+ * checkpoint being stored. Unmarked entries are never removed. Adds the
  * number removed to `*removed`. Returns 0 or the first negative errno
  * met. */
 int agent_ckpt_prune(int dirfd, const struct agent_ckpt_list *list, size_t keep,
-                     const char *job_id, const char *spare, size_t *removed);
+                     const char *job_id, const char *const *spare, size_t n_spare,
+                     size_t *removed);
 
 /* "dir/name" in a new string (caller frees), NULL on allocation failure. */
 char *agent_ckpt_path(const char *dir, const char *name);

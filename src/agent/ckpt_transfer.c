@@ -1,8 +1,9 @@
 /* The objects' transfers of an upload (see store.h): each object or part
- * PUT from the staging file at its offset through presigned URLs, at most
- * `parallel` at once, retried by the HTTP client (no answer, 5xx and
- * SlowDown, 429); a 403 (an expired URL) asks ebbd for fresh URLs once
- * none is out; file:// objects are written on the thread pool. */
+ * PUT through presigned URLs as it is made from the job's files
+ * (ckpt_seal.h), at most `parallel` at once, retried by the HTTP client
+ * (no answer, 5xx and SlowDown, 429); a 403 (an expired URL) asks ebbd
+ * for fresh URLs once none is out; file:// objects are written on the
+ * thread pool. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -178,9 +179,21 @@ static void take_etag(struct xfer *x, const struct ebb_http_response *res)
         x->etag[0] = '\0';
 }
 
+/* A transfer's chunk buffer: a spare one, or a new one while fewer than
+ * `parallel` exist. */
+static unsigned char *take_buffer(struct agent_upload *u)
+{
+    return u->n_spare > 0 ? u->spare[--u->n_spare] : malloc(EBB__CKPT_STREAM_MEMORY);
+}
+
 static void xfer_finished(struct xfer *x, bool ok)
 {
     struct agent_upload *u = x->u;
+    agent_seal_reader_close(&x->reader);
+    u->spare[u->n_spare++] = x->buf;
+    x->buf = NULL;
+    free(x->fps);
+    x->fps = NULL;
     x->running = false;
     u->running--;
     if (ok) {
@@ -216,11 +229,47 @@ static void on_put(const struct ebb_http_response *res, void *arg)
         return;
     }
     char why[300];
-    agent_describe_failure(res, why, sizeof(why));
+    bool refused = x->why[0] != '\0';   /* the reader's: the file, not the store */
+    if (refused)
+        memcpy(why, x->why, sizeof(why));
+    else
+        agent_describe_failure(res, why, sizeof(why));
     xfer_finished(x, false);
-    if (u->state != UP_ENDING)
+    if (u->state == UP_ENDING)
+        return;
+    if (refused)
+        agent_up_refuse(u, why);
+    else
         agent_up_fail(u, "uploading %s%s: %s", u->m.files[x->file].path,
-                x->number ? " (a part)" : "", why);
+                      x->number ? " (a part)" : "", why);
+}
+
+/* The loop's reads: every chunk matched at once, before it is sent. */
+static int seen_on_loop(void *arg, uint64_t chunk, const unsigned char *fp)
+{
+    struct xfer *x = arg;
+    return agent_seal_check(&x->u->seal, chunk, fp);
+}
+
+static ssize_t xfer_read(void *arg, int64_t offset, void *buf, size_t len)
+{
+    struct xfer *x = arg;
+    ssize_t n = agent_seal_read(&x->reader, x->offset + (uint64_t)offset, buf, len,
+                                seen_on_loop, x);
+    if (n < 0)
+        memcpy(x->why, x->reader.why, sizeof(x->why));
+    return n;
+}
+
+/* The thread pool's reads (file://): kept, and matched on the loop once
+ * the object is written and before it counts. */
+static int seen_on_pool(void *arg, uint64_t chunk, const unsigned char *fp)
+{
+    struct xfer *x = arg;
+    uint64_t k = chunk - x->u->seal.first_chunk[x->file];
+    memcpy(x->fps[k], fp, AGENT_FP_LEN);
+    x->n_fps = k + 1;
+    return 0;
 }
 
 /* file:// objects: a temporary beside the object, fsync()ed and renamed;
@@ -228,7 +277,6 @@ static void on_put(const struct ebb_http_response *res, void *arg)
 static void file_put_work(uv_work_t *w)
 {
     struct xfer *x = w->data;
-    struct agent_upload *u = x->u;
     const char *path = x->url + strlen("file://");
     const char *slash = strrchr(path, '/');
     x->work_rc = 0;
@@ -239,15 +287,18 @@ static void file_put_work(uv_work_t *w)
     int out = dfd >= 0 ? openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
                                               O_CLOEXEC, 0600) : -1;
     int rc = out >= 0 ? 0 : -errno;
-    uint64_t at = u->offsets[x->file] + x->offset, left = x->length;
+    uint64_t at = x->offset, left = x->length;
     static const size_t buf_size = 256 << 10;
     char *buf = rc == 0 ? malloc(buf_size) : NULL;
     if (rc == 0 && buf == NULL)
         rc = -ENOMEM;
+    bool read_failed = false;
     while (rc == 0 && left > 0) {
-        ssize_t n = pread(u->stage_fd, buf, left < buf_size ? left : buf_size, (off_t)at);
-        if (n <= 0) {
-            rc = n < 0 ? -errno : -EIO;
+        ssize_t n = agent_seal_read(&x->reader, at, buf, left < buf_size ? left : buf_size,
+                                    seen_on_pool, x);
+        if (n < 0) {
+            read_failed = true;
+            rc = -EIO;
             break;
         }
         int wfd = out;
@@ -266,10 +317,12 @@ static void file_put_work(uv_work_t *w)
         rc = -errno;
     if (rc != 0 && dfd >= 0)
         unlinkat(dfd, tmp, 0);
-    if (rc != 0) {
-        snprintf(x->why, sizeof(x->why), "%s: %s", path,
-                 strerror(-(rc ? rc : -EIO)));
-        x->work_rc = rc ? rc : -EIO;
+    if (read_failed) {
+        memcpy(x->why, x->reader.why, sizeof(x->why));
+        x->work_rc = rc;
+    } else if (rc != 0) {
+        snprintf(x->why, sizeof(x->why), "%s: %s", path, strerror(-rc));
+        x->work_rc = rc;
     }
     if (dfd >= 0)
         close(dfd);
@@ -284,24 +337,44 @@ static void file_put_done(uv_work_t *w, int status)
     if (!agent_up_alive(u))
         return;
     bool ok = status == 0 && x->work_rc == 0;
-    xfer_finished(x, ok);
-    if (!ok && u->state != UP_ENDING)
-        agent_up_fail(u, "writing %s to the store: %s", u->m.files[x->file].path,
-                x->why[0] ? x->why : "cancelled");
+    bool changed = false;
+    uint64_t first = u->seal.first_chunk[x->file];
+    for (uint64_t k = 0; ok && !changed && k < x->n_fps; k++)
+        changed = agent_seal_check(&u->seal, first + k, x->fps[k]) != 0;
+    bool refused = !ok && x->reader.why[0] != '\0';
+    char why[sizeof(x->why)];
+    snprintf(why, sizeof(why), changed ? "%s changed while it was read" : "%s",
+             changed ? u->m.files[x->file].path : x->why[0] ? x->why : "cancelled");
+    xfer_finished(x, ok && !changed);
+    if (ok && !changed)
+        return;
+    if (u->state == UP_ENDING)
+        return;
+    if (changed || refused)
+        agent_up_refuse(u, why);
+    else
+        agent_up_fail(u, "writing %s to the store: %s", u->m.files[x->file].path, why);
 }
 
-static int start_xfer(struct agent_upload *u, struct xfer *x)
+static int start_file_put(struct agent_upload *u, struct xfer *x)
 {
-    struct agent *a = u->a;
-    x->why[0] = '\0';
-    if (strncmp(x->url, "file://", 7) == 0) {
-        x->work.data = x;
-        int rc = uv_queue_work(&a->loop, &x->work, file_put_work, file_put_done);
-        return rc == 0 ? 0 : EBB_EIO;
-    }
+    uint64_t chunks = u->seal.first_chunk[x->file + 1] - u->seal.first_chunk[x->file];
+    x->fps = calloc(chunks, sizeof(*x->fps));
+    x->n_fps = 0;
+    x->work.data = x;
+    if (x->fps != NULL && uv_queue_work(&u->a->loop, &x->work, file_put_work, file_put_done) == 0)
+        return 0;
+    free(x->fps);
+    x->fps = NULL;
+    return EBB_EIO;
+}
+
+static int start_http_put(struct agent_upload *u, struct xfer *x)
+{
     x->s = (struct ebb__http_stream){
-        .upload_fd = u->stage_fd,
-        .upload_offset = (int64_t)(u->offsets[x->file] + x->offset),
+        .upload_fd = -1,
+        .upload_read = xfer_read,
+        .upload_arg = x,
         .upload_len = (int64_t)x->length,
         .download_fd = -1,
     };
@@ -312,7 +385,28 @@ static int start_xfer(struct agent_upload *u, struct xfer *x)
         .method = "PUT", .url = x->url,
         .timeout = XFER_TIMEOUT_MS, .max_attempts = XFER_ATTEMPTS,
     };
-    return ebb__http_request_stream(a->http, &req, &x->s, on_put, x);
+    return ebb__http_request_stream(u->a->http, &req, &x->s, on_put, x);
+}
+
+static int start_xfer(struct agent_upload *u, struct xfer *x)
+{
+    x->why[0] = '\0';
+    x->buf = take_buffer(u);
+    if (x->buf == NULL)
+        return EBB_ENOMEM;
+    int rc = agent_seal_reader_open(&x->reader, &u->seal, x->file, x->buf);
+    if (rc != 0)
+        memcpy(x->why, x->reader.why, sizeof(x->why));
+    if (rc == 0 && strncmp(x->url, "file://", 7) == 0)
+        rc = start_file_put(u, x);
+    else if (rc == 0)
+        rc = start_http_put(u, x);
+    if (rc != 0) {
+        agent_seal_reader_close(&x->reader);
+        u->spare[u->n_spare++] = x->buf;
+        x->buf = NULL;
+    }
+    return rc;
 }
 
 void agent_up_run(struct agent_upload *u)
@@ -334,13 +428,16 @@ void agent_up_run(struct agent_upload *u)
             continue;
         int rc = start_xfer(u, x);
         if (rc != 0) {
-            agent_up_fail(u, "cannot start an upload: %s", ebb_strerror(rc));
+            if (x->why[0] != '\0')   /* the file could not be opened */
+                agent_up_refuse(u, x->why);
+            else
+                agent_up_fail(u, "cannot start an upload: %s", ebb_strerror(rc));
             return;
         }
         x->running = true;
         u->running++;
         u->pending++;
     }
-    if (u->done == u->n_xfers && u->running == 0)
+    if (u->done == u->n_xfers && u->running == 0 && u->seal.hashed_done)
         agent_up_commit(u);
 }

@@ -1,9 +1,11 @@
 /* Uploading a complete checkpoint to the job's store (see store.h).
  *
- * One upload at a time: stage (thread pool) -> POST /v1/agent/checkpoints
- * -> poll GET until `uploading` -> PUT every object or part (at most
- * `parallel` at once, streamed from the staging file at its offset) ->
- * commit -> poll until `durable` or `failed`. A checkpoint that completes
+ * One upload at a time: walk its files (thread pool) -> POST
+ * /v1/agent/checkpoints -> poll GET until `uploading` -> PUT every object
+ * or part (at most `parallel` at once, each made from the job's files as
+ * it is sent, ckpt_seal.h) -> commit, once the hash pass that ran beside
+ * the transfers is back -> poll until `durable` or `failed`. A checkpoint
+ * that completes
  * meanwhile waits; only the newest waiting one is uploaded next. Every
  * wait is bounded (AGENT_POLL_LIMIT_MS); giving up sends DELETE, so ebbd
  * aborts what was started, and never commits.
@@ -14,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include <ebb/digest.h>
 
@@ -31,13 +35,21 @@ static int64_t now_ms(struct agent *a)
 
 static void up_free(struct agent_upload *u)
 {
-    for (size_t i = 0; i < u->n_xfers; i++)
+    for (size_t i = 0; i < u->n_xfers; i++) {
         free(u->xfers[i].url);
+        free(u->xfers[i].fps);
+        agent_seal_reader_close(&u->xfers[i].reader);
+        if (u->xfers[i].buf != NULL)
+            u->spare[u->n_spare++] = u->xfers[i].buf;
+    }
+    for (size_t i = 0; i < u->n_spare; i++) {
+        OPENSSL_cleanse(u->spare[i], EBB__CKPT_STREAM_MEMORY);
+        free(u->spare[i]);
+    }
     free(u->xfers);
-    free(u->offsets);
+    free(u->sums);
+    agent_seal_free(&u->seal);
     ebb__ckpt_manifest_clear(&u->m);
-    if (u->stage_fd >= 0)
-        close(u->stage_fd);
     if (u->dirfd >= 0)
         close(u->dirfd);
     ebb__ckpt_key_wipe(&u->key);
@@ -108,6 +120,17 @@ void agent_up_fail(struct agent_upload *u, const char *fmt, ...)
     up_end(u);
 }
 
+/* A checkpoint the store cannot hold as it is (a link in it, a file the
+ * job changed after it was complete): ebbd hears that it was not stored,
+ * and why. */
+void agent_up_refuse(struct agent_upload *u, const char *why)
+{
+    agent_reporter_event(&u->a->rep, json_pack("{s:s, s:s, s:s}", "kind",
+                                               "checkpoint_skipped", "name", u->m.name,
+                                               "reason", why));
+    agent_up_fail(u, "%s", why);
+}
+
 /* ---- polling ---- */
 
 static void poll_now(struct agent_upload *u);
@@ -162,10 +185,11 @@ static void durable(struct agent_upload *u, json_t *body)
     a->last_stored_bytes = u->stored_bytes;
     json_t *b = json_object_get(body, "bytes");
     ebb__info("checkpoint %s is durable (id %lld, %lld bytes; uploaded %llu bytes in "
-              "%lld ms, %.1f MB/s; %lld ms in all)", u->m.name, (long long)u->seq,
-              json_is_integer(b) ? (long long)json_integer_value(b) : -1LL,
+              "%lld ms, %.1f MB/s; ebbd completed it in %lld ms; %lld ms in all)", u->m.name,
+              (long long)u->seq, json_is_integer(b) ? (long long)json_integer_value(b) : -1LL,
               (unsigned long long)u->stored_bytes, (long long)u->transfer_ms,
-              a->upload_rate / 1000.0, (long long)(now_ms(a) - u->started_ms));
+              a->upload_rate / 1000.0, (long long)(now_ms(a) - u->committed_ms),
+              (long long)(now_ms(a) - u->started_ms));
     if (a->stopping)
         a->checkpointed_since_stop = true;
     u->state = UP_ENDING;
@@ -204,8 +228,10 @@ static void on_state(struct agent *a, void *arg, const struct ebb_http_response 
             agent_up_fail(u, "%s", why);
             return;
         }
-        if (u->state == UP_PREPARING)
+        if (u->state == UP_PREPARING) {
             u->transfer_ms = -now_ms(a);
+            ebb__debug("checkpoint %s: sending %zu object(s) or part(s)", u->m.name, u->n_xfers);
+        }
         u->state = UP_TRANSFER;
         agent_up_run(u);
         return;
@@ -274,7 +300,9 @@ void agent_up_commit(struct agent_upload *u)
 {
     struct agent *a = u->a;
     u->transfer_ms += now_ms(a);
+    u->committed_ms = now_ms(a);
     u->state = UP_COMMITTING;
+    ebb__debug("checkpoint %s: sent in %lld ms; committing", u->m.name, (long long)u->transfer_ms);
     json_t *body = json_pack("{s:o, s:I, s:b, s:I}", "files", commit_files(u),
                              "upload_ms", (json_int_t)u->transfer_ms,
                              "periodic", u->periodic,
@@ -310,9 +338,9 @@ static void on_posted(struct agent *a, void *arg, const struct ebb_http_response
     poll_now(u);
 }
 
-/* ---- staging ---- */
+/* ---- walking and hashing ---- */
 
-static void stage_work(uv_work_t *w)
+static void walk_work(uv_work_t *w)
 {
     struct agent_upload *u = w->data;
     char name[sizeof(u->m.name)];
@@ -322,30 +350,61 @@ static void stage_work(uv_work_t *w)
         memcpy(u->m.name, name, sizeof(name));
         return;
     }
-    u->offsets = calloc(u->m.n_files, sizeof(*u->offsets));
-    if (u->offsets == NULL) {
+    u->sums = calloc(u->m.n_files ? u->m.n_files : 1, sizeof(*u->sums));
+    if (u->sums == NULL) {
         u->work_rc = EBB_ENOMEM;
         snprintf(u->why, sizeof(u->why), "out of memory");
         return;
     }
-    u->work_rc = agent_ckpt_stage(u->dirfd, &u->m, u->encrypt ? &u->key : NULL,
-                                  u->stage_fd, u->offsets, u->why, sizeof(u->why));
+    u->work_rc = agent_seal_prepare(&u->seal, &u->m, u->dirfd, u->encrypt ? &u->key : NULL,
+                                    u->why, sizeof(u->why));
 }
 
-static void stage_done(uv_work_t *w, int status)
+static void hash_work(uv_work_t *w)
+{
+    struct agent_upload *u = w->data;
+    u->hash_rc = agent_seal_hash(&u->seal, u->sums, u->hash_why, sizeof(u->hash_why));
+}
+
+static void hash_done(uv_work_t *w, int status)
+{
+    struct agent_upload *u = w->data;
+    if (!agent_up_alive(u) || u->state == UP_ENDING)
+        return;
+    if (status != 0) {
+        agent_up_fail(u, "cancelled");
+        return;
+    }
+    size_t changed = 0;
+    if (u->hash_rc == 0 && agent_seal_hashed(&u->seal, &changed) != 0)
+        snprintf(u->hash_why, sizeof(u->hash_why), "%s changed while it was read",
+                 u->m.files[changed].path);
+    if (u->hash_rc != 0 || u->hash_why[0] != '\0') {
+        agent_up_refuse(u, u->hash_why);
+        return;
+    }
+    for (size_t i = 0; i < u->m.n_files; i++) {
+        memcpy(u->m.files[i].sha256, u->sums[i].sha256, 32);
+        memcpy(u->m.files[i].stored_sha256, u->sums[i].stored_sha256, 32);
+    }
+    ebb__info("hashed checkpoint %s: %zu file(s), %llu bytes %s, in %lld ms", u->m.name,
+              u->m.n_files, (unsigned long long)u->stored_bytes,
+              u->encrypt ? "sealed" : "stored as they are",
+              (long long)(now_ms(u->a) - u->started_ms));
+    agent_up_run(u);
+}
+
+static void walk_done(uv_work_t *w, int status)
 {
     struct agent_upload *u = w->data;
     if (!agent_up_alive(u))
         return;
     struct agent *a = u->a;
     if (status != 0 || u->work_rc != 0) {
-        /* A checkpoint the store cannot hold (a link in it, say): ebbd
-         * hears that it was not stored, and why. */
         if (status == 0)
-            agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:s}", "kind",
-                                                    "checkpoint_skipped", "name", u->m.name,
-                                                    "reason", u->why));
-        agent_up_fail(u, "%s", status != 0 ? "cancelled" : u->why);
+            agent_up_refuse(u, u->why);
+        else
+            agent_up_fail(u, "cancelled");
         return;
     }
     json_t *files = json_array();
@@ -357,12 +416,16 @@ static void stage_done(uv_work_t *w, int status)
                                                (json_int_t)u->m.files[i].stored_size));
     }
     a->last_stored_bytes = u->stored_bytes;
-    ebb__info("staged checkpoint %s: %zu file(s), %llu bytes %s in %lld ms", u->m.name,
-              u->m.n_files, (unsigned long long)u->stored_bytes,
-              u->encrypt ? "sealed" : "copied", (long long)(now_ms(a) - u->started_ms));
     json_t *body = json_pack("{s:s, s:s, s:o}", "name", u->m.name, "kind",
                              u->m.kind == EBB__CKPT_KIND_FILE ? "file" : "directory",
                              "files", files);
+    u->hash_work.data = u;
+    if (uv_queue_work(&a->loop, &u->hash_work, hash_work, hash_done) != 0) {
+        json_decref(body);
+        agent_up_fail(u, "cannot hash it: thread pool");
+        return;
+    }
+    u->pending++;
     u->state = UP_POSTING;
     int rc = body ? agent_api(a, "POST", "checkpoints", body, on_posted, u) : EBB_ENOMEM;
     if (rc == 0)
@@ -380,20 +443,17 @@ static void start_upload(struct agent *a, const char *name, bool periodic,
         return;
     }
     *u = (struct agent_upload){.a = a, .periodic = periodic, .duration_ms = duration_ms,
-                               .stage_fd = -1, .started_ms = now_ms(a),
+                               .started_ms = now_ms(a),
                                .fraction = fraction,
                                .encrypt = a->doc.store.encrypt, .key = a->key,
                                .dirfd = dup(a->ckpt_fd)};
     ebb__strlcpy(u->m.name, name, sizeof(u->m.name));
+    ebb__strlcpy(u->name, name, sizeof(u->name));
     ebb__timer_init(&u->poll_timer, on_poll_timer, u);
     a->upload = u;
-    u->stage_fd = agent_stage_file(a, u->why, sizeof(u->why));
     u->work.data = u;
-    if (u->stage_fd >= 0 && u->dirfd < 0)
-        snprintf(u->why, sizeof(u->why), "%s", strerror(errno));
-    if (u->stage_fd < 0 || u->dirfd < 0 || uv_queue_work(&a->loop, &u->work, stage_work, stage_done) != 0) {
-        agent_up_fail(u, "cannot stage it: %s", u->stage_fd < 0 || u->dirfd < 0 ? u->why
-                                                                           : "thread pool");
+    if (u->dirfd < 0 || uv_queue_work(&a->loop, &u->work, walk_work, walk_done) != 0) {
+        agent_up_fail(u, "cannot read it: %s", u->dirfd < 0 ? strerror(errno) : "thread pool");
         return;
     }
     u->pending++;
@@ -432,6 +492,11 @@ void agent_upload_offer(struct agent *a, const char *name, bool periodic,
 bool agent_upload_busy(const struct agent *a)
 {
     return a->upload != NULL || a->upload_next != NULL;
+}
+
+const char *agent_upload_name(const struct agent *a)
+{
+    return a->upload != NULL ? a->upload->name : NULL;
 }
 
 void agent_upload_cancel(struct agent *a, const char *why)

@@ -1,4 +1,4 @@
-/* Walking, staging and unstaging a checkpoint (see ckpt_walk.h). */
+/* Walking and unstaging a checkpoint (see ckpt_walk.h). */
 #include "agent/ckpt_walk.h"
 
 #include <dirent.h>
@@ -182,59 +182,6 @@ int agent_open_beneath(int dirfd, const char *path)
     /* Reads block normally from here on. */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
-}
-
-/* The path of file `f` below dirfd: the entry itself for a file
- * checkpoint, else below the entry. Caller frees. */
-static char *file_path(const struct ebb__ckpt_manifest *m, const char *top,
-                       const struct ebb__ckpt_manifest_file *f)
-{
-    return m->kind == EBB__CKPT_KIND_FILE ? ebb_strfmt("%s", top)
-                                          : ebb_strfmt("%s/%s", top, f->path);
-}
-
-int agent_ckpt_stage(int dirfd, struct ebb__ckpt_manifest *m,
-                     const struct ebb__ckpt_key *key, int stage_fd,
-                     uint64_t *offsets, char *why, size_t len)
-{
-    off_t end = lseek(stage_fd, 0, SEEK_END);
-    if (end < 0) {
-        snprintf(why, len, "staging file: %s", strerror(errno));
-        return EBB_EIO;
-    }
-    for (size_t i = 0; i < m->n_files; i++) {
-        struct ebb__ckpt_manifest_file *f = &m->files[i];
-        offsets[i] = (uint64_t)end;
-        char *path = file_path(m, m->name, f);
-        int fd = path ? agent_open_beneath(dirfd, path) : -ENOMEM;
-        free(path);
-        if (fd < 0) {
-            snprintf(why, len, "%s: %s", f->path, fd == -ELOOP ? "a symbolic link"
-                     : fd == -EINVAL ? "no longer a regular file" : strerror(-fd));
-            return fd == -ENOMEM ? EBB_ENOMEM : EBB_EIO;
-        }
-        struct ebb__ckpt_sums sums;
-        struct ebb__ckpt_error err = {0};
-        int rc = key ? ebb__ckpt_encrypt(key, m->name, f->path, ebb__ckpt_fd_read, &fd,
-                                         ebb__ckpt_fd_write, &stage_fd, &sums, &err)
-                     : ebb__ckpt_copy(ebb__ckpt_fd_read, &fd, ebb__ckpt_fd_write,
-                                      &stage_fd, &sums, &err);
-        close(fd);
-        if (rc != 0) {
-            snprintf(why, len, "%s: %s", f->path, err.diag.msg);
-            return rc;
-        }
-        if (sums.size != f->size) {
-            snprintf(why, len, "%s changed while it was read (%llu bytes, then %llu)",
-                     f->path, (unsigned long long)f->size, (unsigned long long)sums.size);
-            return EBB_EINVAL;
-        }
-        f->stored_size = sums.stored_size;
-        memcpy(f->sha256, sums.sha256, 32);
-        memcpy(f->stored_sha256, sums.stored_sha256, 32);
-        end += (off_t)sums.stored_size;
-    }
-    return 0;
 }
 
 /* Creates the directories of `path`'s parent below `top` (no links

@@ -7,11 +7,8 @@
  * it refuses the whole checkpoint, since the store could not bring it
  * back as it was.
  *
- * agent_ckpt_stage seals (or, without encryption, copies) each listed
- * file into one staging file, one stored object after the other, and
- * fills in the sums the manifest needs. It reads and writes synchronously
- * and is meant for libuv's thread pool; it holds one stream's memory
- * (EBB__CKPT_STREAM_MEMORY) whatever the checkpoint's size.
+ * The way up is agent_seal_* (ckpt_seal.h), which makes the stored
+ * objects as they are sent.
  *
  * agent_ckpt_unstage_* is the way back, one object at a time (as its
  * bytes arrive, so that one descriptor is held whatever the number of
@@ -43,15 +40,6 @@ int agent_ckpt_walk(int dirfd, const char *name, struct ebb__ckpt_manifest *m,
  * Returns the descriptor or a negative errno (-ELOOP for a link, -EINVAL
  * for something else than a regular file). */
 int agent_open_beneath(int dirfd, const char *path);
-
-/* Writes each file of `m` (as walked from entry m->name of `dirfd`) to
- * `stage_fd`, sealed under `key` (NULL: copied as it is), from the
- * staging file's current end; offsets[i] gets where file i's stored
- * object starts. Fills each file's sums in `m`. A file whose size changed
- * since the walk fails it. Returns 0 or an EBB_E* code with `why`. */
-int agent_ckpt_stage(int dirfd, struct ebb__ckpt_manifest *m,
-                     const struct ebb__ckpt_key *key, int stage_fd,
-                     uint64_t *offsets, char *why, size_t len);
 
 /* Starts unstaging `m` into the new entry `tmp_name` of `dirfd`: creates
  * it as a directory for a directory checkpoint (a file checkpoint's entry

@@ -85,8 +85,11 @@ static void scan_checkpoints(struct agent *a)
         a->signal_sent_at = 0;
     if (any_new && now.n > (size_t)a->doc.keep) {
         size_t removed = 0;
-        rc = agent_ckpt_prune(a->ckpt_fd, &now, (size_t)a->doc.keep, a->doc.job_id,
-                              a->doc.has_resume && a->doc.resume[0] ? a->doc.resume : NULL,
+        /* The objects of the checkpoint being stored are read from its
+         * files until its upload ends. */
+        const char *spare[] = {a->doc.has_resume && a->doc.resume[0] ? a->doc.resume : NULL,
+                               agent_upload_name(a)};
+        rc = agent_ckpt_prune(a->ckpt_fd, &now, (size_t)a->doc.keep, a->doc.job_id, spare, 2,
                               &removed);
         if (rc != 0)
             ebb__warn("cannot prune old checkpoints in %s: %s", a->doc.ckpt_dir,

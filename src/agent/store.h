@@ -4,13 +4,12 @@
  * bringing the newest durable one back at the start (ckpt_resume.c), and
  * the JSON calls to ebbd both make (store_api.c).
  *
- * Memory: a checkpoint is staged on disk (<disk>/.ebb-stage, one
- * unlinked file holding every stored object), so what the agent holds
- * does not grow with its size: one sealing or opening stream
- * (EBB__CKPT_STREAM_MEMORY, 4 MiB and a tag) on the thread pool, and per
- * transfer in flight libcurl's buffers (EBB__OBJSTORE_STREAM_BOUND, 640
- * KiB at most), `parallel` of them; plus the file list (a path and 100
- * bytes per file).
+ * Memory: nothing is staged on the disk, and what the agent holds does
+ * not grow with a checkpoint's size: per transfer in flight (`parallel`
+ * of them) one chunk being sealed and its tag (EBB__CKPT_STREAM_MEMORY,
+ * 4 MiB) and libcurl's buffers (EBB__OBJSTORE_STREAM_BOUND, 640 KiB at
+ * most); one stream for the hash pass beside them (4 MiB); the file list
+ * (a path and 100 bytes per file) and 33 bytes per 4 MiB chunk.
  */
 #ifndef EBB_AGENT_STORE_H
 #define EBB_AGENT_STORE_H
@@ -45,14 +44,6 @@ int agent_api(struct agent *a, const char *method, const char *path, json_t *bod
 const char *agent_api_why(const struct ebb_http_response *res, json_t *body, char *buf,
                           size_t size);
 
-/* The staging directory <disk>/.ebb-stage, created (0700); a new string,
- * or NULL with `why`. */
-char *agent_stage_dir(struct agent *a, char *why, size_t len);
-
-/* An unlinked temporary file in the staging directory: its descriptor or
- * a negative errno with `why`. */
-int agent_stage_file(struct agent *a, char *why, size_t len);
-
 /* ---- ckpt_upload.c ---- */
 
 /* A complete checkpoint `name` appeared: upload it now, or after the one
@@ -63,6 +54,9 @@ void agent_upload_offer(struct agent *a, const char *name, bool periodic,
 
 /* True while an upload is in flight or waiting. */
 bool agent_upload_busy(const struct agent *a);
+
+/* The name of the checkpoint being stored, or NULL. */
+const char *agent_upload_name(const struct agent *a);
 
 /* Gives up the upload in flight (DELETE at ebbd) and drops the waiting
  * one; agent_upload_idle() is called when it is over. */

@@ -1,5 +1,4 @@
-/* JSON calls to ebbd for the checkpoint store, and the staging files
- * (see store.h). */
+/* JSON calls to ebbd for the checkpoint store (see store.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -68,52 +67,4 @@ const char *agent_api_why(const struct ebb_http_response *res, json_t *body, cha
     else
         agent_describe_failure(res, buf, size);
     return buf;
-}
-
-char *agent_stage_dir(struct agent *a, char *why, size_t len)
-{
-    if (a->opt.disk == NULL) {
-        snprintf(why, len, "no disk to stage checkpoints on: give --disk DIR (or set HOME)");
-        return NULL;
-    }
-    char *dir = ebb_strfmt("%s/.ebb-stage", a->opt.disk);
-    int rc = dir ? agent_ckpt_mkdir(dir) : -ENOMEM;
-    if (rc != 0) {
-        snprintf(why, len, "%s: %s", dir ? dir : "staging directory", strerror(-rc));
-        free(dir);
-        return NULL;
-    }
-    return dir;
-}
-
-int agent_stage_file(struct agent *a, char *why, size_t len)
-{
-    char *dir = agent_stage_dir(a, why, len);
-    if (dir == NULL)
-        return -EIO;
-    /* The job's user's own directory, not a link to elsewhere. */
-    int dfd = agent_dir_open_owned(dir, why, len);
-    if (dfd < 0) {
-        free(dir);
-        return dfd;
-    }
-    /* Unlinked at once: whatever ends the agent, nothing staged stays on
-     * the disk. */
-    int fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    close(dfd);
-    if (fd < 0) {
-        char *tmpl = ebb_strfmt("%s/stage-XXXXXX", dir);
-        fd = tmpl ? mkostemp(tmpl, O_CLOEXEC) : -1;
-        if (fd >= 0)
-            unlink(tmpl);
-        free(tmpl);
-    }
-    if (fd < 0) {
-        int err = errno;
-        snprintf(why, len, "%s: %s", dir, strerror(err));
-        free(dir);
-        return -err;
-    }
-    free(dir);
-    return fd;
 }

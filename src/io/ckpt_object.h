@@ -192,13 +192,23 @@ struct ebb__ckpt_sums {
 };
 
 /* Seals everything `rd` yields as the file `path` of checkpoint `name` and
- * hands the stored object to `wr` in pieces of at most one chunk and tag.
- * Fills `sums`. Returns 0 or the first error (err says which; an error of
- * `rd` or `wr` is EBB__CKPT_IO with their code returned). */
+ * hands the stored object to `wr`: the header in one call, then each
+ * sealed chunk with its tag in one call. Fills `sums`. Returns 0 or the
+ * first error (err says which; an error of `rd` or `wr` is EBB__CKPT_IO
+ * with their code returned). */
 int ebb__ckpt_encrypt(const struct ebb__ckpt_key *k, const char *name,
                       const char *path, ebb__ckpt_read_fn rd, void *rd_arg,
                       ebb__ckpt_write_fn wr, void *wr_arg,
                       struct ebb__ckpt_sums *sums, struct ebb__ckpt_error *err);
+
+/* As ebb__ckpt_encrypt(), under the header and keys `f` already holds
+ * (from ebb__ckpt_file_seal, or ebb__ckpt_file_open on a header drawn
+ * before): the same plaintext makes the same object byte for byte, so
+ * parts of it may be made again, elsewhere, as they are sent. `f` stays
+ * open. */
+int ebb__ckpt_encrypt_file(struct ebb__ckpt_file *f, ebb__ckpt_read_fn rd, void *rd_arg,
+                           ebb__ckpt_write_fn wr, void *wr_arg,
+                           struct ebb__ckpt_sums *sums, struct ebb__ckpt_error *err);
 
 /* Opens the stored object `rd` yields as the file `path` of checkpoint
  * `name`, handing each chunk's plaintext to `wr` once it verified.
@@ -218,8 +228,10 @@ int ebb__ckpt_decrypt(const struct ebb__ckpt_key *k, const char *name,
                       struct ebb__ckpt_sums *sums, struct ebb__ckpt_error *err);
 
 /* Copies `rd` to `wr` unchanged (a checkpoint with `encrypt: false`),
- * hashing as it goes: size == stored_size and both hashes equal. Same
- * memory bound and returns as ebb__ckpt_encrypt(). */
+ * hashing as it goes: size == stored_size and both hashes equal. `wr`
+ * gets one call per chunk's worth (EBB__CKPT_CHUNK_SIZE bytes, the last
+ * one shorter or empty). Same memory bound and returns as
+ * ebb__ckpt_encrypt(). */
 int ebb__ckpt_copy(ebb__ckpt_read_fn rd, void *rd_arg, ebb__ckpt_write_fn wr,
                    void *wr_arg, struct ebb__ckpt_sums *sums,
                    struct ebb__ckpt_error *err);

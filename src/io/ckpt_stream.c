@@ -163,26 +163,22 @@ static int next_plain(struct stream *s, uint64_t index, size_t *len, bool *last)
     return rc;
 }
 
-int ebb__ckpt_encrypt(const struct ebb__ckpt_key *k, const char *name,
-                      const char *path, ebb__ckpt_read_fn rd, void *rd_arg,
-                      ebb__ckpt_write_fn wr, void *wr_arg,
-                      struct ebb__ckpt_sums *sums, struct ebb__ckpt_error *err)
+int ebb__ckpt_encrypt_file(struct ebb__ckpt_file *f, ebb__ckpt_read_fn rd, void *rd_arg,
+                           ebb__ckpt_write_fn wr, void *wr_arg,
+                           struct ebb__ckpt_sums *sums, struct ebb__ckpt_error *err)
 {
     struct stream s;
-    struct ebb__ckpt_file f = {0};
     int rc = stream_open(&s, rd, rd_arg, wr, wr_arg, sums, err);
     if (rc == 0)
-        rc = ebb__ckpt_file_seal(&f, k, name, path, err);
+        rc = hash(&s, s.stored, f->header, sizeof(f->header));
     if (rc == 0)
-        rc = hash(&s, s.stored, f.header, sizeof(f.header));
-    if (rc == 0)
-        rc = emit(&s, f.header, sizeof(f.header));
-    sums->stored_size = sizeof(f.header);
+        rc = emit(&s, f->header, sizeof(f->header));
+    sums->stored_size = sizeof(f->header);
     bool last = false;
     for (uint64_t i = 0; rc == 0 && !last && i < MAX_CHUNKS; i++) {
         size_t len = 0;
         rc = next_plain(&s, i, &len, &last);
-        if (rc == 0 && ebb__ckpt_chunk_seal(&f, i, last, s.buf, len, s.buf + len) != 0) {
+        if (rc == 0 && ebb__ckpt_chunk_seal(f, i, last, s.buf, len, s.buf + len) != 0) {
             ebb__ckpt_fail(err, EBB__CKPT_IO, i, "sealing chunk %llu failed (OpenSSL)",
                            (unsigned long long)i);
             rc = EBB_EIO;
@@ -194,8 +190,23 @@ int ebb__ckpt_encrypt(const struct ebb__ckpt_key *k, const char *name,
         sums->size += len;
         sums->stored_size += len + EBB__CKPT_TAG_LEN;
     }
-    ebb__ckpt_file_close(&f);
     return stream_close(&s, rc);
+}
+
+int ebb__ckpt_encrypt(const struct ebb__ckpt_key *k, const char *name,
+                      const char *path, ebb__ckpt_read_fn rd, void *rd_arg,
+                      ebb__ckpt_write_fn wr, void *wr_arg,
+                      struct ebb__ckpt_sums *sums, struct ebb__ckpt_error *err)
+{
+    struct ebb__ckpt_file f = {0};
+    int rc = ebb__ckpt_file_seal(&f, k, name, path, err);
+    if (rc != 0) {
+        memset(sums, 0, sizeof(*sums));
+        return rc;
+    }
+    rc = ebb__ckpt_encrypt_file(&f, rd, rd_arg, wr, wr_arg, sums, err);
+    ebb__ckpt_file_close(&f);
+    return rc;
 }
 
 int ebb__ckpt_copy(ebb__ckpt_read_fn rd, void *rd_arg, ebb__ckpt_write_fn wr,

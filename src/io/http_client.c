@@ -61,6 +61,7 @@ struct req {
     int64_t up_pos;        /* bytes of the upload sent in this attempt */
     enum { DOWN_UNKNOWN, DOWN_FILE, DOWN_MEMORY } down_mode; /* where the body goes */
     bool write_failed;
+    bool read_failed;      /* a streamed upload's source failed: not retried */
     bool buf_full;         /* a 2xx body outgrew the stream's download_buf */
     uv_timer_t retry_timer;
     struct ebb_buf body;
@@ -202,6 +203,11 @@ static size_t stream_body(struct req *r, const char *ptr, size_t n)
     return n;
 }
 
+static bool streams_upload(const struct ebb__http_stream *s)
+{
+    return s != NULL && (s->upload_fd >= 0 || s->upload_read != NULL);
+}
+
 /* A streamed upload's bytes, read where this attempt has got to. */
 static size_t stream_read(char *buf, size_t size, size_t nitems, void *userdata)
 {
@@ -213,9 +219,13 @@ static size_t stream_read(char *buf, size_t size, size_t nitems, void *userdata)
         return 0;
     if ((int64_t)want > left)
         want = (size_t)left;
-    ssize_t n = pread(s->upload_fd, buf, want, (off_t)(s->upload_offset + r->up_pos));
-    if (n <= 0) /* the file shrank or cannot be read: never send short */
+    ssize_t n = s->upload_fd >= 0
+                    ? pread(s->upload_fd, buf, want, (off_t)(s->upload_offset + r->up_pos))
+                    : s->upload_read(s->upload_arg, r->up_pos, buf, want);
+    if (n <= 0 || (size_t)n > want) { /* the source shrank or failed: never send short */
+        r->read_failed = true;
         return CURL_READFUNC_ABORT;
+    }
     r->up_pos += n;
     return (size_t)n;
 }
@@ -270,7 +280,7 @@ static int prepare_attempt(struct req *r)
         return 0;
     struct ebb_http_attempt a = {.struct_size = sizeof(a), .attempt = r->attempts};
     int rc = r->prepare(r->hook_arg, &a);
-    if (rc == 0 && a.body != NULL && r->stream != NULL && r->stream->upload_fd >= 0)
+    if (rc == 0 && a.body != NULL && streams_upload(r->stream))
         rc = EBB_EINVAL;
     if (rc == 0 && a.headers != NULL)
         rc = set_headers(r, a.headers, a.n_headers);
@@ -284,6 +294,7 @@ static int attempt_start(struct req *r)
     r->attempts++;
     r->too_big = false;
     r->write_failed = false;
+    r->read_failed = false;
     r->buf_full = false;
     r->down_mode = DOWN_UNKNOWN;
     r->up_pos = 0;
@@ -338,6 +349,10 @@ static void on_transfer_done(struct req *r, CURLcode result)
 
     if (r->write_failed) {
         req_finish(r, EBB_EIO, "could not write the response to its file", 0);
+        return;
+    }
+    if (r->read_failed) {
+        req_finish(r, EBB_EIO, "could not read the body to send", 0);
         return;
     }
     if (r->buf_full) {
@@ -583,7 +598,7 @@ static int req_setup(struct req *r, const struct ebb_http_request *req)
      * with NOBODY); any other method, or a body on another method, needs
      * CUSTOMREQUEST on top. */
     bool is_head = strcmp(r->method, "HEAD") == 0;
-    bool upload = r->stream != NULL && r->stream->upload_fd >= 0;
+    bool upload = streams_upload(r->stream);
     bool has_body = !is_head && !upload &&
                     (req->body != NULL || strcmp(r->method, "POST") == 0);
     /* Streamed bodies move in 128 KiB steps (curl's own tool uses 100
@@ -626,8 +641,9 @@ int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
 int ebb__http_request_stream(struct ebb__http *h, const struct ebb_http_request *req,
                              struct ebb__http_stream *s, ebb_http_cb cb, void *arg)
 {
-    if (s != NULL && ((s->upload_fd >= 0 && (req->body != NULL || s->upload_len < 0 ||
+    if (s != NULL && ((streams_upload(s) && (req->body != NULL || s->upload_len < 0 ||
                                              s->upload_offset < 0)) ||
+                      (s->upload_fd >= 0 && s->upload_read != NULL) ||
                       (s->download_fd >= 0 && s->download_offset < 0) ||
                       (s->download_fd >= 0 && s->download_buf != NULL)))
         return EBB_EINVAL;

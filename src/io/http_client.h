@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <uv.h>
 
@@ -75,10 +76,18 @@ int ebb__http_request(struct ebb__http *h, const struct ebb_http_request *req,
  * a streamed transfer holds. Every attempt starts again at the given
  * offsets: a retried upload sends the same bytes, a retried download
  * overwrites the same range. */
+/* A streamed upload's bytes made as they are sent: `len` bytes (or
+ * fewer, at least one) of the body from `offset` into `buf`; returns how
+ * many, or 0 or less to end the request with EBB_EIO, not retried. An
+ * attempt that is retried reads again from its start. */
+typedef ssize_t (*ebb__http_upload_read_fn)(void *arg, int64_t offset, void *buf, size_t len);
+
 struct ebb__http_stream {
-    int upload_fd;           /* -1: the request's own body (or none) */
+    int upload_fd;           /* -1: the request's own body, upload_read, or none */
     int64_t upload_offset;   /* where the body starts in upload_fd */
     int64_t upload_len;      /* its length, sent as Content-Length */
+    ebb__http_upload_read_fn upload_read;  /* with upload_fd -1: the body's source */
+    void *upload_arg;
     int download_fd;         /* -1: a 2xx body goes to download_buf, or
                               * with none is kept in memory */
     int64_t download_offset; /* where byte 0 of a 2xx body is written */

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "agent/ckpt.h"
+#include "agent/ckpt_seal.h"
 #include "agent/ckpt_walk.h"
 #include "agent/gpuwatch.h"
 #include "agent/hostprobe.h"
@@ -26,6 +27,8 @@
 #include "agent/reporter.h"
 
 static char dir[256];
+/* A reader's chunk buffer, as the agent lends one. */
+static unsigned char chunk_buf[EBB__CKPT_STREAM_MEMORY];
 static int dfd = -1; /* dir, opened as the agent opens its checkpoint dir */
 
 static int setup(void **state)
@@ -208,7 +211,7 @@ static void test_prune_only_marked(void **state)
     struct agent_ckpt_list l;
     assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
     size_t removed = 0;
-    assert_int_equal(agent_ckpt_prune(dfd, &l, 2, "j-1", NULL, &removed), 0);
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 2, "j-1", NULL, 0, &removed), 0);
     assert_int_equal(removed, 2);
     assert_false(exists("c1"));
     assert_false(exists("c2"));
@@ -219,29 +222,32 @@ static void test_prune_only_marked(void **state)
     assert_true(exists("theirs/weights"));
     assert_true(exists(".tmp")); /* temporaries are not the pruner's */
     removed = 0;
-    assert_int_equal(agent_ckpt_prune(dfd, &l, 10, "j-1", NULL, &removed), 0);
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 10, "j-1", NULL, 0, &removed), 0);
     assert_int_equal(removed, 0);
     agent_ckpt_list_free(&l);
 }
 
-/* A gang's resume point is never pruned and does not count among the
- * `keep` newest. */
+/* A gang's resume point and the checkpoint being stored are never pruned
+ * and do not count among the `keep` newest. */
 static void test_prune_spares_the_resume_point(void **state)
 {
     (void)state;
     make("gang", true, 1000);
+    make("up", true, 1500);
     make("c2", true, 2000);
     make("c3", true, 3000);
-    const char *names[] = {"gang", "c2", "c3"};
-    for (size_t i = 0; i < 3; i++)
+    const char *names[] = {"gang", "up", "c2", "c3"};
+    for (size_t i = 0; i < 4; i++)
         assert_int_equal(agent_ckpt_mark(dfd, names[i], "j-1"), 0);
     struct agent_ckpt_list l;
     assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
     size_t removed = 0;
-    assert_int_equal(agent_ckpt_prune(dfd, &l, 1, "j-1", "gang", &removed), 0);
+    const char *spare[] = {"gang", NULL, "up"};
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 1, "j-1", spare, 3, &removed), 0);
     agent_ckpt_list_free(&l);
     assert_int_equal(removed, 1);
     assert_true(exists("gang"));
+    assert_true(exists("up"));
     assert_false(exists("c2"));
     assert_true(exists("c3"));
     assert_true(agent_ckpt_is_marked(dfd, "gang", "j-1"));
@@ -269,7 +275,7 @@ static void test_prune_never_follows_links(void **state)
     struct agent_ckpt_list l;
     assert_int_equal(agent_ckpt_scan(dfd, &l), 0);
     size_t removed = 0;
-    assert_int_equal(agent_ckpt_prune(dfd, &l, 1, "j-1", NULL, &removed), 0);
+    assert_int_equal(agent_ckpt_prune(dfd, &l, 1, "j-1", NULL, 0, &removed), 0);
     agent_ckpt_list_free(&l);
     assert_int_equal(removed, 1);
     assert_false(exists("old"));
@@ -687,8 +693,55 @@ static void test_walk(void **state)
     close(fd);
 }
 
-/* Staged objects open back into the same tree; one flipped byte fails. */
-static void test_stage_unstage(void **state)
+static int seen_check(void *arg, uint64_t chunk, const unsigned char *fp)
+{
+    return agent_seal_check(arg, chunk, fp);
+}
+
+/* File `i`'s stored object, read as two parts split at `split` in reads
+ * of `step` bytes, as the transfers read it, into a new file `name`. */
+static int read_object(struct agent_seal *s, size_t i, uint64_t split, size_t step,
+                       const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    int out = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(out >= 0);
+    uint64_t size = s->m->files[i].stored_size, cut[3] = {0, split < size ? split : size, size};
+    unsigned char *buf = malloc(step);
+    assert_non_null(buf);
+    for (int part = 0; part < 2; part++) {
+        struct agent_seal_reader r;
+        assert_int_equal(agent_seal_reader_open(&r, s, i, chunk_buf), 0);
+        for (uint64_t at = cut[part]; at < cut[part + 1];) {
+            size_t want = cut[part + 1] - at < step ? (size_t)(cut[part + 1] - at) : step;
+            ssize_t n = agent_seal_read(&r, at, buf, want, seen_check, s);
+            assert_true(n > 0 && (size_t)n <= want);
+            assert_int_equal(pwrite(out, buf, (size_t)n, (off_t)at), n);
+            at += (uint64_t)n;
+        }
+        agent_seal_reader_close(&r);
+    }
+    free(buf);
+    return out;
+}
+
+static void sha256_of_fd(int fd, unsigned char out[32])
+{
+    char cmd[64];
+    snprintf(cmd, sizeof(cmd), "sha256sum /proc/self/fd/%d", fd);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char hex[65] = "";
+    assert_int_equal(fscanf(p, "%64s", hex), 1);
+    pclose(p);
+    assert_int_equal(ebb__ckpt_unhex(hex, out, 32), 0);
+}
+
+/* Objects made as they are sent, in parts at any offset, are the ones the
+ * hash pass hashed, hold no plaintext, and open back into the same tree;
+ * one flipped byte fails. Three chunks in one file cross every boundary. */
+static void test_seal_unseal(void **state)
 {
     (void)state;
     char path[600];
@@ -696,30 +749,45 @@ static void test_stage_unstage(void **state)
     assert_int_equal(mkdir(path, 0700), 0);
     snprintf(path, sizeof(path), "%s/ck/d", dir);
     assert_int_equal(mkdir(path, 0700), 0);
-    write_text("ck/d/x", "secret-bytes-xyz");
-    write_text("ck/y", "more");
+    snprintf(path, sizeof(path), "%s/ck/d/x", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (int i = 0; i < (9 << 20) / 16; i++)
+        fputs("secret-bytes-xyz", f);
+    assert_int_equal(fclose(f), 0);
+    write_text("ck/y", "more-plaintext-words");
     struct ebb__ckpt_key key;
     assert_int_equal(ebb__ckpt_key_generate(&key), 0);
     struct ebb__ckpt_manifest m;
     char why[256] = "";
     assert_int_equal(agent_ckpt_walk(dfd, "ck", &m, why, sizeof(why)), 0);
-    snprintf(path, sizeof(path), "%s/stage", dir);
-    int stage = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-    assert_true(stage >= 0);
-    uint64_t offsets[2];
-    assert_int_equal(agent_ckpt_stage(dfd, &m, &key, stage, offsets, why, sizeof(why)), 0);
-    assert_int_equal(offsets[0], 0);
-    assert_int_equal(offsets[1], m.files[0].stored_size);
-    /* Each object into a file of its own, as downloads arrive. */
+    struct agent_seal s;
+    assert_int_equal(agent_seal_prepare(&s, &m, dfd, &key, why, sizeof(why)), 0);
+    assert_int_equal(m.files[0].stored_size, ebb__ckpt_stored_size(9 << 20));
+    assert_int_equal(s.first_chunk[1], 3);
+    assert_int_equal(s.first_chunk[2], 4);
+    /* Half the chunks are sent before the hash pass is back. */
     int objects[2];
-    for (int i = 0; i < 2; i++) {
-        snprintf(path, sizeof(path), "%s/obj%d", dir, i);
-        objects[i] = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-        char buf[4096];
-        ssize_t n = pread(stage, buf, m.files[i].stored_size, (off_t)offsets[i]);
-        assert_int_equal(n, (ssize_t)m.files[i].stored_size);
-        assert_null(memmem(buf, (size_t)n, "secret", 6));
-        assert_int_equal(write(objects[i], buf, (size_t)n), n);
+    objects[0] = read_object(&s, 0, 5 << 20, 131072, "obj0");
+    struct ebb__ckpt_sums sums[2];
+    assert_int_equal(agent_seal_hash(&s, sums, why, sizeof(why)), 0);
+    size_t bad = 9;
+    assert_int_equal(agent_seal_hashed(&s, &bad), 0);
+    objects[1] = read_object(&s, 1, 50, 7, "obj1");
+    for (size_t i = 0; i < 2; i++) {
+        unsigned char sha[32];
+        sha256_of_fd(objects[i], sha);
+        assert_memory_equal(sha, sums[i].stored_sha256, 32);
+        assert_int_equal(sums[i].stored_size, m.files[i].stored_size);
+        memcpy(m.files[i].sha256, sums[i].sha256, 32);
+        memcpy(m.files[i].stored_sha256, sums[i].stored_sha256, 32);
+        size_t size = (size_t)m.files[i].stored_size;
+        char *all = malloc(size);
+        assert_non_null(all);
+        assert_int_equal(pread(objects[i], all, size, 0), (ssize_t)size);
+        assert_null(memmem(all, size, "secret-byte", 11));
+        assert_null(memmem(all, size, "more-plain", 10));
+        free(all);
     }
     struct ebb__ckpt_error err = {0};
     assert_int_equal(agent_ckpt_unstage_begin(dfd, ".back", &m, &err), 0);
@@ -745,9 +813,66 @@ static void test_stage_unstage(void **state)
     assert_non_null(strstr(err.diag.msg, "y: "));
     close(objects[0]);
     close(objects[1]);
-    close(stage);
+    agent_seal_free(&s);
     ebb__ckpt_manifest_clear(&m);
     ebb__ckpt_key_wipe(&key);
+}
+
+/* A file the job changes after its checkpoint was complete: a chunk read
+ * again with other bytes is refused before any of it is handed out (no
+ * second ciphertext under one nonce), whichever read came first; with
+ * encryption or without. A file that grew or shrank fails the hash pass. */
+static void test_seal_changed_file(void **state)
+{
+    (void)state;
+    for (int encrypt = 0; encrypt < 2; encrypt++) {
+        write_text("c1", "first version of the bytes");
+        struct ebb__ckpt_key key;
+        assert_int_equal(ebb__ckpt_key_generate(&key), 0);
+        struct ebb__ckpt_manifest m;
+        char why[256] = "";
+        assert_int_equal(agent_ckpt_walk(dfd, "c1", &m, why, sizeof(why)), 0);
+        struct agent_seal s;
+        assert_int_equal(agent_seal_prepare(&s, &m, dfd, encrypt ? &key : NULL, why,
+                                            sizeof(why)), 0);
+        struct agent_seal_reader r;
+        unsigned char buf[256];
+        uint64_t body = encrypt ? EBB__CKPT_HEADER_LEN : 0;
+        assert_int_equal(agent_seal_reader_open(&r, &s, 0, chunk_buf), 0);
+        assert_true(agent_seal_read(&r, body, buf, sizeof(buf), seen_check, &s) > 0);
+        agent_seal_reader_close(&r);
+        write_text("c1", "other version of the bytes");  /* same size */
+        assert_int_equal(agent_seal_reader_open(&r, &s, 0, chunk_buf), 0);
+        memset(buf, 0, sizeof(buf));
+        assert_int_equal(agent_seal_read(&r, body, buf, sizeof(buf), seen_check, &s),
+                         EBB_EINVAL);
+        assert_non_null(strstr(r.why, "c1 changed while it was read"));
+        static const unsigned char zero[256];
+        assert_memory_equal(buf, zero, sizeof(buf));
+        agent_seal_reader_close(&r);
+        /* The hash pass read the new bytes: they do not match the sent ones. */
+        struct ebb__ckpt_sums sums[1];
+        assert_int_equal(agent_seal_hash(&s, sums, why, sizeof(why)), 0);
+        size_t bad = 9;
+        assert_int_equal(agent_seal_hashed(&s, &bad), EBB_EINVAL);
+        assert_int_equal(bad, 0);
+        write_text("c1", "a longer version of the bytes");
+        assert_int_equal(agent_seal_hash(&s, sums, why, sizeof(why)), EBB_EINVAL);
+        assert_non_null(strstr(why, "c1 changed while it was read"));
+        write_text("c1", "short");
+        assert_int_equal(agent_seal_hash(&s, sums, why, sizeof(why)), EBB_EINVAL);
+        assert_non_null(strstr(why, "then fewer"));
+        assert_int_equal(agent_seal_reader_open(&r, &s, 0, chunk_buf), 0);
+        assert_int_equal(agent_seal_read(&r, body, buf, sizeof(buf), seen_check, &s), EBB_EIO);
+        assert_non_null(strstr(r.why, "shorter"));
+        agent_seal_reader_close(&r);
+        agent_seal_free(&s);
+        ebb__ckpt_manifest_clear(&m);
+        ebb__ckpt_key_wipe(&key);
+        char path[600];
+        snprintf(path, sizeof(path), "%s/c1", dir);
+        unlink(path);
+    }
 }
 
 static void test_job_environ(void **state)
@@ -874,7 +999,8 @@ int main(void)
         cmocka_unit_test(test_jobdoc_store),
         cmocka_unit_test(test_jobdoc_store_errors),
         cmocka_unit_test_setup_teardown(test_walk, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_stage_unstage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_seal_unseal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_seal_changed_file, setup, teardown),
         cmocka_unit_test(test_job_environ),
         cmocka_unit_test(test_job_environ_large),
         cmocka_unit_test(test_backoff_is_capped),

@@ -107,7 +107,7 @@ class State:
         self.args = args
         self.objects = {}   # key -> bytes
         self.etags = {}     # key -> its ETag (a multipart object's is "MD5-N")
-        self.uploads = {}   # upload id -> {key, parts: {n: bytes}}
+        self.uploads = {}   # upload id -> {key, parts: {n: (bytes, MD5 digest)}}
         self.next_upload = 1
 
 
@@ -531,8 +531,9 @@ class Handler(BaseHTTPRequestHandler):
         n = int(params['partNumber'][0])
         if not 1 <= n <= 10000:
             raise Fail(400, 'InvalidArgument', 'partNumber %d' % n)
-        up['parts'][n] = body
-        self.send(200, headers={'ETag': self.etag(body)})
+        digest = hashlib.md5(body).digest()
+        up['parts'][n] = (body, digest)
+        self.send(200, headers={'ETag': '"%s"' % digest.hex()})
         return 200
 
     def op_CompleteMultipartUpload(self, key, params, body):
@@ -546,16 +547,18 @@ class Handler(BaseHTTPRequestHandler):
         numbers = [int(n) for n, _ in parts]
         if numbers != sorted(numbers) or len(set(numbers)) != len(numbers):
             raise Fail(400, 'InvalidPartOrder', str(numbers))
-        data = b''
+        bodies, digests = [], []
         for i, (n, etag) in enumerate(parts):
-            part = up['parts'].get(int(n))
-            if part is None or self.etag(part) != etag.replace('&quot;', '"'):
+            body_digest = up['parts'].get(int(n))
+            if body_digest is None or '"%s"' % body_digest[1].hex() != etag.replace('&quot;', '"'):
                 raise Fail(400, 'InvalidPart', 'part %s' % n)
-            if i + 1 < len(parts) and len(part) < self.server.state.args.min_part:
+            if i + 1 < len(parts) and len(body_digest[0]) < self.server.state.args.min_part:
                 raise Fail(400, 'EntityTooSmall', 'part %s' % n)
-            data += part
-        etag = '"%s-%d"' % (hashlib.md5(data).hexdigest(), len(parts))
-        self.server.state.objects[key] = data
+            bodies.append(body_digest[0])
+            digests.append(body_digest[1])
+        # S3's multipart ETag: the MD5 of the parts' MD5s, then the count.
+        etag = '"%s-%d"' % (hashlib.md5(b''.join(digests)).hexdigest(), len(parts))
+        self.server.state.objects[key] = b''.join(bodies)
         self.server.state.etags[key] = etag
         del self.server.state.uploads[params['uploadId'][0]]
         self.send(200, ('<CompleteMultipartUploadResult><Key>%s</Key><ETag>%s</ETag>'

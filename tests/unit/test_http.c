@@ -407,6 +407,65 @@ static void body_into_buffer(void **state)
                      EBB_EINVAL);
 }
 
+/* A streamed upload made by the caller as it is sent: read at the
+ * offsets the attempt has got to, in as many calls as it likes; a source
+ * that fails ends the request at once, not retried; a source with a file
+ * as well is refused. */
+struct made {
+    const char *text;
+    int calls;
+    int64_t fail_at;   /* -1: never */
+};
+
+static ssize_t make_body(void *arg, int64_t offset, void *buf, size_t len)
+{
+    struct made *m = arg;
+    m->calls++;
+    if (m->fail_at >= 0 && offset >= m->fail_at)
+        return EBB_EIO;
+    size_t left = strlen(m->text) - (size_t)offset;
+    size_t n = len < 3 ? len : 3;   /* short reads, to be asked again */
+    n = n < left ? n : left;
+    memcpy(buf, m->text + offset, n);
+    return (ssize_t)n;
+}
+
+static void upload_made_as_sent(void **state)
+{
+    struct fx *f = *state;
+    char url[128];
+    snprintf(url, sizeof(url), "%s/echo", f->base);
+    for (int fail = 0; fail < 2; fail++) {
+        struct made m = {.text = "sealed as it goes", .fail_at = fail ? 6 : -1};
+        struct ebb_http_request req = {.method = "PUT", .url = url, .max_attempts = 4};
+        struct ebb__http_stream s = {.upload_fd = -1, .upload_read = make_body,
+                                     .upload_arg = &m,
+                                     .upload_len = (int64_t)strlen(m.text),
+                                     .download_fd = -1};
+        struct result r = {.f = f};
+        f->seen_body[0] = '\0';
+        assert_int_equal(ebb__http_request_stream(f->http, &req, &s, on_result, &r), 0);
+        run_until(f, &r.calls, 1);
+        if (!fail) {
+            expect_result(&r, 0, 200, 1);
+            assert_string_equal(f->seen_method, "PUT");
+            assert_string_equal(f->seen_body, "sealed as it goes");
+            assert_int_equal(m.calls, 6);
+        } else {
+            expect_result(&r, EBB_EIO, ANY, 1);
+            assert_non_null(strstr(r.message, "could not read the body"));
+            assert_int_equal(m.calls, 3);
+        }
+    }
+    struct made m = {.text = "x", .fail_at = -1};
+    struct ebb_http_request req = {.method = "PUT", .url = url};
+    struct ebb__http_stream both = {.upload_fd = 0, .upload_read = make_body, .upload_arg = &m,
+                                    .upload_len = 1, .download_fd = -1};
+    struct result r = {.f = f};
+    assert_int_equal(ebb__http_request_stream(f->http, &req, &both, on_result, &r),
+                     EBB_EINVAL);
+}
+
 static void bad_requests_refused(void **state)
 {
     struct fx *f = *state;
@@ -801,6 +860,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(dropped_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(response_size_capped, setup, teardown),
         cmocka_unit_test_setup_teardown(body_into_buffer, setup, teardown),
+        cmocka_unit_test_setup_teardown(upload_made_as_sent, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_requests_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(hostile_heads_refused, setup, teardown),
         cmocka_unit_test(head_parser_statuses),
