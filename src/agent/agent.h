@@ -108,6 +108,7 @@ struct agent {
     double upload_rate;               /* stored bytes per ms last measured; 0: none */
     uint64_t last_stored_bytes;       /* of the last checkpoint staged */
     int64_t last_write_ms;            /* the job's last checkpoint write time */
+    int64_t last_complete_ms;         /* ebbd's commit-to-durable of the last upload */
     bool final_skipped;               /* the final checkpoint did not fit */
     bool exit_waiting;                /* the job is over; `exited` waits for the upload */
     int64_t exit_status;

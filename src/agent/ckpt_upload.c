@@ -182,13 +182,14 @@ static void durable(struct agent_upload *u, json_t *body)
     struct agent *a = u->a;
     int64_t ms = u->transfer_ms > 0 ? u->transfer_ms : 1;
     a->upload_rate = (double)u->stored_bytes / (double)ms;
+    a->last_complete_ms = now_ms(a) - u->committed_ms;
     a->last_stored_bytes = u->stored_bytes;
     json_t *b = json_object_get(body, "bytes");
     ebb__info("checkpoint %s is durable (id %lld, %lld bytes; uploaded %llu bytes in "
               "%lld ms, %.1f MB/s; ebbd completed it in %lld ms; %lld ms in all)", u->m.name,
               (long long)u->seq, json_is_integer(b) ? (long long)json_integer_value(b) : -1LL,
               (unsigned long long)u->stored_bytes, (long long)u->transfer_ms,
-              a->upload_rate / 1000.0, (long long)(now_ms(a) - u->committed_ms),
+              a->upload_rate / 1000.0, (long long)a->last_complete_ms,
               (long long)(now_ms(a) - u->started_ms));
     if (a->stopping)
         a->checkpointed_since_stop = true;
@@ -529,6 +530,7 @@ bool agent_upload_fits(const struct agent *a, int64_t time_left_ms, int64_t *nee
     *need_ms = -1;
     if (a->upload_rate <= 0 || a->last_stored_bytes == 0)
         return true;
-    *need_ms = (int64_t)((double)a->last_stored_bytes / a->upload_rate) + a->last_write_ms;
+    *need_ms = (int64_t)((double)a->last_stored_bytes / a->upload_rate) + a->last_write_ms +
+               a->last_complete_ms;
     return *need_ms <= time_left_ms;
 }

@@ -217,9 +217,10 @@ static bool skip_final(struct agent *a, int64_t grace_ms)
         return false;
     char why[256];
     snprintf(why, sizeof(why), "storing it would take about %lld ms (%llu bytes at the "
-             "measured %.1f MB/s, and the job's last checkpoint took %lld ms to write); "
-             "%lld ms are left", (long long)need, (unsigned long long)a->last_stored_bytes,
-             a->upload_rate / 1000.0, (long long)a->last_write_ms, (long long)grace_ms);
+             "measured %.1f MB/s; the job's last checkpoint took %lld ms to write, ebbd "
+             "%lld ms to complete); %lld ms are left", (long long)need,
+             (unsigned long long)a->last_stored_bytes, a->upload_rate / 1000.0,
+             (long long)a->last_write_ms, (long long)a->last_complete_ms, (long long)grace_ms);
     ebb__warn("not asking the job for a final checkpoint: %s", why);
     const struct agent_ckpt *last = agent_ckpt_latest(&a->known);
     agent_reporter_event(&a->rep, json_pack("{s:s, s:s, s:s}", "kind", "checkpoint_skipped",

@@ -66,9 +66,10 @@ void agent_upload_cancel(struct agent *a, const char *why);
  * the HTTP client's close, which must follow). */
 void agent_upload_free(struct agent *a);
 
-/* Whether a final checkpoint uploaded within `time_left_ms` fits, by
- * the last checkpoint's stored size, the measured upload rate and the
- * job's last checkpoint write time; true when nothing is measured yet.
+/* Whether a final checkpoint made durable within `time_left_ms` fits, by
+ * the last checkpoint's stored size, the measured upload rate, the job's
+ * last checkpoint write time and the time ebbd took to complete the last
+ * upload; true when nothing is measured yet.
  * Writes the estimate into `*need_ms` (-1: none). */
 bool agent_upload_fits(const struct agent *a, int64_t time_left_ms, int64_t *need_ms);
 

@@ -404,6 +404,7 @@ static void commit(struct fake_store *fs, json_t *row, json_t *body,
     json_object_set(row, "commit", body);
     set_state(row, "completing", NULL);
     complete(fs, row);
+    res->delay_ms = fs->commit_delay_ms;
     answer(res, 202, json_pack("{s:s}", "state", "completing"));
 }
 

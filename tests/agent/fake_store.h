@@ -46,6 +46,7 @@ struct fake_store {
     int ops;                    /* object-store operations in flight */
     int64_t resume_delay_ms;    /* GET /v1/agent/resume answers this late */
     int64_t post_delay_ms;      /* ... and POST /v1/agent/checkpoints */
+    int64_t commit_delay_ms;    /* ... and POST /v1/agent/checkpoints/ID/commit */
     int spoil_urls;             /* s3: this many `uploading` answers carry bad
                                  * signatures (the store answers 403) */
     /* Called after an `uploading` answer went out (the SIGKILL test). */

@@ -712,11 +712,13 @@ static bool durable_one(struct fake *f)
     return has(&f->agent_err, "checkpoint ck1 is durable") || fake_agent_done(f);
 }
 
-/* ck1 (written in 1.2 s after the periodic signal) is durable; then a
- * notice with `grace_ms` left. */
-static void run_notice(int grace_ms)
+/* ck1 (written in 1.2 s after the periodic signal) is durable, ebbd
+ * taking `complete_ms` to answer its commit; then a notice with
+ * `grace_ms` left. */
+static void run_notice(int grace_ms, int complete_ms)
 {
     fstore_init(&S, &F, FSTORE_FILE, 5 << 20, 4, true);
+    S.commit_delay_ms = complete_ms;
     make_source("ck1", 1000);
     make_source("ck2", 1000);
     char ckpt[128];
@@ -738,7 +740,7 @@ static void run_notice(int grace_ms)
 static void test_notice_too_short_skips_final(void **state)
 {
     (void)state;
-    run_notice(1000);
+    run_notice(1000, 0);
     if (count("checkpoint_skipped") != 1)
         dump();
     assert_int_equal(count("checkpoint_skipped"), 1);
@@ -757,7 +759,7 @@ static void test_notice_too_short_skips_final(void **state)
 static void test_notice_long_enough_stores_final(void **state)
 {
     (void)state;
-    run_notice(8000);
+    run_notice(8000, 0);
     if (fstore_count(&S, "durable") != 2)
         dump();
     assert_int_equal(count("checkpoint_skipped"), 0);
@@ -766,6 +768,23 @@ static void test_notice_long_enough_stores_final(void **state)
     assert_true(json_is_true(json_object_get(ex, "stopped")));
     assert_true(json_is_true(json_object_get(ex, "checkpointed")));
     assert_int_equal(json_integer_value(json_object_get(ex, "status")), 0);
+}
+
+/* The transfer and the job's write fit the notice, the time ebbd took to
+ * complete the last upload does not: the final checkpoint is not asked
+ * for, and the reason counts ebbd's part. */
+static void test_notice_counts_ebbds_completion(void **state)
+{
+    (void)state;
+    run_notice(4000, 3500);
+    if (count("checkpoint_skipped") != 1)
+        dump();
+    assert_int_equal(count("checkpoint_skipped"), 1);
+    const char *why = json_string_value(json_object_get(fake_event(&F, "checkpoint_skipped", 0),
+                                                        "reason"));
+    assert_non_null(strstr(why, "ms to complete); 4000 ms are left"));
+    assert_true(has(&F.out, "got TERM"));
+    assert_int_equal(S.posts, 1);
 }
 
 int main(void)
@@ -793,6 +812,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_stop_before_the_job_started, setup, teardown),
         cmocka_unit_test_setup_teardown(test_notice_too_short_skips_final, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_notice_counts_ebbds_completion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_notice_long_enough_stores_final, setup,
                                         teardown),
     };
