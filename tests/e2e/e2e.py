@@ -4,6 +4,7 @@ strict S3 fake (tests/objstore/fake_s3.py).
 
 EBBD, EBB and EBB_SOURCE_ROOT come from the environment (meson sets them).
 """
+import atexit
 import json
 import os
 import shutil
@@ -15,6 +16,25 @@ import time
 EBBD, EBB = os.environ["EBBD"], os.environ["EBB"]
 ROOT = os.environ["EBB_SOURCE_ROOT"]
 FAKE_S3 = os.path.join(ROOT, "tests", "objstore", "fake_s3.py")
+
+# The ebbd and fake store processes a test started, ended when it exits,
+# however it ends: one left running after a test crashed holds meson's
+# pipe, and the whole suite waits for it.
+_STARTED = []
+
+
+def _end_started():
+    for proc in _STARTED:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+atexit.register(_end_started)
 
 
 class Tap:
@@ -120,6 +140,7 @@ class Daemon:
         log = open(self.state + ".log", "a")
         self.proc = subprocess.Popen([EBBD, "--state-dir", self.state] + self.args,
                                      stderr=log, env=self.env)
+        _STARTED.append(self.proc)
         log.close()
         return wait_for(lambda: self.ebb("status").returncode == 0 or
                         self.proc.poll() is not None, 20) and \
@@ -180,6 +201,7 @@ class FakeS3:
              "--page-size", str(page_size)] +
             (["--dump", self.dump_path] if dump else []),
             stdout=subprocess.PIPE, text=True)
+        _STARTED.append(self.proc)
         line = self.proc.stdout.readline().split()
         self.port = int(line[1]) if len(line) == 2 and line[0] == "PORT" else 0
         self.endpoint = "http://127.0.0.1:%d" % self.port

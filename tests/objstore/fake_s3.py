@@ -156,8 +156,10 @@ class Handler(BaseHTTPRequestHandler):
             if fault['op'] == op and fault.get('count', 1) > 0 and \
                     fault.get('key_contains', '') in (key or ''):
                 fault['count'] = fault.get('count', 1) - 1
-                with open(path, 'w') as f:
+                # Replaced whole: a test reads the counts while requests run.
+                with open(path + '.taken', 'w') as f:
                     json.dump(faults, f)
+                os.replace(path + '.taken', path)
                 return fault
         return None
 
