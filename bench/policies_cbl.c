@@ -22,7 +22,7 @@
  * two-kind mixture of up and down period lengths, rn_model.h) is fitted
  * with the policy's own fit on the pools of the other traces and set
  * through the backtest's policies settings for the pools of the held-out
- * trace, with its prior_weight chosen among 1, 4 and 16 on the other
+ * trace, with its prior_weight chosen among 0.25, 1, 4 and 16 on the other
  * traces alone (nested: each of their windows scored with a prior fitted
  * on the traces neither held out nor scored, windows every 24 h); the
  * figures are those held-out runs. The other
@@ -139,7 +139,7 @@ static void prior_yaml(char *buf, size_t n, const struct prior *p,
  * prior's weight is chosen (coarser than the figures' windows, to keep the
  * nested runs few). */
 #define INNER_EVERY_H 24
-static const double weights[] = {1, 4, 16};
+static const double weights[] = {0.25, 1, 4, 16};
 #define N_WEIGHTS (sizeof(weights) / sizeof(weights[0]))
 
 /* renewal's prior_weight for held-out trace `held`, chosen on the others
