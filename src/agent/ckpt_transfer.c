@@ -186,14 +186,20 @@ static unsigned char *take_buffer(struct agent_upload *u)
     return u->n_spare > 0 ? u->spare[--u->n_spare] : malloc(EBB__CKPT_STREAM_MEMORY);
 }
 
-static void xfer_finished(struct xfer *x, bool ok)
+void agent_xfer_release(struct xfer *x)
 {
-    struct agent_upload *u = x->u;
     agent_seal_reader_close(&x->reader);
-    u->spare[u->n_spare++] = x->buf;
+    if (x->buf != NULL)
+        x->u->spare[x->u->n_spare++] = x->buf;
     x->buf = NULL;
     free(x->fps);
     x->fps = NULL;
+}
+
+static void xfer_finished(struct xfer *x, bool ok)
+{
+    struct agent_upload *u = x->u;
+    agent_xfer_release(x);
     x->running = false;
     u->running--;
     if (ok) {
@@ -364,8 +370,6 @@ static int start_file_put(struct agent_upload *u, struct xfer *x)
     x->work.data = x;
     if (x->fps != NULL && uv_queue_work(&u->a->loop, &x->work, file_put_work, file_put_done) == 0)
         return 0;
-    free(x->fps);
-    x->fps = NULL;
     return EBB_EIO;
 }
 
@@ -401,11 +405,8 @@ static int start_xfer(struct agent_upload *u, struct xfer *x)
         rc = start_file_put(u, x);
     else if (rc == 0)
         rc = start_http_put(u, x);
-    if (rc != 0) {
-        agent_seal_reader_close(&x->reader);
-        u->spare[u->n_spare++] = x->buf;
-        x->buf = NULL;
-    }
+    if (rc != 0)
+        agent_xfer_release(x);
     return rc;
 }
 

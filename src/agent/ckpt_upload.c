@@ -37,10 +37,7 @@ static void up_free(struct agent_upload *u)
 {
     for (size_t i = 0; i < u->n_xfers; i++) {
         free(u->xfers[i].url);
-        free(u->xfers[i].fps);
-        agent_seal_reader_close(&u->xfers[i].reader);
-        if (u->xfers[i].buf != NULL)
-            u->spare[u->n_spare++] = u->xfers[i].buf;
+        agent_xfer_release(&u->xfers[i]);
     }
     for (size_t i = 0; i < u->n_spare; i++) {
         OPENSSL_cleanse(u->spare[i], EBB__CKPT_STREAM_MEMORY);

@@ -96,6 +96,11 @@ void agent_up_refresh(struct agent_upload *u);
  * `why`. */
 int agent_up_take_urls(struct agent_upload *u, json_t *files, char *why, size_t len);
 
+/* ckpt_transfer.c: what a transfer holds while it runs (its reader, its
+ * chunk buffer, back among the spares, its fingerprints) is let go; safe
+ * on one that holds nothing. */
+void agent_xfer_release(struct xfer *x);
+
 /* ckpt_transfer.c: starts transfers up to `parallel`; asks for fresh URLs
  * when one was refused and none is out; commits when all are done and
  * the hash pass is back. */
