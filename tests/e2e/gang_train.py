@@ -41,9 +41,10 @@ def on_checkpoint(signum, frame):
     pending["flag"] = max(pending["flag"], 1)
 
 
-signal.signal(getattr(signal, os.environ.get("EBB_SIGNAL") or "SIGUSR1"), on_stop)
-signal.signal(getattr(signal, os.environ.get("EBB_PERIODIC_SIGNAL") or "SIGUSR2"),
-              on_checkpoint)
+STOP_SIGNAL = getattr(signal, os.environ.get("EBB_SIGNAL") or "SIGUSR1")
+PERIODIC_SIGNAL = getattr(signal, os.environ.get("EBB_PERIODIC_SIGNAL") or "SIGUSR2")
+signal.signal(STOP_SIGNAL, on_stop)
+signal.signal(PERIODIC_SIGNAL, on_checkpoint)
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -285,4 +286,11 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    # Python puts back the default action of the signals it handles as it
+    # shuts down, and the default ends the process: a checkpoint signal
+    # arriving then would turn a finished rank into one killed by it
+    # (status 140). Ignored ones stay ignored.
+    signal.signal(STOP_SIGNAL, signal.SIG_IGN)
+    signal.signal(PERIODIC_SIGNAL, signal.SIG_IGN)
+    sys.exit(rc)
