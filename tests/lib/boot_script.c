@@ -83,7 +83,13 @@ char *boot_script_run(const char *script, const char *metadata, int *status)
         fclose(f);
         token = strdup(line);
     }
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    /* The script leaves the agent in the background (nohup ... &), and on
+     * a loaded machine it may still be writing its log here: the removal
+     * is tried again until that process is gone (at most 5 s). */
+    snprintf(cmd, sizeof(cmd),
+             "for i in $(seq 50); do rm -rf %s 2>/dev/null && exit 0; sleep 0.1; done; "
+             "exit 1",
+             dir);
     assert_int_equal(system(cmd), 0);
     return token;
 }
