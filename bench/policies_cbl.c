@@ -32,7 +32,8 @@
  * worst window, deadlines missed among windows the oracle finds feasible,
  * windows costlier than uniform-progress, and the mean per trace;
  * --windows prints every window's ratios too; --only TEXT runs only the
- * pools whose zone or instance type contains TEXT.
+ * pools whose zone, instance type or trace contains TEXT (the weights
+ * are still chosen on every other trace).
  *
  * Then the multi-zone case (policies_zones.c), with the same held-out
  * settings for renewal; --zones runs only it (after choosing the
@@ -296,7 +297,7 @@ int bench_cbl_main(int argc, char **argv)
             if (fold < 0) /* past MAX_FOLDS traces */
                 continue;
             if (only != NULL && strstr(a->instance_type, only) == NULL &&
-                strstr(a->zone, only) == NULL)
+                strstr(a->zone, only) == NULL && strstr(a->provider, only) == NULL)
                 continue;
             ebb_time_ms last = a->at[a->n - 1];
             for (ebb_time_ms sub = a->at[0]; sub < last && !failed;

@@ -10,10 +10,11 @@
  * showed; how long the period in effect has lasted says which kind it
  * likely is.
  * The decision (rn_dp.h): the least expected cost to finish by the
- * deadline over (work left, slack left, job idle / on spot / on
- * on-demand, the chain's phase), solved by backward induction on a grid
- * whose step divides the restart overhead; the job takes the action with
- * the lowest expected cost under its belief about the phase. Solved
+ * deadline over (work left, slack left above the safety net's floor, job
+ * idle / on spot / on on-demand, the chain's phase), solved by backward
+ * induction on a grid whose step divides the restart overhead; the job
+ * takes the action with the lowest expected cost under its belief about
+ * the phase. Solved
  * tables and fits are kept in the instance and shared by every job and
  * decision with the same inputs (the answers are those of solving anew).
  *
@@ -199,7 +200,7 @@ struct rn_job {
     double step;     /* the table's step, ms */
     double w;        /* work left, wall ms on the fallback */
     double s;        /* slack: time left - w - overhead still to run */
-    int i, j;        /* the grid point of (w, s) */
+    int i, j;        /* the grid point of (w, s - the net's floor) */
     enum rn_job_state state;
     unsigned allowed; /* the actions weighed (rn_best) */
     struct rn_mix up, down;
@@ -239,10 +240,13 @@ static void rn_plan(const struct rn *p, struct rn_job *r)
         want.spot_price = want.od_price *
                           rn_quantize(want.spot_price / want.od_price, RN_QSTEP_PRICE);
     /* The grid is the job's own from submission to deadline, so that every
-     * decision of the job (and of jobs like it) finds the same table. */
+     * decision of the job (and of jobs like it) finds the same table. Its
+     * slack is the slack above the safety net's floor: the net forbids
+     * the moves that would spend the floor (rn_idle, rn_on_demand), so a
+     * plan that counted on it would plan returns to spot it cannot make. */
     double total = (double)job->work_total / od->speed;
     double span = (double)job->deadline - (double)job->submitted_at;
-    rn_grid(total, span - total, pu_restart_ms(c), &want);
+    rn_grid(total, span - total - r->g.floor, pu_restart_ms(c), &want);
     r->t = rn_cache_table(p->cache, &want);
     r->step = want.step_ms;
 
@@ -255,7 +259,8 @@ static void rn_plan(const struct rn *p, struct rn_job *r)
     }
     r->s = (double)job->deadline - (double)c->now - r->w - warm;
     r->i = (int)fmin(nearbyint(r->w / r->step), (double)INT32_MAX);
-    r->j = r->s < 0 ? -1 : (int)fmin(floor(r->s / r->step), (double)INT32_MAX);
+    double above = r->s - r->g.floor;
+    r->j = above < 0 ? -1 : (int)fmin(floor(above / r->step), (double)INT32_MAX);
     if (c->running == PU_NONE)
         r->state = RN_JOB_IDLE;
     else if (pu_offer(c, c->running)->market == EBB_MARKET_SPOT)
@@ -296,7 +301,7 @@ static double rn_change_in(const struct rn_job *r, enum rn_action now_best)
     if (r->state == RN_JOB_IDLE) {
         for (int j = r->j - 1; j >= 0 && j >= r->j - steps; j--)
             if (rn_best(r->t, r->i, j, r->state, r->belief, r->allowed, NULL) != now_best)
-                return r->s - (double)(j + 1) * r->step;
+                return r->s - r->g.floor - (double)(j + 1) * r->step;
         return INFINITY;
     }
     for (int i = r->i - 1; i >= 1 && i >= r->i - steps; i--)

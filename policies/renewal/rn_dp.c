@@ -411,14 +411,71 @@ static float wait_down_value(const struct rn_table *t, int i, int j,
     return best < RN_BIG ? (float)best : RN_BIG;
 }
 
+/* Staying on on-demand while spot is up, valued without learning the
+ * phase: the same flaw as waiting's (wait_down_value) on the other side.
+ * The table's value of staying is that of a job told after one step
+ * whether the up period is a short or a long one, so a job that believes
+ * in short ones stays on on-demand until the up period's age has made a
+ * long one likely, paying on-demand's price for spot that was there.
+ * Here: the least, over horizons tau >= 1, of "stay on on-demand tau
+ * steps, then start spot if it is still up" under the chain from the
+ * belief (an up phase c lasts a step with probability e^(-rate_c step);
+ * spot that goes meanwhile leaves the job on on-demand in a down phase
+ * drawn as the chain draws it, valued at the end of the stretch it
+ * falls in). Every horizon pays on-demand's price for its steps; at its
+ * end the job starts spot or finishes on on-demand, the cheaper. */
+static float stay_up_value(const struct rn_table *t, int i, int j,
+                           const double *belief)
+{
+    const struct rn_params *p = &t->p;
+    double h = p->step_ms / 3600000.0, sd = p->to_short_down;
+    double co = p->od_price * h;
+    double b[RN_PHASES] = {0};
+    double mass = belief[0] + belief[1];
+    if (!(mass > 0))
+        return RN_BIG;
+    double got = 0, best = RN_BIG, before = 1;
+    for (int tau = 1; tau <= i; tau = next_tau(tau)) {
+        double rest = 0;
+        for (int c = 0; c < RN_UP_PHASES; c++) {
+            b[c] = belief[c] / mass * exp(-p->rate[c] * h * tau);
+            rest += b[c];
+        }
+        if (before - rest > 0) {
+            double down = sd * rn_value(t, i - tau, j, RN_OD(RN_UP_PHASES)) +
+                          (1 - sd) * rn_value(t, i - tau, j, RN_OD(RN_UP_PHASES + 1));
+            got += (before - rest) * (tau * co + down);
+        }
+        before = rest;
+        /* Then spot, or on-demand to the end where a return no longer
+         * pays (or is no longer feasible: slack does not grow there). */
+        double then = (i - tau) * co;
+        if (rest > 0) {
+            for (int c = 0; c < RN_UP_PHASES; c++)
+                b[c] /= rest;
+            then = fmin(then, rn_action_value(t, i - tau, j, RN_JOB_OD, b, RN_RUN_SPOT));
+        }
+        double v = got + rest * (tau * co + then);
+        if (v < best)
+            best = v;
+        if (rest < 1e-6)
+            break;
+    }
+    return best < RN_BIG ? (float)best : RN_BIG;
+}
+
 /* The value of a under the belief: waiting for spot that is down by
- * wait_down_value, the rest by the table. */
+ * wait_down_value, staying on on-demand while spot is up by
+ * stay_up_value, the rest by the table. */
 static float choice_value(const struct rn_table *t, const struct rn_cell *x,
                           int i, int j, enum rn_job_state state,
                           const double *belief, enum rn_action a)
 {
-    if (a == RN_WAIT && !(belief[0] > 0) && !(belief[1] > 0))
+    int down = !(belief[0] > 0) && !(belief[1] > 0);
+    if (a == RN_WAIT && down)
         return wait_down_value(t, i, j, belief);
+    if (a == RN_RUN_OD && state == RN_JOB_OD && !down)
+        return stay_up_value(t, i, j, belief);
     return belief_value(t, x, i, j, state, belief, a);
 }
 

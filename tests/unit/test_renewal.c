@@ -211,6 +211,25 @@ static void extend_as_solved(void **state)
     rn_table_free(&whole);
 }
 
+/* A random chain on a 60 x 40 grid of minutes for the planner's checks:
+ * short up periods ending at up_lo + 0..9 up_step per hour, short down
+ * ones at down_lo + 0..9 down_step, long ones at 0.01-0.1 per hour. */
+static struct rn_params random_chain(double up_lo, double up_step, double down_lo,
+                                     double down_step)
+{
+    double up_short = up_lo + rand() % 10 * up_step;
+    double up_long = 0.01 + rand() % 10 / 100.0;
+    double down_short = down_lo + rand() % 10 * down_step;
+    double down_long = 0.01 + rand() % 10 / 100.0;
+    double su = 0.1 + rand() % 8 / 10.0, sd = 0.1 + rand() % 8 / 10.0;
+    return (struct rn_params){
+        .rate = {up_short, up_long, down_short, down_long},
+        .to_short_up = su, .to_short_down = sd,
+        .spot_price = 0.97e6, .od_price = 3.06e6,
+        .step_ms = MIN, .k = 1 + rand() % 3, .nw = 60, .ns = 40,
+    };
+}
+
 /* Waiting for spot that is down is valued without learning the phase
  * (rn_dp.c, wait_down_value): on random chains, points and beliefs it is
  * never below the table's value (that of a job told the phase after one
@@ -224,14 +243,7 @@ static void wait_not_optimistic(void **state)
     srand(7);
     int fewer = 0; /* points where the table would wait and the job does not */
     for (int round = 0; round < 40; round++) {
-        struct rn_params p = {
-            .rate = {0.05 + rand() % 10 / 20.0, 0.01 + rand() % 10 / 100.0,
-                     0.05 + rand() % 10 / 5.0, 0.01 + rand() % 10 / 100.0},
-            .to_short_up = 0.1 + rand() % 8 / 10.0,
-            .to_short_down = 0.1 + rand() % 8 / 10.0,
-            .spot_price = 0.97e6, .od_price = 3.06e6,
-            .step_ms = MIN, .k = 1 + rand() % 3, .nw = 60, .ns = 40,
-        };
+        struct rn_params p = random_chain(0.05, 0.05, 0.05, 0.2);
         struct rn_table t;
         assert_int_equal(rn_solve(&p, &t), 0);
         for (int q = 0; q < 40; q++) {
@@ -268,6 +280,61 @@ static void wait_not_optimistic(void **state)
     float later = rn_action_value(&t, 2, 2, RN_JOB_IDLE, down, RN_RUN_OD);
     assert_true(fabsf(wait - later) < 1e-5f);
     assert_true(wait >= rn_action_value(&t, 2, 3, RN_JOB_IDLE, down, RN_RUN_OD) - 1e-5f);
+    rn_table_free(&t);
+}
+
+/* Staying on on-demand while spot is up is valued without learning the
+ * phase too (rn_dp.c, stay_up_value): never below the table's value but
+ * by a step's discretisation, the choice between spot and on-demand
+ * follows it, and there are points where the table's value would stay
+ * and the job now moves to spot; with spot that never goes, staying a
+ * step costs exactly that step on on-demand before the same move, and
+ * with no slack to move, staying costs the rest on on-demand. */
+static void stay_not_optimistic(void **state)
+{
+    (void)state;
+    srand(11);
+    int fewer = 0; /* points where the table would stay and the job moves */
+    for (int round = 0; round < 40; round++) {
+        struct rn_params p = random_chain(1, 3, 0.05, 0.05);
+        struct rn_table t;
+        assert_int_equal(rn_solve(&p, &t), 0);
+        double co = p.od_price * p.step_ms / 3600000.0;
+        for (int q = 0; q < 40; q++) {
+            int i = 2 + rand() % 59, j = rand() % 41;
+            double b[RN_PHASES] = {rand() % 11 / 10.0, 0, 0, 0};
+            b[1] = 1 - b[0];
+            double told = 0;
+            for (int c = 0; c < RN_UP_PHASES; c++)
+                for (int n = 0; n < RN_PHASES; n++)
+                    told += b[c] * t.one[c][n] * (co + rn_value(&t, i - 1, j, RN_OD(n)));
+            float stay = rn_action_value(&t, i, j, RN_JOB_OD, b, RN_RUN_OD);
+            float spot = rn_action_value(&t, i, j, RN_JOB_OD, b, RN_RUN_SPOT);
+            assert_true(stay >= told * (1 - 1e-3));
+            unsigned both = (1u << RN_RUN_SPOT) | (1u << RN_RUN_OD);
+            enum rn_action a = rn_best(&t, i, j, RN_JOB_OD, b, both, NULL);
+            assert_true(a == RN_RUN_SPOT ? spot <= stay : stay < spot);
+            fewer += told < spot && a == RN_RUN_SPOT;
+        }
+        rn_table_free(&t);
+    }
+    assert_true(fewer > 0);
+    struct rn_params never = {
+        .rate = {0, 0, 1, 1}, .to_short_up = 0.5, .to_short_down = 0.5,
+        .spot_price = 1, .od_price = 3, .step_ms = 3600000, .k = 1,
+        .nw = 3, .ns = 3,
+    };
+    struct rn_table t;
+    assert_int_equal(rn_solve(&never, &t), 0);
+    const double up[RN_PHASES] = {0.5, 0.5, 0, 0};
+    float stay = rn_action_value(&t, 3, 3, RN_JOB_OD, up, RN_RUN_OD);
+    float later = 3 + rn_action_value(&t, 2, 3, RN_JOB_OD, up, RN_RUN_SPOT);
+    assert_true(fabsf(stay - later) < 1e-5f);
+    assert_int_equal(rn_best(&t, 3, 3, RN_JOB_OD, up, RN_ALL, NULL), RN_RUN_SPOT);
+    /* No slack for a restart: staying is finishing on on-demand, 3 steps
+     * at 3. */
+    assert_true(rn_action_value(&t, 3, 0, RN_JOB_OD, up, RN_RUN_SPOT) >= RN_BIG);
+    assert_true(fabsf(rn_action_value(&t, 3, 0, RN_JOB_OD, up, RN_RUN_OD) - 9) < 1e-5f);
     rn_table_free(&t);
 }
 
@@ -372,7 +439,16 @@ static int adv_vanish(const struct sim *s, long minute)
     return minute < 20 * 60;
 }
 
-/* Runs the job minute by minute; the policy is asked as the engine asks:
+/* Spot for the first 38 h 50 min, gone for 4 h 54 min, then back: a job
+ * of 48 h meets the gap with 9.4 h of work and 3.8 h of slack left. */
+static int adv_gap(const struct sim *s, long minute)
+{
+    (void)s;
+    return minute < 2330 || minute >= 2330 + 294;
+}
+
+/* Runs the job minute by minute (the spot offer's availability_since
+ * moves as capacity changes); the policy is asked as the engine asks:
  * at its `until`, when spot capacity changes, and when the job's instance
  * is lost or released (until 0: on events only). Progress counts after each start's
  * restart overhead. Returns when the work is done (its time) or 0 when
@@ -390,8 +466,10 @@ static ebb_time_ms sim_run(struct sim *s, adversary_fn adv, long minutes)
             s->job.preemptions++;
             ask = s->now;
         }
-        if (up != last_up)
+        if (up != last_up) {
             ask = s->now;
+            s->offers[0].availability_since = s->now;
+        }
         last_up = up;
         s->job.work_done = (ebb_dur_ms)s->done;
         if (ask > 0 && s->now >= ask) {
@@ -573,6 +651,35 @@ static void record_changes_the_plan(void **state)
     ph_unload(&s.pol);
 }
 
+/* The plan counts only the slack above the safety net's floor: a job that
+ * waits for spot and then starts on-demand keeps enough slack to return
+ * when spot comes back, so it is not left on on-demand for hours by a
+ * return the net forbids. The prior (flaps, fitted elsewhere) and the
+ * record (ups of 5 h and 117 h, a down of 13 h) are those of a probe pool
+ * in bench-policies --cbl, where the job used to wait until 27 min of
+ * slack (2 restarts and 3 min: under the 5 min floor the net keeps for a
+ * return) and then finish on on-demand, spot back for hours. */
+static void returns_from_on_demand(void **state)
+{
+    (void)state;
+    struct sim s;
+    sim_init(&s, "{up_short: 22m, up_long: 8h8m, up_short_share: 0.86, "
+                 "down_short: 17m, down_long: 5h56m, down_short_share: 0.99, "
+                 "prior_weight: 1}",
+             52, 12 * MIN);
+    unsigned up[EBB_PERIOD_BUCKETS] = {0}, down[EBB_PERIOD_BUCKETS] = {0};
+    up[ebb__period_bucket(294 * MIN)] = 1;
+    up[ebb__period_bucket(7005 * MIN)] = 1;
+    down[ebb__period_bucket(792 * MIN)] = 1;
+    s.offers[0].up_lengths = up;
+    s.offers[0].down_lengths = down;
+    ebb_time_ms end = sim_run(&s, adv_gap, 52 * 60);
+    assert_true(end > 0 && end <= s.job.deadline);
+    assert_int_equal(s.od_starts, 1);
+    assert_int_equal(s.spot_starts, 2);
+    ph_unload(&s.pol);
+}
+
 /* What the instance keeps (tables solved for larger jobs, fits) never
  * changes an answer: jobs of several sizes decided in one order by one
  * instance, and each by a fresh one, give the same bytes. */
@@ -630,12 +737,14 @@ int main(void)
         cmocka_unit_test(extend_as_solved),
         cmocka_unit_test(grid_ladder),
         cmocka_unit_test(wait_not_optimistic),
+        cmocka_unit_test(stay_not_optimistic),
         cmocka_unit_test(safety_net_worst_moment),
         cmocka_unit_test(safety_net_random_flaps),
         cmocka_unit_test(safety_net_wrong_model),
         cmocka_unit_test(infeasible_runs_on_demand),
         cmocka_unit_test(no_history),
         cmocka_unit_test(record_changes_the_plan),
+        cmocka_unit_test(returns_from_on_demand),
         cmocka_unit_test(cache_changes_nothing),
         cmocka_unit_test(bad_settings_refused),
     };
