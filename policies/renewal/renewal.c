@@ -14,9 +14,9 @@
  * idle / on spot / on on-demand, the chain's phase), solved by backward
  * induction on a grid whose step divides the restart overhead; the job
  * takes the action with the lowest expected cost under its belief about
- * the phase. Solved
- * tables and fits are kept in the instance and shared by every job and
- * decision with the same inputs (the answers are those of solving anew).
+ * the phase. Solved tables and fits are kept in the instance and shared
+ * by every job and decision with the same inputs (the answers are those
+ * of solving anew).
  *
  * The safety net, and why it always finishes on on-demand. Let q be the
  * slack on the on-demand fallback counting one restart (pu_guard: deadline

@@ -96,7 +96,10 @@ float rn_value(const struct rn_table *t, int i, int j, int slot);
  * chain in each phase with probability belief[c] (the up phases' or the
  * down phases' beliefs are 0), acting optimally after. RN_BIG when `a` is
  * not possible there (spot while spot is down). Starting an instance
- * counts its overhead; keeping the one the job runs on does not. */
+ * counts its overhead; keeping the one the job runs on does not. Waiting
+ * while spot is down, and staying on on-demand while it is up, are valued
+ * without learning the phase (rn_dp.c: wait_down_value, stay_up_value);
+ * the rest as a job told the phase after one step would value them. */
 float rn_action_value(const struct rn_table *t, int i, int j,
                       enum rn_job_state state, const double *belief,
                       enum rn_action a);
