@@ -314,6 +314,12 @@ static ebb_time_ms rn_until(const struct rn_job *r, double change_ms,
                             double guard_ms)
 {
     double d = fmin(fmin(change_ms, guard_ms), RN_REPLAN_MS);
+    if (r->t != NULL) {
+        int h = rn_horizon(r->t, r->i, r->j, r->state, r->belief,
+                           r->state == RN_JOB_OD ? RN_RUN_OD : RN_WAIT);
+        if (h > 0)
+            d = fmin(d, h * r->step);
+    }
     return pu_after(r->c->now, d > 1 ? d : 1);
 }
 

@@ -375,7 +375,7 @@ static int next_tau(int tau)
  * it, valued at the step that ends the stretch it falls in, the later
  * end: less slack). RN_BIG when there is no slack to wait. */
 static float wait_down_value(const struct rn_table *t, int i, int j,
-                             const double *belief)
+                             const double *belief, int *horizon)
 {
     const struct rn_params *p = &t->p;
     double h = p->step_ms / 3600000.0, su = p->to_short_up;
@@ -403,8 +403,11 @@ static float wait_down_value(const struct rn_table *t, int i, int j,
             od = rn_action_value(t, i, j - tau, RN_JOB_IDLE, b, RN_RUN_OD);
         }
         double v = got + rest * od;
-        if (v < best)
+        if (v < best) {
             best = v;
+            if (horizon != NULL)
+                *horizon = tau;
+        }
         if (rest < 1e-6)
             break;
     }
@@ -425,7 +428,7 @@ static float wait_down_value(const struct rn_table *t, int i, int j,
  * falls in). Every horizon pays on-demand's price for its steps; at its
  * end the job starts spot or finishes on on-demand, the cheaper. */
 static float stay_up_value(const struct rn_table *t, int i, int j,
-                           const double *belief)
+                           const double *belief, int *horizon)
 {
     const struct rn_params *p = &t->p;
     double h = p->step_ms / 3600000.0, sd = p->to_short_down;
@@ -456,8 +459,11 @@ static float stay_up_value(const struct rn_table *t, int i, int j,
             then = fmin(then, rn_action_value(t, i - tau, j, RN_JOB_OD, b, RN_RUN_SPOT));
         }
         double v = got + rest * (tau * co + then);
-        if (v < best)
+        if (v < best) {
             best = v;
+            if (horizon != NULL)
+                *horizon = tau;
+        }
         if (rest < 1e-6)
             break;
     }
@@ -473,9 +479,9 @@ static float choice_value(const struct rn_table *t, const struct rn_cell *x,
 {
     int down = !(belief[0] > 0) && !(belief[1] > 0);
     if (a == RN_WAIT && down)
-        return wait_down_value(t, i, j, belief);
+        return wait_down_value(t, i, j, belief, NULL);
     if (a == RN_RUN_OD && state == RN_JOB_OD && !down)
-        return stay_up_value(t, i, j, belief);
+        return stay_up_value(t, i, j, belief, NULL);
     return belief_value(t, x, i, j, state, belief, a);
 }
 
@@ -513,4 +519,18 @@ enum rn_action rn_best(const struct rn_table *t, int i, int j,
     if (value != NULL)
         *value = bv;
     return best;
+}
+
+int rn_horizon(const struct rn_table *t, int i, int j, enum rn_job_state state,
+               const double *belief, enum rn_action a)
+{
+    struct rn_cell x;
+    if (locate(t, &i, &j, &x) <= 0)
+        return 0;
+    int down = !(belief[0] > 0) && !(belief[1] > 0), h = 0;
+    if (a == RN_WAIT && down)
+        wait_down_value(t, i, j, belief, &h);
+    else if (a == RN_RUN_OD && state == RN_JOB_OD && !down)
+        stay_up_value(t, i, j, belief, &h);
+    return h;
 }

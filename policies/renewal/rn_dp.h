@@ -114,6 +114,13 @@ enum rn_action rn_best(const struct rn_table *t, int i, int j,
                        enum rn_job_state state, const double *belief,
                        unsigned allowed, float *value);
 
+/* For the actions valued without learning the phase (rn_action_value):
+ * the horizon, in steps, of the plan that gives their value (wait that
+ * long for spot, then on-demand; stay on on-demand that long, then
+ * spot), at which the job should be asked again; 0 for the others. */
+int rn_horizon(const struct rn_table *t, int i, int j, enum rn_job_state state,
+               const double *belief, enum rn_action a);
+
 /* The chain's transition matrix over `hours` for the rates and shares of
  * *p: m[a][b] = P(phase b after | phase a now). */
 void rn_chain(const struct rn_params *p, double hours,

@@ -280,6 +280,7 @@ static void wait_not_optimistic(void **state)
     float later = rn_action_value(&t, 2, 2, RN_JOB_IDLE, down, RN_RUN_OD);
     assert_true(fabsf(wait - later) < 1e-5f);
     assert_true(wait >= rn_action_value(&t, 2, 3, RN_JOB_IDLE, down, RN_RUN_OD) - 1e-5f);
+    assert_int_equal(rn_horizon(&t, 2, 3, RN_JOB_IDLE, down, RN_WAIT), 1);
     rn_table_free(&t);
 }
 
@@ -331,6 +332,10 @@ static void stay_not_optimistic(void **state)
     float later = 3 + rn_action_value(&t, 2, 3, RN_JOB_OD, up, RN_RUN_SPOT);
     assert_true(fabsf(stay - later) < 1e-5f);
     assert_int_equal(rn_best(&t, 3, 3, RN_JOB_OD, up, RN_ALL, NULL), RN_RUN_SPOT);
+    /* That plan's horizon, when the job is to be asked again: one step;
+     * none for a value read from the table. */
+    assert_int_equal(rn_horizon(&t, 3, 3, RN_JOB_OD, up, RN_RUN_OD), 1);
+    assert_int_equal(rn_horizon(&t, 3, 3, RN_JOB_OD, up, RN_RUN_SPOT), 0);
     /* No slack for a restart: staying is finishing on on-demand, 3 steps
      * at 3. */
     assert_true(rn_action_value(&t, 3, 0, RN_JOB_OD, up, RN_RUN_SPOT) >= RN_BIG);
