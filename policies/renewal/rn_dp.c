@@ -470,18 +470,33 @@ static float stay_up_value(const struct rn_table *t, int i, int j,
     return best < RN_BIG ? (float)best : RN_BIG;
 }
 
-/* The value of a under the belief: waiting for spot that is down by
- * wait_down_value, staying on on-demand while spot is up by
- * stay_up_value, the rest by the table. */
+/* The actions valued without learning the phase: waiting for spot that
+ * is down (wait_down_value) and staying on on-demand while spot is up
+ * (stay_up_value). For those, their value into *v and the horizon of the
+ * plan that gives it into *horizon (may be NULL), and 1; else 0. */
+static int blind_value(const struct rn_table *t, int i, int j,
+                       enum rn_job_state state, const double *belief,
+                       enum rn_action a, float *v, int *horizon)
+{
+    int down = !(belief[0] > 0) && !(belief[1] > 0);
+    if (a == RN_WAIT && down)
+        *v = wait_down_value(t, i, j, belief, horizon);
+    else if (a == RN_RUN_OD && state == RN_JOB_OD && !down)
+        *v = stay_up_value(t, i, j, belief, horizon);
+    else
+        return 0;
+    return 1;
+}
+
+/* The value of a under the belief: by blind_value where it applies, the
+ * rest by the table. */
 static float choice_value(const struct rn_table *t, const struct rn_cell *x,
                           int i, int j, enum rn_job_state state,
                           const double *belief, enum rn_action a)
 {
-    int down = !(belief[0] > 0) && !(belief[1] > 0);
-    if (a == RN_WAIT && down)
-        return wait_down_value(t, i, j, belief, NULL);
-    if (a == RN_RUN_OD && state == RN_JOB_OD && !down)
-        return stay_up_value(t, i, j, belief, NULL);
+    float v;
+    if (blind_value(t, i, j, state, belief, a, &v, NULL))
+        return v;
     return belief_value(t, x, i, j, state, belief, a);
 }
 
@@ -525,12 +540,9 @@ int rn_horizon(const struct rn_table *t, int i, int j, enum rn_job_state state,
                const double *belief, enum rn_action a)
 {
     struct rn_cell x;
-    if (locate(t, &i, &j, &x) <= 0)
-        return 0;
-    int down = !(belief[0] > 0) && !(belief[1] > 0), h = 0;
-    if (a == RN_WAIT && down)
-        wait_down_value(t, i, j, belief, &h);
-    else if (a == RN_RUN_OD && state == RN_JOB_OD && !down)
-        stay_up_value(t, i, j, belief, &h);
+    int h = 0;
+    float v;
+    if (locate(t, &i, &j, &x) > 0)
+        blind_value(t, i, j, state, belief, a, &v, &h);
     return h;
 }
